@@ -1,0 +1,112 @@
+//! Errors and the exit codes they map to.
+//!
+//! Library code returns typed errors; only `main` turns them into a message and an exit code.
+//! User-input errors carry the file, the line (and column when known) and the field.
+
+use std::fmt;
+use std::path::Path;
+
+/// Process exit codes, documented in `--help` and the README.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitCode {
+    /// The run completed (and any gate passed).
+    Pass = 0,
+    /// A gate failed or a regression was found.
+    GateFailed = 1,
+    /// Bad input or usage: nothing was run.
+    BadInput = 2,
+    /// Not enough evidence yet to decide.
+    Inconclusive = 3,
+    /// Too many infrastructure errors to judge.
+    InfraErrors = 4,
+    /// Stopped with Ctrl-C; the summary covers the trials that completed.
+    Interrupted = 130,
+}
+
+/// A problem with something the user wrote: config, catalog, fixtures, flags, environment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InputError {
+    /// `file`, `file:line` or `file:line:column`; empty for errors with no file (flags).
+    pub location: String,
+    /// JSON-path-like field (`cases[3].expect.tool`), when one is to blame.
+    pub field: Option<String>,
+    pub message: String,
+}
+
+impl InputError {
+    pub fn new(message: impl Into<String>) -> Self {
+        InputError { location: String::new(), field: None, message: message.into() }
+    }
+
+    pub fn at(file: &str, line: Option<usize>, field: &str, message: &str) -> Self {
+        let location = match line {
+            Some(l) => format!("{file}:{l}"),
+            None => file.to_owned(),
+        };
+        let field = if field.is_empty() { None } else { Some(field.to_owned()) };
+        InputError { location, field, message: message.to_owned() }
+    }
+
+    pub fn at_column(file: &str, line: usize, column: usize, field: Option<String>, message: &str) -> Self {
+        InputError { location: format!("{file}:{line}:{column}"), field, message: message.to_owned() }
+    }
+
+    pub fn io(path: &Path, err: &std::io::Error) -> Self {
+        InputError { location: path.display().to_string(), field: None, message: format!("cannot read: {err}") }
+    }
+
+    /// A serde_json error in `file`, whose positions are relative to the whole file.
+    pub fn json(file: &str, err: &serde_json::Error) -> Self {
+        InputError::at_column(file, err.line(), err.column(), None, &format!("invalid JSON: {}", strip_position(&err.to_string())))
+    }
+}
+
+/// serde_json appends " at line L column C" to its messages; the location says it already.
+pub fn strip_position(msg: &str) -> String {
+    match msg.rfind(" at line ") {
+        Some(i) => msg[..i].to_owned(),
+        None => msg.to_owned(),
+    }
+}
+
+impl fmt::Display for InputError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if !self.location.is_empty() {
+            write!(f, "{}: ", self.location)?;
+        }
+        if let Some(field) = &self.field {
+            write!(f, "{field}: ")?;
+        }
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for InputError {}
+
+/// Every error that ends a command early.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Input(#[from] InputError),
+    #[error("{context}: {source}")]
+    Io { context: String, source: std::io::Error },
+    #[error("{0}")]
+    Fatal(String),
+}
+
+impl Error {
+    pub fn io(context: impl Into<String>, source: std::io::Error) -> Self {
+        Error::Io { context: context.into(), source }
+    }
+
+    pub fn exit_code(&self) -> ExitCode {
+        match self {
+            Error::Input(_) => ExitCode::BadInput,
+            // Failing to write reports or reach the machine's own resources is not a verdict on
+            // the model; 4 says "could not judge".
+            Error::Io { .. } | Error::Fatal(_) => ExitCode::InfraErrors,
+        }
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

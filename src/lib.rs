@@ -1,0 +1,18 @@
+//! toolscore: replay tool-selection fixtures against model providers many times, score every
+//! trial, and report each rate with its confidence interval.
+//!
+//! Data flows one way: `suite` loads and validates inputs, `runner` plans and executes trials
+//! through a `provider`, `score` judges each model turn, the runner streams `TrialRecord`s to
+//! disk and into `report::Aggregator`, and `report` renders a `Summary` whose intervals come
+//! from `stats`. See DESIGN.md for the map.
+
+pub mod catalog;
+pub mod cli;
+pub mod error;
+pub mod message;
+pub mod provider;
+pub mod report;
+pub mod runner;
+pub mod score;
+pub mod stats;
+pub mod suite;
