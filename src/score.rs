@@ -1,0 +1,1628 @@
+//! Scoring of one model turn against a fixture's expectation: tool selection, argument
+//! matching (canonical equality plus per-field matchers) and JSON-Schema validation of the
+//! produced arguments.
+//!
+//! Pure: plain functions over plain data, no I/O. Schema validators are compiled once per run
+//! ([`ToolValidators::compile`]) and shared by every trial.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fmt::Write as _;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Number, Value};
+
+use crate::catalog::Catalog;
+use crate::message::{ModelTurn, ToolCall};
+use crate::suite::{ArgMatcher, Expectation, ExpectedCall};
+
+/// Longest value (in characters) quoted in a detail string before it is truncated.
+const MAX_VALUE_CHARS: usize = 80;
+/// Longest validator message kept in a [`SchemaViolation`].
+const MAX_MESSAGE_CHARS: usize = 200;
+/// Most schema violations reported per call (and per trial).
+const MAX_VIOLATIONS: usize = 10;
+/// Integral floats within ±2^53 print as integers in canonical JSON.
+const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_992.0;
+
+// ---------------------------------------------------------------------------------------------
+// Canonical JSON
+// ---------------------------------------------------------------------------------------------
+
+/// Canonical JSON text: object keys sorted, no whitespace, numbers normalized so that 1 and 1.0
+/// print the same (integral floats within ±2^53 print as integers; other floats via
+/// serde_json's shortest repr). Used for fingerprints and equality.
+pub fn canonical_json(v: &Value) -> String {
+    let mut out = String::new();
+    write_canonical(v, &mut out);
+    out
+}
+
+fn write_canonical(v: &Value, out: &mut String) {
+    match v {
+        Value::Null => out.push_str("null"),
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Number(n) => out.push_str(&canonical_number(n)),
+        Value::String(s) => write_json_string(s, out),
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_canonical(item, out);
+            }
+            out.push(']');
+        }
+        Value::Object(map) => {
+            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(b.0));
+            out.push('{');
+            for (i, (key, value)) in entries.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_json_string(key, out);
+                out.push(':');
+                write_canonical(value, out);
+            }
+            out.push('}');
+        }
+    }
+}
+
+fn write_json_string(s: &str, out: &mut String) {
+    // Serializing a string cannot fail; the fallback only keeps this free of `unwrap`.
+    match serde_json::to_string(s) {
+        Ok(text) => out.push_str(&text),
+        Err(_) => {
+            let _ = write!(out, "{s:?}");
+        }
+    }
+}
+
+fn canonical_number(n: &Number) -> String {
+    if let Some(i) = n.as_i64() {
+        return i.to_string();
+    }
+    if let Some(u) = n.as_u64() {
+        return u.to_string();
+    }
+    match n.as_f64() {
+        Some(f) if f.is_finite() && f.fract() == 0.0 && f.abs() <= MAX_SAFE_INTEGER => {
+            // Exact: |f| <= 2^53 fits an i64 without loss. `as` maps -0.0 to 0.
+            (f as i64).to_string()
+        }
+        Some(f) => Number::from_f64(f).map_or_else(|| n.to_string(), |m| m.to_string()),
+        None => n.to_string(),
+    }
+}
+
+/// Canonical equality: key order irrelevant, 1 == 1.0, arrays ordered, no extra or missing
+/// keys.
+pub fn json_equal(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Null, Value::Null) => true,
+        (Value::Bool(x), Value::Bool(y)) => x == y,
+        (Value::Number(x), Value::Number(y)) => canonical_number(x) == canonical_number(y),
+        (Value::String(x), Value::String(y)) => x == y,
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| json_equal(p, q))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| json_equal(v, w)))
+        }
+        _ => false,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Schema validation
+// ---------------------------------------------------------------------------------------------
+
+/// One schema violation of produced arguments. `path` is dotted ("lines.0.sku", "" for the
+/// root), `keyword` the failing JSON-Schema keyword ("pattern", "required", "type", "enum",
+/// "additionalProperties", "maximum", ...), `message` the validator's text.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SchemaViolation {
+    pub path: String,
+    pub keyword: String,
+    pub message: String,
+}
+
+/// Every tool's input-schema validator, compiled once per run (never per trial).
+pub struct ToolValidators {
+    validators: HashMap<String, jsonschema::Validator>,
+}
+
+impl std::fmt::Debug for ToolValidators {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: BTreeSet<&str> = self.validators.keys().map(String::as_str).collect();
+        f.debug_struct("ToolValidators")
+            .field("tools", &names)
+            .finish()
+    }
+}
+
+impl ToolValidators {
+    /// Err((tool_name, message)) for the first schema that is not valid JSON Schema. Draft
+    /// auto-detected from `$schema` (default 2020-12); `format` is validated. Remote `$ref`s
+    /// cannot be fetched (the resolver features are off), so they fail here.
+    pub fn compile(catalog: &Catalog) -> Result<ToolValidators, (String, String)> {
+        let mut validators = HashMap::with_capacity(catalog.tools.len());
+        for tool in &catalog.tools {
+            let validator = jsonschema::options()
+                .should_validate_formats(true)
+                .build(&tool.input_schema)
+                .map_err(|e| {
+                    (
+                        tool.name.clone(),
+                        truncate(&e.to_string(), MAX_MESSAGE_CHARS),
+                    )
+                })?;
+            validators.insert(tool.name.clone(), validator);
+        }
+        Ok(ToolValidators { validators })
+    }
+
+    /// Whether the catalog these validators came from has a tool with this name.
+    pub fn contains(&self, tool: &str) -> bool {
+        self.validators.contains_key(tool)
+    }
+
+    /// None when the tool is not in the catalog; Some(vec![]) when valid. At most 10
+    /// violations.
+    pub fn validate(&self, tool: &str, args: &Value) -> Option<Vec<SchemaViolation>> {
+        let validator = self.validators.get(tool)?;
+        let violations = validator
+            .iter_errors(args)
+            .take(MAX_VIOLATIONS)
+            .map(|e| SchemaViolation {
+                path: e
+                    .instance_path()
+                    .segments()
+                    .map(|s| s.to_string())
+                    .collect::<Vec<_>>()
+                    .join("."),
+                keyword: e.kind().keyword().to_owned(),
+                message: truncate(&e.to_string(), MAX_MESSAGE_CHARS),
+            })
+            .collect();
+        Some(violations)
+    }
+}
+
+// Validators are shared across concurrent trials.
+const _: fn() = || {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<ToolValidators>();
+};
+
+// ---------------------------------------------------------------------------------------------
+// Trial scoring
+// ---------------------------------------------------------------------------------------------
+
+/// Why a scored trial failed (first reason wins, in the order selection → arguments → schema).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureKind {
+    NoCallMade,
+    UnexpectedCall,
+    WrongTool,
+    UnknownTool,
+    WrongCallCount,
+    ArgumentsNotJson,
+    ArgsMismatch,
+    SchemaInvalid,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrialScore {
+    pub selection_ok: bool,
+    /// None when the expectation states no arguments (tool-only or no-call cases).
+    pub args_ok: Option<bool>,
+    /// None when the model made no tool call; otherwise true iff every call names a catalog
+    /// tool, has JSON arguments, and validates against its schema.
+    pub schema_ok: Option<bool>,
+    /// selection_ok && args_ok != Some(false) && schema_ok != Some(false)
+    pub passed: bool,
+    pub failure: Option<FailureKind>,
+    /// Human-readable detail of the first failure, e.g. "expected create_quote, got
+    /// get_quote" or "args.lines.0.qty: expected 2, got \"2\"" or "lines.0.sku failed
+    /// pattern".
+    pub detail: Option<String>,
+    pub schema_violations: Vec<SchemaViolation>,
+}
+
+/// Records the first failure only: later checks still run (their flags are reported), but the
+/// reason shown is the earliest in the order selection → arguments → schema.
+#[derive(Default)]
+struct FirstFailure {
+    failure: Option<(FailureKind, String)>,
+}
+
+impl FirstFailure {
+    fn set(&mut self, kind: FailureKind, detail: String) {
+        if self.failure.is_none() {
+            self.failure = Some((kind, detail));
+        }
+    }
+}
+
+/// Scores one model turn against the expectation.
+pub fn score_turn(
+    expect: &Expectation,
+    turn: &ModelTurn,
+    validators: &ToolValidators,
+) -> TrialScore {
+    let produced = &turn.tool_calls;
+    let mut first = FirstFailure::default();
+
+    // Selection and arguments.
+    let (selection_ok, args_ok) = match expect {
+        Expectation::NoCall => {
+            let ok = produced.is_empty();
+            if !ok {
+                first.set(
+                    FailureKind::UnexpectedCall,
+                    format!(
+                        "expected no tool call, got {}",
+                        names_label(produced.iter().map(|c| c.name.as_str()))
+                    ),
+                );
+            }
+            (ok, None)
+        }
+        Expectation::Calls { calls, parallel } if calls.len() == 1 && !parallel => score_single(
+            &calls[0],
+            expect.checks_args(),
+            produced,
+            validators,
+            &mut first,
+        ),
+        Expectation::Calls { calls, .. } => {
+            score_parallel(calls, expect.checks_args(), produced, &mut first)
+        }
+    };
+
+    // Schema: every produced call.
+    let (schema_ok, schema_violations) = score_schema(produced, validators, &mut first);
+
+    let passed = selection_ok && args_ok != Some(false) && schema_ok != Some(false);
+    let (failure, detail) = match first.failure {
+        Some((kind, detail)) if !passed => (Some(kind), Some(detail)),
+        _ => (None, None),
+    };
+    TrialScore {
+        selection_ok,
+        args_ok,
+        schema_ok,
+        passed,
+        failure,
+        detail,
+        schema_violations,
+    }
+}
+
+fn score_single(
+    expected: &ExpectedCall,
+    checks_args: bool,
+    produced: &[ToolCall],
+    validators: &ToolValidators,
+    first: &mut FirstFailure,
+) -> (bool, Option<bool>) {
+    let Some(call) = produced.first() else {
+        first.set(
+            FailureKind::NoCallMade,
+            format!("expected {}, got no tool call", short(&expected.tool)),
+        );
+        return (false, checks_args.then_some(false));
+    };
+    let selection_ok = call.name == expected.tool;
+    if !selection_ok {
+        let unknown = if validators.contains(&call.name) {
+            ""
+        } else {
+            " (not in the catalog)"
+        };
+        first.set(
+            FailureKind::WrongTool,
+            format!(
+                "expected {}, got {}{unknown}",
+                short(&expected.tool),
+                short(&call.name)
+            ),
+        );
+    }
+    if !checks_args {
+        return (selection_ok, None);
+    }
+    if !selection_ok {
+        return (false, Some(false));
+    }
+    if call.arguments_not_json() {
+        first.set(
+            FailureKind::ArgumentsNotJson,
+            format!("arguments of {} are not valid JSON", short(&call.name)),
+        );
+        return (true, Some(false));
+    }
+    match match_args(expected, &call.arguments) {
+        Ok(()) => (true, Some(true)),
+        Err((path, reason)) => {
+            first.set(
+                FailureKind::ArgsMismatch,
+                format!("{}: {reason}", args_path(&path)),
+            );
+            (true, Some(false))
+        }
+    }
+}
+
+fn score_parallel(
+    expected: &[ExpectedCall],
+    checks_args: bool,
+    produced: &[ToolCall],
+    first: &mut FirstFailure,
+) -> (bool, Option<bool>) {
+    let mut want: Vec<&str> = expected.iter().map(|c| c.tool.as_str()).collect();
+    let mut got: Vec<&str> = produced.iter().map(|c| c.name.as_str()).collect();
+    want.sort_unstable();
+    got.sort_unstable();
+    let selection_ok = want == got;
+    if !selection_ok {
+        let want_label = names_label(want.iter().copied());
+        if produced.is_empty() {
+            first.set(
+                FailureKind::NoCallMade,
+                format!("expected {want_label}, got no tool call"),
+            );
+        } else if want.len() != got.len() {
+            first.set(
+                FailureKind::WrongCallCount,
+                format!(
+                    "expected {} call{} ({want_label}), got {} ({})",
+                    want.len(),
+                    if want.len() == 1 { "" } else { "s" },
+                    got.len(),
+                    names_label(got.iter().copied())
+                ),
+            );
+        } else {
+            first.set(
+                FailureKind::WrongTool,
+                format!(
+                    "expected {want_label}, got {}",
+                    names_label(got.iter().copied())
+                ),
+            );
+        }
+    }
+    if !checks_args {
+        return (selection_ok, None);
+    }
+    if !selection_ok {
+        return (false, Some(false));
+    }
+
+    // compatible[e][p]: produced call p can stand for expected call e.
+    let compatible: Vec<Vec<bool>> = expected
+        .iter()
+        .map(|e| produced.iter().map(|p| call_matches(e, p)).collect())
+        .collect();
+    let mut used = vec![false; produced.len()];
+    if assign(&compatible, 0, &mut used) {
+        return (true, Some(true));
+    }
+
+    // No one-to-one assignment: explain the first expected call that nothing matches.
+    for (e, row) in expected.iter().zip(&compatible) {
+        if row.iter().any(|&ok| ok) {
+            continue;
+        }
+        let same_name: Vec<&ToolCall> = produced.iter().filter(|p| p.name == e.tool).collect();
+        if let Some(p) = same_name.iter().find(|p| p.arguments_not_json()) {
+            first.set(
+                FailureKind::ArgumentsNotJson,
+                format!("arguments of {} are not valid JSON", short(&p.name)),
+            );
+            return (true, Some(false));
+        }
+        if let Some(p) = same_name.first()
+            && let Err((path, reason)) = match_args(e, &p.arguments)
+        {
+            first.set(
+                FailureKind::ArgsMismatch,
+                format!("{}: {}: {reason}", short(&e.tool), args_path(&path)),
+            );
+            return (true, Some(false));
+        }
+    }
+    first.set(
+        FailureKind::ArgsMismatch,
+        "the calls' arguments cannot be paired one-to-one with the expected calls".to_owned(),
+    );
+    (true, Some(false))
+}
+
+/// Whether a produced call satisfies one expected call: same name, and (when arguments are
+/// stated) JSON arguments that match.
+fn call_matches(expected: &ExpectedCall, produced: &ToolCall) -> bool {
+    if produced.name != expected.tool {
+        return false;
+    }
+    if expected.args.is_none() {
+        return true;
+    }
+    !produced.arguments_not_json() && match_args(expected, &produced.arguments).is_ok()
+}
+
+/// Backtracking search for a perfect matching of expected rows to produced columns.
+fn assign(compatible: &[Vec<bool>], row: usize, used: &mut [bool]) -> bool {
+    let Some(options) = compatible.get(row) else {
+        return true;
+    };
+    for (col, &ok) in options.iter().enumerate() {
+        if ok && !used[col] {
+            used[col] = true;
+            if assign(compatible, row + 1, used) {
+                return true;
+            }
+            used[col] = false;
+        }
+    }
+    false
+}
+
+fn score_schema(
+    produced: &[ToolCall],
+    validators: &ToolValidators,
+    first: &mut FirstFailure,
+) -> (Option<bool>, Vec<SchemaViolation>) {
+    if produced.is_empty() {
+        return (None, Vec::new());
+    }
+    let several = produced.len() > 1;
+    let mut ok = true;
+    let mut all = Vec::new();
+    for call in produced {
+        if call.arguments_not_json() {
+            ok = false;
+            first.set(
+                FailureKind::ArgumentsNotJson,
+                format!("arguments of {} are not valid JSON", short(&call.name)),
+            );
+            continue;
+        }
+        let Some(violations) = validators.validate(&call.name, &call.arguments) else {
+            ok = false;
+            first.set(
+                FailureKind::UnknownTool,
+                format!("unknown tool {}", short(&call.name)),
+            );
+            continue;
+        };
+        if let Some(v) = violations.first() {
+            ok = false;
+            let at = if v.path.is_empty() {
+                "arguments".to_owned()
+            } else {
+                short(&v.path)
+            };
+            let prefix = if several {
+                format!("{}: ", short(&call.name))
+            } else {
+                String::new()
+            };
+            first.set(
+                FailureKind::SchemaInvalid,
+                format!("{prefix}{at} failed {}", v.keyword),
+            );
+        }
+        let room = MAX_VIOLATIONS.saturating_sub(all.len());
+        all.extend(violations.into_iter().take(room));
+    }
+    (Some(ok), all)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Argument matching
+// ---------------------------------------------------------------------------------------------
+
+/// First mismatch as (dotted path, reason), or Ok.
+///
+/// The expected arguments are compared with `actual` canonically (no extra or missing keys),
+/// except at paths with a matcher in `expected.matchers`, which are judged by the matcher. A
+/// matcher path absent from the expected arguments still applies to `actual`. With
+/// `expected.args == None` only the tool name is checked, so this returns Ok.
+pub fn match_args(expected: &ExpectedCall, actual: &Value) -> Result<(), (String, String)> {
+    let Some(want) = &expected.args else {
+        return Ok(());
+    };
+    if !actual.is_object() {
+        return Err((
+            String::new(),
+            format!("expected an object of arguments, got {}", type_name(actual)),
+        ));
+    }
+    compare("", Some(want), Some(actual), &expected.matchers)
+}
+
+fn compare(
+    path: &str,
+    want: Option<&Value>,
+    got: Option<&Value>,
+    matchers: &BTreeMap<String, ArgMatcher>,
+) -> Result<(), (String, String)> {
+    if let Some(matcher) = matchers.get(path) {
+        return apply_matcher(path, matcher, want, got);
+    }
+    let below = has_matcher_below(path, matchers);
+    match (want, got) {
+        (None, None) => {
+            if below {
+                // Matchers below a path absent on both sides: `any` accepts, others miss.
+                for seg in matcher_children(path, matchers) {
+                    compare(&join(path, &seg), None, None, matchers)?;
+                }
+            }
+            Ok(())
+        }
+        (Some(w), None) => Err((path.to_owned(), format!("missing (expected {})", show(w)))),
+        (None, Some(g)) => {
+            if below && (g.is_object() || g.is_array()) {
+                descend(path, None, g, matchers)
+            } else {
+                Err((
+                    path.to_owned(),
+                    format!("unexpected argument (got {})", show(g)),
+                ))
+            }
+        }
+        (Some(w), Some(g)) => match (w, g) {
+            (Value::Object(_), Value::Object(_)) | (Value::Array(_), Value::Array(_)) => {
+                descend(path, Some(w), g, matchers)
+            }
+            _ if json_equal(w, g) => Ok(()),
+            _ => Err((
+                path.to_owned(),
+                format!("expected {}, got {}", show(w), show(g)),
+            )),
+        },
+    }
+}
+
+/// Compares the children of a container. `want`, when present, is the same kind as `got`.
+fn descend(
+    path: &str,
+    want: Option<&Value>,
+    got: &Value,
+    matchers: &BTreeMap<String, ArgMatcher>,
+) -> Result<(), (String, String)> {
+    match got {
+        Value::Object(g) => {
+            let w = want.and_then(Value::as_object);
+            let mut keys: BTreeSet<String> = g.keys().cloned().collect();
+            if let Some(w) = w {
+                keys.extend(w.keys().cloned());
+            }
+            keys.extend(matcher_children(path, matchers));
+            for key in keys {
+                compare(
+                    &join(path, &key),
+                    w.and_then(|w| w.get(&key)),
+                    g.get(&key),
+                    matchers,
+                )?;
+            }
+            Ok(())
+        }
+        Value::Array(g) => {
+            let w = want.and_then(Value::as_array);
+            let want_len = w.map_or(0, Vec::len);
+            let mut indices: BTreeSet<usize> = (0..want_len.max(g.len())).collect();
+            indices.extend(
+                matcher_children(path, matchers)
+                    .iter()
+                    .filter_map(|s| s.parse::<usize>().ok()),
+            );
+            if !has_matcher_below(path, matchers) && w.is_some() && want_len != g.len() {
+                // Without matchers inside, a length difference is the clearest explanation
+                // (with matchers, an `any` on a trailing item may excuse it: compare items).
+                return Err((
+                    path.to_owned(),
+                    format!(
+                        "expected {want_len} item{}, got {}",
+                        if want_len == 1 { "" } else { "s" },
+                        g.len()
+                    ),
+                ));
+            }
+            for i in indices {
+                let seg = i.to_string();
+                compare(
+                    &join(path, &seg),
+                    w.and_then(|w| w.get(i)),
+                    g.get(i),
+                    matchers,
+                )?;
+            }
+            Ok(())
+        }
+        _ => Err((
+            path.to_owned(),
+            format!("unexpected argument (got {})", show(got)),
+        )),
+    }
+}
+
+fn apply_matcher(
+    path: &str,
+    matcher: &ArgMatcher,
+    want: Option<&Value>,
+    got: Option<&Value>,
+) -> Result<(), (String, String)> {
+    let fail = |reason: String| Err((path.to_owned(), reason));
+    if let ArgMatcher::Any = matcher {
+        return Ok(());
+    }
+    let Some(got) = got else {
+        return fail(match want {
+            Some(w) => format!("missing (expected {})", show(w)),
+            None => "missing".to_owned(),
+        });
+    };
+    match matcher {
+        ArgMatcher::Any => Ok(()),
+        ArgMatcher::CaseInsensitive => match (want, got) {
+            (Some(Value::String(w)), Value::String(g)) if w.to_lowercase() == g.to_lowercase() => {
+                Ok(())
+            }
+            (Some(Value::String(_)), _) | (None, _) => {
+                let w = want.map_or_else(|| "(no expected value)".to_owned(), show);
+                fail(format!("expected {w} (ignoring case), got {}", show(got)))
+            }
+            // A non-string expectation cannot differ in case: plain equality.
+            (Some(w), g) if json_equal(w, g) => Ok(()),
+            (Some(w), g) => fail(format!("expected {}, got {}", show(w), show(g))),
+        },
+        ArgMatcher::Regex(re) => {
+            // The regex is stored anchored as ^(?:...)$; show the user's pattern.
+            let pattern = re.as_str();
+            let shown = pattern
+                .strip_prefix("^(?:")
+                .and_then(|p| p.strip_suffix(")$"))
+                .unwrap_or(pattern);
+            match got {
+                Value::String(s) if re.is_match(s) => Ok(()),
+                _ => fail(format!(
+                    "expected a string matching /{}/, got {}",
+                    truncate(shown, MAX_VALUE_CHARS),
+                    show(got)
+                )),
+            }
+        }
+        ArgMatcher::OneOf(options) => {
+            if options.iter().any(|o| json_equal(o, got)) {
+                Ok(())
+            } else {
+                fail(format!(
+                    "expected one of {}, got {}",
+                    show(&Value::Array(options.clone())),
+                    show(got)
+                ))
+            }
+        }
+        ArgMatcher::Approx(tolerance) => {
+            let w = want.and_then(Value::as_f64);
+            match (w, got.as_f64()) {
+                (Some(w), Some(g)) if (g - w).abs() <= *tolerance => Ok(()),
+                (Some(w), _) => fail(format!(
+                    "expected {} ± {tolerance}, got {}",
+                    show(&Value::from(w)),
+                    show(got)
+                )),
+                (None, _) => fail(format!(
+                    "approx matcher has no expected number, got {}",
+                    show(got)
+                )),
+            }
+        }
+    }
+}
+
+fn has_matcher_below(path: &str, matchers: &BTreeMap<String, ArgMatcher>) -> bool {
+    if path.is_empty() {
+        return matchers.keys().any(|k| !k.is_empty());
+    }
+    let prefix = format!("{path}.");
+    matchers.keys().any(|k| k.starts_with(&prefix))
+}
+
+/// The next path segment of every matcher strictly below `path`.
+fn matcher_children(path: &str, matchers: &BTreeMap<String, ArgMatcher>) -> BTreeSet<String> {
+    let prefix = if path.is_empty() {
+        String::new()
+    } else {
+        format!("{path}.")
+    };
+    matchers
+        .keys()
+        .filter(|k| !k.is_empty())
+        .filter_map(|k| k.strip_prefix(prefix.as_str()))
+        .filter_map(|rest| rest.split('.').next())
+        .filter(|seg| !seg.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+fn join(path: &str, seg: &str) -> String {
+    if path.is_empty() {
+        seg.to_owned()
+    } else {
+        format!("{path}.{seg}")
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Detail helpers
+// ---------------------------------------------------------------------------------------------
+
+fn args_path(path: &str) -> String {
+    if path.is_empty() {
+        "args".to_owned()
+    } else {
+        format!("args.{}", short(path))
+    }
+}
+
+/// A value for a detail string: canonical JSON, truncated.
+fn show(v: &Value) -> String {
+    truncate(&canonical_json(v), MAX_VALUE_CHARS)
+}
+
+/// A name or path for a detail string, truncated.
+fn short(s: &str) -> String {
+    truncate(s, MAX_VALUE_CHARS)
+}
+
+fn names_label<'a>(names: impl Iterator<Item = &'a str>) -> String {
+    let names: Vec<String> = names.map(short).collect();
+    if names.is_empty() {
+        "no tool call".to_owned()
+    } else {
+        names.join(" + ")
+    }
+}
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// At most `max` characters, with "…" appended when cut.
+fn truncate(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        None => s.to_owned(),
+        Some((cut, _)) => format!("{}…", &s[..cut]),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::Tool;
+    use crate::message::Usage;
+    use serde_json::json;
+
+    // -- fixtures ------------------------------------------------------------------------------
+
+    fn quote_schema() -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "customer": {"type": "string"},
+                "lines": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "sku": {"type": "string", "pattern": "^[A-Z]{3}-[0-9]+$"},
+                            "qty": {"type": "integer", "minimum": 1}
+                        },
+                        "required": ["sku", "qty"],
+                        "additionalProperties": false
+                    }
+                },
+                "note": {"type": "string"}
+            },
+            "required": ["customer", "lines"],
+            "additionalProperties": false
+        })
+    }
+
+    fn tool(name: &str, schema: Value) -> Tool {
+        Tool {
+            name: name.to_owned(),
+            description: String::new(),
+            input_schema: schema,
+        }
+    }
+
+    fn catalog() -> Catalog {
+        Catalog::new(
+            vec![
+                tool("create_quote", quote_schema()),
+                tool(
+                    "get_quote",
+                    json!({"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]}),
+                ),
+                tool(
+                    "get_weather",
+                    json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
+                ),
+                tool(
+                    "get_time",
+                    json!({"type": "object", "properties": {"tz": {"type": "string"}}}),
+                ),
+            ],
+            "test".to_owned(),
+        )
+    }
+
+    fn validators() -> ToolValidators {
+        ToolValidators::compile(&catalog()).expect("test catalog compiles")
+    }
+
+    fn expected(tool: &str, args: Option<Value>, matchers: &[(&str, ArgMatcher)]) -> ExpectedCall {
+        ExpectedCall {
+            tool: tool.to_owned(),
+            args,
+            matchers: matchers
+                .iter()
+                .map(|(k, m)| ((*k).to_owned(), m.clone()))
+                .collect(),
+        }
+    }
+
+    fn single(call: ExpectedCall) -> Expectation {
+        Expectation::Calls {
+            calls: vec![call],
+            parallel: false,
+        }
+    }
+
+    fn parallel(calls: Vec<ExpectedCall>) -> Expectation {
+        Expectation::Calls {
+            calls,
+            parallel: true,
+        }
+    }
+
+    fn call(name: &str, args: Value) -> ToolCall {
+        ToolCall {
+            id: None,
+            name: name.to_owned(),
+            arguments: args,
+            unparsed_arguments: None,
+        }
+    }
+
+    fn turn(calls: Vec<ToolCall>) -> ModelTurn {
+        ModelTurn {
+            tool_calls: calls,
+            text: None,
+            usage: Usage::default(),
+            finish: None,
+        }
+    }
+
+    fn good_quote() -> Value {
+        json!({"customer": "ACME", "lines": [{"sku": "ABC-1", "qty": 2}, {"sku": "XYZ-9", "qty": 1}]})
+    }
+
+    fn matcher(v: Value) -> ArgMatcher {
+        ArgMatcher::from_json(&v).expect("valid matcher")
+    }
+
+    fn mismatch(exp: &ExpectedCall, actual: Value) -> (String, String) {
+        match_args(exp, &actual).expect_err("should mismatch")
+    }
+
+    // -- canonical JSON ------------------------------------------------------------------------
+
+    #[test]
+    fn canonical_json_sorts_keys_recursively_and_has_no_whitespace() {
+        let v = json!({"b": 1, "a": [{"z": null, "y": true}, "x\"y"], "c": {"e": 1, "d": 2}});
+        assert_eq!(
+            canonical_json(&v),
+            r#"{"a":[{"y":true,"z":null},"x\"y"],"b":1,"c":{"d":2,"e":1}}"#
+        );
+    }
+
+    #[test]
+    fn canonical_json_normalizes_numbers() {
+        assert_eq!(canonical_json(&json!(1.0)), "1");
+        assert_eq!(canonical_json(&json!(-3.0)), "-3");
+        assert_eq!(canonical_json(&json!(-0.0)), "0");
+        assert_eq!(canonical_json(&json!(2.5)), "2.5");
+        assert_eq!(canonical_json(&json!(0.1)), "0.1");
+        assert_eq!(
+            canonical_json(&json!(9007199254740992.0)),
+            "9007199254740992"
+        );
+        assert_eq!(canonical_json(&json!(u64::MAX)), u64::MAX.to_string());
+        // Beyond 2^53 an integral float keeps serde_json's float form.
+        assert_ne!(canonical_json(&json!(1e20)), "100000000000000000000");
+        assert_eq!(
+            canonical_json(&json!({"q": [1.0, 2]})),
+            canonical_json(&json!({"q": [1, 2.0]}))
+        );
+    }
+
+    #[test]
+    fn json_equal_is_canonical() {
+        assert!(json_equal(
+            &json!({"a": 1, "b": [1.0, {"c": 2}]}),
+            &json!({"b": [1, {"c": 2.0}], "a": 1.0})
+        ));
+        assert!(
+            !json_equal(&json!([1, 2]), &json!([2, 1])),
+            "arrays are ordered"
+        );
+        assert!(
+            !json_equal(&json!({"a": 1}), &json!({"a": 1, "b": null})),
+            "extra key"
+        );
+        assert!(
+            !json_equal(&json!({"a": 1, "b": 2}), &json!({"a": 1})),
+            "missing key"
+        );
+        assert!(
+            !json_equal(&json!({"a": 1}), &json!({"b": 1})),
+            "different key"
+        );
+        assert!(!json_equal(&json!(2), &json!("2")));
+        assert!(!json_equal(&json!(1), &json!(1.5)));
+        assert!(!json_equal(&json!(null), &json!(false)));
+    }
+
+    // -- match_args ----------------------------------------------------------------------------
+
+    #[test]
+    fn match_args_exact_with_key_order_and_float_integers() {
+        let exp = expected("create_quote", Some(good_quote()), &[]);
+        let actual = json!({"lines": [{"qty": 2.0, "sku": "ABC-1"}, {"qty": 1, "sku": "XYZ-9"}], "customer": "ACME"});
+        assert_eq!(match_args(&exp, &actual), Ok(()));
+    }
+
+    #[test]
+    fn match_args_reports_type_difference_with_nested_path() {
+        let exp = expected("create_quote", Some(good_quote()), &[]);
+        let mut actual = good_quote();
+        actual["lines"][0]["qty"] = json!("2");
+        assert_eq!(
+            mismatch(&exp, actual),
+            ("lines.0.qty".to_owned(), "expected 2, got \"2\"".to_owned())
+        );
+    }
+
+    #[test]
+    fn match_args_rejects_missing_and_extra_keys() {
+        let exp = expected("create_quote", Some(good_quote()), &[]);
+        let mut missing = good_quote();
+        missing.as_object_mut().unwrap().remove("customer");
+        let (path, reason) = mismatch(&exp, missing);
+        assert_eq!(path, "customer");
+        assert!(reason.starts_with("missing"), "{reason}");
+
+        let mut extra = good_quote();
+        extra["note"] = json!("rush");
+        let (path, reason) = mismatch(&exp, extra);
+        assert_eq!(path, "note");
+        assert!(reason.starts_with("unexpected argument"), "{reason}");
+
+        let mut nested_extra = good_quote();
+        nested_extra["lines"][1]["discount"] = json!(5);
+        assert_eq!(mismatch(&exp, nested_extra).0, "lines.1.discount");
+    }
+
+    #[test]
+    fn match_args_reports_array_length_and_non_object_root() {
+        let exp = expected("create_quote", Some(good_quote()), &[]);
+        let mut short = good_quote();
+        short["lines"].as_array_mut().unwrap().pop();
+        let (path, reason) = mismatch(&exp, short);
+        assert_eq!(path, "lines");
+        assert_eq!(reason, "expected 2 items, got 1");
+
+        let (path, reason) = mismatch(&exp, json!([good_quote()]));
+        assert_eq!(path, "");
+        assert!(reason.contains("an array"), "{reason}");
+        assert!(match_args(&exp, &json!(null)).is_err());
+    }
+
+    #[test]
+    fn any_matcher_accepts_any_value_or_absence() {
+        let exp = expected(
+            "t",
+            Some(json!({"a": 1, "note": "x"})),
+            &[("note", ArgMatcher::Any)],
+        );
+        assert_eq!(
+            match_args(&exp, &json!({"a": 1, "note": "something else"})),
+            Ok(())
+        );
+        assert_eq!(
+            match_args(&exp, &json!({"a": 1, "note": {"deep": [1]}})),
+            Ok(())
+        );
+        assert_eq!(match_args(&exp, &json!({"a": 1})), Ok(()));
+        assert_eq!(mismatch(&exp, json!({"a": 2})).0, "a");
+        // A matcher on a key absent from the expected arguments allows it to appear.
+        let exp = expected("t", Some(json!({"a": 1})), &[("opt", ArgMatcher::Any)]);
+        assert_eq!(match_args(&exp, &json!({"a": 1, "opt": true})), Ok(()));
+        assert_eq!(match_args(&exp, &json!({"a": 1})), Ok(()));
+        assert_eq!(mismatch(&exp, json!({"a": 1, "other": true})).0, "other");
+    }
+
+    #[test]
+    fn case_insensitive_matcher_uses_unicode_lowercase() {
+        let exp = expected(
+            "t",
+            Some(json!({"city": "Zürich"})),
+            &[("city", matcher(json!("ci")))],
+        );
+        assert_eq!(match_args(&exp, &json!({"city": "ZÜRICH"})), Ok(()));
+        assert_eq!(match_args(&exp, &json!({"city": "zürich"})), Ok(()));
+        assert_eq!(mismatch(&exp, json!({"city": "Zurich"})).0, "city");
+        assert_eq!(mismatch(&exp, json!({"city": 7})).0, "city");
+        assert!(mismatch(&exp, json!({})).1.starts_with("missing"));
+    }
+
+    #[test]
+    fn regex_matcher_on_nested_array_path() {
+        let exp = expected(
+            "create_quote",
+            Some(good_quote()),
+            &[("lines.0.sku", matcher(json!({"regex": "[A-Z]{3}-\\d+"})))],
+        );
+        let mut actual = good_quote();
+        actual["lines"][0]["sku"] = json!("QRS-42");
+        assert_eq!(match_args(&exp, &actual), Ok(()));
+        // Anchored: a partial match is not enough.
+        actual["lines"][0]["sku"] = json!("QRS-42x");
+        let (path, reason) = mismatch(&exp, actual.clone());
+        assert_eq!(path, "lines.0.sku");
+        assert!(reason.contains("/[A-Z]{3}-\\d+/"), "{reason}");
+        // Not a string.
+        actual["lines"][0]["sku"] = json!(42);
+        assert_eq!(mismatch(&exp, actual.clone()).0, "lines.0.sku");
+        // The other item is still compared exactly.
+        actual["lines"][0]["sku"] = json!("ABC-1");
+        actual["lines"][1]["sku"] = json!("XYZ-10");
+        assert_eq!(mismatch(&exp, actual).0, "lines.1.sku");
+    }
+
+    #[test]
+    fn matcher_path_absent_from_expected_args_still_applies() {
+        let exp = expected(
+            "t",
+            Some(json!({"a": 1})),
+            &[("id", matcher(json!({"regex": "q-\\d+"})))],
+        );
+        assert_eq!(match_args(&exp, &json!({"a": 1, "id": "q-7"})), Ok(()));
+        assert_eq!(mismatch(&exp, json!({"a": 1, "id": "x"})).0, "id");
+        let (path, reason) = mismatch(&exp, json!({"a": 1}));
+        assert_eq!(path, "id");
+        assert_eq!(reason, "missing");
+        // Nested under a key the expected arguments do not have.
+        let exp = expected(
+            "t",
+            Some(json!({"a": 1})),
+            &[("meta.source", ArgMatcher::Any)],
+        );
+        assert_eq!(match_args(&exp, &json!({"a": 1})), Ok(()));
+        assert_eq!(
+            match_args(&exp, &json!({"a": 1, "meta": {"source": "web"}})),
+            Ok(())
+        );
+        assert_eq!(
+            mismatch(&exp, json!({"a": 1, "meta": {"other": 1}})).0,
+            "meta.other"
+        );
+        // `any` on an array item lets it be absent.
+        let exp = expected(
+            "t",
+            Some(json!({"xs": [1, 2]})),
+            &[("xs.1", ArgMatcher::Any)],
+        );
+        assert_eq!(match_args(&exp, &json!({"xs": [1]})), Ok(()));
+        assert_eq!(match_args(&exp, &json!({"xs": [1, "z"]})), Ok(()));
+        assert_eq!(mismatch(&exp, json!({"xs": [3, 2]})).0, "xs.0");
+        assert_eq!(mismatch(&exp, json!({"xs": [1, 2, 3]})).0, "xs.2");
+    }
+
+    #[test]
+    fn one_of_matcher_is_canonical() {
+        let exp = expected(
+            "t",
+            Some(json!({"unit": "c"})),
+            &[("unit", matcher(json!({"one_of": ["c", "celsius", 1.0]})))],
+        );
+        assert_eq!(match_args(&exp, &json!({"unit": "celsius"})), Ok(()));
+        assert_eq!(match_args(&exp, &json!({"unit": 1})), Ok(()));
+        let (path, reason) = mismatch(&exp, json!({"unit": "kelvin"}));
+        assert_eq!(path, "unit");
+        assert!(reason.starts_with("expected one of"), "{reason}");
+    }
+
+    #[test]
+    fn approx_matcher_uses_absolute_tolerance() {
+        let exp = expected(
+            "t",
+            Some(json!({"lat": 48.8566})),
+            &[("lat", matcher(json!({"approx": 0.01})))],
+        );
+        assert_eq!(match_args(&exp, &json!({"lat": 48.85})), Ok(()));
+        assert_eq!(match_args(&exp, &json!({"lat": 48.86})), Ok(()));
+        assert_eq!(mismatch(&exp, json!({"lat": 48.9})).0, "lat");
+        assert_eq!(mismatch(&exp, json!({"lat": "48.8566"})).0, "lat");
+        assert_eq!(mismatch(&exp, json!({})).0, "lat");
+    }
+
+    #[test]
+    fn match_args_without_expected_args_checks_nothing() {
+        let exp = expected("t", None, &[]);
+        assert_eq!(match_args(&exp, &json!({"anything": [1, 2]})), Ok(()));
+    }
+
+    // -- score_turn: selection and arguments ----------------------------------------------------
+
+    #[test]
+    fn single_call_passes_with_matching_args() {
+        let exp = single(expected("create_quote", Some(good_quote()), &[]));
+        let s = score_turn(
+            &exp,
+            &turn(vec![call("create_quote", good_quote())]),
+            &validators(),
+        );
+        assert!(s.passed, "{s:?}");
+        assert_eq!(
+            (s.selection_ok, s.args_ok, s.schema_ok),
+            (true, Some(true), Some(true))
+        );
+        assert_eq!(s.failure, None);
+        assert_eq!(s.detail, None);
+        assert!(s.schema_violations.is_empty());
+    }
+
+    #[test]
+    fn wrong_tool_fails_selection_and_args() {
+        let exp = single(expected("create_quote", Some(good_quote()), &[]));
+        let s = score_turn(
+            &exp,
+            &turn(vec![call("get_quote", json!({"id": "q1"}))]),
+            &validators(),
+        );
+        assert!(!s.passed);
+        assert!(!s.selection_ok);
+        assert_eq!(s.args_ok, Some(false));
+        assert_eq!(s.schema_ok, Some(true));
+        assert_eq!(s.failure, Some(FailureKind::WrongTool));
+        assert_eq!(
+            s.detail.as_deref(),
+            Some("expected create_quote, got get_quote")
+        );
+    }
+
+    #[test]
+    fn tool_only_expectation_leaves_args_unjudged() {
+        let exp = single(expected("get_quote", None, &[]));
+        let s = score_turn(
+            &exp,
+            &turn(vec![call("get_quote", json!({"id": "anything"}))]),
+            &validators(),
+        );
+        assert!(s.passed);
+        assert_eq!(s.args_ok, None);
+        let s = score_turn(&exp, &turn(vec![]), &validators());
+        assert!(!s.passed);
+        assert_eq!(s.args_ok, None);
+        assert_eq!(s.schema_ok, None);
+        assert_eq!(s.failure, Some(FailureKind::NoCallMade));
+        assert_eq!(
+            s.detail.as_deref(),
+            Some("expected get_quote, got no tool call")
+        );
+    }
+
+    #[test]
+    fn args_mismatch_detail_names_the_path() {
+        let exp = single(expected("create_quote", Some(good_quote()), &[]));
+        let mut actual = good_quote();
+        actual["lines"][0]["qty"] = json!("2");
+        let s = score_turn(
+            &exp,
+            &turn(vec![call("create_quote", actual)]),
+            &validators(),
+        );
+        assert!(!s.passed);
+        assert!(s.selection_ok);
+        assert_eq!(s.args_ok, Some(false));
+        assert_eq!(s.failure, Some(FailureKind::ArgsMismatch));
+        assert_eq!(
+            s.detail.as_deref(),
+            Some("args.lines.0.qty: expected 2, got \"2\"")
+        );
+        // The schema also rejects a string qty; the reason shown stays the first one.
+        assert_eq!(s.schema_ok, Some(false));
+        assert_eq!(s.schema_violations[0].path, "lines.0.qty");
+        assert_eq!(s.schema_violations[0].keyword, "type");
+    }
+
+    #[test]
+    fn duplicate_calls_after_a_correct_first_call_still_pass() {
+        let exp = single(expected("create_quote", Some(good_quote()), &[]));
+        let calls = vec![
+            call("create_quote", good_quote()),
+            call("create_quote", good_quote()),
+            call("get_quote", json!({"id": "q1"})),
+        ];
+        let s = score_turn(&exp, &turn(calls), &validators());
+        assert!(s.passed, "{s:?}");
+        assert!(s.selection_ok);
+        assert_eq!(s.args_ok, Some(true));
+        // A wrong first call is not rescued by a correct later one.
+        let calls = vec![
+            call("get_quote", json!({"id": "q1"})),
+            call("create_quote", good_quote()),
+        ];
+        let s = score_turn(&exp, &turn(calls), &validators());
+        assert!(!s.passed);
+        assert_eq!(s.failure, Some(FailureKind::WrongTool));
+    }
+
+    #[test]
+    fn no_call_expectation_passes_and_fails() {
+        let ok = score_turn(&Expectation::NoCall, &turn(vec![]), &validators());
+        assert!(ok.passed);
+        assert_eq!(
+            (ok.selection_ok, ok.args_ok, ok.schema_ok),
+            (true, None, None)
+        );
+        assert_eq!(ok.failure, None);
+
+        let bad = score_turn(
+            &Expectation::NoCall,
+            &turn(vec![call("get_time", json!({}))]),
+            &validators(),
+        );
+        assert!(!bad.passed);
+        assert!(!bad.selection_ok);
+        assert_eq!(bad.schema_ok, Some(true));
+        assert_eq!(bad.failure, Some(FailureKind::UnexpectedCall));
+        assert_eq!(
+            bad.detail.as_deref(),
+            Some("expected no tool call, got get_time")
+        );
+    }
+
+    #[test]
+    fn arguments_not_json_is_a_scored_failure() {
+        let broken =
+            ToolCall::from_encoded_arguments(None, "create_quote".into(), "{\"customer\": ");
+        assert!(broken.arguments_not_json());
+        // With argument checking: judged in the arguments step.
+        let exp = single(expected("create_quote", Some(good_quote()), &[]));
+        let s = score_turn(&exp, &turn(vec![broken.clone()]), &validators());
+        assert!(!s.passed);
+        assert!(s.selection_ok);
+        assert_eq!(s.args_ok, Some(false));
+        assert_eq!(s.schema_ok, Some(false));
+        assert_eq!(s.failure, Some(FailureKind::ArgumentsNotJson));
+        // Tool-only: the schema step catches it.
+        let exp = single(expected("create_quote", None, &[]));
+        let s = score_turn(&exp, &turn(vec![broken]), &validators());
+        assert!(!s.passed);
+        assert!(s.selection_ok);
+        assert_eq!(s.args_ok, None);
+        assert_eq!(s.schema_ok, Some(false));
+        assert_eq!(s.failure, Some(FailureKind::ArgumentsNotJson));
+    }
+
+    #[test]
+    fn unknown_tool_fails_schema() {
+        let exp = single(expected("get_time", None, &[]));
+        let calls = vec![
+            call("get_time", json!({})),
+            call("launch_rockets", json!({})),
+        ];
+        let s = score_turn(&exp, &turn(calls), &validators());
+        assert!(s.selection_ok);
+        assert!(!s.passed);
+        assert_eq!(s.schema_ok, Some(false));
+        assert_eq!(s.failure, Some(FailureKind::UnknownTool));
+        assert_eq!(s.detail.as_deref(), Some("unknown tool launch_rockets"));
+        // As the first call it is a selection failure, noted as outside the catalog.
+        let s = score_turn(
+            &exp,
+            &turn(vec![call("launch_rockets", json!({}))]),
+            &validators(),
+        );
+        assert_eq!(s.failure, Some(FailureKind::WrongTool));
+        assert_eq!(
+            s.detail.as_deref(),
+            Some("expected get_time, got launch_rockets (not in the catalog)")
+        );
+        assert_eq!(s.schema_ok, Some(false));
+    }
+
+    // -- score_turn: parallel -------------------------------------------------------------------
+
+    #[test]
+    fn parallel_calls_match_in_any_order_with_duplicates() {
+        let exp = parallel(vec![
+            expected("get_time", Some(json!({"tz": "Europe/Paris"})), &[]),
+            expected("get_weather", None, &[]),
+            expected("get_weather", Some(json!({"city": "Paris"})), &[]),
+        ]);
+        // Greedy assignment would give the name-only expectation the Paris call first; the
+        // search must backtrack.
+        let calls = vec![
+            call("get_weather", json!({"city": "Paris"})),
+            call("get_time", json!({"tz": "Europe/Paris"})),
+            call("get_weather", json!({"city": "Rome"})),
+        ];
+        let s = score_turn(&exp, &turn(calls), &validators());
+        assert!(s.passed, "{s:?}");
+        assert_eq!(
+            (s.selection_ok, s.args_ok, s.schema_ok),
+            (true, Some(true), Some(true))
+        );
+    }
+
+    #[test]
+    fn parallel_duplicates_need_a_one_to_one_assignment() {
+        let exp = parallel(vec![
+            expected("get_weather", Some(json!({"city": "Paris"})), &[]),
+            expected("get_weather", Some(json!({"city": "Rome"})), &[]),
+        ]);
+        let calls = vec![
+            call("get_weather", json!({"city": "Paris"})),
+            call("get_weather", json!({"city": "Paris"})),
+        ];
+        let s = score_turn(&exp, &turn(calls), &validators());
+        assert!(!s.passed);
+        assert!(s.selection_ok);
+        assert_eq!(s.args_ok, Some(false));
+        assert_eq!(s.failure, Some(FailureKind::ArgsMismatch));
+        let detail = s.detail.unwrap_or_default();
+        assert!(
+            detail.starts_with("get_weather: args.city: expected \"Rome\""),
+            "{detail}"
+        );
+    }
+
+    #[test]
+    fn parallel_counts_and_names_are_a_multiset() {
+        let exp = parallel(vec![
+            expected("get_weather", None, &[]),
+            expected("get_time", None, &[]),
+        ]);
+        let s = score_turn(
+            &exp,
+            &turn(vec![call("get_weather", json!({"city": "Oslo"}))]),
+            &validators(),
+        );
+        assert!(!s.passed);
+        assert_eq!(s.failure, Some(FailureKind::WrongCallCount));
+        assert_eq!(
+            s.detail.as_deref(),
+            Some("expected 2 calls (get_time + get_weather), got 1 (get_weather)")
+        );
+
+        let calls = vec![
+            call("get_weather", json!({"city": "Oslo"})),
+            call("get_weather", json!({"city": "Rome"})),
+        ];
+        let s = score_turn(&exp, &turn(calls), &validators());
+        assert_eq!(s.failure, Some(FailureKind::WrongTool));
+        assert!(!s.selection_ok);
+
+        let calls = vec![
+            call("get_time", json!({})),
+            call("get_weather", json!({"city": "Oslo"})),
+        ];
+        let s = score_turn(&exp, &turn(calls), &validators());
+        assert!(s.passed, "{s:?}");
+        assert_eq!(s.args_ok, None);
+
+        let s = score_turn(&exp, &turn(vec![]), &validators());
+        assert_eq!(s.failure, Some(FailureKind::NoCallMade));
+    }
+
+    // -- schema validation ----------------------------------------------------------------------
+
+    #[test]
+    fn schema_violation_paths_are_dotted() {
+        let exp = single(expected("create_quote", None, &[]));
+        let mut args = good_quote();
+        args["lines"][0]["sku"] = json!("abc");
+        let s = score_turn(&exp, &turn(vec![call("create_quote", args)]), &validators());
+        assert!(!s.passed);
+        assert!(s.selection_ok);
+        assert_eq!(s.schema_ok, Some(false));
+        assert_eq!(s.failure, Some(FailureKind::SchemaInvalid));
+        assert_eq!(s.detail.as_deref(), Some("lines.0.sku failed pattern"));
+        assert_eq!(s.schema_violations.len(), 1);
+        assert_eq!(s.schema_violations[0].path, "lines.0.sku");
+        assert_eq!(s.schema_violations[0].keyword, "pattern");
+        assert!(!s.schema_violations[0].message.is_empty());
+    }
+
+    #[test]
+    fn validate_reports_keywords_and_root_path() {
+        let v = validators();
+        assert_eq!(v.validate("nope", &json!({})), None);
+        assert_eq!(v.validate("create_quote", &good_quote()), Some(vec![]));
+
+        let found = v
+            .validate("create_quote", &json!({"lines": [], "extra": 1}))
+            .expect("known tool");
+        let keywords: BTreeSet<(&str, &str)> = found
+            .iter()
+            .map(|x| (x.path.as_str(), x.keyword.as_str()))
+            .collect();
+        assert!(keywords.contains(&("", "required")), "{found:?}");
+        assert!(
+            keywords.contains(&("", "additionalProperties")),
+            "{found:?}"
+        );
+
+        let found = v
+            .validate(
+                "create_quote",
+                &json!({"customer": "A", "lines": [{"sku": "ABC-1", "qty": 0}]}),
+            )
+            .expect("known tool");
+        assert_eq!(found.len(), 1);
+        assert_eq!(
+            (found[0].path.as_str(), found[0].keyword.as_str()),
+            ("lines.0.qty", "minimum")
+        );
+    }
+
+    #[test]
+    fn violations_are_capped_at_ten() {
+        let v = validators();
+        let lines: Vec<Value> = (0..15).map(|_| json!({"sku": "bad", "qty": 1})).collect();
+        let found = v
+            .validate("create_quote", &json!({"customer": "A", "lines": lines}))
+            .expect("known tool");
+        assert_eq!(found.len(), 10);
+        let exp = single(expected("create_quote", None, &[]));
+        let lines: Vec<Value> = (0..15).map(|_| json!({"sku": "bad", "qty": 1})).collect();
+        let calls = vec![
+            call(
+                "create_quote",
+                json!({"customer": "A", "lines": lines.clone()}),
+            ),
+            call("create_quote", json!({"customer": "B", "lines": lines})),
+        ];
+        let s = score_turn(&exp, &turn(calls), &validators());
+        assert_eq!(s.schema_violations.len(), 10);
+    }
+
+    #[test]
+    fn formats_are_validated() {
+        let cat = Catalog::new(
+            vec![tool(
+                "book",
+                json!({"type": "object", "properties": {"day": {"type": "string", "format": "date"}}}),
+            )],
+            "t".into(),
+        );
+        let v = ToolValidators::compile(&cat).expect("compiles");
+        assert_eq!(
+            v.validate("book", &json!({"day": "2024-02-29"})),
+            Some(vec![])
+        );
+        let found = v
+            .validate("book", &json!({"day": "2024-13-45"}))
+            .expect("known tool");
+        assert_eq!(found.len(), 1);
+        assert_eq!(
+            (found[0].path.as_str(), found[0].keyword.as_str()),
+            ("day", "format")
+        );
+    }
+
+    #[test]
+    fn draft_07_tuple_items_compile_and_validate() {
+        let schema = json!({
+            "$schema": "http://json-schema.org/draft-07/schema#",
+            "type": "object",
+            "properties": {"pair": {"type": "array", "items": [{"type": "string"}, {"type": "number"}]}}
+        });
+        let cat = Catalog::new(vec![tool("pairs", schema.clone())], "t".into());
+        // Without `$schema` the default draft (2020-12) would reject array-form `items`, so
+        // compiling proves the draft was detected rather than forced.
+        let mut undeclared = schema.clone();
+        undeclared.as_object_mut().unwrap().remove("$schema");
+        let as_2020 = Catalog::new(vec![tool("pairs", undeclared)], "t".into());
+        assert!(ToolValidators::compile(&as_2020).is_err());
+        let v = ToolValidators::compile(&cat).expect("draft-07 tuple items are valid");
+        assert_eq!(
+            v.validate("pairs", &json!({"pair": ["a", 1]})),
+            Some(vec![])
+        );
+        let found = v
+            .validate("pairs", &json!({"pair": ["a", "b"]}))
+            .expect("known tool");
+        assert_eq!(found.len(), 1);
+        assert_eq!(
+            (found[0].path.as_str(), found[0].keyword.as_str()),
+            ("pair.1", "type")
+        );
+    }
+
+    #[test]
+    fn invalid_schema_fails_compile_with_tool_name() {
+        let cat = Catalog::new(
+            vec![
+                tool("fine", json!({"type": "object"})),
+                tool("broken", json!({"type": 12})),
+            ],
+            "t".into(),
+        );
+        let (name, message) = ToolValidators::compile(&cat).expect_err("type 12 is not a schema");
+        assert_eq!(name, "broken");
+        assert!(!message.is_empty());
+    }
+
+    // -- serialization and details ---------------------------------------------------------------
+
+    #[test]
+    fn failure_kinds_serialize_snake_case() {
+        assert_eq!(
+            serde_json::to_value(FailureKind::ArgumentsNotJson).ok(),
+            Some(json!("arguments_not_json"))
+        );
+        assert_eq!(
+            serde_json::to_value(FailureKind::NoCallMade).ok(),
+            Some(json!("no_call_made"))
+        );
+        let s = score_turn(&Expectation::NoCall, &turn(vec![]), &validators());
+        let back: TrialScore =
+            serde_json::from_value(serde_json::to_value(&s).expect("serializes")).expect("parses");
+        assert_eq!(back, s);
+    }
+
+    #[test]
+    fn long_values_are_truncated_in_details() {
+        let long = "x".repeat(500);
+        let exp = single(expected("get_weather", Some(json!({"city": "Paris"})), &[]));
+        let s = score_turn(
+            &exp,
+            &turn(vec![call("get_weather", json!({"city": long}))]),
+            &validators(),
+        );
+        let detail = s.detail.expect("has detail");
+        assert!(
+            detail.starts_with("args.city: expected \"Paris\", got \"xxx"),
+            "{detail}"
+        );
+        assert!(detail.chars().count() < 150, "{detail}");
+        assert!(detail.ends_with('…'), "{detail}");
+        assert_eq!(truncate("héllo", 2), "hé…");
+        assert_eq!(truncate("hé", 2), "hé");
+    }
+}
