@@ -1,0 +1,420 @@
+//! Config, datasets and fixtures: parsed and validated before any model is called, with errors
+//! that name the file, the line and the field.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use crate::message::Message;
+
+/// What a fixture expects the model to do at its decision point.
+#[derive(Debug, Clone)]
+pub enum Expectation {
+    /// `"tool": null`: the model must answer without calling any tool.
+    NoCall,
+    /// One call (`"tool": "x"`), or several parallel calls (`"calls": [...]`) matched in any
+    /// order.
+    Calls { calls: Vec<ExpectedCall>, parallel: bool },
+}
+
+impl Expectation {
+    /// Whether any expected call states its arguments (so argument matching applies).
+    pub fn checks_args(&self) -> bool {
+        match self {
+            Expectation::NoCall => false,
+            Expectation::Calls { calls, .. } => calls.iter().any(|c| c.args.is_some()),
+        }
+    }
+
+    /// A short label for grouping by tool: `create_quote`, `(no call)`, or `a + b` for
+    /// parallel calls.
+    pub fn tool_label(&self) -> String {
+        match self {
+            Expectation::NoCall => "(no call)".to_owned(),
+            Expectation::Calls { calls, .. } => {
+                let mut names: Vec<&str> = calls.iter().map(|c| c.tool.as_str()).collect();
+                names.sort_unstable();
+                names.join(" + ")
+            }
+        }
+    }
+}
+
+/// One expected tool call.
+#[derive(Debug, Clone)]
+pub struct ExpectedCall {
+    pub tool: String,
+    /// Expected arguments; `None` = only the tool choice is checked.
+    pub args: Option<Value>,
+    /// Per-field matchers keyed by dotted path into the arguments (`lines.0.sku`). A path
+    /// with a matcher is compared by the matcher instead of by equality.
+    pub matchers: BTreeMap<String, ArgMatcher>,
+}
+
+/// How one argument field is compared.
+#[derive(Debug, Clone)]
+pub enum ArgMatcher {
+    /// Any value, and the field may also be absent.
+    Any,
+    /// Strings equal ignoring case.
+    CaseInsensitive,
+    /// The value is a string matching the regex (anchored: the whole string must match).
+    Regex(regex::Regex),
+    /// The value equals (canonically) one of these.
+    OneOf(Vec<Value>),
+    /// A number within this absolute tolerance of the expected number.
+    Approx(f64),
+}
+
+impl ArgMatcher {
+    /// Parses the JSON form used in fixtures: `"any"`, `"ci"`, `{"regex": "..."}`,
+    /// `{"one_of": [...]}`, `{"approx": 0.01}`. The error says what is accepted.
+    pub fn from_json(value: &Value) -> Result<ArgMatcher, String> {
+        const ACCEPTED: &str = "expected \"any\", \"ci\", {\"regex\": \"...\"}, {\"one_of\": [...]} or {\"approx\": <tolerance>}";
+        match value {
+            Value::String(s) if s == "any" => Ok(ArgMatcher::Any),
+            Value::String(s) if s == "ci" => Ok(ArgMatcher::CaseInsensitive),
+            Value::Object(map) if map.len() == 1 => {
+                let (key, arg) = map.iter().next().ok_or_else(|| ACCEPTED.to_owned())?;
+                match (key.as_str(), arg) {
+                    ("regex", Value::String(pattern)) => regex::Regex::new(&format!("^(?:{pattern})$"))
+                        .map(ArgMatcher::Regex)
+                        .map_err(|e| format!("invalid regex: {e}")),
+                    ("one_of", Value::Array(options)) if !options.is_empty() => Ok(ArgMatcher::OneOf(options.clone())),
+                    ("approx", Value::Number(n)) => match n.as_f64() {
+                        Some(t) if t >= 0.0 && t.is_finite() => Ok(ArgMatcher::Approx(t)),
+                        _ => Err("`approx` tolerance must be a finite number >= 0".to_owned()),
+                    },
+                    _ => Err(ACCEPTED.to_owned()),
+                }
+            }
+            _ => Err(ACCEPTED.to_owned()),
+        }
+    }
+}
+
+/// One fixture: the conversation up to the decision and what should happen next.
+#[derive(Debug, Clone)]
+pub struct Case {
+    pub id: String,
+    /// 1-based line in `cases.jsonl`, for error messages and reports.
+    pub line: usize,
+    pub messages: Vec<Message>,
+    pub expect: Expectation,
+    pub tags: Vec<String>,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Loading and validation.
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::Deserialize;
+
+use crate::catalog::{Catalog, line_of, load_catalog_file};
+use crate::error::{InputError, strip_position};
+use crate::score::ToolValidators;
+
+/// `toolscore.yaml`: providers, defaults and the datasets to run.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    #[serde(default)]
+    pub defaults: Defaults,
+    #[serde(default)]
+    pub providers: BTreeMap<String, ProviderEntry>,
+    #[serde(default)]
+    pub datasets: Vec<PathBuf>,
+}
+
+/// Run defaults; flags override them.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Defaults {
+    pub trials: Option<u32>,
+    pub concurrency: Option<usize>,
+    pub temperature: Option<f64>,
+    pub max_tokens: Option<u32>,
+    pub timeout_s: Option<f64>,
+    pub max_retries: Option<u32>,
+    pub precision: Option<f64>,
+    pub confidence: Option<f64>,
+}
+
+/// One provider as the config names it.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderEntry {
+    pub kind: String,
+    pub base_url: String,
+    pub model: String,
+    /// Name of the environment variable holding the API key (never the key itself).
+    pub api_key_env: Option<String>,
+    pub temperature: Option<f64>,
+    pub max_tokens: Option<u32>,
+    pub timeout_s: Option<f64>,
+    pub max_retries: Option<u32>,
+}
+
+/// Reads `toolscore.yaml`. Relative dataset paths are resolved against the config's folder.
+pub fn load_config(path: &Path) -> Result<Config, InputError> {
+    let text = std::fs::read_to_string(path).map_err(|e| InputError::io(path, &e))?;
+    let file = path.display().to_string();
+    let mut config: Config = serde_saphyr::from_str(&text).map_err(|e| {
+        let message = format!("invalid config: {e}");
+        match e.location() {
+            Some(loc) => InputError::at_column(&file, loc.line() as usize, loc.column() as usize, None, &message),
+            None => InputError::at(&file, None, "", &message),
+        }
+    })?;
+    let base = path.parent().unwrap_or(Path::new("."));
+    for d in &mut config.datasets {
+        if d.is_relative() {
+            *d = base.join(&*d);
+        }
+    }
+    Ok(config)
+}
+
+/// A catalog, its compiled validators and its fixtures, validated together.
+pub struct Dataset {
+    pub name: String,
+    pub dir: PathBuf,
+    pub catalog: Arc<Catalog>,
+    pub validators: Arc<ToolValidators>,
+    pub cases: Vec<Case>,
+}
+
+/// Loads `DIR/tools.json` and `DIR/cases.jsonl`, compiling every schema once.
+pub fn load_dataset(dir: &Path) -> Result<Dataset, InputError> {
+    if !dir.is_dir() {
+        return Err(InputError::at(&dir.display().to_string(), None, "", "dataset folder not found (expected DIR/tools.json and DIR/cases.jsonl)"));
+    }
+    let tools_path = dir.join("tools.json");
+    let catalog = load_catalog_file(&tools_path)?;
+    let validators = ToolValidators::compile(&catalog).map_err(|(tool, message)| {
+        let file = tools_path.display().to_string();
+        let text = std::fs::read_to_string(&tools_path).unwrap_or_default();
+        let index = catalog.tools.iter().position(|t| t.name == tool).unwrap_or(0);
+        InputError::at(&file, line_of(&text, &format!("\"{tool}\"")), &format!("tools[{index}].inputSchema"), &format!("tool `{tool}` has an invalid JSON Schema: {message}"))
+    })?;
+    let cases_path = dir.join("cases.jsonl");
+    let text = std::fs::read_to_string(&cases_path).map_err(|e| InputError::io(&cases_path, &e))?;
+    let cases = parse_cases(&text, &cases_path.display().to_string(), &catalog)?;
+    let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| dir.display().to_string());
+    Ok(Dataset { name, dir: dir.to_owned(), catalog: Arc::new(catalog), validators: Arc::new(validators), cases })
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCase {
+    id: String,
+    messages: Vec<Message>,
+    expect: RawExpect,
+    #[serde(default)]
+    tags: Vec<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawExpect {
+    /// Absent, `null` (no call) or a tool name; kept as a Value to tell absent from null.
+    #[serde(default = "absent")]
+    tool: Value,
+    args: Option<Value>,
+    #[serde(rename = "match")]
+    matchers: Option<BTreeMap<String, Value>>,
+    calls: Option<Vec<RawCall>>,
+}
+
+fn absent() -> Value {
+    Value::Bool(false)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCall {
+    tool: String,
+    args: Option<Value>,
+    #[serde(rename = "match")]
+    matchers: Option<BTreeMap<String, Value>>,
+}
+
+/// Parses `cases.jsonl` text: one fixture per non-blank line.
+pub fn parse_cases(text: &str, file: &str, catalog: &Catalog) -> Result<Vec<Case>, InputError> {
+    let mut cases = Vec::new();
+    let mut first_line_of: HashMap<String, usize> = HashMap::new();
+    for (index, raw_line) in text.lines().enumerate() {
+        let line = index + 1;
+        if raw_line.trim().is_empty() {
+            continue;
+        }
+        let de = &mut serde_json::Deserializer::from_str(raw_line);
+        let raw: RawCase = serde_path_to_error::deserialize(de).map_err(|e| {
+            let path = e.path().to_string();
+            let inner = e.into_inner();
+            let field = if path == "." || path.is_empty() { None } else { Some(path) };
+            InputError::at_column(file, line, inner.column(), field, &format!("invalid fixture: {}", strip_position(&inner.to_string())))
+        })?;
+        if raw.id.trim().is_empty() {
+            return Err(InputError::at(file, Some(line), "id", "case id must not be empty"));
+        }
+        if let Some(first) = first_line_of.get(&raw.id) {
+            return Err(InputError::at(file, Some(line), "id", &format!("duplicate case id `{}` (first used on line {first})", raw.id)));
+        }
+        first_line_of.insert(raw.id.clone(), line);
+        let err = |field: &str, msg: &str| InputError::at(file, Some(line), field, &format!("case `{}`: {msg}", raw.id));
+        validate_messages(&raw.messages).map_err(|(field, msg)| err(&field, &msg))?;
+        let expect = build_expectation(raw.expect, catalog).map_err(|(field, msg)| err(&field, &msg))?;
+        let tags = raw.tags.into_iter().collect::<BTreeSet<_>>().into_iter().collect();
+        cases.push(Case { id: raw.id, line, messages: raw.messages, expect, tags });
+    }
+    if cases.is_empty() {
+        return Err(InputError::at(file, None, "", "no fixtures found (one JSON object per line)"));
+    }
+    Ok(cases)
+}
+
+fn validate_messages(messages: &[Message]) -> Result<(), (String, String)> {
+    if messages.is_empty() {
+        return Err(("messages".into(), "a fixture needs at least one message".into()));
+    }
+    let mut call_ids = BTreeSet::new();
+    for (i, m) in messages.iter().enumerate() {
+        match m {
+            Message::Assistant { tool_calls, .. } => {
+                for (j, call) in tool_calls.iter().enumerate() {
+                    if !call.arguments.is_object() {
+                        return Err((format!("messages[{i}].tool_calls[{j}].arguments"), "arguments must be a JSON object".into()));
+                    }
+                    if let Some(id) = &call.id {
+                        call_ids.insert(id.clone());
+                    }
+                }
+            }
+            Message::Tool { call_id, .. } if !call_ids.contains(call_id) => {
+                return Err((format!("messages[{i}].call_id"), format!("tool result answers `{call_id}`, which no earlier assistant tool call has as its id")));
+            }
+            _ => {}
+        }
+    }
+    match messages.last() {
+        Some(Message::User { .. }) | Some(Message::Tool { .. }) => Ok(()),
+        _ => Err((format!("messages[{}]", messages.len() - 1), "the conversation must end with a user message or a tool result (the model decides next)".into())),
+    }
+}
+
+fn build_expectation(raw: RawExpect, catalog: &Catalog) -> Result<Expectation, (String, String)> {
+    match (raw.tool, raw.calls) {
+        (Value::Bool(false), None) => Err(("expect".into(), "state `tool` (a tool name, or null for no call) or `calls` (parallel calls)".into())),
+        (Value::Bool(false), Some(calls)) => {
+            if raw.args.is_some() || raw.matchers.is_some() {
+                return Err(("expect".into(), "with `calls`, put `args` and `match` inside each call".into()));
+            }
+            if calls.is_empty() {
+                return Err(("expect.calls".into(), "`calls` must list at least one call (use \"tool\": null for no call)".into()));
+            }
+            let calls = calls
+                .into_iter()
+                .enumerate()
+                .map(|(i, c)| build_call(c.tool, c.args, c.matchers, catalog, &format!("expect.calls[{i}]")))
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(Expectation::Calls { calls, parallel: true })
+        }
+        (Value::Null, None) => {
+            if raw.args.is_some() || raw.matchers.is_some() {
+                return Err(("expect.args".into(), "a no-call expectation (`tool`: null) cannot have `args` or `match`".into()));
+            }
+            Ok(Expectation::NoCall)
+        }
+        (Value::String(tool), None) => Ok(Expectation::Calls { calls: vec![build_call(tool, raw.args, raw.matchers, catalog, "expect")?], parallel: false }),
+        (_, Some(_)) => Err(("expect".into(), "use either `tool` or `calls`, not both".into())),
+        (_, None) => Err(("expect.tool".into(), "`tool` must be a tool name or null".into())),
+    }
+}
+
+fn build_call(tool: String, args: Option<Value>, matchers: Option<BTreeMap<String, Value>>, catalog: &Catalog, field: &str) -> Result<ExpectedCall, (String, String)> {
+    if catalog.get(&tool).is_none() {
+        let known: Vec<&str> = catalog.tools.iter().map(|t| t.name.as_str()).collect();
+        return Err((format!("{field}.tool"), format!("tool `{tool}` is not in the catalog {} (known: {})", catalog.source, known.join(", "))));
+    }
+    if let Some(a) = &args {
+        if !a.is_object() {
+            return Err((format!("{field}.args"), "expected arguments must be a JSON object".into()));
+        }
+    }
+    let mut parsed = BTreeMap::new();
+    for (path, spec) in matchers.unwrap_or_default() {
+        let m = ArgMatcher::from_json(&spec).map_err(|e| (format!("{field}.match.{path}"), e))?;
+        parsed.insert(path, m);
+    }
+    if args.is_none() && !parsed.is_empty() {
+        return Err((format!("{field}.match"), "`match` refines `args`: give `args` too".into()));
+    }
+    Ok(ExpectedCall { tool, args, matchers: parsed })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::parse_catalog;
+
+    fn catalog() -> Catalog {
+        parse_catalog(r#"{"tools":[{"name":"get_quote","inputSchema":{"type":"object"}},{"name":"send_invoice","inputSchema":{"type":"object"}}]}"#, "tools.json").unwrap()
+    }
+
+    #[test]
+    fn parses_single_parallel_and_no_call() {
+        let text = concat!(
+            r#"{"id":"a","messages":[{"role":"user","content":"q"}],"expect":{"tool":"get_quote","args":{"quote_id":"qt_1"},"match":{"quote_id":"ci"}}}"#, "\n",
+            "\n",
+            r#"{"id":"b","messages":[{"role":"user","content":"hi"}],"expect":{"tool":null},"tags":["x","x"]}"#, "\n",
+            r#"{"id":"c","messages":[{"role":"user","content":"q"}],"expect":{"calls":[{"tool":"get_quote"},{"tool":"send_invoice","args":{}}]}}"#,
+        );
+        let cases = parse_cases(text, "cases.jsonl", &catalog()).unwrap();
+        assert_eq!(cases.len(), 3);
+        assert_eq!(cases[1].line, 3);
+        assert!(matches!(cases[1].expect, Expectation::NoCall));
+        assert_eq!(cases[1].tags, vec!["x".to_string()]);
+        assert_eq!(cases[2].expect.tool_label(), "get_quote + send_invoice");
+        assert!(cases[0].expect.checks_args());
+    }
+
+    fn err_of(text: &str) -> String {
+        parse_cases(text, "cases.jsonl", &catalog()).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn unknown_tool_names_file_line_and_field() {
+        let msg = err_of("\n{\"id\":\"a\",\"messages\":[{\"role\":\"user\",\"content\":\"q\"}],\"expect\":{\"tool\":\"nope\"}}");
+        assert!(msg.starts_with("cases.jsonl:2: expect.tool: case `a`: tool `nope` is not in the catalog"), "{msg}");
+    }
+
+    #[test]
+    fn duplicate_ids_point_at_both_lines() {
+        let line = r#"{"id":"a","messages":[{"role":"user","content":"q"}],"expect":{"tool":null}}"#;
+        let msg = err_of(&format!("{line}\n{line}"));
+        assert!(msg.contains("cases.jsonl:2: id: duplicate case id `a` (first used on line 1)"), "{msg}");
+    }
+
+    #[test]
+    fn bad_json_and_bad_fields_are_located() {
+        let msg = err_of("{\"id\":\"a\",\"messages\":[}");
+        assert!(msg.starts_with("cases.jsonl:1:"), "{msg}");
+        assert!(msg.contains("invalid fixture"), "{msg}");
+        let msg = err_of(r#"{"id":"a","messages":[{"role":"robot","content":"q"}],"expect":{"tool":null}}"#);
+        assert!(msg.contains("messages[0]"), "{msg}");
+        let msg = err_of(r#"{"id":"a","messages":[{"role":"user","content":"q"}],"expect":{"tool":"get_quote","args":{},"match":{"x":{"regex":"("}}}}"#);
+        assert!(msg.contains("expect.match.x: case `a`: invalid regex"), "{msg}");
+        let msg = err_of(r#"{"id":"a","messages":[{"role":"user","content":"q"}],"expect":{}}"#);
+        assert!(msg.contains("expect: case `a`: state `tool`"), "{msg}");
+    }
+
+    #[test]
+    fn tool_results_must_answer_earlier_calls() {
+        let msg = err_of(r#"{"id":"a","messages":[{"role":"user","content":"q"},{"role":"tool","call_id":"c9","content":"{}"}],"expect":{"tool":null}}"#);
+        assert!(msg.contains("messages[1].call_id"), "{msg}");
+    }
+}
