@@ -1,0 +1,947 @@
+//! Statistics for pass rates, suite-level estimates and latency percentiles.
+//!
+//! This module owns the numbers every report and gate decision rests on: Wilson and
+//! Clopper–Pearson intervals for one rate, the one-sided Wilson bound the PR gate uses,
+//! suite-level (case-clustered) intervals and design effects, planning sample sizes, and
+//! nearest-rank percentiles with exact order-statistic intervals. Formulas and test vectors
+//! come from `reference/stats.md`.
+//!
+//! Everything here is a pure function over plain numbers: no I/O, no clocks, no randomness,
+//! and no knowledge of tools, providers or trial records. Callers turn their data into counts
+//! and rates first. No function panics on any input: invalid arguments (n = 0, x > n, a
+//! confidence level outside (0, 1), NaN) yield `None` (or NaN from the two bare `z_*`
+//! functions, whose signatures cannot say "no answer").
+
+use serde::{Deserialize, Serialize};
+use statrs::distribution::{Beta, Binomial, ContinuousCDF, DiscreteCDF, Normal, StudentsT};
+use statrs::function::beta::checked_beta_reg;
+
+/// A closed interval `[lo, hi]`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Interval {
+    pub lo: f64,
+    pub hi: f64,
+}
+
+impl Interval {
+    pub fn half_width(&self) -> f64 {
+        (self.hi - self.lo) / 2.0
+    }
+
+    /// Whether `value` lies inside the closed interval.
+    pub fn contains(&self, value: f64) -> bool {
+        self.lo <= value && value <= self.hi
+    }
+}
+
+/// A confidence level is usable only strictly inside (0, 1): at 1 every bound is infinite,
+/// and at 0 (or NaN) there is nothing to report.
+fn valid_conf(conf: f64) -> bool {
+    conf.is_finite() && conf > 0.0 && conf < 1.0
+}
+
+/// Standard-normal quantile that refuses to produce infinities; `p` very close to 1 can
+/// round to exactly 1.0 when computed from a conf like `1 − 1e-17`.
+fn normal_quantile(p: f64) -> Option<f64> {
+    if !(p > 0.0 && p < 1.0) {
+        return None;
+    }
+    let z = Normal::standard().inverse_cdf(p);
+    z.is_finite().then_some(z)
+}
+
+fn try_z_two_sided(conf: f64) -> Option<f64> {
+    if !valid_conf(conf) {
+        return None;
+    }
+    // (1 + conf)/2 rather than 1 − α/2: same value, one rounding fewer.
+    normal_quantile((1.0 + conf) / 2.0)
+}
+
+fn try_z_one_sided(conf: f64) -> Option<f64> {
+    if !valid_conf(conf) {
+        return None;
+    }
+    normal_quantile(conf)
+}
+
+/// Two-sided critical value `Φ⁻¹(1 − α/2)` with `α = 1 − conf`.
+///
+/// Returns NaN when `conf` is not strictly inside (0, 1); the interval functions below
+/// return `None` in that case instead.
+pub fn z_two_sided(conf: f64) -> f64 {
+    try_z_two_sided(conf).unwrap_or(f64::NAN)
+}
+
+/// One-sided critical value `Φ⁻¹(conf)`.
+///
+/// Returns NaN when `conf` is not strictly inside (0, 1).
+pub fn z_one_sided(conf: f64) -> f64 {
+    try_z_one_sided(conf).unwrap_or(f64::NAN)
+}
+
+/// Wilson score interval for critical value `z`, with the edges pinned.
+///
+/// Floating point leaves residues such as `0.99999999999999989` at `x = n` (stats.md §1.3),
+/// and a report that says "100 of 100 passed, upper bound 99.99999%" looks broken, so the
+/// edges are set exactly rather than computed.
+fn wilson_with_z(x: u64, n: u64, z: f64) -> Option<Interval> {
+    if n == 0 || x > n || !z.is_finite() {
+        return None;
+    }
+    let (xf, nf) = (x as f64, n as f64);
+    let z2 = z * z;
+    let center = (xf + z2 / 2.0) / (nf + z2);
+    let half = z / (nf + z2) * (xf * ((n - x) as f64) / nf + z2 / 4.0).sqrt();
+    let mut lo = (center - half).clamp(0.0, 1.0);
+    let mut hi = (center + half).clamp(0.0, 1.0);
+    if x == 0 {
+        lo = 0.0;
+    }
+    if x == n {
+        hi = 1.0;
+    }
+    Some(Interval { lo, hi })
+}
+
+/// Two-sided Wilson score interval for `x` passes out of `n` trials at level `conf`.
+///
+/// `None` when `n == 0`, `x > n`, or `conf` is not strictly inside (0, 1). The result lies in
+/// [0, 1]; `lo` is exactly 0.0 when `x == 0` and `hi` exactly 1.0 when `x == n`.
+pub fn wilson_interval(x: u64, n: u64, conf: f64) -> Option<Interval> {
+    wilson_with_z(x, n, try_z_two_sided(conf)?)
+}
+
+/// One-sided Wilson lower bound at level `conf`: the bound the PR gate compares with its
+/// threshold. Equals the lower end of the two-sided interval at level `1 − 2α`.
+///
+/// `None` when `n == 0`, `x > n`, or `conf` is not in [0.5, 1): below 50% the "lower bound"
+/// would sit above the observed rate, which is never what a gate means. Exactly 0.0 when
+/// `x == 0`.
+pub fn wilson_lower_bound(x: u64, n: u64, conf: f64) -> Option<f64> {
+    if conf.is_nan() || conf < 0.5 {
+        return None;
+    }
+    wilson_with_z(x, n, try_z_one_sided(conf)?).map(|iv| iv.lo)
+}
+
+/// Quantile of Beta(a, b) by bisection on the regularized incomplete beta function.
+///
+/// statrs' `inv_beta_reg` (behind `Beta::inverse_cdf`) never returns for some large shape
+/// parameters (x = 0, n = 10⁸ already hangs), and a hang is worse than a panic, so the
+/// inversion here runs a bounded number of steps. The bracket halves until it can shrink no
+/// more in f64, which resolves even tiny quantiles (1 − (α/2)^(1/n) at large n) to full
+/// relative precision.
+fn beta_quantile(a: f64, b: f64, p: f64) -> Option<f64> {
+    Beta::new(a, b).ok()?;
+    if !(p > 0.0 && p < 1.0) {
+        return None;
+    }
+    let (mut lo, mut hi) = (0.0_f64, 1.0_f64);
+    for _ in 0..1100 {
+        let mid = lo + (hi - lo) / 2.0;
+        if mid <= lo || mid >= hi {
+            break;
+        }
+        if checked_beta_reg(a, b, mid).ok()? < p {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    let q = lo + (hi - lo) / 2.0;
+    q.is_finite().then_some(q)
+}
+
+/// Largest n for which Clopper–Pearson bounds and order-statistic ranks are computed.
+///
+/// statrs' incomplete beta stops its continued fraction after 140 terms, which is no longer
+/// enough somewhere between 2·10⁷ and 5·10⁷ trials at rates near ½ (the "interval" comes out
+/// inverted). Up to 10⁷ the results track Wilson to the expected O(1/n) everywhere checked;
+/// no eval run gets near that many trials of one rate or latency samples of one series.
+pub const MAX_EXACT_N: u64 = 10_000_000;
+
+/// Two-sided Clopper–Pearson ("exact") interval: guaranteed coverage ≥ conf, wider than
+/// Wilson. Use it where a guarantee is needed rather than nominal coverage.
+///
+/// `None` when `n == 0`, `n > MAX_EXACT_N`, `x > n`, or `conf` is not strictly inside
+/// (0, 1). `lo` is exactly 0.0 when `x == 0` and `hi` exactly 1.0 when `x == n`.
+pub fn clopper_pearson_interval(x: u64, n: u64, conf: f64) -> Option<Interval> {
+    if n == 0 || n > MAX_EXACT_N || x > n || !valid_conf(conf) {
+        return None;
+    }
+    let alpha = 1.0 - conf;
+    let (xf, nf) = (x as f64, n as f64);
+    // At the edges the Beta quantile has the closed forms (α/2)^(1/n) and 1 − (α/2)^(1/n);
+    // the exp_m1 form keeps 1 − (α/2)^(1/n) precise when it is tiny.
+    let edge = -(alpha / 2.0).ln() / nf;
+    let lo = if x == 0 {
+        0.0
+    } else if x == n {
+        (-edge).exp()
+    } else {
+        beta_quantile(xf, nf - xf + 1.0, alpha / 2.0)?
+    };
+    let hi = if x == n {
+        1.0
+    } else if x == 0 {
+        -(-edge).exp_m1()
+    } else {
+        beta_quantile(xf + 1.0, nf - xf, 1.0 - alpha / 2.0)?
+    };
+    // Belt and braces against an inaccurate incomplete beta: an interval that misses the
+    // estimate is wrong, and no answer is better than a wrong one.
+    let p_hat = xf / nf;
+    (lo <= p_hat && p_hat <= hi).then_some(Interval { lo, hi })
+}
+
+/// Suite-level estimate built from case-level rates (stats.md §3.3).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct ClusteredEstimate {
+    /// Equal-weight mean of the case rates.
+    pub mean: f64,
+    /// `s / √m`, s the sample standard deviation of the case rates.
+    pub se: f64,
+    /// `mean ± t_{m−1, 1−α/2} · se`, clipped to [0, 1].
+    pub interval: Interval,
+    /// Number of cases m.
+    pub cases: usize,
+    /// Degrees of freedom, m − 1.
+    pub df: usize,
+}
+
+/// Suite-level interval from case-level rates, treating cases (not trials) as the
+/// independent units, so repeated trials of one prompt do not shrink the interval as if
+/// they were new evidence about the suite.
+///
+/// Uses `t_{m−1}` rather than z because suites often have few cases. `None` when fewer than
+/// two cases, when any rate is NaN or outside [0, 1], or when `conf` is not strictly inside
+/// (0, 1).
+pub fn clustered_mean_interval(case_rates: &[f64], conf: f64) -> Option<ClusteredEstimate> {
+    let m = case_rates.len();
+    if m < 2 || !valid_conf(conf) {
+        return None;
+    }
+    if case_rates.iter().any(|r| !(0.0..=1.0).contains(r)) {
+        return None;
+    }
+    let mf = m as f64;
+    let mean = case_rates.iter().sum::<f64>() / mf;
+    let ss: f64 = case_rates.iter().map(|r| (r - mean).powi(2)).sum();
+    let se = (ss / (mf - 1.0)).sqrt() / mf.sqrt();
+    let df = m - 1;
+    let t_dist = StudentsT::new(0.0, 1.0, df as f64).ok()?;
+    let p = (1.0 + conf) / 2.0;
+    if !(p > 0.5 && p < 1.0) {
+        return None;
+    }
+    let t = t_dist.inverse_cdf(p);
+    if !t.is_finite() {
+        return None;
+    }
+    let interval = Interval {
+        lo: (mean - t * se).clamp(0.0, 1.0),
+        hi: (mean + t * se).clamp(0.0, 1.0),
+    };
+    Some(ClusteredEstimate {
+        mean,
+        se,
+        interval,
+        cases: m,
+        df,
+    })
+}
+
+/// Intraclass correlation and design effect of a suite run K times per case (stats.md §4.3).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct DesignEffect {
+    /// ρ̂ = V̂_b / (V̂_b + V̂_w); 0 when the data show no variation at all.
+    pub icc: f64,
+    /// 1 + (K̄ − 1)·ρ̂.
+    pub deff: f64,
+    /// Total trials divided by `deff`: what the suite is worth in independent trials.
+    pub effective_trials: f64,
+}
+
+/// Method-of-moments ICC and design effect from per-case `(successes, trials)`.
+///
+/// K is the mean number of trials per case, used both in the within-case variance
+/// correction `K/(K−1)` and in `1 + (K−1)ρ`; with equal K (the harness's normal design) this
+/// is exactly §4.3. When every case is all-pass or all-fail there is no variance to
+/// apportion, and the result is ρ = 0, DEFF = 1 (nothing inflates the trial count).
+///
+/// `None` when fewer than two cases, any case has zero trials or more successes than
+/// trials, or the mean K is below 2.
+pub fn design_effect(case_counts: &[(u64, u64)]) -> Option<DesignEffect> {
+    let m = case_counts.len();
+    if m < 2 {
+        return None;
+    }
+    if case_counts.iter().any(|&(x, k)| k == 0 || x > k) {
+        return None;
+    }
+    let mf = m as f64;
+    let total_trials: f64 = case_counts.iter().map(|&(_, k)| k as f64).sum();
+    let k_bar = total_trials / mf;
+    if k_bar < 2.0 {
+        return None;
+    }
+    let rates: Vec<f64> = case_counts
+        .iter()
+        .map(|&(x, k)| x as f64 / k as f64)
+        .collect();
+    let mean = rates.iter().sum::<f64>() / mf;
+    let s2 = rates.iter().map(|r| (r - mean).powi(2)).sum::<f64>() / (mf - 1.0);
+    let v_within = rates
+        .iter()
+        .map(|r| k_bar / (k_bar - 1.0) * r * (1.0 - r))
+        .sum::<f64>()
+        / mf;
+    let v_between = (s2 - v_within / k_bar).max(0.0);
+    let total = v_between + v_within;
+    let icc = if total > 0.0 { v_between / total } else { 0.0 };
+    let deff = 1.0 + (k_bar - 1.0) * icc;
+    Some(DesignEffect {
+        icc,
+        deff,
+        effective_trials: total_trials / deff,
+    })
+}
+
+/// `⌈v⌉`, except that a value within a relative 1e-9 of an integer counts as that integer:
+/// closed forms evaluated in floating point can land an ulp above an exact integer, and
+/// rounding that up would ask for one spurious extra trial or rank.
+fn tolerant_ceil(v: f64) -> f64 {
+    let r = v.round();
+    if (v - r).abs() <= 1e-9 * r.abs().max(1.0) {
+        r
+    } else {
+        v.ceil()
+    }
+}
+
+/// Trials needed so that the two-sided Wilson half-width at `p̂ = p` is at most `e`
+/// (stats.md §2.2 closed form, rounded up; at least 1).
+///
+/// Works at `p = 0` and `p = 1`, where Wilson (unlike Wald) still needs trials. `None` when
+/// `p` is outside [0, 1], `e` is not in (0, 0.5), `conf` is not strictly inside (0, 1), or the
+/// answer does not fit in a `u64`.
+pub fn wilson_trials_for_half_width(p: f64, e: f64, conf: f64) -> Option<u64> {
+    if !((0.0..=1.0).contains(&p) && e > 0.0 && e < 0.5) {
+        return None;
+    }
+    let z = try_z_two_sided(conf)?;
+    let pq = p * (1.0 - p);
+    let e2 = e * e;
+    let disc = pq * pq + e2 * (1.0 - 4.0 * pq);
+    let n_star = z * z * (pq - 2.0 * e2 + disc.max(0.0).sqrt()) / (2.0 * e2);
+    if !n_star.is_finite() {
+        return None;
+    }
+    let n = tolerant_ceil(n_star).max(1.0);
+    // u64::MAX as f64 rounds up to 2^64, so `<` excludes every value that would saturate.
+    (n < u64::MAX as f64).then_some(n as u64)
+}
+
+/// Nearest-rank percentile (Hyndman–Fan type 1, HdrHistogram's semantics): the
+/// `max(1, ⌈q·N⌉)`-th smallest element of `sorted`. Always an observed value.
+///
+/// `sorted` must be in ascending order (not checked). `None` when empty or when `q` is NaN
+/// or outside [0, 1].
+pub fn nearest_rank<T: Copy>(sorted: &[T], q: f64) -> Option<T> {
+    if sorted.is_empty() || !(0.0..=1.0).contains(&q) {
+        return None;
+    }
+    let n = sorted.len();
+    let rank = tolerant_ceil(q * n as f64).clamp(1.0, n as f64) as usize;
+    sorted.get(rank - 1).copied()
+}
+
+/// Distribution-free confidence interval for a quantile, as 1-based ranks into the sorted
+/// sample (stats.md §7.3).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct OrderStatisticCi {
+    /// Rank l of the lower bound; `None` when the sample is too small to bound the quantile
+    /// from below (`(1−q)^N > α/2`).
+    pub lower_rank: Option<u64>,
+    /// Rank u of the upper bound; `None` when the sample is too small to bound the quantile
+    /// from above (`q^N > α/2`), i.e. the upper bound is +∞.
+    pub upper_rank: Option<u64>,
+    /// Exact coverage `P(l ≤ B ≤ u−1)`, B ~ Bin(N, q), with a missing bound counting as
+    /// unbounded on that side; at least `conf` for continuous data.
+    pub coverage: f64,
+}
+
+/// Smallest j in `lo..=hi` with `pred(j)` true, for `pred` false up to some point and true
+/// from there on; `None` if `pred(hi)` is false.
+fn first_true(lo: u64, hi: u64, pred: impl Fn(u64) -> bool) -> Option<u64> {
+    if lo > hi || !pred(hi) {
+        return None;
+    }
+    let (mut a, mut b) = (lo, hi);
+    while a < b {
+        let mid = a + (b - a) / 2;
+        if pred(mid) {
+            b = mid;
+        } else {
+            a = mid + 1;
+        }
+    }
+    Some(b)
+}
+
+/// Exact distribution-free order-statistic interval for the q-quantile of `n` observations
+/// at level `conf`:
+/// `l = max{j : F_B(j−1) ≤ α/2}`, `u = min{j : F_B(j−1) ≥ 1−α/2}`, `B ~ Bin(n, q)`.
+///
+/// `None` when `n == 0`, `n > MAX_EXACT_N`, `q` is not strictly inside (0, 1), or `conf` is
+/// not strictly inside (0, 1).
+pub fn order_statistic_ci(n: u64, q: f64, conf: f64) -> Option<OrderStatisticCi> {
+    if n == 0 || n > MAX_EXACT_N || !(q > 0.0 && q < 1.0) || !valid_conf(conf) {
+        return None;
+    }
+    let half_alpha = (1.0 - conf) / 2.0;
+    let b = Binomial::new(q, n).ok()?;
+    // F_B is nondecreasing in j, so both ranks are found by bisection; this matters at
+    // N in the tens of thousands where each CDF evaluation is an incomplete beta.
+    let lower_rank = match first_true(1, n, |j| b.cdf(j - 1) > half_alpha) {
+        None => Some(n),
+        Some(1) => None,
+        Some(j) => Some(j - 1),
+    };
+    // Upper tail via the survival function: 1 − F_B(j−1) = P(B ≥ j) stays accurate where
+    // F_B itself is within rounding of 1.
+    let upper_rank = first_true(1, n, |j| b.sf(j - 1) <= half_alpha);
+    let below = lower_rank.map_or(0.0, |l| b.cdf(l - 1));
+    let above = upper_rank.map_or(0.0, |u| b.sf(u - 1));
+    if let (Some(l), Some(u)) = (lower_rank, upper_rank)
+        && l >= u
+    {
+        return None;
+    }
+    let coverage = (1.0 - below - above).clamp(0.0, 1.0);
+    Some(OrderStatisticCi {
+        lower_rank,
+        upper_rank,
+        coverage,
+    })
+}
+
+/// Ranks `(l, u)` (1-based) of the exact order-statistic interval for the q-quantile of `n`
+/// observations (stats.md §7.3). `u` is `None` when the data cannot bound the quantile from
+/// above (`q^N > α/2`): report "insufficient data" for the upper end.
+///
+/// `None` when `n == 0` or `n > MAX_EXACT_N`, `q` or `conf` is not strictly inside (0, 1), or
+/// the sample cannot
+/// bound the quantile from below either (`(1−q)^N > α/2`, e.g. a median from 5 points at
+/// 95%); [`order_statistic_ci`] reports each side separately.
+pub fn order_statistic_ci_ranks(n: u64, q: f64, conf: f64) -> Option<(u64, Option<u64>)> {
+    let ci = order_statistic_ci(n, q, conf)?;
+    Some((ci.lower_rank?, ci.upper_rank))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+
+    const VECTORS: &str = include_str!("stats/testdata/stats-vectors.json");
+
+    fn vectors() -> Value {
+        serde_json::from_str(VECTORS).expect("stats-vectors.json parses")
+    }
+
+    fn rows<'a>(v: &'a Value, key: &str) -> &'a Vec<Value> {
+        v[key]
+            .as_array()
+            .unwrap_or_else(|| panic!("{key} is an array"))
+    }
+
+    fn f(row: &Value, key: &str) -> f64 {
+        row[key]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{key} is a number in {row}"))
+    }
+
+    fn u(row: &Value, key: &str) -> u64 {
+        row[key]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{key} is an integer in {row}"))
+    }
+
+    #[track_caller]
+    fn close(actual: f64, expected: f64, tol: f64, what: &str) {
+        let scale = expected.abs().max(1.0);
+        assert!(
+            (actual - expected).abs() <= tol * scale,
+            "{what}: got {actual}, expected {expected}"
+        );
+    }
+
+    #[test]
+    fn z_values_match_vectors() {
+        let v = vectors();
+        let rows = rows(&v, "z");
+        assert_eq!(rows.len(), 3);
+        for row in rows {
+            let conf = f(row, "conf");
+            close(
+                z_two_sided(conf),
+                f(row, "z_two_sided"),
+                1e-12,
+                "z two-sided",
+            );
+            close(
+                z_one_sided(conf),
+                f(row, "z_one_sided"),
+                1e-12,
+                "z one-sided",
+            );
+        }
+    }
+
+    #[test]
+    fn z_rejects_bad_confidence() {
+        for conf in [0.0, 1.0, -0.5, 1.5, f64::NAN, f64::INFINITY, 1.0 - 1e-17] {
+            assert!(z_two_sided(conf).is_nan(), "{conf}");
+            assert!(z_one_sided(conf).is_nan(), "{conf}");
+        }
+    }
+
+    #[test]
+    fn wilson_and_clopper_pearson_match_vectors() {
+        let v = vectors();
+        let rows = rows(&v, "wilson_two_sided");
+        assert_eq!(rows.len(), 20);
+        for row in rows {
+            let (x, n, conf) = (u(row, "x"), u(row, "n"), f(row, "conf"));
+            let what = format!("{x}/{n}@{conf}");
+            let w = wilson_interval(x, n, conf).expect("wilson defined");
+            close(
+                w.lo,
+                f(row, "wilson_lo"),
+                1e-9,
+                &format!("wilson lo {what}"),
+            );
+            close(
+                w.hi,
+                f(row, "wilson_hi"),
+                1e-9,
+                &format!("wilson hi {what}"),
+            );
+            let cp = clopper_pearson_interval(x, n, conf).expect("cp defined");
+            close(cp.lo, f(row, "cp_lo"), 1e-9, &format!("cp lo {what}"));
+            close(cp.hi, f(row, "cp_hi"), 1e-9, &format!("cp hi {what}"));
+            if x == 0 {
+                assert_eq!(w.lo, 0.0, "{what}");
+                assert_eq!(cp.lo, 0.0, "{what}");
+            }
+            if x == n {
+                assert_eq!(w.hi, 1.0, "{what}");
+                assert_eq!(cp.hi, 1.0, "{what}");
+            }
+        }
+    }
+
+    #[test]
+    fn wilson_pins_edges_where_floating_point_would_not() {
+        // 10/10 @ 95% computes to 0.99999999999999989 unpinned (stats.md §1.3).
+        assert_eq!(wilson_interval(10, 10, 0.95).map(|i| i.hi), Some(1.0));
+        // 0/100 @ 95% computes to 3.469e-18 unpinned.
+        assert_eq!(wilson_interval(0, 100, 0.95).map(|i| i.lo), Some(0.0));
+    }
+
+    #[test]
+    fn gate_lower_bounds_match_vectors() {
+        let v = vectors();
+        let rows = rows(&v, "gate_one_sided");
+        assert_eq!(rows.len(), 18);
+        for row in rows {
+            let (x, n, conf, t) = (u(row, "x"), u(row, "n"), f(row, "conf"), f(row, "t"));
+            let lb = wilson_lower_bound(x, n, conf).expect("lb defined");
+            close(
+                lb,
+                f(row, "wilson_lb"),
+                1e-9,
+                &format!("wilson lb {x}/{n}@{conf}"),
+            );
+            assert_eq!(lb >= t, row["wilson_pass"].as_bool() == Some(true), "{row}");
+        }
+        assert_eq!(wilson_lower_bound(0, 50, 0.95), Some(0.0));
+    }
+
+    #[test]
+    fn wilson_lower_bound_is_lower_end_of_two_sided_at_one_minus_two_alpha() {
+        for n in [1u64, 7, 25, 100, 1000] {
+            for x in 0..=n {
+                for conf in [0.9, 0.95, 0.99] {
+                    let lb = wilson_lower_bound(x, n, conf).expect("defined");
+                    let two = wilson_interval(x, n, 1.0 - 2.0 * (1.0 - conf)).expect("defined");
+                    close(lb, two.lo, 1e-12, &format!("{x}/{n}@{conf}"));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn sample_sizes_match_vectors() {
+        let v = vectors();
+        let rows = rows(&v, "sample_size_halfwidth");
+        assert_eq!(rows.len(), 60);
+        for row in rows {
+            let (conf, p, e) = (f(row, "conf"), f(row, "p"), f(row, "e"));
+            assert_eq!(
+                wilson_trials_for_half_width(p, e, conf),
+                Some(u(row, "n_wilson")),
+                "{row}"
+            );
+        }
+    }
+
+    #[test]
+    fn sample_size_meets_target_and_handles_edges() {
+        for conf in [0.9, 0.95, 0.99] {
+            for p in [0.0, 0.01, 0.3, 0.5, 0.9, 0.99, 1.0] {
+                for e in [0.001, 0.01, 0.05, 0.2, 0.49] {
+                    let n = wilson_trials_for_half_width(p, e, conf).expect("defined");
+                    assert!(n >= 1);
+                    // The half-width at p̂ = p, evaluated at real-valued x = p·n.
+                    let z = z_two_sided(conf);
+                    let nf = n as f64;
+                    let half = z / (nf + z * z) * (nf * p * (1.0 - p) + z * z / 4.0).sqrt();
+                    assert!(half <= e * (1.0 + 1e-9), "p={p} e={e} conf={conf} n={n}");
+                }
+            }
+        }
+        // Closed form at p = 0: n* = z²(1−2e)/(2e).
+        let z = z_two_sided(0.95);
+        let expect = (z * z * (1.0 - 0.1) / 0.1).ceil() as u64;
+        assert_eq!(wilson_trials_for_half_width(0.0, 0.05, 0.95), Some(expect));
+        assert_eq!(
+            wilson_trials_for_half_width(0.0, 0.05, 0.95),
+            wilson_trials_for_half_width(1.0, 0.05, 0.95)
+        );
+        for (p, e, conf) in [
+            (0.5, 0.0, 0.95),
+            (0.5, -0.1, 0.95),
+            (0.5, 0.5, 0.95),
+            (0.5, 0.7, 0.95),
+            (0.5, f64::NAN, 0.95),
+            (f64::NAN, 0.05, 0.95),
+            (-0.1, 0.05, 0.95),
+            (1.1, 0.05, 0.95),
+            (0.5, 0.05, 1.0),
+            (0.5, 0.05, f64::NAN),
+            (0.5, 1e-300, 0.95),
+        ] {
+            assert_eq!(
+                wilson_trials_for_half_width(p, e, conf),
+                None,
+                "{p} {e} {conf}"
+            );
+        }
+    }
+
+    #[test]
+    fn nearest_rank_matches_vectors() {
+        let v = vectors();
+        let data: Vec<u64> = v["percentiles"]["data"]
+            .as_array()
+            .expect("data array")
+            .iter()
+            .map(|d| d.as_u64().expect("integer latency"))
+            .collect();
+        let rows = rows(&v["percentiles"], "rows");
+        assert_eq!(rows.len(), 4);
+        for row in rows {
+            let q = f(row, "q");
+            assert_eq!(
+                nearest_rank(&data, q),
+                Some(u(row, "nearest_rank")),
+                "q={q}"
+            );
+        }
+        assert_eq!(nearest_rank(&data, 0.0), Some(12));
+        assert_eq!(nearest_rank(&data, 1.0), Some(900));
+        assert_eq!(nearest_rank::<u64>(&[], 0.5), None);
+        assert_eq!(nearest_rank(&data, f64::NAN), None);
+        assert_eq!(nearest_rank(&data, 1.5), None);
+        // 0.07·100 is 7.000000000000001 in floating point; the 7th value is meant.
+        let hundred: Vec<u32> = (1..=100).collect();
+        assert_eq!(nearest_rank(&hundred, 0.07), Some(7));
+        assert_eq!(nearest_rank(&hundred, 0.071), Some(8));
+    }
+
+    #[test]
+    fn order_statistic_ranks_match_vectors() {
+        let v = vectors();
+        let rows = rows(&v, "order_stat_ci");
+        assert_eq!(rows.len(), 27);
+        for row in rows {
+            let (n, q) = (u(row, "n"), f(row, "q"));
+            let expected_u = row["u"].as_u64();
+            assert!(expected_u.is_some() || row["u"].is_null(), "{row}");
+            assert_eq!(
+                order_statistic_ci_ranks(n, q, 0.95),
+                Some((u(row, "l"), expected_u)),
+                "{row}"
+            );
+            let ci = order_statistic_ci(n, q, 0.95).expect("defined");
+            close(
+                ci.coverage,
+                f(row, "coverage"),
+                1e-9,
+                &format!("coverage {row}"),
+            );
+        }
+    }
+
+    #[test]
+    fn order_statistic_edges() {
+        // A median from 5 points cannot be bounded on either side at 95%: 0.5^5 > 0.025.
+        assert_eq!(order_statistic_ci_ranks(5, 0.5, 0.95), None);
+        let ci = order_statistic_ci(5, 0.5, 0.95).expect("defined");
+        assert_eq!(
+            (ci.lower_rank, ci.upper_rank, ci.coverage),
+            (None, None, 1.0)
+        );
+        // The p95 finite-bound thresholds of §7.3: N ≥ 72 at 95%, N ≥ 59 at 90%.
+        assert_eq!(
+            order_statistic_ci_ranks(71, 0.95, 0.95).map(|r| r.1),
+            Some(None)
+        );
+        assert!(order_statistic_ci_ranks(72, 0.95, 0.95).is_some_and(|r| r.1.is_some()));
+        assert_eq!(
+            order_statistic_ci_ranks(58, 0.95, 0.90).map(|r| r.1),
+            Some(None)
+        );
+        assert!(order_statistic_ci_ranks(59, 0.95, 0.90).is_some_and(|r| r.1.is_some()));
+        // A low quantile bounded above but not below.
+        let low = order_statistic_ci(20, 0.05, 0.95).expect("defined");
+        assert_eq!(low.lower_rank, None);
+        assert!(low.upper_rank.is_some());
+        for (n, q, conf) in [
+            (0, 0.5, 0.95),
+            (10, 0.0, 0.95),
+            (10, 1.0, 0.95),
+            (10, f64::NAN, 0.95),
+            (10, 0.5, 1.0),
+            (10, 0.5, f64::NAN),
+        ] {
+            assert_eq!(order_statistic_ci(n, q, conf), None, "{n} {q} {conf}");
+        }
+        // Ranks always satisfy 1 ≤ l < u ≤ n, and the coverage meets the level.
+        for n in 1..=300u64 {
+            for q in [0.1, 0.5, 0.9, 0.95, 0.99] {
+                let ci = order_statistic_ci(n, q, 0.95).expect("defined");
+                if let Some(l) = ci.lower_rank {
+                    assert!(l >= 1 && l <= n);
+                }
+                if let Some(u) = ci.upper_rank {
+                    assert!(u >= 1 && u <= n);
+                    assert!(ci.lower_rank.is_none_or(|l| l < u), "n={n} q={q}");
+                }
+                assert!(ci.coverage >= 0.95 - 1e-12, "n={n} q={q} {}", ci.coverage);
+            }
+        }
+    }
+
+    const A: [u64; 12] = [19, 13, 17, 15, 20, 20, 19, 19, 20, 20, 20, 20];
+    const B: [u64; 12] = [16, 11, 15, 18, 18, 19, 18, 19, 14, 17, 19, 17];
+
+    fn rates(successes: &[u64], k: u64) -> Vec<f64> {
+        successes.iter().map(|&x| x as f64 / k as f64).collect()
+    }
+
+    #[test]
+    fn clustered_interval_worked_example() {
+        let a = clustered_mean_interval(&rates(&A, 20), 0.95).expect("defined");
+        close(a.mean, 0.925, 1e-12, "A mean");
+        close(a.se, 0.033428, 5e-7, "A se");
+        close(a.interval.lo, 0.851426, 5e-7, "A lo");
+        close(a.interval.hi, 0.998574, 5e-7, "A hi");
+        assert_eq!((a.cases, a.df), (12, 11));
+
+        let b = clustered_mean_interval(&rates(&B, 20), 0.95).expect("defined");
+        close(b.mean, 0.8375, 1e-12, "B mean");
+        close(b.se, 0.034883, 5e-7, "B se");
+        close(b.interval.lo, 0.760722, 5e-7, "B lo");
+        close(b.interval.hi, 0.914278, 5e-7, "B hi");
+    }
+
+    #[test]
+    fn clustered_interval_guards() {
+        assert_eq!(clustered_mean_interval(&[], 0.95), None);
+        assert_eq!(clustered_mean_interval(&[0.5], 0.95), None);
+        assert_eq!(clustered_mean_interval(&[0.5, f64::NAN], 0.95), None);
+        assert_eq!(clustered_mean_interval(&[0.5, 1.2], 0.95), None);
+        assert_eq!(clustered_mean_interval(&[0.5, 0.6], 1.0), None);
+        assert_eq!(clustered_mean_interval(&[0.5, 0.6], f64::NAN), None);
+        // Clipped to [0, 1] even when the t interval would spill over.
+        let e = clustered_mean_interval(&[1.0, 1.0, 0.0], 0.95).expect("defined");
+        assert_eq!((e.interval.lo, e.interval.hi), (0.0, 1.0));
+        // No spread: a degenerate interval, not NaN.
+        let e = clustered_mean_interval(&[1.0, 1.0], 0.95).expect("defined");
+        assert_eq!((e.se, e.interval.lo, e.interval.hi), (0.0, 1.0, 1.0));
+    }
+
+    #[test]
+    fn design_effect_worked_example() {
+        let a: Vec<(u64, u64)> = A.iter().map(|&x| (x, 20)).collect();
+        let d = design_effect(&a).expect("defined");
+        close(d.icc, 0.147600, 5e-7, "A icc");
+        close(d.deff, 3.804406, 5e-7, "A deff");
+        close(d.effective_trials, 63.084746, 5e-7, "A n_eff");
+
+        let b: Vec<(u64, u64)> = B.iter().map(|&x| (x, 20)).collect();
+        let d = design_effect(&b).expect("defined");
+        close(d.icc, 0.059310, 5e-7, "B icc");
+        close(d.deff, 2.126897, 5e-7, "B deff");
+        close(d.effective_trials, 112.840467, 5e-7, "B n_eff");
+    }
+
+    #[test]
+    fn design_effect_guards() {
+        assert_eq!(design_effect(&[]), None);
+        assert_eq!(design_effect(&[(3, 5)]), None);
+        assert_eq!(design_effect(&[(1, 1), (0, 1)]), None); // K < 2
+        assert_eq!(design_effect(&[(3, 5), (0, 0)]), None);
+        assert_eq!(design_effect(&[(6, 5), (1, 5)]), None);
+        let all_pass = design_effect(&[(10, 10), (10, 10), (10, 10)]).expect("defined");
+        assert_eq!(
+            (all_pass.icc, all_pass.deff, all_pass.effective_trials),
+            (0.0, 1.0, 30.0)
+        );
+        // Cases that differ completely: all variance is between cases, ρ = 1, DEFF = K.
+        let split = design_effect(&[(10, 10), (0, 10)]).expect("defined");
+        close(split.icc, 1.0, 1e-12, "split icc");
+        close(split.deff, 10.0, 1e-12, "split deff");
+    }
+
+    #[test]
+    fn intervals_contain_estimate_for_many_counts() {
+        for n in 1..=300u64 {
+            for x in 0..=n {
+                let p_hat = x as f64 / n as f64;
+                for conf in [0.5, 0.8, 0.9, 0.95, 0.99, 0.999] {
+                    let mut intervals = vec![wilson_interval(x, n, conf).expect("wilson")];
+                    // Clopper–Pearson bisects an incomplete beta: costly in a debug build, so
+                    // a smaller grid.
+                    if n <= 60 && (conf == 0.9 || conf == 0.99) {
+                        intervals.push(clopper_pearson_interval(x, n, conf).expect("cp"));
+                    }
+                    for iv in intervals {
+                        assert!(
+                            0.0 <= iv.lo && iv.lo <= iv.hi && iv.hi <= 1.0,
+                            "{x}/{n} {iv:?}"
+                        );
+                        assert!(iv.contains(p_hat), "{x}/{n}@{conf} {iv:?}");
+                        assert!(iv.half_width() >= 0.0);
+                    }
+                    let lb = wilson_lower_bound(x, n, conf).expect("lb");
+                    assert!((0.0..=p_hat).contains(&lb), "{x}/{n}@{conf} lb {lb}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn wilson_is_nested_in_confidence_and_symmetric_in_x() {
+        for n in [1u64, 2, 9, 40, 333] {
+            for x in 0..=n {
+                let narrow = wilson_interval(x, n, 0.9).expect("defined");
+                let wide = wilson_interval(x, n, 0.99).expect("defined");
+                assert!(wide.lo <= narrow.lo && narrow.hi <= wide.hi, "{x}/{n}");
+                let mirror = wilson_interval(n - x, n, 0.9).expect("defined");
+                close(narrow.lo, 1.0 - mirror.hi, 1e-12, "mirror lo");
+                close(narrow.hi, 1.0 - mirror.lo, 1e-12, "mirror hi");
+            }
+        }
+    }
+
+    #[test]
+    fn undefined_inputs_give_none_never_panic() {
+        for conf in [0.9, 0.95] {
+            assert_eq!(wilson_interval(0, 0, conf), None);
+            assert_eq!(wilson_lower_bound(0, 0, conf), None);
+            assert_eq!(clopper_pearson_interval(0, 0, conf), None);
+            assert_eq!(wilson_interval(5, 4, conf), None);
+            assert_eq!(wilson_lower_bound(5, 4, conf), None);
+            assert_eq!(clopper_pearson_interval(5, 4, conf), None);
+        }
+        for conf in [
+            0.0,
+            1.0,
+            -1.0,
+            2.0,
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+        ] {
+            assert_eq!(wilson_interval(3, 10, conf), None, "{conf}");
+            assert_eq!(wilson_lower_bound(3, 10, conf), None, "{conf}");
+            assert_eq!(clopper_pearson_interval(3, 10, conf), None, "{conf}");
+        }
+        assert_eq!(wilson_lower_bound(3, 10, 0.3), None);
+        assert_eq!(clopper_pearson_interval(5, MAX_EXACT_N + 1, 0.95), None);
+        assert_eq!(order_statistic_ci(MAX_EXACT_N + 1, 0.5, 0.95), None);
+        // Large but supported: finite, ordered, and close to Wilson (they agree to O(1/n)).
+        for x in [
+            0,
+            1,
+            7,
+            MAX_EXACT_N / 3,
+            MAX_EXACT_N / 2,
+            MAX_EXACT_N - 1,
+            MAX_EXACT_N,
+        ] {
+            let cp = clopper_pearson_interval(x, MAX_EXACT_N, 0.95).expect("defined");
+            let w = wilson_interval(x, MAX_EXACT_N, 0.95).expect("defined");
+            assert!(
+                (cp.lo - w.lo).abs() < 2.0 / MAX_EXACT_N as f64,
+                "{x} {cp:?} {w:?}"
+            );
+            assert!(
+                (cp.hi - w.hi).abs() < 2.0 / MAX_EXACT_N as f64,
+                "{x} {cp:?} {w:?}"
+            );
+        }
+        assert!(order_statistic_ci(MAX_EXACT_N, 0.99, 0.95).is_some());
+        // Enormous counts stay finite and ordered.
+        for (x, n) in [
+            (0, u64::MAX),
+            (u64::MAX, u64::MAX),
+            (u64::MAX / 2, u64::MAX),
+        ] {
+            let w = wilson_interval(x, n, 0.95).expect("defined");
+            assert!(
+                w.lo.is_finite() && w.hi.is_finite() && w.lo <= w.hi,
+                "{w:?}"
+            );
+            assert!(wilson_lower_bound(x, n, 0.95).is_some());
+        }
+    }
+
+    #[test]
+    fn serde_round_trip() {
+        // serde_json without its `float_roundtrip` feature may parse a float one ulp away,
+        // so compare numbers with a tolerance rather than bit for bit.
+        let e = clustered_mean_interval(&rates(&A, 20), 0.95).expect("defined");
+        let json = serde_json::to_string(&e).expect("serialises");
+        let back: ClusteredEstimate = serde_json::from_str(&json).expect("deserialises");
+        assert_eq!((back.cases, back.df), (e.cases, e.df));
+        for (got, want) in [
+            (back.mean, e.mean),
+            (back.se, e.se),
+            (back.interval.lo, e.interval.lo),
+            (back.interval.hi, e.interval.hi),
+        ] {
+            close(got, want, 1e-15, "round trip");
+        }
+        let d = design_effect(&[(3, 10), (9, 10)]).expect("defined");
+        let back: DesignEffect =
+            serde_json::from_str(&serde_json::to_string(&d).expect("serialises"))
+                .expect("deserialises");
+        close(back.deff, d.deff, 1e-15, "deff round trip");
+    }
+}
