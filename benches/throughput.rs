@@ -1,0 +1,77 @@
+//! Throughput and memory of the harness itself against an instant local fake endpoint.
+//!
+//! Runs the release binary as a child process (as a user would) on 40 billing cases at
+//! concurrency 64, for 2,000 and 20,000 trials, and prints trials per second and the child's
+//! peak RSS (from `wait4`). Memory must not grow with the number of trials.
+//!
+//! Run: `cargo bench --bench throughput` (optional env: BENCH_TRIALS=20000, BENCH_CONCURRENCY=64).
+
+#[path = "../tests/support/mod.rs"]
+mod support;
+
+use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use support::{FakeResponse, FakeServer, tool_call_body};
+
+const CASES_USED: usize = 40;
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    // `cargo test --benches` runs benches with `--test`-like flags; do nothing then.
+    if !args.iter().any(|a| a == "--bench") {
+        return;
+    }
+    let concurrency: usize = std::env::var("BENCH_CONCURRENCY").ok().and_then(|v| v.parse().ok()).unwrap_or(64);
+    let big: u64 = std::env::var("BENCH_TRIALS").ok().and_then(|v| v.parse().ok()).unwrap_or(20_000);
+
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("bench");
+    std::fs::create_dir_all(&data).expect("mkdir");
+    std::fs::copy(root.join("datasets/billing/tools.json"), data.join("tools.json")).expect("copy tools");
+    let cases = std::fs::read_to_string(root.join("datasets/billing/cases.jsonl")).expect("read cases");
+    let subset: Vec<&str> = cases.lines().filter(|l| !l.trim().is_empty()).take(CASES_USED).collect();
+    std::fs::write(data.join("cases.jsonl"), subset.join("\n")).expect("write cases");
+
+    // The body is built once; the handler only clones it, so the fake costs as little as possible.
+    let body = tool_call_body(&[("get_job_status", r#"{"job_id":"job_a1b2c3"}"#)]);
+    let server = FakeServer::start_in_background(move |_| FakeResponse::ok(body.clone()));
+
+    println!("harness throughput: {CASES_USED} billing cases, concurrency {concurrency}, instant fake endpoint at {}", server.base_url);
+    for total in [big / 10, big] {
+        let trials_per_case = total.div_ceil(CASES_USED as u64);
+        let planned = trials_per_case * CASES_USED as u64;
+        let t0 = Instant::now();
+        let child = Command::new(env!("CARGO_BIN_EXE_toolscore"))
+            .current_dir(dir.path())
+            .args(["run", "--provider", "openai-compat", "--base-url", &server.base_url, "--model", "bench", "--dataset", "bench"])
+            .args(["--trials", &trials_per_case.to_string(), "--concurrency", &concurrency.to_string(), "--out", "out", "--progress", "off"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn toolscore");
+        let pid = child.id() as libc::pid_t;
+        let (status, max_rss_kib) = wait_with_rusage(pid);
+        let secs = t0.elapsed().as_secs_f64();
+        assert!(status.success(), "toolscore failed: {status:?}");
+        println!(
+            "  {planned:>6} trials: {secs:>6.2} s wall, {:>7.0} trials/s, peak RSS {:.1} MiB",
+            planned as f64 / secs,
+            max_rss_kib as f64 / 1024.0
+        );
+    }
+    println!("  fake server answered {} requests", server.requests_seen());
+}
+
+/// Waits for the child and returns its exit status and peak resident set size in KiB.
+fn wait_with_rusage(pid: libc::pid_t) -> (std::process::ExitStatus, i64) {
+    let mut status: libc::c_int = 0;
+    // SAFETY: `rusage` is plain old data; wait4 fills it for our own child.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let rc = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(rc, pid, "wait4 failed");
+    (std::process::ExitStatus::from_raw(status), usage.ru_maxrss)
+}
