@@ -348,6 +348,12 @@ fn build_call(tool: String, args: Option<Value>, matchers: Option<BTreeMap<Strin
     let mut parsed = BTreeMap::new();
     for (path, spec) in matchers.unwrap_or_default() {
         let m = ArgMatcher::from_json(&spec).map_err(|e| (format!("{field}.match.{path}"), e))?;
+        // `ci` and `approx` compare against the expected value; without one every trial would
+        // fail, so say so now rather than report a 0% rate.
+        let needs_expected = matches!(m, ArgMatcher::CaseInsensitive | ArgMatcher::Approx(_));
+        if needs_expected && args.as_ref().and_then(|a| crate::score::value_at_path(a, &path)).is_none() {
+            return Err((format!("{field}.match.{path}"), format!("this matcher compares with the expected value, but `args` has no value at `{path}`")));
+        }
         parsed.insert(path, m);
     }
     if args.is_none() && !parsed.is_empty() {
@@ -408,6 +414,8 @@ mod tests {
         assert!(msg.contains("messages[0]"), "{msg}");
         let msg = err_of(r#"{"id":"a","messages":[{"role":"user","content":"q"}],"expect":{"tool":"get_quote","args":{},"match":{"x":{"regex":"("}}}}"#);
         assert!(msg.contains("expect.match.x: case `a`: invalid regex"), "{msg}");
+        let msg = err_of(r#"{"id":"a","messages":[{"role":"user","content":"q"}],"expect":{"tool":"get_quote","args":{"a":[1]},"match":{"a.1":{"approx":0.1}}}}"#);
+        assert!(msg.contains("expect.match.a.1: case `a`: this matcher compares with the expected value"), "{msg}");
         let msg = err_of(r#"{"id":"a","messages":[{"role":"user","content":"q"}],"expect":{}}"#);
         assert!(msg.contains("expect: case `a`: state `tool`"), "{msg}");
     }
