@@ -1,0 +1,543 @@
+//! Model providers: settings, the neutral request/response boundary, one adapter per wire format
+//! (today: OpenAI-compatible Chat Completions), and the transport (timeouts, retries with full
+//! jitter honouring `Retry-After`, error classes).
+//!
+//! A case's request body is encoded once by [`Provider::prepare`] and reused by every trial;
+//! [`Provider::complete`] only sends bytes and decodes the answer.
+
+pub mod openai_compat;
+pub mod secret;
+pub mod transport;
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+use bytes::Bytes;
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
+use serde_json::json;
+use sha2::{Digest, Sha256};
+
+use crate::catalog::Catalog;
+use crate::message::{Message, ModelTurn};
+
+pub use secret::SecretString;
+pub use transport::http_client;
+
+/// Which wire format a provider speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProviderKind {
+    /// OpenAI Chat Completions, as served by OpenAI, vLLM, llama.cpp, Ollama `/v1`, OpenRouter.
+    OpenaiCompat,
+}
+
+impl ProviderKind {
+    pub const ALL: &'static [ProviderKind] = &[ProviderKind::OpenaiCompat];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProviderKind::OpenaiCompat => "openai-compat",
+        }
+    }
+}
+
+impl fmt::Display for ProviderKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for ProviderKind {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim() {
+            "openai-compat" => Ok(ProviderKind::OpenaiCompat),
+            other => {
+                let known: Vec<&str> = ProviderKind::ALL.iter().map(|k| k.as_str()).collect();
+                Err(format!(
+                    "unknown provider kind `{other}` (known: {})",
+                    known.join(", ")
+                ))
+            }
+        }
+    }
+}
+
+/// Everything needed to talk to one configured provider.
+#[derive(Debug, Clone)]
+pub struct ProviderSettings {
+    pub kind: ProviderKind,
+    /// The name the user gave this provider in the config.
+    pub name: String,
+    /// E.g. `https://api.openai.com/v1` or `http://127.0.0.1:8080/v1` (a trailing `/` is fine).
+    pub base_url: String,
+    pub model: String,
+    pub api_key: Option<SecretString>,
+    pub temperature: Option<f64>,
+    pub max_tokens: Option<u32>,
+    /// Per attempt, from sending the request to having read the whole response.
+    pub timeout: Duration,
+    /// Retries after the first attempt (so at most `max_retries + 1` attempts).
+    pub max_retries: u32,
+    pub retry_base: Duration,
+    pub retry_cap: Duration,
+}
+
+impl ProviderSettings {
+    /// Settings with the default limits: 60 s timeout, 4 retries, backoff 500 ms base, 30 s cap.
+    pub fn new(
+        kind: ProviderKind,
+        name: impl Into<String>,
+        base_url: impl Into<String>,
+        model: impl Into<String>,
+    ) -> Self {
+        ProviderSettings {
+            kind,
+            name: name.into(),
+            base_url: base_url.into(),
+            model: model.into(),
+            api_key: None,
+            temperature: None,
+            max_tokens: None,
+            timeout: Duration::from_secs(60),
+            max_retries: 4,
+            retry_base: Duration::from_millis(500),
+            retry_cap: Duration::from_secs(30),
+        }
+    }
+}
+
+/// The request body for one case, encoded ONCE and reused for every trial.
+#[derive(Debug, Clone)]
+pub struct PreparedRequest {
+    pub body: Bytes,
+    /// sha256 hex of the canonical JSON of `{kind, model, catalog fingerprint, messages,
+    /// temperature, max_tokens}`: identifies the normalized request for record/replay.
+    pub request_hash: String,
+}
+
+/// Why a request failed, coarse enough to count and to decide on retries.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorClass {
+    Timeout,
+    Connect,
+    RateLimited,
+    ServerError,
+    Auth,
+    QuotaExceeded,
+    ClientError,
+    BadResponse,
+    Cancelled,
+}
+
+impl ErrorClass {
+    /// Transient failures: timeouts, network errors, rate limits, server errors.
+    pub fn is_retryable(self) -> bool {
+        matches!(
+            self,
+            ErrorClass::Timeout
+                | ErrorClass::Connect
+                | ErrorClass::RateLimited
+                | ErrorClass::ServerError
+        )
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorClass::Timeout => "timeout",
+            ErrorClass::Connect => "connect",
+            ErrorClass::RateLimited => "rate_limited",
+            ErrorClass::ServerError => "server_error",
+            ErrorClass::Auth => "auth",
+            ErrorClass::QuotaExceeded => "quota_exceeded",
+            ErrorClass::ClientError => "client_error",
+            ErrorClass::BadResponse => "bad_response",
+            ErrorClass::Cancelled => "cancelled",
+        }
+    }
+}
+
+impl fmt::Display for ErrorClass {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A failed provider request. `message` names the status and quotes (at most 300 characters
+/// of) the provider's error text; it never contains the API key.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{class}{}: {message}", attempts_suffix(*.attempts))]
+pub struct ProviderError {
+    pub class: ErrorClass,
+    pub status: Option<u16>,
+    pub message: String,
+    /// Attempts made, including the first (0 when nothing was sent).
+    pub attempts: u32,
+}
+
+fn attempts_suffix(attempts: u32) -> String {
+    match attempts {
+        0 | 1 => String::new(),
+        n => format!(" after {n} attempts"),
+    }
+}
+
+impl ProviderError {
+    pub fn new(class: ErrorClass, status: Option<u16>, message: String) -> Self {
+        ProviderError {
+            class,
+            status,
+            message,
+            attempts: 1,
+        }
+    }
+}
+
+/// A successful exchange with a provider.
+#[derive(Debug, Clone)]
+pub struct Exchange {
+    pub turn: ModelTurn,
+    /// The response body exactly as received (for recording and re-decoding).
+    pub raw_body: Bytes,
+    pub attempts: u32,
+    /// Of the successful attempt.
+    pub latency: Duration,
+}
+
+/// One configured provider: settings, the run's shared HTTP client, and the precomputed
+/// endpoint URL and headers.
+#[derive(Clone)]
+pub struct Provider {
+    settings: ProviderSettings,
+    client: reqwest::Client,
+    endpoint: Result<reqwest::Url, String>,
+    headers: HeaderMap,
+    /// A configuration problem found in `new` (bad URL, key not usable in a header).
+    setup_error: Option<String>,
+}
+
+impl fmt::Debug for Provider {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Provider")
+            .field("settings", &self.settings)
+            .field("endpoint", &self.endpoint)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Provider {
+    pub fn new(settings: ProviderSettings, client: reqwest::Client) -> Provider {
+        let endpoint_text = match settings.kind {
+            ProviderKind::OpenaiCompat => format!(
+                "{}/chat/completions",
+                settings.base_url.trim().trim_end_matches('/')
+            ),
+        };
+        let endpoint = reqwest::Url::parse(&endpoint_text).map_err(|e| {
+            format!(
+                "invalid base URL `{}` for provider `{}`: {e}",
+                settings.base_url, settings.name
+            )
+        });
+        let mut headers = HeaderMap::new();
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
+        let mut setup_error = endpoint.as_ref().err().cloned();
+        if let Some(key) = &settings.api_key {
+            let key = key.expose().trim();
+            if !key.is_empty() {
+                match HeaderValue::from_str(&format!("Bearer {key}")) {
+                    Ok(mut value) => {
+                        value.set_sensitive(true);
+                        headers.insert(AUTHORIZATION, value);
+                    }
+                    Err(_) => {
+                        setup_error = Some(format!(
+                            "the API key of provider `{}` contains characters that cannot be sent in an HTTP header",
+                            settings.name
+                        ))
+                    }
+                }
+            }
+        }
+        Provider {
+            settings,
+            client,
+            endpoint,
+            headers,
+            setup_error,
+        }
+    }
+
+    pub fn settings(&self) -> &ProviderSettings {
+        &self.settings
+    }
+
+    /// The URL requests go to.
+    pub fn endpoint(&self) -> Option<&str> {
+        self.endpoint.as_ref().ok().map(reqwest::Url::as_str)
+    }
+
+    /// Reports a configuration problem (invalid base URL, unusable key) without sending anything.
+    pub fn validate(&self) -> Result<(), ProviderError> {
+        match &self.setup_error {
+            Some(msg) => Err(ProviderError {
+                class: ErrorClass::ClientError,
+                status: None,
+                message: self.redact(msg),
+                attempts: 0,
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Encodes the request body for one case, and its identifying hash.
+    pub fn prepare(&self, messages: &[Message], catalog: &Catalog) -> PreparedRequest {
+        let body = match self.settings.kind {
+            ProviderKind::OpenaiCompat => {
+                openai_compat::encode_request(&self.settings, messages, catalog)
+            }
+        };
+        PreparedRequest {
+            body: Bytes::from(body),
+            request_hash: request_hash(&self.settings, messages, catalog),
+        }
+    }
+
+    /// Sends with retries and decodes. Never panics on network data.
+    pub async fn complete(&self, req: &PreparedRequest) -> Result<Exchange, ProviderError> {
+        self.validate()?;
+        let Ok(url) = &self.endpoint else {
+            return Err(ProviderError {
+                class: ErrorClass::ClientError,
+                status: None,
+                message: "invalid endpoint".into(),
+                attempts: 0,
+            });
+        };
+        let s = &self.settings;
+        let mut attempt: u32 = 0;
+        loop {
+            attempt += 1;
+            let (mut err, hint) = match transport::send_once(
+                &self.client,
+                url,
+                &self.headers,
+                req.body.clone(),
+                s.timeout,
+            )
+            .await
+            {
+                Ok(raw) if (200..300).contains(&raw.status) => match self.decode_inner(&raw.body) {
+                    Ok(turn) => {
+                        return Ok(Exchange {
+                            turn,
+                            raw_body: raw.body,
+                            attempts: attempt,
+                            latency: raw.elapsed,
+                        });
+                    }
+                    Err(e) => (e, raw.retry_after),
+                },
+                Ok(raw) => (
+                    openai_compat::error_from_status(raw.status, &raw.body),
+                    raw.retry_after,
+                ),
+                Err(e) => (e, None),
+            };
+            err.attempts = attempt;
+            err.message = self.redact(&err.message);
+            if attempt > s.max_retries || !transport::should_retry(&err) {
+                return Err(err);
+            }
+            let delay = hint.unwrap_or_else(|| {
+                transport::backoff_delay(
+                    attempt - 1,
+                    s.retry_base,
+                    s.retry_cap,
+                    rand::random::<f64>(),
+                )
+            });
+            tracing::debug!(provider = %s.name, attempt, class = %err.class, status = ?err.status, delay_ms = delay.as_millis() as u64, "retrying: {}", err.message);
+            tokio::time::sleep(delay).await;
+        }
+    }
+
+    /// Decodes a raw response body (also used to replay recorded bodies).
+    pub fn decode(&self, raw_body: &[u8]) -> Result<ModelTurn, ProviderError> {
+        self.decode_inner(raw_body).map_err(|mut e| {
+            e.message = self.redact(&e.message);
+            e
+        })
+    }
+
+    fn decode_inner(&self, raw_body: &[u8]) -> Result<ModelTurn, ProviderError> {
+        match self.settings.kind {
+            ProviderKind::OpenaiCompat => openai_compat::decode_response(raw_body),
+        }
+    }
+
+    fn redact(&self, text: &str) -> String {
+        let once = secret::redact(text, self.settings.api_key.as_ref());
+        // The key as sent (trimmed) may differ from the configured text.
+        match &self.settings.api_key {
+            Some(k) if k.expose().trim() != k.expose() => secret::redact(
+                &once,
+                Some(&SecretString::new(k.expose().trim().to_owned())),
+            ),
+            _ => once,
+        }
+    }
+}
+
+/// sha256 hex of the canonical JSON of what identifies a normalized request.
+fn request_hash(settings: &ProviderSettings, messages: &[Message], catalog: &Catalog) -> String {
+    let identity = json!({
+        "kind": settings.kind.as_str(),
+        "model": settings.model,
+        "catalog": catalog.fingerprint,
+        "messages": messages,
+        "temperature": settings.temperature,
+        "max_tokens": settings.max_tokens,
+    });
+    let canonical = crate::score::canonical_json(&identity);
+    crate::catalog::hex(&Sha256::digest(canonical.as_bytes()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kind_round_trips() {
+        assert_eq!(
+            "openai-compat".parse::<ProviderKind>(),
+            Ok(ProviderKind::OpenaiCompat)
+        );
+        assert_eq!(ProviderKind::OpenaiCompat.to_string(), "openai-compat");
+        assert!("anthropic-ish".parse::<ProviderKind>().is_err());
+        assert_eq!(
+            serde_json::to_string(&ProviderKind::OpenaiCompat).unwrap(),
+            "\"openai-compat\""
+        );
+        assert_eq!(
+            serde_json::to_string(&ErrorClass::QuotaExceeded).unwrap(),
+            "\"quota_exceeded\""
+        );
+    }
+
+    #[test]
+    fn retryable_classes() {
+        for c in [
+            ErrorClass::Timeout,
+            ErrorClass::Connect,
+            ErrorClass::RateLimited,
+            ErrorClass::ServerError,
+        ] {
+            assert!(c.is_retryable(), "{c}");
+        }
+        for c in [
+            ErrorClass::Auth,
+            ErrorClass::QuotaExceeded,
+            ErrorClass::ClientError,
+            ErrorClass::BadResponse,
+            ErrorClass::Cancelled,
+        ] {
+            assert!(!c.is_retryable(), "{c}");
+        }
+    }
+
+    #[test]
+    fn endpoint_tolerates_trailing_slash_and_reports_bad_urls() {
+        let client = reqwest::Client::new();
+        for base in ["http://127.0.0.1:8080/v1", "http://127.0.0.1:8080/v1/"] {
+            let p = Provider::new(
+                ProviderSettings::new(ProviderKind::OpenaiCompat, "t", base, "m"),
+                client.clone(),
+            );
+            assert_eq!(
+                p.endpoint(),
+                Some("http://127.0.0.1:8080/v1/chat/completions")
+            );
+            assert!(p.validate().is_ok());
+        }
+        let p = Provider::new(
+            ProviderSettings::new(ProviderKind::OpenaiCompat, "t", "not a url", "m"),
+            client.clone(),
+        );
+        assert_eq!(p.validate().unwrap_err().class, ErrorClass::ClientError);
+        let mut s = ProviderSettings::new(ProviderKind::OpenaiCompat, "t", "http://x/v1", "m");
+        s.api_key = Some(SecretString::new("bad\nkey-material".into()));
+        let err = Provider::new(s, client).validate().unwrap_err();
+        assert!(!format!("{err} {err:?}").contains("key-material"));
+    }
+
+    #[test]
+    fn history_ids_and_tool_messages_are_encoded() {
+        use crate::catalog::Tool;
+        use crate::message::ToolCall;
+        let catalog = Catalog::new(
+            vec![Tool {
+                name: "f".into(),
+                description: String::new(),
+                input_schema: json!({"type":"object"}),
+            }],
+            "t".into(),
+        );
+        let messages = vec![
+            Message::User {
+                content: "hi".into(),
+            },
+            Message::Assistant {
+                content: Some(String::new()),
+                tool_calls: vec![
+                    ToolCall {
+                        id: None,
+                        name: "f".into(),
+                        arguments: json!({"a": 1}),
+                        unparsed_arguments: None,
+                    },
+                    ToolCall {
+                        id: Some("x".into()),
+                        name: "f".into(),
+                        arguments: serde_json::Value::Null,
+                        unparsed_arguments: Some("{bad".into()),
+                    },
+                ],
+            },
+            Message::Tool {
+                call_id: String::new(),
+                content: "r0".into(),
+                is_error: false,
+            },
+            Message::Tool {
+                call_id: "x".into(),
+                content: "r1".into(),
+                is_error: true,
+            },
+        ];
+        let p = Provider::new(
+            ProviderSettings::new(ProviderKind::OpenaiCompat, "t", "http://x/v1", "m"),
+            reqwest::Client::new(),
+        );
+        let body: serde_json::Value =
+            serde_json::from_slice(&p.prepare(&messages, &catalog).body).unwrap();
+        let m = &body["messages"];
+        assert_eq!(m[1]["content"], serde_json::Value::Null);
+        assert_eq!(m[1]["tool_calls"][0]["id"], "call_0");
+        assert_eq!(m[1]["tool_calls"][0]["type"], "function");
+        assert_eq!(m[1]["tool_calls"][0]["function"]["arguments"], "{\"a\":1}");
+        assert_eq!(m[1]["tool_calls"][1]["function"]["arguments"], "{bad");
+        assert_eq!(m[2]["tool_call_id"], "call_0");
+        assert_eq!(m[3]["tool_call_id"], "x");
+        assert_eq!(body["tool_choice"], "auto");
+        assert_eq!(body["parallel_tool_calls"], true);
+        assert!(body.get("temperature").is_none());
+        assert!(body["tools"][0]["function"].get("description").is_none());
+    }
+}

@@ -1,0 +1,366 @@
+//! HTTP transport: the shared client, one attempt with a timeout, backoff with full jitter, and
+//! `Retry-After` / `retry-after-ms` parsing.
+
+use std::error::Error as _;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use reqwest::header::HeaderMap;
+
+use super::{ErrorClass, ProviderError};
+
+/// Longest wait a server may ask for with `Retry-After`.
+pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(120);
+
+/// Builds the one HTTP client a run shares (connection pooling and keep-alive).
+///
+/// Redirects are not followed: a redirected POST would silently turn into a GET without a body.
+pub fn http_client(max_idle_per_host: usize) -> Result<reqwest::Client, String> {
+    reqwest::Client::builder()
+        .user_agent(concat!("toolscore/", env!("CARGO_PKG_VERSION")))
+        .pool_max_idle_per_host(max_idle_per_host)
+        .pool_idle_timeout(Duration::from_secs(90))
+        .tcp_nodelay(true)
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(|e| format!("cannot build the HTTP client: {}", error_chain(&e)))
+}
+
+/// One HTTP response, read in full.
+pub(crate) struct RawResponse {
+    pub status: u16,
+    pub body: Bytes,
+    /// The wait the server asked for (`retry-after-ms` / `Retry-After`), when it asked.
+    pub retry_after: Option<Duration>,
+    /// From sending the request to having read the whole body.
+    pub elapsed: Duration,
+}
+
+/// Sends one POST and reads the whole body, within `timeout`.
+pub(crate) async fn send_once(
+    client: &reqwest::Client,
+    url: &reqwest::Url,
+    headers: &HeaderMap,
+    body: Bytes,
+    timeout: Duration,
+) -> Result<RawResponse, ProviderError> {
+    let start = Instant::now();
+    let attempt = async {
+        let response = client
+            .post(url.clone())
+            .headers(headers.clone())
+            .body(body)
+            .send()
+            .await?;
+        let status = response.status().as_u16();
+        let retry_after = if (200..300).contains(&status) {
+            None
+        } else {
+            retry_after(response.headers(), SystemTime::now())
+        };
+        let body = response.bytes().await?;
+        Ok::<_, reqwest::Error>((status, retry_after, body))
+    };
+    match tokio::time::timeout(timeout, attempt).await {
+        Ok(Ok((status, retry_after, body))) => Ok(RawResponse {
+            status,
+            body,
+            retry_after,
+            elapsed: start.elapsed(),
+        }),
+        Ok(Err(e)) => Err(classify_reqwest(&e, timeout)),
+        Err(_) => Err(ProviderError::new(
+            ErrorClass::Timeout,
+            None,
+            format!(
+                "no complete response within {}",
+                humantime::format_duration(timeout)
+            ),
+        )),
+    }
+}
+
+fn classify_reqwest(e: &reqwest::Error, timeout: Duration) -> ProviderError {
+    let chain = error_chain(e);
+    let class = if e.is_timeout() {
+        ErrorClass::Timeout
+    } else if e.is_connect() {
+        ErrorClass::Connect
+    } else if e.is_builder() || e.is_redirect() {
+        ErrorClass::ClientError
+    } else {
+        // The connection broke while sending or reading: a network failure, worth retrying.
+        ErrorClass::Connect
+    };
+    let message = match class {
+        ErrorClass::Timeout => format!(
+            "timed out after {}: {chain}",
+            humantime::format_duration(timeout)
+        ),
+        ErrorClass::Connect => format!("network error: {chain}"),
+        _ => format!("request error: {chain}"),
+    };
+    ProviderError::new(class, None, message)
+}
+
+/// An error and its sources, joined with `: ` (reqwest's own text says little).
+fn error_chain(e: &reqwest::Error) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let text = s.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        source = s.source();
+    }
+    out
+}
+
+/// Whether a failed attempt is worth repeating.
+pub(crate) fn should_retry(err: &ProviderError) -> bool {
+    match err.status {
+        // Not Implemented / HTTP Version Not Supported will not change on a retry.
+        Some(501 | 505) => false,
+        _ => err.class.is_retryable(),
+    }
+}
+
+/// Capped exponential backoff with full jitter: `unit · min(cap, base · 2^retry)`, where
+/// `retry` is 0 for the first retry and `unit` is uniform in `[0, 1)`.
+pub fn backoff_delay(retry: u32, base: Duration, cap: Duration, unit: f64) -> Duration {
+    let factor = 1u32.checked_shl(retry).unwrap_or(u32::MAX);
+    let ceiling = base.checked_mul(factor).unwrap_or(cap).min(cap);
+    if !unit.is_finite() || unit <= 0.0 {
+        return Duration::ZERO;
+    }
+    ceiling.mul_f64(unit.min(1.0))
+}
+
+/// The wait a response asks for: `retry-after-ms` (milliseconds, possibly fractional) wins
+/// over `Retry-After` (delta-seconds, possibly fractional, or an IMF-fixdate HTTP-date).
+/// Capped at [`MAX_RETRY_AFTER`]; unparseable values are ignored.
+pub fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
+    let text = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+    };
+    if let Some(ms) = text("retry-after-ms").and_then(parse_non_negative) {
+        return Some(secs_capped(ms / 1000.0));
+    }
+    let value = text("retry-after")?;
+    if let Some(secs) = parse_non_negative(value) {
+        return Some(secs_capped(secs));
+    }
+    let date = parse_http_date(value)?;
+    Some(
+        date.duration_since(now)
+            .unwrap_or(Duration::ZERO)
+            .min(MAX_RETRY_AFTER),
+    )
+}
+
+fn parse_non_negative(s: &str) -> Option<f64> {
+    let v: f64 = s.parse().ok()?;
+    (v.is_finite() && v >= 0.0).then_some(v)
+}
+
+fn secs_capped(secs: f64) -> Duration {
+    if secs >= MAX_RETRY_AFTER.as_secs_f64() {
+        MAX_RETRY_AFTER
+    } else {
+        Duration::from_secs_f64(secs)
+    }
+}
+
+/// Parses an IMF-fixdate such as `Sun, 06 Nov 1994 08:49:37 GMT` (the form RFC 9110 requires
+/// senders to use). The obsolete RFC 850 and asctime forms are not accepted.
+pub fn parse_http_date(s: &str) -> Option<SystemTime> {
+    let rest = s.trim();
+    // The weekday is redundant; skip it when present.
+    let rest = match rest.split_once(',') {
+        Some((_, r)) => r.trim_start(),
+        None => rest,
+    };
+    let mut parts = rest.split_ascii_whitespace();
+    let day: u32 = parts.next()?.parse().ok()?;
+    let month = match parts.next()?.to_ascii_lowercase().as_str() {
+        "jan" => 1,
+        "feb" => 2,
+        "mar" => 3,
+        "apr" => 4,
+        "may" => 5,
+        "jun" => 6,
+        "jul" => 7,
+        "aug" => 8,
+        "sep" => 9,
+        "oct" => 10,
+        "nov" => 11,
+        "dec" => 12,
+        _ => return None,
+    };
+    let year: i64 = parts.next()?.parse().ok()?;
+    let mut hms = parts.next()?.split(':');
+    let h: u64 = hms.next()?.parse().ok()?;
+    let m: u64 = hms.next()?.parse().ok()?;
+    let sec: u64 = hms.next()?.parse().ok()?;
+    let zone = parts.next()?;
+    if hms.next().is_some()
+        || parts.next().is_some()
+        || !(zone.eq_ignore_ascii_case("GMT") || zone.eq_ignore_ascii_case("UTC"))
+    {
+        return None;
+    }
+    if !(1..=31).contains(&day) || h > 23 || m > 59 || sec > 60 || !(1970..=9999).contains(&year) {
+        return None;
+    }
+    let days = days_from_civil(year, month, day);
+    let secs = u64::try_from(days).ok()? * 86_400 + h * 3600 + m * 60 + sec;
+    UNIX_EPOCH.checked_add(Duration::from_secs(secs))
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm).
+fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let m = i64::from(m);
+    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + i64::from(d) - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use reqwest::header::HeaderValue;
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.insert(*k, HeaderValue::from_str(v).unwrap());
+        }
+        h
+    }
+
+    #[test]
+    fn backoff_stays_within_capped_exponential_bounds() {
+        let base = Duration::from_millis(100);
+        let cap = Duration::from_secs(2);
+        for retry in 0..40 {
+            let ceiling = (base * 2u32.saturating_pow(retry.min(20))).min(cap);
+            for unit in [0.0, 1e-9, 0.25, 0.5, 0.999_999, 1.0] {
+                let d = backoff_delay(retry, base, cap, unit);
+                assert!(
+                    d <= ceiling,
+                    "retry {retry} unit {unit}: {d:?} > {ceiling:?}"
+                );
+                assert!(d <= cap);
+            }
+            assert_eq!(backoff_delay(retry, base, cap, 0.0), Duration::ZERO);
+        }
+        assert_eq!(backoff_delay(0, base, cap, 0.5), Duration::from_millis(50));
+        assert_eq!(backoff_delay(3, base, cap, 0.5), Duration::from_millis(400));
+        assert_eq!(backoff_delay(10, base, cap, 0.5), Duration::from_secs(1));
+        assert_eq!(backoff_delay(u32::MAX, base, cap, 1.0), cap);
+        assert_eq!(backoff_delay(2, base, cap, f64::NAN), Duration::ZERO);
+    }
+
+    #[test]
+    fn backoff_with_random_units_covers_the_range() {
+        let base = Duration::from_millis(100);
+        let cap = Duration::from_secs(1);
+        let samples: Vec<Duration> = (0..2000)
+            .map(|_| backoff_delay(4, base, cap, rand::random::<f64>()))
+            .collect();
+        assert!(samples.iter().all(|d| *d <= cap));
+        // Full jitter: both small and large waits occur.
+        assert!(samples.iter().any(|d| *d < Duration::from_millis(100)));
+        assert!(samples.iter().any(|d| *d > Duration::from_millis(900)));
+    }
+
+    #[test]
+    fn retry_after_seconds_fractional_and_ms() {
+        let now = SystemTime::now();
+        assert_eq!(
+            retry_after(&headers(&[("retry-after", "2")]), now),
+            Some(Duration::from_secs(2))
+        );
+        assert_eq!(
+            retry_after(&headers(&[("retry-after", " 0.2 ")]), now),
+            Some(Duration::from_millis(200))
+        );
+        assert_eq!(
+            retry_after(&headers(&[("retry-after-ms", "150")]), now),
+            Some(Duration::from_millis(150))
+        );
+        // retry-after-ms wins.
+        assert_eq!(
+            retry_after(
+                &headers(&[("retry-after", "5"), ("retry-after-ms", "1500.5")]),
+                now
+            ),
+            Some(Duration::from_micros(1_500_500))
+        );
+        assert_eq!(
+            retry_after(&headers(&[("retry-after", "100000")]), now),
+            Some(MAX_RETRY_AFTER)
+        );
+        assert_eq!(retry_after(&headers(&[("retry-after", "-1")]), now), None);
+        assert_eq!(retry_after(&headers(&[("retry-after", "soon")]), now), None);
+        assert_eq!(retry_after(&headers(&[("retry-after", "NaN")]), now), None);
+        assert_eq!(retry_after(&HeaderMap::new(), now), None);
+    }
+
+    #[test]
+    fn retry_after_http_date() {
+        let date = parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT").unwrap();
+        assert_eq!(
+            date.duration_since(UNIX_EPOCH).unwrap().as_secs(),
+            784_111_777
+        );
+        assert_eq!(
+            parse_http_date("Thu, 01 Jan 1970 00:00:00 GMT"),
+            Some(UNIX_EPOCH)
+        );
+        assert_eq!(
+            parse_http_date("Tue, 29 Feb 2028 12:00:00 GMT")
+                .unwrap()
+                .duration_since(UNIX_EPOCH)
+                .unwrap()
+                .as_secs(),
+            1_835_438_400
+        );
+        assert_eq!(parse_http_date("Sun, 06 Nov 1994 08:49:37 PST"), None);
+        assert_eq!(parse_http_date("garbage"), None);
+        let now = UNIX_EPOCH + Duration::from_secs(784_111_777 - 30);
+        assert_eq!(
+            retry_after(
+                &headers(&[("retry-after", "Sun, 06 Nov 1994 08:49:37 GMT")]),
+                now
+            ),
+            Some(Duration::from_secs(30))
+        );
+        // A date in the past means "now".
+        let later = now + Duration::from_secs(3600);
+        assert_eq!(
+            retry_after(
+                &headers(&[("retry-after", "Sun, 06 Nov 1994 08:49:37 GMT")]),
+                later
+            ),
+            Some(Duration::ZERO)
+        );
+        // Far future: capped.
+        let long_before = UNIX_EPOCH;
+        assert_eq!(
+            retry_after(
+                &headers(&[("retry-after", "Sun, 06 Nov 1994 08:49:37 GMT")]),
+                long_before
+            ),
+            Some(MAX_RETRY_AFTER)
+        );
+    }
+}

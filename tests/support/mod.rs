@@ -1,0 +1,7 @@
+//! Shared helpers for integration tests and benchmarks (`mod support;`). Not every test file
+//! uses every helper.
+#![allow(dead_code, unused_imports)]
+
+pub mod fake_openai;
+
+pub use fake_openai::*;
