@@ -24,31 +24,68 @@ fn main() {
     if !args.iter().any(|a| a == "--bench") {
         return;
     }
-    let concurrency: usize = std::env::var("BENCH_CONCURRENCY").ok().and_then(|v| v.parse().ok()).unwrap_or(64);
-    let big: u64 = std::env::var("BENCH_TRIALS").ok().and_then(|v| v.parse().ok()).unwrap_or(20_000);
+    let concurrency: usize = std::env::var("BENCH_CONCURRENCY")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(64);
+    let big: u64 = std::env::var("BENCH_TRIALS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20_000);
 
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let dir = tempfile::tempdir().expect("tempdir");
     let data = dir.path().join("bench");
     std::fs::create_dir_all(&data).expect("mkdir");
-    std::fs::copy(root.join("datasets/billing/tools.json"), data.join("tools.json")).expect("copy tools");
-    let cases = std::fs::read_to_string(root.join("datasets/billing/cases.jsonl")).expect("read cases");
-    let subset: Vec<&str> = cases.lines().filter(|l| !l.trim().is_empty()).take(CASES_USED).collect();
+    std::fs::copy(
+        root.join("datasets/billing/tools.json"),
+        data.join("tools.json"),
+    )
+    .expect("copy tools");
+    let cases =
+        std::fs::read_to_string(root.join("datasets/billing/cases.jsonl")).expect("read cases");
+    let subset: Vec<&str> = cases
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .take(CASES_USED)
+        .collect();
     std::fs::write(data.join("cases.jsonl"), subset.join("\n")).expect("write cases");
 
     // The body is built once; the handler only clones it, so the fake costs as little as possible.
     let body = tool_call_body(&[("get_job_status", r#"{"job_id":"job_a1b2c3"}"#)]);
     let server = FakeServer::start_in_background(move |_| FakeResponse::ok(body.clone()));
 
-    println!("harness throughput: {CASES_USED} billing cases, concurrency {concurrency}, instant fake endpoint at {}", server.base_url);
+    println!(
+        "harness throughput: {CASES_USED} billing cases, concurrency {concurrency}, instant fake endpoint at {}",
+        server.base_url
+    );
     for total in [big / 10, big] {
         let trials_per_case = total.div_ceil(CASES_USED as u64);
         let planned = trials_per_case * CASES_USED as u64;
         let t0 = Instant::now();
         let child = Command::new(env!("CARGO_BIN_EXE_toolscore"))
             .current_dir(dir.path())
-            .args(["run", "--provider", "openai-compat", "--base-url", &server.base_url, "--model", "bench", "--dataset", "bench"])
-            .args(["--trials", &trials_per_case.to_string(), "--concurrency", &concurrency.to_string(), "--out", "out", "--progress", "off"])
+            .args([
+                "run",
+                "--provider",
+                "openai-compat",
+                "--base-url",
+                &server.base_url,
+                "--model",
+                "bench",
+                "--dataset",
+                "bench",
+            ])
+            .args([
+                "--trials",
+                &trials_per_case.to_string(),
+                "--concurrency",
+                &concurrency.to_string(),
+                "--out",
+                "out",
+                "--progress",
+                "off",
+            ])
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()

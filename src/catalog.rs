@@ -37,7 +37,11 @@ pub struct Catalog {
 impl Catalog {
     pub fn new(tools: Vec<Tool>, source: String) -> Self {
         let fingerprint = fingerprint_tools(&tools);
-        Catalog { tools, source, fingerprint }
+        Catalog {
+            tools,
+            source,
+            fingerprint,
+        }
     }
 
     pub fn get(&self, name: &str) -> Option<&Tool> {
@@ -46,7 +50,8 @@ impl Catalog {
 }
 
 fn fingerprint_tools(tools: &[Tool]) -> String {
-    let canonical = crate::score::canonical_json(&serde_json::to_value(tools).unwrap_or(Value::Null));
+    let canonical =
+        crate::score::canonical_json(&serde_json::to_value(tools).unwrap_or(Value::Null));
     let digest = Sha256::digest(canonical.as_bytes());
     format!("sha256:{}", hex(&digest))
 }
@@ -75,27 +80,52 @@ pub fn parse_catalog(text: &str, source: &str) -> Result<Catalog, InputError> {
         Value::Object(map) => match map.get("tools") {
             Some(Value::Array(items)) => items,
             _ => {
-                return Err(InputError::at(source, Some(1), "tools", "expected an array `tools` (an MCP tools/list result) or a top-level array of tools"));
+                return Err(InputError::at(
+                    source,
+                    Some(1),
+                    "tools",
+                    "expected an array `tools` (an MCP tools/list result) or a top-level array of tools",
+                ));
             }
         },
-        _ => return Err(InputError::at(source, Some(1), "$", "expected an array of tools or an object with `tools`")),
+        _ => {
+            return Err(InputError::at(
+                source,
+                Some(1),
+                "$",
+                "expected an array of tools or an object with `tools`",
+            ));
+        }
     };
     let mut tools = Vec::with_capacity(list.len());
     let mut seen = BTreeSet::new();
     for (i, item) in list.iter().enumerate() {
         let field = format!("tools[{i}]");
         let tool = parse_tool(item).map_err(|(sub, msg)| {
-            let line = item.get("name").and_then(Value::as_str).and_then(|n| line_of(text, &format!("\"{n}\"")));
+            let line = item
+                .get("name")
+                .and_then(Value::as_str)
+                .and_then(|n| line_of(text, &format!("\"{n}\"")));
             InputError::at(source, line, &format!("{field}{sub}"), &msg)
         })?;
         if !seen.insert(tool.name.clone()) {
             let line = line_of_nth(text, &format!("\"{}\"", tool.name), 2);
-            return Err(InputError::at(source, line, &format!("{field}.name"), &format!("duplicate tool name `{}`", tool.name)));
+            return Err(InputError::at(
+                source,
+                line,
+                &format!("{field}.name"),
+                &format!("duplicate tool name `{}`", tool.name),
+            ));
         }
         tools.push(tool);
     }
     if tools.is_empty() {
-        return Err(InputError::at(source, Some(1), "tools", "the catalog has no tools"));
+        return Err(InputError::at(
+            source,
+            Some(1),
+            "tools",
+            "the catalog has no tools",
+        ));
     }
     Ok(Catalog::new(tools, source.to_owned()))
 }
@@ -103,29 +133,58 @@ pub fn parse_catalog(text: &str, source: &str) -> Result<Catalog, InputError> {
 /// Accepts an MCP tool (`name`, `description`, `inputSchema`) or an OpenAI tool
 /// (`{"type": "function", "function": {name, description, parameters}}`).
 fn parse_tool(item: &Value) -> Result<Tool, (String, String)> {
-    let obj = item.as_object().ok_or_else(|| (String::new(), "a tool must be an object".to_owned()))?;
+    let obj = item
+        .as_object()
+        .ok_or_else(|| (String::new(), "a tool must be an object".to_owned()))?;
     let (inner, prefix, schema_key) = match obj.get("function") {
         Some(Value::Object(f)) => (f, ".function", "parameters"),
         Some(_) => return Err((".function".into(), "`function` must be an object".into())),
-        None => (obj, "", if obj.contains_key("input_schema") { "input_schema" } else { "inputSchema" }),
+        None => (
+            obj,
+            "",
+            if obj.contains_key("input_schema") {
+                "input_schema"
+            } else {
+                "inputSchema"
+            },
+        ),
     };
     let name = match inner.get("name") {
         Some(Value::String(s)) if !s.is_empty() => s.clone(),
-        Some(_) => return Err((format!("{prefix}.name"), "`name` must be a non-empty string".into())),
+        Some(_) => {
+            return Err((
+                format!("{prefix}.name"),
+                "`name` must be a non-empty string".into(),
+            ));
+        }
         None => return Err((format!("{prefix}.name"), "missing `name`".into())),
     };
     let description = match inner.get("description") {
         None | Some(Value::Null) => String::new(),
         Some(Value::String(s)) => s.clone(),
-        Some(_) => return Err((format!("{prefix}.description"), "`description` must be a string".into())),
+        Some(_) => {
+            return Err((
+                format!("{prefix}.description"),
+                "`description` must be a string".into(),
+            ));
+        }
     };
     let input_schema = match inner.get(schema_key) {
         // A tool without parameters: MCP requires inputSchema, but OpenAI allows omitting it.
         None => serde_json::json!({"type": "object", "properties": {}}),
         Some(v @ Value::Object(_)) => v.clone(),
-        Some(_) => return Err((format!("{prefix}.{schema_key}"), "the input schema must be a JSON object".into())),
+        Some(_) => {
+            return Err((
+                format!("{prefix}.{schema_key}"),
+                "the input schema must be a JSON object".into(),
+            ));
+        }
     };
-    Ok(Tool { name, description, input_schema })
+    Ok(Tool {
+        name,
+        description,
+        input_schema,
+    })
 }
 
 /// 1-based line of the first occurrence of `needle` in `text`.
@@ -155,7 +214,8 @@ mod tests {
 
     #[test]
     fn duplicate_names_are_rejected_with_line() {
-        let text = "[\n{\"name\":\"a\",\"inputSchema\":{}},\n{\"name\":\"a\",\"inputSchema\":{}}\n]";
+        let text =
+            "[\n{\"name\":\"a\",\"inputSchema\":{}},\n{\"name\":\"a\",\"inputSchema\":{}}\n]";
         let err = parse_catalog(text, "t.json").unwrap_err();
         let msg = err.to_string();
         assert!(msg.contains("t.json:3"), "{msg}");

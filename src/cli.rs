@@ -7,8 +7,9 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 
 use crate::error::{Error, ExitCode, InputError};
+use crate::provider::cassette::Cassette;
 use crate::provider::{ProviderKind, ProviderSettings, SecretString};
-use crate::runner::{ProgressMode, RunPlan};
+use crate::runner::{ProgressMode, Recording, RunPlan};
 use crate::suite::{Config, Dataset, ProviderEntry, load_config, load_dataset};
 
 const EXIT_CODES_HELP: &str = "Exit codes:
@@ -51,9 +52,16 @@ pub struct SuiteArgs {
 pub struct RunArgs {
     #[command(flatten)]
     pub suite: SuiteArgs,
-    /// A provider named in the config, or a kind (`openai-compat`) configured by the flags below.
+    /// A provider named in the config, a kind (`openai-compat`) configured by the flags below,
+    /// or `replay:CASSETTE` to serve recorded responses without calling any model.
     #[arg(long, value_name = "NAME")]
     pub provider: Option<String>,
+    /// Record every raw response to this cassette (`.gz` = compressed) for later replay.
+    #[arg(long, value_name = "CASSETTE")]
+    pub record: Option<PathBuf>,
+    /// With --record: what the recording is (model build, server), shown whenever it is replayed.
+    #[arg(long, value_name = "TEXT", requires = "record")]
+    pub record_note: Option<String>,
     /// Base URL of an OpenAI-compatible API, e.g. http://127.0.0.1:8080/v1.
     #[arg(long, value_name = "URL")]
     pub base_url: Option<String>,
@@ -107,7 +115,13 @@ pub fn run(cli: Cli) -> Result<ExitCode, Error> {
         Command::Validate(args) => {
             let (_, datasets) = load_suite(&args)?;
             for d in &datasets {
-                println!("{}: {} tools, {} cases, catalog {}", d.dir.display(), d.catalog.tools.len(), d.cases.len(), d.catalog.fingerprint);
+                println!(
+                    "{}: {} tools, {} cases, catalog {}",
+                    d.dir.display(),
+                    d.catalog.tools.len(),
+                    d.cases.len(),
+                    d.catalog.fingerprint
+                );
             }
             Ok(ExitCode::Pass)
         }
@@ -124,8 +138,13 @@ pub fn run(cli: Cli) -> Result<ExitCode, Error> {
             let result = runtime.block_on(crate::runner::execute(plan))?;
             let summary = &result.summary;
             let mut out = std::io::stdout().lock();
-            crate::report::render_terminal(summary, &mut out).map_err(|e| Error::io("cannot write the report", e))?;
-            println!("\nwrote {} and {}", result.out_dir.join("results.jsonl").display(), result.out_dir.join("summary.json").display());
+            crate::report::render_terminal(summary, &mut out)
+                .map_err(|e| Error::io("cannot write the report", e))?;
+            println!(
+                "\nwrote {} and {}",
+                result.out_dir.join("results.jsonl").display(),
+                result.out_dir.join("summary.json").display()
+            );
             if summary.interrupted {
                 return Ok(ExitCode::Interrupted);
             }
@@ -155,15 +174,24 @@ fn load_suite(args: &SuiteArgs) -> Result<(Config, Vec<Dataset>), Error> {
         None if Path::new("toolscore.yaml").is_file() => load_config(Path::new("toolscore.yaml"))?,
         None => Config::default(),
     };
-    let dirs = if args.datasets.is_empty() { config.datasets.clone() } else { args.datasets.clone() };
+    let dirs = if args.datasets.is_empty() {
+        config.datasets.clone()
+    } else {
+        args.datasets.clone()
+    };
     if dirs.is_empty() {
-        return Err(usage("no dataset: pass --dataset DIR or list `datasets` in toolscore.yaml"));
+        return Err(usage(
+            "no dataset: pass --dataset DIR or list `datasets` in toolscore.yaml",
+        ));
     }
     let mut datasets: Vec<Dataset> = Vec::with_capacity(dirs.len());
     for dir in &dirs {
         let d = load_dataset(dir)?;
         if datasets.iter().any(|other| other.name == d.name) {
-            return Err(usage(&format!("two datasets are named `{}`; dataset folder names must differ", d.name)));
+            return Err(usage(&format!(
+                "two datasets are named `{}`; dataset folder names must differ",
+                d.name
+            )));
         }
         datasets.push(d);
     }
@@ -176,6 +204,14 @@ fn load_suite(args: &SuiteArgs) -> Result<(Config, Vec<Dataset>), Error> {
 pub fn build_plan(args: RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<RunPlan, Error> {
     let (config, datasets) = load_suite(&args.suite)?;
     let defaults = &config.defaults;
+    if let Some(path) = args
+        .provider
+        .as_deref()
+        .and_then(|p| p.strip_prefix("replay:"))
+        .map(PathBuf::from)
+    {
+        return build_replay_plan(&path, args, datasets, defaults);
+    }
 
     let (name, entry) = match args.provider.as_deref() {
         Some(name) => match config.providers.get(name) {
@@ -185,15 +221,28 @@ pub fn build_plan(args: RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result
                 let known: Vec<&str> = config.providers.keys().map(String::as_str).collect();
                 return Err(usage(&format!(
                     "--provider `{name}` is neither a provider in the config ({}) nor a provider kind (openai-compat)",
-                    if known.is_empty() { "none defined".to_owned() } else { known.join(", ") }
+                    if known.is_empty() {
+                        "none defined".to_owned()
+                    } else {
+                        known.join(", ")
+                    }
                 )));
             }
         },
         None if config.providers.len() == 1 => {
-            let (n, e) = config.providers.iter().next().map(|(n, e)| (n.clone(), e.clone())).ok_or_else(|| usage("no provider"))?;
+            let (n, e) = config
+                .providers
+                .iter()
+                .next()
+                .map(|(n, e)| (n.clone(), e.clone()))
+                .ok_or_else(|| usage("no provider"))?;
             (n, Some(e))
         }
-        None => return Err(usage("choose a provider with --provider (a name from toolscore.yaml, or openai-compat with --base-url and --model)")),
+        None => {
+            return Err(usage(
+                "choose a provider with --provider (a name from toolscore.yaml, or openai-compat with --base-url and --model)",
+            ));
+        }
     };
     let entry = entry.unwrap_or(ProviderEntry {
         kind: name.clone(),
@@ -205,10 +254,17 @@ pub fn build_plan(args: RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result
         timeout_s: None,
         max_retries: None,
     });
-    let kind: ProviderKind = entry.kind.parse().map_err(|_| usage(&format!("provider `{name}`: unknown kind `{}` (known: openai-compat)", entry.kind)))?;
+    let kind: ProviderKind = entry.kind.parse().map_err(|_| {
+        usage(&format!(
+            "provider `{name}`: unknown kind `{}` (known: openai-compat)",
+            entry.kind
+        ))
+    })?;
     let base_url = args.base_url.clone().unwrap_or(entry.base_url.clone());
     if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
-        return Err(usage(&format!("provider `{name}`: base URL must start with http:// or https:// (got `{base_url}`); set --base-url")));
+        return Err(usage(&format!(
+            "provider `{name}`: base URL must start with http:// or https:// (got `{base_url}`); set --base-url"
+        )));
     }
     let model = args.model.clone().unwrap_or(entry.model.clone());
     if model.is_empty() {
@@ -218,7 +274,11 @@ pub fn build_plan(args: RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result
     let api_key = match &key_var {
         Some(var) => match env(var) {
             Some(v) if !v.is_empty() => Some(SecretString::new(v)),
-            _ => return Err(usage(&format!("provider `{name}`: environment variable {var} is not set (it should hold the API key)"))),
+            _ => {
+                return Err(usage(&format!(
+                    "provider `{name}`: environment variable {var} is not set (it should hold the API key)"
+                )));
+            }
         },
         None => None,
     };
@@ -231,13 +291,20 @@ pub fn build_plan(args: RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result
     if concurrency == 0 || concurrency > 4096 {
         return Err(usage("--concurrency must be between 1 and 4096"));
     }
-    let temperature = args.temperature.or(entry.temperature).or(defaults.temperature);
+    let temperature = args
+        .temperature
+        .or(entry.temperature)
+        .or(defaults.temperature);
     if let Some(t) = temperature {
         if !(0.0..=2.0).contains(&t) {
             return Err(usage("--temperature must be between 0 and 2"));
         }
     }
-    let timeout_s = args.timeout.or(entry.timeout_s).or(defaults.timeout_s).unwrap_or(60.0);
+    let timeout_s = args
+        .timeout
+        .or(entry.timeout_s)
+        .or(defaults.timeout_s)
+        .unwrap_or(60.0);
     if !(timeout_s > 0.0 && timeout_s <= 3600.0) {
         return Err(usage("--timeout must be between 0 and 3600 seconds"));
     }
@@ -247,18 +314,17 @@ pub fn build_plan(args: RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result
     }
     let precision = args.precision.or(defaults.precision).unwrap_or(0.05);
     if !(precision > 0.0 && precision < 0.5) {
-        return Err(usage("--precision must be between 0 and 0.5 (a half-width, e.g. 0.05)"));
+        return Err(usage(
+            "--precision must be between 0 and 0.5 (a half-width, e.g. 0.05)",
+        ));
     }
-    let run_id = match args.run_id {
-        Some(id) if id.is_empty() || !id.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)) || id.starts_with('.') => {
-            return Err(usage("--run-id may only contain letters, digits, '-', '_' and '.'"));
-        }
-        Some(id) => id,
-        None => new_run_id(),
-    };
+    let run_id = checked_run_id(args.run_id)?;
     let out_dir = args.out.join(&run_id);
     if out_dir.exists() {
-        return Err(usage(&format!("{} already exists; choose another --run-id", out_dir.display())));
+        return Err(usage(&format!(
+            "{} already exists; choose another --run-id",
+            out_dir.display()
+        )));
     }
 
     Ok(RunPlan {
@@ -275,7 +341,11 @@ pub fn build_plan(args: RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result
             temperature,
             max_tokens: args.max_tokens.or(entry.max_tokens).or(defaults.max_tokens),
             timeout: Duration::from_secs_f64(timeout_s),
-            max_retries: args.max_retries.or(entry.max_retries).or(defaults.max_retries).unwrap_or(4),
+            max_retries: args
+                .max_retries
+                .or(entry.max_retries)
+                .or(defaults.max_retries)
+                .unwrap_or(4),
             retry_base: Duration::from_millis(500),
             retry_cap: Duration::from_secs(30),
         },
@@ -283,7 +353,167 @@ pub fn build_plan(args: RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result
         confidence,
         precision,
         progress: args.progress,
+        replay: None,
+        record: args.record.map(|path| Recording {
+            path,
+            note: args.record_note,
+        }),
     })
+}
+
+/// A replay run: provider settings come from the cassette header, and every case must have
+/// a recording for every requested trial, checked here so a missing one stops the run before
+/// it starts (never a silent fallback to a live call).
+fn build_replay_plan(
+    path: &Path,
+    args: RunArgs,
+    datasets: Vec<Dataset>,
+    defaults: &crate::suite::Defaults,
+) -> Result<RunPlan, Error> {
+    for (flag, given) in [
+        ("--base-url", args.base_url.is_some()),
+        ("--model", args.model.is_some()),
+        ("--api-key-env", args.api_key_env.is_some()),
+        ("--temperature", args.temperature.is_some()),
+        ("--max-tokens", args.max_tokens.is_some()),
+        ("--record", args.record.is_some()),
+    ] {
+        if given {
+            return Err(usage(&format!(
+                "{flag} cannot be used with --provider replay:…: the cassette fixes the model and its parameters"
+            )));
+        }
+    }
+    let cassette = Cassette::load(path)?;
+    let h = &cassette.header;
+    let file = path.display().to_string();
+    for d in &datasets {
+        match h.catalogs.get(&d.name) {
+            None => {
+                let recorded: Vec<&str> = h.catalogs.keys().map(String::as_str).collect();
+                return Err(InputError::at(
+                    &file,
+                    None,
+                    "",
+                    &format!(
+                        "the cassette has no recordings for dataset `{}` (it was recorded for: {})",
+                        d.name,
+                        recorded.join(", ")
+                    ),
+                )
+                .into());
+            }
+            Some(fp) if *fp != d.catalog.fingerprint => {
+                return Err(InputError::at(
+                    &file,
+                    None,
+                    "",
+                    &format!(
+                        "the cassette was recorded against another catalog for dataset `{}` ({fp}), but {} is {}: a changed catalog or a variant needs its own recording",
+                        d.name, d.catalog.source, d.catalog.fingerprint
+                    ),
+                )
+                .into());
+            }
+            Some(_) => {}
+        }
+    }
+    let mut settings = ProviderSettings::new(
+        h.provider_kind,
+        "replay",
+        h.base_url.clone(),
+        h.model.clone(),
+    );
+    settings.temperature = h.temperature;
+    settings.max_tokens = h.max_tokens;
+    let record_hint = |case: &str, have: u32| {
+        format!(
+            "case `{case}` has {have} recorded trials in {file}; record them with `toolscore run --provider <live provider> --model {} --record {file}{}` on the same dataset",
+            h.model,
+            h.temperature
+                .map_or(String::new(), |t| format!(" --temperature {t}"))
+        )
+    };
+    let mut fewest = u32::MAX;
+    let mut fewest_case = String::new();
+    for d in &datasets {
+        for c in &d.cases {
+            let have = cassette.recorded_trials(&crate::provider::request_hash(
+                &settings,
+                &c.messages,
+                &d.catalog,
+            ));
+            if have == 0 {
+                return Err(InputError::at(&file, None, "", &format!("no recording for {}/{}: the fixture or the catalog changed since recording, or it was never recorded; {}", d.name, c.id, record_hint(&c.id, 0))).into());
+            }
+            if have < fewest {
+                fewest = have;
+                fewest_case = c.id.clone();
+            }
+        }
+    }
+    let trials = args.trials.unwrap_or(fewest);
+    if trials == 0 {
+        return Err(usage("--trials must be at least 1"));
+    }
+    if trials > fewest {
+        return Err(InputError::new(format!(
+            "--trials {trials} needs {trials} recordings per case, but {}",
+            record_hint(&fewest_case, fewest)
+        ))
+        .into());
+    }
+    let concurrency = args
+        .concurrency
+        .or(defaults.concurrency)
+        .unwrap_or(8)
+        .clamp(1, 4096);
+    let confidence = args.confidence.or(defaults.confidence).unwrap_or(0.95);
+    let precision = args.precision.or(defaults.precision).unwrap_or(0.05);
+    if !(confidence > 0.5 && confidence < 1.0) || !(precision > 0.0 && precision < 0.5) {
+        return Err(usage(
+            "--confidence must be in (0.5, 1) and --precision in (0, 0.5)",
+        ));
+    }
+    let run_id = checked_run_id(args.run_id)?;
+    let out_dir = args.out.join(&run_id);
+    if out_dir.exists() {
+        return Err(usage(&format!(
+            "{} already exists; choose another --run-id",
+            out_dir.display()
+        )));
+    }
+    Ok(RunPlan {
+        run_id,
+        out_dir,
+        trials,
+        concurrency,
+        provider: settings,
+        datasets,
+        confidence,
+        precision,
+        progress: args.progress,
+        replay: Some(cassette),
+        record: None,
+    })
+}
+
+fn checked_run_id(given: Option<String>) -> Result<String, Error> {
+    match given {
+        Some(id)
+            if id.is_empty()
+                || !id
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+                || id.starts_with('.') =>
+        {
+            Err(usage(
+                "--run-id may only contain letters, digits, '-', '_' and '.'",
+            ))
+        }
+        Some(id) => Ok(id),
+        None => Ok(new_run_id()),
+    }
 }
 
 /// `20261202T223500Z-3fa1`: sortable, and unique enough for runs started the same second.

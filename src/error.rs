@@ -35,7 +35,11 @@ pub struct InputError {
 
 impl InputError {
     pub fn new(message: impl Into<String>) -> Self {
-        InputError { location: String::new(), field: None, message: message.into() }
+        InputError {
+            location: String::new(),
+            field: None,
+            message: message.into(),
+        }
     }
 
     pub fn at(file: &str, line: Option<usize>, field: &str, message: &str) -> Self {
@@ -43,21 +47,49 @@ impl InputError {
             Some(l) => format!("{file}:{l}"),
             None => file.to_owned(),
         };
-        let field = if field.is_empty() { None } else { Some(field.to_owned()) };
-        InputError { location, field, message: message.to_owned() }
+        let field = if field.is_empty() {
+            None
+        } else {
+            Some(field.to_owned())
+        };
+        InputError {
+            location,
+            field,
+            message: message.to_owned(),
+        }
     }
 
-    pub fn at_column(file: &str, line: usize, column: usize, field: Option<String>, message: &str) -> Self {
-        InputError { location: format!("{file}:{line}:{column}"), field, message: message.to_owned() }
+    pub fn at_column(
+        file: &str,
+        line: usize,
+        column: usize,
+        field: Option<String>,
+        message: &str,
+    ) -> Self {
+        InputError {
+            location: format!("{file}:{line}:{column}"),
+            field,
+            message: message.to_owned(),
+        }
     }
 
     pub fn io(path: &Path, err: &std::io::Error) -> Self {
-        InputError { location: path.display().to_string(), field: None, message: format!("cannot read: {err}") }
+        InputError {
+            location: path.display().to_string(),
+            field: None,
+            message: format!("cannot read: {err}"),
+        }
     }
 
     /// A serde_json error in `file`, whose positions are relative to the whole file.
     pub fn json(file: &str, err: &serde_json::Error) -> Self {
-        InputError::at_column(file, err.line(), err.column(), None, &format!("invalid JSON: {}", strip_position(&err.to_string())))
+        InputError::at_column(
+            file,
+            err.line(),
+            err.column(),
+            None,
+            &format!("invalid JSON: {}", strip_position(&err.to_string())),
+        )
     }
 }
 
@@ -89,14 +121,20 @@ pub enum Error {
     #[error(transparent)]
     Input(#[from] InputError),
     #[error("{context}: {source}")]
-    Io { context: String, source: std::io::Error },
+    Io {
+        context: String,
+        source: std::io::Error,
+    },
     #[error("{0}")]
     Fatal(String),
 }
 
 impl Error {
     pub fn io(context: impl Into<String>, source: std::io::Error) -> Self {
-        Error::Io { context: context.into(), source }
+        Error::Io {
+            context: context.into(),
+            source,
+        }
     }
 
     pub fn exit_code(&self) -> ExitCode {

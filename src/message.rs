@@ -51,11 +51,26 @@ impl ToolCall {
     /// for parameterless tools.
     pub fn from_encoded_arguments(id: Option<String>, name: String, encoded: &str) -> Self {
         if encoded.trim().is_empty() {
-            return ToolCall { id, name, arguments: Value::Object(Default::default()), unparsed_arguments: None };
+            return ToolCall {
+                id,
+                name,
+                arguments: Value::Object(Default::default()),
+                unparsed_arguments: None,
+            };
         }
         match serde_json::from_str::<Value>(encoded) {
-            Ok(arguments) => ToolCall { id, name, arguments, unparsed_arguments: None },
-            Err(_) => ToolCall { id, name, arguments: Value::Null, unparsed_arguments: Some(encoded.to_owned()) },
+            Ok(arguments) => ToolCall {
+                id,
+                name,
+                arguments,
+                unparsed_arguments: None,
+            },
+            Err(_) => ToolCall {
+                id,
+                name,
+                arguments: Value::Null,
+                unparsed_arguments: Some(encoded.to_owned()),
+            },
         }
     }
 

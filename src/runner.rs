@@ -18,9 +18,10 @@ use tokio::sync::mpsc;
 
 use crate::error::Error;
 use crate::message::{ModelTurn, Usage};
-use crate::provider::{ErrorClass, PreparedRequest, Provider, ProviderSettings};
+use crate::provider::cassette::{Cassette, CassetteEntry, CassetteHeader, CassetteWriter, Replay};
+use crate::provider::{Backend, ErrorClass, PreparedRequest, Provider, ProviderSettings};
 use crate::report::{Aggregator, CaseInfo, RunInfo, Summary};
-use crate::score::{TrialScore, ToolValidators, score_turn};
+use crate::score::{ToolValidators, TrialScore, score_turn};
 use crate::suite::{Dataset, Expectation};
 
 /// How a trial ended.
@@ -85,6 +86,17 @@ pub struct RunPlan {
     pub confidence: f64,
     pub precision: f64,
     pub progress: ProgressMode,
+    /// Serve responses from this cassette instead of calling the provider; `provider` then
+    /// holds the settings the cassette was recorded with.
+    pub replay: Option<Cassette>,
+    /// Record every response to this cassette.
+    pub record: Option<Recording>,
+}
+
+/// Where and how to record a cassette.
+pub struct Recording {
+    pub path: PathBuf,
+    pub note: Option<String>,
 }
 
 impl RunPlan {
@@ -115,7 +127,8 @@ struct CaseUnit {
 /// Shared, read-only state of the workers.
 struct Shared {
     run_id: String,
-    provider: Provider,
+    backend: Backend,
+    recording: bool,
     units: Vec<CaseUnit>,
     trials: u32,
     next_job: AtomicU64,
@@ -125,10 +138,21 @@ struct Shared {
 /// Runs every planned trial, streaming records to `out_dir/results.jsonl`, and writes
 /// `out_dir/summary.json`. Ctrl-C stops scheduling; in-flight trials finish or time out and the
 /// summary covers what completed (`interrupted: true`).
-pub async fn execute(plan: RunPlan) -> Result<RunResult, Error> {
+pub async fn execute(mut plan: RunPlan) -> Result<RunResult, Error> {
     let started = SystemTime::now();
     let client = crate::provider::http_client(plan.concurrency).map_err(Error::Fatal)?;
     let provider = Provider::new(plan.provider.clone(), client);
+    let replay_info = plan.replay.as_ref().map(|c| crate::report::ReplayInfo {
+        cassette: c.path.display().to_string(),
+        recorded_at: c.header.recorded_at.clone(),
+        model: c.header.model.clone(),
+        base_url: c.header.base_url.clone(),
+        note: c.header.note.clone(),
+    });
+    let backend = match plan.replay.take() {
+        Some(cassette) => Backend::Replay(Replay::new(cassette, provider)),
+        None => Backend::Live(provider),
+    };
 
     let mut units = Vec::with_capacity(plan.case_count());
     let mut infos = Vec::with_capacity(plan.case_count());
@@ -139,14 +163,20 @@ pub async fn execute(plan: RunPlan) -> Result<RunResult, Error> {
                 case_id: c.id.clone(),
                 expect: c.expect.clone(),
                 validators: Arc::clone(&d.validators),
-                prepared: provider.prepare(&c.messages, &d.catalog),
+                prepared: backend.prepare(&c.messages, &d.catalog),
             });
-            infos.push(CaseInfo { dataset: d.name.clone(), case_id: c.id.clone(), expected: c.expect.tool_label(), tags: c.tags.clone() });
+            infos.push(CaseInfo {
+                dataset: d.name.clone(),
+                case_id: c.id.clone(),
+                expected: c.expect.tool_label(),
+                tags: c.tags.clone(),
+            });
         }
     }
     let planned = plan.planned_trials();
 
-    std::fs::create_dir_all(&plan.out_dir).map_err(|e| Error::io(format!("cannot create {}", plan.out_dir.display()), e))?;
+    std::fs::create_dir_all(&plan.out_dir)
+        .map_err(|e| Error::io(format!("cannot create {}", plan.out_dir.display()), e))?;
     let results_path = plan.out_dir.join("results.jsonl");
     let file = std::fs::OpenOptions::new()
         .create(true)
@@ -154,13 +184,46 @@ pub async fn execute(plan: RunPlan) -> Result<RunResult, Error> {
         .open(&results_path)
         .map_err(|e| Error::io(format!("cannot open {}", results_path.display()), e))?;
     let mut results = BufWriter::new(file);
+    let mut cassette = match &plan.record {
+        Some(rec) => {
+            let header = CassetteHeader {
+                toolscore_cassette: crate::provider::cassette::CASSETTE_FORMAT,
+                provider_kind: plan.provider.kind,
+                model: plan.provider.model.clone(),
+                temperature: plan.provider.temperature,
+                max_tokens: plan.provider.max_tokens,
+                base_url: plan.provider.base_url.clone(),
+                recorded_at: humantime::format_rfc3339_seconds(started).to_string(),
+                toolscore_version: env!("CARGO_PKG_VERSION").to_owned(),
+                variant: "base".to_owned(),
+                catalogs: plan
+                    .datasets
+                    .iter()
+                    .map(|d| (d.name.clone(), d.catalog.fingerprint.clone()))
+                    .collect(),
+                note: rec.note.clone(),
+            };
+            Some(CassetteWriter::create(&rec.path, &header).map_err(|e| {
+                Error::io(format!("cannot create cassette {}", rec.path.display()), e)
+            })?)
+        }
+        None => None,
+    };
 
     let stop = Arc::new(AtomicBool::new(false));
     spawn_ctrl_c_handler(Arc::clone(&stop));
 
-    let shared = Arc::new(Shared { run_id: plan.run_id.clone(), provider, units, trials: plan.trials, next_job: AtomicU64::new(0), stop: Arc::clone(&stop) });
+    let shared = Arc::new(Shared {
+        run_id: plan.run_id.clone(),
+        backend,
+        recording: cassette.is_some(),
+        units,
+        trials: plan.trials,
+        next_job: AtomicU64::new(0),
+        stop: Arc::clone(&stop),
+    });
     let workers = plan.concurrency.max(1).min(planned.max(1) as usize);
-    let (tx, mut rx) = mpsc::channel::<(usize, TrialRecord)>(workers * 4);
+    let (tx, mut rx) = mpsc::channel::<Finished>(workers * 4);
     for _ in 0..workers {
         let shared = Arc::clone(&shared);
         let tx = tx.clone();
@@ -171,9 +234,18 @@ pub async fn execute(plan: RunPlan) -> Result<RunResult, Error> {
     let mut aggregator = Aggregator::new(infos);
     let mut progress = Progress::new(plan.progress, planned);
     let mut write_error = None;
-    while let Some((case_index, record)) = rx.recv().await {
+    while let Some(Finished {
+        case_index,
+        record,
+        entry,
+    }) = rx.recv().await
+    {
         if write_error.is_none() {
-            if let Err(e) = write_record(&mut results, &record) {
+            let recorded = match (&mut cassette, &entry) {
+                (Some(w), Some(entry)) => w.append(entry),
+                _ => Ok(()),
+            };
+            if let Err(e) = write_record(&mut results, &record).and(recorded) {
                 // Keep draining so workers finish, but stop the run: records that cannot be
                 // stored must not be reported as measured.
                 stop.store(true, Ordering::SeqCst);
@@ -185,8 +257,20 @@ pub async fn execute(plan: RunPlan) -> Result<RunResult, Error> {
     }
     progress.finish();
     if let Some(e) = write_error {
-        return Err(Error::io(format!("cannot write {}", results_path.display()), e));
+        return Err(Error::io(
+            format!("cannot write {} or the cassette", results_path.display()),
+            e,
+        ));
     }
+    let recorded_to = match cassette {
+        Some(w) => {
+            let path = w.path().display().to_string();
+            w.finish()
+                .map_err(|e| Error::io(format!("cannot finish cassette {path}"), e))?;
+            Some(path)
+        }
+        None => None,
+    };
 
     let interrupted = stop.load(Ordering::SeqCst);
     let run = RunInfo {
@@ -201,6 +285,8 @@ pub async fn execute(plan: RunPlan) -> Result<RunResult, Error> {
         trials_per_case: plan.trials,
         concurrency: plan.concurrency,
         temperature: plan.provider.temperature,
+        replay: replay_info,
+        recorded_to,
         datasets: plan
             .datasets
             .iter()
@@ -214,10 +300,21 @@ pub async fn execute(plan: RunPlan) -> Result<RunResult, Error> {
     };
     let summary = aggregator.finish(run, planned, interrupted, plan.confidence, plan.precision);
     write_json_atomically(&plan.out_dir.join("summary.json"), &summary)?;
-    Ok(RunResult { summary, out_dir: plan.out_dir })
+    Ok(RunResult {
+        summary,
+        out_dir: plan.out_dir,
+    })
 }
 
-async fn worker(shared: Arc<Shared>, tx: mpsc::Sender<(usize, TrialRecord)>) {
+/// One finished trial on its way to the collector.
+struct Finished {
+    case_index: usize,
+    record: TrialRecord,
+    /// The raw response (or error) to record, when recording.
+    entry: Option<CassetteEntry>,
+}
+
+async fn worker(shared: Arc<Shared>, tx: mpsc::Sender<Finished>) {
     let cases = shared.units.len() as u64;
     let total = cases * u64::from(shared.trials);
     loop {
@@ -230,18 +327,29 @@ async fn worker(shared: Arc<Shared>, tx: mpsc::Sender<(usize, TrialRecord)>) {
         }
         let case_index = (job % cases) as usize;
         let trial_index = (job / cases) as u32;
-        let record = run_trial(&shared, case_index, trial_index).await;
-        if tx.send((case_index, record)).await.is_err() {
+        let (record, entry) = run_trial(&shared, case_index, trial_index).await;
+        if tx
+            .send(Finished {
+                case_index,
+                record,
+                entry,
+            })
+            .await
+            .is_err()
+        {
             return;
         }
     }
 }
 
-async fn run_trial(shared: &Shared, case_index: usize, trial_index: u32) -> TrialRecord {
+async fn run_trial(
+    shared: &Shared,
+    case_index: usize,
+    trial_index: u32,
+) -> (TrialRecord, Option<CassetteEntry>) {
     let unit = &shared.units[case_index];
-    let settings = shared.provider.settings();
+    let settings = shared.backend.settings();
     let started_at = humantime::format_rfc3339_millis(SystemTime::now()).to_string();
-    let t0 = Instant::now();
     let mut record = TrialRecord {
         run_id: shared.run_id.clone(),
         dataset: unit.dataset.clone(),
@@ -261,24 +369,39 @@ async fn run_trial(shared: &Shared, case_index: usize, trial_index: u32) -> Tria
         started_at,
         request_hash: unit.prepared.request_hash.clone(),
     };
-    match shared.provider.complete(&unit.prepared).await {
+    let (result, latency) = shared.backend.complete(&unit.prepared, trial_index).await;
+    let latency_ms = latency.as_secs_f64() * 1000.0;
+    let entry = shared.recording.then(|| {
+        CassetteEntry::from_result(
+            &unit.prepared.request_hash,
+            &unit.dataset,
+            &unit.case_id,
+            trial_index,
+            &result,
+            latency_ms,
+        )
+    });
+    record.latency_ms = latency_ms;
+    match result {
         Ok(exchange) => {
             let score = score_turn(&unit.expect, &exchange.turn, &unit.validators);
-            record.outcome = if score.passed { Outcome::Pass } else { Outcome::Fail };
+            record.outcome = if score.passed {
+                Outcome::Pass
+            } else {
+                Outcome::Fail
+            };
             record.usage = exchange.turn.usage;
-            record.latency_ms = exchange.latency.as_secs_f64() * 1000.0;
             record.attempts = exchange.attempts;
             record.score = Some(score);
             record.turns.push(exchange.turn);
         }
         Err(e) => {
-            record.latency_ms = t0.elapsed().as_secs_f64() * 1000.0;
             record.attempts = e.attempts;
             record.error_class = Some(e.class);
             record.error = Some(e.to_string());
         }
     }
-    record
+    (record, entry)
 }
 
 fn write_record(w: &mut BufWriter<std::fs::File>, record: &TrialRecord) -> std::io::Result<()> {
@@ -290,9 +413,12 @@ fn write_record(w: &mut BufWriter<std::fs::File>, record: &TrialRecord) -> std::
 /// Writes via a temporary file and a rename, so a reader never sees half a summary.
 pub fn write_json_atomically<T: Serialize>(path: &Path, value: &T) -> Result<(), Error> {
     let tmp = path.with_extension("json.tmp");
-    let text = serde_json::to_vec_pretty(value).map_err(|e| Error::Fatal(format!("cannot encode {}: {e}", path.display())))?;
-    std::fs::write(&tmp, text).map_err(|e| Error::io(format!("cannot write {}", tmp.display()), e))?;
-    std::fs::rename(&tmp, path).map_err(|e| Error::io(format!("cannot write {}", path.display()), e))
+    let text = serde_json::to_vec_pretty(value)
+        .map_err(|e| Error::Fatal(format!("cannot encode {}: {e}", path.display())))?;
+    std::fs::write(&tmp, text)
+        .map_err(|e| Error::io(format!("cannot write {}", tmp.display()), e))?;
+    std::fs::rename(&tmp, path)
+        .map_err(|e| Error::io(format!("cannot write {}", path.display()), e))
 }
 
 /// First Ctrl-C: stop scheduling, let in-flight trials end. Second: exit at once.
@@ -302,9 +428,13 @@ fn spawn_ctrl_c_handler(stop: Arc<AtomicBool>) {
             return;
         }
         stop.store(true, Ordering::SeqCst);
-        eprintln!("\ninterrupted: no new trials will start; waiting for those in flight (Ctrl-C again to abort at once)");
+        eprintln!(
+            "\ninterrupted: no new trials will start; waiting for those in flight (Ctrl-C again to abort at once)"
+        );
         if tokio::signal::ctrl_c().await.is_ok() {
-            eprintln!("aborted: results.jsonl holds every trial finished so far; no summary was written");
+            eprintln!(
+                "aborted: results.jsonl holds every trial finished so far; no summary was written"
+            );
             std::process::exit(130);
         }
     });
@@ -333,14 +463,24 @@ impl Progress {
         };
         let bar = bar.then(|| {
             let pb = indicatif::ProgressBar::new(planned);
-            if let Ok(style) = indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} trials · {per_sec} · eta {eta} · {msg}") {
+            if let Ok(style) = indicatif::ProgressStyle::with_template(
+                "{bar:40} {pos}/{len} trials · {per_sec} · eta {eta} · {msg}",
+            ) {
                 pb.set_style(style);
             }
             pb
         });
         let lines = bar.is_none() && mode != ProgressMode::Off;
         let now = Instant::now();
-        Progress { bar, lines, planned, done: 0, errors: 0, started: now, last_line: now }
+        Progress {
+            bar,
+            lines,
+            planned,
+            done: 0,
+            errors: 0,
+            started: now,
+            last_line: now,
+        }
     }
 
     fn record(&mut self, error: bool) {

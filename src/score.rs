@@ -532,11 +532,13 @@ fn score_schema(
 
 /// The value at a dotted path (`lines.0.sku`: numeric segments index arrays) inside `v`.
 pub fn value_at_path<'a>(v: &'a Value, path: &str) -> Option<&'a Value> {
-    path.split('.').filter(|seg| !seg.is_empty()).try_fold(v, |cur, seg| match cur {
-        Value::Object(map) => map.get(seg),
-        Value::Array(items) => seg.parse::<usize>().ok().and_then(|i| items.get(i)),
-        _ => None,
-    })
+    path.split('.')
+        .filter(|seg| !seg.is_empty())
+        .try_fold(v, |cur, seg| match cur {
+            Value::Object(map) => map.get(seg),
+            Value::Array(items) => seg.parse::<usize>().ok().and_then(|i| items.get(i)),
+            _ => None,
+        })
 }
 
 /// First mismatch as (dotted path, reason), or Ok.

@@ -14,7 +14,10 @@ pub enum Expectation {
     NoCall,
     /// One call (`"tool": "x"`), or several parallel calls (`"calls": [...]`) matched in any
     /// order.
-    Calls { calls: Vec<ExpectedCall>, parallel: bool },
+    Calls {
+        calls: Vec<ExpectedCall>,
+        parallel: bool,
+    },
 }
 
 impl Expectation {
@@ -77,10 +80,14 @@ impl ArgMatcher {
             Value::Object(map) if map.len() == 1 => {
                 let (key, arg) = map.iter().next().ok_or_else(|| ACCEPTED.to_owned())?;
                 match (key.as_str(), arg) {
-                    ("regex", Value::String(pattern)) => regex::Regex::new(&format!("^(?:{pattern})$"))
-                        .map(ArgMatcher::Regex)
-                        .map_err(|e| format!("invalid regex: {e}")),
-                    ("one_of", Value::Array(options)) if !options.is_empty() => Ok(ArgMatcher::OneOf(options.clone())),
+                    ("regex", Value::String(pattern)) => {
+                        regex::Regex::new(&format!("^(?:{pattern})$"))
+                            .map(ArgMatcher::Regex)
+                            .map_err(|e| format!("invalid regex: {e}"))
+                    }
+                    ("one_of", Value::Array(options)) if !options.is_empty() => {
+                        Ok(ArgMatcher::OneOf(options.clone()))
+                    }
                     ("approx", Value::Number(n)) => match n.as_f64() {
                         Some(t) if t >= 0.0 && t.is_finite() => Ok(ArgMatcher::Approx(t)),
                         _ => Err("`approx` tolerance must be a finite number >= 0".to_owned()),
@@ -165,7 +172,13 @@ pub fn load_config(path: &Path) -> Result<Config, InputError> {
     let mut config: Config = serde_saphyr::from_str(&text).map_err(|e| {
         let message = format!("invalid config: {e}");
         match e.location() {
-            Some(loc) => InputError::at_column(&file, loc.line() as usize, loc.column() as usize, None, &message),
+            Some(loc) => InputError::at_column(
+                &file,
+                loc.line() as usize,
+                loc.column() as usize,
+                None,
+                &message,
+            ),
             None => InputError::at(&file, None, "", &message),
         }
     })?;
@@ -190,21 +203,44 @@ pub struct Dataset {
 /// Loads `DIR/tools.json` and `DIR/cases.jsonl`, compiling every schema once.
 pub fn load_dataset(dir: &Path) -> Result<Dataset, InputError> {
     if !dir.is_dir() {
-        return Err(InputError::at(&dir.display().to_string(), None, "", "dataset folder not found (expected DIR/tools.json and DIR/cases.jsonl)"));
+        return Err(InputError::at(
+            &dir.display().to_string(),
+            None,
+            "",
+            "dataset folder not found (expected DIR/tools.json and DIR/cases.jsonl)",
+        ));
     }
     let tools_path = dir.join("tools.json");
     let catalog = load_catalog_file(&tools_path)?;
     let validators = ToolValidators::compile(&catalog).map_err(|(tool, message)| {
         let file = tools_path.display().to_string();
         let text = std::fs::read_to_string(&tools_path).unwrap_or_default();
-        let index = catalog.tools.iter().position(|t| t.name == tool).unwrap_or(0);
-        InputError::at(&file, line_of(&text, &format!("\"{tool}\"")), &format!("tools[{index}].inputSchema"), &format!("tool `{tool}` has an invalid JSON Schema: {message}"))
+        let index = catalog
+            .tools
+            .iter()
+            .position(|t| t.name == tool)
+            .unwrap_or(0);
+        InputError::at(
+            &file,
+            line_of(&text, &format!("\"{tool}\"")),
+            &format!("tools[{index}].inputSchema"),
+            &format!("tool `{tool}` has an invalid JSON Schema: {message}"),
+        )
     })?;
     let cases_path = dir.join("cases.jsonl");
     let text = std::fs::read_to_string(&cases_path).map_err(|e| InputError::io(&cases_path, &e))?;
     let cases = parse_cases(&text, &cases_path.display().to_string(), &catalog)?;
-    let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| dir.display().to_string());
-    Ok(Dataset { name, dir: dir.to_owned(), catalog: Arc::new(catalog), validators: Arc::new(validators), cases })
+    let name = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| dir.display().to_string());
+    Ok(Dataset {
+        name,
+        dir: dir.to_owned(),
+        catalog: Arc::new(catalog),
+        validators: Arc::new(validators),
+        cases,
+    })
 }
 
 #[derive(Deserialize)]
@@ -255,31 +291,81 @@ pub fn parse_cases(text: &str, file: &str, catalog: &Catalog) -> Result<Vec<Case
         let raw: RawCase = serde_path_to_error::deserialize(de).map_err(|e| {
             let path = e.path().to_string();
             let inner = e.into_inner();
-            let field = if path == "." || path.is_empty() { None } else { Some(path) };
-            InputError::at_column(file, line, inner.column(), field, &format!("invalid fixture: {}", strip_position(&inner.to_string())))
+            let field = if path == "." || path.is_empty() {
+                None
+            } else {
+                Some(path)
+            };
+            InputError::at_column(
+                file,
+                line,
+                inner.column(),
+                field,
+                &format!("invalid fixture: {}", strip_position(&inner.to_string())),
+            )
         })?;
         if raw.id.trim().is_empty() {
-            return Err(InputError::at(file, Some(line), "id", "case id must not be empty"));
+            return Err(InputError::at(
+                file,
+                Some(line),
+                "id",
+                "case id must not be empty",
+            ));
         }
         if let Some(first) = first_line_of.get(&raw.id) {
-            return Err(InputError::at(file, Some(line), "id", &format!("duplicate case id `{}` (first used on line {first})", raw.id)));
+            return Err(InputError::at(
+                file,
+                Some(line),
+                "id",
+                &format!(
+                    "duplicate case id `{}` (first used on line {first})",
+                    raw.id
+                ),
+            ));
         }
         first_line_of.insert(raw.id.clone(), line);
-        let err = |field: &str, msg: &str| InputError::at(file, Some(line), field, &format!("case `{}`: {msg}", raw.id));
+        let err = |field: &str, msg: &str| {
+            InputError::at(
+                file,
+                Some(line),
+                field,
+                &format!("case `{}`: {msg}", raw.id),
+            )
+        };
         validate_messages(&raw.messages).map_err(|(field, msg)| err(&field, &msg))?;
-        let expect = build_expectation(raw.expect, catalog).map_err(|(field, msg)| err(&field, &msg))?;
-        let tags = raw.tags.into_iter().collect::<BTreeSet<_>>().into_iter().collect();
-        cases.push(Case { id: raw.id, line, messages: raw.messages, expect, tags });
+        let expect =
+            build_expectation(raw.expect, catalog).map_err(|(field, msg)| err(&field, &msg))?;
+        let tags = raw
+            .tags
+            .into_iter()
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        cases.push(Case {
+            id: raw.id,
+            line,
+            messages: raw.messages,
+            expect,
+            tags,
+        });
     }
     if cases.is_empty() {
-        return Err(InputError::at(file, None, "", "no fixtures found (one JSON object per line)"));
+        return Err(InputError::at(
+            file,
+            None,
+            "",
+            "no fixtures found (one JSON object per line)",
+        ));
     }
     Ok(cases)
 }
 
 fn validate_messages(messages: &[Message]) -> Result<(), (String, String)> {
     if messages.is_empty() {
-        return Err(("messages".into(), "a fixture needs at least one message".into()));
+        return Err((
+            "messages".into(),
+            "a fixture needs at least one message".into(),
+        ));
     }
     let mut call_ids = BTreeSet::new();
     for (i, m) in messages.iter().enumerate() {
@@ -287,7 +373,10 @@ fn validate_messages(messages: &[Message]) -> Result<(), (String, String)> {
             Message::Assistant { tool_calls, .. } => {
                 for (j, call) in tool_calls.iter().enumerate() {
                     if !call.arguments.is_object() {
-                        return Err((format!("messages[{i}].tool_calls[{j}].arguments"), "arguments must be a JSON object".into()));
+                        return Err((
+                            format!("messages[{i}].tool_calls[{j}].arguments"),
+                            "arguments must be a JSON object".into(),
+                        ));
                     }
                     if let Some(id) = &call.id {
                         call_ids.insert(id.clone());
@@ -295,7 +384,12 @@ fn validate_messages(messages: &[Message]) -> Result<(), (String, String)> {
                 }
             }
             Message::Tool { call_id, .. } if !call_ids.contains(call_id) => {
-                return Err((format!("messages[{i}].call_id"), format!("tool result answers `{call_id}`, which no earlier assistant tool call has as its id")));
+                return Err((
+                    format!("messages[{i}].call_id"),
+                    format!(
+                        "tool result answers `{call_id}`, which no earlier assistant tool call has as its id"
+                    ),
+                ));
             }
             _ => {}
         }
@@ -308,41 +402,89 @@ fn validate_messages(messages: &[Message]) -> Result<(), (String, String)> {
 
 fn build_expectation(raw: RawExpect, catalog: &Catalog) -> Result<Expectation, (String, String)> {
     match (raw.tool, raw.calls) {
-        (Value::Bool(false), None) => Err(("expect".into(), "state `tool` (a tool name, or null for no call) or `calls` (parallel calls)".into())),
+        (Value::Bool(false), None) => Err((
+            "expect".into(),
+            "state `tool` (a tool name, or null for no call) or `calls` (parallel calls)".into(),
+        )),
         (Value::Bool(false), Some(calls)) => {
             if raw.args.is_some() || raw.matchers.is_some() {
-                return Err(("expect".into(), "with `calls`, put `args` and `match` inside each call".into()));
+                return Err((
+                    "expect".into(),
+                    "with `calls`, put `args` and `match` inside each call".into(),
+                ));
             }
             if calls.is_empty() {
-                return Err(("expect.calls".into(), "`calls` must list at least one call (use \"tool\": null for no call)".into()));
+                return Err((
+                    "expect.calls".into(),
+                    "`calls` must list at least one call (use \"tool\": null for no call)".into(),
+                ));
             }
             let calls = calls
                 .into_iter()
                 .enumerate()
-                .map(|(i, c)| build_call(c.tool, c.args, c.matchers, catalog, &format!("expect.calls[{i}]")))
+                .map(|(i, c)| {
+                    build_call(
+                        c.tool,
+                        c.args,
+                        c.matchers,
+                        catalog,
+                        &format!("expect.calls[{i}]"),
+                    )
+                })
                 .collect::<Result<Vec<_>, _>>()?;
-            Ok(Expectation::Calls { calls, parallel: true })
+            Ok(Expectation::Calls {
+                calls,
+                parallel: true,
+            })
         }
         (Value::Null, None) => {
             if raw.args.is_some() || raw.matchers.is_some() {
-                return Err(("expect.args".into(), "a no-call expectation (`tool`: null) cannot have `args` or `match`".into()));
+                return Err((
+                    "expect.args".into(),
+                    "a no-call expectation (`tool`: null) cannot have `args` or `match`".into(),
+                ));
             }
             Ok(Expectation::NoCall)
         }
-        (Value::String(tool), None) => Ok(Expectation::Calls { calls: vec![build_call(tool, raw.args, raw.matchers, catalog, "expect")?], parallel: false }),
-        (_, Some(_)) => Err(("expect".into(), "use either `tool` or `calls`, not both".into())),
-        (_, None) => Err(("expect.tool".into(), "`tool` must be a tool name or null".into())),
+        (Value::String(tool), None) => Ok(Expectation::Calls {
+            calls: vec![build_call(tool, raw.args, raw.matchers, catalog, "expect")?],
+            parallel: false,
+        }),
+        (_, Some(_)) => Err((
+            "expect".into(),
+            "use either `tool` or `calls`, not both".into(),
+        )),
+        (_, None) => Err((
+            "expect.tool".into(),
+            "`tool` must be a tool name or null".into(),
+        )),
     }
 }
 
-fn build_call(tool: String, args: Option<Value>, matchers: Option<BTreeMap<String, Value>>, catalog: &Catalog, field: &str) -> Result<ExpectedCall, (String, String)> {
+fn build_call(
+    tool: String,
+    args: Option<Value>,
+    matchers: Option<BTreeMap<String, Value>>,
+    catalog: &Catalog,
+    field: &str,
+) -> Result<ExpectedCall, (String, String)> {
     if catalog.get(&tool).is_none() {
         let known: Vec<&str> = catalog.tools.iter().map(|t| t.name.as_str()).collect();
-        return Err((format!("{field}.tool"), format!("tool `{tool}` is not in the catalog {} (known: {})", catalog.source, known.join(", "))));
+        return Err((
+            format!("{field}.tool"),
+            format!(
+                "tool `{tool}` is not in the catalog {} (known: {})",
+                catalog.source,
+                known.join(", ")
+            ),
+        ));
     }
     if let Some(a) = &args {
         if !a.is_object() {
-            return Err((format!("{field}.args"), "expected arguments must be a JSON object".into()));
+            return Err((
+                format!("{field}.args"),
+                "expected arguments must be a JSON object".into(),
+            ));
         }
     }
     let mut parsed = BTreeMap::new();
@@ -351,15 +493,32 @@ fn build_call(tool: String, args: Option<Value>, matchers: Option<BTreeMap<Strin
         // `ci` and `approx` compare against the expected value; without one every trial would
         // fail, so say so now rather than report a 0% rate.
         let needs_expected = matches!(m, ArgMatcher::CaseInsensitive | ArgMatcher::Approx(_));
-        if needs_expected && args.as_ref().and_then(|a| crate::score::value_at_path(a, &path)).is_none() {
-            return Err((format!("{field}.match.{path}"), format!("this matcher compares with the expected value, but `args` has no value at `{path}`")));
+        if needs_expected
+            && args
+                .as_ref()
+                .and_then(|a| crate::score::value_at_path(a, &path))
+                .is_none()
+        {
+            return Err((
+                format!("{field}.match.{path}"),
+                format!(
+                    "this matcher compares with the expected value, but `args` has no value at `{path}`"
+                ),
+            ));
         }
         parsed.insert(path, m);
     }
     if args.is_none() && !parsed.is_empty() {
-        return Err((format!("{field}.match"), "`match` refines `args`: give `args` too".into()));
+        return Err((
+            format!("{field}.match"),
+            "`match` refines `args`: give `args` too".into(),
+        ));
     }
-    Ok(ExpectedCall { tool, args, matchers: parsed })
+    Ok(ExpectedCall {
+        tool,
+        args,
+        matchers: parsed,
+    })
 }
 
 #[cfg(test)]
@@ -374,9 +533,11 @@ mod tests {
     #[test]
     fn parses_single_parallel_and_no_call() {
         let text = concat!(
-            r#"{"id":"a","messages":[{"role":"user","content":"q"}],"expect":{"tool":"get_quote","args":{"quote_id":"qt_1"},"match":{"quote_id":"ci"}}}"#, "\n",
+            r#"{"id":"a","messages":[{"role":"user","content":"q"}],"expect":{"tool":"get_quote","args":{"quote_id":"qt_1"},"match":{"quote_id":"ci"}}}"#,
             "\n",
-            r#"{"id":"b","messages":[{"role":"user","content":"hi"}],"expect":{"tool":null},"tags":["x","x"]}"#, "\n",
+            "\n",
+            r#"{"id":"b","messages":[{"role":"user","content":"hi"}],"expect":{"tool":null},"tags":["x","x"]}"#,
+            "\n",
             r#"{"id":"c","messages":[{"role":"user","content":"q"}],"expect":{"calls":[{"tool":"get_quote"},{"tool":"send_invoice","args":{}}]}}"#,
         );
         let cases = parse_cases(text, "cases.jsonl", &catalog()).unwrap();
@@ -389,20 +550,33 @@ mod tests {
     }
 
     fn err_of(text: &str) -> String {
-        parse_cases(text, "cases.jsonl", &catalog()).unwrap_err().to_string()
+        parse_cases(text, "cases.jsonl", &catalog())
+            .unwrap_err()
+            .to_string()
     }
 
     #[test]
     fn unknown_tool_names_file_line_and_field() {
-        let msg = err_of("\n{\"id\":\"a\",\"messages\":[{\"role\":\"user\",\"content\":\"q\"}],\"expect\":{\"tool\":\"nope\"}}");
-        assert!(msg.starts_with("cases.jsonl:2: expect.tool: case `a`: tool `nope` is not in the catalog"), "{msg}");
+        let msg = err_of(
+            "\n{\"id\":\"a\",\"messages\":[{\"role\":\"user\",\"content\":\"q\"}],\"expect\":{\"tool\":\"nope\"}}",
+        );
+        assert!(
+            msg.starts_with(
+                "cases.jsonl:2: expect.tool: case `a`: tool `nope` is not in the catalog"
+            ),
+            "{msg}"
+        );
     }
 
     #[test]
     fn duplicate_ids_point_at_both_lines() {
-        let line = r#"{"id":"a","messages":[{"role":"user","content":"q"}],"expect":{"tool":null}}"#;
+        let line =
+            r#"{"id":"a","messages":[{"role":"user","content":"q"}],"expect":{"tool":null}}"#;
         let msg = err_of(&format!("{line}\n{line}"));
-        assert!(msg.contains("cases.jsonl:2: id: duplicate case id `a` (first used on line 1)"), "{msg}");
+        assert!(
+            msg.contains("cases.jsonl:2: id: duplicate case id `a` (first used on line 1)"),
+            "{msg}"
+        );
     }
 
     #[test]
@@ -410,19 +584,35 @@ mod tests {
         let msg = err_of("{\"id\":\"a\",\"messages\":[}");
         assert!(msg.starts_with("cases.jsonl:1:"), "{msg}");
         assert!(msg.contains("invalid fixture"), "{msg}");
-        let msg = err_of(r#"{"id":"a","messages":[{"role":"robot","content":"q"}],"expect":{"tool":null}}"#);
+        let msg = err_of(
+            r#"{"id":"a","messages":[{"role":"robot","content":"q"}],"expect":{"tool":null}}"#,
+        );
         assert!(msg.contains("messages[0]"), "{msg}");
-        let msg = err_of(r#"{"id":"a","messages":[{"role":"user","content":"q"}],"expect":{"tool":"get_quote","args":{},"match":{"x":{"regex":"("}}}}"#);
-        assert!(msg.contains("expect.match.x: case `a`: invalid regex"), "{msg}");
-        let msg = err_of(r#"{"id":"a","messages":[{"role":"user","content":"q"}],"expect":{"tool":"get_quote","args":{"a":[1]},"match":{"a.1":{"approx":0.1}}}}"#);
-        assert!(msg.contains("expect.match.a.1: case `a`: this matcher compares with the expected value"), "{msg}");
+        let msg = err_of(
+            r#"{"id":"a","messages":[{"role":"user","content":"q"}],"expect":{"tool":"get_quote","args":{},"match":{"x":{"regex":"("}}}}"#,
+        );
+        assert!(
+            msg.contains("expect.match.x: case `a`: invalid regex"),
+            "{msg}"
+        );
+        let msg = err_of(
+            r#"{"id":"a","messages":[{"role":"user","content":"q"}],"expect":{"tool":"get_quote","args":{"a":[1]},"match":{"a.1":{"approx":0.1}}}}"#,
+        );
+        assert!(
+            msg.contains(
+                "expect.match.a.1: case `a`: this matcher compares with the expected value"
+            ),
+            "{msg}"
+        );
         let msg = err_of(r#"{"id":"a","messages":[{"role":"user","content":"q"}],"expect":{}}"#);
         assert!(msg.contains("expect: case `a`: state `tool`"), "{msg}");
     }
 
     #[test]
     fn tool_results_must_answer_earlier_calls() {
-        let msg = err_of(r#"{"id":"a","messages":[{"role":"user","content":"q"},{"role":"tool","call_id":"c9","content":"{}"}],"expect":{"tool":null}}"#);
+        let msg = err_of(
+            r#"{"id":"a","messages":[{"role":"user","content":"q"},{"role":"tool","call_id":"c9","content":"{}"}],"expect":{"tool":null}}"#,
+        );
         assert!(msg.contains("messages[1].call_id"), "{msg}");
     }
 }

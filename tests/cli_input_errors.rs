@@ -6,7 +6,9 @@ use std::process::Command;
 
 fn toolscore(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> (i32, String) {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolscore"));
-    cmd.current_dir(dir).args(args).env_remove("MISSING_KEY_VAR");
+    cmd.current_dir(dir)
+        .args(args)
+        .env_remove("MISSING_KEY_VAR");
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -30,7 +32,19 @@ fn project(tools: &str, cases: &str) -> tempfile::TempDir {
 /// Runs against an address nothing listens on: every error here must stop the run before any
 /// request is made.
 fn run_args() -> Vec<&'static str> {
-    vec!["run", "--provider", "openai-compat", "--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--dataset", "data", "--out", "out"]
+    vec![
+        "run",
+        "--provider",
+        "openai-compat",
+        "--base-url",
+        "http://127.0.0.1:9/v1",
+        "--model",
+        "m",
+        "--dataset",
+        "data",
+        "--out",
+        "out",
+    ]
 }
 
 fn expect_error(tools: &str, cases: &str, expected: &str) {
@@ -38,23 +52,38 @@ fn expect_error(tools: &str, cases: &str, expected: &str) {
     let (code, stderr) = toolscore(dir.path(), &run_args(), &[]);
     assert_eq!(code, 2, "{stderr}");
     assert_eq!(stderr.trim_end(), expected);
-    assert!(!dir.path().join("out").exists(), "nothing may be written on bad input");
+    assert!(
+        !dir.path().join("out").exists(),
+        "nothing may be written on bad input"
+    );
 }
 
 #[test]
 fn invalid_json_in_cases_names_file_line_and_column() {
-    expect_error(TOOLS, &format!("{CASE}\n{{\"id\": \"q2\", \"messages\": [}}\n"), "error: data/cases.jsonl:2:27: messages[0]: invalid fixture: expected value");
+    expect_error(
+        TOOLS,
+        &format!("{CASE}\n{{\"id\": \"q2\", \"messages\": [}}\n"),
+        "error: data/cases.jsonl:2:27: messages[0]: invalid fixture: expected value",
+    );
 }
 
 #[test]
 fn invalid_json_in_catalog_names_file_line_and_column() {
-    expect_error("{\"tools\": [\n  {\"name\": \"x\",}\n]}", CASE, "error: data/tools.json:2:16: invalid JSON: trailing comma");
+    expect_error(
+        "{\"tools\": [\n  {\"name\": \"x\",}\n]}",
+        CASE,
+        "error: data/tools.json:2:16: invalid JSON: trailing comma",
+    );
 }
 
 #[test]
 fn fixture_naming_a_tool_not_in_the_catalog() {
     let case = CASE.replace("\"tool\": \"get_quote\"", "\"tool\": \"get_qoute\"");
-    expect_error(TOOLS, &case, "error: data/cases.jsonl:1: expect.tool: case `q1`: tool `get_qoute` is not in the catalog data/tools.json (known: get_quote)");
+    expect_error(
+        TOOLS,
+        &case,
+        "error: data/cases.jsonl:1: expect.tool: case `q1`: tool `get_qoute` is not in the catalog data/tools.json (known: get_quote)",
+    );
 }
 
 #[test]
@@ -68,7 +97,11 @@ fn schema_that_is_not_valid_json_schema() {
 
 #[test]
 fn duplicate_case_ids() {
-    expect_error(TOOLS, &format!("{CASE}\n\n{CASE}\n"), "error: data/cases.jsonl:3: id: duplicate case id `q1` (first used on line 1)");
+    expect_error(
+        TOOLS,
+        &format!("{CASE}\n\n{CASE}\n"),
+        "error: data/cases.jsonl:3: id: duplicate case id `q1` (first used on line 1)",
+    );
 }
 
 #[test]
@@ -77,7 +110,10 @@ fn unknown_field_is_named() {
     let dir = project(TOOLS, &case);
     let (code, stderr) = toolscore(dir.path(), &run_args(), &[]);
     assert_eq!(code, 2);
-    assert!(stderr.contains("data/cases.jsonl:1:") && stderr.contains("unknown field `expected`"), "{stderr}");
+    assert!(
+        stderr.contains("data/cases.jsonl:1:") && stderr.contains("unknown field `expected`"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -87,25 +123,42 @@ fn missing_api_key_variable_is_named_and_no_key_is_printed() {
     args.extend(["--api-key-env", "MISSING_KEY_VAR"]);
     let (code, stderr) = toolscore(dir.path(), &args, &[]);
     assert_eq!(code, 2);
-    assert_eq!(stderr.trim_end(), "error: provider `openai-compat`: environment variable MISSING_KEY_VAR is not set (it should hold the API key)");
+    assert_eq!(
+        stderr.trim_end(),
+        "error: provider `openai-compat`: environment variable MISSING_KEY_VAR is not set (it should hold the API key)"
+    );
     assert!(!dir.path().join("out").exists());
 }
 
 #[test]
 fn invalid_yaml_config_names_line_and_column() {
     let dir = project(TOOLS, CASE);
-    std::fs::write(dir.path().join("toolscore.yaml"), "defaults:\n  trials: many\n").unwrap();
+    std::fs::write(
+        dir.path().join("toolscore.yaml"),
+        "defaults:\n  trials: many\n",
+    )
+    .unwrap();
     let (code, stderr) = toolscore(dir.path(), &["validate"], &[]);
     assert_eq!(code, 2, "{stderr}");
-    assert!(stderr.starts_with("error: toolscore.yaml:2:11: invalid config:"), "{stderr}");
+    assert!(
+        stderr.starts_with("error: toolscore.yaml:2:11: invalid config:"),
+        "{stderr}"
+    );
 }
 
 #[test]
 fn unknown_provider_and_bad_flags_are_usage_errors() {
     let dir = project(TOOLS, CASE);
-    let (code, stderr) = toolscore(dir.path(), &["run", "--provider", "nope", "--dataset", "data"], &[]);
+    let (code, stderr) = toolscore(
+        dir.path(),
+        &["run", "--provider", "nope", "--dataset", "data"],
+        &[],
+    );
     assert_eq!(code, 2);
-    assert!(stderr.contains("--provider `nope` is neither a provider in the config"), "{stderr}");
+    assert!(
+        stderr.contains("--provider `nope` is neither a provider in the config"),
+        "{stderr}"
+    );
     let mut args = run_args();
     args.extend(["--trials", "0"]);
     let (code, stderr) = toolscore(dir.path(), &args, &[]);
@@ -118,8 +171,19 @@ fn unknown_provider_and_bad_flags_are_usage_errors() {
 #[test]
 fn validate_accepts_the_shipped_billing_dataset() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let out = Command::new(env!("CARGO_BIN_EXE_toolscore")).current_dir(root).args(["validate", "--dataset", "datasets/billing"]).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = Command::new(env!("CARGO_BIN_EXE_toolscore"))
+        .current_dir(root)
+        .args(["validate", "--dataset", "datasets/billing"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.starts_with("datasets/billing: 11 tools, 61 cases, catalog sha256:"), "{stdout}");
+    assert!(
+        stdout.starts_with("datasets/billing: 11 tools, 61 cases, catalog sha256:"),
+        "{stdout}"
+    );
 }

@@ -10,7 +10,9 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use serde_json::Value;
-use support::{FakeRequest, FakeResponse, FakeServer, last_user_message, text_body, tool_call_body};
+use support::{
+    FakeRequest, FakeResponse, FakeServer, last_user_message, text_body, tool_call_body,
+};
 use toolscore::stats::wilson_interval;
 
 /// Exit code, stdout and stderr of one run, with the temp folder replaced by `[TMP]`
@@ -30,7 +32,11 @@ fn toolscore(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
     let out = cmd.output().expect("run toolscore");
     let tmp = dir.display().to_string();
     let filter = |b: &[u8]| String::from_utf8_lossy(b).replace(&tmp, "[TMP]");
-    Run { code: out.status.code().unwrap_or(-1), stdout: filter(&out.stdout), stderr: filter(&out.stderr) }
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: filter(&out.stdout),
+        stderr: filter(&out.stderr),
+    }
 }
 
 const TOOLS: &str = r#"{"tools": [
@@ -67,10 +73,18 @@ fn scripted_85_percent() -> impl Fn(&FakeRequest) -> FakeResponse + Send + Sync 
         };
         let right = k % 20 < 17;
         let body = match (user.as_str(), right) {
-            (u, true) if u.contains("job_abc123") => tool_call_body(&[("get_job_status", r#"{"job_id":"job_abc123"}"#)]),
-            (u, false) if u.contains("job_abc123") => tool_call_body(&[("get_server_status", "{}")]),
-            (u, true) if u.contains("billing API") => tool_call_body(&[("get_server_status", r#"{"region":"eu"}"#)]),
-            (u, false) if u.contains("billing API") => tool_call_body(&[("get_job_status", r#"{"job_id":"job_abc123"}"#)]),
+            (u, true) if u.contains("job_abc123") => {
+                tool_call_body(&[("get_job_status", r#"{"job_id":"job_abc123"}"#)])
+            }
+            (u, false) if u.contains("job_abc123") => {
+                tool_call_body(&[("get_server_status", "{}")])
+            }
+            (u, true) if u.contains("billing API") => {
+                tool_call_body(&[("get_server_status", r#"{"region":"eu"}"#)])
+            }
+            (u, false) if u.contains("billing API") => {
+                tool_call_body(&[("get_job_status", r#"{"job_id":"job_abc123"}"#)])
+            }
             (_, true) => text_body("You're welcome!"),
             (_, false) => tool_call_body(&[("get_server_status", "{}")]),
         };
@@ -83,7 +97,10 @@ fn read_json(path: &Path) -> Value {
 }
 
 fn only_run_dir(out: &Path) -> PathBuf {
-    let dirs: Vec<_> = std::fs::read_dir(out).expect("out dir").map(|e| e.expect("entry").path()).collect();
+    let dirs: Vec<_> = std::fs::read_dir(out)
+        .expect("out dir")
+        .map(|e| e.expect("entry").path())
+        .collect();
     assert_eq!(dirs.len(), 1, "exactly one run folder in {}", out.display());
     dirs[0].clone()
 }
@@ -94,7 +111,10 @@ fn assert_rate(stat: &Value, x: u64, n: u64) {
     let iv = wilson_interval(x, n, 0.95).expect("n > 0");
     let lo = stat["interval"]["lo"].as_f64().expect("lo");
     let hi = stat["interval"]["hi"].as_f64().expect("hi");
-    assert!((lo - iv.lo).abs() < 1e-12 && (hi - iv.hi).abs() < 1e-12, "{stat} vs {iv:?}");
+    assert!(
+        (lo - iv.lo).abs() < 1e-12 && (hi - iv.hi).abs() < 1e-12,
+        "{stat} vs {iv:?}"
+    );
     assert!((stat["rate"].as_f64().expect("rate") - x as f64 / n as f64).abs() < 1e-12);
 }
 
@@ -104,10 +124,32 @@ fn scripted_distribution_gives_exact_counts_rates_and_wilson_bounds() {
     let dir = project(TOOLS, CASES);
     let run = toolscore(
         dir.path(),
-        &["run", "--provider", "openai-compat", "--base-url", &server.base_url, "--model", "fake", "--dataset", "data", "--trials", "200", "--concurrency", "16", "--out", "out", "--progress", "off"],
+        &[
+            "run",
+            "--provider",
+            "openai-compat",
+            "--base-url",
+            &server.base_url,
+            "--model",
+            "fake",
+            "--dataset",
+            "data",
+            "--trials",
+            "200",
+            "--concurrency",
+            "16",
+            "--out",
+            "out",
+            "--progress",
+            "off",
+        ],
         &[],
     );
-    assert_eq!(run.code, 0, "stdout:\n{}\nstderr:\n{}", run.stdout, run.stderr);
+    assert_eq!(
+        run.code, 0,
+        "stdout:\n{}\nstderr:\n{}",
+        run.stdout, run.stderr
+    );
     assert_eq!(server.requests_seen(), 600);
 
     let run_dir = only_run_dir(&dir.path().join("out"));
@@ -129,26 +171,51 @@ fn scripted_distribution_gives_exact_counts_rates_and_wilson_bounds() {
     for case in summary["cases"].as_array().expect("cases") {
         assert_rate(&case["metrics"]["selection"], 170, 200);
     }
-    let job = summary["cases"].as_array().unwrap().iter().find(|c| c["case_id"] == "job-status").expect("job case");
-    assert_eq!(job["failures"]["expected get_job_status, got get_server_status"], 30, "{job}");
-    let tools: Vec<&str> = summary["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    let job = summary["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["case_id"] == "job-status")
+        .expect("job case");
+    assert_eq!(
+        job["failures"]["expected get_job_status, got get_server_status"], 30,
+        "{job}"
+    );
+    let tools: Vec<&str> = summary["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
     assert_eq!(tools, ["(no call)", "get_job_status", "get_server_status"]);
     assert_eq!(summary["tokens"]["input_total"], 600 * 50);
     assert_eq!(summary["tokens"]["output_total"], 600 * 10);
     assert_eq!(summary["infra"]["errors"], 0);
     assert!(summary["latency_ms"]["p50"]["value"].as_f64().unwrap() > 0.0);
     let warnings = summary["warnings"].as_array().unwrap();
-    assert!(warnings.iter().any(|w| w.as_str().unwrap().starts_with("only 3 cases back the suite-level rates")), "{warnings:?}");
+    assert!(
+        warnings.iter().any(|w| w
+            .as_str()
+            .unwrap()
+            .starts_with("only 3 cases back the suite-level rates")),
+        "{warnings:?}"
+    );
 
     // One self-describing record per trial.
     let text = std::fs::read_to_string(run_dir.join("results.jsonl")).expect("results");
-    let records: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).expect("record parses")).collect();
+    let records: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("record parses"))
+        .collect();
     assert_eq!(records.len(), 600);
     let passes = records.iter().filter(|r| r["outcome"] == "pass").count();
     assert_eq!(passes, 510);
     let mut per_case: HashMap<&str, Vec<u64>> = HashMap::new();
     for r in &records {
-        per_case.entry(r["case_id"].as_str().unwrap()).or_default().push(r["trial_index"].as_u64().unwrap());
+        per_case
+            .entry(r["case_id"].as_str().unwrap())
+            .or_default()
+            .push(r["trial_index"].as_u64().unwrap());
         assert_eq!(r["model"], "fake");
         assert!(r["request_hash"].as_str().unwrap().len() >= 16);
     }
@@ -158,7 +225,12 @@ fn scripted_distribution_gives_exact_counts_rates_and_wilson_bounds() {
     }
 
     // The terminal report shows rate, interval and count.
-    assert!(run.stdout.contains("selection     0.850 [0.819, 0.876] (510/600)"), "{}", run.stdout);
+    assert!(
+        run.stdout
+            .contains("selection     0.850 [0.819, 0.876] (510/600)"),
+        "{}",
+        run.stdout
+    );
 }
 
 #[test]
@@ -166,24 +238,58 @@ fn infrastructure_errors_are_counted_apart_and_exit_4_past_the_limit() {
     let server = FakeServer::start_in_background(|req| {
         let user = last_user_message(req).unwrap_or_default();
         if user.contains("billing API") {
-            FakeResponse::status(503, r#"{"error":{"message":"overloaded","type":"server_error"}}"#)
+            FakeResponse::status(
+                503,
+                r#"{"error":{"message":"overloaded","type":"server_error"}}"#,
+            )
         } else if user.contains("job_abc123") {
-            FakeResponse::ok(tool_call_body(&[("get_job_status", r#"{"job_id":"job_abc123"}"#)]))
+            FakeResponse::ok(tool_call_body(&[(
+                "get_job_status",
+                r#"{"job_id":"job_abc123"}"#,
+            )]))
         } else {
             FakeResponse::ok(text_body("ok"))
         }
     });
     let dir = project(TOOLS, CASES);
-    let args = ["run", "--provider", "openai-compat", "--base-url", &server.base_url, "--model", "m", "--dataset", "data", "--trials", "10", "--max-retries", "0", "--out", "out", "--progress", "off"];
+    let args = [
+        "run",
+        "--provider",
+        "openai-compat",
+        "--base-url",
+        &server.base_url,
+        "--model",
+        "m",
+        "--dataset",
+        "data",
+        "--trials",
+        "10",
+        "--max-retries",
+        "0",
+        "--out",
+        "out",
+        "--progress",
+        "off",
+    ];
     let run = toolscore(dir.path(), &args, &[]);
     assert_eq!(run.code, 4, "{}\n{}", run.stdout, run.stderr);
-    assert!(run.stderr.contains("10 of 30 trials ended in infrastructure errors (limit 10%)"), "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("10 of 30 trials ended in infrastructure errors (limit 10%)"),
+        "{}",
+        run.stderr
+    );
     let summary = read_json(&only_run_dir(&dir.path().join("out")).join("summary.json"));
     assert_eq!(summary["infra"]["errors"], 10);
     assert_eq!(summary["infra"]["by_class"]["server_error"], 10);
     // Errors are not model failures: the 20 answered trials all pass.
     assert_rate(&summary["suite"]["metrics"]["selection"], 20, 20);
-    let server_case = summary["cases"].as_array().unwrap().iter().find(|c| c["case_id"] == "server-status").unwrap();
+    let server_case = summary["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["case_id"] == "server-status")
+        .unwrap();
     assert_eq!(server_case["infra_errors"], 10);
     assert_eq!(server_case["metrics"]["selection"]["n"], 0);
 
@@ -203,10 +309,31 @@ fn rate_limits_are_retried_honouring_retry_after() {
             FakeResponse::ok(text_body("hello"))
         }
     });
-    let dir = project(TOOLS, r#"{"id": "hi", "messages": [{"role": "user", "content": "hi"}], "expect": {"tool": null}}"#);
+    let dir = project(
+        TOOLS,
+        r#"{"id": "hi", "messages": [{"role": "user", "content": "hi"}], "expect": {"tool": null}}"#,
+    );
     let run = toolscore(
         dir.path(),
-        &["run", "--provider", "openai-compat", "--base-url", &server.base_url, "--model", "m", "--dataset", "data", "--trials", "6", "--concurrency", "1", "--out", "out", "--progress", "off"],
+        &[
+            "run",
+            "--provider",
+            "openai-compat",
+            "--base-url",
+            &server.base_url,
+            "--model",
+            "m",
+            "--dataset",
+            "data",
+            "--trials",
+            "6",
+            "--concurrency",
+            "1",
+            "--out",
+            "out",
+            "--progress",
+            "off",
+        ],
         &[],
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
@@ -219,11 +346,32 @@ fn rate_limits_are_retried_honouring_retry_after() {
 
 #[test]
 fn unparseable_arguments_are_a_scored_failure_not_a_crash() {
-    let server = FakeServer::start_in_background(|_| FakeResponse::ok(tool_call_body(&[("get_job_status", r#"{"job_id": "job_abc1"#)])));
+    let server = FakeServer::start_in_background(|_| {
+        FakeResponse::ok(tool_call_body(&[(
+            "get_job_status",
+            r#"{"job_id": "job_abc1"#,
+        )]))
+    });
     let dir = project(TOOLS, CASES.lines().next().unwrap());
     let run = toolscore(
         dir.path(),
-        &["run", "--provider", "openai-compat", "--base-url", &server.base_url, "--model", "m", "--dataset", "data", "--trials", "5", "--out", "out", "--progress", "off"],
+        &[
+            "run",
+            "--provider",
+            "openai-compat",
+            "--base-url",
+            &server.base_url,
+            "--model",
+            "m",
+            "--dataset",
+            "data",
+            "--trials",
+            "5",
+            "--out",
+            "out",
+            "--progress",
+            "off",
+        ],
         &[],
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
@@ -233,10 +381,20 @@ fn unparseable_arguments_are_a_scored_failure_not_a_crash() {
     assert_rate(&m["selection"], 5, 5);
     assert_rate(&m["args_exact"], 0, 5);
     assert_rate(&m["schema_valid"], 0, 5);
-    let first: Value = serde_json::from_str(std::fs::read_to_string(run_dir.join("results.jsonl")).unwrap().lines().next().unwrap()).unwrap();
+    let first: Value = serde_json::from_str(
+        std::fs::read_to_string(run_dir.join("results.jsonl"))
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap(),
+    )
+    .unwrap();
     assert_eq!(first["outcome"], "fail");
     assert_eq!(first["score"]["failure"], "arguments_not_json");
-    assert_eq!(first["turns"][0]["tool_calls"][0]["unparsed_arguments"], r#"{"job_id": "job_abc1"#);
+    assert_eq!(
+        first["turns"][0]["tool_calls"][0]["unparsed_arguments"],
+        r#"{"job_id": "job_abc1"#
+    );
 }
 
 #[test]
@@ -245,13 +403,36 @@ fn api_key_comes_from_the_named_variable_and_never_reaches_outputs() {
     let server = FakeServer::start_in_background(move |req| {
         if req.header("authorization") == Some(&format!("Bearer {key}")) {
             // Echo the key back in an error body, as some proxies do.
-            FakeResponse::status(401, format!(r#"{{"error":{{"message":"bad key {key}","type":"invalid_request_error"}}}}"#))
+            FakeResponse::status(
+                401,
+                format!(
+                    r#"{{"error":{{"message":"bad key {key}","type":"invalid_request_error"}}}}"#
+                ),
+            )
         } else {
             FakeResponse::status(400, r#"{"error":{"message":"no auth header"}}"#)
         }
     });
     let dir = project(TOOLS, CASES.lines().next().unwrap());
-    let args = ["run", "--provider", "openai-compat", "--base-url", &server.base_url, "--model", "m", "--dataset", "data", "--trials", "3", "--api-key-env", "MY_KEY", "--out", "out", "--progress", "off"];
+    let args = [
+        "run",
+        "--provider",
+        "openai-compat",
+        "--base-url",
+        &server.base_url,
+        "--model",
+        "m",
+        "--dataset",
+        "data",
+        "--trials",
+        "3",
+        "--api-key-env",
+        "MY_KEY",
+        "--out",
+        "out",
+        "--progress",
+        "off",
+    ];
     let run = toolscore(dir.path(), &args, &[("MY_KEY", key)]);
     assert_eq!(run.code, 4, "{}", run.stderr);
     let run_dir = only_run_dir(&dir.path().join("out"));
@@ -270,28 +451,57 @@ fn api_key_comes_from_the_named_variable_and_never_reaches_outputs() {
 
 #[test]
 fn ctrl_c_stops_scheduling_and_writes_the_summary_of_what_completed() {
-    let server = FakeServer::start_in_background(|_| FakeResponse::ok(text_body("hi")).delayed(Duration::from_millis(100)));
+    let server = FakeServer::start_in_background(|_| {
+        FakeResponse::ok(text_body("hi")).delayed(Duration::from_millis(100))
+    });
     let dir = project(TOOLS, CASES.lines().nth(2).unwrap());
     let child = Command::new(env!("CARGO_BIN_EXE_toolscore"))
         .current_dir(dir.path())
-        .args(["run", "--provider", "openai-compat", "--base-url", &server.base_url, "--model", "m", "--dataset", "data", "--trials", "1000", "--concurrency", "2", "--out", "out", "--progress", "off"])
+        .args([
+            "run",
+            "--provider",
+            "openai-compat",
+            "--base-url",
+            &server.base_url,
+            "--model",
+            "m",
+            "--dataset",
+            "data",
+            "--trials",
+            "1000",
+            "--concurrency",
+            "2",
+            "--out",
+            "out",
+            "--progress",
+            "off",
+        ])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("spawn");
     std::thread::sleep(Duration::from_millis(1500));
-    let status = Command::new("kill").args(["-INT", &child.id().to_string()]).status().expect("kill");
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill");
     assert!(status.success());
     let out = child.wait_with_output().expect("wait");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(130), "{stderr}");
-    assert!(stderr.contains("interrupted: no new trials will start"), "{stderr}");
+    assert!(
+        stderr.contains("interrupted: no new trials will start"),
+        "{stderr}"
+    );
     let run_dir = only_run_dir(&dir.path().join("out"));
     let summary = read_json(&run_dir.join("summary.json"));
     assert_eq!(summary["interrupted"], true);
     let completed = summary["completed_trials"].as_u64().unwrap();
     assert!(completed > 0 && completed < 1000, "completed {completed}");
-    let lines = std::fs::read_to_string(run_dir.join("results.jsonl")).unwrap().lines().count() as u64;
+    let lines = std::fs::read_to_string(run_dir.join("results.jsonl"))
+        .unwrap()
+        .lines()
+        .count() as u64;
     assert_eq!(lines, completed);
     assert!(String::from_utf8_lossy(&out.stdout).contains("(INTERRUPTED)"));
 }

@@ -5,6 +5,7 @@
 //! A case's request body is encoded once by [`Provider::prepare`] and reused by every trial;
 //! [`Provider::complete`] only sends bytes and decodes the answer.
 
+pub mod cassette;
 pub mod openai_compat;
 pub mod secret;
 pub mod transport;
@@ -396,7 +397,56 @@ impl Provider {
 }
 
 /// sha256 hex of the canonical JSON of what identifies a normalized request.
-fn request_hash(settings: &ProviderSettings, messages: &[Message], catalog: &Catalog) -> String {
+/// Where trial responses come from: a live provider, or a cassette recorded from one.
+pub enum Backend {
+    Live(Provider),
+    Replay(cassette::Replay),
+}
+
+impl Backend {
+    pub fn settings(&self) -> &ProviderSettings {
+        match self {
+            Backend::Live(p) => p.settings(),
+            Backend::Replay(r) => r.decoder().settings(),
+        }
+    }
+
+    pub fn prepare(&self, messages: &[Message], catalog: &Catalog) -> PreparedRequest {
+        match self {
+            Backend::Live(p) => p.prepare(messages, catalog),
+            Backend::Replay(r) => r.decoder().prepare(messages, catalog),
+        }
+    }
+
+    /// Trial `trial_index` of the request: sent live, or served from its recording. The
+    /// duration is the latency to report: of the successful attempt, or the time until giving
+    /// up (recorded, when replaying), so a replay reproduces the recorded run exactly.
+    pub async fn complete(
+        &self,
+        req: &PreparedRequest,
+        trial_index: u32,
+    ) -> (Result<Exchange, ProviderError>, Duration) {
+        match self {
+            Backend::Live(p) => {
+                let started = std::time::Instant::now();
+                let result = p.complete(req).await;
+                let latency = result
+                    .as_ref()
+                    .map_or_else(|_| started.elapsed(), |ex| ex.latency);
+                (result, latency)
+            }
+            Backend::Replay(r) => r.serve(req, trial_index),
+        }
+    }
+}
+
+/// Identifies a normalized request (provider kind, model, catalog fingerprint, messages,
+/// sampling parameters) for record and replay; independent of base URL and key.
+pub fn request_hash(
+    settings: &ProviderSettings,
+    messages: &[Message],
+    catalog: &Catalog,
+) -> String {
     let identity = json!({
         "kind": settings.kind.as_str(),
         "model": settings.model,

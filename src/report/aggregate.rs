@@ -5,7 +5,10 @@ use std::collections::BTreeMap;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use super::{CaseSummary, GroupSummary, InfraSummary, LatencySummary, Metrics, Percentile, RateStat, Summary, TokenSummary};
+use super::{
+    CaseSummary, GroupSummary, InfraSummary, LatencySummary, Metrics, Percentile, RateStat,
+    Summary, TokenSummary,
+};
 use crate::runner::{Outcome, TrialRecord};
 use crate::stats;
 
@@ -23,7 +26,23 @@ pub struct RunInfo {
     pub trials_per_case: u32,
     pub concurrency: usize,
     pub temperature: Option<f64>,
+    /// Set when responses were replayed from a cassette instead of fetched.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<ReplayInfo>,
+    /// The cassette this run recorded, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recorded_to: Option<String>,
     pub datasets: Vec<DatasetInfo>,
+}
+
+/// Provenance of replayed responses, shown at the top of every report.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ReplayInfo {
+    pub cassette: String,
+    pub recorded_at: String,
+    pub model: String,
+    pub base_url: String,
+    pub note: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -80,7 +99,8 @@ pub struct Aggregator {
     cases: Vec<CaseInfo>,
     counts: Vec<CaseCounts>,
     latency_us: Histogram<u64>,
-    latency_sum_ms: f64,
+    /// Integer microseconds, so the mean does not depend on the order trials finish in.
+    latency_sum_us: u64,
     input_tokens: u64,
     output_tokens: u64,
     with_usage: u64,
@@ -95,12 +115,13 @@ impl Aggregator {
     pub fn new(cases: Vec<CaseInfo>) -> Self {
         let counts = vec![CaseCounts::default(); cases.len()];
         // 1 µs to 1 hour at 3 significant figures: at most 0.1% quantisation (stats.md §7.2).
-        let latency_us = Histogram::new_with_bounds(1, 3_600_000_000, 3).expect("static histogram bounds are valid");
+        let latency_us = Histogram::new_with_bounds(1, 3_600_000_000, 3)
+            .expect("static histogram bounds are valid");
         Aggregator {
             cases,
             counts,
             latency_us,
-            latency_sum_ms: 0.0,
+            latency_sum_us: 0,
             input_tokens: 0,
             output_tokens: 0,
             with_usage: 0,
@@ -114,17 +135,23 @@ impl Aggregator {
 
     /// Counts one finished trial of the case at `case_index` (plan order).
     pub fn add(&mut self, case_index: usize, record: &TrialRecord) {
-        let Some(c) = self.counts.get_mut(case_index) else { return };
+        let Some(c) = self.counts.get_mut(case_index) else {
+            return;
+        };
         self.completed += 1;
         if record.attempts > 1 {
             self.retried += 1;
         }
         if record.outcome == Outcome::Error {
             c.errors += 1;
-            let class = record.error_class.map_or_else(|| "unknown".to_owned(), class_name);
+            let class = record
+                .error_class
+                .map_or_else(|| "unknown".to_owned(), class_name);
             *self.errors_by_class.entry(class).or_default() += 1;
             if let Some(msg) = &record.error {
-                if self.error_examples.len() < MAX_ERROR_EXAMPLES && !self.error_examples.contains(msg) {
+                if self.error_examples.len() < MAX_ERROR_EXAMPLES
+                    && !self.error_examples.contains(msg)
+                {
                     self.error_examples.push(msg.clone());
                 }
             }
@@ -138,12 +165,23 @@ impl Aggregator {
             c.schema.add(score.schema_ok);
             c.pass.add(Some(score.passed));
             if let Some(detail) = score.detail.as_ref().filter(|_| !score.passed) {
-                let key = if c.failures.len() < MAX_FAILURE_DETAILS || c.failures.contains_key(detail) { detail.clone() } else { "(other)".to_owned() };
+                let key =
+                    if c.failures.len() < MAX_FAILURE_DETAILS || c.failures.contains_key(detail) {
+                        detail.clone()
+                    } else {
+                        "(other)".to_owned()
+                    };
                 *c.failures.entry(key).or_default() += 1;
             }
             for v in &score.schema_violations {
-                let key = format!("{tool}: {} failed {}", if v.path.is_empty() { "(root)" } else { &v.path }, v.keyword);
-                if self.schema_violations.len() < MAX_SCHEMA_KEYS || self.schema_violations.contains_key(&key) {
+                let key = format!(
+                    "{tool}: {} failed {}",
+                    if v.path.is_empty() { "(root)" } else { &v.path },
+                    v.keyword
+                );
+                if self.schema_violations.len() < MAX_SCHEMA_KEYS
+                    || self.schema_violations.contains_key(&key)
+                {
                     *self.schema_violations.entry(key).or_default() += 1;
                 }
             }
@@ -156,11 +194,18 @@ impl Aggregator {
         }
         let us = (record.latency_ms * 1000.0).round().max(1.0) as u64;
         self.latency_us.saturating_record(us);
-        self.latency_sum_ms += record.latency_ms;
+        self.latency_sum_us += us;
     }
 
     /// Computes every rate, interval and warning.
-    pub fn finish(self, run: RunInfo, planned_trials: u64, interrupted: bool, confidence: f64, precision: f64) -> Summary {
+    pub fn finish(
+        self,
+        run: RunInfo,
+        planned_trials: u64,
+        interrupted: bool,
+        confidence: f64,
+        precision: f64,
+    ) -> Summary {
         let conf = confidence;
         let mut cases = Vec::with_capacity(self.cases.len());
         for (info, c) in self.cases.iter().zip(&self.counts) {
@@ -186,21 +231,33 @@ impl Aggregator {
         for (i, info) in self.cases.iter().enumerate() {
             by_tool.entry(info.expected.as_str()).or_default().push(i);
         }
-        let tools = by_tool.iter().map(|(name, idx)| group(name, idx, &self.counts, conf)).collect();
-        let latency_ms = latency_summary(&self.latency_us, self.latency_sum_ms, conf);
+        let tools = by_tool
+            .iter()
+            .map(|(name, idx)| group(name, idx, &self.counts, conf))
+            .collect();
+        let latency_ms = latency_summary(&self.latency_us, self.latency_sum_us, conf);
         let answered = self.latency_us.len();
         let tokens = TokenSummary {
             input_total: self.input_tokens,
             output_total: self.output_tokens,
             trials_with_usage: self.with_usage,
-            input_mean: (self.with_usage > 0).then(|| self.input_tokens as f64 / self.with_usage as f64),
-            output_mean: (self.with_usage > 0).then(|| self.output_tokens as f64 / self.with_usage as f64),
+            input_mean: (self.with_usage > 0)
+                .then(|| self.input_tokens as f64 / self.with_usage as f64),
+            output_mean: (self.with_usage > 0)
+                .then(|| self.output_tokens as f64 / self.with_usage as f64),
         };
         let errors: u64 = self.errors_by_class.values().sum();
         let infra = InfraSummary {
             errors,
             by_class: self.errors_by_class,
-            retried: rate(Count { x: self.retried, n: self.completed }, conf, None),
+            retried: rate(
+                Count {
+                    x: self.retried,
+                    n: self.completed,
+                },
+                conf,
+                None,
+            ),
             examples: self.error_examples,
         };
         let mut summary = Summary {
@@ -226,7 +283,10 @@ impl Aggregator {
 
 /// The snake_case name an error class has in records.
 pub fn class_name(class: crate::provider::ErrorClass) -> String {
-    serde_json::to_value(class).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_else(|| format!("{class:?}"))
+    serde_json::to_value(class)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_else(|| format!("{class:?}"))
 }
 
 fn rate(c: Count, conf: f64, case_level: Option<stats::ClusteredEstimate>) -> RateStat {
@@ -252,7 +312,11 @@ fn group(name: &str, idx: &[usize], counts: &[CaseCounts], conf: f64) -> GroupSu
                 case_rates.push(c.x as f64 / c.n as f64);
             }
         }
-        rate(pooled, conf, stats::clustered_mean_interval(&case_rates, conf))
+        rate(
+            pooled,
+            conf,
+            stats::clustered_mean_interval(&case_rates, conf),
+        )
     };
     GroupSummary {
         name: name.to_owned(),
@@ -280,17 +344,21 @@ fn value_at_rank(h: &Histogram<u64>, rank: u64) -> Option<f64> {
     None
 }
 
-fn latency_summary(h: &Histogram<u64>, sum_ms: f64, conf: f64) -> LatencySummary {
+fn latency_summary(h: &Histogram<u64>, sum_us: u64, conf: f64) -> LatencySummary {
     let n = h.len();
     let pct = |q: f64| -> Option<Percentile> {
         let rank = ((q * n as f64).ceil() as u64).clamp(1, n.max(1));
         let value = value_at_rank(h, rank)?;
         let (l, u) = stats::order_statistic_ci_ranks(n, q, conf)?;
-        Some(Percentile { value, lo: value_at_rank(h, l.max(1))?, hi: u.and_then(|u| value_at_rank(h, u)) })
+        Some(Percentile {
+            value,
+            lo: value_at_rank(h, l.max(1))?,
+            hi: u.and_then(|u| value_at_rank(h, u)),
+        })
     };
     LatencySummary {
         n,
-        mean: (n > 0).then(|| sum_ms / n as f64),
+        mean: (n > 0).then(|| sum_us as f64 / n as f64 / 1000.0),
         p50: if n > 0 { pct(0.5) } else { None },
         p95: if n > 0 { pct(0.95) } else { None },
         p99: if n > 0 { pct(0.99) } else { None },
@@ -305,10 +373,16 @@ fn warnings(s: &Summary, answered: u64) -> Vec<String> {
     let e = s.precision;
     let pct = |c: f64| format!("{:.0}%", c * 100.0);
     if s.interrupted {
-        w.push(format!("run interrupted: {} of {} planned trials completed; the figures cover only those", s.completed_trials, s.planned_trials));
+        w.push(format!(
+            "run interrupted: {} of {} planned trials completed; the figures cover only those",
+            s.completed_trials, s.planned_trials
+        ));
     }
     if s.infra.errors > 0 {
-        w.push(format!("{} trials ended in infrastructure errors; they are counted apart and not scored", s.infra.errors));
+        w.push(format!(
+            "{} trials ended in infrastructure errors; they are counted apart and not scored",
+            s.infra.errors
+        ));
     }
     if s.suite.cases < MIN_CASES_FOR_SUITE_CLAIM {
         w.push(format!(
@@ -329,11 +403,14 @@ fn warnings(s: &Summary, answered: u64) -> Vec<String> {
         let mut needed: u64 = 0;
         for c in &s.cases {
             let r = pick(&c.metrics);
-            let (Some(p), Some(iv)) = (r.rate, r.interval) else { continue };
+            let (Some(p), Some(iv)) = (r.rate, r.interval) else {
+                continue;
+            };
             with_data += 1;
             if iv.half_width() > e {
                 wide += 1;
-                needed = needed.max(stats::wilson_trials_for_half_width(p, e, s.confidence).unwrap_or(0));
+                needed = needed
+                    .max(stats::wilson_trials_for_half_width(p, e, s.confidence).unwrap_or(0));
             }
         }
         if wide > 0 {

@@ -7,7 +7,7 @@
 mod aggregate;
 mod terminal;
 
-pub use aggregate::{Aggregator, CaseInfo, DatasetInfo, RunInfo};
+pub use aggregate::{Aggregator, CaseInfo, DatasetInfo, ReplayInfo, RunInfo};
 pub use terminal::render_terminal;
 
 use std::collections::BTreeMap;

@@ -17,13 +17,21 @@ pub fn format_rate(r: &RateStat) -> String {
 
 fn format_case_level(r: &RateStat) -> String {
     match &r.case_level {
-        Some(c) => format!("{:.3} [{:.3}, {:.3}] ({} cases)", c.mean, c.interval.lo, c.interval.hi, c.cases),
+        Some(c) => format!(
+            "{:.3} [{:.3}, {:.3}] ({} cases)",
+            c.mean, c.interval.lo, c.interval.hi, c.cases
+        ),
         None => "n/a (fewer than 2 cases)".to_owned(),
     }
 }
 
 fn metric_rows(m: &Metrics) -> [(&'static str, &RateStat); 4] {
-    [("selection", &m.selection), ("args exact", &m.args_exact), ("schema valid", &m.schema_valid), ("pass", &m.pass)]
+    [
+        ("selection", &m.selection),
+        ("args exact", &m.args_exact),
+        ("schema valid", &m.schema_valid),
+        ("pass", &m.pass),
+    ]
 }
 
 /// Renders the whole summary.
@@ -31,25 +39,81 @@ pub fn render_terminal(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
     let r = &s.run;
     let conf = format!("{:.0}%", s.confidence * 100.0);
     writeln!(w, "toolscore {} · run {}", r.toolscore_version, r.run_id)?;
-    writeln!(w, "provider {} ({}) · model {} · {}", r.provider, r.provider_kind, r.model, r.base_url)?;
-    for d in &r.datasets {
-        writeln!(w, "dataset {} · {} cases · catalog {} ({})", d.name, d.cases, d.catalog_source, short_fp(&d.catalog_fingerprint))?;
+    match &r.replay {
+        Some(rp) => {
+            writeln!(
+                w,
+                "REPLAY: no model was called. Responses replayed from {}",
+                rp.cassette
+            )?;
+            writeln!(
+                w,
+                "        recorded {} from model `{}` at {}",
+                rp.recorded_at, rp.model, rp.base_url
+            )?;
+            if let Some(note) = &rp.note {
+                writeln!(w, "        {note}")?;
+            }
+        }
+        None => writeln!(
+            w,
+            "provider {} ({}) · model {} · {}",
+            r.provider, r.provider_kind, r.model, r.base_url
+        )?,
     }
-    writeln!(w, "{} trials per case · {} of {} trials completed{}", r.trials_per_case, s.completed_trials, s.planned_trials, if s.interrupted { " (INTERRUPTED)" } else { "" })?;
+    for d in &r.datasets {
+        writeln!(
+            w,
+            "dataset {} · {} cases · catalog {} ({})",
+            d.name,
+            d.cases,
+            d.catalog_source,
+            short_fp(&d.catalog_fingerprint)
+        )?;
+    }
+    writeln!(
+        w,
+        "{} trials per case · {} of {} trials completed{}",
+        r.trials_per_case,
+        s.completed_trials,
+        s.planned_trials,
+        if s.interrupted { " (INTERRUPTED)" } else { "" }
+    )?;
     writeln!(w)?;
     writeln!(
         w,
         "suite: {} cases, {} trials scored, {} infrastructure errors (not scored)",
         s.suite.cases, s.suite.scored_trials, s.infra.errors
     )?;
-    writeln!(w, "  {:<13} {:<36} case-level mean, t interval", "metric", format!("rate [{conf} Wilson] (x/n)"))?;
+    writeln!(
+        w,
+        "  {:<13} {:<36} case-level mean, t interval",
+        "metric",
+        format!("rate [{conf} Wilson] (x/n)")
+    )?;
     for (name, rate) in metric_rows(&s.suite.metrics) {
-        writeln!(w, "  {:<13} {:<36} {}", name, format_rate(rate), format_case_level(rate))?;
+        writeln!(
+            w,
+            "  {:<13} {:<36} {}",
+            name,
+            format_rate(rate),
+            format_case_level(rate)
+        )?;
     }
     writeln!(w)?;
     writeln!(w, "by expected tool ({conf} Wilson over trials):")?;
-    let width = s.tools.iter().map(|t| t.name.len()).max().unwrap_or(4).max(4);
-    writeln!(w, "  {:<width$} {:>5}  {:<34} {:<34} {:<34}", "tool", "cases", "selection", "args exact", "schema valid")?;
+    let width = s
+        .tools
+        .iter()
+        .map(|t| t.name.len())
+        .max()
+        .unwrap_or(4)
+        .max(4);
+    writeln!(
+        w,
+        "  {:<width$} {:>5}  {:<34} {:<34} {:<34}",
+        "tool", "cases", "selection", "args exact", "schema valid"
+    )?;
     for t in &s.tools {
         let m = &t.metrics;
         writeln!(
@@ -63,11 +127,33 @@ pub fn render_terminal(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
         )?;
     }
     writeln!(w)?;
-    let mut worst: Vec<_> = s.cases.iter().filter(|c| c.metrics.pass.rate.is_some()).collect();
-    worst.sort_by(|a, b| a.metrics.pass.rate.partial_cmp(&b.metrics.pass.rate).unwrap_or(std::cmp::Ordering::Equal).then_with(|| a.case_id.cmp(&b.case_id)));
-    writeln!(w, "weakest cases by pass rate ({} of {} shown; all in summary.json):", worst.len().min(WORST_CASES_SHOWN), s.cases.len())?;
+    let mut worst: Vec<_> = s
+        .cases
+        .iter()
+        .filter(|c| c.metrics.pass.rate.is_some())
+        .collect();
+    worst.sort_by(|a, b| {
+        a.metrics
+            .pass
+            .rate
+            .partial_cmp(&b.metrics.pass.rate)
+            .unwrap_or(std::cmp::Ordering::Equal)
+            .then_with(|| a.case_id.cmp(&b.case_id))
+    });
+    writeln!(
+        w,
+        "weakest cases by pass rate ({} of {} shown; all in summary.json):",
+        worst.len().min(WORST_CASES_SHOWN),
+        s.cases.len()
+    )?;
     for c in worst.iter().take(WORST_CASES_SHOWN) {
-        writeln!(w, "  {:<34} pass {:<34} expected {}", c.case_id, format_rate(&c.metrics.pass), c.expected)?;
+        writeln!(
+            w,
+            "  {:<34} pass {:<34} expected {}",
+            c.case_id,
+            format_rate(&c.metrics.pass),
+            c.expected
+        )?;
         let mut top: Vec<_> = c.failures.iter().collect();
         top.sort_by(|a, b| b.1.cmp(a.1).then_with(|| a.0.cmp(b.0)));
         for (detail, n) in top.into_iter().take(3) {
@@ -86,10 +172,22 @@ pub fn render_terminal(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
     writeln!(w)?;
     let l = &s.latency_ms;
     let p = |x: &Option<super::Percentile>| match x {
-        Some(p) => format!("{:.1} [{:.1}, {}]", p.value, p.lo, p.hi.map_or("unbounded".to_owned(), |h| format!("{h:.1}"))),
+        Some(p) => format!(
+            "{:.1} [{:.1}, {}]",
+            p.value,
+            p.lo,
+            p.hi.map_or("unbounded".to_owned(), |h| format!("{h:.1}"))
+        ),
         None => "n/a".to_owned(),
     };
-    writeln!(w, "latency ms (n={}, nearest rank, {conf} order-statistic interval): p50 {} · p95 {} · p99 {}", l.n, p(&l.p50), p(&l.p95), p(&l.p99))?;
+    writeln!(
+        w,
+        "latency ms (n={}, nearest rank, {conf} order-statistic interval): p50 {} · p95 {} · p99 {}",
+        l.n,
+        p(&l.p50),
+        p(&l.p95),
+        p(&l.p99)
+    )?;
     let t = &s.tokens;
     let mean = |m: Option<f64>| m.map_or("n/a".to_owned(), |m| format!("{m:.1}"));
     writeln!(
@@ -101,12 +199,21 @@ pub fn render_terminal(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
         mean(t.output_mean),
         t.trials_with_usage
     )?;
-    let by_class: Vec<String> = s.infra.by_class.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    let by_class: Vec<String> = s
+        .infra
+        .by_class
+        .iter()
+        .map(|(k, v)| format!("{k} {v}"))
+        .collect();
     writeln!(
         w,
         "infrastructure: {} errors{} · retried trials {}",
         s.infra.errors,
-        if by_class.is_empty() { String::new() } else { format!(" ({})", by_class.join(", ")) },
+        if by_class.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", by_class.join(", "))
+        },
         format_rate(&s.infra.retried)
     )?;
     if !s.warnings.is_empty() {
