@@ -126,6 +126,9 @@ pub fn json_equal(a: &Value, b: &Value) -> bool {
 /// "additionalProperties", "maximum", ...), `message` the validator's text.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SchemaViolation {
+    /// The tool whose schema the produced arguments broke (the tool called, which may differ
+    /// from the tool expected).
+    pub tool: String,
     pub path: String,
     pub keyword: String,
     pub message: String,
@@ -179,6 +182,7 @@ impl ToolValidators {
             .iter_errors(args)
             .take(MAX_VIOLATIONS)
             .map(|e| SchemaViolation {
+                tool: tool.to_owned(),
                 path: e
                     .instance_path()
                     .segments()

@@ -505,3 +505,49 @@ fn ctrl_c_stops_scheduling_and_writes_the_summary_of_what_completed() {
     assert_eq!(lines, completed);
     assert!(String::from_utf8_lossy(&out.stdout).contains("(INTERRUPTED)"));
 }
+
+#[test]
+fn schema_violations_are_filed_under_the_tool_actually_called() {
+    // The case expects get_job_status; the model calls get_server_status with a bad region.
+    let server = FakeServer::start_in_background(|_| {
+        FakeResponse::ok(tool_call_body(&[(
+            "get_server_status",
+            r#"{"region":"mars"}"#,
+        )]))
+    });
+    let dir = project(TOOLS, CASES.lines().next().unwrap());
+    let run = toolscore(
+        dir.path(),
+        &[
+            "run",
+            "--provider",
+            "openai-compat",
+            "--base-url",
+            &server.base_url,
+            "--model",
+            "m",
+            "--dataset",
+            "data",
+            "--trials",
+            "4",
+            "--out",
+            "out",
+            "--progress",
+            "off",
+        ],
+        &[],
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let summary = read_json(&only_run_dir(&dir.path().join("out")).join("summary.json"));
+    assert_eq!(
+        summary["schema_violations"],
+        serde_json::json!({"get_server_status: region failed enum": 4})
+    );
+    assert_rate(&summary["suite"]["metrics"]["schema_valid"], 0, 4);
+    assert!(
+        run.stdout
+            .contains("4× get_server_status: region failed enum"),
+        "{}",
+        run.stdout
+    );
+}

@@ -157,7 +157,6 @@ impl Aggregator {
             }
             return;
         }
-        let tool = &self.cases[case_index].expected;
         if let Some(score) = &record.score {
             c.scored += 1;
             c.selection.add(Some(score.selection_ok));
@@ -175,7 +174,8 @@ impl Aggregator {
             }
             for v in &score.schema_violations {
                 let key = format!(
-                    "{tool}: {} failed {}",
+                    "{}: {} failed {}",
+                    v.tool,
                     if v.path.is_empty() { "(root)" } else { &v.path },
                     v.keyword
                 );
