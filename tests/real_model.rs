@@ -1,0 +1,306 @@
+//! End-to-end runs through the real binary against a real model: SmolLM2-135M served by
+//! llama-server, started by `scripts/local-model.sh` (which installs and builds what is
+//! missing). These tests fail, never skip, when the model cannot be started: a missing install
+//! step must not hide behind a skipped test.
+//!
+//! They assert what must hold for any real model (every planned trial accounted for, records
+//! that parse, usage and latency present, rates consistent with their counts, replay
+//! reproducing the run), never the model's accuracy.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use serde_json::{Value, json};
+use toolscore::stats::wilson_interval;
+
+/// Loopback port of the test model; override with TOOLSCORE_TEST_MODEL_PORT.
+fn port() -> String {
+    std::env::var("TOOLSCORE_TEST_MODEL_PORT").unwrap_or_else(|_| "18089".to_owned())
+}
+
+/// Starts (or reuses) the local model once per test binary and returns its base URL.
+fn local_model() -> &'static str {
+    static URL: OnceLock<String> = OnceLock::new();
+    URL.get_or_init(|| {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/local-model.sh");
+        let out = Command::new("bash")
+            .arg(&script)
+            .args(["start", &port()])
+            .output()
+            .expect("run scripts/local-model.sh");
+        assert!(
+            out.status.success(),
+            "the local model could not be started (scripts/local-model.sh start {}):\n{}",
+            port(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let url = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+        assert!(
+            url.starts_with("http://127.0.0.1:"),
+            "unexpected URL {url:?}"
+        );
+        url
+    })
+}
+
+const TOOLS_USED: [&str; 4] = [
+    "get_job_status",
+    "get_server_status",
+    "refund_payment",
+    "get_quote",
+];
+const CASES_USED: [&str; 5] = [
+    "job-status-plain-status",
+    "server-status-region",
+    "refund-usd-cents",
+    "no-call-greeting",
+    "parallel-two-quotes",
+];
+
+/// A slice of the billing dataset (4 tools, 5 cases: single, no-call and parallel) so prompts
+/// stay short enough for a 2-core CI machine.
+fn billing_slice(dir: &Path) -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets/billing");
+    let tools: Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join("tools.json")).unwrap()).unwrap();
+    let kept: Vec<&Value> = tools["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| TOOLS_USED.contains(&t["name"].as_str().unwrap()))
+        .collect();
+    assert_eq!(kept.len(), TOOLS_USED.len());
+    let cases: Vec<String> = std::fs::read_to_string(root.join("cases.jsonl"))
+        .unwrap()
+        .lines()
+        .filter(|l| {
+            CASES_USED.iter().any(|id| {
+                l.contains(&format!("\"id\": \"{id}\"")) || l.contains(&format!("\"id\":\"{id}\""))
+            })
+        })
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(cases.len(), CASES_USED.len(), "billing cases renamed?");
+    let data = dir.join("billing-slice");
+    std::fs::create_dir_all(&data).unwrap();
+    std::fs::write(
+        data.join("tools.json"),
+        json!({ "tools": kept }).to_string(),
+    )
+    .unwrap();
+    std::fs::write(data.join("cases.jsonl"), cases.join("\n")).unwrap();
+    data
+}
+
+fn toolscore(dir: &Path, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_toolscore"))
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("run toolscore");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn read_json(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// A rate's numbers agree with each other: x ≤ n, rate = x/n, Wilson interval recomputed
+/// from the counts, and rate inside [lo, hi] ⊆ [0, 1].
+fn assert_consistent(stat: &Value, what: &str) {
+    let (x, n) = (stat["x"].as_u64().unwrap(), stat["n"].as_u64().unwrap());
+    assert!(x <= n, "{what}: {stat}");
+    if n == 0 {
+        assert!(
+            stat["rate"].is_null() && stat["interval"].is_null(),
+            "{what}: {stat}"
+        );
+        return;
+    }
+    let rate = stat["rate"].as_f64().unwrap();
+    let (lo, hi) = (
+        stat["interval"]["lo"].as_f64().unwrap(),
+        stat["interval"]["hi"].as_f64().unwrap(),
+    );
+    assert!((rate - x as f64 / n as f64).abs() < 1e-12, "{what}: {stat}");
+    assert!(
+        (0.0..=1.0).contains(&lo) && lo <= rate && rate <= hi && hi <= 1.0,
+        "{what}: {stat}"
+    );
+    let iv = wilson_interval(x, n, 0.95).unwrap();
+    assert!(
+        (iv.lo - lo).abs() < 1e-12 && (iv.hi - hi).abs() < 1e-12,
+        "{what}: {stat}"
+    );
+    if let Some(cl) = stat.get("case_level").filter(|v| !v.is_null()) {
+        let (m, l, h) = (
+            cl["mean"].as_f64().unwrap(),
+            cl["interval"]["lo"].as_f64().unwrap(),
+            cl["interval"]["hi"].as_f64().unwrap(),
+        );
+        assert!(
+            (0.0..=1.0).contains(&l) && l <= m && m <= h && h <= 1.0,
+            "{what} case level: {cl}"
+        );
+    }
+}
+
+#[test]
+fn real_model_run_accounts_for_every_trial_and_replays_exactly() {
+    let url = local_model();
+    let dir = tempfile::tempdir().unwrap();
+    billing_slice(dir.path());
+    let trials = 6u64;
+    let (code, stdout, stderr) = toolscore(
+        dir.path(),
+        &[
+            "run",
+            "--provider",
+            "openai-compat",
+            "--base-url",
+            url,
+            "--model",
+            "smollm2",
+            "--dataset",
+            "billing-slice",
+            "--trials",
+            &trials.to_string(),
+            "--concurrency",
+            "2",
+            "--temperature",
+            "0.8",
+            "--max-tokens",
+            "96",
+            "--timeout",
+            "120",
+            "--record",
+            "real.cassette.jsonl.gz",
+            "--run-id",
+            "live",
+            "--out",
+            "out",
+            "--progress",
+            "off",
+        ],
+    );
+    // Exit 0, or 4 if the server itself failed too often; never a crash or a usage error.
+    assert!(
+        code == 0,
+        "exit {code}\nstdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    let planned = CASES_USED.len() as u64 * trials;
+    let summary = read_json(&dir.path().join("out/live/summary.json"));
+    assert_eq!(summary["planned_trials"], planned);
+    assert_eq!(summary["completed_trials"], planned);
+    assert_eq!(summary["interrupted"], false);
+
+    // Every planned trial has exactly one record that parses and is self-describing.
+    let text = std::fs::read_to_string(dir.path().join("out/live/results.jsonl")).unwrap();
+    let records: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("record parses"))
+        .collect();
+    assert_eq!(records.len() as u64, planned);
+    let keys: BTreeSet<(String, u64)> = records
+        .iter()
+        .map(|r| {
+            (
+                r["case_id"].as_str().unwrap().to_owned(),
+                r["trial_index"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(keys.len() as u64, planned, "no trial twice");
+    let scored: Vec<&Value> = records.iter().filter(|r| r["outcome"] != "error").collect();
+    assert!(
+        !scored.is_empty(),
+        "the real model answered no trial: {:?}",
+        summary["infra"]
+    );
+    for r in &scored {
+        assert!(r["usage"]["input_tokens"].as_u64().unwrap() > 0, "{r}");
+        assert!(r["usage"]["output_tokens"].as_u64().unwrap() > 0, "{r}");
+        assert!(r["latency_ms"].as_f64().unwrap() > 0.0, "{r}");
+        assert_eq!(r["turns"].as_array().unwrap().len(), 1);
+        assert!(r["score"]["selection_ok"].is_boolean());
+    }
+    let with_calls = scored
+        .iter()
+        .filter(|r| {
+            r["turns"][0]["tool_calls"]
+                .as_array()
+                .is_some_and(|c| !c.is_empty())
+        })
+        .count();
+    assert!(with_calls > 0, "no trial produced a tool call");
+
+    // Every rate is consistent with its counts, at every level.
+    for (name, stat) in summary["suite"]["metrics"].as_object().unwrap() {
+        assert_consistent(stat, &format!("suite {name}"));
+    }
+    for group in summary["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .chain(summary["cases"].as_array().unwrap())
+    {
+        for (name, stat) in group["metrics"].as_object().unwrap() {
+            assert_consistent(
+                stat,
+                &format!(
+                    "{} {name}",
+                    group["name"]
+                        .as_str()
+                        .or(group["case_id"].as_str())
+                        .unwrap()
+                ),
+            );
+        }
+    }
+    assert_eq!(
+        summary["suite"]["scored_trials"].as_u64().unwrap()
+            + summary["infra"]["errors"].as_u64().unwrap(),
+        planned
+    );
+    assert!(summary["tokens"]["input_total"].as_u64().unwrap() > 0);
+    assert!(summary["latency_ms"]["p50"]["value"].as_f64().unwrap() > 0.0);
+    assert!(
+        stdout.contains("selection ")
+            && stdout.contains(&format!(
+                "/{}",
+                summary["suite"]["metrics"]["selection"]["n"]
+            )),
+        "{stdout}"
+    );
+
+    // The recording replays to the same summary, with no model involved.
+    let (code, stdout, stderr) = toolscore(
+        dir.path(),
+        &[
+            "run",
+            "--provider",
+            "replay:real.cassette.jsonl.gz",
+            "--dataset",
+            "billing-slice",
+            "--run-id",
+            "replay",
+            "--out",
+            "out",
+            "--progress",
+            "off",
+        ],
+    );
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("REPLAY: no model was called"), "{stdout}");
+    let mut live = summary;
+    let mut replay = read_json(&dir.path().join("out/replay/summary.json"));
+    live.as_object_mut().unwrap().remove("run");
+    replay.as_object_mut().unwrap().remove("run");
+    assert_eq!(live, replay);
+}
