@@ -63,6 +63,10 @@ fn main() {
         let trials_per_case = total.div_ceil(CASES_USED as u64);
         let planned = trials_per_case * CASES_USED as u64;
         let t0 = Instant::now();
+        #[expect(
+            clippy::zombie_processes,
+            reason = "reaped by wait4 below, which also reads its rusage"
+        )]
         let child = Command::new(env!("CARGO_BIN_EXE_toolscore"))
             .current_dir(dir.path())
             .args([

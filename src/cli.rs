@@ -30,6 +30,7 @@ pub struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
+#[expect(clippy::large_enum_variant, reason = "parsed once per process")]
 pub enum Command {
     /// Run every case of the datasets N times against a provider and report.
     Run(RunArgs),
@@ -295,10 +296,10 @@ pub fn build_plan(args: RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result
         .temperature
         .or(entry.temperature)
         .or(defaults.temperature);
-    if let Some(t) = temperature {
-        if !(0.0..=2.0).contains(&t) {
-            return Err(usage("--temperature must be between 0 and 2"));
-        }
+    if let Some(t) = temperature
+        && !(0.0..=2.0).contains(&t)
+    {
+        return Err(usage("--temperature must be between 0 and 2"));
     }
     let timeout_s = args
         .timeout
@@ -470,7 +471,7 @@ fn build_replay_plan(
         .clamp(1, 4096);
     let confidence = args.confidence.or(defaults.confidence).unwrap_or(0.95);
     let precision = args.precision.or(defaults.precision).unwrap_or(0.05);
-    if !(confidence > 0.5 && confidence < 1.0) || !(precision > 0.0 && precision < 0.5) {
+    if !(confidence > 0.5 && confidence < 1.0 && precision > 0.0 && precision < 0.5) {
         return Err(usage(
             "--confidence must be in (0.5, 1) and --precision in (0, 0.5)",
         ));

@@ -479,13 +479,13 @@ fn build_call(
             ),
         ));
     }
-    if let Some(a) = &args {
-        if !a.is_object() {
-            return Err((
-                format!("{field}.args"),
-                "expected arguments must be a JSON object".into(),
-            ));
-        }
+    if let Some(a) = &args
+        && !a.is_object()
+    {
+        return Err((
+            format!("{field}.args"),
+            "expected arguments must be a JSON object".into(),
+        ));
     }
     let mut parsed = BTreeMap::new();
     for (path, spec) in matchers.unwrap_or_default() {

@@ -46,7 +46,7 @@ fn record(dir: &Path) {
             .contains("job_abc123");
         match (req.seq % 7, job) {
             (3, _) => FakeResponse::status(503, r#"{"error":{"message":"busy"}}"#),
-            (0 | 1 | 2, true) => FakeResponse::ok(tool_call_body(&[(
+            (0..=2, true) => FakeResponse::ok(tool_call_body(&[(
                 "get_job_status",
                 r#"{"job_id":"job_abc123"}"#,
             )])),

@@ -398,6 +398,7 @@ impl Provider {
 
 /// sha256 hex of the canonical JSON of what identifies a normalized request.
 /// Where trial responses come from: a live provider, or a cassette recorded from one.
+#[expect(clippy::large_enum_variant, reason = "one per run")]
 pub enum Backend {
     Live(Provider),
     Replay(cassette::Replay),

@@ -148,12 +148,11 @@ impl Aggregator {
                 .error_class
                 .map_or_else(|| "unknown".to_owned(), class_name);
             *self.errors_by_class.entry(class).or_default() += 1;
-            if let Some(msg) = &record.error {
-                if self.error_examples.len() < MAX_ERROR_EXAMPLES
-                    && !self.error_examples.contains(msg)
-                {
-                    self.error_examples.push(msg.clone());
-                }
+            if let Some(msg) = &record.error
+                && self.error_examples.len() < MAX_ERROR_EXAMPLES
+                && !self.error_examples.contains(msg)
+            {
+                self.error_examples.push(msg.clone());
             }
             return;
         }
@@ -390,7 +389,8 @@ fn warnings(s: &Summary, answered: u64) -> Vec<String> {
             s.suite.cases
         ));
     }
-    let metrics: [(&str, fn(&Metrics) -> &RateStat); 4] = [
+    type Pick = fn(&Metrics) -> &RateStat;
+    let metrics: [(&str, Pick); 4] = [
         ("selection", |m| &m.selection),
         ("args exact", |m| &m.args_exact),
         ("schema valid", |m| &m.schema_valid),
