@@ -288,10 +288,6 @@ pub fn build_plan(args: RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result
     if trials == 0 {
         return Err(usage("--trials must be at least 1"));
     }
-    let concurrency = args.concurrency.or(defaults.concurrency).unwrap_or(8);
-    if concurrency == 0 || concurrency > 4096 {
-        return Err(usage("--concurrency must be between 1 and 4096"));
-    }
     let temperature = args
         .temperature
         .or(entry.temperature)
@@ -309,30 +305,13 @@ pub fn build_plan(args: RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result
     if !(timeout_s > 0.0 && timeout_s <= 3600.0) {
         return Err(usage("--timeout must be between 0 and 3600 seconds"));
     }
-    let confidence = args.confidence.or(defaults.confidence).unwrap_or(0.95);
-    if !(confidence > 0.5 && confidence < 1.0) {
-        return Err(usage("--confidence must be between 0.5 and 1 (e.g. 0.95)"));
-    }
-    let precision = args.precision.or(defaults.precision).unwrap_or(0.05);
-    if !(precision > 0.0 && precision < 0.5) {
-        return Err(usage(
-            "--precision must be between 0 and 0.5 (a half-width, e.g. 0.05)",
-        ));
-    }
-    let run_id = checked_run_id(args.run_id)?;
-    let out_dir = args.out.join(&run_id);
-    if out_dir.exists() {
-        return Err(usage(&format!(
-            "{} already exists; choose another --run-id",
-            out_dir.display()
-        )));
-    }
+    let common = common_settings(&args, defaults)?;
 
     Ok(RunPlan {
-        run_id,
-        out_dir,
+        run_id: common.run_id,
+        out_dir: common.out_dir,
         trials,
-        concurrency,
+        concurrency: common.concurrency,
         provider: ProviderSettings {
             kind,
             name,
@@ -351,8 +330,8 @@ pub fn build_plan(args: RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result
             retry_cap: Duration::from_secs(30),
         },
         datasets,
-        confidence,
-        precision,
+        confidence: common.confidence,
+        precision: common.precision,
         progress: args.progress,
         replay: None,
         record: args.record.map(|path| Recording {
@@ -464,19 +443,50 @@ fn build_replay_plan(
         ))
         .into());
     }
-    let concurrency = args
-        .concurrency
-        .or(defaults.concurrency)
-        .unwrap_or(8)
-        .clamp(1, 4096);
+    let common = common_settings(&args, defaults)?;
+    Ok(RunPlan {
+        run_id: common.run_id,
+        out_dir: common.out_dir,
+        trials,
+        concurrency: common.concurrency,
+        provider: settings,
+        datasets,
+        confidence: common.confidence,
+        precision: common.precision,
+        progress: args.progress,
+        replay: Some(cassette),
+        record: None,
+    })
+}
+
+/// Settings every run has, live or replayed.
+struct CommonSettings {
+    concurrency: usize,
+    confidence: f64,
+    precision: f64,
+    run_id: String,
+    out_dir: PathBuf,
+}
+
+fn common_settings(
+    args: &RunArgs,
+    defaults: &crate::suite::Defaults,
+) -> Result<CommonSettings, Error> {
+    let concurrency = args.concurrency.or(defaults.concurrency).unwrap_or(8);
+    if concurrency == 0 || concurrency > 4096 {
+        return Err(usage("--concurrency must be between 1 and 4096"));
+    }
     let confidence = args.confidence.or(defaults.confidence).unwrap_or(0.95);
+    if !(confidence > 0.5 && confidence < 1.0) {
+        return Err(usage("--confidence must be between 0.5 and 1 (e.g. 0.95)"));
+    }
     let precision = args.precision.or(defaults.precision).unwrap_or(0.05);
-    if !(confidence > 0.5 && confidence < 1.0 && precision > 0.0 && precision < 0.5) {
+    if !(precision > 0.0 && precision < 0.5) {
         return Err(usage(
-            "--confidence must be in (0.5, 1) and --precision in (0, 0.5)",
+            "--precision must be between 0 and 0.5 (a half-width, e.g. 0.05)",
         ));
     }
-    let run_id = checked_run_id(args.run_id)?;
+    let run_id = checked_run_id(args.run_id.clone())?;
     let out_dir = args.out.join(&run_id);
     if out_dir.exists() {
         return Err(usage(&format!(
@@ -484,18 +494,12 @@ fn build_replay_plan(
             out_dir.display()
         )));
     }
-    Ok(RunPlan {
-        run_id,
-        out_dir,
-        trials,
+    Ok(CommonSettings {
         concurrency,
-        provider: settings,
-        datasets,
         confidence,
         precision,
-        progress: args.progress,
-        replay: Some(cassette),
-        record: None,
+        run_id,
+        out_dir,
     })
 }
 

@@ -39,6 +39,22 @@ fn toolscore(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
     }
 }
 
+/// `toolscore run` against the fake server on the `data` dataset, writing under `out/`.
+fn run_against(dir: &Path, server: &FakeServer, extra: &[&str]) -> Run {
+    let mut args = vec![
+        "run",
+        "--provider",
+        "openai-compat",
+        "--base-url",
+        &server.base_url,
+        "--model",
+        "m",
+    ];
+    args.extend_from_slice(&["--dataset", "data", "--out", "out", "--progress", "off"]);
+    args.extend_from_slice(extra);
+    toolscore(dir, &args, &[])
+}
+
 const TOOLS: &str = r#"{"tools": [
   {"name": "get_job_status", "description": "Status of an async billing job.", "inputSchema": {"type": "object", "properties": {"job_id": {"type": "string", "pattern": "^job_[a-z0-9]{6}$"}}, "required": ["job_id"], "additionalProperties": false}},
   {"name": "get_server_status", "description": "Health of the billing API.", "inputSchema": {"type": "object", "properties": {"region": {"type": "string", "enum": ["us", "eu"]}}, "additionalProperties": false}},
@@ -122,28 +138,10 @@ fn assert_rate(stat: &Value, x: u64, n: u64) {
 fn scripted_distribution_gives_exact_counts_rates_and_wilson_bounds() {
     let server = FakeServer::start_in_background(scripted_85_percent());
     let dir = project(TOOLS, CASES);
-    let run = toolscore(
+    let run = run_against(
         dir.path(),
-        &[
-            "run",
-            "--provider",
-            "openai-compat",
-            "--base-url",
-            &server.base_url,
-            "--model",
-            "fake",
-            "--dataset",
-            "data",
-            "--trials",
-            "200",
-            "--concurrency",
-            "16",
-            "--out",
-            "out",
-            "--progress",
-            "off",
-        ],
-        &[],
+        &server,
+        &["--trials", "200", "--concurrency", "16"],
     );
     assert_eq!(
         run.code, 0,
@@ -216,7 +214,7 @@ fn scripted_distribution_gives_exact_counts_rates_and_wilson_bounds() {
             .entry(r["case_id"].as_str().unwrap())
             .or_default()
             .push(r["trial_index"].as_u64().unwrap());
-        assert_eq!(r["model"], "fake");
+        assert_eq!(r["model"], "m");
         assert!(r["request_hash"].as_str().unwrap().len() >= 16);
     }
     for (_, mut idx) in per_case {
@@ -313,28 +311,10 @@ fn rate_limits_are_retried_honouring_retry_after() {
         TOOLS,
         r#"{"id": "hi", "messages": [{"role": "user", "content": "hi"}], "expect": {"tool": null}}"#,
     );
-    let run = toolscore(
+    let run = run_against(
         dir.path(),
-        &[
-            "run",
-            "--provider",
-            "openai-compat",
-            "--base-url",
-            &server.base_url,
-            "--model",
-            "m",
-            "--dataset",
-            "data",
-            "--trials",
-            "6",
-            "--concurrency",
-            "1",
-            "--out",
-            "out",
-            "--progress",
-            "off",
-        ],
-        &[],
+        &server,
+        &["--trials", "6", "--concurrency", "1"],
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
     let summary = read_json(&only_run_dir(&dir.path().join("out")).join("summary.json"));
@@ -353,27 +333,7 @@ fn unparseable_arguments_are_a_scored_failure_not_a_crash() {
         )]))
     });
     let dir = project(TOOLS, CASES.lines().next().unwrap());
-    let run = toolscore(
-        dir.path(),
-        &[
-            "run",
-            "--provider",
-            "openai-compat",
-            "--base-url",
-            &server.base_url,
-            "--model",
-            "m",
-            "--dataset",
-            "data",
-            "--trials",
-            "5",
-            "--out",
-            "out",
-            "--progress",
-            "off",
-        ],
-        &[],
-    );
+    let run = run_against(dir.path(), &server, &["--trials", "5"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let run_dir = only_run_dir(&dir.path().join("out"));
     let summary = read_json(&run_dir.join("summary.json"));
@@ -516,27 +476,7 @@ fn schema_violations_are_filed_under_the_tool_actually_called() {
         )]))
     });
     let dir = project(TOOLS, CASES.lines().next().unwrap());
-    let run = toolscore(
-        dir.path(),
-        &[
-            "run",
-            "--provider",
-            "openai-compat",
-            "--base-url",
-            &server.base_url,
-            "--model",
-            "m",
-            "--dataset",
-            "data",
-            "--trials",
-            "4",
-            "--out",
-            "out",
-            "--progress",
-            "off",
-        ],
-        &[],
-    );
+    let run = run_against(dir.path(), &server, &["--trials", "4"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let summary = read_json(&only_run_dir(&dir.path().join("out")).join("summary.json"));
     assert_eq!(
