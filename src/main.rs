@@ -3,6 +3,14 @@
 use clap::Parser;
 
 fn main() -> std::process::ExitCode {
+    // Diagnostics (retries, backoff) go to stderr; TOOLSCORE_LOG=debug shows them.
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("TOOLSCORE_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
     let cli = toolscore::cli::Cli::parse();
     match toolscore::cli::run(cli) {
         Ok(code) => std::process::ExitCode::from(code as u8),

@@ -184,6 +184,9 @@ pub async fn execute(mut plan: RunPlan) -> Result<RunResult, Error> {
         .open(&results_path)
         .map_err(|e| Error::io(format!("cannot open {}", results_path.display()), e))?;
     let mut results = BufWriter::new(file);
+    let csv_path = plan.out_dir.join("results.csv");
+    let mut csv_rows = ResultsCsv::create(&csv_path)
+        .map_err(|e| Error::io(format!("cannot create {}", csv_path.display()), e))?;
     let mut cassette = match &plan.record {
         Some(rec) => {
             let header = CassetteHeader {
@@ -245,7 +248,10 @@ pub async fn execute(mut plan: RunPlan) -> Result<RunResult, Error> {
                 (Some(w), Some(entry)) => w.append(entry),
                 _ => Ok(()),
             };
-            if let Err(e) = write_record(&mut results, &record).and(recorded) {
+            if let Err(e) = write_record(&mut results, &record)
+                .and(recorded)
+                .and(csv_rows.append(&record))
+            {
                 // Keep draining so workers finish, but stop the run: records that cannot be
                 // stored must not be reported as measured.
                 stop.store(true, Ordering::SeqCst);
@@ -408,6 +414,73 @@ fn write_record(w: &mut BufWriter<std::fs::File>, record: &TrialRecord) -> std::
     serde_json::to_writer(&mut *w, record)?;
     w.write_all(b"\n")?;
     w.flush()
+}
+
+/// `results.csv`: one flat row per trial for spreadsheets, written beside `results.jsonl`.
+struct ResultsCsv(csv::Writer<std::fs::File>);
+
+impl ResultsCsv {
+    const HEADER: [&'static str; 14] = [
+        "dataset",
+        "case_id",
+        "trial_index",
+        "outcome",
+        "selection_ok",
+        "args_ok",
+        "schema_ok",
+        "failure",
+        "detail",
+        "latency_ms",
+        "attempts",
+        "input_tokens",
+        "output_tokens",
+        "error_class",
+    ];
+
+    fn create(path: &Path) -> std::io::Result<Self> {
+        let mut w = csv::Writer::from_path(path).map_err(std::io::Error::other)?;
+        w.write_record(Self::HEADER)
+            .map_err(std::io::Error::other)?;
+        Ok(ResultsCsv(w))
+    }
+
+    fn append(&mut self, r: &TrialRecord) -> std::io::Result<()> {
+        let opt = |v: Option<bool>| v.map_or(String::new(), |b| b.to_string());
+        let num = |v: Option<u64>| v.map_or(String::new(), |n| n.to_string());
+        let score = r.score.as_ref();
+        let label = |v: Option<String>| v.unwrap_or_default();
+        let row = [
+            r.dataset.clone(),
+            r.case_id.clone(),
+            r.trial_index.to_string(),
+            label(
+                serde_json::to_value(r.outcome)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned)),
+            ),
+            opt(score.map(|s| s.selection_ok)),
+            opt(score.and_then(|s| s.args_ok)),
+            opt(score.and_then(|s| s.schema_ok)),
+            label(
+                score
+                    .and_then(|s| s.failure)
+                    .and_then(|f| serde_json::to_value(f).ok()?.as_str().map(str::to_owned)),
+            ),
+            label(
+                score
+                    .and_then(|s| s.detail.clone())
+                    .or_else(|| r.error.clone()),
+            ),
+            format!("{:.3}", r.latency_ms),
+            r.attempts.to_string(),
+            num(r.usage.input_tokens),
+            num(r.usage.output_tokens),
+            r.error_class
+                .map_or(String::new(), |c| c.as_str().to_owned()),
+        ];
+        self.0.write_record(&row).map_err(std::io::Error::other)?;
+        self.0.flush()
+    }
 }
 
 /// Writes via a temporary file and a rename, so a reader never sees half a summary.

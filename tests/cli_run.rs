@@ -41,6 +41,10 @@ fn toolscore(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
 
 /// `toolscore run` against the fake server on the `data` dataset, writing under `out/`.
 fn run_against(dir: &Path, server: &FakeServer, extra: &[&str]) -> Run {
+    run_against_env(dir, server, extra, &[])
+}
+
+fn run_against_env(dir: &Path, server: &FakeServer, extra: &[&str], env: &[(&str, &str)]) -> Run {
     let mut args = vec![
         "run",
         "--provider",
@@ -52,7 +56,7 @@ fn run_against(dir: &Path, server: &FakeServer, extra: &[&str]) -> Run {
     ];
     args.extend_from_slice(&["--dataset", "data", "--out", "out", "--progress", "off"]);
     args.extend_from_slice(extra);
-    toolscore(dir, &args, &[])
+    toolscore(dir, &args, env)
 }
 
 const TOOLS: &str = r#"{"tools": [
@@ -222,6 +226,24 @@ fn scripted_distribution_gives_exact_counts_rates_and_wilson_bounds() {
         assert_eq!(idx, (0..200).collect::<Vec<u64>>());
     }
 
+    // The same trials as flat CSV rows.
+    let csv = std::fs::read_to_string(run_dir.join("results.csv")).expect("results.csv");
+    let mut rows = csv.lines();
+    assert_eq!(
+        rows.next(),
+        Some(
+            "dataset,case_id,trial_index,outcome,selection_ok,args_ok,schema_ok,failure,detail,latency_ms,attempts,input_tokens,output_tokens,error_class"
+        )
+    );
+    assert_eq!(rows.clone().count(), 600);
+    assert_eq!(
+        rows.filter(|r| r.contains(
+            ",fail,false,false,true,wrong_tool,\"expected get_job_status, got get_server_status\","
+        ))
+        .count(),
+        30
+    );
+
     // The terminal report shows rate, interval and count.
     assert!(
         run.stdout
@@ -311,10 +333,16 @@ fn rate_limits_are_retried_honouring_retry_after() {
         TOOLS,
         r#"{"id": "hi", "messages": [{"role": "user", "content": "hi"}], "expect": {"tool": null}}"#,
     );
-    let run = run_against(
+    let run = run_against_env(
         dir.path(),
         &server,
         &["--trials", "6", "--concurrency", "1"],
+        &[("TOOLSCORE_LOG", "toolscore=debug")],
+    );
+    assert!(
+        run.stderr.contains("retrying"),
+        "retries are logged at debug level: {}",
+        run.stderr
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
     let summary = read_json(&only_run_dir(&dir.path().join("out")).join("summary.json"));
