@@ -437,3 +437,95 @@ fn warnings(s: &Summary, answered: u64) -> Vec<String> {
     }
     w
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::Usage;
+
+    fn record(latency_ms: f64, outcome: Outcome) -> TrialRecord {
+        TrialRecord {
+            run_id: "r".into(),
+            dataset: "d".into(),
+            case_id: "c".into(),
+            variant: "base".into(),
+            provider: "p".into(),
+            model: "m".into(),
+            trial_index: 0,
+            outcome,
+            score: None,
+            turns: Vec::new(),
+            usage: Usage {
+                input_tokens: Some(10),
+                output_tokens: None,
+            },
+            latency_ms,
+            attempts: 1,
+            error_class: None,
+            error: None,
+            started_at: String::new(),
+            request_hash: String::new(),
+        }
+    }
+
+    fn run_info() -> RunInfo {
+        RunInfo {
+            run_id: "r".into(),
+            toolscore_version: "0".into(),
+            started_at: String::new(),
+            finished_at: String::new(),
+            provider: "p".into(),
+            provider_kind: "openai-compat".into(),
+            model: "m".into(),
+            base_url: String::new(),
+            trials_per_case: 100,
+            concurrency: 1,
+            temperature: None,
+            replay: None,
+            recorded_to: None,
+            datasets: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn latency_percentiles_are_nearest_rank_with_order_statistic_bounds() {
+        let case = CaseInfo {
+            dataset: "d".into(),
+            case_id: "c".into(),
+            expected: "t".into(),
+            tags: Vec::new(),
+        };
+        let mut agg = Aggregator::new(vec![case]);
+        // Arrival order must not matter.
+        for ms in (1..=100).rev() {
+            agg.add(0, &record(ms as f64, Outcome::Pass));
+        }
+        agg.add(0, &record(5000.0, Outcome::Error));
+        let s = agg.finish(run_info(), 101, false, 0.95, 0.05);
+        let l = &s.latency_ms;
+        assert_eq!(l.n, 100, "errors are not part of the latency distribution");
+        assert_eq!(l.mean, Some(50.5));
+        // n = 100: ranks from stats.md §7.3 — p50 [40, 61], p95 [90, 100], p99 [97, unbounded].
+        // Values are within the histogram's 0.1% quantisation of the exact order statistics.
+        let close = |got: f64, want: f64| (got - want).abs() <= want * 1e-3;
+        let check = |p: &Option<Percentile>, value: f64, lo: f64, hi: Option<f64>| {
+            let p = p.as_ref().expect("percentile");
+            assert!(close(p.value, value) && close(p.lo, lo), "{p:?}");
+            match (p.hi, hi) {
+                (Some(got), Some(want)) => assert!(close(got, want), "{p:?}"),
+                (got, want) => assert_eq!(got, want),
+            }
+        };
+        check(&l.p50, 50.0, 40.0, Some(61.0));
+        check(&l.p95, 95.0, 90.0, Some(100.0));
+        check(&l.p99, 99.0, 97.0, None);
+        assert_eq!(s.tokens.input_total, 1000);
+        assert_eq!(s.tokens.trials_with_usage, 100);
+        assert_eq!(s.infra.by_class.get("unknown"), Some(&1));
+        assert!(
+            s.warnings
+                .iter()
+                .any(|w| w.starts_with("latency p99 has no upper confidence bound"))
+        );
+    }
+}
