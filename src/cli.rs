@@ -307,28 +307,30 @@ pub fn build_plan(args: RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result
     }
     let common = common_settings(&args, defaults)?;
 
+    let provider = ProviderSettings {
+        kind,
+        name,
+        base_url,
+        model,
+        api_key,
+        temperature,
+        max_tokens: args.max_tokens.or(entry.max_tokens).or(defaults.max_tokens),
+        timeout: Duration::from_secs_f64(timeout_s),
+        max_retries: args
+            .max_retries
+            .or(entry.max_retries)
+            .or(defaults.max_retries)
+            .unwrap_or(4),
+        retry_base: Duration::from_millis(500),
+        retry_cap: Duration::from_secs(30),
+    };
+    provider.check().map_err(|e| usage(&e))?;
     Ok(RunPlan {
         run_id: common.run_id,
         out_dir: common.out_dir,
         trials,
         concurrency: common.concurrency,
-        provider: ProviderSettings {
-            kind,
-            name,
-            base_url,
-            model,
-            api_key,
-            temperature,
-            max_tokens: args.max_tokens.or(entry.max_tokens).or(defaults.max_tokens),
-            timeout: Duration::from_secs_f64(timeout_s),
-            max_retries: args
-                .max_retries
-                .or(entry.max_retries)
-                .or(defaults.max_retries)
-                .unwrap_or(4),
-            retry_base: Duration::from_millis(500),
-            retry_cap: Duration::from_secs(30),
-        },
+        provider,
         datasets,
         confidence: common.confidence,
         precision: common.precision,

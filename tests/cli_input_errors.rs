@@ -187,3 +187,44 @@ fn validate_accepts_the_shipped_billing_dataset() {
         "{stdout}"
     );
 }
+
+#[test]
+fn unusable_base_url_or_key_is_bad_input_not_an_error_per_trial() {
+    let dir = project(TOOLS, CASE);
+    let (code, stderr) = toolscore(
+        dir.path(),
+        &[
+            "run",
+            "--provider",
+            "openai-compat",
+            "--base-url",
+            "http://bad host/v1",
+            "--model",
+            "m",
+            "--dataset",
+            "data",
+            "--out",
+            "out",
+        ],
+        &[],
+    );
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("invalid base URL `http://bad host/v1` for provider `openai-compat`"),
+        "{stderr}"
+    );
+
+    let mut args = run_args();
+    args.extend(["--api-key-env", "MISSING_KEY_VAR"]);
+    let (code, stderr) = toolscore(
+        dir.path(),
+        &args,
+        &[("MISSING_KEY_VAR", "sk-secret\nvalue")],
+    );
+    assert_eq!(code, 2, "{stderr}");
+    assert_eq!(
+        stderr.trim_end(),
+        "error: the API key of provider `openai-compat` contains characters that cannot be sent in an HTTP header"
+    );
+    assert!(!dir.path().join("out").exists());
+}

@@ -108,6 +108,51 @@ impl ProviderSettings {
             retry_cap: Duration::from_secs(30),
         }
     }
+
+    /// Whether requests can be built at all (a parseable endpoint, a key usable in a header),
+    /// so a bad setting is reported as bad input before a run rather than as an error on every
+    /// trial.
+    pub fn check(&self) -> Result<(), String> {
+        self.endpoint_url()?;
+        self.request_headers().map(drop)
+    }
+
+    fn endpoint_url(&self) -> Result<reqwest::Url, String> {
+        let text = match self.kind {
+            ProviderKind::OpenaiCompat => {
+                format!(
+                    "{}/chat/completions",
+                    self.base_url.trim().trim_end_matches('/')
+                )
+            }
+        };
+        reqwest::Url::parse(&text).map_err(|e| {
+            format!(
+                "invalid base URL `{}` for provider `{}`: {e}",
+                self.base_url, self.name
+            )
+        })
+    }
+
+    fn request_headers(&self) -> Result<HeaderMap, String> {
+        let mut headers = HeaderMap::new();
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
+        if let Some(key) = &self.api_key {
+            let key = key.expose().trim();
+            if !key.is_empty() {
+                let mut value = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
+                    format!(
+                        "the API key of provider `{}` contains characters that cannot be sent in an HTTP header",
+                        self.name
+                    )
+                })?;
+                value.set_sensitive(true);
+                headers.insert(AUTHORIZATION, value);
+            }
+        }
+        Ok(headers)
+    }
 }
 
 /// The request body for one case, encoded ONCE and reused for every trial.
@@ -233,39 +278,12 @@ impl fmt::Debug for Provider {
 
 impl Provider {
     pub fn new(settings: ProviderSettings, client: reqwest::Client) -> Provider {
-        let endpoint_text = match settings.kind {
-            ProviderKind::OpenaiCompat => format!(
-                "{}/chat/completions",
-                settings.base_url.trim().trim_end_matches('/')
-            ),
+        let endpoint = settings.endpoint_url();
+        let (headers, key_error) = match settings.request_headers() {
+            Ok(h) => (h, None),
+            Err(e) => (HeaderMap::new(), Some(e)),
         };
-        let endpoint = reqwest::Url::parse(&endpoint_text).map_err(|e| {
-            format!(
-                "invalid base URL `{}` for provider `{}`: {e}",
-                settings.base_url, settings.name
-            )
-        });
-        let mut headers = HeaderMap::new();
-        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
-        let mut setup_error = endpoint.as_ref().err().cloned();
-        if let Some(key) = &settings.api_key {
-            let key = key.expose().trim();
-            if !key.is_empty() {
-                match HeaderValue::from_str(&format!("Bearer {key}")) {
-                    Ok(mut value) => {
-                        value.set_sensitive(true);
-                        headers.insert(AUTHORIZATION, value);
-                    }
-                    Err(_) => {
-                        setup_error = Some(format!(
-                            "the API key of provider `{}` contains characters that cannot be sent in an HTTP header",
-                            settings.name
-                        ))
-                    }
-                }
-            }
-        }
+        let setup_error = endpoint.as_ref().err().cloned().or(key_error);
         Provider {
             settings,
             client,
