@@ -51,19 +51,9 @@ impl Catalog {
 
 fn fingerprint_tools(tools: &[Tool]) -> String {
     let canonical =
-        crate::score::canonical_json(&serde_json::to_value(tools).unwrap_or(Value::Null));
+        crate::json::canonical_json(&serde_json::to_value(tools).unwrap_or(Value::Null));
     let digest = Sha256::digest(canonical.as_bytes());
-    format!("sha256:{}", hex(&digest))
-}
-
-/// Lower-case hex of a byte slice.
-pub fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write;
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        let _ = write!(s, "{b:02x}");
-    }
-    s
+    format!("sha256:{}", crate::json::hex(&digest))
 }
 
 /// Reads a catalog file. Errors name the file, the line and the offending field.

@@ -9,8 +9,11 @@
 pub mod catalog;
 pub mod cli;
 pub mod error;
+pub mod event;
+pub mod json;
 pub mod message;
 pub mod provider;
+pub mod record;
 pub mod report;
 pub mod runner;
 pub mod score;

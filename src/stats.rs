@@ -357,6 +357,52 @@ pub fn nearest_rank<T: Copy>(sorted: &[T], q: f64) -> Option<T> {
     sorted.get(rank - 1).copied()
 }
 
+/// The 1-based rank of the nearest-rank q-quantile among `n` observations, `max(1, ⌈q·N⌉)`:
+/// the position [`nearest_rank`] reads, for data kept in a histogram rather than a slice.
+/// `None` when `n == 0` or `q` is outside [0, 1].
+pub fn nearest_rank_position(n: u64, q: f64) -> Option<u64> {
+    if n == 0 || !(0.0..=1.0).contains(&q) {
+        return None;
+    }
+    Some(tolerant_ceil(q * n as f64).clamp(1.0, n as f64) as u64)
+}
+
+/// Cases needed for a suite-level (case-level) interval of half-width `e`, from an observed
+/// clustered estimate: `⌈(z · s / e)²⌉` with `s = se · √m` the between-case standard deviation
+/// (stats.md §3.3). More trials per case cannot shrink this; only more cases can. `None` when
+/// `e` is not in (0, 0.5) or `conf` is not strictly inside (0, 1).
+pub fn cases_for_half_width(estimate: &ClusteredEstimate, e: f64, conf: f64) -> Option<u64> {
+    if !(e > 0.0 && e < 0.5) {
+        return None;
+    }
+    let z = try_z_two_sided(conf)?;
+    let sd = estimate.se * (estimate.cases as f64).sqrt();
+    let n = ((z * sd / e).powi(2)).ceil();
+    (n.is_finite() && n < u64::MAX as f64).then_some(n as u64)
+}
+
+/// The fewest observations for which the exact order-statistic interval of the q-quantile has
+/// an upper bound at level `conf`: the smallest `N` with `q^N ≤ α/2` (stats.md §7.3). 368 for
+/// p99 at 95%, 528 at 99%. `None` when `q` or `conf` is not strictly inside (0, 1).
+pub fn min_trials_for_upper_bound(q: f64, conf: f64) -> Option<u64> {
+    if !(q > 0.0 && q < 1.0 && valid_conf(conf)) {
+        return None;
+    }
+    let half_alpha = (1.0 - conf) / 2.0;
+    // q^N ≤ α/2  ⇔  N ≥ ln(α/2) / ln(q); confirm against the exact interval around the
+    // closed form, which guards the rounding at the boundary.
+    let guess = (half_alpha.ln() / q.ln()).ceil().max(1.0) as u64;
+    let bounded = |n: u64| order_statistic_ci(n, q, conf).is_some_and(|ci| ci.upper_rank.is_some());
+    let mut n = guess.saturating_sub(2).max(1);
+    while n <= guess + 2 {
+        if bounded(n) {
+            return Some(n);
+        }
+        n += 1;
+    }
+    None
+}
+
 /// Distribution-free confidence interval for a quantile, as 1-based ranks into the sorted
 /// sample (stats.md §7.3).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -443,6 +489,52 @@ pub fn order_statistic_ci_ranks(n: u64, q: f64, conf: f64) -> Option<(u64, Optio
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nearest_rank_position_matches_nearest_rank() {
+        let data: Vec<u64> = (1..=2440).collect();
+        for q in [0.0, 0.5, 0.95, 0.99, 1.0] {
+            let pos = nearest_rank_position(2440, q).unwrap();
+            assert_eq!(
+                Some(data[pos as usize - 1]),
+                nearest_rank(&data, q),
+                "q={q}"
+            );
+        }
+        assert_eq!(nearest_rank_position(0, 0.5), None);
+        assert_eq!(nearest_rank_position(10, 1.5), None);
+    }
+
+    #[test]
+    fn upper_bound_needs_368_trials_for_p99_at_95_and_more_at_99() {
+        assert_eq!(min_trials_for_upper_bound(0.99, 0.95), Some(368));
+        let at99 = min_trials_for_upper_bound(0.99, 0.99).unwrap();
+        assert_eq!(at99, 528);
+        assert!(
+            order_statistic_ci(at99 - 1, 0.99, 0.99)
+                .unwrap()
+                .upper_rank
+                .is_none()
+        );
+        assert!(
+            order_statistic_ci(at99, 0.99, 0.99)
+                .unwrap()
+                .upper_rank
+                .is_some()
+        );
+        assert_eq!(min_trials_for_upper_bound(0.99, 1.0), None);
+    }
+
+    #[test]
+    fn cases_needed_scales_with_between_case_spread() {
+        let rates: Vec<f64> = (0..61).map(|i| f64::from(i % 5) / 4.0).collect();
+        let est = clustered_mean_interval(&rates, 0.95).unwrap();
+        let sd = est.se * (est.cases as f64).sqrt();
+        let want = ((1.959963984540054 * sd / 0.05).powi(2)).ceil() as u64;
+        assert_eq!(cases_for_half_width(&est, 0.05, 0.95), Some(want));
+        assert!(cases_for_half_width(&est, 0.05, 0.99).unwrap() > want);
+        assert_eq!(cases_for_half_width(&est, 0.0, 0.95), None);
+    }
     use serde_json::Value;
 
     const VECTORS: &str = include_str!("stats/testdata/stats-vectors.json");

@@ -159,7 +159,7 @@ fn scripted_distribution_gives_exact_counts_rates_and_wilson_bounds() {
     assert_eq!(summary["planned_trials"], 600);
     assert_eq!(summary["completed_trials"], 600);
     assert_eq!(summary["interrupted"], false);
-    let suite = &summary["suite"]["metrics"];
+    let suite = &summary["arms"][0]["suite"]["metrics"];
     assert_rate(&suite["selection"], 510, 600);
     assert_rate(&suite["pass"], 510, 600);
     // Arguments are stated for the two tool cases; wrong-tool trials fail them.
@@ -170,10 +170,10 @@ fn scripted_distribution_gives_exact_counts_rates_and_wilson_bounds() {
     let cl = &suite["selection"]["case_level"];
     assert_eq!(cl["cases"], 3);
     assert!((cl["mean"].as_f64().unwrap() - 0.85).abs() < 1e-12);
-    for case in summary["cases"].as_array().expect("cases") {
+    for case in summary["arms"][0]["cases"].as_array().expect("cases") {
         assert_rate(&case["metrics"]["selection"], 170, 200);
     }
-    let job = summary["cases"]
+    let job = summary["arms"][0]["cases"]
         .as_array()
         .unwrap()
         .iter()
@@ -183,23 +183,27 @@ fn scripted_distribution_gives_exact_counts_rates_and_wilson_bounds() {
         job["failures"]["expected get_job_status, got get_server_status"], 30,
         "{job}"
     );
-    let tools: Vec<&str> = summary["tools"]
+    let tools: Vec<&str> = summary["arms"][0]["tools"]
         .as_array()
         .unwrap()
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
     assert_eq!(tools, ["(no call)", "get_job_status", "get_server_status"]);
-    assert_eq!(summary["tokens"]["input_total"], 600 * 50);
-    assert_eq!(summary["tokens"]["output_total"], 600 * 10);
-    assert_eq!(summary["infra"]["errors"], 0);
-    assert!(summary["latency_ms"]["p50"]["value"].as_f64().unwrap() > 0.0);
-    let warnings = summary["warnings"].as_array().unwrap();
+    assert_eq!(summary["arms"][0]["tokens"]["input_total"], 600 * 50);
+    assert_eq!(summary["arms"][0]["tokens"]["output_total"], 600 * 10);
+    assert_eq!(summary["arms"][0]["infra"]["errors"], 0);
     assert!(
-        warnings.iter().any(|w| w
-            .as_str()
+        summary["arms"][0]["latency_ms"]["p50"]["value"]
+            .as_f64()
             .unwrap()
-            .starts_with("only 3 cases back the suite-level rates")),
+            > 0.0
+    );
+    let warnings = summary["arms"][0]["warnings"].as_array().unwrap();
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w["kind"] == "few_cases" && w["cases"] == 3 && w["min_cases"] == 30),
         "{warnings:?}"
     );
 
@@ -232,7 +236,7 @@ fn scripted_distribution_gives_exact_counts_rates_and_wilson_bounds() {
     assert_eq!(
         rows.next(),
         Some(
-            "dataset,case_id,trial_index,outcome,selection_ok,args_ok,schema_ok,failure,detail,latency_ms,attempts,input_tokens,output_tokens,error_class"
+            "dataset,case_id,trial_index,outcome,selection_ok,args_ok,schema_ok,failure,detail,latency_ms,attempts,input_tokens,output_tokens,error_class,variant,provider,model"
         )
     );
     assert_eq!(rows.clone().count(), 600);
@@ -300,11 +304,11 @@ fn infrastructure_errors_are_counted_apart_and_exit_4_past_the_limit() {
         run.stderr
     );
     let summary = read_json(&only_run_dir(&dir.path().join("out")).join("summary.json"));
-    assert_eq!(summary["infra"]["errors"], 10);
-    assert_eq!(summary["infra"]["by_class"]["server_error"], 10);
+    assert_eq!(summary["arms"][0]["infra"]["errors"], 10);
+    assert_eq!(summary["arms"][0]["infra"]["by_class"]["server_error"], 10);
     // Errors are not model failures: the 20 answered trials all pass.
-    assert_rate(&summary["suite"]["metrics"]["selection"], 20, 20);
-    let server_case = summary["cases"]
+    assert_rate(&summary["arms"][0]["suite"]["metrics"]["selection"], 20, 20);
+    let server_case = summary["arms"][0]["cases"]
         .as_array()
         .unwrap()
         .iter()
@@ -346,9 +350,9 @@ fn rate_limits_are_retried_honouring_retry_after() {
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
     let summary = read_json(&only_run_dir(&dir.path().join("out")).join("summary.json"));
-    assert_eq!(summary["infra"]["errors"], 0);
-    assert_eq!(summary["infra"]["retried"]["x"], 6);
-    assert_eq!(summary["infra"]["retried"]["n"], 6);
+    assert_eq!(summary["arms"][0]["infra"]["errors"], 0);
+    assert_eq!(summary["arms"][0]["infra"]["retried"]["x"], 6);
+    assert_eq!(summary["arms"][0]["infra"]["retried"]["n"], 6);
     assert_eq!(server.requests_seen(), 12);
 }
 
@@ -365,7 +369,7 @@ fn unparseable_arguments_are_a_scored_failure_not_a_crash() {
     assert_eq!(run.code, 0, "{}", run.stderr);
     let run_dir = only_run_dir(&dir.path().join("out"));
     let summary = read_json(&run_dir.join("summary.json"));
-    let m = &summary["suite"]["metrics"];
+    let m = &summary["arms"][0]["suite"]["metrics"];
     assert_rate(&m["selection"], 5, 5);
     assert_rate(&m["args_exact"], 0, 5);
     assert_rate(&m["schema_valid"], 0, 5);
@@ -425,7 +429,10 @@ fn api_key_comes_from_the_named_variable_and_never_reaches_outputs() {
     assert_eq!(run.code, 4, "{}", run.stderr);
     let run_dir = only_run_dir(&dir.path().join("out"));
     let summary = read_json(&run_dir.join("summary.json"));
-    assert_eq!(summary["infra"]["by_class"]["auth"], 3, "{summary}");
+    assert_eq!(
+        summary["arms"][0]["infra"]["by_class"]["auth"], 3,
+        "{summary}"
+    );
     for text in [
         run.stdout,
         run.stderr,
@@ -508,10 +515,14 @@ fn schema_violations_are_filed_under_the_tool_actually_called() {
     assert_eq!(run.code, 0, "{}", run.stderr);
     let summary = read_json(&only_run_dir(&dir.path().join("out")).join("summary.json"));
     assert_eq!(
-        summary["schema_violations"],
+        summary["arms"][0]["schema_violations"],
         serde_json::json!({"get_server_status: region failed enum": 4})
     );
-    assert_rate(&summary["suite"]["metrics"]["schema_valid"], 0, 4);
+    assert_rate(
+        &summary["arms"][0]["suite"]["metrics"]["schema_valid"],
+        0,
+        4,
+    );
     assert!(
         run.stdout
             .contains("4× get_server_status: region failed enum"),

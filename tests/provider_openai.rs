@@ -13,9 +13,7 @@ use support::{
 };
 use toolscore::catalog::{Catalog, Tool};
 use toolscore::message::{FinishReason, Message, ToolCall};
-use toolscore::provider::{
-    ErrorClass, Provider, ProviderKind, ProviderSettings, SecretString, http_client,
-};
+use toolscore::provider::{ErrorClass, Provider, ProviderSettings, SecretString, http_client};
 
 const KEY: &str = "sk-test-0123456789abcdef-SECRET";
 
@@ -49,7 +47,12 @@ fn ask(text: &str) -> Vec<Message> {
 }
 
 fn settings(base_url: &str) -> ProviderSettings {
-    let mut s = ProviderSettings::new(ProviderKind::OpenaiCompat, "fake", base_url, "fake-model");
+    let mut s = ProviderSettings::new(
+        toolscore::provider::openai_compat::KIND,
+        "fake",
+        base_url,
+        "fake-model",
+    );
     s.timeout = Duration::from_secs(5);
     s.max_retries = 2;
     s.retry_base = Duration::from_millis(10);

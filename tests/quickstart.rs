@@ -55,10 +55,10 @@ fn quickstart_replays_the_shipped_recording_and_says_so() {
     );
     assert_eq!(summary["planned_trials"], 61 * per_case);
     assert_eq!(summary["completed_trials"], 61 * per_case);
-    assert_eq!(summary["suite"]["cases"], 61);
-    let selection = &summary["suite"]["metrics"]["selection"];
+    assert_eq!(summary["arms"][0]["suite"]["cases"], 61);
+    let selection = &summary["arms"][0]["suite"]["metrics"]["selection"];
     assert_eq!(
-        selection["n"].as_u64().unwrap() + summary["infra"]["errors"].as_u64().unwrap(),
+        selection["n"].as_u64().unwrap() + summary["arms"][0]["infra"]["errors"].as_u64().unwrap(),
         61 * per_case
     );
     assert!(selection["case_level"]["cases"].as_u64().unwrap() >= 30);

@@ -221,7 +221,7 @@ fn real_model_run_accounts_for_every_trial_and_replays_exactly() {
     assert!(
         !scored.is_empty(),
         "the real model answered no trial: {:?}",
-        summary["infra"]
+        summary["arms"][0]["infra"]
     );
     for r in &scored {
         assert!(r["usage"]["input_tokens"].as_u64().unwrap() > 0, "{r}");
@@ -241,14 +241,14 @@ fn real_model_run_accounts_for_every_trial_and_replays_exactly() {
     assert!(with_calls > 0, "no trial produced a tool call");
 
     // Every rate is consistent with its counts, at every level.
-    for (name, stat) in summary["suite"]["metrics"].as_object().unwrap() {
+    for (name, stat) in summary["arms"][0]["suite"]["metrics"].as_object().unwrap() {
         assert_consistent(stat, &format!("suite {name}"));
     }
-    for group in summary["tools"]
+    for group in summary["arms"][0]["tools"]
         .as_array()
         .unwrap()
         .iter()
-        .chain(summary["cases"].as_array().unwrap())
+        .chain(summary["arms"][0]["cases"].as_array().unwrap())
     {
         for (name, stat) in group["metrics"].as_object().unwrap() {
             assert_consistent(
@@ -264,17 +264,29 @@ fn real_model_run_accounts_for_every_trial_and_replays_exactly() {
         }
     }
     assert_eq!(
-        summary["suite"]["scored_trials"].as_u64().unwrap()
-            + summary["infra"]["errors"].as_u64().unwrap(),
+        summary["arms"][0]["suite"]["scored_trials"]
+            .as_u64()
+            .unwrap()
+            + summary["arms"][0]["infra"]["errors"].as_u64().unwrap(),
         planned
     );
-    assert!(summary["tokens"]["input_total"].as_u64().unwrap() > 0);
-    assert!(summary["latency_ms"]["p50"]["value"].as_f64().unwrap() > 0.0);
+    assert!(
+        summary["arms"][0]["tokens"]["input_total"]
+            .as_u64()
+            .unwrap()
+            > 0
+    );
+    assert!(
+        summary["arms"][0]["latency_ms"]["p50"]["value"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
     assert!(
         stdout.contains("selection ")
             && stdout.contains(&format!(
                 "/{}",
-                summary["suite"]["metrics"]["selection"]["n"]
+                summary["arms"][0]["suite"]["metrics"]["selection"]["n"]
             )),
         "{stdout}"
     );

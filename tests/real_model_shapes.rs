@@ -8,16 +8,16 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 use toolscore::catalog::{Catalog, parse_catalog};
 use toolscore::message::{FinishReason, ModelTurn};
-use toolscore::provider::{Provider, ProviderKind, ProviderSettings, http_client};
+use toolscore::provider::{Provider, ProviderSettings, http_client};
+use toolscore::score::{ArgMatcher, Expectation, ExpectedCall};
 use toolscore::score::{FailureKind, ToolValidators, score_turn};
-use toolscore::suite::{ArgMatcher, Expectation, ExpectedCall};
 
 const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/llama-server");
 
 fn decode(name: &str) -> ModelTurn {
     let body = std::fs::read(format!("{DATA}/{name}.json")).expect("captured response");
     let settings = ProviderSettings::new(
-        ProviderKind::OpenaiCompat,
+        toolscore::provider::openai_compat::KIND,
         "local",
         "http://127.0.0.1:9/v1",
         "smollm2",

@@ -2,9 +2,10 @@
 //!
 //! A cassette is JSON Lines (gzip-compressed when its name ends in `.gz`): a header naming the
 //! provider kind, model, sampling parameters and the fingerprint of every catalog it was
-//! recorded against, then one entry per trial holding the response body exactly as received
-//! (or the infrastructure error), keyed by the hash of the normalized request and the trial
-//! index. Replay serves trial *i* of a request from entry *i*, decoded by the same adapter,
+//! recorded against, then one entry per step of each trial holding the response body exactly
+//! as received (or the infrastructure error), keyed by the hash of the conversation's opening
+//! request, the trial index and the step. Replay serves step *s* of trial *i* of a conversation
+//! from its entry, decoded by the same adapter,
 //! with the recorded latency and attempt count, so a replayed run reproduces the recorded
 //! run's summary exactly. Nothing is ever fetched live during replay: a request without a
 //! recording is an error, not a fallback.
@@ -17,11 +18,12 @@ use std::time::Duration;
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
-use super::{ErrorClass, Exchange, PreparedRequest, Provider, ProviderError, ProviderKind};
-use crate::error::InputError;
+use super::{ErrorClass, Exchange, Provider, ProviderError, ProviderKind, StepKey};
+use crate::error::{Error, InputError};
+use crate::event::{Control, Observer, RawResponse, RunEvent};
 
-/// Bumped when the layout changes incompatibly.
-pub const CASSETTE_FORMAT: u32 = 1;
+/// Bumped when the layout changes incompatibly. Format 2 added `step` to every entry.
+pub const CASSETTE_FORMAT: u32 = 2;
 
 /// First line of a cassette.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -53,6 +55,8 @@ pub struct CassetteEntry {
     pub dataset: String,
     pub case_id: String,
     pub trial_index: u32,
+    /// The step within the trial (0 for the opening request).
+    pub step: u32,
     pub attempts: u32,
     pub latency_ms: f64,
     /// The response body exactly as received.
@@ -69,46 +73,6 @@ pub struct RecordedError {
     pub class: ErrorClass,
     pub status: Option<u16>,
     pub message: String,
-}
-
-impl CassetteEntry {
-    /// The entry for one finished trial: the raw body on success, the error otherwise. Error
-    /// messages are already redacted by the provider.
-    pub fn from_result(
-        request_hash: &str,
-        dataset: &str,
-        case_id: &str,
-        trial_index: u32,
-        result: &Result<Exchange, ProviderError>,
-        latency_ms: f64,
-    ) -> Self {
-        let (attempts, body, error) = match result {
-            Ok(ex) => (
-                ex.attempts,
-                Some(String::from_utf8_lossy(&ex.raw_body).into_owned()),
-                None,
-            ),
-            Err(e) => (
-                e.attempts,
-                None,
-                Some(RecordedError {
-                    class: e.class,
-                    status: e.status,
-                    message: e.message.clone(),
-                }),
-            ),
-        };
-        CassetteEntry {
-            request_hash: request_hash.to_owned(),
-            dataset: dataset.to_owned(),
-            case_id: case_id.to_owned(),
-            trial_index,
-            attempts,
-            latency_ms,
-            body,
-            error,
-        }
-    }
 }
 
 fn is_gzip(path: &Path) -> bool {
@@ -164,31 +128,119 @@ impl CassetteWriter {
     }
 }
 
-/// A loaded cassette, indexed by request hash and trial index.
+/// Records every step of every trial to a cassette: an observer of the run's events.
+pub struct CassetteRecorder {
+    writer: Option<CassetteWriter>,
+}
+
+impl CassetteRecorder {
+    /// Creates the cassette and writes its header.
+    pub fn create(path: &Path, header: &CassetteHeader) -> Result<Self, Error> {
+        let writer = CassetteWriter::create(path, header)
+            .map_err(|e| Error::io(format!("cannot create cassette {}", path.display()), e))?;
+        Ok(CassetteRecorder {
+            writer: Some(writer),
+        })
+    }
+}
+
+impl Observer for CassetteRecorder {
+    fn on_event(&mut self, event: &RunEvent<'_>) -> Result<Control, Error> {
+        match event {
+            RunEvent::Trial { record, raw, .. } => {
+                let Some(w) = &mut self.writer else {
+                    return Ok(Control::Continue);
+                };
+                for step in *raw {
+                    let (body, error) = match &step.response {
+                        RawResponse::Body(b) => {
+                            (Some(String::from_utf8_lossy(b).into_owned()), None)
+                        }
+                        RawResponse::Error {
+                            class,
+                            status,
+                            message,
+                        } => (
+                            None,
+                            Some(RecordedError {
+                                class: *class,
+                                status: *status,
+                                message: message.clone(),
+                            }),
+                        ),
+                    };
+                    let entry = CassetteEntry {
+                        request_hash: record.request_hash.clone(),
+                        dataset: record.dataset.clone(),
+                        case_id: record.case_id.clone(),
+                        trial_index: record.trial_index,
+                        step: step.step,
+                        attempts: step.attempts,
+                        latency_ms: step.latency_ms,
+                        body,
+                        error,
+                    };
+                    w.append(&entry).map_err(|e| {
+                        Error::io(format!("cannot write cassette {}", w.path().display()), e)
+                    })?;
+                }
+            }
+            RunEvent::Finished(_) => {
+                if let Some(w) = self.writer.take() {
+                    let path = w.path().display().to_string();
+                    w.finish()
+                        .map_err(|e| Error::io(format!("cannot finish cassette {path}"), e))?;
+                }
+            }
+            RunEvent::Started { .. } => {}
+        }
+        Ok(Control::Continue)
+    }
+
+    fn wants_raw(&self) -> bool {
+        true
+    }
+}
+
+/// The recorded steps of one trial, by step.
+type TrialSteps = Vec<Option<CassetteEntry>>;
+
+/// A loaded cassette, indexed by conversation (opening request hash), trial and step.
 pub struct Cassette {
     pub path: PathBuf,
     pub header: CassetteHeader,
-    entries: HashMap<String, Vec<Option<CassetteEntry>>>,
+    entries: HashMap<String, Vec<TrialSteps>>,
+}
+
+/// The header's format number only, read before the full header so an old cassette gets a
+/// message about its format rather than about a field it lacks.
+#[derive(Deserialize)]
+struct FormatProbe {
+    toolscore_cassette: u32,
+}
+
+fn open_lines(path: &Path) -> Result<std::io::Lines<BufReader<Box<dyn Read>>>, InputError> {
+    let file = std::fs::File::open(path).map_err(|e| InputError::io(path, &e))?;
+    let reader: Box<dyn Read> = if is_gzip(path) {
+        Box::new(flate2::read::GzDecoder::new(file))
+    } else {
+        Box::new(file)
+    };
+    Ok(BufReader::new(reader).lines())
 }
 
 impl Cassette {
     /// Reads and indexes a cassette; a malformed one is bad input (exit 2).
     pub fn load(path: &Path) -> Result<Cassette, InputError> {
         let file_name = path.display().to_string();
-        let file = std::fs::File::open(path).map_err(|e| InputError::io(path, &e))?;
-        let reader: Box<dyn Read> = if is_gzip(path) {
-            Box::new(flate2::read::GzDecoder::new(file))
-        } else {
-            Box::new(file)
-        };
-        let mut lines = BufReader::new(reader).lines();
+        let mut lines = open_lines(path)?;
         let bad = |line: usize, msg: String| InputError::at(&file_name, Some(line), "", &msg);
         let header_text = match lines.next() {
             Some(Ok(l)) => l,
             Some(Err(e)) => return Err(bad(1, format!("cannot read cassette: {e}"))),
             None => return Err(bad(1, "empty cassette".into())),
         };
-        let header: CassetteHeader = serde_json::from_str(&header_text).map_err(|e| {
+        let not_header = |e: serde_json::Error| {
             bad(
                 1,
                 format!(
@@ -196,17 +248,27 @@ impl Cassette {
                     crate::error::strip_position(&e.to_string())
                 ),
             )
-        })?;
-        if header.toolscore_cassette != CASSETTE_FORMAT {
+        };
+        let probe: FormatProbe = serde_json::from_str(&header_text).map_err(not_header)?;
+        if probe.toolscore_cassette == 1 {
+            return Err(bad(
+                1,
+                format!(
+                    "cassette format 1 predates multi-step trials; convert it once with `toolscore cassette upgrade {file_name} NEW.cassette.jsonl.gz` (no model is called)"
+                ),
+            ));
+        }
+        if probe.toolscore_cassette != CASSETTE_FORMAT {
             return Err(bad(
                 1,
                 format!(
                     "cassette format {} is not supported (this toolscore reads format {CASSETTE_FORMAT})",
-                    header.toolscore_cassette
+                    probe.toolscore_cassette
                 ),
             ));
         }
-        let mut entries: HashMap<String, Vec<Option<CassetteEntry>>> = HashMap::new();
+        let header: CassetteHeader = serde_json::from_str(&header_text).map_err(not_header)?;
+        let mut entries: HashMap<String, Vec<TrialSteps>> = HashMap::new();
         for (i, line) in lines.enumerate() {
             let n = i + 2;
             let line = line.map_err(|e| {
@@ -233,12 +295,16 @@ impl Cassette {
                     "a cassette entry needs exactly one of `body` and `error`".into(),
                 ));
             }
-            let slots = entries.entry(entry.request_hash.clone()).or_default();
-            let idx = entry.trial_index as usize;
-            if slots.len() <= idx {
-                slots.resize(idx + 1, None);
+            let trials = entries.entry(entry.request_hash.clone()).or_default();
+            let (t, s) = (entry.trial_index as usize, entry.step as usize);
+            if trials.len() <= t {
+                trials.resize_with(t + 1, Vec::new);
             }
-            slots[idx] = Some(entry);
+            let steps = &mut trials[t];
+            if steps.len() <= s {
+                steps.resize(s + 1, None);
+            }
+            steps[s] = Some(entry);
         }
         Ok(Cassette {
             path: path.to_owned(),
@@ -247,19 +313,79 @@ impl Cassette {
         })
     }
 
-    /// How many consecutive trials (0, 1, …) are recorded for this request.
+    /// How many consecutive trials (0, 1, …) have their opening step recorded for this
+    /// conversation.
     pub fn recorded_trials(&self, request_hash: &str) -> u32 {
-        self.entries.get(request_hash).map_or(0, |slots| {
-            slots.iter().take_while(|s| s.is_some()).count() as u32
+        self.entries.get(request_hash).map_or(0, |trials| {
+            trials
+                .iter()
+                .take_while(|steps| steps.first().is_some_and(Option::is_some))
+                .count() as u32
         })
     }
 
-    fn entry(&self, request_hash: &str, trial_index: u32) -> Option<&CassetteEntry> {
+    fn entry(&self, key: StepKey<'_>) -> Option<&CassetteEntry> {
         self.entries
-            .get(request_hash)?
-            .get(trial_index as usize)?
+            .get(key.conversation)?
+            .get(key.trial as usize)?
+            .get(key.step as usize)?
             .as_ref()
     }
+}
+
+/// Converts a format-1 cassette (one entry per single-request trial) to the current format:
+/// every entry becomes step 0 of its trial; bodies, latencies and attempts are kept byte for
+/// byte, so a replay of the converted cassette reproduces the recorded run exactly. Returns the
+/// number of entries converted.
+pub fn upgrade_v1(from: &Path, to: &Path) -> Result<u64, Error> {
+    let file_name = from.display().to_string();
+    let bad =
+        |line: usize, msg: String| Error::from(InputError::at(&file_name, Some(line), "", &msg));
+    let mut lines = open_lines(from)?;
+    let header_text = match lines.next() {
+        Some(Ok(l)) => l,
+        Some(Err(e)) => return Err(bad(1, format!("cannot read cassette: {e}"))),
+        None => return Err(bad(1, "empty cassette".into())),
+    };
+    let mut header: serde_json::Map<String, serde_json::Value> = serde_json::from_str(&header_text)
+        .map_err(|e| bad(1, format!("not a toolscore cassette header: {e}")))?;
+    match header.get("toolscore_cassette").and_then(|v| v.as_u64()) {
+        Some(1) => {}
+        Some(n) => {
+            return Err(bad(
+                1,
+                format!("cassette format {n} is not format 1; nothing to upgrade"),
+            ));
+        }
+        None => return Err(bad(1, "not a toolscore cassette header".into())),
+    }
+    header.insert("toolscore_cassette".into(), CASSETTE_FORMAT.into());
+    let header: CassetteHeader = serde_json::from_value(serde_json::Value::Object(header))
+        .map_err(|e| bad(1, format!("not a toolscore cassette header: {e}")))?;
+    // Everything is read and checked before the output is created: nothing half-written.
+    let mut entries = Vec::new();
+    for (i, line) in lines.enumerate() {
+        let n = i + 2;
+        let line = line.map_err(|e| bad(n, format!("cannot read cassette: {e}")))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let mut entry: serde_json::Map<String, serde_json::Value> = serde_json::from_str(&line)
+            .map_err(|e| bad(n, format!("invalid cassette entry: {e}")))?;
+        entry.insert("step".into(), 0.into());
+        let entry: CassetteEntry = serde_json::from_value(serde_json::Value::Object(entry))
+            .map_err(|e| bad(n, format!("invalid cassette entry: {e}")))?;
+        entries.push(entry);
+    }
+    let mut w = CassetteWriter::create(to, &header)
+        .map_err(|e| Error::io(format!("cannot create {}", to.display()), e))?;
+    for e in &entries {
+        w.append(e)
+            .map_err(|err| Error::io(format!("cannot write {}", to.display()), err))?;
+    }
+    w.finish()
+        .map_err(|e| Error::io(format!("cannot finish {}", to.display()), e))?;
+    Ok(entries.len() as u64)
 }
 
 /// Serves trials from a cassette, decoding bodies with the adapter that recorded them.
@@ -279,19 +405,17 @@ impl Replay {
         &self.decoder
     }
 
-    /// The recorded response (or error) and its recorded latency.
-    pub fn serve(
-        &self,
-        req: &PreparedRequest,
-        trial_index: u32,
-    ) -> (Result<Exchange, ProviderError>, Duration) {
-        let Some(entry) = self.cassette.entry(&req.request_hash, trial_index) else {
+    /// The recorded response (or error) of one step and its recorded latency.
+    pub fn serve(&self, key: StepKey<'_>) -> (Result<Exchange, ProviderError>, Duration) {
+        let Some(entry) = self.cassette.entry(key) else {
             let err = ProviderError {
                 class: ErrorClass::ClientError,
                 status: None,
                 message: format!(
-                    "no recording for trial {trial_index} of request {} in {}",
-                    req.request_hash,
+                    "no recording for step {} of trial {} of request {} in {}",
+                    key.step,
+                    key.trial,
+                    key.conversation,
                     self.cassette.path.display()
                 ),
                 attempts: 0,
@@ -337,7 +461,7 @@ mod tests {
     fn header() -> CassetteHeader {
         CassetteHeader {
             toolscore_cassette: CASSETTE_FORMAT,
-            provider_kind: ProviderKind::OpenaiCompat,
+            provider_kind: crate::provider::openai_compat::KIND,
             model: "m".into(),
             temperature: Some(0.7),
             max_tokens: None,
@@ -356,6 +480,7 @@ mod tests {
             dataset: "d".into(),
             case_id: "c".into(),
             trial_index,
+            step: 0,
             attempts: 1,
             latency_ms: 12.5,
             body: Some("{}".into()),
@@ -381,7 +506,12 @@ mod tests {
                 "trial 2 is missing, so only 0 and 1 count"
             );
             assert_eq!(c.recorded_trials("other"), 0);
-            assert_eq!(c.entry("h", 3).map(|e| e.latency_ms), Some(12.5));
+            let key = StepKey {
+                conversation: "h",
+                trial: 3,
+                step: 0,
+            };
+            assert_eq!(c.entry(key).map(|e| e.latency_ms), Some(12.5));
         }
     }
 
@@ -396,7 +526,7 @@ mod tests {
             "{msg}"
         );
         let mut text = serde_json::to_string(&header()).unwrap();
-        text.push_str("\n{\"request_hash\":\"h\",\"dataset\":\"d\",\"case_id\":\"c\",\"trial_index\":0,\"attempts\":1,\"latency_ms\":1}\n");
+        text.push_str("\n{\"request_hash\":\"h\",\"dataset\":\"d\",\"case_id\":\"c\",\"trial_index\":0,\"step\":0,\"attempts\":1,\"latency_ms\":1}\n");
         std::fs::write(&path, text).unwrap();
         let msg = Cassette::load(&path).err().unwrap().to_string();
         assert!(

@@ -1,9 +1,10 @@
-//! Model providers: settings, the neutral request/response boundary, one adapter per wire format
-//! (today: OpenAI-compatible Chat Completions), and the transport (timeouts, retries with full
-//! jitter honouring `Retry-After`, error classes).
+//! Model providers: settings, the neutral request/response boundary, one adapter per wire
+//! format behind the [`Adapter`] trait, and the transport (timeouts, retries with full jitter
+//! honouring `Retry-After`, error classes).
 //!
-//! A case's request body is encoded once by [`Provider::prepare`] and reused by every trial;
-//! [`Provider::complete`] only sends bytes and decodes the answer.
+//! A case's opening request is encoded once by [`Provider::prepare`] and reused by every
+//! trial; [`Provider::complete`] only sends bytes and decodes the answer. Adding a wire format
+//! means one file implementing [`Adapter`] and one line in [`ADAPTERS`].
 
 pub mod cassette;
 pub mod openai_compat;
@@ -21,25 +22,95 @@ use sha2::{Digest, Sha256};
 
 use crate::catalog::Catalog;
 use crate::message::{Message, ModelTurn};
+use crate::record::ModelIdentity;
 
+pub use crate::record::ErrorClass;
 pub use secret::SecretString;
 pub use transport::http_client;
 
-/// Which wire format a provider speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ProviderKind {
-    /// OpenAI Chat Completions, as served by OpenAI, vLLM, llama.cpp, Ollama `/v1`, OpenRouter.
-    OpenaiCompat,
+/// Every wire format toolscore speaks. The one registration line per adapter.
+pub static ADAPTERS: &[&dyn Adapter] = &[&openai_compat::OpenAiCompat];
+
+/// One provider wire format: everything that differs between providers, and nothing else.
+/// The transport (timeouts, retries, backoff, redaction) is shared and lives in [`Provider`].
+pub trait Adapter: Send + Sync + 'static {
+    /// The kind's name in configs, flags and cassettes (`openai-compat`).
+    fn kind(&self) -> &'static str;
+
+    /// The URL requests go to, from the configured base URL and model.
+    fn endpoint(&self, base_url: &str, model: &str) -> String;
+
+    /// Authentication headers for `api_key` (already trimmed, never empty). Mark them
+    /// sensitive; an `Err` names no key material.
+    fn auth_headers(&self, api_key: &str, headers: &mut HeaderMap) -> Result<(), InvalidHeader>;
+
+    /// The request body for a conversation over a catalog.
+    fn encode_request(
+        &self,
+        settings: &ProviderSettings,
+        messages: &[Message],
+        catalog: &Catalog,
+    ) -> Vec<u8>;
+
+    /// A 2xx body as a neutral turn, or the error it carries.
+    fn decode_response(&self, body: &[u8]) -> Result<ModelTurn, ProviderError>;
+
+    /// A non-2xx response as an error with its class, read from the provider's error body.
+    fn error_from_status(&self, status: u16, body: &[u8]) -> ProviderError;
+
+    /// Whether a failed attempt is worth repeating.
+    fn should_retry(&self, err: &ProviderError) -> bool {
+        transport::should_retry(err)
+    }
 }
 
-impl ProviderKind {
-    pub const ALL: &'static [ProviderKind] = &[ProviderKind::OpenaiCompat];
+/// An API key that cannot be sent in an HTTP header.
+#[derive(Debug, Clone, Copy)]
+pub struct InvalidHeader;
 
+/// `Authorization: Bearer KEY`, the scheme most providers use.
+pub fn bearer_auth(api_key: &str, headers: &mut HeaderMap) -> Result<(), InvalidHeader> {
+    let mut value =
+        HeaderValue::from_str(&format!("Bearer {api_key}")).map_err(|_| InvalidHeader)?;
+    value.set_sensitive(true);
+    headers.insert(AUTHORIZATION, value);
+    Ok(())
+}
+
+/// Which wire format a provider speaks: a handle on its registered [`Adapter`].
+#[derive(Clone, Copy)]
+pub struct ProviderKind(&'static dyn Adapter);
+
+impl ProviderKind {
     pub fn as_str(self) -> &'static str {
-        match self {
-            ProviderKind::OpenaiCompat => "openai-compat",
-        }
+        self.0.kind()
+    }
+
+    pub fn adapter(self) -> &'static dyn Adapter {
+        self.0
+    }
+
+    /// Every registered kind, for help and error messages.
+    pub fn known() -> String {
+        ADAPTERS
+            .iter()
+            .map(|a| a.kind())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+impl PartialEq for ProviderKind {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl Eq for ProviderKind {}
+
+impl fmt::Debug for ProviderKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "ProviderKind({})", self.as_str())
     }
 }
 
@@ -53,16 +124,30 @@ impl FromStr for ProviderKind {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s.trim() {
-            "openai-compat" => Ok(ProviderKind::OpenaiCompat),
-            other => {
-                let known: Vec<&str> = ProviderKind::ALL.iter().map(|k| k.as_str()).collect();
-                Err(format!(
-                    "unknown provider kind `{other}` (known: {})",
-                    known.join(", ")
-                ))
-            }
-        }
+        let name = s.trim();
+        ADAPTERS
+            .iter()
+            .find(|a| a.kind() == name)
+            .map(|a| ProviderKind(*a))
+            .ok_or_else(|| {
+                format!(
+                    "unknown provider kind `{name}` (known: {})",
+                    ProviderKind::known()
+                )
+            })
+    }
+}
+
+impl serde::Serialize for ProviderKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ProviderKind {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(d)?;
+        name.parse().map_err(serde::de::Error::custom)
     }
 }
 
@@ -118,14 +203,10 @@ impl ProviderSettings {
     }
 
     fn endpoint_url(&self) -> Result<reqwest::Url, String> {
-        let text = match self.kind {
-            ProviderKind::OpenaiCompat => {
-                format!(
-                    "{}/chat/completions",
-                    self.base_url.trim().trim_end_matches('/')
-                )
-            }
-        };
+        let text = self
+            .kind
+            .adapter()
+            .endpoint(self.base_url.trim(), &self.model);
         reqwest::Url::parse(&text).map_err(|e| {
             format!(
                 "invalid base URL `{}` for provider `{}`: {e}",
@@ -141,17 +222,30 @@ impl ProviderSettings {
         if let Some(key) = &self.api_key {
             let key = key.expose().trim();
             if !key.is_empty() {
-                let mut value = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
-                    format!(
-                        "the API key of provider `{}` contains characters that cannot be sent in an HTTP header",
-                        self.name
-                    )
-                })?;
-                value.set_sensitive(true);
-                headers.insert(AUTHORIZATION, value);
+                self.kind
+                    .adapter()
+                    .auth_headers(key, &mut headers)
+                    .map_err(|_| {
+                        format!(
+                            "the API key of provider `{}` contains characters that cannot be sent in an HTTP header",
+                            self.name
+                        )
+                    })?;
             }
         }
         Ok(headers)
+    }
+
+    /// Who answers, for records and report headers.
+    pub fn identity(&self) -> ModelIdentity {
+        ModelIdentity {
+            provider: self.name.clone(),
+            provider_kind: self.kind.to_string(),
+            model: self.model.clone(),
+            base_url: self.base_url.clone(),
+            temperature: self.temperature,
+            max_tokens: self.max_tokens,
+        }
     }
 }
 
@@ -162,56 +256,6 @@ pub struct PreparedRequest {
     /// sha256 hex of the canonical JSON of `{kind, model, catalog fingerprint, messages,
     /// temperature, max_tokens}`: identifies the normalized request for record/replay.
     pub request_hash: String,
-}
-
-/// Why a request failed, coarse enough to count and to decide on retries.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
-)]
-#[serde(rename_all = "snake_case")]
-pub enum ErrorClass {
-    Timeout,
-    Connect,
-    RateLimited,
-    ServerError,
-    Auth,
-    QuotaExceeded,
-    ClientError,
-    BadResponse,
-    Cancelled,
-}
-
-impl ErrorClass {
-    /// Transient failures: timeouts, network errors, rate limits, server errors.
-    pub fn is_retryable(self) -> bool {
-        matches!(
-            self,
-            ErrorClass::Timeout
-                | ErrorClass::Connect
-                | ErrorClass::RateLimited
-                | ErrorClass::ServerError
-        )
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ErrorClass::Timeout => "timeout",
-            ErrorClass::Connect => "connect",
-            ErrorClass::RateLimited => "rate_limited",
-            ErrorClass::ServerError => "server_error",
-            ErrorClass::Auth => "auth",
-            ErrorClass::QuotaExceeded => "quota_exceeded",
-            ErrorClass::ClientError => "client_error",
-            ErrorClass::BadResponse => "bad_response",
-            ErrorClass::Cancelled => "cancelled",
-        }
-    }
-}
-
-impl fmt::Display for ErrorClass {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
 }
 
 /// A failed provider request. `message` names the status and quotes (at most 300 characters
@@ -317,11 +361,11 @@ impl Provider {
 
     /// Encodes the request body for one case, and its identifying hash.
     pub fn prepare(&self, messages: &[Message], catalog: &Catalog) -> PreparedRequest {
-        let body = match self.settings.kind {
-            ProviderKind::OpenaiCompat => {
-                openai_compat::encode_request(&self.settings, messages, catalog)
-            }
-        };
+        let body = self
+            .settings
+            .kind
+            .adapter()
+            .encode_request(&self.settings, messages, catalog);
         PreparedRequest {
             body: Bytes::from(body),
             request_hash: request_hash(&self.settings, messages, catalog),
@@ -364,14 +408,14 @@ impl Provider {
                     Err(e) => (e, raw.retry_after),
                 },
                 Ok(raw) => (
-                    openai_compat::error_from_status(raw.status, &raw.body),
+                    s.kind.adapter().error_from_status(raw.status, &raw.body),
                     raw.retry_after,
                 ),
                 Err(e) => (e, None),
             };
             err.attempts = attempt;
             err.message = self.redact(&err.message);
-            if attempt > s.max_retries || !transport::should_retry(&err) {
+            if attempt > s.max_retries || !s.kind.adapter().should_retry(&err) {
                 return Err(err);
             }
             let delay = hint.unwrap_or_else(|| {
@@ -396,9 +440,7 @@ impl Provider {
     }
 
     fn decode_inner(&self, raw_body: &[u8]) -> Result<ModelTurn, ProviderError> {
-        match self.settings.kind {
-            ProviderKind::OpenaiCompat => openai_compat::decode_response(raw_body),
-        }
+        self.settings.kind.adapter().decode_response(raw_body)
     }
 
     fn redact(&self, text: &str) -> String {
@@ -414,9 +456,18 @@ impl Provider {
     }
 }
 
-/// sha256 hex of the canonical JSON of what identifies a normalized request.
+/// Which step of which trial of a conversation a request is: the opening request's hash
+/// (which names the arm's settings, the catalog and the case's messages), the trial, and the
+/// step within the trial (0 for the opening request).
+#[derive(Debug, Clone, Copy)]
+pub struct StepKey<'a> {
+    pub conversation: &'a str,
+    pub trial: u32,
+    pub step: u32,
+}
+
 /// Where trial responses come from: a live provider, or a cassette recorded from one.
-#[expect(clippy::large_enum_variant, reason = "one per run")]
+#[expect(clippy::large_enum_variant, reason = "one per arm")]
 pub enum Backend {
     Live(Provider),
     Replay(cassette::Replay),
@@ -430,6 +481,8 @@ impl Backend {
         }
     }
 
+    /// Encodes a request: once per case for the opening step, on demand for later steps
+    /// (whose messages depend on earlier answers).
     pub fn prepare(&self, messages: &[Message], catalog: &Catalog) -> PreparedRequest {
         match self {
             Backend::Live(p) => p.prepare(messages, catalog),
@@ -437,13 +490,13 @@ impl Backend {
         }
     }
 
-    /// Trial `trial_index` of the request: sent live, or served from its recording. The
-    /// duration is the latency to report: of the successful attempt, or the time until giving
-    /// up (recorded, when replaying), so a replay reproduces the recorded run exactly.
-    pub async fn complete(
+    /// One step of one trial: sent live, or served from its recording. The duration is the
+    /// latency to report: of the successful attempt, or the time until giving up (recorded,
+    /// when replaying), so a replay reproduces the recorded run exactly.
+    pub async fn step(
         &self,
         req: &PreparedRequest,
-        trial_index: u32,
+        key: StepKey<'_>,
     ) -> (Result<Exchange, ProviderError>, Duration) {
         match self {
             Backend::Live(p) => {
@@ -454,7 +507,7 @@ impl Backend {
                     .map_or_else(|_| started.elapsed(), |ex| ex.latency);
                 (result, latency)
             }
-            Backend::Replay(r) => r.serve(req, trial_index),
+            Backend::Replay(r) => r.serve(key),
         }
     }
 }
@@ -474,8 +527,8 @@ pub fn request_hash(
         "temperature": settings.temperature,
         "max_tokens": settings.max_tokens,
     });
-    let canonical = crate::score::canonical_json(&identity);
-    crate::catalog::hex(&Sha256::digest(canonical.as_bytes()))
+    let canonical = crate::json::canonical_json(&identity);
+    crate::json::hex(&Sha256::digest(canonical.as_bytes()))
 }
 
 #[cfg(test)]
@@ -486,12 +539,12 @@ mod tests {
     fn kind_round_trips() {
         assert_eq!(
             "openai-compat".parse::<ProviderKind>(),
-            Ok(ProviderKind::OpenaiCompat)
+            Ok(openai_compat::KIND)
         );
-        assert_eq!(ProviderKind::OpenaiCompat.to_string(), "openai-compat");
+        assert_eq!(openai_compat::KIND.to_string(), "openai-compat");
         assert!("anthropic-ish".parse::<ProviderKind>().is_err());
         assert_eq!(
-            serde_json::to_string(&ProviderKind::OpenaiCompat).unwrap(),
+            serde_json::to_string(&openai_compat::KIND).unwrap(),
             "\"openai-compat\""
         );
         assert_eq!(
@@ -526,7 +579,7 @@ mod tests {
         let client = reqwest::Client::new();
         for base in ["http://127.0.0.1:8080/v1", "http://127.0.0.1:8080/v1/"] {
             let p = Provider::new(
-                ProviderSettings::new(ProviderKind::OpenaiCompat, "t", base, "m"),
+                ProviderSettings::new(openai_compat::KIND, "t", base, "m"),
                 client.clone(),
             );
             assert_eq!(
@@ -536,11 +589,11 @@ mod tests {
             assert!(p.validate().is_ok());
         }
         let p = Provider::new(
-            ProviderSettings::new(ProviderKind::OpenaiCompat, "t", "not a url", "m"),
+            ProviderSettings::new(openai_compat::KIND, "t", "not a url", "m"),
             client.clone(),
         );
         assert_eq!(p.validate().unwrap_err().class, ErrorClass::ClientError);
-        let mut s = ProviderSettings::new(ProviderKind::OpenaiCompat, "t", "http://x/v1", "m");
+        let mut s = ProviderSettings::new(openai_compat::KIND, "t", "http://x/v1", "m");
         s.api_key = Some(SecretString::new("bad\nkey-material".into()));
         let err = Provider::new(s, client).validate().unwrap_err();
         assert!(!format!("{err} {err:?}").contains("key-material"));
@@ -591,7 +644,7 @@ mod tests {
             },
         ];
         let p = Provider::new(
-            ProviderSettings::new(ProviderKind::OpenaiCompat, "t", "http://x/v1", "m"),
+            ProviderSettings::new(openai_compat::KIND, "t", "http://x/v1", "m"),
             reqwest::Client::new(),
         );
         let body: serde_json::Value =

@@ -8,12 +8,51 @@ use std::borrow::Cow;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{ErrorClass, ProviderError, ProviderSettings};
+use reqwest::header::HeaderMap;
+
+use super::{Adapter, ErrorClass, InvalidHeader, ProviderError, ProviderKind, ProviderSettings};
 use crate::catalog::Catalog;
 use crate::message::{FinishReason, Message, ModelTurn, ToolCall, Usage};
 
 /// Longest excerpt of a provider's error text kept in an error message (characters).
 pub(crate) const EXCERPT_CHARS: usize = 300;
+
+/// The Chat Completions adapter.
+pub struct OpenAiCompat;
+
+/// Its kind, for code that names it directly (tests, defaults).
+pub const KIND: ProviderKind = ProviderKind(&OpenAiCompat);
+
+impl Adapter for OpenAiCompat {
+    fn kind(&self) -> &'static str {
+        "openai-compat"
+    }
+
+    fn endpoint(&self, base_url: &str, _model: &str) -> String {
+        format!("{}/chat/completions", base_url.trim_end_matches('/'))
+    }
+
+    fn auth_headers(&self, api_key: &str, headers: &mut HeaderMap) -> Result<(), InvalidHeader> {
+        super::bearer_auth(api_key, headers)
+    }
+
+    fn encode_request(
+        &self,
+        settings: &ProviderSettings,
+        messages: &[Message],
+        catalog: &Catalog,
+    ) -> Vec<u8> {
+        encode_request(settings, messages, catalog)
+    }
+
+    fn decode_response(&self, body: &[u8]) -> Result<ModelTurn, ProviderError> {
+        decode_response(body)
+    }
+
+    fn error_from_status(&self, status: u16, body: &[u8]) -> ProviderError {
+        error_from_status(status, body)
+    }
+}
 
 #[derive(Serialize)]
 struct ChatRequest<'a> {

@@ -1,65 +1,64 @@
-//! Incremental aggregation: one `add` per finished trial, `finish` once at the end.
+//! Incremental aggregation: one `add` per finished trial, `finish` once at the end. Keyed by
+//! what each record says (arm, dataset, case), never by its position in a plan, so a
+//! `results.jsonl` alone re-aggregates into the same summary ([`reaggregate`]).
 
 use std::collections::BTreeMap;
+use std::path::Path;
 
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    CaseSummary, GroupSummary, InfraSummary, LatencySummary, Metrics, Percentile, RateStat,
-    Summary, TokenSummary,
+    ArmSummary, CaseSummary, GroupSummary, InfraSummary, LatencySummary, Metric, Metrics,
+    Percentile, RateStat, Summary, TokenSummary, Warning,
 };
-use crate::runner::{Outcome, TrialRecord};
+use crate::error::{Error, InputError};
+use crate::event::{Control, Observer, RunEvent, RunTotals};
+use crate::record::{ArmId, ModelIdentity, Outcome, TrialRecord};
 use crate::stats;
 
 /// What was run, for the report header and for telling runs apart later.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunInfo {
     pub run_id: String,
     pub toolscore_version: String,
     pub started_at: String,
     pub finished_at: String,
-    pub provider: String,
-    pub provider_kind: String,
-    pub model: String,
-    pub base_url: String,
     pub trials_per_case: u32,
     pub concurrency: usize,
-    pub temperature: Option<f64>,
-    /// Set when responses were replayed from a cassette instead of fetched.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub replay: Option<ReplayInfo>,
+    /// The arms in plan order.
+    pub arms: Vec<ArmInfo>,
     /// The cassette this run recorded, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recorded_to: Option<String>,
     pub datasets: Vec<DatasetInfo>,
 }
 
+/// One arm: which catalog variant, and who answered.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ArmInfo {
+    pub variant: String,
+    #[serde(flatten)]
+    pub identity: ModelIdentity,
+    /// Set when this arm's responses were replayed from a cassette instead of fetched.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<ReplayInfo>,
+}
+
 /// Provenance of replayed responses, shown at the top of every report.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ReplayInfo {
     pub cassette: String,
     pub recorded_at: String,
-    pub model: String,
-    pub base_url: String,
     pub note: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DatasetInfo {
     pub name: String,
     pub catalog_source: String,
     pub catalog_fingerprint: String,
     pub cases: usize,
-}
-
-/// What the aggregator needs to know about each case, in plan order.
-#[derive(Debug, Clone)]
-pub struct CaseInfo {
-    pub dataset: String,
-    pub case_id: String,
-    pub expected: String,
-    pub tags: Vec<String>,
 }
 
 /// Distinct failure details kept per case; the rest are counted under "(other)" so memory
@@ -94,10 +93,18 @@ struct CaseCounts {
     failures: BTreeMap<String, u64>,
 }
 
-/// Folds `TrialRecord`s into counters; memory is flat in the number of trials.
-pub struct Aggregator {
-    cases: Vec<CaseInfo>,
-    counts: Vec<CaseCounts>,
+/// One case's counters and what its records say about it.
+#[derive(Debug, Clone, Default)]
+struct CaseAgg {
+    expected: String,
+    tags: Vec<String>,
+    counts: CaseCounts,
+}
+
+/// One arm's counters.
+struct ArmAgg {
+    /// dataset → case id → counters.
+    cases: BTreeMap<String, BTreeMap<String, CaseAgg>>,
     latency_us: Histogram<u64>,
     /// Integer microseconds, so the mean does not depend on the order trials finish in.
     latency_sum_us: u64,
@@ -111,15 +118,13 @@ pub struct Aggregator {
     schema_violations: BTreeMap<String, u64>,
 }
 
-impl Aggregator {
-    pub fn new(cases: Vec<CaseInfo>) -> Self {
-        let counts = vec![CaseCounts::default(); cases.len()];
+impl ArmAgg {
+    fn new() -> Self {
         // 1 µs to 1 hour at 3 significant figures: at most 0.1% quantisation (stats.md §7.2).
         let latency_us = Histogram::new_with_bounds(1, 3_600_000_000, 3)
             .expect("static histogram bounds are valid");
-        Aggregator {
-            cases,
-            counts,
+        ArmAgg {
+            cases: BTreeMap::new(),
             latency_us,
             latency_sum_us: 0,
             input_tokens: 0,
@@ -133,20 +138,41 @@ impl Aggregator {
         }
     }
 
-    /// Counts one finished trial of the case at `case_index` (plan order).
-    pub fn add(&mut self, case_index: usize, record: &TrialRecord) {
-        let Some(c) = self.counts.get_mut(case_index) else {
-            return;
-        };
+    fn case(&mut self, record: &TrialRecord) -> &mut CaseAgg {
+        // Look up by reference first: the keys are only cloned the first time a case is seen.
+        if !self
+            .cases
+            .get(&record.dataset)
+            .is_some_and(|d| d.contains_key(&record.case_id))
+        {
+            self.cases
+                .entry(record.dataset.clone())
+                .or_default()
+                .insert(
+                    record.case_id.clone(),
+                    CaseAgg {
+                        expected: record.expected.clone(),
+                        tags: record.tags.clone(),
+                        counts: CaseCounts::default(),
+                    },
+                );
+        }
+        self.cases
+            .get_mut(&record.dataset)
+            .and_then(|d| d.get_mut(&record.case_id))
+            .expect("inserted above")
+    }
+
+    fn add(&mut self, record: &TrialRecord) {
         self.completed += 1;
         if record.attempts > 1 {
             self.retried += 1;
         }
         if record.outcome == Outcome::Error {
-            c.errors += 1;
+            self.case(record).counts.errors += 1;
             let class = record
                 .error_class
-                .map_or_else(|| "unknown".to_owned(), class_name);
+                .map_or_else(|| "unknown".to_owned(), |c| c.as_str().to_owned());
             *self.errors_by_class.entry(class).or_default() += 1;
             if let Some(msg) = &record.error
                 && self.error_examples.len() < MAX_ERROR_EXAMPLES
@@ -157,6 +183,7 @@ impl Aggregator {
             return;
         }
         if let Some(score) = &record.score {
+            let c = &mut self.case(record).counts;
             c.scored += 1;
             c.selection.add(Some(score.selection_ok));
             c.args.add(score.args_ok);
@@ -196,46 +223,43 @@ impl Aggregator {
         self.latency_sum_us += us;
     }
 
-    /// Computes every rate, interval and warning.
-    pub fn finish(
-        self,
-        run: RunInfo,
-        planned_trials: u64,
-        interrupted: bool,
-        confidence: f64,
-        precision: f64,
-    ) -> Summary {
-        let conf = confidence;
-        let mut cases = Vec::with_capacity(self.cases.len());
-        for (info, c) in self.cases.iter().zip(&self.counts) {
-            cases.push(CaseSummary {
-                dataset: info.dataset.clone(),
-                case_id: info.case_id.clone(),
-                expected: info.expected.clone(),
-                tags: info.tags.clone(),
-                scored_trials: c.scored,
-                infra_errors: c.errors,
-                metrics: Metrics {
-                    selection: rate(c.selection, conf, None),
-                    args_exact: rate(c.args, conf, None),
-                    schema_valid: rate(c.schema, conf, None),
-                    pass: rate(c.pass, conf, None),
-                },
-                failures: c.failures.clone(),
-            });
+    fn finish(self, arm: ArmId, conf: f64, precision: f64) -> ArmSummary {
+        let mut infos = Vec::new();
+        let mut counts = Vec::new();
+        let mut cases = Vec::new();
+        for (dataset, by_id) in self.cases {
+            for (case_id, agg) in by_id {
+                let c = &agg.counts;
+                cases.push(CaseSummary {
+                    dataset: dataset.clone(),
+                    case_id,
+                    expected: agg.expected.clone(),
+                    tags: agg.tags,
+                    scored_trials: c.scored,
+                    infra_errors: c.errors,
+                    metrics: Metrics {
+                        selection: rate(c.selection, conf, None),
+                        args_exact: rate(c.args, conf, None),
+                        schema_valid: rate(c.schema, conf, None),
+                        pass: rate(c.pass, conf, None),
+                    },
+                    failures: c.failures.clone(),
+                });
+                infos.push(agg.expected);
+                counts.push(agg.counts);
+            }
         }
-        let all: Vec<usize> = (0..self.cases.len()).collect();
-        let suite = group("suite", &all, &self.counts, conf);
+        let all: Vec<usize> = (0..counts.len()).collect();
+        let suite = group("suite", &all, &counts, conf);
         let mut by_tool: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
-        for (i, info) in self.cases.iter().enumerate() {
-            by_tool.entry(info.expected.as_str()).or_default().push(i);
+        for (i, expected) in infos.iter().enumerate() {
+            by_tool.entry(expected.as_str()).or_default().push(i);
         }
         let tools = by_tool
             .iter()
-            .map(|(name, idx)| group(name, idx, &self.counts, conf))
+            .map(|(name, idx)| group(name, idx, &counts, conf))
             .collect();
         let latency_ms = latency_summary(&self.latency_us, self.latency_sum_us, conf);
-        let answered = self.latency_us.len();
         let tokens = TokenSummary {
             input_total: self.input_tokens,
             output_total: self.output_tokens,
@@ -259,13 +283,8 @@ impl Aggregator {
             ),
             examples: self.error_examples,
         };
-        let mut summary = Summary {
-            run,
-            planned_trials,
-            completed_trials: self.completed,
-            interrupted,
-            confidence,
-            precision,
+        let mut summary = ArmSummary {
+            arm,
             suite,
             tools,
             cases,
@@ -275,17 +294,117 @@ impl Aggregator {
             schema_violations: self.schema_violations,
             warnings: Vec::new(),
         };
-        summary.warnings = warnings(&summary, answered);
+        summary.warnings = arm_warnings(&summary, conf, precision);
         summary
     }
 }
 
-/// The snake_case name an error class has in records.
-pub fn class_name(class: crate::provider::ErrorClass) -> String {
-    serde_json::to_value(class)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_owned))
-        .unwrap_or_else(|| format!("{class:?}"))
+/// Folds `TrialRecord`s into counters per arm and case; memory is flat in the number of
+/// trials. An observer of the run, or fed from a `results.jsonl` by [`reaggregate`].
+#[derive(Default)]
+pub struct Aggregator {
+    arms: BTreeMap<ArmId, ArmAgg>,
+}
+
+impl Aggregator {
+    pub fn new() -> Self {
+        Aggregator::default()
+    }
+
+    /// Counts one finished trial.
+    pub fn add(&mut self, record: &TrialRecord) {
+        if !self.arms.contains_key(&record.arm) {
+            self.arms.insert(record.arm.clone(), ArmAgg::new());
+        }
+        if let Some(arm) = self.arms.get_mut(&record.arm) {
+            arm.add(record);
+        }
+    }
+
+    /// Computes every rate, interval and warning.
+    pub fn finish(
+        self,
+        run: RunInfo,
+        totals: &RunTotals,
+        confidence: f64,
+        precision: f64,
+    ) -> Summary {
+        let arms = self
+            .arms
+            .into_iter()
+            .map(|(id, agg)| agg.finish(id, confidence, precision))
+            .collect();
+        let mut warnings = Vec::new();
+        if totals.interrupted {
+            warnings.push(Warning::RunInterrupted {
+                completed: totals.completed_trials,
+                planned: totals.planned_trials,
+            });
+        }
+        Summary {
+            run,
+            planned_trials: totals.planned_trials,
+            completed_trials: totals.completed_trials,
+            interrupted: totals.interrupted,
+            confidence,
+            precision,
+            arms,
+            warnings,
+        }
+    }
+}
+
+impl Observer for Aggregator {
+    fn on_event(&mut self, event: &RunEvent<'_>) -> Result<Control, Error> {
+        if let RunEvent::Trial { record, .. } = event {
+            self.add(record);
+        }
+        Ok(Control::Continue)
+    }
+}
+
+/// Re-aggregates a run from its `results.jsonl` alone, streaming one record at a time: the
+/// same summary the run printed, given the same run header and totals' planned count and
+/// interruption. A line that is not a record is bad input (file and line).
+pub fn reaggregate(
+    results: &Path,
+    run: RunInfo,
+    planned_trials: u64,
+    interrupted: bool,
+    confidence: f64,
+    precision: f64,
+) -> Result<Summary, Error> {
+    use std::io::BufRead;
+    let file = std::fs::File::open(results).map_err(|e| InputError::io(results, &e))?;
+    let name = results.display().to_string();
+    let mut agg = Aggregator::new();
+    let mut completed = 0;
+    for (i, line) in std::io::BufReader::new(file).lines().enumerate() {
+        let line = line.map_err(|e| Error::io(format!("cannot read {name}"), e))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let record: TrialRecord = serde_json::from_str(&line).map_err(|e| {
+            InputError::at(
+                &name,
+                Some(i + 1),
+                "",
+                &format!(
+                    "not a trial record: {}",
+                    crate::error::strip_position(&e.to_string())
+                ),
+            )
+        })?;
+        agg.add(&record);
+        completed += 1;
+    }
+    let totals = RunTotals {
+        planned_trials,
+        completed_trials: completed,
+        skipped_trials: 0,
+        interrupted,
+    };
+    Ok(agg.finish(run, &totals, confidence, precision))
 }
 
 fn rate(c: Count, conf: f64, case_level: Option<stats::ClusteredEstimate>) -> RateStat {
@@ -346,8 +465,7 @@ fn value_at_rank(h: &Histogram<u64>, rank: u64) -> Option<f64> {
 fn latency_summary(h: &Histogram<u64>, sum_us: u64, conf: f64) -> LatencySummary {
     let n = h.len();
     let pct = |q: f64| -> Option<Percentile> {
-        let rank = ((q * n as f64).ceil() as u64).clamp(1, n.max(1));
-        let value = value_at_rank(h, rank)?;
+        let value = value_at_rank(h, stats::nearest_rank_position(n, q)?)?;
         let (l, u) = stats::order_statistic_ci_ranks(n, q, conf)?;
         Some(Percentile {
             value,
@@ -367,36 +485,28 @@ fn latency_summary(h: &Histogram<u64>, sum_us: u64, conf: f64) -> LatencySummary
 /// Cases below which a suite-level interval is not to be trusted (stats.md §3.3).
 const MIN_CASES_FOR_SUITE_CLAIM: usize = 30;
 
-fn warnings(s: &Summary, answered: u64) -> Vec<String> {
+fn arm_warnings(s: &ArmSummary, conf: f64, e: f64) -> Vec<Warning> {
     let mut w = Vec::new();
-    let e = s.precision;
-    let pct = |c: f64| format!("{:.0}%", c * 100.0);
-    if s.interrupted {
-        w.push(format!(
-            "run interrupted: {} of {} planned trials completed; the figures cover only those",
-            s.completed_trials, s.planned_trials
-        ));
-    }
     if s.infra.errors > 0 {
-        w.push(format!(
-            "{} trials ended in infrastructure errors; they are counted apart and not scored",
-            s.infra.errors
-        ));
+        w.push(Warning::InfraErrors {
+            errors: s.infra.errors,
+        });
     }
     if s.suite.cases < MIN_CASES_FOR_SUITE_CLAIM {
-        w.push(format!(
-            "only {} cases back the suite-level rates; case-level intervals need at least {MIN_CASES_FOR_SUITE_CLAIM} cases to be reliable, so treat suite figures as indicative",
-            s.suite.cases
-        ));
+        w.push(Warning::FewCases {
+            cases: s.suite.cases,
+            min_cases: MIN_CASES_FOR_SUITE_CLAIM,
+        });
     }
-    type Pick = fn(&Metrics) -> &RateStat;
-    let metrics: [(&str, Pick); 4] = [
-        ("selection", |m| &m.selection),
-        ("args exact", |m| &m.args_exact),
-        ("schema valid", |m| &m.schema_valid),
-        ("pass", |m| &m.pass),
-    ];
-    for (label, pick) in metrics {
+    for metric in Metric::ALL {
+        let pick = |m: &Metrics| -> RateStat {
+            match metric {
+                Metric::Selection => m.selection.clone(),
+                Metric::ArgsExact => m.args_exact.clone(),
+                Metric::SchemaValid => m.schema_valid.clone(),
+                Metric::Pass => m.pass.clone(),
+            }
+        };
         // Per case: how many trials per case would bring each interval within ±precision.
         let mut wide = 0;
         let mut with_data = 0;
@@ -409,31 +519,39 @@ fn warnings(s: &Summary, answered: u64) -> Vec<String> {
             with_data += 1;
             if iv.half_width() > e {
                 wide += 1;
-                needed = needed
-                    .max(stats::wilson_trials_for_half_width(p, e, s.confidence).unwrap_or(0));
+                needed = needed.max(stats::wilson_trials_for_half_width(p, e, conf).unwrap_or(0));
             }
         }
         if wide > 0 {
-            w.push(format!(
-                "{label}: {wide} of {with_data} cases have a {} interval wider than ±{e}; about {needed} trials per case would reach ±{e} at the observed rates",
-                pct(s.confidence)
-            ));
+            w.push(Warning::CasesImprecise {
+                metric,
+                wide_cases: wide,
+                cases_with_data: with_data,
+                confidence: conf,
+                precision: e,
+                trials_per_case_needed: needed,
+            });
         }
         // Suite: the case-level interval shrinks with more cases, not more trials.
         if let Some(cl) = pick(&s.suite.metrics).case_level {
-            let half = (cl.interval.hi - cl.interval.lo) / 2.0;
+            let half = cl.interval.half_width();
             if half > e {
-                let z = stats::z_two_sided(s.confidence);
-                let sd = cl.se * (cl.cases as f64).sqrt();
-                let cases_needed = ((z * sd / e).powi(2)).ceil() as u64;
-                w.push(format!(
-                    "{label}: the suite's case-level interval is ±{half:.3}, wider than ±{e}; between-case spread dominates, so about {cases_needed} cases (not more trials) would be needed"
-                ));
+                w.push(Warning::SuiteImprecise {
+                    metric,
+                    half_width: half,
+                    precision: e,
+                    cases_needed: stats::cases_for_half_width(&cl, e, conf).unwrap_or(0),
+                });
             }
         }
     }
+    let answered = s.latency_ms.n;
     if answered > 0 && s.latency_ms.p99.as_ref().is_some_and(|p| p.hi.is_none()) {
-        w.push(format!("latency p99 has no upper confidence bound with {answered} answered trials (needs at least 368 at 95%)"));
+        w.push(Warning::LatencyP99Unbounded {
+            answered,
+            min_answered: stats::min_trials_for_upper_bound(0.99, conf).unwrap_or(0),
+            confidence: conf,
+        });
     }
     w
 }
@@ -448,10 +566,14 @@ mod tests {
             run_id: "r".into(),
             dataset: "d".into(),
             case_id: "c".into(),
-            variant: "base".into(),
-            provider: "p".into(),
-            model: "m".into(),
+            arm: ArmId {
+                variant: "base".into(),
+                provider: "p".into(),
+                model: "m".into(),
+            },
             trial_index: 0,
+            expected: "t".into(),
+            tags: Vec::new(),
             outcome,
             score: None,
             turns: Vec::new(),
@@ -474,35 +596,34 @@ mod tests {
             toolscore_version: "0".into(),
             started_at: String::new(),
             finished_at: String::new(),
-            provider: "p".into(),
-            provider_kind: "openai-compat".into(),
-            model: "m".into(),
-            base_url: String::new(),
             trials_per_case: 100,
             concurrency: 1,
-            temperature: None,
-            replay: None,
+            arms: Vec::new(),
             recorded_to: None,
             datasets: Vec::new(),
         }
     }
 
+    fn totals(planned: u64, completed: u64) -> RunTotals {
+        RunTotals {
+            planned_trials: planned,
+            completed_trials: completed,
+            skipped_trials: 0,
+            interrupted: false,
+        }
+    }
+
     #[test]
     fn latency_percentiles_are_nearest_rank_with_order_statistic_bounds() {
-        let case = CaseInfo {
-            dataset: "d".into(),
-            case_id: "c".into(),
-            expected: "t".into(),
-            tags: Vec::new(),
-        };
-        let mut agg = Aggregator::new(vec![case]);
+        let mut agg = Aggregator::new();
         // Arrival order must not matter.
         for ms in (1..=100).rev() {
-            agg.add(0, &record(ms as f64, Outcome::Pass));
+            agg.add(&record(ms as f64, Outcome::Pass));
         }
-        agg.add(0, &record(5000.0, Outcome::Error));
-        let s = agg.finish(run_info(), 101, false, 0.95, 0.05);
-        let l = &s.latency_ms;
+        agg.add(&record(5000.0, Outcome::Error));
+        let s = agg.finish(run_info(), &totals(101, 101), 0.95, 0.05);
+        let arm = &s.arms[0];
+        let l = &arm.latency_ms;
         assert_eq!(l.n, 100, "errors are not part of the latency distribution");
         assert_eq!(l.mean, Some(50.5));
         // n = 100: ranks from stats.md §7.3 — p50 [40, 61], p95 [90, 100], p99 [97, unbounded].
@@ -519,13 +640,80 @@ mod tests {
         check(&l.p50, 50.0, 40.0, Some(61.0));
         check(&l.p95, 95.0, 90.0, Some(100.0));
         check(&l.p99, 99.0, 97.0, None);
-        assert_eq!(s.tokens.input_total, 1000);
-        assert_eq!(s.tokens.trials_with_usage, 100);
-        assert_eq!(s.infra.by_class.get("unknown"), Some(&1));
-        assert!(
-            s.warnings
-                .iter()
-                .any(|w| w.starts_with("latency p99 has no upper confidence bound"))
+        assert_eq!(arm.tokens.input_total, 1000);
+        assert_eq!(arm.tokens.trials_with_usage, 100);
+        assert_eq!(arm.infra.by_class.get("unknown"), Some(&1));
+        assert!(arm.warnings.contains(&Warning::LatencyP99Unbounded {
+            answered: 100,
+            min_answered: 368,
+            confidence: 0.95
+        }));
+    }
+
+    #[test]
+    fn the_p99_threshold_follows_the_confidence() {
+        let mut agg = Aggregator::new();
+        for ms in 1..=400 {
+            agg.add(&record(f64::from(ms), Outcome::Pass));
+        }
+        // 400 answered trials bound p99 at 95% (368 needed) but not at 99% (528 needed).
+        let at95 = Aggregator::finish(
+            std::mem::take(&mut agg),
+            run_info(),
+            &totals(400, 400),
+            0.95,
+            0.05,
         );
+        assert!(at95.arms[0].latency_ms.p99.as_ref().unwrap().hi.is_some());
+        let mut agg = Aggregator::new();
+        for ms in 1..=400 {
+            agg.add(&record(f64::from(ms), Outcome::Pass));
+        }
+        let at99 = agg.finish(run_info(), &totals(400, 400), 0.99, 0.05);
+        assert!(
+            at99.arms[0]
+                .warnings
+                .contains(&Warning::LatencyP99Unbounded {
+                    answered: 400,
+                    min_answered: 528,
+                    confidence: 0.99
+                })
+        );
+    }
+
+    #[test]
+    fn records_of_two_arms_aggregate_apart_whatever_their_order() {
+        let mut a = record(10.0, Outcome::Pass);
+        a.score = Some(crate::record::TrialScore {
+            selection_ok: true,
+            args_ok: None,
+            schema_ok: Some(true),
+            passed: true,
+            failure: None,
+            detail: None,
+            schema_violations: Vec::new(),
+        });
+        let mut b = a.clone();
+        b.arm.provider = "q".into();
+        b.outcome = Outcome::Fail;
+        b.score.as_mut().unwrap().selection_ok = false;
+        b.score.as_mut().unwrap().passed = false;
+        let mut forward = Aggregator::new();
+        let mut backward = Aggregator::new();
+        let records = [a.clone(), b.clone(), a, b];
+        for r in &records {
+            forward.add(r);
+        }
+        for r in records.iter().rev() {
+            backward.add(r);
+        }
+        let f = forward.finish(run_info(), &totals(4, 4), 0.95, 0.05);
+        let g = backward.finish(run_info(), &totals(4, 4), 0.95, 0.05);
+        assert_eq!(f, g);
+        assert_eq!(f.arms.len(), 2);
+        assert_eq!(f.arms[0].arm.provider, "p");
+        assert_eq!(f.arms[0].suite.metrics.pass.x, 2);
+        assert_eq!(f.arms[1].suite.metrics.pass.x, 0);
+        assert_eq!(f.arms[1].suite.metrics.pass.n, 2);
     }
 }

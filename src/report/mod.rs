@@ -1,23 +1,34 @@
-//! Aggregation of the `TrialRecord` stream into a `Summary`, and the renderers that print it.
+//! Aggregation of the `TrialRecord` stream into a `Summary`, and the observers and renderers
+//! that show it: the terminal report, `results.csv`, progress.
 //!
-//! The aggregator keeps counters per case and one latency histogram, so memory depends on the
-//! number of cases, not trials. Renderers only format numbers the `Summary` already holds; no
-//! renderer computes statistics of its own.
+//! The aggregator keeps counters per (arm, case) and one latency histogram per arm, so memory
+//! depends on the number of cases, not trials. Every interval and threshold comes from
+//! `stats`; renderers only format numbers the `Summary` already holds, and warnings are data
+//! ([`Warning`]) that each renderer words for itself.
 
 mod aggregate;
+mod csv;
+mod progress;
 mod terminal;
+mod warning;
 
-pub use aggregate::{Aggregator, CaseInfo, DatasetInfo, ReplayInfo, RunInfo};
+pub use aggregate::{Aggregator, ArmInfo, DatasetInfo, ReplayInfo, RunInfo, reaggregate};
+pub use csv::ResultsCsv;
+pub use progress::{Progress, ProgressMode};
 pub use terminal::render_terminal;
+pub use warning::{Metric, Warning};
 
 use std::collections::BTreeMap;
+use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use crate::error::Error;
+use crate::record::ArmId;
 use crate::stats::{ClusteredEstimate, Interval};
 
 /// Everything a report shows, computed once from the records.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
     pub run: RunInfo,
     pub planned_trials: u64,
@@ -26,6 +37,16 @@ pub struct Summary {
     pub interrupted: bool,
     pub confidence: f64,
     pub precision: f64,
+    /// One per arm (provider × catalog variant), ordered by variant, provider, model.
+    pub arms: Vec<ArmSummary>,
+    /// About the run as a whole (an interruption); each arm has its own too.
+    pub warnings: Vec<Warning>,
+}
+
+/// The figures of one arm.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ArmSummary {
+    pub arm: ArmId,
     pub suite: GroupSummary,
     pub tools: Vec<GroupSummary>,
     pub cases: Vec<CaseSummary>,
@@ -34,7 +55,7 @@ pub struct Summary {
     pub infra: InfraSummary,
     /// Schema violations of produced arguments, `tool: path failed keyword` → count.
     pub schema_violations: BTreeMap<String, u64>,
-    pub warnings: Vec<String>,
+    pub warnings: Vec<Warning>,
 }
 
 /// A rate with its interval and its count. `rate` and `interval` are absent when `n` is 0.
@@ -67,7 +88,7 @@ pub struct Metrics {
 }
 
 /// The suite, or the cases expecting one tool.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GroupSummary {
     pub name: String,
     pub cases: usize,
@@ -76,7 +97,7 @@ pub struct GroupSummary {
     pub metrics: Metrics,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CaseSummary {
     pub dataset: String,
     pub case_id: String,
@@ -90,7 +111,7 @@ pub struct CaseSummary {
 }
 
 /// Latency of answered trials, nearest-rank percentiles with exact order-statistic intervals.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LatencySummary {
     pub n: u64,
     pub mean: Option<f64>,
@@ -107,7 +128,7 @@ pub struct Percentile {
     pub hi: Option<f64>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TokenSummary {
     pub input_total: u64,
     pub output_total: u64,
@@ -118,7 +139,7 @@ pub struct TokenSummary {
 }
 
 /// Failures of the machinery, never scored as model failures.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct InfraSummary {
     pub errors: u64,
     /// Keyed by error class (`timeout`, `rate_limited`, `server_error`, …).
@@ -128,4 +149,15 @@ pub struct InfraSummary {
     pub retried: RateStat,
     /// A few distinct error messages, for diagnosis.
     pub examples: Vec<String>,
+}
+
+/// Writes via a temporary file and a rename, so a reader never sees half a file.
+pub fn write_json_atomically<T: Serialize>(path: &Path, value: &T) -> Result<(), Error> {
+    let tmp = path.with_extension("json.tmp");
+    let text = serde_json::to_vec_pretty(value)
+        .map_err(|e| Error::Fatal(format!("cannot encode {}: {e}", path.display())))?;
+    std::fs::write(&tmp, text)
+        .map_err(|e| Error::io(format!("cannot write {}", tmp.display()), e))?;
+    std::fs::rename(&tmp, path)
+        .map_err(|e| Error::io(format!("cannot write {}", path.display()), e))
 }

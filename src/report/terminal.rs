@@ -2,7 +2,7 @@
 
 use std::io::{self, Write};
 
-use super::{Metrics, RateStat, Summary};
+use super::{ArmInfo, ArmSummary, Metrics, RateStat, Summary, Warning};
 
 /// How many of the worst cases the terminal report lists (all are in summary.json).
 pub const WORST_CASES_SHOWN: usize = 10;
@@ -34,32 +34,13 @@ fn metric_rows(m: &Metrics) -> [(&'static str, &RateStat); 4] {
     ]
 }
 
-/// Renders the whole summary.
+/// Renders the whole summary: the run header, then each arm's figures. With one arm the run's
+/// warnings and the arm's are listed together under the arm.
 pub fn render_terminal(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
     let r = &s.run;
-    let conf = format!("{:.0}%", s.confidence * 100.0);
     writeln!(w, "toolscore {} · run {}", r.toolscore_version, r.run_id)?;
-    match &r.replay {
-        Some(rp) => {
-            writeln!(
-                w,
-                "REPLAY: no model was called. Responses replayed from {}",
-                rp.cassette
-            )?;
-            writeln!(
-                w,
-                "        recorded {} from model `{}` at {}",
-                rp.recorded_at, rp.model, rp.base_url
-            )?;
-            if let Some(note) = &rp.note {
-                writeln!(w, "        {note}")?;
-            }
-        }
-        None => writeln!(
-            w,
-            "provider {} ({}) · model {} · {}",
-            r.provider, r.provider_kind, r.model, r.base_url
-        )?,
+    for arm in &r.arms {
+        write_arm_header(arm, w)?;
     }
     for d in &r.datasets {
         writeln!(
@@ -79,11 +60,63 @@ pub fn render_terminal(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
         s.planned_trials,
         if s.interrupted { " (INTERRUPTED)" } else { "" }
     )?;
+    let several = s.arms.len() > 1;
+    for arm in &s.arms {
+        if several {
+            writeln!(w)?;
+            writeln!(
+                w,
+                "=== arm {} · model {} · variant {} ===",
+                arm.arm.provider, arm.arm.model, arm.arm.variant
+            )?;
+        }
+        let run_warnings: &[Warning] = if several { &[] } else { &s.warnings };
+        render_arm(s, arm, run_warnings, w)?;
+    }
+    if several && !s.warnings.is_empty() {
+        write_warnings(&s.warnings, w)?;
+    }
+    Ok(())
+}
+
+fn write_arm_header(arm: &ArmInfo, w: &mut dyn Write) -> io::Result<()> {
+    let id = &arm.identity;
+    match &arm.replay {
+        Some(rp) => {
+            writeln!(
+                w,
+                "REPLAY: no model was called. Responses replayed from {}",
+                rp.cassette
+            )?;
+            writeln!(
+                w,
+                "        recorded {} from model `{}` at {}",
+                rp.recorded_at, id.model, id.base_url
+            )?;
+            if let Some(note) = &rp.note {
+                writeln!(w, "        {note}")?;
+            }
+        }
+        None => writeln!(
+            w,
+            "provider {} ({}) · model {} · {}",
+            id.provider, id.provider_kind, id.model, id.base_url
+        )?,
+    }
+    if arm.variant != crate::record::BASE_VARIANT {
+        writeln!(w, "        catalog variant {}", arm.variant)?;
+    }
+    Ok(())
+}
+
+/// One arm's figures and warnings (with `extra` warnings listed first).
+fn render_arm(s: &Summary, a: &ArmSummary, extra: &[Warning], w: &mut dyn Write) -> io::Result<()> {
+    let conf = format!("{:.0}%", s.confidence * 100.0);
     writeln!(w)?;
     writeln!(
         w,
         "suite: {} cases, {} trials scored, {} infrastructure errors (not scored)",
-        s.suite.cases, s.suite.scored_trials, s.infra.errors
+        a.suite.cases, a.suite.scored_trials, a.infra.errors
     )?;
     writeln!(
         w,
@@ -91,7 +124,7 @@ pub fn render_terminal(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
         "metric",
         format!("rate [{conf} Wilson] (x/n)")
     )?;
-    for (name, rate) in metric_rows(&s.suite.metrics) {
+    for (name, rate) in metric_rows(&a.suite.metrics) {
         writeln!(
             w,
             "  {:<13} {:<36} {}",
@@ -102,7 +135,7 @@ pub fn render_terminal(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
     }
     writeln!(w)?;
     writeln!(w, "by expected tool ({conf} Wilson over trials):")?;
-    let width = s
+    let width = a
         .tools
         .iter()
         .map(|t| t.name.len())
@@ -114,7 +147,7 @@ pub fn render_terminal(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
         "  {:<width$} {:>5}  {:<34} {:<34} {:<34}",
         "tool", "cases", "selection", "args exact", "schema valid"
     )?;
-    for t in &s.tools {
+    for t in &a.tools {
         let m = &t.metrics;
         writeln!(
             w,
@@ -127,7 +160,7 @@ pub fn render_terminal(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
         )?;
     }
     writeln!(w)?;
-    let mut worst: Vec<_> = s
+    let mut worst: Vec<_> = a
         .cases
         .iter()
         .filter(|c| c.metrics.pass.rate.is_some())
@@ -144,7 +177,7 @@ pub fn render_terminal(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
         w,
         "weakest cases by pass rate ({} of {} shown; all in summary.json):",
         worst.len().min(WORST_CASES_SHOWN),
-        s.cases.len()
+        a.cases.len()
     )?;
     for c in worst.iter().take(WORST_CASES_SHOWN) {
         writeln!(
@@ -160,17 +193,17 @@ pub fn render_terminal(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
             writeln!(w, "      {n:>5}× {detail}")?;
         }
     }
-    if !s.schema_violations.is_empty() {
+    if !a.schema_violations.is_empty() {
         writeln!(w)?;
         writeln!(w, "schema violations in produced arguments:")?;
-        let mut v: Vec<_> = s.schema_violations.iter().collect();
+        let mut v: Vec<_> = a.schema_violations.iter().collect();
         v.sort_by(|a, b| b.1.cmp(a.1).then_with(|| a.0.cmp(b.0)));
         for (k, n) in v.into_iter().take(10) {
             writeln!(w, "  {n:>5}× {k}")?;
         }
     }
     writeln!(w)?;
-    let l = &s.latency_ms;
+    let l = &a.latency_ms;
     let p = |x: &Option<super::Percentile>| match x {
         Some(p) => format!(
             "{:.1} [{:.1}, {}]",
@@ -188,7 +221,7 @@ pub fn render_terminal(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
         p(&l.p95),
         p(&l.p99)
     )?;
-    let t = &s.tokens;
+    let t = &a.tokens;
     let mean = |m: Option<f64>| m.map_or("n/a".to_owned(), |m| format!("{m:.1}"));
     writeln!(
         w,
@@ -199,7 +232,7 @@ pub fn render_terminal(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
         mean(t.output_mean),
         t.trials_with_usage
     )?;
-    let by_class: Vec<String> = s
+    let by_class: Vec<String> = a
         .infra
         .by_class
         .iter()
@@ -208,22 +241,73 @@ pub fn render_terminal(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
     writeln!(
         w,
         "infrastructure: {} errors{} · retried trials {}",
-        s.infra.errors,
+        a.infra.errors,
         if by_class.is_empty() {
             String::new()
         } else {
             format!(" ({})", by_class.join(", "))
         },
-        format_rate(&s.infra.retried)
+        format_rate(&a.infra.retried)
     )?;
-    if !s.warnings.is_empty() {
-        writeln!(w)?;
-        writeln!(w, "warnings:")?;
-        for msg in &s.warnings {
-            writeln!(w, "  - {msg}")?;
-        }
+    let all: Vec<Warning> = extra.iter().chain(&a.warnings).cloned().collect();
+    if !all.is_empty() {
+        write_warnings(&all, w)?;
     }
     Ok(())
+}
+
+fn write_warnings(warnings: &[Warning], w: &mut dyn Write) -> io::Result<()> {
+    writeln!(w)?;
+    writeln!(w, "warnings:")?;
+    for warning in warnings {
+        writeln!(w, "  - {}", warning_text(warning))?;
+    }
+    Ok(())
+}
+
+/// A warning in the terminal's words.
+pub fn warning_text(warning: &Warning) -> String {
+    let pct = |c: f64| format!("{:.0}%", c * 100.0);
+    match warning {
+        Warning::RunInterrupted { completed, planned } => format!(
+            "run interrupted: {completed} of {planned} planned trials completed; the figures cover only those"
+        ),
+        Warning::InfraErrors { errors } => format!(
+            "{errors} trials ended in infrastructure errors; they are counted apart and not scored"
+        ),
+        Warning::FewCases { cases, min_cases } => format!(
+            "only {cases} cases back the suite-level rates; case-level intervals need at least {min_cases} cases to be reliable, so treat suite figures as indicative"
+        ),
+        Warning::CasesImprecise {
+            metric,
+            wide_cases,
+            cases_with_data,
+            confidence,
+            precision: e,
+            trials_per_case_needed,
+        } => format!(
+            "{}: {wide_cases} of {cases_with_data} cases have a {} interval wider than ±{e}; about {trials_per_case_needed} trials per case would reach ±{e} at the observed rates",
+            metric.label(),
+            pct(*confidence)
+        ),
+        Warning::SuiteImprecise {
+            metric,
+            half_width,
+            precision: e,
+            cases_needed,
+        } => format!(
+            "{}: the suite's case-level interval is ±{half_width:.3}, wider than ±{e}; between-case spread dominates, so about {cases_needed} cases (not more trials) would be needed",
+            metric.label()
+        ),
+        Warning::LatencyP99Unbounded {
+            answered,
+            min_answered,
+            confidence,
+        } => format!(
+            "latency p99 has no upper confidence bound with {answered} answered trials (needs at least {min_answered} at {})",
+            pct(*confidence)
+        ),
+    }
 }
 
 fn short_fp(fp: &str) -> &str {

@@ -1,104 +1,15 @@
 //! Config, datasets and fixtures: parsed and validated before any model is called, with errors
 //! that name the file, the line and the field.
 
+mod config;
+
 use std::collections::BTreeMap;
 
 use serde_json::Value;
 
 use crate::message::Message;
 
-/// What a fixture expects the model to do at its decision point.
-#[derive(Debug, Clone)]
-pub enum Expectation {
-    /// `"tool": null`: the model must answer without calling any tool.
-    NoCall,
-    /// One call (`"tool": "x"`), or several parallel calls (`"calls": [...]`) matched in any
-    /// order.
-    Calls {
-        calls: Vec<ExpectedCall>,
-        parallel: bool,
-    },
-}
-
-impl Expectation {
-    /// Whether any expected call states its arguments (so argument matching applies).
-    pub fn checks_args(&self) -> bool {
-        match self {
-            Expectation::NoCall => false,
-            Expectation::Calls { calls, .. } => calls.iter().any(|c| c.args.is_some()),
-        }
-    }
-
-    /// A short label for grouping by tool: `create_quote`, `(no call)`, or `a + b` for
-    /// parallel calls.
-    pub fn tool_label(&self) -> String {
-        match self {
-            Expectation::NoCall => "(no call)".to_owned(),
-            Expectation::Calls { calls, .. } => {
-                let mut names: Vec<&str> = calls.iter().map(|c| c.tool.as_str()).collect();
-                names.sort_unstable();
-                names.join(" + ")
-            }
-        }
-    }
-}
-
-/// One expected tool call.
-#[derive(Debug, Clone)]
-pub struct ExpectedCall {
-    pub tool: String,
-    /// Expected arguments; `None` = only the tool choice is checked.
-    pub args: Option<Value>,
-    /// Per-field matchers keyed by dotted path into the arguments (`lines.0.sku`). A path
-    /// with a matcher is compared by the matcher instead of by equality.
-    pub matchers: BTreeMap<String, ArgMatcher>,
-}
-
-/// How one argument field is compared.
-#[derive(Debug, Clone)]
-pub enum ArgMatcher {
-    /// Any value, and the field may also be absent.
-    Any,
-    /// Strings equal ignoring case.
-    CaseInsensitive,
-    /// The value is a string matching the regex (anchored: the whole string must match).
-    Regex(regex::Regex),
-    /// The value equals (canonically) one of these.
-    OneOf(Vec<Value>),
-    /// A number within this absolute tolerance of the expected number.
-    Approx(f64),
-}
-
-impl ArgMatcher {
-    /// Parses the JSON form used in fixtures: `"any"`, `"ci"`, `{"regex": "..."}`,
-    /// `{"one_of": [...]}`, `{"approx": 0.01}`. The error says what is accepted.
-    pub fn from_json(value: &Value) -> Result<ArgMatcher, String> {
-        const ACCEPTED: &str = "expected \"any\", \"ci\", {\"regex\": \"...\"}, {\"one_of\": [...]} or {\"approx\": <tolerance>}";
-        match value {
-            Value::String(s) if s == "any" => Ok(ArgMatcher::Any),
-            Value::String(s) if s == "ci" => Ok(ArgMatcher::CaseInsensitive),
-            Value::Object(map) if map.len() == 1 => {
-                let (key, arg) = map.iter().next().ok_or_else(|| ACCEPTED.to_owned())?;
-                match (key.as_str(), arg) {
-                    ("regex", Value::String(pattern)) => {
-                        regex::Regex::new(&format!("^(?:{pattern})$"))
-                            .map(ArgMatcher::Regex)
-                            .map_err(|e| format!("invalid regex: {e}"))
-                    }
-                    ("one_of", Value::Array(options)) if !options.is_empty() => {
-                        Ok(ArgMatcher::OneOf(options.clone()))
-                    }
-                    ("approx", Value::Number(n)) => match n.as_f64() {
-                        Some(t) if t >= 0.0 && t.is_finite() => Ok(ArgMatcher::Approx(t)),
-                        _ => Err("`approx` tolerance must be a finite number >= 0".to_owned()),
-                    },
-                    _ => Err(ACCEPTED.to_owned()),
-                }
-            }
-            _ => Err(ACCEPTED.to_owned()),
-        }
-    }
-}
+pub use config::{Config, Defaults, ProviderEntry, load_config};
 
 /// One fixture: the conversation up to the decision and what should happen next.
 #[derive(Debug, Clone)]
@@ -122,74 +33,7 @@ use serde::Deserialize;
 
 use crate::catalog::{Catalog, line_of, load_catalog_file};
 use crate::error::{InputError, strip_position};
-use crate::score::ToolValidators;
-
-/// `toolscore.yaml`: providers, defaults and the datasets to run.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Config {
-    #[serde(default)]
-    pub defaults: Defaults,
-    #[serde(default)]
-    pub providers: BTreeMap<String, ProviderEntry>,
-    #[serde(default)]
-    pub datasets: Vec<PathBuf>,
-}
-
-/// Run defaults; flags override them.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Defaults {
-    pub trials: Option<u32>,
-    pub concurrency: Option<usize>,
-    pub temperature: Option<f64>,
-    pub max_tokens: Option<u32>,
-    pub timeout_s: Option<f64>,
-    pub max_retries: Option<u32>,
-    pub precision: Option<f64>,
-    pub confidence: Option<f64>,
-}
-
-/// One provider as the config names it.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ProviderEntry {
-    pub kind: String,
-    pub base_url: String,
-    pub model: String,
-    /// Name of the environment variable holding the API key (never the key itself).
-    pub api_key_env: Option<String>,
-    pub temperature: Option<f64>,
-    pub max_tokens: Option<u32>,
-    pub timeout_s: Option<f64>,
-    pub max_retries: Option<u32>,
-}
-
-/// Reads `toolscore.yaml`. Relative dataset paths are resolved against the config's folder.
-pub fn load_config(path: &Path) -> Result<Config, InputError> {
-    let text = std::fs::read_to_string(path).map_err(|e| InputError::io(path, &e))?;
-    let file = path.display().to_string();
-    let mut config: Config = serde_saphyr::from_str(&text).map_err(|e| {
-        let message = format!("invalid config: {e}");
-        match e.location() {
-            Some(loc) => InputError::at_column(
-                &file,
-                loc.line() as usize,
-                loc.column() as usize,
-                None,
-                &message,
-            ),
-            None => InputError::at(&file, None, "", &message),
-        }
-    })?;
-    let base = path.parent().unwrap_or(Path::new("."));
-    for d in &mut config.datasets {
-        if d.is_relative() {
-            *d = base.join(&*d);
-        }
-    }
-    Ok(config)
-}
+use crate::score::{ArgMatcher, Expectation, ExpectedCall, ToolValidators};
 
 /// A catalog, its compiled validators and its fixtures, validated together.
 pub struct Dataset {
@@ -496,7 +340,7 @@ fn build_call(
         if needs_expected
             && args
                 .as_ref()
-                .and_then(|a| crate::score::value_at_path(a, &path))
+                .and_then(|a| crate::json::value_at_path(a, &path))
                 .is_none()
         {
             return Err((

@@ -5,15 +5,18 @@
 //! Pure: plain functions over plain data, no I/O. Schema validators are compiled once per run
 //! ([`ToolValidators::compile`]) and shared by every trial.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::fmt::Write as _;
+mod expect;
 
-use serde::{Deserialize, Serialize};
-use serde_json::{Number, Value};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use serde_json::Value;
 
 use crate::catalog::Catalog;
+use crate::json::{canonical_json, json_equal};
 use crate::message::{ModelTurn, ToolCall};
-use crate::suite::{ArgMatcher, Expectation, ExpectedCall};
+
+pub use crate::record::{FailureKind, SchemaViolation, TrialScore};
+pub use expect::{ArgMatcher, Expectation, ExpectedCall};
 
 /// Longest value (in characters) quoted in a detail string before it is truncated.
 const MAX_VALUE_CHARS: usize = 80;
@@ -21,118 +24,10 @@ const MAX_VALUE_CHARS: usize = 80;
 const MAX_MESSAGE_CHARS: usize = 200;
 /// Most schema violations reported per call (and per trial).
 const MAX_VIOLATIONS: usize = 10;
-/// Integral floats within ±2^53 print as integers in canonical JSON.
-const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_992.0;
-
-// ---------------------------------------------------------------------------------------------
-// Canonical JSON
-// ---------------------------------------------------------------------------------------------
-
-/// Canonical JSON text: object keys sorted, no whitespace, numbers normalized so that 1 and 1.0
-/// print the same (integral floats within ±2^53 print as integers; other floats via
-/// serde_json's shortest repr). Used for fingerprints and equality.
-pub fn canonical_json(v: &Value) -> String {
-    let mut out = String::new();
-    write_canonical(v, &mut out);
-    out
-}
-
-fn write_canonical(v: &Value, out: &mut String) {
-    match v {
-        Value::Null => out.push_str("null"),
-        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Number(n) => out.push_str(&canonical_number(n)),
-        Value::String(s) => write_json_string(s, out),
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_canonical(item, out);
-            }
-            out.push(']');
-        }
-        Value::Object(map) => {
-            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-            entries.sort_by(|a, b| a.0.cmp(b.0));
-            out.push('{');
-            for (i, (key, value)) in entries.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_json_string(key, out);
-                out.push(':');
-                write_canonical(value, out);
-            }
-            out.push('}');
-        }
-    }
-}
-
-fn write_json_string(s: &str, out: &mut String) {
-    // Serializing a string cannot fail; the fallback only keeps this free of `unwrap`.
-    match serde_json::to_string(s) {
-        Ok(text) => out.push_str(&text),
-        Err(_) => {
-            let _ = write!(out, "{s:?}");
-        }
-    }
-}
-
-fn canonical_number(n: &Number) -> String {
-    if let Some(i) = n.as_i64() {
-        return i.to_string();
-    }
-    if let Some(u) = n.as_u64() {
-        return u.to_string();
-    }
-    match n.as_f64() {
-        Some(f) if f.is_finite() && f.fract() == 0.0 && f.abs() <= MAX_SAFE_INTEGER => {
-            // Exact: |f| <= 2^53 fits an i64 without loss. `as` maps -0.0 to 0.
-            (f as i64).to_string()
-        }
-        Some(f) => Number::from_f64(f).map_or_else(|| n.to_string(), |m| m.to_string()),
-        None => n.to_string(),
-    }
-}
-
-/// Canonical equality: key order irrelevant, 1 == 1.0, arrays ordered, no extra or missing
-/// keys.
-pub fn json_equal(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::Null, Value::Null) => true,
-        (Value::Bool(x), Value::Bool(y)) => x == y,
-        (Value::Number(x), Value::Number(y)) => canonical_number(x) == canonical_number(y),
-        (Value::String(x), Value::String(y)) => x == y,
-        (Value::Array(x), Value::Array(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| json_equal(p, q))
-        }
-        (Value::Object(x), Value::Object(y)) => {
-            x.len() == y.len()
-                && x.iter()
-                    .all(|(k, v)| y.get(k).is_some_and(|w| json_equal(v, w)))
-        }
-        _ => false,
-    }
-}
 
 // ---------------------------------------------------------------------------------------------
 // Schema validation
 // ---------------------------------------------------------------------------------------------
-
-/// One schema violation of produced arguments. `path` is dotted ("lines.0.sku", "" for the
-/// root), `keyword` the failing JSON-Schema keyword ("pattern", "required", "type", "enum",
-/// "additionalProperties", "maximum", ...), `message` the validator's text.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SchemaViolation {
-    /// The tool whose schema the produced arguments broke (the tool called, which may differ
-    /// from the tool expected).
-    pub tool: String,
-    pub path: String,
-    pub keyword: String,
-    pub message: String,
-}
 
 /// Every tool's input-schema validator, compiled once per run (never per trial).
 pub struct ToolValidators {
@@ -207,38 +102,6 @@ const _: fn() = || {
 // Trial scoring
 // ---------------------------------------------------------------------------------------------
 
-/// Why a scored trial failed (first reason wins, in the order selection → arguments → schema).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FailureKind {
-    NoCallMade,
-    UnexpectedCall,
-    WrongTool,
-    UnknownTool,
-    WrongCallCount,
-    ArgumentsNotJson,
-    ArgsMismatch,
-    SchemaInvalid,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TrialScore {
-    pub selection_ok: bool,
-    /// None when the expectation states no arguments (tool-only or no-call cases).
-    pub args_ok: Option<bool>,
-    /// None when the model made no tool call; otherwise true iff every call names a catalog
-    /// tool, has JSON arguments, and validates against its schema.
-    pub schema_ok: Option<bool>,
-    /// selection_ok && args_ok != Some(false) && schema_ok != Some(false)
-    pub passed: bool,
-    pub failure: Option<FailureKind>,
-    /// Human-readable detail of the first failure, e.g. "expected create_quote, got
-    /// get_quote" or "args.lines.0.qty: expected 2, got \"2\"" or "lines.0.sku failed
-    /// pattern".
-    pub detail: Option<String>,
-    pub schema_violations: Vec<SchemaViolation>,
-}
-
 /// Records the first failure only: later checks still run (their flags are reported), but the
 /// reason shown is the earliest in the order selection → arguments → schema.
 #[derive(Default)]
@@ -251,6 +114,19 @@ impl FirstFailure {
         if self.failure.is_none() {
             self.failure = Some((kind, detail));
         }
+    }
+}
+
+/// Scores a trial, given the turns of its conversation. A single-call fixture judges its one
+/// decision point: the first turn (a trial with no turn is judged as making no call).
+pub fn score_trial(
+    expect: &Expectation,
+    turns: &[ModelTurn],
+    validators: &ToolValidators,
+) -> TrialScore {
+    match turns.first() {
+        Some(turn) => score_turn(expect, turn, validators),
+        None => score_turn(expect, &ModelTurn::default(), validators),
     }
 }
 
@@ -533,17 +409,6 @@ fn score_schema(
 // ---------------------------------------------------------------------------------------------
 // Argument matching
 // ---------------------------------------------------------------------------------------------
-
-/// The value at a dotted path (`lines.0.sku`: numeric segments index arrays) inside `v`.
-pub fn value_at_path<'a>(v: &'a Value, path: &str) -> Option<&'a Value> {
-    path.split('.')
-        .filter(|seg| !seg.is_empty())
-        .try_fold(v, |cur, seg| match cur {
-            Value::Object(map) => map.get(seg),
-            Value::Array(items) => seg.parse::<usize>().ok().and_then(|i| items.get(i)),
-            _ => None,
-        })
-}
 
 /// First mismatch as (dotted path, reason), or Ok.
 ///
@@ -949,64 +814,6 @@ mod tests {
 
     fn mismatch(exp: &ExpectedCall, actual: Value) -> (String, String) {
         match_args(exp, &actual).expect_err("should mismatch")
-    }
-
-    // -- canonical JSON ------------------------------------------------------------------------
-
-    #[test]
-    fn canonical_json_sorts_keys_recursively_and_has_no_whitespace() {
-        let v = json!({"b": 1, "a": [{"z": null, "y": true}, "x\"y"], "c": {"e": 1, "d": 2}});
-        assert_eq!(
-            canonical_json(&v),
-            r#"{"a":[{"y":true,"z":null},"x\"y"],"b":1,"c":{"d":2,"e":1}}"#
-        );
-    }
-
-    #[test]
-    fn canonical_json_normalizes_numbers() {
-        assert_eq!(canonical_json(&json!(1.0)), "1");
-        assert_eq!(canonical_json(&json!(-3.0)), "-3");
-        assert_eq!(canonical_json(&json!(-0.0)), "0");
-        assert_eq!(canonical_json(&json!(2.5)), "2.5");
-        assert_eq!(canonical_json(&json!(0.1)), "0.1");
-        assert_eq!(
-            canonical_json(&json!(9007199254740992.0)),
-            "9007199254740992"
-        );
-        assert_eq!(canonical_json(&json!(u64::MAX)), u64::MAX.to_string());
-        // Beyond 2^53 an integral float keeps serde_json's float form.
-        assert_ne!(canonical_json(&json!(1e20)), "100000000000000000000");
-        assert_eq!(
-            canonical_json(&json!({"q": [1.0, 2]})),
-            canonical_json(&json!({"q": [1, 2.0]}))
-        );
-    }
-
-    #[test]
-    fn json_equal_is_canonical() {
-        assert!(json_equal(
-            &json!({"a": 1, "b": [1.0, {"c": 2}]}),
-            &json!({"b": [1, {"c": 2.0}], "a": 1.0})
-        ));
-        assert!(
-            !json_equal(&json!([1, 2]), &json!([2, 1])),
-            "arrays are ordered"
-        );
-        assert!(
-            !json_equal(&json!({"a": 1}), &json!({"a": 1, "b": null})),
-            "extra key"
-        );
-        assert!(
-            !json_equal(&json!({"a": 1, "b": 2}), &json!({"a": 1})),
-            "missing key"
-        );
-        assert!(
-            !json_equal(&json!({"a": 1}), &json!({"b": 1})),
-            "different key"
-        );
-        assert!(!json_equal(&json!(2), &json!("2")));
-        assert!(!json_equal(&json!(1), &json!(1.5)));
-        assert!(!json_equal(&json!(null), &json!(false)));
     }
 
     // -- match_args ----------------------------------------------------------------------------

@@ -1,0 +1,502 @@
+//! Flags, config and environment turned into a validated [`RunSetup`] before any work: every
+//! check that can fail happens here, before any request or output file. The setup then builds
+//! the run's observers, so the command only wires them.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use super::{RunArgs, load_suite, usage};
+use crate::error::{Error, InputError};
+use crate::event::Observer;
+use crate::provider::cassette::{CASSETTE_FORMAT, Cassette, CassetteHeader, CassetteRecorder};
+use crate::provider::{ProviderKind, ProviderSettings, SecretString};
+use crate::record::BASE_VARIANT;
+use crate::report::{
+    Aggregator, ArmInfo, DatasetInfo, Progress, ProgressMode, ReplayInfo, ResultsCsv, RunInfo,
+};
+use crate::runner::store::ResultsStore;
+use crate::runner::{Arm, RunPlan};
+use crate::suite::{Config, Dataset, Defaults, ProviderEntry};
+
+/// A validated `run`: the trial plan, and what to do with its events.
+pub struct RunSetup {
+    pub plan: RunPlan,
+    pub out_dir: PathBuf,
+    pub confidence: f64,
+    pub precision: f64,
+    pub progress: ProgressMode,
+    pub record: Option<Recording>,
+}
+
+/// Where and how to record a cassette.
+pub struct Recording {
+    pub path: PathBuf,
+    pub note: Option<String>,
+}
+
+/// The run's file and display observers, built by [`RunSetup::sinks`].
+pub struct Sinks {
+    pub store: ResultsStore,
+    pub csv: ResultsCsv,
+    pub recorder: Option<CassetteRecorder>,
+    pub progress: Progress,
+    pub aggregator: Aggregator,
+}
+
+impl Sinks {
+    /// Every sink, in the order events reach them: files first, so a trial is on disk before it
+    /// is counted.
+    pub fn observers(&mut self) -> Vec<&mut dyn Observer> {
+        let mut list: Vec<&mut dyn Observer> = vec![&mut self.store, &mut self.csv];
+        if let Some(r) = &mut self.recorder {
+            list.push(r);
+        }
+        list.push(&mut self.progress);
+        list.push(&mut self.aggregator);
+        list
+    }
+}
+
+impl RunSetup {
+    /// Creates the run folder and every sink (results.jsonl, results.csv, the cassette).
+    pub fn sinks(&self, started: SystemTime) -> Result<Sinks, Error> {
+        std::fs::create_dir_all(&self.out_dir)
+            .map_err(|e| Error::io(format!("cannot create {}", self.out_dir.display()), e))?;
+        let recorder = match &self.record {
+            Some(rec) => Some(CassetteRecorder::create(
+                &rec.path,
+                &self.cassette_header(rec, started),
+            )?),
+            None => None,
+        };
+        Ok(Sinks {
+            store: ResultsStore::open(&self.out_dir.join("results.jsonl"))?,
+            csv: ResultsCsv::create(&self.out_dir.join("results.csv"))?,
+            recorder,
+            progress: Progress::new(self.progress),
+            aggregator: Aggregator::new(),
+        })
+    }
+
+    fn cassette_header(&self, rec: &Recording, started: SystemTime) -> CassetteHeader {
+        // `build_plan` allows recording with exactly one live arm.
+        let arm = &self.plan.arms[0];
+        let s = &arm.settings;
+        CassetteHeader {
+            toolscore_cassette: CASSETTE_FORMAT,
+            provider_kind: s.kind,
+            model: s.model.clone(),
+            temperature: s.temperature,
+            max_tokens: s.max_tokens,
+            base_url: s.base_url.clone(),
+            recorded_at: humantime::format_rfc3339_seconds(started).to_string(),
+            toolscore_version: env!("CARGO_PKG_VERSION").to_owned(),
+            variant: arm.variant.clone(),
+            catalogs: self
+                .plan
+                .datasets
+                .iter()
+                .map(|d| (d.name.clone(), d.catalog.fingerprint.clone()))
+                .collect(),
+            note: rec.note.clone(),
+        }
+    }
+
+    /// The run header for the summary, taken before the plan is handed to the runner.
+    pub fn run_info(&self, started: SystemTime) -> RunInfo {
+        let p = &self.plan;
+        RunInfo {
+            run_id: p.run_id.clone(),
+            toolscore_version: env!("CARGO_PKG_VERSION").to_owned(),
+            started_at: humantime::format_rfc3339_seconds(started).to_string(),
+            finished_at: String::new(),
+            trials_per_case: p.trials,
+            concurrency: p.concurrency,
+            arms: p
+                .arms
+                .iter()
+                .map(|a| ArmInfo {
+                    variant: a.variant.clone(),
+                    identity: a.settings.identity(),
+                    replay: a.replay.as_ref().map(|c| ReplayInfo {
+                        cassette: c.path.display().to_string(),
+                        recorded_at: c.header.recorded_at.clone(),
+                        note: c.header.note.clone(),
+                    }),
+                })
+                .collect(),
+            recorded_to: self.record.as_ref().map(|r| r.path.display().to_string()),
+            datasets: p
+                .datasets
+                .iter()
+                .map(|d| DatasetInfo {
+                    name: d.name.clone(),
+                    catalog_source: d.catalog.source.clone(),
+                    catalog_fingerprint: d.catalog.fingerprint.clone(),
+                    cases: d.cases.len(),
+                })
+                .collect(),
+        }
+    }
+}
+
+/// Turns flags, config and environment into a setup; every check that can fail happens here,
+/// before any request or output file. `env` is injected so tests need not touch the process
+/// environment.
+pub fn build_plan(args: RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<RunSetup, Error> {
+    let (config, datasets) = load_suite(&args.suite)?;
+    let defaults = &config.defaults;
+
+    let names: Vec<String> = if args.providers.is_empty() {
+        match config.providers.keys().next() {
+            Some(only) if config.providers.len() == 1 => vec![only.clone()],
+            _ => {
+                return Err(usage(&format!(
+                    "choose a provider with --provider (a name from toolscore.yaml, or {} with --base-url and --model)",
+                    ProviderKind::known()
+                )));
+            }
+        }
+    } else {
+        args.providers.clone()
+    };
+
+    let mut arms = Vec::with_capacity(names.len());
+    let mut fewest_recorded: Option<(u32, String, String)> = None;
+    for name in &names {
+        let arm = match name.strip_prefix("replay:") {
+            Some(path) => {
+                let (arm, fewest, hint) = replay_arm(Path::new(path), &args, &datasets)?;
+                if fewest_recorded.as_ref().is_none_or(|(f, _, _)| fewest < *f) {
+                    fewest_recorded = Some((fewest, hint, path.to_owned()));
+                }
+                arm
+            }
+            None => live_arm(name, &config, &args, env)?,
+        };
+        if arms
+            .iter()
+            .any(|a: &Arm| a.settings.name == arm.settings.name && a.variant == arm.variant)
+        {
+            return Err(usage(&format!(
+                "two arms are named `{}`; give each provider its own name in toolscore.yaml",
+                arm.settings.name
+            )));
+        }
+        arms.push(arm);
+    }
+    if args.record.is_some() && arms.len() != 1 {
+        return Err(usage(
+            "--record records one provider; run with a single --provider to record",
+        ));
+    }
+
+    let trials = match (&fewest_recorded, args.trials) {
+        (_, Some(t)) => t,
+        (Some((fewest, _, _)), None) => *fewest,
+        (None, None) => defaults.trials.unwrap_or(50),
+    };
+    if trials == 0 {
+        return Err(usage("--trials must be at least 1"));
+    }
+    if let Some((fewest, hint, _)) = &fewest_recorded
+        && trials > *fewest
+    {
+        return Err(InputError::new(format!(
+            "--trials {trials} needs {trials} recordings per case, but {hint}"
+        ))
+        .into());
+    }
+    let common = common_settings(&args, defaults)?;
+    Ok(RunSetup {
+        plan: RunPlan {
+            run_id: common.run_id,
+            trials,
+            concurrency: common.concurrency,
+            arms,
+            datasets,
+        },
+        out_dir: common.out_dir,
+        confidence: common.confidence,
+        precision: common.precision,
+        progress: args.progress,
+        record: args.record.map(|path| Recording {
+            path,
+            note: args.record_note,
+        }),
+    })
+}
+
+/// A live arm: a provider named in the config, or a kind configured by the flags.
+fn live_arm(
+    name: &str,
+    config: &Config,
+    args: &RunArgs,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Arm, Error> {
+    let defaults = &config.defaults;
+    let entry = match config.providers.get(name) {
+        Some(entry) => entry.clone(),
+        None if name.parse::<ProviderKind>().is_ok() => ProviderEntry {
+            kind: name.to_owned(),
+            base_url: String::new(),
+            model: String::new(),
+            api_key_env: None,
+            temperature: None,
+            max_tokens: None,
+            timeout_s: None,
+            max_retries: None,
+        },
+        None => {
+            let known: Vec<&str> = config.providers.keys().map(String::as_str).collect();
+            return Err(usage(&format!(
+                "--provider `{name}` is neither a provider in the config ({}) nor a provider kind ({})",
+                if known.is_empty() {
+                    "none defined".to_owned()
+                } else {
+                    known.join(", ")
+                },
+                ProviderKind::known()
+            )));
+        }
+    };
+    let kind: ProviderKind = entry.kind.parse().map_err(|_| {
+        usage(&format!(
+            "provider `{name}`: unknown kind `{}` (known: {})",
+            entry.kind,
+            ProviderKind::known()
+        ))
+    })?;
+    let base_url = args.base_url.clone().unwrap_or(entry.base_url.clone());
+    if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
+        return Err(usage(&format!(
+            "provider `{name}`: base URL must start with http:// or https:// (got `{base_url}`); set --base-url"
+        )));
+    }
+    let model = args.model.clone().unwrap_or(entry.model.clone());
+    if model.is_empty() {
+        return Err(usage(&format!("provider `{name}`: no model; set --model")));
+    }
+    let key_var = args.api_key_env.clone().or(entry.api_key_env.clone());
+    let api_key = match &key_var {
+        Some(var) => match env(var) {
+            Some(v) if !v.is_empty() => Some(SecretString::new(v)),
+            _ => {
+                return Err(usage(&format!(
+                    "provider `{name}`: environment variable {var} is not set (it should hold the API key)"
+                )));
+            }
+        },
+        None => None,
+    };
+    let temperature = args
+        .temperature
+        .or(entry.temperature)
+        .or(defaults.temperature);
+    if let Some(t) = temperature
+        && !(0.0..=2.0).contains(&t)
+    {
+        return Err(usage("--temperature must be between 0 and 2"));
+    }
+    let timeout_s = args
+        .timeout
+        .or(entry.timeout_s)
+        .or(defaults.timeout_s)
+        .unwrap_or(60.0);
+    if !(timeout_s > 0.0 && timeout_s <= 3600.0) {
+        return Err(usage("--timeout must be between 0 and 3600 seconds"));
+    }
+    let settings = ProviderSettings {
+        kind,
+        name: name.to_owned(),
+        base_url,
+        model,
+        api_key,
+        temperature,
+        max_tokens: args.max_tokens.or(entry.max_tokens).or(defaults.max_tokens),
+        timeout: Duration::from_secs_f64(timeout_s),
+        max_retries: args
+            .max_retries
+            .or(entry.max_retries)
+            .or(defaults.max_retries)
+            .unwrap_or(4),
+        retry_base: Duration::from_millis(500),
+        retry_cap: Duration::from_secs(30),
+    };
+    settings.check().map_err(|e| usage(&e))?;
+    Ok(Arm {
+        settings,
+        variant: BASE_VARIANT.to_owned(),
+        replay: None,
+    })
+}
+
+/// A replay arm: provider settings come from the cassette header, and every case must have a
+/// recording, checked here so a missing one stops the run before it starts (never a silent
+/// fallback to a live call). Returns the arm, the fewest trials recorded for any case, and a
+/// hint naming that case and how to record more.
+fn replay_arm(
+    path: &Path,
+    args: &RunArgs,
+    datasets: &[Dataset],
+) -> Result<(Arm, u32, String), Error> {
+    for (flag, given) in [
+        ("--base-url", args.base_url.is_some()),
+        ("--model", args.model.is_some()),
+        ("--api-key-env", args.api_key_env.is_some()),
+        ("--temperature", args.temperature.is_some()),
+        ("--max-tokens", args.max_tokens.is_some()),
+        ("--record", args.record.is_some()),
+    ] {
+        if given {
+            return Err(usage(&format!(
+                "{flag} cannot be used with --provider replay:…: the cassette fixes the model and its parameters"
+            )));
+        }
+    }
+    let cassette = Cassette::load(path)?;
+    let h = &cassette.header;
+    let file = path.display().to_string();
+    for d in datasets {
+        match h.catalogs.get(&d.name) {
+            None => {
+                let recorded: Vec<&str> = h.catalogs.keys().map(String::as_str).collect();
+                return Err(InputError::at(
+                    &file,
+                    None,
+                    "",
+                    &format!(
+                        "the cassette has no recordings for dataset `{}` (it was recorded for: {})",
+                        d.name,
+                        recorded.join(", ")
+                    ),
+                )
+                .into());
+            }
+            Some(fp) if *fp != d.catalog.fingerprint => {
+                return Err(InputError::at(
+                    &file,
+                    None,
+                    "",
+                    &format!(
+                        "the cassette was recorded against another catalog for dataset `{}` ({fp}), but {} is {}: a changed catalog or a variant needs its own recording",
+                        d.name, d.catalog.source, d.catalog.fingerprint
+                    ),
+                )
+                .into());
+            }
+            Some(_) => {}
+        }
+    }
+    let mut settings = ProviderSettings::new(
+        h.provider_kind,
+        "replay",
+        h.base_url.clone(),
+        h.model.clone(),
+    );
+    settings.temperature = h.temperature;
+    settings.max_tokens = h.max_tokens;
+    let record_hint = |case: &str, have: u32| {
+        format!(
+            "case `{case}` has {have} recorded trials in {file}; record them with `toolscore run --provider <live provider> --model {} --record {file}{}` on the same dataset",
+            h.model,
+            h.temperature
+                .map_or(String::new(), |t| format!(" --temperature {t}"))
+        )
+    };
+    let mut fewest = u32::MAX;
+    let mut fewest_case = String::new();
+    for d in datasets {
+        for c in &d.cases {
+            let have = cassette.recorded_trials(&crate::provider::request_hash(
+                &settings,
+                &c.messages,
+                &d.catalog,
+            ));
+            if have == 0 {
+                return Err(InputError::at(&file, None, "", &format!("no recording for {}/{}: the fixture or the catalog changed since recording, or it was never recorded; {}", d.name, c.id, record_hint(&c.id, 0))).into());
+            }
+            if have < fewest {
+                fewest = have;
+                fewest_case = c.id.clone();
+            }
+        }
+    }
+    let hint = record_hint(&fewest_case, fewest);
+    let variant = h.variant.clone();
+    Ok((
+        Arm {
+            settings,
+            variant,
+            replay: Some(cassette),
+        },
+        fewest,
+        hint,
+    ))
+}
+
+/// Settings every run has, live or replayed.
+struct CommonSettings {
+    concurrency: usize,
+    confidence: f64,
+    precision: f64,
+    run_id: String,
+    out_dir: PathBuf,
+}
+
+fn common_settings(args: &RunArgs, defaults: &Defaults) -> Result<CommonSettings, Error> {
+    let concurrency = args.concurrency.or(defaults.concurrency).unwrap_or(8);
+    if concurrency == 0 || concurrency > 4096 {
+        return Err(usage("--concurrency must be between 1 and 4096"));
+    }
+    let confidence = args.confidence.or(defaults.confidence).unwrap_or(0.95);
+    if !(confidence > 0.5 && confidence < 1.0) {
+        return Err(usage("--confidence must be between 0.5 and 1 (e.g. 0.95)"));
+    }
+    let precision = args.precision.or(defaults.precision).unwrap_or(0.05);
+    if !(precision > 0.0 && precision < 0.5) {
+        return Err(usage(
+            "--precision must be between 0 and 0.5 (a half-width, e.g. 0.05)",
+        ));
+    }
+    let run_id = checked_run_id(args.run_id.clone())?;
+    let out_dir = args.out.join(&run_id);
+    if out_dir.exists() {
+        return Err(usage(&format!(
+            "{} already exists; choose another --run-id",
+            out_dir.display()
+        )));
+    }
+    Ok(CommonSettings {
+        concurrency,
+        confidence,
+        precision,
+        run_id,
+        out_dir,
+    })
+}
+
+fn checked_run_id(given: Option<String>) -> Result<String, Error> {
+    match given {
+        Some(id)
+            if id.is_empty()
+                || !id
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+                || id.starts_with('.') =>
+        {
+            Err(usage(
+                "--run-id may only contain letters, digits, '-', '_' and '.'",
+            ))
+        }
+        Some(id) => Ok(id),
+        None => Ok(new_run_id()),
+    }
+}
+
+/// `20261202T223500Z-3fa1`: sortable, and unique enough for runs started the same second.
+fn new_run_id() -> String {
+    let now = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
+    let compact: String = now.chars().filter(|c| c.is_ascii_alphanumeric()).collect();
+    format!("{compact}-{:04x}", rand::random::<u16>())
+}

@@ -1,0 +1,193 @@
+//! The run's event stream: what the runner emits and how observers answer.
+//!
+//! The runner knows no sink. It emits [`RunEvent`]s to one [`Observer`] that the command
+//! composes ([`Observers`] fans out to several): the results store, the CSV writer, the
+//! cassette recorder, progress, the aggregator, and later a sequential gate. An observer may
+//! answer [`Control::Stop`] for a case, an arm or the whole run; the runner then schedules no
+//! more trials in that scope. This module sits beside `record` so that `runner`, `report` and
+//! `provider` can all speak it without importing each other.
+
+use bytes::Bytes;
+
+use crate::error::Error;
+use crate::record::{ErrorClass, ModelIdentity, TrialRecord};
+
+/// Where a trial sits in the plan: indices into the plan's arms and cases (cases numbered
+/// across datasets in plan order), and the trial number within its case.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TrialKey {
+    pub arm: usize,
+    pub case: usize,
+    pub trial: u32,
+}
+
+/// One arm as the plan holds it, announced in [`RunEvent::Started`].
+#[derive(Debug, Clone)]
+pub struct ArmStart<'a> {
+    pub name: &'a str,
+    pub variant: &'a str,
+    pub identity: &'a ModelIdentity,
+}
+
+/// Something that happened in a run, in the order it happened.
+#[derive(Debug)]
+pub enum RunEvent<'a> {
+    /// Before the first trial.
+    Started {
+        run_id: &'a str,
+        planned_trials: u64,
+        arms: &'a [ArmStart<'a>],
+    },
+    /// A trial finished (scored, or ended in an infrastructure error).
+    Trial {
+        key: TrialKey,
+        record: &'a TrialRecord,
+        /// The raw responses of its steps, only when some observer asked for them
+        /// ([`Observer::wants_raw`]); empty otherwise.
+        raw: &'a [RawStep],
+    },
+    /// Every scheduled trial has finished (or the run was stopped and in-flight trials ended).
+    Finished(&'a RunTotals),
+}
+
+/// How a run ended, as counted by the runner.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunTotals {
+    pub planned_trials: u64,
+    pub completed_trials: u64,
+    /// Planned trials never started because an observer stopped their case, arm or the run.
+    pub skipped_trials: u64,
+    /// Stopped by Ctrl-C (or a failed write) before every planned trial finished.
+    pub interrupted: bool,
+}
+
+/// The raw exchange of one step of a trial, for recording.
+#[derive(Debug, Clone)]
+pub struct RawStep {
+    pub step: u32,
+    pub attempts: u32,
+    pub latency_ms: f64,
+    pub response: RawResponse,
+}
+
+/// A response body exactly as received, or the infrastructure error the step ended in (its
+/// message already redacted).
+#[derive(Debug, Clone)]
+pub enum RawResponse {
+    Body(Bytes),
+    Error {
+        class: ErrorClass,
+        status: Option<u16>,
+        message: String,
+    },
+}
+
+/// What an observer wants next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Control {
+    Continue,
+    Stop(StopScope),
+}
+
+/// What to stop scheduling. Trials already in flight finish and are still reported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopScope {
+    /// The remaining trials of one case in one arm.
+    Case { arm: usize, case: usize },
+    /// Every remaining trial of one arm.
+    Arm(usize),
+    /// Every remaining trial.
+    Run,
+}
+
+/// A sink or a decision-maker fed by the run's events.
+pub trait Observer {
+    /// Handles one event. An error (a file that cannot be written) stops the run: trials that
+    /// cannot be stored must not be reported as measured.
+    fn on_event(&mut self, event: &RunEvent<'_>) -> Result<Control, Error>;
+
+    /// Whether this observer needs [`RunEvent::Trial::raw`] (a cassette recorder does);
+    /// the runner keeps raw bodies only when someone does.
+    fn wants_raw(&self) -> bool {
+        false
+    }
+}
+
+/// Fans every event out to several observers, in order, and merges their answers: the
+/// widest stop wins, and every observer sees every event.
+#[derive(Default)]
+pub struct Observers<'o> {
+    list: Vec<&'o mut dyn Observer>,
+}
+
+impl<'o> Observers<'o> {
+    pub fn new() -> Self {
+        Observers { list: Vec::new() }
+    }
+
+    pub fn push(&mut self, observer: &'o mut dyn Observer) -> &mut Self {
+        self.list.push(observer);
+        self
+    }
+}
+
+impl Observer for Observers<'_> {
+    fn on_event(&mut self, event: &RunEvent<'_>) -> Result<Control, Error> {
+        let mut control = Control::Continue;
+        for o in &mut self.list {
+            control = widest(control, o.on_event(event)?);
+        }
+        Ok(control)
+    }
+
+    fn wants_raw(&self) -> bool {
+        self.list.iter().any(|o| o.wants_raw())
+    }
+}
+
+/// The wider of two answers: `Run` over `Arm` over `Case` over `Continue`. Two different
+/// cases or arms cannot both be expressed in one answer, so the first one is kept; an
+/// observer that needs several stops answers each on its own trial's event.
+fn widest(a: Control, b: Control) -> Control {
+    let rank = |c: &Control| match c {
+        Control::Continue => 0,
+        Control::Stop(StopScope::Case { .. }) => 1,
+        Control::Stop(StopScope::Arm(_)) => 2,
+        Control::Stop(StopScope::Run) => 3,
+    };
+    if rank(&b) > rank(&a) { b } else { a }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Fixed(Control, u32);
+
+    impl Observer for Fixed {
+        fn on_event(&mut self, _: &RunEvent<'_>) -> Result<Control, Error> {
+            self.1 += 1;
+            Ok(self.0)
+        }
+    }
+
+    #[test]
+    fn fan_out_reaches_everyone_and_the_widest_stop_wins() {
+        let totals = RunTotals {
+            planned_trials: 1,
+            completed_trials: 1,
+            skipped_trials: 0,
+            interrupted: false,
+        };
+        let mut a = Fixed(Control::Stop(StopScope::Case { arm: 0, case: 3 }), 0);
+        let mut b = Fixed(Control::Stop(StopScope::Arm(1)), 0);
+        let mut c = Fixed(Control::Continue, 0);
+        let mut all = Observers::new();
+        all.push(&mut a).push(&mut b).push(&mut c);
+        let got = all.on_event(&RunEvent::Finished(&totals)).unwrap();
+        assert_eq!(got, Control::Stop(StopScope::Arm(1)));
+        assert!(!all.wants_raw());
+        drop(all);
+        assert_eq!((a.1, b.1, c.1), (1, 1, 1));
+    }
+}

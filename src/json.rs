@@ -1,0 +1,182 @@
+//! Canonical JSON: one text per value (sorted keys, normalized numbers) for fingerprints and
+//! request hashes, and the equality argument matching uses. Pure; imports nothing of the crate.
+
+use std::fmt::Write as _;
+
+use serde_json::{Number, Value};
+
+/// Integral floats within ±2^53 print as integers in canonical JSON.
+const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_992.0;
+
+/// Canonical JSON text: object keys sorted, no whitespace, numbers normalized so that 1 and 1.0
+/// print the same (integral floats within ±2^53 print as integers; other floats via
+/// serde_json's shortest repr). Used for fingerprints and equality.
+pub fn canonical_json(v: &Value) -> String {
+    let mut out = String::new();
+    write_canonical(v, &mut out);
+    out
+}
+
+fn write_canonical(v: &Value, out: &mut String) {
+    match v {
+        Value::Null => out.push_str("null"),
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Number(n) => out.push_str(&canonical_number(n)),
+        Value::String(s) => write_json_string(s, out),
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_canonical(item, out);
+            }
+            out.push(']');
+        }
+        Value::Object(map) => {
+            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(b.0));
+            out.push('{');
+            for (i, (key, value)) in entries.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_json_string(key, out);
+                out.push(':');
+                write_canonical(value, out);
+            }
+            out.push('}');
+        }
+    }
+}
+
+fn write_json_string(s: &str, out: &mut String) {
+    // Serializing a string cannot fail; the fallback only keeps this free of `unwrap`.
+    match serde_json::to_string(s) {
+        Ok(text) => out.push_str(&text),
+        Err(_) => {
+            let _ = write!(out, "{s:?}");
+        }
+    }
+}
+
+fn canonical_number(n: &Number) -> String {
+    if let Some(i) = n.as_i64() {
+        return i.to_string();
+    }
+    if let Some(u) = n.as_u64() {
+        return u.to_string();
+    }
+    match n.as_f64() {
+        Some(f) if f.is_finite() && f.fract() == 0.0 && f.abs() <= MAX_SAFE_INTEGER => {
+            // Exact: |f| <= 2^53 fits an i64 without loss. `as` maps -0.0 to 0.
+            (f as i64).to_string()
+        }
+        Some(f) => Number::from_f64(f).map_or_else(|| n.to_string(), |m| m.to_string()),
+        None => n.to_string(),
+    }
+}
+
+/// Canonical equality: key order irrelevant, 1 == 1.0, arrays ordered, no extra or missing
+/// keys.
+pub fn json_equal(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Null, Value::Null) => true,
+        (Value::Bool(x), Value::Bool(y)) => x == y,
+        (Value::Number(x), Value::Number(y)) => canonical_number(x) == canonical_number(y),
+        (Value::String(x), Value::String(y)) => x == y,
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| json_equal(p, q))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| json_equal(v, w)))
+        }
+        _ => false,
+    }
+}
+
+/// The value at a dotted path (`lines.0.sku`: numeric segments index arrays) inside `v`.
+pub fn value_at_path<'a>(v: &'a Value, path: &str) -> Option<&'a Value> {
+    path.split('.')
+        .filter(|seg| !seg.is_empty())
+        .try_fold(v, |cur, seg| match cur {
+            Value::Object(map) => map.get(seg),
+            Value::Array(items) => seg.parse::<usize>().ok().and_then(|i| items.get(i)),
+            _ => None,
+        })
+}
+
+/// Lower-case hex of a byte slice.
+pub fn hex(bytes: &[u8]) -> String {
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        let _ = write!(s, "{b:02x}");
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    // -- canonical JSON ------------------------------------------------------------------------
+
+    #[test]
+    fn canonical_json_sorts_keys_recursively_and_has_no_whitespace() {
+        let v = json!({"b": 1, "a": [{"z": null, "y": true}, "x\"y"], "c": {"e": 1, "d": 2}});
+        assert_eq!(
+            canonical_json(&v),
+            r#"{"a":[{"y":true,"z":null},"x\"y"],"b":1,"c":{"d":2,"e":1}}"#
+        );
+    }
+
+    #[test]
+    fn canonical_json_normalizes_numbers() {
+        assert_eq!(canonical_json(&json!(1.0)), "1");
+        assert_eq!(canonical_json(&json!(-3.0)), "-3");
+        assert_eq!(canonical_json(&json!(-0.0)), "0");
+        assert_eq!(canonical_json(&json!(2.5)), "2.5");
+        assert_eq!(canonical_json(&json!(0.1)), "0.1");
+        assert_eq!(
+            canonical_json(&json!(9007199254740992.0)),
+            "9007199254740992"
+        );
+        assert_eq!(canonical_json(&json!(u64::MAX)), u64::MAX.to_string());
+        // Beyond 2^53 an integral float keeps serde_json's float form.
+        assert_ne!(canonical_json(&json!(1e20)), "100000000000000000000");
+        assert_eq!(
+            canonical_json(&json!({"q": [1.0, 2]})),
+            canonical_json(&json!({"q": [1, 2.0]}))
+        );
+    }
+
+    #[test]
+    fn json_equal_is_canonical() {
+        assert!(json_equal(
+            &json!({"a": 1, "b": [1.0, {"c": 2}]}),
+            &json!({"b": [1, {"c": 2.0}], "a": 1.0})
+        ));
+        assert!(
+            !json_equal(&json!([1, 2]), &json!([2, 1])),
+            "arrays are ordered"
+        );
+        assert!(
+            !json_equal(&json!({"a": 1}), &json!({"a": 1, "b": null})),
+            "extra key"
+        );
+        assert!(
+            !json_equal(&json!({"a": 1, "b": 2}), &json!({"a": 1})),
+            "missing key"
+        );
+        assert!(
+            !json_equal(&json!({"a": 1}), &json!({"b": 1})),
+            "different key"
+        );
+        assert!(!json_equal(&json!(2), &json!("2")));
+        assert!(!json_equal(&json!(1), &json!(1.5)));
+        assert!(!json_equal(&json!(null), &json!(false)));
+    }
+}

@@ -1,0 +1,185 @@
+//! Value types every downstream module shares: the record of one trial (`TrialRecord`), how it
+//! ended, how it was scored, and the identity of the arm that produced it.
+//!
+//! Imports nothing of the crate but `message`, so `runner`, `report`, `provider` and `score`
+//! can all depend on it without depending on each other.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::message::{ModelTurn, Usage};
+
+/// How a trial ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// The model did what the fixture expects.
+    Pass,
+    /// The model answered and got it wrong (see `score.failure`).
+    Fail,
+    /// No usable answer (timeout, 5xx after retries, quota…): not scored.
+    Error,
+}
+
+/// One line of `results.jsonl`: self-describing, enough to re-score and re-aggregate a run
+/// without calling the model again and without the plan (`report::reaggregate`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrialRecord {
+    pub run_id: String,
+    pub dataset: String,
+    pub case_id: String,
+    /// The arm (provider × catalog variant) that ran this trial.
+    #[serde(flatten)]
+    pub arm: ArmId,
+    pub trial_index: u32,
+    /// What the case expects, as a label for grouping (`create_quote`, `(no call)`, `a + b`).
+    #[serde(default)]
+    pub expected: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+    pub outcome: Outcome,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub score: Option<TrialScore>,
+    /// One turn per step of the conversation (a single-call fixture has one).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub turns: Vec<ModelTurn>,
+    /// Summed over the turns.
+    pub usage: Usage,
+    /// Summed over the steps, each the latency of its successful attempt (for errors: time
+    /// until giving up).
+    pub latency_ms: f64,
+    /// Requests sent, over all steps.
+    pub attempts: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_class: Option<ErrorClass>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    pub started_at: String,
+    /// Identifies the opening request (arm settings, catalog, messages): the key under which
+    /// the conversation is recorded and replayed.
+    pub request_hash: String,
+}
+
+/// Which arm a record belongs to: the configured provider's name, its model and the catalog
+/// variant. Records are aggregated by (dataset, case, variant, provider).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct ArmId {
+    /// Which catalog variant the model saw (`base` for the dataset's own catalog).
+    pub variant: String,
+    /// The name the provider has in the config (or its kind, or `replay`).
+    pub provider: String,
+    pub model: String,
+}
+
+/// The base catalog's variant name.
+pub const BASE_VARIANT: &str = "base";
+
+/// Where an arm's answers come from: one struct instead of the provider fields copied into
+/// every header (run info, replay provenance, cassettes).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelIdentity {
+    /// The provider's name in the config.
+    pub provider: String,
+    /// Its wire format (`openai-compat`, …).
+    pub provider_kind: String,
+    pub model: String,
+    /// Informational; never holds a key.
+    pub base_url: String,
+    pub temperature: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
+}
+
+/// Why a request failed, coarse enough to count and to decide on retries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorClass {
+    Timeout,
+    Connect,
+    RateLimited,
+    ServerError,
+    Auth,
+    QuotaExceeded,
+    ClientError,
+    BadResponse,
+    Cancelled,
+}
+
+impl ErrorClass {
+    /// Transient failures: timeouts, network errors, rate limits, server errors.
+    pub fn is_retryable(self) -> bool {
+        matches!(
+            self,
+            ErrorClass::Timeout
+                | ErrorClass::Connect
+                | ErrorClass::RateLimited
+                | ErrorClass::ServerError
+        )
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorClass::Timeout => "timeout",
+            ErrorClass::Connect => "connect",
+            ErrorClass::RateLimited => "rate_limited",
+            ErrorClass::ServerError => "server_error",
+            ErrorClass::Auth => "auth",
+            ErrorClass::QuotaExceeded => "quota_exceeded",
+            ErrorClass::ClientError => "client_error",
+            ErrorClass::BadResponse => "bad_response",
+            ErrorClass::Cancelled => "cancelled",
+        }
+    }
+}
+
+impl fmt::Display for ErrorClass {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Why a scored trial failed (first reason wins, in the order selection → arguments → schema).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureKind {
+    NoCallMade,
+    UnexpectedCall,
+    WrongTool,
+    UnknownTool,
+    WrongCallCount,
+    ArgumentsNotJson,
+    ArgsMismatch,
+    SchemaInvalid,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrialScore {
+    pub selection_ok: bool,
+    /// None when the expectation states no arguments (tool-only or no-call cases).
+    pub args_ok: Option<bool>,
+    /// None when the model made no tool call; otherwise true iff every call names a catalog
+    /// tool, has JSON arguments, and validates against its schema.
+    pub schema_ok: Option<bool>,
+    /// selection_ok && args_ok != Some(false) && schema_ok != Some(false)
+    pub passed: bool,
+    pub failure: Option<FailureKind>,
+    /// Human-readable detail of the first failure, e.g. "expected create_quote, got
+    /// get_quote" or "args.lines.0.qty: expected 2, got \"2\"" or "lines.0.sku failed
+    /// pattern".
+    pub detail: Option<String>,
+    pub schema_violations: Vec<SchemaViolation>,
+}
+
+/// One schema violation of produced arguments. `path` is dotted ("lines.0.sku", "" for the
+/// root), `keyword` the failing JSON-Schema keyword ("pattern", "required", "type", "enum",
+/// "additionalProperties", "maximum", ...), `message` the validator's text.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SchemaViolation {
+    /// The tool whose schema the produced arguments broke (the tool called, which may differ
+    /// from the tool expected).
+    pub tool: String,
+    pub path: String,
+    pub keyword: String,
+    pub message: String,
+}

@@ -1,0 +1,69 @@
+//! Warnings as data: what is wrong with the evidence, with its numbers. `summary.json` keeps
+//! them typed; each renderer words them (the terminal's wording is in `terminal.rs`).
+
+use serde::{Deserialize, Serialize};
+
+/// The four scored metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Metric {
+    Selection,
+    ArgsExact,
+    SchemaValid,
+    Pass,
+}
+
+impl Metric {
+    pub const ALL: [Metric; 4] = [
+        Metric::Selection,
+        Metric::ArgsExact,
+        Metric::SchemaValid,
+        Metric::Pass,
+    ];
+
+    /// The label reports print.
+    pub fn label(self) -> &'static str {
+        match self {
+            Metric::Selection => "selection",
+            Metric::ArgsExact => "args exact",
+            Metric::SchemaValid => "schema valid",
+            Metric::Pass => "pass",
+        }
+    }
+}
+
+/// One thing the reader must know before trusting a figure.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Warning {
+    /// Stopped (Ctrl-C) before every planned trial finished.
+    RunInterrupted { completed: u64, planned: u64 },
+    /// Trials that ended in infrastructure errors: counted apart, not scored.
+    InfraErrors { errors: u64 },
+    /// Too few cases behind the suite-level rates for their case-level interval.
+    FewCases { cases: usize, min_cases: usize },
+    /// Cases whose per-case interval is wider than the requested precision, and the trials
+    /// per case that would reach it at the observed rates.
+    CasesImprecise {
+        metric: Metric,
+        wide_cases: usize,
+        cases_with_data: usize,
+        confidence: f64,
+        precision: f64,
+        trials_per_case_needed: u64,
+    },
+    /// The suite's case-level interval is wider than the precision; more cases (not trials)
+    /// would narrow it.
+    SuiteImprecise {
+        metric: Metric,
+        half_width: f64,
+        precision: f64,
+        cases_needed: u64,
+    },
+    /// Too few answered trials to bound latency p99 from above at this confidence.
+    LatencyP99Unbounded {
+        answered: u64,
+        min_answered: u64,
+        confidence: f64,
+    },
+}

@@ -1,0 +1,457 @@
+//! Trial planning and execution.
+//!
+//! A plan holds **arms** (provider × catalog variant) and cases; [`decode_job`] turns a job
+//! number into (arm, case, trial) in trial-major order (every case's trial 0 in every arm, then
+//! every trial 1, …) so a run stopped early still covers every case and arm evenly.
+//! `concurrency` workers pull job numbers from one atomic counter, so nothing is allocated per
+//! planned trial. Finished trials flow through one channel to a single collector that emits
+//! them as [`RunEvent`]s to the observer the command composed (results store, CSV, cassette,
+//! progress, aggregator…). The runner knows none of them; an observer's `Stop` answer stops
+//! scheduling a case, an arm or the run.
+
+pub mod store;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::SystemTime;
+
+use tokio::sync::mpsc;
+
+use crate::catalog::Catalog;
+use crate::error::Error;
+use crate::event::{
+    ArmStart, Control, Observer, RawResponse, RawStep, RunEvent, RunTotals, StopScope, TrialKey,
+};
+use crate::message::{ModelTurn, Usage};
+use crate::provider::cassette::{Cassette, Replay};
+use crate::provider::{Backend, PreparedRequest, Provider, ProviderSettings, StepKey};
+use crate::record::{ArmId, ModelIdentity, Outcome, TrialRecord};
+use crate::score::{Expectation, ToolValidators, score_trial};
+use crate::suite::Dataset;
+
+/// One arm: a provider (live or replayed) and the catalog variant it is shown.
+pub struct Arm {
+    /// The provider; its `name` (unique within a plan) names the arm in records.
+    pub settings: ProviderSettings,
+    pub variant: String,
+    /// Serve this arm's responses from a cassette instead of calling the provider;
+    /// `settings` then hold what the cassette was recorded with.
+    pub replay: Option<Cassette>,
+}
+
+impl Arm {
+    pub fn id(&self) -> ArmId {
+        ArmId {
+            variant: self.variant.clone(),
+            provider: self.settings.name.clone(),
+            model: self.settings.model.clone(),
+        }
+    }
+}
+
+/// A validated run: everything is known before the first request.
+pub struct RunPlan {
+    pub run_id: String,
+    pub trials: u32,
+    pub concurrency: usize,
+    pub arms: Vec<Arm>,
+    pub datasets: Vec<Dataset>,
+}
+
+impl RunPlan {
+    pub fn case_count(&self) -> usize {
+        self.datasets.iter().map(|d| d.cases.len()).sum()
+    }
+
+    pub fn planned_trials(&self) -> u64 {
+        self.case_count() as u64 * self.arms.len() as u64 * u64::from(self.trials)
+    }
+}
+
+/// Job `job` of a plan with `arms` arms and `cases` cases: trial-major, then case, then arm,
+/// so the arms of one case run side by side and a run stopped early is balanced.
+pub fn decode_job(job: u64, arms: usize, cases: usize) -> TrialKey {
+    let arms = arms.max(1) as u64;
+    let cases = cases.max(1) as u64;
+    TrialKey {
+        arm: (job % arms) as usize,
+        case: ((job / arms) % cases) as usize,
+        trial: (job / (arms * cases)) as u32,
+    }
+}
+
+/// A case ready to run in every arm.
+struct CaseUnit {
+    dataset: String,
+    case_id: String,
+    expected: String,
+    tags: Vec<String>,
+    expect: Expectation,
+    validators: Arc<ToolValidators>,
+}
+
+struct ArmUnit {
+    id: ArmId,
+    identity: ModelIdentity,
+    backend: Backend,
+}
+
+/// Shared, read-only state of the workers, plus the stop flags observers set.
+struct Shared {
+    run_id: String,
+    arms: Vec<ArmUnit>,
+    units: Vec<CaseUnit>,
+    /// Opening request of each (arm, case), at `arm * cases + case`: encoded once.
+    prepared: Vec<PreparedRequest>,
+    trials: u32,
+    keep_raw: bool,
+    next_job: AtomicU64,
+    skipped: AtomicU64,
+    /// Ctrl-C, or a sink that failed.
+    interrupted: Arc<AtomicBool>,
+    stop_run: AtomicBool,
+    stop_arm: Vec<AtomicBool>,
+    stop_case: Vec<AtomicBool>,
+}
+
+impl Shared {
+    fn stopped(&self, key: TrialKey) -> bool {
+        self.stop_run.load(Ordering::Relaxed)
+            || self.stop_arm[key.arm].load(Ordering::Relaxed)
+            || self.stop_case[key.arm * self.units.len() + key.case].load(Ordering::Relaxed)
+    }
+
+    fn apply(&self, scope: StopScope) {
+        match scope {
+            StopScope::Run => self.stop_run.store(true, Ordering::SeqCst),
+            StopScope::Arm(a) => {
+                if let Some(flag) = self.stop_arm.get(a) {
+                    flag.store(true, Ordering::SeqCst);
+                }
+            }
+            StopScope::Case { arm, case } => {
+                if case < self.units.len()
+                    && let Some(flag) = self.stop_case.get(arm * self.units.len() + case)
+                {
+                    flag.store(true, Ordering::SeqCst);
+                }
+            }
+        }
+    }
+}
+
+/// Runs every planned trial and feeds each to `observer`. Ctrl-C stops scheduling; in-flight
+/// trials finish or time out and are still reported (`interrupted: true`).
+pub async fn execute(plan: RunPlan, observer: &mut dyn Observer) -> Result<RunTotals, Error> {
+    let client = crate::provider::http_client(plan.concurrency).map_err(Error::Fatal)?;
+    let case_count = plan.case_count();
+    let planned = plan.planned_trials();
+
+    let mut arms = Vec::with_capacity(plan.arms.len());
+    for arm in plan.arms {
+        let id = arm.id();
+        let identity = arm.settings.identity();
+        let provider = Provider::new(arm.settings, client.clone());
+        let backend = match arm.replay {
+            Some(cassette) => Backend::Replay(Replay::new(cassette, provider)),
+            None => Backend::Live(provider),
+        };
+        arms.push(ArmUnit {
+            id,
+            identity,
+            backend,
+        });
+    }
+    let mut units = Vec::with_capacity(case_count);
+    let mut catalogs: Vec<(&Arc<Catalog>, &crate::suite::Case)> = Vec::with_capacity(case_count);
+    for d in &plan.datasets {
+        for c in &d.cases {
+            units.push(CaseUnit {
+                dataset: d.name.clone(),
+                case_id: c.id.clone(),
+                expected: c.expect.tool_label(),
+                tags: c.tags.clone(),
+                expect: c.expect.clone(),
+                validators: Arc::clone(&d.validators),
+            });
+            catalogs.push((&d.catalog, c));
+        }
+    }
+    let mut prepared = Vec::with_capacity(arms.len() * case_count);
+    for arm in &arms {
+        for (catalog, case) in &catalogs {
+            prepared.push(arm.backend.prepare(&case.messages, catalog));
+        }
+    }
+
+    let arm_starts: Vec<ArmStart<'_>> = arms
+        .iter()
+        .map(|a| ArmStart {
+            name: &a.id.provider,
+            variant: &a.id.variant,
+            identity: &a.identity,
+        })
+        .collect();
+    let first = observer.on_event(&RunEvent::Started {
+        run_id: &plan.run_id,
+        planned_trials: planned,
+        arms: &arm_starts,
+    })?;
+    drop(arm_starts);
+
+    let interrupted = Arc::new(AtomicBool::new(false));
+    spawn_ctrl_c_handler(Arc::clone(&interrupted));
+    let arm_count = arms.len();
+    let shared = Arc::new(Shared {
+        run_id: plan.run_id.clone(),
+        stop_arm: (0..arm_count).map(|_| AtomicBool::new(false)).collect(),
+        stop_case: (0..arm_count * case_count)
+            .map(|_| AtomicBool::new(false))
+            .collect(),
+        arms,
+        units,
+        prepared,
+        trials: plan.trials,
+        keep_raw: observer.wants_raw(),
+        next_job: AtomicU64::new(0),
+        skipped: AtomicU64::new(0),
+        interrupted: Arc::clone(&interrupted),
+        stop_run: AtomicBool::new(false),
+    });
+    if let Control::Stop(scope) = first {
+        shared.apply(scope);
+    }
+
+    let workers = plan.concurrency.max(1).min(planned.max(1) as usize);
+    let (tx, mut rx) = mpsc::channel::<Finished>(workers * 4);
+    for _ in 0..workers {
+        let shared = Arc::clone(&shared);
+        let tx = tx.clone();
+        tokio::spawn(async move { worker(shared, tx).await });
+    }
+    drop(tx);
+
+    let mut completed = 0u64;
+    let mut sink_error = None;
+    while let Some(Finished { key, record, raw }) = rx.recv().await {
+        completed += 1;
+        if sink_error.is_some() {
+            continue;
+        }
+        match observer.on_event(&RunEvent::Trial {
+            key,
+            record: &record,
+            raw: &raw,
+        }) {
+            Ok(Control::Continue) => {}
+            Ok(Control::Stop(scope)) => shared.apply(scope),
+            Err(e) => {
+                // Keep draining so workers finish, but stop the run: records that cannot be
+                // stored must not be reported as measured.
+                interrupted.store(true, Ordering::SeqCst);
+                sink_error = Some(e);
+            }
+        }
+    }
+    if let Some(e) = sink_error {
+        return Err(e);
+    }
+    let totals = RunTotals {
+        planned_trials: planned,
+        completed_trials: completed,
+        skipped_trials: shared.skipped.load(Ordering::SeqCst),
+        interrupted: interrupted.load(Ordering::SeqCst),
+    };
+    observer.on_event(&RunEvent::Finished(&totals))?;
+    Ok(totals)
+}
+
+/// One finished trial on its way to the collector.
+struct Finished {
+    key: TrialKey,
+    record: TrialRecord,
+    /// The raw steps, when an observer wants them.
+    raw: Vec<RawStep>,
+}
+
+async fn worker(shared: Arc<Shared>, tx: mpsc::Sender<Finished>) {
+    let cases = shared.units.len();
+    let arms = shared.arms.len();
+    let total = (cases * arms) as u64 * u64::from(shared.trials);
+    loop {
+        if shared.interrupted.load(Ordering::Relaxed) || shared.stop_run.load(Ordering::Relaxed) {
+            return;
+        }
+        let job = shared.next_job.fetch_add(1, Ordering::Relaxed);
+        if job >= total {
+            return;
+        }
+        let key = decode_job(job, arms, cases);
+        if shared.stopped(key) {
+            shared.skipped.fetch_add(1, Ordering::Relaxed);
+            continue;
+        }
+        let (record, raw) = run_trial(&shared, key).await;
+        if tx.send(Finished { key, record, raw }).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// Runs one trial as a conversation, one step at a time. A single-call fixture is one step:
+/// its opening request, encoded once per case, answered and scored.
+async fn run_trial(shared: &Shared, key: TrialKey) -> (TrialRecord, Vec<RawStep>) {
+    let unit = &shared.units[key.case];
+    let arm = &shared.arms[key.arm];
+    let opening = &shared.prepared[key.arm * shared.units.len() + key.case];
+    let started_at = humantime::format_rfc3339_millis(SystemTime::now()).to_string();
+    let mut record = TrialRecord {
+        run_id: shared.run_id.clone(),
+        dataset: unit.dataset.clone(),
+        case_id: unit.case_id.clone(),
+        arm: arm.id.clone(),
+        trial_index: key.trial,
+        expected: unit.expected.clone(),
+        tags: unit.tags.clone(),
+        outcome: Outcome::Error,
+        score: None,
+        turns: Vec::new(),
+        usage: Usage::default(),
+        latency_ms: 0.0,
+        attempts: 0,
+        error_class: None,
+        error: None,
+        started_at,
+        request_hash: opening.request_hash.clone(),
+    };
+    let mut raw = Vec::new();
+    let step = StepKey {
+        conversation: &opening.request_hash,
+        trial: key.trial,
+        step: 0,
+    };
+    let (result, latency) = arm.backend.step(opening, step).await;
+    let latency_ms = latency.as_secs_f64() * 1000.0;
+    record.latency_ms += latency_ms;
+    match result {
+        Ok(exchange) => {
+            record.attempts += exchange.attempts;
+            if shared.keep_raw {
+                raw.push(RawStep {
+                    step: step.step,
+                    attempts: exchange.attempts,
+                    latency_ms,
+                    response: RawResponse::Body(exchange.raw_body),
+                });
+            }
+            record.turns.push(exchange.turn);
+        }
+        Err(e) => {
+            record.attempts += e.attempts;
+            if shared.keep_raw {
+                raw.push(RawStep {
+                    step: step.step,
+                    attempts: e.attempts,
+                    latency_ms,
+                    response: RawResponse::Error {
+                        class: e.class,
+                        status: e.status,
+                        message: e.message.clone(),
+                    },
+                });
+            }
+            record.error_class = Some(e.class);
+            record.error = Some(e.to_string());
+        }
+    }
+    record.usage = total_usage(&record.turns);
+    if record.error_class.is_none() {
+        let score = score_trial(&unit.expect, &record.turns, &unit.validators);
+        record.outcome = if score.passed {
+            Outcome::Pass
+        } else {
+            Outcome::Fail
+        };
+        record.score = Some(score);
+    }
+    (record, raw)
+}
+
+/// Token counts summed over the turns; a count stays unknown when no turn reported it.
+fn total_usage(turns: &[ModelTurn]) -> Usage {
+    let sum = |pick: fn(&Usage) -> Option<u64>| {
+        turns
+            .iter()
+            .filter_map(|t| pick(&t.usage))
+            .reduce(|a, b| a + b)
+    };
+    Usage {
+        input_tokens: sum(|u| u.input_tokens),
+        output_tokens: sum(|u| u.output_tokens),
+    }
+}
+
+/// First Ctrl-C: stop scheduling, let in-flight trials end. Second: exit at once.
+fn spawn_ctrl_c_handler(stop: Arc<AtomicBool>) {
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_err() {
+            return;
+        }
+        stop.store(true, Ordering::SeqCst);
+        eprintln!(
+            "\ninterrupted: no new trials will start; waiting for those in flight (Ctrl-C again to abort at once)"
+        );
+        if tokio::signal::ctrl_c().await.is_ok() {
+            eprintln!(
+                "aborted: results.jsonl holds every trial finished so far; no summary was written"
+            );
+            std::process::exit(130);
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jobs_decode_trial_major_then_case_then_arm_and_cover_the_plan_once() {
+        // One arm: job = trial * cases + case, as before arms existed.
+        assert_eq!(
+            decode_job(7, 1, 3),
+            TrialKey {
+                arm: 0,
+                case: 1,
+                trial: 2
+            }
+        );
+        let (arms, cases, trials) = (2usize, 3usize, 4u32);
+        let mut seen = std::collections::HashSet::new();
+        let mut last_trial = 0;
+        for job in 0..(arms * cases) as u64 * u64::from(trials) {
+            let k = decode_job(job, arms, cases);
+            assert!(k.trial >= last_trial, "trial-major");
+            last_trial = k.trial;
+            assert!(seen.insert((k.arm, k.case, k.trial)));
+        }
+        assert_eq!(seen.len(), arms * cases * trials as usize);
+        // The arms of one case are adjacent.
+        assert_eq!(decode_job(0, 2, 3).case, decode_job(1, 2, 3).case);
+    }
+
+    #[test]
+    fn usage_sums_known_counts_only() {
+        let turn = |i: Option<u64>, o: Option<u64>| ModelTurn {
+            tool_calls: Vec::new(),
+            text: None,
+            usage: Usage {
+                input_tokens: i,
+                output_tokens: o,
+            },
+            finish: None,
+        };
+        let u = total_usage(&[turn(Some(3), None), turn(Some(4), None)]);
+        assert_eq!(u.input_tokens, Some(7));
+        assert_eq!(u.output_tokens, None);
+    }
+}
