@@ -256,11 +256,17 @@ pub async fn execute(plan: RunPlan, observer: &mut dyn Observer) -> Result<RunTo
     if let Some(e) = sink_error {
         return Err(e);
     }
+    let interrupted = interrupted.load(Ordering::SeqCst);
+    let mut skipped = shared.skipped.load(Ordering::SeqCst);
+    if !interrupted && shared.stop_run.load(Ordering::SeqCst) {
+        // An observer stopped the run: the jobs never taken were skipped on its word.
+        skipped = planned.saturating_sub(completed);
+    }
     let totals = RunTotals {
         planned_trials: planned,
         completed_trials: completed,
-        skipped_trials: shared.skipped.load(Ordering::SeqCst),
-        interrupted: interrupted.load(Ordering::SeqCst),
+        skipped_trials: skipped,
+        interrupted,
     };
     observer.on_event(&RunEvent::Finished(&totals))?;
     Ok(totals)
@@ -333,36 +339,30 @@ async fn run_trial(shared: &Shared, key: TrialKey) -> (TrialRecord, Vec<RawStep>
     let (result, latency) = arm.backend.step(opening, step).await;
     let latency_ms = latency.as_secs_f64() * 1000.0;
     record.latency_ms += latency_ms;
-    match result {
+    let (attempts, response) = match result {
         Ok(exchange) => {
-            record.attempts += exchange.attempts;
-            if shared.keep_raw {
-                raw.push(RawStep {
-                    step: step.step,
-                    attempts: exchange.attempts,
-                    latency_ms,
-                    response: RawResponse::Body(exchange.raw_body),
-                });
-            }
             record.turns.push(exchange.turn);
+            (exchange.attempts, RawResponse::Body(exchange.raw_body))
         }
         Err(e) => {
-            record.attempts += e.attempts;
-            if shared.keep_raw {
-                raw.push(RawStep {
-                    step: step.step,
-                    attempts: e.attempts,
-                    latency_ms,
-                    response: RawResponse::Error {
-                        class: e.class,
-                        status: e.status,
-                        message: e.message.clone(),
-                    },
-                });
-            }
             record.error_class = Some(e.class);
             record.error = Some(e.to_string());
+            let response = RawResponse::Error {
+                class: e.class,
+                status: e.status,
+                message: e.message,
+            };
+            (e.attempts, response)
         }
+    };
+    record.attempts += attempts;
+    if shared.keep_raw {
+        raw.push(RawStep {
+            step: step.step,
+            attempts,
+            latency_ms,
+            response,
+        });
     }
     record.usage = total_usage(&record.turns);
     if record.error_class.is_none() {
