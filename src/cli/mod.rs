@@ -38,9 +38,24 @@ pub enum Command {
     Run(RunArgs),
     /// Check config, catalogs and fixtures without calling any model.
     Validate(SuiteArgs),
+    /// Re-aggregate a finished run from its results.jsonl and print its report again; no
+    /// model is called and nothing is written.
+    Report(ReportArgs),
     /// Work with recorded cassettes.
     #[command(subcommand)]
     Cassette(CassetteCommand),
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// The run's folder (reports/<run-id>), holding results.jsonl and summary.json.
+    pub run_dir: PathBuf,
+    /// Confidence level of every interval [default: the run's].
+    #[arg(long)]
+    pub confidence: Option<f64>,
+    /// Target half-width for warnings [default: the run's].
+    #[arg(long)]
+    pub precision: Option<f64>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -144,6 +159,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Error> {
             }
             Ok(ExitCode::Pass)
         }
+        Command::Report(args) => report_command(&args),
         Command::Cassette(CassetteCommand::Upgrade { from, to }) => {
             if to.exists() {
                 return Err(usage(&format!(
@@ -215,6 +231,31 @@ fn run_command(setup: RunSetup, max_infra: f64) -> Result<ExitCode, Error> {
         );
         return Ok(ExitCode::InfraErrors);
     }
+    Ok(ExitCode::Pass)
+}
+
+/// Every figure comes from the records; summary.json only supplies what records do not hold
+/// (the run header: when, how, which cassette; how many trials were planned).
+fn report_command(args: &ReportArgs) -> Result<ExitCode, Error> {
+    let summary_path = args.run_dir.join("summary.json");
+    let results_path = args.run_dir.join("results.jsonl");
+    let text =
+        std::fs::read_to_string(&summary_path).map_err(|e| InputError::io(&summary_path, &e))?;
+    let header: crate::report::Summary = serde_json::from_str(&text)
+        .map_err(|e| InputError::json(&summary_path.display().to_string(), &e))?;
+    let confidence = plan::checked_confidence(args.confidence.unwrap_or(header.confidence))?;
+    let precision = plan::checked_precision(args.precision.unwrap_or(header.precision))?;
+    let summary = crate::report::reaggregate(
+        &results_path,
+        header.run,
+        header.planned_trials,
+        header.interrupted,
+        confidence,
+        precision,
+    )?;
+    let mut out = std::io::stdout().lock();
+    crate::report::render_terminal(&summary, &mut out)
+        .map_err(|e| Error::io("cannot write the report", e))?;
     Ok(ExitCode::Pass)
 }
 

@@ -449,16 +449,8 @@ fn common_settings(args: &RunArgs, defaults: &Defaults) -> Result<CommonSettings
     if concurrency == 0 || concurrency > 4096 {
         return Err(usage("--concurrency must be between 1 and 4096"));
     }
-    let confidence = args.confidence.or(defaults.confidence).unwrap_or(0.95);
-    if !(confidence > 0.5 && confidence < 1.0) {
-        return Err(usage("--confidence must be between 0.5 and 1 (e.g. 0.95)"));
-    }
-    let precision = args.precision.or(defaults.precision).unwrap_or(0.05);
-    if !(precision > 0.0 && precision < 0.5) {
-        return Err(usage(
-            "--precision must be between 0 and 0.5 (a half-width, e.g. 0.05)",
-        ));
-    }
+    let confidence = checked_confidence(args.confidence.or(defaults.confidence).unwrap_or(0.95))?;
+    let precision = checked_precision(args.precision.or(defaults.precision).unwrap_or(0.05))?;
     let run_id = checked_run_id(args.run_id.clone())?;
     let out_dir = args.out.join(&run_id);
     if out_dir.exists() {
@@ -474,6 +466,26 @@ fn common_settings(args: &RunArgs, defaults: &Defaults) -> Result<CommonSettings
         run_id,
         out_dir,
     })
+}
+
+/// A confidence level every interval can use.
+pub(super) fn checked_confidence(confidence: f64) -> Result<f64, Error> {
+    if confidence > 0.5 && confidence < 1.0 {
+        Ok(confidence)
+    } else {
+        Err(usage("--confidence must be between 0.5 and 1 (e.g. 0.95)"))
+    }
+}
+
+/// A target half-width the sample-size warnings can use.
+pub(super) fn checked_precision(precision: f64) -> Result<f64, Error> {
+    if precision > 0.0 && precision < 0.5 {
+        Ok(precision)
+    } else {
+        Err(usage(
+            "--precision must be between 0 and 0.5 (a half-width, e.g. 0.05)",
+        ))
+    }
 }
 
 fn checked_run_id(given: Option<String>) -> Result<String, Error> {
