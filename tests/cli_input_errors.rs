@@ -1,22 +1,11 @@
 //! Bad input gets a clear message naming file, line and field, exit code 2, no panic, and
 //! nothing written.
 
-use std::path::Path;
-use std::process::Command;
+mod support;
 
-fn toolscore(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> (i32, String) {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolscore"));
-    cmd.current_dir(dir)
-        .args(args)
-        .env_remove("MISSING_KEY_VAR");
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let out = cmd.output().expect("run toolscore");
-    let stderr = String::from_utf8_lossy(&out.stderr).replace(&dir.display().to_string(), "[TMP]");
-    assert!(!stderr.contains("panicked"), "{stderr}");
-    (out.status.code().unwrap_or(-1), stderr)
-}
+use std::path::Path;
+
+use support::{Run, toolscore, toolscore_env};
 
 const TOOLS: &str = r#"{"tools": [{"name": "get_quote", "description": "Fetch a quote.", "inputSchema": {"type": "object", "properties": {"quote_id": {"type": "string"}}, "required": ["quote_id"]}}]}"#;
 const CASE: &str = r#"{"id": "q1", "messages": [{"role": "user", "content": "show quote qt_1"}], "expect": {"tool": "get_quote", "args": {"quote_id": "qt_1"}}}"#;
@@ -49,7 +38,7 @@ fn run_args() -> Vec<&'static str> {
 
 fn expect_error(tools: &str, cases: &str, expected: &str) {
     let dir = project(tools, cases);
-    let (code, stderr) = toolscore(dir.path(), &run_args(), &[]);
+    let Run { code, stderr, .. } = toolscore(dir.path(), &run_args());
     assert_eq!(code, 2, "{stderr}");
     assert_eq!(stderr.trim_end(), expected);
     assert!(
@@ -90,7 +79,7 @@ fn fixture_naming_a_tool_not_in_the_catalog() {
 fn schema_that_is_not_valid_json_schema() {
     let tools = TOOLS.replace(r#"{"type": "string"}"#, r#"{"type": "strin"}"#);
     let dir = project(&tools, CASE);
-    let (code, stderr) = toolscore(dir.path(), &run_args(), &[]);
+    let Run { code, stderr, .. } = toolscore(dir.path(), &run_args());
     assert_eq!(code, 2, "{stderr}");
     assert!(stderr.starts_with("error: data/tools.json:1: tools[0].inputSchema: tool `get_quote` has an invalid JSON Schema:"), "{stderr}");
 }
@@ -108,7 +97,7 @@ fn duplicate_case_ids() {
 fn unknown_field_is_named() {
     let case = CASE.replace("\"expect\"", "\"tags\": [], \"expected\"");
     let dir = project(TOOLS, &case);
-    let (code, stderr) = toolscore(dir.path(), &run_args(), &[]);
+    let Run { code, stderr, .. } = toolscore(dir.path(), &run_args());
     assert_eq!(code, 2);
     assert!(
         stderr.contains("data/cases.jsonl:1:") && stderr.contains("unknown field `expected`"),
@@ -121,7 +110,7 @@ fn missing_api_key_variable_is_named_and_no_key_is_printed() {
     let dir = project(TOOLS, CASE);
     let mut args = run_args();
     args.extend(["--api-key-env", "MISSING_KEY_VAR"]);
-    let (code, stderr) = toolscore(dir.path(), &args, &[]);
+    let Run { code, stderr, .. } = toolscore(dir.path(), &args);
     assert_eq!(code, 2);
     assert_eq!(
         stderr.trim_end(),
@@ -138,7 +127,7 @@ fn invalid_yaml_config_names_line_and_column() {
         "defaults:\n  trials: many\n",
     )
     .unwrap();
-    let (code, stderr) = toolscore(dir.path(), &["validate"], &[]);
+    let Run { code, stderr, .. } = toolscore(dir.path(), &["validate"]);
     assert_eq!(code, 2, "{stderr}");
     assert!(
         stderr.starts_with("error: toolscore.yaml:2:11: invalid config:"),
@@ -149,10 +138,9 @@ fn invalid_yaml_config_names_line_and_column() {
 #[test]
 fn unknown_provider_and_bad_flags_are_usage_errors() {
     let dir = project(TOOLS, CASE);
-    let (code, stderr) = toolscore(
+    let Run { code, stderr, .. } = toolscore(
         dir.path(),
         &["run", "--provider", "nope", "--dataset", "data"],
-        &[],
     );
     assert_eq!(code, 2);
     assert!(
@@ -161,27 +149,22 @@ fn unknown_provider_and_bad_flags_are_usage_errors() {
     );
     let mut args = run_args();
     args.extend(["--trials", "0"]);
-    let (code, stderr) = toolscore(dir.path(), &args, &[]);
+    let Run { code, stderr, .. } = toolscore(dir.path(), &args);
     assert_eq!(code, 2);
     assert_eq!(stderr.trim_end(), "error: --trials must be at least 1");
-    let (code, _) = toolscore(dir.path(), &["run", "--trials", "abc"], &[]);
+    let Run { code, .. } = toolscore(dir.path(), &["run", "--trials", "abc"]);
     assert_eq!(code, 2, "clap usage errors exit 2");
 }
 
 #[test]
 fn validate_accepts_the_shipped_billing_dataset() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let out = Command::new(env!("CARGO_BIN_EXE_toolscore"))
-        .current_dir(root)
-        .args(["validate", "--dataset", "datasets/billing"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let Run {
+        code,
+        stdout,
+        stderr,
+    } = toolscore(root, &["validate", "--dataset", "datasets/billing"]);
+    assert_eq!(code, 0, "{stderr}");
     assert!(
         stdout.starts_with("datasets/billing: 11 tools, 61 cases, catalog sha256:"),
         "{stdout}"
@@ -191,7 +174,7 @@ fn validate_accepts_the_shipped_billing_dataset() {
 #[test]
 fn unusable_base_url_or_key_is_bad_input_not_an_error_per_trial() {
     let dir = project(TOOLS, CASE);
-    let (code, stderr) = toolscore(
+    let Run { code, stderr, .. } = toolscore(
         dir.path(),
         &[
             "run",
@@ -206,7 +189,6 @@ fn unusable_base_url_or_key_is_bad_input_not_an_error_per_trial() {
             "--out",
             "out",
         ],
-        &[],
     );
     assert_eq!(code, 2, "{stderr}");
     assert!(
@@ -216,7 +198,7 @@ fn unusable_base_url_or_key_is_bad_input_not_an_error_per_trial() {
 
     let mut args = run_args();
     args.extend(["--api-key-env", "MISSING_KEY_VAR"]);
-    let (code, stderr) = toolscore(
+    let Run { code, stderr, .. } = toolscore_env(
         dir.path(),
         &args,
         &[("MISSING_KEY_VAR", "sk-secret\nvalue")],

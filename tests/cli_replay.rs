@@ -3,10 +3,11 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use serde_json::Value;
-use support::{FakeResponse, FakeServer, last_user_message, text_body, tool_call_body};
+use support::{
+    FakeResponse, FakeServer, Run, last_user_message, text_body, tool_call_body, toolscore,
+};
 
 const TOOLS: &str = r#"{"tools": [
   {"name": "get_job_status", "description": "Status of an async billing job.", "inputSchema": {"type": "object", "properties": {"job_id": {"type": "string"}}, "required": ["job_id"]}},
@@ -15,19 +16,6 @@ const TOOLS: &str = r#"{"tools": [
 const CASES: &str = r#"{"id": "job", "messages": [{"role": "user", "content": "Is job job_abc123 done?"}], "expect": {"tool": "get_job_status", "args": {"job_id": "job_abc123"}}}
 {"id": "chat", "messages": [{"role": "user", "content": "thanks!"}], "expect": {"tool": null}}
 "#;
-
-fn toolscore(dir: &Path, args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_toolscore"))
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .expect("run");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
 
 fn project() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
@@ -56,7 +44,7 @@ fn record(dir: &Path) {
             (_, false) => FakeResponse::ok(tool_call_body(&[("get_server_status", "{}")])),
         }
     });
-    let (code, _, stderr) = toolscore(
+    let Run { code, stderr, .. } = toolscore(
         dir,
         &[
             "run",
@@ -127,7 +115,11 @@ fn records(path: PathBuf) -> Vec<Value> {
 fn replay_reproduces_the_recorded_summary_exactly_without_a_server() {
     let dir = project();
     record(dir.path());
-    let (code, stdout, stderr) = toolscore(
+    let Run {
+        code,
+        stdout,
+        stderr,
+    } = toolscore(
         dir.path(),
         &[
             "run",
@@ -212,7 +204,7 @@ fn replay_refuses_what_was_not_recorded() {
         toolscore(dir.path(), &args)
     };
 
-    let (code, _, stderr) = replay(&["--trials", "31"]);
+    let Run { code, stderr, .. } = replay(&["--trials", "31"]);
     assert_eq!(code, 2, "{stderr}");
     assert!(
         stderr.contains("--trials 31 needs 31 recordings per case, but case `"),
@@ -220,7 +212,7 @@ fn replay_refuses_what_was_not_recorded() {
     );
     assert!(stderr.contains("has 30 recorded trials in rec/cassette.jsonl.gz; record them with `toolscore run --provider <live provider> --model fake-1 --record rec/cassette.jsonl.gz --temperature 0.7`"), "{stderr}");
 
-    let (code, _, stderr) = replay(&["--model", "other"]);
+    let Run { code, stderr, .. } = replay(&["--model", "other"]);
     assert_eq!(code, 2);
     assert!(
         stderr.contains("--model cannot be used with --provider replay"),
@@ -233,7 +225,7 @@ fn replay_refuses_what_was_not_recorded() {
         CASES.replace("thanks!", "thank you!"),
     )
     .unwrap();
-    let (code, _, stderr) = replay(&[]);
+    let Run { code, stderr, .. } = replay(&[]);
     assert_eq!(code, 2);
     assert!(
         stderr.contains(
@@ -249,7 +241,7 @@ fn replay_refuses_what_was_not_recorded() {
         TOOLS.replace("Health of the billing API.", "Is the API up?"),
     )
     .unwrap();
-    let (code, _, stderr) = replay(&[]);
+    let Run { code, stderr, .. } = replay(&[]);
     assert_eq!(code, 2);
     assert!(
         stderr.contains("the cassette was recorded against another catalog for dataset `data`"),
@@ -260,7 +252,7 @@ fn replay_refuses_what_was_not_recorded() {
         "nothing is written when replay is refused"
     );
 
-    let (code, _, stderr) = toolscore(
+    let Run { code, stderr, .. } = toolscore(
         dir.path(),
         &[
             "run",

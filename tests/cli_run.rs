@@ -11,33 +11,10 @@ use std::time::Duration;
 
 use serde_json::Value;
 use support::{
-    FakeRequest, FakeResponse, FakeServer, last_user_message, text_body, tool_call_body,
+    FakeRequest, FakeResponse, FakeServer, Run, last_user_message, text_body, tool_call_body,
+    toolscore, toolscore_env,
 };
 use toolscore::stats::wilson_interval;
-
-/// Exit code, stdout and stderr of one run, with the temp folder replaced by `[TMP]`
-/// (uv-style filtering, so messages can be compared exactly).
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn toolscore(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolscore"));
-    cmd.current_dir(dir).args(args).env_remove("OPENAI_API_KEY");
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let out = cmd.output().expect("run toolscore");
-    let tmp = dir.display().to_string();
-    let filter = |b: &[u8]| String::from_utf8_lossy(b).replace(&tmp, "[TMP]");
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: filter(&out.stdout),
-        stderr: filter(&out.stderr),
-    }
-}
 
 /// `toolscore run` against the fake server on the `data` dataset, writing under `out/`.
 fn run_against(dir: &Path, server: &FakeServer, extra: &[&str]) -> Run {
@@ -56,7 +33,7 @@ fn run_against_env(dir: &Path, server: &FakeServer, extra: &[&str], env: &[(&str
     ];
     args.extend_from_slice(&["--dataset", "data", "--out", "out", "--progress", "off"]);
     args.extend_from_slice(extra);
-    toolscore(dir, &args, env)
+    toolscore_env(dir, &args, env)
 }
 
 const TOOLS: &str = r#"{"tools": [
@@ -295,7 +272,7 @@ fn infrastructure_errors_are_counted_apart_and_exit_4_past_the_limit() {
         "--progress",
         "off",
     ];
-    let run = toolscore(dir.path(), &args, &[]);
+    let run = toolscore(dir.path(), &args);
     assert_eq!(run.code, 4, "{}\n{}", run.stdout, run.stderr);
     assert!(
         run.stderr
@@ -319,7 +296,7 @@ fn infrastructure_errors_are_counted_apart_and_exit_4_past_the_limit() {
 
     let mut relaxed = args.to_vec();
     relaxed.extend(["--max-infra-error-rate", "0.5", "--run-id", "relaxed"]);
-    let run = toolscore(dir.path(), &relaxed, &[]);
+    let run = toolscore(dir.path(), &relaxed);
     assert_eq!(run.code, 0, "{}", run.stderr);
 }
 
@@ -425,7 +402,7 @@ fn api_key_comes_from_the_named_variable_and_never_reaches_outputs() {
         "--progress",
         "off",
     ];
-    let run = toolscore(dir.path(), &args, &[("MY_KEY", key)]);
+    let run = toolscore_env(dir.path(), &args, &[("MY_KEY", key)]);
     assert_eq!(run.code, 4, "{}", run.stderr);
     let run_dir = only_run_dir(&dir.path().join("out"));
     let summary = read_json(&run_dir.join("summary.json"));

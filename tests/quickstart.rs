@@ -1,10 +1,12 @@
 //! The README's main command: the billing dataset replayed from the shipped cassette of
 //! SmolLM2-135M responses, on a machine with no key, no server and no model.
 
+mod support;
+
 use std::path::Path;
-use std::process::Command;
 
 use serde_json::Value;
+use support::toolscore;
 
 const CASSETTE: &str = "datasets/billing/recordings/smollm2-135m-2026-12-02.cassette.jsonl.gz";
 
@@ -12,9 +14,12 @@ const CASSETTE: &str = "datasets/billing/recordings/smollm2-135m-2026-12-02.cass
 fn quickstart_replays_the_shipped_recording_and_says_so() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let out = tempfile::tempdir().unwrap();
-    let run = Command::new(env!("CARGO_BIN_EXE_toolscore"))
-        .current_dir(root)
-        .args([
+    // Runs in the repository (the dataset and cassette paths are relative to it), so the
+    // filter replaces the repository path, not the temp folder the output goes to.
+    let out_dir = out.path().to_str().expect("utf-8 temp path");
+    let run = toolscore(
+        root,
+        &[
             "run",
             "--provider",
             &format!("replay:{CASSETTE}"),
@@ -24,14 +29,12 @@ fn quickstart_replays_the_shipped_recording_and_says_so() {
             "off",
             "--run-id",
             "quickstart",
-        ])
-        .arg("--out")
-        .arg(out.path())
-        .output()
-        .expect("run toolscore");
-    let stdout = String::from_utf8_lossy(&run.stdout);
-    let stderr = String::from_utf8_lossy(&run.stderr);
-    assert_eq!(run.status.code(), Some(0), "{stdout}\n{stderr}");
+            "--out",
+            out_dir,
+        ],
+    );
+    let (stdout, stderr) = (&run.stdout, &run.stderr);
+    assert_eq!(run.code, 0, "{stdout}\n{stderr}");
     assert!(
         stdout.contains(&format!(
             "REPLAY: no model was called. Responses replayed from {CASSETTE}"
@@ -39,7 +42,7 @@ fn quickstart_replays_the_shipped_recording_and_says_so() {
         "{stdout}"
     );
     assert!(
-        stdout.contains("recorded 2026-12-02T") && stdout.contains("from model `smollm2`"),
+        stdout.contains("recorded [TIME] from model `smollm2`"),
         "{stdout}"
     );
     assert!(stdout.contains("SmolLM2-135M-Instruct Q4_1"), "{stdout}");
@@ -48,6 +51,11 @@ fn quickstart_replays_the_shipped_recording_and_says_so() {
         &std::fs::read_to_string(out.path().join("quickstart/summary.json")).unwrap(),
     )
     .unwrap();
+    // The terminal shows the recording time as `[TIME]` once filtered; its date is checked here.
+    let recorded_at = summary["run"]["arms"][0]["replay"]["recorded_at"]
+        .as_str()
+        .expect("recorded_at");
+    assert!(recorded_at.starts_with("2026-12-02T"), "{recorded_at}");
     let per_case = summary["run"]["trials_per_case"].as_u64().unwrap();
     assert!(
         per_case >= 25,

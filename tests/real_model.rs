@@ -7,12 +7,15 @@
 //! that parse, usage and latency present, rates consistent with their counts, replay
 //! reproducing the run), never the model's accuracy.
 
+mod support;
+
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
 use serde_json::{Value, json};
+use support::{Run, toolscore};
 use toolscore::stats::wilson_interval;
 
 /// Loopback port of the test model; override with TOOLSCORE_TEST_MODEL_PORT.
@@ -94,19 +97,6 @@ fn billing_slice(dir: &Path) -> PathBuf {
     data
 }
 
-fn toolscore(dir: &Path, args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_toolscore"))
-        .current_dir(dir)
-        .args(args)
-        .output()
-        .expect("run toolscore");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
 fn read_json(path: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
@@ -157,7 +147,11 @@ fn real_model_run_accounts_for_every_trial_and_replays_exactly() {
     let dir = tempfile::tempdir().unwrap();
     billing_slice(dir.path());
     let trials = 6u64;
-    let (code, stdout, stderr) = toolscore(
+    let Run {
+        code,
+        stdout,
+        stderr,
+    } = toolscore(
         dir.path(),
         &[
             "run",
@@ -292,7 +286,11 @@ fn real_model_run_accounts_for_every_trial_and_replays_exactly() {
     );
 
     // The recording replays to the same summary, with no model involved.
-    let (code, stdout, stderr) = toolscore(
+    let Run {
+        code,
+        stdout,
+        stderr,
+    } = toolscore(
         dir.path(),
         &[
             "run",

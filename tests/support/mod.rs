@@ -2,6 +2,8 @@
 //! uses every helper.
 #![allow(dead_code, unused_imports)]
 
+pub mod cli;
 pub mod fake_openai;
 
+pub use cli::*;
 pub use fake_openai::*;

@@ -1,0 +1,74 @@
+//! One way to run the binary in tests (uv's `TestContext` in miniature): the process
+//! environment is cleaned of keys and log settings, output is captured, and the parts of it
+//! that change from run to run (temp folders, run ids, timestamps) are replaced by stable
+//! placeholders so tests can compare whole outputs and snapshot them.
+
+use std::path::Path;
+use std::process::Command;
+
+/// Exit code, stdout and stderr of one invocation, filtered by [`filter`].
+#[derive(Debug)]
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    /// Exit code, stdout and stderr in one text, the shape snapshots take.
+    pub fn transcript(&self) -> String {
+        format!(
+            "exit code: {}\n----- stdout -----\n{}\n----- stderr -----\n{}",
+            self.code, self.stdout, self.stderr
+        )
+    }
+}
+
+/// Environment variables a developer's shell may set that would change what the binary does.
+const CLEARED_ENV: &[&str] = &["OPENAI_API_KEY", "TOOLSCORE_LOG", "MISSING_KEY_VAR"];
+
+/// Runs `toolscore ARGS` in `dir`.
+pub fn toolscore(dir: &Path, args: &[&str]) -> Run {
+    toolscore_env(dir, args, &[])
+}
+
+/// Runs `toolscore ARGS` in `dir` with extra environment variables. Fails the test if the
+/// binary panicked: a panic is a bug whatever the input.
+pub fn toolscore_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolscore"));
+    cmd.current_dir(dir).args(args);
+    for var in CLEARED_ENV {
+        cmd.env_remove(var);
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("run toolscore");
+    let run = Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: filter(&String::from_utf8_lossy(&out.stdout), dir),
+        stderr: filter(&String::from_utf8_lossy(&out.stderr), dir),
+    };
+    assert!(!run.stderr.contains("panicked"), "{}", run.transcript());
+    run
+}
+
+/// Replaces `dir` with `[TMP]`, generated run ids with `[RUN_ID]` and RFC 3339 timestamps
+/// with `[TIME]`.
+pub fn filter(text: &str, dir: &Path) -> String {
+    let text = text.replace(&dir.display().to_string(), "[TMP]");
+    let run_id = regex::Regex::new(r"\b\d{8}T\d{6}Z-[0-9a-f]{4}\b").expect("regex");
+    let time =
+        regex::Regex::new(r"\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z\b").expect("regex");
+    let text = run_id.replace_all(&text, "[RUN_ID]");
+    time.replace_all(&text, "[TIME]").into_owned()
+}
+
+/// Snapshot of a [`Run`]'s whole transcript (exit code, stdout, stderr), reviewed with
+/// `cargo insta review`.
+#[macro_export]
+macro_rules! toolscore_snapshot {
+    ($name:expr, $run:expr) => {
+        insta::assert_snapshot!($name, $run.transcript())
+    };
+}
