@@ -13,7 +13,9 @@
 //! functions, whose signatures cannot say "no answer").
 
 use serde::{Deserialize, Serialize};
-use statrs::distribution::{Beta, Binomial, ContinuousCDF, DiscreteCDF, Normal, StudentsT};
+use statrs::distribution::{
+    Beta, Binomial, ChiSquared, ContinuousCDF, DiscreteCDF, Normal, StudentsT,
+};
 use statrs::function::beta::checked_beta_reg;
 
 /// A closed interval `[lo, hi]`.
@@ -112,6 +114,40 @@ pub fn wilson_interval(x: u64, n: u64, conf: f64) -> Option<Interval> {
     wilson_with_z(x, n, try_z_two_sided(conf)?)
 }
 
+/// The interval the report gives every single rate: Wilson, with Brown, Cai & DasGupta's
+/// (2001) modification at the edges. For `1 ≤ x ≤ x*` (`x* = 2` when `n ≤ 50`, else 3) the
+/// lower bound is the Poisson one, `χ²_{2x}(α/2) / 2n`, where it is lower; symmetrically for
+/// the upper bound when `1 ≤ n − x ≤ x*`.
+///
+/// Plain Wilson dips well below its level next to 0 and 1 (x = 1 or n − 1 out of a few
+/// trials: 96.7% instead of 99% for 5 trials of rates near 1, tests/coverage.rs), which is
+/// where tool-selection rates live. The modification only ever widens the interval, and leaves
+/// it unchanged when `x* < x < n − x*`. `None` as for [`wilson_interval`].
+pub fn rate_interval(x: u64, n: u64, conf: f64) -> Option<Interval> {
+    let mut iv = wilson_interval(x, n, conf)?;
+    let edge = if n <= 50 { 2 } else { 3 };
+    let half_alpha = (1.0 - conf) / 2.0;
+    let poisson = |k: u64| -> Option<f64> {
+        // χ²_{2k} quantile / 2 = the Poisson mean whose P(X ≥ k) is α/2.
+        let chi = ChiSquared::new(2.0 * k as f64)
+            .ok()?
+            .inverse_cdf(half_alpha);
+        (chi.is_finite() && chi >= 0.0).then(|| chi / 2.0 / n as f64)
+    };
+    if (1..=edge).contains(&x)
+        && let Some(lo) = poisson(x)
+    {
+        iv.lo = iv.lo.min(lo);
+    }
+    let failures = n - x;
+    if (1..=edge).contains(&failures)
+        && let Some(lo) = poisson(failures)
+    {
+        iv.hi = iv.hi.max(1.0 - lo);
+    }
+    Some(iv)
+}
+
 /// One-sided Wilson lower bound at level `conf`: the bound the PR gate compares with its
 /// threshold. Equals the lower end of the two-sided interval at level `1 − 2α`.
 ///
@@ -202,12 +238,36 @@ pub struct ClusteredEstimate {
     pub mean: f64,
     /// `s / √m`, s the sample standard deviation of the case rates.
     pub se: f64,
-    /// `mean ± t_{m−1, 1−α/2} · se`, clipped to [0, 1].
+    /// The reported interval: see `method`.
     pub interval: Interval,
     /// Number of cases m.
     pub cases: usize,
     /// Degrees of freedom, m − 1.
     pub df: usize,
+    /// `t_{m−1, 1−α/2} · se`: the half-width of the case-level t interval before clipping.
+    pub t_half_width: f64,
+    /// Whether the t interval reached past 0 or 1 and was clipped.
+    pub clipped: bool,
+    /// Trials behind the Wilson bound: `N / DEFF` with `DEFF ≥ 1` (absent for a bare t
+    /// interval).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effective_n: Option<f64>,
+    /// Which bound produced the interval's ends.
+    pub method: SuiteIntervalMethod,
+}
+
+/// How a suite-level interval was formed ([`suite_interval`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SuiteIntervalMethod {
+    /// The case-level t interval, clipped to [0, 1]: it contained the Wilson bound.
+    CaseT,
+    /// The Wilson score interval at the effective sample size `N / DEFF` with critical value
+    /// `t_{m−1}`: it contained the t interval (within-case noise dominates, e.g. every case at
+    /// the same rate, where the t interval has zero width).
+    WilsonEffectiveN,
+    /// Each end from whichever of the two reaches further.
+    Hull,
 }
 
 /// Suite-level interval from case-level rates, treating cases (not trials) as the
@@ -239,9 +299,10 @@ pub fn clustered_mean_interval(case_rates: &[f64], conf: f64) -> Option<Clustere
     if !t.is_finite() {
         return None;
     }
+    let (lo, hi) = (mean - t * se, mean + t * se);
     let interval = Interval {
-        lo: (mean - t * se).clamp(0.0, 1.0),
-        hi: (mean + t * se).clamp(0.0, 1.0),
+        lo: lo.clamp(0.0, 1.0),
+        hi: hi.clamp(0.0, 1.0),
     };
     Some(ClusteredEstimate {
         mean,
@@ -249,7 +310,91 @@ pub fn clustered_mean_interval(case_rates: &[f64], conf: f64) -> Option<Clustere
         interval,
         cases: m,
         df,
+        t_half_width: t * se,
+        clipped: lo < 0.0 || hi > 1.0,
+        effective_n: None,
+        method: SuiteIntervalMethod::CaseT,
     })
+}
+
+/// Two-sided Student-t critical value `t_{df, 1−α/2}`.
+fn t_two_sided(df: u64, conf: f64) -> Option<f64> {
+    if df == 0 || !valid_conf(conf) {
+        return None;
+    }
+    let t = StudentsT::new(0.0, 1.0, df as f64)
+        .ok()?
+        .inverse_cdf((1.0 + conf) / 2.0);
+    t.is_finite().then_some(t)
+}
+
+/// Wilson score interval for a rate `p` observed over a (possibly fractional) effective
+/// number of trials `n`, with critical value `c`.
+fn wilson_real(p: f64, n: f64, c: f64) -> Option<Interval> {
+    if !(n > 0.0 && (0.0..=1.0).contains(&p) && c.is_finite()) {
+        return None;
+    }
+    let c2n = c * c / n;
+    let center = (p + c2n / 2.0) / (1.0 + c2n);
+    let half = c / (1.0 + c2n) * (p * (1.0 - p) / n + c2n / (4.0 * n)).sqrt();
+    let mut lo = (center - half).clamp(0.0, 1.0);
+    let mut hi = (center + half).clamp(0.0, 1.0);
+    if p == 0.0 {
+        lo = 0.0;
+    }
+    if p == 1.0 {
+        hi = 1.0;
+    }
+    Some(Interval { lo, hi })
+}
+
+/// The suite-level interval of the population mean of case rates, from per-case counts
+/// `(x_i, n_i)` (cases with `n_i = 0` are left out).
+///
+/// The case-level t interval (stats.md §3.3) treats cases as the independent units, but its
+/// width comes only from the spread of observed case rates: when every case shows the same
+/// rate (5 cases at 5/5) it has zero width although each rate is a noisy estimate. So the
+/// interval is never narrower than the Wilson score interval of the mean at the effective
+/// sample size `N / DEFF`, `DEFF = max(1, se² / (μ̂(1−μ̂)/N))` (the clustered-proportion
+/// effective-sample-size idea of stats.md §3.3), with `t_{m−1}` as critical value because m
+/// is often small. `method` says which bound produced the ends. `None` with fewer than two
+/// cases with data, or when `conf` is not strictly inside (0, 1).
+pub fn suite_interval(case_counts: &[(u64, u64)], conf: f64) -> Option<ClusteredEstimate> {
+    let with_data: Vec<(u64, u64)> = case_counts
+        .iter()
+        .copied()
+        .filter(|&(x, n)| n > 0 && x <= n)
+        .collect();
+    let rates: Vec<f64> = with_data
+        .iter()
+        .map(|&(x, n)| x as f64 / n as f64)
+        .collect();
+    let mut est = clustered_mean_interval(&rates, conf)?;
+    let trials: u64 = with_data.iter().map(|&(_, n)| n).sum();
+    let p = est.mean;
+    let pq = p * (1.0 - p);
+    let total = trials as f64;
+    let effective_n = if est.se > 0.0 && pq > 0.0 {
+        (pq / (est.se * est.se)).min(total)
+    } else {
+        total
+    };
+    let c = t_two_sided(est.df as u64, conf)?;
+    let w = wilson_real(p, effective_n, c)?;
+    let t = est.interval;
+    est.method = if t.lo <= w.lo && t.hi >= w.hi {
+        SuiteIntervalMethod::CaseT
+    } else if w.lo <= t.lo && w.hi >= t.hi {
+        SuiteIntervalMethod::WilsonEffectiveN
+    } else {
+        SuiteIntervalMethod::Hull
+    };
+    est.interval = Interval {
+        lo: t.lo.min(w.lo),
+        hi: t.hi.max(w.hi),
+    };
+    est.effective_n = Some(effective_n);
+    Some(est)
 }
 
 /// Intraclass correlation and design effect of a suite run K times per case (stats.md §4.3).
@@ -367,18 +512,30 @@ pub fn nearest_rank_position(n: u64, q: f64) -> Option<u64> {
     Some(tolerant_ceil(q * n as f64).clamp(1.0, n as f64) as u64)
 }
 
-/// Cases needed for a suite-level (case-level) interval of half-width `e`, from an observed
-/// clustered estimate: `⌈(z · s / e)²⌉` with `s = se · √m` the between-case standard deviation
-/// (stats.md §3.3). More trials per case cannot shrink this; only more cases can. `None` when
-/// `e` is not in (0, 0.5) or `conf` is not strictly inside (0, 1).
+/// Cases needed for a suite-level (case-level) t interval of half-width `e`, from an observed
+/// clustered estimate: the smallest `m ≥ 2` with `t_{m−1, 1−α/2} · s / √m ≤ e`, `s = se · √m₀`
+/// the between-case standard deviation (stats.md §3.3). More trials per case cannot shrink
+/// this; only more cases can. `None` when the case rates do not vary (s = 0), when `e` is not in
+/// (0, 0.5), or when `conf` is not strictly inside (0, 1).
 pub fn cases_for_half_width(estimate: &ClusteredEstimate, e: f64, conf: f64) -> Option<u64> {
     if !(e > 0.0 && e < 0.5) {
         return None;
     }
-    let z = try_z_two_sided(conf)?;
     let sd = estimate.se * (estimate.cases as f64).sqrt();
-    let n = ((z * sd / e).powi(2)).ceil();
-    (n.is_finite() && n < u64::MAX as f64).then_some(n as u64)
+    if !(sd > 0.0 && sd.is_finite()) {
+        return None;
+    }
+    // z < t, so the normal-theory answer is a lower bound; t(m−1) falls quickly towards z, so
+    // a short walk up from it finds the exact answer.
+    let z = try_z_two_sided(conf)?;
+    let start = ((z * sd / e).powi(2)).ceil().max(2.0);
+    if start.is_nan() || start >= 1e12 {
+        return None;
+    }
+    let start = start as u64;
+    (start..start + 100_000).find(|&m| {
+        t_two_sided(m - 1, conf).is_some_and(|t| t * sd / (m as f64).sqrt() <= e)
+    })
 }
 
 /// The fewest observations for which the exact order-statistic interval of the q-quantile has
@@ -491,6 +648,32 @@ mod tests {
     use super::*;
 
     #[test]
+    fn rate_interval_widens_only_at_the_edges() {
+        // Interior counts: plain Wilson.
+        for (x, n) in [(3, 7), (20, 40), (0, 10), (10, 10), (4, 60), (56, 60)] {
+            assert_eq!(
+                rate_interval(x, n, 0.95),
+                wilson_interval(x, n, 0.95),
+                "{x}/{n}"
+            );
+        }
+        // x = 1 of 5 at 99%: lower bound -ln(1 - 0.005) / 5 (the Poisson bound for one event).
+        let iv = rate_interval(1, 5, 0.99).unwrap();
+        let want = -(1.0f64 - 0.005).ln() / 5.0;
+        assert!((iv.lo - want).abs() < 1e-9, "{iv:?} vs {want}");
+        assert_eq!(iv.hi, wilson_interval(1, 5, 0.99).unwrap().hi);
+        // n − x = 1 mirrors it, and one trial that failed no longer excludes 0.8 at 95%.
+        let top = rate_interval(4, 5, 0.99).unwrap();
+        assert!((top.hi - (1.0 - want)).abs() < 1e-9, "{top:?}");
+        assert!(rate_interval(0, 1, 0.95).unwrap().contains(0.8));
+        assert!(!wilson_interval(0, 1, 0.95).unwrap().contains(0.8));
+        // Beyond 50 trials the edge is 3 events.
+        let wide = rate_interval(3, 60, 0.95).unwrap();
+        assert!(wide.lo < wilson_interval(3, 60, 0.95).unwrap().lo);
+        assert_eq!(rate_interval(1, 0, 0.95), None);
+    }
+
+    #[test]
     fn nearest_rank_position_matches_nearest_rank() {
         let data: Vec<u64> = (1..=2440).collect();
         for q in [0.0, 0.5, 0.95, 0.99, 1.0] {
@@ -522,18 +705,71 @@ mod tests {
                 .upper_rank
                 .is_some()
         );
+        assert_eq!(min_trials_for_upper_bound(0.99, 0.90), Some(299));
         assert_eq!(min_trials_for_upper_bound(0.99, 1.0), None);
     }
 
     #[test]
-    fn cases_needed_scales_with_between_case_spread() {
+    fn cases_needed_solves_with_t_not_z() {
         let rates: Vec<f64> = (0..61).map(|i| f64::from(i % 5) / 4.0).collect();
         let est = clustered_mean_interval(&rates, 0.95).unwrap();
         let sd = est.se * (est.cases as f64).sqrt();
-        let want = ((1.959963984540054 * sd / 0.05).powi(2)).ceil() as u64;
-        assert_eq!(cases_for_half_width(&est, 0.05, 0.95), Some(want));
-        assert!(cases_for_half_width(&est, 0.05, 0.99).unwrap() > want);
+        let m = cases_for_half_width(&est, 0.05, 0.95).unwrap();
+        let t = |m: u64| t_two_sided(m - 1, 0.95).unwrap();
+        assert!(t(m) * sd / (m as f64).sqrt() <= 0.05);
+        assert!(
+            t(m - 1) * sd / ((m - 1) as f64).sqrt() > 0.05,
+            "smallest such m"
+        );
+        let z_answer = ((1.959963984540054 * sd / 0.05).powi(2)).ceil() as u64;
+        assert!(
+            m > z_answer,
+            "t(m-1) needs more cases than z: {m} vs {z_answer}"
+        );
+        assert!(cases_for_half_width(&est, 0.05, 0.99).unwrap() > m);
         assert_eq!(cases_for_half_width(&est, 0.0, 0.95), None);
+        let flat = clustered_mean_interval(&[1.0, 1.0, 1.0], 0.95).unwrap();
+        assert_eq!(cases_for_half_width(&flat, 0.05, 0.95), None);
+    }
+
+    #[test]
+    fn suite_interval_is_never_zero_width_when_every_case_agrees() {
+        // 5 cases at 5/5: the t interval is [1, 1]; the Wilson bound at N = 25 with t(4).
+        let all = [(5u64, 5u64); 5];
+        let t_only = clustered_mean_interval(&[1.0; 5], 0.95).unwrap();
+        assert_eq!((t_only.interval.lo, t_only.interval.hi), (1.0, 1.0));
+        let est = suite_interval(&all, 0.95).unwrap();
+        assert_eq!(est.method, SuiteIntervalMethod::WilsonEffectiveN);
+        assert_eq!(est.effective_n, Some(25.0));
+        let c = t_two_sided(4, 0.95).unwrap();
+        assert!((est.interval.lo - 1.0 / (1.0 + c * c / 25.0)).abs() < 1e-12);
+        assert_eq!(est.interval.hi, 1.0);
+        // All failing with one trial each: [0, something > 0].
+        let zero = suite_interval(&[(0, 1); 5], 0.95).unwrap();
+        assert_eq!(zero.interval.lo, 0.0);
+        assert!(zero.interval.hi > 0.3, "{zero:?}");
+    }
+
+    #[test]
+    fn suite_interval_keeps_the_t_interval_when_cases_differ() {
+        // Spread between cases dominates: the t interval contains the Wilson bound.
+        let counts: Vec<(u64, u64)> = (0..20)
+            .map(|i| (if i % 2 == 0 { 40 } else { 4 }, 40))
+            .collect();
+        let rates: Vec<f64> = counts.iter().map(|&(x, n)| x as f64 / n as f64).collect();
+        let t_only = clustered_mean_interval(&rates, 0.95).unwrap();
+        let est = suite_interval(&counts, 0.95).unwrap();
+        assert_eq!(est.method, SuiteIntervalMethod::CaseT);
+        assert_eq!(est.interval, t_only.interval);
+        assert!(
+            est.effective_n.unwrap() < 800.0,
+            "DEFF > 1 with this spread"
+        );
+        assert_eq!(
+            suite_interval(&[(3, 4), (0, 0)], 0.95),
+            None,
+            "one case with data"
+        );
     }
     use serde_json::Value;
 

@@ -70,4 +70,16 @@ fn quickstart_replays_the_shipped_recording_and_says_so() {
         61 * per_case
     );
     assert!(selection["case_level"]["cases"].as_u64().unwrap() >= 30);
+
+    // "Cases needed" is solved with t(m−1), not z (250 with z, 253 with t at these rates).
+    let suite_warning = summary["arms"][0]["warnings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|w| w["kind"] == "suite_imprecise" && w["metric"] == "selection")
+        .expect("a suite-level warning for selection");
+    assert_eq!(suite_warning["cases_needed"], 253, "{suite_warning}");
+
+    // The whole report, as the README quotes it: a change is a reviewed snapshot diff.
+    insta::assert_snapshot!("quickstart_report", stdout.replace(out_dir, "[OUT]"));
 }

@@ -313,7 +313,10 @@ fn real_model_run_accounts_for_every_trial_and_replays_exactly() {
     for s in [&mut live, &mut replay] {
         s.as_object_mut().unwrap().remove("run");
         // A replayed arm is named `replay`, whatever the recording provider was called.
-        s["arms"][0]["arm"].as_object_mut().unwrap().remove("provider");
+        s["arms"][0]["arm"]
+            .as_object_mut()
+            .unwrap()
+            .remove("provider");
     }
     assert_eq!(live, replay);
 }

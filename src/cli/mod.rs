@@ -241,7 +241,7 @@ fn report_command(args: &ReportArgs) -> Result<ExitCode, Error> {
     let results_path = args.run_dir.join("results.jsonl");
     let text =
         std::fs::read_to_string(&summary_path).map_err(|e| InputError::io(&summary_path, &e))?;
-    let header: crate::report::Summary = serde_json::from_str(&text)
+    let header: crate::report::SummaryHeader = serde_json::from_str(&text)
         .map_err(|e| InputError::json(&summary_path.display().to_string(), &e))?;
     let confidence = plan::checked_confidence(args.confidence.unwrap_or(header.confidence))?;
     let precision = plan::checked_precision(args.precision.unwrap_or(header.precision))?;

@@ -412,7 +412,7 @@ fn rate(c: Count, conf: f64, case_level: Option<stats::ClusteredEstimate>) -> Ra
         x: c.x,
         n: c.n,
         rate: (c.n > 0).then(|| c.x as f64 / c.n as f64),
-        interval: stats::wilson_interval(c.x, c.n, conf),
+        interval: stats::rate_interval(c.x, c.n, conf),
         case_level,
     }
 }
@@ -421,20 +421,14 @@ fn rate(c: Count, conf: f64, case_level: Option<stats::ClusteredEstimate>) -> Ra
 fn group(name: &str, idx: &[usize], counts: &[CaseCounts], conf: f64) -> GroupSummary {
     let metric = |pick: fn(&CaseCounts) -> Count| {
         let mut pooled = Count::default();
-        let mut case_rates = Vec::with_capacity(idx.len());
+        let mut case_counts = Vec::with_capacity(idx.len());
         for &i in idx {
             let c = pick(&counts[i]);
             pooled.x += c.x;
             pooled.n += c.n;
-            if c.n > 0 {
-                case_rates.push(c.x as f64 / c.n as f64);
-            }
+            case_counts.push((c.x, c.n));
         }
-        rate(
-            pooled,
-            conf,
-            stats::clustered_mean_interval(&case_rates, conf),
-        )
+        rate(pooled, conf, stats::suite_interval(&case_counts, conf))
     };
     GroupSummary {
         name: name.to_owned(),
@@ -464,13 +458,19 @@ fn value_at_rank(h: &Histogram<u64>, rank: u64) -> Option<f64> {
 
 fn latency_summary(h: &Histogram<u64>, sum_us: u64, conf: f64) -> LatencySummary {
     let n = h.len();
+    // The value always exists once one trial answered; each end of its interval is bounded
+    // or not on its own (too few trials to bound a median from below, or a p99 from above).
     let pct = |q: f64| -> Option<Percentile> {
         let value = value_at_rank(h, stats::nearest_rank_position(n, q)?)?;
-        let (l, u) = stats::order_statistic_ci_ranks(n, q, conf)?;
+        let ci = stats::order_statistic_ci(n, q, conf);
         Some(Percentile {
             value,
-            lo: value_at_rank(h, l.max(1))?,
-            hi: u.and_then(|u| value_at_rank(h, u)),
+            lo: ci
+                .and_then(|c| c.lower_rank)
+                .and_then(|l| value_at_rank(h, l)),
+            hi: ci
+                .and_then(|c| c.upper_rank)
+                .and_then(|u| value_at_rank(h, u)),
         })
     };
     LatencySummary {
@@ -519,7 +519,13 @@ fn arm_warnings(s: &ArmSummary, conf: f64, e: f64) -> Vec<Warning> {
             with_data += 1;
             if iv.half_width() > e {
                 wide += 1;
-                needed = needed.max(stats::wilson_trials_for_half_width(p, e, conf).unwrap_or(0));
+                let mut n = stats::wilson_trials_for_half_width(p, e, conf).unwrap_or(0);
+                // Schema validity is judged on trials that made a call: convert the calls
+                // needed into trials at the case's observed call rate.
+                if metric == Metric::SchemaValid && r.n > 0 {
+                    n = (n as f64 * c.scored_trials as f64 / r.n as f64).ceil() as u64;
+                }
+                needed = needed.max(n);
             }
         }
         if wide > 0 {
@@ -532,17 +538,18 @@ fn arm_warnings(s: &ArmSummary, conf: f64, e: f64) -> Vec<Warning> {
                 trials_per_case_needed: needed,
             });
         }
-        // Suite: the case-level interval shrinks with more cases, not more trials.
-        if let Some(cl) = pick(&s.suite.metrics).case_level {
-            let half = cl.interval.half_width();
-            if half > e {
-                w.push(Warning::SuiteImprecise {
-                    metric,
-                    half_width: half,
-                    precision: e,
-                    cases_needed: stats::cases_for_half_width(&cl, e, conf).unwrap_or(0),
-                });
-            }
+        // Suite: the spread between cases shrinks with more cases, not more trials.
+        if let Some(cl) = pick(&s.suite.metrics).case_level
+            && cl.t_half_width > e
+            && let Some(cases_needed) = stats::cases_for_half_width(&cl, e, conf)
+        {
+            w.push(Warning::SuiteImprecise {
+                metric,
+                half_width: cl.t_half_width,
+                clipped: cl.clipped,
+                precision: e,
+                cases_needed,
+            });
         }
     }
     let answered = s.latency_ms.n;
@@ -631,7 +638,7 @@ mod tests {
         let close = |got: f64, want: f64| (got - want).abs() <= want * 1e-3;
         let check = |p: &Option<Percentile>, value: f64, lo: f64, hi: Option<f64>| {
             let p = p.as_ref().expect("percentile");
-            assert!(close(p.value, value) && close(p.lo, lo), "{p:?}");
+            assert!(close(p.value, value) && close(p.lo.unwrap(), lo), "{p:?}");
             match (p.hi, hi) {
                 (Some(got), Some(want)) => assert!(close(got, want), "{p:?}"),
                 (got, want) => assert_eq!(got, want),
@@ -678,6 +685,107 @@ mod tests {
                     min_answered: 528,
                     confidence: 0.99
                 })
+        );
+    }
+
+    fn scored(selection_ok: bool, called: bool) -> TrialRecord {
+        let mut r = record(10.0, Outcome::Pass);
+        r.score = Some(crate::record::TrialScore {
+            selection_ok,
+            args_ok: None,
+            schema_ok: called.then_some(true),
+            passed: selection_ok,
+            failure: None,
+            detail: None,
+            schema_violations: Vec::new(),
+        });
+        if !selection_ok {
+            r.outcome = Outcome::Fail;
+        }
+        r
+    }
+
+    #[test]
+    fn a_percentile_keeps_its_value_when_its_ends_cannot_be_bounded() {
+        let mut agg = Aggregator::new();
+        for ms in [30.0, 10.0, 20.0] {
+            agg.add(&record(ms, Outcome::Pass));
+        }
+        let s = agg.finish(run_info(), &totals(3, 3), 0.95, 0.05);
+        let l = &s.arms[0].latency_ms;
+        // Three answers bound neither end of the median at 95%, but the median is 20 ms.
+        let p50 = l.p50.as_ref().expect("value reported");
+        assert!((p50.value - 20.0).abs() < 0.05, "{p50:?}");
+        assert_eq!((p50.lo, p50.hi), (None, None));
+        let json = serde_json::to_value(p50).unwrap();
+        assert!(json["lo"].is_null() && json["hi"].is_null(), "{json}");
+        assert!(l.p99.is_some());
+    }
+
+    #[test]
+    fn schema_advice_counts_trials_not_calls() {
+        // 40 trials, of which 4 made a call (all schema-valid): the per-case interval of
+        // schema validity rests on 4 calls, so reaching ±0.05 takes ten times more trials
+        // than calls.
+        let mut agg = Aggregator::new();
+        for i in 0..40 {
+            agg.add(&scored(i % 2 == 0, i % 10 == 0));
+        }
+        let s = agg.finish(run_info(), &totals(40, 40), 0.95, 0.05);
+        let calls_needed = stats::wilson_trials_for_half_width(1.0, 0.05, 0.95).unwrap();
+        let w = s.arms[0]
+            .warnings
+            .iter()
+            .find_map(|w| match w {
+                Warning::CasesImprecise {
+                    metric: Metric::SchemaValid,
+                    trials_per_case_needed,
+                    ..
+                } => Some(*trials_per_case_needed),
+                _ => None,
+            })
+            .expect("schema warning");
+        assert_eq!(w, calls_needed * 10);
+    }
+
+    #[test]
+    fn suite_warning_quotes_the_unclipped_half_width() {
+        // Five cases, four always right and one always wrong: the t interval reaches past 1.
+        let mut agg = Aggregator::new();
+        for case in 0..5 {
+            for _ in 0..20 {
+                let mut r = scored(case != 0, true);
+                r.case_id = format!("c{case}");
+                agg.add(&r);
+            }
+        }
+        let s = agg.finish(run_info(), &totals(100, 100), 0.95, 0.05);
+        let cl = s.arms[0]
+            .suite
+            .metrics
+            .selection
+            .case_level
+            .expect("case level");
+        assert!(cl.clipped && cl.interval.hi == 1.0, "{cl:?}");
+        let (half, clipped) = s.arms[0]
+            .warnings
+            .iter()
+            .find_map(|w| match w {
+                Warning::SuiteImprecise {
+                    metric: Metric::Selection,
+                    half_width,
+                    clipped,
+                    ..
+                } => Some((*half_width, *clipped)),
+                _ => None,
+            })
+            .expect("suite warning");
+        assert!(clipped);
+        assert!((half - cl.t_half_width).abs() < 1e-12);
+        assert!(
+            half > cl.interval.half_width(),
+            "{half} vs {:?}",
+            cl.interval
         );
     }
 

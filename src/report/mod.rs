@@ -43,6 +43,17 @@ pub struct Summary {
     pub warnings: Vec<Warning>,
 }
 
+/// What `toolscore report` reads from a run's summary.json: only what the records do not hold,
+/// so a summary written by an older toolscore (other figures, other warnings) still works.
+#[derive(Debug, Clone, Deserialize)]
+pub struct SummaryHeader {
+    pub run: RunInfo,
+    pub planned_trials: u64,
+    pub interrupted: bool,
+    pub confidence: f64,
+    pub precision: f64,
+}
+
 /// The figures of one arm.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ArmSummary {
@@ -122,8 +133,10 @@ pub struct LatencySummary {
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Percentile {
+    /// The nearest-rank value: always an observed latency.
     pub value: f64,
-    pub lo: f64,
+    /// `None` when there are too few trials to bound this percentile from below.
+    pub lo: Option<f64>,
     /// `None` when there are too few trials to bound this percentile from above.
     pub hi: Option<f64>,
 }

@@ -2,7 +2,7 @@
 
 use std::io::{self, Write};
 
-use super::{ArmInfo, ArmSummary, Metrics, RateStat, Summary, Warning};
+use super::{ArmInfo, ArmSummary, Metric, Metrics, RateStat, Summary, Warning};
 
 /// How many of the worst cases the terminal report lists (all are in summary.json).
 pub const WORST_CASES_SHOWN: usize = 10;
@@ -21,7 +21,8 @@ fn format_case_level(r: &RateStat) -> String {
             "{:.3} [{:.3}, {:.3}] ({} cases)",
             c.mean, c.interval.lo, c.interval.hi, c.cases
         ),
-        None => "n/a (fewer than 2 cases)".to_owned(),
+        None if r.n == 0 => "n/a (no scored trials)".to_owned(),
+        None => "n/a (fewer than 2 cases with data)".to_owned(),
     }
 }
 
@@ -204,13 +205,9 @@ fn render_arm(s: &Summary, a: &ArmSummary, extra: &[Warning], w: &mut dyn Write)
     }
     writeln!(w)?;
     let l = &a.latency_ms;
+    let end = |v: Option<f64>| v.map_or("unbounded".to_owned(), |v| format!("{v:.1}"));
     let p = |x: &Option<super::Percentile>| match x {
-        Some(p) => format!(
-            "{:.1} [{:.1}, {}]",
-            p.value,
-            p.lo,
-            p.hi.map_or("unbounded".to_owned(), |h| format!("{h:.1}"))
-        ),
+        Some(p) => format!("{:.1} [{}, {}]", p.value, end(p.lo), end(p.hi)),
         None => "n/a".to_owned(),
     };
     writeln!(
@@ -286,18 +283,29 @@ pub fn warning_text(warning: &Warning) -> String {
             precision: e,
             trials_per_case_needed,
         } => format!(
-            "{}: {wide_cases} of {cases_with_data} cases have a {} interval wider than ±{e}; about {trials_per_case_needed} trials per case would reach ±{e} at the observed rates",
+            "{}: {wide_cases} of {cases_with_data} cases have a {} interval wider than ±{e}; about {trials_per_case_needed} trials per case would reach ±{e} at the observed rates{}",
             metric.label(),
-            pct(*confidence)
+            pct(*confidence),
+            if *metric == Metric::SchemaValid {
+                " and call rates (schema validity counts only trials that make a call)"
+            } else {
+                ""
+            }
         ),
         Warning::SuiteImprecise {
             metric,
             half_width,
+            clipped,
             precision: e,
             cases_needed,
         } => format!(
-            "{}: the suite's case-level interval is ±{half_width:.3}, wider than ±{e}; between-case spread dominates, so about {cases_needed} cases (not more trials) would be needed",
-            metric.label()
+            "{}: the suite's case-level interval is ±{half_width:.3}{}, wider than ±{e}; between-case spread dominates, so about {cases_needed} cases (not more trials) would be needed",
+            metric.label(),
+            if *clipped {
+                " (before clipping to [0, 1])"
+            } else {
+                ""
+            }
         ),
         Warning::LatencyP99Unbounded {
             answered,
@@ -312,4 +320,76 @@ pub fn warning_text(warning: &Warning) -> String {
 
 fn short_fp(fp: &str) -> &str {
     fp.get(..19).unwrap_or(fp)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::RunTotals;
+    use crate::message::Usage;
+    use crate::record::{ArmId, ErrorClass, Outcome, TrialRecord};
+    use crate::report::{Aggregator, RunInfo};
+
+    fn error_record(case: usize) -> TrialRecord {
+        TrialRecord {
+            run_id: "r".into(),
+            dataset: "d".into(),
+            case_id: format!("c{case}"),
+            arm: ArmId {
+                variant: "base".into(),
+                provider: "p".into(),
+                model: "m".into(),
+            },
+            trial_index: 0,
+            expected: "t".into(),
+            tags: Vec::new(),
+            outcome: Outcome::Error,
+            score: None,
+            turns: Vec::new(),
+            usage: Usage::default(),
+            latency_ms: 5.0,
+            attempts: 1,
+            error_class: Some(ErrorClass::Timeout),
+            error: Some("timeout".into()),
+            started_at: String::new(),
+            request_hash: String::new(),
+        }
+    }
+
+    #[test]
+    fn a_suite_with_cases_but_no_scored_trials_says_so() {
+        let mut agg = Aggregator::new();
+        for case in 0..5 {
+            agg.add(&error_record(case));
+        }
+        let run = RunInfo {
+            run_id: "r".into(),
+            toolscore_version: "0".into(),
+            started_at: String::new(),
+            finished_at: String::new(),
+            trials_per_case: 1,
+            concurrency: 1,
+            arms: Vec::new(),
+            recorded_to: None,
+            datasets: Vec::new(),
+        };
+        let totals = RunTotals {
+            planned_trials: 5,
+            completed_trials: 5,
+            skipped_trials: 0,
+            interrupted: false,
+        };
+        let s = agg.finish(run, &totals, 0.95, 0.05);
+        assert_eq!(s.arms[0].suite.cases, 5);
+        let mut out = Vec::new();
+        render_terminal(&s, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.contains(
+                "selection     n/a (0/0)                            n/a (no scored trials)"
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("fewer than 2 cases"), "{text}");
+    }
 }

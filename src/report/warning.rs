@@ -43,7 +43,8 @@ pub enum Warning {
     /// Too few cases behind the suite-level rates for their case-level interval.
     FewCases { cases: usize, min_cases: usize },
     /// Cases whose per-case interval is wider than the requested precision, and the trials
-    /// per case that would reach it at the observed rates.
+    /// per case that would reach it at the observed rates (for schema validity, which counts
+    /// only trials that made a call, converted to trials at each case's observed call rate).
     CasesImprecise {
         metric: Metric,
         wide_cases: usize,
@@ -52,11 +53,13 @@ pub enum Warning {
         precision: f64,
         trials_per_case_needed: u64,
     },
-    /// The suite's case-level interval is wider than the precision; more cases (not trials)
-    /// would narrow it.
+    /// The suite's case-level t interval is wider than the precision; more cases (not trials)
+    /// would narrow it. `half_width` is `t_{m−1} · se`, before any clipping to [0, 1].
     SuiteImprecise {
         metric: Metric,
         half_width: f64,
+        /// Whether the reported interval was clipped to [0, 1] (so it looks narrower).
+        clipped: bool,
         precision: f64,
         cases_needed: u64,
     },
