@@ -125,9 +125,7 @@ fn two_arms_run_in_one_plan_and_reaggregate_from_results_alone() {
         serde_json::from_value(summary.clone()).expect("summary parses");
     let again = toolscore::report::reaggregate(
         &run_dir.join("results.jsonl"),
-        header.run.clone(),
-        header.planned_trials,
-        header.interrupted,
+        serde_json::from_value(summary.clone()).expect("header"),
         header.confidence,
         header.precision,
     )
@@ -174,7 +172,7 @@ fn report_at_another_confidence_recomputes_every_interval_from_the_records() {
         "{}",
         report.stdout
     );
-    let iv = toolscore::stats::wilson_interval(20, 30, 0.99).expect("interval");
+    let iv = toolscore::stats::rate_interval(20, 30, 0.99).expect("interval");
     let want = format!("0.667 [{:.3}, {:.3}] (20/30)", iv.lo, iv.hi);
     assert!(report.stdout.contains(&want), "{want}\n{}", report.stdout);
     // Nothing was written by `report`.

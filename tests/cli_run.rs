@@ -14,7 +14,7 @@ use support::{
     FakeRequest, FakeResponse, FakeServer, Run, last_user_message, text_body, tool_call_body,
     toolscore, toolscore_env,
 };
-use toolscore::stats::wilson_interval;
+use toolscore::stats::rate_interval;
 
 /// `toolscore run` against the fake server on the `data` dataset, writing under `out/`.
 fn run_against(dir: &Path, server: &FakeServer, extra: &[&str]) -> Run {
@@ -105,7 +105,7 @@ fn only_run_dir(out: &Path) -> PathBuf {
 fn assert_rate(stat: &Value, x: u64, n: u64) {
     assert_eq!(stat["x"], x, "{stat}");
     assert_eq!(stat["n"], n, "{stat}");
-    let iv = wilson_interval(x, n, 0.95).expect("n > 0");
+    let iv = rate_interval(x, n, 0.95).expect("n > 0");
     let lo = stat["interval"]["lo"].as_f64().expect("lo");
     let hi = stat["interval"]["hi"].as_f64().expect("hi");
     assert!(

@@ -13,7 +13,7 @@
 //! and 99%, 10,000 replications) runs with `TOOLSCORE_COVERAGE_FULL=1 cargo test --release
 //! --test coverage -- --nocapture` and prints the table the README quotes.
 
-use toolscore::stats::{rate_interval, suite_interval, wilson_interval};
+use toolscore::stats::{rate_interval, suite_interval};
 
 /// SplitMix64: small, fast, and good enough for Monte Carlo with a fixed seed.
 struct Rng(u64);
@@ -148,7 +148,7 @@ fn simulate(population: Population, m: usize, k: u64, conf: f64, reps: u32, seed
         }
         let suite = suite_interval(&counts, conf).expect("m >= 2");
         suite_hits += u32::from(suite.interval.contains(mu));
-        let pooled = wilson_interval(x_all, n_all, conf).expect("n > 0");
+        let pooled = rate_interval(x_all, n_all, conf).expect("n > 0");
         pooled_hits += u32::from(pooled.contains(mu));
     }
     Cell {

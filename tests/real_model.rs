@@ -16,7 +16,7 @@ use std::sync::OnceLock;
 
 use serde_json::{Value, json};
 use support::{Run, toolscore};
-use toolscore::stats::wilson_interval;
+use toolscore::stats::rate_interval;
 
 /// Loopback port of the test model; override with TOOLSCORE_TEST_MODEL_PORT.
 fn port() -> String {
@@ -123,7 +123,7 @@ fn assert_consistent(stat: &Value, what: &str) {
         (0.0..=1.0).contains(&lo) && lo <= rate && rate <= hi && hi <= 1.0,
         "{what}: {stat}"
     );
-    let iv = wilson_interval(x, n, 0.95).unwrap();
+    let iv = rate_interval(x, n, 0.95).unwrap();
     assert!(
         (iv.lo - lo).abs() < 1e-12 && (iv.hi - hi).abs() < 1e-12,
         "{what}: {stat}"
