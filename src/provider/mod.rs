@@ -169,7 +169,13 @@ pub struct ProviderSettings {
     pub max_retries: u32,
     pub retry_base: Duration,
     pub retry_cap: Duration,
+    /// Largest response body read; a larger one is a `bad_response`.
+    pub max_response_bytes: usize,
 }
+
+/// Default cap on a response body: far above any tool-calling answer, far below what would
+/// strain memory with hundreds of requests in flight.
+pub const DEFAULT_MAX_RESPONSE_BYTES: usize = 8 << 20;
 
 impl ProviderSettings {
     /// Settings with the default limits: 60 s timeout, 4 retries, backoff 500 ms base, 30 s cap.
@@ -191,6 +197,7 @@ impl ProviderSettings {
             max_retries: 4,
             retry_base: Duration::from_millis(500),
             retry_cap: Duration::from_secs(30),
+            max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
         }
     }
 
@@ -203,6 +210,23 @@ impl ProviderSettings {
     }
 
     fn endpoint_url(&self) -> Result<reqwest::Url, String> {
+        // `http://` alone would otherwise become `http:///chat/completions`, whose first path
+        // segment a URL parser takes for the host.
+        match reqwest::Url::parse(self.base_url.trim()) {
+            Ok(base) if base.host_str().is_some_and(|h| !h.is_empty()) => {}
+            Ok(_) => {
+                return Err(format!(
+                    "invalid base URL `{}` for provider `{}`: it names no host",
+                    self.base_url, self.name
+                ));
+            }
+            Err(e) => {
+                return Err(format!(
+                    "invalid base URL `{}` for provider `{}`: {e}",
+                    self.base_url, self.name
+                ));
+            }
+        }
         let text = self
             .kind
             .adapter()
@@ -393,9 +417,13 @@ impl Provider {
                 &self.headers,
                 req.body.clone(),
                 s.timeout,
+                s.max_response_bytes,
             )
             .await
-            {
+            .map(|mut raw| {
+                raw.body = self.scrub(raw.body);
+                raw
+            }) {
                 Ok(raw) if (200..300).contains(&raw.status) => match self.decode_inner(&raw.body) {
                     Ok(turn) => {
                         return Ok(Exchange {
@@ -441,6 +469,20 @@ impl Provider {
 
     fn decode_inner(&self, raw_body: &[u8]) -> Result<ModelTurn, ProviderError> {
         self.settings.kind.adapter().decode_response(raw_body)
+    }
+
+    /// The body with the key (as configured and as sent) removed.
+    fn scrub(&self, body: Bytes) -> Bytes {
+        let Some(key) = &self.settings.api_key else {
+            return body;
+        };
+        let body = secret::scrub_bytes(body, Some(key));
+        let sent = key.expose().trim();
+        if sent != key.expose() {
+            secret::scrub_bytes(body, Some(&SecretString::new(sent.to_owned())))
+        } else {
+            body
+        }
     }
 
     fn redact(&self, text: &str) -> String {
@@ -593,6 +635,11 @@ mod tests {
             client.clone(),
         );
         assert_eq!(p.validate().unwrap_err().class, ErrorClass::ClientError);
+        for hostless in ["http://", "http://:8080/v1"] {
+            let s = ProviderSettings::new(openai_compat::KIND, "t", hostless, "m");
+            let err = s.check().unwrap_err();
+            assert!(err.contains("invalid base URL"), "{hostless}: {err}");
+        }
         let mut s = ProviderSettings::new(openai_compat::KIND, "t", "http://x/v1", "m");
         s.api_key = Some(SecretString::new("bad\nkey-material".into()));
         let err = Provider::new(s, client).validate().unwrap_err();

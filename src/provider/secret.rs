@@ -52,8 +52,58 @@ pub(crate) fn redact(text: &str, secret: Option<&SecretString>) -> String {
     }
 }
 
+/// Removes the secret's bytes from a response body, wherever they are (an error body that
+/// quotes the header, a 200 whose text or arguments echo the key), before anything reads,
+/// excerpts, records or decodes it: cutting an excerpt first could split the key so that no
+/// later pass recognises it. Returns the body unchanged (no copy) when it does not contain it.
+pub(crate) fn scrub_bytes(body: bytes::Bytes, secret: Option<&SecretString>) -> bytes::Bytes {
+    let Some(s) = secret else {
+        return body;
+    };
+    let needle = s.0.as_bytes();
+    if needle.len() < 4 || !contains(&body, needle) {
+        return body;
+    }
+    let mut out = Vec::with_capacity(body.len());
+    let mut rest: &[u8] = &body;
+    while let Some(i) = find(rest, needle) {
+        out.extend_from_slice(&rest[..i]);
+        out.extend_from_slice(b"[REDACTED]");
+        rest = &rest[i + needle.len()..];
+    }
+    out.extend_from_slice(rest);
+    bytes::Bytes::from(out)
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+    find(haystack, needle).is_some()
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn scrub_bytes_removes_every_occurrence_and_leaves_other_bodies_alone() {
+        let key = super::SecretString::new("sk-live-0123456789abcdef".into());
+        let body = bytes::Bytes::from_static(
+            b"{\"error\":\"bad key sk-live-0123456789abcdef\",\"echo\":\"sk-live-0123456789abcdefsk-live-0123456789abcdef\"}",
+        );
+        let out = super::scrub_bytes(body, Some(&key));
+        let text = std::str::from_utf8(&out).unwrap();
+        assert!(!text.contains("0123456789"), "{text}");
+        assert_eq!(text.matches("[REDACTED]").count(), 3);
+        let clean = bytes::Bytes::from_static(b"{\"ok\":true}");
+        let same = super::scrub_bytes(clean.clone(), Some(&key));
+        assert_eq!(
+            same.as_ptr(),
+            clean.as_ptr(),
+            "no copy when there is nothing to scrub"
+        );
+    }
+
     use super::*;
 
     #[test]
