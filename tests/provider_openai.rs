@@ -458,6 +458,54 @@ async fn errors_inside_200_bodies_are_errors() {
 }
 
 #[tokio::test]
+async fn a_body_past_the_cap_is_a_bad_response_read_no_further() {
+    let big = format!(r#"{{"pad":"{}"}}"#, "x".repeat(3 << 20));
+    let server = serve(big).await;
+    let mut s = settings(&server.base_url);
+    s.max_response_bytes = 1 << 20;
+    let p = provider(s);
+    let err = p
+        .complete(&p.prepare(&ask("hi"), &catalog()))
+        .await
+        .unwrap_err();
+    assert_eq!(err.class, ErrorClass::BadResponse, "{err}");
+    assert_eq!(err.attempts, 1, "not retried");
+    assert!(err.message.contains("larger than 1048576 bytes"), "{err}");
+}
+
+#[tokio::test]
+async fn malformed_tool_calls_are_bad_responses_not_model_failures() {
+    let wrap = |calls: &str| {
+        format!(
+            r#"{{"id":"x","object":"chat.completion","choices":[{{"index":0,"message":{{"role":"assistant","content":null,"tool_calls":{calls}}},"finish_reason":"tool_calls"}}]}}"#
+        )
+    };
+    for (calls, says) in [
+        (
+            r#"{"id":"c","type":"function","function":{"name":"get_weather","arguments":"{}"}}"#,
+            "malformed tool_calls: expected an array",
+        ),
+        (r#"["get_weather"]"#, "tool_calls[0] is not an object"),
+        (
+            r#"[{"id":"c","type":"function","function":{"arguments":"{}"}}]"#,
+            "tool_calls[0] has no name",
+        ),
+    ] {
+        let server = serve(wrap(calls)).await;
+        let p = provider(settings(&server.base_url));
+        let err = p
+            .complete(&p.prepare(&ask("hi"), &catalog()))
+            .await
+            .unwrap_err();
+        assert_eq!(err.class, ErrorClass::BadResponse, "{calls}: {err}");
+        assert!(err.message.contains(says), "{calls}: {err}");
+    }
+    // An explicit null is "no calls", as some servers send it.
+    let turn = complete_once(wrap("null")).await;
+    assert!(turn.tool_calls.is_empty());
+}
+
+#[tokio::test]
 async fn request_body_and_headers_have_the_wire_shape() {
     let seen: Arc<Mutex<Vec<FakeRequest>>> = Arc::default();
     let log = seen.clone();

@@ -279,12 +279,37 @@ pub(crate) fn decode_response(raw: &[u8]) -> Result<ModelTurn, ProviderError> {
         ));
     };
 
+    // A malformed call list is the provider's fault, not the model's: it is an unreadable
+    // response (infrastructure, not scored), never a wrong answer.
+    let malformed = |what: String| {
+        ProviderError::new(
+            ErrorClass::BadResponse,
+            None,
+            format!("malformed tool_calls: {what}"),
+        )
+    };
     let mut tool_calls = Vec::new();
-    if let Some(Value::Array(calls)) = message.get("tool_calls") {
-        for call in calls {
-            if let Some(c) = decode_tool_call(call) {
-                tool_calls.push(c);
+    match message.get("tool_calls") {
+        None | Some(Value::Null) => {}
+        Some(Value::Array(calls)) => {
+            for (i, call) in calls.iter().enumerate() {
+                match decode_tool_call(call) {
+                    Some(c) if !c.name.is_empty() => tool_calls.push(c),
+                    Some(_) => return Err(malformed(format!("tool_calls[{i}] has no name"))),
+                    None => {
+                        return Err(malformed(format!(
+                            "tool_calls[{i}] is not an object: {}",
+                            excerpt_text(&call.to_string())
+                        )));
+                    }
+                }
             }
+        }
+        Some(other) => {
+            return Err(malformed(format!(
+                "expected an array, got {}",
+                excerpt_text(&other.to_string())
+            )));
         }
     }
     // The deprecated single `function_call` shape (still emitted by some servers).

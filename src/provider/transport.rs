@@ -36,17 +36,32 @@ pub(crate) struct RawResponse {
     pub elapsed: Duration,
 }
 
-/// Sends one POST and reads the whole body, within `timeout`.
+/// Why one attempt ended without a whole response.
+enum AttemptError {
+    Http(reqwest::Error),
+    TooLarge,
+}
+
+impl From<reqwest::Error> for AttemptError {
+    fn from(e: reqwest::Error) -> Self {
+        AttemptError::Http(e)
+    }
+}
+
+/// Sends one POST and reads the whole body, within `timeout`, refusing a body larger than
+/// `max_body` bytes as soon as it grows past it (memory per request in flight stays bounded
+/// whatever a server sends).
 pub(crate) async fn send_once(
     client: &reqwest::Client,
     url: &reqwest::Url,
     headers: &HeaderMap,
     body: Bytes,
     timeout: Duration,
+    max_body: usize,
 ) -> Result<RawResponse, ProviderError> {
     let start = Instant::now();
     let attempt = async {
-        let response = client
+        let mut response = client
             .post(url.clone())
             .headers(headers.clone())
             .body(body)
@@ -58,8 +73,18 @@ pub(crate) async fn send_once(
         } else {
             retry_after(response.headers(), SystemTime::now())
         };
-        let body = response.bytes().await?;
-        Ok::<_, reqwest::Error>((status, retry_after, body))
+        let declared = response.content_length().unwrap_or(0);
+        if declared > max_body as u64 {
+            return Err(AttemptError::TooLarge);
+        }
+        let mut buf = Vec::with_capacity(declared as usize);
+        while let Some(chunk) = response.chunk().await? {
+            if buf.len() + chunk.len() > max_body {
+                return Err(AttemptError::TooLarge);
+            }
+            buf.extend_from_slice(&chunk);
+        }
+        Ok::<_, AttemptError>((status, retry_after, Bytes::from(buf)))
     };
     match tokio::time::timeout(timeout, attempt).await {
         Ok(Ok((status, retry_after, body))) => Ok(RawResponse {
@@ -68,7 +93,12 @@ pub(crate) async fn send_once(
             retry_after,
             elapsed: start.elapsed(),
         }),
-        Ok(Err(e)) => Err(classify_reqwest(&e, timeout)),
+        Ok(Err(AttemptError::Http(e))) => Err(classify_reqwest(&e, timeout)),
+        Ok(Err(AttemptError::TooLarge)) => Err(ProviderError::new(
+            ErrorClass::BadResponse,
+            None,
+            format!("response body larger than {max_body} bytes (--max-response-bytes)"),
+        )),
         Err(_) => Err(ProviderError::new(
             ErrorClass::Timeout,
             None,

@@ -667,13 +667,27 @@ fn short(s: &str) -> String {
     truncate(s, MAX_VALUE_CHARS)
 }
 
+/// Most tool names listed in one detail string; the rest are counted.
+const MAX_NAMES_SHOWN: usize = 8;
+
 fn names_label<'a>(names: impl Iterator<Item = &'a str>) -> String {
-    let names: Vec<String> = names.map(short).collect();
-    if names.is_empty() {
-        "no tool call".to_owned()
-    } else {
-        names.join(" + ")
+    let mut shown: Vec<String> = Vec::new();
+    let mut more = 0usize;
+    for name in names {
+        if shown.len() < MAX_NAMES_SHOWN {
+            shown.push(short(name));
+        } else {
+            more += 1;
+        }
     }
+    if shown.is_empty() {
+        return "no tool call".to_owned();
+    }
+    let mut label = shown.join(" + ");
+    if more > 0 {
+        label.push_str(&format!(" + … ({more} more)"));
+    }
+    label
 }
 
 fn type_name(v: &Value) -> &'static str {
@@ -1426,6 +1440,27 @@ mod tests {
         let back: TrialScore =
             serde_json::from_value(serde_json::to_value(&s).expect("serializes")).expect("parses");
         assert_eq!(back, s);
+    }
+
+    #[test]
+    fn a_reply_with_thousands_of_calls_gives_a_bounded_detail() {
+        let calls: Vec<ToolCall> = (0..10_000)
+            .map(|i| ToolCall {
+                id: Some(format!("c{i}")),
+                name: "get_quote".into(),
+                arguments: json!({}),
+                unparsed_arguments: None,
+            })
+            .collect();
+        let turn = ModelTurn {
+            tool_calls: calls,
+            ..ModelTurn::default()
+        };
+        let s = score_turn(&Expectation::NoCall, &turn, &validators());
+        let detail = s.detail.expect("a failure detail");
+        assert!(detail.len() < 400, "{} chars", detail.len());
+        assert!(detail.ends_with("(9992 more)"), "{detail}");
+        assert!(s.schema_violations.len() <= 10);
     }
 
     #[test]
