@@ -59,6 +59,17 @@ pub struct RunTotals {
     pub skipped_trials: u64,
     /// Stopped by Ctrl-C (or a failed write) before every planned trial finished.
     pub interrupted: bool,
+    /// Why planned trials were neither completed nor skipped in a run that was not
+    /// interrupted (a worker that panicked, with its message). Empty when all is accounted.
+    pub failures: Vec<String>,
+}
+
+impl RunTotals {
+    /// Planned trials that were neither completed nor skipped.
+    pub fn unaccounted(&self) -> u64 {
+        self.planned_trials
+            .saturating_sub(self.completed_trials + self.skipped_trials)
+    }
 }
 
 /// The raw exchange of one step of a trial, for recording.
@@ -178,6 +189,7 @@ mod tests {
             completed_trials: 1,
             skipped_trials: 0,
             interrupted: false,
+            failures: Vec::new(),
         };
         let mut a = Fixed(Control::Stop(StopScope::Case { arm: 0, case: 3 }), 0);
         let mut b = Fixed(Control::Stop(StopScope::Arm(1)), 0);

@@ -533,9 +533,8 @@ pub fn cases_for_half_width(estimate: &ClusteredEstimate, e: f64, conf: f64) -> 
         return None;
     }
     let start = start as u64;
-    (start..start + 100_000).find(|&m| {
-        t_two_sided(m - 1, conf).is_some_and(|t| t * sd / (m as f64).sqrt() <= e)
-    })
+    (start..start + 100_000)
+        .find(|&m| t_two_sided(m - 1, conf).is_some_and(|t| t * sd / (m as f64).sqrt() <= e))
 }
 
 /// The fewest observations for which the exact order-statistic interval of the q-quantile has

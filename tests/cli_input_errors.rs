@@ -210,3 +210,126 @@ fn unusable_base_url_or_key_is_bad_input_not_an_error_per_trial() {
     );
     assert!(!dir.path().join("out").exists());
 }
+
+/// `run_args()` with `--out` and extra flags replaced/added.
+fn run_with(out: &str, extra: &[&str]) -> Vec<String> {
+    let mut args: Vec<String> = run_args().into_iter().map(str::to_owned).collect();
+    let at = args.iter().position(|a| a == "--out").expect("--out");
+    args[at + 1] = out.to_owned();
+    args.extend(extra.iter().map(|s| (*s).to_owned()));
+    args
+}
+
+fn run_strs(dir: &Path, args: &[String]) -> Run {
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    toolscore(dir, &refs)
+}
+
+#[test]
+fn output_locations_that_cannot_hold_a_run_are_bad_input() {
+    let dir = project(TOOLS, CASE);
+    std::fs::write(dir.path().join("a-file"), "x").unwrap();
+    std::os::unix::fs::symlink(dir.path().join("nowhere"), dir.path().join("dangling")).unwrap();
+    std::fs::create_dir(dir.path().join("a-folder")).unwrap();
+    let long_id = "r".repeat(300);
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (
+            run_with("a-file", &[]),
+            "error: --out a-file: a-file is not a folder",
+        ),
+        (
+            run_with("a-file/sub", &[]),
+            "error: --out a-file/sub: a-file is not a folder",
+        ),
+        (
+            run_with("dangling", &[]),
+            "error: --out dangling: dangling is a link to something that does not exist",
+        ),
+        (
+            run_with("out", &["--run-id", &long_id]),
+            "error: --run-id may be at most 128 characters (got 300)",
+        ),
+        (
+            run_with("out", &["--record", "a-folder"]),
+            "error: --record a-folder: is a folder; name a cassette file (e.g. my.cassette.jsonl.gz)",
+        ),
+        (
+            run_with("out", &["--record", "a-file/c.jsonl"]),
+            "error: --record a-file: a-file is not a folder",
+        ),
+    ];
+    for (args, expected) in cases {
+        let run = run_strs(dir.path(), &args);
+        assert_eq!(run.code, 2, "{args:?}: {}", run.transcript());
+        assert_eq!(run.stderr.trim_end(), expected, "{args:?}");
+        assert!(
+            !dir.path().join("out").exists(),
+            "{args:?}: nothing written"
+        );
+    }
+    // Nothing was left behind anywhere (no probe files, no half-made folders).
+    let mut names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["a-file", "a-folder", "dangling", "data"]);
+}
+
+#[test]
+fn record_refuses_to_overwrite_a_file_without_force() {
+    let dir = project(TOOLS, CASE);
+    let run = run_strs(
+        dir.path(),
+        &run_with("out", &["--record", "data/cases.jsonl"]),
+    );
+    assert_eq!(run.code, 2, "{}", run.transcript());
+    assert_eq!(
+        run.stderr.trim_end(),
+        "error: --record data/cases.jsonl: the file exists; choose another name, or add --force to overwrite it"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("data/cases.jsonl")).unwrap(),
+        CASE
+    );
+    assert!(!dir.path().join("out").exists());
+}
+
+#[test]
+fn a_base_url_without_a_host_is_refused() {
+    let dir = project(TOOLS, CASE);
+    let mut args = run_with("out", &[]);
+    let at = args.iter().position(|a| a == "--base-url").unwrap();
+    args[at + 1] = "http://".to_owned();
+    let run = run_strs(dir.path(), &args);
+    assert_eq!(run.code, 2, "{}", run.transcript());
+    assert!(
+        run.stderr
+            .starts_with("error: invalid base URL `http://` for provider `openai-compat`"),
+        "{}",
+        run.stderr
+    );
+    assert!(!dir.path().join("out").exists());
+}
+
+#[test]
+fn a_concurrency_the_open_file_limit_cannot_serve_is_refused() {
+    let dir = project(TOOLS, CASE);
+    let out = std::process::Command::new("bash")
+        .current_dir(dir.path())
+        .arg("-c")
+        .arg(format!(
+            "ulimit -n 200 && exec {} {} --concurrency 1024",
+            env!("CARGO_BIN_EXE_toolscore"),
+            run_args().join(" ")
+        ))
+        .output()
+        .expect("bash");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(
+        stderr.trim_end(),
+        "error: --concurrency 1024 needs about 1088 open files, but this process may open only 200 (ulimit -n); lower --concurrency or raise the limit"
+    );
+    assert!(!dir.path().join("out").exists());
+}

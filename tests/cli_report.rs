@@ -28,9 +28,7 @@ fn summary_of_a_fixed_run_reaggregated_from_its_records() {
     let header: toolscore::report::Summary = serde_json::from_str(&text).expect("parses");
     let summary = toolscore::report::reaggregate(
         &root().join(RUN).join("results.jsonl"),
-        header.run.clone(),
-        header.planned_trials,
-        header.interrupted,
+        serde_json::from_str(&text).expect("header"),
         header.confidence,
         header.precision,
     )

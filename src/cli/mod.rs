@@ -96,6 +96,9 @@ pub struct RunArgs {
     /// With --record: what the recording is (model build, server), shown whenever it is replayed.
     #[arg(long, value_name = "TEXT", requires = "record")]
     pub record_note: Option<String>,
+    /// With --record: overwrite the cassette if the file exists.
+    #[arg(long, requires = "record")]
+    pub force: bool,
     /// Base URL of an OpenAI-compatible API, e.g. http://127.0.0.1:8080/v1.
     #[arg(long, value_name = "URL")]
     pub base_url: Option<String>,
@@ -123,6 +126,9 @@ pub struct RunArgs {
     /// Retries after 429/5xx/timeouts, with capped exponential backoff and full jitter [default: 4].
     #[arg(long)]
     pub max_retries: Option<u32>,
+    /// Largest response body read, in bytes; a larger one is a bad_response [default: 8 MiB].
+    #[arg(long, value_name = "BYTES")]
+    pub max_response_bytes: Option<usize>,
     /// Confidence level of every interval [default: 0.95].
     #[arg(long)]
     pub confidence: Option<f64>,
@@ -204,6 +210,9 @@ fn run_command(setup: RunSetup, max_infra: f64) -> Result<ExitCode, Error> {
         }
         runtime.block_on(crate::runner::execute(setup.plan, &mut observers))?
     };
+    // Close every pooled connection before writing the summary: with a high --concurrency the
+    // sockets would otherwise hold the file descriptors the summary needs.
+    drop(runtime);
     run.finished_at = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
     let summary = sinks
         .aggregator
@@ -217,21 +226,44 @@ fn run_command(setup: RunSetup, max_infra: f64) -> Result<ExitCode, Error> {
         setup.out_dir.join("results.jsonl").display(),
         setup.out_dir.join("summary.json").display()
     );
+    let (code, message) = run_exit_code(&summary, max_infra);
+    if let Some(message) = message {
+        eprintln!("error: {message}");
+    }
+    Ok(code)
+}
+
+/// The exit code of a finished run, and what to say on stderr when it is not 0. A run that
+/// did not account for every planned trial never exits 0.
+fn run_exit_code(summary: &crate::report::Summary, max_infra: f64) -> (ExitCode, Option<String>) {
     if summary.interrupted {
-        return Ok(ExitCode::Interrupted);
+        return (ExitCode::Interrupted, None);
+    }
+    let accounted = summary.completed_trials + summary.skipped_trials;
+    if accounted < summary.planned_trials {
+        return (
+            ExitCode::InfraErrors,
+            Some(format!(
+                "{} of {} planned trials were neither run nor skipped; the scores cannot be trusted",
+                summary.planned_trials - accounted,
+                summary.planned_trials
+            )),
+        );
     }
     let errors: u64 = summary.arms.iter().map(|a| a.infra.errors).sum();
     let done = summary.completed_trials.max(1) as f64;
     if summary.completed_trials == 0 || errors as f64 / done > max_infra {
-        eprintln!(
-            "error: {} of {} trials ended in infrastructure errors (limit {:.0}%); the scores cannot be trusted",
-            errors,
-            summary.completed_trials,
-            max_infra * 100.0
+        return (
+            ExitCode::InfraErrors,
+            Some(format!(
+                "{} of {} trials ended in infrastructure errors (limit {:.0}%); the scores cannot be trusted",
+                errors,
+                summary.completed_trials,
+                max_infra * 100.0
+            )),
         );
-        return Ok(ExitCode::InfraErrors);
     }
-    Ok(ExitCode::Pass)
+    (ExitCode::Pass, None)
 }
 
 /// Every figure comes from the records; summary.json only supplies what records do not hold
@@ -245,14 +277,7 @@ fn report_command(args: &ReportArgs) -> Result<ExitCode, Error> {
         .map_err(|e| InputError::json(&summary_path.display().to_string(), &e))?;
     let confidence = plan::checked_confidence(args.confidence.unwrap_or(header.confidence))?;
     let precision = plan::checked_precision(args.precision.unwrap_or(header.precision))?;
-    let summary = crate::report::reaggregate(
-        &results_path,
-        header.run,
-        header.planned_trials,
-        header.interrupted,
-        confidence,
-        precision,
-    )?;
+    let summary = crate::report::reaggregate(&results_path, header, confidence, precision)?;
     let mut out = std::io::stdout().lock();
     crate::report::render_terminal(&summary, &mut out)
         .map_err(|e| Error::io("cannot write the report", e))?;
@@ -292,4 +317,48 @@ pub(crate) fn load_suite(args: &SuiteArgs) -> Result<(Config, Vec<Dataset>), Err
         datasets.push(d);
     }
     Ok((config, datasets))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn summary(planned: u64, completed: u64, skipped: u64) -> crate::report::Summary {
+        let run = crate::report::RunInfo {
+            run_id: "r".into(),
+            toolscore_version: "0".into(),
+            started_at: String::new(),
+            finished_at: String::new(),
+            trials_per_case: 1,
+            concurrency: 1,
+            arms: Vec::new(),
+            recorded_to: None,
+            datasets: Vec::new(),
+        };
+        crate::report::Summary {
+            run,
+            planned_trials: planned,
+            completed_trials: completed,
+            skipped_trials: skipped,
+            interrupted: false,
+            confidence: 0.95,
+            precision: 0.05,
+            arms: Vec::new(),
+            warnings: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_run_that_lost_trials_never_exits_0() {
+        assert_eq!(run_exit_code(&summary(12, 12, 0), 0.1).0, ExitCode::Pass);
+        assert_eq!(run_exit_code(&summary(12, 4, 8), 0.1).0, ExitCode::Pass);
+        let (code, message) = run_exit_code(&summary(12, 1, 0), 0.1);
+        assert_eq!(code, ExitCode::InfraErrors);
+        assert_eq!(
+            message.as_deref(),
+            Some(
+                "11 of 12 planned trials were neither run nor skipped; the scores cannot be trusted"
+            )
+        );
+    }
 }

@@ -58,8 +58,28 @@ impl Sinks {
 }
 
 impl RunSetup {
-    /// Creates the run folder and every sink (results.jsonl, results.csv, the cassette).
+    /// Creates the run folder and every sink (results.jsonl, results.csv, the cassette). No
+    /// request has been sent yet, so a failure here is bad input (exit 2), and whatever was
+    /// created is removed.
     pub fn sinks(&self, started: SystemTime) -> Result<Sinks, Error> {
+        let record_existed = self.record.as_ref().is_some_and(|r| r.path.exists());
+        self.open_sinks(started).map_err(|e| {
+            let _ = std::fs::remove_dir_all(&self.out_dir);
+            if let Some(rec) = &self.record
+                && !record_existed
+            {
+                let _ = std::fs::remove_file(&rec.path);
+            }
+            match e {
+                Error::Io { context, source } => {
+                    Error::Input(InputError::new(format!("{context}: {source}")))
+                }
+                other => other,
+            }
+        })
+    }
+
+    fn open_sinks(&self, started: SystemTime) -> Result<Sinks, Error> {
         std::fs::create_dir_all(&self.out_dir)
             .map_err(|e| Error::io(format!("cannot create {}", self.out_dir.display()), e))?;
         let recorder = match &self.record {
@@ -189,6 +209,9 @@ pub fn build_plan(args: RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result
         return Err(usage(
             "--record records one provider; run with a single --provider to record",
         ));
+    }
+    if let Some(path) = &args.record {
+        check_record_path(path, args.force)?;
     }
 
     let trials = match (&fewest_recorded, args.trials) {
@@ -322,7 +345,13 @@ fn live_arm(
             .unwrap_or(4),
         retry_base: Duration::from_millis(500),
         retry_cap: Duration::from_secs(30),
+        max_response_bytes: args
+            .max_response_bytes
+            .unwrap_or(crate::provider::DEFAULT_MAX_RESPONSE_BYTES),
     };
+    if settings.max_response_bytes < 1024 {
+        return Err(usage("--max-response-bytes must be at least 1024"));
+    }
     settings.check().map_err(|e| usage(&e))?;
     Ok(Arm {
         settings,
@@ -449,16 +478,18 @@ fn common_settings(args: &RunArgs, defaults: &Defaults) -> Result<CommonSettings
     if concurrency == 0 || concurrency > 4096 {
         return Err(usage("--concurrency must be between 1 and 4096"));
     }
+    ensure_file_descriptors(concurrency)?;
     let confidence = checked_confidence(args.confidence.or(defaults.confidence).unwrap_or(0.95))?;
     let precision = checked_precision(args.precision.or(defaults.precision).unwrap_or(0.05))?;
     let run_id = checked_run_id(args.run_id.clone())?;
     let out_dir = args.out.join(&run_id);
-    if out_dir.exists() {
+    if out_dir.symlink_metadata().is_ok() {
         return Err(usage(&format!(
             "{} already exists; choose another --run-id",
             out_dir.display()
         )));
     }
+    check_writable_dir(&args.out, "--out")?;
     Ok(CommonSettings {
         concurrency,
         confidence,
@@ -488,8 +519,119 @@ pub(super) fn checked_precision(precision: f64) -> Result<f64, Error> {
     }
 }
 
+/// `dir` (which need not exist yet) can hold the run's folder: every part of it that exists is
+/// a folder (not a file, not a dangling link) and the deepest existing one accepts a new file.
+/// Checked before any request so a bad output location is bad input (exit 2), not a run that
+/// cannot save what it measured. The probe file is removed at once: nothing is left behind.
+fn check_writable_dir(dir: &Path, flag: &str) -> Result<(), Error> {
+    let bad = |why: String| usage(&format!("{flag} {}: {why}", dir.display()));
+    let mut existing = dir;
+    loop {
+        match existing.symlink_metadata() {
+            Ok(_) => break,
+            Err(_) => match existing.parent() {
+                Some(p) if !p.as_os_str().is_empty() => existing = p,
+                _ => {
+                    existing = Path::new(".");
+                    break;
+                }
+            },
+        }
+    }
+    match std::fs::metadata(existing) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => return Err(bad(format!("{} is not a folder", existing.display()))),
+        Err(_) => {
+            return Err(bad(format!(
+                "{} is a link to something that does not exist",
+                existing.display()
+            )));
+        }
+    }
+    let probe = existing.join(format!(".toolscore-probe-{}", std::process::id()));
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+    {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&probe);
+            Ok(())
+        }
+        Err(e) => Err(bad(format!("cannot write in {}: {e}", existing.display()))),
+    }
+}
+
+/// The cassette path is a file that does not exist yet (or `--force`), in a folder that can
+/// hold it.
+fn check_record_path(path: &Path, force: bool) -> Result<(), Error> {
+    match path.symlink_metadata() {
+        Ok(m) if m.is_dir() => {
+            return Err(usage(&format!(
+                "--record {}: is a folder; name a cassette file (e.g. my.cassette.jsonl.gz)",
+                path.display()
+            )));
+        }
+        Ok(_) if !force => {
+            return Err(usage(&format!(
+                "--record {}: the file exists; choose another name, or add --force to overwrite it",
+                path.display()
+            )));
+        }
+        _ => {}
+    }
+    match path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        Some(parent) => check_writable_dir(parent, "--record"),
+        None => Ok(()),
+    }
+}
+
+/// Descriptors a run needs beyond one socket per trial in flight: its output files, the
+/// cassette, the runtime's own, stdio, and room for the summary at the end.
+const FD_HEADROOM: u64 = 64;
+
+/// Each trial in flight holds a socket. Raises the soft limit on open files towards the hard
+/// limit when the concurrency needs it, and refuses a concurrency the limit cannot serve
+/// (before any request, rather than losing the summary to "too many open files" at the end).
+fn ensure_file_descriptors(concurrency: usize) -> Result<(), Error> {
+    let need = concurrency as u64 + FD_HEADROOM;
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes into the struct we own; no other memory is touched.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        return Ok(());
+    }
+    let unlimited = libc::RLIM_INFINITY;
+    if limit.rlim_cur == unlimited || limit.rlim_cur >= need {
+        return Ok(());
+    }
+    if limit.rlim_max == unlimited || limit.rlim_max >= need {
+        let raised = libc::rlimit {
+            rlim_cur: need,
+            rlim_max: limit.rlim_max,
+        };
+        // SAFETY: setrlimit reads the struct we own.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+            return Ok(());
+        }
+    }
+    Err(usage(&format!(
+        "--concurrency {concurrency} needs about {need} open files, but this process may open only {} (ulimit -n); lower --concurrency or raise the limit",
+        limit.rlim_cur
+    )))
+}
+
+/// Longest run id: it names a folder, and file systems limit a name to 255 bytes.
+const MAX_RUN_ID: usize = 128;
+
 fn checked_run_id(given: Option<String>) -> Result<String, Error> {
     match given {
+        Some(id) if id.len() > MAX_RUN_ID => Err(usage(&format!(
+            "--run-id may be at most {MAX_RUN_ID} characters (got {})",
+            id.len()
+        ))),
         Some(id)
             if id.is_empty()
                 || !id

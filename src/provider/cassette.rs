@@ -202,14 +202,12 @@ impl Observer for CassetteRecorder {
     }
 }
 
-/// The recorded steps of one trial, by step.
-type TrialSteps = Vec<Option<CassetteEntry>>;
-
-/// A loaded cassette, indexed by conversation (opening request hash), trial and step.
+/// A loaded cassette, indexed by conversation (opening request hash), then (trial, step).
+/// Keyed by map, never by position: a recorded index cannot drive an allocation.
 pub struct Cassette {
     pub path: PathBuf,
     pub header: CassetteHeader,
-    entries: HashMap<String, Vec<TrialSteps>>,
+    entries: HashMap<String, HashMap<(u32, u32), CassetteEntry>>,
 }
 
 /// The header's format number only, read before the full header so an old cassette gets a
@@ -219,14 +217,67 @@ struct FormatProbe {
     toolscore_cassette: u32,
 }
 
-fn open_lines(path: &Path) -> Result<std::io::Lines<BufReader<Box<dyn Read>>>, InputError> {
+/// Longest line read from a cassette: a recorded body is capped well below this, so a longer
+/// line is damage or hostility, and must not be read into memory whole.
+const MAX_LINE_BYTES: usize = 64 << 20;
+/// Bounds on recorded numbers, checked on load: a cassette is untrusted input.
+const MAX_LATENCY_MS: f64 = 3_600_000.0;
+const MAX_ATTEMPTS: u32 = 1_000;
+
+/// Lines of at most `max` bytes; a longer one is an error, read no further than `max + 1`.
+struct BoundedLines {
+    reader: BufReader<Box<dyn Read>>,
+    max: usize,
+}
+
+impl Iterator for BoundedLines {
+    type Item = std::io::Result<String>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let mut buf = Vec::new();
+        match (&mut self.reader)
+            .take(self.max as u64 + 1)
+            .read_until(b'\n', &mut buf)
+        {
+            Ok(0) => None,
+            Ok(_) => {
+                if buf.last() == Some(&b'\n') {
+                    buf.pop();
+                    if buf.last() == Some(&b'\r') {
+                        buf.pop();
+                    }
+                } else if buf.len() > self.max {
+                    return Some(Err(std::io::Error::other(format!(
+                        "a line is longer than {} MiB",
+                        self.max >> 20
+                    ))));
+                }
+                Some(String::from_utf8(buf).map_err(std::io::Error::other))
+            }
+            Err(e) => Some(Err(e)),
+        }
+    }
+}
+
+fn open_lines(path: &Path) -> Result<BoundedLines, InputError> {
     let file = std::fs::File::open(path).map_err(|e| InputError::io(path, &e))?;
+    if !file.metadata().is_ok_and(|m| m.is_file()) {
+        return Err(InputError::at(
+            &path.display().to_string(),
+            None,
+            "",
+            "not a regular file",
+        ));
+    }
     let reader: Box<dyn Read> = if is_gzip(path) {
-        Box::new(flate2::read::GzDecoder::new(file))
+        Box::new(flate2::read::MultiGzDecoder::new(file))
     } else {
         Box::new(file)
     };
-    Ok(BufReader::new(reader).lines())
+    Ok(BoundedLines {
+        reader: BufReader::new(reader),
+        max: MAX_LINE_BYTES,
+    })
 }
 
 impl Cassette {
@@ -268,7 +319,8 @@ impl Cassette {
             ));
         }
         let header: CassetteHeader = serde_json::from_str(&header_text).map_err(not_header)?;
-        let mut entries: HashMap<String, Vec<TrialSteps>> = HashMap::new();
+        let mut entries: HashMap<String, HashMap<(u32, u32), CassetteEntry>> = HashMap::new();
+        let mut lines_of: HashMap<(String, u32, u32), usize> = HashMap::new();
         for (i, line) in lines.enumerate() {
             let n = i + 2;
             let line = line.map_err(|e| {
@@ -295,16 +347,36 @@ impl Cassette {
                     "a cassette entry needs exactly one of `body` and `error`".into(),
                 ));
             }
-            let trials = entries.entry(entry.request_hash.clone()).or_default();
-            let (t, s) = (entry.trial_index as usize, entry.step as usize);
-            if trials.len() <= t {
-                trials.resize_with(t + 1, Vec::new);
+            if !(entry.latency_ms.is_finite() && (0.0..=MAX_LATENCY_MS).contains(&entry.latency_ms))
+            {
+                return Err(bad(
+                    n,
+                    format!(
+                        "latency_ms {} is outside 0..={MAX_LATENCY_MS} (one hour)",
+                        entry.latency_ms
+                    ),
+                ));
             }
-            let steps = &mut trials[t];
-            if steps.len() <= s {
-                steps.resize(s + 1, None);
+            if entry.attempts > MAX_ATTEMPTS {
+                return Err(bad(
+                    n,
+                    format!("attempts {} is more than {MAX_ATTEMPTS}", entry.attempts),
+                ));
             }
-            steps[s] = Some(entry);
+            let key = (entry.request_hash.clone(), entry.trial_index, entry.step);
+            if let Some(first) = lines_of.insert(key, n) {
+                return Err(bad(
+                    n,
+                    format!(
+                        "step {} of trial {} of request {} is recorded twice (first on line {first})",
+                        entry.step, entry.trial_index, entry.request_hash
+                    ),
+                ));
+            }
+            entries
+                .entry(entry.request_hash.clone())
+                .or_default()
+                .insert((entry.trial_index, entry.step), entry);
         }
         Ok(Cassette {
             path: path.to_owned(),
@@ -316,10 +388,9 @@ impl Cassette {
     /// How many consecutive trials (0, 1, …) have their opening step recorded for this
     /// conversation.
     pub fn recorded_trials(&self, request_hash: &str) -> u32 {
-        self.entries.get(request_hash).map_or(0, |trials| {
-            trials
-                .iter()
-                .take_while(|steps| steps.first().is_some_and(Option::is_some))
+        self.entries.get(request_hash).map_or(0, |steps| {
+            (0..=u32::MAX)
+                .take_while(|t| steps.contains_key(&(*t, 0)))
                 .count() as u32
         })
     }
@@ -327,9 +398,7 @@ impl Cassette {
     fn entry(&self, key: StepKey<'_>) -> Option<&CassetteEntry> {
         self.entries
             .get(key.conversation)?
-            .get(key.trial as usize)?
-            .get(key.step as usize)?
-            .as_ref()
+            .get(&(key.trial, key.step))
     }
 }
 
@@ -422,7 +491,9 @@ impl Replay {
             };
             return (Err(err), Duration::ZERO);
         };
-        let latency = Duration::from_secs_f64(entry.latency_ms.max(0.0) / 1000.0);
+        // Checked on load; the fallback only keeps a bad number from panicking a worker.
+        let latency =
+            Duration::try_from_secs_f64(entry.latency_ms / 1000.0).unwrap_or(Duration::ZERO);
         let result = match (&entry.body, &entry.error) {
             (Some(body), _) => self
                 .decoder
@@ -513,6 +584,66 @@ mod tests {
             };
             assert_eq!(c.entry(key).map(|e| e.latency_ms), Some(12.5));
         }
+    }
+
+    fn write_entries(path: &Path, entries: &[String]) {
+        let mut text = serde_json::to_string(&header()).unwrap();
+        for e in entries {
+            text.push('\n');
+            text.push_str(e);
+        }
+        text.push('\n');
+        std::fs::write(path, text).unwrap();
+    }
+
+    fn entry_json(trial: &str, latency: &str) -> String {
+        format!(
+            r#"{{"request_hash":"h","dataset":"d","case_id":"c","trial_index":{trial},"step":0,"attempts":1,"latency_ms":{latency},"body":"{{}}"}}"#
+        )
+    }
+
+    #[test]
+    fn cassettes_are_untrusted_input() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.jsonl");
+        // A huge trial index is just a key: no allocation follows it.
+        write_entries(&path, &[entry_json("4294967295", "1")]);
+        let c = Cassette::load(&path).unwrap();
+        assert_eq!(c.recorded_trials("h"), 0);
+        // Numbers out of range are bad input, never a panic later.
+        for latency in ["1e300", "-5"] {
+            write_entries(&path, &[entry_json("0", latency)]);
+            let msg = Cassette::load(&path).err().unwrap().to_string();
+            assert!(
+                msg.contains("c.jsonl:2") && msg.contains("latency_ms"),
+                "{msg}"
+            );
+        }
+        // A duplicate names both lines instead of silently replacing the first.
+        write_entries(
+            &path,
+            &[
+                entry_json("0", "1"),
+                entry_json("1", "1"),
+                entry_json("0", "2"),
+            ],
+        );
+        let msg = Cassette::load(&path).err().unwrap().to_string();
+        assert!(
+            msg.contains("c.jsonl:4") && msg.contains("first on line 2"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn bounded_lines_stop_reading_a_line_past_the_limit() {
+        let text = format!("short\n{}\nafter\n", "x".repeat(100));
+        let mut lines = BoundedLines {
+            reader: BufReader::new(Box::new(std::io::Cursor::new(text.into_bytes()))),
+            max: 10,
+        };
+        assert_eq!(lines.next().unwrap().unwrap(), "short");
+        assert!(lines.next().unwrap().is_err());
     }
 
     #[test]

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{
     ArmSummary, CaseSummary, GroupSummary, InfraSummary, LatencySummary, Metric, Metrics,
-    Percentile, RateStat, Summary, TokenSummary, Warning,
+    Percentile, RateStat, Summary, SummaryHeader, TokenSummary, Warning,
 };
 use crate::error::{Error, InputError};
 use crate::event::{Control, Observer, RunEvent, RunTotals};
@@ -340,11 +340,18 @@ impl Aggregator {
                 completed: totals.completed_trials,
                 planned: totals.planned_trials,
             });
+        } else if totals.unaccounted() > 0 {
+            warnings.push(Warning::TrialsUnaccounted {
+                missing: totals.unaccounted(),
+                planned: totals.planned_trials,
+                reasons: totals.failures.clone(),
+            });
         }
         Summary {
             run,
             planned_trials: totals.planned_trials,
             completed_trials: totals.completed_trials,
+            skipped_trials: totals.skipped_trials,
             interrupted: totals.interrupted,
             confidence,
             precision,
@@ -364,13 +371,12 @@ impl Observer for Aggregator {
 }
 
 /// Re-aggregates a run from its `results.jsonl` alone, streaming one record at a time: the
-/// same summary the run printed, given the same run header and totals' planned count and
-/// interruption. A line that is not a record is bad input (file and line).
+/// same summary the run wrote, given its header (what records do not hold: when and how it
+/// ran, how many trials were planned or skipped). A line that is not a record is bad input
+/// (file and line).
 pub fn reaggregate(
     results: &Path,
-    run: RunInfo,
-    planned_trials: u64,
-    interrupted: bool,
+    header: SummaryHeader,
     confidence: f64,
     precision: f64,
 ) -> Result<Summary, Error> {
@@ -399,12 +405,13 @@ pub fn reaggregate(
         completed += 1;
     }
     let totals = RunTotals {
-        planned_trials,
+        planned_trials: header.planned_trials,
         completed_trials: completed,
-        skipped_trials: 0,
-        interrupted,
+        skipped_trials: header.skipped_trials,
+        interrupted: header.interrupted,
+        failures: header.failures(),
     };
-    Ok(agg.finish(run, &totals, confidence, precision))
+    Ok(agg.finish(header.run, &totals, confidence, precision))
 }
 
 fn rate(c: Count, conf: f64, case_level: Option<stats::ClusteredEstimate>) -> RateStat {
@@ -617,6 +624,7 @@ mod tests {
             completed_trials: completed,
             skipped_trials: 0,
             interrupted: false,
+            failures: Vec::new(),
         }
     }
 

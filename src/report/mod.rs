@@ -33,6 +33,9 @@ pub struct Summary {
     pub run: RunInfo,
     pub planned_trials: u64,
     pub completed_trials: u64,
+    /// Planned trials not run because an observer (a gate) stopped their case, arm or run.
+    #[serde(default)]
+    pub skipped_trials: u64,
     /// True when the run was stopped (Ctrl-C) before every planned trial finished.
     pub interrupted: bool,
     pub confidence: f64,
@@ -49,9 +52,26 @@ pub struct Summary {
 pub struct SummaryHeader {
     pub run: RunInfo,
     pub planned_trials: u64,
+    #[serde(default)]
+    pub skipped_trials: u64,
     pub interrupted: bool,
     pub confidence: f64,
     pub precision: f64,
+    /// The run's warnings, for the reasons trials went unaccounted.
+    #[serde(default)]
+    pub warnings: Vec<serde_json::Value>,
+}
+
+impl SummaryHeader {
+    /// Why trials went unaccounted, as the run recorded it.
+    pub fn failures(&self) -> Vec<String> {
+        self.warnings
+            .iter()
+            .filter(|w| w["kind"] == "trials_unaccounted")
+            .flat_map(|w| w["reasons"].as_array().cloned().unwrap_or_default())
+            .filter_map(|r| r.as_str().map(str::to_owned))
+            .collect()
+    }
 }
 
 /// The figures of one arm.

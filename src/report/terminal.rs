@@ -269,6 +269,18 @@ pub fn warning_text(warning: &Warning) -> String {
         Warning::RunInterrupted { completed, planned } => format!(
             "run interrupted: {completed} of {planned} planned trials completed; the figures cover only those"
         ),
+        Warning::TrialsUnaccounted {
+            missing,
+            planned,
+            reasons,
+        } => format!(
+            "{missing} of {planned} planned trials were neither run nor skipped{}; the figures cover only those that completed",
+            if reasons.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", reasons.join("; "))
+            }
+        ),
         Warning::InfraErrors { errors } => format!(
             "{errors} trials ended in infrastructure errors; they are counted apart and not scored"
         ),
@@ -378,6 +390,7 @@ mod tests {
             completed_trials: 5,
             skipped_trials: 0,
             interrupted: false,
+            failures: Vec::new(),
         };
         let s = agg.finish(run, &totals, 0.95, 0.05);
         assert_eq!(s.arms[0].suite.cases, 5);

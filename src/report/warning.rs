@@ -38,6 +38,13 @@ impl Metric {
 pub enum Warning {
     /// Stopped (Ctrl-C) before every planned trial finished.
     RunInterrupted { completed: u64, planned: u64 },
+    /// Planned trials neither completed nor skipped in a run that was not interrupted: the
+    /// figures cover only what completed, and the run does not exit 0.
+    TrialsUnaccounted {
+        missing: u64,
+        planned: u64,
+        reasons: Vec<String>,
+    },
     /// Trials that ended in infrastructure errors: counted apart, not scored.
     InfraErrors { errors: u64 },
     /// Too few cases behind the suite-level rates for their case-level interval.

@@ -224,10 +224,11 @@ pub async fn execute(plan: RunPlan, observer: &mut dyn Observer) -> Result<RunTo
 
     let workers = plan.concurrency.max(1).min(planned.max(1) as usize);
     let (tx, mut rx) = mpsc::channel::<Finished>(workers * 4);
+    let mut handles = Vec::with_capacity(workers);
     for _ in 0..workers {
         let shared = Arc::clone(&shared);
         let tx = tx.clone();
-        tokio::spawn(async move { worker(shared, tx).await });
+        handles.push(tokio::spawn(async move { worker(shared, tx).await }));
     }
     drop(tx);
 
@@ -256,6 +257,22 @@ pub async fn execute(plan: RunPlan, observer: &mut dyn Observer) -> Result<RunTo
     if let Some(e) = sink_error {
         return Err(e);
     }
+    // A worker that panicked took its trial with it; the others went on with the remaining
+    // jobs. Say so: the totals then do not account for every planned trial.
+    let mut failures = Vec::new();
+    for handle in handles {
+        if let Err(e) = handle.await
+            && e.is_panic()
+        {
+            let payload = e.into_panic();
+            let message = payload
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".to_owned());
+            failures.push(format!("a worker failed: {message}"));
+        }
+    }
     let interrupted = interrupted.load(Ordering::SeqCst);
     let mut skipped = shared.skipped.load(Ordering::SeqCst);
     if !interrupted && shared.stop_run.load(Ordering::SeqCst) {
@@ -267,6 +284,7 @@ pub async fn execute(plan: RunPlan, observer: &mut dyn Observer) -> Result<RunTo
         completed_trials: completed,
         skipped_trials: skipped,
         interrupted,
+        failures,
     };
     observer.on_event(&RunEvent::Finished(&totals))?;
     Ok(totals)
