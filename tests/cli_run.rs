@@ -304,7 +304,7 @@ fn infrastructure_errors_are_counted_apart_and_exit_4_past_the_limit() {
 fn rate_limits_are_retried_honouring_retry_after() {
     let server = FakeServer::start_in_background(|req| {
         // Every even arrival is rate limited once; the retry (odd arrival) succeeds.
-        if req.seq % 2 == 0 {
+        if req.seq.is_multiple_of(2) {
             FakeResponse::status(429, r#"{"error":{"message":"slow down","type":"requests","code":"rate_limit_exceeded"}}"#).header("retry-after", "0.05")
         } else {
             FakeResponse::ok(text_body("hello"))
@@ -476,6 +476,67 @@ fn ctrl_c_stops_scheduling_and_writes_the_summary_of_what_completed() {
         .count() as u64;
     assert_eq!(lines, completed);
     assert!(String::from_utf8_lossy(&out.stdout).contains("(INTERRUPTED)"));
+}
+
+#[test]
+fn sigterm_reaches_backoff_sleeps_and_requests_in_flight() {
+    // Every request is answered 503 with `Retry-After: 30`, or held for 30 s: without
+    // cancellation the run would sit in backoff or in flight for half a minute after SIGTERM.
+    let server = FakeServer::start_in_background(|req: &FakeRequest| {
+        if req.seq.is_multiple_of(2) {
+            FakeResponse::status(503, "busy").header("retry-after", "30")
+        } else {
+            FakeResponse::ok(text_body("slow")).delayed(Duration::from_secs(30))
+        }
+    });
+    let dir = project(TOOLS, CASES);
+    let child = Command::new(env!("CARGO_BIN_EXE_toolscore"))
+        .current_dir(dir.path())
+        .args([
+            "run",
+            "--provider",
+            "openai-compat",
+            "--base-url",
+            &server.base_url,
+            "--model",
+            "m",
+            "--dataset",
+            "data",
+            "--trials",
+            "5",
+            "--concurrency",
+            "4",
+            "--timeout",
+            "60",
+            "--out",
+            "out",
+            "--progress",
+            "off",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    std::thread::sleep(Duration::from_millis(1000));
+    let sent = std::time::Instant::now();
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(status.success());
+    let out = child.wait_with_output().expect("wait");
+    let waited = sent.elapsed();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(
+        waited < Duration::from_secs(5),
+        "exited {waited:?} after SIGTERM"
+    );
+    let run_dir = only_run_dir(&dir.path().join("out"));
+    let summary = read_json(&run_dir.join("summary.json"));
+    assert_eq!(summary["interrupted"], true);
+    // Abandoned trials measured nothing: they are neither scored nor counted as errors.
+    assert_eq!(summary["completed_trials"], 0, "{summary}");
 }
 
 #[test]

@@ -398,6 +398,16 @@ impl Provider {
 
     /// Sends with retries and decodes. Never panics on network data.
     pub async fn complete(&self, req: &PreparedRequest) -> Result<Exchange, ProviderError> {
+        self.complete_until(req, &Cancel::new()).await
+    }
+
+    /// [`Provider::complete`], abandoned as soon as `cancel` fires: in the middle of a request
+    /// or of a backoff sleep. The error is then of class `cancelled`.
+    pub async fn complete_until(
+        &self,
+        req: &PreparedRequest,
+        cancel: &Cancel,
+    ) -> Result<Exchange, ProviderError> {
         self.validate()?;
         let Ok(url) = &self.endpoint else {
             return Err(ProviderError {
@@ -411,16 +421,18 @@ impl Provider {
         let mut attempt: u32 = 0;
         loop {
             attempt += 1;
-            let (mut err, hint) = match transport::send_once(
-                &self.client,
-                url,
-                &self.headers,
-                req.body.clone(),
-                s.timeout,
-                s.max_response_bytes,
-            )
-            .await
-            .map(|mut raw| {
+            let sent = tokio::select! {
+                sent = transport::send_once(
+                    &self.client,
+                    url,
+                    &self.headers,
+                    req.body.clone(),
+                    s.timeout,
+                    s.max_response_bytes,
+                ) => sent,
+                () = cancel.cancelled() => return Err(cancelled(attempt)),
+            };
+            let (mut err, hint) = match sent.map(|mut raw| {
                 raw.body = self.scrub(raw.body);
                 raw
             }) {
@@ -455,7 +467,10 @@ impl Provider {
                 )
             });
             tracing::debug!(provider = %s.name, attempt, class = %err.class, status = ?err.status, delay_ms = delay.as_millis() as u64, "retrying: {}", err.message);
-            tokio::time::sleep(delay).await;
+            tokio::select! {
+                () = tokio::time::sleep(delay) => {}
+                () = cancel.cancelled() => return Err(cancelled(attempt)),
+            }
         }
     }
 
@@ -495,6 +510,52 @@ impl Provider {
             ),
             _ => once,
         }
+    }
+}
+
+/// A signal that abandons every request and backoff sleep it is handed to (Ctrl-C, SIGTERM).
+#[derive(Clone, Debug)]
+pub struct Cancel {
+    tx: std::sync::Arc<tokio::sync::watch::Sender<bool>>,
+}
+
+impl Default for Cancel {
+    fn default() -> Self {
+        Cancel::new()
+    }
+}
+
+impl Cancel {
+    pub fn new() -> Self {
+        Cancel {
+            tx: std::sync::Arc::new(tokio::sync::watch::channel(false).0),
+        }
+    }
+
+    /// Fires the signal; every current and later `cancelled()` completes.
+    pub fn cancel(&self) {
+        self.tx.send_replace(true);
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        *self.tx.borrow()
+    }
+
+    /// Completes once the signal has fired.
+    pub async fn cancelled(&self) {
+        let mut rx = self.tx.subscribe();
+        // `wait_for` sees a value set before the call too; an error means the sender is gone,
+        // which cannot happen while `self` holds it.
+        let _ = rx.wait_for(|fired| *fired).await;
+    }
+}
+
+fn cancelled(attempts: u32) -> ProviderError {
+    ProviderError {
+        class: ErrorClass::Cancelled,
+        status: None,
+        message: "cancelled (Ctrl-C or SIGTERM)".to_owned(),
+        attempts,
     }
 }
 
@@ -539,11 +600,12 @@ impl Backend {
         &self,
         req: &PreparedRequest,
         key: StepKey<'_>,
+        cancel: &Cancel,
     ) -> (Result<Exchange, ProviderError>, Duration) {
         match self {
             Backend::Live(p) => {
                 let started = std::time::Instant::now();
-                let result = p.complete(req).await;
+                let result = p.complete_until(req, cancel).await;
                 let latency = result
                     .as_ref()
                     .map_or_else(|_| started.elapsed(), |ex| ex.latency);

@@ -24,7 +24,9 @@ use crate::event::{
 };
 use crate::message::{ModelTurn, Usage};
 use crate::provider::cassette::{Cassette, Replay};
-use crate::provider::{Backend, PreparedRequest, Provider, ProviderSettings, StepKey};
+use crate::provider::{
+    Backend, Cancel, ErrorClass, PreparedRequest, Provider, ProviderSettings, StepKey,
+};
 use crate::record::{ArmId, ModelIdentity, Outcome, TrialRecord};
 use crate::score::{Expectation, ToolValidators, score_trial};
 use crate::suite::Dataset;
@@ -107,8 +109,10 @@ struct Shared {
     keep_raw: bool,
     next_job: AtomicU64,
     skipped: AtomicU64,
-    /// Ctrl-C, or a sink that failed.
+    /// Ctrl-C, SIGTERM, or a sink that failed.
     interrupted: Arc<AtomicBool>,
+    /// Fired with `interrupted`: abandons requests in flight and backoff sleeps.
+    cancel: Cancel,
     stop_run: AtomicBool,
     stop_arm: Vec<AtomicBool>,
     stop_case: Vec<AtomicBool>,
@@ -200,7 +204,8 @@ pub async fn execute(plan: RunPlan, observer: &mut dyn Observer) -> Result<RunTo
     drop(arm_starts);
 
     let interrupted = Arc::new(AtomicBool::new(false));
-    spawn_ctrl_c_handler(Arc::clone(&interrupted));
+    let cancel = Cancel::new();
+    spawn_signal_handler(Arc::clone(&interrupted), cancel.clone());
     let arm_count = arms.len();
     let shared = Arc::new(Shared {
         run_id: plan.run_id.clone(),
@@ -216,6 +221,7 @@ pub async fn execute(plan: RunPlan, observer: &mut dyn Observer) -> Result<RunTo
         next_job: AtomicU64::new(0),
         skipped: AtomicU64::new(0),
         interrupted: Arc::clone(&interrupted),
+        cancel: cancel.clone(),
         stop_run: AtomicBool::new(false),
     });
     if let Control::Stop(scope) = first {
@@ -250,6 +256,7 @@ pub async fn execute(plan: RunPlan, observer: &mut dyn Observer) -> Result<RunTo
                 // Keep draining so workers finish, but stop the run: records that cannot be
                 // stored must not be reported as measured.
                 interrupted.store(true, Ordering::SeqCst);
+                cancel.cancel();
                 sink_error = Some(e);
             }
         }
@@ -315,7 +322,11 @@ async fn worker(shared: Arc<Shared>, tx: mpsc::Sender<Finished>) {
             shared.skipped.fetch_add(1, Ordering::Relaxed);
             continue;
         }
-        let (record, raw) = run_trial(&shared, key).await;
+        // A trial abandoned by Ctrl-C measured nothing: it is not reported (a resumed run
+        // runs it again), and the run is marked interrupted.
+        let Some((record, raw)) = run_trial(&shared, key).await else {
+            return;
+        };
         if tx.send(Finished { key, record, raw }).await.is_err() {
             return;
         }
@@ -324,7 +335,7 @@ async fn worker(shared: Arc<Shared>, tx: mpsc::Sender<Finished>) {
 
 /// Runs one trial as a conversation, one step at a time. A single-call fixture is one step:
 /// its opening request, encoded once per case, answered and scored.
-async fn run_trial(shared: &Shared, key: TrialKey) -> (TrialRecord, Vec<RawStep>) {
+async fn run_trial(shared: &Shared, key: TrialKey) -> Option<(TrialRecord, Vec<RawStep>)> {
     let unit = &shared.units[key.case];
     let arm = &shared.arms[key.arm];
     let opening = &shared.prepared[key.arm * shared.units.len() + key.case];
@@ -354,7 +365,13 @@ async fn run_trial(shared: &Shared, key: TrialKey) -> (TrialRecord, Vec<RawStep>
         trial: key.trial,
         step: 0,
     };
-    let (result, latency) = arm.backend.step(opening, step).await;
+    let (result, latency) = arm.backend.step(opening, step, &shared.cancel).await;
+    if result
+        .as_ref()
+        .is_err_and(|e| e.class == ErrorClass::Cancelled)
+    {
+        return None;
+    }
     let latency_ms = latency.as_secs_f64() * 1000.0;
     record.latency_ms += latency_ms;
     let (attempts, response) = match result {
@@ -392,7 +409,7 @@ async fn run_trial(shared: &Shared, key: TrialKey) -> (TrialRecord, Vec<RawStep>
         };
         record.score = Some(score);
     }
-    (record, raw)
+    Some((record, raw))
 }
 
 /// Token counts summed over the turns; a count stays unknown when no turn reported it.
@@ -409,17 +426,33 @@ fn total_usage(turns: &[ModelTurn]) -> Usage {
     }
 }
 
-/// First Ctrl-C: stop scheduling, let in-flight trials end. Second: exit at once.
-fn spawn_ctrl_c_handler(stop: Arc<AtomicBool>) {
+/// First Ctrl-C or SIGTERM (what CI runners and Kubernetes send): stop scheduling and abandon
+/// requests in flight and backoff sleeps, so the summary of what completed is written at once.
+/// A second one exits at once.
+fn spawn_signal_handler(stop: Arc<AtomicBool>, cancel: Cancel) {
     tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_err() {
+        let Ok(mut term) =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        else {
+            return;
+        };
+        let first = tokio::select! {
+            r = tokio::signal::ctrl_c() => r.is_ok(),
+            r = term.recv() => r.is_some(),
+        };
+        if !first {
             return;
         }
         stop.store(true, Ordering::SeqCst);
+        cancel.cancel();
         eprintln!(
-            "\ninterrupted: no new trials will start; waiting for those in flight (Ctrl-C again to abort at once)"
+            "\ninterrupted: no new trials will start and those in flight are abandoned; writing the summary of what completed (again to abort at once)"
         );
-        if tokio::signal::ctrl_c().await.is_ok() {
+        let again = tokio::select! {
+            r = tokio::signal::ctrl_c() => r.is_ok(),
+            r = term.recv() => r.is_some(),
+        };
+        if again {
             eprintln!(
                 "aborted: results.jsonl holds every trial finished so far; no summary was written"
             );
