@@ -183,3 +183,34 @@ pub struct SchemaViolation {
     pub keyword: String,
     pub message: String,
 }
+
+#[cfg(test)]
+impl TrialRecord {
+    /// A record of trial 0 of case `case_id` of arm `p`/`m`/`base`, answered in `latency_ms`,
+    /// with nothing scored: unit tests set what they need on top.
+    pub(crate) fn for_test(case_id: &str, outcome: Outcome, latency_ms: f64) -> Self {
+        TrialRecord {
+            run_id: "r".into(),
+            dataset: "d".into(),
+            case_id: case_id.into(),
+            arm: ArmId {
+                variant: BASE_VARIANT.into(),
+                provider: "p".into(),
+                model: "m".into(),
+            },
+            trial_index: 0,
+            expected: "t".into(),
+            tags: Vec::new(),
+            outcome,
+            score: None,
+            turns: Vec::new(),
+            usage: Usage::default(),
+            latency_ms,
+            attempts: 1,
+            error_class: None,
+            error: None,
+            started_at: String::new(),
+            request_hash: String::new(),
+        }
+    }
+}

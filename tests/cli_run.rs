@@ -36,6 +36,32 @@ fn run_against_env(dir: &Path, server: &FakeServer, extra: &[&str], env: &[(&str
     toolscore_env(dir, &args, env)
 }
 
+/// The same run as `run_against`, as a child process the test can signal.
+fn spawn_run(dir: &Path, server: &FakeServer, extra: &[&str]) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_toolscore"))
+        .current_dir(dir)
+        .args([
+            "run",
+            "--provider",
+            "openai-compat",
+            "--base-url",
+            &server.base_url,
+            "--model",
+            "m",
+            "--dataset",
+            "data",
+            "--out",
+            "out",
+            "--progress",
+            "off",
+        ])
+        .args(extra)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn")
+}
+
 const TOOLS: &str = r#"{"tools": [
   {"name": "get_job_status", "description": "Status of an async billing job.", "inputSchema": {"type": "object", "properties": {"job_id": {"type": "string", "pattern": "^job_[a-z0-9]{6}$"}}, "required": ["job_id"], "additionalProperties": false}},
   {"name": "get_server_status", "description": "Health of the billing API.", "inputSchema": {"type": "object", "properties": {"region": {"type": "string", "enum": ["us", "eu"]}}, "additionalProperties": false}},
@@ -427,31 +453,11 @@ fn ctrl_c_stops_scheduling_and_writes_the_summary_of_what_completed() {
         FakeResponse::ok(text_body("hi")).delayed(Duration::from_millis(100))
     });
     let dir = project(TOOLS, CASES.lines().nth(2).unwrap());
-    let child = Command::new(env!("CARGO_BIN_EXE_toolscore"))
-        .current_dir(dir.path())
-        .args([
-            "run",
-            "--provider",
-            "openai-compat",
-            "--base-url",
-            &server.base_url,
-            "--model",
-            "m",
-            "--dataset",
-            "data",
-            "--trials",
-            "1000",
-            "--concurrency",
-            "2",
-            "--out",
-            "out",
-            "--progress",
-            "off",
-        ])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("spawn");
+    let child = spawn_run(
+        dir.path(),
+        &server,
+        &["--trials", "1000", "--concurrency", "2"],
+    );
     std::thread::sleep(Duration::from_millis(1500));
     let status = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
@@ -490,33 +496,11 @@ fn sigterm_reaches_backoff_sleeps_and_requests_in_flight() {
         }
     });
     let dir = project(TOOLS, CASES);
-    let child = Command::new(env!("CARGO_BIN_EXE_toolscore"))
-        .current_dir(dir.path())
-        .args([
-            "run",
-            "--provider",
-            "openai-compat",
-            "--base-url",
-            &server.base_url,
-            "--model",
-            "m",
-            "--dataset",
-            "data",
-            "--trials",
-            "5",
-            "--concurrency",
-            "4",
-            "--timeout",
-            "60",
-            "--out",
-            "out",
-            "--progress",
-            "off",
-        ])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("spawn");
+    let child = spawn_run(
+        dir.path(),
+        &server,
+        &["--trials", "5", "--concurrency", "4", "--timeout", "60"],
+    );
     std::thread::sleep(Duration::from_millis(1000));
     let sent = std::time::Instant::now();
     let status = Command::new("kill")

@@ -324,17 +324,7 @@ mod tests {
     use super::*;
 
     fn summary(planned: u64, completed: u64, skipped: u64) -> crate::report::Summary {
-        let run = crate::report::RunInfo {
-            run_id: "r".into(),
-            toolscore_version: "0".into(),
-            started_at: String::new(),
-            finished_at: String::new(),
-            trials_per_case: 1,
-            concurrency: 1,
-            arms: Vec::new(),
-            recorded_to: None,
-            datasets: Vec::new(),
-        };
+        let run = crate::report::RunInfo::for_test(1);
         crate::report::Summary {
             run,
             planned_trials: planned,

@@ -34,6 +34,24 @@ pub struct RunInfo {
     pub datasets: Vec<DatasetInfo>,
 }
 
+#[cfg(test)]
+impl RunInfo {
+    /// An empty header for unit tests.
+    pub(crate) fn for_test(trials_per_case: u32) -> Self {
+        RunInfo {
+            run_id: "r".into(),
+            toolscore_version: "0".into(),
+            started_at: String::new(),
+            finished_at: String::new(),
+            trials_per_case,
+            concurrency: 1,
+            arms: Vec::new(),
+            recorded_to: None,
+            datasets: Vec::new(),
+        }
+    }
+}
+
 /// One arm: which catalog variant, and who answered.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ArmInfo {
@@ -573,49 +591,15 @@ fn arm_warnings(s: &ArmSummary, conf: f64, e: f64) -> Vec<Warning> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::message::Usage;
 
     fn record(latency_ms: f64, outcome: Outcome) -> TrialRecord {
-        TrialRecord {
-            run_id: "r".into(),
-            dataset: "d".into(),
-            case_id: "c".into(),
-            arm: ArmId {
-                variant: "base".into(),
-                provider: "p".into(),
-                model: "m".into(),
-            },
-            trial_index: 0,
-            expected: "t".into(),
-            tags: Vec::new(),
-            outcome,
-            score: None,
-            turns: Vec::new(),
-            usage: Usage {
-                input_tokens: Some(10),
-                output_tokens: None,
-            },
-            latency_ms,
-            attempts: 1,
-            error_class: None,
-            error: None,
-            started_at: String::new(),
-            request_hash: String::new(),
-        }
+        let mut r = TrialRecord::for_test("c", outcome, latency_ms);
+        r.usage.input_tokens = Some(10);
+        r
     }
 
     fn run_info() -> RunInfo {
-        RunInfo {
-            run_id: "r".into(),
-            toolscore_version: "0".into(),
-            started_at: String::new(),
-            finished_at: String::new(),
-            trials_per_case: 100,
-            concurrency: 1,
-            arms: Vec::new(),
-            recorded_to: None,
-            datasets: Vec::new(),
-        }
+        RunInfo::for_test(100)
     }
 
     fn totals(planned: u64, completed: u64) -> RunTotals {

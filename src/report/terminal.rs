@@ -338,34 +338,14 @@ fn short_fp(fp: &str) -> &str {
 mod tests {
     use super::*;
     use crate::event::RunTotals;
-    use crate::message::Usage;
-    use crate::record::{ArmId, ErrorClass, Outcome, TrialRecord};
+    use crate::record::{ErrorClass, Outcome, TrialRecord};
     use crate::report::{Aggregator, RunInfo};
 
     fn error_record(case: usize) -> TrialRecord {
-        TrialRecord {
-            run_id: "r".into(),
-            dataset: "d".into(),
-            case_id: format!("c{case}"),
-            arm: ArmId {
-                variant: "base".into(),
-                provider: "p".into(),
-                model: "m".into(),
-            },
-            trial_index: 0,
-            expected: "t".into(),
-            tags: Vec::new(),
-            outcome: Outcome::Error,
-            score: None,
-            turns: Vec::new(),
-            usage: Usage::default(),
-            latency_ms: 5.0,
-            attempts: 1,
-            error_class: Some(ErrorClass::Timeout),
-            error: Some("timeout".into()),
-            started_at: String::new(),
-            request_hash: String::new(),
-        }
+        let mut r = TrialRecord::for_test(&format!("c{case}"), Outcome::Error, 5.0);
+        r.error_class = Some(ErrorClass::Timeout);
+        r.error = Some("timeout".into());
+        r
     }
 
     #[test]
@@ -374,17 +354,7 @@ mod tests {
         for case in 0..5 {
             agg.add(&error_record(case));
         }
-        let run = RunInfo {
-            run_id: "r".into(),
-            toolscore_version: "0".into(),
-            started_at: String::new(),
-            finished_at: String::new(),
-            trials_per_case: 1,
-            concurrency: 1,
-            arms: Vec::new(),
-            recorded_to: None,
-            datasets: Vec::new(),
-        };
+        let run = RunInfo::for_test(1);
         let totals = RunTotals {
             planned_trials: 5,
             completed_trials: 5,
