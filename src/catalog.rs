@@ -58,7 +58,7 @@ fn fingerprint_tools(tools: &[Tool]) -> String {
 
 /// Reads a catalog file. Errors name the file, the line and the offending field.
 pub fn load_catalog_file(path: &Path) -> Result<Catalog, InputError> {
-    let text = std::fs::read_to_string(path).map_err(|e| InputError::io(path, &e))?;
+    let text = crate::input::read_text(path)?;
     parse_catalog(&text, &path.display().to_string())
 }
 

@@ -333,3 +333,28 @@ fn a_concurrency_the_open_file_limit_cannot_serve_is_refused() {
     );
     assert!(!dir.path().join("out").exists());
 }
+
+#[test]
+fn a_pipe_or_a_byte_order_mark_as_input_is_named_not_waited_on() {
+    let dir = project(TOOLS, CASE);
+    std::fs::remove_file(dir.path().join("data/tools.json")).unwrap();
+    let status = std::process::Command::new("mkfifo")
+        .arg(dir.path().join("data/tools.json"))
+        .status()
+        .expect("mkfifo");
+    assert!(status.success());
+    let run = toolscore(dir.path(), &["validate", "--dataset", "data"]);
+    assert_eq!(run.code, 2, "{}", run.transcript());
+    assert_eq!(
+        run.stderr.trim_end(),
+        "error: data/tools.json: not a regular file (a folder, a pipe or a device cannot be read as input)"
+    );
+
+    let dir = project(TOOLS, &format!("\u{feff}{CASE}"));
+    let run = toolscore(dir.path(), &["validate", "--dataset", "data"]);
+    assert_eq!(run.code, 2, "{}", run.transcript());
+    assert_eq!(
+        run.stderr.trim_end(),
+        "error: data/cases.jsonl:1: starts with a UTF-8 byte-order mark (bytes EF BB BF); save the file as UTF-8 without a BOM"
+    );
+}

@@ -271,8 +271,7 @@ fn run_exit_code(summary: &crate::report::Summary, max_infra: f64) -> (ExitCode,
 fn report_command(args: &ReportArgs) -> Result<ExitCode, Error> {
     let summary_path = args.run_dir.join("summary.json");
     let results_path = args.run_dir.join("results.jsonl");
-    let text =
-        std::fs::read_to_string(&summary_path).map_err(|e| InputError::io(&summary_path, &e))?;
+    let text = crate::input::read_text(&summary_path)?;
     let header: crate::report::SummaryHeader = serde_json::from_str(&text)
         .map_err(|e| InputError::json(&summary_path.display().to_string(), &e))?;
     let confidence = plan::checked_confidence(args.confidence.unwrap_or(header.confidence))?;

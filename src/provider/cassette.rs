@@ -260,15 +260,17 @@ impl Iterator for BoundedLines {
 }
 
 fn open_lines(path: &Path) -> Result<BoundedLines, InputError> {
-    let file = std::fs::File::open(path).map_err(|e| InputError::io(path, &e))?;
-    if !file.metadata().is_ok_and(|m| m.is_file()) {
+    // Checked before opening: opening a FIFO for reading blocks until someone writes to it.
+    let meta = std::fs::metadata(path).map_err(|e| InputError::io(path, &e))?;
+    if !meta.is_file() {
         return Err(InputError::at(
             &path.display().to_string(),
             None,
             "",
-            "not a regular file",
+            "not a regular file (a folder, a pipe or a device cannot be read as a cassette)",
         ));
     }
+    let file = std::fs::File::open(path).map_err(|e| InputError::io(path, &e))?;
     let reader: Box<dyn Read> = if is_gzip(path) {
         Box::new(flate2::read::MultiGzDecoder::new(file))
     } else {

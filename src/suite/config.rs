@@ -50,7 +50,7 @@ pub struct ProviderEntry {
 
 /// Reads `toolscore.yaml`. Relative dataset paths are resolved against the config's folder.
 pub fn load_config(path: &Path) -> Result<Config, InputError> {
-    let text = std::fs::read_to_string(path).map_err(|e| InputError::io(path, &e))?;
+    let text = crate::input::read_text(path)?;
     let file = path.display().to_string();
     let mut config: Config = serde_saphyr::from_str(&text).map_err(|e| {
         let message = format!("invalid config: {e}");

@@ -72,7 +72,7 @@ pub fn load_dataset(dir: &Path) -> Result<Dataset, InputError> {
         )
     })?;
     let cases_path = dir.join("cases.jsonl");
-    let text = std::fs::read_to_string(&cases_path).map_err(|e| InputError::io(&cases_path, &e))?;
+    let text = crate::input::read_text(&cases_path)?;
     let cases = parse_cases(&text, &cases_path.display().to_string(), &catalog)?;
     let name = dir
         .file_name()
