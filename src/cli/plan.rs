@@ -384,6 +384,9 @@ fn replay_arm(
         }
     }
     let cassette = Cassette::load(path)?;
+    for warning in &cassette.warnings {
+        eprintln!("warning: {warning}");
+    }
     let h = &cassette.header;
     let file = path.display().to_string();
     for d in datasets {

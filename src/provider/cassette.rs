@@ -79,10 +79,21 @@ fn is_gzip(path: &Path) -> bool {
     path.extension().is_some_and(|e| e == "gz")
 }
 
-/// Appends entries as trials finish. Gzip cassettes are only complete after `finish`.
+/// Lines written to a cassette together: a crash loses at most the batch being filled.
+const BATCH_LINES: usize = 64;
+/// A batch is also written when it is this old, so a slow live run loses at most this much.
+const BATCH_AGE: Duration = Duration::from_secs(1);
+
+/// Appends entries as trials finish, in batches that are complete on disk once written: plain
+/// cassettes as whole lines, gzip ones as one gzip member per batch (a multi-member gzip file
+/// is a valid gzip file), so after a crash everything before the last batch replays.
 pub struct CassetteWriter {
     path: PathBuf,
-    out: Box<dyn Write + Send>,
+    file: BufWriter<std::fs::File>,
+    gzip: bool,
+    pending: Vec<u8>,
+    pending_lines: usize,
+    last_write: std::time::Instant,
 }
 
 impl CassetteWriter {
@@ -90,30 +101,51 @@ impl CassetteWriter {
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent)?;
         }
-        let file = BufWriter::new(std::fs::File::create(path)?);
-        let out: Box<dyn Write + Send> = if is_gzip(path) {
-            Box::new(flate2::write::GzEncoder::new(
-                file,
-                flate2::Compression::best(),
-            ))
-        } else {
-            Box::new(file)
-        };
         let mut w = CassetteWriter {
             path: path.to_owned(),
-            out,
+            file: BufWriter::new(std::fs::File::create(path)?),
+            gzip: is_gzip(path),
+            pending: Vec::new(),
+            pending_lines: 0,
+            last_write: std::time::Instant::now(),
         };
-        w.write_line(header)?;
+        w.push_line(header)?;
+        // The header alone is a readable (empty) cassette from the first moment.
+        w.write_batch()?;
         Ok(w)
     }
 
     pub fn append(&mut self, entry: &CassetteEntry) -> std::io::Result<()> {
-        self.write_line(entry)
+        self.push_line(entry)?;
+        if self.pending_lines >= BATCH_LINES || self.last_write.elapsed() >= BATCH_AGE {
+            self.write_batch()?;
+        }
+        Ok(())
     }
 
-    fn write_line<T: Serialize>(&mut self, value: &T) -> std::io::Result<()> {
-        serde_json::to_writer(&mut self.out, value)?;
-        self.out.write_all(b"\n")
+    fn push_line<T: Serialize>(&mut self, value: &T) -> std::io::Result<()> {
+        serde_json::to_writer(&mut self.pending, value)?;
+        self.pending.push(b'\n');
+        self.pending_lines += 1;
+        Ok(())
+    }
+
+    fn write_batch(&mut self) -> std::io::Result<()> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        if self.gzip {
+            let mut member = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+            member.write_all(&self.pending)?;
+            self.file.write_all(&member.finish()?)?;
+        } else {
+            self.file.write_all(&self.pending)?;
+        }
+        self.file.flush()?;
+        self.pending.clear();
+        self.pending_lines = 0;
+        self.last_write = std::time::Instant::now();
+        Ok(())
     }
 
     pub fn path(&self) -> &Path {
@@ -121,10 +153,8 @@ impl CassetteWriter {
     }
 
     pub fn finish(mut self) -> std::io::Result<()> {
-        self.out.flush()?;
-        // Dropping the encoder writes the gzip trailer; flush first so errors surface here.
-        drop(self.out);
-        Ok(())
+        self.write_batch()?;
+        self.file.flush()
     }
 }
 
@@ -207,6 +237,8 @@ impl Observer for CassetteRecorder {
 pub struct Cassette {
     pub path: PathBuf,
     pub header: CassetteHeader,
+    /// What loading skipped (a torn last write after a crash), for the user to see.
+    pub warnings: Vec<String>,
     entries: HashMap<String, HashMap<(u32, u32), CassetteEntry>>,
 }
 
@@ -247,12 +279,15 @@ impl Iterator for BoundedLines {
                         buf.pop();
                     }
                 } else if buf.len() > self.max {
-                    return Some(Err(std::io::Error::other(format!(
-                        "a line is longer than {} MiB",
-                        self.max >> 20
-                    ))));
+                    return Some(Err(std::io::Error::new(
+                        std::io::ErrorKind::InvalidData,
+                        format!("a line is longer than {} MiB", self.max >> 20),
+                    )));
                 }
-                Some(String::from_utf8(buf).map_err(std::io::Error::other))
+                Some(
+                    String::from_utf8(buf)
+                        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e)),
+                )
             }
             Err(e) => Some(Err(e)),
         }
@@ -323,26 +358,48 @@ impl Cassette {
         let header: CassetteHeader = serde_json::from_str(&header_text).map_err(not_header)?;
         let mut entries: HashMap<String, HashMap<(u32, u32), CassetteEntry>> = HashMap::new();
         let mut lines_of: HashMap<(String, u32, u32), usize> = HashMap::new();
-        for (i, line) in lines.enumerate() {
+        let mut warnings = Vec::new();
+        let mut lines = lines.enumerate().peekable();
+        while let Some((i, line)) = lines.next() {
             let n = i + 2;
-            let line = line.map_err(|e| {
-                bad(
-                    n,
-                    format!("cannot read cassette (truncated recording?): {e}"),
-                )
-            })?;
+            let line = match line {
+                Ok(line) => line,
+                Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+                    return Err(bad(n, format!("cannot read cassette: {e}")));
+                }
+                // A recording cut short by a crash: its last gzip member or write is torn.
+                // Everything before it is whole (written in complete batches) and replays.
+                Err(e) => {
+                    warnings.push(format!(
+                        "{file_name}: the recording ends in a torn write at line {n} ({e}); the {} entries before it are replayed",
+                        n - 2
+                    ));
+                    break;
+                }
+            };
             if line.trim().is_empty() {
                 continue;
             }
-            let entry: CassetteEntry = serde_json::from_str(&line).map_err(|e| {
-                bad(
-                    n,
-                    format!(
-                        "invalid cassette entry: {}",
-                        crate::error::strip_position(&e.to_string())
-                    ),
-                )
-            })?;
+            let entry: CassetteEntry = match serde_json::from_str(&line) {
+                Ok(entry) => entry,
+                // Only the very last line may be torn; anything else is damage.
+                Err(e) if lines.peek().is_none() && e.is_eof() => {
+                    warnings.push(format!(
+                        "{file_name}: line {n} is cut short (a recording interrupted mid-write); it is ignored and the {} entries before it are replayed",
+                        n - 2
+                    ));
+                    break;
+                }
+                Err(e) => {
+                    return Err(bad(
+                        n,
+                        format!(
+                            "invalid cassette entry: {}",
+                            crate::error::strip_position(&e.to_string())
+                        ),
+                    ));
+                }
+            };
             if entry.body.is_none() == entry.error.is_none() {
                 return Err(bad(
                     n,
@@ -383,6 +440,7 @@ impl Cassette {
         Ok(Cassette {
             path: path.to_owned(),
             header,
+            warnings,
             entries,
         })
     }
@@ -602,6 +660,39 @@ mod tests {
         format!(
             r#"{{"request_hash":"h","dataset":"d","case_id":"c","trial_index":{trial},"step":0,"attempts":1,"latency_ms":{latency},"body":"{{}}"}}"#
         )
+    }
+
+    #[test]
+    fn a_recording_cut_by_a_crash_replays_up_to_its_last_whole_batch() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["c.jsonl", "c.jsonl.gz"] {
+            let path = dir.path().join(name);
+            let mut w = CassetteWriter::create(&path, &header()).unwrap();
+            for i in 0..200 {
+                w.append(&entry(i)).unwrap();
+            }
+            // kill -9: nothing after the last written batch reaches the file.
+            std::mem::forget(w);
+            let c = Cassette::load(&path).unwrap();
+            assert_eq!(
+                c.recorded_trials("h"),
+                192,
+                "{name}: three whole batches of 64"
+            );
+            assert!(c.warnings.is_empty(), "{name}: {:?}", c.warnings);
+
+            // A write torn in the middle: the whole batches before it still replay.
+            let bytes = std::fs::read(&path).unwrap();
+            std::fs::write(&path, &bytes[..bytes.len() - 40]).unwrap();
+            let c = Cassette::load(&path).unwrap();
+            assert!(
+                c.recorded_trials("h") >= 128,
+                "{name}: {}",
+                c.recorded_trials("h")
+            );
+            assert_eq!(c.warnings.len(), 1, "{name}: {:?}", c.warnings);
+            assert!(c.warnings[0].contains("replayed"), "{}", c.warnings[0]);
+        }
     }
 
     #[test]
