@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use clap::{Args, Parser, Subcommand};
 
 mod plan;
+mod resume;
 
 pub use plan::{Recording, RunSetup, Sinks, build_plan};
 
@@ -142,8 +143,12 @@ pub struct RunArgs {
     #[arg(long, default_value = "reports", value_name = "DIR")]
     pub out: PathBuf,
     /// Run id [default: UTC timestamp plus a random suffix].
-    #[arg(long)]
+    #[arg(long, conflicts_with = "resume")]
     pub run_id: Option<String>,
+    /// Finish a run that was killed or interrupted: keep its completed trials, re-run those that
+    /// ended in infrastructure errors, run the missing ones. Give the same flags as the run.
+    #[arg(long, value_name = "RUN_DIR", conflicts_with_all = ["run_id", "record"])]
+    pub resume: Option<PathBuf>,
     /// Progress display on stderr.
     #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
     pub progress: ProgressMode,
@@ -202,7 +207,18 @@ fn run_command(setup: RunSetup, max_infra: f64) -> Result<ExitCode, Error> {
         .map_err(|e| Error::io("cannot start the async runtime", e))?;
     let started = std::time::SystemTime::now();
     let mut run = setup.run_info(started);
+    let mut setup = setup;
+    let resumed = if setup.resume {
+        let r = resume::prepare(&mut setup)?;
+        eprintln!("{}", r.describe());
+        Some(r)
+    } else {
+        None
+    };
     let mut sinks = setup.sinks(started)?;
+    if let Some(r) = &resumed {
+        r.replay_into(&setup.out_dir, &mut sinks)?;
+    }
     let totals = {
         let mut observers = Observers::new();
         for o in sinks.observers() {
@@ -213,6 +229,10 @@ fn run_command(setup: RunSetup, max_infra: f64) -> Result<ExitCode, Error> {
     // Close every pooled connection before writing the summary: with a high --concurrency the
     // sockets would otherwise hold the file descriptors the summary needs.
     drop(runtime);
+    let totals = match &resumed {
+        Some(r) => r.add_to(totals),
+        None => totals,
+    };
     run.finished_at = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
     let summary = sinks
         .aggregator

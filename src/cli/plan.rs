@@ -22,6 +22,8 @@ use crate::suite::{Config, Dataset, Defaults, ProviderEntry};
 pub struct RunSetup {
     pub plan: RunPlan,
     pub out_dir: PathBuf,
+    /// Continuing a run in `out_dir` (`--resume`) rather than starting one.
+    pub resume: bool,
     pub confidence: f64,
     pub precision: f64,
     pub progress: ProgressMode,
@@ -64,7 +66,9 @@ impl RunSetup {
     pub fn sinks(&self, started: SystemTime) -> Result<Sinks, Error> {
         let record_existed = self.record.as_ref().is_some_and(|r| r.path.exists());
         self.open_sinks(started).map_err(|e| {
-            let _ = std::fs::remove_dir_all(&self.out_dir);
+            if !self.resume {
+                let _ = std::fs::remove_dir_all(&self.out_dir);
+            }
             if let Some(rec) = &self.record
                 && !record_existed
             {
@@ -82,6 +86,9 @@ impl RunSetup {
     fn open_sinks(&self, started: SystemTime) -> Result<Sinks, Error> {
         std::fs::create_dir_all(&self.out_dir)
             .map_err(|e| Error::io(format!("cannot create {}", self.out_dir.display()), e))?;
+        if !self.resume {
+            super::resume::write_plan_file(&self.out_dir, &self.plan)?;
+        }
         let recorder = match &self.record {
             Some(rec) => Some(CassetteRecorder::create(
                 &rec.path,
@@ -238,8 +245,10 @@ pub fn build_plan(args: RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result
             concurrency: common.concurrency,
             arms,
             datasets,
+            done: Default::default(),
         },
         out_dir: common.out_dir,
+        resume: args.resume.is_some(),
         confidence: common.confidence,
         precision: common.precision,
         progress: args.progress,
@@ -484,11 +493,32 @@ fn common_settings(args: &RunArgs, defaults: &Defaults) -> Result<CommonSettings
     ensure_file_descriptors(concurrency)?;
     let confidence = checked_confidence(args.confidence.or(defaults.confidence).unwrap_or(0.95))?;
     let precision = checked_precision(args.precision.or(defaults.precision).unwrap_or(0.05))?;
+    if let Some(dir) = &args.resume {
+        // The run keeps its id and folder; `resume` checks the folder against the plan.
+        let run_id = dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .ok_or_else(|| usage("--resume needs a run folder (reports/<run-id>)"))?;
+        if !dir.join(super::resume::PLAN_FILE).is_file() {
+            return Err(usage(&format!(
+                "--resume {}: no {} there (is it a run folder written by this toolscore?)",
+                dir.display(),
+                super::resume::PLAN_FILE
+            )));
+        }
+        return Ok(CommonSettings {
+            concurrency,
+            confidence,
+            precision,
+            run_id,
+            out_dir: dir.clone(),
+        });
+    }
     let run_id = checked_run_id(args.run_id.clone())?;
     let out_dir = args.out.join(&run_id);
     if out_dir.symlink_metadata().is_ok() {
         return Err(usage(&format!(
-            "{} already exists; choose another --run-id",
+            "{} already exists; choose another --run-id (or --resume it)",
             out_dir.display()
         )));
     }

@@ -44,6 +44,12 @@ impl ResultsCsv {
         Ok(ResultsCsv(w))
     }
 
+    /// Appends one trial's row.
+    pub fn append_record(&mut self, r: &TrialRecord) -> Result<(), Error> {
+        self.append(r)
+            .map_err(|e| Error::io("cannot write results.csv", e))
+    }
+
     fn append(&mut self, r: &TrialRecord) -> std::io::Result<()> {
         let opt = |v: Option<bool>| v.map_or(String::new(), |b| b.to_string());
         let num = |v: Option<u64>| v.map_or(String::new(), |n| n.to_string());

@@ -11,6 +11,7 @@
 
 pub mod store;
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::SystemTime;
@@ -58,6 +59,9 @@ pub struct RunPlan {
     pub concurrency: usize,
     pub arms: Vec<Arm>,
     pub datasets: Vec<Dataset>,
+    /// Trials already completed by an earlier process of this run (`--resume`): not run
+    /// again, not reported again.
+    pub done: HashSet<TrialKey>,
 }
 
 impl RunPlan {
@@ -106,6 +110,7 @@ struct Shared {
     /// Opening request of each (arm, case), at `arm * cases + case`: encoded once.
     prepared: Vec<PreparedRequest>,
     trials: u32,
+    done: HashSet<TrialKey>,
     keep_raw: bool,
     next_job: AtomicU64,
     skipped: AtomicU64,
@@ -217,6 +222,7 @@ pub async fn execute(plan: RunPlan, observer: &mut dyn Observer) -> Result<RunTo
         units,
         prepared,
         trials: plan.trials,
+        done: plan.done,
         keep_raw: observer.wants_raw(),
         next_job: AtomicU64::new(0),
         skipped: AtomicU64::new(0),
@@ -284,7 +290,7 @@ pub async fn execute(plan: RunPlan, observer: &mut dyn Observer) -> Result<RunTo
     let mut skipped = shared.skipped.load(Ordering::SeqCst);
     if !interrupted && shared.stop_run.load(Ordering::SeqCst) {
         // An observer stopped the run: the jobs never taken were skipped on its word.
-        skipped = planned.saturating_sub(completed);
+        skipped = planned.saturating_sub(completed + shared.done.len() as u64);
     }
     let totals = RunTotals {
         planned_trials: planned,
@@ -318,6 +324,9 @@ async fn worker(shared: Arc<Shared>, tx: mpsc::Sender<Finished>) {
             return;
         }
         let key = decode_job(job, arms, cases);
+        if shared.done.contains(&key) {
+            continue;
+        }
         if shared.stopped(key) {
             shared.skipped.fetch_add(1, Ordering::Relaxed);
             continue;

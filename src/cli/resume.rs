@@ -1,0 +1,331 @@
+//! `toolscore run --resume RUN_DIR`: finish a run that was killed or interrupted.
+//!
+//! Every run writes `plan.json` (its arms, datasets, catalog fingerprints, cases and trials)
+//! before its first trial. Resuming rebuilds the plan from the same flags, refuses one that
+//! differs (naming the difference), keeps every completed trial of `results.jsonl` (dropping a
+//! torn last line, and trials that ended in infrastructure errors, which run again), and runs
+//! exactly the rest. The summary is then the one an uninterrupted run would have written.
+
+use std::collections::{HashMap, HashSet};
+use std::io::{BufRead, BufWriter, Write};
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use super::plan::{RunSetup, Sinks};
+use crate::error::{Error, InputError};
+use crate::event::{RunTotals, TrialKey};
+use crate::record::{ModelIdentity, Outcome, TrialRecord};
+use crate::runner::RunPlan;
+
+/// The file in a run folder that says what the run planned.
+pub const PLAN_FILE: &str = "plan.json";
+
+/// What a run planned, as far as resuming it must match.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct PlanFingerprint {
+    trials: u32,
+    arms: Vec<ArmPlan>,
+    datasets: Vec<DatasetPlan>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct ArmPlan {
+    variant: String,
+    #[serde(flatten)]
+    identity: ModelIdentity,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct DatasetPlan {
+    name: String,
+    catalog_fingerprint: String,
+    cases: Vec<String>,
+}
+
+fn fingerprint(plan: &RunPlan) -> PlanFingerprint {
+    PlanFingerprint {
+        trials: plan.trials,
+        arms: plan
+            .arms
+            .iter()
+            .map(|a| ArmPlan {
+                variant: a.variant.clone(),
+                identity: a.settings.identity(),
+            })
+            .collect(),
+        datasets: plan
+            .datasets
+            .iter()
+            .map(|d| DatasetPlan {
+                name: d.name.clone(),
+                catalog_fingerprint: d.catalog.fingerprint.clone(),
+                cases: d.cases.iter().map(|c| c.id.clone()).collect(),
+            })
+            .collect(),
+    }
+}
+
+/// Writes `plan.json` into a new run folder.
+pub fn write_plan_file(dir: &Path, plan: &RunPlan) -> Result<(), Error> {
+    crate::report::write_json_atomically(&dir.join(PLAN_FILE), &fingerprint(plan))
+}
+
+/// The first difference between the recorded plan and the one the flags give, in words.
+fn difference(was: &PlanFingerprint, now: &PlanFingerprint) -> Option<String> {
+    if was.trials != now.trials {
+        return Some(format!(
+            "the run planned {} trials per case, these flags plan {} (pass --trials {})",
+            was.trials, now.trials, was.trials
+        ));
+    }
+    if was.arms != now.arms {
+        let names = |a: &[ArmPlan]| {
+            a.iter()
+                .map(|a| {
+                    format!(
+                        "{} ({} {} at {}, temperature {:?}, variant {})",
+                        a.identity.provider,
+                        a.identity.provider_kind,
+                        a.identity.model,
+                        a.identity.base_url,
+                        a.identity.temperature,
+                        a.variant
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("; ")
+        };
+        return Some(format!(
+            "the run's arms were {}, these flags give {}",
+            names(&was.arms),
+            names(&now.arms)
+        ));
+    }
+    for (w, n) in was.datasets.iter().zip(&now.datasets) {
+        if w.name != n.name {
+            return Some(format!(
+                "the run had dataset `{}` where these flags have `{}`",
+                w.name, n.name
+            ));
+        }
+        if w.catalog_fingerprint != n.catalog_fingerprint {
+            return Some(format!(
+                "the catalog of dataset `{}` changed since the run ({} then, {} now)",
+                w.name, w.catalog_fingerprint, n.catalog_fingerprint
+            ));
+        }
+        if w.cases != n.cases {
+            return Some(format!(
+                "the cases of dataset `{}` changed since the run ({} then, {} now)",
+                w.name,
+                w.cases.len(),
+                n.cases.len()
+            ));
+        }
+    }
+    if was.datasets.len() != now.datasets.len() {
+        return Some(format!(
+            "the run had {} datasets, these flags give {}",
+            was.datasets.len(),
+            now.datasets.len()
+        ));
+    }
+    None
+}
+
+/// What an earlier process of the run left, kept and checked.
+pub struct Resumed {
+    kept: u64,
+    rerun_errors: u64,
+    torn_line: bool,
+}
+
+impl Resumed {
+    pub fn describe(&self) -> String {
+        format!(
+            "resuming: {} completed trials kept, {} that ended in infrastructure errors will run again{}",
+            self.kept,
+            self.rerun_errors,
+            if self.torn_line {
+                "; a torn last line of results.jsonl (the process was killed mid-write) was dropped"
+            } else {
+                ""
+            }
+        )
+    }
+
+    /// Feeds the kept records to the sinks that rebuild from them: results.csv and the
+    /// aggregator (results.jsonl already holds them).
+    pub fn replay_into(&self, dir: &Path, sinks: &mut Sinks) -> Result<(), Error> {
+        let path = dir.join("results.jsonl");
+        let file = std::fs::File::open(&path)
+            .map_err(|e| Error::io(format!("cannot read {}", path.display()), e))?;
+        for line in std::io::BufReader::new(file).lines() {
+            let line = line.map_err(|e| Error::io(format!("cannot read {}", path.display()), e))?;
+            let record: TrialRecord = serde_json::from_str(&line).map_err(|e| {
+                Error::Fatal(format!("{} changed while resuming: {e}", path.display()))
+            })?;
+            sinks.csv.append_record(&record)?;
+            sinks.aggregator.add(&record);
+        }
+        Ok(())
+    }
+
+    /// The totals of the whole run: this process's and the kept ones.
+    pub fn add_to(&self, mut totals: RunTotals) -> RunTotals {
+        totals.completed_trials += self.kept;
+        totals
+    }
+}
+
+/// Checks the run folder against the plan, rewrites `results.jsonl` to the trials to keep, and
+/// marks them done in the plan.
+pub fn prepare(setup: &mut RunSetup) -> Result<Resumed, Error> {
+    let dir = setup.out_dir.clone();
+    let plan_path = dir.join(PLAN_FILE);
+    let text = crate::input::read_text(&plan_path)?;
+    let was: PlanFingerprint = serde_json::from_str(&text)
+        .map_err(|e| InputError::json(&plan_path.display().to_string(), &e))?;
+    let now = fingerprint(&setup.plan);
+    if let Some(diff) = difference(&was, &now) {
+        return Err(InputError::new(format!(
+            "--resume {}: {diff}; resume with the flags the run was started with",
+            dir.display()
+        ))
+        .into());
+    }
+
+    // Where each record belongs in the plan.
+    let arm_of: HashMap<(String, String), usize> = setup
+        .plan
+        .arms
+        .iter()
+        .enumerate()
+        .map(|(i, a)| ((a.settings.name.clone(), a.variant.clone()), i))
+        .collect();
+    let mut case_of: HashMap<(String, String), usize> = HashMap::new();
+    for d in &setup.plan.datasets {
+        for c in &d.cases {
+            let next = case_of.len();
+            case_of.insert((d.name.clone(), c.id.clone()), next);
+        }
+    }
+
+    let results = dir.join("results.jsonl");
+    let name = results.display().to_string();
+    let tmp = dir.join("results.jsonl.resume");
+    let mut done = HashSet::new();
+    let mut kept = 0u64;
+    let mut rerun_errors = 0u64;
+    let mut torn_line = false;
+    {
+        let mut out = BufWriter::new(
+            std::fs::File::create(&tmp)
+                .map_err(|e| Error::io(format!("cannot write {}", tmp.display()), e))?,
+        );
+        if results.exists() {
+            let file = std::fs::File::open(&results).map_err(|e| InputError::io(&results, &e))?;
+            let mut lines = std::io::BufReader::new(file).lines().enumerate().peekable();
+            while let Some((i, line)) = lines.next() {
+                let line = line.map_err(|e| Error::io(format!("cannot read {name}"), e))?;
+                if line.trim().is_empty() {
+                    continue;
+                }
+                let record: TrialRecord = match serde_json::from_str(&line) {
+                    Ok(r) => r,
+                    Err(e) if lines.peek().is_none() && e.is_eof() => {
+                        torn_line = true;
+                        break;
+                    }
+                    Err(e) => {
+                        return Err(InputError::at(
+                            &name,
+                            Some(i + 1),
+                            "",
+                            &format!(
+                                "not a trial record: {}",
+                                crate::error::strip_position(&e.to_string())
+                            ),
+                        )
+                        .into());
+                    }
+                };
+                let Some(&arm) =
+                    arm_of.get(&(record.arm.provider.clone(), record.arm.variant.clone()))
+                else {
+                    return Err(InputError::at(
+                        &name,
+                        Some(i + 1),
+                        "provider",
+                        &format!(
+                            "arm `{}` (variant {}) is not in this plan",
+                            record.arm.provider, record.arm.variant
+                        ),
+                    )
+                    .into());
+                };
+                let Some(&case) = case_of.get(&(record.dataset.clone(), record.case_id.clone()))
+                else {
+                    return Err(InputError::at(
+                        &name,
+                        Some(i + 1),
+                        "case_id",
+                        &format!(
+                            "case `{}/{}` is not in this plan",
+                            record.dataset, record.case_id
+                        ),
+                    )
+                    .into());
+                };
+                if record.trial_index >= setup.plan.trials {
+                    return Err(InputError::at(
+                        &name,
+                        Some(i + 1),
+                        "trial_index",
+                        &format!(
+                            "trial {} is beyond the {} planned per case",
+                            record.trial_index, setup.plan.trials
+                        ),
+                    )
+                    .into());
+                }
+                if record.outcome == Outcome::Error {
+                    rerun_errors += 1;
+                    continue;
+                }
+                let key = TrialKey {
+                    arm,
+                    case,
+                    trial: record.trial_index,
+                };
+                if !done.insert(key) {
+                    return Err(InputError::at(
+                        &name,
+                        Some(i + 1),
+                        "",
+                        &format!(
+                            "trial {} of case `{}` in arm `{}` is recorded twice",
+                            record.trial_index, record.case_id, record.arm.provider
+                        ),
+                    )
+                    .into());
+                }
+                out.write_all(line.as_bytes())
+                    .and_then(|()| out.write_all(b"\n"))
+                    .map_err(|e| Error::io(format!("cannot write {}", tmp.display()), e))?;
+                kept += 1;
+            }
+        }
+        out.flush()
+            .map_err(|e| Error::io(format!("cannot write {}", tmp.display()), e))?;
+    }
+    std::fs::rename(&tmp, &results)
+        .map_err(|e| Error::io(format!("cannot write {}", results.display()), e))?;
+    setup.plan.done = done;
+    Ok(Resumed {
+        kept,
+        rerun_errors,
+        torn_line,
+    })
+}
