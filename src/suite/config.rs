@@ -51,21 +51,28 @@ pub struct ProviderEntry {
 /// Reads `toolscore.yaml`. Relative dataset paths are resolved against the config's folder.
 pub fn load_config(path: &Path) -> Result<Config, InputError> {
     let text = crate::input::read_text(path)?;
-    let file = path.display().to_string();
-    let mut config: Config = serde_saphyr::from_str(&text).map_err(|e| {
+    parse_config(
+        &text,
+        &path.display().to_string(),
+        path.parent().unwrap_or(Path::new(".")),
+    )
+}
+
+/// Parses config text named `file`; relative dataset paths are resolved against `base`.
+pub fn parse_config(text: &str, file: &str, base: &Path) -> Result<Config, InputError> {
+    let mut config: Config = serde_saphyr::from_str(text).map_err(|e| {
         let message = format!("invalid config: {e}");
         match e.location() {
             Some(loc) => InputError::at_column(
-                &file,
+                file,
                 loc.line() as usize,
                 loc.column() as usize,
                 None,
                 &message,
             ),
-            None => InputError::at(&file, None, "", &message),
+            None => InputError::at(file, None, "", &message),
         }
     })?;
-    let base = path.parent().unwrap_or(Path::new("."));
     for d in &mut config.datasets {
         if d.is_relative() {
             *d = base.join(&*d);

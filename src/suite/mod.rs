@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::message::Message;
 
-pub use config::{Config, Defaults, ProviderEntry, load_config};
+pub use config::{Config, Defaults, ProviderEntry, load_config, parse_config};
 
 /// One fixture: the conversation up to the decision and what should happen next.
 #[derive(Debug, Clone)]
