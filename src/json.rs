@@ -179,4 +179,54 @@ mod tests {
         assert!(!json_equal(&json!(1), &json!(1.5)));
         assert!(!json_equal(&json!(null), &json!(false)));
     }
+
+    /// Arbitrary JSON: the number forms canonicalisation must agree on (integers, integral
+    /// floats, -0.0, fractions, large values), strings with escapes, nested arrays and objects.
+    fn arb_json() -> impl proptest::strategy::Strategy<Value = Value> {
+        use proptest::prelude::*;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            (-1000i64..1000).prop_map(|i| json!(i)),
+            prop::sample::select(vec![
+                0.0,
+                -0.0,
+                1.0,
+                2.5,
+                -3.0,
+                0.1,
+                1e20,
+                9007199254740992.0
+            ])
+            .prop_map(|f| json!(f)),
+            "[a-z\\\"\u{e9} ]{0,6}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 32, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                prop::collection::btree_map("[a-c]{1,2}", inner, 0..4)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn canonical_text_is_a_fixed_point(v in arb_json()) {
+            let text = canonical_json(&v);
+            let back: Value = serde_json::from_str(&text).unwrap();
+            proptest::prop_assert_eq!(canonical_json(&back), text);
+            proptest::prop_assert!(json_equal(&v, &back));
+        }
+
+        #[test]
+        fn equality_is_an_equivalence_that_agrees_with_canonical_text(
+            a in arb_json(),
+            b in arb_json(),
+        ) {
+            proptest::prop_assert!(json_equal(&a, &a));
+            proptest::prop_assert_eq!(json_equal(&a, &b), json_equal(&b, &a));
+            proptest::prop_assert_eq!(json_equal(&a, &b), canonical_json(&a) == canonical_json(&b));
+        }
+    }
 }

@@ -1271,4 +1271,51 @@ mod tests {
                 .expect("deserialises");
         close(back.deff, d.deff, 1e-15, "deff round trip");
     }
+
+    proptest::proptest! {
+        #[test]
+        fn rate_intervals_are_inside_0_1_and_hold_the_estimate(
+            n in 1u64..3000,
+            frac in 0.0f64..=1.0,
+            conf in 0.5f64..0.999,
+        ) {
+            let x = (frac * n as f64).round() as u64;
+            let iv = rate_interval(x, n, conf).unwrap();
+            let p = x as f64 / n as f64;
+            proptest::prop_assert!(0.0 <= iv.lo && iv.lo <= p && p <= iv.hi && iv.hi <= 1.0, "{x}/{n} {iv:?}");
+        }
+
+        #[test]
+        fn rate_intervals_nest_as_confidence_grows(
+            n in 1u64..500,
+            frac in 0.0f64..=1.0,
+            c1 in 0.5f64..0.99,
+            step in 0.001f64..0.009,
+        ) {
+            let x = (frac * n as f64).round() as u64;
+            let narrow = rate_interval(x, n, c1).unwrap();
+            let wide = rate_interval(x, n, c1 + step).unwrap();
+            proptest::prop_assert!(wide.lo <= narrow.lo + 1e-12 && narrow.hi <= wide.hi + 1e-12, "{x}/{n}: {narrow:?} {wide:?}");
+        }
+
+        #[test]
+        fn rate_bounds_grow_with_the_count(n in 1u64..500, frac in 0.0f64..1.0, conf in 0.5f64..0.999) {
+            let x = ((frac * n as f64) as u64).min(n - 1);
+            let a = rate_interval(x, n, conf).unwrap();
+            let b = rate_interval(x + 1, n, conf).unwrap();
+            proptest::prop_assert!(a.lo <= b.lo + 1e-12 && a.hi <= b.hi + 1e-12, "{x}/{n}: {a:?} {b:?}");
+        }
+
+        #[test]
+        fn suite_intervals_hold_the_mean_inside_0_1(
+            counts in proptest::collection::vec((0u64..50, 1u64..50), 2..40),
+            conf in 0.5f64..0.999,
+        ) {
+            let counts: Vec<(u64, u64)> = counts.into_iter().map(|(x, n)| (x.min(n), n)).collect();
+            let est = suite_interval(&counts, conf).unwrap();
+            let iv = est.interval;
+            proptest::prop_assert!(0.0 <= iv.lo && iv.lo <= est.mean && est.mean <= iv.hi && iv.hi <= 1.0, "{est:?}");
+            proptest::prop_assert!(iv.hi > iv.lo, "never zero-width: {est:?}");
+        }
+    }
 }

@@ -1482,4 +1482,25 @@ mod tests {
         assert_eq!(truncate("héllo", 2), "hé…");
         assert_eq!(truncate("hé", 2), "hé");
     }
+
+    proptest::proptest! {
+        /// Any arguments match themselves, whatever the key order or number form they are
+        /// produced in, and a changed leaf never matches.
+        #[test]
+        fn arguments_match_themselves_and_not_a_changed_leaf(
+            fields in proptest::collection::btree_map("[a-e]{1,3}", -50i64..50, 1..6),
+            pick in 0usize..6,
+        ) {
+            let want = Value::Object(fields.iter().map(|(k, v)| (k.clone(), json!(v))).collect());
+            // The same values as floats, in reverse key order.
+            let got = Value::Object(fields.iter().rev().map(|(k, v)| (k.clone(), json!(*v as f64))).collect());
+            let exp = ExpectedCall { tool: "t".into(), args: Some(want), matchers: BTreeMap::new() };
+            proptest::prop_assert!(match_args(&exp, &got).is_ok());
+            let key = fields.keys().nth(pick % fields.len()).unwrap().clone();
+            let mut changed = got.clone();
+            changed[&key] = json!(fields[&key] + 1);
+            let (path, _) = match_args(&exp, &changed).unwrap_err();
+            proptest::prop_assert_eq!(path, key);
+        }
+    }
 }
