@@ -31,9 +31,11 @@ fn server() -> FakeServer {
         let body = if user.contains("job_1") {
             tool_call_body(&[("get_job_status", r#"{"job_id":"job_1"}"#)])
         } else if user.contains("API") {
-            tool_call_body(&[("get_job_status", r#"{"job_id":"job_1"}"#)])
+            // Wrong: no call where one is expected.
+            text_body("It is up")
         } else {
-            text_body("You're welcome")
+            // Wrong: a call where none is expected.
+            tool_call_body(&[("get_server_status", "{}")])
         };
         FakeResponse::ok(body).delayed(Duration::from_millis(15))
     })
