@@ -10,6 +10,7 @@ pub mod catalog;
 pub mod cli;
 pub mod error;
 pub mod event;
+pub mod gate;
 pub mod input;
 pub mod json;
 pub mod message;

@@ -161,6 +161,50 @@ pub fn wilson_lower_bound(x: u64, n: u64, conf: f64) -> Option<f64> {
     wilson_with_z(x, n, try_z_one_sided(conf)?).map(|iv| iv.lo)
 }
 
+/// One-sided Wilson upper bound at level `conf`: the observed rate is significantly below
+/// `t` when this is below `t`. `None` as for [`wilson_lower_bound`]; exactly 1.0 when `x == n`.
+pub fn wilson_upper_bound(x: u64, n: u64, conf: f64) -> Option<f64> {
+    if conf.is_nan() || conf < 0.5 {
+        return None;
+    }
+    wilson_with_z(x, n, try_z_one_sided(conf)?).map(|iv| iv.hi)
+}
+
+/// One-sided p-value of the score test of `H0: p ≥ t` against `p < t` for `x` of `n`:
+/// `Φ((x − n·t) / √(n·t·(1−t)))`. It is below `α` exactly when the one-sided Wilson upper
+/// bound at `1 − α` is below `t`, so Holm's procedure on these p-values is Holm on the
+/// bounds. `None` when `n == 0`, `x > n` or `t` is not strictly inside (0, 1).
+pub fn score_p_value_below(x: u64, n: u64, t: f64) -> Option<f64> {
+    if n == 0 || x > n || !(t > 0.0 && t < 1.0) {
+        return None;
+    }
+    let nf = n as f64;
+    let z = (x as f64 - nf * t) / (nf * t * (1.0 - t)).sqrt();
+    Some(Normal::standard().cdf(z))
+}
+
+/// Holm's step-down procedure: which hypotheses are rejected at family-wise level `alpha`
+/// given their p-values (in their order). Reject the smallest p-value while
+/// `p_(i) ≤ α / (k − i)`, i = 0, 1, …, and stop at the first that is not.
+pub fn holm_rejections(p_values: &[f64], alpha: f64) -> Vec<bool> {
+    let k = p_values.len();
+    let mut order: Vec<usize> = (0..k).collect();
+    order.sort_by(|&a, &b| {
+        p_values[a]
+            .partial_cmp(&p_values[b])
+            .unwrap_or(std::cmp::Ordering::Equal)
+    });
+    let mut rejected = vec![false; k];
+    for (i, &idx) in order.iter().enumerate() {
+        if p_values[idx] <= alpha / (k - i) as f64 {
+            rejected[idx] = true;
+        } else {
+            break;
+        }
+    }
+    rejected
+}
+
 /// Quantile of Beta(a, b) by bisection on the regularized incomplete beta function.
 ///
 /// statrs' `inv_beta_reg` (behind `Beta::inverse_cdf`) never returns for some large shape
@@ -670,6 +714,35 @@ mod tests {
         let wide = rate_interval(3, 60, 0.95).unwrap();
         assert!(wide.lo < wilson_interval(3, 60, 0.95).unwrap().lo);
         assert_eq!(rate_interval(1, 0, 0.95), None);
+    }
+
+    #[test]
+    fn score_p_value_agrees_with_the_one_sided_wilson_upper_bound() {
+        for (x, n, t) in [
+            (70u64, 100u64, 0.8),
+            (75, 100, 0.8),
+            (9, 10, 0.95),
+            (0, 5, 0.5),
+        ] {
+            let p = score_p_value_below(x, n, t).unwrap();
+            let hi = wilson_upper_bound(x, n, 0.95).unwrap();
+            assert_eq!(p <= 0.05, hi < t, "{x}/{n} vs {t}: p {p}, upper {hi}");
+        }
+        // 70/100 against 0.8: z = -2.5, p = 0.00621.
+        assert!((score_p_value_below(70, 100, 0.8).unwrap() - 0.006_209_665).abs() < 1e-6);
+        assert_eq!(score_p_value_below(1, 0, 0.8), None);
+    }
+
+    #[test]
+    fn holm_steps_down_and_stops_at_the_first_survivor() {
+        // k = 4: thresholds 0.0125, 0.0167, 0.025, 0.05.
+        assert_eq!(
+            holm_rejections(&[0.04, 0.001, 0.016, 0.03], 0.05),
+            vec![false, true, true, false],
+            "0.03 > 0.025 stops the procedure, so 0.04 is not rejected either"
+        );
+        assert_eq!(holm_rejections(&[0.2, 0.3], 0.05), vec![false, false]);
+        assert!(holm_rejections(&[], 0.05).is_empty());
     }
 
     #[test]

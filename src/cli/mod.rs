@@ -12,16 +12,17 @@ pub use plan::{Recording, RunSetup, Sinks, build_plan};
 
 use crate::error::{Error, ExitCode, InputError};
 use crate::event::Observers;
-use crate::report::ProgressMode;
+use crate::gate::GateSpec;
+use crate::report::{GateLevel, ProgressMode};
 use crate::suite::{Config, Dataset, load_config, load_dataset};
 
 const EXIT_CODES_HELP: &str = "Exit codes:
-  0  run completed
-  1  gate failed or regression found
+  0  run completed (and every --gate passed)
+  1  a --gate failed
   2  bad input or usage (nothing was run)
-  3  inconclusive: not enough evidence yet
-  4  too many infrastructure errors to judge (see --max-infra-error-rate)
-  130 interrupted with Ctrl-C (summary of completed trials written)";
+  3  a --gate is inconclusive: not enough evidence yet
+  4  too many infrastructure errors to judge (see --max-infra-error-rate), or trials lost
+  130 interrupted with Ctrl-C or SIGTERM (summary of completed trials written)";
 
 /// Replay tool-calling fixtures against a model many times and report every rate with its
 /// confidence interval.
@@ -57,6 +58,12 @@ pub struct ReportArgs {
     /// Target half-width for warnings [default: the run's].
     #[arg(long)]
     pub precision: Option<f64>,
+    /// Judge the run's records against a gate, as `run --gate` does (repeatable).
+    #[arg(long = "gate", value_name = "METRIC>=T")]
+    pub gates: Vec<String>,
+    /// What a gate judges: the suite's case-level rate, or every case on its own.
+    #[arg(long, value_enum, default_value_t = GateLevel::Suite)]
+    pub gate_level: GateLevel,
 }
 
 #[derive(Debug, Subcommand)]
@@ -136,6 +143,14 @@ pub struct RunArgs {
     /// Target half-width: warn when an interval is wider and say how many trials would do [default: 0.05].
     #[arg(long)]
     pub precision: Option<f64>,
+    /// A gate, `METRIC>=T` (selection, args, schema, pass): pass when the one-sided lower
+    /// confidence bound clears T (exit 0), fail when the upper bound is below it (exit 1),
+    /// inconclusive otherwise (exit 3). Repeatable.
+    #[arg(long = "gate", value_name = "METRIC>=T")]
+    pub gates: Vec<String>,
+    /// What a gate judges: the suite's case-level rate, or every case on its own.
+    #[arg(long, value_enum, default_value_t = GateLevel::Suite)]
+    pub gate_level: GateLevel,
     /// Fraction of trials allowed to end in infrastructure errors before the run exits 4.
     #[arg(long, default_value_t = 0.1, value_name = "RATE")]
     pub max_infra_error_rate: f64,
@@ -234,9 +249,16 @@ fn run_command(setup: RunSetup, max_infra: f64) -> Result<ExitCode, Error> {
         None => totals,
     };
     run.finished_at = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
-    let summary = sinks
+    let mut summary = sinks
         .aggregator
         .finish(run, &totals, setup.confidence, setup.precision);
+    if !setup.gates.is_empty() {
+        summary.gate = Some(crate::gate::evaluate(
+            &summary,
+            &setup.gates,
+            setup.gate_level,
+        ));
+    }
     crate::report::write_json_atomically(&setup.out_dir.join("summary.json"), &summary)?;
     let mut out = std::io::stdout().lock();
     crate::report::render_terminal(&summary, &mut out)
@@ -283,7 +305,7 @@ fn run_exit_code(summary: &crate::report::Summary, max_infra: f64) -> (ExitCode,
             )),
         );
     }
-    (ExitCode::Pass, None)
+    (gate_exit_code(summary), None)
 }
 
 /// Every figure comes from the records; summary.json only supplies what records do not hold
@@ -296,11 +318,32 @@ fn report_command(args: &ReportArgs) -> Result<ExitCode, Error> {
         .map_err(|e| InputError::json(&summary_path.display().to_string(), &e))?;
     let confidence = plan::checked_confidence(args.confidence.unwrap_or(header.confidence))?;
     let precision = plan::checked_precision(args.precision.unwrap_or(header.precision))?;
-    let summary = crate::report::reaggregate(&results_path, header, confidence, precision)?;
+    let gates = parse_gates(&args.gates)?;
+    let mut summary = crate::report::reaggregate(&results_path, header, confidence, precision)?;
+    if !gates.is_empty() {
+        summary.gate = Some(crate::gate::evaluate(&summary, &gates, args.gate_level));
+    }
     let mut out = std::io::stdout().lock();
     crate::report::render_terminal(&summary, &mut out)
         .map_err(|e| Error::io("cannot write the report", e))?;
-    Ok(ExitCode::Pass)
+    Ok(gate_exit_code(&summary))
+}
+
+/// Every `--gate`, parsed before any work.
+pub(crate) fn parse_gates(texts: &[String]) -> Result<Vec<GateSpec>, Error> {
+    texts
+        .iter()
+        .map(|t| GateSpec::parse(t).map_err(Error::from))
+        .collect()
+}
+
+/// 0 pass (or no gate), 1 fail, 3 inconclusive.
+fn gate_exit_code(summary: &crate::report::Summary) -> ExitCode {
+    match summary.gate.as_ref().map(|g| g.verdict) {
+        None | Some(crate::report::Verdict::Pass) => ExitCode::Pass,
+        Some(crate::report::Verdict::Fail) => ExitCode::GateFailed,
+        Some(crate::report::Verdict::Inconclusive) => ExitCode::Inconclusive,
+    }
 }
 
 pub(crate) fn usage(msg: &str) -> Error {
@@ -354,6 +397,7 @@ mod tests {
             precision: 0.05,
             arms: Vec::new(),
             warnings: Vec::new(),
+            gate: None,
         }
     }
 

@@ -28,6 +28,9 @@ pub struct RunSetup {
     pub precision: f64,
     pub progress: ProgressMode,
     pub record: Option<Recording>,
+    /// `--gate`s, judged on the summary when the run ends.
+    pub gates: Vec<crate::gate::GateSpec>,
+    pub gate_level: crate::report::GateLevel,
 }
 
 /// Where and how to record a cassette.
@@ -171,6 +174,7 @@ impl RunSetup {
 /// before any request or output file. `env` is injected so tests need not touch the process
 /// environment.
 pub fn build_plan(args: RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<RunSetup, Error> {
+    let gates = super::parse_gates(&args.gates)?;
     let (config, datasets) = load_suite(&args.suite)?;
     let defaults = &config.defaults;
 
@@ -256,6 +260,8 @@ pub fn build_plan(args: RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result
             path,
             note: args.record_note,
         }),
+        gates,
+        gate_level: args.gate_level,
     })
 }
 

@@ -375,6 +375,7 @@ impl Aggregator {
             precision,
             arms,
             warnings,
+            gate: None,
         }
     }
 }

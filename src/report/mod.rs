@@ -10,12 +10,14 @@ mod aggregate;
 mod csv;
 mod progress;
 mod terminal;
+mod verdict;
 mod warning;
 
 pub use aggregate::{Aggregator, ArmInfo, DatasetInfo, ReplayInfo, RunInfo, reaggregate};
 pub use csv::ResultsCsv;
 pub use progress::{Progress, ProgressMode};
 pub use terminal::render_terminal;
+pub use verdict::{CaseVerdict, GateLevel, GateReport, GateResult, Verdict};
 pub use warning::{Metric, Warning};
 
 use std::collections::BTreeMap;
@@ -44,6 +46,9 @@ pub struct Summary {
     pub arms: Vec<ArmSummary>,
     /// About the run as a whole (an interruption); each arm has its own too.
     pub warnings: Vec<Warning>,
+    /// The verdict of `--gate`, when gates were given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gate: Option<GateReport>,
 }
 
 /// What `toolscore report` reads from a run's summary.json: only what the records do not hold,

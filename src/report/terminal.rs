@@ -2,7 +2,10 @@
 
 use std::io::{self, Write};
 
-use super::{ArmInfo, ArmSummary, Metric, Metrics, RateStat, Summary, Warning};
+use super::{
+    ArmInfo, ArmSummary, GateLevel, GateReport, Metric, Metrics, RateStat, Summary, Verdict,
+    Warning,
+};
 
 /// How many of the worst cases the terminal report lists (all are in summary.json).
 pub const WORST_CASES_SHOWN: usize = 10;
@@ -76,6 +79,83 @@ pub fn render_terminal(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
     }
     if several && !s.warnings.is_empty() {
         write_warnings(&s.warnings, w)?;
+    }
+    if let Some(gate) = &s.gate {
+        write_gate(gate, several, w)?;
+    }
+    Ok(())
+}
+
+/// The verdict block: per gate, its verdict, the bound it rests on and the threshold.
+fn write_gate(g: &GateReport, several: bool, w: &mut dyn Write) -> io::Result<()> {
+    writeln!(w)?;
+    writeln!(
+        w,
+        "gate ({:.0}% one-sided, fixed n): {}",
+        g.confidence * 100.0,
+        g.verdict.label()
+    )?;
+    for r in &g.gates {
+        let arm = if several {
+            format!(" [arm {}]", r.arm.provider)
+        } else {
+            String::new()
+        };
+        let bound = |v: Option<f64>| v.map_or("n/a".to_owned(), |v| format!("{v:.3}"));
+        match r.level {
+            GateLevel::Suite => writeln!(
+                w,
+                "  {} {}>={}{arm}, suite: {} — mean {} of {} cases, bounds [{}, {}]",
+                r.verdict.label(),
+                r.metric.label().replace(' ', "_"),
+                r.threshold,
+                match r.verdict {
+                    Verdict::Pass => format!("lower bound {} >= {}", bound(r.lower), r.threshold),
+                    Verdict::Fail => format!("upper bound {} < {}", bound(r.upper), r.threshold),
+                    Verdict::Inconclusive =>
+                        format!("{} straddles {}", bound(r.lower), r.threshold),
+                },
+                bound(r.estimate),
+                r.cases,
+                bound(r.lower),
+                bound(r.upper)
+            )?,
+            GateLevel::Case => writeln!(
+                w,
+                "  {} {}>={}{arm}, every case: {} passed, {} failed, {} inconclusive of {} cases",
+                r.verdict.label(),
+                r.metric.label().replace(' ', "_"),
+                r.threshold,
+                r.passed_cases,
+                r.failed_cases,
+                r.inconclusive_cases,
+                r.cases
+            )?,
+        }
+        for c in r.not_passed.iter().take(10) {
+            writeln!(
+                w,
+                "      {:<12} {:<34} {}/{} bounds [{:.3}, {:.3}]{}",
+                c.verdict.label(),
+                c.case_id,
+                c.x,
+                c.n,
+                c.lower,
+                c.upper,
+                c.more_trials
+                    .map_or(String::new(), |m| format!(" · ~{m} more trials"))
+            )?;
+        }
+        if r.not_passed.len() > 10 {
+            writeln!(
+                w,
+                "      … {} more in summary.json",
+                r.not_passed.len() - 10
+            )?;
+        }
+        if let Some(hint) = &r.hint {
+            writeln!(w, "      {hint}")?;
+        }
     }
     Ok(())
 }
