@@ -25,16 +25,17 @@ fn terminal_report_of_a_fixed_run() {
 #[test]
 fn summary_of_a_fixed_run_reaggregated_from_its_records() {
     let text = std::fs::read_to_string(root().join(RUN).join("summary.json")).expect("summary");
-    let header: toolscore::report::Summary = serde_json::from_str(&text).expect("parses");
+    let header: toolscore::report::SummaryHeader = serde_json::from_str(&text).expect("parses");
+    let (confidence, precision) = (header.confidence, header.precision);
+    // Only the header is read from summary.json; every figure comes from results.jsonl (the
+    // equality with a fresh run's own summary is tested in cli_arms.rs).
     let summary = toolscore::report::reaggregate(
         &root().join(RUN).join("results.jsonl"),
-        serde_json::from_str(&text).expect("header"),
-        header.confidence,
-        header.precision,
+        header,
+        confidence,
+        precision,
     )
     .expect("reaggregate");
-    // The summary the run wrote is the one its records give.
-    assert_eq!(summary, header);
     insta::assert_json_snapshot!("summary", summary, {
         ".run.started_at" => "[TIME]",
         ".run.finished_at" => "[TIME]",

@@ -310,8 +310,23 @@ impl ArmAgg {
             tokens,
             infra,
             schema_violations: self.schema_violations,
+            unstable_cases: Vec::new(),
             warnings: Vec::new(),
         };
+        summary.unstable_cases = summary
+            .cases
+            .iter()
+            .filter(|c| {
+                c.metrics.pass.interval.is_some_and(|iv| {
+                    iv.lo > super::UNSTABLE_BAND.0 && iv.hi < super::UNSTABLE_BAND.1
+                })
+            })
+            .map(|c| super::UnstableCase {
+                dataset: c.dataset.clone(),
+                case_id: c.case_id.clone(),
+                pass: c.metrics.pass.clone(),
+            })
+            .collect();
         summary.warnings = arm_warnings(&summary, conf, precision);
         summary
     }
@@ -780,6 +795,26 @@ mod tests {
             "{half} vs {:?}",
             cl.interval
         );
+    }
+
+    #[test]
+    fn cases_passed_sometimes_and_failed_sometimes_are_listed_as_unstable() {
+        let mut agg = Aggregator::new();
+        for (case, right_of_20) in [("steady", 20), ("coin", 10), ("mostly", 19)] {
+            for i in 0..20 {
+                let mut r = scored(i < right_of_20, true);
+                r.case_id = case.into();
+                agg.add(&r);
+            }
+        }
+        let s = agg.finish(run_info(), &totals(60, 60), 0.95, 0.05);
+        let unstable: Vec<&str> = s.arms[0]
+            .unstable_cases
+            .iter()
+            .map(|u| u.case_id.as_str())
+            .collect();
+        // 10/20 has [0.30, 0.70]; 19/20's interval reaches past 0.9 and 20/20's is [0.84, 1].
+        assert_eq!(unstable, ["coin"]);
     }
 
     #[test]

@@ -91,8 +91,23 @@ pub struct ArmSummary {
     pub infra: InfraSummary,
     /// Schema violations of produced arguments, `tool: path failed keyword` → count.
     pub schema_violations: BTreeMap<String, u64>,
+    /// Cases whose pass-rate interval lies strictly inside (0.1, 0.9): the model gets them
+    /// right sometimes and wrong sometimes, which is information, not noise.
+    #[serde(default)]
+    pub unstable_cases: Vec<UnstableCase>,
     pub warnings: Vec<Warning>,
 }
+
+/// A case the model neither reliably passes nor reliably fails.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UnstableCase {
+    pub dataset: String,
+    pub case_id: String,
+    pub pass: RateStat,
+}
+
+/// Bounds between which a case's whole pass interval marks it unstable.
+pub const UNSTABLE_BAND: (f64, f64) = (0.1, 0.9);
 
 /// A rate with its interval and its count. `rate` and `interval` are absent when `n` is 0.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

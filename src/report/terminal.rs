@@ -274,6 +274,27 @@ fn render_arm(s: &Summary, a: &ArmSummary, extra: &[Warning], w: &mut dyn Write)
             writeln!(w, "      {n:>5}× {detail}")?;
         }
     }
+    if !a.unstable_cases.is_empty() {
+        writeln!(w)?;
+        writeln!(
+            w,
+            "unstable cases ({conf} pass interval inside ({}, {}): right sometimes, wrong sometimes): {} of {}",
+            super::UNSTABLE_BAND.0,
+            super::UNSTABLE_BAND.1,
+            a.unstable_cases.len(),
+            a.cases.len()
+        )?;
+        for u in a.unstable_cases.iter().take(WORST_CASES_SHOWN) {
+            writeln!(w, "  {:<34} pass {}", u.case_id, format_rate(&u.pass))?;
+        }
+        if a.unstable_cases.len() > WORST_CASES_SHOWN {
+            writeln!(
+                w,
+                "  … {} more in summary.json",
+                a.unstable_cases.len() - WORST_CASES_SHOWN
+            )?;
+        }
+    }
     if !a.schema_violations.is_empty() {
         writeln!(w)?;
         writeln!(w, "schema violations in produced arguments:")?;
