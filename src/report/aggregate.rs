@@ -9,8 +9,8 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    ArmSummary, CaseSummary, GroupSummary, InfraSummary, LatencySummary, Metric, Metrics,
-    Percentile, RateStat, Summary, SummaryHeader, TokenSummary, Warning,
+    ArmSummary, CaseSummary, ConfusionCell, GroupSummary, InfraSummary, LatencySummary, Metric,
+    Metrics, Percentile, RateStat, Summary, SummaryHeader, TokenSummary, ToolAccuracy, Warning,
 };
 use crate::error::{Error, InputError};
 use crate::event::{Control, Observer, RunEvent, RunTotals};
@@ -134,7 +134,39 @@ struct ArmAgg {
     errors_by_class: BTreeMap<String, u64>,
     error_examples: Vec<String>,
     schema_violations: BTreeMap<String, u64>,
+    /// (expected label, chosen label) → scored trials.
+    confusion: BTreeMap<(String, String), u64>,
 }
+
+/// Distinct (expected, chosen) pairs kept per arm; the rest are counted under "(other)" so a
+/// model that invents tool names cannot grow memory.
+const MAX_CONFUSION_CELLS: usize = 512;
+
+/// What the model chose, as selection judges it: for one expected call, the first call's tool
+/// (or "(no call)"); for parallel calls, the sorted multiset of called tools.
+fn chosen_label(record: &TrialRecord) -> String {
+    let calls = record
+        .turns
+        .first()
+        .map(|t| t.tool_calls.as_slice())
+        .unwrap_or_default();
+    let label = if calls.is_empty() {
+        NO_CALL.to_owned()
+    } else if record.expected.contains(" + ") {
+        let mut names: Vec<&str> = calls.iter().map(|c| c.name.as_str()).collect();
+        names.sort_unstable();
+        names.join(" + ")
+    } else {
+        calls[0].name.clone()
+    };
+    match label.char_indices().nth(80) {
+        Some((cut, _)) => format!("{}…", &label[..cut]),
+        None => label,
+    }
+}
+
+/// The label of "the model made no tool call", as expectations write it.
+const NO_CALL: &str = "(no call)";
 
 impl ArmAgg {
     fn new() -> Self {
@@ -153,6 +185,7 @@ impl ArmAgg {
             errors_by_class: BTreeMap::new(),
             error_examples: Vec::new(),
             schema_violations: BTreeMap::new(),
+            confusion: BTreeMap::new(),
         }
     }
 
@@ -199,6 +232,13 @@ impl ArmAgg {
                 self.error_examples.push(msg.clone());
             }
             return;
+        }
+        if record.score.is_some() {
+            let mut key = (record.expected.clone(), chosen_label(record));
+            if self.confusion.len() >= MAX_CONFUSION_CELLS && !self.confusion.contains_key(&key) {
+                key.1 = "(other)".to_owned();
+            }
+            *self.confusion.entry(key).or_default() += 1;
         }
         if let Some(score) = &record.score {
             let c = &mut self.case(record).counts;
@@ -310,6 +350,16 @@ impl ArmAgg {
             tokens,
             infra,
             schema_violations: self.schema_violations,
+            confusion: self
+                .confusion
+                .iter()
+                .map(|((expected, chosen), &count)| ConfusionCell {
+                    expected: expected.clone(),
+                    chosen: chosen.clone(),
+                    count,
+                })
+                .collect(),
+            tool_accuracy: tool_accuracy(&self.confusion, conf),
             unstable_cases: Vec::new(),
             warnings: Vec::new(),
         };
@@ -446,6 +496,52 @@ pub fn reaggregate(
         failures: header.failures(),
     };
     Ok(agg.finish(header.run, &totals, confidence, precision))
+}
+
+/// Precision and recall of every tool (and of "no call") from the confusion counts: recall
+/// falls when a description drifts from how users ask, precision when it over-promises.
+fn tool_accuracy(confusion: &BTreeMap<(String, String), u64>, conf: f64) -> Vec<ToolAccuracy> {
+    let mut expected: BTreeMap<&str, u64> = BTreeMap::new();
+    let mut chosen: BTreeMap<&str, u64> = BTreeMap::new();
+    let mut right: BTreeMap<&str, u64> = BTreeMap::new();
+    for ((e, c), &n) in confusion {
+        *expected.entry(e).or_default() += n;
+        *chosen.entry(c).or_default() += n;
+        if e == c {
+            *right.entry(e).or_default() += n;
+        }
+    }
+    let tools: std::collections::BTreeSet<&str> = expected
+        .keys()
+        .chain(chosen.keys())
+        .copied()
+        .filter(|t| !t.contains(" + ") && *t != "(other)")
+        .collect();
+    tools
+        .into_iter()
+        .map(|t| {
+            let hits = right.get(t).copied().unwrap_or(0);
+            ToolAccuracy {
+                tool: t.to_owned(),
+                precision: rate(
+                    Count {
+                        x: hits,
+                        n: chosen.get(t).copied().unwrap_or(0),
+                    },
+                    conf,
+                    None,
+                ),
+                recall: rate(
+                    Count {
+                        x: hits,
+                        n: expected.get(t).copied().unwrap_or(0),
+                    },
+                    conf,
+                    None,
+                ),
+            }
+        })
+        .collect()
 }
 
 fn rate(c: Count, conf: f64, case_level: Option<stats::ClusteredEstimate>) -> RateStat {
@@ -815,6 +911,58 @@ mod tests {
             .collect();
         // 10/20 has [0.30, 0.70]; 19/20's interval reaches past 0.9 and 20/20's is [0.84, 1].
         assert_eq!(unstable, ["coin"]);
+    }
+
+    fn chose(expected: &str, calls: &[&str], ok: bool) -> TrialRecord {
+        let mut r = scored(ok, !calls.is_empty());
+        r.case_id = format!("{expected}-case");
+        r.expected = expected.into();
+        r.turns = vec![crate::message::ModelTurn {
+            tool_calls: calls
+                .iter()
+                .map(|n| crate::message::ToolCall {
+                    id: None,
+                    name: (*n).into(),
+                    arguments: serde_json::json!({}),
+                    unparsed_arguments: None,
+                })
+                .collect(),
+            ..Default::default()
+        }];
+        r
+    }
+
+    #[test]
+    fn confusion_counts_what_selection_judged_and_recall_equals_selection() {
+        let mut agg = Aggregator::new();
+        for _ in 0..3 {
+            agg.add(&chose("a", &["a", "b"], true)); // first call decides: a
+        }
+        agg.add(&chose("a", &["b"], false));
+        agg.add(&chose("a", &[], false));
+        agg.add(&chose("(no call)", &["a"], false));
+        agg.add(&chose("a + b", &["b", "a"], true));
+        let s = agg.finish(run_info(), &totals(7, 7), 0.95, 0.05);
+        let arm = &s.arms[0];
+        let cell = |e: &str, c: &str| {
+            arm.confusion
+                .iter()
+                .find(|x| x.expected == e && x.chosen == c)
+                .map_or(0, |x| x.count)
+        };
+        assert_eq!(cell("a", "a"), 3);
+        assert_eq!(cell("a", "b"), 1);
+        assert_eq!(cell("a", "(no call)"), 1);
+        assert_eq!(cell("(no call)", "a"), 1);
+        assert_eq!(cell("a + b", "a + b"), 1);
+        let a = arm.tool_accuracy.iter().find(|t| t.tool == "a").unwrap();
+        assert_eq!((a.recall.x, a.recall.n), (3, 5));
+        assert_eq!((a.precision.x, a.precision.n), (3, 4));
+        let tool_a = arm.tools.iter().find(|t| t.name == "a").unwrap();
+        assert_eq!(
+            (a.recall.x, a.recall.n),
+            (tool_a.metrics.selection.x, tool_a.metrics.selection.n)
+        );
     }
 
     #[test]

@@ -91,11 +91,35 @@ pub struct ArmSummary {
     pub infra: InfraSummary,
     /// Schema violations of produced arguments, `tool: path failed keyword` → count.
     pub schema_violations: BTreeMap<String, u64>,
+    /// Scored trials by (expected, chosen): what the model picks instead. "Chosen" is what
+    /// selection judges: the first call's tool, "(no call)", or for parallel expectations the
+    /// multiset of called tools.
+    #[serde(default)]
+    pub confusion: Vec<ConfusionCell>,
+    /// Precision and recall of each tool (and of "(no call)") over scored trials.
+    #[serde(default)]
+    pub tool_accuracy: Vec<ToolAccuracy>,
     /// Cases whose pass-rate interval lies strictly inside (0.1, 0.9): the model gets them
     /// right sometimes and wrong sometimes, which is information, not noise.
     #[serde(default)]
     pub unstable_cases: Vec<UnstableCase>,
     pub warnings: Vec<Warning>,
+}
+
+/// One cell of the expected × chosen matrix.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConfusionCell {
+    pub expected: String,
+    pub chosen: String,
+    pub count: u64,
+}
+
+/// How often a tool is chosen when it should be (recall), and right when chosen (precision).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolAccuracy {
+    pub tool: String,
+    pub precision: RateStat,
+    pub recall: RateStat,
 }
 
 /// A case the model neither reliably passes nor reliably fails.

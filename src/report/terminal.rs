@@ -274,6 +274,43 @@ fn render_arm(s: &Summary, a: &ArmSummary, extra: &[Warning], w: &mut dyn Write)
             writeln!(w, "      {n:>5}× {detail}")?;
         }
     }
+    let mut confused: Vec<_> = a
+        .confusion
+        .iter()
+        .filter(|c| c.expected != c.chosen)
+        .collect();
+    if !confused.is_empty() {
+        confused.sort_by(|x, y| {
+            y.count
+                .cmp(&x.count)
+                .then_with(|| x.expected.cmp(&y.expected))
+                .then_with(|| x.chosen.cmp(&y.chosen))
+        });
+        writeln!(w)?;
+        writeln!(
+            w,
+            "most frequent confusions (expected → chosen; {} of {} pairs shown, all in summary.json):",
+            confused.len().min(WORST_CASES_SHOWN),
+            confused.len()
+        )?;
+        for c in confused.iter().take(WORST_CASES_SHOWN) {
+            writeln!(w, "  {:>5}× {} → {}", c.count, c.expected, c.chosen)?;
+        }
+        writeln!(
+            w,
+            "  {:<width$} {:<34} {:<34}",
+            "tool", "precision", "recall"
+        )?;
+        for t in &a.tool_accuracy {
+            writeln!(
+                w,
+                "  {:<width$} {:<34} {:<34}",
+                t.tool,
+                format_rate(&t.precision),
+                format_rate(&t.recall)
+            )?;
+        }
+    }
     if !a.unstable_cases.is_empty() {
         writeln!(w)?;
         writeln!(
