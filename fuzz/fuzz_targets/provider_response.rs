@@ -1,0 +1,12 @@
+//! Response and error bodies of the OpenAI-compatible adapter.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use toolscore::provider::Adapter;
+use toolscore::provider::openai_compat::KIND;
+
+fuzz_target!(|data: &[u8]| {
+    let adapter: &dyn Adapter = KIND.adapter();
+    let _ = adapter.decode_response(data);
+    let _ = adapter.error_from_status(500, data);
+});
