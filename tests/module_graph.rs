@@ -102,7 +102,10 @@ fn arrows_point_one_way() {
             &["provider", "runner", "report", "cli", "score", "suite"],
         ),
         ("provider", &["score", "report", "runner", "cli", "suite"]),
-        ("report", &["provider", "runner", "cli", "score", "suite", "gate"]),
+        (
+            "report",
+            &["provider", "runner", "cli", "score", "suite", "gate"],
+        ),
         ("gate", &["provider", "runner", "cli", "score", "suite"]),
         ("runner", &["report", "cli"]),
         ("suite", &["provider", "runner", "report", "cli"]),
