@@ -180,7 +180,11 @@ fn report_at_another_confidence_recomputes_every_interval_from_the_records() {
         .expect("run dir")
         .map(|e| e.expect("entry").file_name())
         .collect();
-    assert_eq!(files.len(), 4, "results.jsonl, results.csv, plan.json, summary.json: {files:?}");
+    assert_eq!(
+        files.len(),
+        4,
+        "results.jsonl, results.csv, plan.json, summary.json: {files:?}"
+    );
 
     let missing = toolscore(dir.path(), &["report", "out/none"]);
     assert_eq!(missing.code, 2, "{}", missing.transcript());
