@@ -48,6 +48,19 @@ pub enum Command {
     Cassette(CassetteCommand),
 }
 
+/// `--gate` and `--gate-level`, shared by `run` and `report`.
+#[derive(Debug, Args)]
+pub struct GateArgs {
+    /// A gate, `METRIC>=T` (selection, args, schema, pass): pass when the one-sided lower
+    /// confidence bound clears T (exit 0), fail when the upper bound is below it (exit 1),
+    /// inconclusive otherwise (exit 3). Repeatable.
+    #[arg(long = "gate", value_name = "METRIC>=T")]
+    pub gates: Vec<String>,
+    /// What a gate judges: the suite's case-level rate, or every case on its own.
+    #[arg(long, value_enum, default_value_t = GateLevel::Suite)]
+    pub gate_level: GateLevel,
+}
+
 #[derive(Debug, Args)]
 pub struct ReportArgs {
     /// The run's folder (reports/<run-id>), holding results.jsonl and summary.json.
@@ -58,12 +71,8 @@ pub struct ReportArgs {
     /// Target half-width for warnings [default: the run's].
     #[arg(long)]
     pub precision: Option<f64>,
-    /// Judge the run's records against a gate, as `run --gate` does (repeatable).
-    #[arg(long = "gate", value_name = "METRIC>=T")]
-    pub gates: Vec<String>,
-    /// What a gate judges: the suite's case-level rate, or every case on its own.
-    #[arg(long, value_enum, default_value_t = GateLevel::Suite)]
-    pub gate_level: GateLevel,
+    #[command(flatten)]
+    pub gate: GateArgs,
 }
 
 #[derive(Debug, Subcommand)]
@@ -143,14 +152,8 @@ pub struct RunArgs {
     /// Target half-width: warn when an interval is wider and say how many trials would do [default: 0.05].
     #[arg(long)]
     pub precision: Option<f64>,
-    /// A gate, `METRIC>=T` (selection, args, schema, pass): pass when the one-sided lower
-    /// confidence bound clears T (exit 0), fail when the upper bound is below it (exit 1),
-    /// inconclusive otherwise (exit 3). Repeatable.
-    #[arg(long = "gate", value_name = "METRIC>=T")]
-    pub gates: Vec<String>,
-    /// What a gate judges: the suite's case-level rate, or every case on its own.
-    #[arg(long, value_enum, default_value_t = GateLevel::Suite)]
-    pub gate_level: GateLevel,
+    #[command(flatten)]
+    pub gate: GateArgs,
     /// Fraction of trials allowed to end in infrastructure errors before the run exits 4.
     #[arg(long, default_value_t = 0.1, value_name = "RATE")]
     pub max_infra_error_rate: f64,
@@ -318,10 +321,14 @@ fn report_command(args: &ReportArgs) -> Result<ExitCode, Error> {
         .map_err(|e| InputError::json(&summary_path.display().to_string(), &e))?;
     let confidence = plan::checked_confidence(args.confidence.unwrap_or(header.confidence))?;
     let precision = plan::checked_precision(args.precision.unwrap_or(header.precision))?;
-    let gates = parse_gates(&args.gates)?;
+    let gates = parse_gates(&args.gate.gates)?;
     let mut summary = crate::report::reaggregate(&results_path, header, confidence, precision)?;
     if !gates.is_empty() {
-        summary.gate = Some(crate::gate::evaluate(&summary, &gates, args.gate_level));
+        summary.gate = Some(crate::gate::evaluate(
+            &summary,
+            &gates,
+            args.gate.gate_level,
+        ));
     }
     let mut out = std::io::stdout().lock();
     crate::report::render_terminal(&summary, &mut out)

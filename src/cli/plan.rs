@@ -174,7 +174,7 @@ impl RunSetup {
 /// before any request or output file. `env` is injected so tests need not touch the process
 /// environment.
 pub fn build_plan(args: RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<RunSetup, Error> {
-    let gates = super::parse_gates(&args.gates)?;
+    let gates = super::parse_gates(&args.gate.gates)?;
     let (config, datasets) = load_suite(&args.suite)?;
     let defaults = &config.defaults;
 
@@ -261,7 +261,7 @@ pub fn build_plan(args: RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result
             note: args.record_note,
         }),
         gates,
-        gate_level: args.gate_level,
+        gate_level: args.gate.gate_level,
     })
 }
 
