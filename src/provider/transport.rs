@@ -73,11 +73,17 @@ pub(crate) async fn send_once(
         } else {
             retry_after(response.headers(), SystemTime::now())
         };
-        let declared = response.content_length().unwrap_or(0);
-        if declared > max_body as u64 {
+        let declared = response.content_length();
+        if declared.is_some_and(|n| n > max_body as u64) {
             return Err(AttemptError::TooLarge);
         }
-        let mut buf = Vec::with_capacity(declared as usize);
+        if declared.is_some() {
+            // A declared length is enforced by the HTTP layer, so the body cannot exceed it:
+            // read it in one piece, without the copy the chunk loop below makes.
+            let body = response.bytes().await?;
+            return Ok((status, retry_after, body));
+        }
+        let mut buf = Vec::new();
         while let Some(chunk) = response.chunk().await? {
             if buf.len() + chunk.len() > max_body {
                 return Err(AttemptError::TooLarge);
