@@ -81,6 +81,16 @@ impl InputError {
         }
     }
 
+    /// A JSON Lines entry at 1-based `line` of `file` that does not parse as `what`.
+    pub fn json_line(file: &str, line: usize, what: &str, err: &serde_json::Error) -> Self {
+        InputError::at(
+            file,
+            Some(line),
+            "",
+            &format!("{what}: {}", strip_position(&err.to_string())),
+        )
+    }
+
     /// A serde_json error in `file`, whose positions are relative to the whole file.
     pub fn json(file: &str, err: &serde_json::Error) -> Self {
         InputError::at_column(

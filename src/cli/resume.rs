@@ -239,16 +239,9 @@ pub fn prepare(setup: &mut RunSetup) -> Result<Resumed, Error> {
                         break;
                     }
                     Err(e) => {
-                        return Err(InputError::at(
-                            &name,
-                            Some(i + 1),
-                            "",
-                            &format!(
-                                "not a trial record: {}",
-                                crate::error::strip_position(&e.to_string())
-                            ),
-                        )
-                        .into());
+                        return Err(
+                            InputError::json_line(&name, i + 1, "not a trial record", &e).into(),
+                        );
                     }
                 };
                 let Some(&arm) =

@@ -391,12 +391,11 @@ impl Cassette {
                     break;
                 }
                 Err(e) => {
-                    return Err(bad(
+                    return Err(InputError::json_line(
+                        &file_name,
                         n,
-                        format!(
-                            "invalid cassette entry: {}",
-                            crate::error::strip_position(&e.to_string())
-                        ),
+                        "invalid cassette entry",
+                        &e,
                     ));
                 }
             };

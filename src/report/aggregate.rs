@@ -474,17 +474,8 @@ pub fn reaggregate(
         if line.trim().is_empty() {
             continue;
         }
-        let record: TrialRecord = serde_json::from_str(&line).map_err(|e| {
-            InputError::at(
-                &name,
-                Some(i + 1),
-                "",
-                &format!(
-                    "not a trial record: {}",
-                    crate::error::strip_position(&e.to_string())
-                ),
-            )
-        })?;
+        let record: TrialRecord = serde_json::from_str(&line)
+            .map_err(|e| InputError::json_line(&name, i + 1, "not a trial record", &e))?;
         agg.add(&record);
         completed += 1;
     }
