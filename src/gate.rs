@@ -15,8 +15,8 @@
 
 use crate::error::InputError;
 use crate::report::{
-    ArmSummary, CaseVerdict, GateLevel, GateReport, GateResult, Metric, Metrics, RateStat, Summary,
-    Verdict,
+    ArmSummary, CaseVerdict, DatasetInfo, GateLevel, GateReport, GateResult, Metric, Metrics,
+    RateStat, Summary, Verdict,
 };
 use crate::stats;
 
@@ -72,7 +72,7 @@ pub fn evaluate(summary: &Summary, specs: &[GateSpec], level: GateLevel) -> Gate
         .flat_map(|arm| {
             specs.iter().map(move |spec| match level {
                 GateLevel::Suite => suite_gate(arm, *spec, conf),
-                GateLevel::Case => case_gate(arm, *spec, conf),
+                GateLevel::Case => case_gate(arm, *spec, conf, &summary.run.datasets),
             })
         })
         .collect();
@@ -158,14 +158,22 @@ fn suite_gate(arm: &ArmSummary, spec: GateSpec, conf: f64) -> GateResult {
     r
 }
 
-fn case_gate(arm: &ArmSummary, spec: GateSpec, conf: f64) -> GateResult {
+/// The bar of one case: its fixture's `"gate"` when it has one, else the `--gate` threshold.
+fn case_threshold(datasets: &[DatasetInfo], dataset: &str, case: &str, spec: GateSpec) -> f64 {
+    datasets
+        .iter()
+        .find(|d| d.name == dataset)
+        .and_then(|d| d.case_gates.get(case).copied())
+        .unwrap_or(spec.threshold)
+}
+
+fn case_gate(arm: &ArmSummary, spec: GateSpec, conf: f64, datasets: &[DatasetInfo]) -> GateResult {
     let mut r = empty_result(
         arm,
         spec,
         GateLevel::Case,
-        "one-sided Wilson per case; every case must pass (intersection-union); a case fails under Holm across the gated cases",
+        "one-sided Wilson per case; every case must pass (intersection-union); a case fails under Holm across the gated cases; a fixture's \"gate\" sets its own bar",
     );
-    let t = spec.threshold;
     let gated: Vec<(&crate::report::CaseSummary, &RateStat)> = arm
         .cases
         .iter()
@@ -177,13 +185,18 @@ fn case_gate(arm: &ArmSummary, spec: GateSpec, conf: f64) -> GateResult {
         r.hint = Some("no case has data for this metric".to_owned());
         return r;
     }
+    let thresholds: Vec<f64> = gated
+        .iter()
+        .map(|(c, _)| case_threshold(datasets, &c.dataset, &c.case_id, spec))
+        .collect();
     let p_values: Vec<f64> = gated
         .iter()
-        .map(|(_, s)| stats::score_p_value_below(s.x, s.n, t).unwrap_or(1.0))
+        .zip(&thresholds)
+        .map(|((_, s), &t)| stats::score_p_value_below(s.x, s.n, t).unwrap_or(1.0))
         .collect();
     let failing = stats::holm_rejections(&p_values, 1.0 - conf);
     let mut cases = Vec::with_capacity(gated.len());
-    for ((c, s), failed) in gated.iter().zip(failing) {
+    for (((c, s), failed), &t) in gated.iter().zip(failing).zip(&thresholds) {
         let lower = stats::wilson_lower_bound(s.x, s.n, conf).unwrap_or(0.0);
         let upper = stats::wilson_upper_bound(s.x, s.n, conf).unwrap_or(1.0);
         let verdict = if lower >= t {
@@ -212,6 +225,7 @@ fn case_gate(arm: &ArmSummary, spec: GateSpec, conf: f64) -> GateResult {
             n: s.n,
             lower,
             upper,
+            threshold: t,
             verdict,
             more_trials,
         });

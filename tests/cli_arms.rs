@@ -235,7 +235,7 @@ fn two_arms_with_one_name_and_recording_two_arms_are_refused() {
     );
     assert_eq!(record.code, 2, "{}", record.transcript());
     assert!(
-        record.stderr.contains("--record records one provider"),
+        record.stderr.contains("--record records one arm"),
         "{}",
         record.stderr
     );

@@ -107,6 +107,11 @@ pub struct RunArgs {
     /// run several arms in one plan; each record names its arm.
     #[arg(long = "provider", value_name = "NAME")]
     pub providers: Vec<String>,
+    /// Catalog variant to show the model: `base` (the dataset's tools.json) or an overlay
+    /// `DATASET/variants/NAME.json`. Repeat it to run one arm per variant on the same cases,
+    /// interleaved trial by trial, for `toolscore compare` [default: base].
+    #[arg(long = "variant", value_name = "NAME")]
+    pub variants: Vec<String>,
     /// Record every raw response to this cassette (`.gz` = compressed) for later replay.
     #[arg(long, value_name = "CASSETTE")]
     pub record: Option<PathBuf>,
@@ -185,6 +190,17 @@ pub fn run(cli: Cli) -> Result<ExitCode, Error> {
                     d.cases.len(),
                     d.catalog.fingerprint
                 );
+                for v in d.variants.iter().filter(|v| v.file.is_some()) {
+                    println!(
+                        "  variant {}: {}, catalog {}{}",
+                        v.name,
+                        v.file.as_deref().unwrap_or_default(),
+                        v.catalog.fingerprint,
+                        v.note
+                            .as_deref()
+                            .map_or(String::new(), |n| format!(" ({n})"))
+                    );
+                }
             }
             Ok(ExitCode::Pass)
         }

@@ -13,6 +13,7 @@ use crate::provider::{ProviderKind, ProviderSettings, SecretString};
 use crate::record::BASE_VARIANT;
 use crate::report::{
     Aggregator, ArmInfo, DatasetInfo, Progress, ProgressMode, ReplayInfo, ResultsCsv, RunInfo,
+    VariantInfo,
 };
 use crate::runner::store::ResultsStore;
 use crate::runner::{Arm, RunPlan};
@@ -126,7 +127,12 @@ impl RunSetup {
                 .plan
                 .datasets
                 .iter()
-                .map(|d| (d.name.clone(), d.catalog.fingerprint.clone()))
+                .map(|d| {
+                    let fingerprint = d
+                        .variant(&arm.variant)
+                        .map_or(&d.catalog.fingerprint, |v| &v.catalog.fingerprint);
+                    (d.name.clone(), fingerprint.clone())
+                })
                 .collect(),
             note: rec.note.clone(),
         }
@@ -164,6 +170,27 @@ impl RunSetup {
                     catalog_source: d.catalog.source.clone(),
                     catalog_fingerprint: d.catalog.fingerprint.clone(),
                     cases: d.cases.len(),
+                    variants: d
+                        .variants
+                        .iter()
+                        .filter(|v| v.file.is_some() && p.arms.iter().any(|a| a.variant == v.name))
+                        .map(|v| VariantInfo {
+                            name: v.name.clone(),
+                            file: v.file.clone().unwrap_or_default(),
+                            note: v.note.clone(),
+                            catalog_fingerprint: v.catalog.fingerprint.clone(),
+                        })
+                        .collect(),
+                    case_gates: d
+                        .cases
+                        .iter()
+                        .filter_map(|c| c.gate.map(|g| (c.id.clone(), g)))
+                        .collect(),
+                    case_trials: d
+                        .cases
+                        .iter()
+                        .filter_map(|c| c.trials.map(|t| (c.id.clone(), t)))
+                        .collect(),
                 })
                 .collect(),
         }
@@ -192,33 +219,51 @@ pub fn build_plan(args: RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result
         args.providers.clone()
     };
 
-    let mut arms = Vec::with_capacity(names.len());
+    let variants = checked_variants(&args.variants, &datasets)?;
+    let mut arms = Vec::with_capacity(names.len() * variants.len());
     let mut fewest_recorded: Option<(u32, String, String)> = None;
     for name in &names {
-        let arm = match name.strip_prefix("replay:") {
+        let new_arms = match name.strip_prefix("replay:") {
             Some(path) => {
+                if !args.variants.is_empty() {
+                    return Err(usage(
+                        "--variant cannot be used with --provider replay:…: a cassette was recorded against one catalog variant, named in its header",
+                    ));
+                }
                 let (arm, fewest, hint) = replay_arm(Path::new(path), &args, &datasets)?;
                 if fewest_recorded.as_ref().is_none_or(|(f, _, _)| fewest < *f) {
                     fewest_recorded = Some((fewest, hint, path.to_owned()));
                 }
-                arm
+                vec![arm]
             }
-            None => live_arm(name, &config, &args, env)?,
+            None => {
+                let arm = live_arm(name, &config, &args, env)?;
+                variants
+                    .iter()
+                    .map(|v| Arm {
+                        settings: arm.settings.clone(),
+                        variant: v.clone(),
+                        replay: None,
+                    })
+                    .collect()
+            }
         };
-        if arms
-            .iter()
-            .any(|a: &Arm| a.settings.name == arm.settings.name && a.variant == arm.variant)
-        {
-            return Err(usage(&format!(
-                "two arms are named `{}`; give each provider its own name in toolscore.yaml",
-                arm.settings.name
-            )));
+        for arm in new_arms {
+            if arms
+                .iter()
+                .any(|a: &Arm| a.settings.name == arm.settings.name && a.variant == arm.variant)
+            {
+                return Err(usage(&format!(
+                    "two arms are named `{}` with variant `{}`; give each provider its own name in toolscore.yaml",
+                    arm.settings.name, arm.variant
+                )));
+            }
+            arms.push(arm);
         }
-        arms.push(arm);
     }
     if args.record.is_some() && arms.len() != 1 {
         return Err(usage(
-            "--record records one provider; run with a single --provider to record",
+            "--record records one arm; run with a single --provider and a single --variant to record",
         ));
     }
     if let Some(path) = &args.record {
@@ -241,6 +286,7 @@ pub fn build_plan(args: RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result
         ))
         .into());
     }
+    check_case_trials_recorded(&arms, &datasets)?;
     let common = common_settings(&args, defaults)?;
     Ok(RunSetup {
         plan: RunPlan {
@@ -404,7 +450,25 @@ fn replay_arm(
     }
     let h = &cassette.header;
     let file = path.display().to_string();
+    let mut shown = Vec::with_capacity(datasets.len());
     for d in datasets {
+        let Some(variant) = d.variant(&h.variant) else {
+            return Err(InputError::at(
+                &file,
+                None,
+                "",
+                &format!(
+                    "the cassette was recorded with catalog variant `{}`, which dataset `{}` does not have ({}/variants/{}.json)",
+                    h.variant,
+                    d.name,
+                    d.dir.display(),
+                    h.variant
+                ),
+            )
+            .into());
+        };
+        shown.push(variant);
+        let catalog = &variant.catalog;
         match h.catalogs.get(&d.name) {
             None => {
                 let recorded: Vec<&str> = h.catalogs.keys().map(String::as_str).collect();
@@ -420,14 +484,14 @@ fn replay_arm(
                 )
                 .into());
             }
-            Some(fp) if *fp != d.catalog.fingerprint => {
+            Some(fp) if *fp != catalog.fingerprint => {
                 return Err(InputError::at(
                     &file,
                     None,
                     "",
                     &format!(
                         "the cassette was recorded against another catalog for dataset `{}` ({fp}), but {} is {}: a changed catalog or a variant needs its own recording",
-                        d.name, d.catalog.source, d.catalog.fingerprint
+                        d.name, catalog.source, catalog.fingerprint
                     ),
                 )
                 .into());
@@ -453,12 +517,12 @@ fn replay_arm(
     };
     let mut fewest = u32::MAX;
     let mut fewest_case = String::new();
-    for d in datasets {
+    for (d, variant) in datasets.iter().zip(&shown) {
         for c in &d.cases {
             let have = cassette.recorded_trials(&crate::provider::request_hash(
                 &settings,
-                &c.messages,
-                &d.catalog,
+                &variant.messages(&c.messages),
+                &variant.catalog,
             ));
             if have == 0 {
                 return Err(InputError::at(&file, None, "", &format!("no recording for {}/{}: the fixture or the catalog changed since recording, or it was never recorded; {}", d.name, c.id, record_hint(&c.id, 0))).into());
@@ -480,6 +544,68 @@ fn replay_arm(
         fewest,
         hint,
     ))
+}
+
+/// A case asking for more trials (`"trials": N`) than a replayed cassette holds for it stops
+/// the run before it starts, as a missing recording does.
+fn check_case_trials_recorded(arms: &[Arm], datasets: &[Dataset]) -> Result<(), Error> {
+    for arm in arms {
+        let Some(cassette) = &arm.replay else {
+            continue;
+        };
+        for d in datasets {
+            let Some(variant) = d.variant(&arm.variant) else {
+                continue;
+            };
+            for c in &d.cases {
+                let Some(want) = c.trials else { continue };
+                let have = cassette.recorded_trials(&crate::provider::request_hash(
+                    &arm.settings,
+                    &variant.messages(&c.messages),
+                    &variant.catalog,
+                ));
+                if have < want {
+                    return Err(InputError::at(
+                        &cassette.path.display().to_string(),
+                        None,
+                        "",
+                        &format!(
+                            "case {}/{} asks for {want} trials (`\"trials\"` in its fixture) but the cassette holds {have}",
+                            d.name, c.id
+                        ),
+                    )
+                    .into());
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The `--variant`s, each present in every dataset; `base` when none is given.
+fn checked_variants(given: &[String], datasets: &[Dataset]) -> Result<Vec<String>, Error> {
+    if given.is_empty() {
+        return Ok(vec![BASE_VARIANT.to_owned()]);
+    }
+    let mut out: Vec<String> = Vec::with_capacity(given.len());
+    for name in given {
+        if out.contains(name) {
+            return Err(usage(&format!("--variant {name} is given twice")));
+        }
+        for d in datasets {
+            if d.variant(name).is_none() {
+                return Err(InputError::new(format!(
+                    "--variant {name}: dataset `{}` has no {}/variants/{name}.json (its variants: {})",
+                    d.name,
+                    d.dir.display(),
+                    d.variant_names().join(", ")
+                ))
+                .into());
+            }
+        }
+        out.push(name.clone());
+    }
+    Ok(out)
 }
 
 /// Settings every run has, live or replayed.

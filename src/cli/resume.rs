@@ -41,6 +41,9 @@ struct DatasetPlan {
     name: String,
     catalog_fingerprint: String,
     cases: Vec<String>,
+    /// Cases with their own `"trials"`, and how many.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    case_trials: std::collections::BTreeMap<String, u32>,
 }
 
 fn fingerprint(plan: &RunPlan) -> PlanFingerprint {
@@ -61,6 +64,11 @@ fn fingerprint(plan: &RunPlan) -> PlanFingerprint {
                 name: d.name.clone(),
                 catalog_fingerprint: d.catalog.fingerprint.clone(),
                 cases: d.cases.iter().map(|c| c.id.clone()).collect(),
+                case_trials: d
+                    .cases
+                    .iter()
+                    .filter_map(|c| c.trials.map(|t| (c.id.clone(), t)))
+                    .collect(),
             })
             .collect(),
     }
@@ -204,6 +212,7 @@ pub fn prepare(setup: &mut RunSetup) -> Result<Resumed, Error> {
         .enumerate()
         .map(|(i, a)| ((a.settings.name.clone(), a.variant.clone()), i))
         .collect();
+    let case_trials = setup.plan.case_trials();
     let mut case_of: HashMap<(String, String), usize> = HashMap::new();
     for d in &setup.plan.datasets {
         for c in &d.cases {
@@ -271,14 +280,14 @@ pub fn prepare(setup: &mut RunSetup) -> Result<Resumed, Error> {
                     )
                     .into());
                 };
-                if record.trial_index >= setup.plan.trials {
+                if record.trial_index >= case_trials[case] {
                     return Err(InputError::at(
                         &name,
                         Some(i + 1),
                         "trial_index",
                         &format!(
-                            "trial {} is beyond the {} planned per case",
-                            record.trial_index, setup.plan.trials
+                            "trial {} is beyond the {} planned for this case",
+                            record.trial_index, case_trials[case]
                         ),
                     )
                     .into());

@@ -77,6 +77,27 @@ pub struct DatasetInfo {
     pub catalog_source: String,
     pub catalog_fingerprint: String,
     pub cases: usize,
+    /// The overlays (`variants/<name>.json`) the run's arms were shown, other than the base:
+    /// name, file, note and the fingerprint of the catalog they produce.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub variants: Vec<VariantInfo>,
+    /// Cases with their own bar under a case-level gate (`"gate"` in the fixture): case id →
+    /// threshold. Kept here so `toolscore report --gate` judges a finished run the same way.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub case_gates: BTreeMap<String, f64>,
+    /// Cases with their own number of trials (`"trials"` in the fixture): case id → trials.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub case_trials: BTreeMap<String, u32>,
+}
+
+/// A catalog variant as a run used it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VariantInfo {
+    pub name: String,
+    pub file: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    pub catalog_fingerprint: String,
 }
 
 /// Distinct failure details kept per case; the rest are counted under "(other)" so memory

@@ -13,7 +13,9 @@ mod terminal;
 mod verdict;
 mod warning;
 
-pub use aggregate::{Aggregator, ArmInfo, DatasetInfo, ReplayInfo, RunInfo, reaggregate};
+pub use aggregate::{
+    Aggregator, ArmInfo, DatasetInfo, ReplayInfo, RunInfo, VariantInfo, reaggregate,
+};
 pub use csv::ResultsCsv;
 pub use progress::{Progress, ProgressMode};
 pub use terminal::render_terminal;

@@ -135,13 +135,18 @@ fn write_gate(g: &GateReport, several: bool, w: &mut dyn Write) -> io::Result<()
         for c in r.not_passed.iter().take(10) {
             writeln!(
                 w,
-                "      {:<12} {:<34} {}/{} bounds [{:.3}, {:.3}]{}",
+                "      {:<12} {:<34} {}/{} bounds [{:.3}, {:.3}]{}{}",
                 c.verdict.label(),
                 c.case_id,
                 c.x,
                 c.n,
                 c.lower,
                 c.upper,
+                if c.threshold > 0.0 && c.threshold != r.threshold {
+                    format!(" · its own bar {}", c.threshold)
+                } else {
+                    String::new()
+                },
                 c.more_trials
                     .map_or(String::new(), |m| format!(" · ~{m} more trials"))
             )?;

@@ -84,6 +84,9 @@ pub struct CaseVerdict {
     pub n: u64,
     pub lower: f64,
     pub upper: f64,
+    /// The bar this case was held to (its fixture's `"gate"`, or the gate's threshold).
+    #[serde(default)]
+    pub threshold: f64,
     pub verdict: Verdict,
     /// Inconclusive: about how many more trials would settle it at the observed rate.
     #[serde(default, skip_serializing_if = "Option::is_none")]

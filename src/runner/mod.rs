@@ -69,8 +69,26 @@ impl RunPlan {
         self.datasets.iter().map(|d| d.cases.len()).sum()
     }
 
+    /// Trials of each case, in plan order: its own `"trials"` or the plan's.
+    pub fn case_trials(&self) -> Vec<u32> {
+        self.datasets
+            .iter()
+            .flat_map(|d| d.cases.iter().map(|c| c.trials.unwrap_or(self.trials)))
+            .collect()
+    }
+
+    /// The most trials any case has: the jobs span this many rounds.
+    pub fn max_trials(&self) -> u32 {
+        self.case_trials().into_iter().max().unwrap_or(0)
+    }
+
     pub fn planned_trials(&self) -> u64 {
-        self.case_count() as u64 * self.arms.len() as u64 * u64::from(self.trials)
+        self.arms.len() as u64
+            * self
+                .case_trials()
+                .iter()
+                .map(|&t| u64::from(t))
+                .sum::<u64>()
     }
 }
 
@@ -90,8 +108,14 @@ pub fn decode_job(job: u64, arms: usize, cases: usize) -> TrialKey {
 struct CaseUnit {
     dataset: String,
     case_id: String,
-    expected: String,
     tags: Vec<String>,
+    /// What the case expects under each catalog variant of the plan (a rename changes the
+    /// expected tool's name), at the arm's `variant` index.
+    views: Vec<CaseView>,
+}
+
+struct CaseView {
+    expected: String,
     expect: Expectation,
     validators: Arc<ToolValidators>,
 }
@@ -100,6 +124,8 @@ struct ArmUnit {
     id: ArmId,
     identity: ModelIdentity,
     backend: Backend,
+    /// Index of the arm's catalog variant in every `CaseUnit::views`.
+    variant: usize,
 }
 
 /// Shared, read-only state of the workers, plus the stop flags observers set.
@@ -109,7 +135,10 @@ struct Shared {
     units: Vec<CaseUnit>,
     /// Opening request of each (arm, case), at `arm * cases + case`: encoded once.
     prepared: Vec<PreparedRequest>,
+    /// Rounds of jobs: the most trials any case has.
     trials: u32,
+    /// Trials of each case; a round beyond a case's count has no job for it.
+    case_trials: Vec<u32>,
     done: HashSet<TrialKey>,
     keep_raw: bool,
     next_job: AtomicU64,
@@ -155,11 +184,22 @@ pub async fn execute(plan: RunPlan, observer: &mut dyn Observer) -> Result<RunTo
     let client = crate::provider::http_client(plan.concurrency).map_err(Error::Fatal)?;
     let case_count = plan.case_count();
     let planned = plan.planned_trials();
+    let case_trials = plan.case_trials();
+    let max_trials = plan.max_trials();
 
+    // The distinct catalog variants of the arms, in first-seen order.
+    let mut variant_names: Vec<String> = Vec::new();
     let mut arms = Vec::with_capacity(plan.arms.len());
     for arm in plan.arms {
         let id = arm.id();
         let identity = arm.settings.identity();
+        let variant = match variant_names.iter().position(|v| *v == arm.variant) {
+            Some(i) => i,
+            None => {
+                variant_names.push(arm.variant.clone());
+                variant_names.len() - 1
+            }
+        };
         let provider = Provider::new(arm.settings, client.clone());
         let backend = match arm.replay {
             Some(cassette) => Backend::Replay(Replay::new(cassette, provider)),
@@ -169,29 +209,55 @@ pub async fn execute(plan: RunPlan, observer: &mut dyn Observer) -> Result<RunTo
             id,
             identity,
             backend,
+            variant,
         });
     }
     let mut units = Vec::with_capacity(case_count);
-    let mut catalogs: Vec<(&Arc<Catalog>, &crate::suite::Case)> = Vec::with_capacity(case_count);
+    // Per variant, per case: the catalog and the conversation as that variant names the tools.
+    let mut shown: Vec<Vec<(&Arc<Catalog>, Vec<crate::message::Message>)>> =
+        vec![Vec::with_capacity(case_count); variant_names.len()];
     for d in &plan.datasets {
+        let variants = variant_names
+            .iter()
+            .map(|name| {
+                d.variant(name).ok_or_else(|| {
+                    Error::Fatal(format!(
+                        "dataset `{}` has no catalog variant `{name}`",
+                        d.name
+                    ))
+                })
+            })
+            .collect::<Result<Vec<_>, Error>>()?;
         for c in &d.cases {
+            let views = variants
+                .iter()
+                .map(|v| {
+                    let expect = v.expectation(&c.expect);
+                    CaseView {
+                        expected: expect.tool_label(),
+                        expect,
+                        validators: Arc::clone(&v.validators),
+                    }
+                })
+                .collect();
             units.push(CaseUnit {
                 dataset: d.name.clone(),
                 case_id: c.id.clone(),
-                expected: c.expect.tool_label(),
                 tags: c.tags.clone(),
-                expect: c.expect.clone(),
-                validators: Arc::clone(&d.validators),
+                views,
             });
-            catalogs.push((&d.catalog, c));
+            for (i, v) in variants.iter().enumerate() {
+                shown[i].push((&v.catalog, v.messages(&c.messages)));
+            }
         }
     }
     let mut prepared = Vec::with_capacity(arms.len() * case_count);
     for arm in &arms {
-        for (catalog, case) in &catalogs {
-            prepared.push(arm.backend.prepare(&case.messages, catalog));
+        for (catalog, messages) in &shown[arm.variant] {
+            prepared.push(arm.backend.prepare(messages, catalog));
         }
     }
+    drop(shown);
 
     let arm_starts: Vec<ArmStart<'_>> = arms
         .iter()
@@ -221,7 +287,8 @@ pub async fn execute(plan: RunPlan, observer: &mut dyn Observer) -> Result<RunTo
         arms,
         units,
         prepared,
-        trials: plan.trials,
+        trials: max_trials,
+        case_trials,
         done: plan.done,
         keep_raw: observer.wants_raw(),
         next_job: AtomicU64::new(0),
@@ -324,6 +391,9 @@ async fn worker(shared: Arc<Shared>, tx: mpsc::Sender<Finished>) {
             return;
         }
         let key = decode_job(job, arms, cases);
+        if key.trial >= shared.case_trials[key.case] {
+            continue;
+        }
         if shared.done.contains(&key) {
             continue;
         }
@@ -347,6 +417,7 @@ async fn worker(shared: Arc<Shared>, tx: mpsc::Sender<Finished>) {
 async fn run_trial(shared: &Shared, key: TrialKey) -> Option<(TrialRecord, Vec<RawStep>)> {
     let unit = &shared.units[key.case];
     let arm = &shared.arms[key.arm];
+    let view = &unit.views[arm.variant];
     let opening = &shared.prepared[key.arm * shared.units.len() + key.case];
     let started_at = humantime::format_rfc3339_millis(SystemTime::now()).to_string();
     let mut record = TrialRecord {
@@ -355,7 +426,7 @@ async fn run_trial(shared: &Shared, key: TrialKey) -> Option<(TrialRecord, Vec<R
         case_id: unit.case_id.clone(),
         arm: arm.id.clone(),
         trial_index: key.trial,
-        expected: unit.expected.clone(),
+        expected: view.expected.clone(),
         tags: unit.tags.clone(),
         outcome: Outcome::Error,
         score: None,
@@ -410,7 +481,7 @@ async fn run_trial(shared: &Shared, key: TrialKey) -> Option<(TrialRecord, Vec<R
     }
     record.usage = total_usage(&record.turns);
     if record.error_class.is_none() {
-        let score = score_trial(&unit.expect, &record.turns, &unit.validators);
+        let score = score_trial(&view.expect, &record.turns, &view.validators);
         record.outcome = if score.passed {
             Outcome::Pass
         } else {

@@ -2,6 +2,7 @@
 //! that name the file, the line and the field.
 
 mod config;
+mod variant;
 
 use std::collections::BTreeMap;
 
@@ -10,6 +11,7 @@ use serde_json::Value;
 use crate::message::Message;
 
 pub use config::{Config, Defaults, ProviderEntry, load_config, parse_config};
+pub use variant::{CatalogVariant, apply_overlay};
 
 /// One fixture: the conversation up to the decision and what should happen next.
 #[derive(Debug, Clone)]
@@ -20,6 +22,12 @@ pub struct Case {
     pub messages: Vec<Message>,
     pub expect: Expectation,
     pub tags: Vec<String>,
+    /// `"gate": 0.99`: this case's bar under a case-level gate, instead of the `--gate`
+    /// threshold (a stricter one for a dangerous tool).
+    pub gate: Option<f64>,
+    /// `"trials": N`: trials of this case instead of `--trials` (more for a case that needs
+    /// them).
+    pub trials: Option<u32>,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -42,6 +50,21 @@ pub struct Dataset {
     pub catalog: Arc<Catalog>,
     pub validators: Arc<ToolValidators>,
     pub cases: Vec<Case>,
+    /// Every catalog the dataset can be shown: the base first, then each
+    /// `variants/<name>.json` overlay in name order.
+    pub variants: Vec<CatalogVariant>,
+}
+
+impl Dataset {
+    /// The catalog shown under `variant` (`base` for tools.json).
+    pub fn variant(&self, name: &str) -> Option<&CatalogVariant> {
+        self.variants.iter().find(|v| v.name == name)
+    }
+
+    /// Names of the variants this dataset has, base first.
+    pub fn variant_names(&self) -> Vec<&str> {
+        self.variants.iter().map(|v| v.name.as_str()).collect()
+    }
 }
 
 /// Loads `DIR/tools.json` and `DIR/cases.jsonl`, compiling every schema once.
@@ -78,12 +101,20 @@ pub fn load_dataset(dir: &Path) -> Result<Dataset, InputError> {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| dir.display().to_string());
+    let mut variants = variant::load_variants(dir, &catalog)?;
+    let catalog = Arc::new(catalog);
+    let validators = Arc::new(validators);
+    variants.insert(
+        0,
+        CatalogVariant::base(Arc::clone(&catalog), Arc::clone(&validators)),
+    );
     Ok(Dataset {
         name,
         dir: dir.to_owned(),
-        catalog: Arc::new(catalog),
-        validators: Arc::new(validators),
+        catalog,
+        validators,
         cases,
+        variants,
     })
 }
 
@@ -95,6 +126,8 @@ struct RawCase {
     expect: RawExpect,
     #[serde(default)]
     tags: Vec<String>,
+    gate: Option<f64>,
+    trials: Option<u32>,
 }
 
 #[derive(Deserialize)]
@@ -121,6 +154,9 @@ struct RawCall {
     #[serde(rename = "match")]
     matchers: Option<BTreeMap<String, Value>>,
 }
+
+/// Most trials one case may ask for: a million requests is already a budget decision.
+pub const MAX_CASE_TRIALS: u32 = 1_000_000;
 
 /// Parses `cases.jsonl` text: one fixture per non-blank line.
 pub fn parse_cases(text: &str, file: &str, catalog: &Catalog) -> Result<Vec<Case>, InputError> {
@@ -185,12 +221,28 @@ pub fn parse_cases(text: &str, file: &str, catalog: &Catalog) -> Result<Vec<Case
             .collect::<BTreeSet<_>>()
             .into_iter()
             .collect();
+        if let Some(g) = raw.gate
+            && !(g > 0.0 && g < 1.0)
+        {
+            return Err(err(
+                "gate",
+                &format!("`gate` is a rate threshold strictly between 0 and 1 (got {g})"),
+            ));
+        }
+        if raw.trials == Some(0) || raw.trials.is_some_and(|t| t > MAX_CASE_TRIALS) {
+            return Err(err(
+                "trials",
+                &format!("`trials` must be between 1 and {MAX_CASE_TRIALS}"),
+            ));
+        }
         cases.push(Case {
             id: raw.id,
             line,
             messages: raw.messages,
             expect,
             tags,
+            gate: raw.gate,
+            trials: raw.trials,
         });
     }
     if cases.is_empty() {
