@@ -845,7 +845,7 @@ mod tests {
     }
     use serde_json::Value;
 
-    const VECTORS: &str = include_str!("stats/testdata/stats-vectors.json");
+    const VECTORS: &str = include_str!("testdata/stats-vectors.json");
 
     fn vectors() -> Value {
         serde_json::from_str(VECTORS).expect("stats-vectors.json parses")
