@@ -687,6 +687,9 @@ pub fn order_statistic_ci_ranks(n: u64, q: f64, conf: f64) -> Option<(u64, Optio
 }
 
 #[cfg(test)]
+mod test_support;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
@@ -843,40 +846,7 @@ mod tests {
             "one case with data"
         );
     }
-    use serde_json::Value;
-
-    const VECTORS: &str = include_str!("testdata/stats-vectors.json");
-
-    fn vectors() -> Value {
-        serde_json::from_str(VECTORS).expect("stats-vectors.json parses")
-    }
-
-    fn rows<'a>(v: &'a Value, key: &str) -> &'a Vec<Value> {
-        v[key]
-            .as_array()
-            .unwrap_or_else(|| panic!("{key} is an array"))
-    }
-
-    fn f(row: &Value, key: &str) -> f64 {
-        row[key]
-            .as_f64()
-            .unwrap_or_else(|| panic!("{key} is a number in {row}"))
-    }
-
-    fn u(row: &Value, key: &str) -> u64 {
-        row[key]
-            .as_u64()
-            .unwrap_or_else(|| panic!("{key} is an integer in {row}"))
-    }
-
-    #[track_caller]
-    fn close(actual: f64, expected: f64, tol: f64, what: &str) {
-        let scale = expected.abs().max(1.0);
-        assert!(
-            (actual - expected).abs() <= tol * scale,
-            "{what}: got {actual}, expected {expected}"
-        );
-    }
+    use super::test_support::{close, f, rows, u, vectors};
 
     #[test]
     fn z_values_match_vectors() {
