@@ -12,6 +12,14 @@
 //! confidence level outside (0, 1), NaN) yield `None` (or NaN from the two bare `z_*`
 //! functions, whose signatures cannot say "no answer").
 
+mod binomial;
+mod compare;
+
+pub use compare::{
+    PairedCounts, PairedDifference, cases_for_paired_effect, mcnemar_exact_p, mcnemar_mid_p,
+    newcombe_interval, newcombe_paired_interval, paired_mean_difference,
+};
+
 use serde::{Deserialize, Serialize};
 use statrs::distribution::{
     Beta, Binomial, ChiSquared, ContinuousCDF, DiscreteCDF, Normal, StudentsT,
