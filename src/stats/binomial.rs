@@ -164,7 +164,6 @@ pub(crate) fn binomial_pmf(k: u64, n: u64, p: f64) -> Option<f64> {
 
 /// Survival function `P(X ≥ k)`, X ~ Bin(n, p) (note: `≥ k`, the form gates and p-values
 /// ask for). `None` when `p` is NaN or outside [0, 1].
-#[allow(dead_code)] // gate power (stats/power.rs) is its first caller
 pub(crate) fn binomial_sf(k: u64, n: u64, p: f64) -> Option<f64> {
     valid_p(p).then(|| upper_tail(k, n, p, 1.0 - p))
 }

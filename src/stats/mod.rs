@@ -14,11 +14,13 @@
 
 mod binomial;
 mod compare;
+mod power;
 
 pub use compare::{
     PairedCounts, PairedDifference, cases_for_paired_effect, mcnemar_exact_p, mcnemar_mid_p,
     newcombe_interval, newcombe_paired_interval, paired_mean_difference,
 };
+pub use power::{GateSampleSize, gate_min_successes, gate_power, gate_sample_size};
 
 use serde::{Deserialize, Serialize};
 use statrs::distribution::{
