@@ -15,12 +15,16 @@
 mod binomial;
 mod compare;
 mod power;
+mod sequential;
 
 pub use compare::{
     PairedCounts, PairedDifference, cases_for_paired_effect, mcnemar_exact_p, mcnemar_mid_p,
     newcombe_interval, newcombe_paired_interval, paired_mean_difference,
 };
 pub use power::{GateSampleSize, gate_min_successes, gate_power, gate_sample_size};
+pub use sequential::{
+    OperatingCharacteristics, SprtDecision, SprtGate, sprt_operating_characteristics,
+};
 
 use serde::{Deserialize, Serialize};
 use statrs::distribution::{

@@ -1,5 +1,5 @@
 //! Helpers the `stats` unit tests share: the reference vectors (stats-vectors.json, the
-//! machine-readable twin of reference/stats.md) and the comparison they use.
+//! machine-readable twin of reference/stats.md) the comparison they use, and a seeded uniform generator.
 
 use serde_json::Value;
 
@@ -35,4 +35,14 @@ pub(crate) fn close(actual: f64, expected: f64, tol: f64, what: &str) {
         (actual - expected).abs() <= tol * scale,
         "{what}: got {actual}, expected {expected}"
     );
+}
+/// SplitMix64 uniforms in [0, 1), for seeded simulations (the generator gate.rs's tests use).
+pub(crate) fn uniforms(mut state: u64) -> impl FnMut() -> f64 {
+    move || {
+        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
+    }
 }
