@@ -6,11 +6,19 @@
 //! nearest-rank percentiles with exact order-statistic intervals. Formulas and test vectors
 //! come from `reference/stats.md`.
 //!
+//! The statistics behind decisions live in submodules, re-exported here so every formula
+//! has one path, `stats::…`:
+//! - `compare`: two variants on the same cases: Newcombe intervals (unpaired and paired),
+//!   McNemar's test, the case-level paired t comparison and its case count (§3);
+//! - `power`: passes needed, exact power and sample size of the fixed-n gate (§1.4, §2.3);
+//! - `sequential`: the early-stopping SPRT gate and its exact operating characteristics (§6);
+//! - `binomial` (crate-internal): exact binomial tails in log space for the above.
+//!
 //! Everything here is a pure function over plain numbers: no I/O, no clocks, no randomness,
 //! and no knowledge of tools, providers or trial records. Callers turn their data into counts
 //! and rates first. No function panics on any input: invalid arguments (n = 0, x > n, a
 //! confidence level outside (0, 1), NaN) yield `None` (or NaN from the two bare `z_*`
-//! functions, whose signatures cannot say "no answer").
+//! functions and the McNemar p-values, whose signatures cannot say "no answer").
 
 mod binomial;
 mod compare;
