@@ -6,11 +6,33 @@
 //! nearest-rank percentiles with exact order-statistic intervals. Formulas and test vectors
 //! come from `reference/stats.md`.
 //!
+//! The statistics behind decisions live in submodules, re-exported here so every formula
+//! has one path, `stats::…`:
+//! - `compare`: two variants on the same cases: Newcombe intervals (unpaired and paired),
+//!   McNemar's test, the case-level paired t comparison and its case count (§3);
+//! - `power`: passes needed, exact power and sample size of the fixed-n gate (§1.4, §2.3);
+//! - `sequential`: the early-stopping SPRT gate and its exact operating characteristics (§6);
+//! - `binomial` (crate-internal): exact binomial tails in log space for the above.
+//!
 //! Everything here is a pure function over plain numbers: no I/O, no clocks, no randomness,
 //! and no knowledge of tools, providers or trial records. Callers turn their data into counts
 //! and rates first. No function panics on any input: invalid arguments (n = 0, x > n, a
 //! confidence level outside (0, 1), NaN) yield `None` (or NaN from the two bare `z_*`
-//! functions, whose signatures cannot say "no answer").
+//! functions and the McNemar p-values, whose signatures cannot say "no answer").
+
+mod binomial;
+mod compare;
+mod power;
+mod sequential;
+
+pub use compare::{
+    PairedCounts, PairedDifference, cases_for_paired_effect, mcnemar_exact_p, mcnemar_mid_p,
+    newcombe_interval, newcombe_paired_interval, paired_mean_difference,
+};
+pub use power::{GateSampleSize, gate_min_successes, gate_power, gate_sample_size};
+pub use sequential::{
+    OperatingCharacteristics, SprtDecision, SprtGate, sprt_operating_characteristics,
+};
 
 use serde::{Deserialize, Serialize};
 use statrs::distribution::{
@@ -687,6 +709,9 @@ pub fn order_statistic_ci_ranks(n: u64, q: f64, conf: f64) -> Option<(u64, Optio
 }
 
 #[cfg(test)]
+mod test_support;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
@@ -843,40 +868,7 @@ mod tests {
             "one case with data"
         );
     }
-    use serde_json::Value;
-
-    const VECTORS: &str = include_str!("stats/testdata/stats-vectors.json");
-
-    fn vectors() -> Value {
-        serde_json::from_str(VECTORS).expect("stats-vectors.json parses")
-    }
-
-    fn rows<'a>(v: &'a Value, key: &str) -> &'a Vec<Value> {
-        v[key]
-            .as_array()
-            .unwrap_or_else(|| panic!("{key} is an array"))
-    }
-
-    fn f(row: &Value, key: &str) -> f64 {
-        row[key]
-            .as_f64()
-            .unwrap_or_else(|| panic!("{key} is a number in {row}"))
-    }
-
-    fn u(row: &Value, key: &str) -> u64 {
-        row[key]
-            .as_u64()
-            .unwrap_or_else(|| panic!("{key} is an integer in {row}"))
-    }
-
-    #[track_caller]
-    fn close(actual: f64, expected: f64, tol: f64, what: &str) {
-        let scale = expected.abs().max(1.0);
-        assert!(
-            (actual - expected).abs() <= tol * scale,
-            "{what}: got {actual}, expected {expected}"
-        );
-    }
+    use super::test_support::{close, f, rows, u, vectors};
 
     #[test]
     fn z_values_match_vectors() {
