@@ -8,12 +8,14 @@
 
 pub mod catalog;
 pub mod cli;
+pub mod compare;
 pub mod error;
 pub mod event;
 pub mod gate;
 pub mod input;
 pub mod json;
 pub mod message;
+pub mod planner;
 pub mod provider;
 pub mod record;
 pub mod report;

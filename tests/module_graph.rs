@@ -104,9 +104,15 @@ fn arrows_point_one_way() {
         ("provider", &["score", "report", "runner", "cli", "suite"]),
         (
             "report",
-            &["provider", "runner", "cli", "score", "suite", "gate"],
+            &[
+                "provider", "runner", "cli", "score", "suite", "gate", "compare",
+            ],
         ),
         ("gate", &["provider", "runner", "cli", "score", "suite"]),
+        (
+            "compare",
+            &["provider", "runner", "cli", "score", "suite", "gate"],
+        ),
         ("runner", &["report", "cli"]),
         ("suite", &["provider", "runner", "report", "cli"]),
     ];

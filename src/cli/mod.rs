@@ -43,13 +43,21 @@ pub enum Command {
     /// Re-aggregate a finished run from its results.jsonl and print its report again; no
     /// model is called and nothing is written.
     Report(ReportArgs),
+    /// Compare two arms paired by case: two arms of one run (`--variant base --variant terse`),
+    /// or one arm of each of two runs. Which scores higher, with an interval, case by case and
+    /// for the suite; cases tagged `holdout` only in aggregate. Nothing is called or written
+    /// (unless --json).
+    Compare(CompareArgs),
+    /// Before spending anything: trials per case for a precision or a gate (fixed and
+    /// sequential), cases for a suite-level claim, and the requests and tokens of each option.
+    Plan(PlanArgs),
     /// Work with recorded cassettes.
     #[command(subcommand)]
     Cassette(CassetteCommand),
 }
 
 /// `--gate` and `--gate-level`, shared by `run` and `report`.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct GateArgs {
     /// A gate, `METRIC>=T` (selection, args, schema, pass): pass when the one-sided lower
     /// confidence bound clears T (exit 0), fail when the upper bound is below it (exit 1),
@@ -59,6 +67,143 @@ pub struct GateArgs {
     /// What a gate judges: the suite's case-level rate, or every case on its own.
     #[arg(long, value_enum, default_value_t = GateLevel::Suite)]
     pub gate_level: GateLevel,
+    /// Judge every case after each of its trials with an anytime-valid sequential test (SPRT
+    /// with Ville thresholds) and stop running a case the moment it decides. Case level only.
+    #[arg(long, requires = "gates")]
+    pub sequential: bool,
+    /// With --sequential: the rate a case should pass at (the test's alternative) [default:
+    /// halfway from the threshold to 1].
+    #[arg(long, value_name = "P1", requires = "sequential")]
+    pub sprt_p1: Option<f64>,
+    /// An earlier run to gate against: pass when this run is not worse than it by more than
+    /// --margin (the lower bound of the paired case-level difference), fail when it is.
+    #[arg(long, value_name = "RUN_DIR")]
+    pub baseline: Option<PathBuf>,
+    /// With --baseline: the loss that is tolerated.
+    #[arg(long, default_value_t = 0.02, requires = "baseline")]
+    pub margin: f64,
+    /// With --baseline: the rate compared (selection, args, schema or pass).
+    #[arg(long, default_value = "pass", requires = "baseline")]
+    pub baseline_metric: String,
+    /// With --baseline: compare on the cases both runs have instead of refusing when they
+    /// differ.
+    #[arg(long, requires = "baseline")]
+    pub intersect: bool,
+}
+
+impl GateArgs {
+    /// The baseline to gate against, read and checked before any work.
+    pub(crate) fn load_baseline(
+        &self,
+    ) -> Result<Option<(crate::report::Summary, crate::report::Metric)>, Error> {
+        let Some(dir) = &self.baseline else {
+            return Ok(None);
+        };
+        let metric = crate::gate::parse_metric(&self.baseline_metric).ok_or_else(|| {
+            usage(&format!(
+                "--baseline-metric {}: expected selection, args, schema or pass",
+                self.baseline_metric
+            ))
+        })?;
+        if !(self.margin >= 0.0 && self.margin < 1.0) {
+            return Err(usage("--margin must be between 0 and 1 (e.g. 0.02)"));
+        }
+        Ok(Some((load_run(dir)?, metric)))
+    }
+}
+
+/// A finished run, re-aggregated from its results.jsonl at its own confidence.
+fn load_run(dir: &Path) -> Result<crate::report::Summary, Error> {
+    let path = dir.join("summary.json");
+    let text = crate::input::read_text(&path)?;
+    let header: crate::report::SummaryHeader = serde_json::from_str(&text)
+        .map_err(|e| InputError::json(&path.display().to_string(), &e))?;
+    let (conf, prec) = (header.confidence, header.precision);
+    crate::report::reaggregate(&dir.join("results.jsonl"), header, conf, prec)
+}
+
+/// The plan runs the baseline's cases with its trials per case: checked before any request, so
+/// a baseline that cannot be compared is bad input (exit 2), not a run spent for nothing.
+fn check_baseline_population(
+    plan: &crate::runner::RunPlan,
+    base: &crate::report::Summary,
+) -> Result<(), Error> {
+    let planned: Vec<(String, String, u32)> = plan
+        .datasets
+        .iter()
+        .flat_map(|d| {
+            d.cases.iter().map(|c| {
+                (
+                    d.name.clone(),
+                    c.id.clone(),
+                    c.trials.unwrap_or(plan.trials),
+                )
+            })
+        })
+        .collect();
+    let Some(arm) = base.arms.first() else {
+        return Err(usage("--baseline: the baseline run has no arms"));
+    };
+    let base_cases: std::collections::BTreeSet<(&str, &str)> = arm
+        .cases
+        .iter()
+        .map(|c| (c.dataset.as_str(), c.case_id.as_str()))
+        .collect();
+    let base_trials = |d: &str, c: &str| {
+        base.run
+            .datasets
+            .iter()
+            .find(|x| x.name == d)
+            .and_then(|x| x.case_trials.get(c).copied())
+            .unwrap_or(base.run.trials_per_case)
+    };
+    for (d, c, t) in &planned {
+        if !base_cases.contains(&(d.as_str(), c.as_str())) {
+            return Err(usage(&format!(
+                "--baseline {}: it did not run case {d}/{c}; gate on the same cases, or add --intersect to compare on the cases both have",
+                base.run.run_id
+            )));
+        }
+        if base_trials(d, c) != *t {
+            return Err(usage(&format!(
+                "--baseline {}: it ran {} trials of {d}/{c}, this run plans {t}; use the same --trials",
+                base.run.run_id,
+                base_trials(d, c)
+            )));
+        }
+    }
+    if base_cases.len() != planned.len() {
+        return Err(usage(&format!(
+            "--baseline {}: it ran {} cases, this run plans {}; gate on the same cases, or add --intersect",
+            base.run.run_id,
+            base_cases.len(),
+            planned.len()
+        )));
+    }
+    Ok(())
+}
+
+/// Adds the `--baseline` verdicts to the summary's gate report.
+fn judge_baseline(
+    summary: &mut crate::report::Summary,
+    baseline: Option<&(crate::report::Summary, crate::report::Metric)>,
+    args: &GateArgs,
+) -> Result<(), Error> {
+    let Some((base, metric)) = baseline else {
+        return Ok(());
+    };
+    let results = crate::gate::baseline::baseline_gates(
+        summary,
+        base,
+        *metric,
+        args.margin,
+        summary.confidence,
+        args.intersect,
+    )?;
+    let mut gates = summary.gate.take().map(|g| g.gates).unwrap_or_default();
+    gates.extend(results);
+    summary.gate = Some(crate::gate::report_of(gates, summary.confidence));
+    Ok(())
 }
 
 #[derive(Debug, Args)]
@@ -73,6 +218,67 @@ pub struct ReportArgs {
     pub precision: Option<f64>,
     #[command(flatten)]
     pub gate: GateArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct PlanArgs {
+    #[command(flatten)]
+    pub suite: SuiteArgs,
+    /// A gate to plan for, `METRIC>=T`; repeatable.
+    #[arg(long = "gate", value_name = "METRIC>=T")]
+    pub gates: Vec<String>,
+    /// Target half-width of a case's interval [default: the config's, or 0.05].
+    #[arg(long)]
+    pub precision: Option<f64>,
+    /// Confidence level [default: the config's, or 0.95].
+    #[arg(long)]
+    pub confidence: Option<f64>,
+    /// Power a gate should have at the true rates planned for.
+    #[arg(long, default_value_t = 0.8)]
+    pub power: f64,
+    /// An earlier run: its case rates, between-case spread and token usage replace the
+    /// planning defaults.
+    #[arg(long, value_name = "RUN_DIR")]
+    pub from: Option<PathBuf>,
+    /// The rate read from --from [default: the first gate's metric, or selection].
+    #[arg(long)]
+    pub metric: Option<String>,
+    /// The most trials per case the sequential gate may use.
+    #[arg(long, default_value_t = 1000, value_name = "N")]
+    pub max_trials: u32,
+    /// Also write the plan as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// One run folder with two arms, or two run folders (A, then B).
+    #[arg(required = true, num_args = 1..=2, value_name = "RUN_DIR")]
+    pub run_dirs: Vec<PathBuf>,
+    /// Which arm is A, then B: a variant, a provider, or PROVIDER/VARIANT [default: the two
+    /// arms in plan order].
+    #[arg(long = "arm", value_name = "NAME")]
+    pub arms: Vec<String>,
+    /// The rate compared: selection, args, schema or pass.
+    #[arg(long, default_value = "selection")]
+    pub metric: String,
+    /// The smallest difference worth acting on: the verdict says whether one that large is
+    /// ruled out, and how many cases would detect it.
+    #[arg(long, default_value_t = 0.05)]
+    pub min_effect: f64,
+    /// Power for the number of cases that would detect --min-effect.
+    #[arg(long, default_value_t = 0.8)]
+    pub power: f64,
+    /// Two-sided confidence level of every interval [default: the first run's].
+    #[arg(long)]
+    pub confidence: Option<f64>,
+    /// Compare on the cases both arms share instead of refusing when they differ.
+    #[arg(long)]
+    pub intersect: bool,
+    /// Also write the comparison as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -133,6 +339,15 @@ pub struct RunArgs {
     /// Trials per case [default: 50].
     #[arg(long)]
     pub trials: Option<u32>,
+    /// With --sequential: the most trials a case may use before it is called inconclusive (the
+    /// plan's trials per case) [default: 200].
+    #[arg(
+        long,
+        value_name = "N",
+        requires = "sequential",
+        conflicts_with = "trials"
+    )]
+    pub max_trials: Option<u32>,
     /// Trials in flight at once [default: 8].
     #[arg(long)]
     pub concurrency: Option<usize>,
@@ -205,6 +420,8 @@ pub fn run(cli: Cli) -> Result<ExitCode, Error> {
             Ok(ExitCode::Pass)
         }
         Command::Report(args) => report_command(&args),
+        Command::Compare(args) => compare_command(&args),
+        Command::Plan(args) => plan_command(&args),
         Command::Cassette(CassetteCommand::Upgrade { from, to }) => {
             if to.exists() {
                 return Err(usage(&format!(
@@ -226,15 +443,27 @@ pub fn run(cli: Cli) -> Result<ExitCode, Error> {
             if !(0.0..=1.0).contains(&max_infra) {
                 return Err(usage("--max-infra-error-rate must be between 0 and 1"));
             }
+            let baseline = args.gate.load_baseline()?;
+            let gate_args = args.gate.clone();
             let setup = build_plan(args, &|name| std::env::var(name).ok())?;
-            run_command(setup, max_infra)
+            if let Some((base, _)) = &baseline
+                && !gate_args.intersect
+            {
+                check_baseline_population(&setup.plan, base)?;
+            }
+            run_command(setup, max_infra, baseline.as_ref(), &gate_args)
         }
     }
 }
 
 /// Runs a validated setup: composes the sinks as observers of the run, aggregates, writes
 /// `summary.json`, prints the report and decides the exit code.
-fn run_command(setup: RunSetup, max_infra: f64) -> Result<ExitCode, Error> {
+fn run_command(
+    setup: RunSetup,
+    max_infra: f64,
+    baseline: Option<&(crate::report::Summary, crate::report::Metric)>,
+    gate_args: &GateArgs,
+) -> Result<ExitCode, Error> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -271,12 +500,28 @@ fn run_command(setup: RunSetup, max_infra: f64) -> Result<ExitCode, Error> {
     let mut summary = sinks
         .aggregator
         .finish(run, &totals, setup.confidence, setup.precision);
-    if !setup.gates.is_empty() {
+    if let Some(sequential) = &sinks.sequential {
+        summary.gate = Some(crate::gate::report_of(
+            sequential.results(),
+            setup.confidence,
+        ));
+    } else if !setup.gates.is_empty() {
         summary.gate = Some(crate::gate::evaluate(
             &summary,
             &setup.gates,
             setup.gate_level,
         ));
+    }
+    if let Err(e) = judge_baseline(&mut summary, baseline, gate_args) {
+        // The run happened and is on disk; a baseline it cannot be compared with is reported,
+        // and the verdict is left inconclusive rather than losing the summary.
+        eprintln!("error: {e}");
+        let gates = summary.gate.take().map(|g| g.gates).unwrap_or_default();
+        summary.gate = Some(crate::report::GateReport {
+            verdict: crate::report::Verdict::Inconclusive,
+            confidence: summary.confidence,
+            gates,
+        });
     }
     crate::report::write_json_atomically(&setup.out_dir.join("summary.json"), &summary)?;
     let mut out = std::io::stdout().lock();
@@ -339,17 +584,183 @@ fn report_command(args: &ReportArgs) -> Result<ExitCode, Error> {
     let precision = plan::checked_precision(args.precision.unwrap_or(header.precision))?;
     let gates = parse_gates(&args.gate.gates)?;
     let mut summary = crate::report::reaggregate(&results_path, header, confidence, precision)?;
-    if !gates.is_empty() {
+    if args.gate.sequential {
+        let spec = crate::gate::sequential::SequentialSpec {
+            gates,
+            confidence,
+            p1: args.gate.sprt_p1,
+            max_trials: summary.run.trials_per_case,
+        };
+        let mut gate = plan::sequential_gate(spec, &summary.run)?;
+        crate::report::for_each_record(&results_path, &mut |r| {
+            gate.push(r);
+        })?;
+        summary.gate = Some(crate::gate::report_of(gate.results(), confidence));
+    } else if !gates.is_empty() {
         summary.gate = Some(crate::gate::evaluate(
             &summary,
             &gates,
             args.gate.gate_level,
         ));
     }
+    let baseline = args.gate.load_baseline()?;
+    judge_baseline(&mut summary, baseline.as_ref(), &args.gate)?;
     let mut out = std::io::stdout().lock();
     crate::report::render_terminal(&summary, &mut out)
         .map_err(|e| Error::io("cannot write the report", e))?;
     Ok(gate_exit_code(&summary))
+}
+
+/// Re-aggregates each run from its files, compares the chosen arms and prints the comparison.
+/// Exit 0 when the data decide (better, worse or no difference as large as --min-effect), 3
+/// when they do not yet.
+fn compare_command(args: &CompareArgs) -> Result<ExitCode, Error> {
+    let metric = crate::gate::parse_metric(&args.metric).ok_or_else(|| {
+        usage(&format!(
+            "--metric {}: expected selection, args, schema or pass",
+            args.metric
+        ))
+    })?;
+    if !(args.min_effect > 0.0 && args.min_effect < 1.0) {
+        return Err(usage("--min-effect must be between 0 and 1 (e.g. 0.05)"));
+    }
+    if !(args.power > 0.5 && args.power < 1.0) {
+        return Err(usage("--power must be between 0.5 and 1 (e.g. 0.8)"));
+    }
+    let mut summaries = Vec::with_capacity(args.run_dirs.len());
+    for dir in &args.run_dirs {
+        summaries.push(load_run(dir)?);
+    }
+    let confidence = plan::checked_confidence(args.confidence.unwrap_or(summaries[0].confidence))?;
+    let (a, b) = crate::compare::choose_arms(&summaries, &args.arms)?;
+    let comparison = crate::compare::compare(
+        a,
+        b,
+        crate::compare::CompareOptions {
+            metric,
+            confidence,
+            min_effect: args.min_effect,
+            power: args.power,
+            intersect: args.intersect,
+        },
+    )?;
+    if let Some(path) = &args.json {
+        crate::report::write_json_atomically(path, &comparison)?;
+    }
+    let mut out = std::io::stdout().lock();
+    crate::report::render_comparison(&comparison, &mut out)
+        .map_err(|e| Error::io("cannot write the comparison", e))?;
+    let decided = [Some(&comparison.visible), comparison.holdout.as_ref()]
+        .into_iter()
+        .flatten()
+        .all(|g| g.verdict != crate::report::ComparisonVerdict::Inconclusive);
+    Ok(if decided {
+        ExitCode::Pass
+    } else {
+        ExitCode::Inconclusive
+    })
+}
+
+/// Prints how many trials and cases each option needs, and what it costs in requests and
+/// tokens. Reads the suite (and an earlier run) only; calls nothing.
+fn plan_command(args: &PlanArgs) -> Result<ExitCode, Error> {
+    let gates = parse_gates(&args.gates)?;
+    let (config, datasets) = load_suite(&args.suite)?;
+    let d = &config.defaults;
+    let confidence = plan::checked_confidence(args.confidence.or(d.confidence).unwrap_or(0.95))?;
+    let precision = plan::checked_precision(args.precision.or(d.precision).unwrap_or(0.05))?;
+    if !(args.power > 0.5 && args.power < 1.0) {
+        return Err(usage("--power must be between 0.5 and 1 (e.g. 0.8)"));
+    }
+    if args.max_trials == 0 {
+        return Err(usage("--max-trials must be at least 1"));
+    }
+    let metric = match &args.metric {
+        Some(m) => crate::gate::parse_metric(m).ok_or_else(|| {
+            usage(&format!(
+                "--metric {m}: expected selection, args, schema or pass"
+            ))
+        })?,
+        None => gates
+            .first()
+            .map_or(crate::report::Metric::Selection, |g| g.metric),
+    };
+    let cases: usize = datasets.iter().map(|d| d.cases.len()).sum();
+    let mut observed_case_rates = Vec::new();
+    let mut observed_suite = None;
+    let tokens = match &args.from {
+        Some(dir) => {
+            let text = crate::input::read_text(&dir.join("summary.json"))?;
+            let header: crate::report::SummaryHeader =
+                serde_json::from_str(&text).map_err(|e| {
+                    InputError::json(&dir.join("summary.json").display().to_string(), &e)
+                })?;
+            let summary = crate::report::reaggregate(
+                &dir.join("results.jsonl"),
+                header,
+                confidence,
+                precision,
+            )?;
+            let arm = summary
+                .arms
+                .first()
+                .ok_or_else(|| usage(&format!("--from {}: the run has no arms", dir.display())))?;
+            let rate = |c: &crate::report::CaseSummary| {
+                let s = c.metrics.get(metric);
+                (s.n > 0).then(|| s.x as f64 / s.n as f64)
+            };
+            observed_case_rates = arm.cases.iter().filter_map(rate).collect();
+            observed_suite = arm.suite.metrics.get(metric).case_level;
+            crate::planner::TokenBasis {
+                source: format!("run {}", summary.run.run_id),
+                input_per_request: arm.tokens.input_mean.unwrap_or(0.0),
+                output_per_request: arm.tokens.output_mean,
+            }
+        }
+        None => fixture_tokens(&datasets),
+    };
+    let trial_plan = crate::planner::plan(&crate::planner::PlanRequest {
+        confidence,
+        precision,
+        power: args.power,
+        gates: gates
+            .iter()
+            .map(|g| (g.metric.label().replace(' ', "_"), g.threshold))
+            .collect(),
+        cases,
+        observed_case_rates,
+        observed_suite,
+        tokens,
+        max_trials: args.max_trials,
+    });
+    if let Some(path) = &args.json {
+        crate::report::write_json_atomically(path, &trial_plan)?;
+    }
+    let mut out = std::io::stdout().lock();
+    crate::planner::render_plan(&trial_plan, &mut out)
+        .map_err(|e| Error::io("cannot write the plan", e))?;
+    Ok(ExitCode::Pass)
+}
+
+/// Input tokens per request estimated from what the model reads: the catalog and a case's
+/// messages, at about 4 characters a token (the usual figure for English with BPE tokenizers;
+/// an earlier run's measured usage, `--from`, replaces it).
+fn fixture_tokens(datasets: &[Dataset]) -> crate::planner::TokenBasis {
+    let mut chars = 0usize;
+    let mut requests = 0usize;
+    for d in datasets {
+        let catalog = serde_json::to_string(&d.catalog.tools).map_or(0, |s| s.len());
+        for c in &d.cases {
+            let messages = serde_json::to_string(&c.messages).map_or(0, |s| s.len());
+            chars += catalog + messages;
+            requests += 1;
+        }
+    }
+    crate::planner::TokenBasis {
+        source: "fixtures (characters / 4)".to_owned(),
+        input_per_request: chars as f64 / requests.max(1) as f64 / 4.0,
+        output_per_request: None,
+    }
 }
 
 /// Every `--gate`, parsed before any work.

@@ -8,6 +8,7 @@ use std::time::{Duration, SystemTime};
 use super::{RunArgs, load_suite, usage};
 use crate::error::{Error, InputError};
 use crate::event::Observer;
+use crate::gate::sequential::{SequentialGate, SequentialSpec};
 use crate::provider::cassette::{CASSETTE_FORMAT, Cassette, CassetteHeader, CassetteRecorder};
 use crate::provider::{ProviderKind, ProviderSettings, SecretString};
 use crate::record::BASE_VARIANT;
@@ -32,6 +33,9 @@ pub struct RunSetup {
     /// `--gate`s, judged on the summary when the run ends.
     pub gates: Vec<crate::gate::GateSpec>,
     pub gate_level: crate::report::GateLevel,
+    /// `--sequential`: the gates judged case by case while the run goes, stopping decided
+    /// cases.
+    pub sequential: Option<SequentialSpec>,
 }
 
 /// Where and how to record a cassette.
@@ -47,6 +51,7 @@ pub struct Sinks {
     pub recorder: Option<CassetteRecorder>,
     pub progress: Progress,
     pub aggregator: Aggregator,
+    pub sequential: Option<SequentialGate>,
 }
 
 impl Sinks {
@@ -59,6 +64,9 @@ impl Sinks {
         }
         list.push(&mut self.progress);
         list.push(&mut self.aggregator);
+        if let Some(s) = &mut self.sequential {
+            list.push(s);
+        }
         list
     }
 }
@@ -106,6 +114,10 @@ impl RunSetup {
             recorder,
             progress: Progress::new(self.progress),
             aggregator: Aggregator::new(),
+            sequential: match &self.sequential {
+                Some(spec) => Some(sequential_gate(spec.clone(), &self.run_info(started))?),
+                None => None,
+            },
         })
     }
 
@@ -207,6 +219,7 @@ pub fn build_plan(args: RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result
 
     let names: Vec<String> = if args.providers.is_empty() {
         match config.providers.keys().next() {
+            _ if defaults.provider.is_some() => defaults.provider.iter().cloned().collect(),
             Some(only) if config.providers.len() == 1 => vec![only.clone()],
             _ => {
                 return Err(usage(&format!(
@@ -223,14 +236,25 @@ pub fn build_plan(args: RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result
     let mut arms = Vec::with_capacity(names.len() * variants.len());
     let mut fewest_recorded: Option<(u32, String, String)> = None;
     for name in &names {
-        let new_arms = match name.strip_prefix("replay:") {
-            Some(path) => {
+        let replay_path = match name.strip_prefix("replay:") {
+            Some(path) => Some((PathBuf::from(path), "replay")),
+            None => config
+                .providers
+                .get(name)
+                .filter(|e| e.kind == crate::suite::REPLAY_KIND)
+                .and_then(|e| e.cassette.clone())
+                .map(|c| (c, name.as_str())),
+        };
+        let new_arms = match replay_path {
+            Some((path, arm_name)) => {
+                let path = path.display().to_string();
+                let path = path.as_str();
                 if !args.variants.is_empty() {
                     return Err(usage(
                         "--variant cannot be used with --provider replay:…: a cassette was recorded against one catalog variant, named in its header",
                     ));
                 }
-                let (arm, fewest, hint) = replay_arm(Path::new(path), &args, &datasets)?;
+                let (arm, fewest, hint) = replay_arm(Path::new(path), arm_name, &args, &datasets)?;
                 if fewest_recorded.as_ref().is_none_or(|(f, _, _)| fewest < *f) {
                     fewest_recorded = Some((fewest, hint, path.to_owned()));
                 }
@@ -270,8 +294,9 @@ pub fn build_plan(args: RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result
         check_record_path(path, args.force)?;
     }
 
-    let trials = match (&fewest_recorded, args.trials) {
+    let trials = match (&fewest_recorded, args.trials.or(args.max_trials)) {
         (_, Some(t)) => t,
+        (_, None) if args.gate.sequential => DEFAULT_MAX_TRIALS,
         (Some((fewest, _, _)), None) => *fewest,
         (None, None) => defaults.trials.unwrap_or(50),
     };
@@ -287,6 +312,29 @@ pub fn build_plan(args: RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result
         .into());
     }
     check_case_trials_recorded(&arms, &datasets)?;
+    let sequential = if args.gate.sequential {
+        if args.gate.gate_level != crate::report::GateLevel::Case {
+            return Err(usage(
+                "--sequential judges each case on its own: add --gate-level case (a sequential test on trials pooled across cases would not be valid)",
+            ));
+        }
+        let spec = SequentialSpec {
+            gates: gates.clone(),
+            confidence: checked_confidence(
+                args.confidence.or(defaults.confidence).unwrap_or(0.95),
+            )?,
+            p1: args.gate.sprt_p1,
+            max_trials: trials,
+        };
+        let case_thresholds: Vec<f64> = datasets
+            .iter()
+            .flat_map(|d| d.cases.iter().filter_map(|c| c.gate))
+            .collect();
+        spec.check(&case_thresholds).map_err(|e| usage(&e))?;
+        Some(spec)
+    } else {
+        None
+    };
     let common = common_settings(&args, defaults)?;
     Ok(RunSetup {
         plan: RunPlan {
@@ -308,7 +356,32 @@ pub fn build_plan(args: RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result
         }),
         gates,
         gate_level: args.gate.gate_level,
+        sequential,
     })
+}
+
+/// Trials per case a sequential run may use when neither --max-trials nor --trials says:
+/// enough for the SPRT to decide a case near its threshold (reference/stats.md §6.3: E[N] is
+/// 143 at p = t for t = 0.9), without letting a case on the boundary run forever.
+const DEFAULT_MAX_TRIALS: u32 = 200;
+
+/// The sequential gate's observer for a run: cases per arm and the fixtures' own bars come
+/// from the run header, so a live run and `report --sequential` set it up alike.
+pub(super) fn sequential_gate(
+    spec: SequentialSpec,
+    run: &RunInfo,
+) -> Result<SequentialGate, Error> {
+    let cases: usize = run.datasets.iter().map(|d| d.cases).sum();
+    let case_gates = run
+        .datasets
+        .iter()
+        .flat_map(|d| {
+            d.case_gates
+                .iter()
+                .map(|(case, g)| ((d.name.clone(), case.clone()), *g))
+        })
+        .collect();
+    Ok(SequentialGate::new(spec, cases, case_gates))
 }
 
 /// A live arm: a provider named in the config, or a kind configured by the flags.
@@ -325,6 +398,7 @@ fn live_arm(
             kind: name.to_owned(),
             base_url: String::new(),
             model: String::new(),
+            cassette: None,
             api_key_env: None,
             temperature: None,
             max_tokens: None,
@@ -427,6 +501,7 @@ fn live_arm(
 /// hint naming that case and how to record more.
 fn replay_arm(
     path: &Path,
+    name: &str,
     args: &RunArgs,
     datasets: &[Dataset],
 ) -> Result<(Arm, u32, String), Error> {
@@ -499,12 +574,8 @@ fn replay_arm(
             Some(_) => {}
         }
     }
-    let mut settings = ProviderSettings::new(
-        h.provider_kind,
-        "replay",
-        h.base_url.clone(),
-        h.model.clone(),
-    );
+    let mut settings =
+        ProviderSettings::new(h.provider_kind, name, h.base_url.clone(), h.model.clone());
     settings.temperature = h.temperature;
     settings.max_tokens = h.max_tokens;
     let record_hint = |case: &str, have: u32| {

@@ -485,21 +485,12 @@ pub fn reaggregate(
     confidence: f64,
     precision: f64,
 ) -> Result<Summary, Error> {
-    use std::io::BufRead;
-    let file = std::fs::File::open(results).map_err(|e| InputError::io(results, &e))?;
-    let name = results.display().to_string();
     let mut agg = Aggregator::new();
     let mut completed = 0;
-    for (i, line) in std::io::BufReader::new(file).lines().enumerate() {
-        let line = line.map_err(|e| Error::io(format!("cannot read {name}"), e))?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let record: TrialRecord = serde_json::from_str(&line)
-            .map_err(|e| InputError::json_line(&name, i + 1, "not a trial record", &e))?;
-        agg.add(&record);
+    for_each_record(results, &mut |record| {
+        agg.add(record);
         completed += 1;
-    }
+    })?;
     let totals = RunTotals {
         planned_trials: header.planned_trials,
         completed_trials: completed,
@@ -508,6 +499,24 @@ pub fn reaggregate(
         failures: header.failures(),
     };
     Ok(agg.finish(header.run, &totals, confidence, precision))
+}
+
+/// Every record of a results.jsonl, in file order (the order the run finished them), streamed:
+/// memory does not grow with the number of trials.
+pub fn for_each_record(results: &Path, f: &mut dyn FnMut(&TrialRecord)) -> Result<(), Error> {
+    use std::io::BufRead;
+    let file = std::fs::File::open(results).map_err(|e| InputError::io(results, &e))?;
+    let name = results.display().to_string();
+    for (i, line) in std::io::BufReader::new(file).lines().enumerate() {
+        let line = line.map_err(|e| Error::io(format!("cannot read {name}"), e))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let record: TrialRecord = serde_json::from_str(&line)
+            .map_err(|e| InputError::json_line(&name, i + 1, "not a trial record", &e))?;
+        f(&record);
+    }
+    Ok(())
 }
 
 /// Precision and recall of every tool (and of "no call") from the confusion counts: recall

@@ -7,6 +7,7 @@
 //! ([`Warning`]) that each renderer words for itself.
 
 mod aggregate;
+mod comparison;
 mod csv;
 mod progress;
 mod terminal;
@@ -14,12 +15,17 @@ mod verdict;
 mod warning;
 
 pub use aggregate::{
-    Aggregator, ArmInfo, DatasetInfo, ReplayInfo, RunInfo, VariantInfo, reaggregate,
+    Aggregator, ArmInfo, DatasetInfo, ReplayInfo, RunInfo, VariantInfo, for_each_record,
+    reaggregate,
+};
+pub use comparison::{
+    CaseComparison, ComparedArm, Comparison, ComparisonVerdict, GroupComparison, McNemar,
+    MeanDifference, Substitution, render_comparison,
 };
 pub use csv::ResultsCsv;
 pub use progress::{Progress, ProgressMode};
 pub use terminal::render_terminal;
-pub use verdict::{CaseVerdict, GateLevel, GateReport, GateResult, Verdict};
+pub use verdict::{CaseVerdict, GateLevel, GateReport, GateResult, SequentialInfo, Verdict};
 pub use warning::{Metric, Warning};
 
 use std::collections::BTreeMap;
@@ -162,6 +168,18 @@ pub struct Metrics {
     pub schema_valid: RateStat,
     /// Selection, arguments (where stated) and schema all correct.
     pub pass: RateStat,
+}
+
+impl Metrics {
+    /// The figures of one metric.
+    pub fn get(&self, metric: Metric) -> &RateStat {
+        match metric {
+            Metric::Selection => &self.selection,
+            Metric::ArgsExact => &self.args_exact,
+            Metric::SchemaValid => &self.schema_valid,
+            Metric::Pass => &self.pass,
+        }
+    }
 }
 
 /// The suite, or the cases expecting one tool.

@@ -120,6 +120,22 @@ fn write_gate(g: &GateReport, several: bool, w: &mut dyn Write) -> io::Result<()
                 bound(r.lower),
                 bound(r.upper)
             )?,
+            GateLevel::Baseline => writeln!(
+                w,
+                "  {} {} vs baseline{arm}: this run − baseline = {} [{}, {}] over {} cases; {} -{}",
+                r.verdict.label(),
+                r.metric.label().replace(' ', "_"),
+                bound(r.estimate),
+                bound(r.lower),
+                bound(r.upper),
+                r.cases,
+                match r.verdict {
+                    Verdict::Pass => "lower bound above",
+                    Verdict::Fail => "upper bound below",
+                    Verdict::Inconclusive => "bounds straddle",
+                },
+                -r.threshold
+            )?,
             GateLevel::Case => writeln!(
                 w,
                 "  {} {}>={}{arm}, every case: {} passed, {} failed, {} inconclusive of {} cases",
@@ -131,6 +147,33 @@ fn write_gate(g: &GateReport, several: bool, w: &mut dyn Write) -> io::Result<()
                 r.inconclusive_cases,
                 r.cases
             )?,
+        }
+        if let Some(q) = &r.sequential {
+            writeln!(
+                w,
+                "      sequential (SPRT, anytime-valid): p1 {}, alpha {:.3}, beta {:.4} per case{}",
+                q.p1,
+                q.alpha,
+                q.beta_per_case,
+                q.pass_boundary.map_or(String::new(), |(a, b)| format!(
+                    "; a case passes once successes >= {a:.5}·n + {b:.5}"
+                ))
+            )?;
+            writeln!(
+                w,
+                "      trials used: {} (at most {} per case); the fixed-n gate with the same guarantees needs {}{}",
+                q.trials_used,
+                q.max_trials,
+                q.fixed_design_trials,
+                if q.trials_used > 0 && q.fixed_design_trials > 0 {
+                    format!(
+                        " ({:.1}x as many)",
+                        q.fixed_design_trials as f64 / q.trials_used as f64
+                    )
+                } else {
+                    String::new()
+                }
+            )?;
         }
         for c in r.not_passed.iter().take(10) {
             writeln!(

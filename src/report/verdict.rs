@@ -32,6 +32,9 @@ pub enum GateLevel {
     Suite,
     /// Every case on its own: the gate passes when every case passes.
     Case,
+    /// Against an earlier run (`--baseline`): non-inferiority of the paired difference.
+    #[value(skip)]
+    Baseline,
 }
 
 /// Every gate of a run and their combined verdict (the worst).
@@ -73,6 +76,29 @@ pub struct GateResult {
     /// What more evidence would likely settle an inconclusive gate, in words.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hint: Option<String>,
+    /// `--sequential`: the test's design and what it spent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sequential: Option<SequentialInfo>,
+}
+
+/// The design of a sequential gate and the trials it used against the fixed design.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SequentialInfo {
+    /// The design alternative p₁ at the gate's threshold.
+    pub p1: f64,
+    /// Chance of passing a case whose rate is at most the threshold.
+    pub alpha: f64,
+    /// Chance of failing a case whose rate is at least p₁ (β/m over the gated cases).
+    pub beta_per_case: f64,
+    pub max_trials: u32,
+    /// Scored trials the gated cases used.
+    pub trials_used: u64,
+    /// Trials the fixed-n Wilson gate with the same α and power 1 − β at p₁ needs for the
+    /// same cases (reference/stats.md §2.3, the "first" n).
+    pub fixed_design_trials: u64,
+    /// At the gate's threshold: PASS once successes ≥ slope·n + intercept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pass_boundary: Option<(f64, f64)>,
 }
 
 /// One case under a case-level gate.
@@ -88,7 +114,8 @@ pub struct CaseVerdict {
     #[serde(default)]
     pub threshold: f64,
     pub verdict: Verdict,
-    /// Inconclusive: about how many more trials would settle it at the observed rate.
+    /// Inconclusive: about how many more trials would settle it at the observed rate (under
+    /// `--sequential`: the fewest further trials that could still decide it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub more_trials: Option<u64>,
 }

@@ -31,15 +31,22 @@ pub struct Defaults {
     pub max_retries: Option<u32>,
     pub precision: Option<f64>,
     pub confidence: Option<f64>,
+    /// The provider `run` uses when no --provider is given.
+    pub provider: Option<String>,
 }
 
 /// One provider as the config names it.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProviderEntry {
+    /// A provider kind (`openai-compat`, …), or `replay` to serve a recorded cassette.
     pub kind: String,
+    #[serde(default)]
     pub base_url: String,
+    #[serde(default)]
     pub model: String,
+    /// `kind: replay`: the cassette, relative to the config's folder.
+    pub cassette: Option<PathBuf>,
     /// Name of the environment variable holding the API key (never the key itself).
     pub api_key_env: Option<String>,
     pub temperature: Option<f64>,
@@ -47,6 +54,9 @@ pub struct ProviderEntry {
     pub timeout_s: Option<f64>,
     pub max_retries: Option<u32>,
 }
+
+/// The provider kind that serves a cassette instead of calling a model.
+pub const REPLAY_KIND: &str = "replay";
 
 /// Reads `toolscore.yaml`. Relative dataset paths are resolved against the config's folder.
 pub fn load_config(path: &Path) -> Result<Config, InputError> {
@@ -78,5 +88,107 @@ pub fn parse_config(text: &str, file: &str, base: &Path) -> Result<Config, Input
             *d = base.join(&*d);
         }
     }
+    for (name, p) in &mut config.providers {
+        let field = |f: &str| format!("providers.{name}.{f}");
+        let line = crate::catalog::line_of(text, &format!("{name}:"));
+        match (p.kind.as_str(), &mut p.cassette) {
+            (REPLAY_KIND, Some(c)) => {
+                if c.is_relative() {
+                    *c = base.join(&*c);
+                }
+                if !p.base_url.is_empty() || !p.model.is_empty() {
+                    return Err(InputError::at(
+                        file,
+                        line,
+                        &field("kind"),
+                        "a replay provider takes its model and URL from the cassette; remove base_url and model",
+                    ));
+                }
+            }
+            (REPLAY_KIND, None) => {
+                return Err(InputError::at(
+                    file,
+                    line,
+                    &field("cassette"),
+                    "`kind: replay` needs `cassette: PATH` (a recording made with --record)",
+                ));
+            }
+            (_, Some(_)) => {
+                return Err(InputError::at(
+                    file,
+                    line,
+                    &field("cassette"),
+                    "`cassette` belongs to `kind: replay` providers",
+                ));
+            }
+            (_, None) => {}
+        }
+    }
+    if let Some(d) = &config.defaults.provider
+        && !config.providers.contains_key(d)
+    {
+        return Err(InputError::at(
+            file,
+            crate::catalog::line_of(text, "provider:"),
+            "defaults.provider",
+            &format!(
+                "`{d}` is not a provider of this config (it has: {})",
+                config
+                    .providers
+                    .keys()
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        ));
+    }
     Ok(config)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_replay_provider_names_its_cassette_relative_to_the_config() {
+        let c = parse_config(
+            "defaults:\n  provider: demo\nproviders:\n  demo:\n    kind: replay\n    cassette: rec/x.cassette.jsonl.gz\n",
+            "toolscore.yaml",
+            Path::new("/proj"),
+        )
+        .unwrap();
+        assert_eq!(c.defaults.provider.as_deref(), Some("demo"));
+        assert_eq!(
+            c.providers["demo"].cassette.as_deref(),
+            Some(Path::new("/proj/rec/x.cassette.jsonl.gz"))
+        );
+    }
+
+    #[test]
+    fn replay_providers_and_the_default_are_checked_with_line_and_field() {
+        let cases = [
+            (
+                "providers:\n  demo:\n    kind: replay\n",
+                "toolscore.yaml:2: providers.demo.cassette",
+            ),
+            (
+                "providers:\n  live:\n    kind: openai-compat\n    base_url: http://x/v1\n    model: m\n    cassette: a.gz\n",
+                "toolscore.yaml:2: providers.live.cassette",
+            ),
+            (
+                "providers:\n  demo:\n    kind: replay\n    cassette: a.gz\n    model: m\n",
+                "providers.demo.kind",
+            ),
+            (
+                "defaults:\n  provider: nope\nproviders:\n  demo:\n    kind: replay\n    cassette: a.gz\n",
+                "toolscore.yaml:2: defaults.provider",
+            ),
+        ];
+        for (text, want) in cases {
+            let e = parse_config(text, "toolscore.yaml", Path::new("."))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(want), "{text}: {e}");
+        }
+    }
 }

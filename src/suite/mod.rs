@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::message::Message;
 
-pub use config::{Config, Defaults, ProviderEntry, load_config, parse_config};
+pub use config::{Config, Defaults, ProviderEntry, REPLAY_KIND, load_config, parse_config};
 pub use variant::{CatalogVariant, apply_overlay};
 
 /// One fixture: the conversation up to the decision and what should happen next.

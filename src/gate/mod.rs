@@ -13,12 +13,26 @@
 //!
 //! Pure: reads a `Summary`, returns a `GateReport`.
 
+pub mod baseline;
+pub mod sequential;
+
 use crate::error::InputError;
 use crate::report::{
-    ArmSummary, CaseVerdict, DatasetInfo, GateLevel, GateReport, GateResult, Metric, Metrics,
-    RateStat, Summary, Verdict,
+    ArmSummary, CaseVerdict, DatasetInfo, GateLevel, GateReport, GateResult, Metric, RateStat,
+    Summary, Verdict,
 };
 use crate::stats;
+
+/// A rate's name as users write it: selection, args, schema, pass.
+pub fn parse_metric(name: &str) -> Option<Metric> {
+    match name {
+        "selection" => Some(Metric::Selection),
+        "args" | "args_exact" => Some(Metric::ArgsExact),
+        "schema" | "schema_valid" => Some(Metric::SchemaValid),
+        "pass" => Some(Metric::Pass),
+        _ => None,
+    }
+}
 
 /// A gate as the user wrote it: `METRIC>=THRESHOLD`.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -36,13 +50,8 @@ impl GateSpec {
             ))
         };
         let (name, value) = text.split_once(">=").ok_or_else(|| bad("no `>=`"))?;
-        let metric = match name.trim() {
-            "selection" => Metric::Selection,
-            "args" | "args_exact" => Metric::ArgsExact,
-            "schema" | "schema_valid" => Metric::SchemaValid,
-            "pass" => Metric::Pass,
-            other => return Err(bad(&format!("unknown metric `{other}`"))),
-        };
+        let metric = parse_metric(name.trim())
+            .ok_or_else(|| bad(&format!("unknown metric `{}`", name.trim())))?;
         let threshold: f64 = value
             .trim()
             .parse()
@@ -54,12 +63,17 @@ impl GateSpec {
     }
 }
 
-fn pick(m: &Metrics, metric: Metric) -> &RateStat {
-    match metric {
-        Metric::Selection => &m.selection,
-        Metric::ArgsExact => &m.args_exact,
-        Metric::SchemaValid => &m.schema_valid,
-        Metric::Pass => &m.pass,
+/// The run's verdict from gate results: the worst of them.
+pub fn report_of(gates: Vec<GateResult>, confidence: f64) -> GateReport {
+    let verdict = gates
+        .iter()
+        .map(|g| g.verdict)
+        .max()
+        .unwrap_or(Verdict::Inconclusive);
+    GateReport {
+        verdict,
+        confidence,
+        gates,
     }
 }
 
@@ -72,7 +86,9 @@ pub fn evaluate(summary: &Summary, specs: &[GateSpec], level: GateLevel) -> Gate
         .flat_map(|arm| {
             specs.iter().map(move |spec| match level {
                 GateLevel::Suite => suite_gate(arm, *spec, conf),
-                GateLevel::Case => case_gate(arm, *spec, conf, &summary.run.datasets),
+                GateLevel::Case | GateLevel::Baseline => {
+                    case_gate(arm, *spec, conf, &summary.run.datasets)
+                }
             })
         })
         .collect();
@@ -105,6 +121,7 @@ fn empty_result(arm: &ArmSummary, spec: GateSpec, level: GateLevel, method: &str
         inconclusive_cases: 0,
         not_passed: Vec::new(),
         hint: None,
+        sequential: None,
     }
 }
 
@@ -119,7 +136,7 @@ fn suite_gate(arm: &ArmSummary, spec: GateSpec, conf: f64) -> GateResult {
         .cases
         .iter()
         .map(|c| {
-            let s = pick(&c.metrics, spec.metric);
+            let s = c.metrics.get(spec.metric);
             (s.x, s.n)
         })
         .filter(|&(_, n)| n > 0)
@@ -177,7 +194,7 @@ fn case_gate(arm: &ArmSummary, spec: GateSpec, conf: f64, datasets: &[DatasetInf
     let gated: Vec<(&crate::report::CaseSummary, &RateStat)> = arm
         .cases
         .iter()
-        .map(|c| (c, pick(&c.metrics, spec.metric)))
+        .map(|c| (c, c.metrics.get(spec.metric)))
         .filter(|(_, s)| s.n > 0)
         .collect();
     r.cases = gated.len();

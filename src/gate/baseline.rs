@@ -1,0 +1,116 @@
+//! `--baseline RUN_DIR`: a non-inferiority gate against an earlier run (main's last run, say).
+//!
+//! The estimand is the mean over cases of (this run's case rate − the baseline's), with the
+//! paired t(m−1) interval of `compare` (reference/stats.md §3.3), taken two-sided at
+//! `2·conf − 1` so each end is a one-sided bound at `conf`:
+//! - PASS when the lower bound is above −margin (any loss is smaller than the margin);
+//! - FAIL when the upper bound is below −margin (the loss is larger than the margin);
+//! - INCONCLUSIVE otherwise.
+//!
+//! The two runs must have run the same cases with the same trials per case (`compare`'s
+//! population check), unless `--intersect`.
+
+use crate::compare::{CompareOptions, Side, compare};
+use crate::error::InputError;
+use crate::report::{GateLevel, GateResult, Metric, Summary, Verdict};
+
+/// Judges every arm of `current` against the matching arm of `baseline`.
+pub fn baseline_gates(
+    current: &Summary,
+    baseline: &Summary,
+    metric: Metric,
+    margin: f64,
+    confidence: f64,
+    intersect: bool,
+) -> Result<Vec<GateResult>, InputError> {
+    let mut out = Vec::with_capacity(current.arms.len());
+    for (i, arm) in current.arms.iter().enumerate() {
+        let base_arm = match baseline.arms.len() {
+            1 => 0,
+            _ => baseline
+                .arms
+                .iter()
+                .position(|b| b.arm == arm.arm)
+                .ok_or_else(|| {
+                    InputError::new(format!(
+                        "--baseline {}: it has {} arms and none is {}/{}; name a baseline run with one arm or the same arms",
+                        baseline.run.run_id,
+                        baseline.arms.len(),
+                        arm.arm.provider,
+                        arm.arm.variant
+                    ))
+                })?,
+        };
+        let c = compare(
+            Side {
+                summary: baseline,
+                arm: base_arm,
+            },
+            Side {
+                summary: current,
+                arm: i,
+            },
+            CompareOptions {
+                metric,
+                confidence: 2.0 * confidence - 1.0,
+                min_effect: margin,
+                power: 0.8,
+                intersect,
+            },
+        )
+        .map_err(|e| InputError::new(format!("--baseline {}: {e}", baseline.run.run_id)))?;
+        let g = &c.visible;
+        let (verdict, lower, upper, estimate) = match &g.difference {
+            Some(d) if d.lo > -margin => (Verdict::Pass, Some(d.lo), Some(d.hi), Some(d.mean)),
+            Some(d) if d.hi < -margin => (Verdict::Fail, Some(d.lo), Some(d.hi), Some(d.mean)),
+            Some(d) => (Verdict::Inconclusive, Some(d.lo), Some(d.hi), Some(d.mean)),
+            None => (Verdict::Inconclusive, None, None, None),
+        };
+        let worst: Vec<String> = c
+            .changed_cases
+            .iter()
+            .rev()
+            .filter(|cc| cc.difference < 0.0)
+            .take(5)
+            .map(|cc| {
+                format!(
+                    "{} {}/{} → {}/{} ({:+.3} [{:+.3}, {:+.3}])",
+                    cc.case_id, cc.a_x, cc.a_n, cc.b_x, cc.b_n, cc.difference, cc.lo, cc.hi
+                )
+            })
+            .collect();
+        let mut hint = Vec::new();
+        if !worst.is_empty() {
+            hint.push(format!("cases that got worse: {}", worst.join("; ")));
+        }
+        if verdict == Verdict::Inconclusive
+            && let Some(n) = g.cases_needed
+        {
+            hint.push(format!(
+                "about {n} cases with this spread would tell a loss of {margin} from none"
+            ));
+        }
+        out.push(GateResult {
+            metric,
+            threshold: -margin,
+            level: GateLevel::Baseline,
+            arm: arm.arm.clone(),
+            verdict,
+            method: format!(
+                "non-inferiority to run {}: mean over {} cases of (this run − baseline) case rates, paired t(m-1), one-sided; pass when the lower bound > -{margin}",
+                baseline.run.run_id, g.cases
+            ),
+            estimate,
+            lower,
+            upper,
+            cases: g.cases,
+            passed_cases: 0,
+            failed_cases: 0,
+            inconclusive_cases: 0,
+            not_passed: Vec::new(),
+            hint: (!hint.is_empty()).then(|| hint.join("\n      ")),
+            sequential: None,
+        });
+    }
+    Ok(out)
+}

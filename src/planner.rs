@@ -1,0 +1,373 @@
+//! `toolscore plan`: how many trials (and cases) to buy before spending anything.
+//!
+//! - Trials per case for a target half-width at planning rates (Wilson closed form,
+//!   reference/stats.md §2.2): the observed case rates of an earlier run when given, else the
+//!   conservative p = 0.5 and the rates tool selection usually lives at.
+//! - Trials per case for a `--gate` at a requested power (exact binomial search, §2.3, the
+//!   "first" and "stable" n), and the expected trials of the sequential gate at several true
+//!   rates (exact dynamic programming, §6.3).
+//! - Cases for a suite-level claim at the precision, from the between-case spread of an
+//!   earlier run (§3.3): more trials per case cannot shrink that spread.
+//! - Requests and tokens of each option, from an earlier run's usage or the fixtures'
+//!   footprint.
+//!
+//! Pure: takes numbers, returns a `TrialPlan`; `render_plan` prints it to any writer.
+
+use std::io::{self, Write};
+
+use serde::{Deserialize, Serialize};
+
+use crate::stats;
+
+/// What the plan is asked for.
+#[derive(Debug, Clone)]
+pub struct PlanRequest {
+    pub confidence: f64,
+    /// Target half-width of a case's interval.
+    pub precision: f64,
+    pub power: f64,
+    /// `--gate` thresholds, with the metric name for display.
+    pub gates: Vec<(String, f64)>,
+    /// Cases in the suite.
+    pub cases: usize,
+    /// Observed per-case rates of the gated (or first) metric in an earlier run, if any.
+    pub observed_case_rates: Vec<f64>,
+    /// The earlier run's case-level interval of the mean, for the cases a suite claim needs.
+    pub observed_suite: Option<stats::ClusteredEstimate>,
+    /// Where the token figures come from, and the mean tokens per request.
+    pub tokens: TokenBasis,
+    /// Trials per case the sequential gate may use.
+    pub max_trials: u32,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct TokenBasis {
+    /// `run RUN_ID` (measured usage) or `fixtures` (characters / 4).
+    pub source: String,
+    pub input_per_request: f64,
+    pub output_per_request: Option<f64>,
+}
+
+/// The plan, as data.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct TrialPlan {
+    pub confidence: f64,
+    pub precision: f64,
+    pub power: f64,
+    pub cases: usize,
+    pub tokens: TokenBasis,
+    /// Trials per case for ±precision at each planning rate.
+    pub precision_rows: Vec<PrecisionRow>,
+    pub gates: Vec<GatePlan>,
+    /// Cases a suite-level claim at ±precision needs, from the earlier run's spread.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suite_cases: Option<SuiteCases>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct PrecisionRow {
+    /// `p = 0.5 (worst case)`, `observed median case rate`, ….
+    pub basis: String,
+    pub rate: f64,
+    pub trials_per_case: u64,
+    pub cost: Cost,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct GatePlan {
+    pub metric: String,
+    pub threshold: f64,
+    pub rows: Vec<GateRow>,
+    /// Expected trials per case of `--sequential` at several true rates.
+    pub sequential: Vec<SequentialRow>,
+    pub sequential_p1: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct GateRow {
+    /// The true rate the power is computed at.
+    pub true_rate: f64,
+    /// Smallest n with the power (the exact power is sawtoothed in n).
+    pub first: u64,
+    /// Smallest n after which the power never drops below the target again.
+    pub stable: u64,
+    /// Successes needed at `first` trials.
+    pub min_successes: u64,
+    pub cost: Cost,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SequentialRow {
+    pub true_rate: f64,
+    pub expected_trials: f64,
+    pub p90_trials: u64,
+    pub p_pass: f64,
+    pub p_fail: f64,
+    /// Expected cost over the suite.
+    pub cost: Cost,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SuiteCases {
+    /// Sample standard deviation of the earlier run's case rates.
+    pub spread: f64,
+    pub cases_now: usize,
+    pub cases_needed: u64,
+}
+
+/// Requests and tokens of running every case `trials` times (one request per trial: a
+/// single-step fixture).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Cost {
+    pub requests: u64,
+    pub input_tokens: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_tokens: Option<u64>,
+}
+
+fn cost(requests: f64, tokens: &TokenBasis) -> Cost {
+    Cost {
+        requests: requests.round() as u64,
+        input_tokens: (requests * tokens.input_per_request).round() as u64,
+        output_tokens: tokens
+            .output_per_request
+            .map(|o| (requests * o).round() as u64),
+    }
+}
+
+/// Rates tool selection usually lives at, beside the conservative 0.5.
+const PLANNING_RATES: [f64; 4] = [0.5, 0.8, 0.9, 0.95];
+
+/// The largest n the gate search tries.
+const GATE_N_CAP: u64 = 200_000;
+
+/// Computes the plan.
+pub fn plan(req: &PlanRequest) -> TrialPlan {
+    let m = req.cases as f64;
+    let conf2 = req.confidence;
+    let mut precision_rows = Vec::new();
+    let mut observed = req.observed_case_rates.clone();
+    observed.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
+    if !observed.is_empty() {
+        // The case rate needing the most trials is the one nearest 0.5.
+        let hardest = observed
+            .iter()
+            .copied()
+            .min_by(|a, b| {
+                (a - 0.5)
+                    .abs()
+                    .partial_cmp(&(b - 0.5).abs())
+                    .unwrap_or(std::cmp::Ordering::Equal)
+            })
+            .unwrap_or(0.5);
+        let median = observed[observed.len() / 2];
+        for (basis, rate) in [
+            ("observed median case rate", median),
+            (
+                "observed case rate nearest 0.5 (every case within ±precision)",
+                hardest,
+            ),
+        ] {
+            if let Some(n) = stats::wilson_trials_for_half_width(rate, req.precision, conf2) {
+                precision_rows.push(PrecisionRow {
+                    basis: basis.to_owned(),
+                    rate,
+                    trials_per_case: n,
+                    cost: cost(n as f64 * m, &req.tokens),
+                });
+            }
+        }
+    }
+    for rate in PLANNING_RATES {
+        if let Some(n) = stats::wilson_trials_for_half_width(rate, req.precision, conf2) {
+            precision_rows.push(PrecisionRow {
+                basis: if rate == 0.5 {
+                    "p = 0.5 (worst case)".to_owned()
+                } else {
+                    format!("p = {rate}")
+                },
+                rate,
+                trials_per_case: n,
+                cost: cost(n as f64 * m, &req.tokens),
+            });
+        }
+    }
+
+    let alpha = 1.0 - req.confidence;
+    let gates = req
+        .gates
+        .iter()
+        .map(|(metric, t)| {
+            let t = *t;
+            let p1 = t + (1.0 - t) / 2.0;
+            let rows = [t + (1.0 - t) / 4.0, p1, t + 3.0 * (1.0 - t) / 4.0]
+                .into_iter()
+                .filter_map(|p| {
+                    let s = stats::gate_sample_size(t, p, req.confidence, req.power, GATE_N_CAP)?;
+                    Some(GateRow {
+                        true_rate: round4(p),
+                        first: s.first,
+                        stable: s.stable,
+                        min_successes: s.min_successes_at_first,
+                        cost: cost(s.first as f64 * m, &req.tokens),
+                    })
+                })
+                .collect();
+            let beta_case = alpha / m.max(1.0);
+            let sequential = stats::SprtGate::new(t, p1, alpha, beta_case)
+                .map(|gate| {
+                    [t - 0.1, t, p1, t + 3.0 * (1.0 - t) / 4.0]
+                        .into_iter()
+                        .filter(|p| *p > 0.0 && *p < 1.0)
+                        .filter_map(|p| {
+                            let oc = stats::sprt_operating_characteristics(
+                                &gate,
+                                p,
+                                u64::from(req.max_trials),
+                            )?;
+                            Some(SequentialRow {
+                                true_rate: round4(p),
+                                expected_trials: oc.expected_n,
+                                p90_trials: oc.p90_n,
+                                p_pass: oc.p_pass,
+                                p_fail: oc.p_fail,
+                                cost: cost(oc.expected_n * m, &req.tokens),
+                            })
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            GatePlan {
+                metric: metric.clone(),
+                threshold: t,
+                rows,
+                sequential,
+                sequential_p1: p1,
+            }
+        })
+        .collect();
+
+    let suite_cases = req.observed_suite.as_ref().and_then(|est| {
+        let spread = est.se * (est.cases as f64).sqrt();
+        Some(SuiteCases {
+            spread,
+            cases_now: est.cases,
+            cases_needed: stats::cases_for_half_width(est, req.precision, conf2)?,
+        })
+    });
+
+    TrialPlan {
+        confidence: req.confidence,
+        precision: req.precision,
+        power: req.power,
+        cases: req.cases,
+        tokens: req.tokens.clone(),
+        precision_rows,
+        gates,
+        suite_cases,
+    }
+}
+
+fn round4(x: f64) -> f64 {
+    (x * 10_000.0).round() / 10_000.0
+}
+
+fn fmt_cost(c: &Cost) -> String {
+    let tokens = |n: u64| {
+        if n >= 10_000_000 {
+            format!("{:.0}M", n as f64 / 1e6)
+        } else if n >= 10_000 {
+            format!("{:.0}k", n as f64 / 1e3)
+        } else {
+            n.to_string()
+        }
+    };
+    format!(
+        "{} requests, {} in{}",
+        c.requests,
+        tokens(c.input_tokens),
+        c.output_tokens
+            .map_or(String::new(), |o| format!(" / {} out", tokens(o)))
+    )
+}
+
+/// Prints the plan for a terminal.
+pub fn render_plan(p: &TrialPlan, w: &mut dyn Write) -> io::Result<()> {
+    writeln!(
+        w,
+        "plan for {} cases · {:.0}% confidence · tokens per request from {} ({:.0} in{})",
+        p.cases,
+        p.confidence * 100.0,
+        p.tokens.source,
+        p.tokens.input_per_request,
+        p.tokens
+            .output_per_request
+            .map_or(String::new(), |o| format!(", {o:.0} out"))
+    )?;
+    writeln!(
+        w,
+        "\ntrials per case for a case interval of ±{} (Wilson):",
+        p.precision
+    )?;
+    for r in &p.precision_rows {
+        writeln!(
+            w,
+            "  {:>6} trials  at {:<62} {}",
+            r.trials_per_case,
+            format!("{} ({:.3})", r.basis, r.rate),
+            fmt_cost(&r.cost)
+        )?;
+    }
+    for g in &p.gates {
+        writeln!(
+            w,
+            "\ngate {}>={} per case (pass when the one-sided lower bound clears it), {:.0}% power:",
+            g.metric,
+            g.threshold,
+            p.power * 100.0
+        )?;
+        for r in &g.rows {
+            writeln!(
+                w,
+                "  true rate {:<6}  {:>6} trials (stable from {:>6}; pass needs {} successes)  {}",
+                r.true_rate,
+                r.first,
+                r.stable,
+                r.min_successes,
+                fmt_cost(&r.cost)
+            )?;
+        }
+        if !g.sequential.is_empty() {
+            writeln!(
+                w,
+                "  --sequential (SPRT, p1 {}): expected trials per case, stops as soon as a case decides:",
+                round4(g.sequential_p1)
+            )?;
+            for r in &g.sequential {
+                writeln!(
+                    w,
+                    "  true rate {:<6}  {:>8.1} expected (90% within {}), pass {:.3} / fail {:.3}  {}",
+                    r.true_rate,
+                    r.expected_trials,
+                    r.p90_trials,
+                    r.p_pass,
+                    r.p_fail,
+                    fmt_cost(&r.cost)
+                )?;
+            }
+        }
+    }
+    match &p.suite_cases {
+        Some(s) => writeln!(
+            w,
+            "\nsuite mean within ±{}: case rates spread {:.3} in the earlier run, so about {} cases are needed ({} now); more trials per case cannot shrink that spread",
+            p.precision, s.spread, s.cases_needed, s.cases_now
+        )?,
+        None => writeln!(
+            w,
+            "\nsuite mean: give --from RUN_DIR (an earlier run) for the cases a suite-level claim at ±{} needs",
+            p.precision
+        )?,
+    }
+    Ok(())
+}

@@ -1,0 +1,301 @@
+//! A paired comparison of two arms as data (what `compare` decided), and its terminal
+//! rendering. Computed by the compare module; every renderer only formats these numbers.
+
+use std::io::{self, Write};
+
+use serde::{Deserialize, Serialize};
+
+use super::Metric;
+use crate::record::ArmId;
+
+/// Two arms compared on the cases they share: B − A, paired by case.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    pub metric: Metric,
+    /// Two-sided confidence level of every interval.
+    pub confidence: f64,
+    /// The smallest difference worth acting on (`--min-effect`).
+    pub min_effect: f64,
+    /// Power the planned number of cases is computed for.
+    pub power: f64,
+    pub a: ComparedArm,
+    pub b: ComparedArm,
+    /// What differs between the arms: `variant`, `provider` (provider, model or sampling
+    /// settings) or `run` (the same arm measured twice).
+    pub axis: String,
+    /// Cases not tagged `holdout`: per-case tables and their verdict.
+    pub visible: GroupComparison,
+    /// Cases tagged `holdout`: reported only in aggregate, with a verdict of their own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub holdout: Option<GroupComparison>,
+    /// Visible cases whose Newcombe interval of the difference excludes 0, better first
+    /// (largest gain), then worse (largest loss).
+    pub changed_cases: Vec<CaseComparison>,
+    /// Expected tool → tool chosen instead, scored trials of each arm (all cases, holdout
+    /// included: counts only, no case names).
+    pub substitutions: Vec<Substitution>,
+}
+
+/// One side of a comparison.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ComparedArm {
+    pub run_id: String,
+    pub arm: ArmId,
+}
+
+impl ComparedArm {
+    /// `variant terse`, `provider local-greedy (smollm2)`, or `run 2026…` depending on the axis.
+    pub fn label(&self, axis: &str) -> String {
+        match axis {
+            "variant" => format!("variant {}", self.arm.variant),
+            "provider" => format!("{} ({})", self.arm.provider, self.arm.model),
+            _ => format!("run {}", self.run_id),
+        }
+    }
+}
+
+/// The verdict of a comparison at `--min-effect`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ComparisonVerdict {
+    /// B is better: the interval of the mean difference lies above 0.
+    Better,
+    /// B is worse: the interval lies below 0.
+    Worse,
+    /// No difference as large as `min_effect` either way: the interval lies inside
+    /// (−min_effect, +min_effect).
+    Equivalent,
+    /// The interval holds 0 and differences of `min_effect` or more: more cases are needed.
+    Inconclusive,
+}
+
+impl ComparisonVerdict {
+    pub fn describe(self, b: &str, min_effect: f64) -> String {
+        match self {
+            ComparisonVerdict::Better => format!("BETTER: {b} scores higher"),
+            ComparisonVerdict::Worse => format!("WORSE: {b} scores lower"),
+            ComparisonVerdict::Equivalent => format!(
+                "NO DETECTABLE DIFFERENCE: any difference is smaller than {min_effect} either way"
+            ),
+            ComparisonVerdict::Inconclusive => format!(
+                "INCONCLUSIVE: the data allow no difference and a difference of {min_effect} or more"
+            ),
+        }
+    }
+}
+
+/// The suite-level comparison of a group of cases.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GroupComparison {
+    /// Cases with data for the metric in both arms.
+    pub cases: usize,
+    pub a_mean: Option<f64>,
+    pub b_mean: Option<f64>,
+    /// Mean of the per-case differences B − A with its t(m−1) interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub difference: Option<MeanDifference>,
+    /// With one trial per case in each arm: McNemar's test on the discordant cases.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcnemar: Option<McNemar>,
+    pub verdict: ComparisonVerdict,
+    /// Cases that would detect `min_effect` with `power`, at the observed spread of the
+    /// per-case differences.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cases_needed: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MeanDifference {
+    pub mean: f64,
+    pub lo: f64,
+    pub hi: f64,
+    /// Standard deviation of the per-case differences.
+    pub sd: f64,
+    pub df: u64,
+    /// Two-sided p-value of the paired t test of no difference.
+    pub p_value: f64,
+    pub method: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct McNemar {
+    pub both_pass: u64,
+    pub a_only: u64,
+    pub b_only: u64,
+    pub neither: u64,
+    pub exact_p: f64,
+    pub mid_p: f64,
+    /// Newcombe's paired square-and-add interval of B − A.
+    pub lo: f64,
+    pub hi: f64,
+}
+
+/// One case in both arms.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CaseComparison {
+    pub dataset: String,
+    pub case_id: String,
+    pub a_x: u64,
+    pub a_n: u64,
+    pub b_x: u64,
+    pub b_n: u64,
+    /// B − A with Newcombe's hybrid score interval.
+    pub difference: f64,
+    pub lo: f64,
+    pub hi: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Substitution {
+    pub expected: String,
+    pub chosen: String,
+    pub a: u64,
+    pub b: u64,
+}
+
+/// How many changed cases and substitutions the terminal lists (all are in the JSON).
+const SHOWN: usize = 12;
+
+/// Renders a comparison for a terminal or a log.
+pub fn render_comparison(c: &Comparison, w: &mut dyn Write) -> io::Result<()> {
+    let a = c.a.label(&c.axis);
+    let b = c.b.label(&c.axis);
+    writeln!(
+        w,
+        "compare {} · A = {a} · B = {b} · {:.0}% intervals, B − A paired by case",
+        c.metric.label(),
+        c.confidence * 100.0
+    )?;
+    if c.axis == "variant" {
+        writeln!(
+            w,
+            "        both: provider {} · model {}",
+            c.a.arm.provider, c.a.arm.model
+        )?;
+    }
+    writeln!(w)?;
+    write_group(w, "visible cases", &c.visible, c, &b)?;
+    if !c.changed_cases.is_empty() {
+        writeln!(
+            w,
+            "\n  cases that changed (Newcombe interval of B − A excludes 0; per case, not adjusted for {} cases):",
+            c.visible.cases
+        )?;
+        writeln!(
+            w,
+            "    {:<8} {:<34} {:>9} {:>9}  B − A",
+            "", "case", "A", "B"
+        )?;
+        for cc in c.changed_cases.iter().take(SHOWN) {
+            writeln!(
+                w,
+                "    {:<8} {:<34} {:>9} {:>9}  {:+.3} [{:+.3}, {:+.3}]",
+                if cc.difference > 0.0 {
+                    "better"
+                } else {
+                    "worse"
+                },
+                cc.case_id,
+                format!("{}/{}", cc.a_x, cc.a_n),
+                format!("{}/{}", cc.b_x, cc.b_n),
+                cc.difference,
+                cc.lo,
+                cc.hi
+            )?;
+        }
+        if c.changed_cases.len() > SHOWN {
+            writeln!(
+                w,
+                "    … {} more in the JSON",
+                c.changed_cases.len() - SHOWN
+            )?;
+        }
+    } else {
+        writeln!(w, "\n  no visible case changed beyond its interval")?;
+    }
+    if let Some(h) = &c.holdout {
+        writeln!(w)?;
+        write_group(
+            w,
+            "holdout cases (tagged `holdout`; aggregate only)",
+            h,
+            c,
+            &b,
+        )?;
+    }
+    if !c.substitutions.is_empty() {
+        writeln!(
+            w,
+            "\n  substitutions (expected → chosen instead, scored trials):"
+        )?;
+        writeln!(w, "    {:<44} {:>7} {:>7}", "", "A", "B")?;
+        for s in c.substitutions.iter().take(SHOWN) {
+            writeln!(
+                w,
+                "    {:<44} {:>7} {:>7}",
+                format!("{} → {}", s.expected, s.chosen),
+                s.a,
+                s.b
+            )?;
+        }
+        if c.substitutions.len() > SHOWN {
+            writeln!(
+                w,
+                "    … {} more in the JSON",
+                c.substitutions.len() - SHOWN
+            )?;
+        }
+    }
+    Ok(())
+}
+
+fn write_group(
+    w: &mut dyn Write,
+    title: &str,
+    g: &GroupComparison,
+    c: &Comparison,
+    b: &str,
+) -> io::Result<()> {
+    let mean = |m: Option<f64>| m.map_or("n/a".to_owned(), |m| format!("{m:.3}"));
+    writeln!(
+        w,
+        "  {title}: {} · mean of case rates A {} · B {}",
+        g.cases,
+        mean(g.a_mean),
+        mean(g.b_mean)
+    )?;
+    match &g.difference {
+        Some(d) => writeln!(
+            w,
+            "    B − A = {:+.3} [{:+.3}, {:+.3}] (paired t on {} case differences, {} df, sd {:.3}, p = {:.4})",
+            d.mean, d.lo, d.hi, g.cases, d.df, d.sd, d.p_value
+        )?,
+        None => writeln!(
+            w,
+            "    B − A: n/a (fewer than 2 cases with data in both arms)"
+        )?,
+    }
+    if let Some(m) = &g.mcnemar {
+        writeln!(
+            w,
+            "    one trial per case: McNemar on {} discordant cases (A only {}, B only {}): exact p = {:.4}, mid-p = {:.4}; Newcombe paired [{:+.3}, {:+.3}]",
+            m.a_only + m.b_only,
+            m.a_only,
+            m.b_only,
+            m.exact_p,
+            m.mid_p,
+            m.lo,
+            m.hi
+        )?;
+    }
+    writeln!(w, "    verdict: {}", g.verdict.describe(b, c.min_effect))?;
+    if let Some(n) = g.cases_needed {
+        writeln!(
+            w,
+            "    about {n} cases with this spread would detect a difference of {} with {:.0}% power",
+            c.min_effect,
+            c.power * 100.0
+        )?;
+    }
+    Ok(())
+}

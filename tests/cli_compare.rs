@@ -1,0 +1,216 @@
+//! `toolscore compare`, through the binary, against a fake provider whose success rate per
+//! (variant, case) is known exactly: the comparison finds exactly the cases that changed, the
+//! right suite verdict, keeps holdout cases out of every per-case table, and refuses arms that
+//! cannot be compared.
+
+mod support;
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use serde_json::Value;
+use support::{FakeResponse, FakeServer, last_user_message, text_body, tool_call_body, toolscore};
+
+const TOOLS: &str = r#"{"tools": [
+  {"name": "lookup", "description": "Look something up.", "inputSchema": {"type": "object", "properties": {}, "additionalProperties": false}},
+  {"name": "other", "description": "Something else.", "inputSchema": {"type": "object", "properties": {}, "additionalProperties": false}}
+]}"#;
+
+const CLEAR: &str = r#"{"tools": {"lookup": {"description": "CLEAR: look something up."}}}"#;
+
+/// Cases `up0`…`up3` and holdout `hup` go from 2 in 10 right (base) to 9 in 10 (clear); the
+/// others stay at 6 in 10 under both.
+const CASE_IDS: [(&str, bool); 13] = [
+    ("up0", false),
+    ("up1", false),
+    ("up2", false),
+    ("up3", false),
+    ("same0", false),
+    ("same1", false),
+    ("same2", false),
+    ("same3", false),
+    ("same4", false),
+    ("same5", false),
+    ("hup", true),
+    ("hsame0", true),
+    ("hsame1", true),
+];
+
+fn cases() -> String {
+    CASE_IDS
+        .iter()
+        .map(|(id, holdout)| {
+            format!(
+                "{{\"id\": \"{id}\", \"messages\": [{{\"role\": \"user\", \"content\": \"case {id}\"}}], \"expect\": {{\"tool\": \"lookup\"}}{}}}\n",
+                if *holdout { ", \"tags\": [\"holdout\"]" } else { "" }
+            )
+        })
+        .collect()
+}
+
+/// Right in exactly `tenths` of every 10 requests of a (variant, case), whatever the order.
+fn known_rates() -> impl Fn(&support::FakeRequest) -> FakeResponse + Send + Sync + 'static {
+    let seen: Mutex<HashMap<(bool, String), u32>> = Mutex::new(HashMap::new());
+    move |req| {
+        let user = last_user_message(req).unwrap_or_default();
+        let case = user.trim_start_matches("case ").to_owned();
+        let clear = req.body["tools"].to_string().contains("CLEAR");
+        let k = {
+            let mut seen = seen.lock().expect("lock");
+            let k = seen.entry((clear, case.clone())).or_default();
+            *k += 1;
+            *k - 1
+        };
+        let tenths = match (case.contains("up"), clear) {
+            (true, false) => 2,
+            (true, true) => 9,
+            (false, _) => 6,
+        };
+        if k % 10 < tenths {
+            FakeResponse::ok(tool_call_body(&[("lookup", "{}")]))
+        } else if k % 2 == 0 {
+            FakeResponse::ok(tool_call_body(&[("other", "{}")]))
+        } else {
+            FakeResponse::ok(text_body("I am not sure."))
+        }
+    }
+}
+
+fn project(server: &FakeServer) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir_all(dir.path().join("data/variants")).expect("mkdir");
+    std::fs::write(dir.path().join("data/tools.json"), TOOLS).expect("tools");
+    std::fs::write(dir.path().join("data/cases.jsonl"), cases()).expect("cases");
+    std::fs::write(dir.path().join("data/variants/clear.json"), CLEAR).expect("variant");
+    let config = format!(
+        "providers:\n  fake:\n    kind: openai-compat\n    base_url: {}\n    model: m\ndatasets: [data]\n",
+        server.base_url
+    );
+    std::fs::write(dir.path().join("toolscore.yaml"), config).expect("config");
+    dir
+}
+
+fn run(dir: &std::path::Path, extra: &[&str]) -> support::Run {
+    let trials = if extra.contains(&"--trials") {
+        vec![]
+    } else {
+        vec!["--trials", "30"]
+    };
+    let mut args = vec![
+        "run",
+        "--provider",
+        "fake",
+        "--out",
+        "out",
+        "--progress",
+        "off",
+    ];
+    args.extend_from_slice(&trials);
+    args.extend_from_slice(extra);
+    toolscore(dir, &args)
+}
+
+#[test]
+fn a_comparison_finds_exactly_the_changed_cases_and_judges_holdout_apart() {
+    let server = FakeServer::start_in_background(known_rates());
+    let dir = project(&server);
+    let r = run(
+        dir.path(),
+        &["--variant", "base", "--variant", "clear", "--run-id", "ab"],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+
+    let c = toolscore(dir.path(), &["compare", "out/ab", "--json", "cmp.json"]);
+    // The visible verdict is decided; three holdout cases cannot decide theirs.
+    assert_eq!(c.code, 3, "{}", c.transcript());
+    let json: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("cmp.json")).expect("json"))
+            .expect("parse");
+    assert_eq!(json["axis"], "variant");
+    assert_eq!(json["metric"], "selection");
+    let changed: Vec<&str> = json["changed_cases"]
+        .as_array()
+        .expect("changed")
+        .iter()
+        .map(|c| c["case_id"].as_str().expect("id"))
+        .collect();
+    assert_eq!(changed, ["up0", "up1", "up2", "up3"]);
+    for c in json["changed_cases"].as_array().expect("changed") {
+        assert_eq!((c["a_x"].as_u64(), c["b_x"].as_u64()), (Some(6), Some(27)));
+    }
+    let visible = &json["visible"];
+    assert_eq!(visible["cases"], 10);
+    assert_eq!(visible["verdict"], "better");
+    // Mean of the per-case differences: 4 × 0.7 / 10.
+    assert!((visible["difference"]["mean"].as_f64().expect("mean") - 0.28).abs() < 1e-9);
+    assert_eq!(visible["difference"]["df"], 9);
+    let holdout = &json["holdout"];
+    assert_eq!(holdout["cases"], 3);
+    assert_eq!(holdout["verdict"], "inconclusive");
+    assert!(holdout["cases_needed"].as_u64().expect("cases needed") > 3);
+    // Holdout cases are named nowhere.
+    assert!(!c.stdout.contains("hup") && !c.stdout.contains("hsame"));
+    assert!(!json.to_string().contains("hup"));
+    // The substitution table shows what base confuses lookup with.
+    assert!(c.stdout.contains("lookup → other"), "{}", c.stdout);
+    assert!(
+        c.stdout.contains("BETTER: variant clear scores higher"),
+        "{}",
+        c.stdout
+    );
+    assert!(c.stdout.contains("cases that changed"), "{}", c.stdout);
+}
+
+#[test]
+fn the_same_arm_measured_twice_shows_no_detectable_difference() {
+    let server = FakeServer::start_in_background(known_rates());
+    let dir = project(&server);
+    for id in ["first", "second"] {
+        let r = run(dir.path(), &["--run-id", id]);
+        assert_eq!(r.code, 0, "{}", r.transcript());
+    }
+    // Both runs see exactly the same counts: every difference is 0.
+    let c = toolscore(
+        dir.path(),
+        &["compare", "out/first", "out/second", "--min-effect", "0.1"],
+    );
+    assert!(
+        c.stdout.contains("A = run first · B = run second"),
+        "{}",
+        c.stdout
+    );
+    assert!(c.stdout.contains("no visible case changed"), "{}", c.stdout);
+    assert!(c.stdout.contains("B − A = +0.000"), "{}", c.stdout);
+}
+
+#[test]
+fn arms_that_cannot_be_compared_are_refused_with_exit_2() {
+    let server = FakeServer::start_in_background(known_rates());
+    let dir = project(&server);
+    assert_eq!(run(dir.path(), &["--run-id", "one"]).code, 0);
+    let c = toolscore(dir.path(), &["compare", "out/one"]);
+    assert_eq!(c.code, 2, "{}", c.transcript());
+    assert!(
+        c.stderr.contains("compare needs exactly two"),
+        "{}",
+        c.stderr
+    );
+
+    assert_eq!(
+        run(dir.path(), &["--run-id", "fewer", "--trials", "20"]).code,
+        0
+    );
+    let t = toolscore(dir.path(), &["compare", "out/one", "out/fewer"]);
+    assert_eq!(t.code, 2, "{}", t.transcript());
+    assert!(
+        t.stderr.contains("planned with 30 trials in A and 20 in B"),
+        "{}",
+        t.stderr
+    );
+
+    let m = toolscore(
+        dir.path(),
+        &["compare", "out/one", "out/one", "--metric", "speed"],
+    );
+    assert_eq!(m.code, 2, "{}", m.transcript());
+}
