@@ -83,3 +83,38 @@ fn quickstart_replays_the_shipped_recording_and_says_so() {
     // The whole report, as the README quotes it: a change is a reviewed snapshot diff.
     insta::assert_snapshot!("quickstart_report", stdout.replace(out_dir, "[OUT]"));
 }
+
+/// The first command a newcomer types, `toolscore run` with no flags in the repository, does
+/// the main job offline: toolscore.yaml's default provider replays the shipped recording.
+#[test]
+fn run_with_no_flags_replays_the_configured_demo() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = tempfile::tempdir().unwrap();
+    let out_dir = out.path().to_str().expect("utf-8 temp path");
+    let run = toolscore(
+        root,
+        &[
+            "run",
+            "--progress",
+            "off",
+            "--run-id",
+            "bare",
+            "--out",
+            out_dir,
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.transcript());
+    assert!(
+        run.stdout.contains(&format!(
+            "REPLAY: no model was called. Responses replayed from {CASSETTE}"
+        )),
+        "{}",
+        run.stdout
+    );
+    let summary: Value = serde_json::from_str(
+        &std::fs::read_to_string(out.path().join("bare/summary.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(summary["arms"][0]["arm"]["provider"], "demo");
+    assert_eq!(summary["completed_trials"], 2440);
+}

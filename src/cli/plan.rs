@@ -296,8 +296,8 @@ pub fn build_plan(args: RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result
 
     let trials = match (&fewest_recorded, args.trials.or(args.max_trials)) {
         (_, Some(t)) => t,
-        (_, None) if args.gate.sequential => DEFAULT_MAX_TRIALS,
         (Some((fewest, _, _)), None) => *fewest,
+        (None, None) if args.gate.sequential => DEFAULT_MAX_TRIALS,
         (None, None) => defaults.trials.unwrap_or(50),
     };
     if trials == 0 {

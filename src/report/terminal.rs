@@ -89,9 +89,14 @@ pub fn render_terminal(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
 /// The verdict block: per gate, its verdict, the bound it rests on and the threshold.
 fn write_gate(g: &GateReport, several: bool, w: &mut dyn Write) -> io::Result<()> {
     writeln!(w)?;
+    let design = if g.gates.iter().any(|r| r.sequential.is_some()) {
+        "sequential"
+    } else {
+        "fixed n"
+    };
     writeln!(
         w,
-        "gate ({:.0}% one-sided, fixed n): {}",
+        "gate ({:.0}% one-sided, {design}): {}",
         g.confidence * 100.0,
         g.verdict.label()
     )?;
@@ -178,7 +183,7 @@ fn write_gate(g: &GateReport, several: bool, w: &mut dyn Write) -> io::Result<()
         for c in r.not_passed.iter().take(10) {
             writeln!(
                 w,
-                "      {:<12} {:<34} {}/{} bounds [{:.3}, {:.3}]{}{}",
+                "      {:<12} {:<36} {}/{} bounds [{:.3}, {:.3}]{}{}",
                 c.verdict.label(),
                 c.case_id,
                 c.x,
