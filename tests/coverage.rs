@@ -13,7 +13,7 @@
 //! and 99%, 10,000 replications) runs with `TOOLSCORE_COVERAGE_FULL=1 cargo test --release
 //! --test coverage -- --nocapture` and prints the table the README quotes.
 
-use toolscore::stats::{rate_interval, suite_interval};
+use toolscore::stats::{newcombe_interval, paired_mean_difference, rate_interval, suite_interval};
 
 /// SplitMix64: small, fast, and good enough for Monte Carlo with a fixed seed.
 struct Rng(u64);
@@ -245,4 +245,41 @@ fn full_coverage_grid() {
     let cells = grid(&[0.90, 0.95, 0.99], 10_000);
     println!("{}", table(&cells));
     check(&cells);
+}
+
+/// The intervals `toolscore compare` prints keep their promise: for two arms run on the same
+/// cases, where arm B lifts each case's rate by 20% of its headroom (q = p + 0.2·(1 − p), so
+/// the lift differs from case to case), the paired t interval of the mean per-case difference
+/// covers the population's mean lift, and each case's Newcombe interval covers its own lift,
+/// at least 93% of the time at 95%.
+#[test]
+fn comparison_intervals_keep_their_coverage() {
+    let population = Population::Beta(2.0, 2.0);
+    // E[0.2·(1 − p)] for p ~ Beta(2, 2).
+    let true_mean_lift = 0.2 * (1.0 - population.mean());
+    for (m, k) in [(20usize, 5u64), (20, 50), (61, 5), (61, 50)] {
+        let mut rng = Rng(0x5EED ^ (m as u64 * 1000 + k));
+        let reps = 1000;
+        let (mut suite_hits, mut case_hits, mut case_total) = (0u32, 0u64, 0u64);
+        for _ in 0..reps {
+            let mut diffs = Vec::with_capacity(m);
+            for _ in 0..m {
+                let p = population.draw(&mut rng);
+                let q = p + 0.2 * (1.0 - p);
+                let (xa, xb) = (rng.binomial(k, p), rng.binomial(k, q));
+                diffs.push((xb as f64 - xa as f64) / k as f64);
+                if let Some(iv) = newcombe_interval(xb, k, xa, k, 0.95) {
+                    case_total += 1;
+                    case_hits += u64::from(iv.lo <= q - p && q - p <= iv.hi);
+                }
+            }
+            let d = paired_mean_difference(&diffs, 0.95).expect("m >= 2");
+            suite_hits +=
+                u32::from(d.interval.lo <= true_mean_lift && true_mean_lift <= d.interval.hi);
+        }
+        let suite = f64::from(suite_hits) / f64::from(reps);
+        let case = case_hits as f64 / case_total as f64;
+        assert!(suite >= 0.93, "m={m} K={k}: paired t covers {suite}");
+        assert!(case >= 0.93, "m={m} K={k}: Newcombe covers {case}");
+    }
 }
