@@ -164,7 +164,7 @@ pub fn plan(req: &PlanRequest) -> TrialPlan {
         for (basis, rate) in [
             ("observed median case rate", median),
             (
-                "observed case rate nearest 0.5 (every case within ±precision)",
+                "observed rate nearest 0.5 (every case within ±)",
                 hardest,
             ),
         ] {
@@ -312,7 +312,7 @@ pub fn render_plan(p: &TrialPlan, w: &mut dyn Write) -> io::Result<()> {
     for r in &p.precision_rows {
         writeln!(
             w,
-            "  {:>6} trials  at {:<62} {}",
+            "  {:>6} trials  at {:<56} {}",
             r.trials_per_case,
             format!("{} ({:.3})", r.basis, r.rate),
             fmt_cost(&r.cost)
