@@ -793,6 +793,7 @@ mod tests {
             failure: None,
             detail: None,
             schema_violations: Vec::new(),
+            arg_failures: None,
         });
         if !selection_ok {
             r.outcome = Outcome::Fail;
@@ -967,6 +968,7 @@ mod tests {
             failure: None,
             detail: None,
             schema_violations: Vec::new(),
+            arg_failures: None,
         });
         let mut b = a.clone();
         b.arm.provider = "q".into();
