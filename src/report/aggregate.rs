@@ -9,12 +9,13 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    ArmSummary, CaseSummary, ConfusionCell, GroupSummary, InfraSummary, LatencySummary, Metric,
-    Metrics, Percentile, RateStat, Summary, SummaryHeader, TokenSummary, ToolAccuracy, Warning,
+    ArgFailureShare, ArgFailureSummary, ArmSummary, CaseSummary, ConfusionCell, GroupSummary,
+    InfraSummary, LatencySummary, Metric, Metrics, Percentile, RateStat, Summary, SummaryHeader,
+    TokenSummary, ToolAccuracy, ToolArgFailures, Warning,
 };
 use crate::error::{Error, InputError};
 use crate::event::{Control, Observer, RunEvent, RunTotals};
-use crate::record::{ArmId, ModelIdentity, Outcome, TrialRecord};
+use crate::record::{ArgFailureKind, ArmId, ModelIdentity, Outcome, TrialRecord, TrialScore};
 use crate::stats;
 
 /// What was run, for the report header and for telling runs apart later.
@@ -136,6 +137,59 @@ struct ArmAgg {
     schema_violations: BTreeMap<String, u64>,
     /// (expected label, chosen label) → scored trials.
     confusion: BTreeMap<(String, String), u64>,
+    /// Expected label → argument-failure counts (one entry per expected tool, so bounded by
+    /// the dataset, not by what the model produces).
+    arg_failures: BTreeMap<String, ArgFailureCounts>,
+}
+
+/// Argument-failure counts of a group: right-tool trials whose arguments are classified (the
+/// denominator), per kind the trials that showed it, and failing trials that carry no
+/// classification (kept out of the denominator, which would otherwise read as "no failure").
+#[derive(Debug, Clone, Copy, Default)]
+struct ArgFailureCounts {
+    trials: u64,
+    unclassified: u64,
+    kinds: [u64; ArgFailureKind::ALL.len()],
+}
+
+impl ArgFailureCounts {
+    fn add(&mut self, score: &TrialScore) {
+        // The right tool was chosen and a call made: the trials whose arguments were judged.
+        if !(score.selection_ok && score.schema_ok.is_some()) {
+            return;
+        }
+        match &score.arg_failures {
+            None if !score.passed => self.unclassified += 1,
+            None => self.trials += 1,
+            Some(found) => {
+                self.trials += 1;
+                for (i, kind) in ArgFailureKind::ALL.iter().enumerate() {
+                    if found.iter().any(|f| f.kind == *kind) {
+                        self.kinds[i] += 1;
+                    }
+                }
+            }
+        }
+    }
+
+    fn merge(&mut self, other: &ArgFailureCounts) {
+        self.trials += other.trials;
+        self.unclassified += other.unclassified;
+        for (a, b) in self.kinds.iter_mut().zip(other.kinds) {
+            *a += b;
+        }
+    }
+
+    fn shares(&self, conf: f64) -> Vec<ArgFailureShare> {
+        ArgFailureKind::ALL
+            .iter()
+            .zip(self.kinds)
+            .map(|(&kind, x)| ArgFailureShare {
+                kind,
+                share: rate(Count { x, n: self.trials }, conf, None),
+            })
+            .collect()
+    }
 }
 
 /// Distinct (expected, chosen) pairs kept per arm; the rest are counted under "(other)" so a
@@ -186,6 +240,7 @@ impl ArmAgg {
             error_examples: Vec::new(),
             schema_violations: BTreeMap::new(),
             confusion: BTreeMap::new(),
+            arg_failures: BTreeMap::new(),
         }
     }
 
@@ -241,6 +296,13 @@ impl ArmAgg {
             *self.confusion.entry(key).or_default() += 1;
         }
         if let Some(score) = &record.score {
+            if !self.arg_failures.contains_key(&record.expected) {
+                self.arg_failures
+                    .insert(record.expected.clone(), ArgFailureCounts::default());
+            }
+            if let Some(counts) = self.arg_failures.get_mut(&record.expected) {
+                counts.add(score);
+            }
             let c = &mut self.case(record).counts;
             c.scored += 1;
             c.selection.add(Some(score.selection_ok));
@@ -361,6 +423,7 @@ impl ArmAgg {
                 .collect(),
             tool_accuracy: tool_accuracy(&self.confusion, conf),
             unstable_cases: Vec::new(),
+            arg_failures: arg_failure_summary(&self.arg_failures, conf),
             warnings: Vec::new(),
         };
         summary.unstable_cases = summary
@@ -533,6 +596,32 @@ fn tool_accuracy(confusion: &BTreeMap<(String, String), u64>, conf: f64) -> Vec<
             }
         })
         .collect()
+}
+
+/// The arm's taxonomy and each expected tool's.
+fn arg_failure_summary(
+    by_tool: &BTreeMap<String, ArgFailureCounts>,
+    conf: f64,
+) -> ArgFailureSummary {
+    let mut all = ArgFailureCounts::default();
+    for c in by_tool.values() {
+        all.merge(c);
+    }
+    ArgFailureSummary {
+        trials: all.trials,
+        unclassified_trials: all.unclassified,
+        kinds: all.shares(conf),
+        by_tool: by_tool
+            .iter()
+            .filter(|(_, c)| c.trials > 0)
+            .map(|(tool, c)| ToolArgFailures {
+                tool: tool.clone(),
+                trials: c.trials,
+                unclassified_trials: c.unclassified,
+                kinds: c.shares(conf),
+            })
+            .collect(),
+    }
 }
 
 fn rate(c: Count, conf: f64, case_level: Option<stats::ClusteredEstimate>) -> RateStat {
@@ -955,6 +1044,61 @@ mod tests {
             (a.recall.x, a.recall.n),
             (tool_a.metrics.selection.x, tool_a.metrics.selection.n)
         );
+    }
+
+    #[test]
+    fn argument_failures_count_once_per_kind_per_trial_by_expected_tool() {
+        use crate::record::{ArgFailure, ArgFailureKind::*};
+        let finding = |kind, path: &str| ArgFailure {
+            kind,
+            path: path.into(),
+        };
+        let trial = |expected: &str, found: Option<Vec<ArgFailure>>, passed: bool| {
+            let mut r = scored(true, true);
+            r.expected = expected.into();
+            r.case_id = format!("{expected}-case");
+            let s = r.score.as_mut().unwrap();
+            s.passed = passed;
+            s.arg_failures = found;
+            r
+        };
+        let mut agg = Aggregator::new();
+        // Two wrong values in one trial count once.
+        agg.add(&trial(
+            "a",
+            Some(vec![finding(WrongValue, "x"), finding(WrongValue, "y")]),
+            false,
+        ));
+        agg.add(&trial(
+            "a",
+            Some(vec![finding(MissingRequired, "z"), finding(WrongType, "w")]),
+            false,
+        ));
+        agg.add(&trial("a", None, true));
+        agg.add(&trial("b", Some(vec![finding(InvalidJson, "")]), false));
+        // Scored before the taxonomy: failing, unclassified, in no count.
+        agg.add(&trial("b", None, false));
+        // The wrong tool: outside the taxonomy.
+        let mut wrong = chose("b", &["a"], false);
+        wrong.score.as_mut().unwrap().selection_ok = false;
+        agg.add(&wrong);
+        let s = agg.finish(run_info(), &totals(6, 6), 0.95, 0.05);
+        let t = &s.arms[0].arg_failures;
+        assert_eq!((t.trials, t.unclassified_trials), (4, 1));
+        let count = |kinds: &[ArgFailureShare], kind| {
+            let k = kinds.iter().find(|k| k.kind == kind).unwrap();
+            (k.share.x, k.share.n)
+        };
+        assert_eq!(count(&t.kinds, WrongValue), (1, 4));
+        assert_eq!(count(&t.kinds, InvalidJson), (1, 4));
+        assert_eq!(count(&t.kinds, ExtraParameter), (0, 4));
+        let a = t.by_tool.iter().find(|b| b.tool == "a").unwrap();
+        assert_eq!(a.trials, 3);
+        assert_eq!(count(&a.kinds, MissingRequired), (1, 3));
+        let iv = t.kinds[0].share.interval.unwrap();
+        assert_eq!(Some(iv), stats::rate_interval(1, 4, 0.95));
+        let b = t.by_tool.iter().find(|b| b.tool == "b").unwrap();
+        assert_eq!((b.trials, b.unclassified_trials), (1, 1));
     }
 
     #[test]

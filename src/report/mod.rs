@@ -26,7 +26,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::error::Error;
-use crate::record::ArmId;
+use crate::record::{ArgFailureKind, ArmId};
 use crate::stats::{ClusteredEstimate, Interval};
 
 /// Everything a report shows, computed once from the records.
@@ -103,7 +103,48 @@ pub struct ArmSummary {
     /// right sometimes and wrong sometimes, which is information, not noise.
     #[serde(default)]
     pub unstable_cases: Vec<UnstableCase>,
+    /// Why right-tool arguments failed, by kind, for the arm and per expected tool.
+    #[serde(default)]
+    pub arg_failures: ArgFailureSummary,
     pub warnings: Vec<Warning>,
+}
+
+/// The argument-failure taxonomy of a group of trials. The denominator is the trials that
+/// chose the right tool and made a call, the only trials whose arguments can be wrong in a
+/// classifiable way: counting wrong-tool trials too would dilute every share by selection
+/// errors. A trial counts once per kind however many fields show it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ArgFailureSummary {
+    /// Scored trials that chose the right tool, made a call and are classified: the
+    /// denominator of every share.
+    pub trials: u64,
+    /// Right-tool trials that failed their argument or schema check but carry no
+    /// classification (scored by a toolscore older than the taxonomy): in no count, and not
+    /// in `trials` either, so they do not read as "no failure".
+    #[serde(default)]
+    pub unclassified_trials: u64,
+    /// Every kind, in a fixed order, with its share of `trials` and the Wilson interval.
+    pub kinds: Vec<ArgFailureShare>,
+    /// The same per expected tool (the case's expected-tool label).
+    #[serde(default)]
+    pub by_tool: Vec<ToolArgFailures>,
+}
+
+/// How many trials showed one kind of argument failure, out of the group's trials.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ArgFailureShare {
+    pub kind: ArgFailureKind,
+    pub share: RateStat,
+}
+
+/// The argument-failure taxonomy of the cases expecting one tool.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolArgFailures {
+    pub tool: String,
+    pub trials: u64,
+    #[serde(default)]
+    pub unclassified_trials: u64,
+    pub kinds: Vec<ArgFailureShare>,
 }
 
 /// One cell of the expected × chosen matrix.

@@ -341,6 +341,7 @@ fn render_arm(s: &Summary, a: &ArmSummary, extra: &[Warning], w: &mut dyn Write)
             writeln!(w, "  {n:>5}× {k}")?;
         }
     }
+    write_arg_failures(a, &conf, w)?;
     writeln!(w)?;
     let l = &a.latency_ms;
     let end = |v: Option<f64>| v.map_or("unbounded".to_owned(), |v| format!("{v:.1}"));
@@ -387,6 +388,68 @@ fn render_arm(s: &Summary, a: &ArmSummary, extra: &[Warning], w: &mut dyn Write)
     let all: Vec<Warning> = extra.iter().chain(&a.warnings).cloned().collect();
     if !all.is_empty() {
         write_warnings(&all, w)?;
+    }
+    Ok(())
+}
+
+/// Tools named per kind on one line of the taxonomy; the rest are in summary.json.
+const TOOLS_PER_KIND_SHOWN: usize = 4;
+
+/// The argument-failure taxonomy: each kind's share of the trials that chose the right tool,
+/// with the tools that show it. Omitted when no such trial failed its arguments.
+fn write_arg_failures(a: &ArmSummary, conf: &str, w: &mut dyn Write) -> io::Result<()> {
+    let t = &a.arg_failures;
+    if t.trials == 0 || (t.unclassified_trials == 0 && t.kinds.iter().all(|k| k.share.x == 0)) {
+        return Ok(());
+    }
+    writeln!(w)?;
+    if t.kinds.iter().all(|k| k.share.x == 0) {
+        // Only unclassified failures: a table of zeros would read as "no argument failures".
+        return writeln!(
+            w,
+            "argument failures by kind: {} failing right-tool trials carry no classification (scored by an older toolscore; re-run to classify them)",
+            t.unclassified_trials
+        );
+    }
+    writeln!(
+        w,
+        "argument failures by kind (share of the {} trials that chose the right tool, {conf} Wilson; a trial counts once per kind):",
+        t.trials
+    )?;
+    for k in &t.kinds {
+        let mut tools: Vec<(&str, u64, u64)> = t
+            .by_tool
+            .iter()
+            .filter_map(|bt| {
+                bt.kinds
+                    .iter()
+                    .find(|s| s.kind == k.kind && s.share.x > 0)
+                    .map(|s| (bt.tool.as_str(), s.share.x, s.share.n))
+            })
+            .collect();
+        tools.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0)));
+        let mut named: Vec<String> = tools
+            .iter()
+            .take(TOOLS_PER_KIND_SHOWN)
+            .map(|(tool, x, n)| format!("{tool} {x}/{n}"))
+            .collect();
+        if tools.len() > TOOLS_PER_KIND_SHOWN {
+            named.push(format!("… {} more", tools.len() - TOOLS_PER_KIND_SHOWN));
+        }
+        let line = format!(
+            "  {:<17} {:<34} {}",
+            k.kind.as_str(),
+            format_rate(&k.share),
+            named.join(" · ")
+        );
+        writeln!(w, "{}", line.trim_end())?;
+    }
+    if t.unclassified_trials > 0 {
+        writeln!(
+            w,
+            "  {} failing trials carry no classification (scored by an older toolscore); they are in no count",
+            t.unclassified_trials
+        )?;
     }
     Ok(())
 }
