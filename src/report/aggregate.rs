@@ -124,9 +124,10 @@ struct CaseAgg {
 struct ArmAgg {
     /// dataset → case id → counters.
     cases: BTreeMap<String, BTreeMap<String, CaseAgg>>,
-    latency_us: Histogram<u64>,
-    /// Integer microseconds, so the mean does not depend on the order trials finish in.
-    latency_sum_us: u64,
+    latency: LatencyAgg,
+    /// Expected label → latency of its answered trials (one histogram per expected tool, so
+    /// memory is bounded by the dataset's tools, not by the trials).
+    tool_latency: BTreeMap<String, LatencyAgg>,
     input_tokens: u64,
     output_tokens: u64,
     with_usage: u64,
@@ -224,13 +225,10 @@ const NO_CALL: &str = "(no call)";
 
 impl ArmAgg {
     fn new() -> Self {
-        // 1 µs to 1 hour at 3 significant figures: at most 0.1% quantisation (stats.md §7.2).
-        let latency_us = Histogram::new_with_bounds(1, 3_600_000_000, 3)
-            .expect("static histogram bounds are valid");
         ArmAgg {
             cases: BTreeMap::new(),
-            latency_us,
-            latency_sum_us: 0,
+            latency: LatencyAgg::new(),
+            tool_latency: BTreeMap::new(),
             input_tokens: 0,
             output_tokens: 0,
             with_usage: 0,
@@ -338,9 +336,14 @@ impl ArmAgg {
             self.input_tokens += usage.input_tokens.unwrap_or(0);
             self.output_tokens += usage.output_tokens.unwrap_or(0);
         }
-        let us = (record.latency_ms * 1000.0).round().max(1.0) as u64;
-        self.latency_us.saturating_record(us);
-        self.latency_sum_us += us;
+        self.latency.record(record.latency_ms);
+        if !self.tool_latency.contains_key(&record.expected) {
+            self.tool_latency
+                .insert(record.expected.clone(), LatencyAgg::new());
+        }
+        if let Some(tool) = self.tool_latency.get_mut(&record.expected) {
+            tool.record(record.latency_ms);
+        }
     }
 
     fn finish(self, arm: ArmId, conf: f64, precision: f64) -> ArmSummary {
@@ -379,7 +382,15 @@ impl ArmAgg {
             .iter()
             .map(|(name, idx)| group(name, idx, &counts, conf))
             .collect();
-        let latency_ms = latency_summary(&self.latency_us, self.latency_sum_us, conf);
+        let latency_ms = self.latency.summary(conf);
+        let tool_latency = self
+            .tool_latency
+            .iter()
+            .map(|(tool, l)| super::ToolLatency {
+                tool: tool.clone(),
+                latency_ms: l.summary(conf),
+            })
+            .collect();
         let tokens = TokenSummary {
             input_total: self.input_tokens,
             output_total: self.output_tokens,
@@ -409,6 +420,7 @@ impl ArmAgg {
             tools,
             cases,
             latency_ms,
+            tool_latency,
             tokens,
             infra,
             schema_violations: self.schema_violations,
@@ -673,6 +685,32 @@ fn value_at_rank(h: &Histogram<u64>, rank: u64) -> Option<f64> {
     None
 }
 
+/// Latencies of answered trials: a histogram and an exact sum.
+struct LatencyAgg {
+    us: Histogram<u64>,
+    /// Integer microseconds, so the mean does not depend on the order trials finish in.
+    sum_us: u64,
+}
+
+impl LatencyAgg {
+    fn new() -> Self {
+        // 1 µs to 1 hour at 3 significant figures: at most 0.1% quantisation (stats.md §7.2).
+        let us = Histogram::new_with_bounds(1, 3_600_000_000, 3)
+            .expect("static histogram bounds are valid");
+        LatencyAgg { us, sum_us: 0 }
+    }
+
+    fn record(&mut self, latency_ms: f64) {
+        let us = (latency_ms * 1000.0).round().max(1.0) as u64;
+        self.us.saturating_record(us);
+        self.sum_us += us;
+    }
+
+    fn summary(&self, conf: f64) -> LatencySummary {
+        latency_summary(&self.us, self.sum_us, conf)
+    }
+}
+
 fn latency_summary(h: &Histogram<u64>, sum_us: u64, conf: f64) -> LatencySummary {
     let n = h.len();
     // The value always exists once one trial answered; each end of its interval is bounded
@@ -696,6 +734,15 @@ fn latency_summary(h: &Histogram<u64>, sum_us: u64, conf: f64) -> LatencySummary
         p50: if n > 0 { pct(0.5) } else { None },
         p95: if n > 0 { pct(0.95) } else { None },
         p99: if n > 0 { pct(0.99) } else { None },
+        distribution: h
+            .iter_recorded()
+            .map(|v| {
+                (
+                    h.highest_equivalent(v.value_iterated_to()) as f64 / 1000.0,
+                    v.count_at_value(),
+                )
+            })
+            .collect(),
     }
 }
 

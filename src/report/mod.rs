@@ -17,7 +17,9 @@ pub use aggregate::{Aggregator, ArmInfo, DatasetInfo, ReplayInfo, RunInfo, reagg
 pub use csv::ResultsCsv;
 pub use progress::{Progress, ProgressMode};
 pub use terminal::render_terminal;
-pub use verdict::{CaseVerdict, GateLevel, GateReport, GateResult, Verdict};
+pub use verdict::{
+    CaseVerdict, GateLevel, GateMetric, GateReport, GateResult, ToolVerdict, Verdict,
+};
 pub use warning::{Metric, Warning};
 
 use std::collections::BTreeMap;
@@ -87,6 +89,10 @@ pub struct ArmSummary {
     pub tools: Vec<GroupSummary>,
     pub cases: Vec<CaseSummary>,
     pub latency_ms: LatencySummary,
+    /// Latency of each expected tool's answered trials (keyed by the case's expected-tool
+    /// label, like `tools`), for per-tool budgets.
+    #[serde(default)]
+    pub tool_latency: Vec<ToolLatency>,
     pub tokens: TokenSummary,
     pub infra: InfraSummary,
     /// Schema violations of produced arguments, `tool: path failed keyword` → count.
@@ -234,6 +240,20 @@ pub struct LatencySummary {
     pub p50: Option<Percentile>,
     pub p95: Option<Percentile>,
     pub p99: Option<Percentile>,
+    /// Every recorded latency as (value in ms, count), ascending: the histogram's non-empty
+    /// buckets, each value as the percentiles above report it. The latency gate reads any
+    /// order statistic and any count below a budget from it, at any level, without keeping
+    /// the trials. Not written to summary.json (it grows with the spread of latencies, up to
+    /// one entry per trial); `toolscore report` rebuilds it from results.jsonl.
+    #[serde(skip)]
+    pub distribution: Vec<(f64, u64)>,
+}
+
+/// One expected tool's latency.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolLatency {
+    pub tool: String,
+    pub latency_ms: LatencySummary,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -101,36 +101,103 @@ fn write_gate(g: &GateReport, several: bool, w: &mut dyn Write) -> io::Result<()
         } else {
             String::new()
         };
-        let bound = |v: Option<f64>| v.map_or("n/a".to_owned(), |v| format!("{v:.3}"));
-        match r.level {
-            GateLevel::Suite => writeln!(
+        let latency = r.metric.quantile().is_some();
+        let gate = format!("{}{}{}", r.metric.label(), r.metric.op(), r.threshold);
+        // Rates to three decimals; latencies in ms to one, with a missing end unbounded.
+        let bound = |v: Option<f64>| match (v, latency) {
+            (Some(v), false) => format!("{v:.3}"),
+            (Some(v), true) => format!("{v:.1}"),
+            (None, false) => "n/a".to_owned(),
+            (None, true) => "unbounded".to_owned(),
+        };
+        let clause = match r.verdict {
+            Verdict::Pass if latency => {
+                format!("upper bound {} <= {}", bound(r.upper), r.threshold)
+            }
+            Verdict::Fail if latency => format!("lower bound {} > {}", bound(r.lower), r.threshold),
+            Verdict::Pass => format!("lower bound {} >= {}", bound(r.lower), r.threshold),
+            Verdict::Fail => format!("upper bound {} < {}", bound(r.upper), r.threshold),
+            Verdict::Inconclusive if latency => format!(
+                "[{}, {}] straddles {}",
+                bound(r.lower),
+                bound(r.upper),
+                r.threshold
+            ),
+            Verdict::Inconclusive => format!("{} straddles {}", bound(r.lower), r.threshold),
+        };
+        let pct = r.metric.label().trim_end_matches("_ms");
+        match (r.level, latency) {
+            (GateLevel::Tool, _) => {
+                let count = |v: Verdict| r.tools.iter().filter(|t| t.verdict == v).count();
+                writeln!(
+                    w,
+                    "  {} {gate}{arm}, every tool: {} passed, {} failed, {} inconclusive of {} tools",
+                    r.verdict.label(),
+                    count(Verdict::Pass),
+                    count(Verdict::Fail),
+                    count(Verdict::Inconclusive),
+                    r.tools.len()
+                )?;
+            }
+            (_, true) => writeln!(
                 w,
-                "  {} {}>={}{arm}, suite: {} — mean {} of {} cases, bounds [{}, {}]",
+                "  {} {gate}{arm}, arm: {clause} — {pct} {} ms of {} answered trials, bounds [{}, {}]",
                 r.verdict.label(),
-                r.metric.label().replace(' ', "_"),
-                r.threshold,
-                match r.verdict {
-                    Verdict::Pass => format!("lower bound {} >= {}", bound(r.lower), r.threshold),
-                    Verdict::Fail => format!("upper bound {} < {}", bound(r.upper), r.threshold),
-                    Verdict::Inconclusive =>
-                        format!("{} straddles {}", bound(r.lower), r.threshold),
-                },
+                bound(r.estimate),
+                r.trials.unwrap_or(0),
+                bound(r.lower),
+                bound(r.upper)
+            )?,
+            (GateLevel::Suite, false) => writeln!(
+                w,
+                "  {} {gate}{arm}, suite: {clause} — mean {} of {} cases, bounds [{}, {}]",
+                r.verdict.label(),
                 bound(r.estimate),
                 r.cases,
                 bound(r.lower),
                 bound(r.upper)
             )?,
-            GateLevel::Case => writeln!(
+            (GateLevel::Case, false) => writeln!(
                 w,
-                "  {} {}>={}{arm}, every case: {} passed, {} failed, {} inconclusive of {} cases",
+                "  {} {gate}{arm}, every case: {} passed, {} failed, {} inconclusive of {} cases",
                 r.verdict.label(),
-                r.metric.label().replace(' ', "_"),
-                r.threshold,
                 r.passed_cases,
                 r.failed_cases,
                 r.inconclusive_cases,
                 r.cases
             )?,
+        }
+        let not_passed: Vec<_> = r
+            .tools
+            .iter()
+            .filter(|t| t.verdict != Verdict::Pass)
+            .collect();
+        for t in not_passed.iter().take(10) {
+            let figure = if latency {
+                format!("{pct} {} ms of {} answered trials", bound(t.estimate), t.n)
+            } else {
+                format!(
+                    "mean {} of {} case{} ({} trials)",
+                    bound(t.estimate),
+                    t.cases,
+                    if t.cases == 1 { "" } else { "s" },
+                    t.n
+                )
+            };
+            writeln!(
+                w,
+                "      {:<12} {:<34} {figure}, bounds [{}, {}]",
+                t.verdict.label(),
+                t.tool,
+                bound(t.lower),
+                bound(t.upper)
+            )?;
+            if let Some(hint) = &t.hint {
+                writeln!(w, "          {hint}")?;
+            }
+        }
+        if not_passed.len() > 10 {
+            writeln!(w, "      … {} more in summary.json", not_passed.len() - 10)?;
         }
         for c in r.not_passed.iter().take(10) {
             writeln!(
