@@ -53,10 +53,13 @@ pub enum Command {
 pub struct GateArgs {
     /// A gate, `METRIC>=T` (selection, args, schema, pass): pass when the one-sided lower
     /// confidence bound clears T (exit 0), fail when the upper bound is below it (exit 1),
-    /// inconclusive otherwise (exit 3). Repeatable.
-    #[arg(long = "gate", value_name = "METRIC>=T")]
+    /// inconclusive otherwise (exit 3). Or a latency budget, `LATENCY<=MS` (p50_ms, p95_ms,
+    /// p99_ms): pass when the percentile's upper bound is within MS, fail when its lower bound
+    /// is over it. Repeatable.
+    #[arg(long = "gate", value_name = "METRIC>=T|LATENCY<=MS")]
     pub gates: Vec<String>,
-    /// What a gate judges: the suite's case-level rate, or every case on its own.
+    /// What a gate judges: the suite's case-level rate (latency: the arm's), every case on
+    /// its own, or every expected tool on its own.
     #[arg(long, value_enum, default_value_t = GateLevel::Suite)]
     pub gate_level: GateLevel,
 }

@@ -1,8 +1,8 @@
 //! Aggregation of the `TrialRecord` stream into a `Summary`, and the observers and renderers
 //! that show it: the terminal report, `results.csv`, progress.
 //!
-//! The aggregator keeps counters per (arm, case) and one latency histogram per arm, so memory
-//! depends on the number of cases, not trials. Every interval and threshold comes from
+//! The aggregator keeps counters per (arm, case) and latency histograms per arm and per
+//! expected tool, so memory depends on the number of cases and tools, not trials. Every interval and threshold comes from
 //! `stats`; renderers only format numbers the `Summary` already holds, and warnings are data
 //! ([`Warning`]) that each renderer words for itself.
 
