@@ -20,14 +20,15 @@
 //!   end one-sided at `conf`; per arm at suite (and case) level, per expected tool at tool
 //!   level, where FAIL again goes through Holm across tools.
 //!
-//! Pure: reads a `Summary`, returns a `GateReport`.
+//! Pure: reads a `Summary` (and, for latency, the arms' latency distributions), returns a
+//! `GateReport`.
 
 use std::collections::BTreeMap;
 
 use crate::error::InputError;
 use crate::report::{
-    ArmSummary, CaseVerdict, GateLevel, GateMetric, GateReport, GateResult, LatencySummary, Metric,
-    Metrics, RateStat, Summary, ToolVerdict, Verdict,
+    ArmLatencyDistribution, ArmSummary, CaseVerdict, GateLevel, GateMetric, GateReport, GateResult,
+    LatencyDistributions, Metric, Metrics, RateStat, Summary, ToolVerdict, Verdict,
 };
 use crate::stats;
 
@@ -105,21 +106,30 @@ fn pick(m: &Metrics, metric: Metric) -> &RateStat {
     }
 }
 
-/// Evaluates every gate on every arm of the summary.
-pub fn evaluate(summary: &Summary, specs: &[GateSpec], level: GateLevel) -> GateReport {
+/// Evaluates every gate on every arm of the summary. Latency gates read the arms' latency
+/// distributions (`Aggregator::latency_distributions`, `report::reaggregate_with_latency`),
+/// which the summary does not hold; rate gates need only the summary.
+pub fn evaluate(
+    summary: &Summary,
+    latency: &LatencyDistributions,
+    specs: &[GateSpec],
+    level: GateLevel,
+) -> GateReport {
     let conf = summary.confidence;
+    let none = ArmLatencyDistribution::default();
     let gates: Vec<GateResult> = summary
         .arms
         .iter()
         .flat_map(|arm| {
+            let dist = latency.arms.get(&arm.arm).unwrap_or(&none);
             specs
                 .iter()
                 .map(move |spec| match (spec.metric.rate(), level) {
                     (Some(metric), GateLevel::Suite) => suite_gate(arm, *spec, metric, conf),
                     (Some(metric), GateLevel::Case) => case_gate(arm, *spec, metric, conf),
                     (Some(metric), GateLevel::Tool) => tool_rate_gate(arm, *spec, metric, conf),
-                    (None, GateLevel::Tool) => tool_latency_gate(arm, *spec, conf),
-                    (None, _) => arm_latency_gate(arm, *spec, level, conf),
+                    (None, GateLevel::Tool) => tool_latency_gate(arm, dist, *spec, conf),
+                    (None, _) => arm_latency_gate(arm, dist, *spec, level, conf),
                 })
         })
         .collect();
@@ -325,8 +335,8 @@ fn value_at_rank(distribution: &[(f64, u64)], rank: u64) -> Option<f64> {
     })
 }
 
-fn judge_latency(l: &LatencySummary, q: f64, budget: f64, conf: f64) -> LatencyJudgement {
-    let n: u64 = l.distribution.iter().map(|&(_, c)| c).sum();
+fn judge_latency(distribution: &[(f64, u64)], q: f64, budget: f64, conf: f64) -> LatencyJudgement {
+    let n: u64 = distribution.iter().map(|&(_, c)| c).sum();
     let mut j = LatencyJudgement {
         n,
         value: None,
@@ -336,24 +346,19 @@ fn judge_latency(l: &LatencySummary, q: f64, budget: f64, conf: f64) -> LatencyJ
         hint: None,
     };
     if n == 0 {
-        j.hint = Some(if l.n > 0 {
-            "this summary holds no latency distribution (gate it from the records: toolscore report RUN_DIR --gate …)".to_owned()
-        } else {
-            "no answered trials".to_owned()
-        });
+        j.hint = Some("no answered trials".to_owned());
         return j;
     }
     let two_sided = 2.0 * conf - 1.0;
-    j.value = stats::nearest_rank_position(n, q).and_then(|r| value_at_rank(&l.distribution, r));
+    j.value = stats::nearest_rank_position(n, q).and_then(|r| value_at_rank(distribution, r));
     let ci = stats::order_statistic_ci(n, q, two_sided);
     j.lower = ci
         .and_then(|c| c.lower_rank)
-        .and_then(|r| value_at_rank(&l.distribution, r));
+        .and_then(|r| value_at_rank(distribution, r));
     j.upper = ci
         .and_then(|c| c.upper_rank)
-        .and_then(|r| value_at_rank(&l.distribution, r));
-    let within: u64 = l
-        .distribution
+        .and_then(|r| value_at_rank(distribution, r));
+    let within: u64 = distribution
         .iter()
         .filter(|&&(v, _)| v <= budget)
         .map(|&(_, c)| c)
@@ -380,7 +385,13 @@ fn percentile_label(q: f64) -> String {
 
 /// A latency gate on the arm's answered trials (suite and case level: latency is kept per arm
 /// and per expected tool, not per case).
-fn arm_latency_gate(arm: &ArmSummary, spec: GateSpec, level: GateLevel, conf: f64) -> GateResult {
+fn arm_latency_gate(
+    arm: &ArmSummary,
+    dist: &ArmLatencyDistribution,
+    spec: GateSpec,
+    level: GateLevel,
+    conf: f64,
+) -> GateResult {
     let method = format!(
         "exact order-statistic interval of the arm's {} over its answered trials, one-sided{}",
         spec.metric.label(),
@@ -395,7 +406,7 @@ fn arm_latency_gate(arm: &ArmSummary, spec: GateSpec, level: GateLevel, conf: f6
         return r;
     };
     r.cases = arm.cases.len();
-    let j = judge_latency(&arm.latency_ms, q, spec.threshold, conf);
+    let j = judge_latency(&dist.arm, q, spec.threshold, conf);
     r.trials = Some(j.n);
     r.estimate = j.value;
     r.lower = j.lower;
@@ -421,7 +432,12 @@ fn latency_verdict(j: &LatencyJudgement, budget: f64, failed: bool) -> Verdict {
 
 /// Each expected tool's latency percentile against the budget: every tool must pass; a tool
 /// fails only when Holm's procedure over the gated tools rejects "within budget" for it.
-fn tool_latency_gate(arm: &ArmSummary, spec: GateSpec, conf: f64) -> GateResult {
+fn tool_latency_gate(
+    arm: &ArmSummary,
+    dist: &ArmLatencyDistribution,
+    spec: GateSpec,
+    conf: f64,
+) -> GateResult {
     let mut r = empty_result(
         arm,
         spec,
@@ -431,15 +447,10 @@ fn tool_latency_gate(arm: &ArmSummary, spec: GateSpec, conf: f64) -> GateResult 
     let Some(q) = spec.metric.quantile() else {
         return r;
     };
-    let judged: Vec<(&str, LatencyJudgement)> = arm
-        .tool_latency
+    let judged: Vec<(&str, LatencyJudgement)> = dist
+        .tools
         .iter()
-        .map(|t| {
-            (
-                t.tool.as_str(),
-                judge_latency(&t.latency_ms, q, spec.threshold, conf),
-            )
-        })
+        .map(|(tool, d)| (tool.as_str(), judge_latency(d, q, spec.threshold, conf)))
         .filter(|(_, j)| j.n > 0)
         .collect();
     let p_values: Vec<f64> = judged
@@ -682,11 +693,12 @@ mod tests {
         r
     }
 
-    fn summary(records: &[TrialRecord]) -> Summary {
+    fn summary(records: &[TrialRecord]) -> (Summary, LatencyDistributions) {
         let mut agg = Aggregator::new();
         for r in records {
             agg.add(r);
         }
+        let latency = agg.latency_distributions();
         let n = records.len() as u64;
         let totals = RunTotals {
             planned_trials: n,
@@ -695,12 +707,15 @@ mod tests {
             interrupted: false,
             failures: Vec::new(),
         };
-        agg.finish(RunInfo::for_test(40), &totals, 0.95, 0.05)
+        (
+            agg.finish(RunInfo::for_test(40), &totals, 0.95, 0.05),
+            latency,
+        )
     }
 
     /// Tool `a`: three cases always right; tool `b`: three cases right half the time; tool
     /// `c`: one case right in 38 of 40.
-    fn three_tools() -> Summary {
+    fn three_tools() -> (Summary, LatencyDistributions) {
         let mut records = Vec::new();
         for case in 0..3 {
             for i in 0..40 {
@@ -714,8 +729,8 @@ mod tests {
         summary(&records)
     }
 
-    fn gate(s: &Summary, spec: &str, level: GateLevel) -> GateResult {
-        let report = evaluate(s, &[GateSpec::parse(spec).unwrap()], level);
+    fn gate(s: &(Summary, LatencyDistributions), spec: &str, level: GateLevel) -> GateResult {
+        let report = evaluate(&s.0, &s.1, &[GateSpec::parse(spec).unwrap()], level);
         report.gates.into_iter().next().unwrap()
     }
 

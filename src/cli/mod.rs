@@ -255,12 +255,14 @@ fn run_command(setup: RunSetup, max_infra: f64) -> Result<ExitCode, Error> {
         None => totals,
     };
     run.finished_at = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+    let latency = sinks.aggregator.latency_distributions();
     let mut summary = sinks
         .aggregator
         .finish(run, &totals, setup.confidence, setup.precision);
     if !setup.gates.is_empty() {
         summary.gate = Some(crate::gate::evaluate(
             &summary,
+            &latency,
             &setup.gates,
             setup.gate_level,
         ));
@@ -325,10 +327,12 @@ fn report_command(args: &ReportArgs) -> Result<ExitCode, Error> {
     let confidence = plan::checked_confidence(args.confidence.unwrap_or(header.confidence))?;
     let precision = plan::checked_precision(args.precision.unwrap_or(header.precision))?;
     let gates = parse_gates(&args.gate.gates)?;
-    let mut summary = crate::report::reaggregate(&results_path, header, confidence, precision)?;
+    let (mut summary, latency) =
+        crate::report::reaggregate_with_latency(&results_path, header, confidence, precision)?;
     if !gates.is_empty() {
         summary.gate = Some(crate::gate::evaluate(
             &summary,
+            &latency,
             &gates,
             args.gate.gate_level,
         ));

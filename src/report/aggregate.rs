@@ -9,9 +9,10 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    ArgFailureShare, ArgFailureSummary, ArmSummary, CaseSummary, ConfusionCell, GroupSummary,
-    InfraSummary, LatencySummary, Metric, Metrics, Percentile, RateStat, Summary, SummaryHeader,
-    TokenSummary, ToolAccuracy, ToolArgFailures, Warning,
+    ArgFailureShare, ArgFailureSummary, ArmLatencyDistribution, ArmSummary, CaseSummary,
+    ConfusionCell, GroupSummary, InfraSummary, LatencyDistribution, LatencyDistributions,
+    LatencySummary, Metric, Metrics, Percentile, RateStat, Summary, SummaryHeader, TokenSummary,
+    ToolAccuracy, ToolArgFailures, Warning,
 };
 use crate::error::{Error, InputError};
 use crate::event::{Control, Observer, RunEvent, RunTotals};
@@ -479,6 +480,30 @@ impl Aggregator {
         }
     }
 
+    /// The latency distributions a latency gate reads (per arm and per expected tool), as
+    /// they stand: call before [`Aggregator::finish`].
+    pub fn latency_distributions(&self) -> LatencyDistributions {
+        LatencyDistributions {
+            arms: self
+                .arms
+                .iter()
+                .map(|(id, agg)| {
+                    (
+                        id.clone(),
+                        ArmLatencyDistribution {
+                            arm: agg.latency.distribution(),
+                            tools: agg
+                                .tool_latency
+                                .iter()
+                                .map(|(tool, l)| (tool.clone(), l.distribution()))
+                                .collect(),
+                        },
+                    )
+                })
+                .collect(),
+        }
+    }
+
     /// Computes every rate, interval and warning.
     pub fn finish(
         self,
@@ -539,6 +564,16 @@ pub fn reaggregate(
     confidence: f64,
     precision: f64,
 ) -> Result<Summary, Error> {
+    reaggregate_with_latency(results, header, confidence, precision).map(|(summary, _)| summary)
+}
+
+/// [`reaggregate`], with the latency distributions a latency gate needs.
+pub fn reaggregate_with_latency(
+    results: &Path,
+    header: SummaryHeader,
+    confidence: f64,
+    precision: f64,
+) -> Result<(Summary, LatencyDistributions), Error> {
     use std::io::BufRead;
     let file = std::fs::File::open(results).map_err(|e| InputError::io(results, &e))?;
     let name = results.display().to_string();
@@ -561,7 +596,11 @@ pub fn reaggregate(
         interrupted: header.interrupted,
         failures: header.failures(),
     };
-    Ok(agg.finish(header.run, &totals, confidence, precision))
+    let latency = agg.latency_distributions();
+    Ok((
+        agg.finish(header.run, &totals, confidence, precision),
+        latency,
+    ))
 }
 
 /// Precision and recall of every tool (and of "no call") from the confusion counts: recall
@@ -709,6 +748,20 @@ impl LatencyAgg {
     fn summary(&self, conf: f64) -> LatencySummary {
         latency_summary(&self.us, self.sum_us, conf)
     }
+
+    /// The non-empty buckets, valued as [`value_at_rank`] values them, so a gate's order
+    /// statistics are the very percentiles the report shows.
+    fn distribution(&self) -> LatencyDistribution {
+        self.us
+            .iter_recorded()
+            .map(|v| {
+                (
+                    self.us.highest_equivalent(v.value_iterated_to()) as f64 / 1000.0,
+                    v.count_at_value(),
+                )
+            })
+            .collect()
+    }
 }
 
 fn latency_summary(h: &Histogram<u64>, sum_us: u64, conf: f64) -> LatencySummary {
@@ -734,15 +787,6 @@ fn latency_summary(h: &Histogram<u64>, sum_us: u64, conf: f64) -> LatencySummary
         p50: if n > 0 { pct(0.5) } else { None },
         p95: if n > 0 { pct(0.95) } else { None },
         p99: if n > 0 { pct(0.99) } else { None },
-        distribution: h
-            .iter_recorded()
-            .map(|v| {
-                (
-                    h.highest_equivalent(v.value_iterated_to()) as f64 / 1000.0,
-                    v.count_at_value(),
-                )
-            })
-            .collect(),
     }
 }
 

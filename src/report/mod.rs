@@ -13,7 +13,9 @@ mod terminal;
 mod verdict;
 mod warning;
 
-pub use aggregate::{Aggregator, ArmInfo, DatasetInfo, ReplayInfo, RunInfo, reaggregate};
+pub use aggregate::{
+    Aggregator, ArmInfo, DatasetInfo, ReplayInfo, RunInfo, reaggregate, reaggregate_with_latency,
+};
 pub use csv::ResultsCsv;
 pub use progress::{Progress, ProgressMode};
 pub use terminal::render_terminal;
@@ -240,13 +242,30 @@ pub struct LatencySummary {
     pub p50: Option<Percentile>,
     pub p95: Option<Percentile>,
     pub p99: Option<Percentile>,
-    /// Every recorded latency as (value in ms, count), ascending: the histogram's non-empty
-    /// buckets, each value as the percentiles above report it. The latency gate reads any
-    /// order statistic and any count below a budget from it, at any level, without keeping
-    /// the trials. Not written to summary.json (it grows with the spread of latencies, up to
-    /// one entry per trial); `toolscore report` rebuilds it from results.jsonl.
-    #[serde(skip)]
-    pub distribution: Vec<(f64, u64)>,
+}
+
+/// Every answered trial's latency as (value in ms, count), ascending: a histogram's non-empty
+/// buckets, each value as the percentiles report it. A latency gate reads any order statistic,
+/// and how many answers were within a budget, from it, at any level, without keeping the
+/// trials.
+pub type LatencyDistribution = Vec<(f64, u64)>;
+
+/// The latency distributions of a run, per arm and per expected tool, handed from the
+/// aggregator to the gate beside the `Summary`. Kept out of the summary (and summary.json) on
+/// purpose: it grows with the spread of latencies, up to an entry per trial, and the summary
+/// must stay a plain function of the records that compares equal after a round trip through
+/// JSON. `toolscore report` rebuilds it from results.jsonl like every other figure.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LatencyDistributions {
+    pub arms: BTreeMap<ArmId, ArmLatencyDistribution>,
+}
+
+/// One arm's latency distributions.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ArmLatencyDistribution {
+    pub arm: LatencyDistribution,
+    /// Keyed by the case's expected-tool label.
+    pub tools: BTreeMap<String, LatencyDistribution>,
 }
 
 /// One expected tool's latency.
