@@ -163,10 +163,7 @@ pub fn plan(req: &PlanRequest) -> TrialPlan {
         let median = observed[observed.len() / 2];
         for (basis, rate) in [
             ("observed median case rate", median),
-            (
-                "observed rate nearest 0.5 (every case within ±)",
-                hardest,
-            ),
+            ("observed rate nearest 0.5 (every case within ±)", hardest),
         ] {
             if let Some(n) = stats::wilson_trials_for_half_width(rate, req.precision, conf2) {
                 precision_rows.push(PrecisionRow {

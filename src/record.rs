@@ -169,6 +169,68 @@ pub struct TrialScore {
     /// pattern".
     pub detail: Option<String>,
     pub schema_violations: Vec<SchemaViolation>,
+    /// Why the arguments of a trial that chose the right tool were wrong, one entry per
+    /// finding (at most [`MAX_ARG_FAILURES`], every kind found kept at least once). `None`
+    /// when the classifier did not run: the trial passed its argument and schema checks, chose
+    /// the wrong tool, or was scored before the taxonomy existed (so `toolscore report` can
+    /// tell "no failure" from "not classified" in old results).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arg_failures: Option<Vec<ArgFailure>>,
+}
+
+/// Most argument findings kept per trial: counting needs only which kinds occurred, and the
+/// paths are examples, so a reply with hundreds of bad keys cannot bloat results.jsonl.
+pub const MAX_ARG_FAILURES: usize = 8;
+
+/// Why a right-tool call's arguments failed (the argument-failure taxonomy).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ArgFailureKind {
+    /// The arguments were not JSON at all.
+    InvalidJson,
+    /// A property the schema requires, or a key the fixture expects, is absent.
+    MissingRequired,
+    /// A key neither the fixture expects nor the schema declares: a hallucinated parameter.
+    ExtraParameter,
+    /// Present, with a JSON type other than the expected value's or the schema's.
+    WrongType,
+    /// Present with the right type and a different value (or a schema constraint such as
+    /// `pattern`, `enum` or `minimum` broken).
+    WrongValue,
+}
+
+impl ArgFailureKind {
+    pub const ALL: [ArgFailureKind; 5] = [
+        ArgFailureKind::InvalidJson,
+        ArgFailureKind::MissingRequired,
+        ArgFailureKind::ExtraParameter,
+        ArgFailureKind::WrongType,
+        ArgFailureKind::WrongValue,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ArgFailureKind::InvalidJson => "invalid_json",
+            ArgFailureKind::MissingRequired => "missing_required",
+            ArgFailureKind::ExtraParameter => "extra_parameter",
+            ArgFailureKind::WrongType => "wrong_type",
+            ArgFailureKind::WrongValue => "wrong_value",
+        }
+    }
+}
+
+impl fmt::Display for ArgFailureKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One finding of the argument-failure classifier: its kind and where (a dotted path into the
+/// arguments, "" for the root; prefixed `tool:` for parallel calls).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ArgFailure {
+    pub kind: ArgFailureKind,
+    pub path: String,
 }
 
 /// One schema violation of produced arguments. `path` is dotted ("lines.0.sku", "" for the

@@ -552,3 +552,131 @@ fn schema_violations_are_filed_under_the_tool_actually_called() {
         run.stdout
     );
 }
+
+#[test]
+fn argument_failures_are_classified_counted_by_kind_and_recomputed_by_report() {
+    const TOOLS: &str = r#"{"tools": [
+      {"name": "book", "description": "Book a hotel.", "inputSchema": {"type": "object", "properties": {"city": {"type": "string"}, "nights": {"type": "integer"}}, "required": ["city", "nights"]}},
+      {"name": "ping", "description": "Ping a host.", "inputSchema": {"type": "object", "properties": {"host": {"type": "string"}}, "required": ["host"]}}
+    ]}"#;
+    let cases = [
+        r#"{"id": "c0", "messages": [{"role": "user", "content": "case 0"}], "expect": {"tool": "book", "args": {"city": "Paris", "nights": 2}}}"#,
+        r#"{"id": "c1", "messages": [{"role": "user", "content": "case 1"}], "expect": {"tool": "book", "args": {"city": "Paris", "nights": 2}}}"#,
+        r#"{"id": "c2", "messages": [{"role": "user", "content": "case 2"}], "expect": {"tool": "ping", "args": {"host": "a"}, "match": {"host": {"one_of": ["a", "A"]}}}}"#,
+        r#"{"id": "c3", "messages": [{"role": "user", "content": "case 3"}], "expect": {"tool": "ping", "args": {"host": "a"}}}"#,
+    ]
+    .join("\n");
+    // Per case, the k-th request (k = 0..3) gets known arguments:
+    // c0: always `nights` as a string (wrong_type ×4);
+    // c1: an invented `pet` key on even k (extra_parameter ×2), cut-off JSON on odd k
+    //     (invalid_json ×2);
+    // c2: right ("A", which the one_of matcher accepts), then `{}` (missing_required ×1), then
+    //     "b" twice (wrong_value ×2);
+    // c3: the wrong tool every time (outside the taxonomy).
+    let counters: Mutex<HashMap<String, u64>> = Mutex::new(HashMap::new());
+    let server = FakeServer::start_in_background(move |req| {
+        let user = last_user_message(req).unwrap_or_default();
+        let k = {
+            let mut c = counters.lock().expect("lock");
+            let n = c.entry(user.clone()).or_insert(0);
+            *n += 1;
+            *n - 1
+        };
+        let call = match (user.as_str(), k) {
+            ("case 0", _) => ("book", r#"{"city":"Paris","nights":"2"}"#),
+            ("case 1", k) if k % 2 == 0 => ("book", r#"{"city":"Paris","nights":2,"pet":true}"#),
+            ("case 1", _) => ("book", r#"{"city": "Par"#),
+            ("case 2", 0) => ("ping", r#"{"host":"A"}"#),
+            ("case 2", 1) => ("ping", "{}"),
+            ("case 2", _) => ("ping", r#"{"host":"b"}"#),
+            _ => ("book", r#"{"city":"Paris","nights":2}"#),
+        };
+        FakeResponse::ok(tool_call_body(&[call]))
+    });
+    let dir = project(TOOLS, &cases);
+    let run = run_against(dir.path(), &server, &["--trials", "4", "--run-id", "tax"]);
+    assert_eq!(run.code, 0, "{}", run.transcript());
+    let run_dir = dir.path().join("out/tax");
+    let summary = read_json(&run_dir.join("summary.json"));
+    let t = &summary["arms"][0]["arg_failures"];
+    assert_eq!(t["trials"], 12, "{t}");
+    assert_eq!(t["unclassified_trials"], 0, "{t}");
+    let share = |kinds: &Value, kind: &str| -> Value {
+        kinds
+            .as_array()
+            .expect("kinds")
+            .iter()
+            .find(|k| k["kind"] == kind)
+            .map(|k| k["share"].clone())
+            .expect("kind listed")
+    };
+    for (kind, x) in [
+        ("invalid_json", 2),
+        ("missing_required", 1),
+        ("extra_parameter", 2),
+        ("wrong_type", 4),
+        ("wrong_value", 2),
+    ] {
+        assert_rate(&share(&t["kinds"], kind), x, 12);
+    }
+    let tool = |name: &str| -> Value {
+        t["by_tool"]
+            .as_array()
+            .expect("by_tool")
+            .iter()
+            .find(|b| b["tool"] == name)
+            .cloned()
+            .expect("tool listed")
+    };
+    let book = tool("book");
+    assert_eq!(book["trials"], 8);
+    assert_rate(&share(&book["kinds"], "wrong_type"), 4, 8);
+    assert_rate(&share(&book["kinds"], "wrong_value"), 0, 8);
+    let ping = tool("ping");
+    // c3 chose the wrong tool: only c2's four trials are classified.
+    assert_eq!(ping["trials"], 4);
+    assert_rate(&share(&ping["kinds"], "wrong_value"), 2, 4);
+
+    // Each record keeps its findings with their paths.
+    let records: Vec<Value> = std::fs::read_to_string(run_dir.join("results.jsonl"))
+        .expect("results")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("record"))
+        .collect();
+    let c0 = records.iter().find(|r| r["case_id"] == "c0").expect("c0");
+    assert_eq!(
+        c0["score"]["arg_failures"],
+        serde_json::json!([{"kind": "wrong_type", "path": "nights"}])
+    );
+
+    let section = |text: &str| -> String {
+        text.lines()
+            .skip_while(|l| !l.starts_with("argument failures by kind"))
+            .take(6)
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let expected = "argument failures by kind (share of the 12 trials that chose the right tool, 95% Wilson; a trial counts once per kind):\n".to_owned()
+        + &format!("  invalid_json      {:<34} book 2/8\n", fmt_rate(2, 12))
+        + &format!("  missing_required  {:<34} ping 1/4\n", fmt_rate(1, 12))
+        + &format!("  extra_parameter   {:<34} book 2/8\n", fmt_rate(2, 12))
+        + &format!("  wrong_type        {:<34} book 4/8\n", fmt_rate(4, 12))
+        + &format!("  wrong_value       {:<34} ping 2/4", fmt_rate(2, 12));
+    assert_eq!(section(&run.stdout), expected, "{}", run.stdout);
+
+    // `toolscore report` recomputes the same section from results.jsonl alone.
+    let again = toolscore(dir.path(), &["report", "out/tax"]);
+    assert_eq!(again.code, 0, "{}", again.transcript());
+    assert_eq!(section(&again.stdout), expected);
+}
+
+/// A rate as the terminal prints it.
+fn fmt_rate(x: u64, n: u64) -> String {
+    let iv = rate_interval(x, n, 0.95).expect("n > 0");
+    format!(
+        "{:.3} [{:.3}, {:.3}] ({x}/{n})",
+        x as f64 / n as f64,
+        iv.lo,
+        iv.hi
+    )
+}

@@ -75,6 +75,7 @@ fn comparable(dir: &Path, run: &str) -> Value {
     v.as_object_mut().unwrap().remove("run");
     for arm in v["arms"].as_array_mut().unwrap() {
         arm.as_object_mut().unwrap().remove("latency_ms");
+        arm.as_object_mut().unwrap().remove("tool_latency");
         let warnings = arm["warnings"].as_array_mut().unwrap();
         warnings.retain(|w| w["kind"] != "latency_p99_unbounded");
     }

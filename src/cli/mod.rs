@@ -61,10 +61,13 @@ pub enum Command {
 pub struct GateArgs {
     /// A gate, `METRIC>=T` (selection, args, schema, pass): pass when the one-sided lower
     /// confidence bound clears T (exit 0), fail when the upper bound is below it (exit 1),
-    /// inconclusive otherwise (exit 3). Repeatable.
-    #[arg(long = "gate", value_name = "METRIC>=T")]
+    /// inconclusive otherwise (exit 3). Or a latency budget, `LATENCY<=MS` (p50_ms, p95_ms,
+    /// p99_ms): pass when the percentile's upper bound is within MS, fail when its lower bound
+    /// is over it. Repeatable.
+    #[arg(long = "gate", value_name = "METRIC>=T|LATENCY<=MS")]
     pub gates: Vec<String>,
-    /// What a gate judges: the suite's case-level rate, or every case on its own.
+    /// What a gate judges: the suite's case-level rate (latency: the arm's), every case on
+    /// its own, or every expected tool on its own.
     #[arg(long, value_enum, default_value_t = GateLevel::Suite)]
     pub gate_level: GateLevel,
     /// Judge every case after each of its trials with an anytime-valid sequential test (SPRT
@@ -497,6 +500,7 @@ fn run_command(
         None => totals,
     };
     run.finished_at = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+    let latency = sinks.aggregator.latency_distributions();
     let mut summary = sinks
         .aggregator
         .finish(run, &totals, setup.confidence, setup.precision);
@@ -508,6 +512,7 @@ fn run_command(
     } else if !setup.gates.is_empty() {
         summary.gate = Some(crate::gate::evaluate(
             &summary,
+            &latency,
             &setup.gates,
             setup.gate_level,
         ));
@@ -583,7 +588,8 @@ fn report_command(args: &ReportArgs) -> Result<ExitCode, Error> {
     let confidence = plan::checked_confidence(args.confidence.unwrap_or(header.confidence))?;
     let precision = plan::checked_precision(args.precision.unwrap_or(header.precision))?;
     let gates = parse_gates(&args.gate.gates)?;
-    let mut summary = crate::report::reaggregate(&results_path, header, confidence, precision)?;
+    let (mut summary, latency) =
+        crate::report::reaggregate_with_latency(&results_path, header, confidence, precision)?;
     if args.gate.sequential {
         let spec = crate::gate::sequential::SequentialSpec {
             gates,
@@ -599,6 +605,7 @@ fn report_command(args: &ReportArgs) -> Result<ExitCode, Error> {
     } else if !gates.is_empty() {
         summary.gate = Some(crate::gate::evaluate(
             &summary,
+            &latency,
             &gates,
             args.gate.gate_level,
         ));
@@ -665,6 +672,12 @@ fn compare_command(args: &CompareArgs) -> Result<ExitCode, Error> {
 /// tokens. Reads the suite (and an earlier run) only; calls nothing.
 fn plan_command(args: &PlanArgs) -> Result<ExitCode, Error> {
     let gates = parse_gates(&args.gates)?;
+    if let Some(g) = gates.iter().find(|g| g.metric.rate().is_none()) {
+        return Err(usage(&format!(
+            "--gate {}: plan covers rate gates (selection, args, schema, pass); a latency budget needs the trials its percentile's upper bound needs (368 answered trials for p99 at 95%)",
+            g.metric.label()
+        )));
+    }
     let (config, datasets) = load_suite(&args.suite)?;
     let d = &config.defaults;
     let confidence = plan::checked_confidence(args.confidence.or(d.confidence).unwrap_or(0.95))?;
@@ -683,7 +696,8 @@ fn plan_command(args: &PlanArgs) -> Result<ExitCode, Error> {
         })?,
         None => gates
             .first()
-            .map_or(crate::report::Metric::Selection, |g| g.metric),
+            .and_then(|g| g.metric.rate())
+            .unwrap_or(crate::report::Metric::Selection),
     };
     let cases: usize = datasets.iter().map(|d| d.cases.len()).sum();
     let mut observed_case_rates = Vec::new();

@@ -91,7 +91,7 @@ pub fn baseline_gates(
             ));
         }
         out.push(GateResult {
-            metric,
+            metric: metric.into(),
             threshold: -margin,
             level: GateLevel::Baseline,
             arm: arm.arm.clone(),
@@ -110,6 +110,8 @@ pub fn baseline_gates(
             not_passed: Vec::new(),
             hint: (!hint.is_empty()).then(|| hint.join("\n      ")),
             sequential: None,
+            tools: Vec::new(),
+            trials: None,
         });
     }
     Ok(out)

@@ -1,6 +1,8 @@
 //! Decisions on a run's summary: `--gate 'pass>=0.8'` passes only when the lower confidence
 //! bound clears the bar, fails only when the upper bound is below it, and is inconclusive
-//! otherwise (reference/stats.md §1.4, §3.3).
+//! otherwise (reference/stats.md §1.4, §3.3); `--gate 'p95_ms<=2000'` passes only when the
+//! upper bound of the percentile is within the budget and fails only when its lower bound is
+//! over it (§7.3).
 //!
 //! - Suite level: the suite interval of the mean of case rates (`stats::suite_interval`, cases
 //!   as the independent units), taken two-sided at `2·conf − 1` so each end is a one-sided
@@ -10,16 +12,26 @@
 //!   α without correction). A case fails only when Holm's procedure over the gated cases
 //!   rejects `p ≥ T` for it, so the chance of any false "fail" stays at most α however many
 //!   cases are gated.
+//! - Tool level: the same design with expected tools as the units. A tool's rate is the suite
+//!   interval of its own cases (one case: that case's one-sided Wilson bound); every tool must
+//!   pass, and a tool fails only when Holm's procedure over the gated tools rejects for it,
+//!   using the p-values that invert those very intervals.
+//! - Latency: the exact order-statistic interval of the percentile (distribution-free), each
+//!   end one-sided at `conf`; per arm at suite (and case) level, per expected tool at tool
+//!   level, where FAIL again goes through Holm across tools.
 //!
-//! Pure: reads a `Summary`, returns a `GateReport`.
+//! Pure: reads a `Summary` (and, for latency, the arms' latency distributions), returns a
+//! `GateReport`.
+
+use std::collections::BTreeMap;
 
 pub mod baseline;
 pub mod sequential;
 
 use crate::error::InputError;
 use crate::report::{
-    ArmSummary, CaseVerdict, DatasetInfo, GateLevel, GateReport, GateResult, Metric, RateStat,
-    Summary, Verdict,
+    ArmLatencyDistribution, ArmSummary, CaseVerdict, DatasetInfo, GateLevel, GateMetric,
+    GateReport, GateResult, LatencyDistributions, Metric, RateStat, Summary, ToolVerdict, Verdict,
 };
 use crate::stats;
 
@@ -34,29 +46,65 @@ pub fn parse_metric(name: &str) -> Option<Metric> {
     }
 }
 
-/// A gate as the user wrote it: `METRIC>=THRESHOLD`.
+/// A gate as the user wrote it: `METRIC>=THRESHOLD` for a rate, `LATENCY<=BUDGET_MS` for a
+/// latency percentile.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct GateSpec {
-    pub metric: Metric,
+    pub metric: GateMetric,
+    /// The rate threshold, or the latency budget in milliseconds.
     pub threshold: f64,
 }
 
+/// The forms a `--gate` takes, quoted in every parse error.
+const GATE_FORMS: &str = "write METRIC>=THRESHOLD, METRIC one of selection, args, schema, pass, e.g. pass>=0.8; or LATENCY<=MS, LATENCY one of p50_ms, p95_ms, p99_ms, e.g. p95_ms<=2000";
+
 impl GateSpec {
-    /// Parses `pass>=0.8` (metrics: selection, args, schema, pass).
+    /// Parses `pass>=0.8` (metrics: selection, args, schema, pass) or `p95_ms<=2000`
+    /// (p50_ms, p95_ms, p99_ms). A rate only takes `>=` (a floor) and a latency only `<=` (a
+    /// budget): the other direction would be a gate nobody means, so it is refused.
     pub fn parse(text: &str) -> Result<GateSpec, InputError> {
-        let bad = |why: &str| {
-            InputError::new(format!(
-                "--gate `{text}`: {why} (write METRIC>=THRESHOLD, METRIC one of selection, args, schema, pass, e.g. pass>=0.8)"
-            ))
+        let bad = |why: &str| InputError::new(format!("--gate `{text}`: {why} ({GATE_FORMS})"));
+        let (name, op, value) = if let Some((n, v)) = text.split_once(">=") {
+            (n, ">=", v)
+        } else if let Some((n, v)) = text.split_once("<=") {
+            (n, "<=", v)
+        } else {
+            return Err(bad("no `>=` or `<=`"));
         };
-        let (name, value) = text.split_once(">=").ok_or_else(|| bad("no `>=`"))?;
-        let metric = parse_metric(name.trim())
-            .ok_or_else(|| bad(&format!("unknown metric `{}`", name.trim())))?;
+        let metric = match name.trim() {
+            "selection" => GateMetric::Selection,
+            "args" | "args_exact" => GateMetric::ArgsExact,
+            "schema" | "schema_valid" => GateMetric::SchemaValid,
+            "pass" => GateMetric::Pass,
+            "p50_ms" => GateMetric::P50Ms,
+            "p95_ms" => GateMetric::P95Ms,
+            "p99_ms" => GateMetric::P99Ms,
+            other => return Err(bad(&format!("unknown metric `{other}`"))),
+        };
+        let value = value.trim();
+        let latency = metric.quantile().is_some();
+        if latency && op == ">=" {
+            return Err(bad(&format!(
+                "a latency is gated with `<=` (a budget it must stay within), e.g. {}<={value}",
+                metric.label()
+            )));
+        }
+        if !latency && op == "<=" {
+            return Err(bad(&format!(
+                "a rate is gated with `>=` (a floor it must clear), e.g. {}>={value}",
+                name.trim()
+            )));
+        }
         let threshold: f64 = value
-            .trim()
             .parse()
-            .map_err(|_| bad(&format!("`{}` is not a number", value.trim())))?;
-        if !(threshold > 0.0 && threshold < 1.0) {
+            .map_err(|_| bad(&format!("`{value}` is not a number")))?;
+        if latency {
+            if !(threshold.is_finite() && threshold > 0.0) {
+                return Err(bad(
+                    "the latency budget must be a positive number of milliseconds",
+                ));
+            }
+        } else if !(threshold > 0.0 && threshold < 1.0) {
             return Err(bad("the threshold must be strictly between 0 and 1"));
         }
         Ok(GateSpec { metric, threshold })
@@ -77,19 +125,33 @@ pub fn report_of(gates: Vec<GateResult>, confidence: f64) -> GateReport {
     }
 }
 
-/// Evaluates every gate on every arm of the summary.
-pub fn evaluate(summary: &Summary, specs: &[GateSpec], level: GateLevel) -> GateReport {
+/// Evaluates every gate on every arm of the summary. Latency gates read the arms' latency
+/// distributions (`Aggregator::latency_distributions`, `report::reaggregate_with_latency`),
+/// which the summary does not hold; rate gates need only the summary.
+pub fn evaluate(
+    summary: &Summary,
+    latency: &LatencyDistributions,
+    specs: &[GateSpec],
+    level: GateLevel,
+) -> GateReport {
     let conf = summary.confidence;
+    let none = ArmLatencyDistribution::default();
     let gates: Vec<GateResult> = summary
         .arms
         .iter()
         .flat_map(|arm| {
-            specs.iter().map(move |spec| match level {
-                GateLevel::Suite => suite_gate(arm, *spec, conf),
-                GateLevel::Case | GateLevel::Baseline => {
-                    case_gate(arm, *spec, conf, &summary.run.datasets)
-                }
-            })
+            let dist = latency.arms.get(&arm.arm).unwrap_or(&none);
+            specs
+                .iter()
+                .map(move |spec| match (spec.metric.rate(), level) {
+                    (Some(metric), GateLevel::Suite) => suite_gate(arm, *spec, metric, conf),
+                    (Some(metric), GateLevel::Case | GateLevel::Baseline) => {
+                        case_gate(arm, *spec, metric, conf, &summary.run.datasets)
+                    }
+                    (Some(metric), GateLevel::Tool) => tool_rate_gate(arm, *spec, metric, conf),
+                    (None, GateLevel::Tool) => tool_latency_gate(arm, dist, *spec, conf),
+                    (None, _) => arm_latency_gate(arm, dist, *spec, level, conf),
+                })
         })
         .collect();
     let verdict = gates
@@ -116,16 +178,18 @@ fn empty_result(arm: &ArmSummary, spec: GateSpec, level: GateLevel, method: &str
         lower: None,
         upper: None,
         cases: 0,
+        trials: None,
         passed_cases: 0,
         failed_cases: 0,
         inconclusive_cases: 0,
         not_passed: Vec::new(),
+        tools: Vec::new(),
         hint: None,
         sequential: None,
     }
 }
 
-fn suite_gate(arm: &ArmSummary, spec: GateSpec, conf: f64) -> GateResult {
+fn suite_gate(arm: &ArmSummary, spec: GateSpec, metric: Metric, conf: f64) -> GateResult {
     let mut r = empty_result(
         arm,
         spec,
@@ -136,7 +200,7 @@ fn suite_gate(arm: &ArmSummary, spec: GateSpec, conf: f64) -> GateResult {
         .cases
         .iter()
         .map(|c| {
-            let s = c.metrics.get(spec.metric);
+            let s = c.metrics.get(metric);
             (s.x, s.n)
         })
         .filter(|&(_, n)| n > 0)
@@ -184,7 +248,13 @@ fn case_threshold(datasets: &[DatasetInfo], dataset: &str, case: &str, spec: Gat
         .unwrap_or(spec.threshold)
 }
 
-fn case_gate(arm: &ArmSummary, spec: GateSpec, conf: f64, datasets: &[DatasetInfo]) -> GateResult {
+fn case_gate(
+    arm: &ArmSummary,
+    spec: GateSpec,
+    metric: Metric,
+    conf: f64,
+    datasets: &[DatasetInfo],
+) -> GateResult {
     let mut r = empty_result(
         arm,
         spec,
@@ -194,7 +264,7 @@ fn case_gate(arm: &ArmSummary, spec: GateSpec, conf: f64, datasets: &[DatasetInf
     let gated: Vec<(&crate::report::CaseSummary, &RateStat)> = arm
         .cases
         .iter()
-        .map(|c| (c, c.metrics.get(spec.metric)))
+        .map(|c| (c, c.metrics.get(metric)))
         .filter(|(_, s)| s.n > 0)
         .collect();
     r.cases = gated.len();
@@ -286,6 +356,340 @@ fn case_gate(arm: &ArmSummary, spec: GateSpec, conf: f64, datasets: &[DatasetInf
     r
 }
 
+/// What the data say about one latency percentile against a budget, each bound one-sided at
+/// `conf` (the order-statistic interval at `2·conf − 1`).
+struct LatencyJudgement {
+    n: u64,
+    value: Option<f64>,
+    lower: Option<f64>,
+    upper: Option<f64>,
+    /// `P(Bin(n, q) ≤ k)`, k the answers within the budget: the p-value of "within budget".
+    p_value: Option<f64>,
+    hint: Option<String>,
+}
+
+/// The value at 1-based `rank` of an ascending (value, count) distribution.
+fn value_at_rank(distribution: &[(f64, u64)], rank: u64) -> Option<f64> {
+    let mut seen = 0;
+    distribution.iter().find_map(|&(v, c)| {
+        seen += c;
+        (seen >= rank).then_some(v)
+    })
+}
+
+fn judge_latency(distribution: &[(f64, u64)], q: f64, budget: f64, conf: f64) -> LatencyJudgement {
+    let n: u64 = distribution.iter().map(|&(_, c)| c).sum();
+    let mut j = LatencyJudgement {
+        n,
+        value: None,
+        lower: None,
+        upper: None,
+        p_value: None,
+        hint: None,
+    };
+    if n == 0 {
+        j.hint = Some("no answered trials".to_owned());
+        return j;
+    }
+    let two_sided = 2.0 * conf - 1.0;
+    j.value = stats::nearest_rank_position(n, q).and_then(|r| value_at_rank(distribution, r));
+    let ci = stats::order_statistic_ci(n, q, two_sided);
+    j.lower = ci
+        .and_then(|c| c.lower_rank)
+        .and_then(|r| value_at_rank(distribution, r));
+    j.upper = ci
+        .and_then(|c| c.upper_rank)
+        .and_then(|r| value_at_rank(distribution, r));
+    let within: u64 = distribution
+        .iter()
+        .filter(|&&(v, _)| v <= budget)
+        .map(|&(_, c)| c)
+        .sum();
+    j.p_value = stats::quantile_p_value_above(n, within, q);
+    if j.upper.is_none() {
+        let needed = stats::min_trials_for_upper_bound(q, two_sided).unwrap_or(0);
+        j.hint = Some(format!(
+            "p{} has no upper bound from {n} answered trials at {:.0}% one-sided; passing needs at least {needed} (stats::min_trials_for_upper_bound)",
+            percentile_label(q),
+            conf * 100.0
+        ));
+    } else if j.upper.is_some_and(|u| u > budget) && j.lower.is_none_or(|lo| lo <= budget) {
+        j.hint = Some(
+            "the percentile's interval straddles the budget; more trials narrow it".to_owned(),
+        );
+    }
+    j
+}
+
+fn percentile_label(q: f64) -> String {
+    format!("{}", (q * 100.0).round())
+}
+
+/// A latency gate on the arm's answered trials (suite and case level: latency is kept per arm
+/// and per expected tool, not per case).
+fn arm_latency_gate(
+    arm: &ArmSummary,
+    dist: &ArmLatencyDistribution,
+    spec: GateSpec,
+    level: GateLevel,
+    conf: f64,
+) -> GateResult {
+    let method = format!(
+        "exact order-statistic interval of the arm's {} over its answered trials, one-sided{}",
+        spec.metric.label(),
+        if level == GateLevel::Case {
+            " (latency is judged per arm: it is not kept per case)"
+        } else {
+            ""
+        }
+    );
+    let mut r = empty_result(arm, spec, level, &method);
+    let Some(q) = spec.metric.quantile() else {
+        return r;
+    };
+    r.cases = arm.cases.len();
+    let j = judge_latency(&dist.arm, q, spec.threshold, conf);
+    r.trials = Some(j.n);
+    r.estimate = j.value;
+    r.lower = j.lower;
+    r.upper = j.upper;
+    r.verdict = latency_verdict(
+        &j,
+        spec.threshold,
+        j.lower.is_some_and(|lo| lo > spec.threshold),
+    );
+    r.hint = j.hint;
+    r
+}
+
+fn latency_verdict(j: &LatencyJudgement, budget: f64, failed: bool) -> Verdict {
+    if j.upper.is_some_and(|u| u <= budget) {
+        Verdict::Pass
+    } else if failed {
+        Verdict::Fail
+    } else {
+        Verdict::Inconclusive
+    }
+}
+
+/// Each expected tool's latency percentile against the budget: every tool must pass; a tool
+/// fails only when Holm's procedure over the gated tools rejects "within budget" for it.
+fn tool_latency_gate(
+    arm: &ArmSummary,
+    dist: &ArmLatencyDistribution,
+    spec: GateSpec,
+    conf: f64,
+) -> GateResult {
+    let mut r = empty_result(
+        arm,
+        spec,
+        GateLevel::Tool,
+        "exact order-statistic interval of each expected tool's percentile, one-sided; every tool must pass (intersection-union); a tool fails under Holm across the gated tools",
+    );
+    let Some(q) = spec.metric.quantile() else {
+        return r;
+    };
+    let judged: Vec<(&str, LatencyJudgement)> = dist
+        .tools
+        .iter()
+        .map(|(tool, d)| (tool.as_str(), judge_latency(d, q, spec.threshold, conf)))
+        .filter(|(_, j)| j.n > 0)
+        .collect();
+    let p_values: Vec<f64> = judged
+        .iter()
+        .map(|(_, j)| j.p_value.unwrap_or(1.0))
+        .collect();
+    let failing = stats::holm_rejections(&p_values, 1.0 - conf);
+    let gated = judged.len();
+    let tools = judged
+        .into_iter()
+        .zip(failing)
+        .map(|((tool, j), failed)| {
+            let verdict = latency_verdict(&j, spec.threshold, failed);
+            let held_back =
+                verdict == Verdict::Inconclusive && j.lower.is_some_and(|lo| lo > spec.threshold);
+            let hint = if held_back {
+                Some(holm_hint(gated))
+            } else {
+                j.hint
+            };
+            ToolVerdict {
+                tool: tool.to_owned(),
+                verdict,
+                cases: cases_of(arm, tool),
+                n: j.n,
+                estimate: j.value,
+                lower: j.lower,
+                upper: j.upper,
+                p_value: j.p_value,
+                method: "order-statistic interval, one-sided".to_owned(),
+                hint,
+            }
+        })
+        .collect();
+    finish_tools(r.clone(), tools).unwrap_or_else(|| {
+        r.hint = Some("no expected tool has answered trials".to_owned());
+        r
+    })
+}
+
+/// Why a tool whose own one-sided bound already misses the bar is not failed.
+fn holm_hint(tools: usize) -> String {
+    format!(
+        "its own bound misses the bar, but not after Holm's correction across the {tools} gated tools; more evidence for it would settle it"
+    )
+}
+
+fn cases_of(arm: &ArmSummary, tool: &str) -> usize {
+    arm.cases.iter().filter(|c| c.expected == tool).count()
+}
+
+/// Each expected tool's rate against the threshold, from that tool's cases alone.
+fn tool_rate_gate(arm: &ArmSummary, spec: GateSpec, metric: Metric, conf: f64) -> GateResult {
+    let mut r = empty_result(
+        arm,
+        spec,
+        GateLevel::Tool,
+        "per expected tool: the suite interval of its cases' rates (t(m-1), never narrower than Wilson at N/DEFF; a single case: its Wilson bound), one-sided; every tool must pass (intersection-union); a tool fails only when Holm across the gated tools rejects rate >= T, on the p-values that invert those intervals",
+    );
+    let t = spec.threshold;
+    let mut by_tool: BTreeMap<&str, Vec<(u64, u64)>> = BTreeMap::new();
+    for c in &arm.cases {
+        let s = c.metrics.get(metric);
+        if s.n > 0 {
+            by_tool
+                .entry(c.expected.as_str())
+                .or_default()
+                .push((s.x, s.n));
+        }
+    }
+    r.cases = by_tool.values().map(Vec::len).sum();
+    let mut tools: Vec<ToolVerdict> = Vec::with_capacity(by_tool.len());
+    let mut p_values = Vec::with_capacity(by_tool.len());
+    for (tool, counts) in &by_tool {
+        let n: u64 = counts.iter().map(|&(_, n)| n).sum();
+        let mut v = ToolVerdict {
+            tool: (*tool).to_owned(),
+            verdict: Verdict::Inconclusive,
+            cases: counts.len(),
+            n,
+            estimate: None,
+            lower: None,
+            upper: None,
+            p_value: None,
+            method: String::new(),
+            hint: None,
+        };
+        if let [(x, n)] = counts.as_slice() {
+            v.method = "one-sided Wilson (a single case)".to_owned();
+            v.estimate = Some(*x as f64 / *n as f64);
+            v.lower = stats::wilson_lower_bound(*x, *n, conf);
+            v.upper = stats::wilson_upper_bound(*x, *n, conf);
+            v.p_value = stats::score_p_value_below(*x, *n, t);
+            let p = *x as f64 / *n as f64;
+            let margin = (p - t).abs();
+            v.hint = (margin > 0.0)
+                .then(|| stats::wilson_trials_for_half_width(p, margin.min(0.49), 2.0 * conf - 1.0))
+                .flatten()
+                .map(|need| {
+                    format!(
+                        "about {} more trials of its one case would settle it at the observed rate",
+                        need.saturating_sub(*n)
+                    )
+                });
+        } else if let Some(est) = stats::suite_interval(counts, 2.0 * conf - 1.0) {
+            v.method = format!("suite interval of its {} cases, one-sided", counts.len());
+            v.estimate = Some(est.mean);
+            v.lower = Some(est.interval.lo);
+            v.upper = Some(est.interval.hi);
+            v.p_value = stats::suite_p_value_below(counts, t);
+            let margin = (est.mean - t).abs();
+            v.hint = (margin > 0.0).then(|| {
+                match stats::cases_for_half_width(&est, margin.min(0.49), 2.0 * conf - 1.0) {
+                    Some(m) if m > counts.len() as u64 => format!(
+                        "about {m} cases of this tool with the same spread would settle it (more trials per case cannot)"
+                    ),
+                    // The case rates agree (or already would at this spread): the interval
+                    // rests on the trials within the cases, which more trials do narrow.
+                    _ => "its cases agree; the interval rests on their trials, so more trials per case would narrow it".to_owned(),
+                }
+            });
+        }
+        p_values.push(v.p_value.unwrap_or(1.0));
+        tools.push(v);
+    }
+    let failing = stats::holm_rejections(&p_values, 1.0 - conf);
+    let tools_gated = tools.len();
+    for (v, failed) in tools.iter_mut().zip(failing) {
+        v.verdict = if v.lower.is_some_and(|lo| lo >= t) {
+            Verdict::Pass
+        } else if failed {
+            Verdict::Fail
+        } else {
+            Verdict::Inconclusive
+        };
+        if v.verdict != Verdict::Inconclusive {
+            v.hint = None;
+        } else if v.upper.is_some_and(|hi| hi < t) {
+            // Below the bar on its own bound: what holds it back is the correction for
+            // judging several tools, which a sample-size figure at this margin would hide.
+            v.hint = Some(holm_hint(tools_gated));
+        } else if v.hint.is_none() {
+            v.hint = Some(
+                "its observed rate sits on the threshold; no sample size settles it".to_owned(),
+            );
+        }
+    }
+    finish_tools(r.clone(), tools).unwrap_or_else(|| {
+        r.hint = Some("no expected tool has data for this metric".to_owned());
+        r
+    })
+}
+
+/// The gate's verdict from its tools' (any failure fails it; all must pass to pass), with the
+/// tools worst first: failures, then inconclusive, then the lowest rate or highest latency
+/// bound. `None` when no tool was gated.
+fn finish_tools(mut r: GateResult, mut tools: Vec<ToolVerdict>) -> Option<GateResult> {
+    if tools.is_empty() {
+        return None;
+    }
+    let latency = r.metric.quantile().is_some();
+    tools.sort_by(|a, b| {
+        let (ka, kb) = if latency {
+            (
+                -a.lower.unwrap_or(f64::INFINITY),
+                -b.lower.unwrap_or(f64::INFINITY),
+            )
+        } else {
+            (a.upper.unwrap_or(1.0), b.upper.unwrap_or(1.0))
+        };
+        b.verdict
+            .cmp(&a.verdict)
+            .then(ka.partial_cmp(&kb).unwrap_or(std::cmp::Ordering::Equal))
+            .then_with(|| a.tool.cmp(&b.tool))
+    });
+    let failed = tools.iter().filter(|t| t.verdict == Verdict::Fail).count();
+    let inconclusive = tools
+        .iter()
+        .filter(|t| t.verdict == Verdict::Inconclusive)
+        .count();
+    r.verdict = if failed > 0 {
+        Verdict::Fail
+    } else if inconclusive > 0 {
+        Verdict::Inconclusive
+    } else {
+        Verdict::Pass
+    };
+    if r.verdict == Verdict::Inconclusive {
+        r.hint = Some(format!(
+            "{inconclusive} of {} tools neither pass nor fail; each says what would settle it",
+            tools.len()
+        ));
+    }
+    r.tools = tools;
+    Some(r)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -295,18 +699,207 @@ mod tests {
         assert_eq!(
             GateSpec::parse("pass>=0.8").unwrap(),
             GateSpec {
-                metric: Metric::Pass,
+                metric: GateMetric::Pass,
                 threshold: 0.8
             }
         );
         assert_eq!(
             GateSpec::parse(" args >= 0.5").unwrap().metric,
-            Metric::ArgsExact
+            GateMetric::ArgsExact
         );
         for bad in ["pass>0.8", "speed>=0.8", "pass>=1", "pass>=x"] {
             let msg = GateSpec::parse(bad).unwrap_err().to_string();
             assert!(msg.contains("METRIC>=THRESHOLD"), "{bad}: {msg}");
         }
+    }
+
+    use crate::event::RunTotals;
+    use crate::record::{Outcome, TrialRecord, TrialScore};
+    use crate::report::{Aggregator, RunInfo};
+
+    /// A trial of `case` (expecting `tool`) that passed or not, answered in `ms`.
+    fn trial(tool: &str, case: &str, passed: bool, ms: f64) -> TrialRecord {
+        let outcome = if passed { Outcome::Pass } else { Outcome::Fail };
+        let mut r = TrialRecord::for_test(case, outcome, ms);
+        r.expected = tool.into();
+        r.score = Some(TrialScore {
+            selection_ok: passed,
+            args_ok: None,
+            schema_ok: Some(true),
+            passed,
+            failure: None,
+            detail: None,
+            schema_violations: Vec::new(),
+            arg_failures: None,
+        });
+        r
+    }
+
+    fn summary(records: &[TrialRecord]) -> (Summary, LatencyDistributions) {
+        let mut agg = Aggregator::new();
+        for r in records {
+            agg.add(r);
+        }
+        let latency = agg.latency_distributions();
+        let n = records.len() as u64;
+        let totals = RunTotals {
+            planned_trials: n,
+            completed_trials: n,
+            skipped_trials: 0,
+            interrupted: false,
+            failures: Vec::new(),
+        };
+        (
+            agg.finish(RunInfo::for_test(40), &totals, 0.95, 0.05),
+            latency,
+        )
+    }
+
+    /// Tool `a`: three cases always right; tool `b`: three cases right half the time; tool
+    /// `c`: one case right in 38 of 40.
+    fn three_tools() -> (Summary, LatencyDistributions) {
+        let mut records = Vec::new();
+        for case in 0..3 {
+            for i in 0..40 {
+                records.push(trial("a", &format!("a{case}"), true, 10.0));
+                records.push(trial("b", &format!("b{case}"), i % 2 == 0, 10.0));
+            }
+        }
+        for i in 0..40 {
+            records.push(trial("c", "c0", i < 38, 10.0));
+        }
+        summary(&records)
+    }
+
+    fn gate(s: &(Summary, LatencyDistributions), spec: &str, level: GateLevel) -> GateResult {
+        let report = evaluate(&s.0, &s.1, &[GateSpec::parse(spec).unwrap()], level);
+        report.gates.into_iter().next().unwrap()
+    }
+
+    fn tool<'a>(r: &'a GateResult, name: &str) -> &'a ToolVerdict {
+        r.tools.iter().find(|t| t.tool == name).unwrap()
+    }
+
+    #[test]
+    fn a_tool_gate_fails_the_tool_below_and_needs_every_tool_to_pass() {
+        let s = three_tools();
+        let r = gate(&s, "pass>=0.8", GateLevel::Tool);
+        assert_eq!(r.verdict, Verdict::Fail);
+        assert_eq!(tool(&r, "b").verdict, Verdict::Fail);
+        assert_eq!(tool(&r, "a").verdict, Verdict::Pass);
+        // Worst first.
+        assert_eq!(r.tools[0].tool, "b");
+        // b's bounds are the suite interval of b's own three cases, one-sided.
+        let iv = stats::suite_interval(&[(20, 40); 3], 0.90)
+            .unwrap()
+            .interval;
+        assert_eq!(
+            (tool(&r, "b").lower, tool(&r, "b").upper),
+            (Some(iv.lo), Some(iv.hi))
+        );
+        // c has a single case: its one-sided Wilson bound.
+        let c = tool(&r, "c");
+        assert_eq!(c.lower, stats::wilson_lower_bound(38, 40, 0.95));
+        assert_eq!(c.cases, 1);
+        assert_eq!(r.cases, 7);
+
+        let r = gate(&s, "selection>=0.3", GateLevel::Tool);
+        assert_eq!(r.verdict, Verdict::Pass, "{:?}", r.tools);
+        // At 0.5, b sits on the bar: neither bound decides.
+        let r = gate(&s, "pass>=0.5", GateLevel::Tool);
+        assert_eq!(r.verdict, Verdict::Inconclusive, "{:?}", r.tools);
+        assert!(tool(&r, "b").hint.is_some());
+    }
+
+    #[test]
+    fn a_tool_fails_only_when_holm_across_the_tools_rejects() {
+        // Ten single-case tools at 16/20 against 0.93: each one-sided Wilson upper bound is
+        // below the bar, but Holm over ten p-values needs far stronger evidence.
+        let mut records = Vec::new();
+        for t in 0..10 {
+            for i in 0..20 {
+                records.push(trial(&format!("t{t}"), &format!("c{t}"), i < 16, 10.0));
+            }
+        }
+        let s = summary(&records);
+        let r = gate(&s, "pass>=0.93", GateLevel::Tool);
+        let p = stats::score_p_value_below(16, 20, 0.93).unwrap();
+        assert!(p < 0.05 && p * 10.0 > 0.05, "p = {p}");
+        assert!(r.tools.iter().all(|t| t.upper.unwrap() < 0.93));
+        assert_eq!(r.verdict, Verdict::Inconclusive, "{:?}", r.tools);
+    }
+
+    #[test]
+    fn latency_budgets_per_tool_pass_fail_or_ask_for_more_trials() {
+        let mut records = Vec::new();
+        for i in 0..100 {
+            records.push(trial("fast", "f", true, f64::from(i + 1)));
+            records.push(trial("slow", "s", true, f64::from(1000 + i)));
+        }
+        let s = summary(&records);
+        let r = gate(&s, "p95_ms<=500", GateLevel::Tool);
+        assert_eq!(r.verdict, Verdict::Fail);
+        assert_eq!(tool(&r, "fast").verdict, Verdict::Pass);
+        let slow = tool(&r, "slow");
+        assert_eq!(slow.verdict, Verdict::Fail);
+        // The order-statistic ranks at two-sided 90% for n = 100, p95.
+        let ci = stats::order_statistic_ci(100, 0.95, 0.90).unwrap();
+        let close = |got: Option<f64>, want: f64| (got.unwrap() - want).abs() <= want * 1e-3;
+        assert!(
+            close(slow.lower, 999.0 + ci.lower_rank.unwrap() as f64),
+            "{slow:?}"
+        );
+        assert!(close(tool(&r, "fast").upper, ci.upper_rank.unwrap() as f64));
+        assert!(gate(&s, "p95_ms<=2000", GateLevel::Tool).verdict == Verdict::Pass);
+
+        // p99 from 100 answers has no upper bound: inconclusive, saying how many are needed.
+        let r = gate(&s, "p99_ms<=5000", GateLevel::Tool);
+        assert_eq!(r.verdict, Verdict::Inconclusive);
+        let hint = tool(&r, "fast").hint.clone().unwrap();
+        assert!(hint.contains("at least 299"), "{hint}");
+        assert_eq!(stats::min_trials_for_upper_bound(0.99, 0.90), Some(299));
+
+        // Per arm at suite level: the 200 answers together.
+        let r = gate(&s, "p50_ms<=2000", GateLevel::Suite);
+        assert_eq!((r.verdict, r.trials), (Verdict::Pass, Some(200)));
+        assert!(r.tools.is_empty());
+        let r = gate(&s, "p50_ms<=10", GateLevel::Suite);
+        assert_eq!(r.verdict, Verdict::Fail);
+    }
+
+    #[test]
+    fn latency_and_rate_gates_refuse_the_other_direction() {
+        assert_eq!(
+            GateSpec::parse("p95_ms<=2000").unwrap(),
+            GateSpec {
+                metric: GateMetric::P95Ms,
+                threshold: 2000.0
+            }
+        );
+        for (bad, why) in [
+            ("p95_ms>=2000", "a latency is gated with `<=`"),
+            ("pass<=0.8", "a rate is gated with `>=`"),
+            ("p99_ms<=0", "positive number of milliseconds"),
+            ("p99_ms<=inf", "positive number of milliseconds"),
+            ("p90_ms<=100", "unknown metric `p90_ms`"),
+        ] {
+            let msg = GateSpec::parse(bad).unwrap_err().to_string();
+            assert!(msg.contains(why), "{bad}: {msg}");
+            assert!(msg.contains("LATENCY<=MS"), "{bad}: {msg}");
+        }
+    }
+
+    #[test]
+    fn a_gate_result_written_before_tool_gates_still_parses() {
+        let old = serde_json::json!({
+            "metric": "pass", "threshold": 0.8, "level": "suite",
+            "arm": {"variant": "base", "provider": "p", "model": "m"},
+            "verdict": "fail", "method": "…", "cases": 6,
+            "passed_cases": 0, "failed_cases": 0, "inconclusive_cases": 0
+        });
+        let r: GateResult = serde_json::from_value(old).unwrap();
+        assert_eq!(r.metric, GateMetric::Pass);
+        assert!(r.tools.is_empty() && r.trials.is_none());
     }
 
     /// SplitMix64 uniforms, for seeded simulations.

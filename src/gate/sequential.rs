@@ -50,6 +50,12 @@ impl SequentialSpec {
         if self.gates.is_empty() {
             return Err("--sequential needs at least one --gate METRIC>=T".to_owned());
         }
+        if self.gates.iter().any(|g| g.metric.rate().is_none()) {
+            return Err(
+                "--sequential judges rates (selection, args, schema, pass), not latency budgets"
+                    .to_owned(),
+            );
+        }
         if let Some(p1) = self.p1 {
             let highest = self
                 .gates
@@ -175,8 +181,11 @@ impl SequentialGate {
             if state.decided.is_some() {
                 continue;
             }
-            let value = metric_value(score, gate.metric);
-            if gate.metric == Metric::ArgsExact && value.is_none() {
+            let Some(metric) = gate.metric.rate() else {
+                continue;
+            };
+            let value = metric_value(score, metric);
+            if metric == Metric::ArgsExact && value.is_none() {
                 state.not_applicable = true;
                 continue;
             }
@@ -314,6 +323,8 @@ impl SequentialGate {
                             self.spec.max_trials
                         )
                     }),
+                    tools: Vec::new(),
+                    trials: None,
                     sequential: Some(SequentialInfo {
                         p1: self.spec.p1_for(gate.threshold),
                         alpha,

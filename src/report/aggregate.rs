@@ -9,12 +9,14 @@ use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 use super::{
-    ArmSummary, CaseSummary, ConfusionCell, GroupSummary, InfraSummary, LatencySummary, Metric,
-    Metrics, Percentile, RateStat, Summary, SummaryHeader, TokenSummary, ToolAccuracy, Warning,
+    ArgFailureShare, ArgFailureSummary, ArmLatencyDistribution, ArmSummary, CaseSummary,
+    ConfusionCell, GroupSummary, InfraSummary, LatencyDistribution, LatencyDistributions,
+    LatencySummary, Metric, Metrics, Percentile, RateStat, Summary, SummaryHeader, TokenSummary,
+    ToolAccuracy, ToolArgFailures, Warning,
 };
 use crate::error::{Error, InputError};
 use crate::event::{Control, Observer, RunEvent, RunTotals};
-use crate::record::{ArmId, ModelIdentity, Outcome, TrialRecord};
+use crate::record::{ArgFailureKind, ArmId, ModelIdentity, Outcome, TrialRecord, TrialScore};
 use crate::stats;
 
 /// What was run, for the report header and for telling runs apart later.
@@ -144,9 +146,10 @@ struct CaseAgg {
 struct ArmAgg {
     /// dataset → case id → counters.
     cases: BTreeMap<String, BTreeMap<String, CaseAgg>>,
-    latency_us: Histogram<u64>,
-    /// Integer microseconds, so the mean does not depend on the order trials finish in.
-    latency_sum_us: u64,
+    latency: LatencyAgg,
+    /// Expected label → latency of its answered trials (one histogram per expected tool, so
+    /// memory is bounded by the dataset's tools, not by the trials).
+    tool_latency: BTreeMap<String, LatencyAgg>,
     input_tokens: u64,
     output_tokens: u64,
     with_usage: u64,
@@ -157,6 +160,59 @@ struct ArmAgg {
     schema_violations: BTreeMap<String, u64>,
     /// (expected label, chosen label) → scored trials.
     confusion: BTreeMap<(String, String), u64>,
+    /// Expected label → argument-failure counts (one entry per expected tool, so bounded by
+    /// the dataset, not by what the model produces).
+    arg_failures: BTreeMap<String, ArgFailureCounts>,
+}
+
+/// Argument-failure counts of a group: right-tool trials whose arguments are classified (the
+/// denominator), per kind the trials that showed it, and failing trials that carry no
+/// classification (kept out of the denominator, which would otherwise read as "no failure").
+#[derive(Debug, Clone, Copy, Default)]
+struct ArgFailureCounts {
+    trials: u64,
+    unclassified: u64,
+    kinds: [u64; ArgFailureKind::ALL.len()],
+}
+
+impl ArgFailureCounts {
+    fn add(&mut self, score: &TrialScore) {
+        // The right tool was chosen and a call made: the trials whose arguments were judged.
+        if !(score.selection_ok && score.schema_ok.is_some()) {
+            return;
+        }
+        match &score.arg_failures {
+            None if !score.passed => self.unclassified += 1,
+            None => self.trials += 1,
+            Some(found) => {
+                self.trials += 1;
+                for (i, kind) in ArgFailureKind::ALL.iter().enumerate() {
+                    if found.iter().any(|f| f.kind == *kind) {
+                        self.kinds[i] += 1;
+                    }
+                }
+            }
+        }
+    }
+
+    fn merge(&mut self, other: &ArgFailureCounts) {
+        self.trials += other.trials;
+        self.unclassified += other.unclassified;
+        for (a, b) in self.kinds.iter_mut().zip(other.kinds) {
+            *a += b;
+        }
+    }
+
+    fn shares(&self, conf: f64) -> Vec<ArgFailureShare> {
+        ArgFailureKind::ALL
+            .iter()
+            .zip(self.kinds)
+            .map(|(&kind, x)| ArgFailureShare {
+                kind,
+                share: rate(Count { x, n: self.trials }, conf, None),
+            })
+            .collect()
+    }
 }
 
 /// Distinct (expected, chosen) pairs kept per arm; the rest are counted under "(other)" so a
@@ -191,13 +247,10 @@ const NO_CALL: &str = "(no call)";
 
 impl ArmAgg {
     fn new() -> Self {
-        // 1 µs to 1 hour at 3 significant figures: at most 0.1% quantisation (stats.md §7.2).
-        let latency_us = Histogram::new_with_bounds(1, 3_600_000_000, 3)
-            .expect("static histogram bounds are valid");
         ArmAgg {
             cases: BTreeMap::new(),
-            latency_us,
-            latency_sum_us: 0,
+            latency: LatencyAgg::new(),
+            tool_latency: BTreeMap::new(),
             input_tokens: 0,
             output_tokens: 0,
             with_usage: 0,
@@ -207,6 +260,7 @@ impl ArmAgg {
             error_examples: Vec::new(),
             schema_violations: BTreeMap::new(),
             confusion: BTreeMap::new(),
+            arg_failures: BTreeMap::new(),
         }
     }
 
@@ -262,6 +316,13 @@ impl ArmAgg {
             *self.confusion.entry(key).or_default() += 1;
         }
         if let Some(score) = &record.score {
+            if !self.arg_failures.contains_key(&record.expected) {
+                self.arg_failures
+                    .insert(record.expected.clone(), ArgFailureCounts::default());
+            }
+            if let Some(counts) = self.arg_failures.get_mut(&record.expected) {
+                counts.add(score);
+            }
             let c = &mut self.case(record).counts;
             c.scored += 1;
             c.selection.add(Some(score.selection_ok));
@@ -297,9 +358,14 @@ impl ArmAgg {
             self.input_tokens += usage.input_tokens.unwrap_or(0);
             self.output_tokens += usage.output_tokens.unwrap_or(0);
         }
-        let us = (record.latency_ms * 1000.0).round().max(1.0) as u64;
-        self.latency_us.saturating_record(us);
-        self.latency_sum_us += us;
+        self.latency.record(record.latency_ms);
+        if !self.tool_latency.contains_key(&record.expected) {
+            self.tool_latency
+                .insert(record.expected.clone(), LatencyAgg::new());
+        }
+        if let Some(tool) = self.tool_latency.get_mut(&record.expected) {
+            tool.record(record.latency_ms);
+        }
     }
 
     fn finish(self, arm: ArmId, conf: f64, precision: f64) -> ArmSummary {
@@ -338,7 +404,15 @@ impl ArmAgg {
             .iter()
             .map(|(name, idx)| group(name, idx, &counts, conf))
             .collect();
-        let latency_ms = latency_summary(&self.latency_us, self.latency_sum_us, conf);
+        let latency_ms = self.latency.summary(conf);
+        let tool_latency = self
+            .tool_latency
+            .iter()
+            .map(|(tool, l)| super::ToolLatency {
+                tool: tool.clone(),
+                latency_ms: l.summary(conf),
+            })
+            .collect();
         let tokens = TokenSummary {
             input_total: self.input_tokens,
             output_total: self.output_tokens,
@@ -368,6 +442,7 @@ impl ArmAgg {
             tools,
             cases,
             latency_ms,
+            tool_latency,
             tokens,
             infra,
             schema_violations: self.schema_violations,
@@ -382,6 +457,7 @@ impl ArmAgg {
                 .collect(),
             tool_accuracy: tool_accuracy(&self.confusion, conf),
             unstable_cases: Vec::new(),
+            arg_failures: arg_failure_summary(&self.arg_failures, conf),
             warnings: Vec::new(),
         };
         summary.unstable_cases = summary
@@ -422,6 +498,30 @@ impl Aggregator {
         }
         if let Some(arm) = self.arms.get_mut(&record.arm) {
             arm.add(record);
+        }
+    }
+
+    /// The latency distributions a latency gate reads (per arm and per expected tool), as
+    /// they stand: call before [`Aggregator::finish`].
+    pub fn latency_distributions(&self) -> LatencyDistributions {
+        LatencyDistributions {
+            arms: self
+                .arms
+                .iter()
+                .map(|(id, agg)| {
+                    (
+                        id.clone(),
+                        ArmLatencyDistribution {
+                            arm: agg.latency.distribution(),
+                            tools: agg
+                                .tool_latency
+                                .iter()
+                                .map(|(tool, l)| (tool.clone(), l.distribution()))
+                                .collect(),
+                        },
+                    )
+                })
+                .collect(),
         }
     }
 
@@ -485,6 +585,16 @@ pub fn reaggregate(
     confidence: f64,
     precision: f64,
 ) -> Result<Summary, Error> {
+    reaggregate_with_latency(results, header, confidence, precision).map(|(summary, _)| summary)
+}
+
+/// [`reaggregate`], with the latency distributions a latency gate needs.
+pub fn reaggregate_with_latency(
+    results: &Path,
+    header: SummaryHeader,
+    confidence: f64,
+    precision: f64,
+) -> Result<(Summary, LatencyDistributions), Error> {
     let mut agg = Aggregator::new();
     let mut completed = 0;
     for_each_record(results, &mut |record| {
@@ -498,7 +608,11 @@ pub fn reaggregate(
         interrupted: header.interrupted,
         failures: header.failures(),
     };
-    Ok(agg.finish(header.run, &totals, confidence, precision))
+    let latency = agg.latency_distributions();
+    Ok((
+        agg.finish(header.run, &totals, confidence, precision),
+        latency,
+    ))
 }
 
 /// Every record of a results.jsonl, in file order (the order the run finished them), streamed:
@@ -565,6 +679,32 @@ fn tool_accuracy(confusion: &BTreeMap<(String, String), u64>, conf: f64) -> Vec<
         .collect()
 }
 
+/// The arm's taxonomy and each expected tool's.
+fn arg_failure_summary(
+    by_tool: &BTreeMap<String, ArgFailureCounts>,
+    conf: f64,
+) -> ArgFailureSummary {
+    let mut all = ArgFailureCounts::default();
+    for c in by_tool.values() {
+        all.merge(c);
+    }
+    ArgFailureSummary {
+        trials: all.trials,
+        unclassified_trials: all.unclassified,
+        kinds: all.shares(conf),
+        by_tool: by_tool
+            .iter()
+            .filter(|(_, c)| c.trials > 0)
+            .map(|(tool, c)| ToolArgFailures {
+                tool: tool.clone(),
+                trials: c.trials,
+                unclassified_trials: c.unclassified,
+                kinds: c.shares(conf),
+            })
+            .collect(),
+    }
+}
+
 fn rate(c: Count, conf: f64, case_level: Option<stats::ClusteredEstimate>) -> RateStat {
     RateStat {
         x: c.x,
@@ -612,6 +752,46 @@ fn value_at_rank(h: &Histogram<u64>, rank: u64) -> Option<f64> {
         }
     }
     None
+}
+
+/// Latencies of answered trials: a histogram and an exact sum.
+struct LatencyAgg {
+    us: Histogram<u64>,
+    /// Integer microseconds, so the mean does not depend on the order trials finish in.
+    sum_us: u64,
+}
+
+impl LatencyAgg {
+    fn new() -> Self {
+        // 1 µs to 1 hour at 3 significant figures: at most 0.1% quantisation (stats.md §7.2).
+        let us = Histogram::new_with_bounds(1, 3_600_000_000, 3)
+            .expect("static histogram bounds are valid");
+        LatencyAgg { us, sum_us: 0 }
+    }
+
+    fn record(&mut self, latency_ms: f64) {
+        let us = (latency_ms * 1000.0).round().max(1.0) as u64;
+        self.us.saturating_record(us);
+        self.sum_us += us;
+    }
+
+    fn summary(&self, conf: f64) -> LatencySummary {
+        latency_summary(&self.us, self.sum_us, conf)
+    }
+
+    /// The non-empty buckets, valued as [`value_at_rank`] values them, so a gate's order
+    /// statistics are the very percentiles the report shows.
+    fn distribution(&self) -> LatencyDistribution {
+        self.us
+            .iter_recorded()
+            .map(|v| {
+                (
+                    self.us.highest_equivalent(v.value_iterated_to()) as f64 / 1000.0,
+                    v.count_at_value(),
+                )
+            })
+            .collect()
+    }
 }
 
 fn latency_summary(h: &Histogram<u64>, sum_us: u64, conf: f64) -> LatencySummary {
@@ -823,6 +1003,7 @@ mod tests {
             failure: None,
             detail: None,
             schema_violations: Vec::new(),
+            arg_failures: None,
         });
         if !selection_ok {
             r.outcome = Outcome::Fail;
@@ -987,6 +1168,61 @@ mod tests {
     }
 
     #[test]
+    fn argument_failures_count_once_per_kind_per_trial_by_expected_tool() {
+        use crate::record::{ArgFailure, ArgFailureKind::*};
+        let finding = |kind, path: &str| ArgFailure {
+            kind,
+            path: path.into(),
+        };
+        let trial = |expected: &str, found: Option<Vec<ArgFailure>>, passed: bool| {
+            let mut r = scored(true, true);
+            r.expected = expected.into();
+            r.case_id = format!("{expected}-case");
+            let s = r.score.as_mut().unwrap();
+            s.passed = passed;
+            s.arg_failures = found;
+            r
+        };
+        let mut agg = Aggregator::new();
+        // Two wrong values in one trial count once.
+        agg.add(&trial(
+            "a",
+            Some(vec![finding(WrongValue, "x"), finding(WrongValue, "y")]),
+            false,
+        ));
+        agg.add(&trial(
+            "a",
+            Some(vec![finding(MissingRequired, "z"), finding(WrongType, "w")]),
+            false,
+        ));
+        agg.add(&trial("a", None, true));
+        agg.add(&trial("b", Some(vec![finding(InvalidJson, "")]), false));
+        // Scored before the taxonomy: failing, unclassified, in no count.
+        agg.add(&trial("b", None, false));
+        // The wrong tool: outside the taxonomy.
+        let mut wrong = chose("b", &["a"], false);
+        wrong.score.as_mut().unwrap().selection_ok = false;
+        agg.add(&wrong);
+        let s = agg.finish(run_info(), &totals(6, 6), 0.95, 0.05);
+        let t = &s.arms[0].arg_failures;
+        assert_eq!((t.trials, t.unclassified_trials), (4, 1));
+        let count = |kinds: &[ArgFailureShare], kind| {
+            let k = kinds.iter().find(|k| k.kind == kind).unwrap();
+            (k.share.x, k.share.n)
+        };
+        assert_eq!(count(&t.kinds, WrongValue), (1, 4));
+        assert_eq!(count(&t.kinds, InvalidJson), (1, 4));
+        assert_eq!(count(&t.kinds, ExtraParameter), (0, 4));
+        let a = t.by_tool.iter().find(|b| b.tool == "a").unwrap();
+        assert_eq!(a.trials, 3);
+        assert_eq!(count(&a.kinds, MissingRequired), (1, 3));
+        let iv = t.kinds[0].share.interval.unwrap();
+        assert_eq!(Some(iv), stats::rate_interval(1, 4, 0.95));
+        let b = t.by_tool.iter().find(|b| b.tool == "b").unwrap();
+        assert_eq!((b.trials, b.unclassified_trials), (1, 1));
+    }
+
+    #[test]
     fn records_of_two_arms_aggregate_apart_whatever_their_order() {
         let mut a = record(10.0, Outcome::Pass);
         a.score = Some(crate::record::TrialScore {
@@ -997,6 +1233,7 @@ mod tests {
             failure: None,
             detail: None,
             schema_violations: Vec::new(),
+            arg_failures: None,
         });
         let mut b = a.clone();
         b.arm.provider = "q".into();

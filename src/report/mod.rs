@@ -1,8 +1,8 @@
 //! Aggregation of the `TrialRecord` stream into a `Summary`, and the observers and renderers
 //! that show it: the terminal report, `results.csv`, progress.
 //!
-//! The aggregator keeps counters per (arm, case) and one latency histogram per arm, so memory
-//! depends on the number of cases, not trials. Every interval and threshold comes from
+//! The aggregator keeps counters per (arm, case) and latency histograms per arm and per
+//! expected tool, so memory depends on the number of cases and tools, not trials. Every interval and threshold comes from
 //! `stats`; renderers only format numbers the `Summary` already holds, and warnings are data
 //! ([`Warning`]) that each renderer words for itself.
 
@@ -16,7 +16,7 @@ mod warning;
 
 pub use aggregate::{
     Aggregator, ArmInfo, DatasetInfo, ReplayInfo, RunInfo, VariantInfo, for_each_record,
-    reaggregate,
+    reaggregate, reaggregate_with_latency,
 };
 pub use comparison::{
     CaseComparison, ComparedArm, Comparison, ComparisonVerdict, GroupComparison, McNemar,
@@ -25,7 +25,10 @@ pub use comparison::{
 pub use csv::ResultsCsv;
 pub use progress::{Progress, ProgressMode};
 pub use terminal::render_terminal;
-pub use verdict::{CaseVerdict, GateLevel, GateReport, GateResult, SequentialInfo, Verdict};
+pub use verdict::{
+    CaseVerdict, GateLevel, GateMetric, GateReport, GateResult, SequentialInfo, ToolVerdict,
+    Verdict,
+};
 pub use warning::{Metric, Warning};
 
 use std::collections::BTreeMap;
@@ -34,7 +37,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::error::Error;
-use crate::record::ArmId;
+use crate::record::{ArgFailureKind, ArmId};
 use crate::stats::{ClusteredEstimate, Interval};
 
 /// Everything a report shows, computed once from the records.
@@ -95,6 +98,10 @@ pub struct ArmSummary {
     pub tools: Vec<GroupSummary>,
     pub cases: Vec<CaseSummary>,
     pub latency_ms: LatencySummary,
+    /// Latency of each expected tool's answered trials (keyed by the case's expected-tool
+    /// label, like `tools`), for per-tool budgets.
+    #[serde(default)]
+    pub tool_latency: Vec<ToolLatency>,
     pub tokens: TokenSummary,
     pub infra: InfraSummary,
     /// Schema violations of produced arguments, `tool: path failed keyword` → count.
@@ -111,7 +118,48 @@ pub struct ArmSummary {
     /// right sometimes and wrong sometimes, which is information, not noise.
     #[serde(default)]
     pub unstable_cases: Vec<UnstableCase>,
+    /// Why right-tool arguments failed, by kind, for the arm and per expected tool.
+    #[serde(default)]
+    pub arg_failures: ArgFailureSummary,
     pub warnings: Vec<Warning>,
+}
+
+/// The argument-failure taxonomy of a group of trials. The denominator is the trials that
+/// chose the right tool and made a call, the only trials whose arguments can be wrong in a
+/// classifiable way: counting wrong-tool trials too would dilute every share by selection
+/// errors. A trial counts once per kind however many fields show it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ArgFailureSummary {
+    /// Scored trials that chose the right tool, made a call and are classified: the
+    /// denominator of every share.
+    pub trials: u64,
+    /// Right-tool trials that failed their argument or schema check but carry no
+    /// classification (scored by a toolscore older than the taxonomy): in no count, and not
+    /// in `trials` either, so they do not read as "no failure".
+    #[serde(default)]
+    pub unclassified_trials: u64,
+    /// Every kind, in a fixed order, with its share of `trials` and the Wilson interval.
+    pub kinds: Vec<ArgFailureShare>,
+    /// The same per expected tool (the case's expected-tool label).
+    #[serde(default)]
+    pub by_tool: Vec<ToolArgFailures>,
+}
+
+/// How many trials showed one kind of argument failure, out of the group's trials.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ArgFailureShare {
+    pub kind: ArgFailureKind,
+    pub share: RateStat,
+}
+
+/// The argument-failure taxonomy of the cases expecting one tool.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolArgFailures {
+    pub tool: String,
+    pub trials: u64,
+    #[serde(default)]
+    pub unclassified_trials: u64,
+    pub kinds: Vec<ArgFailureShare>,
 }
 
 /// One cell of the expected × chosen matrix.
@@ -213,6 +261,37 @@ pub struct LatencySummary {
     pub p50: Option<Percentile>,
     pub p95: Option<Percentile>,
     pub p99: Option<Percentile>,
+}
+
+/// Every answered trial's latency as (value in ms, count), ascending: a histogram's non-empty
+/// buckets, each value as the percentiles report it. A latency gate reads any order statistic,
+/// and how many answers were within a budget, from it, at any level, without keeping the
+/// trials.
+pub type LatencyDistribution = Vec<(f64, u64)>;
+
+/// The latency distributions of a run, per arm and per expected tool, handed from the
+/// aggregator to the gate beside the `Summary`. Kept out of the summary (and summary.json) on
+/// purpose: it grows with the spread of latencies, up to an entry per trial, and the summary
+/// must stay a plain function of the records that compares equal after a round trip through
+/// JSON. `toolscore report` rebuilds it from results.jsonl like every other figure.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LatencyDistributions {
+    pub arms: BTreeMap<ArmId, ArmLatencyDistribution>,
+}
+
+/// One arm's latency distributions.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ArmLatencyDistribution {
+    pub arm: LatencyDistribution,
+    /// Keyed by the case's expected-tool label.
+    pub tools: BTreeMap<String, LatencyDistribution>,
+}
+
+/// One expected tool's latency.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolLatency {
+    pub tool: String,
+    pub latency_ms: LatencySummary,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -106,26 +106,63 @@ fn write_gate(g: &GateReport, several: bool, w: &mut dyn Write) -> io::Result<()
         } else {
             String::new()
         };
-        let bound = |v: Option<f64>| v.map_or("n/a".to_owned(), |v| format!("{v:.3}"));
-        match r.level {
-            GateLevel::Suite => writeln!(
+        let latency = r.metric.quantile().is_some();
+        let gate = format!("{}{}{}", r.metric.label(), r.metric.op(), r.threshold);
+        // Rates to three decimals; latencies in ms to one, with a missing end unbounded.
+        let bound = |v: Option<f64>| match (v, latency) {
+            (Some(v), false) => format!("{v:.3}"),
+            (Some(v), true) => format!("{v:.1}"),
+            (None, false) => "n/a".to_owned(),
+            (None, true) => "unbounded".to_owned(),
+        };
+        let clause = match r.verdict {
+            Verdict::Pass if latency => {
+                format!("upper bound {} <= {}", bound(r.upper), r.threshold)
+            }
+            Verdict::Fail if latency => format!("lower bound {} > {}", bound(r.lower), r.threshold),
+            Verdict::Pass => format!("lower bound {} >= {}", bound(r.lower), r.threshold),
+            Verdict::Fail => format!("upper bound {} < {}", bound(r.upper), r.threshold),
+            Verdict::Inconclusive if latency => format!(
+                "[{}, {}] straddles {}",
+                bound(r.lower),
+                bound(r.upper),
+                r.threshold
+            ),
+            Verdict::Inconclusive => format!("{} straddles {}", bound(r.lower), r.threshold),
+        };
+        let pct = r.metric.label().trim_end_matches("_ms");
+        match (r.level, latency) {
+            (GateLevel::Tool, _) => {
+                let count = |v: Verdict| r.tools.iter().filter(|t| t.verdict == v).count();
+                writeln!(
+                    w,
+                    "  {} {gate}{arm}, every tool: {} passed, {} failed, {} inconclusive of {} tools",
+                    r.verdict.label(),
+                    count(Verdict::Pass),
+                    count(Verdict::Fail),
+                    count(Verdict::Inconclusive),
+                    r.tools.len()
+                )?;
+            }
+            (_, true) => writeln!(
                 w,
-                "  {} {}>={}{arm}, suite: {} — mean {} of {} cases, bounds [{}, {}]",
+                "  {} {gate}{arm}, arm: {clause} — {pct} {} ms of {} answered trials, bounds [{}, {}]",
                 r.verdict.label(),
-                r.metric.label().replace(' ', "_"),
-                r.threshold,
-                match r.verdict {
-                    Verdict::Pass => format!("lower bound {} >= {}", bound(r.lower), r.threshold),
-                    Verdict::Fail => format!("upper bound {} < {}", bound(r.upper), r.threshold),
-                    Verdict::Inconclusive =>
-                        format!("{} straddles {}", bound(r.lower), r.threshold),
-                },
+                bound(r.estimate),
+                r.trials.unwrap_or(0),
+                bound(r.lower),
+                bound(r.upper)
+            )?,
+            (GateLevel::Suite, false) => writeln!(
+                w,
+                "  {} {gate}{arm}, suite: {clause} — mean {} of {} cases, bounds [{}, {}]",
+                r.verdict.label(),
                 bound(r.estimate),
                 r.cases,
                 bound(r.lower),
                 bound(r.upper)
             )?,
-            GateLevel::Baseline => writeln!(
+            (GateLevel::Baseline, _) => writeln!(
                 w,
                 "  {} {} vs baseline{arm}: this run − baseline = {} [{}, {}] over {} cases; {} -{}",
                 r.verdict.label(),
@@ -141,12 +178,10 @@ fn write_gate(g: &GateReport, several: bool, w: &mut dyn Write) -> io::Result<()
                 },
                 -r.threshold
             )?,
-            GateLevel::Case => writeln!(
+            (GateLevel::Case, false) => writeln!(
                 w,
-                "  {} {}>={}{arm}, every case: {} passed, {} failed, {} inconclusive of {} cases",
+                "  {} {gate}{arm}, every case: {} passed, {} failed, {} inconclusive of {} cases",
                 r.verdict.label(),
-                r.metric.label().replace(' ', "_"),
-                r.threshold,
                 r.passed_cases,
                 r.failed_cases,
                 r.inconclusive_cases,
@@ -179,6 +214,38 @@ fn write_gate(g: &GateReport, several: bool, w: &mut dyn Write) -> io::Result<()
                     String::new()
                 }
             )?;
+        }
+        let not_passed: Vec<_> = r
+            .tools
+            .iter()
+            .filter(|t| t.verdict != Verdict::Pass)
+            .collect();
+        for t in not_passed.iter().take(10) {
+            let figure = if latency {
+                format!("{pct} {} ms of {} answered trials", bound(t.estimate), t.n)
+            } else {
+                format!(
+                    "mean {} of {} case{} ({} trials)",
+                    bound(t.estimate),
+                    t.cases,
+                    if t.cases == 1 { "" } else { "s" },
+                    t.n
+                )
+            };
+            writeln!(
+                w,
+                "      {:<12} {:<34} {figure}, bounds [{}, {}]",
+                t.verdict.label(),
+                t.tool,
+                bound(t.lower),
+                bound(t.upper)
+            )?;
+            if let Some(hint) = &t.hint {
+                writeln!(w, "          {hint}")?;
+            }
+        }
+        if not_passed.len() > 10 {
+            writeln!(w, "      … {} more in summary.json", not_passed.len() - 10)?;
         }
         for c in r.not_passed.iter().take(10) {
             writeln!(
@@ -394,6 +461,7 @@ fn render_arm(s: &Summary, a: &ArmSummary, extra: &[Warning], w: &mut dyn Write)
             writeln!(w, "  {n:>5}× {k}")?;
         }
     }
+    write_arg_failures(a, &conf, w)?;
     writeln!(w)?;
     let l = &a.latency_ms;
     let end = |v: Option<f64>| v.map_or("unbounded".to_owned(), |v| format!("{v:.1}"));
@@ -440,6 +508,68 @@ fn render_arm(s: &Summary, a: &ArmSummary, extra: &[Warning], w: &mut dyn Write)
     let all: Vec<Warning> = extra.iter().chain(&a.warnings).cloned().collect();
     if !all.is_empty() {
         write_warnings(&all, w)?;
+    }
+    Ok(())
+}
+
+/// Tools named per kind on one line of the taxonomy; the rest are in summary.json.
+const TOOLS_PER_KIND_SHOWN: usize = 4;
+
+/// The argument-failure taxonomy: each kind's share of the trials that chose the right tool,
+/// with the tools that show it. Omitted when no such trial failed its arguments.
+fn write_arg_failures(a: &ArmSummary, conf: &str, w: &mut dyn Write) -> io::Result<()> {
+    let t = &a.arg_failures;
+    if t.trials == 0 || (t.unclassified_trials == 0 && t.kinds.iter().all(|k| k.share.x == 0)) {
+        return Ok(());
+    }
+    writeln!(w)?;
+    if t.kinds.iter().all(|k| k.share.x == 0) {
+        // Only unclassified failures: a table of zeros would read as "no argument failures".
+        return writeln!(
+            w,
+            "argument failures by kind: {} failing right-tool trials carry no classification (scored by an older toolscore; re-run to classify them)",
+            t.unclassified_trials
+        );
+    }
+    writeln!(
+        w,
+        "argument failures by kind (share of the {} trials that chose the right tool, {conf} Wilson; a trial counts once per kind):",
+        t.trials
+    )?;
+    for k in &t.kinds {
+        let mut tools: Vec<(&str, u64, u64)> = t
+            .by_tool
+            .iter()
+            .filter_map(|bt| {
+                bt.kinds
+                    .iter()
+                    .find(|s| s.kind == k.kind && s.share.x > 0)
+                    .map(|s| (bt.tool.as_str(), s.share.x, s.share.n))
+            })
+            .collect();
+        tools.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0)));
+        let mut named: Vec<String> = tools
+            .iter()
+            .take(TOOLS_PER_KIND_SHOWN)
+            .map(|(tool, x, n)| format!("{tool} {x}/{n}"))
+            .collect();
+        if tools.len() > TOOLS_PER_KIND_SHOWN {
+            named.push(format!("… {} more", tools.len() - TOOLS_PER_KIND_SHOWN));
+        }
+        let line = format!(
+            "  {:<17} {:<34} {}",
+            k.kind.as_str(),
+            format_rate(&k.share),
+            named.join(" · ")
+        );
+        writeln!(w, "{}", line.trim_end())?;
+    }
+    if t.unclassified_trials > 0 {
+        writeln!(
+            w,
+            "  {} failing trials carry no classification (scored by an older toolscore); they are in no count",
+            t.unclassified_trials
+        )?;
     }
     Ok(())
 }

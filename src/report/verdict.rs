@@ -24,7 +24,7 @@ impl Verdict {
     }
 }
 
-/// Where a gate looks: the suite's case-level rate, or each case's rate.
+/// Where a gate looks: the suite's case-level rate, each case's rate, or each expected tool's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]
 pub enum GateLevel {
@@ -32,9 +32,83 @@ pub enum GateLevel {
     Suite,
     /// Every case on its own: the gate passes when every case passes.
     Case,
+    /// Every expected tool on its own (its cases' rates, or its trials' latency): the gate
+    /// passes when every tool passes.
+    Tool,
     /// Against an earlier run (`--baseline`): non-inferiority of the paired difference.
     #[value(skip)]
     Baseline,
+}
+
+/// What a gate judges: one of the four rates (`>=` a threshold) or a latency percentile in
+/// milliseconds (`<=` a budget). Serialized as the rate metrics always were, so summaries
+/// written before latency gates still parse.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GateMetric {
+    Selection,
+    ArgsExact,
+    SchemaValid,
+    Pass,
+    P50Ms,
+    P95Ms,
+    P99Ms,
+}
+
+impl From<Metric> for GateMetric {
+    fn from(m: Metric) -> Self {
+        match m {
+            Metric::Selection => GateMetric::Selection,
+            Metric::ArgsExact => GateMetric::ArgsExact,
+            Metric::SchemaValid => GateMetric::SchemaValid,
+            Metric::Pass => GateMetric::Pass,
+        }
+    }
+}
+
+impl GateMetric {
+    /// The rate this gate judges, if it is a rate gate.
+    pub fn rate(self) -> Option<Metric> {
+        match self {
+            GateMetric::Selection => Some(Metric::Selection),
+            GateMetric::ArgsExact => Some(Metric::ArgsExact),
+            GateMetric::SchemaValid => Some(Metric::SchemaValid),
+            GateMetric::Pass => Some(Metric::Pass),
+            GateMetric::P50Ms | GateMetric::P95Ms | GateMetric::P99Ms => None,
+        }
+    }
+
+    /// The latency quantile this gate judges, if it is a latency gate.
+    pub fn quantile(self) -> Option<f64> {
+        match self {
+            GateMetric::P50Ms => Some(0.5),
+            GateMetric::P95Ms => Some(0.95),
+            GateMetric::P99Ms => Some(0.99),
+            _ => None,
+        }
+    }
+
+    /// As written on the command line: `pass`, `args_exact`, `p95_ms`.
+    pub fn label(self) -> &'static str {
+        match self {
+            GateMetric::Selection => "selection",
+            GateMetric::ArgsExact => "args_exact",
+            GateMetric::SchemaValid => "schema_valid",
+            GateMetric::Pass => "pass",
+            GateMetric::P50Ms => "p50_ms",
+            GateMetric::P95Ms => "p95_ms",
+            GateMetric::P99Ms => "p99_ms",
+        }
+    }
+
+    /// `>=` for rates (a floor), `<=` for latency (a ceiling).
+    pub fn op(self) -> &'static str {
+        if self.quantile().is_some() {
+            "<="
+        } else {
+            ">="
+        }
+    }
 }
 
 /// Every gate of a run and their combined verdict (the worst).
@@ -46,17 +120,19 @@ pub struct GateReport {
     pub gates: Vec<GateResult>,
 }
 
-/// One gate (`metric >= threshold`) on one arm.
+/// One gate (`metric >= threshold`, or `p95_ms <= budget`) on one arm.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GateResult {
-    pub metric: Metric,
+    pub metric: GateMetric,
+    /// The rate threshold, or the latency budget in milliseconds.
     pub threshold: f64,
     pub level: GateLevel,
     pub arm: ArmId,
     pub verdict: Verdict,
     /// How the bounds were computed.
     pub method: String,
-    /// Suite level: the estimate (mean of case rates) and its one-sided bounds.
+    /// Suite level: the estimate (mean of case rates, or the latency percentile in ms) and its
+    /// one-sided bounds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub estimate: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -65,6 +141,9 @@ pub struct GateResult {
     pub upper: Option<f64>,
     /// Cases with data for this metric.
     pub cases: usize,
+    /// Latency gates per arm: the answered trials behind the percentile.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trials: Option<u64>,
     /// Case level: how many cases passed, failed, were inconclusive.
     pub passed_cases: usize,
     pub failed_cases: usize,
@@ -73,6 +152,9 @@ pub struct GateResult {
     /// bounds).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub not_passed: Vec<CaseVerdict>,
+    /// Tool level: every gated tool with its verdict and bounds, worst first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<ToolVerdict>,
     /// What more evidence would likely settle an inconclusive gate, in words.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hint: Option<String>,
@@ -118,4 +200,30 @@ pub struct CaseVerdict {
     /// `--sequential`: the fewest further trials that could still decide it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub more_trials: Option<u64>,
+}
+
+/// One expected tool under a tool-level gate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolVerdict {
+    pub tool: String,
+    pub verdict: Verdict,
+    /// Cases of this tool with data for the metric (latency: every case with answered trials).
+    pub cases: usize,
+    /// Trials behind the figure: scored trials with data (rates) or answered trials (latency).
+    pub n: u64,
+    /// Mean of case rates (one case: its rate), or the latency percentile in ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub estimate: Option<f64>,
+    /// One-sided bounds at the gate's confidence; `None` when the data cannot bound that side.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lower: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upper: Option<f64>,
+    /// The one-sided p-value of "this tool meets the bar" that Holm's procedure used for FAIL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub p_value: Option<f64>,
+    /// How this tool's bounds were computed.
+    pub method: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
 }

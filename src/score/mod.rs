@@ -6,6 +6,7 @@
 //! ([`ToolValidators::compile`]) and shared by every trial.
 
 mod expect;
+mod taxonomy;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -15,8 +16,9 @@ use crate::catalog::Catalog;
 use crate::json::{canonical_json, json_equal};
 use crate::message::{ModelTurn, ToolCall};
 
-pub use crate::record::{FailureKind, SchemaViolation, TrialScore};
+pub use crate::record::{ArgFailure, ArgFailureKind, FailureKind, SchemaViolation, TrialScore};
 pub use expect::{ArgMatcher, Expectation, ExpectedCall};
+pub use taxonomy::{classify_call, classify_parallel};
 
 /// Longest value (in characters) quoted in a detail string before it is truncated.
 const MAX_VALUE_CHARS: usize = 80;
@@ -32,6 +34,9 @@ const MAX_VIOLATIONS: usize = 10;
 /// Every tool's input-schema validator, compiled once per run (never per trial).
 pub struct ToolValidators {
     validators: HashMap<String, jsonschema::Validator>,
+    /// The raw schemas, for the argument-failure taxonomy, which reads `required`,
+    /// `properties` and `type` (a compiled validator does not expose them).
+    schemas: HashMap<String, Value>,
 }
 
 impl std::fmt::Debug for ToolValidators {
@@ -49,7 +54,9 @@ impl ToolValidators {
     /// cannot be fetched (the resolver features are off), so they fail here.
     pub fn compile(catalog: &Catalog) -> Result<ToolValidators, (String, String)> {
         let mut validators = HashMap::with_capacity(catalog.tools.len());
+        let mut schemas = HashMap::with_capacity(catalog.tools.len());
         for tool in &catalog.tools {
+            schemas.insert(tool.name.clone(), tool.input_schema.clone());
             let validator = jsonschema::options()
                 .should_validate_formats(true)
                 .build(&tool.input_schema)
@@ -61,7 +68,15 @@ impl ToolValidators {
                 })?;
             validators.insert(tool.name.clone(), validator);
         }
-        Ok(ToolValidators { validators })
+        Ok(ToolValidators {
+            validators,
+            schemas,
+        })
+    }
+
+    /// The input schema of a catalog tool.
+    pub fn schema(&self, tool: &str) -> Option<&Value> {
+        self.schemas.get(tool)
     }
 
     /// Whether the catalog these validators came from has a tool with this name.
@@ -170,6 +185,17 @@ pub fn score_turn(
     let (schema_ok, schema_violations) = score_schema(produced, validators, &mut first);
 
     let passed = selection_ok && args_ok != Some(false) && schema_ok != Some(false);
+    // The taxonomy applies when the right tool was chosen but its arguments failed a check:
+    // with the wrong tool there are no "right" arguments to compare against.
+    let arg_failures = (selection_ok && !passed).then(|| match expect {
+        Expectation::NoCall => Vec::new(),
+        Expectation::Calls { calls, parallel } if calls.len() == 1 && !parallel => produced
+            .first()
+            .map(|call| classify_call(&calls[0], call, validators))
+            .unwrap_or_default(),
+        Expectation::Calls { calls, .. } => classify_parallel(calls, produced, validators),
+    });
+    let arg_failures = arg_failures.map(taxonomy::keep_small);
     let (failure, detail) = match first.failure {
         Some((kind, detail)) if !passed => (Some(kind), Some(detail)),
         _ => (None, None),
@@ -182,6 +208,7 @@ pub fn score_turn(
         failure,
         detail,
         schema_violations,
+        arg_failures,
     }
 }
 

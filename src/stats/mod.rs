@@ -463,6 +463,57 @@ pub fn suite_interval(case_counts: &[(u64, u64)], conf: f64) -> Option<Clustered
     Some(est)
 }
 
+/// One-sided p-value of `H0: mean of case rates ≥ t` that [`suite_interval`] inverts: the
+/// smallest α at which the one-sided upper bound at `1 − α` (the upper end of the two-sided
+/// interval at `1 − 2α`) is below `t`.
+///
+/// A plain t-test p-value would disagree with the interval the report shows whenever the
+/// Wilson bound at `N / DEFF` is the wider one (every case at the same rate: the t statistic
+/// is infinite, the interval is not), so a gate could "fail" a group whose shown upper bound
+/// clears the bar. Inverting the interval keeps the two in step: `p ≤ α ⇔ upper bound < t`, as
+/// [`score_p_value_below`] does for one rate, which is what Holm's procedure over several
+/// groups needs. Found by bisection on α (the upper bound falls as α grows). `Some(1.0)` when
+/// even the narrowest interval reaches `t`; `None` with fewer than two cases with data or `t`
+/// not strictly inside (0, 1).
+pub fn suite_p_value_below(case_counts: &[(u64, u64)], t: f64) -> Option<f64> {
+    if !(t > 0.0 && t < 1.0) {
+        return None;
+    }
+    let upper = |alpha: f64| suite_interval(case_counts, 1.0 - 2.0 * alpha).map(|e| e.interval.hi);
+    const WIDEST: f64 = 1e-12;
+    const NARROWEST: f64 = 0.5 - 1e-9;
+    if upper(NARROWEST)? >= t {
+        return Some(1.0);
+    }
+    if upper(WIDEST)? < t {
+        return Some(WIDEST);
+    }
+    // Invariant: upper(lo) ≥ t > upper(hi).
+    let (mut lo, mut hi) = (WIDEST, NARROWEST);
+    for _ in 0..80 {
+        let mid = lo + (hi - lo) / 2.0;
+        if upper(mid)? < t {
+            hi = mid;
+        } else {
+            lo = mid;
+        }
+    }
+    Some(hi)
+}
+
+/// One-sided p-value of `H0: the q-quantile ≤ B`, given that `k` of `n` observations are at
+/// most `B`: `P(Bin(n, q) ≤ k)`. It is at most α exactly when the lower end of the
+/// order-statistic interval at one-sided level `1 − α` ([`order_statistic_ci`] at `1 − 2α`)
+/// lies above `B`, so Holm's procedure on these p-values is Holm on those bounds (stats.md
+/// §7.3). `None` when `n == 0`, `n > MAX_EXACT_N`, `k > n` or `q` is not strictly inside (0, 1).
+pub fn quantile_p_value_above(n: u64, k: u64, q: f64) -> Option<f64> {
+    if n == 0 || n > MAX_EXACT_N || k > n || !(q > 0.0 && q < 1.0) {
+        return None;
+    }
+    let b = Binomial::new(q, n).ok()?;
+    Some(b.cdf(k).clamp(0.0, 1.0))
+}
+
 /// Intraclass correlation and design effect of a suite run K times per case (stats.md §4.3).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct DesignEffect {
@@ -714,6 +765,51 @@ mod test_support;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn suite_p_value_agrees_with_the_suite_upper_bound() {
+        // Spread case rates (the t interval decides) and equal ones (Wilson at N/DEFF does).
+        for counts in [
+            vec![(19u64, 20u64), (18, 20), (12, 20), (20, 20), (15, 20)],
+            vec![(17, 20), (17, 20), (17, 20)],
+        ] {
+            for t in [0.7, 0.8, 0.85, 0.9, 0.95] {
+                let p = suite_p_value_below(&counts, t).unwrap();
+                for alpha in [0.01, 0.05, 0.1] {
+                    let hi = suite_interval(&counts, 1.0 - 2.0 * alpha)
+                        .unwrap()
+                        .interval
+                        .hi;
+                    // Away from the boundary itself, p ≤ α ⇔ upper bound < t.
+                    if (hi - t).abs() > 1e-9 {
+                        assert_eq!(p <= alpha, hi < t, "{counts:?} t={t} alpha={alpha} p={p}");
+                    }
+                }
+            }
+        }
+        assert_eq!(suite_p_value_below(&[(5, 10)], 0.5), None);
+        assert_eq!(suite_p_value_below(&[(5, 10), (6, 10)], 1.0), None);
+    }
+
+    #[test]
+    fn quantile_p_value_agrees_with_the_order_statistic_lower_bound() {
+        // n = 100, p95 at one-sided 95% (two-sided 90%): the lower rank l; the bound lies
+        // above B exactly when fewer than l observations are at most B.
+        for (n, q) in [(100u64, 0.95), (100, 0.5), (400, 0.99), (30, 0.5)] {
+            for alpha in [0.01, 0.05] {
+                let l = order_statistic_ci(n, q, 1.0 - 2.0 * alpha)
+                    .unwrap()
+                    .lower_rank;
+                for k in 0..=n {
+                    let p = quantile_p_value_above(n, k, q).unwrap();
+                    let bound_above = l.is_some_and(|l| k < l);
+                    assert_eq!(p <= alpha, bound_above, "n={n} q={q} k={k} alpha={alpha}");
+                }
+            }
+        }
+        assert_eq!(quantile_p_value_above(0, 0, 0.5), None);
+        assert_eq!(quantile_p_value_above(5, 6, 0.5), None);
+    }
 
     #[test]
     fn rate_interval_widens_only_at_the_edges() {
