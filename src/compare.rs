@@ -33,6 +33,9 @@ pub struct CompareOptions {
     pub power: f64,
     /// Compare on the cases both arms have, instead of refusing when they differ.
     pub intersect: bool,
+    /// Judge cases tagged `holdout` apart (a comparison of wordings); a gate judges all cases
+    /// together.
+    pub holdout_apart: bool,
 }
 
 /// One arm of one run's summary.
@@ -147,7 +150,7 @@ pub fn compare(a: Side<'_>, b: Side<'_>, opts: CompareOptions) -> Result<Compari
     }
     let (holdout, visible): (Vec<_>, Vec<_>) = pairs
         .into_iter()
-        .partition(|(ca, _)| ca.tags.iter().any(|t| t == HOLDOUT_TAG));
+        .partition(|(ca, _)| opts.holdout_apart && ca.tags.iter().any(|t| t == HOLDOUT_TAG));
 
     let visible_group = group(&visible, opts);
     let holdout_group = (!holdout.is_empty()).then(|| group(&holdout, opts));

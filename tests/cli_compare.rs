@@ -214,3 +214,91 @@ fn arms_that_cannot_be_compared_are_refused_with_exit_2() {
     );
     assert_eq!(m.code, 2, "{}", m.transcript());
 }
+
+/// `--baseline`: a run gated against an earlier one by the paired case-level difference.
+#[test]
+fn a_baseline_gate_fails_a_regression_passes_no_change_and_refuses_other_trials() {
+    let server = FakeServer::start_in_background(known_rates());
+    let dir = project(&server);
+    assert_eq!(
+        run(dir.path(), &["--variant", "clear", "--run-id", "main"]).code,
+        0
+    );
+    // The base wording loses 0.7 on five of thirteen cases (holdout included: a gate judges
+    // every case).
+    let worse = run(
+        dir.path(),
+        &[
+            "--variant",
+            "base",
+            "--run-id",
+            "pr",
+            "--baseline",
+            "out/main",
+            "--baseline-metric",
+            "selection",
+        ],
+    );
+    assert_eq!(worse.code, 1, "{}", worse.transcript());
+    assert!(
+        worse.stdout.contains("FAIL selection vs baseline"),
+        "{}",
+        worse.stdout
+    );
+    assert!(worse.stdout.contains("over 13 cases"), "{}", worse.stdout);
+    let summary: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("out/pr/summary.json")).expect("read"),
+    )
+    .expect("json");
+    let gate = &summary["gate"]["gates"][0];
+    assert_eq!(gate["level"], "baseline");
+    assert_eq!(gate["threshold"], -0.02);
+    assert!((gate["estimate"].as_f64().expect("estimate") + 5.0 * 0.7 / 13.0).abs() < 1e-9);
+
+    // The same wording again: every case's counts are the same, so no loss at all.
+    let same = run(
+        dir.path(),
+        &[
+            "--variant",
+            "clear",
+            "--run-id",
+            "pr2",
+            "--baseline",
+            "out/main",
+        ],
+    );
+    assert_eq!(same.code, 0, "{}", same.transcript());
+    // `report` judges a finished run against the baseline the same way.
+    let again = toolscore(
+        dir.path(),
+        &[
+            "report",
+            "out/pr",
+            "--baseline",
+            "out/main",
+            "--baseline-metric",
+            "selection",
+        ],
+    );
+    assert_eq!(again.code, 1, "{}", again.transcript());
+
+    let before = server.requests_seen();
+    let other = run(
+        dir.path(),
+        &[
+            "--trials",
+            "10",
+            "--run-id",
+            "pr3",
+            "--baseline",
+            "out/main",
+        ],
+    );
+    assert_eq!(other.code, 2, "{}", other.transcript());
+    assert!(
+        other.stderr.contains("it ran 30 trials"),
+        "{}",
+        other.stderr
+    );
+    assert_eq!(server.requests_seen(), before);
+}

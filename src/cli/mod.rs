@@ -649,6 +649,7 @@ fn compare_command(args: &CompareArgs) -> Result<ExitCode, Error> {
             min_effect: args.min_effect,
             power: args.power,
             intersect: args.intersect,
+            holdout_apart: true,
         },
     )?;
     if let Some(path) = &args.json {

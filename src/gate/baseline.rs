@@ -56,6 +56,7 @@ pub fn baseline_gates(
                 min_effect: margin,
                 power: 0.8,
                 intersect,
+                holdout_apart: false,
             },
         )
         .map_err(|e| InputError::new(format!("--baseline {}: {e}", baseline.run.run_id)))?;
