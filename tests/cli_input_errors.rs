@@ -52,7 +52,18 @@ fn invalid_json_in_cases_names_file_line_and_column() {
     expect_error(
         TOOLS,
         &format!("{CASE}\n{{\"id\": \"q2\", \"messages\": [}}\n"),
-        "error: data/cases.jsonl:2:27: messages[0]: invalid fixture: expected value",
+        "error: data/cases.jsonl:2:27: messages[0]: this line is not valid JSON (expected value); each fixture is one JSON object on one line",
+    );
+}
+
+/// A fixture pretty-printed over several lines (as a README might show it) is the first thing a
+/// newcomer pastes: say plainly that a fixture must fit on one line, and name no field.
+#[test]
+fn a_fixture_wrapped_over_several_lines_says_to_write_it_on_one() {
+    expect_error(
+        TOOLS,
+        "{\"id\": \"q1\",\n \"messages\": [{\"role\": \"user\", \"content\": \"hi\"}],\n \"expect\": {\"tool\": \"get_quote\"}}\n",
+        "error: data/cases.jsonl:1:12: this line is not a complete JSON object: cases.jsonl is JSON Lines, so each fixture must fit on one line (write it without line breaks)",
     );
 }
 

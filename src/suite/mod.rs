@@ -171,18 +171,23 @@ pub fn parse_cases(text: &str, file: &str, catalog: &Catalog) -> Result<Vec<Case
         let raw: RawCase = serde_path_to_error::deserialize(de).map_err(|e| {
             let path = e.path().to_string();
             let inner = e.into_inner();
-            let field = if path == "." || path.is_empty() {
+            // `?` is serde_path_to_error's "somewhere unknown": it names nothing.
+            let field = if path == "." || path.is_empty() || path == "?" {
                 None
             } else {
                 Some(path)
             };
-            InputError::at_column(
-                file,
-                line,
-                inner.column(),
-                field,
-                &format!("invalid fixture: {}", strip_position(&inner.to_string())),
-            )
+            let message = if inner.is_eof() {
+                "this line is not a complete JSON object: cases.jsonl is JSON Lines, so each fixture must fit on one line (write it without line breaks)".to_owned()
+            } else if inner.is_syntax() {
+                format!(
+                    "this line is not valid JSON ({}); each fixture is one JSON object on one line",
+                    strip_position(&inner.to_string())
+                )
+            } else {
+                format!("invalid fixture: {}", strip_position(&inner.to_string()))
+            };
+            InputError::at_column(file, line, inner.column(), field, &message)
         })?;
         if raw.id.trim().is_empty() {
             return Err(InputError::at(
@@ -479,7 +484,7 @@ mod tests {
     fn bad_json_and_bad_fields_are_located() {
         let msg = err_of("{\"id\":\"a\",\"messages\":[}");
         assert!(msg.starts_with("cases.jsonl:1:"), "{msg}");
-        assert!(msg.contains("invalid fixture"), "{msg}");
+        assert!(msg.contains("not valid JSON"), "{msg}");
         let msg = err_of(
             r#"{"id":"a","messages":[{"role":"robot","content":"q"}],"expect":{"tool":null}}"#,
         );
