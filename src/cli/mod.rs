@@ -533,8 +533,9 @@ fn run_command(
     crate::report::render_terminal(&summary, &mut out)
         .map_err(|e| Error::io("cannot write the report", e))?;
     println!(
-        "\nwrote {} and {}",
+        "\nwrote {}, {} and {}",
         setup.out_dir.join("results.jsonl").display(),
+        setup.out_dir.join("results.csv").display(),
         setup.out_dir.join("summary.json").display()
     );
     let (code, message) = run_exit_code(&summary, max_infra);
