@@ -23,11 +23,36 @@ fn port() -> String {
     std::env::var("TOOLSCORE_TEST_MODEL_PORT").unwrap_or_else(|_| "18089".to_owned())
 }
 
-/// Starts (or reuses) the local model once per test binary and returns its base URL.
+fn script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/local-model.sh")
+}
+
+/// Stops the model server when the test binary exits (passed or failed: libtest leaves through
+/// `exit`, which runs `atexit` handlers), so `cargo test` leaves nothing running.
+extern "C" fn stop_model_at_exit() {
+    let _ = Command::new("bash")
+        .arg(script())
+        .args(["stop", &port()])
+        .output();
+}
+
+/// Starts (or reuses) the local model once per test binary and returns its base URL. A server
+/// this binary started is stopped when it exits; one that was already running is left alone.
 fn local_model() -> &'static str {
     static URL: OnceLock<String> = OnceLock::new();
     URL.get_or_init(|| {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/local-model.sh");
+        let script = script();
+        let already_running = Command::new("bash")
+            .arg(&script)
+            .args(["status", &port()])
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !already_running {
+            // SAFETY: registers a plain `extern "C" fn` with no captured state.
+            unsafe {
+                libc::atexit(stop_model_at_exit);
+            }
+        }
         let out = Command::new("bash")
             .arg(&script)
             .args(["start", &port()])
