@@ -173,10 +173,16 @@ pub fn compare(a: Side<'_>, b: Side<'_>, opts: CompareOptions) -> Result<Compari
             })
         })
         .collect();
+    // Gains first, largest first; then losses, largest first.
     changed_cases.sort_by(|x, y| {
-        y.difference
-            .partial_cmp(&x.difference)
-            .unwrap_or(std::cmp::Ordering::Equal)
+        (x.difference < 0.0)
+            .cmp(&(y.difference < 0.0))
+            .then(
+                y.difference
+                    .abs()
+                    .partial_cmp(&x.difference.abs())
+                    .unwrap_or(std::cmp::Ordering::Equal),
+            )
             .then_with(|| x.case_id.cmp(&y.case_id))
     });
 
@@ -300,7 +306,8 @@ fn substitutions(
             b,
         })
         .collect();
-    out.sort_by_key(|s| std::cmp::Reverse(s.a + s.b));
+    // What the two wordings confuse differently comes first.
+    out.sort_by_key(|s| (std::cmp::Reverse(s.a.abs_diff(s.b)), std::cmp::Reverse(s.a + s.b)));
     out
 }
 

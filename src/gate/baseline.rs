@@ -70,7 +70,6 @@ pub fn baseline_gates(
         let worst: Vec<String> = c
             .changed_cases
             .iter()
-            .rev()
             .filter(|cc| cc.difference < 0.0)
             .take(5)
             .map(|cc| {
@@ -82,7 +81,11 @@ pub fn baseline_gates(
             .collect();
         let mut hint = Vec::new();
         if !worst.is_empty() {
-            hint.push(format!("cases that got worse: {}", worst.join("; ")));
+            hint.push(format!(
+                "cases that got worse ({:.0}% Newcombe interval of the difference excludes 0):\n        {}",
+                (2.0 * confidence - 1.0) * 100.0,
+                worst.join("\n        ")
+            ));
         }
         if verdict == Verdict::Inconclusive
             && let Some(n) = g.cases_needed

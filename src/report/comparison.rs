@@ -167,11 +167,19 @@ pub fn render_comparison(c: &Comparison, w: &mut dyn Write) -> io::Result<()> {
         c.confidence * 100.0
     )?;
     if c.axis == "variant" {
-        writeln!(
-            w,
-            "        both: provider {} · model {}",
-            c.a.arm.provider, c.a.arm.model
-        )?;
+        if c.a.arm.provider == c.b.arm.provider {
+            writeln!(
+                w,
+                "        both: provider {} · model {}",
+                c.a.arm.provider, c.a.arm.model
+            )?;
+        } else {
+            writeln!(
+                w,
+                "        A: provider {} · B: provider {} · both model {}",
+                c.a.arm.provider, c.b.arm.provider, c.a.arm.model
+            )?;
+        }
     }
     writeln!(w)?;
     write_group(w, "visible cases", &c.visible, c, &b)?;
@@ -226,17 +234,23 @@ pub fn render_comparison(c: &Comparison, w: &mut dyn Write) -> io::Result<()> {
     if !c.substitutions.is_empty() {
         writeln!(
             w,
-            "\n  substitutions (expected → chosen instead, scored trials):"
+            "\n  substitutions (expected → chosen instead, scored trials; largest change first):"
         )?;
-        writeln!(w, "    {:<44} {:>7} {:>7}", "", "A", "B")?;
-        for s in c.substitutions.iter().take(SHOWN) {
-            writeln!(
-                w,
-                "    {:<44} {:>7} {:>7}",
-                format!("{} → {}", s.expected, s.chosen),
-                s.a,
-                s.b
-            )?;
+        let shown: Vec<(String, &Substitution)> = c
+            .substitutions
+            .iter()
+            .take(SHOWN)
+            .map(|s| (format!("{} → {}", s.expected, s.chosen), s))
+            .collect();
+        let width = shown
+            .iter()
+            .map(|(label, _)| label.chars().count())
+            .max()
+            .unwrap_or(0)
+            .max(20);
+        writeln!(w, "    {:<width$} {:>7} {:>7}", "", "A", "B")?;
+        for (label, s) in &shown {
+            writeln!(w, "    {label:<width$} {:>7} {:>7}", s.a, s.b)?;
         }
         if c.substitutions.len() > SHOWN {
             writeln!(
