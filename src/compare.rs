@@ -307,7 +307,12 @@ fn substitutions(
         })
         .collect();
     // What the two wordings confuse differently comes first.
-    out.sort_by_key(|s| (std::cmp::Reverse(s.a.abs_diff(s.b)), std::cmp::Reverse(s.a + s.b)));
+    out.sort_by_key(|s| {
+        (
+            std::cmp::Reverse(s.a.abs_diff(s.b)),
+            std::cmp::Reverse(s.a + s.b),
+        )
+    });
     out
 }
 

@@ -302,3 +302,48 @@ fn a_baseline_gate_fails_a_regression_passes_no_change_and_refuses_other_trials(
     );
     assert_eq!(server.requests_seen(), before);
 }
+
+/// `run --compare`: the same comparison at the end of a two-arm run, kept in summary.json.
+#[test]
+fn run_compare_keeps_the_comparison_in_the_summary() {
+    let server = FakeServer::start_in_background(known_rates());
+    let dir = project(&server);
+    let r = run(
+        dir.path(),
+        &[
+            "--variant",
+            "base",
+            "--variant",
+            "clear",
+            "--run-id",
+            "rc",
+            "--compare",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(
+        r.stdout
+            .contains("compare selection · A = variant base · B = variant clear"),
+        "{}",
+        r.stdout
+    );
+    let summary: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("out/rc/summary.json")).expect("read"),
+    )
+    .expect("json");
+    assert_eq!(summary["comparison"]["visible"]["verdict"], "better");
+    assert_eq!(
+        summary["comparison"]["changed_cases"]
+            .as_array()
+            .map(Vec::len),
+        Some(4)
+    );
+
+    let one = run(dir.path(), &["--run-id", "rc1", "--compare"]);
+    assert_eq!(one.code, 2, "{}", one.transcript());
+    assert!(
+        one.stderr.contains("--compare needs exactly two arms"),
+        "{}",
+        one.stderr
+    );
+}

@@ -1,6 +1,7 @@
 //! Command line: clap definitions, turning raw flags and the config into a validated
 //! `RunPlan` before any work starts, and mapping outcomes to exit codes.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Parser, Subcommand};
@@ -393,6 +394,11 @@ pub struct RunArgs {
     /// Progress display on stderr.
     #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
     pub progress: ProgressMode,
+    /// With exactly two arms (e.g. --variant base --variant terse): compare them paired by case
+    /// when the run ends, print it after the report and keep it in summary.json, as `toolscore
+    /// compare` would (selection, --min-effect 0.05).
+    #[arg(long)]
+    pub compare: bool,
 }
 
 /// Runs the parsed command and returns the process exit code.
@@ -448,13 +454,20 @@ pub fn run(cli: Cli) -> Result<ExitCode, Error> {
             }
             let baseline = args.gate.load_baseline()?;
             let gate_args = args.gate.clone();
+            let compare = args.compare;
             let setup = build_plan(args, &|name| std::env::var(name).ok())?;
             if let Some((base, _)) = &baseline
                 && !gate_args.intersect
             {
                 check_baseline_population(&setup.plan, base)?;
             }
-            run_command(setup, max_infra, baseline.as_ref(), &gate_args)
+            if compare && setup.plan.arms.len() != 2 {
+                return Err(usage(&format!(
+                    "--compare needs exactly two arms (two --variant or two --provider); this run has {}",
+                    setup.plan.arms.len()
+                )));
+            }
+            run_command(setup, max_infra, baseline.as_ref(), &gate_args, compare)
         }
     }
 }
@@ -466,6 +479,7 @@ fn run_command(
     max_infra: f64,
     baseline: Option<&(crate::report::Summary, crate::report::Metric)>,
     gate_args: &GateArgs,
+    compare: bool,
 ) -> Result<ExitCode, Error> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -528,10 +542,36 @@ fn run_command(
             gates,
         });
     }
+    if compare && summary.arms.len() == 2 {
+        let side = |arm| crate::compare::Side {
+            summary: &summary,
+            arm,
+        };
+        match crate::compare::compare(
+            side(0),
+            side(1),
+            crate::compare::CompareOptions {
+                metric: crate::report::Metric::Selection,
+                confidence: summary.confidence,
+                min_effect: 0.05,
+                power: 0.8,
+                intersect: false,
+                holdout_apart: true,
+            },
+        ) {
+            Ok(c) => summary.comparison = Some(c),
+            Err(e) => eprintln!("error: --compare: {e}"),
+        }
+    }
     crate::report::write_json_atomically(&setup.out_dir.join("summary.json"), &summary)?;
     let mut out = std::io::stdout().lock();
     crate::report::render_terminal(&summary, &mut out)
         .map_err(|e| Error::io("cannot write the report", e))?;
+    if let Some(c) = &summary.comparison {
+        writeln!(out).map_err(|e| Error::io("cannot write the report", e))?;
+        crate::report::render_comparison(c, &mut out)
+            .map_err(|e| Error::io("cannot write the comparison", e))?;
+    }
     println!(
         "\nwrote {}, {} and {}",
         setup.out_dir.join("results.jsonl").display(),
@@ -848,6 +888,7 @@ mod tests {
             arms: Vec::new(),
             warnings: Vec::new(),
             gate: None,
+            comparison: None,
         }
     }
 

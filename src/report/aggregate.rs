@@ -562,6 +562,7 @@ impl Aggregator {
             arms,
             warnings,
             gate: None,
+            comparison: None,
         }
     }
 }

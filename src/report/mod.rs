@@ -60,6 +60,9 @@ pub struct Summary {
     /// The verdict of `--gate`, when gates were given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gate: Option<GateReport>,
+    /// `run --compare`: the two arms compared, paired by case.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comparison: Option<Comparison>,
 }
 
 /// What `toolscore report` reads from a run's summary.json: only what the records do not hold,
