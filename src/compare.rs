@@ -54,16 +54,6 @@ fn arm_info<'a>(side: Side<'a>) -> Option<&'a ArmInfo> {
         .find(|a| a.variant == id.variant && a.identity.provider == id.provider)
 }
 
-/// Planned trials of a case: its fixture's own count, or the run's.
-fn planned_trials(s: &Summary, dataset: &str, case: &str) -> u32 {
-    s.run
-        .datasets
-        .iter()
-        .find(|d| d.name == dataset)
-        .and_then(|d| d.case_trials.get(case).copied())
-        .unwrap_or(s.run.trials_per_case)
-}
-
 /// What differs between the two arms, or why they cannot be compared.
 fn axis(a: Side<'_>, b: Side<'_>) -> Result<String, InputError> {
     let (ia, ib) = (&a.summary.arms[a.arm].arm, &b.summary.arms[b.arm].arm);
@@ -134,8 +124,8 @@ pub fn compare(a: Side<'_>, b: Side<'_>, opts: CompareOptions) -> Result<Compari
     for (k, ca) in &cases_a {
         let Some(cb) = cases_b.get(k) else { continue };
         let (ta, tb) = (
-            planned_trials(a.summary, &k.0, &k.1),
-            planned_trials(b.summary, &k.0, &k.1),
+            a.summary.run.planned_trials(&k.0, &k.1),
+            b.summary.run.planned_trials(&k.0, &k.1),
         );
         if ta != tb {
             return Err(InputError::new(format!(

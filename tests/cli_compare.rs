@@ -9,7 +9,9 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use serde_json::Value;
-use support::{FakeResponse, FakeServer, last_user_message, text_body, tool_call_body, toolscore};
+use support::{
+    FakeResponse, FakeServer, fake_project, last_user_message, text_body, tool_call_body, toolscore,
+};
 
 const TOOLS: &str = r#"{"tools": [
   {"name": "lookup", "description": "Look something up.", "inputSchema": {"type": "object", "properties": {}, "additionalProperties": false}},
@@ -77,17 +79,12 @@ fn known_rates() -> impl Fn(&support::FakeRequest) -> FakeResponse + Send + Sync
 }
 
 fn project(server: &FakeServer) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().expect("tempdir");
-    std::fs::create_dir_all(dir.path().join("data/variants")).expect("mkdir");
-    std::fs::write(dir.path().join("data/tools.json"), TOOLS).expect("tools");
-    std::fs::write(dir.path().join("data/cases.jsonl"), cases()).expect("cases");
-    std::fs::write(dir.path().join("data/variants/clear.json"), CLEAR).expect("variant");
-    let config = format!(
-        "providers:\n  fake:\n    kind: openai-compat\n    base_url: {}\n    model: m\ndatasets: [data]\n",
-        server.base_url
-    );
-    std::fs::write(dir.path().join("toolscore.yaml"), config).expect("config");
-    dir
+    fake_project(
+        &server.base_url,
+        TOOLS,
+        &cases(),
+        &[("data/variants/clear.json", CLEAR)],
+    )
 }
 
 fn run(dir: &std::path::Path, extra: &[&str]) -> support::Run {

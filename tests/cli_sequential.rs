@@ -9,7 +9,9 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use serde_json::Value;
-use support::{FakeResponse, FakeServer, last_user_message, text_body, tool_call_body, toolscore};
+use support::{
+    FakeResponse, FakeServer, fake_project, last_user_message, text_body, tool_call_body, toolscore,
+};
 
 const TOOLS: &str = r#"{"tools": [
   {"name": "lookup", "description": "Look something up.", "inputSchema": {"type": "object", "properties": {}, "additionalProperties": false}}
@@ -41,9 +43,6 @@ fn known_rates() -> impl Fn(&support::FakeRequest) -> FakeResponse + Send + Sync
 }
 
 fn project(server: &FakeServer, cases: &[&str]) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().expect("tempdir");
-    std::fs::create_dir_all(dir.path().join("data")).expect("mkdir");
-    std::fs::write(dir.path().join("data/tools.json"), TOOLS).expect("tools");
     let lines: String = cases
         .iter()
         .map(|id| {
@@ -52,13 +51,7 @@ fn project(server: &FakeServer, cases: &[&str]) -> tempfile::TempDir {
             )
         })
         .collect();
-    std::fs::write(dir.path().join("data/cases.jsonl"), lines).expect("cases");
-    let config = format!(
-        "providers:\n  fake:\n    kind: openai-compat\n    base_url: {}\n    model: m\ndatasets: [data]\n",
-        server.base_url
-    );
-    std::fs::write(dir.path().join("toolscore.yaml"), config).expect("config");
-    dir
+    fake_project(&server.base_url, TOOLS, &lines, &[])
 }
 
 fn sequential(dir: &std::path::Path, run_id: &str, max_trials: &str) -> support::Run {

@@ -8,7 +8,9 @@ mod support;
 use std::collections::HashMap;
 
 use serde_json::Value;
-use support::{FakeResponse, FakeServer, last_user_message, text_body, tool_call_body, toolscore};
+use support::{
+    FakeResponse, FakeServer, fake_project, last_user_message, text_body, tool_call_body, toolscore,
+};
 
 const TOOLS: &str = r#"{"tools": [
   {"name": "get_job_status", "description": "Status.", "inputSchema": {"type": "object", "properties": {"job_id": {"type": "string", "description": "Id."}}, "required": ["job_id"], "additionalProperties": false}},
@@ -54,17 +56,12 @@ fn reads_descriptions(req: &support::FakeRequest) -> FakeResponse {
 }
 
 fn project(server: &FakeServer) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().expect("tempdir");
-    std::fs::create_dir_all(dir.path().join("data/variants")).expect("mkdir");
-    std::fs::write(dir.path().join("data/tools.json"), TOOLS).expect("tools");
-    std::fs::write(dir.path().join("data/cases.jsonl"), CASES).expect("cases");
-    std::fs::write(dir.path().join("data/variants/clear.json"), CLEAR).expect("variant");
-    let config = format!(
-        "providers:\n  fake:\n    kind: openai-compat\n    base_url: {}\n    model: m\ndatasets: [data]\n",
-        server.base_url
-    );
-    std::fs::write(dir.path().join("toolscore.yaml"), config).expect("config");
-    dir
+    fake_project(
+        &server.base_url,
+        TOOLS,
+        CASES,
+        &[("data/variants/clear.json", CLEAR)],
+    )
 }
 
 fn read_json(path: &std::path::Path) -> Value {

@@ -153,14 +153,7 @@ fn check_baseline_population(
         .iter()
         .map(|c| (c.dataset.as_str(), c.case_id.as_str()))
         .collect();
-    let base_trials = |d: &str, c: &str| {
-        base.run
-            .datasets
-            .iter()
-            .find(|x| x.name == d)
-            .and_then(|x| x.case_trials.get(c).copied())
-            .unwrap_or(base.run.trials_per_case)
-    };
+    let base_trials = |d: &str, c: &str| base.run.planned_trials(d, c);
     for (d, c, t) in &planned {
         if !base_cases.contains(&(d.as_str(), c.as_str())) {
             return Err(usage(&format!(

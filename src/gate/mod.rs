@@ -111,6 +111,26 @@ impl GateSpec {
     }
 }
 
+/// The cases that did not pass, failures first, then the lowest upper bounds.
+pub(crate) fn worst_first(cases: &[CaseVerdict]) -> Vec<CaseVerdict> {
+    let mut not_passed: Vec<CaseVerdict> = cases
+        .iter()
+        .filter(|c| c.verdict != Verdict::Pass)
+        .cloned()
+        .collect();
+    not_passed.sort_by(|a, b| {
+        b.verdict
+            .cmp(&a.verdict)
+            .then(
+                a.upper
+                    .partial_cmp(&b.upper)
+                    .unwrap_or(std::cmp::Ordering::Equal),
+            )
+            .then_with(|| a.case_id.cmp(&b.case_id))
+    });
+    not_passed
+}
+
 /// The run's verdict from gate results: the worst of them.
 pub fn report_of(gates: Vec<GateResult>, confidence: f64) -> GateReport {
     let verdict = gates
@@ -338,21 +358,7 @@ fn case_gate(
             }
         });
     }
-    let mut not_passed: Vec<CaseVerdict> = cases
-        .into_iter()
-        .filter(|c| c.verdict != Verdict::Pass)
-        .collect();
-    not_passed.sort_by(|a, b| {
-        b.verdict
-            .cmp(&a.verdict)
-            .then(
-                a.upper
-                    .partial_cmp(&b.upper)
-                    .unwrap_or(std::cmp::Ordering::Equal),
-            )
-            .then_with(|| a.case_id.cmp(&b.case_id))
-    });
-    r.not_passed = not_passed;
+    r.not_passed = worst_first(&cases);
     r
 }
 

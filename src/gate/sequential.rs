@@ -284,21 +284,7 @@ impl SequentialGate {
                     Verdict::Pass
                 };
                 let sprt = self.sprt(gate.threshold);
-                let mut not_passed: Vec<CaseVerdict> = cases
-                    .iter()
-                    .filter(|c| c.verdict != Verdict::Pass)
-                    .cloned()
-                    .collect();
-                not_passed.sort_by(|a, b| {
-                    b.verdict
-                        .cmp(&a.verdict)
-                        .then(
-                            a.upper
-                                .partial_cmp(&b.upper)
-                                .unwrap_or(std::cmp::Ordering::Equal),
-                        )
-                        .then_with(|| a.case_id.cmp(&b.case_id))
-                });
+                let not_passed = super::worst_first(&cases);
                 out.push(GateResult {
                     metric: gate.metric,
                     threshold: gate.threshold,

@@ -36,6 +36,17 @@ pub struct RunInfo {
     pub datasets: Vec<DatasetInfo>,
 }
 
+impl RunInfo {
+    /// Planned trials of a case: its fixture's own `"trials"`, or the run's.
+    pub fn planned_trials(&self, dataset: &str, case: &str) -> u32 {
+        self.datasets
+            .iter()
+            .find(|d| d.name == dataset)
+            .and_then(|d| d.case_trials.get(case).copied())
+            .unwrap_or(self.trials_per_case)
+    }
+}
+
 #[cfg(test)]
 impl RunInfo {
     /// An empty header for unit tests.

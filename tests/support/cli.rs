@@ -72,3 +72,34 @@ macro_rules! toolscore_snapshot {
         insta::assert_snapshot!($name, $run.transcript())
     };
 }
+
+/// A project folder for the binary: `data/tools.json`, `data/cases.jsonl`, any `extra` files
+/// (path relative to the folder, text), and a toolscore.yaml naming one provider, `fake`, at
+/// `base_url` (model `m`) and the dataset `data`.
+pub fn fake_project(
+    base_url: &str,
+    tools: &str,
+    cases: &str,
+    extra: &[(&str, &str)],
+) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let write = |rel: &str, text: &str| {
+        let path = dir.path().join(rel);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).expect("mkdir");
+        }
+        std::fs::write(path, text).expect("write");
+    };
+    write("data/tools.json", tools);
+    write("data/cases.jsonl", cases);
+    for (rel, text) in extra {
+        write(rel, text);
+    }
+    write(
+        "toolscore.yaml",
+        &format!(
+            "providers:\n  fake:\n    kind: openai-compat\n    base_url: {base_url}\n    model: m\ndatasets: [data]\n"
+        ),
+    );
+    dir
+}
