@@ -176,6 +176,11 @@ impl Resumed {
             })?;
             sinks.csv.append_record(&record)?;
             sinks.aggregator.add(&record);
+            // The sequential gate decides in file order, as `report --sequential` does; a case
+            // it had decided stops at its next trial.
+            if let Some(gate) = &mut sinks.sequential {
+                gate.push(&record);
+            }
         }
         Ok(())
     }
