@@ -19,9 +19,9 @@ use crate::suite::{Config, Dataset, load_config, load_dataset};
 
 const EXIT_CODES_HELP: &str = "Exit codes:
   0  run completed (and every --gate passed)
-  1  a --gate failed
+  1  a --gate (or --baseline) failed
   2  bad input or usage (nothing was run)
-  3  a --gate is inconclusive: not enough evidence yet
+  3  a --gate is inconclusive: not enough evidence yet (compare: a verdict not yet decided)
   4  too many infrastructure errors to judge (see --max-infra-error-rate), or trials lost
   130 interrupted with Ctrl-C or SIGTERM (summary of completed trials written)";
 
