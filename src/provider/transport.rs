@@ -274,6 +274,23 @@ mod tests {
     use super::*;
     use reqwest::header::HeaderValue;
 
+    #[test]
+    fn server_errors_are_retried_except_those_a_retry_cannot_change() {
+        let err = |status: u16| ProviderError {
+            class: ErrorClass::ServerError,
+            status: Some(status),
+            message: String::new(),
+            attempts: 1,
+        };
+        for status in [500, 502, 503, 504, 529] {
+            assert!(should_retry(&err(status)), "{status}");
+        }
+        // Not Implemented and HTTP Version Not Supported answer the same way every time.
+        for status in [501, 505] {
+            assert!(!should_retry(&err(status)), "{status}");
+        }
+    }
+
     fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
         let mut h = HeaderMap::new();
         for (k, v) in pairs {
