@@ -274,3 +274,60 @@ fn markdown_of_5000_cases_stays_under_github_s_limit_and_says_what_it_cut() {
     assert!(md.contains("… and 4990 more cases in summary.json"), "{md}");
     assert!(md.contains("… and 4970 more tools in summary.json"), "{md}");
 }
+
+#[test]
+fn run_writes_the_formats_it_is_asked_for_and_refuses_unknown_ones() {
+    let out = tempfile::tempdir().expect("tempdir");
+    let out_dir = out.path().display().to_string();
+    // The shipped recording, replayed offline from the project root; outputs in a temp dir.
+    let run = toolscore(
+        root(),
+        &[
+            "run",
+            "--trials",
+            "2",
+            "--out",
+            &out_dir,
+            "--run-id",
+            "fmt",
+            "--progress",
+            "off",
+            "--format",
+            "md",
+            "--format",
+            "junit",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.transcript());
+    // No terminal report was asked for: stdout is empty, the files are named on stderr.
+    assert_eq!(run.stdout, "", "{}", run.transcript());
+    assert!(
+        run.stderr.contains("/fmt/report.md and ") && run.stderr.contains("/fmt/junit.xml"),
+        "{}",
+        run.transcript()
+    );
+    let dir = out.path().join("fmt");
+    let md = read(&dir.join("report.md"));
+    assert!(md.starts_with("# toolscore report · run fmt\n"), "{md}");
+    let c = junit_counts(&read(&dir.join("junit.xml")));
+    assert_eq!((c.tests, c.failures, c.skipped), (61, 0, 0));
+    // The run's record is written whatever the formats.
+    assert!(dir.join("summary.json").is_file() && dir.join("results.csv").is_file());
+
+    let run = toolscore(
+        root(),
+        &[
+            "run", "--out", &out_dir, "--run-id", "bad", "--format", "pdf",
+        ],
+    );
+    assert_eq!(run.code, 2, "{}", run.transcript());
+    assert!(
+        !out.path().join("bad").exists(),
+        "nothing is written on bad usage"
+    );
+    let run = toolscore(
+        root(),
+        &["report", "tests/data/report-run", "--format", "csv"],
+    );
+    assert_eq!(run.code, 2, "{}", run.transcript());
+}
