@@ -463,6 +463,90 @@ mod tests {
     }
 
     #[test]
+    fn a_comparison_shows_its_verdict_difference_and_changed_cases() {
+        use crate::event::RunTotals;
+        use crate::record::{ArmId, Outcome, TrialRecord};
+        use crate::report::{
+            Aggregator, CaseComparison, ComparedArm, ComparisonVerdict, MeanDifference, Metric,
+            RunInfo,
+        };
+        let mut agg = Aggregator::new();
+        agg.add(&TrialRecord::for_test("c0", Outcome::Pass, 5.0));
+        let totals = RunTotals {
+            planned_trials: 1,
+            completed_trials: 1,
+            skipped_trials: 0,
+            interrupted: false,
+            failures: Vec::new(),
+        };
+        let mut s = agg.finish(RunInfo::for_test(1), &totals, 0.95, 0.05);
+        let arm = |variant: &str| ComparedArm {
+            run_id: "r".into(),
+            arm: ArmId {
+                variant: variant.into(),
+                provider: "p".into(),
+                model: "m".into(),
+            },
+        };
+        let group = GroupComparison {
+            cases: 51,
+            a_mean: Some(0.373),
+            b_mean: Some(0.320),
+            difference: Some(MeanDifference {
+                mean: -0.053,
+                lo: -0.094,
+                hi: -0.011,
+                sd: 0.147,
+                df: 50,
+                p_value: 0.0134,
+                method: "paired t".into(),
+            }),
+            mcnemar: None,
+            verdict: ComparisonVerdict::Worse,
+            cases_needed: Some(71),
+        };
+        let changed = CaseComparison {
+            dataset: "d".into(),
+            case_id: "server|status".into(),
+            a_x: 7,
+            a_n: 10,
+            b_x: 1,
+            b_n: 10,
+            difference: -0.6,
+            lo: -0.809,
+            hi: -0.171,
+        };
+        s.comparison = Some(Comparison {
+            metric: Metric::Selection,
+            confidence: 0.95,
+            min_effect: 0.05,
+            power: 0.8,
+            a: arm("base"),
+            b: arm("terse"),
+            axis: "variant".into(),
+            visible: group,
+            holdout: None,
+            changed_cases: vec![changed; 12],
+            substitutions: Vec::new(),
+        });
+        let mut out = Vec::new();
+        render_markdown(&s, &mut out).unwrap();
+        let md = String::from_utf8(out).unwrap();
+        assert!(
+            md.contains("B − A = -0.053 [-0.094, -0.011] (paired t, 50 df) · **WORSE: variant terse scores lower**"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| worse | server\\|status | 7/10 | 1/10 | -0.600 [-0.809, -0.171] |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("… and 2 more changed cases in summary.json"),
+            "{md}"
+        );
+    }
+
+    #[test]
     fn an_oversized_document_is_cut_with_a_notice() {
         let doc = "line\n".repeat(20_000);
         let cut = cap_document(doc);
