@@ -250,14 +250,29 @@ fn write_gate_details(r: &GateResult, doc: &mut String) {
         );
     }
     if let Some(hint) = &r.hint {
-        doc.push_str(&format!("\n{}\n", escape_long(hint)));
+        doc.push_str(&format!("{}\n", escape_long(hint)));
     }
 }
 
-/// A sentence toolscore wrote (a hint), escaped but not cut: it holds no user data beyond
-/// names already escaped elsewhere, and cutting it mid-sentence would lose its point.
+/// Escapes a sentence toolscore wrote (a hint, a method, a warning) that may quote a name
+/// from a fixture: HTML metacharacters, `|`, backticks and line breaks, but not the brackets
+/// and underscores of its own wording, which read better unescaped; not cut, since cutting
+/// mid-sentence would lose its point.
 fn escape_long(text: &str) -> String {
-    text.split(' ').map(escape).collect::<Vec<_>>().join(" ")
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '`' => out.push_str("&#96;"),
+            '|' => out.push_str("\\|"),
+            '\n' | '\r' | '\t' => out.push(' '),
+            c if c.is_control() => {}
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 fn suite_row(name: &str, r: &RateStat) -> String {

@@ -260,9 +260,7 @@ impl GateResult {
             return match self.verdict {
                 Verdict::Pass => format!("lower bound {} above -{t}", b(self.lower)),
                 Verdict::Fail => format!("upper bound {} below -{t}", b(self.upper)),
-                Verdict::Inconclusive => {
-                    format!("[{}, {}] straddles -{t}", b(self.lower), b(self.upper))
-                }
+                Verdict::Inconclusive => format!("bounds straddle -{t}"),
             };
         }
         let latency = self.metric.quantile().is_some();
@@ -271,9 +269,7 @@ impl GateResult {
             Verdict::Fail if latency => format!("lower bound {} > {t}", b(self.lower)),
             Verdict::Pass => format!("lower bound {} >= {t}", b(self.lower)),
             Verdict::Fail => format!("upper bound {} < {t}", b(self.upper)),
-            Verdict::Inconclusive => {
-                format!("[{}, {}] straddles {t}", b(self.lower), b(self.upper))
-            }
+            Verdict::Inconclusive => format!("bounds straddle {t}"),
         }
     }
 
