@@ -6,8 +6,11 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, Parser, Subcommand};
 
+mod output;
 mod plan;
 mod resume;
+
+pub use output::Format;
 
 pub use plan::{Recording, RunSetup, Sinks, build_plan};
 
@@ -42,7 +45,7 @@ pub enum Command {
     /// Check config, catalogs and fixtures without calling any model.
     Validate(SuiteArgs),
     /// Re-aggregate a finished run from its results.jsonl and print its report again; no
-    /// model is called and nothing is written.
+    /// model is called, and nothing is written unless --format md or junit asks for a file.
     Report(ReportArgs),
     /// Compare two arms paired by case: two arms of one run (`--variant base --variant terse`),
     /// or one arm of each of two runs. Which scores higher, with an interval, case by case and
@@ -215,6 +218,10 @@ pub struct ReportArgs {
     pub precision: Option<f64>,
     #[command(flatten)]
     pub gate: GateArgs,
+    /// What to produce; repeatable: terminal (stdout), json (the summary on stdout), md
+    /// (RUN_DIR/report.md), junit (RUN_DIR/junit.xml) [default: terminal].
+    #[arg(long = "format", value_enum, value_name = "FORMAT")]
+    pub formats: Vec<Format>,
 }
 
 #[derive(Debug, Args)]
@@ -392,6 +399,12 @@ pub struct RunArgs {
     /// compare` would (selection, --min-effect 0.05).
     #[arg(long)]
     pub compare: bool,
+    /// What to produce; repeatable: terminal (stdout), json (summary.json), csv
+    /// (results.csv), md (RUN_DIR/report.md), junit (RUN_DIR/junit.xml) [default: terminal,
+    /// json, csv]. summary.json and results.csv are written whatever is chosen: they are the
+    /// run's record, which `report`, `--resume` and `--baseline` read.
+    #[arg(long = "format", value_enum, value_name = "FORMAT")]
+    pub formats: Vec<Format>,
 }
 
 /// Runs the parsed command and returns the process exit code.
@@ -448,6 +461,10 @@ pub fn run(cli: Cli) -> Result<ExitCode, Error> {
             let baseline = args.gate.load_baseline()?;
             let gate_args = args.gate.clone();
             let compare = args.compare;
+            let formats = output::chosen(
+                &args.formats,
+                &[Format::Terminal, Format::Json, Format::Csv],
+            );
             let setup = build_plan(args, &|name| std::env::var(name).ok())?;
             if let Some((base, _)) = &baseline
                 && !gate_args.intersect
@@ -460,7 +477,14 @@ pub fn run(cli: Cli) -> Result<ExitCode, Error> {
                     setup.plan.arms.len()
                 )));
             }
-            run_command(setup, max_infra, baseline.as_ref(), &gate_args, compare)
+            run_command(
+                setup,
+                max_infra,
+                baseline.as_ref(),
+                &gate_args,
+                compare,
+                &formats,
+            )
         }
     }
 }
@@ -473,6 +497,7 @@ fn run_command(
     baseline: Option<&(crate::report::Summary, crate::report::Metric)>,
     gate_args: &GateArgs,
     compare: bool,
+    formats: &[Format],
 ) -> Result<ExitCode, Error> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -557,20 +582,35 @@ fn run_command(
         }
     }
     crate::report::write_json_atomically(&setup.out_dir.join("summary.json"), &summary)?;
-    let mut out = std::io::stdout().lock();
-    crate::report::render_terminal(&summary, &mut out)
-        .map_err(|e| Error::io("cannot write the report", e))?;
-    if let Some(c) = &summary.comparison {
-        writeln!(out).map_err(|e| Error::io("cannot write the report", e))?;
-        crate::report::render_comparison(c, &mut out)
-            .map_err(|e| Error::io("cannot write the comparison", e))?;
+    let files = output::write_files(&summary, &setup.out_dir, formats)?;
+    if formats.contains(&Format::Terminal) {
+        let mut out = std::io::stdout().lock();
+        crate::report::render_terminal(&summary, &mut out)
+            .map_err(|e| Error::io("cannot write the report", e))?;
+        if let Some(c) = &summary.comparison {
+            writeln!(out).map_err(|e| Error::io("cannot write the report", e))?;
+            crate::report::render_comparison(c, &mut out)
+                .map_err(|e| Error::io("cannot write the comparison", e))?;
+        }
+        println!();
     }
-    println!(
-        "\nwrote {}, {} and {}",
-        setup.out_dir.join("results.jsonl").display(),
-        setup.out_dir.join("results.csv").display(),
-        setup.out_dir.join("summary.json").display()
-    );
+    let mut written = vec![
+        setup.out_dir.join("results.jsonl"),
+        setup.out_dir.join("results.csv"),
+        setup.out_dir.join("summary.json"),
+    ];
+    written.extend(files);
+    let names: Vec<String> = written.iter().map(|p| p.display().to_string()).collect();
+    let line = match names.split_last() {
+        Some((last, rest)) => format!("wrote {} and {last}", rest.join(", ")),
+        None => String::new(),
+    };
+    // On stdout under the terminal report, as before; on stderr when stdout carries no report.
+    if formats.contains(&Format::Terminal) {
+        println!("{line}");
+    } else {
+        eprintln!("{line}");
+    }
     let (code, message) = run_exit_code(&summary, max_infra);
     if let Some(message) = message {
         eprintln!("error: {message}");
@@ -614,6 +654,17 @@ fn run_exit_code(summary: &crate::report::Summary, max_infra: f64) -> (ExitCode,
 /// Every figure comes from the records; summary.json only supplies what records do not hold
 /// (the run header: when, how, which cassette; how many trials were planned).
 fn report_command(args: &ReportArgs) -> Result<ExitCode, Error> {
+    let formats = output::chosen(&args.formats, &[Format::Terminal]);
+    if formats.contains(&Format::Csv) {
+        return Err(usage(
+            "--format csv: results.csv is written by `run`; `report` changes no record",
+        ));
+    }
+    if formats.contains(&Format::Terminal) && formats.contains(&Format::Json) {
+        return Err(usage(
+            "--format terminal and --format json both print to stdout; choose one",
+        ));
+    }
     let summary_path = args.run_dir.join("summary.json");
     let results_path = args.run_dir.join("results.jsonl");
     let text = crate::input::read_text(&summary_path)?;
@@ -646,9 +697,18 @@ fn report_command(args: &ReportArgs) -> Result<ExitCode, Error> {
     }
     let baseline = args.gate.load_baseline()?;
     judge_baseline(&mut summary, baseline.as_ref(), &args.gate)?;
-    let mut out = std::io::stdout().lock();
-    crate::report::render_terminal(&summary, &mut out)
-        .map_err(|e| Error::io("cannot write the report", e))?;
+    for path in output::write_files(&summary, &args.run_dir, &formats)? {
+        eprintln!("wrote {}", path.display());
+    }
+    if formats.contains(&Format::Json) {
+        let text = serde_json::to_string_pretty(&summary)
+            .map_err(|e| Error::Fatal(format!("cannot encode the summary: {e}")))?;
+        println!("{text}");
+    } else if formats.contains(&Format::Terminal) {
+        let mut out = std::io::stdout().lock();
+        crate::report::render_terminal(&summary, &mut out)
+            .map_err(|e| Error::io("cannot write the report", e))?;
+    }
     Ok(gate_exit_code(&summary))
 }
 

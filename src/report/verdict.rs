@@ -227,3 +227,88 @@ pub struct ToolVerdict {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hint: Option<String>,
 }
+
+impl GateResult {
+    /// The gate as written on the command line, `selection>=0.8` or `p95_ms<=2000`, so every
+    /// renderer names it the same way.
+    pub fn name(&self) -> String {
+        format!(
+            "{}{}{}",
+            self.metric.label(),
+            self.metric.op(),
+            self.threshold
+        )
+    }
+
+    /// A bound of this gate: rates to three decimals, latencies in ms to one; a missing end
+    /// is `n/a` for a rate and `unbounded` for a latency (too few answers to bound it).
+    pub fn format_bound(&self, v: Option<f64>) -> String {
+        match (v, self.metric.quantile().is_some()) {
+            (Some(v), false) => format!("{v:.3}"),
+            (Some(v), true) => format!("{v:.1}"),
+            (None, false) => "n/a".to_owned(),
+            (None, true) => "unbounded".to_owned(),
+        }
+    }
+
+    /// Why the verdict is what it is, in the terms the gate was given: the bound that cleared
+    /// or missed the threshold (for Markdown and JUnit, which show one line per gate).
+    pub fn clause(&self) -> String {
+        let b = |v| self.format_bound(v);
+        let t = self.threshold;
+        if self.level == GateLevel::Baseline {
+            return match self.verdict {
+                Verdict::Pass => format!("lower bound {} above -{t}", b(self.lower)),
+                Verdict::Fail => format!("upper bound {} below -{t}", b(self.upper)),
+                Verdict::Inconclusive => format!("bounds straddle -{t}"),
+            };
+        }
+        let latency = self.metric.quantile().is_some();
+        match self.verdict {
+            Verdict::Pass if latency => format!("upper bound {} <= {t}", b(self.upper)),
+            Verdict::Fail if latency => format!("lower bound {} > {t}", b(self.lower)),
+            Verdict::Pass => format!("lower bound {} >= {t}", b(self.lower)),
+            Verdict::Fail => format!("upper bound {} < {t}", b(self.upper)),
+            Verdict::Inconclusive => format!("bounds straddle {t}"),
+        }
+    }
+
+    /// The verdict's grounds in one line: for a suite, latency or baseline gate the bound
+    /// against the threshold with the estimate and both bounds; for a case or tool gate the
+    /// count of each verdict (the cases and tools are listed apart).
+    pub fn outcome(&self) -> String {
+        match self.level {
+            GateLevel::Case => format!(
+                "{} passed, {} failed, {} inconclusive of {} cases",
+                self.passed_cases, self.failed_cases, self.inconclusive_cases, self.cases
+            ),
+            GateLevel::Tool => {
+                let count = |v: Verdict| self.tools.iter().filter(|t| t.verdict == v).count();
+                format!(
+                    "{} passed, {} failed, {} inconclusive of {} tools",
+                    count(Verdict::Pass),
+                    count(Verdict::Fail),
+                    count(Verdict::Inconclusive),
+                    self.tools.len()
+                )
+            }
+            GateLevel::Suite | GateLevel::Baseline => format!(
+                "{} — estimate {}, bounds [{}, {}]",
+                self.clause(),
+                self.format_bound(self.estimate),
+                self.format_bound(self.lower),
+                self.format_bound(self.upper)
+            ),
+        }
+    }
+
+    /// The level in one word: `suite`, `case`, `tool` or `baseline`.
+    pub fn level_label(&self) -> &'static str {
+        match self.level {
+            GateLevel::Suite => "suite",
+            GateLevel::Case => "case",
+            GateLevel::Tool => "tool",
+            GateLevel::Baseline => "baseline",
+        }
+    }
+}

@@ -1,0 +1,212 @@
+//! JUnit XML (`junit.xml`) for CI systems that show test results: one `testsuite` per arm,
+//! one `testcase` per case, and one per suite-, tool- or baseline-level gate.
+//!
+//! JUnit knows pass, failure and skipped, not "measured", so a case's status is what a
+//! case-level gate decided about it (fail → failure; inconclusive → skipped, with what more
+//! evidence would settle it); without a case-level gate there is no verdict to report and the
+//! case passes. Its pass rate with the interval is in `system-out` either way. Only figures
+//! the [`Summary`] holds are written; quick-junit does the XML escaping.
+
+use std::io::Write;
+
+use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
+
+use super::{
+    ArmSummary, CaseSummary, CaseVerdict, GateLevel, GateResult, RateStat, Summary, Verdict,
+};
+use crate::error::Error;
+
+/// Failure details listed per case (most frequent first).
+const FAILURES_SHOWN: usize = 5;
+
+/// Renders the summary as JUnit XML.
+pub fn render_junit(s: &Summary, w: &mut dyn Write) -> Result<(), Error> {
+    let mut report = Report::new(format!("toolscore run {}", s.run.run_id));
+    for arm in &s.arms {
+        report.add_test_suite(arm_suite(s, arm));
+    }
+    report
+        .serialize(w)
+        .map_err(|e| Error::Fatal(format!("cannot write the JUnit report: {e}")))
+}
+
+fn arm_suite(s: &Summary, arm: &ArmSummary) -> TestSuite {
+    let id = &arm.arm;
+    let mut suite = TestSuite::new(format!(
+        "{} · model {} · variant {}",
+        id.provider, id.model, id.variant
+    ));
+    let gates: Vec<&GateResult> = s
+        .gate
+        .iter()
+        .flat_map(|g| &g.gates)
+        .filter(|g| &g.arm == id)
+        .collect();
+    let case_gates: Vec<&GateResult> = gates
+        .iter()
+        .copied()
+        .filter(|g| g.level == GateLevel::Case)
+        .collect();
+    for case in &arm.cases {
+        suite.add_test_case(case_test(s, case, &case_gates));
+    }
+    for g in gates.iter().filter(|g| g.level != GateLevel::Case) {
+        suite.add_test_case(gate_test(g));
+    }
+    suite
+}
+
+/// A name for an XML attribute: a parser turns a raw line break in an attribute into a space
+/// (and quick-junit writes it raw), so a case id with a newline is given that space up front
+/// and reads back as written.
+fn one_line(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
+}
+
+/// `x/n [lo, hi]`, or `x/n (no interval)` when nothing was measured.
+fn rate_text(r: &RateStat) -> String {
+    match r.interval {
+        Some(iv) => format!("{}/{} [{:.3}, {:.3}]", r.x, r.n, iv.lo, iv.hi),
+        None => format!("{}/{} (no interval)", r.x, r.n),
+    }
+}
+
+/// The case's most frequent failure details, one per line with its count.
+fn failure_lines(c: &CaseSummary) -> String {
+    let mut top: Vec<_> = c.failures.iter().collect();
+    top.sort_by(|a, b| b.1.cmp(a.1).then_with(|| a.0.cmp(b.0)));
+    let mut lines: Vec<String> = top
+        .iter()
+        .take(FAILURES_SHOWN)
+        .map(|(detail, n)| format!("{n}× {detail}"))
+        .collect();
+    if top.len() > FAILURES_SHOWN {
+        lines.push(format!(
+            "… and {} more kinds of failure in summary.json",
+            top.len() - FAILURES_SHOWN
+        ));
+    }
+    lines.join("\n")
+}
+
+fn case_test(s: &Summary, c: &CaseSummary, case_gates: &[&GateResult]) -> TestCase {
+    let gate_conf = s.gate.as_ref().map_or(s.confidence, |g| g.confidence);
+    // A case a gate did not list among `not_passed` passed that gate; the worst verdict over
+    // the case-level gates is the case's status.
+    let judged: Vec<(&GateResult, &CaseVerdict)> = case_gates
+        .iter()
+        .filter_map(|g| {
+            g.not_passed
+                .iter()
+                .find(|v| v.dataset == c.dataset && v.case_id == c.case_id)
+                .map(|v| (*g, v))
+        })
+        .collect();
+    let worst = judged.iter().max_by_key(|(_, v)| v.verdict);
+    let failures = failure_lines(c);
+    let status = match worst {
+        Some((g, v)) if v.verdict == Verdict::Fail => {
+            let mut st = TestCaseStatus::non_success(NonSuccessKind::Failure);
+            st.set_message(format!(
+                "{} (case): upper bound {:.3} < {} — {}/{}, {:.0}% one-sided bounds [{:.3}, {:.3}]",
+                g.name(),
+                v.upper,
+                v.threshold,
+                v.x,
+                v.n,
+                gate_conf * 100.0,
+                v.lower,
+                v.upper
+            ));
+            st.set_type("gate failed");
+            if !failures.is_empty() {
+                st.set_description(failures.clone());
+            }
+            st
+        }
+        Some((g, v)) => {
+            let mut st = TestCaseStatus::skipped();
+            st.set_message(format!(
+                "{} (case): inconclusive, {:.0}% one-sided bounds [{:.3}, {:.3}] straddle {}{}",
+                g.name(),
+                gate_conf * 100.0,
+                v.lower,
+                v.upper,
+                v.threshold,
+                v.more_trials
+                    .map_or(String::new(), |m| format!("; ~{m} more trials"))
+            ));
+            st.set_type("inconclusive");
+            st
+        }
+        None => TestCaseStatus::success(),
+    };
+    let mut t = TestCase::new(one_line(&c.case_id), status);
+    t.set_classname(one_line(&c.dataset));
+    let m = &c.metrics;
+    let conf = format!("{:.0}% Wilson", s.confidence * 100.0);
+    let mut out = format!(
+        "pass rate {} ({conf})\nselection {} ({conf})\nexpected {}\ninfrastructure errors {}",
+        rate_text(&m.pass),
+        rate_text(&m.selection),
+        c.expected,
+        c.infra_errors
+    );
+    if !failures.is_empty() {
+        out.push_str("\nmost frequent failures:\n");
+        out.push_str(&failures);
+    }
+    t.set_system_out(out);
+    t
+}
+
+fn gate_test(g: &GateResult) -> TestCase {
+    let line = format!(
+        "{} ({}): {}; {}",
+        g.name(),
+        g.level_label(),
+        g.outcome(),
+        g.method
+    );
+    let mut details = Vec::new();
+    for t in g.tools.iter().filter(|t| t.verdict != Verdict::Pass) {
+        details.push(format!(
+            "{} {}: estimate {}, bounds [{}, {}] ({} cases, {} trials)",
+            t.verdict.label(),
+            t.tool,
+            g.format_bound(t.estimate),
+            g.format_bound(t.lower),
+            g.format_bound(t.upper),
+            t.cases,
+            t.n
+        ));
+    }
+    if let Some(h) = &g.hint {
+        details.push(h.clone());
+    }
+    let status = match g.verdict {
+        Verdict::Pass => TestCaseStatus::success(),
+        Verdict::Fail => {
+            let mut st = TestCaseStatus::non_success(NonSuccessKind::Failure);
+            st.set_message(line.clone()).set_type("gate failed");
+            if !details.is_empty() {
+                st.set_description(details.join("\n"));
+            }
+            st
+        }
+        Verdict::Inconclusive => {
+            let mut st = TestCaseStatus::skipped();
+            st.set_message(line.clone()).set_type("inconclusive");
+            if !details.is_empty() {
+                st.set_description(details.join("\n"));
+            }
+            st
+        }
+    };
+    let mut t = TestCase::new(format!("gate {} ({})", g.name(), g.level_label()), status);
+    t.set_classname("toolscore.gate");
+    t.set_system_out(line);
+    t
+}
