@@ -8,6 +8,7 @@ use clap::{Args, Parser, Subcommand};
 
 mod output;
 mod plan;
+mod rescore;
 mod resume;
 
 pub use output::Format;
@@ -673,8 +674,25 @@ fn report_command(args: &ReportArgs) -> Result<ExitCode, Error> {
     let confidence = plan::checked_confidence(args.confidence.unwrap_or(header.confidence))?;
     let precision = plan::checked_precision(args.precision.unwrap_or(header.precision))?;
     let gates = parse_gates(&args.gate.gates)?;
-    let (mut summary, latency) =
-        crate::report::reaggregate_with_latency(&results_path, header, confidence, precision)?;
+    let mut rescorer = rescore::Rescorer::for_run(&header.run);
+    let (mut summary, latency) = crate::report::reaggregate_rescored(
+        &results_path,
+        header,
+        confidence,
+        precision,
+        &mut |r| {
+            if let Some(rs) = &mut rescorer {
+                rs.apply(r);
+            }
+        },
+    )?;
+    if let Some(notice) = rescorer.as_ref().and_then(rescore::Rescorer::notice) {
+        if formats.contains(&Format::Terminal) {
+            println!("{notice}");
+        } else {
+            eprintln!("{notice}");
+        }
+    }
     if args.gate.sequential {
         let spec = crate::gate::sequential::SequentialSpec {
             gates,
@@ -683,7 +701,10 @@ fn report_command(args: &ReportArgs) -> Result<ExitCode, Error> {
             max_trials: summary.run.trials_per_case,
         };
         let mut gate = plan::sequential_gate(spec, &summary.run)?;
-        crate::report::for_each_record(&results_path, &mut |r| {
+        crate::report::for_each_record_mut(&results_path, &mut |r| {
+            if let Some(rs) = &mut rescorer {
+                rs.apply(r);
+            }
             gate.push(r);
         })?;
         summary.gate = Some(crate::gate::report_of(gate.results(), confidence));

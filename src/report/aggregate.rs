@@ -607,9 +607,22 @@ pub fn reaggregate_with_latency(
     confidence: f64,
     precision: f64,
 ) -> Result<(Summary, LatencyDistributions), Error> {
+    reaggregate_rescored(results, header, confidence, precision, &mut |_| {})
+}
+
+/// [`reaggregate_with_latency`], with each record passed through `rescore` before it is counted
+/// (`toolscore report` re-scores a run whose fixtures changed since).
+pub fn reaggregate_rescored(
+    results: &Path,
+    header: SummaryHeader,
+    confidence: f64,
+    precision: f64,
+    rescore: &mut dyn FnMut(&mut TrialRecord),
+) -> Result<(Summary, LatencyDistributions), Error> {
     let mut agg = Aggregator::new();
     let mut completed = 0;
-    for_each_record(results, &mut |record| {
+    for_each_record_mut(results, &mut |record| {
+        rescore(record);
         agg.add(record);
         completed += 1;
     })?;
@@ -630,6 +643,14 @@ pub fn reaggregate_with_latency(
 /// Every record of a results.jsonl, in file order (the order the run finished them), streamed:
 /// memory does not grow with the number of trials.
 pub fn for_each_record(results: &Path, f: &mut dyn FnMut(&TrialRecord)) -> Result<(), Error> {
+    for_each_record_mut(results, &mut |r| f(r))
+}
+
+/// [`for_each_record`], handing each record over to be changed (re-scored) before use.
+pub fn for_each_record_mut(
+    results: &Path,
+    f: &mut dyn FnMut(&mut TrialRecord),
+) -> Result<(), Error> {
     use std::io::BufRead;
     let file = std::fs::File::open(results).map_err(|e| InputError::io(results, &e))?;
     let name = results.display().to_string();
@@ -638,9 +659,9 @@ pub fn for_each_record(results: &Path, f: &mut dyn FnMut(&TrialRecord)) -> Resul
         if line.trim().is_empty() {
             continue;
         }
-        let record: TrialRecord = serde_json::from_str(&line)
+        let mut record: TrialRecord = serde_json::from_str(&line)
             .map_err(|e| InputError::json_line(&name, i + 1, "not a trial record", &e))?;
-        f(&record);
+        f(&mut record);
     }
     Ok(())
 }

@@ -18,7 +18,7 @@ mod warning;
 
 pub use aggregate::{
     Aggregator, ArmInfo, DatasetInfo, ReplayInfo, RunInfo, VariantInfo, for_each_record,
-    reaggregate, reaggregate_with_latency,
+    for_each_record_mut, reaggregate, reaggregate_rescored, reaggregate_with_latency,
 };
 pub use comparison::{
     CaseComparison, ComparedArm, Comparison, ComparisonVerdict, GroupComparison, McNemar,

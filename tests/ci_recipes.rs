@@ -1,0 +1,109 @@
+//! The CI recipes in examples/ci/ stay true to the binary: each file is valid YAML, and every
+//! `toolscore` invocation in it parses with the CLI's own argument parser (a renamed flag or a
+//! removed subcommand fails here, not in a user's pipeline).
+
+use std::path::Path;
+
+use clap::Parser;
+use toolscore::cli::Cli;
+
+/// Splits a command line into words, honouring single and double quotes.
+fn words(line: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut word = String::new();
+    let mut quote: Option<char> = None;
+    let mut in_word = false;
+    for c in line.chars() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), c) => word.push(c),
+            (None, '\'' | '"') => {
+                quote = Some(c);
+                in_word = true;
+            }
+            (None, c) if c.is_whitespace() => {
+                if in_word {
+                    out.push(std::mem::take(&mut word));
+                    in_word = false;
+                }
+            }
+            (None, c) => {
+                word.push(c);
+                in_word = true;
+            }
+        }
+    }
+    if in_word {
+        out.push(word);
+    }
+    out
+}
+
+/// The `toolscore …` commands of a recipe, with `\` continuations joined and CI variables
+/// (`${{ … }}`, `$VAR`) replaced by a plain word.
+fn invocations(text: &str) -> Vec<Vec<String>> {
+    let joined = text.replace("\\\n", " ");
+    let mut out = Vec::new();
+    for line in joined.lines().filter(|l| !l.trim_start().starts_with('#')) {
+        let mut line = line.to_owned();
+        while let (Some(a), Some(b)) = (line.find("${{"), line.find("}}")) {
+            if b < a {
+                break;
+            }
+            line.replace_range(a..b + 2, "X");
+        }
+        // A command: `toolscore …` as a script item, or the installed binary's path.
+        let trimmed = line.trim_start().trim_start_matches("- ");
+        let w = words(trimmed);
+        let Some(at) = w
+            .iter()
+            .position(|w| w.ends_with("/bin/toolscore"))
+            .or_else(|| (w.first().is_some_and(|f| f == "toolscore")).then_some(0))
+        else {
+            continue;
+        };
+        let args: Vec<String> = w[at..]
+            .iter()
+            .map(|a| {
+                if a.contains('$') {
+                    "X".to_owned()
+                } else {
+                    a.clone()
+                }
+            })
+            .collect();
+        out.push(args);
+    }
+    out
+}
+
+#[test]
+fn every_recipe_is_yaml_and_every_toolscore_command_in_it_parses() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/ci");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .expect("examples/ci")
+        .map(|e| e.expect("entry").path())
+        .collect();
+    files.sort();
+    assert!(
+        files.len() >= 3,
+        "the GitHub pull-request and weekly recipes and GitLab's"
+    );
+    let mut commands = 0;
+    for file in &files {
+        let text = std::fs::read_to_string(file).expect("read");
+        serde_saphyr::from_str::<serde_json::Value>(&text)
+            .unwrap_or_else(|e| panic!("{} is not valid YAML: {e}", file.display()));
+        for args in invocations(&text) {
+            Cli::try_parse_from(&args).unwrap_or_else(|e| {
+                panic!(
+                    "{}: `{}` does not parse:\n{e}",
+                    file.display(),
+                    args.join(" ")
+                )
+            });
+            commands += 1;
+        }
+    }
+    assert!(commands >= 6, "only {commands} toolscore commands found");
+}
