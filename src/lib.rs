@@ -12,6 +12,7 @@ pub mod compare;
 pub mod error;
 pub mod event;
 pub mod gate;
+pub mod history;
 pub mod input;
 pub mod json;
 pub mod message;

@@ -119,10 +119,12 @@ fn read_json(path: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(path).expect("read json")).expect("parse json")
 }
 
+/// The one run folder in `out` (beside the history.jsonl every run appends to).
 fn only_run_dir(out: &Path) -> PathBuf {
     let dirs: Vec<_> = std::fs::read_dir(out)
         .expect("out dir")
         .map(|e| e.expect("entry").path())
+        .filter(|p| p.is_dir())
         .collect();
     assert_eq!(dirs.len(), 1, "exactly one run folder in {}", out.display());
     dirs[0].clone()

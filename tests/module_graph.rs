@@ -105,7 +105,7 @@ fn arrows_point_one_way() {
         (
             "report",
             &[
-                "provider", "runner", "cli", "score", "suite", "gate", "compare",
+                "provider", "runner", "cli", "score", "suite", "gate", "compare", "history",
             ],
         ),
         ("gate", &["provider", "runner", "cli", "score", "suite"]),
@@ -113,6 +113,7 @@ fn arrows_point_one_way() {
             "compare",
             &["provider", "runner", "cli", "score", "suite", "gate"],
         ),
+        ("history", &["provider", "runner", "cli", "score", "suite"]),
         ("runner", &["report", "cli"]),
         ("suite", &["provider", "runner", "report", "cli"]),
     ];

@@ -23,7 +23,7 @@ use crate::suite::{Config, Dataset, load_config, load_dataset};
 
 const EXIT_CODES_HELP: &str = "Exit codes:
   0  run completed (and every --gate passed)
-  1  a --gate (or --baseline) failed
+  1  a --gate (or --baseline) failed; history --fail-on-drop: the newest run dropped
   2  bad input or usage (nothing was run)
   3  a --gate is inconclusive: not enough evidence yet (compare: a verdict not yet decided)
   4  too many infrastructure errors to judge (see --max-infra-error-rate), or trials lost
@@ -56,6 +56,10 @@ pub enum Command {
     /// Before spending anything: trials per case for a precision or a gate (fixed and
     /// sequential), cases for a suite-level claim, and the requests and tokens of each option.
     Plan(PlanArgs),
+    /// The trend of every series of runs (same datasets, provider, model, variant) from
+    /// DIR/history.jsonl, which every `run` appends to: each run's case-level score, and against
+    /// the previous run the paired difference, flagged only when its interval excludes 0.
+    History(HistoryArgs),
     /// Work with recorded cassettes.
     #[command(subcommand)]
     Cassette(CassetteCommand),
@@ -286,6 +290,22 @@ pub struct CompareArgs {
     pub json: Option<PathBuf>,
 }
 
+#[derive(Debug, Args)]
+pub struct HistoryArgs {
+    /// The --out folder of the runs, holding history.jsonl.
+    #[arg(long, default_value = "reports", value_name = "DIR")]
+    pub dir: PathBuf,
+    /// The rate followed: selection or pass.
+    #[arg(long, default_value = "selection")]
+    pub metric: String,
+    /// Show only the newest N runs of each series (each still compared with the run before it).
+    #[arg(long, value_name = "N")]
+    pub last: Option<usize>,
+    /// Exit 1 when the newest run of any series dropped significantly.
+    #[arg(long)]
+    pub fail_on_drop: bool,
+}
+
 #[derive(Debug, Subcommand)]
 pub enum CassetteCommand {
     /// Convert a format-1 cassette to the current format (no model is called; every response
@@ -438,6 +458,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Error> {
         Command::Report(args) => report_command(&args),
         Command::Compare(args) => compare_command(&args),
         Command::Plan(args) => plan_command(&args),
+        Command::History(args) => history_command(&args),
         Command::Cassette(CassetteCommand::Upgrade { from, to }) => {
             if to.exists() {
                 return Err(usage(&format!(
@@ -583,6 +604,7 @@ fn run_command(
         }
     }
     crate::report::write_json_atomically(&setup.out_dir.join("summary.json"), &summary)?;
+    append_history(&setup.out_dir, &summary)?;
     let files = output::write_files(&summary, &setup.out_dir, formats)?;
     if formats.contains(&Format::Terminal) {
         let mut out = std::io::stdout().lock();
@@ -617,6 +639,60 @@ fn run_command(
         eprintln!("error: {message}");
     }
     Ok(code)
+}
+
+/// Appends the run's arms to `history.jsonl` in its --out folder (the parent of the run's
+/// folder), after summary.json so a line never names a run whose summary is missing. An
+/// interrupted run is left out: its cases ran fewer trials than planned and its next,
+/// resumed, finish appends the whole run. Not named in the "wrote" line: it is the folder's
+/// running log, not one of the run's files.
+fn append_history(run_dir: &Path, summary: &crate::report::Summary) -> Result<(), Error> {
+    if summary.interrupted {
+        return Ok(());
+    }
+    let path = run_dir
+        .parent()
+        .unwrap_or_else(|| Path::new("."))
+        .join(crate::history::FILE_NAME);
+    crate::history::append(&path, &crate::history::lines_of(summary))
+        .map_err(|e| Error::io(format!("cannot append to {}", path.display()), e))
+}
+
+/// Reads DIR/history.jsonl and prints every series with its moves. Exit 1 with --fail-on-drop
+/// when the newest run of a series dropped significantly, else 0.
+fn history_command(args: &HistoryArgs) -> Result<ExitCode, Error> {
+    let metric = match args.metric.as_str() {
+        "selection" => crate::report::Metric::Selection,
+        "pass" => crate::report::Metric::Pass,
+        other => {
+            return Err(usage(&format!(
+                "--metric {other}: history follows selection or pass"
+            )));
+        }
+    };
+    if args.last == Some(0) {
+        return Err(usage("--last must be at least 1"));
+    }
+    let path = args.dir.join(crate::history::FILE_NAME);
+    if !path.is_file() {
+        return Err(usage(&format!(
+            "{}: no history yet; every `toolscore run --out {}` appends to it",
+            path.display(),
+            args.dir.display()
+        )));
+    }
+    let text = crate::input::read_text(&path)?;
+    let lines = crate::history::parse(&text, &path.display().to_string())?;
+    let series = crate::history::series(lines, metric);
+    let mut out = std::io::stdout().lock();
+    crate::history::render(&series, metric, args.last, &mut out)
+        .map_err(|e| Error::io("cannot write the history", e))?;
+    let dropped = series.iter().any(crate::history::Series::newest_dropped);
+    Ok(if dropped && args.fail_on_drop {
+        ExitCode::GateFailed
+    } else {
+        ExitCode::Pass
+    })
 }
 
 /// The exit code of a finished run, and what to say on stderr when it is not 0. A run that
