@@ -9,7 +9,7 @@
 
 use std::io::{self, Write};
 
-use super::terminal::{WORST_CASES_SHOWN, format_rate, warning_text};
+use super::terminal::{WORST_CASES_SHOWN, format_percentile, format_rate, warning_text};
 use super::{
     ArmSummary, CaseSummary, Comparison, GateReport, GateResult, GroupComparison, RateStat,
     Summary, Verdict, Warning,
@@ -401,6 +401,23 @@ fn write_tools(a: &ArmSummary, conf: &str, doc: &mut String) {
             ));
         }
         more(doc, a.tool_accuracy.len(), TOOLS_SHOWN, "tools");
+    }
+    if !a.tool_latency.is_empty() {
+        doc.push_str(&format!(
+            "\n| tool | answered | latency p50 ms | p95 | p99 ({conf} order-statistic intervals) |\n|---|---|---|---|---|\n"
+        ));
+        for t in a.tool_latency.iter().take(TOOLS_SHOWN) {
+            let l = &t.latency_ms;
+            doc.push_str(&format!(
+                "| {} | {} | {} | {} | {} |\n",
+                escape(&t.tool),
+                l.n,
+                format_percentile(&l.p50),
+                format_percentile(&l.p95),
+                format_percentile(&l.p99)
+            ));
+        }
+        more(doc, a.tool_latency.len(), TOOLS_SHOWN, "tools");
     }
     doc.push_str("\n</details>\n");
 }

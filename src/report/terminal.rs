@@ -18,6 +18,16 @@ pub fn format_rate(r: &RateStat) -> String {
     }
 }
 
+/// `812.0 [640.5, 990.1]`: a nearest-rank percentile in ms with its order-statistic interval;
+/// an end the data cannot bound is `unbounded`.
+pub fn format_percentile(x: &Option<super::Percentile>) -> String {
+    let end = |v: Option<f64>| v.map_or("unbounded".to_owned(), |v| format!("{v:.1}"));
+    match x {
+        Some(p) => format!("{:.1} [{}, {}]", p.value, end(p.lo), end(p.hi)),
+        None => "n/a".to_owned(),
+    }
+}
+
 fn format_case_level(r: &RateStat) -> String {
     match &r.case_level {
         Some(c) => format!(
@@ -464,11 +474,7 @@ fn render_arm(s: &Summary, a: &ArmSummary, extra: &[Warning], w: &mut dyn Write)
     write_arg_failures(a, &conf, w)?;
     writeln!(w)?;
     let l = &a.latency_ms;
-    let end = |v: Option<f64>| v.map_or("unbounded".to_owned(), |v| format!("{v:.1}"));
-    let p = |x: &Option<super::Percentile>| match x {
-        Some(p) => format!("{:.1} [{}, {}]", p.value, end(p.lo), end(p.hi)),
-        None => "n/a".to_owned(),
-    };
+    let p = format_percentile;
     writeln!(
         w,
         "latency ms (n={}, nearest rank, {conf} order-statistic interval): p50 {} · p95 {} · p99 {}",
@@ -477,6 +483,36 @@ fn render_arm(s: &Summary, a: &ArmSummary, extra: &[Warning], w: &mut dyn Write)
         p(&l.p95),
         p(&l.p99)
     )?;
+    if a.tool_latency.len() > 1 {
+        // A chain's budget hides the one tool that regresses: each expected tool on its own.
+        let width = a
+            .tool_latency
+            .iter()
+            .take(WORST_CASES_SHOWN)
+            .map(|t| t.tool.chars().count())
+            .max()
+            .unwrap_or(0);
+        writeln!(w, "latency ms by expected tool:")?;
+        for t in a.tool_latency.iter().take(WORST_CASES_SHOWN) {
+            let l = &t.latency_ms;
+            writeln!(
+                w,
+                "  {:<width$}  n={:<5} p50 {} · p95 {} · p99 {}",
+                t.tool,
+                l.n,
+                p(&l.p50),
+                p(&l.p95),
+                p(&l.p99)
+            )?;
+        }
+        if a.tool_latency.len() > WORST_CASES_SHOWN {
+            writeln!(
+                w,
+                "  … {} more tools in summary.json (arms[].tool_latency)",
+                a.tool_latency.len() - WORST_CASES_SHOWN
+            )?;
+        }
+    }
     let t = &a.tokens;
     let mean = |m: Option<f64>| m.map_or("n/a".to_owned(), |m| format!("{m:.1}"));
     writeln!(
