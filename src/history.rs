@@ -43,6 +43,78 @@ pub struct HistoryLine {
     /// `dataset/case_id` → `[selection x, selection n, pass x, pass n]`: the counts a paired
     /// comparison with the next run needs.
     pub cases: BTreeMap<String, [u64; 4]>,
+    /// Expected tool → its p95 latency in ms with the order-statistic interval, for the growth
+    /// check against the previous week.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tool_p95_ms: BTreeMap<String, LatencyPoint>,
+}
+
+/// A latency percentile with its interval (an end absent when the trials cannot bound it).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LatencyPoint {
+    pub value: f64,
+    pub lo: Option<f64>,
+    pub hi: Option<f64>,
+    /// Answered trials behind it.
+    pub n: u64,
+}
+
+/// How far back the latency baseline reaches: the runs of the previous week.
+const LATENCY_BASELINE_DAYS: u64 = 7;
+
+/// A tool whose p95 latency grew beyond every run of the baseline window.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LatencyGrowth {
+    pub tool: String,
+    pub p95: f64,
+    /// This run's lower bound of the p95…
+    pub lo: f64,
+    /// …above the highest upper bound of the p95 over the baseline runs.
+    pub baseline_hi: f64,
+    pub baseline_runs: usize,
+}
+
+/// Tools of `current` whose p95 interval lies wholly above the p95 intervals of every baseline
+/// run (two 95% intervals that do not overlap: a conservative test, so a flag is a real
+/// regression, not a slow afternoon). A tool some baseline run cannot bound from above is not
+/// judged.
+pub fn latency_growth(baseline: &[&HistoryLine], current: &HistoryLine) -> Vec<LatencyGrowth> {
+    if baseline.is_empty() {
+        return Vec::new();
+    }
+    current
+        .tool_p95_ms
+        .iter()
+        .filter_map(|(tool, now)| {
+            let lo = now.lo?;
+            let his: Option<Vec<f64>> = baseline
+                .iter()
+                .map(|b| b.tool_p95_ms.get(tool).and_then(|p| p.hi))
+                .collect();
+            let baseline_hi = his?.into_iter().fold(f64::NEG_INFINITY, f64::max);
+            (lo > baseline_hi).then(|| LatencyGrowth {
+                tool: tool.clone(),
+                p95: now.value,
+                lo,
+                baseline_hi,
+                baseline_runs: baseline.len(),
+            })
+        })
+        .collect()
+}
+
+/// Whether `earlier` finished within the baseline window before `later` (RFC 3339 times; a
+/// time that does not parse counts as inside, so the previous run is always a baseline).
+fn within_window(earlier: &str, later: &str) -> bool {
+    match (
+        humantime::parse_rfc3339_weak(earlier),
+        humantime::parse_rfc3339_weak(later),
+    ) {
+        (Ok(a), Ok(b)) => b
+            .duration_since(a)
+            .map_or(true, |d| d.as_secs() <= LATENCY_BASELINE_DAYS * 86_400),
+        _ => true,
+    }
 }
 
 /// The two rates a trend follows.
@@ -164,6 +236,22 @@ fn line_of(summary: &Summary, arm: &ArmSummary) -> HistoryLine {
             pass: MetricPoint::of(&arm.suite.metrics.pass, arm.cases.len()),
         },
         cases,
+        tool_p95_ms: arm
+            .tool_latency
+            .iter()
+            .filter_map(|t| {
+                let p = t.latency_ms.p95.as_ref()?;
+                Some((
+                    t.tool.clone(),
+                    LatencyPoint {
+                        value: p.value,
+                        lo: p.lo,
+                        hi: p.hi,
+                        n: t.latency_ms.n,
+                    },
+                ))
+            })
+            .collect(),
     }
 }
 
@@ -231,6 +319,8 @@ pub struct Change {
 pub struct Point {
     pub line: HistoryLine,
     pub change: Option<Change>,
+    /// Tools whose p95 latency grew against the runs of the previous week.
+    pub latency_growth: Vec<LatencyGrowth>,
 }
 
 /// Runs of one (datasets, provider, model, variant), oldest first.
@@ -299,7 +389,23 @@ pub fn series(lines: Vec<HistoryLine>, metric: Metric) -> Vec<Series> {
             let mut points: Vec<Point> = Vec::with_capacity(runs.len());
             for line in runs {
                 let change = points.last().map(|p| change(&p.line, &line, metric));
-                points.push(Point { line, change });
+                let window: Vec<&HistoryLine> = points
+                    .iter()
+                    .map(|p| &p.line)
+                    .filter(|b| within_window(&b.finished_at, &line.finished_at))
+                    .collect();
+                // The previous run is always part of the baseline, even an old one.
+                let window = if window.is_empty() {
+                    points.last().map(|p| vec![&p.line]).unwrap_or_default()
+                } else {
+                    window
+                };
+                let latency_growth = latency_growth(&window, &line);
+                points.push(Point {
+                    line,
+                    change,
+                    latency_growth,
+                });
             }
             Series { points }
         })
@@ -375,6 +481,13 @@ pub fn render(
                 }
             }
             writeln!(out)?;
+            for g in &p.latency_growth {
+                writeln!(
+                    out,
+                    "    p95 LATENCY GREW: {} {:.1} ms, its lower bound {:.1} above the previous {} run(s) of the week (upper bound {:.1})",
+                    g.tool, g.p95, g.lo, g.baseline_runs, g.baseline_hi
+                )?;
+            }
         }
     }
     Ok(())
@@ -417,6 +530,7 @@ mod tests {
                 pass: point,
             },
             cases,
+            tool_p95_ms: BTreeMap::new(),
         }
     }
 
@@ -596,5 +710,90 @@ mod tests {
         let bad = format!("{}\n{{\"run_id\": 3}}\n", text.lines().next().unwrap_or(""));
         let err = parse(&bad, "reports/history.jsonl").expect_err("bad line");
         assert_eq!(err.location, "reports/history.jsonl:2");
+    }
+
+    fn with_p95(
+        mut l: HistoryLine,
+        tool: &str,
+        value: f64,
+        lo: f64,
+        hi: Option<f64>,
+    ) -> HistoryLine {
+        l.tool_p95_ms.insert(
+            tool.to_owned(),
+            LatencyPoint {
+                value,
+                lo: Some(lo),
+                hi,
+                n: 400,
+            },
+        );
+        l
+    }
+
+    #[test]
+    fn a_p95_above_every_run_of_the_week_is_flagged_and_an_overlap_is_not() {
+        let counts = vec![25; 20];
+        let runs = vec![
+            with_p95(
+                line("w1", 1, &counts, "a"),
+                "search",
+                900.0,
+                850.0,
+                Some(950.0),
+            ),
+            with_p95(
+                line("w2", 5, &counts, "a"),
+                "search",
+                920.0,
+                870.0,
+                Some(990.0),
+            ),
+            // Overlaps w2's interval: not flagged.
+            with_p95(
+                line("w3", 8, &counts, "a"),
+                "search",
+                1000.0,
+                960.0,
+                Some(1050.0),
+            ),
+            // Above w3, the only run within the week before it (w2 is 8 days old): flagged.
+            with_p95(
+                line("w4", 13, &counts, "a"),
+                "search",
+                1300.0,
+                1200.0,
+                Some(1400.0),
+            ),
+        ];
+        let s = series(runs.clone(), Metric::Selection);
+        let growth: Vec<usize> = s[0].points.iter().map(|p| p.latency_growth.len()).collect();
+        assert_eq!(growth, [0, 0, 0, 1]);
+        let g = &s[0].points[3].latency_growth[0];
+        assert_eq!((g.tool.as_str(), g.baseline_runs), ("search", 1));
+        assert_eq!(g.baseline_hi, 1050.0);
+        let mut text = Vec::new();
+        render(&s, Metric::Selection, None, &mut text).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        assert!(
+            text.contains("p95 LATENCY GREW: search 1300.0 ms, its lower bound 1200.0 above the previous 1 run(s) of the week (upper bound 1050.0)"),
+            "{text}"
+        );
+        // A baseline run that cannot bound the p95 from above: not judged.
+        let unbounded = vec![
+            with_p95(line("w1", 1, &counts, "a"), "search", 900.0, 850.0, None),
+            with_p95(
+                line("w2", 2, &counts, "a"),
+                "search",
+                5000.0,
+                4000.0,
+                Some(6000.0),
+            ),
+        ];
+        assert!(
+            series(unbounded, Metric::Selection)[0].points[1]
+                .latency_growth
+                .is_empty()
+        );
     }
 }
