@@ -4,40 +4,11 @@
 
 use std::path::Path;
 
-use clap::Parser;
-use toolscore::cli::Cli;
+mod support;
 
-/// Splits a command line into words, honouring single and double quotes.
-fn words(line: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut word = String::new();
-    let mut quote: Option<char> = None;
-    let mut in_word = false;
-    for c in line.chars() {
-        match (quote, c) {
-            (Some(q), c) if c == q => quote = None,
-            (Some(_), c) => word.push(c),
-            (None, '\'' | '"') => {
-                quote = Some(c);
-                in_word = true;
-            }
-            (None, c) if c.is_whitespace() => {
-                if in_word {
-                    out.push(std::mem::take(&mut word));
-                    in_word = false;
-                }
-            }
-            (None, c) => {
-                word.push(c);
-                in_word = true;
-            }
-        }
-    }
-    if in_word {
-        out.push(word);
-    }
-    out
-}
+use clap::Parser;
+use support::shell_words;
+use toolscore::cli::Cli;
 
 /// The `toolscore …` commands of a recipe, with `\` continuations joined and CI variables
 /// (`${{ … }}`, `$VAR`) replaced by a plain word.
@@ -54,7 +25,7 @@ fn invocations(text: &str) -> Vec<Vec<String>> {
         }
         // A command: `toolscore …` as a script item, or the installed binary's path.
         let trimmed = line.trim_start().trim_start_matches("- ");
-        let w = words(trimmed);
+        let w = shell_words(trimmed);
         let Some(at) = w
             .iter()
             .position(|w| w.ends_with("/bin/toolscore"))

@@ -7,7 +7,7 @@ mod support;
 
 use std::path::Path;
 
-use support::toolscore;
+use support::{shell_words, toolscore};
 
 fn readme() -> String {
     std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
@@ -24,38 +24,6 @@ fn blocks(text: &str, lang: &str) -> Vec<String> {
         let Some(end) = body.find("```") else { break };
         out.push(body[..end].to_owned());
         rest = &body[end + 3..];
-    }
-    out
-}
-
-/// Splits a command line into words, honouring single and double quotes.
-fn words(line: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut word = String::new();
-    let mut quote: Option<char> = None;
-    let mut in_word = false;
-    for c in line.chars() {
-        match (quote, c) {
-            (Some(q), c) if c == q => quote = None,
-            (Some(_), c) => word.push(c),
-            (None, '\'' | '"') => {
-                quote = Some(c);
-                in_word = true;
-            }
-            (None, c) if c.is_whitespace() => {
-                if in_word {
-                    out.push(std::mem::take(&mut word));
-                    in_word = false;
-                }
-            }
-            (None, c) => {
-                word.push(c);
-                in_word = true;
-            }
-        }
-    }
-    if in_word {
-        out.push(word);
     }
     out
 }
@@ -140,7 +108,7 @@ fn offline_shell_examples_run_in_order() {
     for block in blocks(&text, "sh") {
         for line in block.lines() {
             for command in line.split("&&") {
-                let w = words(command);
+                let w = shell_words(command);
                 let Some(first) = w.first() else { continue };
                 if !(first == "toolscore" || first.ends_with("/toolscore")) {
                     continue;
