@@ -59,6 +59,108 @@ pub struct TrialRecord {
     /// Identifies the opening request (arm settings, catalog, messages): the key under which
     /// the conversation is recorded and replayed.
     pub request_hash: String,
+    /// A multi-step scenario trial: every tool call executed with its scripted result, why the
+    /// loop ended, the final state and each step's latency. `None` for single-call fixtures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trajectory: Option<Trajectory>,
+    /// How a scenario trial was judged (its assertions and the counts behind retry and
+    /// recovery rates). `None` for fixtures, which are judged in `score`, and for errors.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scenario: Option<ScenarioScore>,
+}
+
+/// What a scenario trial did besides the model's turns (which are in `TrialRecord::turns`,
+/// one per step): enough to re-score it against changed expectations without the model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Trajectory {
+    /// Every tool call the model made, in order (parallel calls of a step in their order),
+    /// with what the scripted tool answered.
+    pub calls: Vec<ExecutedCall>,
+    /// Why the loop ended.
+    pub stop: LoopStop,
+    /// The scenario's state after the last call; absent when the scenario declares none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub final_state: Option<serde_json::Value>,
+    /// Latency of each model request, in step order.
+    pub step_latency_ms: Vec<f64>,
+}
+
+/// Why a scenario's agent loop ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LoopStop {
+    /// The model answered without calling a tool.
+    FinalAnswer,
+    /// `max_steps` requests were made and the last still called tools.
+    StepLimit,
+    /// A request failed (see the record's `error_class`).
+    Error,
+}
+
+/// One tool call of a trajectory and the result fed back to the model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExecutedCall {
+    /// The step (model request, from 0) that made the call.
+    pub step: u32,
+    pub tool: String,
+    /// Parsed arguments; `null` when they were not JSON (then `unparsed_arguments` holds them).
+    pub arguments: serde_json::Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unparsed_arguments: Option<String>,
+    /// How the call was answered.
+    pub kind: CallKind,
+    /// Index of the scripted rule that answered (for `scripted`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule: Option<u32>,
+    /// The result's text content, as the model received it.
+    pub content: String,
+    /// The result's `structuredContent`, when the rule returns one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured: Option<serde_json::Value>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub is_error: bool,
+}
+
+/// How a call was answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CallKind {
+    /// A scripted rule matched.
+    Scripted,
+    /// The arguments broke the tool's input schema (or were not JSON): a validation error
+    /// naming the failing path, as a real server answers.
+    InvalidArguments,
+    /// The tool is not in the catalog.
+    UnknownTool,
+    /// No rule of the tool matched: an error result, and a gap in the script, reported apart.
+    Unscripted,
+}
+
+/// How a scenario trial was judged, with the counts its rates are built from.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ScenarioScore {
+    /// Every stated assertion held.
+    pub passed: bool,
+    /// Each assertion that failed, as a sentence (`sequence: expected apply_credit after
+    /// find_customer`, `state.credits.0.amount: expected 10, got 5`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failures: Vec<String>,
+    /// Tool calls made.
+    pub calls: u32,
+    /// Calls in the expected sequence, when the scenario states one (for step efficiency).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_calls: Option<u32>,
+    /// Calls repeating an earlier call of the trajectory (same tool, equivalent arguments)
+    /// whose latest result was a success.
+    pub retries_after_success: u32,
+    /// Calls repeating an earlier call whose latest result was an error.
+    pub retries_after_error: u32,
+    /// Error results followed by a later call to the same tool.
+    pub recovery_chances: u32,
+    /// Of those, the next call to that tool had valid arguments different from the failed one.
+    pub recoveries: u32,
+    /// Calls no rule answered.
+    pub unscripted_calls: u32,
 }
 
 /// Which arm a record belongs to: the configured provider's name, its model and the catalog
@@ -273,6 +375,8 @@ impl TrialRecord {
             error: None,
             started_at: String::new(),
             request_hash: String::new(),
+            trajectory: None,
+            scenario: None,
         }
     }
 }

@@ -9,6 +9,7 @@
 //! progress, aggregator…). The runner knows none of them; an observer's `Stop` answer stops
 //! scheduling a case, an arm or the run.
 
+pub mod script;
 pub mod store;
 
 use std::collections::HashSet;
@@ -438,6 +439,8 @@ async fn run_trial(shared: &Shared, key: TrialKey) -> Option<(TrialRecord, Vec<R
         error: None,
         started_at,
         request_hash: opening.request_hash.clone(),
+        trajectory: None,
+        scenario: None,
     };
     let mut raw = Vec::new();
     let step = StepKey {

@@ -7,6 +7,7 @@
 
 mod expect;
 mod taxonomy;
+pub mod trajectory;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -562,6 +563,17 @@ fn descend(
             format!("unexpected argument (got {})", show(got)),
         )),
     }
+}
+
+/// Judges one value (absent = `None`) with a fixture matcher: the same semantics everywhere a
+/// matcher appears (fixture arguments, scripted rules, scenario state).
+pub(crate) fn check_matcher(
+    path: &str,
+    matcher: &ArgMatcher,
+    want: Option<&Value>,
+    got: Option<&Value>,
+) -> Result<(), (String, String)> {
+    apply_matcher(path, matcher, want, got)
 }
 
 fn apply_matcher(

@@ -2,6 +2,7 @@
 //! that name the file, the line and the field.
 
 mod config;
+pub mod scenario;
 mod variant;
 
 use std::collections::BTreeMap;

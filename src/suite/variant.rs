@@ -105,7 +105,7 @@ impl CatalogVariant {
 }
 
 /// Valid variant names: they name arms in records and reports.
-fn check_name(name: &str) -> Result<(), String> {
+pub(crate) fn check_name(name: &str) -> Result<(), String> {
     if name.is_empty()
         || name.len() > 64
         || !name

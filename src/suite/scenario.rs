@@ -1,0 +1,865 @@
+//! `scenarios/<name>.yaml`: a multi-step task — the catalog, the opening messages, scripted
+//! tools with an optional state, and what the trajectory and its outcome must show. Parsed and
+//! validated before any model is called; errors name the file, the line and the field.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use super::variant::{CatalogVariant, load_variants};
+use crate::catalog::{line_of, load_catalog_file};
+use crate::error::InputError;
+use crate::message::Message;
+use crate::record::BASE_VARIANT;
+use crate::runner::script::{
+    Effect, RuleCondition, RuleResponse, Script, ScriptRule, valid_expression,
+};
+use crate::score::trajectory::{
+    ResultRef, ScenarioExpect, SequenceItem, SequenceMode, StateCheck, ToolPattern,
+};
+use crate::score::{ArgMatcher, ExpectedCall, ToolValidators};
+
+/// The `dataset` name every scenario record carries: scenarios are grouped apart from
+/// dataset cases.
+pub const SCENARIO_DATASET: &str = "scenarios";
+
+/// Most requests one trial may make (`max_steps`).
+pub const MAX_STEPS_LIMIT: u32 = 64;
+
+/// A loaded, validated scenario.
+pub struct Scenario {
+    /// The file stem: the scenario's id in records and reports.
+    pub name: String,
+    pub file: PathBuf,
+    pub description: Option<String>,
+    /// The catalogs it can be shown: the base first, then the dataset's overlays (when
+    /// `catalog` names a dataset folder).
+    pub catalogs: Vec<CatalogVariant>,
+    pub messages: Vec<Message>,
+    pub max_steps: u32,
+    pub trials: Option<u32>,
+    pub script: Script,
+    pub expect: ScenarioExpect,
+    /// The result-wording variants its rules define, in name order.
+    pub result_variants: Vec<String>,
+    pub tags: Vec<String>,
+}
+
+impl Scenario {
+    /// The catalog an arm of catalog variant `name` is shown: that variant of the dataset, or
+    /// the base when only the results have such a variant.
+    pub fn catalog_for(&self, variant: &str) -> Option<&CatalogVariant> {
+        if let Some(v) = self.catalogs.iter().find(|c| c.name == variant) {
+            return Some(v);
+        }
+        if variant == BASE_VARIANT || self.result_variants.iter().any(|r| r == variant) {
+            return self.catalogs.first();
+        }
+        None
+    }
+
+    /// Every variant name this scenario can run under (base first).
+    pub fn variant_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.catalogs.iter().map(|c| c.name.clone()).collect();
+        for r in &self.result_variants {
+            if !names.contains(r) {
+                names.push(r.clone());
+            }
+        }
+        names
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawScenario {
+    description: Option<String>,
+    /// A dataset folder (its tools.json and variants) or a catalog file, relative to the
+    /// scenario file.
+    catalog: PathBuf,
+    #[serde(default = "default_max_steps")]
+    max_steps: u32,
+    trials: Option<u32>,
+    #[serde(default = "yes")]
+    validate_arguments: bool,
+    messages: Vec<Message>,
+    state: Option<Value>,
+    #[serde(default)]
+    tools: BTreeMap<String, Vec<RawRule>>,
+    expect: RawExpect,
+    #[serde(default)]
+    tags: Vec<String>,
+}
+
+fn default_max_steps() -> u32 {
+    8
+}
+
+fn yes() -> bool {
+    true
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRule {
+    when: Option<RawWhen>,
+    #[serde(default)]
+    effects: Vec<RawEffect>,
+    result: Option<Value>,
+    content: Option<String>,
+    structured: Option<Value>,
+    error: Option<String>,
+    #[serde(default)]
+    is_error: bool,
+    #[serde(default)]
+    variants: BTreeMap<String, RawResponse>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawResponse {
+    result: Option<Value>,
+    content: Option<String>,
+    structured: Option<Value>,
+    error: Option<String>,
+    #[serde(default)]
+    is_error: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawWhen {
+    args: Option<Map<String, Value>>,
+    #[serde(rename = "match")]
+    matchers: Option<BTreeMap<String, Value>>,
+    #[serde(default)]
+    exact: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawEffect {
+    set: Option<RawPathValue>,
+    append: Option<RawPathValue>,
+    increment: Option<RawIncrement>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPathValue {
+    path: String,
+    value: Value,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawIncrement {
+    path: String,
+    #[serde(default = "one")]
+    by: f64,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawExpect {
+    sequence: Option<RawSequence>,
+    #[serde(default)]
+    forbidden: Vec<Value>,
+    max_calls: Option<u32>,
+    #[serde(default)]
+    state: Vec<RawStateCheck>,
+    answer: Option<RawAnswer>,
+    #[serde(default)]
+    allow_unscripted: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSequence {
+    #[serde(default = "in_order")]
+    mode: String,
+    calls: Vec<RawItem>,
+}
+
+fn in_order() -> String {
+    "in_order".to_owned()
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawItem {
+    tool: Value,
+    args: Option<Value>,
+    #[serde(rename = "match")]
+    matchers: Option<BTreeMap<String, Value>>,
+    #[serde(default)]
+    uses: BTreeMap<String, String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawStateCheck {
+    path: String,
+    equals: Option<Value>,
+    #[serde(rename = "match")]
+    matcher: Option<Value>,
+    length: Option<usize>,
+    #[serde(default)]
+    absent: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawAnswer {
+    #[serde(default)]
+    contains: Vec<String>,
+    regex: Option<String>,
+    #[serde(default)]
+    cites: Vec<String>,
+}
+
+/// Loads every scenario a path names: a `.yaml`/`.yml` file, or each such file of a folder
+/// (name order; a README or other files are ignored).
+pub fn load_scenarios(path: &Path) -> Result<Vec<Scenario>, InputError> {
+    let shown = path.display().to_string();
+    if path.is_dir() {
+        let entries = std::fs::read_dir(path).map_err(|e| InputError::io(path, &e))?;
+        let mut files: Vec<PathBuf> = entries
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "yaml" || x == "yml"))
+            .collect();
+        files.sort();
+        if files.is_empty() {
+            return Err(InputError::at(
+                &shown,
+                None,
+                "",
+                "no scenario files (*.yaml) in this folder",
+            ));
+        }
+        return files.iter().map(|f| load_scenario(f)).collect();
+    }
+    if !path.exists() {
+        return Err(InputError::at(&shown, None, "", "scenario file not found"));
+    }
+    Ok(vec![load_scenario(path)?])
+}
+
+/// Loads one scenario file.
+pub fn load_scenario(path: &Path) -> Result<Scenario, InputError> {
+    let text = crate::input::read_text(path)?;
+    let file = path.display().to_string();
+    let base = path.parent().unwrap_or(Path::new("."));
+    let name = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    parse_scenario(&text, &file, &name, base)
+}
+
+/// Parses scenario text named `file`; `catalog` is resolved against `base`.
+pub fn parse_scenario(
+    text: &str,
+    file: &str,
+    name: &str,
+    base: &Path,
+) -> Result<Scenario, InputError> {
+    let raw: RawScenario = serde_saphyr::from_str(text).map_err(|e| {
+        let message = format!("invalid scenario: {e}");
+        match e.location() {
+            Some(loc) => InputError::at_column(
+                file,
+                loc.line() as usize,
+                loc.column() as usize,
+                None,
+                &message,
+            ),
+            None => InputError::at(file, None, "", &message),
+        }
+    })?;
+    let err = |needle: &str, field: &str, msg: &str| {
+        InputError::at(file, line_of(text, needle), field, msg)
+    };
+
+    let catalog_path = if raw.catalog.is_relative() {
+        base.join(&raw.catalog)
+    } else {
+        raw.catalog.clone()
+    };
+    let catalogs = load_catalogs(&catalog_path).map_err(|e| {
+        if e.location.is_empty() {
+            err("catalog:", "catalog", &e.message)
+        } else {
+            e
+        }
+    })?;
+    let Some(base_catalog) = catalogs.first() else {
+        return Err(err("catalog:", "catalog", "no catalog"));
+    };
+    let validators: &ToolValidators = &base_catalog.validators;
+    let tool_exists = |t: &str| validators.contains(t);
+
+    if raw.max_steps == 0 || raw.max_steps > MAX_STEPS_LIMIT {
+        return Err(err(
+            "max_steps:",
+            "max_steps",
+            &format!("`max_steps` must be between 1 and {MAX_STEPS_LIMIT}"),
+        ));
+    }
+    if raw.trials == Some(0) || raw.trials.is_some_and(|t| t > super::MAX_CASE_TRIALS) {
+        return Err(err(
+            "trials:",
+            "trials",
+            &format!("`trials` must be between 1 and {}", super::MAX_CASE_TRIALS),
+        ));
+    }
+    super::validate_messages(&raw.messages)
+        .map_err(|(field, msg)| err("messages:", &field, &msg))?;
+    if raw.state.as_ref().is_some_and(|s| !s.is_object()) {
+        return Err(err(
+            "state:",
+            "state",
+            "`state` must be a mapping (the JSON document rules read and write)",
+        ));
+    }
+
+    let mut tools = BTreeMap::new();
+    let mut result_variants: Vec<String> = Vec::new();
+    for (tool, rules) in raw.tools {
+        let at = format!("{tool}:");
+        if !tool_exists(&tool) {
+            return Err(err(
+                &at,
+                &format!("tools.{tool}"),
+                &format!(
+                    "`{tool}` is not a tool of the catalog ({})",
+                    base_catalog.catalog.source
+                ),
+            ));
+        }
+        let mut built = Vec::with_capacity(rules.len());
+        for (i, rule) in rules.into_iter().enumerate() {
+            let field = format!("tools.{tool}[{i}]");
+            let when = match rule.when {
+                None => RuleCondition::default(),
+                Some(w) => RuleCondition {
+                    args: w.args,
+                    exact: w.exact,
+                    matchers: matchers(w.matchers)
+                        .map_err(|(p, m)| err(&at, &format!("{field}.when.match.{p}"), &m))?,
+                },
+            };
+            let answer = response(
+                rule.result,
+                rule.content,
+                rule.structured,
+                rule.error,
+                rule.is_error,
+            )
+            .map_err(|m| err(&at, &field, &m))?;
+            let mut variants = BTreeMap::new();
+            for (vname, v) in rule.variants {
+                super::variant::check_name(&vname)
+                    .map_err(|m| err(&at, &format!("{field}.variants.{vname}"), &m))?;
+                if vname == BASE_VARIANT {
+                    return Err(err(
+                        &at,
+                        &format!("{field}.variants.base"),
+                        "`base` is the rule's own wording; name the variant otherwise",
+                    ));
+                }
+                let r = response(v.result, v.content, v.structured, v.error, v.is_error)
+                    .map_err(|m| err(&at, &format!("{field}.variants.{vname}"), &m))?;
+                check_templates(&built_strings(&r, &[]))
+                    .map_err(|m| err(&at, &format!("{field}.variants.{vname}"), &m))?;
+                if !result_variants.contains(&vname) {
+                    result_variants.push(vname.clone());
+                }
+                variants.insert(vname, r);
+            }
+            let mut effects = Vec::with_capacity(rule.effects.len());
+            for (j, e) in rule.effects.into_iter().enumerate() {
+                let efield = format!("{field}.effects[{j}]");
+                let effect = match (e.set, e.append, e.increment) {
+                    (Some(s), None, None) => Effect::Set {
+                        path: s.path,
+                        value: s.value,
+                    },
+                    (None, Some(a), None) => Effect::Append {
+                        path: a.path,
+                        value: a.value,
+                    },
+                    (None, None, Some(inc)) if inc.by.is_finite() => Effect::Increment {
+                        path: inc.path,
+                        by: inc.by,
+                    },
+                    (None, None, Some(_)) => {
+                        return Err(err(&at, &efield, "`by` must be a finite number"));
+                    }
+                    _ => {
+                        return Err(err(
+                            &at,
+                            &efield,
+                            "an effect is exactly one of `set: {path, value}`, `append: {path, value}` or `increment: {path, by}`",
+                        ));
+                    }
+                };
+                if raw.state.is_none() {
+                    return Err(err(
+                        &at,
+                        &efield,
+                        "effects change the scenario's `state`; declare one (e.g. `state: {}`)",
+                    ));
+                }
+                effects.push(effect);
+            }
+            check_templates(&built_strings(&answer, &effects)).map_err(|m| err(&at, &field, &m))?;
+            built.push(ScriptRule {
+                when,
+                effects,
+                response: answer,
+                variants,
+            });
+        }
+        tools.insert(tool, built);
+    }
+    result_variants.sort();
+
+    let expect = build_expect(raw.expect, &tool_exists)
+        .map_err(|(needle, field, msg)| err(&needle, &field, &msg))?;
+
+    Ok(Scenario {
+        name: name.to_owned(),
+        file: PathBuf::from(file),
+        description: raw.description,
+        catalogs,
+        messages: raw.messages,
+        max_steps: raw.max_steps,
+        trials: raw.trials,
+        script: Script {
+            tools,
+            validate_arguments: raw.validate_arguments,
+            initial_state: raw.state,
+        },
+        expect,
+        result_variants,
+        tags: raw.tags,
+    })
+}
+
+/// The base catalog of a dataset folder (with its overlays) or of a catalog file.
+fn load_catalogs(path: &Path) -> Result<Vec<CatalogVariant>, InputError> {
+    let (catalog, overlays) = if path.is_dir() {
+        let catalog = load_catalog_file(&path.join("tools.json"))?;
+        let overlays = load_variants(path, &catalog)?;
+        (catalog, overlays)
+    } else if path.is_file() {
+        (load_catalog_file(path)?, Vec::new())
+    } else {
+        return Err(InputError::new(format!(
+            "`{}` is neither a dataset folder nor a catalog file",
+            path.display()
+        )));
+    };
+    let validators = ToolValidators::compile(&catalog).map_err(|(tool, message)| {
+        InputError::at(
+            &catalog.source,
+            None,
+            &format!("tools.{tool}.inputSchema"),
+            &format!("tool `{tool}` has an invalid JSON Schema: {message}"),
+        )
+    })?;
+    let mut out = vec![CatalogVariant::base(
+        Arc::new(catalog),
+        Arc::new(validators),
+    )];
+    out.extend(overlays);
+    Ok(out)
+}
+
+fn response(
+    result: Option<Value>,
+    content: Option<String>,
+    structured: Option<Value>,
+    error: Option<String>,
+    is_error: bool,
+) -> Result<RuleResponse, String> {
+    match (result, content, structured, error) {
+        (Some(Value::String(s)), None, None, None) => Ok(RuleResponse { content: Some(s), structured: None, is_error }),
+        (Some(v), None, None, None) => Ok(RuleResponse { content: None, structured: Some(v), is_error }),
+        (None, content, structured, None) if content.is_some() || structured.is_some() => {
+            Ok(RuleResponse { content, structured, is_error })
+        }
+        (None, None, None, Some(text)) => Ok(RuleResponse { content: Some(text), structured: None, is_error: true }),
+        (None, None, None, None) => Err("a rule answers with `result` (text or a mapping), `content` and/or `structured`, or `error: TEXT`".to_owned()),
+        _ => Err("give one of `result`, `content`/`structured`, or `error`".to_owned()),
+    }
+}
+
+fn built_strings(response: &RuleResponse, effects: &[Effect]) -> Vec<String> {
+    let mut out = Vec::new();
+    fn walk(v: &Value, out: &mut Vec<String>) {
+        match v {
+            Value::String(s) => out.push(s.clone()),
+            Value::Array(a) => a.iter().for_each(|x| walk(x, out)),
+            Value::Object(o) => o.values().for_each(|x| walk(x, out)),
+            _ => {}
+        }
+    }
+    out.extend(response.content.clone());
+    if let Some(s) = &response.structured {
+        walk(s, &mut out);
+    }
+    for e in effects {
+        if let Effect::Set { value, .. } | Effect::Append { value, .. } = e {
+            walk(value, &mut out);
+        }
+    }
+    out
+}
+
+fn check_templates(strings: &[String]) -> Result<(), String> {
+    for s in strings {
+        let mut rest = s.as_str();
+        while let Some(start) = rest.find("${") {
+            let after = &rest[start + 2..];
+            let Some(end) = after.find('}') else { break };
+            let expr = &after[..end];
+            if !valid_expression(expr) {
+                return Err(format!(
+                    "template `${{{expr}}}`: expected ${{args.PATH}}, ${{state.PATH}} or ${{#state.PATH}} (a length)"
+                ));
+            }
+            rest = &after[end + 1..];
+        }
+    }
+    Ok(())
+}
+
+fn matchers(
+    raw: Option<BTreeMap<String, Value>>,
+) -> Result<BTreeMap<String, ArgMatcher>, (String, String)> {
+    raw.unwrap_or_default()
+        .into_iter()
+        .map(|(path, v)| {
+            ArgMatcher::from_json(&v)
+                .map(|m| (path.clone(), m))
+                .map_err(|e| (path, e))
+        })
+        .collect()
+}
+
+type ExpectError = (String, String, String);
+
+fn tool_pattern(
+    v: &Value,
+    field: &str,
+    tool_exists: &dyn Fn(&str) -> bool,
+) -> Result<ToolPattern, ExpectError> {
+    let e = |msg: String| ("expect:".to_owned(), field.to_owned(), msg);
+    let known = |name: &str| -> Result<(), ExpectError> {
+        if tool_exists(name) {
+            Ok(())
+        } else {
+            Err((
+                name.to_string(),
+                field.to_owned(),
+                format!("`{name}` is not a tool of the catalog"),
+            ))
+        }
+    };
+    match v {
+        Value::String(name) => {
+            known(name)?;
+            Ok(ToolPattern::Name(name.clone()))
+        }
+        Value::Object(map) if map.len() == 1 => match map.iter().next() {
+            Some((k, Value::Array(names))) if k == "any_of" && !names.is_empty() => {
+                let names = names
+                    .iter()
+                    .map(|n| {
+                        n.as_str()
+                            .map(str::to_owned)
+                            .ok_or_else(|| e("`any_of` lists tool names".into()))
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                // A family may name tools a later catalog will have: only one must exist now.
+                if !names.iter().any(|n| tool_exists(n)) {
+                    return Err(e(format!(
+                        "none of {} is a tool of the catalog",
+                        names.join(", ")
+                    )));
+                }
+                Ok(ToolPattern::AnyOf(names))
+            }
+            Some((k, Value::String(p))) if k == "regex" => regex::Regex::new(&format!("^(?:{p})$"))
+                .map(ToolPattern::Regex)
+                .map_err(|x| e(format!("invalid regex: {x}"))),
+            _ => Err(e(
+                "a tool is a name, {any_of: [names]} or {regex: PATTERN}".into()
+            )),
+        },
+        _ => Err(e(
+            "a tool is a name, {any_of: [names]} or {regex: PATTERN}".into()
+        )),
+    }
+}
+
+fn build_expect(
+    raw: RawExpect,
+    tool_exists: &dyn Fn(&str) -> bool,
+) -> Result<ScenarioExpect, ExpectError> {
+    let mut out = ScenarioExpect {
+        max_calls: raw.max_calls,
+        allow_unscripted: raw.allow_unscripted,
+        ..Default::default()
+    };
+    if let Some(seq) = raw.sequence {
+        let mode = match seq.mode.as_str() {
+            "exact" => SequenceMode::Exact,
+            "in_order" => SequenceMode::InOrder,
+            "any_order" => SequenceMode::AnyOrder,
+            other => {
+                return Err((
+                    "mode:".into(),
+                    "expect.sequence.mode".into(),
+                    format!("unknown mode `{other}` (exact, in_order or any_order)"),
+                ));
+            }
+        };
+        let mut items = Vec::with_capacity(seq.calls.len());
+        for (i, c) in seq.calls.into_iter().enumerate() {
+            let field = format!("expect.sequence.calls[{i}]");
+            let tool = tool_pattern(&c.tool, &format!("{field}.tool"), tool_exists)?;
+            if c.args.as_ref().is_some_and(|a| !a.is_object()) {
+                return Err((
+                    "args:".into(),
+                    format!("{field}.args"),
+                    "`args` must be a mapping".into(),
+                ));
+            }
+            let matchers = matchers(c.matchers)
+                .map_err(|(p, m)| ("match:".to_owned(), format!("{field}.match.{p}"), m))?;
+            let uses = c
+                .uses
+                .into_iter()
+                .map(|(arg, source)| {
+                    let r = ResultRef::parse(&source)
+                        .map_err(|m| ("uses:".to_owned(), format!("{field}.uses.{arg}"), m))?;
+                    if !tool_exists(&r.tool) {
+                        return Err((
+                            "uses:".to_owned(),
+                            format!("{field}.uses.{arg}"),
+                            format!("`{}` is not a tool of the catalog", r.tool),
+                        ));
+                    }
+                    Ok((arg, r))
+                })
+                .collect::<Result<BTreeMap<_, _>, ExpectError>>()?;
+            items.push(SequenceItem {
+                call: ExpectedCall {
+                    tool: tool.label(),
+                    args: c
+                        .args
+                        .or_else(|| (!matchers.is_empty()).then(|| Value::Object(Map::new()))),
+                    matchers,
+                },
+                tool,
+                uses,
+            });
+        }
+        out.sequence = Some((mode, items));
+    }
+    for (i, f) in raw.forbidden.iter().enumerate() {
+        out.forbidden.push(tool_pattern(
+            f,
+            &format!("expect.forbidden[{i}]"),
+            tool_exists,
+        )?);
+    }
+    for (i, s) in raw.state.into_iter().enumerate() {
+        let field = format!("expect.state[{i}]");
+        let check = match (s.equals, s.matcher, s.length, s.absent) {
+            (Some(v), None, None, false) => StateCheck::Equals(v),
+            (None, Some(m), None, false) => StateCheck::Matches(ArgMatcher::from_json(&m).map_err(|e| ("path:".to_owned(), format!("{field}.match"), e))?),
+            (None, None, Some(n), false) => StateCheck::Length(n),
+            (None, None, None, true) => StateCheck::Absent,
+            _ => return Err(("path:".into(), field, "a state check has its `path` and exactly one of `equals`, `match`, `length` or `absent: true`".into())),
+        };
+        out.state.push((s.path, check));
+    }
+    if let Some(a) = raw.answer {
+        out.answer_contains = a.contains;
+        if let Some(p) = a.regex {
+            out.answer_regex = Some(regex::Regex::new(&p).map_err(|e| {
+                (
+                    "regex:".to_owned(),
+                    "expect.answer.regex".to_owned(),
+                    format!("invalid regex: {e}"),
+                )
+            })?);
+        }
+        for (i, c) in a.cites.iter().enumerate() {
+            let r = ResultRef::parse(c)
+                .map_err(|m| ("cites:".to_owned(), format!("expect.answer.cites[{i}]"), m))?;
+            if !tool_exists(&r.tool) {
+                return Err((
+                    "cites:".into(),
+                    format!("expect.answer.cites[{i}]"),
+                    format!("`{}` is not a tool of the catalog", r.tool),
+                ));
+            }
+            out.cites.push(r);
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TOOLS: &str = r#"{"tools":[
+      {"name":"find_customer","description":"Find a customer by email.","inputSchema":{"type":"object","properties":{"email":{"type":"string"}},"required":["email"]}},
+      {"name":"apply_credit","description":"Apply a credit.","inputSchema":{"type":"object","properties":{"customer_id":{"type":"string"},"amount":{"type":"number","minimum":0}},"required":["customer_id","amount"]}}
+    ]}"#;
+
+    fn dir() -> tempfile::TempDir {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("tools.json"), TOOLS).unwrap();
+        d
+    }
+
+    const GOOD: &str = r#"description: Credit the customer found by email.
+catalog: tools.json
+max_steps: 4
+messages:
+  - role: user
+    content: Give ana@example.com a 10 EUR credit.
+state:
+  credits: []
+tools:
+  find_customer:
+    - when: {args: {email: ana@example.com}}
+      result: {customer_id: C-1042}
+    - error: No customer with that email.
+  apply_credit:
+    - effects:
+        - append: {path: credits, value: "${args}"}
+      content: Credit applied.
+      variants:
+        verbose:
+          content: "Credit of ${args.amount} applied; the account has ${#state.credits} credits."
+expect:
+  sequence:
+    mode: in_order
+    calls:
+      - tool: find_customer
+        args: {email: ana@example.com}
+      - tool: {any_of: [apply_credit, issue_credit]}
+        args: {customer_id: C-1042}
+        match: {amount: {approx: 0.01}}
+        uses: {customer_id: find_customer.customer_id}
+  forbidden: [{regex: "delete_.*"}]
+  max_calls: 4
+  state:
+    - {path: credits, length: 1}
+  answer:
+    contains: [credit]
+"#;
+
+    #[test]
+    fn a_complete_scenario_loads() {
+        let d = dir();
+        let s = parse_scenario(GOOD, "s.yaml", "s", d.path()).unwrap();
+        assert_eq!(s.max_steps, 4);
+        assert_eq!(s.result_variants, vec!["verbose".to_owned()]);
+        assert_eq!(s.script.tools["find_customer"].len(), 2);
+        assert!(s.script.tools["find_customer"][1].response.is_error);
+        assert_eq!(
+            s.expect.label(),
+            "find_customer → apply_credit|issue_credit"
+        );
+        assert!(s.catalog_for("verbose").is_some());
+        assert!(s.catalog_for("terse").is_none());
+        assert_eq!(
+            s.variant_names(),
+            vec!["base".to_owned(), "verbose".to_owned()]
+        );
+    }
+
+    #[test]
+    fn errors_name_file_line_and_field() {
+        let d = dir();
+        let cases = [
+            (
+                GOOD.replace("  apply_credit:\n    - effects", "  refund:\n    - effects"),
+                "s.yaml:14: tools.refund: `refund` is not a tool",
+            ),
+            (
+                GOOD.replace("max_steps: 4", "max_steps: 0"),
+                "s.yaml:3: max_steps",
+            ),
+            (
+                GOOD.replace("mode: in_order", "mode: sideways"),
+                "expect.sequence.mode: unknown mode `sideways`",
+            ),
+            (
+                GOOD.replace("${#state.credits}", "${env.HOME}"),
+                "template `${env.HOME}`",
+            ),
+            (
+                GOOD.replace(
+                    "  - {path: credits, length: 1}",
+                    "  - {path: credits, length: 1, absent: true}",
+                ),
+                "expect.state[0]",
+            ),
+            (
+                GOOD.replace("catalog: tools.json", "catalog: nope.json"),
+                "s.yaml:2: catalog",
+            ),
+            (
+                GOOD.replace("max_calls: 4", "max_calls: many"),
+                "s.yaml:32:14",
+            ),
+            (
+                GOOD.replace("find_customer.customer_id}", "customer_id}"),
+                "expected TOOL.PATH",
+            ),
+            (
+                GOOD.replace(
+                    "    - error: No customer with that email.",
+                    "    - content: x\n      error: y",
+                ),
+                "tools.find_customer[1]: give one of",
+            ),
+        ];
+        for (text, want) in cases {
+            let e = parse_scenario(&text, "s.yaml", "s", d.path())
+                .err()
+                .unwrap_or_else(|| panic!("no error for {want}"))
+                .to_string();
+            assert!(e.contains(want), "want {want:?} in: {e}");
+        }
+    }
+
+    #[test]
+    fn effects_need_a_declared_state() {
+        let d = dir();
+        let text = GOOD.replace("state:\n  credits: []\n", "");
+        let e = parse_scenario(&text, "s.yaml", "s", d.path())
+            .err()
+            .unwrap_or_else(|| panic!("no error"))
+            .to_string();
+        assert!(e.contains("declare one"), "{e}");
+    }
+}
