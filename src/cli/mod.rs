@@ -19,6 +19,7 @@ use crate::error::{Error, ExitCode, InputError};
 use crate::event::Observers;
 use crate::gate::GateSpec;
 use crate::report::{GateLevel, ProgressMode};
+use crate::suite::scenario::{Scenario, load_scenarios};
 use crate::suite::{Config, Dataset, load_config, load_dataset};
 
 const EXIT_CODES_HELP: &str = "Exit codes:
@@ -324,9 +325,13 @@ pub struct SuiteArgs {
     /// Config file [default: toolscore.yaml when it exists].
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    /// Dataset folder (tools.json + cases.jsonl); repeatable; replaces the config's list.
+    /// Dataset folder (tools.json + cases.jsonl); repeatable. With --dataset or --scenario,
+    /// the flags name the whole suite (the config's lists are not used).
     #[arg(long = "dataset", value_name = "DIR")]
     pub datasets: Vec<PathBuf>,
+    /// Multi-step scenario: a `scenarios/<name>.yaml` file or a folder of them; repeatable.
+    #[arg(long = "scenario", value_name = "FILE|DIR")]
+    pub scenarios: Vec<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -432,8 +437,8 @@ pub struct RunArgs {
 pub fn run(cli: Cli) -> Result<ExitCode, Error> {
     match cli.command {
         Command::Validate(args) => {
-            let (_, datasets) = load_suite(&args)?;
-            for d in &datasets {
+            let suite = load_suite(&args)?;
+            for d in &suite.datasets {
                 println!(
                     "{}: {} tools, {} cases, catalog {}",
                     d.dir.display(),
@@ -451,6 +456,23 @@ pub fn run(cli: Cli) -> Result<ExitCode, Error> {
                             .as_deref()
                             .map_or(String::new(), |n| format!(" ({n})"))
                     );
+                }
+            }
+            for s in &suite.scenarios {
+                let rules: usize = s.script.tools.values().map(Vec::len).sum();
+                println!(
+                    "{}: scenario {}, {} scripted tool{} ({rules} rule{}), max {} steps, expects {}, catalog {}",
+                    s.file.display(),
+                    s.name,
+                    s.script.tools.len(),
+                    if s.script.tools.len() == 1 { "" } else { "s" },
+                    if rules == 1 { "" } else { "s" },
+                    s.max_steps,
+                    s.expect.label(),
+                    s.catalogs[0].catalog.fingerprint
+                );
+                if !s.result_variants.is_empty() {
+                    println!("  result variants: {}", s.result_variants.join(", "));
                 }
             }
             Ok(ExitCode::Pass)
@@ -870,7 +892,9 @@ fn plan_command(args: &PlanArgs) -> Result<ExitCode, Error> {
             g.metric.label()
         )));
     }
-    let (config, datasets) = load_suite(&args.suite)?;
+    let LoadedSuite {
+        config, datasets, ..
+    } = load_suite(&args.suite)?;
     let d = &config.defaults;
     let confidence = plan::checked_confidence(args.confidence.or(d.confidence).unwrap_or(0.95))?;
     let precision = plan::checked_precision(args.precision.or(d.precision).unwrap_or(0.05))?;
@@ -991,20 +1015,21 @@ pub(crate) fn usage(msg: &str) -> Error {
 }
 
 /// Loads the config (if any) and every dataset, fully validated.
-pub(crate) fn load_suite(args: &SuiteArgs) -> Result<(Config, Vec<Dataset>), Error> {
+pub(crate) fn load_suite(args: &SuiteArgs) -> Result<LoadedSuite, Error> {
     let config = match &args.config {
         Some(path) => load_config(path)?,
         None if Path::new("toolscore.yaml").is_file() => load_config(Path::new("toolscore.yaml"))?,
         None => Config::default(),
     };
-    let dirs = if args.datasets.is_empty() {
-        config.datasets.clone()
+    // Flags name the whole suite; without them, the config's lists do.
+    let (dirs, scenario_paths) = if args.datasets.is_empty() && args.scenarios.is_empty() {
+        (config.datasets.clone(), config.scenarios.clone())
     } else {
-        args.datasets.clone()
+        (args.datasets.clone(), args.scenarios.clone())
     };
-    if dirs.is_empty() {
+    if dirs.is_empty() && scenario_paths.is_empty() {
         return Err(usage(
-            "no dataset: pass --dataset DIR or list `datasets` in toolscore.yaml",
+            "no dataset: pass --dataset DIR (or --scenario FILE) or list `datasets` in toolscore.yaml",
         ));
     }
     let mut datasets: Vec<Dataset> = Vec::with_capacity(dirs.len());
@@ -1018,7 +1043,32 @@ pub(crate) fn load_suite(args: &SuiteArgs) -> Result<(Config, Vec<Dataset>), Err
         }
         datasets.push(d);
     }
-    Ok((config, datasets))
+    let mut scenarios: Vec<std::sync::Arc<Scenario>> = Vec::new();
+    for path in &scenario_paths {
+        for s in load_scenarios(path)? {
+            if let Some(other) = scenarios.iter().find(|o| o.name == s.name) {
+                return Err(usage(&format!(
+                    "two scenarios are named `{}` ({} and {}); scenario file names must differ",
+                    s.name,
+                    other.file.display(),
+                    s.file.display()
+                )));
+            }
+            scenarios.push(std::sync::Arc::new(s));
+        }
+    }
+    Ok(LoadedSuite {
+        config,
+        datasets,
+        scenarios,
+    })
+}
+
+/// What a command runs on: the config, its datasets and its scenarios, all validated.
+pub(crate) struct LoadedSuite {
+    pub config: Config,
+    pub datasets: Vec<Dataset>,
+    pub scenarios: Vec<std::sync::Arc<Scenario>>,
 }
 
 #[cfg(test)]

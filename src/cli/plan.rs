@@ -14,10 +14,13 @@ use crate::provider::{ProviderKind, ProviderSettings, SecretString};
 use crate::record::BASE_VARIANT;
 use crate::report::{
     Aggregator, ArmInfo, DatasetInfo, Progress, ProgressMode, ReplayInfo, ResultsCsv, RunInfo,
-    VariantInfo,
+    ScenarioInfo, VariantInfo,
 };
 use crate::runner::store::ResultsStore;
 use crate::runner::{Arm, RunPlan};
+use std::sync::Arc;
+
+use crate::suite::scenario::Scenario;
 use crate::suite::{Config, Dataset, Defaults, ProviderEntry};
 
 /// A validated `run`: the trial plan, and what to do with its events.
@@ -145,6 +148,14 @@ impl RunSetup {
                         .map_or(&d.catalog.fingerprint, |v| &v.catalog.fingerprint);
                     (d.name.clone(), fingerprint.clone())
                 })
+                .chain(self.plan.scenarios.iter().filter_map(|sc| {
+                    sc.catalog_for(&arm.variant).map(|v| {
+                        (
+                            scenario_catalog_key(&sc.name),
+                            v.catalog.fingerprint.clone(),
+                        )
+                    })
+                }))
                 .collect(),
             note: rec.note.clone(),
         }
@@ -205,6 +216,19 @@ impl RunSetup {
                         .collect(),
                 })
                 .collect(),
+            scenarios: p
+                .scenarios
+                .iter()
+                .map(|sc| ScenarioInfo {
+                    name: sc.name.clone(),
+                    file: sc.file.display().to_string(),
+                    catalog_source: sc.catalogs[0].catalog.source.clone(),
+                    catalog_fingerprint: sc.catalogs[0].catalog.fingerprint.clone(),
+                    max_steps: sc.max_steps,
+                    trials: sc.trials,
+                    expects: sc.expect.label(),
+                })
+                .collect(),
         }
     }
 }
@@ -214,7 +238,11 @@ impl RunSetup {
 /// environment.
 pub fn build_plan(args: RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<RunSetup, Error> {
     let gates = super::parse_gates(&args.gate.gates)?;
-    let (config, datasets) = load_suite(&args.suite)?;
+    let super::LoadedSuite {
+        config,
+        datasets,
+        scenarios,
+    } = load_suite(&args.suite)?;
     let defaults = &config.defaults;
 
     let names: Vec<String> = if args.providers.is_empty() {
@@ -232,7 +260,7 @@ pub fn build_plan(args: RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result
         args.providers.clone()
     };
 
-    let variants = checked_variants(&args.variants, &datasets)?;
+    let variants = checked_variants(&args.variants, &datasets, &scenarios)?;
     let mut arms = Vec::with_capacity(names.len() * variants.len());
     let mut fewest_recorded: Option<(u32, String, String)> = None;
     for name in &names {
@@ -254,7 +282,8 @@ pub fn build_plan(args: RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result
                         "--variant cannot be used with --provider replay:…: a cassette was recorded against one catalog variant, named in its header",
                     ));
                 }
-                let (arm, fewest, hint) = replay_arm(Path::new(path), arm_name, &args, &datasets)?;
+                let (arm, fewest, hint) =
+                    replay_arm(Path::new(path), arm_name, &args, &datasets, &scenarios)?;
                 if fewest_recorded.as_ref().is_none_or(|(f, _, _)| fewest < *f) {
                     fewest_recorded = Some((fewest, hint, path.to_owned()));
                 }
@@ -343,6 +372,7 @@ pub fn build_plan(args: RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result
             concurrency: common.concurrency,
             arms,
             datasets,
+            scenarios,
             done: Default::default(),
         },
         out_dir: common.out_dir,
@@ -504,6 +534,7 @@ fn replay_arm(
     name: &str,
     args: &RunArgs,
     datasets: &[Dataset],
+    scenarios: &[Arc<Scenario>],
 ) -> Result<(Arm, u32, String), Error> {
     for (flag, given) in [
         ("--base-url", args.base_url.is_some()),
@@ -604,6 +635,33 @@ fn replay_arm(
             }
         }
     }
+    for sc in scenarios {
+        let Some(shown) = sc.catalog_for(&h.variant) else {
+            return Err(InputError::at(&file, None, "", &format!("the cassette was recorded with variant `{}`, which scenario `{}` does not have", h.variant, sc.name)).into());
+        };
+        let key = scenario_catalog_key(&sc.name);
+        match h.catalogs.get(&key) {
+            Some(fp) if *fp == shown.catalog.fingerprint => {}
+            Some(fp) => {
+                return Err(InputError::at(&file, None, "", &format!("the cassette was recorded against another catalog for scenario `{}` ({fp}), but {} is {}: a changed catalog needs its own recording", sc.name, shown.catalog.source, shown.catalog.fingerprint)).into());
+            }
+            None => {
+                return Err(InputError::at(&file, None, "", &format!("the cassette has no recordings for scenario `{}`; record it with `toolscore run --scenario {} --provider <live provider> --record {file}`", sc.name, sc.file.display())).into());
+            }
+        }
+        let have = cassette.recorded_trials(&crate::provider::request_hash(
+            &settings,
+            &sc.messages,
+            &shown.catalog,
+        ));
+        if have == 0 {
+            return Err(InputError::at(&file, None, "", &format!("no recording for scenario {}: its opening messages or catalog changed since recording, or it was never recorded; {}", sc.name, record_hint(&sc.name, 0))).into());
+        }
+        if have < fewest {
+            fewest = have;
+            fewest_case = sc.name.clone();
+        }
+    }
     let hint = record_hint(&fewest_case, fewest);
     let variant = h.variant.clone();
     Ok((
@@ -654,7 +712,11 @@ fn check_case_trials_recorded(arms: &[Arm], datasets: &[Dataset]) -> Result<(), 
 }
 
 /// The `--variant`s, each present in every dataset; `base` when none is given.
-fn checked_variants(given: &[String], datasets: &[Dataset]) -> Result<Vec<String>, Error> {
+fn checked_variants(
+    given: &[String],
+    datasets: &[Dataset],
+    scenarios: &[Arc<Scenario>],
+) -> Result<Vec<String>, Error> {
     if given.is_empty() {
         return Ok(vec![BASE_VARIANT.to_owned()]);
     }
@@ -674,9 +736,24 @@ fn checked_variants(given: &[String], datasets: &[Dataset]) -> Result<Vec<String
                 .into());
             }
         }
+        for sc in scenarios {
+            if sc.catalog_for(name).is_none() {
+                return Err(InputError::new(format!(
+                    "--variant {name}: scenario `{}` has no such variant: neither its catalog nor its results define it (its variants: {})",
+                    sc.name,
+                    sc.variant_names().join(", ")
+                ))
+                .into());
+            }
+        }
         out.push(name.clone());
     }
     Ok(out)
+}
+
+/// The key of a scenario's catalog in a cassette header's `catalogs` (beside dataset names).
+pub(crate) fn scenario_catalog_key(scenario: &str) -> String {
+    format!("{}/{scenario}", crate::suite::scenario::SCENARIO_DATASET)
 }
 
 /// Settings every run has, live or replayed.

@@ -27,6 +27,9 @@ struct PlanFingerprint {
     trials: u32,
     arms: Vec<ArmPlan>,
     datasets: Vec<DatasetPlan>,
+    /// Scenarios (name → catalog fingerprint), in plan order after the datasets' cases.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    scenarios: Vec<(String, String)>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -70,6 +73,11 @@ fn fingerprint(plan: &RunPlan) -> PlanFingerprint {
                     .filter_map(|c| c.trials.map(|t| (c.id.clone(), t)))
                     .collect(),
             })
+            .collect(),
+        scenarios: plan
+            .scenarios
+            .iter()
+            .map(|s| (s.name.clone(), s.catalogs[0].catalog.fingerprint.clone()))
             .collect(),
     }
 }
@@ -137,6 +145,19 @@ fn difference(was: &PlanFingerprint, now: &PlanFingerprint) -> Option<String> {
             "the run had {} datasets, these flags give {}",
             was.datasets.len(),
             now.datasets.len()
+        ));
+    }
+    if was.scenarios != now.scenarios {
+        let names = |s: &[(String, String)]| {
+            s.iter()
+                .map(|(n, _)| n.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        return Some(format!(
+            "the scenarios or their catalogs changed since the run (then: {}; now: {})",
+            names(&was.scenarios),
+            names(&now.scenarios)
         ));
     }
     None
@@ -224,6 +245,16 @@ pub fn prepare(setup: &mut RunSetup) -> Result<Resumed, Error> {
             let next = case_of.len();
             case_of.insert((d.name.clone(), c.id.clone()), next);
         }
+    }
+    for sc in &setup.plan.scenarios {
+        let next = case_of.len();
+        case_of.insert(
+            (
+                crate::suite::scenario::SCENARIO_DATASET.to_owned(),
+                sc.name.clone(),
+            ),
+            next,
+        );
     }
 
     let results = dir.join("results.jsonl");

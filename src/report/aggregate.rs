@@ -34,17 +34,39 @@ pub struct RunInfo {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recorded_to: Option<String>,
     pub datasets: Vec<DatasetInfo>,
+    /// The multi-step scenarios run beside the datasets.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scenarios: Vec<ScenarioInfo>,
 }
 
 impl RunInfo {
     /// Planned trials of a case: its fixture's own `"trials"`, or the run's.
     pub fn planned_trials(&self, dataset: &str, case: &str) -> u32 {
+        if dataset == crate::suite::scenario::SCENARIO_DATASET
+            && let Some(s) = self.scenarios.iter().find(|s| s.name == case)
+        {
+            return s.trials.unwrap_or(self.trials_per_case);
+        }
         self.datasets
             .iter()
             .find(|d| d.name == dataset)
             .and_then(|d| d.case_trials.get(case).copied())
             .unwrap_or(self.trials_per_case)
     }
+}
+
+/// A scenario as a run used it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScenarioInfo {
+    pub name: String,
+    pub file: String,
+    pub catalog_source: String,
+    pub catalog_fingerprint: String,
+    pub max_steps: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trials: Option<u32>,
+    /// What it expects, as a label (`find_customer → apply_credit`).
+    pub expects: String,
 }
 
 #[cfg(test)]
@@ -61,6 +83,7 @@ impl RunInfo {
             arms: Vec::new(),
             recorded_to: None,
             datasets: Vec::new(),
+            scenarios: Vec::new(),
         }
     }
 }

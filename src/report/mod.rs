@@ -17,8 +17,9 @@ mod verdict;
 mod warning;
 
 pub use aggregate::{
-    Aggregator, ArmInfo, DatasetInfo, ReplayInfo, RunInfo, VariantInfo, for_each_record,
-    for_each_record_mut, reaggregate, reaggregate_rescored, reaggregate_with_latency,
+    Aggregator, ArmInfo, DatasetInfo, ReplayInfo, RunInfo, ScenarioInfo, VariantInfo,
+    for_each_record, for_each_record_mut, reaggregate, reaggregate_rescored,
+    reaggregate_with_latency,
 };
 pub use comparison::{
     CaseComparison, ComparedArm, Comparison, ComparisonVerdict, GroupComparison, McNemar,

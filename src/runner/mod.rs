@@ -24,14 +24,17 @@ use crate::error::Error;
 use crate::event::{
     ArmStart, Control, Observer, RawResponse, RawStep, RunEvent, RunTotals, StopScope, TrialKey,
 };
-use crate::message::{ModelTurn, Usage};
+use crate::message::{Message, ModelTurn, ToolCall, Usage};
 use crate::provider::cassette::{Cassette, Replay};
 use crate::provider::{
     Backend, Cancel, ErrorClass, PreparedRequest, Provider, ProviderSettings, StepKey,
 };
-use crate::record::{ArmId, ModelIdentity, Outcome, TrialRecord};
+use crate::record::{ArmId, LoopStop, ModelIdentity, Outcome, Trajectory, TrialRecord};
+use crate::score::trajectory::score_trajectory;
 use crate::score::{Expectation, ToolValidators, score_trial};
 use crate::suite::Dataset;
+use crate::suite::scenario::{SCENARIO_DATASET, Scenario};
+use script::ScriptRun;
 
 /// One arm: a provider (live or replayed) and the catalog variant it is shown.
 pub struct Arm {
@@ -60,21 +63,30 @@ pub struct RunPlan {
     pub concurrency: usize,
     pub arms: Vec<Arm>,
     pub datasets: Vec<Dataset>,
+    /// Multi-step scenarios, run after the datasets' cases in every round.
+    pub scenarios: Vec<Arc<Scenario>>,
     /// Trials already completed by an earlier process of this run (`--resume`): not run
     /// again, not reported again.
     pub done: HashSet<TrialKey>,
 }
 
 impl RunPlan {
+    /// Dataset cases and scenarios: the units a job can name.
     pub fn case_count(&self) -> usize {
-        self.datasets.iter().map(|d| d.cases.len()).sum()
+        self.datasets.iter().map(|d| d.cases.len()).sum::<usize>() + self.scenarios.len()
     }
 
-    /// Trials of each case, in plan order: its own `"trials"` or the plan's.
+    /// Trials of each case (then each scenario), in plan order: its own `trials` or the
+    /// plan's.
     pub fn case_trials(&self) -> Vec<u32> {
         self.datasets
             .iter()
             .flat_map(|d| d.cases.iter().map(|c| c.trials.unwrap_or(self.trials)))
+            .chain(
+                self.scenarios
+                    .iter()
+                    .map(|s| s.trials.unwrap_or(self.trials)),
+            )
             .collect()
     }
 
@@ -117,8 +129,22 @@ struct CaseUnit {
 
 struct CaseView {
     expected: String,
-    expect: Expectation,
+    judge: Judge,
     validators: Arc<ToolValidators>,
+}
+
+/// How a unit's trials run and are judged.
+enum Judge {
+    /// One request, scored against the fixture's expectation.
+    Fixture(Expectation),
+    /// An agent loop over scripted tools, scored on its trajectory.
+    Scenario {
+        scenario: Arc<Scenario>,
+        /// The catalog this view shows (re-encoded into every later step's request).
+        catalog: Arc<Catalog>,
+        /// The result wording this arm answers with (`None` = the rules' own).
+        wording: Option<String>,
+    },
 }
 
 struct ArmUnit {
@@ -236,7 +262,7 @@ pub async fn execute(plan: RunPlan, observer: &mut dyn Observer) -> Result<RunTo
                     let expect = v.expectation(&c.expect);
                     CaseView {
                         expected: expect.tool_label(),
-                        expect,
+                        judge: Judge::Fixture(expect),
                         validators: Arc::clone(&v.validators),
                     }
                 })
@@ -251,6 +277,44 @@ pub async fn execute(plan: RunPlan, observer: &mut dyn Observer) -> Result<RunTo
                 shown[i].push((&v.catalog, v.messages(&c.messages)));
             }
         }
+    }
+    for scenario in &plan.scenarios {
+        let mut views = Vec::with_capacity(variant_names.len());
+        for (i, name) in variant_names.iter().enumerate() {
+            let shown_catalog = scenario.catalog_for(name).ok_or_else(|| {
+                Error::Fatal(format!(
+                    "scenario `{}` has no variant `{name}`: neither its catalog nor its results define it (it has: {})",
+                    scenario.name,
+                    scenario.variant_names().join(", ")
+                ))
+            })?;
+            if !shown_catalog.renames.is_empty() {
+                return Err(Error::Fatal(format!(
+                    "scenario `{}` cannot run under catalog variant `{name}`, which renames tools its script names",
+                    scenario.name
+                )));
+            }
+            views.push(CaseView {
+                expected: scenario.expect.label(),
+                judge: Judge::Scenario {
+                    scenario: Arc::clone(scenario),
+                    catalog: Arc::clone(&shown_catalog.catalog),
+                    wording: scenario
+                        .result_variants
+                        .iter()
+                        .find(|r| *r == name)
+                        .cloned(),
+                },
+                validators: Arc::clone(&shown_catalog.validators),
+            });
+            shown[i].push((&shown_catalog.catalog, scenario.messages.clone()));
+        }
+        units.push(CaseUnit {
+            dataset: SCENARIO_DATASET.to_owned(),
+            case_id: scenario.name.clone(),
+            tags: scenario.tags.clone(),
+            views,
+        });
     }
     let mut prepared = Vec::with_capacity(arms.len() * case_count);
     for arm in &arms {
@@ -443,12 +507,57 @@ async fn run_trial(shared: &Shared, key: TrialKey) -> Option<(TrialRecord, Vec<R
         scenario: None,
     };
     let mut raw = Vec::new();
-    let step = StepKey {
-        conversation: &opening.request_hash,
-        trial: key.trial,
-        step: 0,
-    };
-    let (result, latency) = arm.backend.step(opening, step, &shared.cancel).await;
+    match &view.judge {
+        Judge::Fixture(expect) => {
+            let step = StepKey {
+                conversation: &opening.request_hash,
+                trial: key.trial,
+                step: 0,
+            };
+            let (result, latency) = arm.backend.step(opening, step, &shared.cancel).await;
+            record_step(shared, &mut record, &mut raw, 0, result, latency)?;
+            record.usage = total_usage(&record.turns);
+            if record.error_class.is_none() {
+                let score = score_trial(expect, &record.turns, &view.validators);
+                record.outcome = if score.passed {
+                    Outcome::Pass
+                } else {
+                    Outcome::Fail
+                };
+                record.score = Some(score);
+            }
+        }
+        Judge::Scenario {
+            scenario,
+            catalog,
+            wording,
+        } => {
+            run_scenario_loop(
+                shared,
+                key,
+                arm,
+                opening,
+                (scenario, catalog, wording.as_deref()),
+                &view.validators,
+                &mut record,
+                &mut raw,
+            )
+            .await?;
+        }
+    }
+    Some((record, raw))
+}
+
+/// Records one step's answer (or error) in the trial record and the raw steps. `Some(true)`
+/// when the step answered, `Some(false)` on an error, `None` when Ctrl-C abandoned it.
+fn record_step(
+    shared: &Shared,
+    record: &mut TrialRecord,
+    raw: &mut Vec<RawStep>,
+    step: u32,
+    result: Result<crate::provider::Exchange, crate::provider::ProviderError>,
+    latency: std::time::Duration,
+) -> Option<bool> {
     if result
         .as_ref()
         .is_err_and(|e| e.class == ErrorClass::Cancelled)
@@ -457,10 +566,14 @@ async fn run_trial(shared: &Shared, key: TrialKey) -> Option<(TrialRecord, Vec<R
     }
     let latency_ms = latency.as_secs_f64() * 1000.0;
     record.latency_ms += latency_ms;
-    let (attempts, response) = match result {
+    let (attempts, response, answered) = match result {
         Ok(exchange) => {
             record.turns.push(exchange.turn);
-            (exchange.attempts, RawResponse::Body(exchange.raw_body))
+            (
+                exchange.attempts,
+                RawResponse::Body(exchange.raw_body),
+                true,
+            )
         }
         Err(e) => {
             record.error_class = Some(e.class);
@@ -470,29 +583,120 @@ async fn run_trial(shared: &Shared, key: TrialKey) -> Option<(TrialRecord, Vec<R
                 status: e.status,
                 message: e.message,
             };
-            (e.attempts, response)
+            (e.attempts, response, false)
         }
     };
     record.attempts += attempts;
     if shared.keep_raw {
         raw.push(RawStep {
-            step: step.step,
+            step,
             attempts,
             latency_ms,
             response,
         });
     }
+    Some(answered)
+}
+
+/// The agent loop of one scenario trial: ask the model, answer every tool call it makes (in
+/// order) from the script, feed the results back, and repeat until it answers without a tool
+/// call or `max_steps` requests were made. Every step is keyed (conversation, trial, step) so
+/// a recording replays it exactly. `None` when Ctrl-C abandoned the trial.
+#[expect(
+    clippy::too_many_arguments,
+    reason = "one call site; the parts of one trial"
+)]
+async fn run_scenario_loop(
+    shared: &Shared,
+    key: TrialKey,
+    arm: &ArmUnit,
+    opening: &PreparedRequest,
+    (scenario, catalog, wording): (&Scenario, &Catalog, Option<&str>),
+    validators: &ToolValidators,
+    record: &mut TrialRecord,
+    raw: &mut Vec<RawStep>,
+) -> Option<()> {
+    let mut messages = scenario.messages.clone();
+    let mut script = ScriptRun::new(&scenario.script, wording);
+    let mut calls = Vec::new();
+    let mut step_latency_ms = Vec::new();
+    let mut stop = LoopStop::StepLimit;
+    let mut later: Option<PreparedRequest> = None;
+    for step in 0..scenario.max_steps {
+        let request = later.as_ref().unwrap_or(opening);
+        let step_key = StepKey {
+            conversation: &opening.request_hash,
+            trial: key.trial,
+            step,
+        };
+        let (result, latency) = arm.backend.step(request, step_key, &shared.cancel).await;
+        step_latency_ms.push(latency.as_secs_f64() * 1000.0);
+        if !record_step(shared, record, raw, step, result, latency)? {
+            stop = LoopStop::Error;
+            break;
+        }
+        let Some(turn) = record.turns.last() else {
+            break;
+        };
+        if turn.tool_calls.is_empty() {
+            stop = LoopStop::FinalAnswer;
+            break;
+        }
+        // Providers that send no call id get one, so each result answers its call.
+        let tool_calls: Vec<ToolCall> = turn
+            .tool_calls
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let mut c = c.clone();
+                if c.id.as_deref().is_none_or(str::is_empty) {
+                    c.id = Some(format!("call_{step}_{i}"));
+                }
+                c
+            })
+            .collect();
+        messages.push(Message::Assistant {
+            content: turn.text.clone(),
+            tool_calls: tool_calls.clone(),
+        });
+        for c in &tool_calls {
+            let executed = script.execute(step, c, validators);
+            messages.push(Message::Tool {
+                call_id: c.id.clone().unwrap_or_default(),
+                content: executed.content.clone(),
+                is_error: executed.is_error,
+            });
+            calls.push(executed);
+        }
+        if step + 1 < scenario.max_steps {
+            later = Some(arm.backend.prepare(&messages, catalog));
+        }
+    }
     record.usage = total_usage(&record.turns);
+    let trajectory = Trajectory {
+        calls,
+        stop,
+        final_state: script.final_state(),
+        step_latency_ms,
+    };
     if record.error_class.is_none() {
-        let score = score_trial(&view.expect, &record.turns, &view.validators);
+        let answer = match stop {
+            LoopStop::FinalAnswer => record
+                .turns
+                .last()
+                .map(|t| t.text.clone().unwrap_or_default()),
+            _ => None,
+        };
+        let score = score_trajectory(&scenario.expect, &trajectory, answer.as_deref(), validators);
         record.outcome = if score.passed {
             Outcome::Pass
         } else {
             Outcome::Fail
         };
-        record.score = Some(score);
+        record.scenario = Some(score);
     }
-    Some((record, raw))
+    record.trajectory = Some(trajectory);
+    Some(())
 }
 
 /// Token counts summed over the turns; a count stays unknown when no turn reported it.

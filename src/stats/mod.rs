@@ -22,6 +22,7 @@
 
 mod binomial;
 mod compare;
+mod passk;
 mod power;
 mod sequential;
 
@@ -29,6 +30,7 @@ pub use compare::{
     PairedCounts, PairedDifference, cases_for_paired_effect, mcnemar_exact_p, mcnemar_mid_p,
     newcombe_interval, newcombe_paired_interval, paired_mean_difference,
 };
+pub use passk::{clustered_ratio_interval, pass_at_k, pass_hat_k, pass_k_intervals};
 pub use power::{GateSampleSize, gate_min_successes, gate_power, gate_sample_size};
 pub use sequential::{
     OperatingCharacteristics, SprtDecision, SprtGate, sprt_operating_characteristics,

@@ -17,6 +17,9 @@ pub struct Config {
     pub providers: BTreeMap<String, ProviderEntry>,
     #[serde(default)]
     pub datasets: Vec<PathBuf>,
+    /// Scenario files or folders of them (`scenarios/`), run beside the datasets.
+    #[serde(default)]
+    pub scenarios: Vec<PathBuf>,
 }
 
 /// Run defaults; flags override them.
@@ -83,7 +86,11 @@ pub fn parse_config(text: &str, file: &str, base: &Path) -> Result<Config, Input
             None => InputError::at(file, None, "", &message),
         }
     })?;
-    for d in &mut config.datasets {
+    for d in config
+        .datasets
+        .iter_mut()
+        .chain(config.scenarios.iter_mut())
+    {
         if d.is_relative() {
             *d = base.join(&*d);
         }
