@@ -174,6 +174,10 @@ pub struct ArmId {
     pub model: String,
 }
 
+/// The `dataset` every scenario record carries: scenarios are grouped apart from dataset
+/// cases.
+pub const SCENARIO_DATASET: &str = "scenarios";
+
 /// The base catalog's variant name.
 pub const BASE_VARIANT: &str = "base";
 

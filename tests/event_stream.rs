@@ -44,6 +44,7 @@ fn plan(server: &FakeServer, dir: &std::path::Path, arms: &[&str], trials: u32) 
             })
             .collect(),
         datasets: vec![dataset],
+        scenarios: Vec::new(),
         done: Default::default(),
     }
 }

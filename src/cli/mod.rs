@@ -1089,6 +1089,7 @@ mod tests {
             warnings: Vec::new(),
             gate: None,
             comparison: None,
+            scenarios: Vec::new(),
         }
     }
 

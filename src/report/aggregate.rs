@@ -42,7 +42,7 @@ pub struct RunInfo {
 impl RunInfo {
     /// Planned trials of a case: its fixture's own `"trials"`, or the run's.
     pub fn planned_trials(&self, dataset: &str, case: &str) -> u32 {
-        if dataset == crate::suite::scenario::SCENARIO_DATASET
+        if dataset == crate::record::SCENARIO_DATASET
             && let Some(s) = self.scenarios.iter().find(|s| s.name == case)
         {
             return s.trials.unwrap_or(self.trials_per_case);
@@ -518,6 +518,9 @@ impl ArmAgg {
 #[derive(Default)]
 pub struct Aggregator {
     arms: BTreeMap<ArmId, ArmAgg>,
+    /// Scenario records are judged on their trajectory and aggregated apart: they carry no
+    /// single-call score and must not move a dataset's rates.
+    scenarios: super::scenario::ScenarioAggregator,
 }
 
 impl Aggregator {
@@ -527,6 +530,10 @@ impl Aggregator {
 
     /// Counts one finished trial.
     pub fn add(&mut self, record: &TrialRecord) {
+        if record.trajectory.is_some() {
+            self.scenarios.add(record);
+            return;
+        }
         if !self.arms.contains_key(&record.arm) {
             self.arms.insert(record.arm.clone(), ArmAgg::new());
         }
@@ -572,6 +579,7 @@ impl Aggregator {
             .into_iter()
             .map(|(id, agg)| agg.finish(id, confidence, precision))
             .collect();
+        let scenarios = self.scenarios.finish(confidence);
         let mut warnings = Vec::new();
         if totals.interrupted {
             warnings.push(Warning::RunInterrupted {
@@ -597,6 +605,7 @@ impl Aggregator {
             warnings,
             gate: None,
             comparison: None,
+            scenarios,
         }
     }
 }
@@ -811,27 +820,27 @@ fn value_at_rank(h: &Histogram<u64>, rank: u64) -> Option<f64> {
 }
 
 /// Latencies of answered trials: a histogram and an exact sum.
-struct LatencyAgg {
+pub(crate) struct LatencyAgg {
     us: Histogram<u64>,
     /// Integer microseconds, so the mean does not depend on the order trials finish in.
     sum_us: u64,
 }
 
 impl LatencyAgg {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         // 1 µs to 1 hour at 3 significant figures: at most 0.1% quantisation (stats.md §7.2).
         let us = Histogram::new_with_bounds(1, 3_600_000_000, 3)
             .expect("static histogram bounds are valid");
         LatencyAgg { us, sum_us: 0 }
     }
 
-    fn record(&mut self, latency_ms: f64) {
+    pub(crate) fn record(&mut self, latency_ms: f64) {
         let us = (latency_ms * 1000.0).round().max(1.0) as u64;
         self.us.saturating_record(us);
         self.sum_us += us;
     }
 
-    fn summary(&self, conf: f64) -> LatencySummary {
+    pub(crate) fn summary(&self, conf: f64) -> LatencySummary {
         latency_summary(&self.us, self.sum_us, conf)
     }
 

@@ -12,6 +12,7 @@ mod csv;
 mod junit;
 mod markdown;
 mod progress;
+pub mod scenario;
 mod terminal;
 mod verdict;
 mod warning;
@@ -29,6 +30,7 @@ pub use csv::ResultsCsv;
 pub use junit::render_junit;
 pub use markdown::{MAX_CHARS as MARKDOWN_MAX_CHARS, escape as escape_markdown, render_markdown};
 pub use progress::{Progress, ProgressMode};
+pub use scenario::{ScenarioArmSummary, ScenarioSummary};
 pub use terminal::render_terminal;
 pub use verdict::{
     CaseVerdict, GateLevel, GateMetric, GateReport, GateResult, SequentialInfo, ToolVerdict,
@@ -68,6 +70,9 @@ pub struct Summary {
     /// `run --compare`: the two arms compared, paired by case.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comparison: Option<Comparison>,
+    /// Multi-step scenarios, per arm: judged on their trajectories, apart from the datasets.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scenarios: Vec<ScenarioArmSummary>,
 }
 
 /// What `toolscore report` reads from a run's summary.json: only what the records do not hold,

@@ -66,6 +66,16 @@ pub fn render_terminal(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
             short_fp(&d.catalog_fingerprint)
         )?;
     }
+    for sc in &r.scenarios {
+        writeln!(
+            w,
+            "scenario {} · max {} steps · catalog {} ({})",
+            sc.name,
+            sc.max_steps,
+            sc.catalog_source,
+            short_fp(&sc.catalog_fingerprint)
+        )?;
+    }
     writeln!(
         w,
         "{} trials per case · {} of {} trials completed{}",
@@ -90,6 +100,7 @@ pub fn render_terminal(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
     if several && !s.warnings.is_empty() {
         write_warnings(&s.warnings, w)?;
     }
+    super::scenario::write_terminal(s, w)?;
     if let Some(gate) = &s.gate {
         write_gate(gate, several, w)?;
     }

@@ -4,63 +4,16 @@
 //! so. Arguments that break the tool's input schema get a validation error naming the failing
 //! path, as a real server answers. Pure: no I/O, deterministic.
 
-use std::collections::BTreeMap;
-
 use serde_json::{Map, Value};
 
 use crate::json::{canonical_json, json_equal, value_at_path};
 use crate::message::ToolCall;
 use crate::record::{CallKind, ExecutedCall};
-use crate::score::{ArgMatcher, ToolValidators, check_matcher};
+use crate::score::{ToolValidators, check_matcher};
 
-/// Every scripted tool of a scenario, with its initial state.
-#[derive(Debug, Clone, Default)]
-pub struct Script {
-    pub tools: BTreeMap<String, Vec<ScriptRule>>,
-    /// Answer schema-breaking arguments with a validation error before any rule (default).
-    pub validate_arguments: bool,
-    /// The state before the first call; `None` when the scenario declares none.
-    pub initial_state: Option<Value>,
-}
-
-/// One rule: when it applies, what it does to the state, and what it answers.
-#[derive(Debug, Clone)]
-pub struct ScriptRule {
-    pub when: RuleCondition,
-    pub effects: Vec<Effect>,
-    pub response: RuleResponse,
-    /// Other wordings of the response, by result-variant name (run as arms).
-    pub variants: BTreeMap<String, RuleResponse>,
-}
-
-/// When a rule applies. Empty = always (a tool's default rule).
-#[derive(Debug, Clone, Default)]
-pub struct RuleCondition {
-    /// These arguments, compared canonically: a subset of the call's (or all of them with
-    /// `exact`).
-    pub args: Option<Map<String, Value>>,
-    pub exact: bool,
-    /// Per-field matchers at dotted paths, as in fixtures (`any`, `ci`, `regex`, `one_of`,
-    /// `approx`).
-    pub matchers: BTreeMap<String, ArgMatcher>,
-}
-
-/// A change to the scenario's state. Values are templates (see [`render`]).
-#[derive(Debug, Clone)]
-pub enum Effect {
-    Set { path: String, value: Value },
-    Append { path: String, value: Value },
-    Increment { path: String, by: f64 },
-}
-
-/// What a rule answers. `content` and `structured` are templates.
-#[derive(Debug, Clone, Default)]
-pub struct RuleResponse {
-    /// The text content; when absent, the structured content as compact JSON.
-    pub content: Option<String>,
-    pub structured: Option<Value>,
-    pub is_error: bool,
-}
+pub use crate::suite::script::{
+    Effect, RuleCondition, RuleResponse, Script, ScriptRule, valid_expression,
+};
 
 /// The script of one trial as it runs: its state, and which result wording it answers with.
 pub struct ScriptRun<'a> {
@@ -198,6 +151,7 @@ impl<'a> ScriptRun<'a> {
 }
 
 impl RuleCondition {
+    /// Whether the rule applies to a call's arguments.
     pub fn matches(&self, args: &Value) -> bool {
         if let Some(want) = &self.args {
             let Some(got) = args.as_object() else {
@@ -307,13 +261,6 @@ pub fn render_text(text: &str, args: &Value, state: &Value) -> String {
     out
 }
 
-/// Whether a template expression is one [`render`] understands (checked when loading).
-pub fn valid_expression(expr: &str) -> bool {
-    let e = expr.strip_prefix('#').unwrap_or(expr);
-    let root = e.split('.').next().unwrap_or("");
-    root == "args" || root == "state"
-}
-
 fn lookup(expr: &str, args: &Value, state: &Value) -> Option<Value> {
     let (length, e) = match expr.strip_prefix('#') {
         Some(rest) => (true, rest),
@@ -342,8 +289,11 @@ fn lookup(expr: &str, args: &Value, state: &Value) -> Option<Value> {
 mod tests {
     use serde_json::json;
 
+    use std::collections::BTreeMap;
+
     use super::*;
     use crate::catalog::{Catalog, Tool};
+    use crate::score::ArgMatcher;
 
     fn validators() -> ToolValidators {
         ToolValidators::compile(&Catalog::new(

@@ -3,6 +3,7 @@
 
 mod config;
 pub mod scenario;
+pub mod script;
 mod variant;
 
 use std::collections::BTreeMap;

@@ -9,22 +9,18 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
+use super::script::{Effect, RuleCondition, RuleResponse, Script, ScriptRule, valid_expression};
 use super::variant::{CatalogVariant, load_variants};
 use crate::catalog::{line_of, load_catalog_file};
 use crate::error::InputError;
 use crate::message::Message;
 use crate::record::BASE_VARIANT;
-use crate::runner::script::{
-    Effect, RuleCondition, RuleResponse, Script, ScriptRule, valid_expression,
-};
 use crate::score::trajectory::{
     ResultRef, ScenarioExpect, SequenceItem, SequenceMode, StateCheck, ToolPattern,
 };
 use crate::score::{ArgMatcher, ExpectedCall, ToolValidators};
 
-/// The `dataset` name every scenario record carries: scenarios are grouped apart from
-/// dataset cases.
-pub const SCENARIO_DATASET: &str = "scenarios";
+pub use crate::record::SCENARIO_DATASET;
 
 /// Most requests one trial may make (`max_steps`).
 pub const MAX_STEPS_LIMIT: u32 = 64;

@@ -1,0 +1,63 @@
+//! The data of scripted tools (what a scenario file declares); `runner::script` executes it.
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
+
+use crate::score::ArgMatcher;
+
+/// Every scripted tool of a scenario, with its initial state.
+#[derive(Debug, Clone, Default)]
+pub struct Script {
+    pub tools: BTreeMap<String, Vec<ScriptRule>>,
+    /// Answer schema-breaking arguments with a validation error before any rule (default).
+    pub validate_arguments: bool,
+    /// The state before the first call; `None` when the scenario declares none.
+    pub initial_state: Option<Value>,
+}
+
+/// One rule: when it applies, what it does to the state, and what it answers.
+#[derive(Debug, Clone)]
+pub struct ScriptRule {
+    pub when: RuleCondition,
+    pub effects: Vec<Effect>,
+    pub response: RuleResponse,
+    /// Other wordings of the response, by result-variant name (run as arms).
+    pub variants: BTreeMap<String, RuleResponse>,
+}
+
+/// When a rule applies. Empty = always (a tool's default rule).
+#[derive(Debug, Clone, Default)]
+pub struct RuleCondition {
+    /// These arguments, compared canonically: a subset of the call's (or all of them with
+    /// `exact`).
+    pub args: Option<Map<String, Value>>,
+    pub exact: bool,
+    /// Per-field matchers at dotted paths, as in fixtures (`any`, `ci`, `regex`, `one_of`,
+    /// `approx`).
+    pub matchers: BTreeMap<String, ArgMatcher>,
+}
+
+/// A change to the scenario's state. Values are templates (see [`render`]).
+#[derive(Debug, Clone)]
+pub enum Effect {
+    Set { path: String, value: Value },
+    Append { path: String, value: Value },
+    Increment { path: String, by: f64 },
+}
+
+/// What a rule answers. `content` and `structured` are templates.
+#[derive(Debug, Clone, Default)]
+pub struct RuleResponse {
+    /// The text content; when absent, the structured content as compact JSON.
+    pub content: Option<String>,
+    pub structured: Option<Value>,
+    pub is_error: bool,
+}
+
+/// Whether a template expression is one `runner::script::render` understands (checked when loading).
+pub fn valid_expression(expr: &str) -> bool {
+    let e = expr.strip_prefix('#').unwrap_or(expr);
+    let root = e.split('.').next().unwrap_or("");
+    root == "args" || root == "state"
+}
