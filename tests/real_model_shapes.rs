@@ -48,6 +48,7 @@ fn expect_call(tool: &str, args: Option<Value>) -> Expectation {
             tool: tool.into(),
             args,
             matchers: BTreeMap::new(),
+            family: None,
         }],
         parallel: false,
     }
@@ -144,6 +145,7 @@ fn duplicate_identical_calls_keep_selection_but_break_a_one_call_parallel_expect
             tool: "search_orders".into(),
             args: Some(json!({"customer_email": "alice@example.com", "limit": 1})),
             matchers,
+            family: None,
         }],
         parallel: false,
     };

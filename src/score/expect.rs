@@ -44,12 +44,62 @@ impl Expectation {
 /// One expected tool call.
 #[derive(Debug, Clone)]
 pub struct ExpectedCall {
+    /// The expected tool's name, or the family's label (`a|b`, `/pattern/`).
     pub tool: String,
+    /// A tool family: any of several names, or a name pattern, instead of the one `tool`.
+    pub family: Option<ToolPattern>,
     /// Expected arguments; `None` = only the tool choice is checked.
     pub args: Option<Value>,
     /// Per-field matchers keyed by dotted path into the arguments (`lines.0.sku`). A path
     /// with a matcher is compared by the matcher instead of by equality.
     pub matchers: BTreeMap<String, ArgMatcher>,
+}
+
+impl ExpectedCall {
+    /// Whether a call of tool `name` is the expected tool (or one of its family).
+    pub fn accepts(&self, name: &str) -> bool {
+        match &self.family {
+            Some(f) => f.matches(name),
+            None => self.tool == name,
+        }
+    }
+}
+
+/// Which tools an expectation accepts: one name, any of several (a tool family), or a name
+/// pattern, so a suite survives a `tools/list` refresh that renames or adds a tool.
+#[derive(Debug, Clone)]
+pub enum ToolPattern {
+    Name(String),
+    AnyOf(Vec<String>),
+    /// Anchored: the whole name must match.
+    Regex(regex::Regex),
+}
+
+impl ToolPattern {
+    pub fn matches(&self, name: &str) -> bool {
+        match self {
+            ToolPattern::Name(n) => n == name,
+            ToolPattern::AnyOf(names) => names.iter().any(|n| n == name),
+            ToolPattern::Regex(re) => re.is_match(name),
+        }
+    }
+
+    /// How the pattern reads in a report: `apply_credit`, `apply_credit|issue_credit`,
+    /// `/.*_credit/`.
+    pub fn label(&self) -> String {
+        match self {
+            ToolPattern::Name(n) => n.clone(),
+            ToolPattern::AnyOf(names) => names.join("|"),
+            ToolPattern::Regex(re) => {
+                let p = re.as_str();
+                let shown = p
+                    .strip_prefix("^(?:")
+                    .and_then(|p| p.strip_suffix(")$"))
+                    .unwrap_or(p);
+                format!("/{shown}/")
+            }
+        }
+    }
 }
 
 /// How one argument field is compared.

@@ -18,7 +18,7 @@ use crate::json::{canonical_json, json_equal};
 use crate::message::{ModelTurn, ToolCall};
 
 pub use crate::record::{ArgFailure, ArgFailureKind, FailureKind, SchemaViolation, TrialScore};
-pub use expect::{ArgMatcher, Expectation, ExpectedCall};
+pub use expect::{ArgMatcher, Expectation, ExpectedCall, ToolPattern};
 pub use taxonomy::{classify_call, classify_parallel};
 
 /// Longest value (in characters) quoted in a detail string before it is truncated.
@@ -227,7 +227,7 @@ fn score_single(
         );
         return (false, checks_args.then_some(false));
     };
-    let selection_ok = call.name == expected.tool;
+    let selection_ok = expected.accepts(&call.name);
     if !selection_ok {
         let unknown = if validators.contains(&call.name) {
             ""
@@ -329,7 +329,7 @@ fn score_parallel(
         if row.iter().any(|&ok| ok) {
             continue;
         }
-        let same_name: Vec<&ToolCall> = produced.iter().filter(|p| p.name == e.tool).collect();
+        let same_name: Vec<&ToolCall> = produced.iter().filter(|p| e.accepts(&p.name)).collect();
         if let Some(p) = same_name.iter().find(|p| p.arguments_not_json()) {
             first.set(
                 FailureKind::ArgumentsNotJson,
@@ -357,7 +357,7 @@ fn score_parallel(
 /// Whether a produced call satisfies one expected call: same name, and (when arguments are
 /// stated) JSON arguments that match.
 fn call_matches(expected: &ExpectedCall, produced: &ToolCall) -> bool {
-    if produced.name != expected.tool {
+    if !expected.accepts(&produced.name) {
         return false;
     }
     if expected.args.is_none() {
@@ -822,6 +822,7 @@ mod tests {
                 .iter()
                 .map(|(k, m)| ((*k).to_owned(), m.clone()))
                 .collect(),
+            family: None,
         }
     }
 
@@ -1533,7 +1534,7 @@ mod tests {
             let want = Value::Object(fields.iter().map(|(k, v)| (k.clone(), json!(v))).collect());
             // The same values as floats, in reverse key order.
             let got = Value::Object(fields.iter().rev().map(|(k, v)| (k.clone(), json!(*v as f64))).collect());
-            let exp = ExpectedCall { tool: "t".into(), args: Some(want), matchers: BTreeMap::new() };
+            let exp = ExpectedCall { tool: "t".into(), args: Some(want), matchers: BTreeMap::new(), family: None };
             proptest::prop_assert!(match_args(&exp, &got).is_ok());
             let key = fields.keys().nth(pick % fields.len()).unwrap().clone();
             let mut changed = got.clone();

@@ -119,7 +119,7 @@ pub fn classify_parallel(
         let best = produced
             .iter()
             .enumerate()
-            .filter(|(i, p)| !used[*i] && p.name == e.tool)
+            .filter(|(i, p)| !used[*i] && e.accepts(&p.name))
             .map(|(i, p)| (i, classify_call(e, p, validators)))
             .min_by_key(|(_, f)| f.len());
         if let Some((i, findings)) = best {
@@ -478,6 +478,7 @@ mod tests {
                 .iter()
                 .map(|(k, m)| ((*k).to_owned(), ArgMatcher::from_json(m).expect("matcher")))
                 .collect(),
+            family: None,
         }
     }
 
@@ -571,6 +572,7 @@ mod tests {
             tool: "create_quote".into(),
             args: None,
             matchers: BTreeMap::new(),
+            family: None,
         };
         let f = classify(
             &exp,
@@ -633,6 +635,7 @@ mod tests {
                 ArgMatcher::from_json(&json!({"approx": 0.5})).expect("matcher"),
             )]
             .into(),
+            family: None,
         };
         let f = classify(
             &approx,
@@ -679,6 +682,7 @@ mod tests {
             tool: "get_time".into(),
             args: Some(json!({"tz": "UTC"})),
             matchers: BTreeMap::new(),
+            family: None,
         };
         let produced = vec![
             ToolCall {

@@ -7,47 +7,11 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+pub use super::expect::ToolPattern;
 use super::expect::{ArgMatcher, ExpectedCall};
 use super::{ToolValidators, check_matcher, match_args};
 use crate::json::{json_equal, value_at_path};
 use crate::record::{CallKind, ExecutedCall, LoopStop, ScenarioScore, Trajectory};
-
-/// Which tools an expectation accepts: one name, any of several (a tool family), or a name
-/// pattern, so a suite survives a `tools/list` refresh that renames or adds a tool.
-#[derive(Debug, Clone)]
-pub enum ToolPattern {
-    Name(String),
-    AnyOf(Vec<String>),
-    /// Anchored: the whole name must match.
-    Regex(regex::Regex),
-}
-
-impl ToolPattern {
-    pub fn matches(&self, name: &str) -> bool {
-        match self {
-            ToolPattern::Name(n) => n == name,
-            ToolPattern::AnyOf(names) => names.iter().any(|n| n == name),
-            ToolPattern::Regex(re) => re.is_match(name),
-        }
-    }
-
-    /// How the pattern reads in a report: `apply_credit`, `apply_credit|issue_credit`,
-    /// `/.*_credit/`.
-    pub fn label(&self) -> String {
-        match self {
-            ToolPattern::Name(n) => n.clone(),
-            ToolPattern::AnyOf(names) => names.join("|"),
-            ToolPattern::Regex(re) => {
-                let p = re.as_str();
-                let shown = p
-                    .strip_prefix("^(?:")
-                    .and_then(|p| p.strip_suffix(")$"))
-                    .unwrap_or(p);
-                format!("/{shown}/")
-            }
-        }
-    }
-}
 
 /// How the expected sequence is compared with the calls made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -140,11 +104,15 @@ impl ScenarioExpect {
     /// stated.
     pub fn label(&self) -> String {
         match &self.sequence {
-            Some((_, items)) if !items.is_empty() => items
+            Some((mode, items)) if !items.is_empty() => items
                 .iter()
                 .map(|i| i.tool.label())
                 .collect::<Vec<_>>()
-                .join(" → "),
+                .join(if *mode == SequenceMode::AnyOrder {
+                    " + "
+                } else {
+                    " → "
+                }),
             Some(_) => "(no call)".to_owned(),
             None if self.max_calls == Some(0) => "(no call)".to_owned(),
             None => "(outcome)".to_owned(),
@@ -582,6 +550,7 @@ mod tests {
                 tool: tool.into(),
                 args,
                 matchers: BTreeMap::new(),
+                family: None,
             },
             uses: BTreeMap::new(),
         }

@@ -43,7 +43,7 @@ use serde::Deserialize;
 
 use crate::catalog::{Catalog, line_of, load_catalog_file};
 use crate::error::{InputError, strip_position};
-use crate::score::{ArgMatcher, Expectation, ExpectedCall, ToolValidators};
+use crate::score::{ArgMatcher, Expectation, ExpectedCall, ToolPattern, ToolValidators};
 
 /// A catalog, its compiled validators and its fixtures, validated together.
 pub struct Dataset {
@@ -353,14 +353,66 @@ fn build_expectation(raw: RawExpect, catalog: &Catalog) -> Result<Expectation, (
             calls: vec![build_call(tool, raw.args, raw.matchers, catalog, "expect")?],
             parallel: false,
         }),
+        (Value::Object(spec), None) => {
+            let family = tool_family(&spec)?;
+            // The arguments are checked against the first catalog tool of the family.
+            let Some(member) = catalog
+                .tools
+                .iter()
+                .find(|t| family.matches(&t.name))
+                .map(|t| t.name.clone())
+            else {
+                return Err((
+                    "expect.tool".into(),
+                    format!(
+                        "no tool of the catalog {} is in the family {}",
+                        catalog.source,
+                        family.label()
+                    ),
+                ));
+            };
+            let mut call = build_call(member, raw.args, raw.matchers, catalog, "expect")?;
+            call.tool = family.label();
+            call.family = Some(family);
+            Ok(Expectation::Calls {
+                calls: vec![call],
+                parallel: false,
+            })
+        }
         (_, Some(_)) => Err((
             "expect".into(),
             "use either `tool` or `calls`, not both".into(),
         )),
         (_, None) => Err((
             "expect.tool".into(),
-            "`tool` must be a tool name or null".into(),
+            "`tool` must be a tool name, null, {\"any_of\": [names]} or {\"regex\": \"pattern\"}"
+                .into(),
         )),
+    }
+}
+
+/// `{"any_of": [names]}` (every name needs not exist yet, but one must) or `{"regex": "…"}`
+/// (anchored): a tool family, so a fixture survives a catalog refresh that renames a tool.
+fn tool_family(spec: &serde_json::Map<String, Value>) -> Result<ToolPattern, (String, String)> {
+    let err = |m: &str| Err(("expect.tool".to_owned(), m.to_owned()));
+    match spec.iter().next() {
+        Some((k, Value::Array(names))) if spec.len() == 1 && k == "any_of" && !names.is_empty() => {
+            let names: Option<Vec<String>> = names
+                .iter()
+                .map(|n| n.as_str().map(str::to_owned))
+                .collect();
+            match names {
+                Some(n) => Ok(ToolPattern::AnyOf(n)),
+                None => err("`any_of` lists tool names"),
+            }
+        }
+        Some((k, Value::String(p))) if spec.len() == 1 && k == "regex" => {
+            match regex::Regex::new(&format!("^(?:{p})$")) {
+                Ok(re) => Ok(ToolPattern::Regex(re)),
+                Err(e) => err(&format!("invalid regex: {e}")),
+            }
+        }
+        _ => err("a tool family is {\"any_of\": [names]} or {\"regex\": \"pattern\"}"),
     }
 }
 
@@ -421,6 +473,7 @@ fn build_call(
         tool,
         args,
         matchers: parsed,
+        family: None,
     })
 }
 
@@ -450,6 +503,39 @@ mod tests {
         assert_eq!(cases[1].tags, vec!["x".to_string()]);
         assert_eq!(cases[2].expect.tool_label(), "get_quote + send_invoice");
         assert!(cases[0].expect.checks_args());
+    }
+
+    #[test]
+    fn a_tool_family_accepts_any_member_and_survives_a_rename() {
+        use crate::message::{ModelTurn, ToolCall};
+        let text = concat!(
+            r#"{"id":"f","messages":[{"role":"user","content":"q"}],"expect":{"tool":{"any_of":["get_quote","fetch_quote"]},"args":{"quote_id":"qt_1"}}}"#,
+            "\n",
+            r#"{"id":"r","messages":[{"role":"user","content":"q"}],"expect":{"tool":{"regex":"(get|send)_.*"}}}"#,
+        );
+        let cat = catalog();
+        let cases = parse_cases(text, "cases.jsonl", &cat).unwrap();
+        assert_eq!(cases[0].expect.tool_label(), "get_quote|fetch_quote");
+        let validators = crate::score::ToolValidators::compile(&cat).unwrap();
+        let turn = |name: &str| ModelTurn {
+            tool_calls: vec![ToolCall {
+                id: None,
+                name: name.into(),
+                arguments: serde_json::json!({"quote_id": "qt_1"}),
+                unparsed_arguments: None,
+            }],
+            ..Default::default()
+        };
+        let judge = |i: usize, name: &str| {
+            crate::score::score_trial(&cases[i].expect, &[turn(name)], &validators).selection_ok
+        };
+        // `fetch_quote` is a later name of the tool: not in this catalog, still accepted.
+        assert!(judge(0, "get_quote") && judge(0, "fetch_quote") && !judge(0, "send_invoice"));
+        assert!(judge(1, "send_invoice") && !judge(1, "list_quotes"));
+        let none = r#"{"id":"n","messages":[{"role":"user","content":"q"}],"expect":{"tool":{"any_of":["nope"]}}}"#;
+        assert!(err_of(none).contains("no tool of the catalog tools.json is in the family nope"));
+        let bad = r#"{"id":"b","messages":[{"role":"user","content":"q"}],"expect":{"tool":{"one_of":["x"]}}}"#;
+        assert!(err_of(bad).contains("a tool family is"), "{}", err_of(bad));
     }
 
     fn err_of(text: &str) -> String {

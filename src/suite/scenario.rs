@@ -667,6 +667,7 @@ fn build_expect(
                         .args
                         .or_else(|| (!matchers.is_empty()).then(|| Value::Object(Map::new()))),
                     matchers,
+                    family: None,
                 },
                 tool,
                 uses,

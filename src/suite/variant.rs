@@ -32,7 +32,7 @@ use crate::catalog::{Catalog, Tool, line_of};
 use crate::error::InputError;
 use crate::message::Message;
 use crate::record::BASE_VARIANT;
-use crate::score::{Expectation, ToolValidators};
+use crate::score::{Expectation, ToolPattern, ToolValidators};
 
 /// One catalog a dataset can be shown: the base, or an overlay of it.
 pub struct CatalogVariant {
@@ -76,7 +76,18 @@ impl CatalogVariant {
                     .iter()
                     .map(|c| {
                         let mut c = c.clone();
-                        c.tool = self.tool_name(&c.tool).to_owned();
+                        match &mut c.family {
+                            None => c.tool = self.tool_name(&c.tool).to_owned(),
+                            // A family follows the renames of its members; a pattern is kept
+                            // (it names tools by shape, whatever they are called).
+                            Some(ToolPattern::AnyOf(names)) => {
+                                for n in names.iter_mut() {
+                                    *n = self.tool_name(n).to_owned();
+                                }
+                                c.tool = names.join("|");
+                            }
+                            Some(_) => {}
+                        }
                         c
                     })
                     .collect(),
@@ -467,6 +478,7 @@ mod tests {
                 tool: "get_job_status".into(),
                 args: None,
                 matchers: BTreeMap::new(),
+                family: None,
             }],
             parallel: false,
         };
