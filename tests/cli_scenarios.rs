@@ -478,3 +478,86 @@ fn broken_scenarios_stop_before_any_request_with_file_line_and_field() {
     assert_eq!(unknown_variant.code, 2);
     assert_eq!(server.requests_seen(), 0);
 }
+
+#[test]
+fn against_a_baseline_the_scenarios_whose_majority_sequence_drifted_are_named() {
+    let server = FakeServer::start_in_background(agent);
+    let dir = project(&server);
+    let base = toolscore(
+        dir.path(),
+        &[
+            "run",
+            "--scenario",
+            "scenarios",
+            "--trials",
+            "3",
+            "--run-id",
+            "base",
+            "--out",
+            "out",
+        ],
+    );
+    assert_eq!(base.code, 0, "{}", base.transcript());
+    drop(server);
+    // The candidate: the chain now skips the lookup and credits an invented id.
+    let skipping = FakeServer::start_in_background(|req| {
+        if first_user(req).contains("ana@example.com") {
+            return FakeResponse::ok(match tool_results(req).len() {
+                0 => tool_call_body(&[("apply_credit", r#"{"customer_id":"C-1","amount":10}"#)]),
+                _ => text_body("Credited."),
+            });
+        }
+        agent(req)
+    });
+    std::fs::write(
+        dir.path().join("toolscore.yaml"),
+        format!(
+            "providers:\n  fake:\n    kind: openai-compat\n    base_url: {}\n    model: m\n",
+            skipping.base_url
+        ),
+    )
+    .expect("config");
+    let run = toolscore(
+        dir.path(),
+        &[
+            "run",
+            "--scenario",
+            "scenarios",
+            "--trials",
+            "3",
+            "--baseline",
+            "out/base",
+            "--format",
+            "terminal",
+            "--format",
+            "md",
+            "--run-id",
+            "cand",
+            "--out",
+            "out",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.transcript());
+    assert!(
+        run.stdout.contains("DRIFT against the baseline: scenario chain sequence: \"apply_credit\" in 3/3 trials, was \"find_customer → apply_credit\" in 3/3"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout
+            .contains("DRIFT against the baseline: scenario chain answer"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        !run.stdout.contains("scenario ack sequence"),
+        "{}",
+        run.stdout
+    );
+    let md = std::fs::read_to_string(dir.path().join("out/cand/report.md")).expect("report.md");
+    assert!(
+        md.contains("**Drift against the baseline**: chain sequence"),
+        "{md}"
+    );
+    assert!(md.contains("| ack | 0.000 ["), "{md}");
+}

@@ -345,3 +345,164 @@ fn real_model_run_accounts_for_every_trial_and_replays_exactly() {
     }
     assert_eq!(live, replay);
 }
+
+/// A second notes scenario, for the real model: read the notes and say how many there are.
+const READ_NOTES: &str = r#"description: Read the notes and answer from them.
+catalog: notes.json
+max_steps: 3
+messages:
+  - role: user
+    content: "How many lines are in my notes? Use the tools."
+state:
+  notes: [buy milk, call the dentist]
+tools:
+  read_notes:
+    - structured: {lines: "${state.notes}"}
+  append_note:
+    - effects:
+        - append: {path: notes, value: "${args.text}"}
+      content: '{"ok": true}'
+expect:
+  sequence:
+    mode: in_order
+    calls:
+      - tool: read_notes
+  forbidden: [append_note, delete_note]
+  answer:
+    contains: ["2"]
+"#;
+
+#[test]
+fn real_model_runs_scenarios_step_by_step_and_their_recording_replays_exactly() {
+    let url = local_model();
+    let dir = tempfile::tempdir().unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
+    let sc = dir.path().join("sc");
+    std::fs::create_dir_all(&sc).unwrap();
+    std::fs::copy(root.join("catalogs/notes.json"), sc.join("notes.json")).unwrap();
+    let ack = std::fs::read_to_string(root.join("notes-ack.yaml"))
+        .unwrap()
+        .replace("catalog: catalogs/notes.json", "catalog: notes.json")
+        .replace("max_steps: 4", "max_steps: 3");
+    std::fs::write(sc.join("notes-ack.yaml"), ack).unwrap();
+    std::fs::write(sc.join("read-notes.yaml"), READ_NOTES).unwrap();
+    let trials = 3u64;
+    let run = toolscore(
+        dir.path(),
+        &[
+            "run",
+            "--provider",
+            "openai-compat",
+            "--base-url",
+            url,
+            "--model",
+            "smollm2",
+            "--scenario",
+            "sc",
+            "--trials",
+            &trials.to_string(),
+            "--concurrency",
+            "2",
+            "--temperature",
+            "0.8",
+            "--max-tokens",
+            "96",
+            "--timeout",
+            "120",
+            "--record",
+            "sc.cassette.jsonl.gz",
+            "--run-id",
+            "live",
+            "--out",
+            "out",
+            "--progress",
+            "off",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.transcript());
+    let summary = read_json(&dir.path().join("out/live/summary.json"));
+    assert_eq!(summary["planned_trials"], 2 * trials);
+    assert_eq!(summary["completed_trials"], 2 * trials);
+    let text = std::fs::read_to_string(dir.path().join("out/live/results.jsonl")).unwrap();
+    let records: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(records.len() as u64, 2 * trials);
+    let judged: Vec<&Value> = records.iter().filter(|r| r["outcome"] != "error").collect();
+    assert!(
+        !judged.is_empty(),
+        "the real model answered no scenario trial"
+    );
+    for r in &judged {
+        let t = &r["trajectory"];
+        let turns = r["turns"].as_array().unwrap().len();
+        // One model turn and one latency per step, at most max_steps of them.
+        assert_eq!(t["step_latency_ms"].as_array().unwrap().len(), turns, "{r}");
+        assert!((1..=3).contains(&turns), "{r}");
+        // Every call the model made was answered and fed back.
+        let calls: usize = r["turns"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["tool_calls"].as_array().map_or(0, Vec::len))
+            .sum();
+        assert_eq!(t["calls"].as_array().unwrap().len(), calls, "{r}");
+        match t["stop"].as_str().unwrap() {
+            "final_answer" => assert!(
+                r["turns"][turns - 1]["tool_calls"]
+                    .as_array()
+                    .is_none_or(Vec::is_empty)
+            ),
+            "step_limit" => assert_eq!(turns, 3),
+            other => panic!("stop {other} in a judged trial"),
+        }
+        assert_eq!(r["scenario"]["passed"], r["outcome"] == "pass");
+    }
+    for arm in summary["scenarios"].as_array().unwrap() {
+        for s in arm["scenarios"].as_array().unwrap() {
+            for metric in ["success", "retry", "recovery"] {
+                if s[metric]["n"].as_u64().unwrap() > 0 {
+                    assert_consistent_counts(&s[metric], metric);
+                }
+            }
+        }
+    }
+
+    // The recording replays every step of every trial to the same scenario figures.
+    let replay = toolscore(
+        dir.path(),
+        &[
+            "run",
+            "--provider",
+            "replay:sc.cassette.jsonl.gz",
+            "--scenario",
+            "sc",
+            "--run-id",
+            "replay",
+            "--out",
+            "out",
+            "--progress",
+            "off",
+        ],
+    );
+    assert_eq!(replay.code, 0, "{}", replay.transcript());
+    let again = read_json(&dir.path().join("out/replay/summary.json"));
+    let strip = |v: &Value| {
+        let mut v = v["scenarios"].clone();
+        for arm in v.as_array_mut().unwrap() {
+            // A replayed arm is named `replay`; latencies are the recorded ones, so they stay.
+            arm["arm"].as_object_mut().unwrap().remove("provider");
+        }
+        v
+    };
+    assert_eq!(strip(&summary), strip(&again));
+}
+
+/// x ≤ n and rate = x/n for a pooled rate.
+fn assert_consistent_counts(stat: &Value, what: &str) {
+    let (x, n) = (stat["x"].as_u64().unwrap(), stat["n"].as_u64().unwrap());
+    assert!(x <= n, "{what}: {stat}");
+    let rate = stat["rate"].as_f64().unwrap();
+    assert!((rate - x as f64 / n as f64).abs() < 1e-12, "{what}: {stat}");
+}

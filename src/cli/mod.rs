@@ -154,6 +154,10 @@ fn check_baseline_population(
             })
         })
         .collect();
+    if planned.is_empty() && base.arms.is_empty() {
+        // Scenarios only: compared for drift, no dataset gate to populate.
+        return Ok(());
+    }
     let Some(arm) = base.arms.first() else {
         return Err(usage("--baseline: the baseline run has no arms"));
     };
@@ -198,6 +202,12 @@ fn judge_baseline(
     let Some((base, metric)) = baseline else {
         return Ok(());
     };
+    summary.scenario_drift =
+        crate::report::scenario::scenario_drift(&summary.scenarios, &base.scenarios);
+    if summary.arms.is_empty() {
+        // Only scenarios ran: their drift is the comparison; there is no case rate to gate.
+        return Ok(());
+    }
     let results = crate::gate::baseline::baseline_gates(
         summary,
         base,
@@ -1090,6 +1100,7 @@ mod tests {
             gate: None,
             comparison: None,
             scenarios: Vec::new(),
+            scenario_drift: Vec::new(),
         }
     }
 

@@ -606,6 +606,7 @@ impl Aggregator {
             gate: None,
             comparison: None,
             scenarios,
+            scenario_drift: Vec::new(),
         }
     }
 }

@@ -25,6 +25,9 @@ pub fn render_junit(s: &Summary, w: &mut dyn Write) -> Result<(), Error> {
     for arm in &s.arms {
         report.add_test_suite(arm_suite(s, arm));
     }
+    for arm in &s.scenarios {
+        report.add_test_suite(scenario_suite(s, arm));
+    }
     report
         .serialize(w)
         .map_err(|e| Error::Fatal(format!("cannot write the JUnit report: {e}")))
@@ -160,6 +163,43 @@ fn case_test(s: &Summary, c: &CaseSummary, case_gates: &[&GateResult]) -> TestCa
     }
     t.set_system_out(out);
     t
+}
+
+/// One testcase per scenario of an arm, its figures in its output. No gate judges scenarios
+/// yet, so each is reported as passed, as a case is when no case-level gate judges it.
+fn scenario_suite(s: &Summary, arm: &super::ScenarioArmSummary) -> TestSuite {
+    let id = &arm.arm;
+    let mut suite = TestSuite::new(format!(
+        "scenarios · {} · model {} · variant {}",
+        id.provider, id.model, id.variant
+    ));
+    let conf = format!("{:.0}% Wilson", s.confidence * 100.0);
+    for sc in &arm.scenarios {
+        let reasons = sc
+            .failures
+            .iter()
+            .map(|(r, n)| format!("{n} × {r}"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let status = TestCaseStatus::success();
+        let mut t = TestCase::new(one_line(&sc.name), status);
+        t.set_classname("scenarios");
+        t.set_system_out(format!(
+            "success {} ({conf})\nretry {} of calls\nrecovery {}\nexpects {}\ninfrastructure errors {}{}",
+            rate_text(&sc.success),
+            rate_text(&sc.retry),
+            rate_text(&sc.recovery),
+            sc.expects,
+            sc.errors.values().sum::<u64>(),
+            if reasons.is_empty() {
+                String::new()
+            } else {
+                format!("\nwhy trials failed:\n{reasons}")
+            }
+        ));
+        suite.add_test_case(t);
+    }
+    suite
 }
 
 fn gate_test(g: &GateResult) -> TestCase {

@@ -145,6 +145,9 @@ fn write_document(s: &Summary, doc: &mut String) {
     if let Some(c) = &s.comparison {
         write_comparison(c, doc);
     }
+    for arm in &s.scenarios {
+        write_scenarios(s, arm, doc);
+    }
     if !s.warnings.is_empty() {
         doc.push_str("\n## Warnings\n\n");
         write_warnings(&s.warnings, doc);
@@ -273,6 +276,78 @@ fn escape_long(text: &str) -> String {
         }
     }
     out
+}
+
+/// One table row per scenario: success, retry, recovery and calls per trial, each rate with
+/// its interval and count.
+fn write_scenarios(s: &Summary, a: &super::ScenarioArmSummary, doc: &mut String) {
+    doc.push_str(&format!(
+        "\n## Scenarios · arm {} · model {} · variant {}\n\n",
+        escape(&a.arm.provider),
+        escape(&a.arm.model),
+        escape(&a.arm.variant)
+    ));
+    if let Some(c) = &a.success {
+        doc.push_str(&format!(
+            "Task success over {} scenarios: {:.3} [{:.3}, {:.3}] ({} t interval on scenario rates)\n\n",
+            c.cases,
+            c.mean,
+            c.interval.lo,
+            c.interval.hi,
+            pct(s.confidence)
+        ));
+    }
+    doc.push_str("| scenario | success | retry (of calls) | recovery | calls / trial | stopped at max_steps | infra errors |\n|---|---|---|---|---|---|---|\n");
+    for sc in &a.scenarios {
+        let recovery = if sc.recovery.n > 0 {
+            format_rate(&sc.recovery)
+        } else {
+            "n/a".to_owned()
+        };
+        doc.push_str(&format!(
+            "| {} | {} | {} | {} | {:.2} | {} | {} |\n",
+            escape(&sc.name),
+            format_rate(&sc.success),
+            format_rate(&sc.retry),
+            recovery,
+            sc.calls_per_trial.mean,
+            sc.step_limit,
+            sc.errors.values().sum::<u64>()
+        ));
+    }
+    for d in s.scenario_drift.iter().filter(|d| d.arm == a.arm) {
+        doc.push_str(&format!(
+            "\n**Drift against the baseline**: {} {}: `{}` in {}/{} trials, was `{}` in {}/{}\n",
+            escape(&d.scenario),
+            d.what,
+            escape(&d.current.0),
+            d.current.1,
+            d.current.2,
+            escape(&d.baseline.0),
+            d.baseline.1,
+            d.baseline.2
+        ));
+    }
+    let failing: Vec<&super::ScenarioSummary> = a
+        .scenarios
+        .iter()
+        .filter(|s| !s.failures.is_empty())
+        .collect();
+    if !failing.is_empty() {
+        doc.push_str("\n<details><summary>Why scenario trials failed</summary>\n\n");
+        for sc in failing {
+            doc.push_str(&format!(
+                "- **{}**: {}\n",
+                escape(&sc.name),
+                sc.failures
+                    .iter()
+                    .map(|(r, n)| format!("{} ({n})", escape(r)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        doc.push_str("\n</details>\n");
+    }
 }
 
 fn suite_row(name: &str, r: &RateStat) -> String {

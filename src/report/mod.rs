@@ -73,6 +73,9 @@ pub struct Summary {
     /// Multi-step scenarios, per arm: judged on their trajectories, apart from the datasets.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub scenarios: Vec<ScenarioArmSummary>,
+    /// `--baseline`: scenarios whose most frequent tool sequence or final answer changed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scenario_drift: Vec<scenario::ScenarioDrift>,
 }
 
 /// What `toolscore report` reads from a run's summary.json: only what the records do not hold,

@@ -73,6 +73,91 @@ pub struct ScenarioSummary {
     /// Why failed trials failed, most frequent first: (reason, trials).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub failures: Vec<(String, u64)>,
+    /// The tool sequences judged trials made, most frequent first: (`a → b`, trials).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sequences: Vec<(String, u64)>,
+    /// The final answers (lower case, whitespace collapsed, at most 120 characters), most
+    /// frequent first: (answer, trials); trials that ended without one count as `(none)`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub answers: Vec<(String, u64)>,
+}
+
+/// A scenario whose most frequent tool sequence or final answer differs from a baseline run's
+/// (`--baseline`): the post-merge check of an agent against a candidate server.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScenarioDrift {
+    pub arm: ArmId,
+    pub scenario: String,
+    /// `sequence` or `answer`.
+    pub what: String,
+    /// The baseline's most frequent value, with the trials behind it and the trials judged.
+    pub baseline: (String, u64, u64),
+    pub current: (String, u64, u64),
+}
+
+/// Drift of every scenario both summaries ran, arm by arm (a baseline with one arm is compared
+/// with every arm).
+pub fn scenario_drift(
+    current: &[ScenarioArmSummary],
+    baseline: &[ScenarioArmSummary],
+) -> Vec<ScenarioDrift> {
+    let mut out = Vec::new();
+    for arm in current {
+        let base = match baseline.len() {
+            1 => baseline.first(),
+            _ => baseline.iter().find(|b| b.arm == arm.arm),
+        };
+        let Some(base) = base else { continue };
+        for sc in &arm.scenarios {
+            let Some(old) = base.scenarios.iter().find(|b| b.name == sc.name) else {
+                continue;
+            };
+            for (what, now, was) in [
+                ("sequence", &sc.sequences, &old.sequences),
+                ("answer", &sc.answers, &old.answers),
+            ] {
+                if let (Some(n), Some(w)) = (now.first(), was.first())
+                    && n.0 != w.0
+                {
+                    out.push(ScenarioDrift {
+                        arm: arm.arm.clone(),
+                        scenario: sc.name.clone(),
+                        what: what.to_owned(),
+                        baseline: (w.0.clone(), w.1, old.trials),
+                        current: (n.0.clone(), n.1, sc.trials),
+                    });
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Most distinct sequences or answers counted per scenario; the rest count as `(other)`.
+const MAX_DISTINCT: usize = 32;
+
+fn count_bounded(map: &mut BTreeMap<String, u64>, key: String) {
+    if map.len() < MAX_DISTINCT || map.contains_key(&key) {
+        *map.entry(key).or_default() += 1;
+    } else {
+        *map.entry("(other)".to_owned()).or_default() += 1;
+    }
+}
+
+fn ranked(map: BTreeMap<String, u64>) -> Vec<(String, u64)> {
+    let mut v: Vec<(String, u64)> = map.into_iter().collect();
+    v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    v
+}
+
+/// A final answer as drift compares it: lower case, whitespace collapsed, 120 characters.
+fn answer_key(text: &str) -> String {
+    let collapsed = text
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .to_lowercase();
+    collapsed.chars().take(120).collect()
 }
 
 /// A mean with its t interval over trials.
@@ -132,6 +217,8 @@ struct ScenarioAgg {
     latency_trial: LatencyAgg,
     latency_step: LatencyAgg,
     failures: BTreeMap<String, u64>,
+    sequences: BTreeMap<String, u64>,
+    answers: BTreeMap<String, u64>,
 }
 
 impl ScenarioAgg {
@@ -151,6 +238,8 @@ impl ScenarioAgg {
             latency_trial: LatencyAgg::new(),
             latency_step: LatencyAgg::new(),
             failures: BTreeMap::new(),
+            sequences: BTreeMap::new(),
+            answers: BTreeMap::new(),
         }
     }
 }
@@ -200,6 +289,25 @@ impl ScenarioAggregator {
         }
         agg.unscripted += u64::from(score.unscripted_calls);
         if let Some(t) = &record.trajectory {
+            let sequence = if t.calls.is_empty() {
+                "(no call)".to_owned()
+            } else {
+                t.calls
+                    .iter()
+                    .map(|c| c.tool.as_str())
+                    .collect::<Vec<_>>()
+                    .join(" → ")
+            };
+            count_bounded(&mut agg.sequences, sequence);
+            let answer = match t.stop {
+                LoopStop::FinalAnswer => record
+                    .turns
+                    .last()
+                    .map(|turn| answer_key(turn.text.as_deref().unwrap_or_default()))
+                    .unwrap_or_default(),
+                _ => "(none)".to_owned(),
+            };
+            count_bounded(&mut agg.answers, answer);
             agg.steps.push(t.step_latency_ms.len() as f64);
             if t.stop == LoopStop::StepLimit {
                 agg.step_limit += 1;
@@ -302,8 +410,7 @@ impl ScenarioAgg {
                 })
             })
             .collect();
-        let mut failures: Vec<(String, u64)> = self.failures.into_iter().collect();
-        failures.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        let failures = ranked(self.failures);
         let tokens_per_trial = mean_stat(&self.tokens, conf);
         let tokens_per_step = (self.tokens_steps > 0).then(|| {
             let total: f64 = self.tokens.iter().sum();
@@ -350,6 +457,8 @@ impl ScenarioAgg {
             latency_per_step_ms: self.latency_step.summary(conf),
             pass_k,
             failures,
+            sequences: ranked(self.sequences),
+            answers: ranked(self.answers),
         }
     }
 }
@@ -495,6 +604,21 @@ pub(crate) fn write_terminal(
                         .join(", ")
                 )?;
             }
+        }
+        for d in s.scenario_drift.iter().filter(|d| d.arm == arm.arm) {
+            writeln!(w)?;
+            writeln!(
+                w,
+                "DRIFT against the baseline: scenario {} {}: {:?} in {}/{} trials, was {:?} in {}/{}",
+                d.scenario,
+                d.what,
+                d.current.0,
+                d.current.1,
+                d.current.2,
+                d.baseline.0,
+                d.baseline.1,
+                d.baseline.2
+            )?;
         }
         if let Some(c) = &arm.success {
             writeln!(w)?;
