@@ -354,11 +354,9 @@ impl ScenarioAggregator {
                             k,
                             scenarios: at.len(),
                             pass_at_k: at.iter().sum::<f64>() / m,
-                            pass_at_k_interval: stats::clustered_mean_interval(&at, conf)
-                                .map(|c| c.interval),
+                            pass_at_k_interval: spread_interval(&at, conf),
                             pass_hat_k: hat.iter().sum::<f64>() / m,
-                            pass_hat_k_interval: stats::clustered_mean_interval(&hat, conf)
-                                .map(|c| c.interval),
+                            pass_hat_k_interval: spread_interval(&hat, conf),
                         })
                     })
                     .collect();
@@ -463,14 +461,29 @@ impl ScenarioAgg {
     }
 }
 
-/// A mean with a t(n−1) interval (none for fewer than two values or zero spread).
+/// The t(m−1) interval of a mean of per-scenario estimates, or none when they are all equal:
+/// a zero-width interval would claim a certainty the trials do not give.
+fn spread_interval(values: &[f64], conf: f64) -> Option<Interval> {
+    stats::clustered_mean_interval(values, conf)
+        .filter(|c| c.se > 0.0)
+        .map(|c| c.interval)
+}
+
+/// A mean of non-negative per-trial values with its t(n−1) interval, the lower end clipped
+/// at 0; none for fewer than two values or no spread (a zero-width interval would claim a
+/// certainty the trials do not give).
 fn mean_stat(values: &[f64], conf: f64) -> Option<MeanStat> {
     if values.is_empty() {
         return None;
     }
     let n = values.len() as f64;
     let mean = values.iter().sum::<f64>() / n;
-    let interval = stats::paired_mean_difference(values, conf).map(|d| d.interval);
+    let interval = stats::paired_mean_difference(values, conf)
+        .filter(|d| d.sd > 0.0)
+        .map(|d| Interval {
+            lo: d.interval.lo.max(0.0),
+            hi: d.interval.hi,
+        });
     Some(MeanStat {
         mean,
         n: values.len() as u64,
@@ -549,7 +562,7 @@ pub(crate) fn write_terminal(
             }
             let mean = |m: &MeanStat| match m.interval {
                 Some(iv) => format!("{:.2} [{:.2}, {:.2}]", m.mean, iv.lo, iv.hi),
-                None => format!("{:.2}", m.mean),
+                None => format!("{:.2} (no spread over {})", m.mean, m.n),
             };
             if let Some(e) = &sc.step_efficiency {
                 writeln!(w, "  step efficiency  {} calls per expected call", mean(e))?;
@@ -629,7 +642,9 @@ pub(crate) fn write_terminal(
             )?;
             for p in &arm.pass_k {
                 let iv = |i: Option<Interval>| {
-                    i.map_or(String::new(), |i| format!(" [{:.3}, {:.3}]", i.lo, i.hi))
+                    i.map_or(" (equal in every scenario: no interval)".to_owned(), |i| {
+                        format!(" [{:.3}, {:.3}]", i.lo, i.hi)
+                    })
                 };
                 writeln!(
                     w,
