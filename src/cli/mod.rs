@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, Parser, Subcommand};
 
+mod catalog;
 mod output;
 mod plan;
 mod rescore;
@@ -63,6 +64,10 @@ pub enum Command {
     /// Work with recorded cassettes.
     #[command(subcommand)]
     Cassette(CassetteCommand),
+    /// Print a catalog exactly as a model receives it, flat and cold, with its token footprint:
+    /// from a file, a dataset, a live MCP server over stdio (`toolscore catalog -- npx -y
+    /// @modelcontextprotocol/server-everything`) or a URL. `catalog diff OLD NEW` compares two.
+    Catalog(catalog::CatalogArgs),
 }
 
 /// `--gate` and `--gate-level`, shared by `run` and `report`.
@@ -459,6 +464,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Error> {
         Command::Compare(args) => compare_command(&args),
         Command::Plan(args) => plan_command(&args),
         Command::History(args) => history_command(&args),
+        Command::Catalog(args) => catalog::run(&args),
         Command::Cassette(CassetteCommand::Upgrade { from, to }) => {
             if to.exists() {
                 return Err(usage(&format!(
