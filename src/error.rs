@@ -139,7 +139,7 @@ pub enum Error {
     Fatal(String),
     /// Ctrl-C or SIGTERM before the command had anything to show (a live MCP server was being
     /// listed and has been shut down).
-    #[error("interrupted")]
+    #[error("interrupted; the MCP server was shut down")]
     Interrupted,
 }
 

@@ -656,3 +656,41 @@ fn a_dataset_can_name_a_live_server_and_the_run_records_it() {
     );
     assert_eq!(server.requests_seen(), before);
 }
+
+#[test]
+fn ctrl_c_or_sigterm_while_listing_shuts_the_server_down() {
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("pid");
+        let script = format!("echo $$ > {}; exec sleep 60", pid_file.display());
+        let child = std::process::Command::new(env!("CARGO_BIN_EXE_toolscore"))
+            .current_dir(dir.path())
+            .args(["catalog", "--timeout", "30", "--", "sh", "-c", &script])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let started = Instant::now();
+        while !pid_file.is_file() || std::fs::read_to_string(&pid_file).unwrap().is_empty() {
+            assert!(
+                started.elapsed() < Duration::from_secs(20),
+                "the server never started"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // SAFETY: signals the toolscore process this test started.
+        assert_eq!(unsafe { libc::kill(child.id() as i32, signal) }, 0);
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(130), "{stderr}");
+        assert_eq!(stderr, "error: interrupted; the MCP server was shut down\n");
+        assert!(started.elapsed() < Duration::from_secs(15));
+        let pid = std::fs::read_to_string(&pid_file).unwrap();
+        let alive = std::process::Command::new("kill")
+            .args(["-0", pid.trim()])
+            .status()
+            .unwrap()
+            .success();
+        assert!(!alive, "the server (pid {pid}) outlived toolscore");
+    }
+}

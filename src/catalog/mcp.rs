@@ -10,6 +10,7 @@
 use std::collections::{BTreeMap, VecDeque};
 use std::path::PathBuf;
 use std::process::Stdio;
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -337,6 +338,17 @@ impl McpSession {
         timeout: Duration,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<McpSession, McpError> {
+        Self::connect_noting_group(spec, timeout, env, &AtomicI32::new(0)).await
+    }
+
+    /// [`McpSession::connect`], storing a stdio child's process group in `group` as soon as
+    /// it is spawned, so a caller that abandons the connection (Ctrl-C) can still end it.
+    pub async fn connect_noting_group(
+        spec: &ServerSpec,
+        timeout: Duration,
+        env: &dyn Fn(&str) -> Option<String>,
+        group: &AtomicI32,
+    ) -> Result<McpSession, McpError> {
         let server = spec.label();
         let client = ClientConfig::new(
             ClientCapabilities::default(),
@@ -364,10 +376,11 @@ impl McpSession {
                         server: server.clone(),
                         message: spawn_message(command, cwd.as_ref(), &e),
                     })?;
-                let group = transport.id().map(|p| p as i32);
+                let child_group = transport.id().map(|p| p as i32);
+                group.store(child_group.unwrap_or(0), Ordering::SeqCst);
                 let tail = stderr.map(|s| StderrTail::follow(s, server.clone()));
                 let started = tokio::time::timeout(timeout, client.serve(transport)).await;
-                (started, tail, group)
+                (started, tail, child_group)
             }
             ServerSpec::Http {
                 url,
@@ -710,9 +723,16 @@ pub fn list_catalog_blocking(
             message: format!("cannot start the async runtime: {e}"),
         })?;
     runtime.block_on(async {
+        let group = AtomicI32::new(0);
         let session = tokio::select! {
-            s = McpSession::connect(spec, timeout, env) => s?,
-            () = shutdown_signal() => return Err(McpError::Interrupted),
+            s = McpSession::connect_noting_group(spec, timeout, env, &group) => s?,
+            () = shutdown_signal() => {
+                // The abandoned connection's child would only be killed by a task of this
+                // runtime, which is about to end: end it here.
+                let g = group.load(Ordering::SeqCst);
+                terminate_group((g > 0).then_some(g)).await;
+                return Err(McpError::Interrupted);
+            }
         };
         let listed = tokio::select! {
             l = session.list_tools() => l,
