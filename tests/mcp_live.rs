@@ -694,3 +694,23 @@ fn ctrl_c_or_sigterm_while_listing_shuts_the_server_down() {
         assert!(!alive, "the server (pid {pid}) outlived toolscore");
     }
 }
+
+#[test]
+fn the_readme_dataset_yaml_example_parses() {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let fence = "```yaml dataset.yaml\n";
+    let start = readme.find(fence).expect("a dataset.yaml example") + fence.len();
+    let end = start + readme[start..].find("```").unwrap();
+    let spec = toolscore::suite::live::parse_dataset_file(
+        &readme[start..end],
+        Path::new("datasets/everything/dataset.yaml"),
+        Path::new("datasets/everything"),
+    )
+    .unwrap();
+    assert_eq!(
+        spec.spec.label(),
+        "npx -y @modelcontextprotocol/server-everything@2026.8.31"
+    );
+    assert_eq!(spec.timeout, Duration::from_secs(120));
+}

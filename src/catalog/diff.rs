@@ -235,10 +235,12 @@ pub fn diff(
 }
 
 fn describe(s: &Side) -> String {
-    let server = s
-        .server
-        .as_ref()
-        .map_or(String::new(), |id| format!("server {id}, "));
+    let server = s.server.as_ref().map_or(String::new(), |id| {
+        format!(
+            "server {} {}, protocol {}, ",
+            id.name, id.version, id.protocol_version
+        )
+    });
     format!(
         "{}  ({server}{} tools, about {} tokens, {})",
         s.source, s.tools, s.tokens, s.fingerprint

@@ -446,6 +446,9 @@ pub fn run(cli: Cli) -> Result<ExitCode, Error> {
                     d.cases.len(),
                     d.catalog.fingerprint
                 );
+                if let Some(live) = &d.live {
+                    println!("  listed live from {}: {}", live.source, live.server);
+                }
                 for v in d.variants.iter().filter(|v| v.file.is_some()) {
                     println!(
                         "  variant {}: {}, catalog {}{}",
