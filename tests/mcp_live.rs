@@ -714,3 +714,66 @@ fn the_readme_dataset_yaml_example_parses() {
     );
     assert_eq!(spec.timeout, Duration::from_secs(120));
 }
+
+/// The session type scenarios and probes use: one server, several calls, a clean shutdown.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_calls_tools_on_a_published_server() {
+    use toolscore::catalog::mcp::{McpError, McpSession, ServerSpec};
+    let Some(modules) = published_servers() else {
+        return;
+    };
+    let spec = ServerSpec::command_line(&server_command(&modules, EVERYTHING)).unwrap();
+    let session = McpSession::connect(&spec, Duration::from_secs(30), &|_| None)
+        .await
+        .unwrap();
+    assert_eq!(session.server().name, "mcp-servers/everything");
+    let catalog = session.list_tools().await.unwrap();
+    assert_eq!(catalog.tools.len(), 13);
+
+    let echo = session
+        .call_tool("echo", &serde_json::json!({"message": "hi there"}))
+        .await
+        .unwrap();
+    assert!(!echo.is_error);
+    assert_eq!(echo.text(), "Echo: hi there");
+    let sum = session
+        .call_tool("get-sum", &serde_json::json!({"a": 17, "b": 25}))
+        .await
+        .unwrap();
+    assert!(sum.text().contains("42"), "{sum:?}");
+    let weather = session
+        .call_tool(
+            "get-structured-content",
+            &serde_json::json!({"location": "Chicago"}),
+        )
+        .await
+        .unwrap();
+    assert!(weather.structured_content.is_some(), "{weather:?}");
+
+    // Arguments that break the schema, and an unknown tool: this release answers both with a
+    // tool-execution error (isError) that names the fault, not with a JSON-RPC error.
+    let bad = session
+        .call_tool("get-sum", &serde_json::json!({"a": "seventeen"}))
+        .await
+        .unwrap();
+    assert!(bad.is_error, "{bad:?}");
+    assert!(
+        bad.text().contains("expected number, received string at a"),
+        "{bad:?}"
+    );
+    let unknown = session
+        .call_tool("no_such_tool", &serde_json::json!({}))
+        .await
+        .unwrap();
+    assert!(unknown.is_error, "{unknown:?}");
+    assert!(
+        unknown.text().contains("Tool no_such_tool not found"),
+        "{unknown:?}"
+    );
+    // Arguments must be an object: refused before anything is sent.
+    assert!(matches!(
+        session.call_tool("echo", &serde_json::json!([1])).await,
+        Err(McpError::Config { .. })
+    ));
+    session.shutdown().await;
+}
