@@ -354,8 +354,8 @@ mod http_server {
     use http_body_util::{BodyExt as _, Full};
     use hyper_util::rt::TokioIo;
     use rmcp::model::{
-        Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
-        Tool,
+        CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+        ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
     };
     use rmcp::service::{MaybeSendFuture, RequestContext};
     use rmcp::transport::streamable_http_server::{
@@ -411,6 +411,41 @@ mod http_server {
                 )),
             };
             std::future::ready(result)
+        }
+
+        /// Each tool answers bad arguments its own way, so the probe meets every verdict:
+        /// get_weather names the field, get_forecast says nothing useful, get_alerts answers
+        /// with a JSON-RPC error; an unknown tool gets -32602.
+        fn call_tool(
+            &self,
+            request: CallToolRequestParams,
+            _context: RequestContext<RoleServer>,
+        ) -> impl Future<Output = Result<CallToolResponse, ErrorData>> + MaybeSendFuture + '_
+        {
+            let city = request
+                .arguments
+                .as_ref()
+                .and_then(|a| a.get("city"))
+                .and_then(|c| c.as_str())
+                .map(str::to_owned);
+            let done = |r: CallToolResult| Ok(CallToolResponse::Complete(r));
+            let answer = match (request.name.as_ref(), city) {
+                ("get_weather" | "get_forecast" | "get_alerts", Some(city)) => done(
+                    CallToolResult::success(vec![ContentBlock::text(format!("Sunny in {city}"))]),
+                ),
+                ("get_weather", None) => done(CallToolResult::error(vec![ContentBlock::text(
+                    "`city` must be a string naming a city",
+                )])),
+                ("get_forecast", None) => done(CallToolResult::error(vec![ContentBlock::text(
+                    "Something went wrong",
+                )])),
+                ("get_alerts", None) => Err(ErrorData::invalid_params("bad city", None)),
+                (other, _) => Err(ErrorData::invalid_params(
+                    format!("Unknown tool: {other}"),
+                    None,
+                )),
+            };
+            std::future::ready(answer)
         }
     }
 
@@ -776,4 +811,127 @@ async fn a_session_calls_tools_on_a_published_server() {
         Err(McpError::Config { .. })
     ));
     session.shutdown().await;
+}
+
+#[test]
+fn probe_of_a_published_server_with_a_dataset() {
+    let Some(modules) = published_servers() else {
+        return;
+    };
+    let entry = modules.join(EVERYTHING).join("dist/index.js");
+    let dir = tempfile::tempdir().unwrap();
+    let write = |rel: &str, text: &str| {
+        let path = dir.path().join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    };
+    write(
+        "everything/dataset.yaml",
+        &format!("catalog:\n  command: node\n  args: [{}]\n", entry.display()),
+    );
+    write(
+        "everything/cases.jsonl",
+        concat!(
+            r#"{"id":"add","messages":[{"role":"user","content":"17 plus 25?"}],"expect":{"tool":"get-sum","args":{"a":17,"b":25}}}"#,
+            "\n",
+            r#"{"id":"add-again","messages":[{"role":"user","content":"Add 17 and 25"}],"expect":{"tool":"get-sum","args":{"b":25,"a":17}}}"#,
+            "\n",
+            r#"{"id":"weather","messages":[{"role":"user","content":"Weather in Chicago?"}],"expect":{"tool":"get-structured-content","args":{"location":"Chicago"}}}"#,
+            "\n",
+            r#"{"id":"nothing","messages":[{"role":"user","content":"Hi"}],"expect":{"tool":null}}"#,
+            "\n",
+        ),
+    );
+    let run = toolscore(dir.path(), &["probe", "everything", "--json", "probe.json"]);
+    // One tool cannot be called without task augmentation, so its check fails: exit 1.
+    assert_eq!(run.code, 1, "{}", run.transcript());
+    assert!(
+        run.stdout.contains(
+            "PASS result get-sum (case add)\n     1 well-formed content block(s); no outputSchema declared\n"
+        ),
+        "{}",
+        run.stdout
+    );
+    // The same call twice (keys in another order) is made once.
+    assert!(!run.stdout.contains("case add-again"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains(
+            "PASS result get-structured-content (case weather)\n     structuredContent is valid against the outputSchema\n"
+        ),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("WARN unknown-tool toolscore_probe_no_such_tool\n     a tool-execution error instead of the JSON-RPC error -32602: "),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout
+            .contains("PASS invalid-arguments get-sum.a\n     isError naming `a`: "),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout
+            .contains("FAIL invalid-arguments simulate-research-query.topic\n"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains(
+            "PASS protocol-version 1999-01-01\n     answered with a version it supports instead: "
+        ),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout
+            .ends_with("\n17 checks: 11 pass, 1 warn, 1 fail, 4 skipped\n"),
+        "{}",
+        run.stdout
+    );
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("probe.json")).unwrap())
+            .unwrap();
+    assert_eq!(report["server"]["name"], "mcp-servers/everything");
+    assert_eq!(report["checks"].as_array().map(Vec::len), Some(17));
+    // Without a dataset the result check is skipped, and says why.
+    let run = toolscore(
+        dir.path(),
+        &["probe", "--", "node", &entry.display().to_string()],
+    );
+    assert!(
+        run.stdout
+            .contains("SKIP result\n     no dataset: give --dataset DIR"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn probe_of_a_streamable_http_server_meets_every_verdict() {
+    let (url, _) = http_server::start("probe-token");
+    let dir = tempfile::tempdir().unwrap();
+    let run = toolscore_env(
+        dir.path(),
+        &["probe", &url, "--token-env", "PROBE_TOKEN"],
+        &[("PROBE_TOKEN", "probe-token")],
+    );
+    assert_eq!(run.code, 1, "{}", run.transcript());
+    let expected = [
+        "PASS unknown-tool toolscore_probe_no_such_tool\n     JSON-RPC error -32602: \"Unknown tool: toolscore_probe_no_such_tool\"\n",
+        "PASS invalid-arguments get_weather.city\n     isError naming `city`: \"`city` must be a string naming a city\"\n",
+        "FAIL invalid-arguments get_forecast.city\n     isError, but the message does not name `city`: \"Something went wrong\"\n",
+        "WARN invalid-arguments get_alerts.city\n     JSON-RPC error -32602 instead of isError (a model never reads it): \"bad city\"\n",
+    ];
+    for line in expected {
+        assert!(run.stdout.contains(line), "{line}\n{}", run.stdout);
+    }
+    assert!(
+        run.stdout.contains("PASS protocol-version 1999-01-01\n"),
+        "{}",
+        run.stdout
+    );
+    assert!(!run.stdout.contains("probe-token"));
 }

@@ -534,6 +534,25 @@ impl McpSession {
         })
     }
 
+    /// Every tool as the server listed it, as JSON (`title`, `outputSchema`, `annotations` and
+    /// all): what a probe checks beyond what the model reads.
+    pub async fn list_tool_definitions(&self) -> Result<Vec<Value>, McpError> {
+        let listed = tokio::time::timeout(self.timeout, self.service.peer().list_all_tools()).await;
+        match listed {
+            Ok(Ok(tools)) => Ok(tools
+                .iter()
+                .map(|t| serde_json::to_value(t).unwrap_or(Value::Null))
+                .collect()),
+            Ok(Err(e)) => Err(self.request_error("tools/list", e).await),
+            Err(_) => Err(McpError::Timeout {
+                server: self.server.clone(),
+                what: "tools/list".into(),
+                after: self.timeout,
+                stderr: self.stderr_snapshot(),
+            }),
+        }
+    }
+
     /// Calls one tool. A tool-execution error (`isError: true`) is an `Ok` result; a JSON-RPC
     /// error (unknown tool, invalid params) is [`McpError::Rpc`] with its code.
     pub async fn call_tool(&self, name: &str, arguments: &Value) -> Result<ToolResult, McpError> {
@@ -691,6 +710,163 @@ pub fn catalog_of_listing(tools: &[Value], source: &str) -> Result<Catalog, Stri
     Ok(Catalog::new(out, source.to_owned()))
 }
 
+/// Sends one `initialize` request asking for `protocol_version`, outside the SDK (which only
+/// asks for versions it supports), and returns the server's raw JSON-RPC response: a result
+/// or an error. The server is shut down afterwards. For probing version negotiation.
+pub async fn raw_initialize(
+    spec: &ServerSpec,
+    protocol_version: &str,
+    timeout: Duration,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Value, McpError> {
+    let server = spec.label();
+    let request = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": protocol_version,
+            "capabilities": {},
+            "clientInfo": {"name": "toolscore-probe", "version": env!("CARGO_PKG_VERSION")},
+        },
+    });
+    let timed_out = |stderr: String| McpError::Timeout {
+        server: server.clone(),
+        what: format!("initialize at protocol version {protocol_version}"),
+        after: timeout,
+        stderr,
+    };
+    match spec {
+        ServerSpec::Stdio {
+            command,
+            args,
+            env: vars,
+            cwd,
+        } => {
+            let mut cmd = tokio::process::Command::new(command);
+            cmd.args(args)
+                .envs(vars)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .process_group(0)
+                .kill_on_drop(true);
+            if let Some(dir) = cwd {
+                cmd.current_dir(dir);
+            }
+            let mut child = cmd.spawn().map_err(|e| McpError::Spawn {
+                server: server.clone(),
+                message: spawn_message(command, cwd.as_ref(), &e),
+            })?;
+            let group = child.id().map(|p| p as i32);
+            let tail = child
+                .stderr
+                .take()
+                .map(|s| StderrTail::follow(s, server.clone()));
+            let stderr_now = || tail.as_ref().map(StderrTail::snapshot).unwrap_or_default();
+            let (Some(mut stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+                terminate_group(group).await;
+                return Err(McpError::Spawn {
+                    server,
+                    message: "no stdio pipes".into(),
+                });
+            };
+            let exchange = async {
+                use tokio::io::AsyncWriteExt as _;
+                let mut line = serde_json::to_vec(&request).unwrap_or_default();
+                line.push(b'\n');
+                stdin.write_all(&line).await.ok()?;
+                stdin.flush().await.ok()?;
+                let mut lines = tokio::io::BufReader::new(stdout).lines();
+                // Notifications and log lines may come first; the answer carries id 1.
+                while let Ok(Some(text)) = lines.next_line().await {
+                    if let Ok(v) = serde_json::from_str::<Value>(&text)
+                        && v.get("id") == Some(&Value::from(1))
+                    {
+                        return Some(v);
+                    }
+                }
+                None
+            };
+            let answer = tokio::time::timeout(timeout, exchange).await;
+            drop(stdin);
+            terminate_group(group).await;
+            let _ = child.wait().await;
+            match answer {
+                Ok(Some(v)) => Ok(v),
+                Ok(None) => Err(McpError::Start {
+                    server,
+                    message: format!(
+                        "the process closed its stdout without answering initialize at protocol version {protocol_version}"
+                    ),
+                    stderr: match &tail {
+                        Some(t) => t.text(STDERR_GRACE).await,
+                        None => String::new(),
+                    },
+                }),
+                Err(_) => Err(timed_out(stderr_now())),
+            }
+        }
+        ServerSpec::Http {
+            url,
+            headers,
+            token_env,
+        } => {
+            let client = reqwest::Client::new();
+            let mut req = client
+                .post(url)
+                .header("Accept", "application/json, text/event-stream")
+                .header("Content-Type", "application/json")
+                .body(serde_json::to_vec(&request).unwrap_or_default());
+            for (k, v) in headers {
+                req = req.header(k.as_str(), v.as_str());
+            }
+            if let Some(var) = token_env {
+                let token = env(var)
+                    .filter(|t| !t.is_empty())
+                    .ok_or_else(|| McpError::Config {
+                        server: server.clone(),
+                        message: format!(
+                            "the bearer token variable {var} is not set (token_env names it)"
+                        ),
+                    })?;
+                req = req.bearer_auth(token);
+            }
+            let exchange = async {
+                let resp = req.send().await.map_err(|e| e.without_url().to_string())?;
+                let status = resp.status();
+                let session = resp
+                    .headers()
+                    .get("mcp-session-id")
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned);
+                let body = resp.text().await.map_err(|e| e.without_url().to_string())?;
+                // A JSON body, or an SSE stream whose `data:` lines carry the answer.
+                let answer = serde_json::from_str::<Value>(&body).ok().or_else(|| {
+                    body.lines()
+                        .filter_map(|l| l.strip_prefix("data:"))
+                        .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+                        .find(|v| v.get("id") == Some(&Value::from(1)))
+                });
+                // End the session the probe opened, if the server opened one.
+                if let Some(id) = session {
+                    let _ = client.delete(url).header("mcp-session-id", id).send().await;
+                }
+                answer.ok_or_else(|| format!("HTTP {status} without a JSON-RPC answer"))
+            };
+            match tokio::time::timeout(timeout, exchange).await {
+                Ok(Ok(v)) => Ok(v),
+                Ok(Err(message)) => Err(McpError::Start {
+                    server,
+                    message,
+                    stderr: String::new(),
+                }),
+                Err(_) => Err(timed_out(String::new())),
+            }
+        }
+    }
+}
+
 /// Connects, lists every tool and shuts down, whatever happened in between.
 pub async fn list_catalog(
     spec: &ServerSpec,
@@ -748,7 +924,7 @@ pub fn list_catalog_blocking(
 }
 
 /// Resolves on Ctrl-C or SIGTERM.
-async fn shutdown_signal() {
+pub async fn shutdown_signal() {
     let ctrl_c = async {
         if tokio::signal::ctrl_c().await.is_err() {
             std::future::pending::<()>().await;

@@ -102,15 +102,7 @@ pub fn run(args: &CatalogArgs) -> Result<ExitCode, Error> {
         }
         (Some(source), true) => load(source, &args.server)?,
         (None, false) => {
-            let mut spec = ServerSpec::command_line(&args.server_command)
-                .ok_or_else(|| usage("the server command after `--` is empty"))?;
-            if let ServerSpec::Stdio { env, cwd, .. } = &mut spec {
-                *env = parse_env(&args.server.env)?;
-                cwd.clone_from(&args.server.cwd);
-            }
-            if !args.server.headers.is_empty() || args.server.token_env.is_some() {
-                return Err(usage("--header and --token-env are for a URL server"));
-            }
+            let (spec, _) = server_of(None, &args.server_command, &args.server)?;
             live(&spec, &args.server)?
         }
     };
@@ -152,6 +144,45 @@ fn diff(args: &DiffArgs) -> Result<ExitCode, Error> {
     Ok(ExitCode::Pass)
 }
 
+/// The server a URL, or a command after `--`, names, with the flags that apply to it, and
+/// `--timeout`.
+pub(super) fn server_of(
+    url: Option<&str>,
+    command: &[String],
+    flags: &ServerFlags,
+) -> Result<(ServerSpec, Duration), Error> {
+    if !(flags.timeout > 0.0 && flags.timeout <= 3600.0) {
+        return Err(usage("--timeout must be between 0 and 3600 seconds"));
+    }
+    let timeout = Duration::from_secs_f64(flags.timeout);
+    if let Some(url) = url {
+        if !is_url(url) {
+            return Err(usage(&format!(
+                "{url}: expected an http:// or https:// URL, a dataset folder, or a command after `--`"
+            )));
+        }
+        if !flags.env.is_empty() || flags.cwd.is_some() {
+            return Err(usage("--env and --cwd are for a stdio server (after `--`)"));
+        }
+        let spec = ServerSpec::Http {
+            url: url.to_owned(),
+            headers: parse_headers(&flags.headers)?,
+            token_env: flags.token_env.clone(),
+        };
+        return Ok((spec, timeout));
+    }
+    let mut spec = ServerSpec::command_line(command)
+        .ok_or_else(|| usage("the server command after `--` is empty"))?;
+    if let ServerSpec::Stdio { env, cwd, .. } = &mut spec {
+        *env = parse_env(&flags.env)?;
+        cwd.clone_from(&flags.cwd);
+    }
+    if !flags.headers.is_empty() || flags.token_env.is_some() {
+        return Err(usage("--header and --token-env are for a URL server"));
+    }
+    Ok((spec, timeout))
+}
+
 fn is_url(source: &str) -> bool {
     source.starts_with("http://") || source.starts_with("https://")
 }
@@ -159,14 +190,7 @@ fn is_url(source: &str) -> bool {
 /// A file, a dataset folder or a URL.
 fn load(source: &str, flags: &ServerFlags) -> Result<Loaded, Error> {
     if is_url(source) {
-        if !flags.env.is_empty() || flags.cwd.is_some() {
-            return Err(usage("--env and --cwd are for a stdio server (after `--`)"));
-        }
-        let spec = ServerSpec::Http {
-            url: source.to_owned(),
-            headers: parse_headers(&flags.headers)?,
-            token_env: flags.token_env.clone(),
-        };
+        let (spec, _) = server_of(Some(source), &[], flags)?;
         return live(&spec, flags);
     }
     let path = Path::new(source);

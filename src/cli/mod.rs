@@ -9,6 +9,7 @@ use clap::{Args, Parser, Subcommand};
 mod catalog;
 mod output;
 mod plan;
+mod probe;
 mod rescore;
 mod resume;
 
@@ -68,6 +69,13 @@ pub enum Command {
     /// from a file, a dataset, a live MCP server over stdio (`toolscore catalog -- npx -y
     /// @modelcontextprotocol/server-everything`) or a URL. `catalog diff OLD NEW` compares two.
     Catalog(catalog::CatalogArgs),
+    /// Deterministic edge checks of a live MCP server, each with a verdict and its evidence:
+    /// the dataset's expected calls return results valid against the tool's outputSchema (or
+    /// well-formed content), an unknown tool gets JSON-RPC error -32602, arguments that break
+    /// a tool's input schema get isError naming the field, an unsupported protocol version is
+    /// refused with the supported list. Calls the server's tools: point it at a test instance.
+    /// Exit 1 when a check fails.
+    Probe(probe::ProbeArgs),
 }
 
 /// `--gate` and `--gate-level`, shared by `run` and `report`.
@@ -468,6 +476,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Error> {
         Command::Plan(args) => plan_command(&args),
         Command::History(args) => history_command(&args),
         Command::Catalog(args) => catalog::run(&args),
+        Command::Probe(args) => probe::run(&args),
         Command::Cassette(CassetteCommand::Upgrade { from, to }) => {
             if to.exists() {
                 return Err(usage(&format!(
