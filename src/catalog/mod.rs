@@ -299,6 +299,50 @@ mod tests {
     }
 
     #[test]
+    fn detects_every_shape_and_reads_the_server_identity_back() {
+        let schema = r#"{"type":"object","properties":{"q":{"type":"string"}}}"#;
+        let shapes = [
+            (
+                format!(
+                    r#"{{"jsonrpc":"2.0","id":2,"result":{{"tools":[{{"name":"a","description":"d","inputSchema":{schema}}}]}}}}"#
+                ),
+                "MCP",
+            ),
+            (
+                format!(
+                    r#"[{{"type":"function","name":"a","description":"d","parameters":{schema}}}]"#
+                ),
+                "OpenAI",
+            ),
+            (
+                format!(r#"[{{"name":"a","description":"d","input_schema":{schema}}}]"#),
+                "Anthropic",
+            ),
+        ];
+        let fingerprints: Vec<String> = shapes
+            .iter()
+            .map(|(text, format)| {
+                let doc = parse_catalog_document(text, "t.json").unwrap();
+                assert_eq!(doc.format, *format);
+                assert!(doc.server.is_none());
+                doc.catalog.fingerprint
+            })
+            .collect();
+        assert!(fingerprints.iter().all(|f| *f == fingerprints[0]));
+
+        let catalog = parse_catalog(&shapes[0].0, "t.json").unwrap();
+        let server = mcp::ServerIdentity {
+            name: "srv".into(),
+            version: "1.2.3".into(),
+            protocol_version: "2025-06-18".into(),
+        };
+        let text = serde_json::to_string(&to_tools_json(&catalog, Some(&server))).unwrap();
+        let back = parse_catalog_document(&text, "out.json").unwrap();
+        assert_eq!(back.server, Some(server));
+        assert_eq!(back.catalog.fingerprint, catalog.fingerprint);
+    }
+
+    #[test]
     fn duplicate_names_are_rejected_with_line() {
         let text =
             "[\n{\"name\":\"a\",\"inputSchema\":{}},\n{\"name\":\"a\",\"inputSchema\":{}}\n]";

@@ -25,7 +25,8 @@ use crate::suite::{Config, Dataset, load_config, load_dataset};
 
 const EXIT_CODES_HELP: &str = "Exit codes:
   0  run completed (and every --gate passed)
-  1  a --gate (or --baseline) failed; history --fail-on-drop: the newest run dropped
+  1  a --gate (or --baseline) failed; history --fail-on-drop: the newest run dropped;
+     catalog diff: a tool changed under the same server version; probe: a check failed
   2  bad input or usage (nothing was run)
   3  a --gate is inconclusive: not enough evidence yet (compare: a verdict not yet decided)
   4  too many infrastructure errors to judge (see --max-infra-error-rate), or trials lost
