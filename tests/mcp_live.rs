@@ -713,6 +713,9 @@ fn ctrl_c_or_sigterm_while_listing_shuts_the_server_down() {
             );
             std::thread::sleep(Duration::from_millis(20));
         }
+        // toolscore listens for signals from the moment it starts the server; leave it a
+        // moment so the test does not race the registration on a loaded machine.
+        std::thread::sleep(Duration::from_millis(200));
         // SAFETY: signals the toolscore process this test started.
         assert_eq!(unsafe { libc::kill(child.id() as i32, signal) }, 0);
         let out = child.wait_with_output().unwrap();
