@@ -17,6 +17,7 @@ pub mod input;
 pub mod json;
 pub mod message;
 pub mod planner;
+pub mod probe;
 pub mod provider;
 pub mod record;
 pub mod report;

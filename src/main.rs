@@ -7,7 +7,9 @@ fn main() -> std::process::ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("TOOLSCORE_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+                // rmcp logs each failed connection at ERROR; toolscore reports them itself,
+                // naming the server and quoting its stderr.
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,rmcp=off")),
         )
         .with_writer(std::io::stderr)
         .init();

@@ -6,8 +6,10 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, Parser, Subcommand};
 
+mod catalog;
 mod output;
 mod plan;
+mod probe;
 mod rescore;
 mod resume;
 
@@ -24,7 +26,8 @@ use crate::suite::{Config, Dataset, load_config, load_dataset};
 
 const EXIT_CODES_HELP: &str = "Exit codes:
   0  run completed (and every --gate passed)
-  1  a --gate (or --baseline) failed; history --fail-on-drop: the newest run dropped
+  1  a --gate (or --baseline) failed; history --fail-on-drop: the newest run dropped;
+     catalog diff: a tool changed under the same server version; probe: a check failed
   2  bad input or usage (nothing was run)
   3  a --gate is inconclusive: not enough evidence yet (compare: a verdict not yet decided)
   4  too many infrastructure errors to judge (see --max-infra-error-rate), or trials lost
@@ -64,6 +67,17 @@ pub enum Command {
     /// Work with recorded cassettes.
     #[command(subcommand)]
     Cassette(CassetteCommand),
+    /// Print a catalog exactly as a model receives it, flat and cold, with its token footprint:
+    /// from a file, a dataset, a live MCP server over stdio (`toolscore catalog -- npx -y
+    /// @modelcontextprotocol/server-everything`) or a URL. `catalog diff OLD NEW` compares two.
+    Catalog(catalog::CatalogArgs),
+    /// Deterministic edge checks of a live MCP server, each with a verdict and its evidence:
+    /// the dataset's expected calls return results valid against the tool's outputSchema (or
+    /// well-formed content), an unknown tool gets JSON-RPC error -32602, arguments that break
+    /// a tool's input schema get isError naming the field, an unsupported protocol version is
+    /// refused with the supported list. Calls the server's tools: point it at a test instance.
+    /// Exit 1 when a check fails.
+    Probe(probe::ProbeArgs),
 }
 
 /// `--gate` and `--gate-level`, shared by `run` and `report`.
@@ -456,6 +470,9 @@ pub fn run(cli: Cli) -> Result<ExitCode, Error> {
                     d.cases.len(),
                     d.catalog.fingerprint
                 );
+                if let Some(live) = &d.live {
+                    println!("  listed live from {}: {}", live.source, live.server);
+                }
                 for v in d.variants.iter().filter(|v| v.file.is_some()) {
                     println!(
                         "  variant {}: {}, catalog {}{}",
@@ -491,6 +508,8 @@ pub fn run(cli: Cli) -> Result<ExitCode, Error> {
         Command::Compare(args) => compare_command(&args),
         Command::Plan(args) => plan_command(&args),
         Command::History(args) => history_command(&args),
+        Command::Catalog(args) => catalog::run(&args),
+        Command::Probe(args) => probe::run(&args),
         Command::Cassette(CassetteCommand::Upgrade { from, to }) => {
             if to.exists() {
                 return Err(usage(&format!(

@@ -192,6 +192,7 @@ impl RunSetup {
                     name: d.name.clone(),
                     catalog_source: d.catalog.source.clone(),
                     catalog_fingerprint: d.catalog.fingerprint.clone(),
+                    catalog_server: d.live.clone(),
                     cases: d.cases.len(),
                     variants: d
                         .variants

@@ -42,6 +42,15 @@ impl Rescorer {
             else {
                 continue;
             };
+            // Re-scoring would mean starting the server again to list its catalog; a report
+            // reads files only.
+            if dir.join(crate::suite::live::DATASET_FILE).is_file() {
+                skipped.push(format!(
+                    "dataset {}: its catalog is a live MCP server, which report does not start again",
+                    d.name
+                ));
+                continue;
+            }
             let dataset = match load_dataset(dir) {
                 Ok(dataset) => dataset,
                 Err(e) => {

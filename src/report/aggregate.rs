@@ -112,6 +112,10 @@ pub struct DatasetInfo {
     pub name: String,
     pub catalog_source: String,
     pub catalog_fingerprint: String,
+    /// The live MCP server the catalog was listed from at the start of the run
+    /// (`dataset.yaml`): how it was reached, its name, version and protocol version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub catalog_server: Option<crate::catalog::mcp::LiveSource>,
     pub cases: usize,
     /// The overlays (`variants/<name>.json`) the run's arms were shown, other than the base:
     /// name, file, note and the fingerprint of the catalog they produce.

@@ -2,6 +2,7 @@
 //! that name the file, the line and the field.
 
 mod config;
+pub mod live;
 pub mod scenario;
 pub mod script;
 mod variant;
@@ -55,6 +56,8 @@ pub struct Dataset {
     /// Every catalog the dataset can be shown: the base first, then each
     /// `variants/<name>.json` overlay in name order.
     pub variants: Vec<CatalogVariant>,
+    /// The live MCP server the catalog was listed from (`dataset.yaml`), None for a tools.json.
+    pub live: Option<crate::catalog::mcp::LiveSource>,
 }
 
 impl Dataset {
@@ -69,20 +72,58 @@ impl Dataset {
     }
 }
 
-/// Loads `DIR/tools.json` and `DIR/cases.jsonl`, compiling every schema once.
-pub fn load_dataset(dir: &Path) -> Result<Dataset, InputError> {
+/// Loads `DIR/tools.json` (or lists the live server `DIR/dataset.yaml` names) and
+/// `DIR/cases.jsonl`, compiling every schema once.
+pub fn load_dataset(dir: &Path) -> Result<Dataset, crate::error::Error> {
     if !dir.is_dir() {
         return Err(InputError::at(
             &dir.display().to_string(),
             None,
             "",
             "dataset folder not found (expected DIR/tools.json and DIR/cases.jsonl)",
-        ));
+        )
+        .into());
     }
     let tools_path = dir.join("tools.json");
-    let catalog = load_catalog_file(&tools_path)?;
+    let (catalog, live) = match live::load_dataset_file(dir)? {
+        Some(spec) => {
+            if tools_path.exists() {
+                return Err(InputError::at(
+                    &spec.file.display().to_string(),
+                    None,
+                    "catalog",
+                    &format!(
+                        "this dataset has both a live server here and {}; keep one",
+                        tools_path.display()
+                    ),
+                )
+                .into());
+            }
+            let listed =
+                crate::catalog::mcp::list_catalog_blocking(&spec.spec, spec.timeout, &|name| {
+                    std::env::var(name).ok()
+                })?;
+            let mut catalog = listed.catalog;
+            if catalog.tools.is_empty() {
+                return Err(InputError::at(
+                    &spec.file.display().to_string(),
+                    None,
+                    "catalog",
+                    &format!("the MCP server {} lists no tools", spec.spec.label()),
+                )
+                .into());
+            }
+            catalog.source = spec.file.display().to_string();
+            let live = crate::catalog::mcp::LiveSource {
+                source: spec.spec.label(),
+                server: listed.server,
+            };
+            (catalog, Some(live))
+        }
+        None => (load_catalog_file(&tools_path)?, None),
+    };
     let validators = ToolValidators::compile(&catalog).map_err(|(tool, message)| {
-        let file = tools_path.display().to_string();
+        let file = catalog.source.clone();
         let text = std::fs::read_to_string(&tools_path).unwrap_or_default();
         let index = catalog
             .tools
@@ -117,6 +158,7 @@ pub fn load_dataset(dir: &Path) -> Result<Dataset, InputError> {
         validators,
         cases,
         variants,
+        live,
     })
 }
 

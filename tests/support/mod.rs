@@ -4,6 +4,8 @@
 
 pub mod cli;
 pub mod fake_openai;
+pub mod mcp_servers;
 
 pub use cli::*;
 pub use fake_openai::*;
+pub use mcp_servers::*;

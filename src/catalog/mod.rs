@@ -1,9 +1,16 @@
 //! Tool catalogs: the text a model reads (names, descriptions, input schemas).
 //!
 //! Owns the file formats: an MCP `tools/list` result (`{"tools": [{name, description,
-//! inputSchema}]}` or its bare array) and an OpenAI `tools` array
-//! (`[{"type": "function", "function": {name, description, parameters}}]`). Knows nothing of
-//! providers' request formats.
+//! inputSchema}]}`, its bare array, or the whole JSON-RPC response around it), an OpenAI
+//! `tools` array (`[{"type": "function", "function": {name, description, parameters}}]`, or
+//! the Responses API's flat `{"type": "function", name, description, parameters}`) and an
+//! Anthropic `tools` array (`[{name, description, input_schema}]`), detected tool by tool.
+//! Live servers are [`mcp`]; the flat text a model reads is [`view`]; differences between two
+//! catalogs are [`diff`]. Knows nothing of providers' request formats.
+
+pub mod diff;
+pub mod mcp;
+pub mod view;
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -64,7 +71,40 @@ pub fn load_catalog_file(path: &Path) -> Result<Catalog, InputError> {
 
 /// Parses catalog text in any of the accepted shapes.
 pub fn parse_catalog(text: &str, source: &str) -> Result<Catalog, InputError> {
+    parse_catalog_document(text, source).map(|d| d.catalog)
+}
+
+/// A catalog file and what it says about the server it was listed from (a file written by
+/// `toolscore catalog --json` from a live server carries `serverInfo` and `protocolVersion`).
+#[derive(Debug, Clone)]
+pub struct CatalogDocument {
+    pub catalog: Catalog,
+    pub server: Option<mcp::ServerIdentity>,
+    /// The shape of the first tool: `MCP`, `OpenAI` or `Anthropic`.
+    pub format: &'static str,
+}
+
+/// Reads a catalog file with its server identity, if it has one.
+pub fn load_catalog_document(path: &Path) -> Result<CatalogDocument, InputError> {
+    let text = crate::input::read_text(path)?;
+    parse_catalog_document(&text, &path.display().to_string())
+}
+
+/// Parses catalog text in any of the accepted shapes, keeping the server identity.
+pub fn parse_catalog_document(text: &str, source: &str) -> Result<CatalogDocument, InputError> {
     let value: Value = serde_json::from_str(text).map_err(|e| InputError::json(source, &e))?;
+    // A saved JSON-RPC response: the tools/list result is its `result`.
+    let value = match value {
+        Value::Object(mut map) if map.contains_key("jsonrpc") && map.contains_key("result") => {
+            map.remove("result").unwrap_or(Value::Null)
+        }
+        other => other,
+    };
+    let server = value.get("serverInfo").map(|info| mcp::ServerIdentity {
+        name: str_at(info, "name"),
+        version: str_at(info, "version"),
+        protocol_version: str_at(&value, "protocolVersion"),
+    });
     let list = match &value {
         Value::Array(items) => items,
         Value::Object(map) => match map.get("tools") {
@@ -117,7 +157,59 @@ pub fn parse_catalog(text: &str, source: &str) -> Result<Catalog, InputError> {
             "the catalog has no tools",
         ));
     }
-    Ok(Catalog::new(tools, source.to_owned()))
+    let format = list.first().map_or("MCP", format_of);
+    Ok(CatalogDocument {
+        catalog: Catalog::new(tools, source.to_owned()),
+        server,
+        format,
+    })
+}
+
+fn str_at(value: &Value, key: &str) -> String {
+    value
+        .get(key)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned()
+}
+
+fn format_of(tool: &Value) -> &'static str {
+    if tool.get("function").is_some() || tool.get("parameters").is_some() {
+        "OpenAI"
+    } else if tool.get("input_schema").is_some() {
+        "Anthropic"
+    } else {
+        "MCP"
+    }
+}
+
+/// The catalog as an MCP `tools/list` result (the tools.json format), with the server's
+/// identity when it came from one. `catalog --json` writes it; every loader reads it back.
+pub fn to_tools_json(catalog: &Catalog, server: Option<&mcp::ServerIdentity>) -> Value {
+    let tools: Vec<Value> = catalog
+        .tools
+        .iter()
+        .map(|t| {
+            serde_json::json!({
+                "name": t.name,
+                "description": t.description,
+                "inputSchema": t.input_schema,
+            })
+        })
+        .collect();
+    let mut doc = serde_json::Map::new();
+    if let Some(s) = server {
+        doc.insert(
+            "serverInfo".into(),
+            serde_json::json!({"name": s.name, "version": s.version}),
+        );
+        doc.insert(
+            "protocolVersion".into(),
+            Value::String(s.protocol_version.clone()),
+        );
+    }
+    doc.insert("tools".into(), Value::Array(tools));
+    Value::Object(doc)
 }
 
 /// Accepts an MCP tool (`name`, `description`, `inputSchema`) or an OpenAI tool
@@ -129,6 +221,10 @@ fn parse_tool(item: &Value) -> Result<Tool, (String, String)> {
     let (inner, prefix, schema_key) = match obj.get("function") {
         Some(Value::Object(f)) => (f, ".function", "parameters"),
         Some(_) => return Err((".function".into(), "`function` must be an object".into())),
+        // The Responses API's flat function tool.
+        None if obj.get("type").and_then(Value::as_str) == Some("function") => {
+            (obj, "", "parameters")
+        }
         None => (
             obj,
             "",
@@ -200,6 +296,50 @@ mod tests {
         assert_eq!(c1.tools, c2.tools);
         assert_eq!(c1.fingerprint, c2.fingerprint);
         assert!(c1.fingerprint.starts_with("sha256:"));
+    }
+
+    #[test]
+    fn detects_every_shape_and_reads_the_server_identity_back() {
+        let schema = r#"{"type":"object","properties":{"q":{"type":"string"}}}"#;
+        let shapes = [
+            (
+                format!(
+                    r#"{{"jsonrpc":"2.0","id":2,"result":{{"tools":[{{"name":"a","description":"d","inputSchema":{schema}}}]}}}}"#
+                ),
+                "MCP",
+            ),
+            (
+                format!(
+                    r#"[{{"type":"function","name":"a","description":"d","parameters":{schema}}}]"#
+                ),
+                "OpenAI",
+            ),
+            (
+                format!(r#"[{{"name":"a","description":"d","input_schema":{schema}}}]"#),
+                "Anthropic",
+            ),
+        ];
+        let fingerprints: Vec<String> = shapes
+            .iter()
+            .map(|(text, format)| {
+                let doc = parse_catalog_document(text, "t.json").unwrap();
+                assert_eq!(doc.format, *format);
+                assert!(doc.server.is_none());
+                doc.catalog.fingerprint
+            })
+            .collect();
+        assert!(fingerprints.iter().all(|f| *f == fingerprints[0]));
+
+        let catalog = parse_catalog(&shapes[0].0, "t.json").unwrap();
+        let server = mcp::ServerIdentity {
+            name: "srv".into(),
+            version: "1.2.3".into(),
+            protocol_version: "2025-06-18".into(),
+        };
+        let text = serde_json::to_string(&to_tools_json(&catalog, Some(&server))).unwrap();
+        let back = parse_catalog_document(&text, "out.json").unwrap();
+        assert_eq!(back.server, Some(server));
+        assert_eq!(back.catalog.fingerprint, catalog.fingerprint);
     }
 
     #[test]

@@ -1,0 +1,442 @@
+//! What changed between two catalogs, in the words a model reads: tools added, removed and
+//! renamed (a removed and an added tool whose text is similar enough), descriptions and schemas
+//! changed, each with a unified diff of its flat text ([`super::view::tool_text`]) and its
+//! fingerprints. A tool whose text changed while the server kept its name and version is
+//! flagged: clients that cache catalogs by version would not see the change.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use super::mcp::ServerIdentity;
+use super::view::{catalog_tokens, parameters, short, tool_fingerprint, tool_text};
+use super::{Catalog, Tool};
+
+/// Least [`similarity`] for a removed and an added tool to be called a rename.
+pub const RENAME_SIMILARITY: f32 = 0.6;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Side {
+    pub source: String,
+    pub fingerprint: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server: Option<ServerIdentity>,
+    pub tools: usize,
+    pub tokens: usize,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolEntry {
+    pub name: String,
+    pub fingerprint: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Renamed {
+    pub old: ToolEntry,
+    pub new: ToolEntry,
+    pub similarity: f32,
+    /// Unified diff of the flat text, when more than the name changed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diff: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Changed {
+    pub name: String,
+    pub old_fingerprint: String,
+    pub new_fingerprint: String,
+    pub description_changed: bool,
+    pub schema_changed: bool,
+    /// Changed while both sides name the same server and version.
+    pub flagged: bool,
+    pub diff: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CatalogDiff {
+    pub old: Side,
+    pub new: Side,
+    pub added: Vec<ToolEntry>,
+    pub removed: Vec<ToolEntry>,
+    pub renamed: Vec<Renamed>,
+    pub changed: Vec<Changed>,
+    pub unchanged: Vec<ToolEntry>,
+}
+
+impl CatalogDiff {
+    pub fn is_empty(&self) -> bool {
+        self.added.is_empty()
+            && self.removed.is_empty()
+            && self.renamed.is_empty()
+            && self.changed.is_empty()
+    }
+
+    pub fn flagged(&self) -> usize {
+        self.changed.iter().filter(|c| c.flagged).count()
+    }
+}
+
+fn entry(t: &Tool) -> ToolEntry {
+    ToolEntry {
+        name: t.name.clone(),
+        fingerprint: tool_fingerprint(t),
+    }
+}
+
+fn side(c: &Catalog, server: Option<&ServerIdentity>) -> Side {
+    Side {
+        source: c.source.clone(),
+        fingerprint: c.fingerprint.clone(),
+        server: server.cloned(),
+        tools: c.tools.len(),
+        tokens: catalog_tokens(c),
+    }
+}
+
+fn pretty(v: &serde_json::Value) -> String {
+    let mut s = serde_json::to_string_pretty(v).unwrap_or_default();
+    s.push('\n');
+    s
+}
+
+fn unified(old: &str, new: &str, old_name: &str, new_name: &str) -> String {
+    similar::TextDiff::from_lines(old, new)
+        .unified_diff()
+        .context_radius(3)
+        .header(&format!("old/{old_name}"), &format!("new/{new_name}"))
+        .to_string()
+}
+
+/// How alike two tools read, 0 to 1: the mean of the word similarity of their descriptions
+/// and that of their flattened parameters, so two tools that merely share a schema (or merely
+/// share a description) are not taken for one renamed.
+pub fn similarity(a: &Tool, b: &Tool) -> f32 {
+    // Words alone: similar's own word diff counts the spaces between them, which every
+    // two sentences share.
+    let words = |x: &str, y: &str| {
+        let (x, y): (Vec<&str>, Vec<&str>) = (
+            x.split_whitespace().collect(),
+            y.split_whitespace().collect(),
+        );
+        if x.is_empty() && y.is_empty() {
+            return 1.0;
+        }
+        similar::TextDiff::from_slices(&x, &y).ratio()
+    };
+    let params = |t: &Tool| {
+        tool_text(&Tool {
+            description: String::new(),
+            ..t.clone()
+        })
+    };
+    (words(&a.description, &b.description) + words(&params(a), &params(b))) / 2.0
+}
+
+/// Compares two catalogs. `old_server` and `new_server` are who listed them, when known.
+pub fn diff(
+    old: &Catalog,
+    old_server: Option<&ServerIdentity>,
+    new: &Catalog,
+    new_server: Option<&ServerIdentity>,
+) -> CatalogDiff {
+    let same_version = match (old_server, new_server) {
+        (Some(a), Some(b)) => a.name == b.name && a.version == b.version,
+        _ => false,
+    };
+    let mut changed = Vec::new();
+    let mut unchanged = Vec::new();
+    let mut removed: Vec<&Tool> = Vec::new();
+    for o in &old.tools {
+        match new.get(&o.name) {
+            Some(n) if n == o => unchanged.push(entry(o)),
+            Some(n) => {
+                let description_changed = o.description != n.description;
+                let schema_changed = o.input_schema != n.input_schema;
+                let mut text = unified(&tool_text(o), &tool_text(n), &o.name, &n.name);
+                // A schema change the flat view does not show (`additionalProperties`,
+                // `$defs`, formats, bounds): the schemas' JSON instead.
+                if schema_changed && parameters(&o.input_schema) == parameters(&n.input_schema) {
+                    text.push_str(&unified(
+                        &pretty(&o.input_schema),
+                        &pretty(&n.input_schema),
+                        &format!("{}.inputSchema", o.name),
+                        &format!("{}.inputSchema", n.name),
+                    ));
+                }
+                changed.push(Changed {
+                    name: o.name.clone(),
+                    old_fingerprint: tool_fingerprint(o),
+                    new_fingerprint: tool_fingerprint(n),
+                    description_changed,
+                    schema_changed,
+                    flagged: same_version,
+                    diff: text,
+                });
+            }
+            None => removed.push(o),
+        }
+    }
+    let mut added: Vec<&Tool> = new
+        .tools
+        .iter()
+        .filter(|n| old.get(&n.name).is_none())
+        .collect();
+    // Renames: the most similar pairs first, each tool in at most one pair.
+    let texts_old: Vec<String> = removed.iter().map(|t| tool_text(t)).collect();
+    let texts_new: Vec<String> = added.iter().map(|t| tool_text(t)).collect();
+    let mut pairs: Vec<(f32, usize, usize)> = Vec::new();
+    for (i, a) in removed.iter().enumerate() {
+        for (j, b) in added.iter().enumerate() {
+            let ratio = similarity(a, b);
+            if ratio >= RENAME_SIMILARITY {
+                pairs.push((ratio, i, j));
+            }
+        }
+    }
+    pairs.sort_by(|x, y| y.0.total_cmp(&x.0).then(x.1.cmp(&y.1)).then(x.2.cmp(&y.2)));
+    let (mut used_old, mut used_new) = (vec![false; removed.len()], vec![false; added.len()]);
+    let mut renamed = Vec::new();
+    for (ratio, i, j) in pairs {
+        if used_old[i] || used_new[j] {
+            continue;
+        }
+        used_old[i] = true;
+        used_new[j] = true;
+        let (o, n) = (removed[i], added[j]);
+        renamed.push(Renamed {
+            old: entry(o),
+            new: entry(n),
+            similarity: ratio,
+            diff: (texts_old[i] != texts_new[j])
+                .then(|| unified(&texts_old[i], &texts_new[j], &o.name, &n.name)),
+        });
+    }
+    renamed.sort_by(|a, b| a.old.name.cmp(&b.old.name));
+    let mut i = 0;
+    removed.retain(|_| {
+        i += 1;
+        !used_old[i - 1]
+    });
+    let mut j = 0;
+    added.retain(|_| {
+        j += 1;
+        !used_new[j - 1]
+    });
+    CatalogDiff {
+        old: side(old, old_server),
+        new: side(new, new_server),
+        added: added.into_iter().map(entry).collect(),
+        removed: removed.into_iter().map(entry).collect(),
+        renamed,
+        changed,
+        unchanged,
+    }
+}
+
+fn describe(s: &Side) -> String {
+    let server = s.server.as_ref().map_or(String::new(), |id| {
+        format!(
+            "server {} {}, protocol {}, ",
+            id.name, id.version, id.protocol_version
+        )
+    });
+    format!(
+        "{}  ({server}{} tools, about {} tokens, {})",
+        s.source, s.tools, s.tokens, s.fingerprint
+    )
+}
+
+/// The diff as text for the terminal.
+pub fn render(d: &CatalogDiff) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "old: {}", describe(&d.old));
+    let _ = writeln!(out, "new: {}", describe(&d.new));
+    if d.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nno change: {} tools read the same",
+            d.unchanged.len()
+        );
+        return out;
+    }
+    let tokens = d.new.tokens as i64 - d.old.tokens as i64;
+    let _ = writeln!(
+        out,
+        "\n{} added, {} removed, {} renamed, {} changed, {} unchanged; footprint {tokens:+} tokens",
+        d.added.len(),
+        d.removed.len(),
+        d.renamed.len(),
+        d.changed.len(),
+        d.unchanged.len()
+    );
+    if !d.added.is_empty() {
+        let _ = writeln!(out, "\nadded:");
+        for t in &d.added {
+            let _ = writeln!(out, "  + {}  {}", t.name, short(&t.fingerprint));
+        }
+    }
+    if !d.removed.is_empty() {
+        let _ = writeln!(out, "\nremoved:");
+        for t in &d.removed {
+            let _ = writeln!(out, "  - {}  {}", t.name, short(&t.fingerprint));
+        }
+    }
+    if !d.renamed.is_empty() {
+        let _ = writeln!(out, "\nrenamed (by similarity of what the model reads):");
+        for r in &d.renamed {
+            let _ = writeln!(
+                out,
+                "  ~ {} -> {}  (similarity {:.2}; {} -> {})",
+                r.old.name,
+                r.new.name,
+                r.similarity,
+                short(&r.old.fingerprint),
+                short(&r.new.fingerprint)
+            );
+            if let Some(diff) = &r.diff {
+                indent(diff, &mut out);
+            }
+        }
+    }
+    if !d.changed.is_empty() {
+        let _ = writeln!(out, "\nchanged:");
+        for c in &d.changed {
+            let what = match (c.description_changed, c.schema_changed) {
+                (true, true) => "description and schema",
+                (true, false) => "description",
+                _ => "schema",
+            };
+            let _ = writeln!(
+                out,
+                "  * {}: {what}  ({} -> {})",
+                c.name,
+                short(&c.old_fingerprint),
+                short(&c.new_fingerprint)
+            );
+            if c.flagged
+                && let Some(s) = &d.new.server
+            {
+                let _ = writeln!(
+                    out,
+                    "    FLAGGED: changed while the server still says {} {}",
+                    s.name, s.version
+                );
+            }
+            indent(&c.diff, &mut out);
+        }
+    }
+    out
+}
+
+fn indent(text: &str, out: &mut String) {
+    for line in text.lines() {
+        let _ = writeln!(out, "    {line}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn tool(name: &str, description: &str) -> Tool {
+        Tool {
+            name: name.into(),
+            description: description.into(),
+            input_schema: json!({"type": "object", "properties": {"q": {"type": "string"}}}),
+        }
+    }
+
+    fn id(version: &str) -> ServerIdentity {
+        ServerIdentity {
+            name: "srv".into(),
+            version: version.into(),
+            protocol_version: "2025-06-18".into(),
+        }
+    }
+
+    #[test]
+    fn added_removed_renamed_changed_and_flagged() {
+        let old = Catalog::new(
+            vec![
+                tool(
+                    "search_docs",
+                    "Search the documentation for a phrase and return matching pages",
+                ),
+                tool("delete", "Delete a file"),
+                tool("echo", "Echo the input"),
+                tool("same", "Unchanged"),
+            ],
+            "old.json".into(),
+        );
+        let new = Catalog::new(
+            vec![
+                tool(
+                    "docs_search",
+                    "Search the documentation for a phrase and return the matching pages",
+                ),
+                tool("echo", "Echo the input back"),
+                tool("same", "Unchanged"),
+                tool("upload", "Send bytes somewhere else entirely"),
+            ],
+            "new.json".into(),
+        );
+        let d = diff(&old, Some(&id("1.0.0")), &new, Some(&id("1.0.0")));
+        assert_eq!(d.renamed.len(), 1);
+        assert_eq!(d.renamed[0].old.name, "search_docs");
+        assert_eq!(d.renamed[0].new.name, "docs_search");
+        assert_eq!(
+            d.removed.iter().map(|t| &t.name).collect::<Vec<_>>(),
+            ["delete"]
+        );
+        assert_eq!(
+            d.added.iter().map(|t| &t.name).collect::<Vec<_>>(),
+            ["upload"]
+        );
+        assert_eq!(d.changed.len(), 1);
+        assert!(d.changed[0].description_changed && !d.changed[0].schema_changed);
+        assert!(d.changed[0].flagged);
+        assert!(
+            d.changed[0]
+                .diff
+                .contains("-  Echo the input\n+  Echo the input back\n"),
+            "{}",
+            d.changed[0].diff
+        );
+        assert_eq!(d.unchanged.len(), 1);
+        let text = render(&d);
+        assert!(
+            text.contains("FLAGGED: changed while the server still says srv 1.0.0"),
+            "{text}"
+        );
+        // A version bump is not flagged.
+        let d = diff(&old, Some(&id("1.0.0")), &new, Some(&id("1.1.0")));
+        assert_eq!(d.flagged(), 0);
+    }
+
+    #[test]
+    fn a_schema_change_the_flat_view_hides_shows_the_schema() {
+        let old = Catalog::new(vec![tool("a", "d")], "o".into());
+        let mut t = tool("a", "d");
+        t.input_schema["additionalProperties"] = json!(false);
+        let new = Catalog::new(vec![t], "n".into());
+        let d = diff(&old, None, &new, None);
+        assert!(d.changed[0].schema_changed && !d.changed[0].flagged);
+        assert!(
+            d.changed[0]
+                .diff
+                .contains("+  \"additionalProperties\": false,"),
+            "{}",
+            d.changed[0].diff
+        );
+    }
+
+    #[test]
+    fn identical_catalogs_have_no_change() {
+        let c = Catalog::new(vec![tool("a", "b")], "x".into());
+        let d = diff(&c, None, &c, None);
+        assert!(d.is_empty());
+        assert!(render(&d).contains("no change: 1 tools read the same"));
+    }
+}

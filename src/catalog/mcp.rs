@@ -1,0 +1,1000 @@
+//! Live MCP servers, through the official Rust SDK (`rmcp`, pinned in Cargo.toml). This is the
+//! only module that names `rmcp`, so an upgrade of the SDK touches this file alone.
+//!
+//! A server is a child process spoken to over stdio, or a URL spoken to over streamable HTTP.
+//! [`McpSession`] is one initialized connection: list its tools, call them, shut it down. A
+//! child process runs in its own process group, so a Ctrl-C in the terminal reaches toolscore
+//! only and toolscore shuts the server down itself (close stdin, then SIGTERM, then SIGKILL
+//! to the whole group, which also covers the grandchildren `npx` starts).
+
+use std::collections::{BTreeMap, VecDeque};
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::{CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation};
+use rmcp::service::RunningService;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{RoleClient, ServiceError, ServiceExt as _};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio::io::AsyncBufReadExt as _;
+
+use super::{Catalog, Tool, parse_tool};
+
+/// How to reach a server: a command toolscore starts, or a URL.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ServerSpec {
+    /// A child process speaking MCP over its stdin and stdout.
+    Stdio {
+        command: String,
+        args: Vec<String>,
+        /// Added to toolscore's own environment, which the child inherits.
+        env: BTreeMap<String, String>,
+        /// Working folder of the child [default: toolscore's].
+        cwd: Option<PathBuf>,
+    },
+    /// A streamable-HTTP endpoint.
+    Http {
+        url: String,
+        /// Sent with every request. Values are never printed.
+        headers: BTreeMap<String, String>,
+        /// Environment variable holding a bearer token, sent as `Authorization: Bearer …`.
+        token_env: Option<String>,
+    },
+}
+
+impl ServerSpec {
+    /// A stdio server from a command line (program, then its arguments).
+    pub fn command_line(words: &[String]) -> Option<ServerSpec> {
+        let (command, args) = words.split_first()?;
+        Some(ServerSpec::Stdio {
+            command: command.clone(),
+            args: args.to_vec(),
+            env: BTreeMap::new(),
+            cwd: None,
+        })
+    }
+
+    /// An HTTP server at `url` with no headers or token.
+    pub fn url(url: &str) -> ServerSpec {
+        ServerSpec::Http {
+            url: url.to_owned(),
+            headers: BTreeMap::new(),
+            token_env: None,
+        }
+    }
+
+    /// How the server is named in messages and records: the command line, or the URL without
+    /// its query string and user info (either may carry a secret). Never an env or header value.
+    pub fn label(&self) -> String {
+        match self {
+            ServerSpec::Stdio { command, args, .. } => {
+                let mut words = vec![quote_word(command)];
+                words.extend(args.iter().map(|a| quote_word(a)));
+                words.join(" ")
+            }
+            ServerSpec::Http { url, .. } => redact_url(url),
+        }
+    }
+}
+
+fn quote_word(word: &str) -> String {
+    if !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:@=+,%".contains(c))
+    {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+fn redact_url(url: &str) -> String {
+    let without_query = url.split(['?', '#']).next().unwrap_or(url);
+    match without_query.split_once("://") {
+        Some((scheme, rest)) => {
+            let (authority, path) = match rest.find('/') {
+                Some(i) => rest.split_at(i),
+                None => (rest, ""),
+            };
+            let host = authority.rsplit('@').next().unwrap_or(authority);
+            format!("{scheme}://{host}{path}")
+        }
+        None => without_query.to_owned(),
+    }
+}
+
+/// Who answered: what the server said about itself in `initialize`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServerIdentity {
+    pub name: String,
+    pub version: String,
+    /// The protocol version the session agreed on.
+    pub protocol_version: String,
+}
+
+impl std::fmt::Display for ServerIdentity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} {} (protocol {})",
+            self.name, self.version, self.protocol_version
+        )
+    }
+}
+
+/// A live server as a run records it: how it was reached (command line or URL, never env or
+/// header values) and what it said about itself.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LiveSource {
+    pub source: String,
+    #[serde(flatten)]
+    pub server: ServerIdentity,
+}
+
+/// A catalog listed from a live server, with the server that served it.
+#[derive(Debug, Clone)]
+pub struct LiveCatalog {
+    pub catalog: Catalog,
+    pub server: ServerIdentity,
+}
+
+/// What a tool call returned (a tool-execution error is a result with `is_error`, not an
+/// [`McpError`]: the model reads it).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolResult {
+    /// Content blocks as the server sent them (`{"type": "text", "text": …}`, images, …).
+    pub content: Vec<Value>,
+    pub structured_content: Option<Value>,
+    pub is_error: bool,
+}
+
+impl ToolResult {
+    /// The text blocks joined by newlines: what a text-only model is shown.
+    pub fn text(&self) -> String {
+        self.content
+            .iter()
+            .filter_map(|b| b.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+/// Why talking to a server failed. Every variant names the server; those that can quote the
+/// server's stderr do.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum McpError {
+    /// Bad settings, found before anything was started (a missing token variable).
+    #[error("MCP server {server}: {message}")]
+    Config { server: String, message: String },
+    /// The command could not be run at all.
+    #[error("MCP server {server}: failed to start: {message}")]
+    Spawn { server: String, message: String },
+    /// The server did not complete `initialize`.
+    #[error(
+        "MCP server {server}: failed to start: {message}{}",
+        stderr_block(stderr)
+    )]
+    Start {
+        server: String,
+        message: String,
+        stderr: String,
+    },
+    #[error("MCP server {server}: no answer to {what} within {}s{}", after.as_secs_f64(), stderr_block(stderr))]
+    Timeout {
+        server: String,
+        what: String,
+        after: Duration,
+        stderr: String,
+    },
+    /// The server answered with something that is not a catalog.
+    #[error(
+        "MCP server {server}: malformed tools/list result: {message}{}",
+        stderr_block(stderr)
+    )]
+    Malformed {
+        server: String,
+        message: String,
+        stderr: String,
+    },
+    /// The server answered a request with a JSON-RPC error.
+    #[error("MCP server {server}: {what} answered with JSON-RPC error {code}: {message}")]
+    Rpc {
+        server: String,
+        what: String,
+        code: i32,
+        message: String,
+    },
+    /// The connection broke during a request.
+    #[error(
+        "MCP server {server}: {what} failed: {message}{}",
+        stderr_block(stderr)
+    )]
+    Transport {
+        server: String,
+        what: String,
+        message: String,
+        stderr: String,
+    },
+    #[error("interrupted")]
+    Interrupted,
+}
+
+fn stderr_block(stderr: &str) -> String {
+    if stderr.trim().is_empty() {
+        return "\n  (the server wrote nothing to stderr)".to_owned();
+    }
+    let mut out = String::from("\n  its stderr ended with:");
+    for line in stderr.trim_end().lines() {
+        out.push_str("\n  | ");
+        out.push_str(line);
+    }
+    out
+}
+
+impl From<McpError> for crate::error::Error {
+    /// A server that cannot be listed is bad input (exit 2): the config names it; an
+    /// interruption is exit 130.
+    fn from(e: McpError) -> Self {
+        match e {
+            McpError::Interrupted => crate::error::Error::Interrupted,
+            other => crate::error::Error::Input(crate::error::InputError::new(other.to_string())),
+        }
+    }
+}
+
+/// Lines of stderr kept to quote in errors.
+const STDERR_LINES: usize = 40;
+/// Longest stderr line kept, in bytes.
+const STDERR_LINE_BYTES: usize = 2000;
+
+/// The last lines a child wrote to stderr, filled by a background task.
+#[derive(Clone, Default)]
+struct StderrTail {
+    lines: Arc<Mutex<VecDeque<String>>>,
+    done: Arc<tokio::sync::Notify>,
+    finished: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl StderrTail {
+    fn follow(stderr: tokio::process::ChildStderr, server: String) -> StderrTail {
+        let tail = StderrTail::default();
+        let t = tail.clone();
+        tokio::spawn(async move {
+            let mut reader = tokio::io::BufReader::new(stderr);
+            let mut buf = Vec::new();
+            loop {
+                buf.clear();
+                match reader.read_until(b'\n', &mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {
+                        let mut line = String::from_utf8_lossy(&buf).trim_end().to_owned();
+                        if line.len() > STDERR_LINE_BYTES {
+                            let mut cut = STDERR_LINE_BYTES;
+                            while !line.is_char_boundary(cut) {
+                                cut -= 1;
+                            }
+                            line.truncate(cut);
+                            line.push('…');
+                        }
+                        tracing::debug!(server = %server, "stderr: {line}");
+                        if let Ok(mut lines) = t.lines.lock() {
+                            if lines.len() == STDERR_LINES {
+                                lines.pop_front();
+                            }
+                            lines.push_back(line);
+                        }
+                    }
+                }
+            }
+            t.finished.store(true, std::sync::atomic::Ordering::SeqCst);
+            t.done.notify_waiters();
+        });
+        tail
+    }
+
+    /// The kept lines; waits up to `grace` for the child to close stderr first, so a server
+    /// that just died has its last words in the message.
+    async fn text(&self, grace: Duration) -> String {
+        let notified = self.done.notified();
+        if !self.finished.load(std::sync::atomic::Ordering::SeqCst) {
+            let _ = tokio::time::timeout(grace, notified).await;
+        }
+        self.snapshot()
+    }
+
+    fn snapshot(&self) -> String {
+        self.lines
+            .lock()
+            .map(|l| l.iter().cloned().collect::<Vec<_>>().join("\n"))
+            .unwrap_or_default()
+    }
+}
+
+/// How long to wait for a dying child's stderr before quoting it.
+const STDERR_GRACE: Duration = Duration::from_millis(1500);
+
+/// One initialized connection to a server. Each trial of a scenario can open its own.
+pub struct McpSession {
+    service: RunningService<RoleClient, ClientConfig>,
+    server: String,
+    identity: ServerIdentity,
+    stderr: Option<StderrTail>,
+    /// Process group of a stdio child, to end it if a graceful shutdown does not.
+    child_group: Option<i32>,
+    timeout: Duration,
+}
+
+impl McpSession {
+    /// Starts (stdio) or reaches (HTTP) the server and completes `initialize`, within
+    /// `timeout`. `env` reads environment variables (the bearer token), injected for tests.
+    pub async fn connect(
+        spec: &ServerSpec,
+        timeout: Duration,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<McpSession, McpError> {
+        Self::connect_noting_group(spec, timeout, env, &AtomicI32::new(0)).await
+    }
+
+    /// [`McpSession::connect`], storing a stdio child's process group in `group` as soon as
+    /// it is spawned, so a caller that abandons the connection (Ctrl-C) can still end it.
+    pub async fn connect_noting_group(
+        spec: &ServerSpec,
+        timeout: Duration,
+        env: &dyn Fn(&str) -> Option<String>,
+        group: &AtomicI32,
+    ) -> Result<McpSession, McpError> {
+        let server = spec.label();
+        let client = ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("toolscore", env!("CARGO_PKG_VERSION")),
+        );
+        let (started, stderr, child_group) = match spec {
+            ServerSpec::Stdio {
+                command,
+                args,
+                env: vars,
+                cwd,
+            } => {
+                let mut cmd = process_wrap::tokio::CommandWrap::with_new(command, |c| {
+                    c.args(args);
+                    c.envs(vars);
+                    if let Some(dir) = cwd {
+                        c.current_dir(dir);
+                    }
+                });
+                cmd.wrap(process_wrap::tokio::ProcessGroup::leader());
+                let (transport, stderr) = TokioChildProcess::builder(cmd)
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .map_err(|e| McpError::Spawn {
+                        server: server.clone(),
+                        message: spawn_message(command, cwd.as_ref(), &e),
+                    })?;
+                let child_group = transport.id().map(|p| p as i32);
+                group.store(child_group.unwrap_or(0), Ordering::SeqCst);
+                let tail = stderr.map(|s| StderrTail::follow(s, server.clone()));
+                let started = tokio::time::timeout(timeout, client.serve(transport)).await;
+                (started, tail, child_group)
+            }
+            ServerSpec::Http {
+                url,
+                headers,
+                token_env,
+            } => {
+                let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+                if let Some(var) = token_env {
+                    let token = env(var).filter(|t| !t.is_empty()).ok_or_else(|| {
+                        McpError::Config {
+                            server: server.clone(),
+                            message: format!(
+                                "the bearer token variable {var} is not set (token_env names it)"
+                            ),
+                        }
+                    })?;
+                    config = config.auth_header(token);
+                }
+                let mut map = std::collections::HashMap::new();
+                for (name, value) in headers {
+                    let bad = |what: &str| McpError::Config {
+                        server: server.clone(),
+                        message: format!("header `{name}`: invalid {what}"),
+                    };
+                    let n = reqwest::header::HeaderName::from_bytes(name.as_bytes())
+                        .map_err(|_| bad("name"))?;
+                    let v =
+                        reqwest::header::HeaderValue::from_str(value).map_err(|_| bad("value"))?;
+                    map.insert(n, v);
+                }
+                config = config.custom_headers(map);
+                let transport = StreamableHttpClientTransport::from_config(config);
+                let started = tokio::time::timeout(timeout, client.serve(transport)).await;
+                (started, None, None)
+            }
+        };
+        let stderr_text = |tail: &Option<StderrTail>| {
+            let tail = tail.clone();
+            async move {
+                match tail {
+                    Some(t) => t.text(STDERR_GRACE).await,
+                    None => String::new(),
+                }
+            }
+        };
+        let service = match started {
+            Ok(Ok(service)) => service,
+            Ok(Err(e)) => {
+                terminate_group(child_group).await;
+                return Err(McpError::Start {
+                    server,
+                    message: start_message(&e, child_group.is_some()),
+                    stderr: stderr_text(&stderr).await,
+                });
+            }
+            Err(_) => {
+                terminate_group(child_group).await;
+                return Err(McpError::Timeout {
+                    server,
+                    what: "initialize".into(),
+                    after: timeout,
+                    stderr: stderr_text(&stderr).await,
+                });
+            }
+        };
+        let identity = match service.peer_info() {
+            Some(info) => {
+                let (name, version) = info
+                    .server_info
+                    .as_ref()
+                    .map(|i| (i.name.clone(), i.version.clone()))
+                    .unwrap_or_else(|| ("(unnamed)".to_owned(), String::new()));
+                ServerIdentity {
+                    name,
+                    version,
+                    protocol_version: info.protocol_version.to_string(),
+                }
+            }
+            None => {
+                let mut session = McpSession {
+                    service,
+                    server: server.clone(),
+                    identity: ServerIdentity {
+                        name: String::new(),
+                        version: String::new(),
+                        protocol_version: String::new(),
+                    },
+                    stderr: stderr.clone(),
+                    child_group,
+                    timeout,
+                };
+                session.close().await;
+                return Err(McpError::Start {
+                    server,
+                    message: "no initialize result".into(),
+                    stderr: stderr_text(&stderr).await,
+                });
+            }
+        };
+        Ok(McpSession {
+            service,
+            server,
+            identity,
+            stderr,
+            child_group,
+            timeout,
+        })
+    }
+
+    /// What the server said about itself.
+    pub fn server(&self) -> &ServerIdentity {
+        &self.identity
+    }
+
+    /// The server's name in messages (its command line or URL).
+    pub fn label(&self) -> &str {
+        &self.server
+    }
+
+    /// Every tool the server offers, following `nextCursor` to the last page, as a catalog.
+    pub async fn list_tools(&self) -> Result<Catalog, McpError> {
+        let listed = tokio::time::timeout(self.timeout, self.service.peer().list_all_tools()).await;
+        let tools = match listed {
+            Ok(Ok(tools)) => tools,
+            // rmcp's word for a result that does not deserialize as a tools/list result.
+            Ok(Err(ServiceError::UnexpectedResponse)) => {
+                return Err(McpError::Malformed {
+                    server: self.server.clone(),
+                    message: "the result is not a list of tools (each needs a `name` and an `inputSchema` object)".into(),
+                    stderr: self.stderr_snapshot(),
+                });
+            }
+            Ok(Err(e)) => return Err(self.request_error("tools/list", e).await),
+            Err(_) => {
+                return Err(McpError::Timeout {
+                    server: self.server.clone(),
+                    what: "tools/list".into(),
+                    after: self.timeout,
+                    stderr: self.stderr_snapshot(),
+                });
+            }
+        };
+        let values: Vec<Value> = tools
+            .iter()
+            .map(|t| serde_json::to_value(t).unwrap_or(Value::Null))
+            .collect();
+        catalog_of_listing(&values, &self.server).map_err(|message| McpError::Malformed {
+            server: self.server.clone(),
+            message,
+            stderr: self.stderr_snapshot(),
+        })
+    }
+
+    /// Every tool as the server listed it, as JSON (`title`, `outputSchema`, `annotations` and
+    /// all): what a probe checks beyond what the model reads.
+    pub async fn list_tool_definitions(&self) -> Result<Vec<Value>, McpError> {
+        let listed = tokio::time::timeout(self.timeout, self.service.peer().list_all_tools()).await;
+        match listed {
+            Ok(Ok(tools)) => Ok(tools
+                .iter()
+                .map(|t| serde_json::to_value(t).unwrap_or(Value::Null))
+                .collect()),
+            Ok(Err(e)) => Err(self.request_error("tools/list", e).await),
+            Err(_) => Err(McpError::Timeout {
+                server: self.server.clone(),
+                what: "tools/list".into(),
+                after: self.timeout,
+                stderr: self.stderr_snapshot(),
+            }),
+        }
+    }
+
+    /// Calls one tool. A tool-execution error (`isError: true`) is an `Ok` result; a JSON-RPC
+    /// error (unknown tool, invalid params) is [`McpError::Rpc`] with its code.
+    pub async fn call_tool(&self, name: &str, arguments: &Value) -> Result<ToolResult, McpError> {
+        let mut params = CallToolRequestParams::new(name.to_owned());
+        match arguments {
+            Value::Object(map) => params = params.with_arguments(map.clone()),
+            Value::Null => {}
+            _ => {
+                return Err(McpError::Config {
+                    server: self.server.clone(),
+                    message: format!("tools/call {name}: arguments must be a JSON object"),
+                });
+            }
+        }
+        let what = format!("tools/call {name}");
+        let called =
+            tokio::time::timeout(self.timeout, self.service.peer().call_tool(params)).await;
+        match called {
+            Ok(Ok(result)) => Ok(ToolResult {
+                content: result
+                    .content
+                    .iter()
+                    .map(|c| serde_json::to_value(c).unwrap_or(Value::Null))
+                    .collect(),
+                structured_content: result.structured_content.clone(),
+                is_error: result.is_error.unwrap_or(false),
+            }),
+            Ok(Err(e)) => Err(self.request_error(&what, e).await),
+            Err(_) => Err(McpError::Timeout {
+                server: self.server.clone(),
+                what,
+                after: self.timeout,
+                stderr: self.stderr_snapshot(),
+            }),
+        }
+    }
+
+    /// Ends the session: closes the transport and, for a child, waits for it to exit
+    /// (closing its stdin, then SIGTERM, then SIGKILL to its process group).
+    pub async fn shutdown(mut self) {
+        self.close().await;
+    }
+
+    async fn close(&mut self) {
+        // rmcp's own sequence waits 3 s after closing stdin and 3 s after SIGTERM.
+        let closed = self
+            .service
+            .close_with_timeout(Duration::from_secs(8))
+            .await;
+        if !matches!(closed, Ok(Some(_))) {
+            terminate_group(self.child_group).await;
+        } else if let Some(group) = self.child_group {
+            // The leader has exited; anything it left in its group goes too.
+            signal_group(group, libc::SIGKILL);
+        }
+    }
+
+    fn stderr_snapshot(&self) -> String {
+        self.stderr
+            .as_ref()
+            .map(StderrTail::snapshot)
+            .unwrap_or_default()
+    }
+
+    async fn request_error(&self, what: &str, e: ServiceError) -> McpError {
+        match e {
+            ServiceError::McpError(data) => McpError::Rpc {
+                server: self.server.clone(),
+                what: what.to_owned(),
+                code: data.code.0,
+                message: data.message.to_string(),
+            },
+            other => McpError::Transport {
+                server: self.server.clone(),
+                what: what.to_owned(),
+                message: match &other {
+                    ServiceError::TransportSend(t) => t.error.to_string(),
+                    ServiceError::TransportClosed => "the connection closed".to_owned(),
+                    _ => other.to_string(),
+                },
+                stderr: match &self.stderr {
+                    Some(t) => t.text(STDERR_GRACE).await,
+                    None => String::new(),
+                },
+            },
+        }
+    }
+}
+
+/// Why `initialize` failed, in the user's terms rather than rmcp's type names.
+fn start_message(e: &rmcp::service::ClientInitializeError, stdio: bool) -> String {
+    use rmcp::service::ClientInitializeError as E;
+    match e {
+        // Which of the two a dead child causes is a race (writing to a closed pipe, or
+        // reading end-of-file first), and both mean the same thing.
+        E::ConnectionClosed(_) | E::TransportError { .. } if stdio => {
+            "the process closed its stdout before answering initialize (it exited or crashed)"
+                .to_owned()
+        }
+        E::TransportError { error, .. } => error.error.to_string(),
+        E::JsonRpcError(data) => format!(
+            "initialize answered with JSON-RPC error {}: {}",
+            data.code.0, data.message
+        ),
+        other => other.to_string(),
+    }
+}
+
+fn spawn_message(command: &str, cwd: Option<&PathBuf>, e: &std::io::Error) -> String {
+    match (e.kind(), cwd) {
+        (std::io::ErrorKind::NotFound, Some(dir)) if !dir.is_dir() => {
+            format!("the working folder {} does not exist", dir.display())
+        }
+        (std::io::ErrorKind::NotFound, _) => {
+            format!("cannot run `{command}`: no such program (is it installed and on PATH?)")
+        }
+        _ => format!("cannot run `{command}`: {e}"),
+    }
+}
+
+fn signal_group(group: i32, signal: i32) -> bool {
+    // SAFETY: killpg only sends a signal; a stale group id fails with ESRCH.
+    group > 0 && unsafe { libc::killpg(group, signal) } == 0
+}
+
+/// Ends a child's process group when it could not be shut down through the transport:
+/// SIGTERM, up to 3 s to exit, then SIGKILL.
+async fn terminate_group(group: Option<i32>) {
+    let Some(group) = group else { return };
+    if !signal_group(group, libc::SIGTERM) {
+        return;
+    }
+    for _ in 0..30 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        if !signal_group(group, 0) {
+            return;
+        }
+    }
+    signal_group(group, libc::SIGKILL);
+}
+
+/// The tools of a `tools/list` listing as a catalog, checked as a catalog file is.
+pub fn catalog_of_listing(tools: &[Value], source: &str) -> Result<Catalog, String> {
+    let mut out: Vec<Tool> = Vec::with_capacity(tools.len());
+    for (i, item) in tools.iter().enumerate() {
+        let tool = parse_tool(item).map_err(|(field, msg)| format!("tools[{i}]{field}: {msg}"))?;
+        if out.iter().any(|t| t.name == tool.name) {
+            return Err(format!(
+                "tools[{i}].name: duplicate tool name `{}`",
+                tool.name
+            ));
+        }
+        out.push(tool);
+    }
+    Ok(Catalog::new(out, source.to_owned()))
+}
+
+/// Sends one `initialize` request asking for `protocol_version`, outside the SDK (which only
+/// asks for versions it supports), and returns the server's raw JSON-RPC response: a result
+/// or an error. The server is shut down afterwards. For probing version negotiation.
+pub async fn raw_initialize(
+    spec: &ServerSpec,
+    protocol_version: &str,
+    timeout: Duration,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Value, McpError> {
+    let server = spec.label();
+    let request = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": protocol_version,
+            "capabilities": {},
+            "clientInfo": {"name": "toolscore-probe", "version": env!("CARGO_PKG_VERSION")},
+        },
+    });
+    let timed_out = |stderr: String| McpError::Timeout {
+        server: server.clone(),
+        what: format!("initialize at protocol version {protocol_version}"),
+        after: timeout,
+        stderr,
+    };
+    match spec {
+        ServerSpec::Stdio {
+            command,
+            args,
+            env: vars,
+            cwd,
+        } => {
+            let mut cmd = tokio::process::Command::new(command);
+            cmd.args(args)
+                .envs(vars)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .process_group(0)
+                .kill_on_drop(true);
+            if let Some(dir) = cwd {
+                cmd.current_dir(dir);
+            }
+            let mut child = cmd.spawn().map_err(|e| McpError::Spawn {
+                server: server.clone(),
+                message: spawn_message(command, cwd.as_ref(), &e),
+            })?;
+            let group = child.id().map(|p| p as i32);
+            let tail = child
+                .stderr
+                .take()
+                .map(|s| StderrTail::follow(s, server.clone()));
+            let stderr_now = || tail.as_ref().map(StderrTail::snapshot).unwrap_or_default();
+            let (Some(mut stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+                terminate_group(group).await;
+                return Err(McpError::Spawn {
+                    server,
+                    message: "no stdio pipes".into(),
+                });
+            };
+            let exchange = async {
+                use tokio::io::AsyncWriteExt as _;
+                let mut line = serde_json::to_vec(&request).unwrap_or_default();
+                line.push(b'\n');
+                stdin.write_all(&line).await.ok()?;
+                stdin.flush().await.ok()?;
+                let mut lines = tokio::io::BufReader::new(stdout).lines();
+                // Notifications and log lines may come first; the answer carries id 1.
+                while let Ok(Some(text)) = lines.next_line().await {
+                    if let Ok(v) = serde_json::from_str::<Value>(&text)
+                        && v.get("id") == Some(&Value::from(1))
+                    {
+                        return Some(v);
+                    }
+                }
+                None
+            };
+            let answer = tokio::time::timeout(timeout, exchange).await;
+            drop(stdin);
+            terminate_group(group).await;
+            let _ = child.wait().await;
+            match answer {
+                Ok(Some(v)) => Ok(v),
+                Ok(None) => Err(McpError::Start {
+                    server,
+                    message: format!(
+                        "the process closed its stdout without answering initialize at protocol version {protocol_version}"
+                    ),
+                    stderr: match &tail {
+                        Some(t) => t.text(STDERR_GRACE).await,
+                        None => String::new(),
+                    },
+                }),
+                Err(_) => Err(timed_out(stderr_now())),
+            }
+        }
+        ServerSpec::Http {
+            url,
+            headers,
+            token_env,
+        } => {
+            let client = reqwest::Client::new();
+            let mut req = client
+                .post(url)
+                .header("Accept", "application/json, text/event-stream")
+                .header("Content-Type", "application/json")
+                .body(serde_json::to_vec(&request).unwrap_or_default());
+            for (k, v) in headers {
+                req = req.header(k.as_str(), v.as_str());
+            }
+            if let Some(var) = token_env {
+                let token = env(var)
+                    .filter(|t| !t.is_empty())
+                    .ok_or_else(|| McpError::Config {
+                        server: server.clone(),
+                        message: format!(
+                            "the bearer token variable {var} is not set (token_env names it)"
+                        ),
+                    })?;
+                req = req.bearer_auth(token);
+            }
+            let exchange = async {
+                let resp = req.send().await.map_err(|e| e.without_url().to_string())?;
+                let status = resp.status();
+                let session = resp
+                    .headers()
+                    .get("mcp-session-id")
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned);
+                let body = resp.text().await.map_err(|e| e.without_url().to_string())?;
+                // A JSON body, or an SSE stream whose `data:` lines carry the answer.
+                let answer = serde_json::from_str::<Value>(&body).ok().or_else(|| {
+                    body.lines()
+                        .filter_map(|l| l.strip_prefix("data:"))
+                        .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+                        .find(|v| v.get("id") == Some(&Value::from(1)))
+                });
+                // End the session the probe opened, if the server opened one.
+                if let Some(id) = session {
+                    let _ = client.delete(url).header("mcp-session-id", id).send().await;
+                }
+                answer.ok_or_else(|| format!("HTTP {status} without a JSON-RPC answer"))
+            };
+            match tokio::time::timeout(timeout, exchange).await {
+                Ok(Ok(v)) => Ok(v),
+                Ok(Err(message)) => Err(McpError::Start {
+                    server,
+                    message,
+                    stderr: String::new(),
+                }),
+                Err(_) => Err(timed_out(String::new())),
+            }
+        }
+    }
+}
+
+/// Connects, lists every tool and shuts down, whatever happened in between.
+pub async fn list_catalog(
+    spec: &ServerSpec,
+    timeout: Duration,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<LiveCatalog, McpError> {
+    let session = McpSession::connect(spec, timeout, env).await?;
+    let listed = session.list_tools().await;
+    let server = session.server().clone();
+    session.shutdown().await;
+    Ok(LiveCatalog {
+        catalog: listed?,
+        server,
+    })
+}
+
+/// [`list_catalog`] from synchronous code, on a runtime of its own. Ctrl-C or SIGTERM while it
+/// runs shuts the server down and returns [`McpError::Interrupted`].
+pub fn list_catalog_blocking(
+    spec: &ServerSpec,
+    timeout: Duration,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<LiveCatalog, McpError> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| McpError::Spawn {
+            server: spec.label(),
+            message: format!("cannot start the async runtime: {e}"),
+        })?;
+    runtime.block_on(async {
+        let group = AtomicI32::new(0);
+        let session = tokio::select! {
+            s = McpSession::connect_noting_group(spec, timeout, env, &group) => s?,
+            () = shutdown_signal() => {
+                // The abandoned connection's child would only be killed by a task of this
+                // runtime, which is about to end: end it here.
+                let g = group.load(Ordering::SeqCst);
+                terminate_group((g > 0).then_some(g)).await;
+                return Err(McpError::Interrupted);
+            }
+        };
+        let listed = tokio::select! {
+            l = session.list_tools() => l,
+            () = shutdown_signal() => Err(McpError::Interrupted),
+        };
+        let server = session.server().clone();
+        session.shutdown().await;
+        Ok(LiveCatalog {
+            catalog: listed?,
+            server,
+        })
+    })
+}
+
+/// Resolves on Ctrl-C or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {}
+        () = term => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_never_carry_secrets() {
+        let spec = ServerSpec::Http {
+            url: "https://user:pw@example.com/mcp?key=abc".into(),
+            headers: BTreeMap::from([("X-Key".into(), "hunter2".into())]),
+            token_env: Some("TOKEN".into()),
+        };
+        assert_eq!(spec.label(), "https://example.com/mcp");
+        let spec = ServerSpec::Stdio {
+            command: "npx".into(),
+            args: vec!["-y".into(), "a b".into()],
+            env: BTreeMap::from([("API_KEY".into(), "hunter2".into())]),
+            cwd: None,
+        };
+        assert_eq!(spec.label(), "npx -y 'a b'");
+    }
+
+    #[test]
+    fn listing_is_checked_like_a_file() {
+        let ok = vec![serde_json::json!({"name": "a", "inputSchema": {"type": "object"}})];
+        assert_eq!(catalog_of_listing(&ok, "s").unwrap().tools.len(), 1);
+        let dup = vec![ok[0].clone(), ok[0].clone()];
+        assert_eq!(
+            catalog_of_listing(&dup, "s").unwrap_err(),
+            "tools[1].name: duplicate tool name `a`"
+        );
+        let bad = vec![serde_json::json!({"name": "", "inputSchema": {}})];
+        assert!(
+            catalog_of_listing(&bad, "s")
+                .unwrap_err()
+                .contains("non-empty")
+        );
+    }
+
+    #[test]
+    fn stderr_is_quoted_line_by_line() {
+        let e = McpError::Start {
+            server: "srv".into(),
+            message: "connection closed".into(),
+            stderr: "boom\nline 2\n".into(),
+        };
+        assert_eq!(
+            e.to_string(),
+            "MCP server srv: failed to start: connection closed\n  its stderr ended with:\n  | boom\n  | line 2"
+        );
+    }
+}

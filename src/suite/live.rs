@@ -1,0 +1,210 @@
+//! `datasets/<name>/dataset.yaml`: a dataset whose catalog is a live MCP server instead of a
+//! `tools.json`.
+//!
+//! ```yaml
+//! catalog:
+//!   command: node                # a child process over stdio
+//!   args: [server.js, --flag]
+//!   env: {LOG_LEVEL: warn}       # added to toolscore's environment
+//!   cwd: .                       # relative to the dataset folder [default: the dataset folder]
+//!   timeout_s: 60                # start, initialize and list [default: 60]
+//! ```
+//!
+//! or `catalog: {url: https://…/mcp, headers: {X-Team: eval}, token_env: MCP_TOKEN}` for a
+//! streamable-HTTP server (the token is read from the variable; never written in the file).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::catalog::mcp::ServerSpec;
+use crate::error::InputError;
+
+/// The file next to `cases.jsonl` that names a live server.
+pub const DATASET_FILE: &str = "dataset.yaml";
+
+/// Default time to start a server, initialize and list its tools.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDatasetFile {
+    catalog: RawServer,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawServer {
+    command: Option<String>,
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    cwd: Option<PathBuf>,
+    url: Option<String>,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+    token_env: Option<String>,
+    timeout_s: Option<f64>,
+}
+
+/// A server named by a dataset, with how long to wait for it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LiveCatalogSpec {
+    pub spec: ServerSpec,
+    pub timeout: Duration,
+    /// The dataset.yaml that names it, for messages and as the catalog's source.
+    pub file: PathBuf,
+}
+
+/// `dir/dataset.yaml` parsed, or None when the dataset has none.
+pub fn load_dataset_file(dir: &Path) -> Result<Option<LiveCatalogSpec>, InputError> {
+    let path = dir.join(DATASET_FILE);
+    if !path.exists() {
+        return Ok(None);
+    }
+    let text = crate::input::read_text(&path)?;
+    parse_dataset_file(&text, &path, dir).map(Some)
+}
+
+/// Parses dataset.yaml text; `dir` is the dataset folder (the default working folder).
+pub fn parse_dataset_file(
+    text: &str,
+    path: &Path,
+    dir: &Path,
+) -> Result<LiveCatalogSpec, InputError> {
+    let file = path.display().to_string();
+    let raw: RawDatasetFile = serde_saphyr::from_str(text).map_err(|e| {
+        let message = format!("invalid dataset file: {e}");
+        match e.location() {
+            Some(loc) => InputError::at_column(
+                &file,
+                loc.line() as usize,
+                loc.column() as usize,
+                None,
+                &message,
+            ),
+            None => InputError::at(&file, None, "", &message),
+        }
+    })?;
+    let s = raw.catalog;
+    let line_of = |key: &str| crate::catalog::line_of(text, &format!("{key}:"));
+    let err =
+        |key: &str, msg: &str| InputError::at(&file, line_of(key), &format!("catalog.{key}"), msg);
+    let timeout = match s.timeout_s {
+        None => DEFAULT_TIMEOUT,
+        Some(t) if t > 0.0 && t <= 3600.0 => Duration::from_secs_f64(t),
+        Some(_) => {
+            return Err(err(
+                "timeout_s",
+                "must be a number of seconds between 0 and 3600",
+            ));
+        }
+    };
+    let spec = match (s.command, s.url) {
+        (Some(_), Some(_)) => {
+            return Err(err(
+                "url",
+                "give either `command` (a stdio server) or `url` (a streamable-HTTP server), not both",
+            ));
+        }
+        (None, None) => {
+            return Err(InputError::at(
+                &file,
+                line_of("catalog"),
+                "catalog",
+                "name a server: `command` (with `args`, `env`, `cwd`) for stdio, or `url` (with `headers`, `token_env`) for streamable HTTP",
+            ));
+        }
+        (Some(command), None) => {
+            if command.trim().is_empty() {
+                return Err(err("command", "must not be empty"));
+            }
+            if !s.headers.is_empty() || s.token_env.is_some() {
+                return Err(err(
+                    if s.headers.is_empty() {
+                        "token_env"
+                    } else {
+                        "headers"
+                    },
+                    "`headers` and `token_env` are for a `url` server",
+                ));
+            }
+            let cwd = s.cwd.map_or_else(|| dir.to_owned(), |c| dir.join(c));
+            ServerSpec::Stdio {
+                command,
+                args: s.args,
+                env: s.env,
+                cwd: Some(cwd),
+            }
+        }
+        (None, Some(url)) => {
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                return Err(err("url", "must start with http:// or https://"));
+            }
+            if !s.args.is_empty() || !s.env.is_empty() || s.cwd.is_some() {
+                return Err(err(
+                    "url",
+                    "`args`, `env` and `cwd` are for a `command` server",
+                ));
+            }
+            if let Some(var) = &s.token_env
+                && (var.is_empty() || var.contains(char::is_whitespace))
+            {
+                return Err(err("token_env", "must name an environment variable"));
+            }
+            ServerSpec::Http {
+                url,
+                headers: s.headers,
+                token_env: s.token_env,
+            }
+        }
+    };
+    Ok(LiveCatalogSpec {
+        spec,
+        timeout,
+        file: path.to_owned(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<LiveCatalogSpec, InputError> {
+        parse_dataset_file(text, Path::new("d/dataset.yaml"), Path::new("d"))
+    }
+
+    #[test]
+    fn stdio_and_http_servers() {
+        let s = parse("catalog:\n  command: node\n  args: [s.js]\n  env: {A: b}\n").unwrap();
+        assert_eq!(
+            s.spec,
+            ServerSpec::Stdio {
+                command: "node".into(),
+                args: vec!["s.js".into()],
+                env: BTreeMap::from([("A".into(), "b".into())]),
+                cwd: Some(PathBuf::from("d")),
+            }
+        );
+        assert_eq!(s.timeout, DEFAULT_TIMEOUT);
+        let s = parse("catalog:\n  url: http://h/mcp\n  token_env: TOK\n  timeout_s: 5\n").unwrap();
+        assert_eq!(s.spec.label(), "http://h/mcp");
+        assert_eq!(s.timeout, Duration::from_secs(5));
+    }
+
+    #[test]
+    fn mistakes_name_the_line_and_field() {
+        let e = parse("catalog:\n  command: node\n  url: http://h\n").unwrap_err();
+        assert_eq!(e.location, "d/dataset.yaml:3");
+        assert_eq!(e.field.as_deref(), Some("catalog.url"));
+        let e = parse("catalog:\n  url: ftp://h\n").unwrap_err().to_string();
+        assert!(e.contains("must start with http://"), "{e}");
+        let e = parse("catalog:\n  comand: node\n").unwrap_err().to_string();
+        assert!(e.starts_with("d/dataset.yaml:2"), "{e}");
+        let e = parse("catalog: {}\n").unwrap_err().to_string();
+        assert!(e.contains("name a server"), "{e}");
+    }
+}
