@@ -19,7 +19,8 @@
 //!   the page with it removed too).
 //! - **No statistics here.** Every rate, interval, percentile, difference and verdict comes
 //!   from the `Summary`, the `Comparison` or the history points a command hands over; this
-//!   module only scales them to pixels, orders rows and cuts long lists with a count.
+//!   module only scales them to pixels, orders rows, shades each heatmap cell by its count's
+//!   share of the row (a colour, printed beside the count) and cuts long lists with a count.
 //!
 //! The page is well-formed XML as well as HTML (every element closed, only XML's five
 //! entities), so tests read it with an XML parser.
