@@ -144,13 +144,15 @@ pub fn compare(a: Side<'_>, b: Side<'_>, opts: CompareOptions) -> Result<Compari
 
     let visible_group = group(&visible, opts);
     let holdout_group = (!holdout.is_empty()).then(|| group(&holdout, opts));
-    let mut changed_cases: Vec<CaseComparison> = visible
+    // Every visible case with data in both arms, in case order; the changed ones are those
+    // whose interval excludes 0.
+    let case_differences: Vec<CaseComparison> = visible
         .iter()
         .filter_map(|(ca, cb)| {
             let (sa, sb) = (ca.metrics.get(opts.metric), cb.metrics.get(opts.metric));
             let iv = stats::newcombe_interval(sb.x, sb.n, sa.x, sa.n, opts.confidence)?;
             let difference = sb.x as f64 / sb.n as f64 - sa.x as f64 / sa.n as f64;
-            (iv.lo > 0.0 || iv.hi < 0.0).then(|| CaseComparison {
+            Some(CaseComparison {
                 dataset: ca.dataset.clone(),
                 case_id: ca.case_id.clone(),
                 a_x: sa.x,
@@ -162,6 +164,11 @@ pub fn compare(a: Side<'_>, b: Side<'_>, opts: CompareOptions) -> Result<Compari
                 hi: iv.hi,
             })
         })
+        .collect();
+    let mut changed_cases: Vec<CaseComparison> = case_differences
+        .iter()
+        .filter(|c| c.lo > 0.0 || c.hi < 0.0)
+        .cloned()
         .collect();
     // Gains first, largest first; then losses, largest first.
     changed_cases.sort_by(|x, y| {
@@ -193,6 +200,7 @@ pub fn compare(a: Side<'_>, b: Side<'_>, opts: CompareOptions) -> Result<Compari
         visible: visible_group,
         holdout: holdout_group,
         changed_cases,
+        case_differences,
         substitutions: substitutions(arm_a, arm_b),
     })
 }

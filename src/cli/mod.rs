@@ -50,7 +50,7 @@ pub enum Command {
     /// Check config, catalogs and fixtures without calling any model.
     Validate(SuiteArgs),
     /// Re-aggregate a finished run from its results.jsonl and print its report again; no
-    /// model is called, and nothing is written unless --format md or junit asks for a file.
+    /// model is called, and nothing is written unless --format md, junit or html asks for a file.
     Report(ReportArgs),
     /// Compare two arms paired by case: two arms of one run (`--variant base --variant terse`),
     /// or one arm of each of two runs. Which scores higher, with an interval, case by case and
@@ -249,7 +249,8 @@ pub struct ReportArgs {
     #[command(flatten)]
     pub gate: GateArgs,
     /// What to produce; repeatable: terminal (stdout), json (the summary on stdout), md
-    /// (RUN_DIR/report.md), junit (RUN_DIR/junit.xml) [default: terminal].
+    /// (RUN_DIR/report.md), junit (RUN_DIR/junit.xml), html (RUN_DIR/report.html) [default:
+    /// terminal].
     #[arg(long = "format", value_enum, value_name = "FORMAT")]
     pub formats: Vec<Format>,
 }
@@ -450,7 +451,8 @@ pub struct RunArgs {
     #[arg(long)]
     pub compare: bool,
     /// What to produce; repeatable: terminal (stdout), json (summary.json), csv
-    /// (results.csv), md (RUN_DIR/report.md), junit (RUN_DIR/junit.xml) [default: terminal,
+    /// (results.csv), md (RUN_DIR/report.md), junit (RUN_DIR/junit.xml), html
+    /// (RUN_DIR/report.html) [default: terminal,
     /// json, csv]. summary.json and results.csv are written whatever is chosen: they are the
     /// run's record, which `report`, `--resume` and `--baseline` read.
     #[arg(long = "format", value_enum, value_name = "FORMAT")]

@@ -3,7 +3,9 @@
 use std::path::{Path, PathBuf};
 
 use crate::error::Error;
-use crate::report::Summary;
+use crate::report::{
+    GateLevel, HtmlContext, Metric, Summary, Trend, TrendChange, TrendMove, TrendPoint,
+};
 
 /// A report format. clap validates the names before any work starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum)]
@@ -18,6 +20,8 @@ pub enum Format {
     Md,
     /// `junit.xml`: one testsuite per arm, one testcase per case and per gate.
     Junit,
+    /// `report.html`: one self-contained page with the verdict and charts (no network request).
+    Html,
 }
 
 /// The formats asked for, deduplicated and in a fixed order, or `default` when none were.
@@ -32,7 +36,7 @@ pub fn chosen(asked: &[Format], default: &[Format]) -> Vec<Format> {
     formats
 }
 
-/// Writes the file formats among `formats` (`md`, `junit`) into `run_dir` and returns the
+/// Writes the file formats among `formats` (`md`, `junit`, `html`) into `run_dir` and returns the
 /// paths written; terminal, JSON and CSV output are the commands' own business because
 /// `run` and `report` treat them differently.
 pub fn write_files(
@@ -54,6 +58,11 @@ pub fn write_files(
                 crate::report::render_junit(summary, &mut out)?;
                 ("junit.xml", out)
             }
+            Format::Html => {
+                let mut out = Vec::new();
+                write_html(summary, run_dir, &mut out)?;
+                ("report.html", out)
+            }
             Format::Terminal | Format::Json | Format::Csv => continue,
         };
         let path = run_dir.join(name);
@@ -61,6 +70,147 @@ pub fn write_files(
         written.push(path);
     }
     Ok(written)
+}
+
+/// The HTML report with what it shows beyond the summary: the comparison of a run with two
+/// arms (`run --compare`'s, or the same comparison computed here, as `toolscore compare`
+/// would), and each arm's trend from the history.jsonl beside the run folder. A history that
+/// cannot be read is named on stderr and in the page, and the report is written without it:
+/// the run's own figures do not depend on it.
+fn write_html(summary: &Summary, run_dir: &Path, out: &mut Vec<u8>) -> Result<(), Error> {
+    let mut ctx = HtmlContext::default();
+    let computed = match (&summary.comparison, summary.arms.len()) {
+        (None, 2) => {
+            let side = |arm| crate::compare::Side { summary, arm };
+            match crate::compare::compare(
+                side(0),
+                side(1),
+                crate::compare::CompareOptions {
+                    metric: Metric::Selection,
+                    confidence: summary.confidence,
+                    min_effect: 0.05,
+                    power: 0.8,
+                    intersect: false,
+                    holdout_apart: true,
+                },
+            ) {
+                Ok(c) => Some(c),
+                Err(e) => {
+                    ctx.comparison_note = Some(format!("The two arms are not compared: {e}."));
+                    None
+                }
+            }
+        }
+        (None, n) if n > 2 => {
+            ctx.comparison_note = Some(format!(
+                "{n} arms: `toolscore compare RUN_DIR --arm A --arm B` compares two of them."
+            ));
+            None
+        }
+        _ => None,
+    };
+    ctx.comparison = summary.comparison.as_ref().or(computed.as_ref());
+    let history = run_dir
+        .parent()
+        .unwrap_or_else(|| Path::new("."))
+        .join(crate::history::FILE_NAME);
+    if history.is_file() {
+        match trends(summary, &history) {
+            Ok(trends) => ctx.trends = trends,
+            Err(e) => {
+                eprintln!("warning: report.html shows no trend: {e}");
+                ctx.notes.push(format!("No trend: {e}"));
+            }
+        }
+    }
+    crate::report::render_html(summary, &ctx, out)
+}
+
+/// The series of each arm in the history file, on the rate its gates judge (pass when they
+/// judge pass and not selection; the history keeps only those two), each run paired with the
+/// previous one as `toolscore history` pairs them.
+fn trends(summary: &Summary, path: &Path) -> Result<Vec<Trend>, Error> {
+    let text = crate::input::read_text(path)?;
+    let lines = crate::history::parse(&text, &path.display().to_string())?;
+    let datasets: Vec<String> = summary
+        .run
+        .datasets
+        .iter()
+        .map(|d| d.name.clone())
+        .collect();
+    let mut trends = Vec::new();
+    for arm in &summary.arms {
+        let judged: Vec<Metric> = summary
+            .gate
+            .iter()
+            .flat_map(|g| &g.gates)
+            .filter(|g| g.arm == arm.arm && g.level != GateLevel::Baseline)
+            .filter_map(|g| g.metric.rate())
+            .collect();
+        let metric = if judged.contains(&Metric::Pass) && !judged.contains(&Metric::Selection) {
+            Metric::Pass
+        } else {
+            Metric::Selection
+        };
+        let id = &arm.arm;
+        let mine = lines
+            .iter()
+            .filter(|l| {
+                l.datasets == datasets
+                    && l.provider == id.provider
+                    && l.model == id.model
+                    && l.variant == id.variant
+            })
+            .cloned()
+            .collect();
+        for series in crate::history::series(mine, metric) {
+            let points: Vec<TrendPoint> = series
+                .points
+                .iter()
+                .map(|p| {
+                    let m = if metric == Metric::Pass {
+                        &p.line.metrics.pass
+                    } else {
+                        &p.line.metrics.selection
+                    };
+                    TrendPoint {
+                        run_id: p.line.run_id.clone(),
+                        finished_at: p.line.finished_at.clone(),
+                        mean: m.mean,
+                        lo: m.lo,
+                        hi: m.hi,
+                        cases: m.cases,
+                        n: m.n,
+                        change: p.change.as_ref().map(|c| TrendChange {
+                            difference: c
+                                .difference
+                                .as_ref()
+                                .map(|d| (d.mean, d.interval.lo, d.interval.hi)),
+                            cases: c.cases,
+                            moved: match c.moved {
+                                crate::history::Move::Drop => TrendMove::Drop,
+                                crate::history::Move::Rise => TrendMove::Rise,
+                                crate::history::Move::None => TrendMove::None,
+                            },
+                            catalog_changed: c.catalog_changed,
+                        }),
+                    }
+                })
+                .collect();
+            let current_run = points
+                .iter()
+                .any(|p| p.run_id == summary.run.run_id)
+                .then(|| summary.run.run_id.clone());
+            trends.push(Trend {
+                arm: id.clone(),
+                datasets: datasets.clone(),
+                metric,
+                points,
+                current_run,
+            });
+        }
+    }
+    Ok(trends)
 }
 
 /// Via a temporary file and a rename, so CI never uploads half a report.

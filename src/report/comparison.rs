@@ -31,6 +31,11 @@ pub struct Comparison {
     /// Visible cases whose Newcombe interval of the difference excludes 0, better first
     /// (largest gain), then worse (largest loss).
     pub changed_cases: Vec<CaseComparison>,
+    /// Every visible case with data in both arms, B − A with its Newcombe interval, in case
+    /// order (dataset, case id): the paired per-case differences the HTML report plots.
+    /// Absent from comparisons written before it was added.
+    #[serde(default)]
+    pub case_differences: Vec<CaseComparison>,
     /// Expected tool → tool chosen instead, scored trials of each arm (all cases, holdout
     /// included: counts only, no case names).
     pub substitutions: Vec<Substitution>,

@@ -634,6 +634,7 @@ mod tests {
             visible: group,
             holdout: None,
             changed_cases: vec![changed; 12],
+            case_differences: Vec::new(),
             substitutions: Vec::new(),
         });
         let mut out = Vec::new();

@@ -1,5 +1,6 @@
 //! Aggregation of the `TrialRecord` stream into a `Summary`, and the observers and renderers
-//! that show it: the terminal report, `report.md`, `junit.xml`, `results.csv`, progress.
+//! that show it: the terminal report, `report.md`, `report.html`, `junit.xml`, `results.csv`,
+//! progress.
 //!
 //! The aggregator keeps counters per (arm, case) and latency histograms per arm and per
 //! expected tool, so memory depends on the number of cases and tools, not trials. Every interval and threshold comes from
@@ -9,6 +10,7 @@
 mod aggregate;
 mod comparison;
 mod csv;
+mod html;
 mod junit;
 mod markdown;
 mod progress;
@@ -27,6 +29,7 @@ pub use comparison::{
     MeanDifference, Substitution, render_comparison,
 };
 pub use csv::ResultsCsv;
+pub use html::{HtmlContext, Trend, TrendChange, TrendMove, TrendPoint, render_html};
 pub use junit::render_junit;
 pub use markdown::{MAX_CHARS as MARKDOWN_MAX_CHARS, escape as escape_markdown, render_markdown};
 pub use progress::{Progress, ProgressMode};
