@@ -399,7 +399,7 @@ fn first_line(e: &McpError) -> String {
 struct Reconnecting<'a> {
     spec: &'a ServerSpec,
     timeout: Duration,
-    env: &'a dyn Fn(&str) -> Option<String>,
+    env: &'a (dyn Fn(&str) -> Option<String> + Sync),
     session: Option<McpSession>,
 }
 
@@ -432,7 +432,7 @@ impl Reconnecting<'_> {
 pub async fn probe(
     spec: &ServerSpec,
     timeout: Duration,
-    env: &dyn Fn(&str) -> Option<String>,
+    env: &(dyn Fn(&str) -> Option<String> + Sync),
     expected: Option<&[ExpectedCall]>,
 ) -> Result<ProbeReport, McpError> {
     let first = McpSession::connect(spec, timeout, env).await?;

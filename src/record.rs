@@ -134,6 +134,8 @@ pub enum CallKind {
     UnknownTool,
     /// No rule of the tool matched: an error result, and a gap in the script, reported apart.
     Unscripted,
+    /// Executed on the scenario's live MCP server; its result as the server returned it.
+    Live,
 }
 
 /// How a scenario trial was judged, with the counts its rates are built from.

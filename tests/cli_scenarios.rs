@@ -561,3 +561,79 @@ fn against_a_baseline_the_scenarios_whose_majority_sequence_drifted_are_named() 
     );
     assert!(md.contains("| ack | 0.000 ["), "{md}");
 }
+
+#[test]
+fn a_scenario_executes_its_live_tools_on_a_real_published_server_with_a_fresh_session_per_trial() {
+    let Some(modules) = support::published_servers() else {
+        return;
+    };
+    let command = support::server_command(&modules, "@modelcontextprotocol/server-everything");
+    let server = FakeServer::start_in_background(|req| {
+        let results = tool_results(req);
+        FakeResponse::ok(match results.first() {
+            None => tool_call_body(&[("echo", r#"{"message":"hello live"}"#)]),
+            Some(r) => text_body(&format!("The server said: {r}")),
+        })
+    });
+    let scenario = format!(
+        "description: echo on the real server\ncatalog:\n  command: {}\n  args: [{}]\nlive: [echo]\nmax_steps: 3\nmessages:\n  - role: user\n    content: Echo hello live.\nexpect:\n  sequence:\n    mode: exact\n    calls:\n      - tool: echo\n        args: {{message: hello live}}\n  answer:\n    contains: [\"Echo: hello live\"]\n",
+        command[0], command[1]
+    );
+    let dir = fake_project(&server.base_url, TOOLS, CASES, &[("live.yaml", &scenario)]);
+    let run = toolscore(
+        dir.path(),
+        &[
+            "run",
+            "--scenario",
+            "live.yaml",
+            "--trials",
+            "2",
+            "--concurrency",
+            "2",
+            "--run-id",
+            "r",
+            "--out",
+            "out",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.transcript());
+    let results = std::fs::read_to_string(dir.path().join("out/r/results.jsonl")).expect("results");
+    let recs: Vec<Value> = results
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("record"))
+        .collect();
+    assert_eq!(recs.len(), 2);
+    for r in &recs {
+        let call = &r["trajectory"]["calls"][0];
+        assert_eq!(call["kind"], "live", "{r}");
+        assert_eq!(call["content"], "Echo: hello live", "{r}");
+        assert_eq!(r["outcome"], "pass", "{r}");
+    }
+    // The catalog came from the server itself.
+    let summary: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("out/r/summary.json")).expect("summary"),
+    )
+    .expect("json");
+    assert!(
+        summary["run"]["scenarios"][0]["catalog_source"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("server-everything"),
+        "{}",
+        summary["run"]["scenarios"]
+    );
+
+    // `live` without a server, and a tool both live and scripted, are refused before any request.
+    let bad = scenario.replace(
+        "live: [echo]\n",
+        "live: [echo]\ntools:\n  echo:\n    - result: scripted\n",
+    );
+    std::fs::write(dir.path().join("bad.yaml"), bad).expect("write");
+    let r = toolscore(dir.path(), &["validate", "--scenario", "bad.yaml"]);
+    assert_eq!(r.code, 2, "{}", r.transcript());
+    assert!(
+        r.stderr.contains("`echo` is both live and scripted"),
+        "{}",
+        r.stderr
+    );
+}

@@ -336,7 +336,7 @@ impl McpSession {
     pub async fn connect(
         spec: &ServerSpec,
         timeout: Duration,
-        env: &dyn Fn(&str) -> Option<String>,
+        env: &(dyn Fn(&str) -> Option<String> + Sync),
     ) -> Result<McpSession, McpError> {
         Self::connect_noting_group(spec, timeout, env, &AtomicI32::new(0)).await
     }
@@ -346,7 +346,7 @@ impl McpSession {
     pub async fn connect_noting_group(
         spec: &ServerSpec,
         timeout: Duration,
-        env: &dyn Fn(&str) -> Option<String>,
+        env: &(dyn Fn(&str) -> Option<String> + Sync),
         group: &AtomicI32,
     ) -> Result<McpSession, McpError> {
         let server = spec.label();
@@ -717,7 +717,7 @@ pub async fn raw_initialize(
     spec: &ServerSpec,
     protocol_version: &str,
     timeout: Duration,
-    env: &dyn Fn(&str) -> Option<String>,
+    env: &(dyn Fn(&str) -> Option<String> + Sync),
 ) -> Result<Value, McpError> {
     let server = spec.label();
     let request = serde_json::json!({
@@ -871,7 +871,7 @@ pub async fn raw_initialize(
 pub async fn list_catalog(
     spec: &ServerSpec,
     timeout: Duration,
-    env: &dyn Fn(&str) -> Option<String>,
+    env: &(dyn Fn(&str) -> Option<String> + Sync),
 ) -> Result<LiveCatalog, McpError> {
     let session = McpSession::connect(spec, timeout, env).await?;
     let listed = session.list_tools().await;
@@ -888,7 +888,7 @@ pub async fn list_catalog(
 pub fn list_catalog_blocking(
     spec: &ServerSpec,
     timeout: Duration,
-    env: &dyn Fn(&str) -> Option<String>,
+    env: &(dyn Fn(&str) -> Option<String> + Sync),
 ) -> Result<LiveCatalog, McpError> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

@@ -237,7 +237,10 @@ impl RunSetup {
 /// Turns flags, config and environment into a setup; every check that can fail happens here,
 /// before any request or output file. `env` is injected so tests need not touch the process
 /// environment.
-pub fn build_plan(args: RunArgs, env: &dyn Fn(&str) -> Option<String>) -> Result<RunSetup, Error> {
+pub fn build_plan(
+    args: RunArgs,
+    env: &(dyn Fn(&str) -> Option<String> + Sync),
+) -> Result<RunSetup, Error> {
     let gates = super::parse_gates(&args.gate.gates)?;
     let super::LoadedSuite {
         config,
@@ -420,7 +423,7 @@ fn live_arm(
     name: &str,
     config: &Config,
     args: &RunArgs,
-    env: &dyn Fn(&str) -> Option<String>,
+    env: &(dyn Fn(&str) -> Option<String> + Sync),
 ) -> Result<Arm, Error> {
     let defaults = &config.defaults;
     let entry = match config.providers.get(name) {

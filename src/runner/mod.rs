@@ -20,6 +20,7 @@ use std::time::SystemTime;
 use tokio::sync::mpsc;
 
 use crate::catalog::Catalog;
+use crate::catalog::mcp::McpSession;
 use crate::error::Error;
 use crate::event::{
     ArmStart, Control, Observer, RawResponse, RawStep, RunEvent, RunTotals, StopScope, TrialKey,
@@ -618,6 +619,30 @@ async fn run_scenario_loop(
 ) -> Option<()> {
     let mut messages = scenario.messages.clone();
     let mut script = ScriptRun::new(&scenario.script, wording);
+    // A fresh session of the live server per trial: no state leaks between trials.
+    let session = match &scenario.server {
+        None => None,
+        Some(live) => {
+            let connected = tokio::select! {
+                s = McpSession::connect(&live.spec.spec, live.spec.timeout, &|n| std::env::var(n).ok()) => s,
+                () = shared.cancel.cancelled() => return None,
+            };
+            match connected {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    record.error_class = Some(ErrorClass::ServerError);
+                    record.error = Some(format!("live tools: {e}"));
+                    record.trajectory = Some(Trajectory {
+                        calls: Vec::new(),
+                        stop: LoopStop::Error,
+                        final_state: script.final_state(),
+                        step_latency_ms: Vec::new(),
+                    });
+                    return Some(());
+                }
+            }
+        }
+    };
     let mut calls = Vec::new();
     let mut step_latency_ms = Vec::new();
     let mut stop = LoopStop::StepLimit;
@@ -659,8 +684,27 @@ async fn run_scenario_loop(
             content: turn.text.clone(),
             tool_calls: tool_calls.clone(),
         });
+        let mut live_failed = false;
+        let mut cancelled = false;
         for c in &tool_calls {
-            let executed = script.execute(step, c, validators);
+            let executed = match &session {
+                Some(live) if scenario.is_live(&c.name) => {
+                    match execute_live(live, step, c, &shared.cancel).await {
+                        LiveOutcome::Answered(e) => e,
+                        LiveOutcome::Cancelled => {
+                            cancelled = true;
+                            break;
+                        }
+                        LiveOutcome::Failed(message) => {
+                            record.error_class = Some(ErrorClass::ServerError);
+                            record.error = Some(format!("live tool {}: {message}", c.name));
+                            live_failed = true;
+                            break;
+                        }
+                    }
+                }
+                _ => script.execute(step, c, validators),
+            };
             messages.push(Message::Tool {
                 call_id: c.id.clone().unwrap_or_default(),
                 content: executed.content.clone(),
@@ -668,9 +712,22 @@ async fn run_scenario_loop(
             });
             calls.push(executed);
         }
+        if cancelled {
+            if let Some(live) = session {
+                live.shutdown().await;
+            }
+            return None;
+        }
+        if live_failed {
+            stop = LoopStop::Error;
+            break;
+        }
         if step + 1 < scenario.max_steps {
             later = Some(arm.backend.prepare(&messages, catalog));
         }
+    }
+    if let Some(live) = session {
+        live.shutdown().await;
     }
     record.usage = total_usage(&record.turns);
     let trajectory = Trajectory {
@@ -697,6 +754,53 @@ async fn run_scenario_loop(
     }
     record.trajectory = Some(trajectory);
     Some(())
+}
+
+enum LiveOutcome {
+    Answered(crate::record::ExecutedCall),
+    /// The server failed (not a tool-execution error, which is an answer): the trial is an
+    /// infrastructure error, not a model failure.
+    Failed(String),
+    Cancelled,
+}
+
+/// One call executed on the live server. A tool-execution error (`isError`) is an answer the
+/// model reads; a broken connection or protocol error is the server's failure.
+async fn execute_live(
+    session: &McpSession,
+    step: u32,
+    call: &ToolCall,
+    cancel: &crate::provider::Cancel,
+) -> LiveOutcome {
+    let mut out = crate::record::ExecutedCall {
+        step,
+        tool: call.name.clone(),
+        arguments: call.arguments.clone(),
+        unparsed_arguments: call.unparsed_arguments.clone(),
+        kind: crate::record::CallKind::Live,
+        rule: None,
+        content: String::new(),
+        structured: None,
+        is_error: true,
+    };
+    if call.arguments_not_json() {
+        // Nothing a server could parse was produced; answer as a server's validation would.
+        out.content = "Invalid arguments: not valid JSON".to_owned();
+        return LiveOutcome::Answered(out);
+    }
+    let result = tokio::select! {
+        r = session.call_tool(&call.name, &call.arguments) => r,
+        () = cancel.cancelled() => return LiveOutcome::Cancelled,
+    };
+    match result {
+        Ok(r) => {
+            out.content = r.text();
+            out.structured = r.structured_content;
+            out.is_error = r.is_error;
+            LiveOutcome::Answered(out)
+        }
+        Err(e) => LiveOutcome::Failed(e.to_string()),
+    }
 }
 
 /// Token counts summed over the turns; a count stays unknown when no turn reported it.

@@ -36,7 +36,7 @@ struct RawDatasetFile {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RawServer {
+pub(crate) struct RawServer {
     command: Option<String>,
     #[serde(default)]
     args: Vec<String>,
@@ -89,10 +89,24 @@ pub fn parse_dataset_file(
             None => InputError::at(&file, None, "", &message),
         }
     })?;
-    let s = raw.catalog;
+    server_spec(raw.catalog, text, path, dir, "catalog")
+}
+
+/// A server named by a mapping (`catalog:` of a dataset.yaml or of a scenario): `text` is the
+/// file's text (for line numbers), `dir` the folder relative paths start from, `key` the
+/// mapping's field name in messages.
+pub(crate) fn server_spec(
+    s: RawServer,
+    text: &str,
+    path: &Path,
+    dir: &Path,
+    key: &str,
+) -> Result<LiveCatalogSpec, InputError> {
+    let file = path.display().to_string();
     let line_of = |key: &str| crate::catalog::line_of(text, &format!("{key}:"));
-    let err =
-        |key: &str, msg: &str| InputError::at(&file, line_of(key), &format!("catalog.{key}"), msg);
+    let err = |field: &str, msg: &str| {
+        InputError::at(&file, line_of(field), &format!("{key}.{field}"), msg)
+    };
     let timeout = match s.timeout_s {
         None => DEFAULT_TIMEOUT,
         Some(t) if t > 0.0 && t <= 3600.0 => Duration::from_secs_f64(t),
@@ -113,8 +127,8 @@ pub fn parse_dataset_file(
         (None, None) => {
             return Err(InputError::at(
                 &file,
-                line_of("catalog"),
-                "catalog",
+                line_of(key),
+                key,
                 "name a server: `command` (with `args`, `env`, `cwd`) for stdio, or `url` (with `headers`, `token_env`) for streamable HTTP",
             ));
         }

@@ -9,10 +9,12 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
+use super::live::LiveCatalogSpec;
 use super::script::{Effect, RuleCondition, RuleResponse, Script, ScriptRule, valid_expression};
 use super::variant::{CatalogVariant, load_variants};
+use crate::catalog::mcp::ServerIdentity;
 use crate::catalog::{line_of, load_catalog_file};
-use crate::error::InputError;
+use crate::error::{Error, InputError};
 use crate::message::Message;
 use crate::record::BASE_VARIANT;
 use crate::score::trajectory::{
@@ -42,6 +44,25 @@ pub struct Scenario {
     /// The result-wording variants its rules define, in name order.
     pub result_variants: Vec<String>,
     pub tags: Vec<String>,
+    /// The live MCP server the catalog was listed from, and which tools run on it.
+    pub server: Option<LiveTools>,
+}
+
+/// A scenario's live server: a fresh session per trial executes `tools` (all when `None`).
+pub struct LiveTools {
+    pub spec: LiveCatalogSpec,
+    pub identity: ServerIdentity,
+    /// The tools executed on the server; `None` = every tool.
+    pub tools: Option<std::collections::BTreeSet<String>>,
+}
+
+impl Scenario {
+    /// Whether calls of `tool` go to the live server (rather than to the script).
+    pub fn is_live(&self, tool: &str) -> bool {
+        self.server
+            .as_ref()
+            .is_some_and(|l| l.tools.as_ref().is_none_or(|t| t.contains(tool)))
+    }
 }
 
 impl Scenario {
@@ -74,8 +95,10 @@ impl Scenario {
 struct RawScenario {
     description: Option<String>,
     /// A dataset folder (its tools.json and variants) or a catalog file, relative to the
-    /// scenario file.
-    catalog: PathBuf,
+    /// scenario file; or a live MCP server (`{command, args, …}` or `{url, …}`).
+    catalog: RawCatalog,
+    /// Tools executed on the live server (`all`, or a list) instead of scripted.
+    live: Option<RawLive>,
     #[serde(default = "default_max_steps")]
     max_steps: u32,
     trials: Option<u32>,
@@ -88,6 +111,20 @@ struct RawScenario {
     expect: RawExpect,
     #[serde(default)]
     tags: Vec<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RawCatalog {
+    Path(PathBuf),
+    Server(super::live::RawServer),
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RawLive {
+    All(String),
+    Tools(Vec<String>),
 }
 
 fn default_max_steps() -> u32 {
@@ -223,10 +260,10 @@ struct RawAnswer {
 
 /// Loads every scenario a path names: a `.yaml`/`.yml` file, or each such file of a folder
 /// (name order; a README or other files are ignored).
-pub fn load_scenarios(path: &Path) -> Result<Vec<Scenario>, InputError> {
+pub fn load_scenarios(path: &Path) -> Result<Vec<Scenario>, Error> {
     let shown = path.display().to_string();
     if path.is_dir() {
-        let entries = std::fs::read_dir(path).map_err(|e| InputError::io(path, &e))?;
+        let entries = std::fs::read_dir(path).map_err(|e| Error::from(InputError::io(path, &e)))?;
         let mut files: Vec<PathBuf> = entries
             .filter_map(Result::ok)
             .map(|e| e.path())
@@ -239,21 +276,26 @@ pub fn load_scenarios(path: &Path) -> Result<Vec<Scenario>, InputError> {
                 None,
                 "",
                 "no scenario files (*.yaml) in this folder",
-            ));
+            )
+            .into());
         }
         return files.iter().map(|f| load_scenario(f)).collect();
     }
     if !path.exists() {
-        return Err(InputError::at(&shown, None, "", "scenario file not found"));
+        return Err(InputError::at(&shown, None, "", "scenario file not found").into());
     }
     Ok(vec![load_scenario(path)?])
 }
 
-/// Loads one scenario file.
-pub fn load_scenario(path: &Path) -> Result<Scenario, InputError> {
+/// Loads one scenario file (listing its live server's catalog, when it names one).
+pub fn load_scenario(path: &Path) -> Result<Scenario, Error> {
     let text = crate::input::read_text(path)?;
     let file = path.display().to_string();
-    let base = path.parent().unwrap_or(Path::new("."));
+    // A bare file name has the empty path as parent: the current folder.
+    let base = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
     let name = path
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
@@ -261,14 +303,71 @@ pub fn load_scenario(path: &Path) -> Result<Scenario, InputError> {
     parse_scenario(&text, &file, &name, base)
 }
 
-/// Parses scenario text named `file`; `catalog` is resolved against `base`.
-pub fn parse_scenario(
+/// The catalogs a scenario's `catalog:` names: files are read, a live server is listed (once,
+/// at load time; each trial then opens its own session to execute tools).
+fn resolve_catalog(
+    raw: RawCatalog,
     text: &str,
     file: &str,
-    name: &str,
     base: &Path,
-) -> Result<Scenario, InputError> {
-    let raw: RawScenario = serde_saphyr::from_str(text).map_err(|e| {
+) -> Result<
+    (
+        Vec<CatalogVariant>,
+        Option<(LiveCatalogSpec, ServerIdentity)>,
+    ),
+    Error,
+> {
+    match raw {
+        RawCatalog::Path(p) => {
+            let path = if p.is_relative() { base.join(&p) } else { p };
+            let catalogs = load_catalogs(&path).map_err(|e| {
+                if e.location.is_empty() {
+                    InputError::at(file, line_of(text, "catalog:"), "catalog", &e.message)
+                } else {
+                    e
+                }
+            })?;
+            Ok((catalogs, None))
+        }
+        RawCatalog::Server(server) => {
+            let spec = super::live::server_spec(server, text, Path::new(file), base, "catalog")?;
+            let listed =
+                crate::catalog::mcp::list_catalog_blocking(&spec.spec, spec.timeout, &|n| {
+                    std::env::var(n).ok()
+                })?;
+            let mut catalog = listed.catalog;
+            if catalog.tools.is_empty() {
+                return Err(InputError::at(
+                    file,
+                    line_of(text, "catalog:"),
+                    "catalog",
+                    &format!("the MCP server {} lists no tools", spec.spec.label()),
+                )
+                .into());
+            }
+            catalog.source = spec.spec.label();
+            let validators = ToolValidators::compile(&catalog).map_err(|(tool, message)| {
+                InputError::at(
+                    file,
+                    line_of(text, "catalog:"),
+                    &format!("catalog: tool {tool}"),
+                    &format!("the server's tool `{tool}` has an invalid input schema: {message}"),
+                )
+            })?;
+            Ok((
+                vec![CatalogVariant::base(
+                    Arc::new(catalog),
+                    Arc::new(validators),
+                )],
+                Some((spec, listed.server)),
+            ))
+        }
+    }
+}
+
+/// Parses scenario text named `file`; `catalog` is resolved against `base`.
+pub fn parse_scenario(text: &str, file: &str, name: &str, base: &Path) -> Result<Scenario, Error> {
+    let mut raw: RawScenario = serde_saphyr::from_str(text).map_err(|e| {
         let message = format!("invalid scenario: {e}");
         match e.location() {
             Some(loc) => InputError::at_column(
@@ -281,22 +380,24 @@ pub fn parse_scenario(
             None => InputError::at(file, None, "", &message),
         }
     })?;
+    let catalog = std::mem::replace(&mut raw.catalog, RawCatalog::Path(PathBuf::new()));
+    let (catalogs, server) = resolve_catalog(catalog, text, file, base)?;
+    Ok(build_scenario(raw, text, file, name, catalogs, server)?)
+}
+
+/// The scenario from its parsed fields and resolved catalogs: every reference checked.
+fn build_scenario(
+    raw: RawScenario,
+    text: &str,
+    file: &str,
+    name: &str,
+    catalogs: Vec<CatalogVariant>,
+    server: Option<(LiveCatalogSpec, ServerIdentity)>,
+) -> Result<Scenario, InputError> {
     let err = |needle: &str, field: &str, msg: &str| {
         InputError::at(file, line_of(text, needle), field, msg)
     };
 
-    let catalog_path = if raw.catalog.is_relative() {
-        base.join(&raw.catalog)
-    } else {
-        raw.catalog.clone()
-    };
-    let catalogs = load_catalogs(&catalog_path).map_err(|e| {
-        if e.location.is_empty() {
-            err("catalog:", "catalog", &e.message)
-        } else {
-            e
-        }
-    })?;
     let Some(base_catalog) = catalogs.first() else {
         return Err(err("catalog:", "catalog", "no catalog"));
     };
@@ -429,6 +530,60 @@ pub fn parse_scenario(
     }
     result_variants.sort();
 
+    let server = match (server, raw.live) {
+        (None, None) => None,
+        (None, Some(_)) => {
+            return Err(err(
+                "live:",
+                "live",
+                "`live` executes tools on a live MCP server: name one in `catalog` ({command, args} or {url})",
+            ));
+        }
+        (Some((spec, identity)), live) => {
+            let live_tools = match live {
+                None => None,
+                Some(RawLive::All(a)) if a == "all" => None,
+                Some(RawLive::All(other)) => {
+                    return Err(err(
+                        "live:",
+                        "live",
+                        &format!("`live` is `all` or a list of tool names (got `{other}`)"),
+                    ));
+                }
+                Some(RawLive::Tools(list)) => {
+                    for t in &list {
+                        if !tool_exists(t) {
+                            return Err(err(
+                                "live:",
+                                "live",
+                                &format!("`{t}` is not a tool of the server"),
+                            ));
+                        }
+                        if tools.contains_key(t) {
+                            return Err(err(
+                                &format!("{t}:"),
+                                &format!("tools.{t}"),
+                                &format!("`{t}` is both live and scripted; keep one"),
+                            ));
+                        }
+                    }
+                    Some(list.into_iter().collect())
+                }
+            };
+            if live_tools.is_none() && !tools.is_empty() {
+                return Err(err(
+                    "tools:",
+                    "tools",
+                    "every tool runs on the live server (`live: all`, the default with a server): list the live ones in `live: [...]` to script the others",
+                ));
+            }
+            Some(LiveTools {
+                spec,
+                identity,
+                tools: live_tools,
+            })
+        }
+    };
     let expect = build_expect(raw.expect, &tool_exists)
         .map_err(|(needle, field, msg)| err(&needle, &field, &msg))?;
 
@@ -448,6 +603,7 @@ pub fn parse_scenario(
         expect,
         result_variants,
         tags: raw.tags,
+        server,
     })
 }
 
