@@ -305,18 +305,18 @@ pub fn load_scenario(path: &Path) -> Result<Scenario, Error> {
 
 /// The catalogs a scenario's `catalog:` names: files are read, a live server is listed (once,
 /// at load time; each trial then opens its own session to execute tools).
+/// The catalogs a scenario's `catalog:` resolves to, and its live server when it names one.
+type ResolvedCatalog = (
+    Vec<CatalogVariant>,
+    Option<(LiveCatalogSpec, ServerIdentity)>,
+);
+
 fn resolve_catalog(
     raw: RawCatalog,
     text: &str,
     file: &str,
     base: &Path,
-) -> Result<
-    (
-        Vec<CatalogVariant>,
-        Option<(LiveCatalogSpec, ServerIdentity)>,
-    ),
-    Error,
-> {
+) -> Result<ResolvedCatalog, Error> {
     match raw {
         RawCatalog::Path(p) => {
             let path = if p.is_relative() { base.join(&p) } else { p };
