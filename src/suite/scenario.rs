@@ -303,13 +303,14 @@ pub fn load_scenario(path: &Path) -> Result<Scenario, Error> {
     parse_scenario(&text, &file, &name, base)
 }
 
-/// The catalogs a scenario's `catalog:` names: files are read, a live server is listed (once,
-/// at load time; each trial then opens its own session to execute tools).
 /// The catalogs a scenario's `catalog:` resolves to, and its live server when it names one.
 type ResolvedCatalog = (
     Vec<CatalogVariant>,
     Option<(LiveCatalogSpec, ServerIdentity)>,
 );
+
+/// The catalogs a scenario's `catalog:` names: files are read, a live server is listed (once,
+/// at load time; each trial then opens its own session to execute tools).
 
 fn resolve_catalog(
     raw: RawCatalog,
