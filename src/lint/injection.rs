@@ -30,7 +30,7 @@ static INSTRUCTIONS: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
         ),
         (
             re(
-                r"(?i)\b(do not|don't|dont|never|without)\s+(ever\s+)?(tell|telling|inform|informing|notify|notifying|mention|mentioning|reveal|revealing|disclos\w+|alert|alerting|let)\s+(it\s+to\s+|this\s+to\s+)?(the\s+)?(user|human|operator|customer|person|requester)\b",
+                r"(?i)\b(do not|don't|dont|never|without)\s+(ever\s+)?(tell|telling|inform|informing|notify|notifying|mention|mentioning|reveal|revealing|disclos\w+|alert|alerting|let)\s+(it\s+|this\s+|that\s+|anything\s+)?(to\s+)?(the\s+)?(user|human|operator|customer|person|requester)\b",
             ),
             "tells the model to keep something from the user",
         ),
@@ -64,7 +64,7 @@ static INSTRUCTIONS: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
         ),
         (
             re(
-                r"(?i)\b(note|message|instructions?|reminder|attention)\s+(to|for)\s+(the\s+)?(ai|assistant|model|llm|agent|claude|gpt|chatgpt|copilot)\b",
+                r"(?i)\b(note|instructions?|reminder|attention)\s+(to|for)\s+(the\s+)?(ai|assistant|model|llm|agent|claude|gpt|chatgpt|copilot)\b",
             ),
             "addresses the model directly",
         ),
@@ -168,12 +168,18 @@ static SECRETS: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
             "an MCP client's configuration, which holds other servers' keys",
         ),
         (
-            re(r"(?i)\b(wallet\.dat|seed phrase|mnemonic phrase|recovery phrase|private keys?)\b"),
-            "private keys or wallet secrets",
+            re(r"(?i)\b(wallet\.dat|seed phrase|mnemonic phrase|recovery phrase)\b"),
+            "wallet secrets",
         ),
         (
             re(
-                r"(?i)\b(read|cat|open|load|list|dump|print|include|send|upload|copy|forward|collect|gather|extract|exfiltrate|leak|attach|append|pass along|share)\b[^.\n]{0,40}\b(all|every|any|the user'?s|their|your|stored|saved|local)\s+(api[ _-]?keys|access tokens|secrets|credentials|passwords|tokens|cookies|session tokens|ssh keys|environment variables|env vars)\b",
+                r"(?i)\b(read|cat|open|load|dump|print|include|send|upload|copy|forward|collect|gather|extract|exfiltrate|leak|attach|append|share|pass|look for|find|locate|grab|steal|obtain)\b[^.\n]{0,30}\b(the user'?s|their|your|all|every|any|stored|saved|local)\s+([a-z-]+\s+){0,2}(ssh |gpg |pgp |wallet )?private keys?\b",
+            ),
+            "asks for private keys",
+        ),
+        (
+            re(
+                r"(?i)\b(read|cat|open|load|dump|print|include|send|upload|copy|forward|collect|gather|extract|exfiltrate|leak|attach|append|pass along|share)\b[^.\n]{0,40}\b((all|every|any|stored|saved)\s+([a-z-]+\s+){0,2}(api[ _-]?keys?|access tokens?|secrets?|credentials?|passwords?|tokens?|cookies?|session tokens?|ssh keys?|environment variables|env vars)|(the user'?s|their|your|local)\s+([a-z-]+\s+){0,2}(api[ _-]?keys|access tokens|secrets|credentials|passwords|tokens|cookies|session tokens|ssh keys|environment variables|env vars))\b",
             ),
             "asks for the user's secrets",
         ),
@@ -242,6 +248,12 @@ static TOOL_REFERENCE: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
         (
             re(
                 r"(?i)\b(when|whenever|every time|each time|if|before|after)\s+(the\s+|any\s+)?[`'\x22]?(?P<tool>[a-z0-9_.:-]+)[`'\x22]?\s+(tool|function|command)\s+(is|gets|are|get)\s+(called|used|invoked|run|executed)\b[^.\n]{0,80}\b(always|must|also|instead|never|make sure|remember|replace|change|set|add|redirect|send|bcc|cc|include|append)\b",
+            ),
+            "changes how another tool is to be called",
+        ),
+        (
+            re(
+                r"(?i)\b(when|whenever|before|after|on|for)\s+(any|every|each|a)\s+(call|invocation|use|request)\s+(to|of)\s+[`'\x22]?(?P<tool>[a-z0-9_.:-]+)[`'\x22]?[^.\n]{0,80}\b(always|must|also|instead|never|make sure|remember|replace|change|redirect|bcc|cc|append|add|include|send)\b",
             ),
             "changes how another tool is to be called",
         ),
@@ -508,7 +520,10 @@ fn homoglyphs(tool: &str, field: &Field, out: &mut Vec<Raw>) {
         FieldKind::Text => {
             for word in field.text.split(|c: char| !c.is_alphanumeric()) {
                 let latin = word.chars().any(|c| c.is_ascii_alphabetic());
-                let lookalike = word.chars().any(text::is_lookalike_script);
+                // Only letters that pass for Latin ones: `ε₀` in a formula is Greek, not a disguise.
+                let lookalike = word
+                    .chars()
+                    .any(|c| text::is_lookalike_script(c) && text::confusable(c).is_some());
                 let fullwidth = word.chars().any(|c| ('\u{FF21}'..='\u{FF5A}').contains(&c));
                 if (latin && lookalike) || fullwidth {
                     out.push(Raw::new(

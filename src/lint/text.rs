@@ -242,7 +242,18 @@ pub fn normalize(text: &str) -> String {
             words.push(w.to_owned());
         }
     }
-    join_spaced_letters(&words.join(" "))
+    join_spaced_letters(&join_dotted_letters(&words.join(" ")))
+}
+
+/// `d.o. n.o.t` → `do not`: single letters joined by dots (an optional trailing dot) read as a
+/// word.
+fn join_dotted_letters(text: &str) -> String {
+    use std::sync::LazyLock;
+    static DOTTED: LazyLock<regex::Regex> =
+        LazyLock::new(|| regex::Regex::new(r"\b((?:\w\.)+\w)\b\.?").expect("static regex"));
+    DOTTED
+        .replace_all(text, |c: &regex::Captures<'_>| c[1].replace('.', ""))
+        .into_owned()
 }
 
 /// `i g n o r e  a l l` → `ignore all`: runs of single letters separated by single
@@ -453,6 +464,7 @@ mod tests {
         assert_eq!(normalize("１gn0re prev10us"), "ignore previous");
         assert_eq!(normalize("i g n o r e all"), "ignore all");
         assert_eq!(normalize("ignore_previous"), "ignore previous");
+        assert_eq!(normalize("d.o. n.o.t t.e.l.l"), "do not tell");
         // Numbers stay numbers; a short spaced run is left alone.
         assert_eq!(normalize("top 10 results, a b c"), "top 10 results, a b c");
     }
