@@ -111,7 +111,11 @@ fn interval(x: u64, n: u64) -> String {
 
 #[test]
 fn recall_on_the_adversarial_corpus_and_false_positives_on_the_benign_corpus() {
-    let adversarial = per_tool(&catalogs(&data().join("adversarial")));
+    let all = per_tool(&catalogs(&data().join("adversarial")));
+    // holdout.json was written after the rules were tuned on the rest, and measured once: its
+    // recall is the out-of-sample figure, reported apart and guarded against regressions only.
+    let (holdout, adversarial): (Vec<_>, Vec<_>) =
+        all.into_iter().partition(|t| t.0.contains("holdout.json#"));
     let benign = per_tool(&catalogs(&data().join("benign")));
     assert!(
         adversarial.len() >= 100,
@@ -137,6 +141,19 @@ fn recall_on_the_adversarial_corpus_and_false_positives_on_the_benign_corpus() {
         }
     }
     let recall = interval(caught, adversarial.len() as u64);
+    let held = holdout.iter().filter(|t| t.1).count() as u64;
+    assert_eq!(holdout.len(), 30, "the held-out file");
+    println!(
+        "held-out recall (written after tuning): {}",
+        interval(held, holdout.len() as u64)
+    );
+    for t in holdout.iter().filter(|t| !t.1) {
+        println!("held-out missed: {}", t.0);
+    }
+    assert!(
+        held >= 21,
+        "held-out recall fell below the 21/30 first measured"
+    );
     let fp = interval(flagged.len() as u64, benign.len() as u64);
     println!("adversarial recall (poisoned tools with an injection error): {recall}");
     println!("benign false positives (tools with an injection error): {fp}");
