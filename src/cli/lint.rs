@@ -207,17 +207,15 @@ pub(crate) fn lint_command(args: &LintArgs) -> Result<ExitCode, Error> {
             buffer.push(b'\n');
         }
         LintFormat::Sarif => {
-            let line_fns: Vec<Box<dyn Fn(&crate::lint::Finding) -> Option<usize> + '_>> = linted
-                .iter()
-                .map(|l| {
-                    Box::new(move |f: &crate::lint::Finding| render::line_in(&l.text, f))
-                        as Box<dyn Fn(&crate::lint::Finding) -> Option<usize>>
-                })
-                .collect();
+            let line_of = |l: &Linted| {
+                let text = l.text.clone();
+                move |f: &crate::lint::Finding| render::line_in(&text, f)
+            };
+            let line_fns: Vec<_> = linted.iter().map(line_of).collect();
             let runs: Vec<(&LintReport, String, render::LineOf<'_>)> = linted
                 .iter()
                 .zip(&line_fns)
-                .map(|(l, f)| (&l.report, l.uri.clone(), f.as_ref() as render::LineOf<'_>))
+                .map(|(l, f)| (&l.report, l.uri.clone(), f as render::LineOf<'_>))
                 .collect();
             let v = render::sarif(&runs, env!("CARGO_PKG_VERSION"));
             buffer = serde_json::to_vec_pretty(&v)

@@ -220,7 +220,7 @@ fn optional(tool: &str, p: &super::schema::Property<'_>, pdesc: &str, out: &mut 
             t,
             p.path.clone(),
             format!("`{}` is optional, but neither a `default` nor the description says what happens when it is omitted", p.name),
-            format!("Add `default`, or end the description with \"Omit for …\"."),
+            "Add `default`, or end the description with \"Omit for …\".",
         ));
     }
 }

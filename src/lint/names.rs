@@ -275,20 +275,20 @@ pub(crate) fn check(catalog: &Catalog, out: &mut Vec<Raw>) {
             ));
         }
         let w = words(name);
-        if !w.is_empty() && w.iter().all(|w| GENERIC_WORDS.contains(&w.as_str())) {
-            if let Some(object) = described_object(&tool.description)
-                && !w.contains(&object)
-            {
-                out.push(Raw::new(
-                    "name-too-generic",
-                    t,
-                    "name",
-                    format!(
-                        "`{name}` names no object, while the description says it acts on a {object}"
-                    ),
-                    format!("Rename it `{}`.", suggestion(name, &tool.description)),
-                ));
-            }
+        if !w.is_empty()
+            && w.iter().all(|w| GENERIC_WORDS.contains(&w.as_str()))
+            && let Some(object) = described_object(&tool.description)
+            && !w.contains(&object)
+        {
+            out.push(Raw::new(
+                "name-too-generic",
+                t,
+                "name",
+                format!(
+                    "`{name}` names no object, while the description says it acts on a {object}"
+                ),
+                format!("Rename it `{}`.", suggestion(name, &tool.description)),
+            ));
         }
     }
     for (name, n) in &by_name {
