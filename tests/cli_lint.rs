@@ -42,7 +42,7 @@ fn an_injection_is_an_error_and_exits_1_with_its_fix() {
         "error   injection-instruction  get_invoice.description",
         "error   injection-secret-reference  get_invoice.description",
         "fix: ",
-        "tokens: 1 tools",
+        "1 tools ≈ ",
     ] {
         assert!(run.stdout.contains(want), "{want}\n{}", run.stdout);
     }

@@ -25,12 +25,7 @@ pub fn text(report: &LintReport, out: &mut dyn Write) -> io::Result<()> {
         writeln!(out, "        {}", f.message)?;
         writeln!(out, "        fix: {}", f.fix)?;
     }
-    writeln!(
-        out,
-        "tokens: {} (estimate: {})",
-        super::tokens::describe(&report.footprint, report.tools),
-        report.footprint.method
-    )?;
+    writeln!(out, "tokens estimated as {}", report.footprint.method)?;
     let accepted = if report.suppressed.is_empty() {
         String::new()
     } else {
