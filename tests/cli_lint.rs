@@ -242,3 +242,45 @@ fn monthly_cost_and_the_rule_list() {
         run.stdout
     );
 }
+
+#[test]
+fn from_a_run_ranks_findings_by_measured_misses() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let run_dir = dir.path().join("run");
+    std::fs::create_dir_all(&run_dir).expect("mkdir");
+    for f in ["summary.json", "results.jsonl"] {
+        std::fs::copy(root.join("tests/data/report-run").join(f), run_dir.join(f)).expect("copy");
+    }
+    let catalog = root.join("datasets/billing/tools.json");
+    let run = toolscore(
+        dir.path(),
+        &["lint", catalog.to_str().unwrap(), "--from", "run"],
+    );
+    assert_eq!(run.code, 0, "{}", run.transcript());
+    assert!(
+        run.stdout
+            .contains("findings ranked by measured selection misses"),
+        "{}",
+        run.stdout
+    );
+    // Every ranked line carries the recall with its count and interval, most misses first.
+    let misses: Vec<u64> = run
+        .stdout
+        .lines()
+        .filter(|l| l.contains(": selection recall "))
+        .map(|l| {
+            assert!(l.contains('/') && l.contains('['), "{l}");
+            l.rsplit(", ")
+                .next()
+                .unwrap()
+                .trim_end_matches(" missed")
+                .parse()
+                .unwrap()
+        })
+        .collect();
+    assert!(misses.len() >= 3, "{}", run.stdout);
+    assert!(misses.windows(2).all(|w| w[0] >= w[1]), "{misses:?}");
+    let bad = toolscore(dir.path(), &["lint", "--from", "run", "--json"]);
+    assert_eq!(bad.code, 2, "{}", bad.transcript());
+}

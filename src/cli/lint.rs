@@ -23,7 +23,7 @@ pub enum LintFormat {
 pub struct LintArgs {
     /// What to lint: a catalog file (MCP tools/list result, OpenAI `tools`, Anthropic `tools`)
     /// or a dataset folder (its tools.json). Repeatable.
-    #[arg(value_name = "SOURCE", required_unless_present = "rules")]
+    #[arg(value_name = "SOURCE", required_unless_present_any = ["rules", "from"])]
     pub sources: Vec<PathBuf>,
     /// Config whose `lint:` section turns rules off, re-levels them and accepts findings
     /// [default: toolscore.yaml when it exists].
@@ -44,6 +44,10 @@ pub struct LintArgs {
     /// Price of a million input tokens, for the monthly cost [default: the config's].
     #[arg(long, value_name = "PRICE")]
     pub price_per_mtok: Option<f64>,
+    /// A finished run (reports/<run-id>): rank the findings by the measured selection failures
+    /// of their tools. Lints the SOURCE given, or else the catalogs the run recorded.
+    #[arg(long, value_name = "RUN_DIR")]
+    pub from: Option<PathBuf>,
     /// List every rule (id, category, default severity, what it checks) and exit.
     #[arg(long)]
     pub rules: bool,
@@ -174,8 +178,20 @@ pub(crate) fn lint_command(args: &LintArgs) -> Result<ExitCode, Error> {
         }
         options.price_per_million_input_tokens = Some(p);
     }
-    let sources = args
-        .sources
+    let run = match &args.from {
+        Some(dir) => Some(super::load_run(dir)?),
+        None => None,
+    };
+    let source_args: Vec<PathBuf> = match (&run, args.sources.is_empty()) {
+        (Some(summary), true) => summary
+            .run
+            .datasets
+            .iter()
+            .map(|d| PathBuf::from(&d.catalog_source))
+            .collect(),
+        _ => args.sources.clone(),
+    };
+    let sources = source_args
         .iter()
         .map(|s| Source::resolve(s))
         .collect::<Result<Vec<_>, _>>()?;
@@ -188,6 +204,15 @@ pub(crate) fn lint_command(args: &LintArgs) -> Result<ExitCode, Error> {
     } else {
         args.format
     };
+    if let Some(summary) = &run {
+        if format != LintFormat::Text || args.output.is_some() {
+            return Err(usage(
+                "--from ranks findings as text on stdout; drop --format, --json and --output",
+            ));
+        }
+        let dir = args.from.as_deref().unwrap_or(Path::new("."));
+        return ranked_by_run(summary, &linted, dir);
+    }
     let mut buffer = Vec::new();
     match format {
         LintFormat::Text => {
@@ -243,6 +268,90 @@ pub(crate) fn lint_command(args: &LintArgs) -> Result<ExitCode, Error> {
     if errors > 0 && (args.output.is_some() || format != LintFormat::Text) {
         eprintln!("{errors} error-level finding(s)");
     }
+    Ok(if errors > 0 {
+        ExitCode::GateFailed
+    } else {
+        ExitCode::Pass
+    })
+}
+
+/// Prints each catalog's findings ranked by the run's measured selection misses per expected
+/// tool (the first arm that expected it), and exits as a plain lint would.
+fn ranked_by_run(
+    summary: &crate::report::Summary,
+    linted: &[Linted],
+    dir: &Path,
+) -> Result<ExitCode, Error> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let w = |e| Error::io("cannot write the findings", e);
+    for l in linted {
+        if let Some(d) = summary
+            .run
+            .datasets
+            .iter()
+            .find(|d| d.catalog_source == l.report.source)
+            && d.catalog_fingerprint != l.report.fingerprint
+        {
+            eprintln!(
+                "note: {} changed since run {} (fingerprint {} then, {} now)",
+                l.report.source, summary.run.run_id, d.catalog_fingerprint, l.report.fingerprint
+            );
+        }
+        for arm in &summary.arms {
+            let measured: Vec<crate::lint::rank::MeasuredTool> = arm
+                .tool_accuracy
+                .iter()
+                .filter(|t| t.recall.n > 0)
+                .filter(|t| {
+                    l.report
+                        .findings
+                        .iter()
+                        .any(|f| f.tool.as_deref() == Some(&t.tool))
+                        || crate::lint::rank::known_tool(&l.report, &t.tool)
+                })
+                .map(|t| crate::lint::rank::MeasuredTool {
+                    tool: t.tool.clone(),
+                    x: t.recall.x,
+                    n: t.recall.n,
+                    interval: t.recall.interval.map(|i| (i.lo, i.hi)),
+                })
+                .collect();
+            let ranked = crate::lint::rank::rank(&l.report, &measured);
+            let heading = format!(
+                "{}: findings ranked by measured selection misses in run {} ({}, arm {}/{}; {:.0}% intervals from the run's summary)",
+                l.report.source,
+                summary.run.run_id,
+                dir.display(),
+                arm.arm.provider,
+                arm.arm.variant,
+                summary.confidence * 100.0
+            );
+            crate::lint::rank::render(&ranked, &heading, &mut out).map_err(w)?;
+            writeln!(out).map_err(w)?;
+        }
+        let others: Vec<_> = l
+            .report
+            .findings
+            .iter()
+            .filter(|f| f.tool.is_none())
+            .collect();
+        for f in others {
+            writeln!(
+                out,
+                "{:<7} {}  {}: {}",
+                f.severity.label(),
+                f.rule,
+                f.location(),
+                f.message
+            )
+            .map_err(w)?;
+        }
+    }
+    let errors: usize = linted
+        .iter()
+        .map(|l| l.report.count(crate::lint::Severity::Error))
+        .sum();
     Ok(if errors > 0 {
         ExitCode::GateFailed
     } else {

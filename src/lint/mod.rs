@@ -16,6 +16,7 @@ mod descriptions;
 mod injection;
 mod names;
 mod providers;
+pub mod rank;
 pub mod render;
 mod schema;
 mod text;

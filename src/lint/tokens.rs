@@ -201,10 +201,17 @@ mod tests {
             )
             .is_empty()
         );
-        // The catalog summary is always there, as info.
-        assert_eq!(
-            findings_of(&catalog(vec![clean_tool("get_invoice")]), "tokens-catalog").len(),
-            1
+        // The catalog summary is there by default, as info, and goes when turned off.
+        let c = catalog(vec![clean_tool("get_invoice")]);
+        assert_eq!(findings_of(&c, "tokens-catalog").len(), 1);
+        let mut o = LintOptions::default();
+        o.levels
+            .insert("tokens-catalog".into(), super::super::Level::Off);
+        assert!(
+            !super::super::lint(&c, &o)
+                .findings
+                .iter()
+                .any(|f| f.rule == "tokens-catalog")
         );
     }
 }
