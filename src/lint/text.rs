@@ -404,9 +404,11 @@ fn percent_decode(text: &str) -> String {
 }
 
 fn html_entities(text: &str) -> String {
-    let re = regex::Regex::new(r"&#(x[0-9a-fA-F]+|[0-9]+);|&(lt|gt|amp|quot|apos);")
-        .expect("static regex");
-    re.replace_all(text, |c: &regex::Captures<'_>| {
+    static RE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"&#(x[0-9a-fA-F]+|[0-9]+);|&(lt|gt|amp|quot|apos);")
+            .expect("static regex")
+    });
+    RE.replace_all(text, |c: &regex::Captures<'_>| {
         if let Some(n) = c.get(1) {
             let s = n.as_str();
             let code = match s.strip_prefix('x') {
@@ -430,9 +432,10 @@ fn html_entities(text: &str) -> String {
 }
 
 fn unicode_escapes(text: &str) -> String {
-    let re = regex::Regex::new(r"\\u\{?([0-9a-fA-F]{2,6})\}?|\\x([0-9a-fA-F]{2})")
-        .expect("static regex");
-    re.replace_all(text, |c: &regex::Captures<'_>| {
+    static RE: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"\\u\{?([0-9a-fA-F]{2,6})\}?|\\x([0-9a-fA-F]{2})").expect("static regex")
+    });
+    RE.replace_all(text, |c: &regex::Captures<'_>| {
         let hex = c.get(1).or_else(|| c.get(2)).map_or("", |m| m.as_str());
         u32::from_str_radix(hex, 16)
             .ok()
