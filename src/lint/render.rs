@@ -65,7 +65,8 @@ pub type LineOf<'a> = &'a dyn Fn(&Finding) -> Option<usize>;
 /// SARIF 2.1.0: one run, the rule table in `tool.driver.rules`, one result per finding with
 /// its `ruleId`, `level`, `message`, a physical location (the catalog file and line, so
 /// code-scanning UIs can place it) and a logical location (`tool.path`).
-/// `uri_of` gives each report's file as a URI relative to the repository root.
+/// Each report comes with its file's URI (as given on the command line, relative to where lint
+/// ran) and a function giving a finding's line in it.
 pub fn sarif(reports: &[(&LintReport, String, LineOf<'_>)], version: &str) -> Value {
     let rules: Vec<Value> = RULES
         .iter()
@@ -113,7 +114,6 @@ pub fn sarif(reports: &[(&LintReport, String, LineOf<'_>)], version: &str) -> Va
         "runs": [{
             "tool": {"driver": {
                 "name": "toolscore",
-                "informationUri": "https://github.com/toolscore/toolscore",
                 "semanticVersion": version,
                 "version": version,
                 "rules": rules,
