@@ -15,6 +15,7 @@ pub mod gate;
 pub mod history;
 pub mod input;
 pub mod json;
+pub mod lint;
 pub mod message;
 pub mod planner;
 pub mod probe;

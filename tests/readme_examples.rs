@@ -51,6 +51,11 @@ fn project_copy() -> tempfile::TempDir {
     )
     .expect("config");
     copy_dir(&root.join("datasets"), &dir.path().join("datasets"));
+    // The lint examples read the corpora.
+    copy_dir(
+        &root.join("tests/data/lint"),
+        &dir.path().join("tests/data/lint"),
+    );
     dir
 }
 

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use clap::{Args, Parser, Subcommand};
 
 mod catalog;
+mod lint;
 mod output;
 mod plan;
 mod probe;
@@ -27,7 +28,8 @@ use crate::suite::{Config, Dataset, load_config, load_dataset};
 const EXIT_CODES_HELP: &str = "Exit codes:
   0  run completed (and every --gate passed)
   1  a --gate (or --baseline) failed; history --fail-on-drop: the newest run dropped;
-     catalog diff: a tool changed under the same server version; probe: a check failed
+     catalog diff: a tool changed under the same server version; probe: a check failed;
+     lint: an error-level finding
   2  bad input or usage (nothing was run)
   3  a --gate is inconclusive: not enough evidence yet (compare: a verdict not yet decided)
   4  too many infrastructure errors to judge (see --max-infra-error-rate), or trials lost
@@ -64,6 +66,10 @@ pub enum Command {
     /// DIR/history.jsonl, which every `run` appends to: each run's case-level score, and against
     /// the previous run the paired difference, flagged only when its interval excludes 0.
     History(HistoryArgs),
+    /// Check a tool catalog before any model reads it: names, descriptions, schemas, provider
+    /// compatibility, token footprint and injection payloads. Local, offline, deterministic.
+    /// Exit 1 when any error-level finding remains, 0 otherwise, 2 on bad input.
+    Lint(lint::LintArgs),
     /// Work with recorded cassettes.
     #[command(subcommand)]
     Cassette(CassetteCommand),
@@ -507,6 +513,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Error> {
             Ok(ExitCode::Pass)
         }
         Command::Report(args) => report_command(&args),
+        Command::Lint(args) => lint::lint_command(&args),
         Command::Compare(args) => compare_command(&args),
         Command::Plan(args) => plan_command(&args),
         Command::History(args) => history_command(&args),

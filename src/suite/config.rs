@@ -20,6 +20,9 @@ pub struct Config {
     /// Scenario files or folders of them (`scenarios/`), run beside the datasets.
     #[serde(default)]
     pub scenarios: Vec<PathBuf>,
+    /// `toolscore lint`: rules turned off or re-levelled, accepted findings, thresholds.
+    #[serde(default)]
+    pub lint: crate::lint::LintConfig,
 }
 
 /// Run defaults; flags override them.
@@ -131,6 +134,14 @@ pub fn parse_config(text: &str, file: &str, base: &Path) -> Result<Config, Input
             (_, None) => {}
         }
     }
+    if let Some((field, id)) = config.lint.unknown_rules().into_iter().next() {
+        return Err(InputError::at(
+            file,
+            crate::catalog::line_of(text, &id),
+            &field,
+            &format!("unknown lint rule `{id}`; `toolscore lint --rules` lists them"),
+        ));
+    }
     if let Some(d) = &config.defaults.provider
         && !config.providers.contains_key(d)
     {
@@ -169,6 +180,39 @@ mod tests {
             c.providers["demo"].cassette.as_deref(),
             Some(Path::new("/proj/rec/x.cassette.jsonl.gz"))
         );
+    }
+
+    #[test]
+    fn a_lint_section_turns_rules_off_relevels_and_allows() {
+        let c = parse_config(
+            "lint:\n  rules:\n    name-convention: off\n    provider-gemini: error\n  allow:\n    apply_credit: [param-generic-name]\n  min_tool_description: 20\n  requests_per_month: 40000\n",
+            "toolscore.yaml",
+            Path::new("."),
+        )
+        .unwrap();
+        assert_eq!(c.lint.rules["name-convention"], crate::lint::Level::Off);
+        assert_eq!(c.lint.rules["provider-gemini"], crate::lint::Level::Error);
+        assert_eq!(c.lint.allow["apply_credit"], vec!["param-generic-name"]);
+        assert_eq!(c.lint.min_tool_description, Some(20));
+        let e = parse_config(
+            "lint:\n  rules:\n    no-such-rule: off\n",
+            "toolscore.yaml",
+            Path::new("."),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("toolscore.yaml:3: lint.rules.no-such-rule: unknown lint rule"),
+            "{e}"
+        );
+        let e = parse_config(
+            "lint:\n  rules:\n    name-convention: loud\n",
+            "toolscore.yaml",
+            Path::new("."),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("toolscore.yaml:3"), "{e}");
     }
 
     #[test]

@@ -1,0 +1,384 @@
+//! `toolscore lint SOURCE…`: read each catalog, the `lint:` section of the config and the
+//! tools' inline allows, run the pure `lint` module, render, and exit 1 on any error finding.
+
+use std::path::{Path, PathBuf};
+
+use clap::{Args, ValueEnum};
+
+use super::usage;
+use crate::error::{Error, ExitCode, InputError};
+use crate::lint::{LintOptions, LintReport, RULES, render};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LintFormat {
+    /// Findings with their fixes, for people.
+    Text,
+    /// Every report as JSON.
+    Json,
+    /// SARIF 2.1.0, for code-scanning UIs.
+    Sarif,
+}
+
+#[derive(Debug, Args)]
+pub struct LintArgs {
+    /// What to lint: a catalog file (MCP tools/list result, OpenAI `tools`, Anthropic `tools`)
+    /// or a dataset folder (its tools.json). Repeatable.
+    #[arg(value_name = "SOURCE", required_unless_present_any = ["rules", "from"])]
+    pub sources: Vec<PathBuf>,
+    /// Config whose `lint:` section turns rules off, re-levels them and accepts findings
+    /// [default: toolscore.yaml when it exists].
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = LintFormat::Text)]
+    pub format: LintFormat,
+    /// Same as --format json.
+    #[arg(long, conflicts_with = "format")]
+    pub json: bool,
+    /// Write the output to FILE instead of stdout (e.g. results.sarif for code scanning).
+    #[arg(long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Requests a month, for the monthly token figure [default: the config's].
+    #[arg(long, value_name = "N")]
+    pub requests_per_month: Option<u64>,
+    /// Price of a million input tokens, for the monthly cost [default: the config's].
+    #[arg(long, value_name = "PRICE")]
+    pub price_per_mtok: Option<f64>,
+    /// A finished run (reports/<run-id>): rank the findings by the measured selection failures
+    /// of their tools. Lints the SOURCE given, or else the catalogs the run recorded.
+    #[arg(long, value_name = "RUN_DIR")]
+    pub from: Option<PathBuf>,
+    /// List every rule (id, category, default severity, what it checks) and exit.
+    #[arg(long)]
+    pub rules: bool,
+}
+
+/// Where a catalog comes from. A file or a dataset folder today; the enum is where a live
+/// server source will go, with the same lint behind it.
+#[derive(Debug, Clone)]
+enum Source {
+    File(PathBuf),
+    Dataset(PathBuf),
+}
+
+impl Source {
+    fn resolve(arg: &Path) -> Result<Source, Error> {
+        if arg.is_dir() {
+            let tools = arg.join("tools.json");
+            if !tools.is_file() {
+                return Err(usage(&format!(
+                    "{}: a dataset folder holds tools.json; this one does not",
+                    arg.display()
+                )));
+            }
+            return Ok(Source::Dataset(arg.to_owned()));
+        }
+        if arg.is_file() {
+            return Ok(Source::File(arg.to_owned()));
+        }
+        Err(usage(&format!(
+            "{}: no such catalog file or dataset folder",
+            arg.display()
+        )))
+    }
+
+    fn file(&self) -> PathBuf {
+        match self {
+            Source::File(p) => p.clone(),
+            Source::Dataset(d) => d.join("tools.json"),
+        }
+    }
+}
+
+/// One catalog read for linting: its text (for line numbers) and its report.
+struct Linted {
+    uri: String,
+    text: String,
+    report: LintReport,
+}
+
+fn lint_source(source: &Source, base: &LintOptions) -> Result<Linted, Error> {
+    let path = source.file();
+    let name = path.display().to_string();
+    let text = crate::input::read_text(&path)?;
+    let catalog = crate::catalog::parse_catalog(&text, &name)?;
+    let document: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| InputError::json(&name, &e))?;
+    let mut options = base.clone();
+    let inline = crate::lint::tool_inline_allows(&document)
+        .map_err(|e| InputError::at(&name, None, "", &e))?;
+    for (tool, ids) in inline {
+        options.allow_for(&tool, ids);
+    }
+    check_schema_allows(&catalog, &name)?;
+    let report = crate::lint::lint(&catalog, &options);
+    Ok(Linted {
+        uri: name.replace('\\', "/"),
+        text,
+        report,
+    })
+}
+
+/// An `x-toolscore-lint` inside a schema that is malformed or names an unknown rule is bad
+/// input, like one on a tool.
+fn check_schema_allows(catalog: &crate::catalog::Catalog, file: &str) -> Result<(), Error> {
+    fn visit(v: &serde_json::Value, path: &str, out: &mut Option<(String, String)>) {
+        match v {
+            serde_json::Value::Object(m) => {
+                for (k, child) in m {
+                    let p = format!("{path}.{k}");
+                    if k == crate::lint::INLINE_KEY {
+                        if let Err(e) = crate::lint::parse_inline(child)
+                            && out.is_none()
+                        {
+                            *out = Some((p.clone(), e));
+                        }
+                    } else {
+                        visit(child, &p, out);
+                    }
+                }
+            }
+            serde_json::Value::Array(items) => {
+                for (i, child) in items.iter().enumerate() {
+                    visit(child, &format!("{path}[{i}]"), out);
+                }
+            }
+            _ => {}
+        }
+    }
+    for tool in &catalog.tools {
+        let mut bad = None;
+        visit(&tool.input_schema, "inputSchema", &mut bad);
+        if let Some((path, e)) = bad {
+            return Err(InputError::at(file, None, &format!("{}.{path}", tool.name), &e).into());
+        }
+    }
+    Ok(())
+}
+
+pub(crate) fn lint_command(args: &LintArgs) -> Result<ExitCode, Error> {
+    if args.rules {
+        print_rules();
+        return Ok(ExitCode::Pass);
+    }
+    let config = match &args.config {
+        Some(path) => crate::suite::load_config(path)?,
+        None if Path::new("toolscore.yaml").is_file() => {
+            crate::suite::load_config(Path::new("toolscore.yaml"))?
+        }
+        None => crate::suite::Config::default(),
+    };
+    let mut options = LintOptions::from_config(&config.lint);
+    if let Some(r) = args.requests_per_month {
+        options.requests_per_month = Some(r);
+    }
+    if let Some(p) = args.price_per_mtok {
+        if !(p.is_finite() && p >= 0.0) {
+            return Err(usage("--price-per-mtok must be a non-negative number"));
+        }
+        options.price_per_million_input_tokens = Some(p);
+    }
+    let run = match &args.from {
+        Some(dir) => Some(super::load_run(dir)?),
+        None => None,
+    };
+    let source_args: Vec<PathBuf> = match (&run, args.sources.is_empty()) {
+        (Some(summary), true) => summary
+            .run
+            .datasets
+            .iter()
+            .map(|d| PathBuf::from(&d.catalog_source))
+            .collect(),
+        _ => args.sources.clone(),
+    };
+    let sources = source_args
+        .iter()
+        .map(|s| Source::resolve(s))
+        .collect::<Result<Vec<_>, _>>()?;
+    let linted = sources
+        .iter()
+        .map(|s| lint_source(s, &options))
+        .collect::<Result<Vec<_>, _>>()?;
+    let format = if args.json {
+        LintFormat::Json
+    } else {
+        args.format
+    };
+    if let Some(summary) = &run {
+        if format != LintFormat::Text || args.output.is_some() {
+            return Err(usage(
+                "--from ranks findings as text on stdout; drop --format, --json and --output",
+            ));
+        }
+        let dir = args.from.as_deref().unwrap_or(Path::new("."));
+        return ranked_by_run(summary, &linted, dir);
+    }
+    let mut buffer = Vec::new();
+    match format {
+        LintFormat::Text => {
+            for (i, l) in linted.iter().enumerate() {
+                if i > 0 {
+                    buffer.push(b'\n');
+                }
+                render::text(&l.report, &mut buffer)
+                    .map_err(|e| Error::io("cannot write the findings", e))?;
+            }
+        }
+        LintFormat::Json => {
+            let reports: Vec<LintReport> = linted.iter().map(|l| l.report.clone()).collect();
+            let v = render::json(&reports);
+            buffer = serde_json::to_vec_pretty(&v)
+                .map_err(|e| Error::Fatal(format!("cannot encode the findings: {e}")))?;
+            buffer.push(b'\n');
+        }
+        LintFormat::Sarif => {
+            let line_of = |l: &Linted| {
+                let text = l.text.clone();
+                move |f: &crate::lint::Finding| render::line_in(&text, f)
+            };
+            let line_fns: Vec<_> = linted.iter().map(line_of).collect();
+            let runs: Vec<(&LintReport, String, render::LineOf<'_>)> = linted
+                .iter()
+                .zip(&line_fns)
+                .map(|(l, f)| (&l.report, l.uri.clone(), f as render::LineOf<'_>))
+                .collect();
+            let v = render::sarif(&runs, env!("CARGO_PKG_VERSION"));
+            buffer = serde_json::to_vec_pretty(&v)
+                .map_err(|e| Error::Fatal(format!("cannot encode SARIF: {e}")))?;
+            buffer.push(b'\n');
+        }
+    }
+    match &args.output {
+        Some(path) => {
+            write_atomically(path, &buffer)?;
+            eprintln!("wrote {}", path.display());
+        }
+        None => {
+            use std::io::Write;
+            std::io::stdout()
+                .lock()
+                .write_all(&buffer)
+                .map_err(|e| Error::io("cannot write the findings", e))?;
+        }
+    }
+    let errors: usize = linted
+        .iter()
+        .map(|l| l.report.count(crate::lint::Severity::Error))
+        .sum();
+    if errors > 0 && (args.output.is_some() || format != LintFormat::Text) {
+        eprintln!("{errors} error-level finding(s)");
+    }
+    Ok(if errors > 0 {
+        ExitCode::GateFailed
+    } else {
+        ExitCode::Pass
+    })
+}
+
+/// Prints each catalog's findings ranked by the run's measured selection misses per expected
+/// tool (the first arm that expected it), and exits as a plain lint would.
+fn ranked_by_run(
+    summary: &crate::report::Summary,
+    linted: &[Linted],
+    dir: &Path,
+) -> Result<ExitCode, Error> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let w = |e| Error::io("cannot write the findings", e);
+    for l in linted {
+        if let Some(d) = summary
+            .run
+            .datasets
+            .iter()
+            .find(|d| d.catalog_source == l.report.source)
+            && d.catalog_fingerprint != l.report.fingerprint
+        {
+            eprintln!(
+                "note: {} changed since run {} (fingerprint {} then, {} now)",
+                l.report.source, summary.run.run_id, d.catalog_fingerprint, l.report.fingerprint
+            );
+        }
+        for arm in &summary.arms {
+            let measured: Vec<crate::lint::rank::MeasuredTool> = arm
+                .tool_accuracy
+                .iter()
+                .filter(|t| t.recall.n > 0)
+                .filter(|t| {
+                    l.report
+                        .findings
+                        .iter()
+                        .any(|f| f.tool.as_deref() == Some(&t.tool))
+                        || crate::lint::rank::known_tool(&l.report, &t.tool)
+                })
+                .map(|t| crate::lint::rank::MeasuredTool {
+                    tool: t.tool.clone(),
+                    x: t.recall.x,
+                    n: t.recall.n,
+                    interval: t.recall.interval.map(|i| (i.lo, i.hi)),
+                })
+                .collect();
+            let ranked = crate::lint::rank::rank(&l.report, &measured);
+            let heading = format!(
+                "{}: findings ranked by measured selection misses in run {} ({}, arm {}/{}; {:.0}% intervals from the run's summary)",
+                l.report.source,
+                summary.run.run_id,
+                dir.display(),
+                arm.arm.provider,
+                arm.arm.variant,
+                summary.confidence * 100.0
+            );
+            crate::lint::rank::render(&ranked, &heading, &mut out).map_err(w)?;
+            writeln!(out).map_err(w)?;
+        }
+        let others: Vec<_> = l
+            .report
+            .findings
+            .iter()
+            .filter(|f| f.tool.is_none())
+            .collect();
+        for f in others {
+            writeln!(
+                out,
+                "{:<7} {}  {}: {}",
+                f.severity.label(),
+                f.rule,
+                f.location(),
+                f.message
+            )
+            .map_err(w)?;
+        }
+    }
+    let errors: usize = linted
+        .iter()
+        .map(|l| l.report.count(crate::lint::Severity::Error))
+        .sum();
+    Ok(if errors > 0 {
+        ExitCode::GateFailed
+    } else {
+        ExitCode::Pass
+    })
+}
+
+/// Writes next to the target and renames, so a reader never sees half a file.
+fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), Error> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(".tmp");
+    let tmp = PathBuf::from(tmp);
+    std::fs::write(&tmp, bytes)
+        .map_err(|e| Error::io(format!("cannot write {}", tmp.display()), e))?;
+    std::fs::rename(&tmp, path)
+        .map_err(|e| Error::io(format!("cannot write {}", path.display()), e))
+}
+
+fn print_rules() {
+    println!("{:<30} {:<13} {:<8} checks", "rule", "category", "default");
+    for r in RULES {
+        println!(
+            "{:<30} {:<13} {:<8} {}",
+            r.id,
+            r.category.label(),
+            r.severity.label(),
+            r.summary
+        );
+    }
+}

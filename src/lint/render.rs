@@ -1,0 +1,229 @@
+//! Renderers of a [`LintReport`]: text for people, JSON, and SARIF 2.1.0 for code-scanning
+//! UIs. Pure: they write to any `io::Write`.
+
+use std::io::{self, Write};
+
+use serde_json::{Value, json};
+
+use super::{Finding, LintReport, RULES, Severity};
+
+/// Human-readable: one block per finding, then the footprint and the counts.
+pub fn text(report: &LintReport, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(
+        out,
+        "{}: {} tools, catalog {}",
+        report.source, report.tools, report.fingerprint
+    )?;
+    for f in &report.findings {
+        writeln!(
+            out,
+            "{:<7} {}  {}",
+            f.severity.label(),
+            f.rule,
+            f.location()
+        )?;
+        writeln!(out, "        {}", f.message)?;
+        writeln!(out, "        fix: {}", f.fix)?;
+    }
+    writeln!(out, "tokens estimated as {}", report.footprint.method)?;
+    let accepted = if report.suppressed.is_empty() {
+        String::new()
+    } else {
+        format!(", {} accepted by allows", report.suppressed.len())
+    };
+    writeln!(
+        out,
+        "{} errors, {} warnings, {} info{accepted}",
+        report.count(Severity::Error),
+        report.count(Severity::Warning),
+        report.count(Severity::Info)
+    )
+}
+
+/// The reports as JSON: `{"catalogs": [report, …], "errors", "warnings", "info"}`.
+pub fn json(reports: &[LintReport]) -> Value {
+    let count = |s| reports.iter().map(|r| r.count(s)).sum::<usize>();
+    json!({
+        "catalogs": reports,
+        "errors": count(Severity::Error),
+        "warnings": count(Severity::Warning),
+        "info": count(Severity::Info),
+    })
+}
+
+fn sarif_level(s: Severity) -> &'static str {
+    match s {
+        Severity::Error => "error",
+        Severity::Warning => "warning",
+        Severity::Info => "note",
+    }
+}
+
+/// Where a finding points in its file: the 1-based line, when it can be found.
+pub type LineOf<'a> = &'a dyn Fn(&Finding) -> Option<usize>;
+
+/// SARIF 2.1.0: one run, the rule table in `tool.driver.rules`, one result per finding with
+/// its `ruleId`, `level`, `message`, a physical location (the catalog file and line, so
+/// code-scanning UIs can place it) and a logical location (`tool.path`).
+/// Each report comes with its file's URI (as given on the command line, relative to where lint
+/// ran) and a function giving a finding's line in it.
+pub fn sarif(reports: &[(&LintReport, String, LineOf<'_>)], version: &str) -> Value {
+    let rules: Vec<Value> = RULES
+        .iter()
+        .map(|r| {
+            json!({
+                "id": r.id,
+                "name": r.id,
+                "shortDescription": {"text": r.summary},
+                "fullDescription": {"text": r.summary},
+                "help": {"text": r.fix},
+                "defaultConfiguration": {"level": sarif_level(r.severity)},
+                "properties": {"category": r.category.label(), "tags": [r.category.label()]}
+            })
+        })
+        .collect();
+    let mut results = Vec::new();
+    for (report, uri, line_of) in reports {
+        for f in &report.findings {
+            let index = RULES.iter().position(|r| r.id == f.rule).unwrap_or(0);
+            let mut physical = json!({"artifactLocation": {"uri": uri}});
+            physical["region"] = json!({"startLine": line_of(f).unwrap_or(1)});
+            let logical = json!({
+                "name": f.tool.clone().unwrap_or_else(|| "(catalog)".to_owned()),
+                "fullyQualifiedName": f.location(),
+                "kind": if f.path.is_empty() { "function" } else { "member" },
+            });
+            results.push(json!({
+                "ruleId": f.rule,
+                "ruleIndex": index,
+                "level": sarif_level(f.severity),
+                "message": {"text": format!("{} Fix: {}", f.message, f.fix)},
+                "locations": [{
+                    "physicalLocation": physical,
+                    "logicalLocations": [logical],
+                }],
+                "partialFingerprints": {
+                    "toolscoreLocation/v1": format!("{}:{}:{}", f.rule, uri, f.location()),
+                },
+            }));
+        }
+    }
+    json!({
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {
+                "name": "toolscore",
+                "semanticVersion": version,
+                "version": version,
+                "rules": rules,
+            }},
+            "results": results,
+            "columnKind": "unicodeCodePoints",
+        }]
+    })
+}
+
+/// The line of a finding in the catalog's text: the line of the tool's `"name": "…"` and, for
+/// a path into its schema, of the last named key of the path after it.
+pub fn line_in(text: &str, f: &Finding) -> Option<usize> {
+    let tool = f.tool.as_deref()?;
+    let name_json = serde_json::to_string(tool).ok()?;
+    let re = regex::Regex::new(&format!(r#""name"\s*:\s*{}"#, regex::escape(&name_json))).ok()?;
+    let start = re.find(text)?.start();
+    let mut pos = start;
+    // Walk the path's keys forward from the tool's name; stop at the first not found.
+    for key in f
+        .path
+        .split(['.', '['])
+        .map(|k| k.trim_end_matches(']').trim_matches('"'))
+        .filter(|k| !k.is_empty() && !k.chars().all(|c| c.is_ascii_digit()))
+    {
+        let key = match key {
+            "inputSchema" => continue,
+            k => k,
+        };
+        let needle = format!("\"{key}\"");
+        match text[pos..].find(&needle) {
+            Some(i) => pos += i,
+            None => break,
+        }
+    }
+    Some(text[..pos].bytes().filter(|b| *b == b'\n').count() + 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::*;
+    use super::super::{LintOptions, lint};
+    use super::*;
+
+    fn report() -> LintReport {
+        let c = catalog(vec![tool(
+            "get_invoice",
+            "",
+            serde_json::json!({"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]}),
+        )]);
+        lint(&c, &LintOptions::default())
+    }
+
+    #[test]
+    fn sarif_has_the_shape_code_scanning_reads() {
+        let r = report();
+        let line = |_: &Finding| Some(3);
+        let s = sarif(&[(&r, "tools.json".to_owned(), &line)], "0.1.0");
+        assert_eq!(s["version"], "2.1.0");
+        let run = &s["runs"][0];
+        let rules = run["tool"]["driver"]["rules"].as_array().unwrap();
+        assert_eq!(rules.len(), RULES.len());
+        let results = run["results"].as_array().unwrap();
+        assert_eq!(results.len(), r.findings.len());
+        for res in results {
+            let id = res["ruleId"].as_str().unwrap();
+            let idx = res["ruleIndex"].as_u64().unwrap() as usize;
+            assert_eq!(rules[idx]["id"], id);
+            assert!(matches!(
+                res["level"].as_str(),
+                Some("error" | "warning" | "note")
+            ));
+            assert!(!res["message"]["text"].as_str().unwrap().is_empty());
+            let loc = &res["locations"][0];
+            assert_eq!(
+                loc["physicalLocation"]["artifactLocation"]["uri"],
+                "tools.json"
+            );
+            assert_eq!(loc["physicalLocation"]["region"]["startLine"], 3);
+            assert!(loc["logicalLocations"][0]["fullyQualifiedName"].is_string());
+        }
+        assert!(
+            results
+                .iter()
+                .any(|r| r["ruleId"] == "description-missing" && r["level"] == "error")
+        );
+    }
+
+    #[test]
+    fn text_lists_findings_with_fixes_and_counts() {
+        let mut out = Vec::new();
+        text(&report(), &mut out).unwrap();
+        let s = String::from_utf8(out).unwrap();
+        assert!(
+            s.contains("error   description-missing  get_invoice.description"),
+            "{s}"
+        );
+        assert!(s.contains("fix: "), "{s}");
+        assert!(s.lines().last().unwrap().starts_with("1 errors"), "{s}");
+    }
+
+    #[test]
+    fn lines_point_at_the_tool_and_the_property() {
+        let text = "{\"tools\": [\n {\"name\": \"a\",\n  \"inputSchema\": {\"properties\": {\n   \"x\": {}}}},\n {\"name\": \"b\"}]}";
+        let mut f = report().findings[0].clone();
+        f.tool = Some("a".into());
+        f.path = "inputSchema.properties.x".into();
+        assert_eq!(line_in(text, &f), Some(4));
+        f.tool = Some("b".into());
+        f.path = String::new();
+        assert_eq!(line_in(text, &f), Some(5));
+    }
+}
