@@ -6,8 +6,14 @@
 //! trial; [`Provider::complete`] only sends bytes and decodes the answer. Adding a wire format
 //! means one file implementing [`Adapter`] and one line in [`ADAPTERS`].
 
+pub mod anthropic;
+pub mod azure_openai;
 pub mod cassette;
+pub mod gemini;
+mod history;
+pub mod ollama;
 pub mod openai_compat;
+pub mod openai_responses;
 pub mod secret;
 pub mod transport;
 
@@ -29,7 +35,14 @@ pub use secret::SecretString;
 pub use transport::http_client;
 
 /// Every wire format toolscore speaks. The one registration line per adapter.
-pub static ADAPTERS: &[&dyn Adapter] = &[&openai_compat::OpenAiCompat];
+pub static ADAPTERS: &[&dyn Adapter] = &[
+    &openai_compat::OpenAiCompat,
+    &openai_responses::OpenAiResponses,
+    &anthropic::Anthropic,
+    &gemini::Gemini,
+    &ollama::Ollama,
+    &azure_openai::AzureOpenAi,
+];
 
 /// One provider wire format: everything that differs between providers, and nothing else.
 /// The transport (timeouts, retries, backoff, redaction) is shared and lives in [`Provider`].
@@ -39,6 +52,18 @@ pub trait Adapter: Send + Sync + 'static {
 
     /// The URL requests go to, from the configured base URL and model.
     fn endpoint(&self, base_url: &str, model: &str) -> String;
+
+    /// The provider's public API, used when neither the config nor `--base-url` names one.
+    /// `None` when there is no such thing (a self-hosted server, an Azure resource).
+    fn default_base_url(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// The environment variable holding the API key when the config and `--api-key-env` name
+    /// none. `None` for kinds that need no key or whose servers vary.
+    fn default_key_env(&self) -> Option<&'static str> {
+        None
+    }
 
     /// Authentication headers for `api_key` (already trimmed, never empty). Mark them
     /// sensitive; an `Err` names no key material.
@@ -664,6 +689,7 @@ mod tests {
             ErrorClass::Connect,
             ErrorClass::RateLimited,
             ErrorClass::ServerError,
+            ErrorClass::Overloaded,
         ] {
             assert!(c.is_retryable(), "{c}");
         }
@@ -732,12 +758,14 @@ mod tests {
                         name: "f".into(),
                         arguments: json!({"a": 1}),
                         unparsed_arguments: None,
+                        thought_signature: None,
                     },
                     ToolCall {
                         id: Some("x".into()),
                         name: "f".into(),
                         arguments: serde_json::Value::Null,
                         unparsed_arguments: Some("{bad".into()),
+                        thought_signature: None,
                     },
                 ],
             },

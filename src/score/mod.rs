@@ -833,6 +833,7 @@ mod tests {
             name: name.to_owned(),
             arguments: args,
             unparsed_arguments: None,
+            thought_signature: None,
         }
     }
 
@@ -1477,6 +1478,7 @@ mod tests {
                 name: "get_quote".into(),
                 arguments: json!({}),
                 unparsed_arguments: None,
+                thought_signature: None,
             })
             .collect();
         let turn = ModelTurn {

@@ -487,6 +487,7 @@ mod tests {
             name: "create_quote".into(),
             arguments: args,
             unparsed_arguments: None,
+            thought_signature: None,
         }
     }
 
@@ -654,6 +655,7 @@ mod tests {
                 name: name.into(),
                 arguments: args,
                 unparsed_arguments: None,
+                thought_signature: None,
             }],
             ..Default::default()
         };
@@ -686,6 +688,7 @@ mod tests {
                 name: "get_time".into(),
                 arguments: json!({"tz": "CET"}),
                 unparsed_arguments: None,
+                thought_signature: None,
             },
             call(good()),
         ];
