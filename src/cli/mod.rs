@@ -334,7 +334,8 @@ pub struct RunArgs {
     #[command(flatten)]
     pub suite: SuiteArgs,
     /// A provider named in the config, a kind (`openai-compat`) configured by the flags below,
-    /// or `replay:CASSETTE` to serve recorded responses without calling any model. Repeat it to
+    /// a kind and model as KIND:MODEL (`anthropic:claude-sonnet-4-5`, `gemini:gemini-2.5-flash`,
+    /// `ollama:qwen3`), or `replay:CASSETTE` to serve recorded responses without calling any model. Repeat it to
     /// run several arms in one plan; each record names its arm.
     #[arg(long = "provider", value_name = "NAME")]
     pub providers: Vec<String>,
@@ -352,13 +353,16 @@ pub struct RunArgs {
     /// With --record: overwrite the cassette if the file exists.
     #[arg(long, requires = "record")]
     pub force: bool,
-    /// Base URL of an OpenAI-compatible API, e.g. http://127.0.0.1:8080/v1.
+    /// Base URL of the provider's API, replacing its kind's default or the config's (a proxy, a
+    /// gateway, a local server), e.g. http://127.0.0.1:8080/v1.
     #[arg(long, value_name = "URL")]
     pub base_url: Option<String>,
     /// Model name sent to the provider.
     #[arg(long)]
     pub model: Option<String>,
-    /// Environment variable that holds the API key (the key itself is never a flag).
+    /// Environment variable that holds the API key (the key itself is never a flag) [default:
+    /// the kind's own: ANTHROPIC_API_KEY, OPENAI_API_KEY for openai-responses, GEMINI_API_KEY,
+    /// AZURE_OPENAI_API_KEY; none for openai-compat and ollama].
     #[arg(long, value_name = "VAR")]
     pub api_key_env: Option<String>,
     /// Trials per case [default: 50].

@@ -4,6 +4,8 @@
 
 pub mod cli;
 pub mod fake_openai;
+pub mod fake_providers;
 
 pub use cli::*;
 pub use fake_openai::*;
+pub use fake_providers::*;
