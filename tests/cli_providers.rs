@@ -62,6 +62,9 @@ fn run(dir: &Path, provider: &str, base_url: Option<&str>, env: &[(&str, &str)])
     toolscore_env(dir, &args, env)
 }
 
+/// A scripted fake of one provider's API.
+type FakeModel = fn(&FakeRequest) -> FakeResponse;
+
 fn assert_all_pass(dir: &Path, run: &Run, kind: &str) {
     assert_eq!(run.code, 0, "{kind}: {}", run.transcript());
     let records = records(dir);
@@ -73,7 +76,7 @@ fn assert_all_pass(dir: &Path, run: &Run, kind: &str) {
 
 #[test]
 fn each_native_provider_passes_by_kind_and_model() {
-    let cases: [(&str, &str, fn(&FakeRequest) -> FakeResponse, &str, &str); 4] = [
+    let cases: [(&str, &str, FakeModel, &str, &str); 4] = [
         (
             "anthropic",
             "anthropic:claude-sonnet-4-5",
@@ -176,7 +179,7 @@ fn error_classes_reach_the_records() {
     // Anthropic: a 529 once per request, then the answer: every trial passes on attempt 2.
     let n = AtomicU64::new(0);
     let server = FakeServer::start_in_background(move |req| {
-        if n.fetch_add(1, Ordering::SeqCst) % 2 == 0 {
+        if n.fetch_add(1, Ordering::SeqCst).is_multiple_of(2) {
             FakeResponse::status(529, anthropic_error("overloaded_error", "Overloaded"))
                 .header("retry-after", "0")
         } else {
