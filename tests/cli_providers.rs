@@ -260,3 +260,54 @@ fn error_classes_reach_the_records() {
     }
     assert_eq!(server.requests_seen(), 6);
 }
+
+#[test]
+fn a_native_provider_records_and_replays() {
+    let server = FakeServer::start_in_background(gemini_model);
+    let dir = project();
+    let base = format!("http://{}/v1beta", server.addr);
+    let args = [
+        "run",
+        "--provider",
+        "gemini:gemini-2.5-flash",
+        "--base-url",
+        &base,
+        "--dataset",
+        "data",
+        "--trials",
+        "2",
+        "--out",
+        "live",
+        "--progress",
+        "off",
+        "--record",
+        "gemini.cassette.jsonl.gz",
+    ];
+    let live = toolscore_env(dir.path(), &args, &[("GEMINI_API_KEY", FAKE_KEY)]);
+    assert_eq!(live.code, 0, "{}", live.transcript());
+    drop(server);
+    let replay = toolscore(
+        dir.path(),
+        &[
+            "run",
+            "--provider",
+            "replay:gemini.cassette.jsonl.gz",
+            "--dataset",
+            "data",
+            "--out",
+            "out",
+            "--progress",
+            "off",
+        ],
+    );
+    assert_eq!(replay.code, 0, "{}", replay.transcript());
+    let replayed = records(dir.path());
+    assert_eq!(replayed.len(), 4);
+    let call = replayed
+        .iter()
+        .find(|r| r["case_id"] == "weather")
+        .map(|r| r["turns"][0]["tool_calls"][0].clone())
+        .unwrap();
+    assert_eq!(call["thought_signature"], THOUGHT_SIGNATURE, "{call}");
+    assert!(replayed.iter().all(|r| r["outcome"] == "pass"));
+}

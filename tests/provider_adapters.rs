@@ -413,3 +413,29 @@ async fn chat_sends_max_completion_tokens_to_reasoning_models_only() {
     assert_eq!(field(1), (None, Some(json!(256))));
     assert_eq!(field(2), (Some(json!(256)), None));
 }
+
+#[tokio::test]
+async fn gemini_429_waits_the_retry_info_delay() {
+    let limited = serde_json::json!({"error": {"code": 429, "message": "You exceeded your current quota, please check your plan and billing details.",
+        "status": "RESOURCE_EXHAUSTED", "details": [
+          {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "0.4s"}]}})
+    .to_string();
+    let started = std::time::Instant::now();
+    let (r, seen) = scripted(
+        "gemini",
+        "gemini-2.5-flash",
+        vec![
+            FakeResponse::status(429, limited),
+            FakeResponse::ok(gemini_text_body("ok")),
+        ],
+    )
+    .await;
+    assert_eq!(r.unwrap().text.as_deref(), Some("ok"));
+    assert_eq!(seen, 2);
+    // The backoff alone is at most 40 ms here.
+    assert!(
+        started.elapsed() >= Duration::from_millis(400),
+        "{:?}",
+        started.elapsed()
+    );
+}

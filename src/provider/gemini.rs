@@ -16,7 +16,10 @@
 //!   tokens are part of `promptTokenCount`.
 //! - A bad key is a 400 `API_KEY_INVALID` (class `auth`); a 429 `RESOURCE_EXHAUSTED` is a
 //!   rate limit, retried, unless its `QuotaFailure` names a per-day quota, which waiting
-//!   minutes will not lift (`quota_exceeded`); a 503 `UNAVAILABLE` is `overloaded`.
+//!   minutes will not lift (`quota_exceeded`); a 503 `UNAVAILABLE` is `overloaded`. Gemini
+//!   sends no `Retry-After`: the wait of a `google.rpc.RetryInfo` detail is used instead.
+
+use std::time::Duration;
 
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Map, Value, json};
@@ -80,6 +83,34 @@ impl Adapter for Gemini {
     fn error_from_status(&self, status: u16, body: &[u8]) -> ProviderError {
         error_from_status(status, body)
     }
+
+    fn retry_after_in_body(&self, body: &[u8]) -> Option<Duration> {
+        retry_delay(body)
+    }
+}
+
+/// `retryDelay` of a `google.rpc.RetryInfo` detail (a protobuf Duration in JSON: `"19s"`,
+/// `"0.5s"`), which Gemini sends on a 429 instead of a `Retry-After` header.
+pub(crate) fn retry_delay(body: &[u8]) -> Option<Duration> {
+    let value: Value = serde_json::from_slice(body).ok()?;
+    value
+        .pointer("/error/details")?
+        .as_array()?
+        .iter()
+        .filter(|d| {
+            d.get("@type")
+                .and_then(Value::as_str)
+                .is_some_and(|t| t.ends_with("google.rpc.RetryInfo"))
+        })
+        .find_map(|d| {
+            d.get("retryDelay")?
+                .as_str()?
+                .strip_suffix('s')?
+                .parse::<f64>()
+                .ok()
+        })
+        .filter(|secs| secs.is_finite() && *secs >= 0.0)
+        .map(|secs| Duration::from_secs_f64(secs.min(3600.0)))
 }
 
 /// One `contents[]` entry being built.
@@ -556,5 +587,21 @@ mod tests {
         );
         let in_200 = decode_response(bad_key).unwrap_err();
         assert_eq!(in_200.class, ErrorClass::Auth);
+    }
+
+    #[test]
+    fn retry_info_gives_the_wait() {
+        let body = br#"{"error":{"code":429,"message":"quota","status":"RESOURCE_EXHAUSTED","details":[
+          {"@type":"type.googleapis.com/google.rpc.QuotaFailure","violations":[{"quotaId":"GenerateRequestsPerMinutePerProjectPerModel-FreeTier"}]},
+          {"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"19s"}]}}"#;
+        assert_eq!(retry_delay(body), Some(Duration::from_secs(19)));
+        assert_eq!(error_from_status(429, body).class, ErrorClass::RateLimited);
+        let half = br#"{"error":{"details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"0.5s"}]}}"#;
+        assert_eq!(retry_delay(half), Some(Duration::from_millis(500)));
+        assert_eq!(
+            retry_delay(br#"{"error":{"details":[{"retryDelay":"5s"}]}}"#),
+            None
+        );
+        assert_eq!(retry_delay(b"nope"), None);
     }
 }

@@ -83,6 +83,12 @@ pub trait Adapter: Send + Sync + 'static {
     /// A non-2xx response as an error with its class, read from the provider's error body.
     fn error_from_status(&self, status: u16, body: &[u8]) -> ProviderError;
 
+    /// The wait an error body asks for, for providers that say it in the body rather than in
+    /// a `Retry-After` header (Gemini's `google.rpc.RetryInfo`). A header wins when both exist.
+    fn retry_after_in_body(&self, _body: &[u8]) -> Option<Duration> {
+        None
+    }
+
     /// Whether a failed attempt is worth repeating.
     fn should_retry(&self, err: &ProviderError) -> bool {
         transport::should_retry(err)
@@ -474,7 +480,12 @@ impl Provider {
                 },
                 Ok(raw) => (
                     s.kind.adapter().error_from_status(raw.status, &raw.body),
-                    raw.retry_after,
+                    raw.retry_after.or_else(|| {
+                        s.kind
+                            .adapter()
+                            .retry_after_in_body(&raw.body)
+                            .map(|d| d.min(transport::MAX_RETRY_AFTER))
+                    }),
                 ),
                 Err(e) => (e, None),
             };
@@ -672,6 +683,35 @@ mod tests {
         );
         assert_eq!(openai_compat::KIND.to_string(), "openai-compat");
         assert!("anthropic-ish".parse::<ProviderKind>().is_err());
+        for kind in [
+            "openai-compat",
+            "openai-responses",
+            "anthropic",
+            "gemini",
+            "ollama",
+            "azure-openai",
+        ] {
+            assert_eq!(kind.parse::<ProviderKind>().map(|k| k.as_str()), Ok(kind));
+        }
+        assert_eq!(
+            serde_json::to_string(&ErrorClass::Overloaded).unwrap(),
+            "\"overloaded\""
+        );
+        // Every name a results.jsonl in the wild may hold still parses.
+        for name in [
+            "timeout",
+            "connect",
+            "rate_limited",
+            "server_error",
+            "auth",
+            "quota_exceeded",
+            "client_error",
+            "bad_response",
+            "cancelled",
+        ] {
+            let class: ErrorClass = serde_json::from_str(&format!("\"{name}\"")).unwrap();
+            assert_eq!(class.as_str(), name);
+        }
         assert_eq!(
             serde_json::to_string(&openai_compat::KIND).unwrap(),
             "\"openai-compat\""

@@ -718,6 +718,34 @@ mod tests {
     }
 
     #[test]
+    fn reasoning_families_take_max_completion_tokens() {
+        for m in [
+            "o1",
+            "o1-mini",
+            "o3",
+            "o4-mini",
+            "gpt-5",
+            "gpt-5.1",
+            "gpt-5-mini",
+            "openai/gpt-5-nano",
+            "O3-2025-04-16",
+        ] {
+            assert!(uses_max_completion_tokens(m), "{m}");
+        }
+        for m in [
+            "gpt-4o",
+            "gpt-4.1-mini",
+            "gpt-50",
+            "o1x",
+            "llama-3.1-8b",
+            "qwen3:8b",
+            "",
+        ] {
+            assert!(!uses_max_completion_tokens(m), "{m}");
+        }
+    }
+
+    #[test]
     fn vllm_error_shape_is_classified() {
         let body = json!({"object":"error","message":"boom","type":"BadRequestError","param":null,"code":400});
         let err = decode_response(body.to_string().as_bytes()).unwrap_err();
