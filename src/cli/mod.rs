@@ -392,6 +392,14 @@ pub struct RunArgs {
     /// Retries after 429/5xx/timeouts, with capped exponential backoff and full jitter [default: 4].
     #[arg(long)]
     pub max_retries: Option<u32>,
+    /// Requests to each provider in flight at once, over all its arms (also `max_in_flight:` in
+    /// the config) [default: only --concurrency limits them].
+    #[arg(long, value_name = "N")]
+    pub max_in_flight: Option<usize>,
+    /// Requests started per minute to each provider, evenly spaced (also
+    /// `requests_per_minute:` in the config) [default: no limit].
+    #[arg(long, value_name = "N")]
+    pub requests_per_minute: Option<u32>,
     /// Largest response body read, in bytes; a larger one is a bad_response [default: 8 MiB].
     #[arg(long, value_name = "BYTES")]
     pub max_response_bytes: Option<usize>,

@@ -402,6 +402,8 @@ fn live_arm(
         max_tokens: None,
         timeout_s: None,
         max_retries: None,
+        max_in_flight: None,
+        requests_per_minute: None,
     };
     // `KIND:MODEL` (`anthropic:claude-sonnet-4-5`); split at the first colon, so a model name
     // may hold colons of its own (`ollama:qwen3:8b`).
@@ -510,7 +512,19 @@ fn live_arm(
         max_response_bytes: args
             .max_response_bytes
             .unwrap_or(crate::provider::DEFAULT_MAX_RESPONSE_BYTES),
+        max_in_flight: args.max_in_flight.or(entry.max_in_flight),
+        requests_per_minute: args.requests_per_minute.or(entry.requests_per_minute),
     };
+    if settings.max_in_flight == Some(0) {
+        return Err(usage(&format!(
+            "provider `{name}`: max_in_flight (--max-in-flight) must be at least 1"
+        )));
+    }
+    if settings.requests_per_minute == Some(0) {
+        return Err(usage(&format!(
+            "provider `{name}`: requests_per_minute (--requests-per-minute) must be at least 1"
+        )));
+    }
     if settings.max_response_bytes < 1024 {
         return Err(usage("--max-response-bytes must be at least 1024"));
     }

@@ -11,6 +11,7 @@ pub mod azure_openai;
 pub mod cassette;
 pub mod gemini;
 mod history;
+pub mod limits;
 pub mod ollama;
 pub mod openai_compat;
 pub mod openai_responses;
@@ -202,6 +203,10 @@ pub struct ProviderSettings {
     pub retry_cap: Duration,
     /// Largest response body read; a larger one is a `bad_response`.
     pub max_response_bytes: usize,
+    /// Requests to this provider in flight at once, over every arm that calls it.
+    pub max_in_flight: Option<usize>,
+    /// Requests started per minute, evenly spaced, over every arm that calls it.
+    pub requests_per_minute: Option<u32>,
 }
 
 /// Default cap on a response body: far above any tool-calling answer, far below what would
@@ -229,6 +234,8 @@ impl ProviderSettings {
             retry_base: Duration::from_millis(500),
             retry_cap: Duration::from_secs(30),
             max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
+            max_in_flight: None,
+            requests_per_minute: None,
         }
     }
 
@@ -364,6 +371,8 @@ pub struct Provider {
     headers: HeaderMap,
     /// A configuration problem found in `new` (bad URL, key not usable in a header).
     setup_error: Option<String>,
+    /// Shared with every other `Provider` of the same name, base URL and caps.
+    limits: std::sync::Arc<limits::Limits>,
 }
 
 impl fmt::Debug for Provider {
@@ -383,12 +392,19 @@ impl Provider {
             Err(e) => (HeaderMap::new(), Some(e)),
         };
         let setup_error = endpoint.as_ref().err().cloned().or(key_error);
+        let limits = limits::shared(
+            &settings.name,
+            &settings.base_url,
+            settings.max_in_flight,
+            settings.requests_per_minute,
+        );
         Provider {
             settings,
             client,
             endpoint,
             headers,
             setup_error,
+            limits,
         }
     }
 
@@ -453,16 +469,27 @@ impl Provider {
         loop {
             attempt += 1;
             let sent = tokio::select! {
-                sent = transport::send_once(
-                    &self.client,
-                    url,
-                    &self.headers,
-                    req.body.clone(),
-                    s.timeout,
-                    s.max_response_bytes,
-                ) => sent,
+                sent = async {
+                    // The slot is held for the attempt only, never across a backoff sleep.
+                    let _slot = self.limits.acquire().await;
+                    transport::send_once(
+                        &self.client,
+                        url,
+                        &self.headers,
+                        req.body.clone(),
+                        s.timeout,
+                        s.max_response_bytes,
+                    )
+                    .await
+                } => sent,
                 () = cancel.cancelled() => return Err(cancelled(attempt)),
             };
+            if let Ok(raw) = &sent
+                && let Some(wait) = raw.budget_spent
+            {
+                tracing::debug!(provider = %s.name, wait_ms = wait.as_millis() as u64, "rate-limit headers say the budget is spent: pausing");
+                self.limits.pause_for(wait);
+            }
             let (mut err, hint) = match sent.map(|mut raw| {
                 raw.body = self.scrub(raw.body);
                 raw
@@ -491,6 +518,13 @@ impl Provider {
             };
             err.attempts = attempt;
             err.message = self.redact(&err.message);
+            // A wait asked for by a 429 or an overload holds every request to this provider:
+            // the others would only meet the same answer.
+            if let (Some(wait), ErrorClass::RateLimited | ErrorClass::Overloaded) =
+                (hint, err.class)
+            {
+                self.limits.pause_for(wait);
+            }
             if attempt > s.max_retries || !s.kind.adapter().should_retry(&err) {
                 return Err(err);
             }

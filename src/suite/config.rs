@@ -56,6 +56,10 @@ pub struct ProviderEntry {
     pub max_tokens: Option<u32>,
     pub timeout_s: Option<f64>,
     pub max_retries: Option<u32>,
+    /// Requests to this provider in flight at once, over all its arms.
+    pub max_in_flight: Option<usize>,
+    /// Requests to this provider started per minute, evenly spaced, over all its arms.
+    pub requests_per_minute: Option<u32>,
 }
 
 /// The provider kind that serves a cassette instead of calling a model.
