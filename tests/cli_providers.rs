@@ -311,3 +311,75 @@ fn a_native_provider_records_and_replays() {
     assert_eq!(call["thought_signature"], THOUGHT_SIGNATURE, "{call}");
     assert!(replayed.iter().all(|r| r["outcome"] == "pass"));
 }
+
+#[test]
+fn an_auth_failure_stops_only_its_provider() {
+    let claude = FakeServer::start_in_background(anthropic_model);
+    let gpt = FakeServer::start_in_background(responses_model);
+    let dir = project();
+    std::fs::write(
+        dir.path().join("toolscore.yaml"),
+        format!(
+            "providers:\n  claude:\n    kind: anthropic\n    base_url: {}\n    model: claude-sonnet-4-5\n  gpt:\n    kind: openai-responses\n    base_url: {}\n    model: gpt-5.4\n",
+            claude.base_url, gpt.base_url
+        ),
+    )
+    .unwrap();
+    let r = toolscore_env(
+        dir.path(),
+        &[
+            "run",
+            "--provider",
+            "claude",
+            "--provider",
+            "gpt",
+            "--dataset",
+            "data",
+            "--trials",
+            "20",
+            "--concurrency",
+            "2",
+            "--out",
+            "out",
+            "--progress",
+            "off",
+        ],
+        &[
+            ("ANTHROPIC_API_KEY", "a-revoked-key"),
+            ("OPENAI_API_KEY", FAKE_KEY),
+        ],
+    );
+    assert!(
+        r.stderr.contains("provider `claude` (variant base) stopped at its first auth error; check the key in ANTHROPIC_API_KEY"),
+        "{}",
+        r.transcript()
+    );
+    let records = records(dir.path());
+    let (claude_records, gpt_records): (Vec<&Value>, Vec<&Value>) =
+        records.iter().partition(|r| r["provider"] == "claude");
+    // Only the trials already in flight when the first 401 came back were sent.
+    assert!(
+        !claude_records.is_empty() && claude_records.len() <= 3,
+        "{} claude trials ran",
+        claude_records.len()
+    );
+    assert!(claude_records.iter().all(|r| r["error_class"] == "auth"));
+    assert_eq!(gpt_records.len(), 40, "the other provider ran every trial");
+    assert!(gpt_records.iter().all(|r| r["outcome"] == "pass"));
+    // Every planned trial is accounted for: run, or skipped (not run, not a failure).
+    let run_dir = dir
+        .path()
+        .join("out")
+        .join(records[0]["run_id"].as_str().unwrap());
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(run_dir.join("summary.json")).unwrap())
+            .unwrap();
+    let skipped = summary["skipped_trials"].as_u64().unwrap();
+    assert_eq!(skipped + records.len() as u64, 80, "{summary}");
+    assert!(
+        r.stderr
+            .contains(&format!("{skipped} planned trials were not run")),
+        "{}",
+        r.stderr
+    );
+}

@@ -615,6 +615,19 @@ fn run_command(
             Err(e) => eprintln!("error: --compare: {e}"),
         }
     }
+    let stops = sinks.provider_stops.stops();
+    for stop in stops {
+        eprintln!(
+            "stopped: provider `{}` (variant {}) after a {} error",
+            stop.provider, stop.variant, stop.class
+        );
+    }
+    if !stops.is_empty() {
+        eprintln!(
+            "{} planned trials were not run (skipped, not counted as failures)",
+            totals.skipped_trials
+        );
+    }
     crate::report::write_json_atomically(&setup.out_dir.join("summary.json"), &summary)?;
     append_history(&setup.out_dir, &summary)?;
     let files = output::write_files(&summary, &setup.out_dir, formats)?;

@@ -52,6 +52,8 @@ pub struct Sinks {
     pub progress: Progress,
     pub aggregator: Aggregator,
     pub sequential: Option<SequentialGate>,
+    /// Stops an arm at its first auth or quota error.
+    pub provider_stops: crate::provider::stop::ProviderStops,
 }
 
 impl Sinks {
@@ -67,6 +69,7 @@ impl Sinks {
         if let Some(s) = &mut self.sequential {
             list.push(s);
         }
+        list.push(&mut self.provider_stops);
         list
     }
 }
@@ -118,6 +121,13 @@ impl RunSetup {
                 Some(spec) => Some(sequential_gate(spec.clone(), &self.run_info(started))?),
                 None => None,
             },
+            provider_stops: crate::provider::stop::ProviderStops::new(
+                self.plan
+                    .arms
+                    .iter()
+                    .map(|a| a.settings.api_key_env.clone())
+                    .collect(),
+            ),
         })
     }
 
@@ -499,6 +509,7 @@ fn live_arm(
         base_url,
         model,
         api_key,
+        api_key_env: key_var.clone(),
         temperature,
         max_tokens: args.max_tokens.or(entry.max_tokens).or(defaults.max_tokens),
         timeout: Duration::from_secs_f64(timeout_s),

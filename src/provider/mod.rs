@@ -16,6 +16,7 @@ pub mod ollama;
 pub mod openai_compat;
 pub mod openai_responses;
 pub mod secret;
+pub mod stop;
 pub mod transport;
 
 use std::fmt;
@@ -193,6 +194,8 @@ pub struct ProviderSettings {
     pub base_url: String,
     pub model: String,
     pub api_key: Option<SecretString>,
+    /// The environment variable the key was read from (its name only), for error messages.
+    pub api_key_env: Option<String>,
     pub temperature: Option<f64>,
     pub max_tokens: Option<u32>,
     /// Per attempt, from sending the request to having read the whole response.
@@ -227,6 +230,7 @@ impl ProviderSettings {
             base_url: base_url.into(),
             model: model.into(),
             api_key: None,
+            api_key_env: None,
             temperature: None,
             max_tokens: None,
             timeout: Duration::from_secs(60),
