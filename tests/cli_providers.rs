@@ -354,6 +354,13 @@ fn an_auth_failure_stops_only_its_provider() {
         "{}",
         r.transcript()
     );
+    assert_eq!(r.code, 4, "{}", r.transcript());
+    assert!(
+        r.stderr
+            .contains("error: provider `claude` (auth) stopped by auth or quota errors"),
+        "{}",
+        r.stderr
+    );
     let records = records(dir.path());
     let (claude_records, gpt_records): (Vec<&Value>, Vec<&Value>) =
         records.iter().partition(|r| r["provider"] == "claude");

@@ -615,14 +615,7 @@ fn run_command(
             Err(e) => eprintln!("error: --compare: {e}"),
         }
     }
-    let stops = sinks.provider_stops.stops();
-    for stop in stops {
-        eprintln!(
-            "stopped: provider `{}` (variant {}) after a {} error",
-            stop.provider, stop.variant, stop.class
-        );
-    }
-    if !stops.is_empty() {
+    if !sinks.provider_stops.stops().is_empty() {
         eprintln!(
             "{} planned trials were not run (skipped, not counted as failures)",
             totals.skipped_trials
@@ -660,6 +653,22 @@ fn run_command(
         eprintln!("{line}");
     }
     let (code, message) = run_exit_code(&summary, max_infra);
+    // A provider stopped by an auth or quota error left its arm without figures: the run
+    // cannot be judged as a whole, whatever the other arms scored.
+    let (code, message) = match (code, sinks.provider_stops.stops()) {
+        (ExitCode::Interrupted | ExitCode::InfraErrors, _) | (_, []) => (code, message),
+        (_, stops) => (
+            ExitCode::InfraErrors,
+            Some(format!(
+                "{} stopped by auth or quota errors; their remaining trials were not run",
+                stops
+                    .iter()
+                    .map(|s| format!("provider `{}` ({})", s.provider, s.class))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+        ),
+    };
     if let Some(message) = message {
         eprintln!("error: {message}");
     }

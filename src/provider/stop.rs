@@ -26,7 +26,7 @@ impl ProviderStop {
             _ => String::new(),
         };
         format!(
-            "provider `{}` (variant {}) stopped at its first {} error{hint}: {}; its remaining trials are not run, the other providers go on",
+            "provider `{}` (variant {}) stopped at its first {} error{hint}. {}. Its remaining trials are not run; the other providers go on.",
             self.provider, self.variant, self.class, self.message
         )
     }
