@@ -343,6 +343,9 @@ fn an_auth_failure_stops_only_its_provider() {
             "out",
             "--progress",
             "off",
+            // Not the share of errors: the stop alone decides the exit code here.
+            "--max-infra-error-rate",
+            "1",
         ],
         &[
             ("ANTHROPIC_API_KEY", "a-revoked-key"),
@@ -356,17 +359,19 @@ fn an_auth_failure_stops_only_its_provider() {
     );
     assert_eq!(r.code, 4, "{}", r.transcript());
     assert!(
-        r.stderr
-            .contains("error: provider `claude` (auth) stopped by auth or quota errors"),
+        r.stderr.contains(
+            "error: provider `claude` (auth) stopped by auth or quota errors; their remaining trials were not run"
+        ),
         "{}",
         r.stderr
     );
     let records = records(dir.path());
     let (claude_records, gpt_records): (Vec<&Value>, Vec<&Value>) =
         records.iter().partition(|r| r["provider"] == "claude");
-    // Only the trials already in flight when the first 401 came back were sent.
+    // Only the trials started before the first 401 was handled were sent (a 401 comes back in
+    // about a millisecond, so a few more than the two in flight may have started).
     assert!(
-        !claude_records.is_empty() && claude_records.len() <= 3,
+        !claude_records.is_empty() && claude_records.len() < 10,
         "{} claude trials ran",
         claude_records.len()
     );
