@@ -43,6 +43,11 @@ pub struct ToolCall {
     pub arguments: Value,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unparsed_arguments: Option<String>,
+    /// Gemini's opaque `thoughtSignature` from the part that carried this call. Gemini 3
+    /// refuses a history whose function-call parts lost it, so the adapter echoes it back
+    /// unchanged; every other provider leaves it `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thought_signature: Option<String>,
 }
 
 impl ToolCall {
@@ -56,6 +61,7 @@ impl ToolCall {
                 name,
                 arguments: Value::Object(Default::default()),
                 unparsed_arguments: None,
+                thought_signature: None,
             };
         }
         match serde_json::from_str::<Value>(encoded) {
@@ -64,12 +70,14 @@ impl ToolCall {
                 name,
                 arguments,
                 unparsed_arguments: None,
+                thought_signature: None,
             },
             Err(_) => ToolCall {
                 id,
                 name,
                 arguments: Value::Null,
                 unparsed_arguments: Some(encoded.to_owned()),
+                thought_signature: None,
             },
         }
     }
@@ -81,12 +89,23 @@ impl ToolCall {
 }
 
 /// Token counts as the provider reported them. `None` when the provider did not say.
+///
+/// `input_tokens` is every input token of the request, cached or not, whatever the provider
+/// counts in its own field (Anthropic reports the cache reads and writes apart from
+/// `input_tokens`; the adapter adds them back), so counts compare across providers. The cache
+/// fields say how many of those were read from or written to the provider's prompt cache.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_tokens: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_tokens: Option<u64>,
+    /// Input tokens served from the prompt cache (part of `input_tokens`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_read_tokens: Option<u64>,
+    /// Input tokens written to the prompt cache (part of `input_tokens`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write_tokens: Option<u64>,
 }
 
 /// Why the model stopped, normalized. Informational only: whether a tool was called is decided

@@ -209,6 +209,9 @@ pub enum ErrorClass {
     ServerError,
     Auth,
     QuotaExceeded,
+    /// The provider says it is overloaded (Anthropic 529 `overloaded_error`): transient, and
+    /// kept apart from `server_error` because it says nothing about the request.
+    Overloaded,
     ClientError,
     BadResponse,
     Cancelled,
@@ -223,6 +226,7 @@ impl ErrorClass {
                 | ErrorClass::Connect
                 | ErrorClass::RateLimited
                 | ErrorClass::ServerError
+                | ErrorClass::Overloaded
         )
     }
 
@@ -234,6 +238,7 @@ impl ErrorClass {
             ErrorClass::ServerError => "server_error",
             ErrorClass::Auth => "auth",
             ErrorClass::QuotaExceeded => "quota_exceeded",
+            ErrorClass::Overloaded => "overloaded",
             ErrorClass::ClientError => "client_error",
             ErrorClass::BadResponse => "bad_response",
             ErrorClass::Cancelled => "cancelled",

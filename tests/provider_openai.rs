@@ -528,6 +528,7 @@ async fn request_body_and_headers_have_the_wire_shape() {
                 name: "get_weather".into(),
                 arguments: json!({"location": "Paris, France"}),
                 unparsed_arguments: None,
+                thought_signature: None,
             }],
         },
         Message::Tool {

@@ -99,6 +99,15 @@ fn json_and_yaml_examples_parse_and_validate() {
 fn needs_more_than_the_repository(words: &[String]) -> bool {
     words.iter().any(|w| {
         matches!(w.as_str(), "local" | "local-greedy" | "openai")
+            || [
+                "openai-responses:",
+                "anthropic:",
+                "gemini:",
+                "ollama:",
+                "azure-openai:",
+            ]
+            .iter()
+            .any(|kind| w.starts_with(kind))
             || w.starts_with("replay:my.")
             || w.starts_with("reports/2026")
             || w.contains("<run-id>")

@@ -370,7 +370,8 @@ pub struct RunArgs {
     #[command(flatten)]
     pub suite: SuiteArgs,
     /// A provider named in the config, a kind (`openai-compat`) configured by the flags below,
-    /// or `replay:CASSETTE` to serve recorded responses without calling any model. Repeat it to
+    /// a kind and model as KIND:MODEL (`anthropic:claude-sonnet-4-5`, `gemini:gemini-2.5-flash`,
+    /// `ollama:qwen3`), or `replay:CASSETTE` to serve recorded responses without calling any model. Repeat it to
     /// run several arms in one plan; each record names its arm.
     #[arg(long = "provider", value_name = "NAME")]
     pub providers: Vec<String>,
@@ -388,13 +389,16 @@ pub struct RunArgs {
     /// With --record: overwrite the cassette if the file exists.
     #[arg(long, requires = "record")]
     pub force: bool,
-    /// Base URL of an OpenAI-compatible API, e.g. http://127.0.0.1:8080/v1.
+    /// Base URL of the provider's API, replacing its kind's default or the config's (a proxy, a
+    /// gateway, a local server), e.g. http://127.0.0.1:8080/v1.
     #[arg(long, value_name = "URL")]
     pub base_url: Option<String>,
     /// Model name sent to the provider.
     #[arg(long)]
     pub model: Option<String>,
-    /// Environment variable that holds the API key (the key itself is never a flag).
+    /// Environment variable that holds the API key (the key itself is never a flag) [default:
+    /// the kind's own: ANTHROPIC_API_KEY, OPENAI_API_KEY for openai-responses, GEMINI_API_KEY,
+    /// AZURE_OPENAI_API_KEY; none for openai-compat and ollama].
     #[arg(long, value_name = "VAR")]
     pub api_key_env: Option<String>,
     /// Trials per case [default: 50].
@@ -424,6 +428,14 @@ pub struct RunArgs {
     /// Retries after 429/5xx/timeouts, with capped exponential backoff and full jitter [default: 4].
     #[arg(long)]
     pub max_retries: Option<u32>,
+    /// Requests to each provider in flight at once, over all its arms (also `max_in_flight:` in
+    /// the config) [default: only --concurrency limits them].
+    #[arg(long, value_name = "N")]
+    pub max_in_flight: Option<usize>,
+    /// Requests started per minute to each provider, evenly spaced (also
+    /// `requests_per_minute:` in the config) [default: no limit].
+    #[arg(long, value_name = "N")]
+    pub requests_per_minute: Option<u32>,
     /// Largest response body read, in bytes; a larger one is a bad_response [default: 8 MiB].
     #[arg(long, value_name = "BYTES")]
     pub max_response_bytes: Option<usize>,
@@ -663,6 +675,12 @@ fn run_command(
             Err(e) => eprintln!("error: --compare: {e}"),
         }
     }
+    if !sinks.provider_stops.stops().is_empty() {
+        eprintln!(
+            "{} planned trials were not run (skipped, not counted as failures)",
+            totals.skipped_trials
+        );
+    }
     crate::report::write_json_atomically(&setup.out_dir.join("summary.json"), &summary)?;
     append_history(&setup.out_dir, &summary)?;
     let files = output::write_files(&summary, &setup.out_dir, formats)?;
@@ -695,6 +713,22 @@ fn run_command(
         eprintln!("{line}");
     }
     let (code, message) = run_exit_code(&summary, max_infra);
+    // A provider stopped by an auth or quota error left its arm without figures: the run
+    // cannot be judged as a whole, whatever the other arms scored.
+    let (code, message) = match (code, sinks.provider_stops.stops()) {
+        (ExitCode::Interrupted | ExitCode::InfraErrors, _) | (_, []) => (code, message),
+        (_, stops) => (
+            ExitCode::InfraErrors,
+            Some(format!(
+                "{} stopped by auth or quota errors; their remaining trials were not run",
+                stops
+                    .iter()
+                    .map(|s| format!("provider `{}` ({})", s.provider, s.class))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+        ),
+    };
     if let Some(message) = message {
         eprintln!("error: {message}");
     }

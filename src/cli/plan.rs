@@ -55,6 +55,8 @@ pub struct Sinks {
     pub progress: Progress,
     pub aggregator: Aggregator,
     pub sequential: Option<SequentialGate>,
+    /// Stops an arm at its first auth or quota error.
+    pub provider_stops: crate::provider::stop::ProviderStops,
 }
 
 impl Sinks {
@@ -70,6 +72,7 @@ impl Sinks {
         if let Some(s) = &mut self.sequential {
             list.push(s);
         }
+        list.push(&mut self.provider_stops);
         list
     }
 }
@@ -121,6 +124,13 @@ impl RunSetup {
                 Some(spec) => Some(sequential_gate(spec.clone(), &self.run_info(started))?),
                 None => None,
             },
+            provider_stops: crate::provider::stop::ProviderStops::new(
+                self.plan
+                    .arms
+                    .iter()
+                    .map(|a| a.settings.api_key_env.clone())
+                    .collect(),
+            ),
         })
     }
 
@@ -426,23 +436,32 @@ fn live_arm(
     env: &(dyn Fn(&str) -> Option<String> + Sync),
 ) -> Result<Arm, Error> {
     let defaults = &config.defaults;
-    let entry = match config.providers.get(name) {
-        Some(entry) => entry.clone(),
-        None if name.parse::<ProviderKind>().is_ok() => ProviderEntry {
-            kind: name.to_owned(),
-            base_url: String::new(),
-            model: String::new(),
-            cassette: None,
-            api_key_env: None,
-            temperature: None,
-            max_tokens: None,
-            timeout_s: None,
-            max_retries: None,
-        },
-        None => {
+    let bare = |kind: &str, model: &str| ProviderEntry {
+        kind: kind.to_owned(),
+        base_url: String::new(),
+        model: model.to_owned(),
+        cassette: None,
+        api_key_env: None,
+        temperature: None,
+        max_tokens: None,
+        timeout_s: None,
+        max_retries: None,
+        max_in_flight: None,
+        requests_per_minute: None,
+    };
+    // `KIND:MODEL` (`anthropic:claude-sonnet-4-5`); split at the first colon, so a model name
+    // may hold colons of its own (`ollama:qwen3:8b`).
+    let kind_and_model = name
+        .split_once(':')
+        .filter(|(kind, model)| kind.parse::<ProviderKind>().is_ok() && !model.is_empty());
+    let entry = match (config.providers.get(name), kind_and_model) {
+        (Some(entry), _) => entry.clone(),
+        (None, _) if name.parse::<ProviderKind>().is_ok() => bare(name, ""),
+        (None, Some((kind, model))) => bare(kind, model),
+        (None, None) => {
             let known: Vec<&str> = config.providers.keys().map(String::as_str).collect();
             return Err(usage(&format!(
-                "--provider `{name}` is neither a provider in the config ({}) nor a provider kind ({})",
+                "--provider `{name}` is neither a provider in the config ({}) nor a provider kind, alone or as KIND:MODEL ({})",
                 if known.is_empty() {
                     "none defined".to_owned()
                 } else {
@@ -459,7 +478,23 @@ fn live_arm(
             ProviderKind::known()
         ))
     })?;
-    let base_url = args.base_url.clone().unwrap_or(entry.base_url.clone());
+    let base_url = match (&args.base_url, entry.base_url.as_str()) {
+        (Some(url), _) => url.clone(),
+        (None, "") => match kind.adapter().default_base_url() {
+            Some(url) => url.to_owned(),
+            None => {
+                return Err(usage(&format!(
+                    "provider `{name}`: kind `{kind}` has no default base URL; set base_url in the config or --base-url{}",
+                    if kind == crate::provider::azure_openai::KIND {
+                        " (https://RESOURCE.openai.azure.com)"
+                    } else {
+                        ""
+                    }
+                )));
+            }
+        },
+        (None, url) => url.to_owned(),
+    };
     if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
         return Err(usage(&format!(
             "provider `{name}`: base URL must start with http:// or https:// (got `{base_url}`); set --base-url"
@@ -469,7 +504,11 @@ fn live_arm(
     if model.is_empty() {
         return Err(usage(&format!("provider `{name}`: no model; set --model")));
     }
-    let key_var = args.api_key_env.clone().or(entry.api_key_env.clone());
+    let key_var = args
+        .api_key_env
+        .clone()
+        .or(entry.api_key_env.clone())
+        .or(kind.adapter().default_key_env().map(str::to_owned));
     let api_key = match &key_var {
         Some(var) => match env(var) {
             Some(v) if !v.is_empty() => Some(SecretString::new(v)),
@@ -504,6 +543,7 @@ fn live_arm(
         base_url,
         model,
         api_key,
+        api_key_env: key_var.clone(),
         temperature,
         max_tokens: args.max_tokens.or(entry.max_tokens).or(defaults.max_tokens),
         timeout: Duration::from_secs_f64(timeout_s),
@@ -517,7 +557,19 @@ fn live_arm(
         max_response_bytes: args
             .max_response_bytes
             .unwrap_or(crate::provider::DEFAULT_MAX_RESPONSE_BYTES),
+        max_in_flight: args.max_in_flight.or(entry.max_in_flight),
+        requests_per_minute: args.requests_per_minute.or(entry.requests_per_minute),
     };
+    if settings.max_in_flight == Some(0) {
+        return Err(usage(&format!(
+            "provider `{name}`: max_in_flight (--max-in-flight) must be at least 1"
+        )));
+    }
+    if settings.requests_per_minute == Some(0) {
+        return Err(usage(&format!(
+            "provider `{name}`: requests_per_minute (--requests-per-minute) must be at least 1"
+        )));
+    }
     if settings.max_response_bytes < 1024 {
         return Err(usage("--max-response-bytes must be at least 1024"));
     }

@@ -6,9 +6,17 @@
 //! trial; [`Provider::complete`] only sends bytes and decodes the answer. Adding a wire format
 //! means one file implementing [`Adapter`] and one line in [`ADAPTERS`].
 
+pub mod anthropic;
+pub mod azure_openai;
 pub mod cassette;
+pub mod gemini;
+mod history;
+pub mod limits;
+pub mod ollama;
 pub mod openai_compat;
+pub mod openai_responses;
 pub mod secret;
+pub mod stop;
 pub mod transport;
 
 use std::fmt;
@@ -29,7 +37,14 @@ pub use secret::SecretString;
 pub use transport::http_client;
 
 /// Every wire format toolscore speaks. The one registration line per adapter.
-pub static ADAPTERS: &[&dyn Adapter] = &[&openai_compat::OpenAiCompat];
+pub static ADAPTERS: &[&dyn Adapter] = &[
+    &openai_compat::OpenAiCompat,
+    &openai_responses::OpenAiResponses,
+    &anthropic::Anthropic,
+    &gemini::Gemini,
+    &ollama::Ollama,
+    &azure_openai::AzureOpenAi,
+];
 
 /// One provider wire format: everything that differs between providers, and nothing else.
 /// The transport (timeouts, retries, backoff, redaction) is shared and lives in [`Provider`].
@@ -39,6 +54,18 @@ pub trait Adapter: Send + Sync + 'static {
 
     /// The URL requests go to, from the configured base URL and model.
     fn endpoint(&self, base_url: &str, model: &str) -> String;
+
+    /// The provider's public API, used when neither the config nor `--base-url` names one.
+    /// `None` when there is no such thing (a self-hosted server, an Azure resource).
+    fn default_base_url(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// The environment variable holding the API key when the config and `--api-key-env` name
+    /// none. `None` for kinds that need no key or whose servers vary.
+    fn default_key_env(&self) -> Option<&'static str> {
+        None
+    }
 
     /// Authentication headers for `api_key` (already trimmed, never empty). Mark them
     /// sensitive; an `Err` names no key material.
@@ -57,6 +84,12 @@ pub trait Adapter: Send + Sync + 'static {
 
     /// A non-2xx response as an error with its class, read from the provider's error body.
     fn error_from_status(&self, status: u16, body: &[u8]) -> ProviderError;
+
+    /// The wait an error body asks for, for providers that say it in the body rather than in
+    /// a `Retry-After` header (Gemini's `google.rpc.RetryInfo`). A header wins when both exist.
+    fn retry_after_in_body(&self, _body: &[u8]) -> Option<Duration> {
+        None
+    }
 
     /// Whether a failed attempt is worth repeating.
     fn should_retry(&self, err: &ProviderError) -> bool {
@@ -161,6 +194,8 @@ pub struct ProviderSettings {
     pub base_url: String,
     pub model: String,
     pub api_key: Option<SecretString>,
+    /// The environment variable the key was read from (its name only), for error messages.
+    pub api_key_env: Option<String>,
     pub temperature: Option<f64>,
     pub max_tokens: Option<u32>,
     /// Per attempt, from sending the request to having read the whole response.
@@ -171,6 +206,10 @@ pub struct ProviderSettings {
     pub retry_cap: Duration,
     /// Largest response body read; a larger one is a `bad_response`.
     pub max_response_bytes: usize,
+    /// Requests to this provider in flight at once, over every arm that calls it.
+    pub max_in_flight: Option<usize>,
+    /// Requests started per minute, evenly spaced, over every arm that calls it.
+    pub requests_per_minute: Option<u32>,
 }
 
 /// Default cap on a response body: far above any tool-calling answer, far below what would
@@ -191,6 +230,7 @@ impl ProviderSettings {
             base_url: base_url.into(),
             model: model.into(),
             api_key: None,
+            api_key_env: None,
             temperature: None,
             max_tokens: None,
             timeout: Duration::from_secs(60),
@@ -198,6 +238,8 @@ impl ProviderSettings {
             retry_base: Duration::from_millis(500),
             retry_cap: Duration::from_secs(30),
             max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
+            max_in_flight: None,
+            requests_per_minute: None,
         }
     }
 
@@ -333,6 +375,8 @@ pub struct Provider {
     headers: HeaderMap,
     /// A configuration problem found in `new` (bad URL, key not usable in a header).
     setup_error: Option<String>,
+    /// Shared with every other `Provider` of the same name, base URL and caps.
+    limits: std::sync::Arc<limits::Limits>,
 }
 
 impl fmt::Debug for Provider {
@@ -352,12 +396,19 @@ impl Provider {
             Err(e) => (HeaderMap::new(), Some(e)),
         };
         let setup_error = endpoint.as_ref().err().cloned().or(key_error);
+        let limits = limits::shared(
+            &settings.name,
+            &settings.base_url,
+            settings.max_in_flight,
+            settings.requests_per_minute,
+        );
         Provider {
             settings,
             client,
             endpoint,
             headers,
             setup_error,
+            limits,
         }
     }
 
@@ -422,16 +473,27 @@ impl Provider {
         loop {
             attempt += 1;
             let sent = tokio::select! {
-                sent = transport::send_once(
-                    &self.client,
-                    url,
-                    &self.headers,
-                    req.body.clone(),
-                    s.timeout,
-                    s.max_response_bytes,
-                ) => sent,
+                sent = async {
+                    // The slot is held for the attempt only, never across a backoff sleep.
+                    let _slot = self.limits.acquire().await;
+                    transport::send_once(
+                        &self.client,
+                        url,
+                        &self.headers,
+                        req.body.clone(),
+                        s.timeout,
+                        s.max_response_bytes,
+                    )
+                    .await
+                } => sent,
                 () = cancel.cancelled() => return Err(cancelled(attempt)),
             };
+            if let Ok(raw) = &sent
+                && let Some(wait) = raw.budget_spent
+            {
+                tracing::debug!(provider = %s.name, wait_ms = wait.as_millis() as u64, "rate-limit headers say the budget is spent: pausing");
+                self.limits.pause_for(wait);
+            }
             let (mut err, hint) = match sent.map(|mut raw| {
                 raw.body = self.scrub(raw.body);
                 raw
@@ -449,12 +511,24 @@ impl Provider {
                 },
                 Ok(raw) => (
                     s.kind.adapter().error_from_status(raw.status, &raw.body),
-                    raw.retry_after,
+                    raw.retry_after.or_else(|| {
+                        s.kind
+                            .adapter()
+                            .retry_after_in_body(&raw.body)
+                            .map(|d| d.min(transport::MAX_RETRY_AFTER))
+                    }),
                 ),
                 Err(e) => (e, None),
             };
             err.attempts = attempt;
             err.message = self.redact(&err.message);
+            // A wait asked for by a 429 or an overload holds every request to this provider:
+            // the others would only meet the same answer.
+            if let (Some(wait), ErrorClass::RateLimited | ErrorClass::Overloaded) =
+                (hint, err.class)
+            {
+                self.limits.pause_for(wait);
+            }
             if attempt > s.max_retries || !s.kind.adapter().should_retry(&err) {
                 return Err(err);
             }
@@ -647,6 +721,35 @@ mod tests {
         );
         assert_eq!(openai_compat::KIND.to_string(), "openai-compat");
         assert!("anthropic-ish".parse::<ProviderKind>().is_err());
+        for kind in [
+            "openai-compat",
+            "openai-responses",
+            "anthropic",
+            "gemini",
+            "ollama",
+            "azure-openai",
+        ] {
+            assert_eq!(kind.parse::<ProviderKind>().map(|k| k.as_str()), Ok(kind));
+        }
+        assert_eq!(
+            serde_json::to_string(&ErrorClass::Overloaded).unwrap(),
+            "\"overloaded\""
+        );
+        // Every name a results.jsonl in the wild may hold still parses.
+        for name in [
+            "timeout",
+            "connect",
+            "rate_limited",
+            "server_error",
+            "auth",
+            "quota_exceeded",
+            "client_error",
+            "bad_response",
+            "cancelled",
+        ] {
+            let class: ErrorClass = serde_json::from_str(&format!("\"{name}\"")).unwrap();
+            assert_eq!(class.as_str(), name);
+        }
         assert_eq!(
             serde_json::to_string(&openai_compat::KIND).unwrap(),
             "\"openai-compat\""
@@ -664,6 +767,7 @@ mod tests {
             ErrorClass::Connect,
             ErrorClass::RateLimited,
             ErrorClass::ServerError,
+            ErrorClass::Overloaded,
         ] {
             assert!(c.is_retryable(), "{c}");
         }
@@ -732,12 +836,14 @@ mod tests {
                         name: "f".into(),
                         arguments: json!({"a": 1}),
                         unparsed_arguments: None,
+                        thought_signature: None,
                     },
                     ToolCall {
                         id: Some("x".into()),
                         name: "f".into(),
                         arguments: serde_json::Value::Null,
                         unparsed_arguments: Some("{bad".into()),
+                        thought_signature: None,
                     },
                 ],
             },

@@ -68,6 +68,10 @@ struct ChatRequest<'a> {
     temperature: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     max_tokens: Option<u32>,
+    /// What reasoning models (o1, o3, o4, gpt-5) take instead of `max_tokens`, which they
+    /// refuse with a 400.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_completion_tokens: Option<u32>,
 }
 
 #[derive(Serialize)]
@@ -217,13 +221,33 @@ pub(crate) fn encode_request(
         // llama.cpp makes at most one call per turn unless asked; OpenAI's default is true.
         parallel_tool_calls: has_tools.then_some(true),
         temperature: settings.temperature,
-        max_tokens: settings.max_tokens,
+        max_tokens: settings
+            .max_tokens
+            .filter(|_| !uses_max_completion_tokens(&settings.model)),
+        max_completion_tokens: settings
+            .max_tokens
+            .filter(|_| uses_max_completion_tokens(&settings.model)),
     };
     // Serializing borrowed strings, numbers and `Value`s into a Vec cannot fail.
     serde_json::to_vec(&request).unwrap_or_default()
 }
 
-fn encode_arguments(call: &ToolCall) -> Cow<'_, str> {
+/// Whether `model` belongs to an OpenAI reasoning family (o1, o3, o4, gpt-5, with or without a
+/// router prefix such as `openai/`), which takes `max_completion_tokens` and refuses
+/// `max_tokens`.
+pub fn uses_max_completion_tokens(model: &str) -> bool {
+    let name = model
+        .rsplit('/')
+        .next()
+        .unwrap_or(model)
+        .to_ascii_lowercase();
+    ["o1", "o3", "o4", "gpt-5"].iter().any(|family| {
+        name.strip_prefix(family)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with(['-', '.', '_']))
+    })
+}
+
+pub(crate) fn encode_arguments(call: &ToolCall) -> Cow<'_, str> {
     if let Some(raw) = &call.unparsed_arguments {
         return Cow::Borrowed(raw);
     }
@@ -231,6 +255,36 @@ fn encode_arguments(call: &ToolCall) -> Cow<'_, str> {
         Value::Null => Cow::Borrowed("{}"),
         v => Cow::Owned(v.to_string()),
     }
+}
+
+/// A 2xx body parsed as a JSON object, or a `bad_response` quoting it.
+pub(crate) fn parse_object(raw: &[u8]) -> Result<Value, ProviderError> {
+    let value: Value = serde_json::from_slice(raw).map_err(|e| {
+        ProviderError::new(
+            ErrorClass::BadResponse,
+            None,
+            format!(
+                "response body is not JSON ({e}): {}",
+                excerpt_text(&String::from_utf8_lossy(raw))
+            ),
+        )
+    })?;
+    if !value.is_object() {
+        return Err(ProviderError::new(
+            ErrorClass::BadResponse,
+            None,
+            format!(
+                "response body is not a JSON object: {}",
+                excerpt_text(&value.to_string())
+            ),
+        ));
+    }
+    Ok(value)
+}
+
+/// A `bad_response` error about the shape of a 2xx body.
+pub(crate) fn malformed(what: String) -> ProviderError {
+    ProviderError::new(ErrorClass::BadResponse, None, what)
 }
 
 /// Decodes a 2xx Chat Completions body into a neutral turn.
@@ -327,9 +381,16 @@ pub(crate) fn decode_response(raw: &[u8]) -> Result<ModelTurn, ProviderError> {
         _ => None,
     };
     let usage = match root.get("usage") {
+        // Cached tokens are already counted in `prompt_tokens` here.
         Some(u @ Value::Object(_)) => Usage {
             input_tokens: u.get("prompt_tokens").and_then(Value::as_u64),
             output_tokens: u.get("completion_tokens").and_then(Value::as_u64),
+            cache_read_tokens: u
+                .pointer("/prompt_tokens_details/cached_tokens")
+                .and_then(Value::as_u64),
+            cache_write_tokens: u
+                .pointer("/prompt_tokens_details/cache_write_tokens")
+                .and_then(Value::as_u64),
         },
         _ => Usage::default(),
     };
@@ -361,7 +422,13 @@ fn decode_tool_call(call: &Value) -> Option<ToolCall> {
     Some(decode_arguments(id, name, arguments))
 }
 
-fn decode_arguments(id: Option<String>, name: String, arguments: Option<&Value>) -> ToolCall {
+/// A call from arguments that arrived as a JSON string (the documented form here) or as an
+/// object (what some servers send; the native form of Anthropic, Gemini and Ollama).
+pub(crate) fn decode_arguments(
+    id: Option<String>,
+    name: String,
+    arguments: Option<&Value>,
+) -> ToolCall {
     match arguments {
         Some(Value::String(s)) => ToolCall::from_encoded_arguments(id, name, s),
         None | Some(Value::Null) => ToolCall::from_encoded_arguments(id, name, ""),
@@ -371,12 +438,13 @@ fn decode_arguments(id: Option<String>, name: String, arguments: Option<&Value>)
             name,
             arguments: v.clone(),
             unparsed_arguments: None,
+            thought_signature: None,
         },
     }
 }
 
 /// `content` as text: a string (empty → `None`) or an array of text parts.
-fn content_text(content: Option<&Value>) -> Option<String> {
+pub(crate) fn content_text(content: Option<&Value>) -> Option<String> {
     match content? {
         Value::String(s) if !s.is_empty() => Some(s.clone()),
         Value::Array(parts) => {
@@ -403,7 +471,7 @@ fn map_finish(s: &str) -> FinishReason {
 
 /// An error carried inside a body: OpenAI's `{"error": {...}}` (or `{"error": "text"}`) and
 /// vLLM's `{"object": "error", "message": ...}`.
-fn error_in_body(value: &Value) -> Option<ProviderError> {
+pub(crate) fn error_in_body(value: &Value) -> Option<ProviderError> {
     let has_error = matches!(value.get("error"), Some(e) if !e.is_null())
         || value.get("object").and_then(Value::as_str) == Some("error");
     if !has_error {
@@ -459,7 +527,7 @@ impl ErrorInfo {
         }
     }
 
-    fn from_json(v: &Value) -> ErrorInfo {
+    pub(crate) fn from_json(v: &Value) -> ErrorInfo {
         // `{"error": {...}}`, `{"error": "text"}`, or the fields at top level (vLLM, FastAPI `detail`).
         let (obj, top_message) = match v.get("error") {
             Some(e @ Value::Object(_)) => (e, None),
@@ -499,18 +567,18 @@ impl ErrorInfo {
         }
     }
 
-    fn says(&self, what: &str) -> bool {
+    pub(crate) fn says(&self, what: &str) -> bool {
         self.code.as_deref() == Some(what) || self.kind.as_deref() == Some(what)
     }
 
-    fn code_suffix(&self) -> String {
+    pub(crate) fn code_suffix(&self) -> String {
         match self.code.as_deref().or(self.kind.as_deref()) {
             Some(c) => format!(" ({c})"),
             None => String::new(),
         }
     }
 
-    fn message_excerpt(&self) -> String {
+    pub(crate) fn message_excerpt(&self) -> String {
         match (&self.message, &self.raw) {
             (Some(m), _) => excerpt_text(m),
             (None, Some(r)) if !r.trim().is_empty() => excerpt_text(r),
@@ -519,7 +587,7 @@ impl ErrorInfo {
     }
 }
 
-fn class_from_code(info: &ErrorInfo) -> Option<ErrorClass> {
+pub(crate) fn class_from_code(info: &ErrorInfo) -> Option<ErrorClass> {
     if info.says("insufficient_quota") {
         Some(ErrorClass::QuotaExceeded)
     } else if info.says("rate_limit_exceeded")
@@ -533,8 +601,9 @@ fn class_from_code(info: &ErrorInfo) -> Option<ErrorClass> {
         || info.says("permission_error")
     {
         Some(ErrorClass::Auth)
+    } else if info.says("overloaded_error") {
+        Some(ErrorClass::Overloaded)
     } else if info.says("server_error")
-        || info.says("overloaded_error")
         || info.says("api_error")
         || info.says("InternalServerError")
     {
@@ -556,6 +625,9 @@ pub(crate) fn classify_status(status: u16, info: &ErrorInfo) -> ErrorClass {
         429 => ErrorClass::RateLimited,
         400..=499 if info.says("insufficient_quota") => ErrorClass::QuotaExceeded,
         400..=499 => ErrorClass::ClientError,
+        // Anthropic's "overloaded"; other providers' 529s mean the same when they send one.
+        529 => ErrorClass::Overloaded,
+        _ if info.says("overloaded_error") => ErrorClass::Overloaded,
         500..=599 => ErrorClass::ServerError,
         300..=399 => ErrorClass::ClientError,
         _ => ErrorClass::BadResponse,
@@ -578,7 +650,7 @@ pub(crate) fn error_from_status(status: u16, body: &[u8]) -> ProviderError {
     )
 }
 
-fn http_reason(status: u16) -> &'static str {
+pub(crate) fn http_reason(status: u16) -> &'static str {
     match status {
         400 => " Bad Request",
         401 => " Unauthorized",
@@ -646,6 +718,34 @@ mod tests {
     }
 
     #[test]
+    fn reasoning_families_take_max_completion_tokens() {
+        for m in [
+            "o1",
+            "o1-mini",
+            "o3",
+            "o4-mini",
+            "gpt-5",
+            "gpt-5.1",
+            "gpt-5-mini",
+            "openai/gpt-5-nano",
+            "O3-2025-04-16",
+        ] {
+            assert!(uses_max_completion_tokens(m), "{m}");
+        }
+        for m in [
+            "gpt-4o",
+            "gpt-4.1-mini",
+            "gpt-50",
+            "o1x",
+            "llama-3.1-8b",
+            "qwen3:8b",
+            "",
+        ] {
+            assert!(!uses_max_completion_tokens(m), "{m}");
+        }
+    }
+
+    #[test]
     fn vllm_error_shape_is_classified() {
         let body = json!({"object":"error","message":"boom","type":"BadRequestError","param":null,"code":400});
         let err = decode_response(body.to_string().as_bytes()).unwrap_err();
@@ -673,7 +773,7 @@ mod tests {
         let none = ErrorInfo::default();
         assert_eq!(classify_status(401, &none), ErrorClass::Auth);
         assert_eq!(classify_status(404, &none), ErrorClass::ClientError);
-        assert_eq!(classify_status(529, &none), ErrorClass::ServerError);
+        assert_eq!(classify_status(529, &none), ErrorClass::Overloaded);
         let quota = ErrorInfo::from_body(br#"{"error":{"message":"q","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}"#);
         assert_eq!(classify_status(429, &quota), ErrorClass::QuotaExceeded);
         let rate = ErrorInfo::from_body(br#"{"error":{"message":"r","type":"tokens","param":null,"code":"rate_limit_exceeded"}}"#);

@@ -32,6 +32,9 @@ pub(crate) struct RawResponse {
     pub body: Bytes,
     /// The wait the server asked for (`retry-after-ms` / `Retry-After`), when it asked.
     pub retry_after: Option<Duration>,
+    /// How long until the provider's budget refills, when its rate-limit headers say it is
+    /// spent (any status).
+    pub budget_spent: Option<Duration>,
     /// From sending the request to having read the whole body.
     pub elapsed: Duration,
 }
@@ -73,6 +76,10 @@ pub(crate) async fn send_once(
         } else {
             retry_after(response.headers(), SystemTime::now())
         };
+        let retry_after = (
+            retry_after,
+            super::limits::budget_spent(response.headers(), SystemTime::now()),
+        );
         let declared = response.content_length();
         if declared.is_some_and(|n| n > max_body as u64) {
             return Err(AttemptError::TooLarge);
@@ -93,10 +100,11 @@ pub(crate) async fn send_once(
         Ok::<_, AttemptError>((status, retry_after, Bytes::from(buf)))
     };
     match tokio::time::timeout(timeout, attempt).await {
-        Ok(Ok((status, retry_after, body))) => Ok(RawResponse {
+        Ok(Ok((status, (retry_after, budget_spent), body))) => Ok(RawResponse {
             status,
             body,
             retry_after,
+            budget_spent,
             elapsed: start.elapsed(),
         }),
         Ok(Err(AttemptError::Http(e))) => Err(classify_reqwest(&e, timeout)),

@@ -1197,6 +1197,7 @@ mod tests {
                     name: (*n).into(),
                     arguments: serde_json::json!({}),
                     unparsed_arguments: None,
+                    thought_signature: None,
                 })
                 .collect(),
             ..Default::default()

@@ -814,6 +814,8 @@ fn total_usage(turns: &[ModelTurn]) -> Usage {
     Usage {
         input_tokens: sum(|u| u.input_tokens),
         output_tokens: sum(|u| u.output_tokens),
+        cache_read_tokens: sum(|u| u.cache_read_tokens),
+        cache_write_tokens: sum(|u| u.cache_write_tokens),
     }
 }
 
@@ -889,6 +891,7 @@ mod tests {
             usage: Usage {
                 input_tokens: i,
                 output_tokens: o,
+                ..Usage::default()
             },
             finish: None,
         };

@@ -320,6 +320,7 @@ mod tests {
             name: name.into(),
             arguments: args,
             unparsed_arguments: None,
+            thought_signature: None,
         }
     }
 

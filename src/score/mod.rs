@@ -846,6 +846,7 @@ mod tests {
             name: name.to_owned(),
             arguments: args,
             unparsed_arguments: None,
+            thought_signature: None,
         }
     }
 
@@ -1490,6 +1491,7 @@ mod tests {
                 name: "get_quote".into(),
                 arguments: json!({}),
                 unparsed_arguments: None,
+                thought_signature: None,
             })
             .collect();
         let turn = ModelTurn {

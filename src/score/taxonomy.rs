@@ -488,6 +488,7 @@ mod tests {
             name: "create_quote".into(),
             arguments: args,
             unparsed_arguments: None,
+            thought_signature: None,
         }
     }
 
@@ -657,6 +658,7 @@ mod tests {
                 name: name.into(),
                 arguments: args,
                 unparsed_arguments: None,
+                thought_signature: None,
             }],
             ..Default::default()
         };
@@ -690,6 +692,7 @@ mod tests {
                 name: "get_time".into(),
                 arguments: json!({"tz": "CET"}),
                 unparsed_arguments: None,
+                thought_signature: None,
             },
             call(good()),
         ];

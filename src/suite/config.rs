@@ -45,20 +45,27 @@ pub struct Defaults {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProviderEntry {
-    /// A provider kind (`openai-compat`, …), or `replay` to serve a recorded cassette.
+    /// A provider kind (`openai-compat`, `openai-responses`, `anthropic`, `gemini`, `ollama`,
+    /// `azure-openai`), or `replay` to serve a recorded cassette.
     pub kind: String,
+    /// Empty: the kind's public API (none for `openai-compat` and `azure-openai`).
     #[serde(default)]
     pub base_url: String,
     #[serde(default)]
     pub model: String,
     /// `kind: replay`: the cassette, relative to the config's folder.
     pub cassette: Option<PathBuf>,
-    /// Name of the environment variable holding the API key (never the key itself).
+    /// Name of the environment variable holding the API key (never the key itself); `None`:
+    /// the kind's own (`ANTHROPIC_API_KEY`, …), if it has one.
     pub api_key_env: Option<String>,
     pub temperature: Option<f64>,
     pub max_tokens: Option<u32>,
     pub timeout_s: Option<f64>,
     pub max_retries: Option<u32>,
+    /// Requests to this provider in flight at once, over all its arms.
+    pub max_in_flight: Option<usize>,
+    /// Requests to this provider started per minute, evenly spaced, over all its arms.
+    pub requests_per_minute: Option<u32>,
 }
 
 /// The provider kind that serves a cassette instead of calling a model.

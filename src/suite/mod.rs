@@ -565,6 +565,7 @@ mod tests {
                 name: name.into(),
                 arguments: serde_json::json!({"quote_id": "qt_1"}),
                 unparsed_arguments: None,
+                thought_signature: None,
             }],
             ..Default::default()
         };

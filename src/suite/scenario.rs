@@ -311,7 +311,6 @@ type ResolvedCatalog = (
 
 /// The catalogs a scenario's `catalog:` names: files are read, a live server is listed (once,
 /// at load time; each trial then opens its own session to execute tools).
-
 fn resolve_catalog(
     raw: RawCatalog,
     text: &str,

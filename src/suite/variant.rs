@@ -490,6 +490,7 @@ mod tests {
                 name: "get_job_status".into(),
                 arguments: serde_json::json!({}),
                 unparsed_arguments: None,
+                thought_signature: None,
             }],
         }];
         match &v.messages(&history)[0] {

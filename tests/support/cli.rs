@@ -25,7 +25,14 @@ impl Run {
 }
 
 /// Environment variables a developer's shell may set that would change what the binary does.
-const CLEARED_ENV: &[&str] = &["OPENAI_API_KEY", "TOOLSCORE_LOG", "MISSING_KEY_VAR"];
+const CLEARED_ENV: &[&str] = &[
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "GEMINI_API_KEY",
+    "AZURE_OPENAI_API_KEY",
+    "TOOLSCORE_LOG",
+    "MISSING_KEY_VAR",
+];
 
 /// Runs `toolscore ARGS` in `dir`.
 pub fn toolscore(dir: &Path, args: &[&str]) -> Run {

@@ -28,6 +28,8 @@ use tokio::sync::{oneshot, watch};
 #[derive(Debug, Clone)]
 pub struct FakeRequest {
     pub path: String,
+    /// The query string without `?` (empty when there is none).
+    pub query: String,
     /// Header names in lower case, in arrival order.
     pub headers: Vec<(String, String)>,
     /// The body parsed as JSON (`Value::Null` when it was not JSON).
@@ -227,6 +229,7 @@ async fn handle(
 ) -> Result<Response<Full<Bytes>>, Infallible> {
     let seq = state.seq.fetch_add(1, Ordering::SeqCst);
     let path = req.uri().path().to_owned();
+    let query = req.uri().query().unwrap_or("").to_owned();
     let headers = req
         .headers()
         .iter()
@@ -244,6 +247,7 @@ async fn handle(
     let body = serde_json::from_slice(&raw).unwrap_or(Value::Null);
     let request = FakeRequest {
         path,
+        query,
         headers,
         body,
         seq,

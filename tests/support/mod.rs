@@ -4,8 +4,10 @@
 
 pub mod cli;
 pub mod fake_openai;
+pub mod fake_providers;
 pub mod mcp_servers;
 
 pub use cli::*;
 pub use fake_openai::*;
+pub use fake_providers::*;
 pub use mcp_servers::*;

@@ -1,0 +1,273 @@
+//! Per-provider request limits, shared by every arm that calls one provider (one configured
+//! provider run under several catalog variants is still one provider to its rate limiter):
+//!
+//! - requests in flight at once (a semaphore);
+//! - requests per minute (`governor`), spaced evenly with a burst of one, so no window of a
+//!   minute ever holds more than the limit;
+//! - a pause for every request when the provider says its budget is spent: its rate-limit
+//!   headers announce zero remaining requests or tokens (slow down *before* the 429), or a
+//!   429 / 529 asked for a wait (the other requests in flight would only meet the same 429).
+
+use std::collections::HashMap;
+use std::num::NonZeroU32;
+use std::sync::{Arc, LazyLock, Mutex, Weak};
+use std::time::{Duration, SystemTime};
+
+use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
+use reqwest::header::HeaderMap;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::time::Instant;
+
+use super::transport::MAX_RETRY_AFTER;
+
+/// The limits of one provider.
+pub struct Limits {
+    in_flight: Option<Arc<Semaphore>>,
+    rate: Option<DefaultDirectRateLimiter>,
+    /// No request starts before this instant.
+    paused_until: Mutex<Option<Instant>>,
+}
+
+impl std::fmt::Debug for Limits {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Limits")
+            .field("in_flight", &self.in_flight.is_some())
+            .field("rate", &self.rate.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Limits {
+    /// Limits with these caps (`None`: no cap of that kind; 0 is treated as none).
+    pub fn new(max_in_flight: Option<usize>, requests_per_minute: Option<u32>) -> Limits {
+        Limits {
+            in_flight: max_in_flight
+                .filter(|n| *n > 0)
+                .map(|n| Arc::new(Semaphore::new(n))),
+            rate: requests_per_minute.and_then(NonZeroU32::new).map(|rpm| {
+                RateLimiter::direct(Quota::per_minute(rpm).allow_burst(NonZeroU32::MIN))
+            }),
+            paused_until: Mutex::new(None),
+        }
+    }
+
+    /// Waits until a request may start: past any pause, with a slot in flight (held by the
+    /// returned permit until it is dropped), and within the requests-per-minute budget.
+    pub async fn acquire(&self) -> Option<OwnedSemaphorePermit> {
+        self.wait_out_pause().await;
+        let permit = match &self.in_flight {
+            // The semaphore is never closed, so acquiring fails only if it were.
+            Some(s) => s.clone().acquire_owned().await.ok(),
+            None => None,
+        };
+        // A pause announced while this request waited for its slot applies to it too.
+        self.wait_out_pause().await;
+        if let Some(rate) = &self.rate {
+            rate.until_ready().await;
+        }
+        permit
+    }
+
+    async fn wait_out_pause(&self) {
+        loop {
+            let until = *self
+                .paused_until
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            match until {
+                Some(t) if t > Instant::now() => tokio::time::sleep_until(t).await,
+                _ => return,
+            }
+        }
+    }
+
+    /// No request starts for `wait` from now (capped at [`MAX_RETRY_AFTER`]); a longer pause
+    /// already in force stays.
+    pub fn pause_for(&self, wait: Duration) {
+        let until = Instant::now() + wait.min(MAX_RETRY_AFTER);
+        let mut slot = self
+            .paused_until
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if slot.is_none_or(|t| t < until) {
+            *slot = Some(until);
+        }
+    }
+}
+
+type RegistryKey = (String, String, Option<usize>, Option<u32>);
+
+static REGISTRY: LazyLock<Mutex<HashMap<RegistryKey, Weak<Limits>>>> =
+    LazyLock::new(Default::default);
+
+/// The limits shared by every provider built with this name, base URL and caps while any of
+/// them is alive.
+pub fn shared(
+    name: &str,
+    base_url: &str,
+    max_in_flight: Option<usize>,
+    requests_per_minute: Option<u32>,
+) -> Arc<Limits> {
+    let key = (
+        name.to_owned(),
+        base_url.to_owned(),
+        max_in_flight,
+        requests_per_minute,
+    );
+    let mut registry = REGISTRY
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    registry.retain(|_, limits| limits.strong_count() > 0);
+    if let Some(limits) = registry.get(&key).and_then(Weak::upgrade) {
+        return limits;
+    }
+    let limits = Arc::new(Limits::new(max_in_flight, requests_per_minute));
+    registry.insert(key, Arc::downgrade(&limits));
+    limits
+}
+
+/// How long until the provider's budget refills, when its rate-limit headers say a budget is
+/// spent (a `remaining` of 0): OpenAI's and Azure's `x-ratelimit-remaining-*` with
+/// `x-ratelimit-reset-*` durations (`1s`, `6m0s`, `20ms`), Anthropic's
+/// `anthropic-ratelimit-*-remaining` with `…-reset` RFC 3339 times. The longest such wait.
+pub(crate) fn budget_spent(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
+    let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    let spent = |name: &str| text(name).is_some_and(|v| v.trim() == "0");
+    let mut wait: Option<Duration> = None;
+    let mut consider = |d: Option<Duration>| {
+        if let Some(d) = d {
+            wait = Some(wait.map_or(d, |w| w.max(d)));
+        }
+    };
+    for what in ["requests", "tokens"] {
+        if spent(&format!("x-ratelimit-remaining-{what}")) {
+            consider(text(&format!("x-ratelimit-reset-{what}")).and_then(go_duration));
+        }
+    }
+    for what in ["requests", "tokens", "input-tokens", "output-tokens"] {
+        if spent(&format!("anthropic-ratelimit-{what}-remaining")) {
+            consider(
+                text(&format!("anthropic-ratelimit-{what}-reset"))
+                    .and_then(|t| humantime::parse_rfc3339_weak(t.trim()).ok())
+                    .map(|at| at.duration_since(now).unwrap_or(Duration::ZERO)),
+            );
+        }
+    }
+    wait.map(|w| w.min(MAX_RETRY_AFTER))
+}
+
+/// A Go-style duration (`1s`, `6m0s`, `1m30.5s`, `20ms`, `1h`), as OpenAI's reset headers
+/// are written.
+fn go_duration(text: &str) -> Option<Duration> {
+    let mut rest = text.trim();
+    if rest.is_empty() {
+        return None;
+    }
+    let mut total = 0.0f64;
+    while !rest.is_empty() {
+        let number_len = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(rest.len());
+        let value: f64 = rest[..number_len].parse().ok()?;
+        rest = &rest[number_len..];
+        let (unit, seconds) = [
+            ("ms", 1e-3),
+            ("us", 1e-6),
+            ("µs", 1e-6),
+            ("ns", 1e-9),
+            ("h", 3600.0),
+            ("m", 60.0),
+            ("s", 1.0),
+        ]
+        .into_iter()
+        .find(|(u, _)| rest.starts_with(u))?;
+        total += value * seconds;
+        rest = &rest[unit.len()..];
+    }
+    (total.is_finite() && total >= 0.0).then(|| Duration::from_secs_f64(total.min(86_400.0)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use reqwest::header::HeaderValue;
+
+    #[test]
+    fn go_durations() {
+        assert_eq!(go_duration("1s"), Some(Duration::from_secs(1)));
+        assert_eq!(go_duration("6m0s"), Some(Duration::from_secs(360)));
+        assert_eq!(go_duration("20ms"), Some(Duration::from_millis(20)));
+        assert_eq!(go_duration("1m30.5s"), Some(Duration::from_millis(90_500)));
+        assert_eq!(go_duration("1h"), Some(Duration::from_secs(3600)));
+        assert_eq!(go_duration(""), None);
+        assert_eq!(go_duration("soon"), None);
+        assert_eq!(go_duration("5"), None);
+    }
+
+    #[test]
+    fn spent_budgets_are_read_from_both_header_families() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_764_000_000);
+        let mut h = HeaderMap::new();
+        h.insert(
+            "x-ratelimit-remaining-requests",
+            HeaderValue::from_static("3"),
+        );
+        h.insert("x-ratelimit-reset-requests", HeaderValue::from_static("2s"));
+        assert_eq!(budget_spent(&h, now), None, "budget left");
+        h.insert(
+            "x-ratelimit-remaining-tokens",
+            HeaderValue::from_static("0"),
+        );
+        h.insert("x-ratelimit-reset-tokens", HeaderValue::from_static("1.5s"));
+        assert_eq!(budget_spent(&h, now), Some(Duration::from_millis(1500)));
+
+        let mut a = HeaderMap::new();
+        a.insert(
+            "anthropic-ratelimit-requests-remaining",
+            HeaderValue::from_static("0"),
+        );
+        let reset = humantime::format_rfc3339(now + Duration::from_secs(7)).to_string();
+        a.insert(
+            "anthropic-ratelimit-requests-reset",
+            HeaderValue::from_str(&reset).unwrap(),
+        );
+        assert_eq!(budget_spent(&a, now), Some(Duration::from_secs(7)));
+        a.insert(
+            "anthropic-ratelimit-requests-reset",
+            HeaderValue::from_static("2099-01-01T00:00:00Z"),
+        );
+        assert_eq!(budget_spent(&a, now), Some(MAX_RETRY_AFTER), "capped");
+    }
+
+    #[tokio::test]
+    async fn requests_per_minute_are_spaced() {
+        let limits = Limits::new(None, Some(600));
+        let start = std::time::Instant::now();
+        for _ in 0..4 {
+            limits.acquire().await;
+        }
+        // 600 per minute, burst 1: the 4th request starts 300 ms after the first.
+        let elapsed = start.elapsed();
+        assert!(elapsed >= Duration::from_millis(290), "{elapsed:?}");
+    }
+
+    #[tokio::test]
+    async fn pauses_and_slots_hold_every_request() {
+        let limits = Limits::new(Some(1), None);
+        limits.pause_for(Duration::from_millis(200));
+        // A shorter pause does not cut a longer one short.
+        limits.pause_for(Duration::from_millis(10));
+        let before = Instant::now();
+        let permit = limits.acquire().await;
+        assert!(before.elapsed() >= Duration::from_millis(200));
+        assert!(permit.is_some());
+        assert!(
+            tokio::time::timeout(Duration::from_millis(10), limits.acquire())
+                .await
+                .is_err(),
+            "the one slot is taken"
+        );
+        drop(permit);
+        assert!(limits.acquire().await.is_some());
+    }
+}

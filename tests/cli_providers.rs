@@ -1,0 +1,397 @@
+//! `toolscore run` through the real binary against fakes of each native provider API, named
+//! on the command line as KIND:MODEL or in toolscore.yaml: every case (a fresh question, and a
+//! conversation holding an earlier tool call and its result) passes only when the adapter
+//! speaks the provider's wire format as the fake checks it.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde_json::Value;
+use support::*;
+
+const TOOLS: &str = r#"{"tools": [{"name": "get_weather", "description": "Get the current weather in a given location",
+  "inputSchema": {"type": "object", "properties": {"location": {"type": "string"}, "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}}, "required": ["location"]}}]}"#;
+
+/// A fresh question (the fake calls get_weather for Paris) and a conversation whose tool
+/// result is already in (the fake answers in text only if the history is laid out right).
+const CASES: &str = r#"{"id": "weather", "messages": [{"role": "system", "content": "You are a weather bot."}, {"role": "user", "content": "What's the weather in Paris?"}], "expect": {"tool": "get_weather", "args": {"location": "Paris, France"}}}
+{"id": "after-result", "messages": [{"role": "user", "content": "What's the weather in Berlin?"}, {"role": "assistant", "content": "Checking.", "tool_calls": [{"id": "call_fx1", "name": "get_weather", "arguments": {"location": "Berlin"}}]}, {"role": "tool", "call_id": "call_fx1", "content": "9 degrees"}], "expect": {"tool": null}}
+"#;
+
+fn project() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir_all(dir.path().join("data")).expect("mkdir");
+    std::fs::write(dir.path().join("data/tools.json"), TOOLS).expect("tools");
+    std::fs::write(dir.path().join("data/cases.jsonl"), CASES).expect("cases");
+    dir
+}
+
+fn records(dir: &Path) -> Vec<Value> {
+    let out = dir.join("out");
+    let run_dir: PathBuf = std::fs::read_dir(&out)
+        .expect("out dir")
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| p.is_dir())
+        .expect("a run folder");
+    std::fs::read_to_string(run_dir.join("results.jsonl"))
+        .expect("results.jsonl")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("record"))
+        .collect()
+}
+
+/// `toolscore run --provider PROVIDER [--base-url URL]` on the project, 3 trials per case.
+fn run(dir: &Path, provider: &str, base_url: Option<&str>, env: &[(&str, &str)]) -> Run {
+    let mut args = vec!["run", "--provider", provider];
+    if let Some(url) = base_url {
+        args.extend(["--base-url", url]);
+    }
+    args.extend([
+        "--dataset",
+        "data",
+        "--trials",
+        "3",
+        "--out",
+        "out",
+        "--progress",
+        "off",
+    ]);
+    toolscore_env(dir, &args, env)
+}
+
+/// A scripted fake of one provider's API.
+type FakeModel = fn(&FakeRequest) -> FakeResponse;
+
+fn assert_all_pass(dir: &Path, run: &Run, kind: &str) {
+    assert_eq!(run.code, 0, "{kind}: {}", run.transcript());
+    let records = records(dir);
+    assert_eq!(records.len(), 6, "{kind}");
+    for r in &records {
+        assert_eq!(r["outcome"], "pass", "{kind}: {r}");
+    }
+}
+
+#[test]
+fn each_native_provider_passes_by_kind_and_model() {
+    let cases: [(&str, &str, FakeModel, &str, &str); 4] = [
+        (
+            "anthropic",
+            "anthropic:claude-sonnet-4-5",
+            anthropic_model,
+            "/v1",
+            "ANTHROPIC_API_KEY",
+        ),
+        (
+            "openai-responses",
+            "openai-responses:gpt-5.4",
+            responses_model,
+            "/v1",
+            "OPENAI_API_KEY",
+        ),
+        (
+            "gemini",
+            "gemini:gemini-2.5-flash",
+            gemini_model,
+            "/v1beta",
+            "GEMINI_API_KEY",
+        ),
+        ("ollama", "ollama:qwen3:8b", ollama_model, "", "UNUSED_KEY"),
+    ];
+    for (kind, provider, model, path, key_var) in cases {
+        let server = FakeServer::start_in_background(model);
+        let dir = project();
+        let base = format!("http://{}{path}", server.addr);
+        let r = run(dir.path(), provider, Some(&base), &[(key_var, FAKE_KEY)]);
+        assert_all_pass(dir.path(), &r, kind);
+        let records = records(dir.path());
+        assert_eq!(records[0]["provider"], provider, "{kind}");
+        // Each request answered once: no retries hid a refused request.
+        assert_eq!(server.requests_seen(), 6, "{kind}");
+        let fresh = records.iter().find(|r| r["case_id"] == "weather").unwrap();
+        assert!(
+            fresh["usage"]["input_tokens"].as_u64().unwrap() > 0,
+            "{kind}: {fresh}"
+        );
+    }
+}
+
+#[test]
+fn azure_and_anthropic_from_the_config_with_default_key_variables() {
+    let azure = FakeServer::start_in_background(|req| azure_model(req, "gpt-4o-prod"));
+    let anthropic = FakeServer::start_in_background(anthropic_model);
+    let dir = project();
+    std::fs::write(
+        dir.path().join("toolscore.yaml"),
+        format!(
+            "providers:\n  azure:\n    kind: azure-openai\n    base_url: http://{}\n    model: gpt-4o-prod\n  claude:\n    kind: anthropic\n    base_url: {}\n    model: claude-sonnet-4-5\n",
+            azure.addr, anthropic.base_url
+        ),
+    )
+    .unwrap();
+    let r = run(
+        dir.path(),
+        "azure",
+        None,
+        &[("AZURE_OPENAI_API_KEY", FAKE_KEY)],
+    );
+    assert_all_pass(dir.path(), &r, "azure-openai");
+    std::fs::remove_dir_all(dir.path().join("out")).unwrap();
+    let r = run(
+        dir.path(),
+        "claude",
+        None,
+        &[("ANTHROPIC_API_KEY", FAKE_KEY)],
+    );
+    assert_all_pass(dir.path(), &r, "anthropic");
+    let claude = records(dir.path());
+    // Anthropic's input_tokens (412) plus its cache reads (1830).
+    let fresh = claude.iter().find(|r| r["case_id"] == "weather").unwrap();
+    assert_eq!(fresh["usage"]["input_tokens"], 412 + 1830);
+    assert_eq!(fresh["usage"]["cache_read_tokens"], 1830);
+}
+
+#[test]
+fn a_missing_key_variable_is_named_before_anything_is_sent() {
+    let server = FakeServer::start_in_background(anthropic_model);
+    let dir = project();
+    let r = run(
+        dir.path(),
+        "anthropic:claude-sonnet-4-5",
+        Some(&server.base_url),
+        &[],
+    );
+    assert_eq!(r.code, 2, "{}", r.transcript());
+    assert!(r.stderr.contains("ANTHROPIC_API_KEY"), "{}", r.stderr);
+    assert_eq!(server.requests_seen(), 0);
+    let r = run(dir.path(), "azure-openai:gpt-4o", None, &[]);
+    assert_eq!(r.code, 2, "{}", r.transcript());
+    assert!(r.stderr.contains("base URL"), "{}", r.stderr);
+    let r = run(dir.path(), "bedrock:claude", None, &[]);
+    assert_eq!(r.code, 2, "{}", r.transcript());
+    assert!(r.stderr.contains("KIND:MODEL"), "{}", r.stderr);
+}
+
+#[test]
+fn error_classes_reach_the_records() {
+    // Anthropic: a 529 once per request, then the answer: every trial passes on attempt 2.
+    let n = AtomicU64::new(0);
+    let server = FakeServer::start_in_background(move |req| {
+        if n.fetch_add(1, Ordering::SeqCst).is_multiple_of(2) {
+            FakeResponse::status(529, anthropic_error("overloaded_error", "Overloaded"))
+                .header("retry-after", "0")
+        } else {
+            anthropic_model(req)
+        }
+    });
+    let dir = project();
+    let r = toolscore_env(
+        dir.path(),
+        &[
+            "run",
+            "--provider",
+            "anthropic:claude-sonnet-4-5",
+            "--base-url",
+            &server.base_url,
+            "--dataset",
+            "data",
+            "--trials",
+            "2",
+            "--concurrency",
+            "1",
+            "--out",
+            "out",
+            "--progress",
+            "off",
+        ],
+        &[("ANTHROPIC_API_KEY", FAKE_KEY)],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    for rec in records(dir.path()) {
+        assert_eq!(rec["outcome"], "pass", "{rec}");
+        assert_eq!(rec["attempts"], 2, "{rec}");
+    }
+
+    // Gemini: a bad key is a 400 here; the record says auth, after one attempt.
+    let server = FakeServer::start_in_background(gemini_model);
+    let dir = project();
+    let r = run(
+        dir.path(),
+        "gemini:gemini-2.5-flash",
+        Some(&format!("http://{}/v1beta", server.addr)),
+        &[("GEMINI_API_KEY", "not-the-right-key")],
+    );
+    assert_eq!(r.code, 4, "{}", r.transcript());
+    for rec in records(dir.path()) {
+        assert_eq!(rec["outcome"], "error", "{rec}");
+        assert_eq!(rec["error_class"], "auth", "{rec}");
+        assert_eq!(rec["attempts"], 1, "{rec}");
+        assert!(
+            rec["error"].as_str().unwrap().contains("API key not valid"),
+            "{rec}"
+        );
+    }
+    assert!(!r.stdout.contains("not-the-right-key") && !r.stderr.contains("not-the-right-key"));
+
+    // OpenAI Responses: insufficient_quota is a 429 that is not retried.
+    let server = FakeServer::start_in_background(|_| {
+        FakeResponse::status(
+            429,
+            openai_error(
+                "You exceeded your current quota, please check your plan and billing details.",
+                "insufficient_quota",
+                Some("insufficient_quota"),
+            ),
+        )
+    });
+    let dir = project();
+    let r = run(
+        dir.path(),
+        "openai-responses:gpt-5.4",
+        Some(&server.base_url),
+        &[("OPENAI_API_KEY", FAKE_KEY)],
+    );
+    assert_eq!(r.code, 4, "{}", r.transcript());
+    for rec in records(dir.path()) {
+        assert_eq!(rec["error_class"], "quota_exceeded", "{rec}");
+        assert_eq!(rec["attempts"], 1, "{rec}");
+    }
+    assert_eq!(server.requests_seen(), 6);
+}
+
+#[test]
+fn a_native_provider_records_and_replays() {
+    let server = FakeServer::start_in_background(gemini_model);
+    let dir = project();
+    let base = format!("http://{}/v1beta", server.addr);
+    let args = [
+        "run",
+        "--provider",
+        "gemini:gemini-2.5-flash",
+        "--base-url",
+        &base,
+        "--dataset",
+        "data",
+        "--trials",
+        "2",
+        "--out",
+        "live",
+        "--progress",
+        "off",
+        "--record",
+        "gemini.cassette.jsonl.gz",
+    ];
+    let live = toolscore_env(dir.path(), &args, &[("GEMINI_API_KEY", FAKE_KEY)]);
+    assert_eq!(live.code, 0, "{}", live.transcript());
+    drop(server);
+    let replay = toolscore(
+        dir.path(),
+        &[
+            "run",
+            "--provider",
+            "replay:gemini.cassette.jsonl.gz",
+            "--dataset",
+            "data",
+            "--out",
+            "out",
+            "--progress",
+            "off",
+        ],
+    );
+    assert_eq!(replay.code, 0, "{}", replay.transcript());
+    let replayed = records(dir.path());
+    assert_eq!(replayed.len(), 4);
+    let call = replayed
+        .iter()
+        .find(|r| r["case_id"] == "weather")
+        .map(|r| r["turns"][0]["tool_calls"][0].clone())
+        .unwrap();
+    assert_eq!(call["thought_signature"], THOUGHT_SIGNATURE, "{call}");
+    assert!(replayed.iter().all(|r| r["outcome"] == "pass"));
+}
+
+#[test]
+fn an_auth_failure_stops_only_its_provider() {
+    let claude = FakeServer::start_in_background(anthropic_model);
+    let gpt = FakeServer::start_in_background(responses_model);
+    let dir = project();
+    std::fs::write(
+        dir.path().join("toolscore.yaml"),
+        format!(
+            "providers:\n  claude:\n    kind: anthropic\n    base_url: {}\n    model: claude-sonnet-4-5\n  gpt:\n    kind: openai-responses\n    base_url: {}\n    model: gpt-5.4\n",
+            claude.base_url, gpt.base_url
+        ),
+    )
+    .unwrap();
+    let r = toolscore_env(
+        dir.path(),
+        &[
+            "run",
+            "--provider",
+            "claude",
+            "--provider",
+            "gpt",
+            "--dataset",
+            "data",
+            "--trials",
+            "20",
+            "--concurrency",
+            "2",
+            "--out",
+            "out",
+            "--progress",
+            "off",
+            // Not the share of errors: the stop alone decides the exit code here.
+            "--max-infra-error-rate",
+            "1",
+        ],
+        &[
+            ("ANTHROPIC_API_KEY", "a-revoked-key"),
+            ("OPENAI_API_KEY", FAKE_KEY),
+        ],
+    );
+    assert!(
+        r.stderr.contains("provider `claude` (variant base) stopped at its first auth error; check the key in ANTHROPIC_API_KEY"),
+        "{}",
+        r.transcript()
+    );
+    assert_eq!(r.code, 4, "{}", r.transcript());
+    assert!(
+        r.stderr.contains(
+            "error: provider `claude` (auth) stopped by auth or quota errors; their remaining trials were not run"
+        ),
+        "{}",
+        r.stderr
+    );
+    let records = records(dir.path());
+    let (claude_records, gpt_records): (Vec<&Value>, Vec<&Value>) =
+        records.iter().partition(|r| r["provider"] == "claude");
+    // Only the trials started before the first 401 was handled were sent (a 401 comes back in
+    // about a millisecond, so a few more than the two in flight may have started).
+    assert!(
+        !claude_records.is_empty() && claude_records.len() < 10,
+        "{} claude trials ran",
+        claude_records.len()
+    );
+    assert!(claude_records.iter().all(|r| r["error_class"] == "auth"));
+    assert_eq!(gpt_records.len(), 40, "the other provider ran every trial");
+    assert!(gpt_records.iter().all(|r| r["outcome"] == "pass"));
+    // Every planned trial is accounted for: run, or skipped (not run, not a failure).
+    let run_dir = dir
+        .path()
+        .join("out")
+        .join(records[0]["run_id"].as_str().unwrap());
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(run_dir.join("summary.json")).unwrap())
+            .unwrap();
+    let skipped = summary["skipped_trials"].as_u64().unwrap();
+    assert_eq!(skipped + records.len() as u64, 80, "{summary}");
+    assert!(
+        r.stderr
+            .contains(&format!("{skipped} planned trials were not run")),
+        "{}",
+        r.stderr
+    );
+}
