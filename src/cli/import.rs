@@ -208,8 +208,8 @@ pub fn import_category(data: &Path, category: &str) -> Result<Imported, Error> {
                         .as_str()
                         .unwrap_or_default()
                         .to_owned();
-                    if !defined.contains_key(&name) {
-                        defined.insert(name, t.clone());
+                    if let std::collections::hash_map::Entry::Vacant(slot) = defined.entry(name) {
+                        slot.insert(t.clone());
                         out.tools.push(t);
                     }
                 }
