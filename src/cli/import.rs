@@ -2,7 +2,7 @@
 //! (PyPI `bfcl-eval`), one per category, judged by a port of BFCL's own checker
 //! ([`crate::score::bfcl`]).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
@@ -199,7 +199,7 @@ pub fn import_category(data: &Path, category: &str) -> Result<Imported, Error> {
     };
     // The dataset's tools.json: every function name's first definition, for `toolscore
     // catalog` and the dataset loader; each case shows the model its own functions.
-    let mut defined: HashMap<String, Value> = HashMap::new();
+    let mut defined: HashSet<String> = HashSet::new();
     for entry in &questions {
         match convert_entry(entry, category, checker, &answers) {
             Ok((case, tools)) => {
@@ -208,8 +208,7 @@ pub fn import_category(data: &Path, category: &str) -> Result<Imported, Error> {
                         .as_str()
                         .unwrap_or_default()
                         .to_owned();
-                    if let std::collections::hash_map::Entry::Vacant(slot) = defined.entry(name) {
-                        slot.insert(t.clone());
+                    if defined.insert(name) {
                         out.tools.push(t);
                     }
                 }
