@@ -127,6 +127,9 @@ def ast_corpus(answer):
         ("case_and_underscores", shout, False),
         ("trailing_bang", bang, False),
         ("spaces_between_letters", spaced, False),
+        # Each character BFCL's standardize_string drops, and two it keeps.
+        *[(f"appended_{repr(c)}", (lambda c: lambda v: v + c if type(v) == str else v)(c), False)
+          for c in " ,./-_*^!\t"],
         ("nested_int_for_float", to_int, True),
         ("nested_float_for_int", to_float, True),
         ("nested_case", shout, True),

@@ -197,5 +197,5 @@ fn toolscore_agrees_with_bfcls_checker_on_every_rule() {
     );
     // Rows BFCL could not judge or toolscore did not import would hide disagreements.
     assert_eq!(total[0], total[1] + total[4] + total[5]);
-    assert!(total[1] > 50_000, "the corpus judged {} replies", total[1]);
+    assert!(total[1] > 70_000, "the corpus judged {} replies", total[1]);
 }
