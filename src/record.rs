@@ -274,7 +274,9 @@ pub struct TrialScore {
     /// None when the model made no tool call; otherwise true iff every call names a catalog
     /// tool, has JSON arguments, and validates against its schema.
     pub schema_ok: Option<bool>,
-    /// selection_ok && args_ok != Some(false) && schema_ok != Some(false)
+    /// selection_ok && args_ok != Some(false) && schema_ok != Some(false); for a case imported
+    /// from BFCL (`expect.bfcl`), BFCL's verdict alone: selection_ok && args_ok != Some(false),
+    /// schema validity being reported but not counted, as BFCL checks no schema.
     pub passed: bool,
     pub failure: Option<FailureKind>,
     /// Human-readable detail of the first failure, e.g. "expected create_quote, got

@@ -8,6 +8,7 @@ use clap::{Args, Parser, Subcommand};
 
 mod catalog;
 mod lint;
+mod import;
 mod output;
 mod plan;
 mod probe;
@@ -84,6 +85,11 @@ pub enum Command {
     /// refused with the supported list. Calls the server's tools: point it at a test instance.
     /// Exit 1 when a check fails.
     Probe(probe::ProbeArgs),
+    /// Turn outside data into datasets: `import bfcl` converts the Berkeley Function Calling
+    /// Leaderboard (PyPI `bfcl-eval`). Never overwrites a dataset without --force; every
+    /// dataset written is loaded back as `validate` loads it.
+    #[command(subcommand)]
+    Import(import::ImportCommand),
 }
 
 /// `--gate` and `--gate-level`, shared by `run` and `report`.
@@ -531,6 +537,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Error> {
         Command::History(args) => history_command(&args),
         Command::Catalog(args) => catalog::run(&args),
         Command::Probe(args) => probe::run(&args),
+        Command::Import(command) => import::run(&command),
         Command::Cassette(CassetteCommand::Upgrade { from, to }) => {
             if to.exists() {
                 return Err(usage(&format!(

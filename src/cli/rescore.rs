@@ -89,7 +89,10 @@ impl Rescorer {
                         (d.name.clone(), arm.variant.clone(), c.id.clone()),
                         (
                             variant.expectation(&c.expect),
-                            Arc::clone(&variant.validators),
+                            match &c.catalog {
+                                Some((_, own)) => Arc::clone(own),
+                                None => Arc::clone(&variant.validators),
+                            },
                         ),
                     );
                 }

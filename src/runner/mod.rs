@@ -242,7 +242,7 @@ pub async fn execute(plan: RunPlan, observer: &mut dyn Observer) -> Result<RunTo
     }
     let mut units = Vec::with_capacity(case_count);
     // Per variant, per case: the catalog and the conversation as that variant names the tools.
-    let mut shown: Vec<Vec<(&Arc<Catalog>, Vec<crate::message::Message>)>> =
+    let mut shown: Vec<Vec<(Arc<Catalog>, Vec<crate::message::Message>)>> =
         vec![Vec::with_capacity(case_count); variant_names.len()];
     for d in &plan.datasets {
         let variants = variant_names
@@ -264,7 +264,10 @@ pub async fn execute(plan: RunPlan, observer: &mut dyn Observer) -> Result<RunTo
                     CaseView {
                         expected: expect.tool_label(),
                         judge: Judge::Fixture(expect),
-                        validators: Arc::clone(&v.validators),
+                        validators: match &c.catalog {
+                            Some((_, own)) => Arc::clone(own),
+                            None => Arc::clone(&v.validators),
+                        },
                     }
                 })
                 .collect();
@@ -275,7 +278,7 @@ pub async fn execute(plan: RunPlan, observer: &mut dyn Observer) -> Result<RunTo
                 views,
             });
             for (i, v) in variants.iter().enumerate() {
-                shown[i].push((&v.catalog, v.messages(&c.messages)));
+                shown[i].push((case_catalog(&v.catalog, v, c), v.messages(&c.messages)));
             }
         }
     }
@@ -308,7 +311,10 @@ pub async fn execute(plan: RunPlan, observer: &mut dyn Observer) -> Result<RunTo
                 },
                 validators: Arc::clone(&shown_catalog.validators),
             });
-            shown[i].push((&shown_catalog.catalog, scenario.messages.clone()));
+            shown[i].push((
+                Arc::clone(&shown_catalog.catalog),
+                scenario.messages.clone(),
+            ));
         }
         units.push(CaseUnit {
             dataset: SCENARIO_DATASET.to_owned(),
@@ -852,6 +858,19 @@ fn spawn_signal_handler(stop: Arc<AtomicBool>, cancel: Cancel) {
             std::process::exit(130);
         }
     });
+}
+
+/// The catalog one case shows under a variant: the variant's, or the case's own
+/// (`"catalog"` in the fixture, which variants do not change).
+fn case_catalog(
+    catalog: &Arc<Catalog>,
+    _variant: &crate::suite::CatalogVariant,
+    case: &crate::suite::Case,
+) -> Arc<Catalog> {
+    match &case.catalog {
+        Some((own, _)) => Arc::clone(own),
+        None => Arc::clone(catalog),
+    }
 }
 
 #[cfg(test)]

@@ -16,6 +16,9 @@ pub enum Expectation {
         calls: Vec<ExpectedCall>,
         parallel: bool,
     },
+    /// `"bfcl": {...}`: a case imported from the Berkeley Function Calling Leaderboard, passed
+    /// exactly when BFCL's own checker would pass it (see `score::bfcl`).
+    Bfcl(std::sync::Arc<super::bfcl::BfclExpect>),
 }
 
 impl Expectation {
@@ -24,6 +27,12 @@ impl Expectation {
         match self {
             Expectation::NoCall => false,
             Expectation::Calls { calls, .. } => calls.iter().any(|c| c.args.is_some()),
+            Expectation::Bfcl(b) => matches!(
+                b.checker,
+                super::bfcl::BfclChecker::Simple
+                    | super::bfcl::BfclChecker::Multiple
+                    | super::bfcl::BfclChecker::Parallel
+            ),
         }
     }
 
@@ -32,6 +41,15 @@ impl Expectation {
     pub fn tool_label(&self) -> String {
         match self {
             Expectation::NoCall => "(no call)".to_owned(),
+            Expectation::Bfcl(b) => match b.checker {
+                super::bfcl::BfclChecker::Irrelevance => "(no call)".to_owned(),
+                super::bfcl::BfclChecker::Relevance => "(any call)".to_owned(),
+                _ => {
+                    let mut names = b.tool_names();
+                    names.sort_unstable();
+                    names.join(" + ")
+                }
+            },
             Expectation::Calls { calls, .. } => {
                 let mut names: Vec<&str> = calls.iter().map(|c| c.tool.as_str()).collect();
                 names.sort_unstable();

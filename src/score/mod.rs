@@ -5,6 +5,7 @@
 //! Pure: plain functions over plain data, no I/O. Schema validators are compiled once per run
 //! ([`ToolValidators::compile`]) and shared by every trial.
 
+pub mod bfcl;
 mod expect;
 mod taxonomy;
 pub mod trajectory;
@@ -157,6 +158,7 @@ pub fn score_turn(
 
     // Selection and arguments.
     let (selection_ok, args_ok) = match expect {
+        Expectation::Bfcl(b) => score_bfcl(b, produced, &mut first),
         Expectation::NoCall => {
             let ok = produced.is_empty();
             if !ok {
@@ -188,8 +190,14 @@ pub fn score_turn(
     let passed = selection_ok && args_ok != Some(false) && schema_ok != Some(false);
     // The taxonomy applies when the right tool was chosen but its arguments failed a check:
     // with the wrong tool there are no "right" arguments to compare against.
+    // An imported BFCL case passes exactly when BFCL's checker says so; schema validity
+    // stays its own metric (`schema_ok`), as BFCL checks no schema.
+    let passed = match expect {
+        Expectation::Bfcl(_) => selection_ok && args_ok != Some(false),
+        _ => passed,
+    };
     let arg_failures = (selection_ok && !passed).then(|| match expect {
-        Expectation::NoCall => Vec::new(),
+        Expectation::NoCall | Expectation::Bfcl(_) => Vec::new(),
         Expectation::Calls { calls, parallel } if calls.len() == 1 && !parallel => produced
             .first()
             .map(|call| classify_call(&calls[0], call, validators))
@@ -210,6 +218,59 @@ pub fn score_turn(
         detail,
         schema_violations,
         arg_failures,
+    }
+}
+
+/// BFCL's verdict as selection and arguments: selection is whether the right functions were
+/// called (names and count, as BFCL pairs them), arguments the rest of the verdict.
+fn score_bfcl(
+    expect: &bfcl::BfclExpect,
+    produced: &[ToolCall],
+    first: &mut FirstFailure,
+) -> (bool, Option<bool>) {
+    use bfcl::BfclChecker;
+    let verdict = bfcl::judge(expect, produced);
+    let fail_kind = |first: &mut FirstFailure, kind: FailureKind, detail: String| {
+        first.set(kind, detail);
+    };
+    match expect.checker {
+        BfclChecker::Irrelevance | BfclChecker::Relevance => {
+            if let Err(detail) = verdict {
+                let kind = if expect.checker == BfclChecker::Irrelevance {
+                    FailureKind::UnexpectedCall
+                } else {
+                    FailureKind::NoCallMade
+                };
+                fail_kind(first, kind, detail);
+                return (false, None);
+            }
+            (true, None)
+        }
+        _ => {
+            let mut want = expect.tool_names();
+            let mut got: Vec<String> = produced.iter().map(|c| c.name.clone()).collect();
+            want.sort_unstable();
+            got.sort_unstable();
+            let selection_ok = want == got;
+            match verdict {
+                Ok(()) => (true, Some(true)),
+                Err(detail) => {
+                    let kind = if produced.is_empty() {
+                        FailureKind::NoCallMade
+                    } else if want.len() != got.len() {
+                        FailureKind::WrongCallCount
+                    } else if !selection_ok {
+                        FailureKind::WrongTool
+                    } else if produced.iter().any(ToolCall::arguments_not_json) {
+                        FailureKind::ArgumentsNotJson
+                    } else {
+                        FailureKind::ArgsMismatch
+                    };
+                    fail_kind(first, kind, detail);
+                    (selection_ok, Some(false))
+                }
+            }
+        }
     }
 }
 

@@ -31,6 +31,12 @@ pub struct Case {
     /// `"trials": N`: trials of this case instead of `--trials` (more for a case that needs
     /// them).
     pub trials: Option<u32>,
+    /// `"catalog": {"tools": [...]}`: the tools this case alone shows the model, instead of the
+    /// dataset's (a BFCL question comes with its own functions, and two questions may define
+    /// one name differently), with their compiled validators. Catalog variants do not apply.
+    pub catalog: Option<(Arc<Catalog>, Arc<ToolValidators>)>,
+    /// `"source"`: where an imported case came from (free-form JSON, kept for provenance).
+    pub source: Option<Value>,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -172,6 +178,8 @@ struct RawCase {
     tags: Vec<String>,
     gate: Option<f64>,
     trials: Option<u32>,
+    catalog: Option<Value>,
+    source: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -184,6 +192,7 @@ struct RawExpect {
     #[serde(rename = "match")]
     matchers: Option<BTreeMap<String, Value>>,
     calls: Option<Vec<RawCall>>,
+    bfcl: Option<crate::score::bfcl::BfclExpect>,
 }
 
 fn absent() -> Value {
@@ -262,8 +271,30 @@ pub fn parse_cases(text: &str, file: &str, catalog: &Catalog) -> Result<Vec<Case
             )
         };
         validate_messages(&raw.messages).map_err(|(field, msg)| err(&field, &msg))?;
+        let own_catalog = match &raw.catalog {
+            None => None,
+            Some(value) => {
+                let source = format!("{file}:{line} (case `{}`)", raw.id);
+                let own = crate::catalog::parse_catalog(&value.to_string(), &source)
+                    .map_err(|e| err("catalog", &strip_position(&e.to_string())))?;
+                if own.tools.is_empty() {
+                    return Err(err(
+                        "catalog",
+                        "a case's own catalog needs at least one tool",
+                    ));
+                }
+                let validators = ToolValidators::compile(&own).map_err(|(tool, message)| {
+                    err(
+                        "catalog",
+                        &format!("tool `{tool}` has an invalid JSON Schema: {message}"),
+                    )
+                })?;
+                Some((Arc::new(own), Arc::new(validators)))
+            }
+        };
+        let shown = own_catalog.as_ref().map_or(catalog, |(c, _)| c.as_ref());
         let expect =
-            build_expectation(raw.expect, catalog).map_err(|(field, msg)| err(&field, &msg))?;
+            build_expectation(raw.expect, shown).map_err(|(field, msg)| err(&field, &msg))?;
         let tags = raw
             .tags
             .into_iter()
@@ -292,6 +323,8 @@ pub fn parse_cases(text: &str, file: &str, catalog: &Catalog) -> Result<Vec<Case
             tags,
             gate: raw.gate,
             trials: raw.trials,
+            catalog: own_catalog,
+            source: raw.source,
         });
     }
     if cases.is_empty() {
@@ -346,6 +379,28 @@ fn validate_messages(messages: &[Message]) -> Result<(), (String, String)> {
 }
 
 fn build_expectation(raw: RawExpect, catalog: &Catalog) -> Result<Expectation, (String, String)> {
+    if let Some(b) = raw.bfcl {
+        if raw.tool != Value::Bool(false)
+            || raw.calls.is_some()
+            || raw.args.is_some()
+            || raw.matchers.is_some()
+        {
+            return Err((
+                "expect.bfcl".into(),
+                "a `bfcl` expectation stands alone (no `tool`, `calls`, `args` or `match`)".into(),
+            ));
+        }
+        b.validate().map_err(|e| ("expect.bfcl".to_owned(), e))?;
+        for name in b.tool_names() {
+            if catalog.get(&name).is_none() {
+                return Err((
+                    "expect.bfcl.answer".into(),
+                    format!("tool `{name}` is not in the catalog {}", catalog.source),
+                ));
+            }
+        }
+        return Ok(Expectation::Bfcl(Arc::new(b)));
+    }
     match (raw.tool, raw.calls) {
         (Value::Bool(false), None) => Err((
             "expect".into(),

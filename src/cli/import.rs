@@ -1,0 +1,476 @@
+//! `toolscore import bfcl`: datasets from the Berkeley Function Calling Leaderboard's data
+//! (PyPI `bfcl-eval`), one per category, judged by a port of BFCL's own checker
+//! ([`crate::score::bfcl`]).
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::{Path, PathBuf};
+
+use clap::{Args, Subcommand};
+use serde_json::{Value, json};
+
+use super::usage;
+use crate::error::{Error, ExitCode, InputError};
+use crate::score::bfcl::{BfclChecker, openai_name};
+
+#[derive(Debug, Subcommand)]
+pub enum ImportCommand {
+    /// Datasets from the Berkeley Function Calling Leaderboard (PyPI `bfcl-eval`): one per
+    /// category, the catalog as BFCL's OpenAI function-calling handler sends it, each case
+    /// passed exactly when BFCL's checker passes it.
+    Bfcl(BfclArgs),
+}
+
+/// The categories `import bfcl` knows: BFCL's single-turn AST categories (Python) and its
+/// relevance categories.
+pub const BFCL_CATEGORIES: &[&str] = &[
+    "simple_python",
+    "multiple",
+    "parallel",
+    "parallel_multiple",
+    "live_simple",
+    "live_multiple",
+    "live_parallel",
+    "live_parallel_multiple",
+    "irrelevance",
+    "live_irrelevance",
+    "live_relevance",
+];
+
+#[derive(Debug, Args)]
+pub struct BfclArgs {
+    /// BFCL's `bfcl_eval/data` folder [default: the one of the `bfcl_eval` package that
+    /// `python3` imports].
+    #[arg(long, value_name = "DIR")]
+    pub data: Option<PathBuf>,
+    /// A category to import (repeatable) [default: all of them].
+    #[arg(long = "category", value_name = "NAME", value_parser = clap::builder::PossibleValuesParser::new(BFCL_CATEGORIES))]
+    pub categories: Vec<String>,
+    /// Where the datasets go: one folder `bfcl_<category>` each.
+    #[arg(long, value_name = "DIR", default_value = "datasets")]
+    pub out: PathBuf,
+    /// Replace datasets that already exist.
+    #[arg(long)]
+    pub force: bool,
+}
+
+pub fn run(command: &ImportCommand) -> Result<ExitCode, Error> {
+    match command {
+        ImportCommand::Bfcl(args) => run_bfcl(args),
+    }
+}
+
+fn run_bfcl(args: &BfclArgs) -> Result<ExitCode, Error> {
+    let data = match &args.data {
+        Some(d) => d.clone(),
+        None => installed_data_dir()?,
+    };
+    if !data.is_dir() {
+        return Err(usage(&format!(
+            "--data {}: folder not found (expected bfcl_eval/data of the bfcl-eval package)",
+            data.display()
+        )));
+    }
+    let categories: Vec<&str> = if args.categories.is_empty() {
+        BFCL_CATEGORIES.to_vec()
+    } else {
+        args.categories.iter().map(String::as_str).collect()
+    };
+    // Refuse before writing anything, so a refused import leaves no half of itself behind.
+    for c in &categories {
+        let dest = args.out.join(format!("bfcl_{c}"));
+        if dest.exists() && !args.force {
+            return Err(usage(&format!(
+                "{} already exists; pass --force to replace it",
+                dest.display()
+            )));
+        }
+    }
+    println!("importing BFCL from {}", data.display());
+    println!(
+        "{:<24} {:>8} {:>8}  skipped because",
+        "category", "imported", "skipped"
+    );
+    for c in &categories {
+        let imported = import_category(&data, c)?;
+        let dest = args.out.join(format!("bfcl_{c}"));
+        write_dataset(&dest, &imported, args.force)?;
+        let reasons: Vec<String> = imported
+            .skipped
+            .iter()
+            .map(|(why, n)| format!("{n} {why}"))
+            .collect();
+        println!(
+            "{:<24} {:>8} {:>8}  {}",
+            c,
+            imported.cases.len(),
+            imported.skipped.values().sum::<usize>(),
+            if reasons.is_empty() {
+                "-".to_owned()
+            } else {
+                reasons.join("; ")
+            }
+        );
+    }
+    println!("written under {}", args.out.display());
+    Ok(ExitCode::Pass)
+}
+
+/// `bfcl_eval/data` of the package `python3` imports.
+fn installed_data_dir() -> Result<PathBuf, Error> {
+    let out = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import bfcl_eval, os; print(os.path.join(os.path.dirname(bfcl_eval.__file__), 'data'))",
+        ])
+        .output();
+    match out {
+        Ok(o) if o.status.success() => Ok(PathBuf::from(String::from_utf8_lossy(&o.stdout).trim())),
+        _ => Err(usage(
+            "no --data given and `python3 -c 'import bfcl_eval'` failed: pip install bfcl-eval==2026.3.23, or pass --data PATH/bfcl_eval/data",
+        )),
+    }
+}
+
+/// One category converted: its catalog, its cases, and what was left out and why.
+pub struct Imported {
+    tools: Vec<Value>,
+    cases: Vec<Value>,
+    skipped: BTreeMap<String, usize>,
+}
+
+fn read_json_lines(path: &Path) -> Result<Vec<Value>, Error> {
+    let text = crate::input::read_text(path)?;
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| {
+            serde_json::from_str(l).map_err(|e| {
+                InputError::at(
+                    &path.display().to_string(),
+                    Some(i + 1),
+                    "",
+                    &format!("not a JSON line: {e}"),
+                )
+                .into()
+            })
+        })
+        .collect()
+}
+
+fn checker_of(category: &str) -> BfclChecker {
+    // As BFCL's eval runner and `ast_checker` choose: by substrings of the category's name.
+    if category.contains("irrelevance") {
+        BfclChecker::Irrelevance
+    } else if category.contains("relevance") {
+        BfclChecker::Relevance
+    } else if category.contains("parallel") {
+        BfclChecker::Parallel
+    } else if category.contains("multiple") {
+        BfclChecker::Multiple
+    } else {
+        BfclChecker::Simple
+    }
+}
+
+/// Converts one category's questions and possible answers.
+pub fn import_category(data: &Path, category: &str) -> Result<Imported, Error> {
+    let questions = read_json_lines(&data.join(format!("BFCL_v4_{category}.json")))?;
+    let checker = checker_of(category);
+    let needs_answers = matches!(
+        checker,
+        BfclChecker::Simple | BfclChecker::Multiple | BfclChecker::Parallel
+    );
+    let answers: HashMap<String, Value> = if needs_answers {
+        read_json_lines(
+            &data
+                .join("possible_answer")
+                .join(format!("BFCL_v4_{category}.json")),
+        )?
+        .into_iter()
+        .filter_map(|a| Some((a.get("id")?.as_str()?.to_owned(), a)))
+        .collect()
+    } else {
+        HashMap::new()
+    };
+    let mut out = Imported {
+        tools: Vec::new(),
+        cases: Vec::new(),
+        skipped: BTreeMap::new(),
+    };
+    // The dataset's tools.json: every function name's first definition, for `toolscore
+    // catalog` and the dataset loader; each case shows the model its own functions.
+    let mut defined: HashSet<String> = HashSet::new();
+    for entry in &questions {
+        match convert_entry(entry, category, checker, &answers) {
+            Ok((case, tools)) => {
+                for t in tools {
+                    let name = t["function"]["name"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_owned();
+                    if defined.insert(name) {
+                        out.tools.push(t);
+                    }
+                }
+                out.cases.push(case);
+            }
+            Err(why) => *out.skipped.entry(why).or_default() += 1,
+        }
+    }
+    Ok(out)
+}
+
+/// A case and the tools it shows, or why it is skipped (a reason shared by similar cases, so
+/// they count together).
+fn convert_entry(
+    entry: &Value,
+    category: &str,
+    checker: BfclChecker,
+    answers: &HashMap<String, Value>,
+) -> Result<(Value, Vec<Value>), String> {
+    let id = entry.get("id").and_then(Value::as_str).ok_or("no `id`")?;
+    let functions = entry
+        .get("function")
+        .and_then(Value::as_array)
+        .ok_or("no `function` list")?;
+    if functions.is_empty() {
+        return Err(
+            "the question offers no function (toolscore shows every case at least one tool)".into(),
+        );
+    }
+    let turns = entry
+        .get("question")
+        .and_then(Value::as_array)
+        .ok_or("no `question`")?;
+    if turns.len() != 1 {
+        return Err("more than one turn (multi-turn is not a single-turn category)".into());
+    }
+    let messages = turns[0]
+        .as_array()
+        .ok_or("the turn is not a message list")?;
+    if messages
+        .last()
+        .and_then(|m| m.get("role"))
+        .and_then(Value::as_str)
+        != Some("user")
+    {
+        return Err("the conversation does not end with a user message".into());
+    }
+    let mut tools = Vec::with_capacity(functions.len());
+    for f in functions {
+        let tool = openai_tool(f)?;
+        if tools
+            .iter()
+            .any(|t: &Value| t["function"]["name"] == tool["function"]["name"])
+        {
+            return Err("two functions with the same name".into());
+        }
+        tools.push(tool);
+    }
+    let answer = if matches!(checker, BfclChecker::Irrelevance | BfclChecker::Relevance) {
+        Vec::new()
+    } else {
+        answers
+            .get(id)
+            .and_then(|a| a.get("ground_truth"))
+            .and_then(Value::as_array)
+            .cloned()
+            .ok_or("no possible answer")?
+    };
+    // The function docs the checker reads: the first for a simple category (BFCL judges
+    // against `func_description[0]`), else those the answers name.
+    let docs: Vec<Value> = match checker {
+        BfclChecker::Simple => vec![functions[0].clone()],
+        BfclChecker::Irrelevance | BfclChecker::Relevance => Vec::new(),
+        _ => functions
+            .iter()
+            .filter(|f| {
+                answer.iter().any(|a| {
+                    a.as_object()
+                        .is_some_and(|o| o.contains_key(f["name"].as_str().unwrap_or_default()))
+                })
+            })
+            .cloned()
+            .collect(),
+    };
+    let expect = crate::score::bfcl::BfclExpect {
+        checker,
+        category: category.to_owned(),
+        functions: docs,
+        answer,
+    };
+    expect.validate()?;
+    let case = json!({
+        "id": id,
+        "messages": messages,
+        "catalog": {"tools": tools},
+        "expect": {"bfcl": expect},
+        "tags": [category],
+        "source": {"bfcl": format!("BFCL_v4_{category}.json"), "id": id},
+    });
+    Ok((case, tools))
+}
+
+/// A BFCL function doc as `convert_to_tool(functions, GORILLA_TO_OPENAPI,
+/// ModelStyle.OPENAI_COMPLETIONS)` sends it, after the Python-language hint BFCL's inference
+/// adds to every description.
+fn openai_tool(function: &Value) -> Result<Value, String> {
+    let mut item = function.clone();
+    let name = item
+        .get("name")
+        .and_then(Value::as_str)
+        .ok_or("a function has no name")?
+        .to_owned();
+    let obj = item.as_object_mut().ok_or("a function is not an object")?;
+    let description = obj
+        .get("description")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    obj.insert(
+        "description".into(),
+        Value::String(format!(
+            "{description} Note that the provided function is in Python 3 syntax."
+        )),
+    );
+    obj.insert("name".into(), Value::String(openai_name(&name)));
+    let parameters = obj
+        .get_mut("parameters")
+        .and_then(Value::as_object_mut)
+        .ok_or("a function has no parameters object")?;
+    parameters.insert("type".into(), Value::String("object".into()));
+    let properties = parameters
+        .get_mut("properties")
+        .and_then(Value::as_object_mut)
+        .ok_or("a function has no parameters.properties")?;
+    cast_to_openai_type(properties)?;
+    Ok(json!({"type": "function", "function": item}))
+}
+
+/// `GORILLA_TO_OPENAPI` of bfcl_eval/constants/type_mappings.py.
+fn openapi_type(t: &str) -> Option<&'static str> {
+    Some(match t {
+        "integer" | "byte" | "short" | "long" | "Bigint" => "integer",
+        "number" | "float" | "double" => "number",
+        "string" | "any" | "char" | "Any" | "String" => "string",
+        "boolean" | "bool" => "boolean",
+        "array" | "list" | "tuple" | "ArrayList" | "Array" | "Queue" | "Stack" => "array",
+        "dict" | "object" | "HashMap" | "Hashtable" => "object",
+        _ => return None,
+    })
+}
+
+/// `_cast_to_openai_type` of bfcl_eval/model_handler/utils.py, step for step.
+fn cast_to_openai_type(properties: &mut serde_json::Map<String, Value>) -> Result<(), String> {
+    for (_, value) in properties.iter_mut() {
+        let Some(v) = value.as_object_mut() else {
+            return Err("a parameter is not an object".into());
+        };
+        match v.get("type").and_then(Value::as_str).map(str::to_owned) {
+            None => {
+                v.insert("type".into(), Value::String("string".into()));
+            }
+            Some(t) => {
+                if t == "float" {
+                    v.insert("format".into(), Value::String("float".into()));
+                    let d = v
+                        .get("description")
+                        .and_then(Value::as_str)
+                        .ok_or(
+                            "a float parameter without a description (BFCL's handler would raise)",
+                        )?
+                        .to_owned();
+                    v.insert(
+                        "description".into(),
+                        Value::String(format!("{d} This is a float type value.")),
+                    );
+                }
+                let mapped = openapi_type(&t).unwrap_or("string");
+                v.insert("type".into(), Value::String(mapped.into()));
+            }
+        }
+        let ty = v["type"].as_str().unwrap_or_default().to_owned();
+        if ty == "array" || ty == "object" {
+            if let Some(props) = v.get_mut("properties").and_then(Value::as_object_mut) {
+                cast_to_openai_type(props)?;
+            } else if let Some(items) = v.get_mut("items").and_then(Value::as_object_mut) {
+                let item_type = items
+                    .get("type")
+                    .and_then(Value::as_str)
+                    .and_then(openapi_type)
+                    .ok_or("an array item type BFCL's handler cannot map")?;
+                items.insert("type".into(), Value::String(item_type.into()));
+                if item_type == "array" {
+                    if let Some(inner) = items.get_mut("items").and_then(Value::as_object_mut) {
+                        let t = inner
+                            .get("type")
+                            .and_then(Value::as_str)
+                            .and_then(openapi_type)
+                            .ok_or("an array item type BFCL's handler cannot map")?;
+                        inner.insert("type".into(), Value::String(t.into()));
+                    }
+                } else if item_type == "object"
+                    && let Some(props) = items.get_mut("properties").and_then(Value::as_object_mut)
+                {
+                    cast_to_openai_type(props)?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Writes the dataset into a sibling temporary folder, loads it with the loader `validate`
+/// uses, and only then puts it in place: a dataset that would not load is never left behind.
+fn write_dataset(dest: &Path, imported: &Imported, force: bool) -> Result<(), Error> {
+    let io = |what: &str, e: std::io::Error| Error::Io {
+        context: what.to_owned(),
+        source: e,
+    };
+    if imported.cases.is_empty() {
+        return Err(Error::Fatal(format!(
+            "nothing to import into {}: every case was skipped",
+            dest.display()
+        )));
+    }
+    let parent = dest.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(parent).map_err(|e| io(&parent.display().to_string(), e))?;
+    let file_name = dest
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "bfcl".into());
+    let staging = parent.join(format!(".{file_name}.importing"));
+    if staging.exists() {
+        std::fs::remove_dir_all(&staging).map_err(|e| io(&staging.display().to_string(), e))?;
+    }
+    std::fs::create_dir_all(&staging).map_err(|e| io(&staging.display().to_string(), e))?;
+    let tools = serde_json::to_string_pretty(&json!({"tools": imported.tools}))
+        .map_err(|e| Error::Fatal(e.to_string()))?;
+    std::fs::write(staging.join("tools.json"), tools + "\n")
+        .map_err(|e| io("writing tools.json", e))?;
+    let mut lines = String::new();
+    for c in &imported.cases {
+        lines.push_str(&c.to_string());
+        lines.push('\n');
+    }
+    std::fs::write(staging.join("cases.jsonl"), lines).map_err(|e| io("writing cases.jsonl", e))?;
+    if let Err(e) = crate::suite::load_dataset(&staging) {
+        let _ = std::fs::remove_dir_all(&staging);
+        return Err(Error::Fatal(format!(
+            "the imported dataset for {} does not load (a bug in the importer): {e}",
+            dest.display()
+        )));
+    }
+    if dest.exists() {
+        if !force {
+            let _ = std::fs::remove_dir_all(&staging);
+            return Err(usage(&format!(
+                "{} already exists; pass --force to replace it",
+                dest.display()
+            )));
+        }
+        std::fs::remove_dir_all(dest).map_err(|e| io(&dest.display().to_string(), e))?;
+    }
+    std::fs::rename(&staging, dest).map_err(|e| io(&dest.display().to_string(), e))?;
+    Ok(())
+}

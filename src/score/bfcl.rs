@@ -1,0 +1,858 @@
+//! The Berkeley Function Calling Leaderboard's verdict, reproduced: a line-by-line port of
+//! `bfcl_eval/eval_checker/ast_eval/ast_checker.py` (bfcl-eval 2026.3.23, Python categories)
+//! and of the decoding its eval runner does for OpenAI function-calling models
+//! (`decode_ast`, `is_function_calling_format_output`, `is_empty_output`).
+//!
+//! Why a port and not toolscore's own matchers: BFCL's rules are specific and sometimes
+//! surprising (an int passes for a float only at the top level; `""` among the allowed values
+//! means "may be omitted", and makes an empty list acceptable for a list parameter; parallel
+//! calls are paired greedily, not optimally), and an imported case must pass exactly when BFCL
+//! says it does. Values are compared with Python's semantics (`True == 1 == 1.0`, `type(x)`
+//! strict, so a bool is not an int), which is why they go through [`Py`] and not `json_equal`.
+//! `tests/bfcl_agreement.rs` checks this module against BFCL's own checker.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::message::ToolCall;
+
+/// Which of BFCL's checkers judges a case (chosen by BFCL from the category's name).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BfclChecker {
+    /// Exactly one call, judged against the case's first function (`simple_*`, `live_simple`).
+    Simple,
+    /// Exactly as many calls as answers; the first judged against the first answer.
+    Multiple,
+    /// Exactly as many calls as answers, paired in any order (BFCL's greedy pairing).
+    Parallel,
+    /// Passes unless the reply decodes to at least one function call.
+    Irrelevance,
+    /// Passes when the reply decodes to at least one function call.
+    Relevance,
+}
+
+/// An imported BFCL case's expectation: its checker, the BFCL function docs it needs (as in
+/// the dataset, before the OpenAI conversion) and the possible answers.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BfclExpect {
+    pub checker: BfclChecker,
+    /// The category the case came from (`simple_python`, `live_parallel`, ...).
+    pub category: String,
+    #[serde(default)]
+    pub functions: Vec<Value>,
+    /// BFCL's `ground_truth`: a list of `{function name: {parameter: [allowed values]}}`.
+    #[serde(default)]
+    pub answer: Vec<Value>,
+}
+
+impl BfclExpect {
+    /// The expected tool names as the model sees them (`.` → `_`), for grouping in reports.
+    pub fn tool_names(&self) -> Vec<String> {
+        self.answer
+            .iter()
+            .filter_map(|a| a.as_object()?.keys().next().map(|n| openai_name(n)))
+            .collect()
+    }
+
+    /// Checks the shape BFCL's checker relies on, so a case it would crash on is refused when
+    /// loaded rather than judged.
+    pub fn validate(&self) -> Result<(), String> {
+        let needs_answer = matches!(
+            self.checker,
+            BfclChecker::Simple | BfclChecker::Multiple | BfclChecker::Parallel
+        );
+        if !needs_answer {
+            return Ok(());
+        }
+        if self.answer.is_empty() {
+            return Err("`answer` must list at least one expected call".into());
+        }
+        for (i, a) in self.answer.iter().enumerate() {
+            let Some((name, params)) = a
+                .as_object()
+                .filter(|o| o.len() == 1)
+                .and_then(|o| o.iter().next())
+            else {
+                return Err(format!(
+                    "answer[{i}] must be {{\"function name\": {{parameter: [allowed values]}}}}"
+                ));
+            };
+            let Some(params) = params.as_object() else {
+                return Err(format!(
+                    "answer[{i}].{name} must map parameters to lists of allowed values"
+                ));
+            };
+            for (p, allowed) in params {
+                if !allowed.is_array() {
+                    return Err(format!(
+                        "answer[{i}].{name}.{p} must be a list of allowed values"
+                    ));
+                }
+            }
+            let description = match self.checker {
+                BfclChecker::Simple => self.functions.first(),
+                _ => self
+                    .functions
+                    .iter()
+                    .find(|f| f.get("name").and_then(Value::as_str) == Some(name)),
+            };
+            let Some(description) = description else {
+                return Err(format!("`functions` has no description of `{name}`"));
+            };
+            FunctionDoc::parse(description).map_err(|e| format!("functions: {e}"))?;
+        }
+        Ok(())
+    }
+}
+
+/// BFCL's OpenAI handler replaces `.` in function names with `_` (`convert_func_name` with
+/// `underscore_to_dot` for OpenAI-style models); the checker compares against that name.
+pub fn openai_name(name: &str) -> String {
+    name.replace('.', "_")
+}
+
+// ---------------------------------------------------------------------------------------------
+// Python values
+
+/// A decoded JSON value as Python's `json.loads` gives it: ints and floats are distinct types.
+#[derive(Debug, Clone)]
+enum Py {
+    None,
+    Bool(bool),
+    Int(i128),
+    Float(f64),
+    Str(String),
+    List(Vec<Py>),
+    Dict(Vec<(String, Py)>),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PyType {
+    None,
+    Bool,
+    Int,
+    Float,
+    Str,
+    List,
+    Dict,
+}
+
+impl Py {
+    fn from_json(v: &Value) -> Py {
+        match v {
+            Value::Null => Py::None,
+            Value::Bool(b) => Py::Bool(*b),
+            Value::Number(n) => {
+                if let Some(i) = n.as_i64() {
+                    Py::Int(i128::from(i))
+                } else if let Some(u) = n.as_u64() {
+                    Py::Int(i128::from(u))
+                } else {
+                    Py::Float(n.as_f64().unwrap_or(f64::NAN))
+                }
+            }
+            Value::String(s) => Py::Str(s.clone()),
+            Value::Array(a) => Py::List(a.iter().map(Py::from_json).collect()),
+            Value::Object(o) => Py::Dict(
+                o.iter()
+                    .map(|(k, v)| (k.clone(), Py::from_json(v)))
+                    .collect(),
+            ),
+        }
+    }
+
+    fn type_of(&self) -> PyType {
+        match self {
+            Py::None => PyType::None,
+            Py::Bool(_) => PyType::Bool,
+            Py::Int(_) => PyType::Int,
+            Py::Float(_) => PyType::Float,
+            Py::Str(_) => PyType::Str,
+            Py::List(_) => PyType::List,
+            Py::Dict(_) => PyType::Dict,
+        }
+    }
+
+    fn is_empty_str(&self) -> bool {
+        matches!(self, Py::Str(s) if s.is_empty())
+    }
+
+    fn get(&self, key: &str) -> Option<&Py> {
+        match self {
+            Py::Dict(items) => items.iter().find(|(k, _)| k == key).map(|(_, v)| v),
+            _ => None,
+        }
+    }
+
+    /// Python's `len()`, for the values BFCL takes it of (None for types without one, where
+    /// Python raises).
+    fn len(&self) -> Option<usize> {
+        match self {
+            Py::Str(s) => Some(s.chars().count()),
+            Py::List(l) => Some(l.len()),
+            Py::Dict(d) => Some(d.len()),
+            _ => None,
+        }
+    }
+
+    /// `x[i]` for a list or a string (a one-character string), as BFCL indexes answers.
+    fn index(&self, i: usize) -> Option<Py> {
+        match self {
+            Py::List(l) => l.get(i).cloned(),
+            Py::Str(s) => s.chars().nth(i).map(|c| Py::Str(c.to_string())),
+            _ => None,
+        }
+    }
+
+    /// Python's `needle in self`: element equality for a list, substring for a string, key for
+    /// a dict; None where Python raises.
+    fn contains(&self, needle: &Py) -> Option<bool> {
+        match self {
+            Py::List(l) => Some(l.iter().any(|x| py_eq(needle, x))),
+            Py::Str(s) => match needle {
+                Py::Str(n) => Some(s.contains(n.as_str())),
+                _ => None,
+            },
+            Py::Dict(d) => match needle {
+                Py::Str(n) => Some(d.iter().any(|(k, _)| k == n)),
+                _ => Some(false),
+            },
+            _ => None,
+        }
+    }
+}
+
+fn as_number(v: &Py) -> Option<f64> {
+    match v {
+        Py::Bool(b) => Some(if *b { 1.0 } else { 0.0 }),
+        Py::Int(i) => Some(*i as f64),
+        Py::Float(f) => Some(*f),
+        _ => None,
+    }
+}
+
+/// Python's `==` on JSON-decoded values.
+fn py_eq(a: &Py, b: &Py) -> bool {
+    match (a, b) {
+        (Py::None, Py::None) => true,
+        (Py::Int(x), Py::Int(y)) => x == y,
+        (Py::Bool(x), Py::Bool(y)) => x == y,
+        (Py::Str(x), Py::Str(y)) => x == y,
+        (Py::List(x), Py::List(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| py_eq(p, q))
+        }
+        (Py::Dict(x), Py::Dict(y)) => {
+            x.len() == y.len() && x.iter().all(|(k, v)| b.get(k).is_some_and(|w| py_eq(v, w)))
+        }
+        _ => match (as_number(a), as_number(b)) {
+            (Some(x), Some(y)) => x == y,
+            _ => false,
+        },
+    }
+}
+
+fn py_in(needle: &Py, list: &[Py]) -> bool {
+    list.iter().any(|x| py_eq(needle, x))
+}
+
+/// BFCL's `standardize_string`: drop every character of `[ ,./-_*^]`, lower-case, and turn
+/// single quotes into double quotes. Exactly that set: other punctuation and whitespace stay.
+pub fn standardize_string(s: &str) -> String {
+    let kept: String = s
+        .chars()
+        .filter(|c| !matches!(c, ' ' | ',' | '.' | '/' | '-' | '_' | '*' | '^'))
+        .collect();
+    kept.to_lowercase().replace('\'', "\"")
+}
+
+fn standardized(v: &Py) -> Py {
+    match v {
+        Py::Str(s) => Py::Str(standardize_string(s)),
+        other => other.clone(),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Function docs
+
+/// The part of a BFCL function doc the checker reads.
+struct FunctionDoc {
+    name: String,
+    required: Vec<String>,
+    /// Parameter → (type name, item type name for arrays and tuples).
+    params: Vec<(String, String, Option<String>)>,
+}
+
+/// `PYTHON_TYPE_MAPPING` of the checker.
+fn python_type(name: &str) -> Option<PyType> {
+    Some(match name {
+        "string" | "any" => PyType::Str,
+        "integer" => PyType::Int,
+        "float" => PyType::Float,
+        "boolean" => PyType::Bool,
+        "array" | "tuple" => PyType::List,
+        "dict" => PyType::Dict,
+        _ => return None,
+    })
+}
+
+impl FunctionDoc {
+    fn parse(doc: &Value) -> Result<FunctionDoc, String> {
+        let name = doc
+            .get("name")
+            .and_then(Value::as_str)
+            .ok_or("a function has no `name`")?;
+        let parameters = doc
+            .get("parameters")
+            .ok_or_else(|| format!("`{name}` has no `parameters`"))?;
+        let required = parameters
+            .get("required")
+            .and_then(Value::as_array)
+            .ok_or_else(|| {
+                format!("`{name}` has no `parameters.required` list (BFCL's checker reads it)")
+            })?
+            .iter()
+            .filter_map(|r| r.as_str().map(str::to_owned))
+            .collect();
+        let props = parameters
+            .get("properties")
+            .and_then(Value::as_object)
+            .ok_or_else(|| format!("`{name}` has no `parameters.properties`"))?;
+        let mut params = Vec::new();
+        for (p, detail) in props {
+            let ty = detail
+                .get("type")
+                .and_then(Value::as_str)
+                .ok_or_else(|| format!("`{name}.{p}` has no `type`"))?;
+            if python_type(ty).is_none() {
+                return Err(format!(
+                    "`{name}.{p}` has type `{ty}`, which BFCL's Python checker does not know"
+                ));
+            }
+            let item = if matches!(ty, "array" | "tuple") {
+                let item = detail
+                    .get("items")
+                    .and_then(|i| i.get("type"))
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| format!("`{name}.{p}` is an array without `items.type`"))?;
+                if python_type(item).is_none() {
+                    return Err(format!(
+                        "`{name}.{p}` has items of type `{item}`, which BFCL's Python checker does not know"
+                    ));
+                }
+                Some(item.to_owned())
+            } else {
+                None
+            };
+            params.push((p.clone(), ty.to_owned(), item));
+        }
+        Ok(FunctionDoc {
+            name: name.to_owned(),
+            required,
+            params,
+        })
+    }
+
+    fn param(&self, name: &str) -> Option<(&str, Option<&str>)> {
+        self.params
+            .iter()
+            .find(|(p, _, _)| p == name)
+            .map(|(_, t, i)| (t.as_str(), i.as_deref()))
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The checker
+
+/// BFCL's verdict on a model turn: Ok, or the reason it fails (BFCL's error, paraphrased).
+pub fn judge(expect: &BfclExpect, produced: &[ToolCall]) -> Result<(), String> {
+    match expect.checker {
+        BfclChecker::Irrelevance => match decode(produced) {
+            Some(calls) if !calls.is_empty() => {
+                Err("BFCL: the reply decodes to a function call; this case expects none".into())
+            }
+            _ => Ok(()),
+        },
+        BfclChecker::Relevance => match decode(produced) {
+            Some(calls) if !calls.is_empty() => Ok(()),
+            _ => Err("BFCL: the reply does not decode to a function call".into()),
+        },
+        BfclChecker::Simple | BfclChecker::Multiple | BfclChecker::Parallel => {
+            if produced.iter().any(ToolCall::arguments_not_json) {
+                return Err("BFCL: the arguments do not decode (not JSON)".into());
+            }
+            let Some(calls) = decode(produced) else {
+                return Err("BFCL: the reply is not in function-calling format (arguments are not an object)".into());
+            };
+            ast_checker(expect, &calls)
+        }
+    }
+}
+
+/// `decode_ast` then `is_function_calling_format_output`/`is_empty_output` for an OpenAI FC
+/// reply: None when a call's arguments are not a JSON object (not function-calling format);
+/// otherwise the calls. A text reply has no calls.
+fn decode(produced: &[ToolCall]) -> Option<Vec<(String, Py)>> {
+    let mut calls = Vec::with_capacity(produced.len());
+    for call in produced {
+        if call.arguments_not_json() || !call.arguments.is_object() {
+            return None;
+        }
+        calls.push((call.name.clone(), Py::from_json(&call.arguments)));
+    }
+    Some(calls)
+}
+
+type Verdict = Result<(), String>;
+
+fn ast_checker(expect: &BfclExpect, calls: &[(String, Py)]) -> Verdict {
+    let answers: Vec<(String, Py)> = expect
+        .answer
+        .iter()
+        .filter_map(|a| {
+            a.as_object()?
+                .iter()
+                .next()
+                .map(|(k, v)| (k.clone(), Py::from_json(v)))
+        })
+        .collect();
+    let find = |name: &str| -> Result<FunctionDoc, String> {
+        let doc = expect
+            .functions
+            .iter()
+            .find(|f| f.get("name").and_then(Value::as_str) == Some(name))
+            .ok_or_else(|| format!("no description of `{name}`"))?;
+        FunctionDoc::parse(doc)
+    };
+    match expect.checker {
+        BfclChecker::Parallel => {
+            if calls.len() != answers.len() {
+                return Err(wrong_count(answers.len(), calls.len()));
+            }
+            let mut matched: Vec<usize> = Vec::new();
+            for (i, (name, params)) in answers.iter().enumerate() {
+                let doc = find(name)?;
+                let mut last: Verdict = Err("no call left to pair".into());
+                for (index, call) in calls.iter().enumerate() {
+                    if matched.contains(&index) {
+                        continue;
+                    }
+                    last = simple_function_checker(&doc, call, params);
+                    if last.is_ok() {
+                        matched.push(index);
+                        break;
+                    }
+                }
+                if let Err(e) = last {
+                    return Err(format!(
+                        "BFCL: no call matches expected call {i} ({}): {e}",
+                        openai_name(name)
+                    ));
+                }
+            }
+            Ok(())
+        }
+        BfclChecker::Multiple => {
+            if calls.len() != answers.len() {
+                return Err(wrong_count(answers.len(), calls.len()));
+            }
+            let (name, params) = &answers[0];
+            simple_function_checker(&find(name)?, &calls[0], params)
+                .map_err(|e| format!("BFCL: {e}"))
+        }
+        _ => {
+            if calls.len() != 1 {
+                return Err(wrong_count(1, calls.len()));
+            }
+            let doc = expect.functions.first().ok_or("no function description")?;
+            let (_, params) = answers.first().ok_or("no answer")?;
+            simple_function_checker(&FunctionDoc::parse(doc)?, &calls[0], params)
+                .map_err(|e| format!("BFCL: {e}"))
+        }
+    }
+}
+
+fn wrong_count(want: usize, got: usize) -> String {
+    format!("BFCL: wrong number of functions (expected {want}, got {got})")
+}
+
+fn simple_function_checker(doc: &FunctionDoc, call: &(String, Py), answer: &Py) -> Verdict {
+    let func_name = openai_name(&doc.name);
+    if call.0 != func_name {
+        return Err(format!(
+            "function name `{func_name}` not found in the reply (got `{}`)",
+            call.0
+        ));
+    }
+    let Py::Dict(model_params) = &call.1 else {
+        return Err("arguments are not an object".into());
+    };
+    for p in &doc.required {
+        if !model_params.iter().any(|(k, _)| k == p) {
+            return Err(format!("missing required parameter `{p}`"));
+        }
+    }
+    for (param, value) in model_params {
+        let (Some((ty, item)), Some(allowed)) = (doc.param(param), answer.get(param)) else {
+            return Err(format!("unexpected parameter `{param}`"));
+        };
+        let Py::List(allowed) = allowed else {
+            return Err(format!("allowed values of `{param}` are not a list"));
+        };
+        let expected = python_type(ty).ok_or("unknown type")?;
+        let nested = item.and_then(python_type);
+        let mut value = value.clone();
+        // "Allow python auto conversion from int to float": top level only.
+        if ty == "float"
+            && let Py::Int(i) = value
+        {
+            value = Py::Float(i as f64);
+        }
+        let is_variable = type_checker(&value, allowed, expected, nested)
+            .map_err(|e| format!("`{param}`: {e}"))?;
+        if !is_variable {
+            let checked = if expected == PyType::Dict {
+                Some(dict_checker(&value, allowed))
+            } else if expected == PyType::List && nested == Some(PyType::Dict) {
+                Some(list_dict_checker(&value, allowed))
+            } else if expected == PyType::Str {
+                Some(string_checker(&value, allowed))
+            } else if expected == PyType::List {
+                Some(list_checker(&value, allowed))
+            } else {
+                None
+            };
+            if let Some(result) = checked {
+                result.map_err(|e| format!("`{param}`: {e}"))?;
+                continue;
+            }
+        }
+        if !py_in(&value, allowed) {
+            return Err(format!("`{param}`: value not among the allowed ones"));
+        }
+    }
+    if let Py::Dict(answer_params) = answer {
+        for (param, allowed) in answer_params {
+            let omittable = allowed.contains(&Py::Str(String::new())) == Some(true);
+            if !model_params.iter().any(|(k, _)| k == param) && !omittable {
+                return Err(format!("parameter `{param}` not provided and not optional"));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn possible_answer_type(allowed: &[Py]) -> Option<PyType> {
+    allowed.iter().find(|a| !a.is_empty_str()).map(Py::type_of)
+}
+
+/// `type_checker`: Ok(is_variable) or the type error.
+fn type_checker(
+    value: &Py,
+    allowed: &[Py],
+    expected: PyType,
+    nested: Option<PyType>,
+) -> Result<bool, String> {
+    let answer_type = possible_answer_type(allowed);
+    let is_variable = answer_type.is_some_and(|t| t != expected);
+    let mut valid = true;
+    if value.type_of() == expected {
+        let Some(nested) = nested else {
+            return Ok(is_variable);
+        };
+        for item in allowed {
+            let mut flag = true;
+            if let (Py::List(item_allowed), Py::List(values)) = (item, value) {
+                for v in values {
+                    if type_checker(v, item_allowed, nested, None).is_err() {
+                        flag = false;
+                        break;
+                    }
+                }
+            }
+            if flag {
+                return Ok(is_variable);
+            }
+        }
+        // BFCL marks the result invalid here and never resets it, even when the value's type
+        // matches the answers' type below.
+        valid = false;
+    }
+    if answer_type.is_some_and(|t| t == value.type_of()) && valid {
+        return Ok(true);
+    }
+    Err(format!(
+        "incorrect type (got {:?}, expected {expected:?})",
+        value.type_of()
+    ))
+}
+
+fn string_checker(value: &Py, allowed: &[Py]) -> Verdict {
+    let Py::Str(s) = value else {
+        return Err("not a string".into());
+    };
+    let wanted = standardize_string(s);
+    let ok = allowed
+        .iter()
+        .any(|a| matches!(a, Py::Str(x) if standardize_string(x) == wanted));
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "string {s:?} not among the allowed ones after BFCL's normalisation"
+        ))
+    }
+}
+
+fn list_checker(value: &Py, allowed: &[Py]) -> Verdict {
+    let Py::List(items) = value else {
+        return Err("not a list".into());
+    };
+    let model = Py::List(items.iter().map(standardized).collect());
+    let mut options = Vec::with_capacity(allowed.len());
+    for a in allowed {
+        let n = a
+            .len()
+            .ok_or("BFCL's checker would raise on a non-list allowed value")?;
+        options.push(Py::List(
+            (0..n)
+                .filter_map(|j| a.index(j))
+                .map(|x| standardized(&x))
+                .collect(),
+        ));
+    }
+    if py_in(&model, &options) {
+        Ok(())
+    } else {
+        Err("list not among the allowed ones".into())
+    }
+}
+
+fn dict_checker(value: &Py, allowed: &[Py]) -> Verdict {
+    let Py::Dict(model) = value else {
+        return Err("BFCL's checker would raise on a non-dict value".into());
+    };
+    let mut last: Verdict = Err("no allowed dictionary".into());
+    for answer in allowed {
+        if answer.is_empty_str() {
+            continue;
+        }
+        let Py::Dict(answer_items) = answer else {
+            return Err("BFCL's checker would raise on a non-dict allowed value".into());
+        };
+        last = Ok(());
+        for (key, v) in model {
+            let Some(options) = answer.get(key) else {
+                last = Err(format!("unexpected dict key `{key}`"));
+                break;
+            };
+            let n = options
+                .len()
+                .ok_or("BFCL's checker would raise on an allowed value")?;
+            let options: Vec<Py> = (0..n)
+                .filter_map(|j| options.index(j))
+                .map(|x| standardized(&x))
+                .collect();
+            if !py_in(&standardized(v), &options) {
+                last = Err(format!("invalid value for dict key `{key}`"));
+                break;
+            }
+        }
+        if last.is_ok() {
+            for (key, options) in answer_items {
+                let omittable = options.contains(&Py::Str(String::new()));
+                if !model.iter().any(|(k, _)| k == key) && omittable != Some(true) {
+                    last = Err(format!("missing dict key `{key}`"));
+                    break;
+                }
+            }
+        }
+        if last.is_ok() {
+            return Ok(());
+        }
+    }
+    last
+}
+
+fn list_dict_checker(value: &Py, allowed: &[Py]) -> Verdict {
+    let Py::List(model) = value else {
+        return Err("not a list".into());
+    };
+    let mut last: Verdict = Err("no allowed list".into());
+    for answer in allowed {
+        if answer.len() != Some(model.len()) {
+            last = Err("wrong number of dictionaries in the list".into());
+            continue;
+        }
+        let mut flag = true;
+        for (i, d) in model.iter().enumerate() {
+            let Some(expected) = answer.index(i) else {
+                return Err("BFCL's checker would raise on this allowed value".into());
+            };
+            last = dict_checker(d, &[expected]);
+            if last.is_err() {
+                flag = false;
+                break;
+            }
+        }
+        if flag {
+            return Ok(());
+        }
+    }
+    last
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn call(name: &str, args: &str) -> ToolCall {
+        ToolCall::from_encoded_arguments(None, name.into(), args)
+    }
+
+    fn expect(checker: BfclChecker, functions: Value, answer: Value) -> BfclExpect {
+        BfclExpect {
+            checker,
+            category: "test".into(),
+            functions: functions.as_array().cloned().unwrap_or_default(),
+            answer: answer.as_array().cloned().unwrap_or_default(),
+        }
+    }
+
+    fn area() -> BfclExpect {
+        expect(
+            BfclChecker::Simple,
+            json!([{"name": "geo.area", "parameters": {"type": "dict", "required": ["base"], "properties": {
+                "base": {"type": "float"}, "unit": {"type": "string"}, "sides": {"type": "array", "items": {"type": "float"}},
+                "count": {"type": "integer"}}}}]),
+            json!([{"geo.area": {"base": [10.0], "unit": ["Square meters", ""], "sides": [[1.0, 2.0]], "count": [3, ""]}}]),
+        )
+    }
+
+    fn ok(e: &BfclExpect, calls: &[ToolCall]) -> bool {
+        judge(e, calls).is_ok()
+    }
+
+    #[test]
+    fn bfcl_rules_on_one_call() {
+        let e = area();
+        let sides = r#""sides":[1.0,2.0]"#;
+        assert!(ok(
+            &e,
+            &[call("geo_area", &format!(r#"{{"base":10.0,{sides}}}"#))]
+        ));
+        // The name the model sees has `_` for `.`; the dotted one is not accepted.
+        assert!(!ok(
+            &e,
+            &[call("geo.area", &format!(r#"{{"base":10.0,{sides}}}"#))]
+        ));
+        // int for float at the top level only.
+        assert!(ok(
+            &e,
+            &[call("geo_area", &format!(r#"{{"base":10,{sides}}}"#))]
+        ));
+        assert!(!ok(
+            &e,
+            &[call("geo_area", r#"{"base":10.0,"sides":[1,2]}"#)]
+        ));
+        // float for int never.
+        assert!(!ok(
+            &e,
+            &[call(
+                "geo_area",
+                &format!(r#"{{"base":10.0,{sides},"count":3.0}}"#)
+            )]
+        ));
+        // Strings after BFCL's normalisation: case, spaces and `_` dropped, but not `!`.
+        assert!(ok(
+            &e,
+            &[call(
+                "geo_area",
+                &format!(r#"{{"base":10,{sides},"unit":"square_METERS"}}"#)
+            )]
+        ));
+        assert!(!ok(
+            &e,
+            &[call(
+                "geo_area",
+                &format!(r#"{{"base":10,{sides},"unit":"square meters!"}}"#)
+            )]
+        ));
+        // `""` sent for a string parameter whose answers include `""` passes: BFCL compares it
+        // with the standardized answers, and `""` is one of them. Not for an integer.
+        assert!(ok(
+            &e,
+            &[call(
+                "geo_area",
+                &format!(r#"{{"base":10,{sides},"unit":""}}"#)
+            )]
+        ));
+        assert!(!ok(
+            &e,
+            &[call(
+                "geo_area",
+                &format!(r#"{{"base":10,{sides},"count":""}}"#)
+            )]
+        ));
+        // `sides` has no `""`: it must be sent.
+        assert!(!ok(&e, &[call("geo_area", r#"{"base":10}"#)]));
+        // Exactly one call.
+        let good = call("geo_area", &format!(r#"{{"base":10,{sides}}}"#));
+        assert!(!ok(&e, &[good.clone(), good]));
+        assert!(!ok(&e, &[]));
+        assert!(!ok(&e, &[call("geo_area", "{not json")]));
+    }
+
+    #[test]
+    fn optional_list_accepts_the_empty_list() {
+        // `""` among a list parameter's answers becomes `[]` in BFCL's list_checker.
+        let e = expect(
+            BfclChecker::Simple,
+            json!([{"name": "f", "parameters": {"type": "dict", "required": [], "properties": {"xs": {"type": "array", "items": {"type": "float"}}}}}]),
+            json!([{"f": {"xs": [[1.5], ""]}}]),
+        );
+        assert!(ok(&e, &[call("f", r#"{"xs":[]}"#)]));
+        // With `""` present the nested type check is skipped: an int in a float array passes.
+        let e2 = expect(
+            BfclChecker::Simple,
+            json!([{"name": "f", "parameters": {"type": "dict", "required": [], "properties": {"xs": {"type": "array", "items": {"type": "float"}}}}}]),
+            json!([{"f": {"xs": [[1.0], ""]}}]),
+        );
+        assert!(ok(&e2, &[call("f", r#"{"xs":[1]}"#)]));
+    }
+
+    #[test]
+    fn parallel_pairs_greedily_in_any_order() {
+        let e = expect(
+            BfclChecker::Parallel,
+            json!([{"name": "f", "parameters": {"type": "dict", "required": ["x"], "properties": {"x": {"type": "integer"}}}}]),
+            json!([{"f": {"x": [1, 2]}}, {"f": {"x": [1]}}]),
+        );
+        // Greedy: answer 0 takes the first call that fits (x=1), then answer 1 finds only x=2.
+        assert!(!ok(&e, &[call("f", r#"{"x":1}"#), call("f", r#"{"x":2}"#)]));
+        assert!(ok(&e, &[call("f", r#"{"x":2}"#), call("f", r#"{"x":1}"#)]));
+    }
+
+    #[test]
+    fn relevance_decoding() {
+        let irr = expect(BfclChecker::Irrelevance, json!([]), json!([]));
+        assert!(ok(&irr, &[]));
+        assert!(ok(&irr, &[call("f", "{oops")]));
+        assert!(ok(&irr, &[call("f", "[1]")]));
+        assert!(!ok(&irr, &[call("f", "{}")]));
+        let rel = expect(BfclChecker::Relevance, json!([]), json!([]));
+        assert!(ok(&rel, &[call("anything", "{}")]));
+        assert!(!ok(&rel, &[]));
+        assert!(!ok(&rel, &[call("f", "{oops")]));
+    }
+
+    #[test]
+    fn standardize_is_exactly_bfcls() {
+        assert_eq!(standardize_string("April 1, 2024"), "april12024");
+        assert_eq!(standardize_string("a_b-c/d.e*f^g'h"), "abcdefg\"h");
+        assert_eq!(standardize_string("a\tb!?"), "a\tb!?");
+    }
+}

@@ -1,0 +1,233 @@
+//! `toolscore import bfcl` through the binary, on a few real BFCL lines (tests/data/bfcl-mini):
+//! counts and skip reasons, no overwrite without --force, the datasets load in `validate`, and a
+//! `run` against a fake OpenAI server shows each case only its own functions and scores it by
+//! BFCL's rules.
+
+mod support;
+
+use std::path::Path;
+
+use serde_json::Value;
+use support::*;
+
+fn mini() -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data/bfcl-mini")
+        .display()
+        .to_string()
+}
+
+fn import(dir: &Path, extra: &[&str]) -> Run {
+    let data = mini();
+    let mut args = vec![
+        "import",
+        "bfcl",
+        "--data",
+        &data,
+        "--category",
+        "simple_python",
+        "--category",
+        "parallel",
+        "--category",
+        "live_irrelevance",
+    ];
+    args.extend_from_slice(extra);
+    toolscore(dir, &args)
+}
+
+#[test]
+fn import_counts_refuses_to_overwrite_and_validates() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let run = import(dir.path(), &[]);
+    assert_eq!(run.code, 0, "{}", run.transcript());
+    let lines: Vec<Vec<&str>> = run
+        .stdout
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert!(
+        lines.contains(&vec!["simple_python", "2", "0", "-"]),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        lines.contains(&vec!["parallel", "1", "0", "-"]),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains(
+            "live_irrelevance                1        1  1 the question offers no function"
+        ),
+        "{}",
+        run.stdout
+    );
+
+    let cases = dir.path().join("datasets/bfcl_simple_python/cases.jsonl");
+    let before = std::fs::read_to_string(&cases).expect("cases written");
+    std::fs::write(&cases, "edited by hand\n").expect("edit");
+    let again = import(dir.path(), &[]);
+    assert_eq!(again.code, 2, "{}", again.transcript());
+    assert!(
+        again
+            .stderr
+            .contains("datasets/bfcl_simple_python already exists; pass --force to replace it"),
+        "{}",
+        again.stderr
+    );
+    assert_eq!(std::fs::read_to_string(&cases).unwrap(), "edited by hand\n");
+
+    let forced = import(dir.path(), &["--force"]);
+    assert_eq!(forced.code, 0, "{}", forced.transcript());
+    assert_eq!(std::fs::read_to_string(&cases).unwrap(), before);
+
+    let validate = toolscore(
+        dir.path(),
+        &[
+            "validate",
+            "--dataset",
+            "datasets/bfcl_simple_python",
+            "--dataset",
+            "datasets/bfcl_parallel",
+            "--dataset",
+            "datasets/bfcl_live_irrelevance",
+        ],
+    );
+    assert_eq!(validate.code, 0, "{}", validate.transcript());
+    assert!(
+        validate
+            .stdout
+            .contains("datasets/bfcl_simple_python: 2 tools, 2 cases")
+    );
+
+    let bad = toolscore(
+        dir.path(),
+        &["import", "bfcl", "--data", "nope", "--out", "x"],
+    );
+    assert_eq!(bad.code, 2, "{}", bad.transcript());
+    assert!(
+        bad.stderr.contains("--data nope: folder not found"),
+        "{}",
+        bad.stderr
+    );
+}
+
+/// The tool names a request offers.
+fn offered(req: &FakeRequest) -> Vec<String> {
+    req.body["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .filter_map(|t| t["function"]["name"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn imported_cases_run_with_their_own_catalog_and_bfcl_verdicts() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    assert_eq!(import(dir.path(), &[]).code, 0);
+    let server = FakeServer::start_in_background(|req| {
+        let tools = offered(req);
+        let body = match tools
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+            .as_slice()
+        {
+            // An int for a float-free integer parameter and an omitted optional: passes.
+            ["calculate_triangle_area"] => {
+                tool_call_body(&[("calculate_triangle_area", r#"{"base":10,"height":5}"#)])
+            }
+            // A float for an integer: BFCL fails it, though JSON Schema's integer accepts 5.0.
+            ["math_factorial"] => tool_call_body(&[("math_factorial", r#"{"number":5.0}"#)]),
+            // The two parallel calls in swapped order: passes.
+            ["spotify_play"] => tool_call_body(&[
+                ("spotify_play", r#"{"artist":"maroon 5","duration":15}"#),
+                ("spotify_play", r#"{"artist":"Taylor Swift","duration":20}"#),
+            ]),
+            // Irrelevance: unparseable arguments do not decode to a call, so BFCL passes it.
+            [_] => tool_call_body(&[(tools[0].as_str(), r#"{"q": "#)]),
+            // Any request offering another set of tools than its case's own fails the case.
+            _ => text_body("wrong catalog"),
+        };
+        FakeResponse::ok(body)
+    });
+    let run = toolscore(
+        dir.path(),
+        &[
+            "run",
+            "--provider",
+            "openai-compat",
+            "--base-url",
+            &server.base_url,
+            "--model",
+            "m",
+            "--dataset",
+            "datasets/bfcl_simple_python",
+            "--dataset",
+            "datasets/bfcl_parallel",
+            "--dataset",
+            "datasets/bfcl_live_irrelevance",
+            "--trials",
+            "2",
+            "--out",
+            "out",
+            "--progress",
+            "off",
+        ],
+    );
+    assert!(
+        run.code == 0 || run.code == 1 || run.code == 3,
+        "{}",
+        run.transcript()
+    );
+    let run_dir = std::fs::read_dir(dir.path().join("out"))
+        .expect("out")
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| p.join("results.jsonl").is_file())
+        .expect("a run folder");
+    let text = std::fs::read_to_string(run_dir.join("results.jsonl")).expect("results");
+    let mut verdicts = std::collections::BTreeMap::new();
+    for line in text.lines() {
+        let r: Value = serde_json::from_str(line).expect("record");
+        verdicts
+            .entry(r["case_id"].as_str().unwrap().to_owned())
+            .or_insert_with(Vec::new)
+            .push((
+                r["score"]["passed"].as_bool().unwrap(),
+                r["score"]["schema_ok"].clone(),
+            ));
+    }
+    assert_eq!(verdicts.len(), 4, "{verdicts:?}");
+    assert!(
+        verdicts["simple_python_0"].iter().all(|(p, _)| *p),
+        "{verdicts:?}"
+    );
+    // Fails by BFCL's rule while the schema (integer accepts 5.0) is still valid.
+    assert!(
+        verdicts["simple_python_1"]
+            .iter()
+            .all(|(p, s)| !*p && s == &Value::Bool(true)),
+        "{verdicts:?}"
+    );
+    assert!(
+        verdicts["parallel_0"].iter().all(|(p, _)| *p),
+        "{verdicts:?}"
+    );
+    // Passes by BFCL's rule while the schema check fails on the unparseable arguments.
+    let irrelevance = verdicts
+        .iter()
+        .find(|(id, _)| id.starts_with("live_irrelevance"))
+        .map(|(_, v)| v)
+        .expect("the irrelevance case");
+    assert!(
+        irrelevance
+            .iter()
+            .all(|(p, s)| *p && s == &Value::Bool(false)),
+        "{verdicts:?}"
+    );
+}
