@@ -37,6 +37,20 @@ pub struct RunInfo {
     /// The multi-step scenarios run beside the datasets.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub scenarios: Vec<ScenarioInfo>,
+    /// `run --shard i/n`: this run holds one slice of a plan; `toolscore merge` joins them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<ShardInfo>,
+}
+
+/// The slice of a plan a sharded run holds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ShardInfo {
+    /// 0-based.
+    pub index: u32,
+    pub count: u32,
+    /// `sha256:` of the whole plan (arms, datasets, catalogs, cases, trials) without the
+    /// shard: every shard of one plan carries the same.
+    pub plan: String,
 }
 
 impl RunInfo {
@@ -84,6 +98,7 @@ impl RunInfo {
             recorded_to: None,
             datasets: Vec::new(),
             scenarios: Vec::new(),
+            shard: None,
         }
     }
 }
