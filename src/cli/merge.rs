@@ -99,7 +99,10 @@ pub fn run(args: &MergeArgs) -> Result<ExitCode, Error> {
         )));
     }
     std::fs::create_dir_all(&args.out).map_err(|e| {
-        InputError::new(format!("--out {}: cannot create it: {e}", args.out.display()))
+        InputError::new(format!(
+            "--out {}: cannot create it: {e}",
+            args.out.display()
+        ))
     })?;
     match write_merged(&shards, &args.out, &run_id, &formats) {
         Ok(code) => Ok(code),
@@ -250,7 +253,10 @@ fn plan_difference(a: &PlanFingerprint, b: &PlanFingerprint) -> Option<String> {
             .join(", ")
     };
     if a.datasets.len() != b.datasets.len()
-        || a.datasets.iter().zip(&b.datasets).any(|(x, y)| x.name != y.name)
+        || a.datasets
+            .iter()
+            .zip(&b.datasets)
+            .any(|(x, y)| x.name != y.name)
     {
         return Some(format!(
             "its datasets are [{}], not [{}]",
@@ -435,7 +441,11 @@ fn write_merged(
                 &reader.name,
                 Some(head.line_no),
                 field,
-                &format!("{what} (shard {} of {})", reader.run.shard, reader.run.dir.display()),
+                &format!(
+                    "{what} (shard {} of {})",
+                    reader.run.shard,
+                    reader.run.dir.display()
+                ),
             ))
         };
         let arm = *index

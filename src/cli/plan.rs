@@ -436,9 +436,7 @@ fn checked_shard(
         ),
     ];
     if let Some((_, flag, why)) = whole_plan.iter().find(|(given, _, _)| *given) {
-        return Err(usage(&format!(
-            "--shard cannot be used with {flag}: {why}"
-        )));
+        return Err(usage(&format!("--shard cannot be used with {flag}: {why}")));
     }
     let shard = if text == "auto" {
         let Some(count) = args.shard_count else {

@@ -193,7 +193,8 @@ fn difference(was: &PlanFingerprint, now: &PlanFingerprint) -> Option<String> {
         ));
     }
     if was.shard != now.shard {
-        let name = |s: Option<Shard>| s.map_or("the whole plan".to_owned(), |s| format!("shard {s}"));
+        let name =
+            |s: Option<Shard>| s.map_or("the whole plan".to_owned(), |s| format!("shard {s}"));
         return Some(format!(
             "the run was {}, these flags give {}",
             name(was.shard),

@@ -740,7 +740,11 @@ fn most_frequent_failures(counted: &BTreeMap<String, u64>) -> BTreeMap<String, u
         .take(MAX_FAILURE_DETAILS)
         .map(|(k, v)| ((*k).clone(), *v))
         .collect();
-    let other: u64 = ranked.iter().skip(MAX_FAILURE_DETAILS).map(|(_, v)| v).sum::<u64>()
+    let other: u64 = ranked
+        .iter()
+        .skip(MAX_FAILURE_DETAILS)
+        .map(|(_, v)| v)
+        .sum::<u64>()
         + counted.get("(other)").copied().unwrap_or(0);
     if other > 0 {
         out.insert("(other)".to_owned(), other);

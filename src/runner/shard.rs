@@ -111,7 +111,10 @@ mod tests {
         assert_eq!(seed, unit_seed("fake", "base", "billing", "create_quote_1"));
         assert_ne!(seed, unit_seed("fake", "base", "billing", "create_quote_2"));
         // The separator matters: ("ab", "c") is not ("a", "bc").
-        assert_ne!(unit_seed("ab", "c", "d", "e"), unit_seed("a", "bc", "d", "e"));
+        assert_ne!(
+            unit_seed("ab", "c", "d", "e"),
+            unit_seed("a", "bc", "d", "e")
+        );
         assert_eq!(splitmix64(0), 0xE220_A839_7B1D_CDAF);
     }
 
