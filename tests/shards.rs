@@ -37,7 +37,7 @@ fn server() -> FakeServer {
         let body = if user.contains("job_1") || user.contains("job_3") {
             tool_call_body(&[("get_job_status", r#"{"job_id":"job_1"}"#)])
         } else if user.contains("job_2") {
-            if seq.fetch_add(1, Ordering::SeqCst) % 3 == 0 {
+            if seq.fetch_add(1, Ordering::SeqCst).is_multiple_of(3) {
                 tool_call_body(&[("get_job_status", r#"{"job_id":"job_2"}"#)])
             } else {
                 tool_call_body(&[("get_server_status", "{}")])
