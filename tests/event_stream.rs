@@ -46,6 +46,7 @@ fn plan(server: &FakeServer, dir: &std::path::Path, arms: &[&str], trials: u32) 
         datasets: vec![dataset],
         scenarios: Vec::new(),
         done: Default::default(),
+        shard: None,
     }
 }
 

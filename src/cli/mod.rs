@@ -9,6 +9,7 @@ use clap::{Args, Parser, Subcommand};
 mod catalog;
 mod lint;
 mod import;
+mod merge;
 mod output;
 mod plan;
 mod probe;
@@ -71,6 +72,11 @@ pub enum Command {
     /// compatibility, token footprint and injection payloads. Local, offline, deterministic.
     /// Exit 1 when any error-level finding remains, 0 otherwise, 2 on bad input.
     Lint(lint::LintArgs),
+    /// Join the run folders of `run --shard i/n` into one run folder (results.jsonl,
+    /// results.csv, summary.json re-aggregated from the records): refused, naming the shard,
+    /// unless the folders are every shard of one plan exactly once, each finished. `report`,
+    /// `--gate` and `compare` then work on the merged folder.
+    Merge(merge::MergeArgs),
     /// Work with recorded cassettes.
     #[command(subcommand)]
     Cassette(CassetteCommand),
@@ -474,6 +480,17 @@ pub struct RunArgs {
     /// compare` would (selection, --min-effect 0.05).
     #[arg(long)]
     pub compare: bool,
+    /// Run one deterministic slice of the plan, `INDEX/COUNT` counted from 0 (`0/4` … `3/4`):
+    /// each trial belongs to the shard its key (arm, dataset, case, trial) hashes to, so the
+    /// slices are balanced and stay put when cases are added. `auto` reads the index from
+    /// JOB_COMPLETION_INDEX (Kubernetes Indexed Jobs) and the count from --shard-count. Join
+    /// the shards' run folders with `toolscore merge`. Not with --sequential, --gate,
+    /// --baseline, --compare or --record: those need the whole plan.
+    #[arg(long, value_name = "INDEX/COUNT|auto")]
+    pub shard: Option<String>,
+    /// With --shard auto: how many shards the plan is split into (the Job's `completions`).
+    #[arg(long, value_name = "N", requires = "shard")]
+    pub shard_count: Option<u32>,
     /// What to produce; repeatable: terminal (stdout), json (summary.json), csv
     /// (results.csv), md (RUN_DIR/report.md), junit (RUN_DIR/junit.xml), html
     /// (RUN_DIR/report.html) [default: terminal,
@@ -532,6 +549,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Error> {
         }
         Command::Report(args) => report_command(&args),
         Command::Lint(args) => lint::lint_command(&args),
+        Command::Merge(args) => merge::run(&args),
         Command::Compare(args) => compare_command(&args),
         Command::Plan(args) => plan_command(&args),
         Command::History(args) => history_command(&args),
@@ -748,7 +766,8 @@ fn run_command(
 /// resumed, finish appends the whole run. Not named in the "wrote" line: it is the folder's
 /// running log, not one of the run's files.
 fn append_history(run_dir: &Path, summary: &crate::report::Summary) -> Result<(), Error> {
-    if summary.interrupted {
+    // A shard is a slice of a run: the merged run is the one that enters the history.
+    if summary.interrupted || summary.run.shard.is_some() {
         return Ok(());
     }
     let path = run_dir

@@ -240,6 +240,11 @@ impl RunSetup {
                     expects: sc.expect.label(),
                 })
                 .collect(),
+            shard: p.shard.map(|s| crate::report::ShardInfo {
+                index: s.index,
+                count: s.count,
+                plan: super::resume::plan_digest(p),
+            }),
         }
     }
 }
@@ -378,6 +383,7 @@ pub fn build_plan(
     } else {
         None
     };
+    let shard = checked_shard(&args, env)?;
     let common = common_settings(&args, defaults)?;
     Ok(RunSetup {
         plan: RunPlan {
@@ -388,6 +394,7 @@ pub fn build_plan(
             datasets,
             scenarios,
             done: Default::default(),
+            shard,
         },
         out_dir: common.out_dir,
         resume: args.resume.is_some(),
@@ -402,6 +409,82 @@ pub fn build_plan(
         gate_level: args.gate.gate_level,
         sequential,
     })
+}
+
+/// `--shard i/n` or `--shard auto` (index from `JOB_COMPLETION_INDEX`, count from
+/// `--shard-count`), refused beside the flags that need the whole plan in one process.
+fn checked_shard(
+    args: &RunArgs,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Option<crate::runner::shard::Shard>, Error> {
+    use crate::runner::shard::Shard;
+    let Some(text) = &args.shard else {
+        return Ok(None);
+    };
+    let whole_plan = [
+        (
+            args.gate.sequential,
+            "--sequential",
+            "the sequential test stops a case on the evidence of all its trials, which a shard holds only part of",
+        ),
+        (
+            args.record.is_some(),
+            "--record",
+            "a cassette holds every trial of the plan; record in one process, then shard replays of it",
+        ),
+        (
+            !args.gate.gates.is_empty(),
+            "--gate",
+            "a gate judges the whole plan; gate the merged run: `toolscore report MERGED_DIR --gate …`",
+        ),
+        (
+            args.gate.baseline.is_some(),
+            "--baseline",
+            "a baseline is compared with the whole plan; pass it to `toolscore report MERGED_DIR --baseline …`",
+        ),
+        (
+            args.compare,
+            "--compare",
+            "compare the merged run: `toolscore compare MERGED_DIR`",
+        ),
+    ];
+    if let Some((_, flag, why)) = whole_plan.iter().find(|(given, _, _)| *given) {
+        return Err(usage(&format!("--shard cannot be used with {flag}: {why}")));
+    }
+    let shard = if text == "auto" {
+        let Some(count) = args.shard_count else {
+            return Err(usage(
+                "--shard auto needs --shard-count N (the number of shards, e.g. the Job's completions)",
+            ));
+        };
+        let Some(index) = env("JOB_COMPLETION_INDEX") else {
+            return Err(usage(
+                "--shard auto: JOB_COMPLETION_INDEX is not set (Kubernetes sets it in the pods of an Indexed Job); elsewhere pass --shard INDEX/COUNT",
+            ));
+        };
+        let index: u32 = index.trim().parse().map_err(|_| {
+            usage(&format!(
+                "--shard auto: JOB_COMPLETION_INDEX is `{index}`, not a shard index"
+            ))
+        })?;
+        Shard::new(index, count).map_err(|e| {
+            usage(&format!(
+                "--shard auto: JOB_COMPLETION_INDEX {index} with --shard-count {count}: {e}"
+            ))
+        })?
+    } else {
+        let shard = Shard::parse(text).map_err(|e| usage(&e))?;
+        if let Some(count) = args.shard_count
+            && count != shard.count
+        {
+            return Err(usage(&format!(
+                "--shard {text} says {} shards but --shard-count says {count}",
+                shard.count
+            )));
+        }
+        shard
+    };
+    Ok(Some(shard))
 }
 
 /// Trials per case a sequential run may use when neither --max-trials nor --trials says:

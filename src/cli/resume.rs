@@ -17,36 +17,70 @@ use crate::error::{Error, InputError};
 use crate::event::{RunTotals, TrialKey};
 use crate::record::{ModelIdentity, Outcome, TrialRecord};
 use crate::runner::RunPlan;
+use crate::runner::shard::Shard;
+use sha2::Digest;
 
 /// The file in a run folder that says what the run planned.
 pub const PLAN_FILE: &str = "plan.json";
 
-/// What a run planned, as far as resuming it must match.
+/// What a run planned, as far as resuming it (or merging its shards) must match.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-struct PlanFingerprint {
-    trials: u32,
-    arms: Vec<ArmPlan>,
-    datasets: Vec<DatasetPlan>,
+pub(super) struct PlanFingerprint {
+    pub(super) trials: u32,
+    pub(super) arms: Vec<ArmPlan>,
+    pub(super) datasets: Vec<DatasetPlan>,
     /// Scenarios (name → catalog fingerprint), in plan order after the datasets' cases.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    scenarios: Vec<(String, String)>,
+    pub(super) scenarios: Vec<(String, String)>,
+    /// `--shard`: the slice of the plan this run holds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) shard: Option<Shard>,
+    /// `sha256:` of this plan without its shard, the same in every shard of one plan.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) digest: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-struct ArmPlan {
-    variant: String,
+pub(super) struct ArmPlan {
+    pub(super) variant: String,
     #[serde(flatten)]
-    identity: ModelIdentity,
+    pub(super) identity: ModelIdentity,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-struct DatasetPlan {
-    name: String,
-    catalog_fingerprint: String,
-    cases: Vec<String>,
+pub(super) struct DatasetPlan {
+    pub(super) name: String,
+    pub(super) catalog_fingerprint: String,
+    pub(super) cases: Vec<String>,
     /// Cases with their own `"trials"`, and how many.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
-    case_trials: std::collections::BTreeMap<String, u32>,
+    pub(super) case_trials: std::collections::BTreeMap<String, u32>,
+}
+
+impl PlanFingerprint {
+    /// The same plan unsharded, as one process would run it.
+    pub(super) fn whole(&self) -> PlanFingerprint {
+        PlanFingerprint {
+            shard: None,
+            digest: None,
+            ..self.clone()
+        }
+    }
+
+    /// `sha256:` of the canonical JSON of the whole plan (no shard, no digest).
+    pub(super) fn digest(&self) -> String {
+        let value = serde_json::to_value(self.whole()).unwrap_or_default();
+        let text = crate::json::canonical_json(&value);
+        format!(
+            "sha256:{}",
+            crate::json::hex(&sha2::Sha256::digest(text.as_bytes()))
+        )
+    }
+}
+
+/// `sha256:` of a plan without its shard: what every shard of it records.
+pub fn plan_digest(plan: &RunPlan) -> String {
+    fingerprint(plan).digest()
 }
 
 fn fingerprint(plan: &RunPlan) -> PlanFingerprint {
@@ -79,12 +113,23 @@ fn fingerprint(plan: &RunPlan) -> PlanFingerprint {
             .iter()
             .map(|s| (s.name.clone(), s.catalogs[0].catalog.fingerprint.clone()))
             .collect(),
+        shard: plan.shard,
+        digest: None,
     }
+}
+
+/// [`fingerprint`], with the plan's digest when it is sharded (merge checks it).
+fn recorded_fingerprint(plan: &RunPlan) -> PlanFingerprint {
+    let mut f = fingerprint(plan);
+    if f.shard.is_some() {
+        f.digest = Some(f.digest());
+    }
+    f
 }
 
 /// Writes `plan.json` into a new run folder.
 pub fn write_plan_file(dir: &Path, plan: &RunPlan) -> Result<(), Error> {
-    crate::report::write_json_atomically(&dir.join(PLAN_FILE), &fingerprint(plan))
+    crate::report::write_json_atomically(&dir.join(PLAN_FILE), &recorded_fingerprint(plan))
 }
 
 /// The first difference between the recorded plan and the one the flags give, in words.
@@ -145,6 +190,15 @@ fn difference(was: &PlanFingerprint, now: &PlanFingerprint) -> Option<String> {
             "the run had {} datasets, these flags give {}",
             was.datasets.len(),
             now.datasets.len()
+        ));
+    }
+    if was.shard != now.shard {
+        let name =
+            |s: Option<Shard>| s.map_or("the whole plan".to_owned(), |s| format!("shard {s}"));
+        return Some(format!(
+            "the run was {}, these flags give {}",
+            name(was.shard),
+            name(now.shard)
         ));
     }
     if was.scenarios != now.scenarios {
@@ -239,6 +293,7 @@ pub fn prepare(setup: &mut RunSetup) -> Result<Resumed, Error> {
         .map(|(i, a)| ((a.settings.name.clone(), a.variant.clone()), i))
         .collect();
     let case_trials = setup.plan.case_trials();
+    let seeds = setup.plan.shard_seeds();
     let mut case_of: HashMap<(String, String), usize> = HashMap::new();
     for d in &setup.plan.datasets {
         for c in &d.cases {
@@ -324,6 +379,20 @@ pub fn prepare(setup: &mut RunSetup) -> Result<Resumed, Error> {
                         &format!(
                             "trial {} is beyond the {} planned for this case",
                             record.trial_index, case_trials[case]
+                        ),
+                    )
+                    .into());
+                }
+                if let Some(shard) = setup.plan.shard
+                    && !shard.contains(seeds[arm * case_trials.len() + case], record.trial_index)
+                {
+                    return Err(InputError::at(
+                        &name,
+                        Some(i + 1),
+                        "trial_index",
+                        &format!(
+                            "trial {} of case `{}/{}` in arm `{}` is not in shard {shard}",
+                            record.trial_index, record.dataset, record.case_id, record.arm.provider
                         ),
                     )
                     .into());

@@ -37,6 +37,20 @@ pub struct RunInfo {
     /// The multi-step scenarios run beside the datasets.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub scenarios: Vec<ScenarioInfo>,
+    /// `run --shard i/n`: this run holds one slice of a plan; `toolscore merge` joins them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<ShardInfo>,
+}
+
+/// The slice of a plan a sharded run holds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ShardInfo {
+    /// 0-based.
+    pub index: u32,
+    pub count: u32,
+    /// `sha256:` of the whole plan (arms, datasets, catalogs, cases, trials) without the
+    /// shard: every shard of one plan carries the same.
+    pub plan: String,
 }
 
 impl RunInfo {
@@ -84,6 +98,7 @@ impl RunInfo {
             recorded_to: None,
             datasets: Vec::new(),
             scenarios: Vec::new(),
+            shard: None,
         }
     }
 }
@@ -140,9 +155,13 @@ pub struct VariantInfo {
     pub catalog_fingerprint: String,
 }
 
-/// Distinct failure details kept per case; the rest are counted under "(other)" so memory
-/// stays bounded whatever the model produces.
+/// Distinct failure details shown per case: the most frequent (ties by text), the rest summed
+/// under "(other)". Chosen at the end from up to [`MAX_FAILURE_TRACKED`] counted details, so
+/// the figures do not depend on the order trials finished in (a run at concurrency 8, its
+/// `report`, and a `merge` of its shards agree) while memory stays bounded whatever the model
+/// produces.
 const MAX_FAILURE_DETAILS: usize = 8;
+const MAX_FAILURE_TRACKED: usize = 64;
 const MAX_SCHEMA_KEYS: usize = 64;
 const MAX_ERROR_EXAMPLES: usize = 5;
 
@@ -338,11 +357,16 @@ impl ArmAgg {
                 .error_class
                 .map_or_else(|| "unknown".to_owned(), |c| c.as_str().to_owned());
             *self.errors_by_class.entry(class).or_default() += 1;
+            // The first distinct messages in text order, not in finishing order: the same
+            // examples whatever order the trials finished in.
             if let Some(msg) = &record.error
-                && self.error_examples.len() < MAX_ERROR_EXAMPLES
                 && !self.error_examples.contains(msg)
+                && (self.error_examples.len() < MAX_ERROR_EXAMPLES
+                    || self.error_examples.last().is_some_and(|last| msg < last))
             {
-                self.error_examples.push(msg.clone());
+                let at = self.error_examples.partition_point(|m| m < msg);
+                self.error_examples.insert(at, msg.clone());
+                self.error_examples.truncate(MAX_ERROR_EXAMPLES);
             }
             return;
         }
@@ -369,7 +393,7 @@ impl ArmAgg {
             c.pass.add(Some(score.passed));
             if let Some(detail) = score.detail.as_ref().filter(|_| !score.passed) {
                 let key =
-                    if c.failures.len() < MAX_FAILURE_DETAILS || c.failures.contains_key(detail) {
+                    if c.failures.len() < MAX_FAILURE_TRACKED || c.failures.contains_key(detail) {
                         detail.clone()
                     } else {
                         "(other)".to_owned()
@@ -426,7 +450,7 @@ impl ArmAgg {
                         schema_valid: rate(c.schema, conf, None),
                         pass: rate(c.pass, conf, None),
                     },
-                    failures: c.failures.clone(),
+                    failures: most_frequent_failures(&c.failures),
                 });
                 infos.push(agg.expected);
                 counts.push(agg.counts);
@@ -701,6 +725,31 @@ pub fn for_each_record_mut(
         f(&mut record);
     }
     Ok(())
+}
+
+/// The [`MAX_FAILURE_DETAILS`] most frequent details (ties by text), the rest under "(other)".
+fn most_frequent_failures(counted: &BTreeMap<String, u64>) -> BTreeMap<String, u64> {
+    let mut ranked: Vec<(&String, u64)> = counted
+        .iter()
+        .filter(|(k, _)| k.as_str() != "(other)")
+        .map(|(k, &v)| (k, v))
+        .collect();
+    ranked.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0)));
+    let mut out: BTreeMap<String, u64> = ranked
+        .iter()
+        .take(MAX_FAILURE_DETAILS)
+        .map(|(k, v)| ((*k).clone(), *v))
+        .collect();
+    let other: u64 = ranked
+        .iter()
+        .skip(MAX_FAILURE_DETAILS)
+        .map(|(_, v)| v)
+        .sum::<u64>()
+        + counted.get("(other)").copied().unwrap_or(0);
+    if other > 0 {
+        out.insert("(other)".to_owned(), other);
+    }
+    out
 }
 
 /// Precision and recall of every tool (and of "no call") from the confusion counts: recall

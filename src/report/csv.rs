@@ -50,7 +50,26 @@ impl ResultsCsv {
             .map_err(|e| Error::io("cannot write results.csv", e))
     }
 
+    /// Appends one trial's row without flushing it (`merge` writes a million rows; [`Self::flush`]
+    /// at the end).
+    pub fn append_buffered(&mut self, r: &TrialRecord) -> Result<(), Error> {
+        self.row(r)
+            .map_err(|e| Error::io("cannot write results.csv", e))
+    }
+
+    /// Writes out buffered rows.
+    pub fn flush(&mut self) -> Result<(), Error> {
+        self.0
+            .flush()
+            .map_err(|e| Error::io("cannot write results.csv", e))
+    }
+
     fn append(&mut self, r: &TrialRecord) -> std::io::Result<()> {
+        self.row(r)?;
+        self.0.flush()
+    }
+
+    fn row(&mut self, r: &TrialRecord) -> std::io::Result<()> {
         let opt = |v: Option<bool>| v.map_or(String::new(), |b| b.to_string());
         let num = |v: Option<u64>| v.map_or(String::new(), |n| n.to_string());
         let score = r.score.as_ref();
@@ -87,8 +106,7 @@ impl ResultsCsv {
             r.arm.provider.clone(),
             r.arm.model.clone(),
         ];
-        self.0.write_record(&row).map_err(std::io::Error::other)?;
-        self.0.flush()
+        self.0.write_record(&row).map_err(std::io::Error::other)
     }
 }
 

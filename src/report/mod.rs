@@ -20,7 +20,7 @@ mod verdict;
 mod warning;
 
 pub use aggregate::{
-    Aggregator, ArmInfo, DatasetInfo, ReplayInfo, RunInfo, ScenarioInfo, VariantInfo,
+    Aggregator, ArmInfo, DatasetInfo, ReplayInfo, RunInfo, ScenarioInfo, ShardInfo, VariantInfo,
     for_each_record, for_each_record_mut, reaggregate, reaggregate_rescored,
     reaggregate_with_latency,
 };

@@ -10,6 +10,7 @@
 //! scheduling a case, an arm or the run.
 
 pub mod script;
+pub mod shard;
 pub mod store;
 
 use std::collections::HashSet;
@@ -69,6 +70,8 @@ pub struct RunPlan {
     /// Trials already completed by an earlier process of this run (`--resume`): not run
     /// again, not reported again.
     pub done: HashSet<TrialKey>,
+    /// `--shard i/n`: run only the trials whose key hashes into this slice ([`shard`]).
+    pub shard: Option<shard::Shard>,
 }
 
 impl RunPlan {
@@ -96,13 +99,45 @@ impl RunPlan {
         self.case_trials().into_iter().max().unwrap_or(0)
     }
 
+    /// Trials the plan runs: with a shard, those of its slice.
     pub fn planned_trials(&self) -> u64 {
-        self.arms.len() as u64
-            * self
-                .case_trials()
-                .iter()
-                .map(|&t| u64::from(t))
-                .sum::<u64>()
+        let case_trials = self.case_trials();
+        let Some(shard) = self.shard else {
+            return self.arms.len() as u64 * case_trials.iter().map(|&t| u64::from(t)).sum::<u64>();
+        };
+        let seeds = self.shard_seeds();
+        let cases = case_trials.len();
+        (0..self.arms.len())
+            .flat_map(|arm| (0..cases).map(move |case| (arm, case)))
+            .map(|(arm, case)| {
+                let seed = seeds[arm * cases + case];
+                (0..case_trials[case])
+                    .filter(|&t| shard.contains(seed, t))
+                    .count() as u64
+            })
+            .sum()
+    }
+
+    /// The shard hash seed of every (arm, case), at `arm * case_count + case`.
+    pub fn shard_seeds(&self) -> Vec<u64> {
+        let units: Vec<(&str, &str)> = self
+            .datasets
+            .iter()
+            .flat_map(|d| d.cases.iter().map(|c| (d.name.as_str(), c.id.as_str())))
+            .chain(
+                self.scenarios
+                    .iter()
+                    .map(|s| (SCENARIO_DATASET, s.name.as_str())),
+            )
+            .collect();
+        self.arms
+            .iter()
+            .flat_map(|a| {
+                units.iter().map(|(dataset, case)| {
+                    shard::unit_seed(&a.settings.name, &a.variant, dataset, case)
+                })
+            })
+            .collect()
     }
 }
 
@@ -168,6 +203,8 @@ struct Shared {
     /// Trials of each case; a round beyond a case's count has no job for it.
     case_trials: Vec<u32>,
     done: HashSet<TrialKey>,
+    /// `--shard`: the slice, and the hash seed of every (arm, case).
+    shard: Option<(shard::Shard, Vec<u64>)>,
     keep_raw: bool,
     next_job: AtomicU64,
     skipped: AtomicU64,
@@ -214,6 +251,7 @@ pub async fn execute(plan: RunPlan, observer: &mut dyn Observer) -> Result<RunTo
     let planned = plan.planned_trials();
     let case_trials = plan.case_trials();
     let max_trials = plan.max_trials();
+    let shard = plan.shard.map(|s| (s, plan.shard_seeds()));
 
     // The distinct catalog variants of the arms, in first-seen order.
     let mut variant_names: Vec<String> = Vec::new();
@@ -362,6 +400,7 @@ pub async fn execute(plan: RunPlan, observer: &mut dyn Observer) -> Result<RunTo
         trials: max_trials,
         case_trials,
         done: plan.done,
+        shard,
         keep_raw: observer.wants_raw(),
         next_job: AtomicU64::new(0),
         skipped: AtomicU64::new(0),
@@ -464,6 +503,11 @@ async fn worker(shared: Arc<Shared>, tx: mpsc::Sender<Finished>) {
         }
         let key = decode_job(job, arms, cases);
         if key.trial >= shared.case_trials[key.case] {
+            continue;
+        }
+        if let Some((shard, seeds)) = &shared.shard
+            && !shard.contains(seeds[key.arm * cases + key.case], key.trial)
+        {
             continue;
         }
         if shared.done.contains(&key) {
