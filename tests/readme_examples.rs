@@ -90,6 +90,13 @@ fn json_and_yaml_examples_parse_and_validate() {
     assert!(v.stdout.contains("variant readme"), "{}", v.stdout);
 
     for block in blocks(&text, "yaml") {
+        if block.contains("\nmessages:") {
+            // A scenario file, read from where the examples live.
+            let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
+            toolscore::suite::scenario::parse_scenario(&block, "README.md", "readme", &base)
+                .unwrap_or_else(|e| panic!("README scenario does not load: {e}\n{block}"));
+            continue;
+        }
         toolscore::suite::parse_config(&block, "README.md", Path::new("."))
             .unwrap_or_else(|e| panic!("README config does not parse: {e}\n{block}"));
     }

@@ -331,8 +331,13 @@ impl ScenarioAggregator {
                     .into_iter()
                     .map(|(name, agg)| agg.finish(name, conf))
                     .collect();
-                let rates: Vec<f64> = scenarios.iter().filter_map(|s| s.success.rate).collect();
-                let success = stats::clustered_mean_interval(&rates, conf);
+                // Clustered by scenario, never narrower than Wilson at the effective sample
+                // size: every scenario at 0/4 is not certainty.
+                let counts: Vec<(u64, u64)> = scenarios
+                    .iter()
+                    .map(|s| (s.success.x, s.success.n))
+                    .collect();
+                let success = stats::suite_interval(&counts, conf);
                 let pass_k = PASS_KS
                     .iter()
                     .filter_map(|&k| {
@@ -637,7 +642,7 @@ pub(crate) fn write_terminal(
             writeln!(w)?;
             writeln!(
                 w,
-                "all scenarios    success {:.3} [{:.3}, {:.3}] (mean of {} scenarios, t interval)",
+                "all scenarios    success {:.3} [{:.3}, {:.3}] (mean of {} scenario rates, clustered by scenario)",
                 c.mean, c.interval.lo, c.interval.hi, c.cases
             )?;
             for p in &arm.pass_k {
