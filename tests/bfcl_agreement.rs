@@ -50,11 +50,49 @@ fn bfcl_python() -> Option<PathBuf> {
     if !made.is_ok_and(|s| s.success()) {
         return unavailable("`python3 -m venv` failed (is python3 with venv installed?)");
     }
-    let pip = Command::new(&python)
-        .args(["-m", "pip", "install", "-q", BFCL_EVAL, "soundfile"])
-        .status();
-    if !pip.is_ok_and(|s| s.success()) {
-        return unavailable(&format!("pip install {BFCL_EVAL} failed"));
+    // bfcl-eval's full dependency tree is gigabytes (sentence-transformers pulls torch; vllm is
+    // an extra): the checker, the eval runner and the OpenAI handler the driver imports need
+    // only these, pinned where bfcl-eval pins them (its METADATA).
+    let steps: [&[&str]; 2] = [
+        &["-m", "pip", "install", "-q", "--no-deps", BFCL_EVAL],
+        &[
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "requests",
+            "tqdm",
+            "numpy==1.26.4",
+            "pandas",
+            "huggingface_hub",
+            "pydantic>=2.8.2",
+            "python-dotenv",
+            "tree_sitter==0.21.3",
+            "tree-sitter-java==0.21.0",
+            "tree-sitter-javascript==0.21.4",
+            "openai",
+            "mistralai==1.7.0",
+            "anthropic",
+            "cohere==5.18.0",
+            "typer",
+            "tabulate",
+            "google-genai",
+            "mpmath==1.3.0",
+            "tenacity",
+            "writer-sdk",
+            "overrides",
+            "filelock==3.20.0",
+            "boto3",
+            "qwen-agent",
+            "datamodel-code-generator==0.25.7",
+            "soundfile",
+        ],
+    ];
+    for args in steps {
+        let pip = Command::new(&python).args(args).status();
+        if !pip.is_ok_and(|s| s.success()) {
+            return unavailable(&format!("pip install for {BFCL_EVAL} failed: {args:?}"));
+        }
     }
     std::fs::write(&ready, BFCL_EVAL).expect("mark the venv ready");
     Some(python)

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use clap::{Args, Parser, Subcommand};
 
 mod catalog;
-mod lint;
 mod import;
+mod lint;
 mod merge;
 mod output;
 mod plan;
