@@ -78,3 +78,35 @@ fn every_recipe_is_yaml_and_every_toolscore_command_in_it_parses() {
     }
     assert!(commands >= 6, "only {commands} toolscore commands found");
 }
+
+/// The pull-request recipe's lint step needs no key and no model, so it runs here as written
+/// (in a copy of the repository's datasets): it must exit 0 on the shipped catalog and leave
+/// the SARIF file the upload step reads.
+#[test]
+fn the_pull_request_recipes_lint_step_runs_as_written() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let text =
+        std::fs::read_to_string(root.join("examples/ci/github-pull-request.yml")).expect("recipe");
+    let lint: Vec<Vec<String>> = invocations(&text)
+        .into_iter()
+        .filter(|args| args.get(1).is_some_and(|a| a == "lint"))
+        .collect();
+    assert_eq!(lint.len(), 1, "one lint step: {lint:?}");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let billing = dir.path().join("datasets/billing");
+    std::fs::create_dir_all(&billing).expect("mkdir");
+    std::fs::copy(
+        root.join("datasets/billing/tools.json"),
+        billing.join("tools.json"),
+    )
+    .expect("copy");
+    let args: Vec<&str> = lint[0][1..].iter().map(String::as_str).collect();
+    let run = support::toolscore(dir.path(), &args);
+    assert_eq!(run.code, 0, "{}", run.transcript());
+    let sarif: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("toolscore.sarif")).expect("toolscore.sarif"),
+    )
+    .expect("SARIF is JSON");
+    assert_eq!(sarif["version"], "2.1.0");
+    assert_eq!(sarif["runs"][0]["tool"]["driver"]["name"], "toolscore");
+}

@@ -185,7 +185,7 @@ fn bad_input_exits_2_naming_the_file() {
     assert_eq!(run.code, 2, "{}", run.transcript());
     assert!(
         run.stderr
-            .contains("missing.json: no such catalog file or dataset folder"),
+            .contains("missing.json: no such catalog file, dataset folder or URL"),
         "{}",
         run.stderr
     );
@@ -283,4 +283,63 @@ fn from_a_run_ranks_findings_by_measured_misses() {
     assert!(misses.windows(2).all(|w| w[0] >= w[1]), "{misses:?}");
     let bad = toolscore(dir.path(), &["lint", "--from", "run", "--json"]);
     assert_eq!(bad.code, 2, "{}", bad.transcript());
+}
+
+/// `run` prints, under its report, what lint says about the tools the model missed most: the
+/// shipped terse-description recording misses `create_quote` and `apply_credit`, and lint
+/// names their short descriptions right there. Provider-compatibility findings are not
+/// repeated there (they explain refused requests, not wrong choices).
+#[test]
+fn run_lists_lint_findings_beside_its_most_missed_tools() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = tempfile::tempdir().expect("tempdir");
+    let out_dir = out.path().to_str().expect("utf-8 temp path");
+    let run = toolscore(
+        root,
+        &[
+            "run",
+            "--provider",
+            "demo-terse",
+            "--progress",
+            "off",
+            "--run-id",
+            "terse",
+            "--out",
+            out_dir,
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.transcript());
+    let section = run
+        .stdout
+        .split("\nlint beside the most-missed tools · arm demo-terse · variant terse · dataset billing")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no lint section:\n{}", run.stdout));
+    let section = section.split("\nwrote ").next().unwrap_or_default();
+    let tools: Vec<&str> = section
+        .lines()
+        .filter(|l| l.starts_with("  ") && !l.starts_with("    "))
+        .collect();
+    assert_eq!(tools.len(), 3, "{section}");
+    assert!(
+        tools[0]
+            .starts_with("  create_quote  selection recall 3/80 = 0.037 [0.008, 0.105], 77 missed"),
+        "{section}"
+    );
+    assert!(
+        section.contains(
+            "    warning description-too-short  apply_credit.description: the description is 35 characters (minimum 40)"
+        ),
+        "{section}"
+    );
+    assert!(!section.contains("provider-"), "{section}");
+    // The full ranking is one command away, and it agrees with what `run` printed.
+    let ranked = toolscore(root, &["lint", "--from", &format!("{out_dir}/terse")]);
+    assert_eq!(ranked.code, 0, "{}", ranked.transcript());
+    assert!(
+        ranked
+            .stdout
+            .contains("create_quote: selection recall 3/80 = 0.037 [0.008, 0.105], 77 missed"),
+        "{}",
+        ranked.stdout
+    );
 }

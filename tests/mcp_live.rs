@@ -938,3 +938,80 @@ fn probe_of_a_streamable_http_server_meets_every_verdict() {
     );
     assert!(!run.stdout.contains("probe-token"));
 }
+
+/// `toolscore lint` reads a catalog from the server itself: a published server over stdio
+/// (a command after `--`) and a streamable-HTTP server by URL, with its token from an env var.
+#[test]
+fn lint_of_a_published_server_and_of_a_url() {
+    let Some(modules) = published_servers() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let command = server_command(&modules, "@modelcontextprotocol/server-everything");
+    let mut args = vec!["lint", "--"];
+    args.extend(command.iter().map(String::as_str));
+    let run = toolscore(dir.path(), &args);
+    assert_eq!(run.code, 0, "{}", run.transcript());
+    let first = run.stdout.lines().next().unwrap_or_default();
+    assert!(
+        first.contains("server-everything/dist/index.js: 13 tools, catalog sha256:"),
+        "{}",
+        run.stdout
+    );
+    // A name many servers expose, and a 28-character description.
+    assert!(
+        run.stdout
+            .contains("warning name-common-collision  echo.name"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout
+            .contains("warning description-too-short  echo.description"),
+        "{}",
+        run.stdout
+    );
+    // SARIF of a live catalog points into the listing written as a tools.json.
+    let mut sarif_args = vec!["lint", "--format", "sarif", "--"];
+    sarif_args.extend(command.iter().map(String::as_str));
+    let sarif = toolscore(dir.path(), &sarif_args);
+    assert_eq!(sarif.code, 0, "{}", sarif.transcript());
+    let v: serde_json::Value = serde_json::from_str(&sarif.stdout).unwrap();
+    let results = v["runs"][0]["results"].as_array().unwrap();
+    assert!(!results.is_empty());
+    assert!(
+        results.iter().all(
+            |r| r["locations"][0]["physicalLocation"]["region"]["startLine"].as_u64() > Some(0)
+        ),
+        "{}",
+        sarif.stdout
+    );
+
+    let (url, _) = http_server::start("lint-token");
+    let over_http = toolscore_env(
+        dir.path(),
+        &["lint", &url, "--token-env", "PAGER_TOKEN"],
+        &[("PAGER_TOKEN", "lint-token")],
+    );
+    assert_eq!(over_http.code, 0, "{}", over_http.transcript());
+    assert!(
+        over_http
+            .stdout
+            .starts_with(&format!("{url}: 3 tools, catalog sha256:")),
+        "{}",
+        over_http.stdout
+    );
+    for tool in ["get_weather", "get_forecast", "get_alerts"] {
+        assert!(
+            over_http.stdout.contains(&format!(
+                "warning description-too-short  {tool}.description"
+            )),
+            "{}",
+            over_http.stdout
+        );
+    }
+    assert!(!over_http.stdout.contains("lint-token") && !over_http.stderr.contains("lint-token"));
+    // Both at once is ambiguous: refused before any server starts.
+    let both = toolscore(dir.path(), &["lint", "tools.json", "--", "node", "x.js"]);
+    assert_eq!(both.code, 2, "{}", both.transcript());
+}

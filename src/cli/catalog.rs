@@ -78,9 +78,9 @@ pub struct DiffArgs {
 }
 
 /// A catalog and where it came from.
-struct Loaded {
-    catalog: Catalog,
-    server: Option<ServerIdentity>,
+pub(super) struct Loaded {
+    pub catalog: Catalog,
+    pub server: Option<ServerIdentity>,
     /// `source:`, `format:`, `server:` lines for the header.
     header: Vec<(String, String)>,
 }
@@ -183,12 +183,12 @@ pub(super) fn server_of(
     Ok((spec, timeout))
 }
 
-fn is_url(source: &str) -> bool {
+pub(super) fn is_url(source: &str) -> bool {
     source.starts_with("http://") || source.starts_with("https://")
 }
 
 /// A file, a dataset folder or a URL.
-fn load(source: &str, flags: &ServerFlags) -> Result<Loaded, Error> {
+pub(super) fn load(source: &str, flags: &ServerFlags) -> Result<Loaded, Error> {
     if is_url(source) {
         let (spec, _) = server_of(Some(source), &[], flags)?;
         return live(&spec, flags);
@@ -230,7 +230,7 @@ fn load_file(path: &Path) -> Result<Loaded, Error> {
     })
 }
 
-fn live(spec: &ServerSpec, flags: &ServerFlags) -> Result<Loaded, Error> {
+pub(super) fn live(spec: &ServerSpec, flags: &ServerFlags) -> Result<Loaded, Error> {
     if !(flags.timeout > 0.0 && flags.timeout <= 3600.0) {
         return Err(usage("--timeout must be between 0 and 3600 seconds"));
     }

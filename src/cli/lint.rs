@@ -21,10 +21,17 @@ pub enum LintFormat {
 
 #[derive(Debug, Args)]
 pub struct LintArgs {
-    /// What to lint: a catalog file (MCP tools/list result, OpenAI `tools`, Anthropic `tools`)
-    /// or a dataset folder (its tools.json). Repeatable.
-    #[arg(value_name = "SOURCE", required_unless_present_any = ["rules", "from"])]
-    pub sources: Vec<PathBuf>,
+    /// What to lint: a catalog file (MCP tools/list result, OpenAI `tools`, Anthropic `tools`),
+    /// a dataset folder (its tools.json, or the live server its dataset.yaml names) or the URL
+    /// of a streamable-HTTP MCP server. Repeatable. Or, instead, a stdio server's command
+    /// after `--`: `toolscore lint -- npx -y @modelcontextprotocol/server-everything`.
+    #[arg(value_name = "SOURCE", required_unless_present_any = ["rules", "from", "server_command"])]
+    pub sources: Vec<String>,
+    /// The command that starts a stdio MCP server, after `--`.
+    #[arg(last = true, value_name = "COMMAND")]
+    pub server_command: Vec<String>,
+    #[command(flatten)]
+    pub server: super::catalog::ServerFlags,
     /// Config whose `lint:` section turns rules off, re-levels them and accepts findings
     /// [default: toolscore.yaml when it exists].
     #[arg(long, value_name = "FILE")]
@@ -53,41 +60,56 @@ pub struct LintArgs {
     pub rules: bool,
 }
 
-/// Where a catalog comes from. A file or a dataset folder today; the enum is where a live
-/// server source will go, with the same lint behind it.
+/// Where a catalog comes from.
 #[derive(Debug, Clone)]
 enum Source {
     File(PathBuf),
     Dataset(PathBuf),
+    /// A URL, a dataset folder whose dataset.yaml names a server, or a command after `--`:
+    /// listed from the server itself.
+    Live(LiveSource),
+}
+
+#[derive(Debug, Clone)]
+enum LiveSource {
+    /// A URL or a dataset folder, as `toolscore catalog` takes them.
+    Named(String),
+    Command(Vec<String>),
 }
 
 impl Source {
-    fn resolve(arg: &Path) -> Result<Source, Error> {
-        if arg.is_dir() {
-            let tools = arg.join("tools.json");
+    fn resolve(arg: &str) -> Result<Source, Error> {
+        if super::catalog::is_url(arg) {
+            return Ok(Source::Live(LiveSource::Named(arg.to_owned())));
+        }
+        let path = Path::new(arg);
+        if path.is_dir() {
+            if path.join(crate::suite::live::DATASET_FILE).is_file() {
+                return Ok(Source::Live(LiveSource::Named(arg.to_owned())));
+            }
+            let tools = path.join("tools.json");
             if !tools.is_file() {
                 return Err(usage(&format!(
-                    "{}: a dataset folder holds tools.json; this one does not",
-                    arg.display()
+                    "{arg}: a dataset folder holds tools.json or dataset.yaml; this one holds neither"
                 )));
             }
-            return Ok(Source::Dataset(arg.to_owned()));
+            return Ok(Source::Dataset(path.to_owned()));
         }
-        if arg.is_file() {
-            return Ok(Source::File(arg.to_owned()));
+        if path.is_file() {
+            return Ok(Source::File(path.to_owned()));
         }
         Err(usage(&format!(
-            "{}: no such catalog file or dataset folder",
-            arg.display()
+            "{arg}: no such catalog file, dataset folder or URL"
         )))
     }
+}
 
-    fn file(&self) -> PathBuf {
-        match self {
-            Source::File(p) => p.clone(),
-            Source::Dataset(d) => d.join("tools.json"),
-        }
-    }
+/// A catalog file's name, text and catalog.
+fn read_catalog_file(path: &Path) -> Result<(String, String, crate::catalog::Catalog), Error> {
+    let name = path.display().to_string();
+    let text = crate::input::read_text(path)?;
+    let catalog = crate::catalog::parse_catalog(&text, &name)?;
+    Ok((name, text, catalog))
 }
 
 /// One catalog read for linting: its text (for line numbers) and its report.
@@ -97,11 +119,29 @@ struct Linted {
     report: LintReport,
 }
 
-fn lint_source(source: &Source, base: &LintOptions) -> Result<Linted, Error> {
-    let path = source.file();
-    let name = path.display().to_string();
-    let text = crate::input::read_text(&path)?;
-    let catalog = crate::catalog::parse_catalog(&text, &name)?;
+fn lint_source(
+    source: &Source,
+    base: &LintOptions,
+    flags: &super::catalog::ServerFlags,
+) -> Result<Linted, Error> {
+    let (name, text, catalog) = match source {
+        Source::Live(live) => {
+            let loaded = match live {
+                LiveSource::Named(arg) => super::catalog::load(arg, flags)?,
+                LiveSource::Command(command) => {
+                    let (spec, _) = super::catalog::server_of(None, command, flags)?;
+                    super::catalog::live(&spec, flags)?
+                }
+            };
+            // The listing as a tools.json: what SARIF locations and inline allows read.
+            let document = crate::catalog::to_tools_json(&loaded.catalog, loaded.server.as_ref());
+            let text = serde_json::to_string_pretty(&document)
+                .map_err(|e| Error::Fatal(format!("cannot encode the catalog: {e}")))?;
+            (loaded.catalog.source.clone(), text, loaded.catalog)
+        }
+        Source::File(path) => read_catalog_file(path)?,
+        Source::Dataset(dir) => read_catalog_file(&dir.join("tools.json"))?,
+    };
     let document: serde_json::Value =
         serde_json::from_str(&text).map_err(|e| InputError::json(&name, &e))?;
     let mut options = base.clone();
@@ -182,22 +222,32 @@ pub(crate) fn lint_command(args: &LintArgs) -> Result<ExitCode, Error> {
         Some(dir) => Some(super::load_run(dir)?),
         None => None,
     };
-    let source_args: Vec<PathBuf> = match (&run, args.sources.is_empty()) {
-        (Some(summary), true) => summary
+    if !args.server_command.is_empty() && !args.sources.is_empty() {
+        return Err(usage(
+            "give either SOURCEs or a server command after `--`, not both",
+        ));
+    }
+    let source_args: Vec<String> = match (&run, args.sources.is_empty()) {
+        (Some(summary), true) if args.server_command.is_empty() => summary
             .run
             .datasets
             .iter()
-            .map(|d| PathBuf::from(&d.catalog_source))
+            .map(|d| d.catalog_source.clone())
             .collect(),
         _ => args.sources.clone(),
     };
-    let sources = source_args
+    let mut sources = source_args
         .iter()
         .map(|s| Source::resolve(s))
         .collect::<Result<Vec<_>, _>>()?;
+    if !args.server_command.is_empty() {
+        sources.push(Source::Live(LiveSource::Command(
+            args.server_command.clone(),
+        )));
+    }
     let linted = sources
         .iter()
-        .map(|s| lint_source(s, &options))
+        .map(|s| lint_source(s, &options, &args.server))
         .collect::<Result<Vec<_>, _>>()?;
     let format = if args.json {
         LintFormat::Json
@@ -299,25 +349,7 @@ fn ranked_by_run(
             );
         }
         for arm in &summary.arms {
-            let measured: Vec<crate::lint::rank::MeasuredTool> = arm
-                .tool_accuracy
-                .iter()
-                .filter(|t| t.recall.n > 0)
-                .filter(|t| {
-                    l.report
-                        .findings
-                        .iter()
-                        .any(|f| f.tool.as_deref() == Some(&t.tool))
-                        || crate::lint::rank::known_tool(&l.report, &t.tool)
-                })
-                .map(|t| crate::lint::rank::MeasuredTool {
-                    tool: t.tool.clone(),
-                    x: t.recall.x,
-                    n: t.recall.n,
-                    interval: t.recall.interval.map(|i| (i.lo, i.hi)),
-                })
-                .collect();
-            let ranked = crate::lint::rank::rank(&l.report, &measured);
+            let ranked = crate::lint::rank::rank(&l.report, &measured_tools(arm, &l.report));
             let heading = format!(
                 "{}: findings ranked by measured selection misses in run {} ({}, arm {}/{}; {:.0}% intervals from the run's summary)",
                 l.report.source,
@@ -357,6 +389,99 @@ fn ranked_by_run(
     } else {
         ExitCode::Pass
     })
+}
+
+/// The selection recall the run measured for each tool of the linted catalog that it expected.
+fn measured_tools(
+    arm: &crate::report::ArmSummary,
+    report: &LintReport,
+) -> Vec<crate::lint::rank::MeasuredTool> {
+    arm.tool_accuracy
+        .iter()
+        .filter(|t| t.recall.n > 0)
+        .filter(|t| {
+            report
+                .findings
+                .iter()
+                .any(|f| f.tool.as_deref() == Some(&t.tool))
+                || crate::lint::rank::known_tool(report, &t.tool)
+        })
+        .map(|t| crate::lint::rank::MeasuredTool {
+            tool: t.tool.clone(),
+            x: t.recall.x,
+            n: t.recall.n,
+            interval: t.recall.interval.map(|i| (i.lo, i.hi)),
+        })
+        .collect()
+}
+
+/// A catalog one of a run's arms was shown, linted before the first request.
+pub(crate) struct CatalogLint {
+    pub dataset: String,
+    pub variant: String,
+    pub report: LintReport,
+}
+
+/// Lints every (dataset, variant) catalog the plan's arms are shown, with the config's `lint:`
+/// section and the base catalog file's inline allows. Pure apart from reading that file; a file
+/// that cannot be read (a live server's catalog) just has no inline allows.
+pub(crate) fn lint_run_catalogs(
+    plan: &crate::runner::RunPlan,
+    options: &LintOptions,
+) -> Vec<CatalogLint> {
+    let mut variants: Vec<&str> = plan.arms.iter().map(|a| a.variant.as_str()).collect();
+    variants.sort_unstable();
+    variants.dedup();
+    let mut out = Vec::new();
+    for dataset in &plan.datasets {
+        let mut options = options.clone();
+        let inline = crate::input::read_text(Path::new(&dataset.catalog.source))
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .and_then(|doc| crate::lint::tool_inline_allows(&doc).ok())
+            .unwrap_or_default();
+        for (tool, ids) in inline {
+            options.allow_for(&tool, ids);
+        }
+        for v in &variants {
+            if let Some(variant) = dataset.variant(v) {
+                out.push(CatalogLint {
+                    dataset: dataset.name.clone(),
+                    variant: (*v).to_owned(),
+                    report: crate::lint::lint(&variant.catalog, &options),
+                });
+            }
+        }
+    }
+    out
+}
+
+/// Under `run`'s report: per arm and dataset, the three most-missed tools lint has findings
+/// on, with their first findings, so a low recall sits next to what may explain it.
+pub(crate) fn print_beside_weakest(
+    summary: &crate::report::Summary,
+    lints: &[CatalogLint],
+    run_dir: &Path,
+    out: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    for arm in &summary.arms {
+        for l in lints.iter().filter(|l| l.variant == arm.arm.variant) {
+            let ranked = crate::lint::rank::rank(&l.report, &measured_tools(arm, &l.report));
+            let heading = format!(
+                "lint beside the most-missed tools · arm {} · variant {} · dataset {} (all of them: toolscore lint --from {})",
+                arm.arm.provider,
+                arm.arm.variant,
+                l.dataset,
+                run_dir.display()
+            );
+            let mut block = Vec::new();
+            if crate::lint::rank::render_beside(&ranked, 3, 3, &heading, &mut block)? {
+                out.write_all(&block)?;
+                writeln!(out)?;
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Writes next to the target and renames, so a reader never sees half a file.

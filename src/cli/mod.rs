@@ -633,6 +633,7 @@ fn run_command(
         None
     };
     let mut sinks = setup.sinks(started)?;
+    let lints = lint::lint_run_catalogs(&setup.plan, &setup.lint);
     if let Some(r) = &resumed {
         r.replay_into(&setup.out_dir, &mut sinks)?;
     }
@@ -719,6 +720,8 @@ fn run_command(
                 .map_err(|e| Error::io("cannot write the comparison", e))?;
         }
         println!();
+        lint::print_beside_weakest(&summary, &lints, &setup.out_dir, &mut out)
+            .map_err(|e| Error::io("cannot write the report", e))?;
     }
     let mut written = vec![
         setup.out_dir.join("results.jsonl"),

@@ -39,6 +39,8 @@ pub struct RunSetup {
     /// `--sequential`: the gates judged case by case while the run goes, stopping decided
     /// cases.
     pub sequential: Option<SequentialSpec>,
+    /// The config's `lint:` section, for the findings `run` prints beside its weakest tools.
+    pub lint: crate::lint::LintOptions,
 }
 
 /// Where and how to record a cassette.
@@ -408,6 +410,7 @@ pub fn build_plan(
         gates,
         gate_level: args.gate.gate_level,
         sequential,
+        lint: crate::lint::LintOptions::from_config(&config.lint),
     })
 }
 

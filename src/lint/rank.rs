@@ -74,26 +74,30 @@ pub fn known_tool(report: &LintReport, tool: &str) -> bool {
         .any(|(name, _)| name == tool)
 }
 
+/// `x/n = rate [lo, hi]`, or `x/n` without an interval.
+fn recall_text(m: &MeasuredTool) -> String {
+    if m.n == 0 {
+        return "no trials".to_owned();
+    }
+    match m.interval {
+        Some((lo, hi)) => format!(
+            "{}/{} = {:.3} [{:.3}, {:.3}]",
+            m.x,
+            m.n,
+            m.x as f64 / m.n as f64,
+            lo,
+            hi
+        ),
+        None => format!("{}/{}", m.x, m.n),
+    }
+}
+
 /// The ranking as text: each tool's recall with its interval and count, then its findings.
 pub fn render(ranked: &[RankedTool], heading: &str, out: &mut dyn Write) -> io::Result<()> {
     writeln!(out, "{heading}")?;
     for r in ranked {
         let m = &r.measured;
-        let rate = if m.n == 0 {
-            "no trials".to_owned()
-        } else {
-            match m.interval {
-                Some((lo, hi)) => format!(
-                    "{}/{} = {:.3} [{:.3}, {:.3}]",
-                    m.x,
-                    m.n,
-                    m.x as f64 / m.n as f64,
-                    lo,
-                    hi
-                ),
-                None => format!("{}/{}", m.x, m.n),
-            }
-        };
+        let rate = recall_text(m);
         writeln!(
             out,
             "{}: selection recall {rate}, {} missed",
@@ -115,6 +119,62 @@ pub fn render(ranked: &[RankedTool], heading: &str, out: &mut dyn Write) -> io::
         }
     }
     Ok(())
+}
+
+/// The short form `run` prints under its report: the `tools` most-missed tools that lint has
+/// something to say about, each with its `per_tool` first findings (most severe first). Provider
+/// compatibility and token footprint are left out: a construct a provider refuses shows up as
+/// a refused request (an infrastructure error), not as a wrong choice, while a missing
+/// description, a generic name or an injected instruction can be why the model looked past a
+/// tool. Tools nobody missed are left out. Returns whether anything was written.
+pub fn render_beside(
+    ranked: &[RankedTool],
+    tools: usize,
+    per_tool: usize,
+    heading: &str,
+    out: &mut dyn Write,
+) -> io::Result<bool> {
+    let telling = |f: &&Finding| {
+        !matches!(
+            f.category,
+            super::Category::Providers | super::Category::Tokens
+        )
+    };
+    let shown: Vec<(&RankedTool, Vec<&Finding>)> = ranked
+        .iter()
+        .filter(|r| r.measured.misses() > 0)
+        .map(|r| (r, r.findings.iter().filter(telling).collect::<Vec<_>>()))
+        .filter(|(_, findings)| !findings.is_empty())
+        .take(tools)
+        .collect();
+    if shown.is_empty() {
+        return Ok(false);
+    }
+    writeln!(out, "{heading}")?;
+    for (r, mut findings) in shown {
+        writeln!(
+            out,
+            "  {}  selection recall {}, {} missed",
+            r.measured.tool,
+            recall_text(&r.measured),
+            r.measured.misses()
+        )?;
+        findings.sort_by_key(|f| f.severity);
+        for f in findings.iter().take(per_tool) {
+            writeln!(
+                out,
+                "    {:<7} {}  {}: {}",
+                f.severity.label(),
+                f.rule,
+                f.location(),
+                f.message
+            )?;
+        }
+        if findings.len() > per_tool {
+            writeln!(out, "    … {} more", findings.len() - per_tool)?;
+        }
+    }
+    Ok(true)
 }
 
 #[cfg(test)]
@@ -172,5 +232,71 @@ mod tests {
             "{text}"
         );
         assert!(text.find("apply_credit").unwrap() < text.find("get_invoice").unwrap());
+    }
+
+    #[test]
+    fn beside_a_run_the_most_missed_tools_come_first_without_provider_findings() {
+        let c = catalog(vec![
+            clean_tool("get_invoice"),
+            tool(
+                "apply_credit",
+                "Apply a credit to a customer's balance and return the new balance.",
+                json!({"type": "object", "properties": {"amount": {"type": "integer"}, "note": {"type": "string", "description": "Shown to the customer on the next invoice."}}, "required": ["amount"], "additionalProperties": false}),
+            ),
+        ]);
+        let report = lint(&c, &LintOptions::default());
+        let measured = vec![
+            MeasuredTool {
+                tool: "get_invoice".into(),
+                x: 40,
+                n: 40,
+                interval: Some((0.91, 1.0)),
+            },
+            MeasuredTool {
+                tool: "apply_credit".into(),
+                x: 12,
+                n: 40,
+                interval: Some((0.18, 0.45)),
+            },
+        ];
+        let ranked = rank(&report, &measured);
+        let mut out = Vec::new();
+        assert!(render_beside(&ranked, 3, 1, "weakest:", &mut out).unwrap());
+        let text = String::from_utf8(out).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "weakest:");
+        assert_eq!(
+            lines[1],
+            "  apply_credit  selection recall 12/40 = 0.300 [0.180, 0.450], 28 missed"
+        );
+        // The undescribed `amount` is shown; the provider-compatibility warnings on the same
+        // tool (its closed object, its optional `note`) are not.
+        assert!(
+            report
+                .findings
+                .iter()
+                .any(|f| f.tool.as_deref() == Some("apply_credit")
+                    && f.category == super::super::Category::Providers)
+        );
+        assert!(
+            lines[2].contains(
+                "property-description-missing  apply_credit.inputSchema.properties.amount"
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("provider-"), "{text}");
+        // Never missed: not shown, whatever lint says about it.
+        assert!(!text.contains("get_invoice"), "{text}");
+
+        // Nothing missed at all: nothing written.
+        let perfect = vec![MeasuredTool {
+            tool: "apply_credit".into(),
+            x: 40,
+            n: 40,
+            interval: None,
+        }];
+        let mut out = Vec::new();
+        assert!(!render_beside(&rank(&report, &perfect), 3, 1, "weakest:", &mut out).unwrap());
+        assert!(out.is_empty());
     }
 }
