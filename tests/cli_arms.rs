@@ -132,13 +132,21 @@ fn two_arms_run_in_one_plan_and_reaggregate_from_results_alone() {
     .expect("reaggregate");
     assert_eq!(again, header);
 
-    // And through the binary: `toolscore report` prints the report the run printed.
+    // And through the binary: `toolscore report` prints the report the run printed (the
+    // lint findings `run` adds under it are `toolscore lint --from`'s business afterwards).
     let report = toolscore(dir.path(), &["report", "out/two"]);
     assert_eq!(report.code, 0, "{}", report.transcript());
+    assert!(
+        run.stdout
+            .contains("\nlint beside the most-missed tools · arm second"),
+        "{}",
+        run.stdout
+    );
     let printed = run
         .stdout
-        .split("\nwrote ")
+        .split("\nlint beside the most-missed tools")
         .next()
+        .and_then(|s| s.split("\nwrote ").next())
         .expect("report part")
         .to_owned();
     assert_eq!(report.stdout.trim_end(), printed.trim_end());

@@ -395,3 +395,147 @@ fn an_auth_failure_stops_only_its_provider() {
         r.stderr
     );
 }
+
+/// Three providers in one run, each an arm: the summary puts them side by side and lists the
+/// cases where they disagree. Gemini's fake here answers every question in text, so on the
+/// weather case it never calls the tool the other two call every time.
+#[test]
+fn three_providers_side_by_side_with_a_cross_provider_diff() {
+    let anthropic = FakeServer::start_in_background(anthropic_model);
+    let ollama = FakeServer::start_in_background(ollama_model);
+    let gemini = FakeServer::start_in_background(|req| {
+        if req.header("x-goog-api-key") != Some(FAKE_KEY) {
+            return FakeResponse::status(400, gemini_bad_key());
+        }
+        FakeResponse::ok(gemini_text_body("I cannot look that up."))
+    });
+    let dir = project();
+    std::fs::write(
+        dir.path().join("toolscore.yaml"),
+        format!(
+            "providers:\n  claude:\n    kind: anthropic\n    base_url: {}\n    model: claude-sonnet-4-5\n  gemini:\n    kind: gemini\n    base_url: http://{}/v1beta\n    model: gemini-2.5-flash\n  qwen:\n    kind: ollama\n    base_url: http://{}\n    model: qwen3:8b\n",
+            anthropic.base_url, gemini.addr, ollama.addr
+        ),
+    )
+    .unwrap();
+    let run = toolscore_env(
+        dir.path(),
+        &[
+            "run",
+            "--provider",
+            "claude",
+            "--provider",
+            "gemini",
+            "--provider",
+            "qwen",
+            "--dataset",
+            "data",
+            "--trials",
+            "10",
+            "--out",
+            "out",
+            "--progress",
+            "off",
+            "--format",
+            "terminal",
+            "--format",
+            "md",
+        ],
+        &[
+            ("ANTHROPIC_API_KEY", FAKE_KEY),
+            ("GEMINI_API_KEY", FAKE_KEY),
+        ],
+    );
+    // Gemini fails the weather case every time: a gate-free run still exits 0.
+    assert_eq!(run.code, 0, "{}", run.transcript());
+    assert_eq!(records(dir.path()).len(), 60);
+    let table = run
+        .stdout
+        .split("=== providers side by side · variant base · 95% intervals ===\n")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no side-by-side table:\n{}", run.stdout));
+    let header = table.lines().next().unwrap();
+    let columns: Vec<&str> = header
+        .split("  ")
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .collect();
+    assert_eq!(
+        columns,
+        [
+            "metric",
+            "claude (claude-sonnet-4-5)",
+            "gemini (gemini-2.5-flash)",
+            "qwen (qwen3:8b)"
+        ],
+        "{table}"
+    );
+    let selection = table
+        .lines()
+        .find(|l| l.trim_start().starts_with("selection"))
+        .unwrap();
+    assert!(
+        selection.contains("(20/20)") && selection.contains("(10/20)"),
+        "{selection}"
+    );
+    assert!(
+        table.contains(
+            "    data/weather (expects get_weather): claude → get_weather 10/10 · gemini → (no call) 10/10 · qwen → get_weather 10/10"
+        ),
+        "{table}"
+    );
+    assert!(table.contains("in 2 of 6 case comparisons"), "{table}");
+    let summary: Value = serde_json::from_str(
+        &std::fs::read_to_string(run_dir(dir.path()).join("summary.json")).unwrap(),
+    )
+    .unwrap();
+    let diff = &summary["provider_diffs"][0];
+    assert_eq!(diff["cases_compared"], 2);
+    assert_eq!(diff["choice_differs"].as_array().unwrap().len(), 1);
+    let pass = &diff["pass_differs"][0];
+    assert_eq!(pass["case_id"], "weather");
+    assert_eq!(
+        pass["pass"],
+        serde_json::json!([[10, 10], [0, 10], [10, 10]])
+    );
+    let pairs: Vec<(u64, u64)> = pass["pairs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["a"].as_u64().unwrap(), p["b"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(pairs, [(0, 1), (1, 2)]);
+    // The same diff comes back from results.jsonl alone.
+    let again = toolscore(
+        dir.path(),
+        &[
+            "report",
+            run_dir(dir.path()).to_str().unwrap(),
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(again.code, 0, "{}", again.transcript());
+    let reaggregated: Value = serde_json::from_str(&again.stdout).expect("report --format json");
+    assert_eq!(reaggregated["provider_diffs"], summary["provider_diffs"]);
+    let markdown = std::fs::read_to_string(run_dir(dir.path()).join("report.md")).unwrap();
+    assert!(
+        markdown.contains("## Providers side by side · variant base · 95% intervals"),
+        "{markdown}"
+    );
+    assert!(
+        markdown.contains(
+            r"| weather | get\_weather | get\_weather 10/10 | (no call) 10/10 | get\_weather 10/10 |"
+        ),
+        "{markdown}"
+    );
+}
+
+fn run_dir(dir: &Path) -> PathBuf {
+    std::fs::read_dir(dir.join("out"))
+        .expect("out dir")
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| p.is_dir())
+        .expect("a run folder")
+}

@@ -1192,6 +1192,7 @@ mod tests {
             comparison: None,
             scenarios: Vec::new(),
             scenario_drift: Vec::new(),
+            provider_diffs: Vec::new(),
         }
     }
 

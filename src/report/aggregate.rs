@@ -189,6 +189,8 @@ struct CaseCounts {
     schema: Count,
     pass: Count,
     failures: BTreeMap<String, u64>,
+    /// What the model chose (as selection judges it) → scored trials.
+    chosen: BTreeMap<String, u64>,
 }
 
 /// One case's counters and what its records say about it.
@@ -371,7 +373,15 @@ impl ArmAgg {
             return;
         }
         if record.score.is_some() {
-            let mut key = (record.expected.clone(), chosen_label(record));
+            let label = chosen_label(record);
+            let chosen = &mut self.case(record).counts.chosen;
+            let case_key = if chosen.len() < MAX_FAILURE_TRACKED || chosen.contains_key(&label) {
+                label.clone()
+            } else {
+                "(other)".to_owned()
+            };
+            *chosen.entry(case_key).or_default() += 1;
+            let mut key = (record.expected.clone(), label);
             if self.confusion.len() >= MAX_CONFUSION_CELLS && !self.confusion.contains_key(&key) {
                 key.1 = "(other)".to_owned();
             }
@@ -451,6 +461,7 @@ impl ArmAgg {
                         pass: rate(c.pass, conf, None),
                     },
                     failures: most_frequent_failures(&c.failures),
+                    chosen: most_frequent_failures(&c.chosen),
                 });
                 infos.push(agg.expected);
                 counts.push(agg.counts);
@@ -602,11 +613,12 @@ impl Aggregator {
         confidence: f64,
         precision: f64,
     ) -> Summary {
-        let arms = self
+        let arms: Vec<ArmSummary> = self
             .arms
             .into_iter()
             .map(|(id, agg)| agg.finish(id, confidence, precision))
             .collect();
+        let provider_diffs = super::providers::provider_diffs(&arms, confidence);
         let scenarios = self.scenarios.finish(confidence);
         let mut warnings = Vec::new();
         if totals.interrupted {
@@ -635,6 +647,7 @@ impl Aggregator {
             comparison: None,
             scenarios,
             scenario_drift: Vec::new(),
+            provider_diffs,
         }
     }
 }
@@ -727,7 +740,8 @@ pub fn for_each_record_mut(
     Ok(())
 }
 
-/// The [`MAX_FAILURE_DETAILS`] most frequent details (ties by text), the rest under "(other)".
+/// The [`MAX_FAILURE_DETAILS`] most frequent details (or choices; ties by text), the rest under
+/// "(other)".
 fn most_frequent_failures(counted: &BTreeMap<String, u64>) -> BTreeMap<String, u64> {
     let mut ranked: Vec<(&String, u64)> = counted
         .iter()
@@ -1377,5 +1391,104 @@ mod tests {
         assert_eq!(f.arms[0].suite.metrics.pass.x, 2);
         assert_eq!(f.arms[1].suite.metrics.pass.x, 0);
         assert_eq!(f.arms[1].suite.metrics.pass.n, 2);
+    }
+
+    /// A scored trial of `provider` on `case` whose first call is `chosen` (None: no call).
+    fn chose_as(provider: &str, case: &str, chosen: Option<&str>) -> TrialRecord {
+        let ok = chosen == Some("t");
+        let mut r = scored(ok, chosen.is_some());
+        r.case_id = case.into();
+        r.arm.provider = provider.into();
+        r.turns = vec![crate::message::ModelTurn {
+            tool_calls: chosen
+                .map(|name| crate::message::ToolCall {
+                    id: None,
+                    name: name.into(),
+                    arguments: serde_json::json!({}),
+                    unparsed_arguments: None,
+                    thought_signature: None,
+                })
+                .into_iter()
+                .collect(),
+            text: None,
+            usage: Default::default(),
+            finish: None,
+        }];
+        r
+    }
+
+    #[test]
+    fn providers_are_compared_case_by_case_on_majority_choice_and_pass_rate() {
+        let mut agg = Aggregator::new();
+        for _ in 0..10 {
+            agg.add(&chose_as("p1", "a", Some("t")));
+            agg.add(&chose_as("p2", "a", Some("t")));
+            agg.add(&chose_as("p3", "a", Some("wrong_tool")));
+        }
+        for i in 0..10 {
+            let pick = if i % 2 == 0 { Some("t") } else { None };
+            for p in ["p1", "p2", "p3"] {
+                agg.add(&chose_as(p, "b", pick));
+            }
+        }
+        let s = agg.finish(run_info(), &totals(60, 60), 0.95, 0.05);
+        assert_eq!(s.provider_diffs.len(), 1);
+        let d = &s.provider_diffs[0];
+        let names: Vec<&str> = d.arms.iter().map(|a| a.provider.as_str()).collect();
+        assert_eq!(names, ["p1", "p2", "p3"]);
+        assert_eq!(d.cases_compared, 2);
+        // Case b is split 5/5 under every provider: no majority anywhere, so no difference.
+        assert_eq!(d.choice_differs.len(), 1, "{d:?}");
+        let c = &d.choice_differs[0];
+        assert_eq!(c.case_id, "a");
+        assert_eq!(
+            (
+                c.choices[2].top.as_str(),
+                c.choices[2].count,
+                c.choices[2].scored
+            ),
+            ("wrong_tool", 10, 10)
+        );
+        assert!(c.choices.iter().all(|ch| ch.majority));
+        // Three pairs on each of two cases; only p3 against p1 and p2 on case a differ.
+        assert_eq!(d.pass_comparisons, 6);
+        assert_eq!(d.pass_differs.len(), 1);
+        let p = &d.pass_differs[0];
+        assert_eq!(p.pass, vec![(10, 10), (10, 10), (0, 10)]);
+        let pairs: Vec<(usize, usize)> = p.pairs.iter().map(|q| (q.a, q.b)).collect();
+        assert_eq!(pairs, [(0, 2), (1, 2)]);
+        // p3 − p1 = −1 with Newcombe's interval (stats.md §3.1), which excludes 0.
+        let q = &p.pairs[0];
+        assert_eq!(q.difference, -1.0);
+        let iv = stats::newcombe_interval(0, 10, 10, 10, 0.95).unwrap();
+        assert_eq!((q.lo, q.hi), (iv.lo, iv.hi));
+        assert!(q.hi < 0.0);
+        // The chosen distribution is in the case summary, so `report` re-derives the same.
+        let case_a = s.arms[2].cases.iter().find(|c| c.case_id == "a").unwrap();
+        assert_eq!(case_a.chosen.get("wrong_tool"), Some(&10));
+        let mut text = Vec::new();
+        crate::report::render_provider_diffs(&s, &mut text).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        assert!(
+            text.contains(
+                "    d/a (expects t): p1 → t 10/10 · p2 → t 10/10 · p3 → wrong_tool 10/10"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("in 2 of 6 case comparisons; about 0.3 would by chance alone"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn one_provider_or_arms_of_different_variants_make_no_provider_diff() {
+        let mut agg = Aggregator::new();
+        agg.add(&chose_as("p1", "a", Some("t")));
+        let mut other_variant = chose_as("p2", "a", Some("t"));
+        other_variant.arm.variant = "terse".into();
+        agg.add(&other_variant);
+        let s = agg.finish(run_info(), &totals(2, 2), 0.95, 0.05);
+        assert!(s.provider_diffs.is_empty());
     }
 }

@@ -145,6 +145,9 @@ fn write_document(s: &Summary, doc: &mut String) {
     if let Some(c) = &s.comparison {
         write_comparison(c, doc);
     }
+    for d in &s.provider_diffs {
+        write_provider_diff(s, d, doc);
+    }
     for arm in &s.scenarios {
         write_scenarios(s, arm, doc);
     }
@@ -539,6 +542,111 @@ fn write_comparison(c: &Comparison, doc: &mut String) {
         ));
     }
     more(doc, c.changed_cases.len(), ROWS_SHOWN, "changed cases");
+}
+
+/// The providers side by side (a column each) and the cases where they disagree.
+fn write_provider_diff(s: &Summary, d: &super::ProviderDiff, doc: &mut String) {
+    let arms: Vec<&ArmSummary> = d
+        .arms
+        .iter()
+        .filter_map(|id| s.arms.iter().find(|a| &a.arm == id))
+        .collect();
+    let name = |i: usize| escape(&d.arms[i].provider);
+    doc.push_str(&format!(
+        "\n## Providers side by side · variant {} · {} intervals\n\n| metric |",
+        escape(&d.variant),
+        pct(d.confidence)
+    ));
+    for a in &d.arms {
+        doc.push_str(&format!(
+            " {} ({}) |",
+            escape(&a.provider),
+            escape(&a.model)
+        ));
+    }
+    doc.push_str("\n|---|");
+    doc.push_str(&"---|".repeat(d.arms.len()));
+    doc.push('\n');
+    for (metric, cells) in super::side_by_side_rows(&arms) {
+        doc.push_str(&format!("| {metric} |"));
+        for c in cells {
+            doc.push_str(&format!(" {} |", escape(&c)));
+        }
+        doc.push('\n');
+    }
+    doc.push_str(&format!(
+        "\n{} cases scored by all {} arms. Majority choice of tool differs in {}.\n",
+        d.cases_compared,
+        d.arms.len(),
+        d.choice_differs.len()
+    ));
+    if !d.choice_differs.is_empty() {
+        doc.push_str("\n| case | expects |");
+        for i in 0..d.arms.len() {
+            doc.push_str(&format!(" {} |", name(i)));
+        }
+        doc.push_str("\n|---|---|");
+        doc.push_str(&"---|".repeat(d.arms.len()));
+        doc.push('\n');
+        for c in d.choice_differs.iter().take(ROWS_SHOWN) {
+            doc.push_str(&format!(
+                "| {} | {} |",
+                escape(&c.case_id),
+                escape(&c.expected)
+            ));
+            for ch in &c.choices {
+                doc.push_str(&format!(
+                    " {}{} {}/{} |",
+                    if ch.majority { "" } else { "no majority: " },
+                    escape(&ch.top),
+                    ch.count,
+                    ch.scored
+                ));
+            }
+            doc.push('\n');
+        }
+        more(doc, d.choice_differs.len(), ROWS_SHOWN, "cases");
+    }
+    let flagged: usize = d.pass_differs.iter().map(|p| p.pairs.len()).sum();
+    doc.push_str(&format!(
+        "\nPass rate differs beyond its {} interval (Newcombe, per case) in {} of {} case comparisons; about {:.1} would by chance alone if the providers were alike.\n",
+        pct(d.confidence),
+        flagged,
+        d.pass_comparisons,
+        d.pass_comparisons as f64 * (1.0 - d.confidence)
+    ));
+    if !d.pass_differs.is_empty() {
+        doc.push_str("\n| case | pass | difference |\n|---|---|---|\n");
+        for p in d.pass_differs.iter().take(ROWS_SHOWN) {
+            let rates: Vec<String> = p
+                .pass
+                .iter()
+                .enumerate()
+                .map(|(i, (x, n))| format!("{} {x}/{n}", name(i)))
+                .collect();
+            let pairs: Vec<String> = p
+                .pairs
+                .iter()
+                .map(|q| {
+                    format!(
+                        "{} − {} = {:+.3} [{:+.3}, {:+.3}]",
+                        name(q.b),
+                        name(q.a),
+                        q.difference,
+                        q.lo,
+                        q.hi
+                    )
+                })
+                .collect();
+            doc.push_str(&format!(
+                "| {} | {} | {} |\n",
+                escape(&p.case_id),
+                rates.join(" · "),
+                pairs.join(" · ")
+            ));
+        }
+        more(doc, d.pass_differs.len(), ROWS_SHOWN, "cases");
+    }
 }
 
 fn write_group(title: &str, g: &GroupComparison, c: &Comparison, b: &str, doc: &mut String) {

@@ -14,6 +14,7 @@ mod html;
 mod junit;
 mod markdown;
 mod progress;
+mod providers;
 pub mod scenario;
 mod terminal;
 mod verdict;
@@ -33,6 +34,10 @@ pub use html::{HtmlContext, Trend, TrendChange, TrendMove, TrendPoint, render_ht
 pub use junit::render_junit;
 pub use markdown::{MAX_CHARS as MARKDOWN_MAX_CHARS, escape as escape_markdown, render_markdown};
 pub use progress::{Progress, ProgressMode};
+pub use providers::{
+    ArmChoice, ChoiceDiff, PairDifference, PassDiff, ProviderDiff, render_provider_diffs,
+    side_by_side_rows,
+};
 pub use scenario::{ScenarioArmSummary, ScenarioSummary};
 pub use terminal::render_terminal;
 pub use verdict::{
@@ -79,6 +84,10 @@ pub struct Summary {
     /// `--baseline`: scenarios whose most frequent tool sequence or final answer changed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub scenario_drift: Vec<scenario::ScenarioDrift>,
+    /// Several providers shown the same catalog variant: where they disagree, case by case
+    /// (`compare::provider_diffs`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub provider_diffs: Vec<ProviderDiff>,
 }
 
 /// What `toolscore report` reads from a run's summary.json: only what the records do not hold,
@@ -270,6 +279,11 @@ pub struct CaseSummary {
     pub metrics: Metrics,
     /// Most frequent failure details (`expected X, got Y` …) with counts.
     pub failures: BTreeMap<String, u64>,
+    /// What the model chose in the scored trials, as selection judges it (a tool, `a + b` for
+    /// parallel calls, `(no call)`), most frequent first up to eight, the rest as `(other)`:
+    /// the majority choice a cross-provider diff compares.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub chosen: BTreeMap<String, u64>,
 }
 
 /// Latency of answered trials, nearest-rank percentiles with exact order-statistic intervals.

@@ -100,6 +100,10 @@ pub fn render_terminal(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
     if several && !s.warnings.is_empty() {
         write_warnings(&s.warnings, w)?;
     }
+    if !s.provider_diffs.is_empty() {
+        writeln!(w)?;
+        super::providers::render_provider_diffs(s, w)?;
+    }
     super::scenario::write_terminal(s, w)?;
     if let Some(gate) = &s.gate {
         write_gate(gate, several, w)?;
