@@ -210,6 +210,15 @@ pub enum McpError {
         code: i32,
         message: String,
     },
+    /// A streamable-HTTP server answered a request with 429 or a 5xx status instead of a
+    /// JSON-RPC message. `retry_after` is its `Retry-After` header as sent, if any.
+    #[error("MCP server {server}: {what} answered with HTTP {status}{}", retry_after.as_ref().map_or(String::new(), |r| format!(" (Retry-After: {r})")))]
+    HttpStatus {
+        server: String,
+        what: String,
+        status: u16,
+        retry_after: Option<String>,
+    },
     /// The connection broke during a request.
     #[error(
         "MCP server {server}: {what} failed: {message}{}",
@@ -618,6 +627,14 @@ impl McpSession {
     }
 
     async fn request_error(&self, what: &str, e: ServiceError) -> McpError {
+        if let Some((status, retry_after)) = http_status_of(&e) {
+            return McpError::HttpStatus {
+                server: self.server.clone(),
+                what: what.to_owned(),
+                status,
+                retry_after,
+            };
+        }
         match e {
             ServiceError::McpError(data) => McpError::Rpc {
                 server: self.server.clone(),
@@ -640,6 +657,26 @@ impl McpSession {
             },
         }
     }
+}
+
+/// The HTTP status (429 or 5xx) and `Retry-After` header behind a failed request, which the
+/// SDK keeps inside the transport error it returns.
+fn http_status_of(e: &ServiceError) -> Option<(u16, Option<String>)> {
+    use rmcp::transport::streamable_http_client::{HttpStatusError, StreamableHttpError};
+    let ServiceError::TransportSend(transport) = e else {
+        return None;
+    };
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(transport.error.as_ref());
+    while let Some(current) = source {
+        if let Some(StreamableHttpError::<reqwest::Error>::HttpStatus(h)) = current.downcast_ref() {
+            return Some((h.status, h.retry_after.clone()));
+        }
+        if let Some(h) = current.downcast_ref::<HttpStatusError>() {
+            return Some((h.status, h.retry_after.clone()));
+        }
+        source = current.source();
+    }
+    None
 }
 
 /// Why `initialize` failed, in the user's terms rather than rmcp's type names.

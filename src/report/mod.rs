@@ -19,6 +19,7 @@ mod terminal;
 mod verdict;
 mod warning;
 
+pub(crate) use aggregate::LatencyAgg;
 pub use aggregate::{
     Aggregator, ArmInfo, DatasetInfo, ReplayInfo, RunInfo, ScenarioInfo, ShardInfo, VariantInfo,
     for_each_record, for_each_record_mut, reaggregate, reaggregate_rescored,
@@ -34,7 +35,7 @@ pub use junit::render_junit;
 pub use markdown::{MAX_CHARS as MARKDOWN_MAX_CHARS, escape as escape_markdown, render_markdown};
 pub use progress::{Progress, ProgressMode};
 pub use scenario::{ScenarioArmSummary, ScenarioSummary};
-pub use terminal::render_terminal;
+pub use terminal::{format_percentile, render_terminal};
 pub use verdict::{
     CaseVerdict, GateLevel, GateMetric, GateReport, GateResult, SequentialInfo, ToolVerdict,
     Verdict,
