@@ -297,8 +297,10 @@ pub struct Leak {
     pub found: Vec<String>,
 }
 
-/// Leaks listed in full; all are counted.
+/// Leaks listed in full in the JSON report; all are counted.
 pub const LEAKS_LISTED: usize = 20;
+/// Leaks listed on the terminal.
+pub const LEAKS_SHOWN: usize = 5;
 
 /// The error-rate gate: the one-sided upper confidence bound of the error rate over all calls
 /// must not exceed `max_error_rate`.
@@ -649,7 +651,7 @@ pub fn render(r: &StressReport) -> String {
             "LEAKAGE: {} answers carried another session's canary ({} answers searched, {planted} calls carried a canary)",
             r.leaked_answers, r.total.calls
         );
-        for l in &r.leaks {
+        for l in r.leaks.iter().take(LEAKS_SHOWN) {
             let _ = writeln!(
                 out,
                 "  session {} call {} ({}) got {}",
@@ -659,8 +661,9 @@ pub fn render(r: &StressReport) -> String {
                 l.found.join(", ")
             );
         }
-        if r.leaked_answers > r.leaks.len() as u64 {
-            let _ = writeln!(out, "  … {} more", r.leaked_answers - r.leaks.len() as u64);
+        let shown = r.leaks.len().min(LEAKS_SHOWN) as u64;
+        if r.leaked_answers > shown {
+            let _ = writeln!(out, "  … {} more", r.leaked_answers - shown);
         }
     }
     let s = &r.session_log;
@@ -702,6 +705,8 @@ pub struct StressPlan {
     pub rate_per_session: Option<f64>,
     /// For connecting and for each call.
     pub timeout: Duration,
+    /// (tool, parameter) left as the dataset wrote them: a path or an id the server looks up.
+    pub no_canary: Vec<(String, String)>,
 }
 
 /// Reads environment variables (the bearer token), injected for tests.
@@ -746,7 +751,15 @@ pub async fn stress(
                 ),
             });
         };
-        let free = free_string_fields(def.get("inputSchema").unwrap_or(&Value::Null));
+        let free: Vec<String> = free_string_fields(def.get("inputSchema").unwrap_or(&Value::Null))
+            .into_iter()
+            .filter(|f| {
+                !plan
+                    .no_canary
+                    .iter()
+                    .any(|(t, p)| t == &call.tool && p == f)
+            })
+            .collect();
         let fields = canary_fields(&call.args, &free);
         match tools.iter_mut().find(|(t, _)| t == &call.tool) {
             Some((_, known)) => {

@@ -616,3 +616,139 @@ fn stress_refuses_bad_input_before_starting_anything() {
         run.stderr
     );
 }
+
+#[test]
+fn stress_of_the_published_filesystem_server_keeps_paths_and_sees_shared_files() {
+    let Some(modules) = published_servers() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    std::fs::create_dir(&root).unwrap();
+    std::fs::write(root.join("notes.txt"), "meeting at noon\n").unwrap();
+    std::fs::write(root.join("shared.txt"), "nothing yet\n").unwrap();
+    let root_path = root.display().to_string();
+    let notes = root.join("notes.txt").display().to_string();
+    let shared = root.join("shared.txt").display().to_string();
+    let server = modules
+        .join("@modelcontextprotocol/server-filesystem/dist/index.js")
+        .display()
+        .to_string();
+    let cases = case(
+        "read-notes",
+        "read_text_file",
+        serde_json::json!({"path": notes}),
+    ) + &case(
+        "find-notes",
+        "search_files",
+        serde_json::json!({"path": root_path, "pattern": "notes"}),
+    ) + &case("where", "list_allowed_directories", serde_json::json!({}));
+    write(dir.path(), "fs/cases.jsonl", &cases);
+    write(
+        dir.path(),
+        "fs/dataset.yaml",
+        &format!("catalog:\n  command: node\n  args: [{server}, {root_path}]\n"),
+    );
+    let run = toolscore(
+        dir.path(),
+        &[
+            "stress",
+            "fs",
+            "--sessions",
+            "2",
+            "--duration",
+            "2s",
+            "--no-canary",
+            "read_text_file.path",
+            "--no-canary",
+            "search_files.path",
+            "--json",
+            "fs.json",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.transcript());
+    let json = report(dir.path(), "fs.json");
+    assert_eq!(json["server"]["name"], "secure-filesystem-server");
+    for name in ["read_text_file", "search_files", "list_allowed_directories"] {
+        let t = tool(&json, name);
+        assert!(count(t, "calls") > 0, "{t}");
+        assert_eq!(count(t, "errors"), 0, "{t}");
+    }
+    // The path is kept; the glob carries the canary (and so finds nothing, without error).
+    assert_eq!(
+        tool(&json, "read_text_file")["canary_fields"],
+        serde_json::json!([])
+    );
+    assert_eq!(
+        tool(&json, "search_files")["canary_fields"],
+        serde_json::json!(["pattern"])
+    );
+    assert_eq!(json["leaked_answers"], 0);
+
+    // Two sessions writing their canary to one file and reading it back: what one session
+    // wrote, the other reads. The server shares the file by design, and stress reports
+    // exactly that sharing as leakage.
+    let cases = case(
+        "write-shared",
+        "write_file",
+        serde_json::json!({"path": shared, "content": "hello"}),
+    ) + &case(
+        "read-shared",
+        "read_text_file",
+        serde_json::json!({"path": shared}),
+    );
+    write(dir.path(), "fs/cases.jsonl", &cases);
+    let run = toolscore(
+        dir.path(),
+        &[
+            "stress",
+            "fs",
+            "--sessions",
+            "2",
+            "--duration",
+            "2s",
+            "--no-canary",
+            "write_file.path",
+            "--no-canary",
+            "read_text_file.path",
+            "--json",
+            "shared.json",
+        ],
+    );
+    assert_eq!(run.code, 1, "{}", run.transcript());
+    let json = report(dir.path(), "shared.json");
+    assert_eq!(
+        tool(&json, "write_file")["canary_fields"],
+        serde_json::json!(["content"])
+    );
+    assert!(
+        count(tool(&json, "read_text_file"), "leaked_answers") > 0,
+        "{json}"
+    );
+    assert_eq!(count(tool(&json, "write_file"), "leaked_answers"), 0);
+    assert!(
+        run.stdout.contains("(read_text_file) got tscanary-"),
+        "{}",
+        run.stdout
+    );
+
+    // A parameter of a tool the dataset never calls is a mistake, refused.
+    let run = toolscore(
+        dir.path(),
+        &[
+            "stress",
+            "fs",
+            "--sessions",
+            "1",
+            "--no-canary",
+            "read_file.path",
+        ],
+    );
+    assert_eq!(run.code, 2, "{}", run.transcript());
+    assert!(
+        run.stderr
+            .contains("--no-canary read_file.path: no case of fs expects a call of `read_file`"),
+        "{}",
+        run.stderr
+    );
+}

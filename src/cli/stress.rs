@@ -50,6 +50,10 @@ pub struct StressArgs {
     /// answer came back].
     #[arg(long, value_name = "R")]
     pub rate: Option<f64>,
+    /// Leave this parameter as the dataset wrote it, without a canary (a path or an id the
+    /// server must find); repeatable.
+    #[arg(long = "no-canary", value_name = "TOOL.PARAM")]
+    pub no_canary: Vec<String>,
     /// Confidence level of every interval, and of the gate's one-sided bound.
     #[arg(long, value_name = "LEVEL", default_value_t = 0.95)]
     pub confidence: f64,
@@ -84,11 +88,30 @@ pub fn run(args: &StressArgs) -> Result<ExitCode, Error> {
             dir.display()
         )));
     }
+    let mut no_canary = Vec::new();
+    for item in &args.no_canary {
+        let Some((tool, param)) = item
+            .rsplit_once('.')
+            .filter(|(t, p)| !t.is_empty() && !p.is_empty())
+        else {
+            return Err(usage(&format!(
+                "--no-canary {item}: expected TOOL.PARAM, e.g. read_text_file.path"
+            )));
+        };
+        if !calls.iter().any(|c| c.tool == tool) {
+            return Err(usage(&format!(
+                "--no-canary {item}: no case of {} expects a call of `{tool}`",
+                dir.display()
+            )));
+        }
+        no_canary.push((tool.to_owned(), param.to_owned()));
+    }
     let plan = StressPlan {
         sessions: settings.sessions,
         duration: settings.duration,
         rate_per_session: settings.rate_per_session,
         timeout,
+        no_canary,
     };
     let run = run_stress(&spec, &plan, &calls)?;
     let report = crate::stress::summarise(&run, &settings);
