@@ -154,7 +154,7 @@ pub enum Outcome {
     Dropped,
     /// No answer within the timeout.
     Timeout,
-    /// The call could not be made at all.
+    /// Another HTTP error status (400, 404, …), or a call that could not be made at all.
     Other,
 }
 
@@ -1079,6 +1079,7 @@ mod tests {
             classify(&http(503, None)),
             Outcome::ServerError { status: 503 }
         );
+        assert_eq!(classify(&http(400, None)), Outcome::Other);
         let rpc = Err(McpError::Rpc {
             server: server(),
             what: what(),

@@ -180,13 +180,14 @@ mod faulty_server {
         last: Arc<Mutex<String>>,
     }
 
-    pub const TOOLS: [&str; 6] = [
+    pub const TOOLS: [&str; 7] = [
         "echo",
         "remember",
         "slow_down",
         "throttle",
         "broken",
         "hang_up",
+        "reject",
     ];
 
     fn tool(name: &str) -> Tool {
@@ -268,7 +269,8 @@ mod faulty_server {
 
     /// Serves on a free local port from a thread of its own and returns the URL. In front of
     /// the MCP service, a `tools/call` of `slow_down` gets 429 with `Retry-After: 1`,
-    /// `throttle` 429 without it, `broken` 503, and `hang_up` a closed connection.
+    /// `throttle` 429 without it, `broken` 503, `reject` 400, and `hang_up` a closed
+    /// connection.
     pub fn start() -> String {
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
@@ -320,6 +322,9 @@ mod faulty_server {
                                                 hyper::StatusCode::TOO_MANY_REQUESTS,
                                                 None,
                                             ));
+                                        }
+                                        Some("reject") => {
+                                            return Ok(plain(hyper::StatusCode::BAD_REQUEST, None));
                                         }
                                         Some("broken") => {
                                             return Ok(plain(
@@ -406,6 +411,8 @@ fn stress_over_http_counts_each_failure_and_catches_leakage() {
     every("throttle", "rate_limited_without_retry_after");
     every("broken", "server_errors");
     every("hang_up", "dropped");
+    // A 400 is neither a rate limit, a server error nor a dropped connection.
+    every("reject", "other");
     // Refused before the server answered: no latency to report.
     assert_eq!(count(&tool(&json, "broken")["latency_ms"], "n"), 0);
     for name in ["echo", "remember"] {
@@ -438,6 +445,13 @@ fn stress_over_http_counts_each_failure_and_catches_leakage() {
             .as_str()
             .unwrap()
             .ends_with("answered with HTTP 503"),
+        "{json}"
+    );
+    assert!(
+        tool(&json, "reject")["first_error"]
+            .as_str()
+            .unwrap()
+            .ends_with("tools/call reject answered with HTTP 400"),
         "{json}"
     );
     // Every dropped connection is followed by a fresh session (until the time is up).
@@ -476,7 +490,7 @@ fn stress_over_http_counts_each_failure_and_catches_leakage() {
         "{}",
         run.stdout
     );
-    // Four of six tools always fail: the gate's bound is far above 1%.
+    // Five of seven tools always fail: the gate's bound is far above 1%.
     assert_eq!(json["gate"]["passed"], false);
     assert!(
         run.stdout
