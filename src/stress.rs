@@ -914,7 +914,7 @@ impl SessionWorker {
                 }
                 tokio::select! {
                     () = tokio::time::sleep_until(due.into()) => {}
-                    _ = self.stop.changed() => break,
+                    Ok(()) = self.stop.changed() => break,
                 }
             }
             let current = match session.take() {
@@ -944,8 +944,9 @@ impl SessionWorker {
             let began = Instant::now();
             let result = tokio::select! {
                 r = current.call_tool(&prepared.tool, &args) => r,
-                // An interrupted call has no outcome to count.
-                _ = self.stop.changed() => {
+                // An interrupted call has no outcome to count. (An `Err` means the sender is
+                // gone and no stop can come: the branch is then disabled.)
+                Ok(()) = self.stop.changed() => {
                     current.shutdown().await;
                     break;
                 }

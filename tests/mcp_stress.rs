@@ -766,3 +766,95 @@ fn stress_of_the_published_filesystem_server_keeps_paths_and_sees_shared_files()
         run.stderr
     );
 }
+
+#[test]
+fn sigterm_during_a_stdio_stress_reports_what_completed_and_ends_every_server() {
+    let Some(modules) = published_servers() else {
+        return;
+    };
+    let entry = modules.join(EVERYTHING).join("dist/index.js");
+    let dir = tempfile::tempdir().unwrap();
+    let pids = dir.path().join("pids");
+    // Each server process notes its pid, so the test can see that none outlives toolscore.
+    let script = format!(
+        "echo $$ >> {}; exec node {}",
+        pids.display(),
+        entry.display()
+    );
+    write(
+        dir.path(),
+        "everything/dataset.yaml",
+        &format!(
+            "catalog:\n  command: sh\n  args: [-c, {}]\n",
+            serde_json::to_string(&script).unwrap()
+        ),
+    );
+    write(
+        dir.path(),
+        "everything/cases.jsonl",
+        &case("echo-back", "echo", serde_json::json!({"message": "hello"})),
+    );
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_toolscore"))
+        .current_dir(dir.path())
+        .args([
+            "stress",
+            "everything",
+            "--sessions",
+            "2",
+            "--duration",
+            "120s",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    // One process lists the tools, then one per session.
+    let lines = || {
+        std::fs::read_to_string(&pids)
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    while lines() < 3 {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "the sessions never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // Let the sessions call for a moment.
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    // SAFETY: signals the toolscore process this test started.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stdout}\n{stderr}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(90),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("interrupted before the duration ran out"),
+        "{stdout}"
+    );
+    // What completed is reported: calls were made, and none failed.
+    let calls: u64 = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("echo: "))
+        .and_then(|l| l.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(calls > 0, "{stdout}");
+    assert!(stdout.contains("error rate  0.0000 [0.0000, "), "{stdout}");
+    for pid in std::fs::read_to_string(&pids).unwrap().lines() {
+        let alive = std::process::Command::new("kill")
+            .args(["-0", pid.trim()])
+            .stderr(std::process::Stdio::null())
+            .status()
+            .unwrap()
+            .success();
+        assert!(!alive, "the server (pid {pid}) outlived toolscore");
+    }
+}
