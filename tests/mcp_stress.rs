@@ -775,17 +775,20 @@ fn sigterm_during_a_stdio_stress_reports_what_completed_and_ends_every_server() 
     let entry = modules.join(EVERYTHING).join("dist/index.js");
     let dir = tempfile::tempdir().unwrap();
     let pids = dir.path().join("pids");
-    // Each server process notes its pid, so the test can see that none outlives toolscore.
+    let seen = dir.path().join("seen");
+    // Each server process notes its pid, so the test can see that none outlives toolscore,
+    // and reads its stdin through `tee`, so the test can see the calls arrive.
     let script = format!(
-        "echo $$ >> {}; exec node {}",
+        "echo $$ >> {}; exec node {} < <(tee -a {})",
         pids.display(),
-        entry.display()
+        entry.display(),
+        seen.display()
     );
     write(
         dir.path(),
         "everything/dataset.yaml",
         &format!(
-            "catalog:\n  command: sh\n  args: [-c, {}]\n",
+            "catalog:\n  command: bash\n  args: [-c, {}]\n",
             serde_json::to_string(&script).unwrap()
         ),
     );
@@ -816,15 +819,20 @@ fn sigterm_during_a_stdio_stress_reports_what_completed_and_ends_every_server() 
             .lines()
             .count()
     };
-    while lines() < 3 {
+    let calls_seen = || {
+        std::fs::read_to_string(&seen)
+            .unwrap_or_default()
+            .matches("\"tools/call\"")
+            .count()
+    };
+    // Both sessions are up and calling.
+    while lines() < 3 || calls_seen() < 20 {
         assert!(
             started.elapsed() < std::time::Duration::from_secs(60),
-            "the sessions never started"
+            "the sessions never started calling"
         );
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
-    // Let the sessions call for a moment.
-    std::thread::sleep(std::time::Duration::from_secs(2));
     // SAFETY: signals the toolscore process this test started.
     assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGTERM) }, 0);
     let out = child.wait_with_output().unwrap();
