@@ -25,4 +25,5 @@ pub mod report;
 pub mod runner;
 pub mod score;
 pub mod stats;
+pub mod stress;
 pub mod suite;

@@ -115,6 +115,10 @@ fn arrows_point_one_way() {
         ),
         ("history", &["provider", "runner", "cli", "score", "suite"]),
         ("runner", &["report", "cli"]),
+        (
+            "stress",
+            &["provider", "runner", "cli", "score", "suite", "gate"],
+        ),
         ("suite", &["provider", "runner", "report", "cli"]),
         (
             "lint",

@@ -210,6 +210,16 @@ pub enum McpError {
         code: i32,
         message: String,
     },
+    /// A streamable-HTTP server answered a request with an error status (429, 5xx, 400, …)
+    /// instead of a JSON-RPC message. `retry_after` is its `Retry-After` header as sent, if
+    /// any (kept for 429 and 5xx).
+    #[error("MCP server {server}: {what} answered with HTTP {status}{}", retry_after.as_ref().map_or(String::new(), |r| format!(" (Retry-After: {r})")))]
+    HttpStatus {
+        server: String,
+        what: String,
+        status: u16,
+        retry_after: Option<String>,
+    },
     /// The connection broke during a request.
     #[error(
         "MCP server {server}: {what} failed: {message}{}",
@@ -618,6 +628,14 @@ impl McpSession {
     }
 
     async fn request_error(&self, what: &str, e: ServiceError) -> McpError {
+        if let Some((status, retry_after)) = http_status_of(&e) {
+            return McpError::HttpStatus {
+                server: self.server.clone(),
+                what: what.to_owned(),
+                status,
+                retry_after,
+            };
+        }
         match e {
             ServiceError::McpError(data) => McpError::Rpc {
                 server: self.server.clone(),
@@ -640,6 +658,41 @@ impl McpSession {
             },
         }
     }
+}
+
+/// The HTTP status (429 or 5xx) and `Retry-After` header behind a failed request, which the
+/// SDK keeps inside the transport error it returns.
+fn http_status_of(e: &ServiceError) -> Option<(u16, Option<String>)> {
+    use rmcp::transport::streamable_http_client::{HttpStatusError, StreamableHttpError};
+    let ServiceError::TransportSend(transport) = e else {
+        return None;
+    };
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(transport.error.as_ref());
+    while let Some(current) = source {
+        if let Some(StreamableHttpError::<reqwest::Error>::HttpStatus(h)) = current.downcast_ref() {
+            return Some((h.status, h.retry_after.clone()));
+        }
+        if let Some(h) = current.downcast_ref::<HttpStatusError>() {
+            return Some((h.status, h.retry_after.clone()));
+        }
+        // Other failing statuses (400, 405, …) reach us only as the SDK's text,
+        // `HTTP 400 Bad Request: <body>`; without the status they would pass for a broken
+        // connection.
+        if let Some(StreamableHttpError::<reqwest::Error>::UnexpectedServerResponse(text)) =
+            current.downcast_ref()
+            && let Some(status) = status_in_message(text)
+        {
+            return Some((status, None));
+        }
+        source = current.source();
+    }
+    None
+}
+
+/// The status of a message `HTTP 400 Bad Request: …`.
+fn status_in_message(text: &str) -> Option<u16> {
+    let code = text.strip_prefix("HTTP ")?.get(..3)?;
+    code.parse().ok().filter(|c| (100..=599).contains(c))
 }
 
 /// Why `initialize` failed, in the user's terms rather than rmcp's type names.
@@ -983,6 +1036,17 @@ mod tests {
                 .unwrap_err()
                 .contains("non-empty")
         );
+    }
+
+    #[test]
+    fn a_status_is_read_from_the_sdk_message() {
+        assert_eq!(status_in_message("HTTP 400 Bad Request: nope"), Some(400));
+        assert_eq!(
+            status_in_message("HTTP 405 Method Not Allowed: "),
+            Some(405)
+        );
+        assert_eq!(status_in_message("HTTP error"), None);
+        assert_eq!(status_in_message("unexpected end of stream"), None);
     }
 
     #[test]

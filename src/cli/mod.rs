@@ -15,6 +15,7 @@ mod plan;
 mod probe;
 mod rescore;
 mod resume;
+mod stress;
 
 pub use output::Format;
 
@@ -31,6 +32,7 @@ const EXIT_CODES_HELP: &str = "Exit codes:
   0  run completed (and every --gate passed)
   1  a --gate (or --baseline) failed; history --fail-on-drop: the newest run dropped;
      catalog diff: a tool changed under the same server version; probe: a check failed;
+     stress: leakage, or the --max-error-rate bound exceeded;
      lint: an error-level finding
   2  bad input or usage (nothing was run)
   3  a --gate is inconclusive: not enough evidence yet (compare: a verdict not yet decided)
@@ -91,6 +93,13 @@ pub enum Command {
     /// refused with the supported list. Calls the server's tools: point it at a test instance.
     /// Exit 1 when a check fails.
     Probe(probe::ProbeArgs),
+    /// Load a live MCP server: parallel sessions make the dataset's expected calls directly (no
+    /// model) for a duration, each call with a canary of its own in its free string arguments.
+    /// Per tool: calls, error rate with its interval, p50/p95/p99 latency with intervals, 429s
+    /// with and without Retry-After, 5xx, dropped connections, timeouts; and any answer that
+    /// carried another session's canary (leakage). Over stdio each session is its own server
+    /// process. Exit 1 on leakage, or when --max-error-rate's bound is exceeded.
+    Stress(stress::StressArgs),
     /// Turn outside data into datasets: `import bfcl` converts the Berkeley Function Calling
     /// Leaderboard (PyPI `bfcl-eval`). Never overwrites a dataset without --force; every
     /// dataset written is loaded back as `validate` loads it.
@@ -555,6 +564,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Error> {
         Command::History(args) => history_command(&args),
         Command::Catalog(args) => catalog::run(&args),
         Command::Probe(args) => probe::run(&args),
+        Command::Stress(args) => stress::run(&args),
         Command::Import(command) => import::run(&command),
         Command::Cassette(CassetteCommand::Upgrade { from, to }) => {
             if to.exists() {

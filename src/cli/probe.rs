@@ -35,36 +35,12 @@ pub struct ProbeArgs {
 }
 
 pub fn run(args: &ProbeArgs) -> Result<ExitCode, Error> {
-    let (spec, timeout, dataset_dir) = match (&args.source, args.server_command.is_empty()) {
-        (Some(_), false) => {
-            return Err(usage(
-                "give either SOURCE or a server command after `--`, not both",
-            ));
-        }
-        (None, true) => {
-            return Err(usage(
-                "name a server: a dataset folder with a dataset.yaml, a URL, or a command after `--`",
-            ));
-        }
-        (Some(source), true) if Path::new(source).is_dir() => {
-            let dir = Path::new(source);
-            let Some(live) = crate::suite::live::load_dataset_file(dir)? else {
-                return Err(usage(&format!(
-                    "{source} has no {}: probe needs a live server",
-                    crate::suite::live::DATASET_FILE
-                )));
-            };
-            (live.spec, live.timeout, Some(dir.to_owned()))
-        }
-        (Some(source), true) => {
-            let (spec, timeout) = server_of(Some(source), &[], &args.server)?;
-            (spec, timeout, None)
-        }
-        (None, false) => {
-            let (spec, timeout) = server_of(None, &args.server_command, &args.server)?;
-            (spec, timeout, None)
-        }
-    };
+    let (spec, timeout, dataset_dir) = server_source(
+        args.source.as_deref(),
+        &args.server_command,
+        &args.server,
+        "probe",
+    )?;
     let dataset_dir = args.dataset.clone().or(dataset_dir);
     let expected = match &dataset_dir {
         Some(dir) => Some(expected_calls(dir)?),
@@ -82,8 +58,44 @@ pub fn run(args: &ProbeArgs) -> Result<ExitCode, Error> {
     })
 }
 
+/// The server SOURCE (a dataset folder, a URL) or the command after `--` names, its timeout,
+/// and the dataset folder when SOURCE is one. `command` names the subcommand in messages.
+pub(super) fn server_source(
+    source: Option<&str>,
+    server_command: &[String],
+    flags: &ServerFlags,
+    command: &str,
+) -> Result<(ServerSpec, Duration, Option<PathBuf>), Error> {
+    match (source, server_command.is_empty()) {
+        (Some(_), false) => Err(usage(
+            "give either SOURCE or a server command after `--`, not both",
+        )),
+        (None, true) => Err(usage(
+            "name a server: a dataset folder with a dataset.yaml, a URL, or a command after `--`",
+        )),
+        (Some(source), true) if Path::new(source).is_dir() => {
+            let dir = Path::new(source);
+            let Some(live) = crate::suite::live::load_dataset_file(dir)? else {
+                return Err(usage(&format!(
+                    "{source} has no {}: {command} needs a live server",
+                    crate::suite::live::DATASET_FILE
+                )));
+            };
+            Ok((live.spec, live.timeout, Some(dir.to_owned())))
+        }
+        (Some(source), true) => {
+            let (spec, timeout) = server_of(Some(source), &[], flags)?;
+            Ok((spec, timeout, None))
+        }
+        (None, false) => {
+            let (spec, timeout) = server_of(None, server_command, flags)?;
+            Ok((spec, timeout, None))
+        }
+    }
+}
+
 /// The dataset's expected calls that state their arguments, once each.
-fn expected_calls(dir: &Path) -> Result<Vec<ExpectedCall>, Error> {
+pub(super) fn expected_calls(dir: &Path) -> Result<Vec<ExpectedCall>, Error> {
     let dataset = crate::suite::load_dataset(dir)?;
     let mut seen = BTreeSet::new();
     let mut out = Vec::new();

@@ -20,6 +20,7 @@ mod terminal;
 mod verdict;
 mod warning;
 
+pub(crate) use aggregate::LatencyAgg;
 pub use aggregate::{
     Aggregator, ArmInfo, DatasetInfo, ReplayInfo, RunInfo, ScenarioInfo, ShardInfo, VariantInfo,
     for_each_record, for_each_record_mut, reaggregate, reaggregate_rescored,
@@ -39,7 +40,7 @@ pub use providers::{
     side_by_side_rows,
 };
 pub use scenario::{ScenarioArmSummary, ScenarioSummary};
-pub use terminal::render_terminal;
+pub use terminal::{format_percentile, render_terminal};
 pub use verdict::{
     CaseVerdict, GateLevel, GateMetric, GateReport, GateResult, SequentialInfo, ToolVerdict,
     Verdict,

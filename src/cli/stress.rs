@@ -1,0 +1,222 @@
+//! `toolscore stress SOURCE`: parallel sessions against a live MCP server (see
+//! [`crate::stress`]).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Args;
+
+use super::catalog::ServerFlags;
+use super::probe::{expected_calls, server_source};
+use super::usage;
+use crate::catalog::mcp::ServerSpec;
+use crate::error::{Error, ExitCode};
+use crate::probe::ExpectedCall;
+use crate::stress::{PeakLoad, StressPlan, StressRun, StressSettings};
+
+/// Most sessions one run opens (each stdio session is a process).
+const MAX_SESSIONS: u32 = 256;
+/// Longest run.
+const MAX_DURATION: Duration = Duration::from_secs(24 * 3600);
+
+#[derive(Debug, Args)]
+pub struct StressArgs {
+    /// The server: a dataset folder whose dataset.yaml names it, or the URL of a
+    /// streamable-HTTP server (with --dataset). Or its command after `--`.
+    #[arg(value_name = "SOURCE")]
+    pub source: Option<String>,
+    /// The command that starts a stdio MCP server, after `--`. Each session starts its own.
+    #[arg(last = true, value_name = "COMMAND")]
+    pub server_command: Vec<String>,
+    /// The dataset whose expected calls (those with arguments) the sessions make in turn
+    /// [default: SOURCE when it is a dataset folder].
+    #[arg(long, value_name = "DIR")]
+    pub dataset: Option<PathBuf>,
+    /// Sessions calling in parallel.
+    #[arg(long, value_name = "N", conflicts_with = "peak")]
+    pub sessions: Option<u32>,
+    /// The peak of concurrent sessions the server is meant to carry; the run opens
+    /// ceil(PEAK × --multiple) sessions.
+    #[arg(long, value_name = "PEAK")]
+    pub peak: Option<f64>,
+    /// How many times the stated --peak to run at.
+    #[arg(long, value_name = "M", default_value_t = 2.0, requires = "peak")]
+    pub multiple: f64,
+    /// How long the sessions call, e.g. `30s`, `5m`.
+    #[arg(long, value_name = "D", default_value = "30s")]
+    pub duration: String,
+    /// Calls per second per session [default: closed loop, the next call as soon as the last
+    /// answer came back].
+    #[arg(long, value_name = "R")]
+    pub rate: Option<f64>,
+    /// Leave this parameter as the dataset wrote it, without a canary (a path or an id the
+    /// server must find); repeatable.
+    #[arg(long = "no-canary", value_name = "TOOL.PARAM")]
+    pub no_canary: Vec<String>,
+    /// Confidence level of every interval, and of the gate's one-sided bound.
+    #[arg(long, value_name = "LEVEL", default_value_t = 0.95)]
+    pub confidence: f64,
+    /// Fail (exit 1) when the one-sided upper confidence bound of the error rate over all
+    /// calls exceeds R, or a session failed to start [R default: 0.01].
+    #[arg(long, value_name = "R", num_args = 0..=1, default_missing_value = "0.01")]
+    pub max_error_rate: Option<f64>,
+    /// Also write the report as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    #[command(flatten)]
+    pub server: ServerFlags,
+}
+
+pub fn run(args: &StressArgs) -> Result<ExitCode, Error> {
+    let settings = settings(args)?;
+    let (spec, timeout, dataset_dir) = server_source(
+        args.source.as_deref(),
+        &args.server_command,
+        &args.server,
+        "stress",
+    )?;
+    let Some(dir) = args.dataset.clone().or(dataset_dir) else {
+        return Err(usage(
+            "stress makes a dataset's expected calls: give --dataset DIR, or a dataset folder as SOURCE",
+        ));
+    };
+    let calls = expected_calls(&dir)?;
+    if calls.is_empty() {
+        return Err(usage(&format!(
+            "{}: no case expects a call with arguments, so there is nothing to call",
+            dir.display()
+        )));
+    }
+    let mut no_canary = Vec::new();
+    for item in &args.no_canary {
+        let Some((tool, param)) = item
+            .rsplit_once('.')
+            .filter(|(t, p)| !t.is_empty() && !p.is_empty())
+        else {
+            return Err(usage(&format!(
+                "--no-canary {item}: expected TOOL.PARAM, e.g. read_text_file.path"
+            )));
+        };
+        if !calls.iter().any(|c| c.tool == tool) {
+            return Err(usage(&format!(
+                "--no-canary {item}: no case of {} expects a call of `{tool}`",
+                dir.display()
+            )));
+        }
+        no_canary.push((tool.to_owned(), param.to_owned()));
+    }
+    let plan = StressPlan {
+        sessions: settings.sessions,
+        duration: settings.duration,
+        rate_per_session: settings.rate_per_session,
+        timeout,
+        no_canary,
+    };
+    let run = run_stress(&spec, &plan, &calls)?;
+    let report = crate::stress::summarise(&run, &settings);
+    if let Some(path) = &args.json {
+        crate::report::write_json_atomically(path, &report)?;
+    }
+    print!("{}", crate::stress::render(&report));
+    if report.interrupted {
+        return Err(Error::Interrupted);
+    }
+    let gate_failed = report.gate.as_ref().is_some_and(|g| !g.passed);
+    Ok(if report.leaked_answers > 0 || gate_failed {
+        ExitCode::GateFailed
+    } else {
+        ExitCode::Pass
+    })
+}
+
+/// The flags, checked, before anything is started.
+fn settings(args: &StressArgs) -> Result<StressSettings, Error> {
+    let (sessions, peak) = match (args.sessions, args.peak) {
+        (Some(n), None) if (1..=MAX_SESSIONS).contains(&n) => (n, None),
+        (Some(_), None) => {
+            return Err(usage(&format!(
+                "--sessions must be between 1 and {MAX_SESSIONS}"
+            )));
+        }
+        (None, Some(peak)) => {
+            let load = PeakLoad {
+                peak,
+                multiple: args.multiple,
+            };
+            let n = load
+                .sessions(MAX_SESSIONS)
+                .filter(|_| peak > 0.0 && args.multiple > 0.0);
+            match n {
+                Some(n) => (n, Some(load)),
+                None => {
+                    return Err(usage(&format!(
+                        "--peak {peak} × --multiple {} must come to between 1 and {MAX_SESSIONS} sessions",
+                        args.multiple
+                    )));
+                }
+            }
+        }
+        _ => {
+            return Err(usage(
+                "give --sessions N, or --peak P (and --multiple M, default 2)",
+            ));
+        }
+    };
+    let duration = humantime::parse_duration(args.duration.trim()).map_err(|e| {
+        usage(&format!(
+            "--duration {}: {e} (write e.g. 30s or 5m)",
+            args.duration
+        ))
+    })?;
+    if duration.is_zero() || duration > MAX_DURATION {
+        return Err(usage("--duration must be more than 0 and at most 24h"));
+    }
+    if let Some(rate) = args.rate
+        && !(rate.is_finite() && rate > 0.0 && rate <= 10_000.0)
+    {
+        return Err(usage(
+            "--rate must be more than 0 and at most 10000 calls per second per session",
+        ));
+    }
+    if !(args.confidence >= 0.5 && args.confidence < 1.0) {
+        return Err(usage("--confidence must be at least 0.5 and below 1"));
+    }
+    if let Some(max) = args.max_error_rate
+        && !(0.0..=1.0).contains(&max)
+    {
+        return Err(usage("--max-error-rate must be between 0 and 1"));
+    }
+    Ok(StressSettings {
+        sessions,
+        peak,
+        duration,
+        rate_per_session: args.rate,
+        confidence: args.confidence,
+        max_error_rate: args.max_error_rate,
+    })
+}
+
+fn run_stress(
+    spec: &ServerSpec,
+    plan: &StressPlan,
+    calls: &[ExpectedCall],
+) -> Result<StressRun, Error> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| Error::io("cannot start the async runtime", e))?;
+    let env: crate::stress::EnvReader = Arc::new(|name: &str| std::env::var(name).ok());
+    runtime.block_on(async {
+        let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+        // Ctrl-C ends the calls in flight and the sessions cleanly; what completed is reported.
+        let signal = tokio::spawn(async move {
+            crate::catalog::mcp::shutdown_signal().await;
+            let _ = stop_tx.send(true);
+        });
+        let run = crate::stress::stress(spec, plan, env, calls, stop_rx).await;
+        signal.abort();
+        run.map_err(Error::from)
+    })
+}
