@@ -64,6 +64,8 @@ pub struct Skip {
 /// how many spans were not model calls at all.
 #[derive(Debug, Default)]
 pub struct Decoded {
+    /// The record's format, as forced or detected.
+    pub format: Option<Format>,
     pub exchanges: Vec<Exchange>,
     pub skipped: Vec<Skip>,
     pub other_spans: usize,
@@ -79,15 +81,22 @@ pub fn decode(record: &Value, forced: Option<Format>) -> Result<Decoded, String>
         )?,
     };
     let (request, response) = match format {
-        Format::OtelGenAi => return decode_otlp(record),
+        Format::OtelGenAi => {
+            return decode_otlp(record).map(|d| Decoded {
+                format: Some(format),
+                ..d
+            });
+        }
         _ => pair(record, format)?,
     };
     let one = |r: Result<Exchange, String>| match r {
         Ok(e) => Decoded {
+            format: Some(format),
             exchanges: vec![e],
             ..Decoded::default()
         },
         Err(reason) => Decoded {
+            format: Some(format),
             skipped: vec![Skip { reason, span: None }],
             ..Decoded::default()
         },

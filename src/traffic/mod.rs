@@ -106,16 +106,9 @@ pub fn import(records: &[Record], options: &Options) -> Result<TrafficImport, In
         let decoded = formats::decode(&record.value, options.format)
             .map_err(|e| InputError::at(&record.file, Some(record.line), "", &e))?;
         out.other_spans += decoded.other_spans;
-        let format_of_skips = options
-            .format
-            .or(if record.value.get("resourceSpans").is_some() {
-                Some(Format::OtelGenAi)
-            } else {
-                None
-            });
         for skip in decoded.skipped {
             *out.read
-                .entry(format_of_skips.map_or("unknown", Format::label))
+                .entry(decoded.format.map_or("unknown", Format::label))
                 .or_default() += 1;
             *out.unassigned.entry(skip.reason).or_default() += 1;
         }
