@@ -102,10 +102,13 @@ fn case_of<'a>(cases: &'a [Value], tool: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no case expects {tool}"))
 }
 
+/// A log, its format, the cases imported, rows expected in the table, and the lines printed
+/// before it (exchanges skipped before their catalog was read).
+type Expected<'a> = (&'a str, &'a str, usize, &'a [&'a str], &'a [&'a str]);
+
 #[test]
 fn each_format_imports_redacted_located_and_valid() {
-    // (log, format, imported, the rows expected in the table, lines skipped before a catalog)
-    let formats: &[(&str, &str, usize, &[&str], &[&str])] = &[
+    let formats: &[Expected] = &[
         (
             "openai-chat.jsonl",
             "openai-chat",

@@ -262,10 +262,11 @@ fn run_traffic(args: &TrafficArgs) -> Result<ExitCode, Error> {
             args.force,
         )?;
         println!();
+        let tools = d.catalog.tools.len();
         println!(
-            "{}: {} tools, catalog {}",
+            "{}: {tools} tool{}, catalog {}",
             dest.display(),
-            d.catalog.tools.len(),
+            if tools == 1 { "" } else { "s" },
             d.catalog.fingerprint
         );
         println!(
