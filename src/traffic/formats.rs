@@ -284,6 +284,41 @@ fn function_tools(request: &Value) -> Result<Vec<Value>, String> {
     Ok(tools)
 }
 
+/// A request that took the decision away from the model (`tool_choice` forcing a call, a
+/// named tool, or no call): its reply says what the request forced, not what the model chose,
+/// and a fixture replayed with the choice left to the model would misstate it.
+fn chosen_for_the_model(request: &Value) -> Result<(), String> {
+    let choice = match request.get("tool_choice") {
+        None | Some(Value::Null) => return Ok(()),
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Object(o)) => match o.get("type").and_then(Value::as_str) {
+            // Anthropic's `auto` (and its `disable_parallel_tool_use` flag) leaves the choice.
+            Some("auto") => return Ok(()),
+            Some("allowed_tools")
+                if o.get("mode")
+                    .or_else(|| o.get("allowed_tools").and_then(|a| a.get("mode")))
+                    .and_then(Value::as_str)
+                    == Some("auto") =>
+            {
+                return Ok(());
+            }
+            Some(t) => t.to_owned(),
+            None => "an object".to_owned(),
+        },
+        Some(_) => "a non-string".to_owned(),
+    };
+    if choice == "auto" {
+        return Ok(());
+    }
+    let shown = match choice.as_str() {
+        "none" | "required" | "any" | "function" | "tool" | "allowed_tools" => choice.as_str(),
+        _ => "other",
+    };
+    Err(format!(
+        "the request set tool_choice `{shown}`: the model did not choose whether or which tool to call"
+    ))
+}
+
 fn no_tools<T>(tools: &[T]) -> Result<(), String> {
     if tools.is_empty() {
         Err("the request offers no tools".into())
@@ -295,6 +330,7 @@ fn no_tools<T>(tools: &[T]) -> Result<(), String> {
 fn chat(request: &Value, body: &Value) -> Result<Exchange, String> {
     let tools = function_tools(request)?;
     no_tools(&tools)?;
+    chosen_for_the_model(request)?;
     let mut messages = Vec::new();
     for m in request["messages"].as_array().into_iter().flatten() {
         let role = m.get("role").and_then(Value::as_str).unwrap_or_default();
@@ -388,6 +424,7 @@ fn responses(request: &Value, body: &Value) -> Result<Exchange, String> {
     }
     let tools = function_tools(request)?;
     no_tools(&tools)?;
+    chosen_for_the_model(request)?;
     let mut messages = Vec::new();
     if let Some(i) = request.get("instructions").and_then(Value::as_str) {
         messages.push(Message::System {
@@ -483,6 +520,7 @@ fn anthropic(request: &Value, body: &Value) -> Result<Exchange, String> {
         }
     }
     no_tools(&tools)?;
+    chosen_for_the_model(request)?;
     let mut messages = Vec::new();
     if let Some(system) = request.get("system") {
         let content = text_of(Some(system))?;
@@ -926,6 +964,30 @@ mod tests {
         assert_eq!(d.other_spans, 1);
         assert_eq!(d.exchanges[0].span, Some(("t1".into(), "s1".into())));
         assert_eq!(d.exchanges[0].calls[0].1, json!({"location": "Paris"}));
+    }
+
+    #[test]
+    fn a_forced_tool_choice_is_skipped_and_auto_is_kept() {
+        let with = |choice: Value| {
+            let record = json!({
+                "request": {"tools": [weather_tool_chat()], "tool_choice": choice,
+                            "messages": [{"role": "user", "content": "Paris?"}]},
+                "response": {"choices": [{"message": {"role": "assistant", "content": "Sunny."}}]}
+            });
+            let d = decode(&record, None).unwrap();
+            d.skipped.first().map(|s| s.reason.clone())
+        };
+        assert_eq!(with(json!("auto")), None);
+        assert_eq!(with(json!({"type": "auto"})), None);
+        let forced = with(json!({"type": "function", "function": {"name": "get_weather"}}));
+        assert_eq!(
+            forced.as_deref(),
+            Some(
+                "the request set tool_choice `function`: the model did not choose whether or which tool to call"
+            )
+        );
+        assert!(with(json!("required")).unwrap().contains("`required`"));
+        assert!(with(json!("none")).unwrap().contains("`none`"));
     }
 
     #[test]

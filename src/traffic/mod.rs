@@ -110,7 +110,9 @@ pub fn import(records: &[Record], options: &Options) -> Result<TrafficImport, In
             *out.read
                 .entry(decoded.format.map_or("unknown", Format::label))
                 .or_default() += 1;
-            *out.unassigned.entry(skip.reason).or_default() += 1;
+            // A reason may quote a field of the log (a role, a part type): printed, so redacted.
+            let reason = options.redactor.text(&skip.reason, &mut Tally::new());
+            *out.unassigned.entry(reason).or_default() += 1;
         }
         for mut exchange in decoded.exchanges {
             *out.read.entry(exchange.format.label()).or_default() += 1;
