@@ -253,14 +253,30 @@ fn run_traffic(args: &TrafficArgs) -> Result<ExitCode, Error> {
     if imported.datasets.is_empty() {
         return Err(usage("nothing to import: every exchange was skipped"));
     }
+    // Every dataset is staged and loaded before any is put in place: an import that fails
+    // half-way leaves none of its datasets behind.
+    let mut staged = Vec::new();
     for d in &imported.datasets {
         let dest = dest_of(&d.catalog);
-        write_dataset(
+        match stage_dataset(
             &dest,
             &crate::catalog::to_tools_json(&d.catalog, None),
             &d.cases,
-            args.force,
-        )?;
+        ) {
+            Ok(staging) => staged.push((staging, dest)),
+            Err(e) => {
+                for (staging, _) in &staged {
+                    let _ = std::fs::remove_dir_all(staging);
+                }
+                return Err(e);
+            }
+        }
+    }
+    for (staging, dest) in &staged {
+        put_in_place(staging, dest, args.force)?;
+    }
+    for d in &imported.datasets {
+        let dest = dest_of(&d.catalog);
         println!();
         let tools = d.catalog.tools.len();
         println!(
@@ -638,10 +654,21 @@ fn cast_to_openai_type(properties: &mut serde_json::Map<String, Value>) -> Resul
 /// Writes the dataset into a sibling temporary folder, loads it with the loader `validate`
 /// uses, and only then puts it in place: a dataset that would not load is never left behind.
 fn write_dataset(dest: &Path, tools: &Value, cases: &[Value], force: bool) -> Result<(), Error> {
-    let io = |what: &str, e: std::io::Error| Error::Io {
+    let staging = stage_dataset(dest, tools, cases)?;
+    put_in_place(&staging, dest, force)
+}
+
+fn io_error(what: &str, e: std::io::Error) -> Error {
+    Error::Io {
         context: what.to_owned(),
         source: e,
-    };
+    }
+}
+
+/// Writes the dataset beside `dest` (`.NAME.importing`) and loads it back as `validate` does;
+/// returns the staging folder. Nothing is left behind when it does not load.
+fn stage_dataset(dest: &Path, tools: &Value, cases: &[Value]) -> Result<PathBuf, Error> {
+    let io = io_error;
     if cases.is_empty() {
         return Err(Error::Fatal(format!(
             "nothing to import into {}: every case was skipped",
@@ -675,9 +702,15 @@ fn write_dataset(dest: &Path, tools: &Value, cases: &[Value], force: bool) -> Re
             dest.display()
         )));
     }
+    Ok(staging)
+}
+
+/// Moves a staged dataset to `dest`, replacing one there only with `force`.
+fn put_in_place(staging: &Path, dest: &Path, force: bool) -> Result<(), Error> {
+    let io = io_error;
     if dest.exists() {
         if !force {
-            let _ = std::fs::remove_dir_all(&staging);
+            let _ = std::fs::remove_dir_all(staging);
             return Err(usage(&format!(
                 "{} already exists; pass --force to replace it",
                 dest.display()
@@ -685,6 +718,6 @@ fn write_dataset(dest: &Path, tools: &Value, cases: &[Value], force: bool) -> Re
         }
         std::fs::remove_dir_all(dest).map_err(|e| io(&dest.display().to_string(), e))?;
     }
-    std::fs::rename(&staging, dest).map_err(|e| io(&dest.display().to_string(), e))?;
+    std::fs::rename(staging, dest).map_err(|e| io(&dest.display().to_string(), e))?;
     Ok(())
 }

@@ -184,13 +184,19 @@ impl Redactor {
         }
         if let Some(phone) = &self.phone {
             let mut n = 0;
+            let source = out.clone();
+            let glued = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
             let replaced = phone
                 .replace_all(&out, |c: &Captures| {
+                    let whole = c.get(0).map_or(0..0, |m| m.range());
                     let m = &c[0];
                     let digits = m.chars().filter(char::is_ascii_digit).count();
                     // Dates, times and long amounts share the characters; only 9 to 15 digits
-                    // with no date or clock inside read as a phone number.
-                    if (9..=15).contains(&digits) && !self.date_like.is_match(m) {
+                    // with no date or clock inside, and not the tail of an id such as
+                    // `ord_20261203001` or a tracking number, read as a phone number.
+                    let inside_a_word = glued(source[..whole.start].chars().next_back())
+                        || glued(source[whole.end..].chars().next());
+                    if (9..=15).contains(&digits) && !self.date_like.is_match(m) && !inside_a_word {
                         n += 1;
                         placeholder("phone")
                     } else {
@@ -375,8 +381,10 @@ mod tests {
             "mail [REDACTED:email] or call [REDACTED:phone] on 2026-12-03 14:05"
         );
         // Amounts and order numbers are not phone numbers.
-        let out = redactor(&["phone"]).text("refund 1250 on order 20261203", &mut tally);
-        assert_eq!(out, "refund 1250 on order 20261203");
+        let text = "refund 1250 on order 20261203, ord_20261203001, parcel 1Z999AA10123456784";
+        assert_eq!(redactor(&["phone"]).text(text, &mut tally), text);
+        let out = redactor(&["phone"]).text("call 07946 095800.", &mut tally);
+        assert_eq!(out, "call [REDACTED:phone].");
     }
 
     #[test]
