@@ -689,7 +689,8 @@ fn decode_otlp(record: &Value) -> Result<Decoded, String> {
                 .flatten()
             {
                 let attrs = attributes(span.get("attributes"));
-                if !attrs.contains_key("gen_ai.input.messages") {
+                let prompt_event = event_attribute(span, "gen_ai.content.prompt", "gen_ai.prompt");
+                if !attrs.contains_key("gen_ai.input.messages") && prompt_event.is_none() {
                     out.other_spans += 1;
                     continue;
                 }
@@ -703,7 +704,13 @@ fn decode_otlp(record: &Value) -> Result<Decoded, String> {
                         .unwrap_or_default()
                         .to_owned(),
                 );
-                match genai_span(span, &attrs) {
+                let decoded = match prompt_event {
+                    Some(prompt) if !attrs.contains_key("gen_ai.input.messages") => {
+                        older_genai_span(span, &attrs, &prompt)
+                    }
+                    _ => genai_span(span, &attrs),
+                };
+                match decoded {
                     Ok(mut e) => {
                         e.span = Some(ids);
                         out.exchanges.push(e);
@@ -717,6 +724,57 @@ fn decode_otlp(record: &Value) -> Result<Decoded, String> {
         }
     }
     Ok(out)
+}
+
+/// The string attribute `key` of the span's first event named `event`.
+fn event_attribute(span: &Value, event: &str, key: &str) -> Option<String> {
+    span.get("events")
+        .and_then(Value::as_array)?
+        .iter()
+        .find(|e| e.get("name").and_then(Value::as_str) == Some(event))
+        .and_then(|e| attributes(e.get("attributes")).get(key).cloned())
+        .and_then(|v| v.as_str().map(str::to_owned))
+}
+
+/// A span of the older conventions: the prompt as a `gen_ai.content.prompt` event holding
+/// `gen_ai.prompt` (Chat Completions messages as JSON), the reply as a
+/// `gen_ai.content.completion` event holding `gen_ai.completion` (assistant messages as JSON,
+/// or bare text). The tools still come from `gen_ai.tool.definitions`: those conventions did
+/// not record them, so such spans import only where the instrumentation adds it.
+fn older_genai_span(
+    span: &Value,
+    attrs: &Map<String, Value>,
+    prompt: &str,
+) -> Result<Exchange, String> {
+    if span_failed(span) {
+        return Err("the span ended in error".into());
+    }
+    let tools = match structured(attrs, "gen_ai.tool.definitions")? {
+        Some(Value::Array(t)) => t,
+        Some(_) => return Err("`gen_ai.tool.definitions` is not a list".into()),
+        None => {
+            return Err(
+                "no gen_ai.tool.definitions: the span does not record which tools the model saw"
+                    .into(),
+            );
+        }
+    };
+    let messages: Value = serde_json::from_str(prompt)
+        .ok()
+        .filter(Value::is_array)
+        .ok_or("`gen_ai.prompt` is not a JSON list of messages")?;
+    let completion = event_attribute(span, "gen_ai.content.completion", "gen_ai.completion")
+        .ok_or("no gen_ai.content.completion event: the span does not record the reply")?;
+    let reply = match serde_json::from_str::<Value>(&completion) {
+        Ok(Value::Array(m)) => m.into_iter().next().ok_or("`gen_ai.completion` is empty")?,
+        Ok(m @ Value::Object(_)) => m,
+        _ => serde_json::json!({"role": "assistant", "content": completion}),
+    };
+    let request = serde_json::json!({"messages": messages, "tools": tools});
+    let body = serde_json::json!({"choices": [{"message": reply}]});
+    let mut exchange = chat(&request, &body)?;
+    exchange.format = Format::OtelGenAi;
+    Ok(exchange)
 }
 
 fn span_failed(span: &Value) -> bool {
@@ -964,6 +1022,41 @@ mod tests {
         assert_eq!(d.other_spans, 1);
         assert_eq!(d.exchanges[0].span, Some(("t1".into(), "s1".into())));
         assert_eq!(d.exchanges[0].calls[0].1, json!({"location": "Paris"}));
+    }
+
+    #[test]
+    fn older_prompt_and_completion_events_decode_when_tools_are_recorded() {
+        let event = |name: &str, key: &str, value: String| json!({"name": name, "attributes": [{"key": key, "value": {"stringValue": value}}]});
+        let prompt = json!([{"role": "system", "content": "Weather bot."}, {"role": "user", "content": "Paris?"}]).to_string();
+        let completion = json!([{"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": "{\"location\":\"Paris\"}"}}]}]).to_string();
+        let tools =
+            json!([{"type": "function", "name": "get_weather", "parameters": {"type": "object"}}])
+                .to_string();
+        let span = |with_tools: bool| {
+            let attributes = if with_tools {
+                json!([{"key": "gen_ai.tool.definitions", "value": {"stringValue": tools.clone()}}])
+            } else {
+                json!([])
+            };
+            json!({"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "t", "spanId": "s", "attributes": attributes, "events": [
+                event("gen_ai.content.prompt", "gen_ai.prompt", prompt.clone()),
+                event("gen_ai.content.completion", "gen_ai.completion", completion.clone())
+            ]}]}]}]})
+        };
+        let d = decode(&span(true), None).unwrap();
+        let e = &d.exchanges[0];
+        assert_eq!(e.format, Format::OtelGenAi);
+        assert_eq!(e.messages.len(), 2);
+        assert_eq!(
+            e.calls,
+            vec![("get_weather".to_owned(), json!({"location": "Paris"}))]
+        );
+        let d = decode(&span(false), None).unwrap();
+        assert!(
+            d.skipped[0]
+                .reason
+                .starts_with("no gen_ai.tool.definitions")
+        );
     }
 
     #[test]
