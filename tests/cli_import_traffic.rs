@@ -485,3 +485,35 @@ fn run_accepts_the_imported_dataset_and_the_logged_replies_pass() {
         assert_eq!(r["score"]["passed"], true, "{r}");
     }
 }
+
+#[test]
+fn a_pretty_printed_otlp_export_is_read_as_one_document() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let text = std::fs::read_to_string(log("otel-genai.jsonl")).expect("log");
+    let export: Value = serde_json::from_str(text.lines().nth(1).unwrap()).unwrap();
+    std::fs::write(
+        dir.path().join("export.json"),
+        serde_json::to_string_pretty(&export).unwrap(),
+    )
+    .unwrap();
+    let run = toolscore(
+        dir.path(),
+        &["import", "traffic", "export.json", "--redact", REDACT],
+    );
+    assert_eq!(run.code, 0, "{}", run.transcript());
+    assert!(
+        run.stdout
+            .contains("read 1 exchanges from export.json (1 otel-genai)"),
+        "{}",
+        run.stdout
+    );
+    let cases = cases(&dir.path().join("datasets/traffic"));
+    assert_eq!(cases.len(), 1);
+    assert_eq!(cases[0]["expect"]["tool"], "get_order");
+    assert_eq!(cases[0]["source"]["line"], 1);
+    assert_eq!(
+        cases[0]["source"]["trace_id"],
+        export["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["traceId"]
+    );
+    assert_nothing_planted(&dir.path().join("datasets"));
+}
