@@ -27,3 +27,4 @@ pub mod score;
 pub mod stats;
 pub mod stress;
 pub mod suite;
+pub mod traffic;

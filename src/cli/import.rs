@@ -1,6 +1,7 @@
-//! `toolscore import bfcl`: datasets from the Berkeley Function Calling Leaderboard's data
-//! (PyPI `bfcl-eval`), one per category, judged by a port of BFCL's own checker
-//! ([`crate::score::bfcl`]).
+//! `toolscore import`: datasets from outside data. `import bfcl`: the Berkeley Function Calling
+//! Leaderboard's data (PyPI `bfcl-eval`), one per category, judged by a port of BFCL's own
+//! checker ([`crate::score::bfcl`]). `import traffic`: logged model calls
+//! ([`crate::traffic`]), one dataset per catalog.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -18,6 +19,48 @@ pub enum ImportCommand {
     /// category, the catalog as BFCL's OpenAI function-calling handler sends it, each case
     /// passed exactly when BFCL's checker passes it.
     Bfcl(BfclArgs),
+    /// Datasets from logged model traffic: OpenAI Chat Completions or Responses and Anthropic
+    /// Messages request/response pairs (JSON lines `{"request": ..., "response": ...}`), or
+    /// OpenTelemetry GenAI spans (OTLP JSON). Each model call becomes a case: the
+    /// conversation, the calls the model made as the expected calls, its source. One dataset
+    /// per distinct catalog. Secrets and the fields named by --redact are redacted before
+    /// anything is written.
+    Traffic(TrafficArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct TrafficArgs {
+    /// Log files: JSON lines of request/response pairs, or OTLP JSON trace exports (one export
+    /// per line, or one whole document).
+    #[arg(required = true, value_name = "LOG")]
+    pub logs: Vec<PathBuf>,
+    /// The logs' format [default: detected record by record].
+    #[arg(long, value_name = "FORMAT", value_parser = clap::builder::PossibleValuesParser::new(["openai-chat", "openai-responses", "anthropic", "otel-genai"]))]
+    pub format: Option<String>,
+    /// The dataset's name: `OUT/NAME`, or `OUT/NAME-<catalog>` for each catalog when the logs
+    /// show the model more than one.
+    #[arg(long, value_name = "NAME", default_value = "traffic")]
+    pub name: String,
+    /// Where the datasets go.
+    #[arg(long, value_name = "DIR", default_value = "datasets")]
+    pub out: PathBuf,
+    /// Replace datasets that already exist.
+    #[arg(long)]
+    pub force: bool,
+    /// Fields to redact besides secrets, comma-separated or repeated: key names anywhere
+    /// (`email`, `phone`; these two also redact addresses and numbers in free text) or JSON
+    /// paths from the root of a call's arguments or a tool result (`$.user.address`).
+    #[arg(long, value_name = "FIELDS", value_delimiter = ',')]
+    pub redact: Vec<String>,
+    /// Keep at most N cases per dataset (per tool with --per-tool), drawn by --seed.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub sample: Option<u64>,
+    /// Stratify --sample by expected tool: N cases of each tool (and N text replies).
+    #[arg(long, requires = "sample")]
+    pub per_tool: bool,
+    /// The seed of --sample's draw.
+    #[arg(long, value_name = "SEED", default_value_t = 0, requires = "sample")]
+    pub seed: u64,
 }
 
 /// The categories `import bfcl` knows: BFCL's single-turn AST categories (Python) and its
@@ -56,6 +99,7 @@ pub struct BfclArgs {
 pub fn run(command: &ImportCommand) -> Result<ExitCode, Error> {
     match command {
         ImportCommand::Bfcl(args) => run_bfcl(args),
+        ImportCommand::Traffic(args) => run_traffic(args),
     }
 }
 
@@ -93,7 +137,12 @@ fn run_bfcl(args: &BfclArgs) -> Result<ExitCode, Error> {
     for c in &categories {
         let imported = import_category(&data, c)?;
         let dest = args.out.join(format!("bfcl_{c}"));
-        write_dataset(&dest, &imported, args.force)?;
+        write_dataset(
+            &dest,
+            &json!({"tools": imported.tools}),
+            &imported.cases,
+            args.force,
+        )?;
         let reasons: Vec<String> = imported
             .skipped
             .iter()
@@ -113,6 +162,188 @@ fn run_bfcl(args: &BfclArgs) -> Result<ExitCode, Error> {
     }
     println!("written under {}", args.out.display());
     Ok(ExitCode::Pass)
+}
+
+fn run_traffic(args: &TrafficArgs) -> Result<ExitCode, Error> {
+    use crate::traffic::{Options, formats::Format, redact::Redactor};
+    if args.name.is_empty()
+        || !args
+            .name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
+    {
+        return Err(usage(&format!(
+            "--name {}: a dataset name is letters, digits, `_`, `-` and `.`",
+            args.name
+        )));
+    }
+    let redactor = Redactor::new(&args.redact).map_err(|e| usage(&e))?;
+    let options = Options {
+        redactor,
+        format: args.format.as_deref().and_then(Format::from_label),
+        sample: args
+            .sample
+            .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
+        per_tool: args.per_tool,
+        seed: args.seed,
+    };
+    let mut records = Vec::new();
+    for path in &args.logs {
+        records.extend(read_records(path)?);
+    }
+    let imported = crate::traffic::import(&records, &options)?;
+    let many = imported.datasets.len() > 1;
+    let dest_of = |catalog: &crate::catalog::Catalog| {
+        let name = if many {
+            let hex = catalog
+                .fingerprint
+                .strip_prefix("sha256:")
+                .unwrap_or(&catalog.fingerprint);
+            format!("{}-{}", args.name, &hex[..hex.len().min(8)])
+        } else {
+            args.name.clone()
+        };
+        args.out.join(name)
+    };
+    // Refuse before writing anything, so a refused import leaves no half of itself behind.
+    for d in &imported.datasets {
+        let dest = dest_of(&d.catalog);
+        if dest.exists() && !args.force {
+            return Err(usage(&format!(
+                "{} already exists; pass --force to replace it",
+                dest.display()
+            )));
+        }
+    }
+    let logs: Vec<String> = args.logs.iter().map(|p| p.display().to_string()).collect();
+    let read: Vec<String> = imported
+        .read
+        .iter()
+        .map(|(f, n)| format!("{n} {f}"))
+        .collect();
+    println!(
+        "read {} exchanges from {} ({})",
+        imported.read.values().sum::<usize>(),
+        logs.join(", "),
+        read.join(", ")
+    );
+    if imported.other_spans > 0 {
+        println!(
+            "ignored {} spans that are not model calls (no gen_ai.input.messages)",
+            imported.other_spans
+        );
+    }
+    if imported.redacted.is_empty() {
+        println!("redacted: nothing");
+    } else {
+        let kinds: Vec<String> = imported
+            .redacted
+            .iter()
+            .map(|(k, n)| format!("{k} {n}"))
+            .collect();
+        println!(
+            "redacted {} values: {}",
+            imported.redacted.values().sum::<usize>(),
+            kinds.join(", ")
+        );
+    }
+    for (reason, n) in &imported.unassigned {
+        println!("skipped {n}: {reason}");
+    }
+    if imported.datasets.is_empty() {
+        return Err(usage("nothing to import: every exchange was skipped"));
+    }
+    // Every dataset is staged and loaded before any is put in place: an import that fails
+    // half-way leaves none of its datasets behind.
+    let mut staged = Vec::new();
+    for d in &imported.datasets {
+        let dest = dest_of(&d.catalog);
+        match stage_dataset(
+            &dest,
+            &crate::catalog::to_tools_json(&d.catalog, None),
+            &d.cases,
+        ) {
+            Ok(staging) => staged.push((staging, dest)),
+            Err(e) => {
+                for (staging, _) in &staged {
+                    let _ = std::fs::remove_dir_all(staging);
+                }
+                return Err(e);
+            }
+        }
+    }
+    for (staging, dest) in &staged {
+        put_in_place(staging, dest, args.force)?;
+    }
+    for d in &imported.datasets {
+        let dest = dest_of(&d.catalog);
+        println!();
+        let tools = d.catalog.tools.len();
+        println!(
+            "{}: {tools} tool{}, catalog {}",
+            dest.display(),
+            if tools == 1 { "" } else { "s" },
+            d.catalog.fingerprint
+        );
+        println!(
+            "{:<24} {:>8} {:>8}  skipped because",
+            "expected tool", "imported", "skipped"
+        );
+        for (tool, row) in &d.rows {
+            let reasons: Vec<String> = row
+                .skipped
+                .iter()
+                .map(|(why, n)| format!("{n} {why}"))
+                .collect();
+            println!(
+                "{:<24} {:>8} {:>8}  {}",
+                tool,
+                row.imported,
+                row.skipped.values().sum::<usize>(),
+                if reasons.is_empty() {
+                    "-".to_owned()
+                } else {
+                    reasons.join("; ")
+                }
+            );
+        }
+    }
+    println!("written under {}", args.out.display());
+    Ok(ExitCode::Pass)
+}
+
+/// A log's records: one JSON value per line, or the whole file when it is one JSON document
+/// (an OTLP export written pretty-printed).
+fn read_records(path: &Path) -> Result<Vec<crate::traffic::Record>, Error> {
+    let text = crate::input::read_text(path)?;
+    let file = path.display().to_string();
+    let non_blank = text.lines().filter(|l| !l.trim().is_empty()).count();
+    if non_blank > 1
+        && let Ok(value) = serde_json::from_str::<Value>(&text)
+    {
+        return Ok(vec![crate::traffic::Record {
+            file,
+            line: 1,
+            value,
+        }]);
+    }
+    let mut records = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let value: Value = serde_json::from_str(line)
+            .map_err(|e| InputError::json_line(&file, i + 1, "not a JSON line", &e))?;
+        records.push(crate::traffic::Record {
+            file: file.clone(),
+            line: i + 1,
+            value,
+        });
+    }
+    if records.is_empty() {
+        return Err(InputError::at(&file, None, "", "the log is empty").into());
+    }
+    Ok(records)
 }
 
 /// `bfcl_eval/data` of the package `python3` imports.
@@ -422,12 +653,23 @@ fn cast_to_openai_type(properties: &mut serde_json::Map<String, Value>) -> Resul
 
 /// Writes the dataset into a sibling temporary folder, loads it with the loader `validate`
 /// uses, and only then puts it in place: a dataset that would not load is never left behind.
-fn write_dataset(dest: &Path, imported: &Imported, force: bool) -> Result<(), Error> {
-    let io = |what: &str, e: std::io::Error| Error::Io {
+fn write_dataset(dest: &Path, tools: &Value, cases: &[Value], force: bool) -> Result<(), Error> {
+    let staging = stage_dataset(dest, tools, cases)?;
+    put_in_place(&staging, dest, force)
+}
+
+fn io_error(what: &str, e: std::io::Error) -> Error {
+    Error::Io {
         context: what.to_owned(),
         source: e,
-    };
-    if imported.cases.is_empty() {
+    }
+}
+
+/// Writes the dataset beside `dest` (`.NAME.importing`) and loads it back as `validate` does;
+/// returns the staging folder. Nothing is left behind when it does not load.
+fn stage_dataset(dest: &Path, tools: &Value, cases: &[Value]) -> Result<PathBuf, Error> {
+    let io = io_error;
+    if cases.is_empty() {
         return Err(Error::Fatal(format!(
             "nothing to import into {}: every case was skipped",
             dest.display()
@@ -438,18 +680,17 @@ fn write_dataset(dest: &Path, imported: &Imported, force: bool) -> Result<(), Er
     let file_name = dest
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "bfcl".into());
+        .unwrap_or_else(|| "dataset".into());
     let staging = parent.join(format!(".{file_name}.importing"));
     if staging.exists() {
         std::fs::remove_dir_all(&staging).map_err(|e| io(&staging.display().to_string(), e))?;
     }
     std::fs::create_dir_all(&staging).map_err(|e| io(&staging.display().to_string(), e))?;
-    let tools = serde_json::to_string_pretty(&json!({"tools": imported.tools}))
-        .map_err(|e| Error::Fatal(e.to_string()))?;
+    let tools = serde_json::to_string_pretty(tools).map_err(|e| Error::Fatal(e.to_string()))?;
     std::fs::write(staging.join("tools.json"), tools + "\n")
         .map_err(|e| io("writing tools.json", e))?;
     let mut lines = String::new();
-    for c in &imported.cases {
+    for c in cases {
         lines.push_str(&c.to_string());
         lines.push('\n');
     }
@@ -461,9 +702,15 @@ fn write_dataset(dest: &Path, imported: &Imported, force: bool) -> Result<(), Er
             dest.display()
         )));
     }
+    Ok(staging)
+}
+
+/// Moves a staged dataset to `dest`, replacing one there only with `force`.
+fn put_in_place(staging: &Path, dest: &Path, force: bool) -> Result<(), Error> {
+    let io = io_error;
     if dest.exists() {
         if !force {
-            let _ = std::fs::remove_dir_all(&staging);
+            let _ = std::fs::remove_dir_all(staging);
             return Err(usage(&format!(
                 "{} already exists; pass --force to replace it",
                 dest.display()
@@ -471,6 +718,6 @@ fn write_dataset(dest: &Path, imported: &Imported, force: bool) -> Result<(), Er
         }
         std::fs::remove_dir_all(dest).map_err(|e| io(&dest.display().to_string(), e))?;
     }
-    std::fs::rename(&staging, dest).map_err(|e| io(&dest.display().to_string(), e))?;
+    std::fs::rename(staging, dest).map_err(|e| io(&dest.display().to_string(), e))?;
     Ok(())
 }

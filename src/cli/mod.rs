@@ -101,8 +101,9 @@ pub enum Command {
     /// process. Exit 1 on leakage, or when --max-error-rate's bound is exceeded.
     Stress(stress::StressArgs),
     /// Turn outside data into datasets: `import bfcl` converts the Berkeley Function Calling
-    /// Leaderboard (PyPI `bfcl-eval`). Never overwrites a dataset without --force; every
-    /// dataset written is loaded back as `validate` loads it.
+    /// Leaderboard (PyPI `bfcl-eval`), `import traffic` logged model calls (OpenAI, Anthropic,
+    /// OpenTelemetry GenAI spans). Never overwrites a dataset without --force; every dataset
+    /// written is loaded back as `validate` loads it.
     #[command(subcommand)]
     Import(import::ImportCommand),
 }

@@ -338,7 +338,7 @@ pub fn parse_cases(text: &str, file: &str, catalog: &Catalog) -> Result<Vec<Case
     Ok(cases)
 }
 
-fn validate_messages(messages: &[Message]) -> Result<(), (String, String)> {
+pub(crate) fn validate_messages(messages: &[Message]) -> Result<(), (String, String)> {
     if messages.is_empty() {
         return Err((
             "messages".into(),
