@@ -227,3 +227,68 @@ fn the_binary_spaces_requests_per_minute() {
         assert!(gap >= Duration::from_millis(90), "{gap:?}");
     }
 }
+
+/// A 429 halves the requests in flight before the retries go out: eight requests meet a 429
+/// together, and their retries go four at a time, the window widening only as answers come
+/// back.
+#[tokio::test]
+async fn a_429_halves_the_requests_in_flight() {
+    let (server, arrivals) = timed(|seq| {
+        if seq < 8 {
+            FakeResponse::status(
+                429,
+                r#"{"error": {"message": "Rate limit reached", "type": "requests", "code": "rate_limit_exceeded"}}"#,
+            )
+            .delayed(Duration::from_millis(100))
+        } else {
+            FakeResponse::ok(text_body("ok")).delayed(Duration::from_millis(300))
+        }
+    })
+    .await;
+    let p = provider("openai-compat", "limits-adaptive", &server.base_url, |_| {});
+    let req = p.prepare(&ask(), &catalog());
+    let tasks: Vec<_> = (0..8)
+        .map(|_| {
+            let (p, req) = (p.clone(), req.clone());
+            tokio::spawn(async move { p.complete(&req).await })
+        })
+        .collect();
+    for task in tasks {
+        task.await.unwrap().unwrap();
+    }
+    let mut t = arrivals.lock().unwrap().clone();
+    t.sort();
+    assert_eq!(t.len(), 16, "8 refused, 8 retried");
+    // All eight first attempts went out together (no limit before a push-back)…
+    assert!(t[7].duration_since(t[0]) < Duration::from_millis(100));
+    // …and of the retries only four were in flight at once: the fifth waited for an answer.
+    let retries = &t[8..];
+    let together = retries
+        .iter()
+        .filter(|x| x.duration_since(retries[0]) < Duration::from_millis(250))
+        .count();
+    assert_eq!(together, 4, "{retries:?}");
+}
+
+#[test]
+fn tokens_per_minute_of_zero_is_refused() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let r = toolscore_env(
+        root,
+        &[
+            "run",
+            "--provider",
+            "anthropic:claude-sonnet-4-5",
+            "--tokens-per-minute",
+            "0",
+        ],
+        &[("ANTHROPIC_API_KEY", FAKE_KEY)],
+    );
+    assert_eq!(r.code, 2, "{}", r.transcript());
+    assert!(
+        r.stderr
+            .contains("tokens_per_minute (--tokens-per-minute) must be at least 1"),
+        "{}",
+        r.stderr
+    );
+}

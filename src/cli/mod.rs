@@ -458,6 +458,11 @@ pub struct RunArgs {
     /// `requests_per_minute:` in the config) [default: no limit].
     #[arg(long, value_name = "N")]
     pub requests_per_minute: Option<u32>,
+    /// Tokens sent to each provider per minute: each request is charged its body's characters
+    /// / 4 plus its max tokens before it is sent (also `tokens_per_minute:` in the config)
+    /// [default: no limit].
+    #[arg(long, value_name = "N")]
+    pub tokens_per_minute: Option<u32>,
     /// Largest response body read, in bytes; a larger one is a bad_response [default: 8 MiB].
     #[arg(long, value_name = "BYTES")]
     pub max_response_bytes: Option<usize>,

@@ -534,6 +534,7 @@ fn live_arm(
         max_retries: None,
         max_in_flight: None,
         requests_per_minute: None,
+        tokens_per_minute: None,
     };
     // `KIND:MODEL` (`anthropic:claude-sonnet-4-5`); split at the first colon, so a model name
     // may hold colons of its own (`ollama:qwen3:8b`).
@@ -645,6 +646,7 @@ fn live_arm(
             .unwrap_or(crate::provider::DEFAULT_MAX_RESPONSE_BYTES),
         max_in_flight: args.max_in_flight.or(entry.max_in_flight),
         requests_per_minute: args.requests_per_minute.or(entry.requests_per_minute),
+        tokens_per_minute: args.tokens_per_minute.or(entry.tokens_per_minute),
     };
     if settings.max_in_flight == Some(0) {
         return Err(usage(&format!(
@@ -654,6 +656,11 @@ fn live_arm(
     if settings.requests_per_minute == Some(0) {
         return Err(usage(&format!(
             "provider `{name}`: requests_per_minute (--requests-per-minute) must be at least 1"
+        )));
+    }
+    if settings.tokens_per_minute == Some(0) {
+        return Err(usage(&format!(
+            "provider `{name}`: tokens_per_minute (--tokens-per-minute) must be at least 1"
         )));
     }
     if settings.max_response_bytes < 1024 {

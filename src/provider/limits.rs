@@ -4,6 +4,12 @@
 //! - requests in flight at once (a semaphore);
 //! - requests per minute (`governor`), spaced evenly with a burst of one, so no window of a
 //!   minute ever holds more than the limit;
+//! - tokens per minute (`governor`, a bucket of a minute's tokens): each request takes its
+//!   estimated input tokens plus its `max_tokens` before it is sent;
+//! - an adaptive window on requests in flight: halved when the provider answers 429 or
+//!   overloaded (once per round trip: requests already in flight when it was halved do not
+//!   halve it again), widened by one after each window's worth of successes, so a run settles
+//!   just under the rate the provider tolerates instead of retrying into it;
 //! - a pause for every request when the provider says its budget is spent: its rate-limit
 //!   headers announce zero remaining requests or tokens (slow down *before* the 429), or a
 //!   429 / 529 asked for a wait (the other requests in flight would only meet the same 429).
@@ -15,7 +21,7 @@ use std::time::{Duration, SystemTime};
 
 use governor::{DefaultDirectRateLimiter, Quota, RateLimiter};
 use reqwest::header::HeaderMap;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 
 use super::transport::MAX_RETRY_AFTER;
@@ -24,8 +30,22 @@ use super::transport::MAX_RETRY_AFTER;
 pub struct Limits {
     in_flight: Option<Arc<Semaphore>>,
     rate: Option<DefaultDirectRateLimiter>,
+    tokens: Option<(DefaultDirectRateLimiter, NonZeroU32)>,
+    window: Mutex<Window>,
+    window_changed: Notify,
     /// No request starts before this instant.
     paused_until: Mutex<Option<Instant>>,
+}
+
+/// The adaptive window: no limit until the provider first pushes back.
+#[derive(Debug, Default)]
+struct Window {
+    limit: Option<usize>,
+    in_flight: usize,
+    successes: usize,
+    /// Bumped at each halving; a request remembers the epoch it started in.
+    epoch: u64,
+    halvings: u64,
 }
 
 impl std::fmt::Debug for Limits {
@@ -33,13 +53,63 @@ impl std::fmt::Debug for Limits {
         f.debug_struct("Limits")
             .field("in_flight", &self.in_flight.is_some())
             .field("rate", &self.rate.is_some())
+            .field("tokens", &self.tokens.as_ref().map(|(_, burst)| burst))
             .finish_non_exhaustive()
+    }
+}
+
+/// A request's place under the limits, held for one attempt: its slot in flight, its place
+/// in the adaptive window and the window's epoch when it started.
+pub struct Slot<'a> {
+    limits: &'a Limits,
+    _permit: Option<OwnedSemaphorePermit>,
+    epoch: u64,
+}
+
+impl Slot<'_> {
+    /// The provider answered 429 or overloaded: halve the window, unless it was already
+    /// halved since this request started.
+    pub fn pushed_back(&self) {
+        let mut w = self.limits.window();
+        if w.epoch == self.epoch {
+            let now = w.in_flight.max(1);
+            let limit = w.limit.map_or(now, |l| l.min(now));
+            w.limit = Some((limit / 2).max(1));
+            w.successes = 0;
+            w.epoch += 1;
+            w.halvings += 1;
+        }
+    }
+
+    /// The provider answered: after a window's worth of successes, widen it by one.
+    pub fn succeeded(&self) {
+        let mut w = self.limits.window();
+        if let Some(limit) = w.limit {
+            w.successes += 1;
+            if w.successes >= limit {
+                w.limit = Some(limit + 1);
+                w.successes = 0;
+                drop(w);
+                self.limits.window_changed.notify_waiters();
+            }
+        }
+    }
+}
+
+impl Drop for Slot<'_> {
+    fn drop(&mut self) {
+        self.limits.window().in_flight -= 1;
+        self.limits.window_changed.notify_waiters();
     }
 }
 
 impl Limits {
     /// Limits with these caps (`None`: no cap of that kind; 0 is treated as none).
-    pub fn new(max_in_flight: Option<usize>, requests_per_minute: Option<u32>) -> Limits {
+    pub fn new(
+        max_in_flight: Option<usize>,
+        requests_per_minute: Option<u32>,
+        tokens_per_minute: Option<u32>,
+    ) -> Limits {
         Limits {
             in_flight: max_in_flight
                 .filter(|n| *n > 0)
@@ -47,15 +117,40 @@ impl Limits {
             rate: requests_per_minute.and_then(NonZeroU32::new).map(|rpm| {
                 RateLimiter::direct(Quota::per_minute(rpm).allow_burst(NonZeroU32::MIN))
             }),
+            tokens: tokens_per_minute
+                .and_then(NonZeroU32::new)
+                .map(|tpm| (RateLimiter::direct(Quota::per_minute(tpm)), tpm)),
+            window: Mutex::new(Window::default()),
+            window_changed: Notify::new(),
             paused_until: Mutex::new(None),
         }
     }
 
-    /// Waits until a request may start: past any pause, with a slot in flight (held by the
-    /// returned permit until it is dropped), and within the requests-per-minute budget.
-    pub async fn acquire(&self) -> Option<OwnedSemaphorePermit> {
+    fn window(&self) -> std::sync::MutexGuard<'_, Window> {
+        self.window
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The adaptive window's current limit (None: never pushed back) and how many times it
+    /// was halved.
+    pub fn window_state(&self) -> (Option<usize>, u64) {
+        let w = self.window();
+        (w.limit, w.halvings)
+    }
+
+    /// Waits until a request of about `tokens` tokens may start: past any pause, inside the
+    /// adaptive window, with a slot in flight, and within the requests- and tokens-per-minute
+    /// budgets. The returned slot is held for the attempt.
+    pub async fn acquire(&self, tokens: u32) -> Slot<'_> {
         self.wait_out_pause().await;
-        let permit = match &self.in_flight {
+        let epoch = self.enter_window().await;
+        let mut slot = Slot {
+            limits: self,
+            _permit: None,
+            epoch,
+        };
+        slot._permit = match &self.in_flight {
             // The semaphore is never closed, so acquiring fails only if it were.
             Some(s) => s.clone().acquire_owned().await.ok(),
             None => None,
@@ -65,9 +160,32 @@ impl Limits {
         if let Some(rate) = &self.rate {
             rate.until_ready().await;
         }
-        permit
+        if let Some((bucket, size)) = &self.tokens {
+            // A request larger than a minute's budget waits for a full bucket, no more.
+            let n = NonZeroU32::new(tokens.max(1))
+                .unwrap_or(NonZeroU32::MIN)
+                .min(*size);
+            // Cannot fail: n is at most the bucket's size.
+            let _ = bucket.until_n_ready(n).await;
+        }
+        slot
     }
 
+    async fn enter_window(&self) -> u64 {
+        loop {
+            let changed = self.window_changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            {
+                let mut w = self.window();
+                if w.limit.is_none_or(|l| w.in_flight < l) {
+                    w.in_flight += 1;
+                    return w.epoch;
+                }
+            }
+            changed.await;
+        }
+    }
     async fn wait_out_pause(&self) {
         loop {
             let until = *self
@@ -95,7 +213,7 @@ impl Limits {
     }
 }
 
-type RegistryKey = (String, String, Option<usize>, Option<u32>);
+type RegistryKey = (String, String, Option<usize>, Option<u32>, Option<u32>);
 
 static REGISTRY: LazyLock<Mutex<HashMap<RegistryKey, Weak<Limits>>>> =
     LazyLock::new(Default::default);
@@ -107,12 +225,14 @@ pub fn shared(
     base_url: &str,
     max_in_flight: Option<usize>,
     requests_per_minute: Option<u32>,
+    tokens_per_minute: Option<u32>,
 ) -> Arc<Limits> {
     let key = (
         name.to_owned(),
         base_url.to_owned(),
         max_in_flight,
         requests_per_minute,
+        tokens_per_minute,
     );
     let mut registry = REGISTRY
         .lock()
@@ -121,7 +241,11 @@ pub fn shared(
     if let Some(limits) = registry.get(&key).and_then(Weak::upgrade) {
         return limits;
     }
-    let limits = Arc::new(Limits::new(max_in_flight, requests_per_minute));
+    let limits = Arc::new(Limits::new(
+        max_in_flight,
+        requests_per_minute,
+        tokens_per_minute,
+    ));
     registry.insert(key, Arc::downgrade(&limits));
     limits
 }
@@ -241,10 +365,10 @@ mod tests {
 
     #[tokio::test]
     async fn requests_per_minute_are_spaced() {
-        let limits = Limits::new(None, Some(600));
+        let limits = Limits::new(None, Some(600), None);
         let start = std::time::Instant::now();
         for _ in 0..4 {
-            limits.acquire().await;
+            drop(limits.acquire(1).await);
         }
         // 600 per minute, burst 1: the 4th request starts 300 ms after the first.
         let elapsed = start.elapsed();
@@ -253,21 +377,80 @@ mod tests {
 
     #[tokio::test]
     async fn pauses_and_slots_hold_every_request() {
-        let limits = Limits::new(Some(1), None);
+        let limits = Limits::new(Some(1), None, None);
         limits.pause_for(Duration::from_millis(200));
         // A shorter pause does not cut a longer one short.
         limits.pause_for(Duration::from_millis(10));
         let before = Instant::now();
-        let permit = limits.acquire().await;
+        let slot = limits.acquire(1).await;
         assert!(before.elapsed() >= Duration::from_millis(200));
-        assert!(permit.is_some());
         assert!(
-            tokio::time::timeout(Duration::from_millis(10), limits.acquire())
+            tokio::time::timeout(Duration::from_millis(10), limits.acquire(1))
                 .await
                 .is_err(),
             "the one slot is taken"
         );
-        drop(permit);
-        assert!(limits.acquire().await.is_some());
+        drop(slot);
+        drop(limits.acquire(1).await);
+    }
+
+    #[tokio::test]
+    async fn tokens_per_minute_hold_a_request_until_its_tokens_refill() {
+        // 60,000 a minute = 1,000 a second; the bucket starts full.
+        let limits = Limits::new(None, None, Some(60_000));
+        let start = std::time::Instant::now();
+        drop(limits.acquire(60_000).await);
+        assert!(
+            start.elapsed() < Duration::from_millis(100),
+            "a full bucket"
+        );
+        drop(limits.acquire(400).await);
+        let elapsed = start.elapsed();
+        assert!(elapsed >= Duration::from_millis(380), "{elapsed:?}");
+        // Larger than a minute's budget: waits for a full bucket, and does not fail.
+        let limits = Limits::new(None, None, Some(60_000));
+        drop(limits.acquire(1_000_000).await);
+    }
+
+    #[tokio::test]
+    async fn the_window_halves_once_per_round_trip_and_creeps_back_up() {
+        let limits = Limits::new(None, None, None);
+        let mut slots = Vec::new();
+        for _ in 0..8 {
+            slots.push(limits.acquire(1).await);
+        }
+        assert_eq!(
+            limits.window_state(),
+            (None, 0),
+            "no limit before a push-back"
+        );
+        // Every request of that round meets the 429: the window halves once, to 4.
+        for s in &slots {
+            s.pushed_back();
+        }
+        assert_eq!(limits.window_state(), (Some(4), 1));
+        drop(slots);
+        let mut slots = Vec::new();
+        for _ in 0..4 {
+            slots.push(limits.acquire(1).await);
+        }
+        assert!(
+            tokio::time::timeout(Duration::from_millis(20), limits.acquire(1))
+                .await
+                .is_err(),
+            "a fifth request waits"
+        );
+        // A request of the new round meets a 429 too: halved again, to 2.
+        slots[0].pushed_back();
+        assert_eq!(limits.window_state(), (Some(2), 2));
+        for s in &slots {
+            s.succeeded();
+        }
+        // Two successes at a window of 2 widen it to 3; the next two successes do not
+        // reach 3 yet.
+        assert_eq!(limits.window_state(), (Some(3), 2));
+        drop(slots);
+        let waiter = limits.acquire(1).await;
+        drop(waiter);
     }
 }

@@ -210,6 +210,8 @@ pub struct ProviderSettings {
     pub max_in_flight: Option<usize>,
     /// Requests started per minute, evenly spaced, over every arm that calls it.
     pub requests_per_minute: Option<u32>,
+    /// Tokens per minute (estimated input plus `max_tokens`), over every arm that calls it.
+    pub tokens_per_minute: Option<u32>,
 }
 
 /// Default cap on a response body: far above any tool-calling answer, far below what would
@@ -240,6 +242,7 @@ impl ProviderSettings {
             max_response_bytes: DEFAULT_MAX_RESPONSE_BYTES,
             max_in_flight: None,
             requests_per_minute: None,
+            tokens_per_minute: None,
         }
     }
 
@@ -401,6 +404,7 @@ impl Provider {
             &settings.base_url,
             settings.max_in_flight,
             settings.requests_per_minute,
+            settings.tokens_per_minute,
         );
         Provider {
             settings,
@@ -469,25 +473,36 @@ impl Provider {
             });
         };
         let s = &self.settings;
+        // What the tokens-per-minute budget is charged: the body's characters / 4 (the same
+        // estimate as lint's footprint) plus the most the answer may take.
+        let tokens = u32::try_from(req.body.len().div_ceil(4))
+            .unwrap_or(u32::MAX)
+            .saturating_add(s.max_tokens.unwrap_or(0));
         let mut attempt: u32 = 0;
         loop {
             attempt += 1;
-            let sent = tokio::select! {
-                sent = async {
-                    // The slot is held for the attempt only, never across a backoff sleep.
-                    let _slot = self.limits.acquire().await;
-                    transport::send_once(
-                        &self.client,
-                        url,
-                        &self.headers,
-                        req.body.clone(),
-                        s.timeout,
-                        s.max_response_bytes,
-                    )
-                    .await
-                } => sent,
+            // The slot is held for the attempt only, never across a backoff sleep.
+            let slot = tokio::select! {
+                slot = self.limits.acquire(tokens) => slot,
                 () = cancel.cancelled() => return Err(cancelled(attempt)),
             };
+            let sent = tokio::select! {
+                sent = transport::send_once(
+                    &self.client,
+                    url,
+                    &self.headers,
+                    req.body.clone(),
+                    s.timeout,
+                    s.max_response_bytes,
+                ) => sent,
+                () = cancel.cancelled() => return Err(cancelled(attempt)),
+            };
+            match &sent {
+                Ok(raw) if raw.status == 429 || raw.status == 529 => slot.pushed_back(),
+                Ok(raw) if (200..300).contains(&raw.status) => slot.succeeded(),
+                _ => {}
+            }
+            drop(slot);
             if let Ok(raw) = &sent
                 && let Some(wait) = raw.budget_spent
             {

@@ -66,6 +66,8 @@ pub struct ProviderEntry {
     pub max_in_flight: Option<usize>,
     /// Requests to this provider started per minute, evenly spaced, over all its arms.
     pub requests_per_minute: Option<u32>,
+    /// Tokens (estimated input plus max_tokens) sent to this provider per minute.
+    pub tokens_per_minute: Option<u32>,
 }
 
 /// The provider kind that serves a cassette instead of calling a model.
