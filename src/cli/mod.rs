@@ -488,6 +488,18 @@ pub struct RunArgs {
     /// --baseline, --compare or --record: those need the whole plan.
     #[arg(long, value_name = "INDEX/COUNT|auto")]
     pub shard: Option<String>,
+    /// Send the trials through the providers' batch APIs (OpenAI Batch for openai-compat and
+    /// openai-responses, Anthropic Message Batches, Gemini batch mode) at their batch price:
+    /// submitted at once, polled (progress on stderr), then scored and reported like any run.
+    /// The batch ids are kept in RUN_DIR/batches.json, so a run killed while polling is picked
+    /// up with --resume without submitting again. Single-step fixtures only; no latency is
+    /// measured.
+    #[arg(long)]
+    pub batch: bool,
+    /// With --batch: the wait between two polls of a running batch (`30s`, `2m`, `500ms`)
+    /// [default: 30s].
+    #[arg(long, value_name = "DURATION")]
+    pub batch_poll: Option<String>,
     /// With --shard auto: how many shards the plan is split into (the Job's `completions`).
     #[arg(long, value_name = "N", requires = "shard")]
     pub shard_count: Option<u32>,

@@ -420,6 +420,10 @@ impl ArmAgg {
             self.input_tokens += usage.input_tokens.unwrap_or(0);
             self.output_tokens += usage.output_tokens.unwrap_or(0);
         }
+        if record.batch.is_some() {
+            // A batch answers whenever the provider gets to it: no latency of the model's.
+            return;
+        }
         self.latency.record(record.latency_ms);
         if !self.tool_latency.contains_key(&record.expected) {
             self.tool_latency
