@@ -381,17 +381,16 @@ impl<'a> BatchClient<'a> {
         let mut attempt: u32 = 0;
         loop {
             attempt += 1;
-            let mut request = p
-                .client
-                .request(method.clone(), url)
-                .headers(p.headers.clone())
-                .timeout(s.timeout);
+            let mut headers = p.headers.clone();
+            let mut request = p.client.request(method.clone(), url).timeout(s.timeout);
             if let Some((bytes, content_type)) = &body {
                 let value = HeaderValue::from_str(content_type).map_err(|_| {
                     ProviderError::new(ErrorClass::ClientError, None, "bad content type".into())
                 })?;
-                request = request.header(CONTENT_TYPE, value).body(bytes.clone());
+                headers.insert(CONTENT_TYPE, value);
+                request = request.body(bytes.clone());
             }
+            request = request.headers(headers);
             let (mut err, hint) = match request.send().await {
                 Ok(response) => {
                     let status = response.status().as_u16();
