@@ -415,10 +415,9 @@ pub async fn execute(plan: RunPlan, observer: &mut dyn Observer) -> Result<RunTo
             tokio::select! {
                 answers = gathered => Some(answers?),
                 () = interrupt_signal() => {
-                    eprintln!(
-                        "\ninterrupted: the submitted batches keep running at their providers; `--resume` polls them and collects their answers"
-                    );
-                    return Err(Error::Interrupted);
+                    return Err(Error::Interrupted(
+                        "the submitted batches keep running at their providers (ids in batches.json); `--resume` polls them and collects their answers",
+                    ));
                 }
             }
         }
