@@ -223,6 +223,11 @@ fn equal_runs(api: BatchApi, api_name: &str) {
             .as_bool()
             .unwrap_or(false)
     );
+    for entry in std::fs::read_dir(dir.path().join("out/batch")).expect("run folder") {
+        let text = std::fs::read_to_string(entry.expect("entry").path()).expect("read");
+        assert!(!text.contains(FAKE_KEY), "the key is in the run folder");
+    }
+    assert!(!batch.stderr.contains(FAKE_KEY) && !batch.stdout.contains(FAKE_KEY));
 }
 
 /// Error classes of the records, by (case, trial).
@@ -619,4 +624,78 @@ fn what_a_batch_cannot_run_is_refused_before_anything_is_sent() {
         run.stderr
     );
     assert_eq!(fake.with(|s| s.submissions + s.polls), 0);
+}
+
+#[test]
+fn an_interrupt_while_polling_exits_130_and_a_refused_key_submits_nothing() {
+    let fake = FakeBatch::start(
+        BatchApi::OpenAi,
+        BatchScript {
+            hold: true,
+            ..Default::default()
+        },
+    );
+    let dir = project();
+    let args = run_args(
+        BatchApi::OpenAi,
+        &fake,
+        2,
+        &["--run-id", "interrupted", "--batch", "--batch-poll", "20ms"],
+    );
+    let child = Command::new(env!("CARGO_BIN_EXE_toolscore"))
+        .current_dir(dir.path())
+        .args(&args)
+        .env("FAKE_BATCH_KEY", FAKE_KEY)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while fake.with(|s| s.polls) < 2 {
+        assert!(Instant::now() < deadline, "the run never polled");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let sent = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill -INT");
+    assert!(sent.success());
+    let out = child.wait_with_output().expect("wait");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{stderr}");
+    assert!(
+        stderr.contains("interrupted; the submitted batches keep running at their providers"),
+        "{stderr}"
+    );
+    assert_eq!(
+        batch_file(dir.path(), "interrupted")["batches"][0]["collected"],
+        false
+    );
+
+    // A key the provider refuses: the upload fails, nothing is submitted, the key is not shown.
+    let args = run_args(
+        BatchApi::OpenAi,
+        &fake,
+        2,
+        &["--run-id", "refused", "--batch"],
+    );
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    let run = toolscore_env(
+        dir.path(),
+        &refs,
+        &[("FAKE_BATCH_KEY", "a-revoked-key-material")],
+    );
+    assert_eq!(run.code, 4, "{}", run.transcript());
+    assert!(
+        run.stderr
+            .contains("submitting a batch of 4 requests to provider `openai-compat`: auth"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        !run.stderr.contains("revoked-key-material"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(fake.with(|s| s.submissions), 1);
 }

@@ -1382,4 +1382,23 @@ mod tests {
         assert_eq!(f.arms[1].suite.metrics.pass.x, 0);
         assert_eq!(f.arms[1].suite.metrics.pass.n, 2);
     }
+
+    #[test]
+    fn batch_answers_count_in_rates_but_not_in_latency() {
+        let mut agg = Aggregator::new();
+        let online = scored(true, true);
+        let mut batched = scored(true, true);
+        batched.trial_index = 1;
+        batched.latency_ms = 0.0;
+        batched.batch = Some(crate::record::BatchRef {
+            api: "anthropic".into(),
+            id: "msgbatch_01".into(),
+        });
+        agg.add(&online);
+        agg.add(&batched);
+        let summary = agg.finish(run_info(), &totals(2, 2), 0.95, 0.05);
+        let arm = &summary.arms[0];
+        assert_eq!(arm.latency_ms.n, 1);
+        assert_eq!(arm.cases[0].metrics.pass.n, 2);
+    }
 }
