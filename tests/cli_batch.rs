@@ -497,6 +497,19 @@ fn a_run_killed_while_polling_resumes_the_same_batch() {
         "nothing is scored before the batch ends"
     );
 
+    // Resumed without --batch, the trials would be paid for twice: refused, nothing changed.
+    let mut online = run_args(BatchApi::Anthropic, &fake, 3, &["--resume", "out/killed"]);
+    online.retain(|a| a != "--run-id" && a != "killed");
+    let refused = toolscore(dir.path(), &online);
+    assert_eq!(refused.code, 2, "{}", refused.transcript());
+    assert!(
+        refused.stderr.contains(&format!(
+            "its batches {id} were submitted and not collected yet; resume with --batch"
+        )),
+        "{}",
+        refused.stderr
+    );
+
     fake.with(|s| s.hold = false);
     let mut args = run_args(
         BatchApi::Anthropic,

@@ -637,6 +637,18 @@ fn run_command(
     let started = std::time::SystemTime::now();
     let mut run = setup.run_info(started);
     let mut setup = setup;
+    if setup.resume && setup.plan.batch.is_none() {
+        let state_file = setup.out_dir.join(crate::runner::batch::STATE_FILE);
+        let running = crate::runner::batch::uncollected(&state_file)?;
+        if !running.is_empty() {
+            // Running them again one request at a time would pay for them twice.
+            return Err(usage(&format!(
+                "--resume {}: its batches {} were submitted and not collected yet; resume with --batch to poll and collect them",
+                setup.out_dir.display(),
+                running.join(", ")
+            )));
+        }
+    }
     let resumed = if setup.resume {
         let r = resume::prepare(&mut setup)?;
         eprintln!("{}", r.describe());

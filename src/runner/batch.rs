@@ -102,6 +102,17 @@ impl Answers {
     }
 }
 
+/// The ids of the batches a run submitted and has not collected yet (none when it used no
+/// batch).
+pub fn uncollected(state_file: &Path) -> Result<Vec<String>, Error> {
+    Ok(read_state(state_file)?
+        .batches
+        .into_iter()
+        .filter(|b| !b.collected)
+        .map(|b| b.id)
+        .collect())
+}
+
 /// One arm as the batch phase needs it.
 pub struct BatchArm<'a> {
     pub provider: &'a Provider,
