@@ -124,6 +124,11 @@ fn openai_batch_scores_what_the_online_run_scores() {
 }
 
 #[test]
+fn openai_responses_batch_scores_what_the_online_run_scores() {
+    equal_runs_as(BatchApi::OpenAi, "openai", Some("openai-responses"));
+}
+
+#[test]
 fn anthropic_batch_scores_what_the_online_run_scores() {
     equal_runs(BatchApi::Anthropic, "anthropic");
 }
@@ -136,6 +141,11 @@ fn gemini_batch_scores_what_the_online_run_scores() {
 /// A batch run scores exactly what an online run against the same fake scores, trial by
 /// trial, with each record naming its batch and no latency counted.
 fn equal_runs(api: BatchApi, api_name: &str) {
+    equal_runs_as(api, api_name, None);
+}
+
+/// [`equal_runs`] with another provider kind on the same fake (`openai-responses` on OpenAI's).
+fn equal_runs_as(api: BatchApi, api_name: &str, kind: Option<&str>) {
     let fake = FakeBatch::start(
         api,
         BatchScript {
@@ -143,21 +153,22 @@ fn equal_runs(api: BatchApi, api_name: &str) {
             ..Default::default()
         },
     );
+    let args = |extra: &[&str]| {
+        let mut args = run_args(api, &fake, 3, extra);
+        if let Some(kind) = kind
+            && let Some(i) = args.iter().position(|a| a == "--provider")
+        {
+            args[i + 1] = kind.to_owned();
+        }
+        args
+    };
     let dir = project();
     // Half the cases fail by design: no gate, so both runs exit 0.
-    let online = toolscore(
-        dir.path(),
-        &run_args(api, &fake, 3, &["--run-id", "online"]),
-    );
+    let online = toolscore(dir.path(), &args(&["--run-id", "online"]));
     assert_eq!(online.code, 0, "{}", online.transcript());
     let batch = toolscore(
         dir.path(),
-        &run_args(
-            api,
-            &fake,
-            3,
-            &["--run-id", "batch", "--batch", "--batch-poll", "10ms"],
-        ),
+        &args(&["--run-id", "batch", "--batch", "--batch-poll", "10ms"]),
     );
     assert_eq!(batch.code, 0, "{}", batch.transcript());
     assert!(
@@ -201,6 +212,9 @@ fn equal_runs(api: BatchApi, api_name: &str) {
             assert_eq!(o[field], b[field], "{key:?} {field}");
         }
         assert!(o.get("batch").is_none());
+        if let Some(kind) = kind {
+            assert_eq!(b["provider"], kind, "{b}");
+        }
         assert_eq!(b["batch"]["api"], api_name, "{b}");
         assert!(b["batch"]["id"].as_str().is_some_and(|id| !id.is_empty()));
         assert_eq!(b["latency_ms"], 0.0);
