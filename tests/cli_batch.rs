@@ -726,3 +726,51 @@ fn an_interrupt_while_polling_exits_130_and_a_refused_key_submits_nothing() {
     );
     assert_eq!(fake.with(|s| s.submissions), 1);
 }
+
+#[test]
+fn each_arm_gets_its_own_batch_and_its_own_answers() {
+    let fake = FakeBatch::start(BatchApi::Anthropic, BatchScript::default());
+    let dir = project();
+    let args = run_args(
+        BatchApi::Anthropic,
+        &fake,
+        2,
+        &[
+            "--provider",
+            "anthropic:claude-haiku-4-5",
+            "--run-id",
+            "arms",
+            "--batch",
+            "--batch-poll",
+            "10ms",
+        ],
+    );
+    // run_args names the first arm; the second is added above.
+    assert_eq!(args.iter().filter(|a| *a == "--provider").count(), 2);
+    let run = toolscore(dir.path(), &args);
+    assert_eq!(run.code, 0, "{}", run.transcript());
+    fake.with(|s| {
+        assert_eq!(s.submissions, 2);
+        assert!(s.submitted[0].iter().all(|id| id.contains("-a0-")));
+        assert!(s.submitted[1].iter().all(|id| id.contains("-a1-")));
+    });
+    let file = batch_file(dir.path(), "arms");
+    let owner: BTreeMap<String, String> = file["batches"]
+        .as_array()
+        .expect("batches")
+        .iter()
+        .map(|b| {
+            (
+                b["id"].as_str().unwrap_or("").to_owned(),
+                b["provider"].as_str().unwrap_or("").to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(owner.len(), 2);
+    let recs = records(dir.path(), "arms");
+    assert_eq!(recs.len(), 8);
+    for r in &recs {
+        let id = r["batch"]["id"].as_str().expect("batch id");
+        assert_eq!(r["provider"].as_str(), Some(owner[id].as_str()), "{r}");
+    }
+}
