@@ -137,10 +137,10 @@ pub enum Error {
     },
     #[error("{0}")]
     Fatal(String),
-    /// Ctrl-C or SIGTERM before the command had anything to show (a live MCP server was being
-    /// listed and has been shut down).
-    #[error("interrupted; the MCP server was shut down")]
-    Interrupted,
+    /// Ctrl-C or SIGTERM before the command had anything to show, and what was left behind
+    /// (a live MCP server being listed has been shut down; submitted batches keep running).
+    #[error("interrupted; {0}")]
+    Interrupted(&'static str),
 }
 
 impl Error {
@@ -157,7 +157,7 @@ impl Error {
             // Failing to write reports or reach the machine's own resources is not a verdict on
             // the model; 4 says "could not judge".
             Error::Io { .. } | Error::Fatal(_) => ExitCode::InfraErrors,
-            Error::Interrupted => ExitCode::Interrupted,
+            Error::Interrupted(_) => ExitCode::Interrupted,
         }
     }
 }

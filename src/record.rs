@@ -67,6 +67,19 @@ pub struct TrialRecord {
     /// recovery rates). `None` for fixtures, which are judged in `score`, and for errors.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scenario: Option<ScenarioScore>,
+    /// The provider batch that answered this trial (`run --batch`): it is billed at the batch
+    /// price, and its latency is the batch's turnaround, not the model's, so none is recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch: Option<BatchRef>,
+}
+
+/// Which provider batch answered a trial.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BatchRef {
+    /// The batch API: `openai`, `anthropic` or `gemini`.
+    pub api: String,
+    /// The provider's id of the batch (`batch_…`, `msgbatch_…`, `batches/…`).
+    pub id: String,
 }
 
 /// What a scenario trial did besides the model's turns (which are in `TrialRecord::turns`,
@@ -215,6 +228,10 @@ pub enum ErrorClass {
     ClientError,
     BadResponse,
     Cancelled,
+    /// A batch (`run --batch`) reached its completion window before running this request.
+    BatchExpired,
+    /// The batch was cancelled at the provider before running this request.
+    BatchCancelled,
 }
 
 impl ErrorClass {
@@ -242,6 +259,8 @@ impl ErrorClass {
             ErrorClass::ClientError => "client_error",
             ErrorClass::BadResponse => "bad_response",
             ErrorClass::Cancelled => "cancelled",
+            ErrorClass::BatchExpired => "batch_expired",
+            ErrorClass::BatchCancelled => "batch_cancelled",
         }
     }
 }
@@ -390,6 +409,7 @@ impl TrialRecord {
             request_hash: String::new(),
             trajectory: None,
             scenario: None,
+            batch: None,
         }
     }
 }

@@ -47,6 +47,7 @@ fn plan(server: &FakeServer, dir: &std::path::Path, arms: &[&str], trials: u32) 
         scenarios: Vec::new(),
         done: Default::default(),
         shard: None,
+        batch: None,
     }
 }
 

@@ -25,6 +25,9 @@ use tokio::io::AsyncBufReadExt as _;
 
 use super::{Catalog, Tool, parse_tool};
 
+/// What an interrupted listing left behind.
+pub const MCP_SHUT_DOWN: &str = "the MCP server was shut down";
+
 /// How to reach a server: a command toolscore starts, or a URL.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ServerSpec {
@@ -252,7 +255,7 @@ impl From<McpError> for crate::error::Error {
     /// interruption is exit 130.
     fn from(e: McpError) -> Self {
         match e {
-            McpError::Interrupted => crate::error::Error::Interrupted,
+            McpError::Interrupted => crate::error::Error::Interrupted(MCP_SHUT_DOWN),
             other => crate::error::Error::Input(crate::error::InputError::new(other.to_string())),
         }
     }

@@ -503,6 +503,18 @@ pub struct RunArgs {
     /// --baseline, --compare or --record: those need the whole plan.
     #[arg(long, value_name = "INDEX/COUNT|auto")]
     pub shard: Option<String>,
+    /// Send the trials through the providers' batch APIs (OpenAI Batch for openai-compat and
+    /// openai-responses, Anthropic Message Batches, Gemini batch mode) at their batch price:
+    /// submitted at once, polled (progress on stderr), then scored and reported like any run.
+    /// The batch ids are kept in RUN_DIR/batches.json, so a run killed while polling is picked
+    /// up with --resume without submitting again. Single-step fixtures only; no latency is
+    /// measured.
+    #[arg(long)]
+    pub batch: bool,
+    /// With --batch: the wait between two polls of a running batch (`30s`, `2m`, `500ms`)
+    /// [default: 30s].
+    #[arg(long, value_name = "DURATION")]
+    pub batch_poll: Option<String>,
     /// With --shard auto: how many shards the plan is split into (the Job's `completions`).
     #[arg(long, value_name = "N", requires = "shard")]
     pub shard_count: Option<u32>,
@@ -641,6 +653,18 @@ fn run_command(
     let started = std::time::SystemTime::now();
     let mut run = setup.run_info(started);
     let mut setup = setup;
+    if setup.resume && setup.plan.batch.is_none() {
+        let state_file = setup.out_dir.join(crate::runner::batch::STATE_FILE);
+        let running = crate::runner::batch::uncollected(&state_file)?;
+        if !running.is_empty() {
+            // Running them again one request at a time would pay for them twice.
+            return Err(usage(&format!(
+                "--resume {}: its batches {} were submitted and not collected yet; resume with --batch to poll and collect them",
+                setup.out_dir.display(),
+                running.join(", ")
+            )));
+        }
+    }
     let resumed = if setup.resume {
         let r = resume::prepare(&mut setup)?;
         eprintln!("{}", r.describe());

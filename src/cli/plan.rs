@@ -386,7 +386,13 @@ pub fn build_plan(
         None
     };
     let shard = checked_shard(&args, env)?;
+    let batch_poll = checked_batch(&args, &arms, &scenarios, &gates)?;
     let common = common_settings(&args, defaults)?;
+    let batch = batch_poll.map(|poll| crate::runner::batch::BatchMode {
+        state_file: common.out_dir.join(crate::runner::batch::STATE_FILE),
+        poll,
+        progress: args.progress != ProgressMode::Off,
+    });
     Ok(RunSetup {
         plan: RunPlan {
             run_id: common.run_id,
@@ -397,6 +403,7 @@ pub fn build_plan(
             scenarios,
             done: Default::default(),
             shard,
+            batch,
         },
         out_dir: common.out_dir,
         resume: args.resume.is_some(),
@@ -488,6 +495,74 @@ fn checked_shard(
         shard
     };
     Ok(Some(shard))
+}
+
+/// `--batch`: the poll interval, once every arm has a batch API and every unit of the plan
+/// is one request (a batch answers all at once, so nothing that needs an answer before the
+/// next request, or a latency, can run in one).
+fn checked_batch(
+    args: &RunArgs,
+    arms: &[Arm],
+    scenarios: &[Arc<Scenario>],
+    gates: &[crate::gate::GateSpec],
+) -> Result<Option<Duration>, Error> {
+    if !args.batch {
+        if args.batch_poll.is_some() {
+            return Err(usage("--batch-poll needs --batch"));
+        }
+        return Ok(None);
+    }
+    if let Some(s) = scenarios.first() {
+        return Err(usage(&format!(
+            "--batch runs single-step fixtures; scenario `{}` is multi-step (each request needs the answer before it), run it without --batch",
+            s.name
+        )));
+    }
+    for arm in arms {
+        if arm.replay.is_some() {
+            return Err(usage(
+                "--batch sends requests to a provider's batch API; a replayed cassette has none",
+            ));
+        }
+        if let Err(why) = crate::provider::batch::BatchApi::for_kind(arm.settings.kind) {
+            return Err(usage(&format!(
+                "--batch: provider `{}` ({}) has no batch API toolscore can use: {why}; batch mode covers openai-compat and openai-responses (OpenAI Batch), anthropic (Message Batches) and gemini (batch mode)",
+                arm.settings.name, arm.settings.kind
+            )));
+        }
+    }
+    let refused = [
+        (
+            args.gate.sequential,
+            "--sequential",
+            "the sequential test decides after each trial, a batch answers all trials at once",
+        ),
+        (
+            args.record.is_some(),
+            "--record",
+            "a cassette replays latencies, and a batch measures none",
+        ),
+        (
+            gates.iter().any(|g| g.metric.rate().is_none()),
+            "a latency --gate",
+            "a batch measures no per-request latency",
+        ),
+    ];
+    if let Some((_, flag, why)) = refused.iter().find(|(given, _, _)| *given) {
+        return Err(usage(&format!("--batch cannot be used with {flag}: {why}")));
+    }
+    let poll = match &args.batch_poll {
+        None => crate::provider::batch::DEFAULT_POLL,
+        Some(text) => humantime::parse_duration(text.trim())
+            .ok()
+            .filter(|d| !d.is_zero())
+            .ok_or_else(|| {
+                usage(&format!(
+                    "--batch-poll {text}: expected a duration such as 30s, 2m or 500ms"
+                ))
+            })?,
+    };
+    Ok(Some(poll))
 }
 
 /// Trials per case a sequential run may use when neither --max-trials nor --trials says:

@@ -139,7 +139,7 @@ fn run_probe(
                 // The abandoned sessions kill their process groups from tasks of this
                 // runtime: give those tasks a moment before the runtime ends.
                 tokio::time::sleep(Duration::from_millis(500)).await;
-                Err(Error::Interrupted)
+                Err(Error::Interrupted(crate::catalog::mcp::MCP_SHUT_DOWN))
             }
         }
     })

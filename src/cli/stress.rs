@@ -120,7 +120,7 @@ pub fn run(args: &StressArgs) -> Result<ExitCode, Error> {
     }
     print!("{}", crate::stress::render(&report));
     if report.interrupted {
-        return Err(Error::Interrupted);
+        return Err(Error::Interrupted(crate::catalog::mcp::MCP_SHUT_DOWN));
     }
     let gate_failed = report.gate.as_ref().is_some_and(|g| !g.passed);
     Ok(if report.leaked_answers > 0 || gate_failed {

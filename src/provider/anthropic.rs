@@ -314,6 +314,21 @@ fn classify(status: Option<u16>, info: &ErrorInfo, body: &Value) -> ErrorClass {
     }
 }
 
+/// The `error` of an `errored` Message Batches result (an ErrorResponse), classed by its type
+/// as the same error from the Messages API would be.
+pub(crate) fn batch_error(value: &Value) -> ProviderError {
+    let info = ErrorInfo::from_json(value);
+    ProviderError::new(
+        classify(None, &info, value),
+        None,
+        format!(
+            "batch request errored{}: {}",
+            info.code_suffix(),
+            info.message_excerpt()
+        ),
+    )
+}
+
 fn error_in_body(value: &Value) -> ProviderError {
     let info = ErrorInfo::from_json(value);
     let class = classify(None, &info, value);

@@ -423,6 +423,50 @@ fn classify(status: Option<u16>, info: &ErrorInfo, body: &Value) -> ErrorClass {
     }
 }
 
+/// The `error` of a batch's inlined response, a `google.rpc.Status` (`code` is a gRPC code),
+/// classed as the same status from generateContent would be.
+pub(crate) fn batch_error(status: &Value) -> ProviderError {
+    let name = status.get("status").and_then(Value::as_str).or_else(|| {
+        status
+            .get("code")
+            .and_then(Value::as_u64)
+            .and_then(grpc_name)
+    });
+    let mut error = status.clone();
+    if let (Some(name), Some(obj)) = (name, error.as_object_mut()) {
+        obj.insert("status".to_owned(), Value::String(name.to_owned()));
+    }
+    let body = serde_json::json!({ "error": error });
+    let info = ErrorInfo::from_json(&body);
+    ProviderError::new(
+        classify(None, &info, &body),
+        None,
+        format!(
+            "batch request failed{}: {}",
+            status_suffix(&body),
+            info.message_excerpt()
+        ),
+    )
+}
+
+/// The canonical name of a gRPC status code (google.rpc.Code).
+fn grpc_name(code: u64) -> Option<&'static str> {
+    Some(match code {
+        1 => "CANCELLED",
+        2 => "UNKNOWN",
+        3 => "INVALID_ARGUMENT",
+        4 => "DEADLINE_EXCEEDED",
+        5 => "NOT_FOUND",
+        7 => "PERMISSION_DENIED",
+        8 => "RESOURCE_EXHAUSTED",
+        9 => "FAILED_PRECONDITION",
+        13 => "INTERNAL",
+        14 => "UNAVAILABLE",
+        16 => "UNAUTHENTICATED",
+        _ => return None,
+    })
+}
+
 pub(crate) fn error_from_status(status: u16, body: &[u8]) -> ProviderError {
     let info = ErrorInfo::from_body(body);
     let value = serde_json::from_slice::<Value>(body).unwrap_or(Value::Null);

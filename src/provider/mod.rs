@@ -8,6 +8,7 @@
 
 pub mod anthropic;
 pub mod azure_openai;
+pub mod batch;
 pub mod cassette;
 pub mod gemini;
 mod history;
@@ -761,6 +762,8 @@ mod tests {
             "client_error",
             "bad_response",
             "cancelled",
+            "batch_expired",
+            "batch_cancelled",
         ] {
             let class: ErrorClass = serde_json::from_str(&format!("\"{name}\"")).unwrap();
             assert_eq!(class.as_str(), name);
@@ -792,6 +795,8 @@ mod tests {
             ErrorClass::ClientError,
             ErrorClass::BadResponse,
             ErrorClass::Cancelled,
+            ErrorClass::BatchExpired,
+            ErrorClass::BatchCancelled,
         ] {
             assert!(!c.is_retryable(), "{c}");
         }

@@ -124,7 +124,7 @@ pub(crate) async fn send_once(
     }
 }
 
-fn classify_reqwest(e: &reqwest::Error, timeout: Duration) -> ProviderError {
+pub(crate) fn classify_reqwest(e: &reqwest::Error, timeout: Duration) -> ProviderError {
     let chain = error_chain(e);
     let class = if e.is_timeout() {
         ErrorClass::Timeout

@@ -430,6 +430,10 @@ impl ArmAgg {
             self.input_tokens += usage.input_tokens.unwrap_or(0);
             self.output_tokens += usage.output_tokens.unwrap_or(0);
         }
+        if record.batch.is_some() {
+            // A batch answers whenever the provider gets to it: no latency of the model's.
+            return;
+        }
         self.latency.record(record.latency_ms);
         if !self.tool_latency.contains_key(&record.expected) {
             self.tool_latency
@@ -1490,5 +1494,24 @@ mod tests {
         agg.add(&other_variant);
         let s = agg.finish(run_info(), &totals(2, 2), 0.95, 0.05);
         assert!(s.provider_diffs.is_empty());
+    }
+
+    #[test]
+    fn batch_answers_count_in_rates_but_not_in_latency() {
+        let mut agg = Aggregator::new();
+        let online = scored(true, true);
+        let mut batched = scored(true, true);
+        batched.trial_index = 1;
+        batched.latency_ms = 0.0;
+        batched.batch = Some(crate::record::BatchRef {
+            api: "anthropic".into(),
+            id: "msgbatch_01".into(),
+        });
+        agg.add(&online);
+        agg.add(&batched);
+        let summary = agg.finish(run_info(), &totals(2, 2), 0.95, 0.05);
+        let arm = &summary.arms[0];
+        assert_eq!(arm.latency_ms.n, 1);
+        assert_eq!(arm.cases[0].metrics.pass.n, 2);
     }
 }

@@ -9,6 +9,7 @@
 //! progress, aggregator…). The runner knows none of them; an observer's `Stop` answer stops
 //! scheduling a case, an arm or the run.
 
+pub mod batch;
 pub mod script;
 pub mod shard;
 pub mod store;
@@ -72,6 +73,8 @@ pub struct RunPlan {
     pub done: HashSet<TrialKey>,
     /// `--shard i/n`: run only the trials whose key hashes into this slice ([`shard`]).
     pub shard: Option<shard::Shard>,
+    /// `--batch`: the trials go to the providers' batch APIs ([`batch`]).
+    pub batch: Option<batch::BatchMode>,
 }
 
 impl RunPlan {
@@ -205,6 +208,10 @@ struct Shared {
     done: HashSet<TrialKey>,
     /// `--shard`: the slice, and the hash seed of every (arm, case).
     shard: Option<(shard::Shard, Vec<u64>)>,
+    /// `--batch`: the answers, served in place of requests.
+    batch: Option<batch::Answers>,
+    /// Trials a batch returned no answer for: not run.
+    not_returned: AtomicU64,
     keep_raw: bool,
     next_job: AtomicU64,
     skipped: AtomicU64,
@@ -369,6 +376,53 @@ pub async fn execute(plan: RunPlan, observer: &mut dyn Observer) -> Result<RunTo
     }
     drop(shown);
 
+    let batch_answers = match &plan.batch {
+        None => None,
+        Some(mode) => {
+            let wanted: Vec<TrialKey> = (0..(arms.len() * case_count) as u64
+                * u64::from(max_trials))
+                .map(|job| decode_job(job, arms.len(), case_count))
+                .filter(|k| k.trial < case_trials[k.case])
+                .filter(|k| {
+                    shard.as_ref().is_none_or(|(s, seeds)| {
+                        s.contains(seeds[k.arm * case_count + k.case], k.trial)
+                    })
+                })
+                .filter(|k| !plan.done.contains(k))
+                .collect();
+            let batch_arms = arms
+                .iter()
+                .map(|a| match &a.backend {
+                    Backend::Live(provider) => Ok(batch::BatchArm {
+                        provider,
+                        name: &a.id.provider,
+                        variant: &a.id.variant,
+                    }),
+                    Backend::Replay(_) => Err(Error::Fatal(format!(
+                        "arm `{}` replays a cassette; --batch sends to a provider",
+                        a.id.provider
+                    ))),
+                })
+                .collect::<Result<Vec<_>, Error>>()?;
+            let gathered = batch::gather(
+                mode,
+                &plan.run_id,
+                &batch_arms,
+                &prepared,
+                case_count,
+                &wanted,
+            );
+            tokio::select! {
+                answers = gathered => Some(answers?),
+                () = interrupt_signal() => {
+                    return Err(Error::Interrupted(
+                        "the submitted batches keep running at their providers (ids in batches.json); `--resume` polls them and collects their answers",
+                    ));
+                }
+            }
+        }
+    };
+
     let arm_starts: Vec<ArmStart<'_>> = arms
         .iter()
         .map(|a| ArmStart {
@@ -401,6 +455,8 @@ pub async fn execute(plan: RunPlan, observer: &mut dyn Observer) -> Result<RunTo
         case_trials,
         done: plan.done,
         shard,
+        batch: batch_answers,
+        not_returned: AtomicU64::new(0),
         keep_raw: observer.wants_raw(),
         next_job: AtomicU64::new(0),
         skipped: AtomicU64::new(0),
@@ -447,6 +503,17 @@ pub async fn execute(plan: RunPlan, observer: &mut dyn Observer) -> Result<RunTo
     }
     if let Some(e) = sink_error {
         return Err(e);
+    }
+    if let Some(answers) = &shared.batch
+        && !interrupted.load(Ordering::SeqCst)
+    {
+        answers.mark_collected()?;
+        let not_returned = shared.not_returned.load(Ordering::SeqCst);
+        if not_returned > 0 {
+            eprintln!(
+                "{not_returned} trials were not run: their batch returned no answer for them (`--resume` submits them again)"
+            );
+        }
     }
     // A worker that panicked took its trial with it; the others went on with the remaining
     // jobs. Say so: the totals then do not account for every planned trial.
@@ -517,6 +584,10 @@ async fn worker(shared: Arc<Shared>, tx: mpsc::Sender<Finished>) {
             shared.skipped.fetch_add(1, Ordering::Relaxed);
             continue;
         }
+        if shared.batch.as_ref().is_some_and(|b| b.get(key).is_none()) {
+            shared.not_returned.fetch_add(1, Ordering::Relaxed);
+            continue;
+        }
         // A trial abandoned by Ctrl-C measured nothing: it is not reported (a resumed run
         // runs it again), and the run is marked interrupted.
         let Some((record, raw)) = run_trial(&shared, key).await else {
@@ -556,6 +627,7 @@ async fn run_trial(shared: &Shared, key: TrialKey) -> Option<(TrialRecord, Vec<R
         request_hash: opening.request_hash.clone(),
         trajectory: None,
         scenario: None,
+        batch: None,
     };
     let mut raw = Vec::new();
     match &view.judge {
@@ -565,7 +637,14 @@ async fn run_trial(shared: &Shared, key: TrialKey) -> Option<(TrialRecord, Vec<R
                 trial: key.trial,
                 step: 0,
             };
-            let (result, latency) = arm.backend.step(opening, step, &shared.cancel).await;
+            let answered = shared.batch.as_ref().and_then(|b| b.get(key));
+            let (result, latency) = match answered {
+                Some((result, reference)) => {
+                    record.batch = Some(reference.clone());
+                    (result.clone(), std::time::Duration::ZERO)
+                }
+                None => arm.backend.step(opening, step, &shared.cancel).await,
+            };
             record_step(shared, &mut record, &mut raw, 0, result, latency)?;
             record.usage = total_usage(&record.turns);
             if record.error_class.is_none() {
@@ -866,6 +945,19 @@ fn total_usage(turns: &[ModelTurn]) -> Usage {
         output_tokens: sum(|u| u.output_tokens),
         cache_read_tokens: sum(|u| u.cache_read_tokens),
         cache_write_tokens: sum(|u| u.cache_write_tokens),
+    }
+}
+
+/// Completes at the first Ctrl-C or SIGTERM.
+async fn interrupt_signal() {
+    let Ok(mut term) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+    else {
+        std::future::pending::<()>().await;
+        return;
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
     }
 }
 

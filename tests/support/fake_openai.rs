@@ -27,6 +27,8 @@ use tokio::sync::{oneshot, watch};
 /// One request as the fake received it.
 #[derive(Debug, Clone)]
 pub struct FakeRequest {
+    /// The method (`GET`, `POST`).
+    pub method: String,
     pub path: String,
     /// The query string without `?` (empty when there is none).
     pub query: String,
@@ -34,6 +36,8 @@ pub struct FakeRequest {
     pub headers: Vec<(String, String)>,
     /// The body parsed as JSON (`Value::Null` when it was not JSON).
     pub body: Value,
+    /// The body as text (a multipart upload is not JSON).
+    pub raw_body: String,
     /// 0-based global arrival count.
     pub seq: u64,
 }
@@ -228,6 +232,7 @@ async fn handle(
     req: Request<Incoming>,
 ) -> Result<Response<Full<Bytes>>, Infallible> {
     let seq = state.seq.fetch_add(1, Ordering::SeqCst);
+    let method = req.method().as_str().to_owned();
     let path = req.uri().path().to_owned();
     let query = req.uri().query().unwrap_or("").to_owned();
     let headers = req
@@ -246,10 +251,12 @@ async fn handle(
     };
     let body = serde_json::from_slice(&raw).unwrap_or(Value::Null);
     let request = FakeRequest {
+        method,
         path,
         query,
         headers,
         body,
+        raw_body: String::from_utf8_lossy(&raw).into_owned(),
         seq,
     };
     let answer = (state.handler)(&request);

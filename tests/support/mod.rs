@@ -3,6 +3,7 @@
 #![allow(dead_code, unused_imports)]
 
 pub mod cli;
+pub mod fake_batch;
 pub mod fake_openai;
 pub mod fake_providers;
 pub mod mcp_servers;
