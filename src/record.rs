@@ -67,6 +67,58 @@ pub struct TrialRecord {
     /// recovery rates). `None` for fixtures, which are judged in `score`, and for errors.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scenario: Option<ScenarioScore>,
+    /// What the trial cost, from its usage and the arm's price. `None` when the arm has no
+    /// price or an answered request reported no token counts: unknown, never counted as 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<TrialCost>,
+}
+
+/// US dollars per million tokens of each kind. Cache reads and writes are billed at their own
+/// rate when one is given, else at the input rate (what those tokens would cost uncached).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Price {
+    pub input: f64,
+    pub output: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_read: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write: Option<f64>,
+}
+
+impl Price {
+    /// Dollars for one request's (or a sum of requests') usage; `None` when the input or output
+    /// count is unknown. `input_tokens` includes the cache reads and writes (see `Usage`), so
+    /// only the rest is billed at the input rate.
+    pub fn cost_of(&self, usage: &Usage) -> Option<f64> {
+        let input = usage.input_tokens?;
+        let output = usage.output_tokens?;
+        let read = usage.cache_read_tokens.unwrap_or(0);
+        let write = usage.cache_write_tokens.unwrap_or(0);
+        let uncached = input.saturating_sub(read + write);
+        let micro = uncached as f64 * self.input
+            + read as f64 * self.cache_read.unwrap_or(self.input)
+            + write as f64 * self.cache_write.unwrap_or(self.input)
+            + output as f64 * self.output;
+        Some(micro / 1e6)
+    }
+
+    /// Dollars for a trial's turns: every answered request must report its counts, else the
+    /// cost is unknown. A trial with no answered request cost nothing: providers bill the
+    /// usage they report, and an error reports none.
+    pub fn cost_of_turns(&self, turns: &[ModelTurn]) -> Option<f64> {
+        turns.iter().map(|t| self.cost_of(&t.usage)).sum()
+    }
+}
+
+/// One trial's cost and the price it was computed with, so `results.jsonl` alone re-aggregates
+/// into the same cost figures and says which price list they came from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrialCost {
+    pub usd: f64,
+    pub price: Price,
+    /// Where the price comes from: `toolscore.yaml prices.NAME`, or the shipped table with its
+    /// date.
+    pub price_source: String,
 }
 
 /// What a scenario trial did besides the model's turns (which are in `TrialRecord::turns`,
@@ -390,6 +442,7 @@ impl TrialRecord {
             request_hash: String::new(),
             trajectory: None,
             scenario: None,
+            cost: None,
         }
     }
 }

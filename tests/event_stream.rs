@@ -41,12 +41,14 @@ fn plan(server: &FakeServer, dir: &std::path::Path, arms: &[&str], trials: u32) 
                 settings: ProviderSettings::new(KIND, *name, server.base_url.clone(), "m"),
                 variant: "base".into(),
                 replay: None,
+                price: None,
             })
             .collect(),
         datasets: vec![dataset],
         scenarios: Vec::new(),
         done: Default::default(),
         shard: None,
+        max_cost: None,
     }
 }
 

@@ -595,6 +595,11 @@ fn write_merged(
         planned_trials: shards.iter().map(|s| s.summary.header.planned_trials).sum(),
         completed_trials: merged,
         skipped_trials: shards.iter().map(|s| s.summary.header.skipped_trials).sum(),
+        budget_not_run: shards
+            .iter()
+            .filter_map(|s| s.summary.header.budget.as_ref())
+            .map(|b| b.not_run)
+            .sum(),
         interrupted: false,
         failures: Vec::new(),
     };

@@ -10,8 +10,9 @@ use crate::error::{Error, InputError};
 use crate::event::Observer;
 use crate::gate::sequential::{SequentialGate, SequentialSpec};
 use crate::provider::cassette::{CASSETTE_FORMAT, Cassette, CassetteHeader, CassetteRecorder};
+use crate::provider::prices::ArmPrice;
 use crate::provider::{ProviderKind, ProviderSettings, SecretString};
-use crate::record::BASE_VARIANT;
+use crate::record::{BASE_VARIANT, Price};
 use crate::report::{
     Aggregator, ArmInfo, DatasetInfo, Progress, ProgressMode, ReplayInfo, ResultsCsv, RunInfo,
     ScenarioInfo, VariantInfo,
@@ -301,8 +302,9 @@ pub fn build_plan(
                         "--variant cannot be used with --provider replay:…: a cassette was recorded against one catalog variant, named in its header",
                     ));
                 }
-                let (arm, fewest, hint) =
+                let (mut arm, fewest, hint) =
                     replay_arm(Path::new(path), arm_name, &args, &datasets, &scenarios)?;
+                arm.price = arm_price(arm_name, &arm.settings, &config);
                 if fewest_recorded.as_ref().is_none_or(|(f, _, _)| fewest < *f) {
                     fewest_recorded = Some((fewest, hint, path.to_owned()));
                 }
@@ -316,6 +318,7 @@ pub fn build_plan(
                         settings: arm.settings.clone(),
                         variant: v.clone(),
                         replay: None,
+                        price: arm.price.clone(),
                     })
                     .collect()
             }
@@ -383,6 +386,7 @@ pub fn build_plan(
     } else {
         None
     };
+    check_budget(&args, &config, &arms)?;
     let shard = checked_shard(&args, env)?;
     let common = common_settings(&args, defaults)?;
     Ok(RunSetup {
@@ -395,6 +399,7 @@ pub fn build_plan(
             scenarios,
             done: Default::default(),
             shard,
+            max_cost: args.max_cost,
         },
         out_dir: common.out_dir,
         resume: args.resume.is_some(),
@@ -413,6 +418,67 @@ pub fn build_plan(
 
 /// `--shard i/n` or `--shard auto` (index from `JOB_COMPLETION_INDEX`, count from
 /// `--shard-count`), refused beside the flags that need the whole plan in one process.
+/// An arm's price: `prices:` in the config under the provider's name, then under
+/// `KIND:MODEL`, then the shipped table; `None` when none knows it.
+fn arm_price(name: &str, s: &ProviderSettings, config: &Config) -> Option<ArmPrice> {
+    let kind_model = format!("{}:{}", s.kind, s.model);
+    for key in [name, kind_model.as_str()] {
+        if let Some(p) = config.prices.get(key) {
+            return Some(ArmPrice {
+                price: Price {
+                    input: p.input,
+                    output: p.output,
+                    cache_read: p.cache_read,
+                    cache_write: p.cache_write,
+                },
+                batch_discount: p.batch_discount,
+                source: match &p.source {
+                    Some(src) => format!("toolscore.yaml prices.{key} ({src})"),
+                    None => format!("toolscore.yaml prices.{key}"),
+                },
+            });
+        }
+    }
+    crate::provider::prices::shipped().lookup(s.kind.as_str(), &s.model, &s.base_url)
+}
+
+/// `prices:` keys name known kinds, and `--max-cost` is a positive amount with a price for
+/// every arm: an arm it cannot cost cannot be capped.
+fn check_budget(args: &RunArgs, config: &Config, arms: &[Arm]) -> Result<(), Error> {
+    for key in config.prices.keys() {
+        if config.providers.contains_key(key) {
+            continue;
+        }
+        if let Some((kind, _)) = key.split_once(':')
+            && kind.parse::<ProviderKind>().is_err()
+        {
+            return Err(usage(&format!(
+                "prices.{key} in the config: `{kind}` is not a provider kind ({})",
+                ProviderKind::known()
+            )));
+        }
+    }
+    let Some(max) = args.max_cost else {
+        return Ok(());
+    };
+    if !(max.is_finite() && max > 0.0) {
+        return Err(usage(
+            "--max-cost must be a positive amount of US dollars (e.g. 5 or 0.50)",
+        ));
+    }
+    if let Some(arm) = arms.iter().find(|a| a.price.is_none()) {
+        return Err(usage(&format!(
+            "--max-cost: provider `{}` ({}:{}) has no price in the price table of {}, so its spend cannot be capped; give it one under `prices:` in toolscore.yaml (`{}: {{input: …, output: …}}`, US dollars per million tokens)",
+            arm.settings.name,
+            arm.settings.kind,
+            arm.settings.model,
+            crate::provider::prices::shipped().as_of,
+            arm.settings.name
+        )));
+    }
+    Ok(())
+}
+
 fn checked_shard(
     args: &RunArgs,
     env: &dyn Fn(&str) -> Option<String>,
@@ -657,10 +723,12 @@ fn live_arm(
         return Err(usage("--max-response-bytes must be at least 1024"));
     }
     settings.check().map_err(|e| usage(&e))?;
+    let price = arm_price(name, &settings, config);
     Ok(Arm {
         settings,
         variant: BASE_VARIANT.to_owned(),
         replay: None,
+        price,
     })
 }
 
@@ -808,6 +876,7 @@ fn replay_arm(
             settings,
             variant,
             replay: Some(cassette),
+            price: None,
         },
         fewest,
         hint,

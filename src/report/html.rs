@@ -1789,6 +1789,7 @@ mod tests {
             planned_trials: 1,
             completed_trials: 1,
             skipped_trials: 0,
+            budget_not_run: 0,
             interrupted: false,
             failures: Vec::new(),
         };

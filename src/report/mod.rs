@@ -34,7 +34,7 @@ pub use junit::render_junit;
 pub use markdown::{MAX_CHARS as MARKDOWN_MAX_CHARS, escape as escape_markdown, render_markdown};
 pub use progress::{Progress, ProgressMode};
 pub use scenario::{ScenarioArmSummary, ScenarioSummary};
-pub use terminal::render_terminal;
+pub use terminal::{format_usd, render_terminal};
 pub use verdict::{
     CaseVerdict, GateLevel, GateMetric, GateReport, GateResult, SequentialInfo, ToolVerdict,
     Verdict,
@@ -79,6 +79,70 @@ pub struct Summary {
     /// `--baseline`: scenarios whose most frequent tool sequence or final answer changed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub scenario_drift: Vec<scenario::ScenarioDrift>,
+    /// What the trials cost (datasets and scenarios), per arm and case, from the records.
+    #[serde(default)]
+    pub cost: CostSummary,
+    /// The estimate printed before the first request and the `--max-cost` cap, when priced or
+    /// capped; not in the records, so kept in the header `report` reads back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<BudgetReport>,
+}
+
+/// Dollars and tokens of a group of trials. `usd` sums the trials whose cost is known
+/// (`priced_trials` of `trials`); it is `None` when none is, never 0 for "unknown".
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CostSummary {
+    pub usd: Option<f64>,
+    pub trials: u64,
+    pub priced_trials: u64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cache_read_tokens: u64,
+    pub cache_write_tokens: u64,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub arms: Vec<ArmCost>,
+}
+
+/// One arm's cost, and each of its cases'.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ArmCost {
+    pub arm: ArmId,
+    pub usd: Option<f64>,
+    /// Mean over the priced trials.
+    pub usd_per_trial: Option<f64>,
+    pub trials: u64,
+    pub priced_trials: u64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cache_read_tokens: u64,
+    pub cache_write_tokens: u64,
+    /// The prices the records were costed at (one, unless the run was resumed with another).
+    pub price_sources: Vec<String>,
+    pub cases: Vec<CaseCost>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CaseCost {
+    pub dataset: String,
+    pub case_id: String,
+    pub usd: Option<f64>,
+    pub trials: u64,
+    pub priced_trials: u64,
+}
+
+/// The run's estimate and `--max-cost`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BudgetReport {
+    /// `--max-cost`, when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_usd: Option<f64>,
+    /// The estimate of the trials this process was to run; `None` when an arm has no price.
+    pub estimate_usd: Option<f64>,
+    pub estimate_trials: u64,
+    /// Planned trials the cap left unstarted (counted apart, never as failures).
+    pub not_run: u64,
+    /// The cap stopped the run before every planned trial started.
+    pub cut_short: bool,
 }
 
 /// What `toolscore report` reads from a run's summary.json: only what the records do not hold,
@@ -95,6 +159,8 @@ pub struct SummaryHeader {
     /// The run's warnings, for the reasons trials went unaccounted.
     #[serde(default)]
     pub warnings: Vec<serde_json::Value>,
+    #[serde(default)]
+    pub budget: Option<BudgetReport>,
 }
 
 impl SummaryHeader {
