@@ -446,3 +446,70 @@ impl TrialRecord {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn usage(input: u64, output: u64, read: u64, write: u64) -> Usage {
+        Usage {
+            input_tokens: Some(input),
+            output_tokens: Some(output),
+            cache_read_tokens: Some(read),
+            cache_write_tokens: Some(write),
+        }
+    }
+
+    #[test]
+    fn cache_tokens_are_billed_at_their_own_rate_and_only_the_rest_at_the_input_rate() {
+        let p = Price {
+            input: 3.0,
+            output: 15.0,
+            cache_read: Some(0.3),
+            cache_write: Some(3.75),
+        };
+        // 1000 uncached, 2000 read, 400 written, 100 out.
+        let usd = p.cost_of(&usage(3400, 100, 2000, 400)).unwrap();
+        let want = (1000.0 * 3.0 + 2000.0 * 0.3 + 400.0 * 3.75 + 100.0 * 15.0) / 1e6;
+        assert!((usd - want).abs() < 1e-15, "{usd}");
+        // No cache rates: cache tokens cost what input does.
+        let flat = Price {
+            cache_read: None,
+            cache_write: None,
+            ..p
+        };
+        let usd = flat.cost_of(&usage(3400, 100, 2000, 400)).unwrap();
+        assert!((usd - (3400.0 * 3.0 + 1500.0) / 1e6).abs() < 1e-15);
+    }
+
+    #[test]
+    fn unknown_counts_make_the_cost_unknown_and_no_answer_costs_nothing() {
+        let p = Price {
+            input: 1.0,
+            output: 1.0,
+            cache_read: None,
+            cache_write: None,
+        };
+        let missing_output = Usage {
+            input_tokens: Some(10),
+            ..Usage::default()
+        };
+        assert_eq!(p.cost_of(&missing_output), None);
+        let turn = |u: Usage| ModelTurn {
+            tool_calls: Vec::new(),
+            text: None,
+            usage: u,
+            finish: None,
+        };
+        // One turn without counts spoils the trial's sum.
+        assert_eq!(
+            p.cost_of_turns(&[turn(usage(10, 5, 0, 0)), turn(missing_output)]),
+            None
+        );
+        assert_eq!(p.cost_of_turns(&[]), Some(0.0));
+        assert_eq!(
+            p.cost_of_turns(&[turn(usage(10, 5, 0, 0)), turn(usage(20, 5, 0, 0))]),
+            Some(40.0 / 1e6)
+        );
+    }
+}

@@ -1229,6 +1229,8 @@ mod tests {
             comparison: None,
             scenarios: Vec::new(),
             scenario_drift: Vec::new(),
+            cost: Default::default(),
+            budget: None,
         }
     }
 
