@@ -273,7 +273,7 @@ fn the_budget_cap_stops_scheduling_on_time_and_accounts_for_every_trial() {
     let s = summary(dir.path());
     let completed = records.len() as u64;
     let not_run = s["budget"]["not_run"].as_u64().unwrap();
-    assert!(completed >= 2 && completed < 40, "{completed}");
+    assert!((2..40).contains(&completed), "{completed}");
     // Every planned trial is accounted for: run, or not run because of the budget.
     assert_eq!(completed + not_run, 40, "{}", s["budget"]);
     assert_eq!(s["skipped_trials"].as_u64().unwrap(), not_run);
@@ -290,8 +290,7 @@ fn the_budget_cap_stops_scheduling_on_time_and_accounts_for_every_trial() {
     assert!(close(spent, completed as f64 * per_trial), "{spent}");
     assert!(spent <= cap + 2.0 * per_trial + 1e-9, "{spent}");
     assert!(
-        r.stderr
-            .contains(&format!("budget: --max-cost $0.100 reached ($"))
+        r.stderr.contains("budget: --max-cost $0.100 reached ($")
             && r.stderr
                 .contains(&format!("{not_run} planned trials were not run")),
         "{}",
@@ -372,4 +371,53 @@ fn a_local_model_costs_unknown_unless_the_config_prices_it_and_cannot_be_capped_
     assert_eq!(r.code, 0, "{}", r.transcript());
     assert!(records(free.path()).iter().all(|r| r["cost"]["usd"] == 0.0));
     assert_eq!(summary(free.path())["cost"]["usd"], 0.0);
+}
+
+#[test]
+fn plan_shows_each_option_in_dollars_at_the_providers_price() {
+    let dir = project(
+        "providers:\n  claude:\n    kind: anthropic\n    model: claude-sonnet-4-5\n    max_tokens: 100\n",
+    );
+    let r = toolscore(
+        dir.path(),
+        &[
+            "plan",
+            "--dataset",
+            "data",
+            "--provider",
+            "claude",
+            "--json",
+            "plan.json",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(
+        r.stdout.contains(
+            "dollars at the price of claude (anthropic:claude-sonnet-4-5): $3/M in, $15/M out"
+        ) && r.stdout.contains("output assumed 100 tokens per request"),
+        "{}",
+        r.stdout
+    );
+    let plan: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("plan.json")).unwrap())
+            .unwrap();
+    let per_request_in = plan["tokens"]["input_per_request"].as_f64().unwrap();
+    for row in plan["precision_rows"].as_array().unwrap() {
+        let requests = row["cost"]["requests"].as_f64().unwrap();
+        let want = requests * (per_request_in * 3.0 + 100.0 * 15.0) / 1e6;
+        let usd = row["cost"]["usd"].as_f64().unwrap();
+        assert!((usd - want).abs() < 1e-9 * want.max(1.0), "{usd} vs {want}");
+    }
+    // An unpriced provider: tokens only, and a note saying why.
+    let r = toolscore(
+        dir.path(),
+        &["plan", "--dataset", "data", "--provider", "ollama:qwen3:8b"],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(!r.stdout.contains('$'), "{}", r.stdout);
+    assert!(
+        r.stderr.contains("no price for ollama:qwen3:8b"),
+        "{}",
+        r.stderr
+    );
 }

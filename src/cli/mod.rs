@@ -300,6 +300,11 @@ pub struct PlanArgs {
     /// The most trials per case the sequential gate may use.
     #[arg(long, default_value_t = 1000, value_name = "N")]
     pub max_trials: u32,
+    /// Show each option in US dollars at this provider's price (a name from toolscore.yaml,
+    /// or KIND:MODEL): the shipped price table or `prices:` in the config [default: the
+    /// config's provider, when it has a price].
+    #[arg(long, value_name = "NAME")]
+    pub provider: Option<String>,
     /// Also write the plan as JSON to this file.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -1100,6 +1105,7 @@ fn plan_command(args: &PlanArgs) -> Result<ExitCode, Error> {
         observed_suite,
         tokens,
         max_trials: args.max_trials,
+        price: plan::plan_price(args.provider.as_deref(), &config)?,
     });
     if let Some(path) = &args.json {
         crate::report::write_json_atomically(path, &trial_plan)?;

@@ -442,6 +442,92 @@ fn arm_price(name: &str, s: &ProviderSettings, config: &Config) -> Option<ArmPri
     crate::provider::prices::shipped().lookup(s.kind.as_str(), &s.model, &s.base_url)
 }
 
+/// The price `toolscore plan` shows options at: `--provider`, else the provider `run` would
+/// use. `None` (tokens only) when that provider has no price; a note says so when it was
+/// named.
+pub(super) fn plan_price(
+    given: Option<&str>,
+    config: &Config,
+) -> Result<Option<crate::planner::PlanPrice>, Error> {
+    let name = match given {
+        Some(n) => n.to_owned(),
+        None => match (&config.defaults.provider, config.providers.len()) {
+            (Some(d), _) => d.clone(),
+            (None, 1) => config.providers.keys().next().cloned().unwrap_or_default(),
+            _ => return Ok(None),
+        },
+    };
+    let settings = match config.providers.get(&name) {
+        Some(e) if e.kind == crate::suite::REPLAY_KIND => {
+            let Some(path) = &e.cassette else {
+                return Ok(None);
+            };
+            let h = Cassette::load(path)?.header;
+            let mut s = ProviderSettings::new(h.provider_kind, &name, h.base_url, h.model);
+            s.max_tokens = h.max_tokens;
+            s
+        }
+        Some(e) => {
+            let kind: ProviderKind = e.kind.parse().map_err(|_| {
+                usage(&format!(
+                    "provider `{name}`: unknown kind `{}` (known: {})",
+                    e.kind,
+                    ProviderKind::known()
+                ))
+            })?;
+            let base_url = if e.base_url.is_empty() {
+                kind.adapter()
+                    .default_base_url()
+                    .unwrap_or_default()
+                    .to_owned()
+            } else {
+                e.base_url.clone()
+            };
+            let mut s = ProviderSettings::new(kind, &name, base_url, e.model.clone());
+            s.max_tokens = e.max_tokens.or(config.defaults.max_tokens);
+            s
+        }
+        None => {
+            let Some((kind, model)) = name
+                .split_once(':')
+                .and_then(|(k, m)| Some((k.parse::<ProviderKind>().ok()?, m)))
+                .filter(|(_, m)| !m.is_empty())
+            else {
+                return Err(usage(&format!(
+                    "--provider `{name}` is neither a provider in the config nor KIND:MODEL ({})",
+                    ProviderKind::known()
+                )));
+            };
+            let base_url = kind.adapter().default_base_url().unwrap_or_default();
+            ProviderSettings::new(kind, &name, base_url, model)
+        }
+    };
+    let Some(price) = arm_price(&name, &settings, config) else {
+        if given.is_some() {
+            eprintln!(
+                "note: no price for {}:{} in the price table of {} or toolscore.yaml; options are shown in tokens only",
+                settings.kind,
+                settings.model,
+                crate::provider::prices::shipped().as_of
+            );
+        }
+        return Ok(None);
+    };
+    Ok(Some(crate::planner::PlanPrice {
+        provider: if name == format!("{}:{}", settings.kind, settings.model) {
+            name.clone()
+        } else {
+            format!("{name} ({}:{})", settings.kind, settings.model)
+        },
+        price: price.price,
+        source: price.source,
+        assumed_output_per_request: settings
+            .max_tokens
+            .map_or(crate::runner::budget::ASSUMED_OUTPUT_TOKENS, u64::from)
+            as f64,
+    }))
+}
+
 /// `prices:` keys name known kinds, and `--max-cost` is a positive amount with a price for
 /// every arm: an arm it cannot cost cannot be capped.
 fn check_budget(args: &RunArgs, config: &Config, arms: &[Arm]) -> Result<(), Error> {
