@@ -265,7 +265,18 @@ fn the_budget_cap_stops_scheduling_on_time_and_accounts_for_every_trial() {
     let r = run(
         dir.path(),
         "gateway",
-        &["--trials", "20", "--concurrency", "2", "--max-cost", "0.1"],
+        &[
+            "--trials",
+            "20",
+            "--concurrency",
+            "2",
+            "--max-cost",
+            "0.1",
+            "--format",
+            "terminal",
+            "--format",
+            "md",
+        ],
         &[],
     );
     assert_eq!(r.code, 0, "{}", r.transcript());
@@ -302,6 +313,11 @@ fn the_budget_cap_stops_scheduling_on_time_and_accounts_for_every_trial() {
         )),
         "{}",
         r.stdout
+    );
+    let md = std::fs::read_to_string(run_dir(dir.path()).join("report.md")).expect("report.md");
+    assert!(
+        md.contains("## Cost") && md.contains(&format!("**Cut short by budget**: --max-cost $0.100 was reached; {not_run} planned trials were not run")),
+        "{md}"
     );
     // `report` reads the budget back from the run folder.
     let again = toolscore(

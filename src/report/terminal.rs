@@ -62,12 +62,12 @@ pub fn format_usd(usd: f64) -> String {
 
 /// Whether the run says anything about cost: some trial was priced, or a budget was set. A
 /// run with no price anywhere prints no cost lines (summary.json still says `usd: null`).
-fn shows_cost(s: &Summary) -> bool {
+pub(super) fn shows_cost(s: &Summary) -> bool {
     s.cost.priced_trials > 0 || s.budget.is_some()
 }
 
 /// `$0.0375 over 10 trials ($0.003750 per trial)`, or why it is unknown or partial.
-fn describe_cost(usd: Option<f64>, trials: u64, priced: u64) -> String {
+pub(super) fn describe_cost(usd: Option<f64>, trials: u64, priced: u64) -> String {
     match usd {
         None => format!("unknown for {trials} trials (no price, or no usage reported)"),
         Some(usd) if priced == trials => format!(
