@@ -437,3 +437,68 @@ fn plan_shows_each_option_in_dollars_at_the_providers_price() {
         r.stderr
     );
 }
+
+#[test]
+fn a_scenario_trial_costs_every_step_of_its_conversation() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("toolscore.yaml"),
+        format!(
+            "providers:\n  agent:\n    kind: replay\n    cassette: {}\nprices:\n  \"openai-compat:smollm2\": {{input: 1, output: 4, cache_read: 0.25}}\n",
+            root.join("scenarios/recordings/smollm2-135m-scenarios-2026-12-03.cassette.jsonl.gz")
+                .display()
+        ),
+    )
+    .expect("config");
+    let scenarios = root.join("scenarios");
+    let r = toolscore(
+        dir.path(),
+        &[
+            "run",
+            "--provider",
+            "agent",
+            "--scenario",
+            scenarios.to_str().unwrap(),
+            "--trials",
+            "2",
+            "--out",
+            "out",
+            "--progress",
+            "off",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    // Each scenario trial is max_steps requests in the estimate.
+    assert!(r.stderr.contains("for 14 trials"), "{}", r.stderr);
+    let records = records(dir.path());
+    assert_eq!(records.len(), 14);
+    let mut total = 0.0;
+    let mut multi_step = 0;
+    for rec in &records {
+        // The turns' usage, step by step, at the configured price.
+        let mut want = 0.0;
+        for turn in rec["turns"].as_array().unwrap() {
+            let u = &turn["usage"];
+            let input = u["input_tokens"].as_f64().unwrap();
+            let read = u["cache_read_tokens"].as_f64().unwrap_or(0.0);
+            let output = u["output_tokens"].as_f64().unwrap();
+            want += ((input - read) * 1.0 + read * 0.25 + output * 4.0) / 1e6;
+        }
+        if rec["turns"].as_array().unwrap().len() > 1 {
+            multi_step += 1;
+        }
+        let usd = rec["cost"]["usd"].as_f64().expect("priced");
+        assert!(
+            (usd - want).abs() < 1e-12,
+            "{usd} vs {want}: {}",
+            rec["case_id"]
+        );
+        total += usd;
+    }
+    assert!(multi_step > 0, "some trial took several steps");
+    let cost = &summary(dir.path())["cost"];
+    assert!((cost["usd"].as_f64().unwrap() - total).abs() < 1e-12);
+    assert_eq!(cost["priced_trials"], 14);
+    assert_eq!(cost["arms"][0]["cases"].as_array().unwrap().len(), 7);
+}
