@@ -144,6 +144,15 @@ fn cost_in_records_and_summary_is_usage_times_the_table_price() {
     assert!(close(case("weather"), 3.0 * WEATHER_USD));
     assert!(close(case("after-result"), 3.0 * AFTER_RESULT_USD));
     assert!(s["budget"]["estimate_usd"].as_f64().unwrap() > 0.0);
+    // results.csv carries each trial's cost in its last column.
+    let csv = std::fs::read_to_string(run_dir(dir.path()).join("results.csv")).unwrap();
+    assert!(csv.lines().next().unwrap().ends_with(",model,cost_usd"));
+    let csv_total: f64 = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.rsplit(',').next().unwrap().parse::<f64>().unwrap())
+        .sum();
+    assert!(close(csv_total, total), "{csv_total}");
     assert_eq!(s["budget"]["cut_short"], false);
     // The terminal report shows the arm's and the run's cost.
     assert!(
@@ -276,6 +285,8 @@ fn the_budget_cap_stops_scheduling_on_time_and_accounts_for_every_trial() {
             "terminal",
             "--format",
             "md",
+            "--format",
+            "html",
         ],
         &[],
     );
@@ -318,6 +329,14 @@ fn the_budget_cap_stops_scheduling_on_time_and_accounts_for_every_trial() {
     assert!(
         md.contains("## Cost") && md.contains(&format!("**Cut short by budget**: --max-cost $0.100 was reached; {not_run} planned trials were not run")),
         "{md}"
+    );
+    let html =
+        std::fs::read_to_string(run_dir(dir.path()).join("report.html")).expect("report.html");
+    assert!(
+        html.contains(&format!(
+            "CUT SHORT BY BUDGET: --max-cost $0.100 reached, {not_run} planned trials not run"
+        )),
+        "the HTML report says so too"
     );
     // `report` reads the budget back from the run folder.
     let again = toolscore(
