@@ -71,7 +71,8 @@ fn catalog_tokens(catalog: &crate::catalog::Catalog) -> u64 {
     catalog.tools.iter().map(crate::lint::tool_tokens).sum()
 }
 
-/// Prices every trial the plan will run; `prices[arm]` is each arm's price, if any.
+/// Prices every trial the plan will run (without those done before a resume, only the
+/// shard's), at each arm's price.
 pub fn estimate(plan: &RunPlan) -> Estimate {
     let case_trials = plan.case_trials();
     let cases = case_trials.len();

@@ -7,7 +7,9 @@
 //! planned trial. Finished trials flow through one channel to a single collector that emits
 //! them as [`RunEvent`]s to the observer the command composed (results store, CSV, cassette,
 //! progress, aggregator…). The runner knows none of them; an observer's `Stop` answer stops
-//! scheduling a case, an arm or the run.
+//! scheduling a case, an arm or the run. `--max-cost` is checked by the scheduler itself
+//! ([`budget`]), not by an observer: observers hear of a trial when it ends, but the cap must
+//! count a trial's cost from the moment it starts, so each trial reserves its estimate first.
 
 pub mod budget;
 pub mod script;
