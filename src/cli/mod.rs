@@ -696,7 +696,7 @@ fn run_command(
         eprintln!(
             "budget: --max-cost {} reached ({} spent); {} planned trials were not run (not counted as failures)",
             crate::report::format_usd(max_cost.unwrap_or_default()),
-            crate::report::format_usd(summary.cost.usd.unwrap_or_default()),
+            crate::report::format_usd(summary.cost.total.usd.unwrap_or_default()),
             totals.budget_not_run
         );
     }

@@ -592,6 +592,18 @@ impl CostCounts {
     fn usd(&self) -> Option<f64> {
         (self.priced > 0).then_some(self.usd)
     }
+
+    fn figures(&self) -> super::CostFigures {
+        super::CostFigures {
+            usd: self.usd(),
+            trials: self.trials,
+            priced_trials: self.priced,
+            input_tokens: self.input,
+            output_tokens: self.output,
+            cache_read_tokens: self.cache_read,
+            cache_write_tokens: self.cache_write,
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -620,14 +632,8 @@ impl ArmCostAgg {
         let a = &self.all;
         super::ArmCost {
             arm,
-            usd: a.usd(),
+            figures: a.figures(),
             usd_per_trial: (a.priced > 0).then(|| a.usd / a.priced as f64),
-            trials: a.trials,
-            priced_trials: a.priced,
-            input_tokens: a.input,
-            output_tokens: a.output,
-            cache_read_tokens: a.cache_read,
-            cache_write_tokens: a.cache_write,
             price_sources: self.sources,
             cases: self
                 .cases
@@ -651,13 +657,7 @@ fn cost_summary(arms: BTreeMap<ArmId, ArmCostAgg>) -> super::CostSummary {
         all.merge(&agg.all);
     }
     super::CostSummary {
-        usd: all.usd(),
-        trials: all.trials,
-        priced_trials: all.priced,
-        input_tokens: all.input,
-        output_tokens: all.output,
-        cache_read_tokens: all.cache_read,
-        cache_write_tokens: all.cache_write,
+        total: all.figures(),
         arms: arms.into_iter().map(|(id, agg)| agg.finish(id)).collect(),
     }
 }

@@ -601,7 +601,7 @@ fn page(s: &Summary, ctx: &HtmlContext<'_>) -> Page {
     if super::terminal::shows_cost(s) {
         facts.push(format!(
             "cost {}",
-            super::terminal::describe_cost(s.cost.usd, s.cost.trials, s.cost.priced_trials)
+            super::terminal::describe_cost(&s.cost.total)
         ));
     }
     if let Some(b) = s.budget.as_ref().filter(|b| b.cut_short) {

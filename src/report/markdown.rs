@@ -163,7 +163,7 @@ fn write_cost(s: &Summary, doc: &mut String) {
     }
     doc.push_str(&format!(
         "\n## Cost\n\n{}\n\n| arm | cost | price |\n|---|---|---|\n",
-        describe_cost(s.cost.usd, s.cost.trials, s.cost.priced_trials)
+        describe_cost(&s.cost.total)
     ));
     for a in &s.cost.arms {
         doc.push_str(&format!(
@@ -171,7 +171,7 @@ fn write_cost(s: &Summary, doc: &mut String) {
             escape(&a.arm.provider),
             escape(&a.arm.model),
             escape(&a.arm.variant),
-            describe_cost(a.usd, a.trials, a.priced_trials),
+            describe_cost(&a.figures),
             if a.price_sources.is_empty() {
                 "none".to_owned()
             } else {

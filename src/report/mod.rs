@@ -91,7 +91,7 @@ pub struct Summary {
 /// Dollars and tokens of a group of trials. `usd` sums the trials whose cost is known
 /// (`priced_trials` of `trials`); it is `None` when none is, never 0 for "unknown".
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct CostSummary {
+pub struct CostFigures {
     pub usd: Option<f64>,
     pub trials: u64,
     pub priced_trials: u64,
@@ -99,6 +99,13 @@ pub struct CostSummary {
     pub output_tokens: u64,
     pub cache_read_tokens: u64,
     pub cache_write_tokens: u64,
+}
+
+/// What the run cost, and each arm.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CostSummary {
+    #[serde(flatten)]
+    pub total: CostFigures,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub arms: Vec<ArmCost>,
 }
@@ -107,15 +114,10 @@ pub struct CostSummary {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ArmCost {
     pub arm: ArmId,
-    pub usd: Option<f64>,
+    #[serde(flatten)]
+    pub figures: CostFigures,
     /// Mean over the priced trials.
     pub usd_per_trial: Option<f64>,
-    pub trials: u64,
-    pub priced_trials: u64,
-    pub input_tokens: u64,
-    pub output_tokens: u64,
-    pub cache_read_tokens: u64,
-    pub cache_write_tokens: u64,
     /// The prices the records were costed at (one, unless the run was resumed with another).
     pub price_sources: Vec<String>,
     pub cases: Vec<CaseCost>,

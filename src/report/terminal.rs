@@ -63,12 +63,13 @@ pub fn format_usd(usd: f64) -> String {
 /// Whether the run says anything about cost: some trial was priced, or a budget was set. A
 /// run with no price anywhere prints no cost lines (summary.json still says `usd: null`).
 pub(super) fn shows_cost(s: &Summary) -> bool {
-    s.cost.priced_trials > 0 || s.budget.is_some()
+    s.cost.total.priced_trials > 0 || s.budget.is_some()
 }
 
-/// `$0.0375 over 10 trials ($0.003750 per trial)`, or why it is unknown or partial.
-pub(super) fn describe_cost(usd: Option<f64>, trials: u64, priced: u64) -> String {
-    match usd {
+/// `$0.0375 over 10 trials ($0.00375 per trial)`, or why it is unknown or partial.
+pub(super) fn describe_cost(c: &super::CostFigures) -> String {
+    let (trials, priced) = (c.trials, c.priced_trials);
+    match c.usd {
         None => format!("unknown for {trials} trials (no price, or no usage reported)"),
         Some(usd) if priced == trials => format!(
             "{} over {trials} trials ({} per trial)",
@@ -87,11 +88,11 @@ fn write_cost(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
     if !shows_cost(s) {
         return Ok(());
     }
-    let c = &s.cost;
+    let c = &s.cost.total;
     writeln!(
         w,
         "\ncost of the run: {} · tokens in {} (cache read {}, cache write {}) · out {}",
-        describe_cost(c.usd, c.trials, c.priced_trials),
+        describe_cost(c),
         c.input_tokens,
         c.cache_read_tokens,
         c.cache_write_tokens,
@@ -610,7 +611,7 @@ fn render_arm(s: &Summary, a: &ArmSummary, extra: &[Warning], w: &mut dyn Write)
         writeln!(
             w,
             "cost: {}{}",
-            describe_cost(c.usd, c.trials, c.priced_trials),
+            describe_cost(&c.figures),
             match c.price_sources.as_slice() {
                 [] => String::new(),
                 sources => format!(" at {}", sources.join("; ")),
