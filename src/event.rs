@@ -55,8 +55,11 @@ pub enum RunEvent<'a> {
 pub struct RunTotals {
     pub planned_trials: u64,
     pub completed_trials: u64,
-    /// Planned trials never started because an observer stopped their case, arm or the run.
+    /// Planned trials never started because an observer stopped their case, arm or the run,
+    /// or `--max-cost` was reached.
     pub skipped_trials: u64,
+    /// Of those, the trials `--max-cost` left unstarted: the run was cut short by budget.
+    pub budget_not_run: u64,
     /// Stopped by Ctrl-C (or a failed write) before every planned trial finished.
     pub interrupted: bool,
     /// Why planned trials were neither completed nor skipped in a run that was not
@@ -188,6 +191,7 @@ mod tests {
             planned_trials: 1,
             completed_trials: 1,
             skipped_trials: 0,
+            budget_not_run: 0,
             interrupted: false,
             failures: Vec::new(),
         };

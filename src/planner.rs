@@ -17,6 +17,7 @@ use std::io::{self, Write};
 
 use serde::{Deserialize, Serialize};
 
+use crate::report::format_usd;
 use crate::stats;
 
 /// What the plan is asked for.
@@ -38,6 +39,21 @@ pub struct PlanRequest {
     pub tokens: TokenBasis,
     /// Trials per case the sequential gate may use.
     pub max_trials: u32,
+    /// The provider's price, to show each option in dollars.
+    pub price: Option<PlanPrice>,
+}
+
+/// A provider's price for the plan, and the output it assumes when the token basis has no
+/// measured output.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct PlanPrice {
+    /// `NAME (KIND:MODEL)`.
+    pub provider: String,
+    pub price: crate::record::Price,
+    pub source: String,
+    /// Output tokens per request the dollars assume when the token basis measured none: the
+    /// provider's `max_tokens`, or the run estimate's assumption.
+    pub assumed_output_per_request: f64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -56,6 +72,9 @@ pub struct TrialPlan {
     pub power: f64,
     pub cases: usize,
     pub tokens: TokenBasis,
+    /// The price the options' dollars use, when the provider has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub price: Option<PlanPrice>,
     /// Trials per case for ±precision at each planning rate.
     pub precision_rows: Vec<PrecisionRow>,
     pub gates: Vec<GatePlan>,
@@ -123,15 +142,27 @@ pub struct Cost {
     pub input_tokens: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_tokens: Option<u64>,
+    /// US dollars at the plan's price (output at the measured or assumed figure).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usd: Option<f64>,
 }
 
-fn cost(requests: f64, tokens: &TokenBasis) -> Cost {
+fn cost(requests: f64, req: &PlanRequest) -> Cost {
+    let tokens = &req.tokens;
+    let input = requests * tokens.input_per_request;
     Cost {
         requests: requests.round() as u64,
-        input_tokens: (requests * tokens.input_per_request).round() as u64,
+        input_tokens: input.round() as u64,
         output_tokens: tokens
             .output_per_request
             .map(|o| (requests * o).round() as u64),
+        usd: req.price.as_ref().map(|p| {
+            let output = requests
+                * tokens
+                    .output_per_request
+                    .unwrap_or(p.assumed_output_per_request);
+            (input * p.price.input + output * p.price.output) / 1e6
+        }),
     }
 }
 
@@ -170,7 +201,7 @@ pub fn plan(req: &PlanRequest) -> TrialPlan {
                     basis: basis.to_owned(),
                     rate,
                     trials_per_case: n,
-                    cost: cost(n as f64 * m, &req.tokens),
+                    cost: cost(n as f64 * m, req),
                 });
             }
         }
@@ -185,7 +216,7 @@ pub fn plan(req: &PlanRequest) -> TrialPlan {
                 },
                 rate,
                 trials_per_case: n,
-                cost: cost(n as f64 * m, &req.tokens),
+                cost: cost(n as f64 * m, req),
             });
         }
     }
@@ -206,7 +237,7 @@ pub fn plan(req: &PlanRequest) -> TrialPlan {
                         first: s.first,
                         stable: s.stable,
                         min_successes: s.min_successes_at_first,
-                        cost: cost(s.first as f64 * m, &req.tokens),
+                        cost: cost(s.first as f64 * m, req),
                     })
                 })
                 .collect();
@@ -228,7 +259,7 @@ pub fn plan(req: &PlanRequest) -> TrialPlan {
                                 p90_trials: oc.p90_n,
                                 p_pass: oc.p_pass,
                                 p_fail: oc.p_fail,
-                                cost: cost(oc.expected_n * m, &req.tokens),
+                                cost: cost(oc.expected_n * m, req),
                             })
                         })
                         .collect()
@@ -259,6 +290,7 @@ pub fn plan(req: &PlanRequest) -> TrialPlan {
         power: req.power,
         cases: req.cases,
         tokens: req.tokens.clone(),
+        price: req.price.clone(),
         precision_rows,
         gates,
         suite_cases,
@@ -280,11 +312,13 @@ fn fmt_cost(c: &Cost) -> String {
         }
     };
     format!(
-        "{} requests, {} in{}",
+        "{} requests, {} in{}{}",
         c.requests,
         tokens(c.input_tokens),
         c.output_tokens
-            .map_or(String::new(), |o| format!(" / {} out", tokens(o)))
+            .map_or(String::new(), |o| format!(" / {} out", tokens(o))),
+        c.usd
+            .map_or(String::new(), |usd| format!(", {}", format_usd(usd)))
     )
 }
 
@@ -301,6 +335,24 @@ pub fn render_plan(p: &TrialPlan, w: &mut dyn Write) -> io::Result<()> {
             .output_per_request
             .map_or(String::new(), |o| format!(", {o:.0} out"))
     )?;
+    if let Some(price) = &p.price {
+        writeln!(
+            w,
+            "dollars at the price of {}: ${}/M in, ${}/M out ({}){}",
+            price.provider,
+            price.price.input,
+            price.price.output,
+            price.source,
+            if p.tokens.output_per_request.is_some() {
+                String::new()
+            } else {
+                format!(
+                    "; output assumed {:.0} tokens per request",
+                    price.assumed_output_per_request
+                )
+            }
+        )?;
+    }
     writeln!(
         w,
         "\ntrials per case for a case interval of ±{} (Wilson):",

@@ -71,6 +71,10 @@ pub struct TrialRecord {
     /// price, and its latency is the batch's turnaround, not the model's, so none is recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub batch: Option<BatchRef>,
+    /// What the trial cost, from its usage and the arm's price. `None` when the arm has no
+    /// price or an answered request reported no token counts: unknown, never counted as 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<TrialCost>,
 }
 
 /// Which provider batch answered a trial.
@@ -80,6 +84,54 @@ pub struct BatchRef {
     pub api: String,
     /// The provider's id of the batch (`batch_…`, `msgbatch_…`, `batches/…`).
     pub id: String,
+}
+
+/// US dollars per million tokens of each kind. Cache reads and writes are billed at their own
+/// rate when one is given, else at the input rate (what those tokens would cost uncached).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Price {
+    pub input: f64,
+    pub output: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_read: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write: Option<f64>,
+}
+
+impl Price {
+    /// Dollars for one request's (or a sum of requests') usage; `None` when the input or output
+    /// count is unknown. `input_tokens` includes the cache reads and writes (see `Usage`), so
+    /// only the rest is billed at the input rate.
+    pub fn cost_of(&self, usage: &Usage) -> Option<f64> {
+        let input = usage.input_tokens?;
+        let output = usage.output_tokens?;
+        let read = usage.cache_read_tokens.unwrap_or(0);
+        let write = usage.cache_write_tokens.unwrap_or(0);
+        let uncached = input.saturating_sub(read + write);
+        let micro = uncached as f64 * self.input
+            + read as f64 * self.cache_read.unwrap_or(self.input)
+            + write as f64 * self.cache_write.unwrap_or(self.input)
+            + output as f64 * self.output;
+        Some(micro / 1e6)
+    }
+
+    /// Dollars for a trial's turns: every answered request must report its counts, else the
+    /// cost is unknown. A trial with no answered request cost nothing: providers bill the
+    /// usage they report, and an error reports none.
+    pub fn cost_of_turns(&self, turns: &[ModelTurn]) -> Option<f64> {
+        turns.iter().map(|t| self.cost_of(&t.usage)).sum()
+    }
+}
+
+/// One trial's cost and the price it was computed with, so `results.jsonl` alone re-aggregates
+/// into the same cost figures and says which price list they came from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TrialCost {
+    pub usd: f64,
+    pub price: Price,
+    /// Where the price comes from: `toolscore.yaml prices.NAME`, or the shipped table with its
+    /// date.
+    pub price_source: String,
 }
 
 /// What a scenario trial did besides the model's turns (which are in `TrialRecord::turns`,
@@ -410,6 +462,74 @@ impl TrialRecord {
             trajectory: None,
             scenario: None,
             batch: None,
+            cost: None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn usage(input: u64, output: u64, read: u64, write: u64) -> Usage {
+        Usage {
+            input_tokens: Some(input),
+            output_tokens: Some(output),
+            cache_read_tokens: Some(read),
+            cache_write_tokens: Some(write),
+        }
+    }
+
+    #[test]
+    fn cache_tokens_are_billed_at_their_own_rate_and_only_the_rest_at_the_input_rate() {
+        let p = Price {
+            input: 3.0,
+            output: 15.0,
+            cache_read: Some(0.3),
+            cache_write: Some(3.75),
+        };
+        // 1000 uncached, 2000 read, 400 written, 100 out.
+        let usd = p.cost_of(&usage(3400, 100, 2000, 400)).unwrap();
+        let want = (1000.0 * 3.0 + 2000.0 * 0.3 + 400.0 * 3.75 + 100.0 * 15.0) / 1e6;
+        assert!((usd - want).abs() < 1e-15, "{usd}");
+        // No cache rates: cache tokens cost what input does.
+        let flat = Price {
+            cache_read: None,
+            cache_write: None,
+            ..p
+        };
+        let usd = flat.cost_of(&usage(3400, 100, 2000, 400)).unwrap();
+        assert!((usd - (3400.0 * 3.0 + 1500.0) / 1e6).abs() < 1e-15);
+    }
+
+    #[test]
+    fn unknown_counts_make_the_cost_unknown_and_no_answer_costs_nothing() {
+        let p = Price {
+            input: 1.0,
+            output: 1.0,
+            cache_read: None,
+            cache_write: None,
+        };
+        let missing_output = Usage {
+            input_tokens: Some(10),
+            ..Usage::default()
+        };
+        assert_eq!(p.cost_of(&missing_output), None);
+        let turn = |u: Usage| ModelTurn {
+            tool_calls: Vec::new(),
+            text: None,
+            usage: u,
+            finish: None,
+        };
+        // One turn without counts spoils the trial's sum.
+        assert_eq!(
+            p.cost_of_turns(&[turn(usage(10, 5, 0, 0)), turn(missing_output)]),
+            None
+        );
+        assert_eq!(p.cost_of_turns(&[]), Some(0.0));
+        assert_eq!(
+            p.cost_of_turns(&[turn(usage(10, 5, 0, 0)), turn(usage(20, 5, 0, 0))]),
+            Some(40.0 / 1e6)
+        );
     }
 }

@@ -86,6 +86,9 @@ fn summary_without_run(path: PathBuf) -> Value {
     for arm in v["arms"].as_array_mut().unwrap() {
         arm["arm"].as_object_mut().unwrap().remove("provider");
     }
+    for arm in v["cost"]["arms"].as_array_mut().unwrap() {
+        arm["arm"].as_object_mut().unwrap().remove("provider");
+    }
     v
 }
 

@@ -241,7 +241,7 @@ fn scripted_distribution_gives_exact_counts_rates_and_wilson_bounds() {
     assert_eq!(
         rows.next(),
         Some(
-            "dataset,case_id,trial_index,outcome,selection_ok,args_ok,schema_ok,failure,detail,latency_ms,attempts,input_tokens,output_tokens,error_class,variant,provider,model"
+            "dataset,case_id,trial_index,outcome,selection_ok,args_ok,schema_ok,failure,detail,latency_ms,attempts,input_tokens,output_tokens,error_class,variant,provider,model,cost_usd"
         )
     );
     assert_eq!(rows.clone().count(), 600);

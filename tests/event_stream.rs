@@ -41,6 +41,7 @@ fn plan(server: &FakeServer, dir: &std::path::Path, arms: &[&str], trials: u32) 
                 settings: ProviderSettings::new(KIND, *name, server.base_url.clone(), "m"),
                 variant: "base".into(),
                 replay: None,
+                price: None,
             })
             .collect(),
         datasets: vec![dataset],
@@ -48,6 +49,7 @@ fn plan(server: &FakeServer, dir: &std::path::Path, arms: &[&str], trials: u32) 
         done: Default::default(),
         shard: None,
         batch: None,
+        max_cost: None,
     }
 }
 

@@ -595,10 +595,34 @@ fn write_merged(
         planned_trials: shards.iter().map(|s| s.summary.header.planned_trials).sum(),
         completed_trials: merged,
         skipped_trials: shards.iter().map(|s| s.summary.header.skipped_trials).sum(),
+        budget_not_run: shards
+            .iter()
+            .filter_map(|s| s.summary.header.budget.as_ref())
+            .map(|b| b.not_run)
+            .sum(),
         interrupted: false,
         failures: Vec::new(),
     };
-    let summary = agg.finish(run, &totals, first.confidence, first.precision);
+    let mut summary = agg.finish(run, &totals, first.confidence, first.precision);
+    // Each shard priced its own slice; the merged run's estimate is their sum. A cap was per
+    // shard process, so the merged run names none.
+    let budgets: Vec<&crate::report::BudgetReport> = shards
+        .iter()
+        .filter_map(|s| s.summary.header.budget.as_ref())
+        .collect();
+    if !budgets.is_empty() {
+        summary.budget = Some(crate::report::BudgetReport {
+            max_usd: None,
+            estimate_usd: if budgets.len() == shards.len() {
+                budgets.iter().map(|b| b.estimate_usd).sum()
+            } else {
+                None
+            },
+            estimate_trials: budgets.iter().map(|b| b.estimate_trials).sum(),
+            not_run: totals.budget_not_run,
+            cut_short: totals.budget_not_run > 0,
+        });
+    }
 
     crate::report::write_json_atomically(&out.join(PLAN_FILE), &plan)?;
     crate::report::write_json_atomically(

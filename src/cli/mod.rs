@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use clap::{Args, Parser, Subcommand};
 
 mod catalog;
+mod cost;
 mod import;
 mod lint;
 mod merge;
@@ -309,6 +310,11 @@ pub struct PlanArgs {
     /// The most trials per case the sequential gate may use.
     #[arg(long, default_value_t = 1000, value_name = "N")]
     pub max_trials: u32,
+    /// Show each option in US dollars at this provider's price (a name from toolscore.yaml,
+    /// or KIND:MODEL): the shipped price table or `prices:` in the config [default: the
+    /// config's provider, when it has a price].
+    #[arg(long, value_name = "NAME")]
+    pub provider: Option<String>,
     /// Also write the plan as JSON to this file.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -477,6 +483,12 @@ pub struct RunArgs {
     /// Fraction of trials allowed to end in infrastructure errors before the run exits 4.
     #[arg(long, default_value_t = 0.1, value_name = "RATE")]
     pub max_infra_error_rate: f64,
+    /// Refuse to start a run whose estimated cost (printed before the first request) is over
+    /// USD, and stop starting trials once spend plus the trials in flight would pass it: the
+    /// rest are reported as not run (budget), never as failures. Every arm needs a price (the
+    /// shipped table or `prices:` in toolscore.yaml).
+    #[arg(long, value_name = "USD")]
+    pub max_cost: Option<f64>,
     /// Folder for run outputs; each run writes OUT/<run-id>/.
     #[arg(long, default_value = "reports", value_name = "DIR")]
     pub out: PathBuf,
@@ -672,6 +684,24 @@ fn run_command(
     } else {
         None
     };
+    // Priced before the first request and before any file: a cap the estimate passes is bad
+    // input (exit 2), and nothing is written.
+    let estimate = crate::runner::budget::estimate(&setup.plan);
+    let max_cost = setup.plan.max_cost;
+    let show_cost = max_cost.is_some() || estimate.arms.iter().any(|a| a.usd.is_some());
+    if show_cost {
+        eprintln!("{}", cost::describe_estimate(&estimate));
+    }
+    if let (Some(max), Some(usd)) = (max_cost, estimate.usd)
+        && usd > max
+    {
+        return Err(usage(&format!(
+            "the estimated cost {} of {} trials is over --max-cost {}; lower --trials, run fewer cases or providers, or raise the cap",
+            crate::report::format_usd(usd),
+            estimate.trials,
+            crate::report::format_usd(max)
+        )));
+    }
     let mut sinks = setup.sinks(started)?;
     let lints = lint::lint_run_catalogs(&setup.plan, &setup.lint);
     if let Some(r) = &resumed {
@@ -696,6 +726,21 @@ fn run_command(
     let mut summary = sinks
         .aggregator
         .finish(run, &totals, setup.confidence, setup.precision);
+    if show_cost {
+        summary.budget = Some(cost::budget_report(
+            &estimate,
+            max_cost,
+            totals.budget_not_run,
+        ));
+    }
+    if totals.budget_not_run > 0 {
+        eprintln!(
+            "budget: --max-cost {} reached ({} spent); {} planned trials were not run (not counted as failures)",
+            crate::report::format_usd(max_cost.unwrap_or_default()),
+            crate::report::format_usd(summary.cost.total.usd.unwrap_or_default()),
+            totals.budget_not_run
+        );
+    }
     if let Some(sequential) = &sinks.sequential {
         summary.gate = Some(crate::gate::report_of(
             sequential.results(),
@@ -1103,6 +1148,7 @@ fn plan_command(args: &PlanArgs) -> Result<ExitCode, Error> {
         observed_suite,
         tokens,
         max_trials: args.max_trials,
+        price: plan::plan_price(args.provider.as_deref(), &config)?,
     });
     if let Some(path) = &args.json {
         crate::report::write_json_atomically(path, &trial_plan)?;
@@ -1233,6 +1279,8 @@ mod tests {
             scenarios: Vec::new(),
             scenario_drift: Vec::new(),
             provider_diffs: Vec::new(),
+            cost: Default::default(),
+            budget: None,
         }
     }
 

@@ -752,6 +752,7 @@ mod tests {
             planned_trials: n,
             completed_trials: n,
             skipped_trials: 0,
+            budget_not_run: 0,
             interrupted: false,
             failures: Vec::new(),
         };

@@ -22,6 +22,7 @@ mod schema;
 mod text;
 mod tokens;
 
+pub(crate) use tokens::thousands;
 pub use tokens::{Footprint, TOKEN_METHOD, tool_tokens};
 
 /// How serious a finding is. `Error` findings make `toolscore lint` exit 1.

@@ -16,6 +16,7 @@ pub mod limits;
 pub mod ollama;
 pub mod openai_compat;
 pub mod openai_responses;
+pub mod prices;
 pub mod secret;
 pub mod stop;
 pub mod transport;

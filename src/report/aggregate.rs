@@ -564,6 +564,117 @@ pub struct Aggregator {
     /// Scenario records are judged on their trajectory and aggregated apart: they carry no
     /// single-call score and must not move a dataset's rates.
     scenarios: super::scenario::ScenarioAggregator,
+    /// Cost of every record, scenarios included.
+    cost: BTreeMap<ArmId, ArmCostAgg>,
+}
+
+/// Dollars and tokens summed over trials.
+#[derive(Debug, Clone, Default)]
+struct CostCounts {
+    usd: f64,
+    trials: u64,
+    priced: u64,
+    input: u64,
+    output: u64,
+    cache_read: u64,
+    cache_write: u64,
+}
+
+impl CostCounts {
+    fn add(&mut self, record: &TrialRecord) {
+        self.trials += 1;
+        if let Some(c) = &record.cost {
+            self.priced += 1;
+            self.usd += c.usd;
+        }
+        let u = &record.usage;
+        self.input += u.input_tokens.unwrap_or(0);
+        self.output += u.output_tokens.unwrap_or(0);
+        self.cache_read += u.cache_read_tokens.unwrap_or(0);
+        self.cache_write += u.cache_write_tokens.unwrap_or(0);
+    }
+
+    fn merge(&mut self, o: &CostCounts) {
+        self.usd += o.usd;
+        self.trials += o.trials;
+        self.priced += o.priced;
+        self.input += o.input;
+        self.output += o.output;
+        self.cache_read += o.cache_read;
+        self.cache_write += o.cache_write;
+    }
+
+    fn usd(&self) -> Option<f64> {
+        (self.priced > 0).then_some(self.usd)
+    }
+
+    fn figures(&self) -> super::CostFigures {
+        super::CostFigures {
+            usd: self.usd(),
+            trials: self.trials,
+            priced_trials: self.priced,
+            input_tokens: self.input,
+            output_tokens: self.output,
+            cache_read_tokens: self.cache_read,
+            cache_write_tokens: self.cache_write,
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct ArmCostAgg {
+    all: CostCounts,
+    /// (dataset, case) → counts.
+    cases: BTreeMap<(String, String), CostCounts>,
+    sources: Vec<String>,
+}
+
+impl ArmCostAgg {
+    fn add(&mut self, record: &TrialRecord) {
+        self.all.add(record);
+        self.cases
+            .entry((record.dataset.clone(), record.case_id.clone()))
+            .or_default()
+            .add(record);
+        if let Some(cost) = &record.cost
+            && !self.sources.contains(&cost.price_source)
+        {
+            self.sources.push(cost.price_source.clone());
+        }
+    }
+
+    fn finish(self, arm: ArmId) -> super::ArmCost {
+        let a = &self.all;
+        super::ArmCost {
+            arm,
+            figures: a.figures(),
+            usd_per_trial: (a.priced > 0).then(|| a.usd / a.priced as f64),
+            price_sources: self.sources,
+            cases: self
+                .cases
+                .into_iter()
+                .map(|((dataset, case_id), c)| super::CaseCost {
+                    dataset,
+                    case_id,
+                    usd: c.usd(),
+                    trials: c.trials,
+                    priced_trials: c.priced,
+                })
+                .collect(),
+        }
+    }
+}
+
+/// The run's cost from each arm's.
+fn cost_summary(arms: BTreeMap<ArmId, ArmCostAgg>) -> super::CostSummary {
+    let mut all = CostCounts::default();
+    for agg in arms.values() {
+        all.merge(&agg.all);
+    }
+    super::CostSummary {
+        total: all.figures(),
+        arms: arms.into_iter().map(|(id, agg)| agg.finish(id)).collect(),
+    }
 }
 
 impl Aggregator {
@@ -573,6 +684,12 @@ impl Aggregator {
 
     /// Counts one finished trial.
     pub fn add(&mut self, record: &TrialRecord) {
+        if !self.cost.contains_key(&record.arm) {
+            self.cost.insert(record.arm.clone(), ArmCostAgg::default());
+        }
+        if let Some(c) = self.cost.get_mut(&record.arm) {
+            c.add(record);
+        }
         if record.trajectory.is_some() {
             self.scenarios.add(record);
             return;
@@ -624,6 +741,7 @@ impl Aggregator {
             .collect();
         let provider_diffs = super::providers::provider_diffs(&arms, confidence);
         let scenarios = self.scenarios.finish(confidence);
+        let cost = cost_summary(self.cost);
         let mut warnings = Vec::new();
         if totals.interrupted {
             warnings.push(Warning::RunInterrupted {
@@ -652,6 +770,8 @@ impl Aggregator {
             scenarios,
             scenario_drift: Vec::new(),
             provider_diffs,
+            cost,
+            budget: None,
         }
     }
 }
@@ -708,14 +828,15 @@ pub fn reaggregate_rescored(
         planned_trials: header.planned_trials,
         completed_trials: completed,
         skipped_trials: header.skipped_trials,
+        budget_not_run: header.budget.as_ref().map_or(0, |b| b.not_run),
         interrupted: header.interrupted,
         failures: header.failures(),
     };
     let latency = agg.latency_distributions();
-    Ok((
-        agg.finish(header.run, &totals, confidence, precision),
-        latency,
-    ))
+    let budget = header.budget.clone();
+    let mut summary = agg.finish(header.run, &totals, confidence, precision);
+    summary.budget = budget;
+    Ok((summary, latency))
 }
 
 /// Every record of a results.jsonl, in file order (the order the run finished them), streamed:
@@ -1057,6 +1178,7 @@ mod tests {
             planned_trials: planned,
             completed_trials: completed,
             skipped_trials: 0,
+            budget_not_run: 0,
             interrupted: false,
             failures: Vec::new(),
         }

@@ -11,7 +11,7 @@ use crate::record::TrialRecord;
 pub struct ResultsCsv(csv::Writer<std::fs::File>);
 
 impl ResultsCsv {
-    const HEADER: [&'static str; 17] = [
+    const HEADER: [&'static str; 18] = [
         "dataset",
         "case_id",
         "trial_index",
@@ -30,6 +30,8 @@ impl ResultsCsv {
         "variant",
         "provider",
         "model",
+        // Empty when unknown (no price), never 0 for unknown.
+        "cost_usd",
     ];
 
     /// Creates the file and writes its header row.
@@ -105,6 +107,7 @@ impl ResultsCsv {
             r.arm.variant.clone(),
             r.arm.provider.clone(),
             r.arm.model.clone(),
+            r.cost.as_ref().map_or(String::new(), |c| c.usd.to_string()),
         ];
         self.0.write_record(&row).map_err(std::io::Error::other)
     }

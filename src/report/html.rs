@@ -591,10 +591,24 @@ fn page(s: &Summary, ctx: &HtmlContext<'_>) -> Page {
         ),
         format!("{} intervals", pct(s.confidence)),
     ];
-    if s.skipped_trials > 0 {
+    let not_run_by_budget = s.budget.as_ref().map_or(0, |b| b.not_run);
+    if s.skipped_trials > not_run_by_budget {
         facts.push(format!(
             "{} trials skipped by a sequential gate",
-            s.skipped_trials
+            s.skipped_trials - not_run_by_budget
+        ));
+    }
+    if super::terminal::shows_cost(s) {
+        facts.push(format!(
+            "cost {}",
+            super::terminal::describe_cost(&s.cost.total)
+        ));
+    }
+    if let Some(b) = s.budget.as_ref().filter(|b| b.cut_short) {
+        facts.push(format!(
+            "CUT SHORT BY BUDGET: --max-cost {} reached, {} planned trials not run (not failures)",
+            super::format_usd(b.max_usd.unwrap_or_default()),
+            b.not_run
         ));
     }
     facts.push(format!("finished {}", r.finished_at));
@@ -1789,6 +1803,7 @@ mod tests {
             planned_trials: 1,
             completed_trials: 1,
             skipped_trials: 0,
+            budget_not_run: 0,
             interrupted: false,
             failures: Vec::new(),
         };

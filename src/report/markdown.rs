@@ -151,9 +151,43 @@ fn write_document(s: &Summary, doc: &mut String) {
     for arm in &s.scenarios {
         write_scenarios(s, arm, doc);
     }
+    write_cost(s, doc);
     if !s.warnings.is_empty() {
         doc.push_str("\n## Warnings\n\n");
         write_warnings(&s.warnings, doc);
+    }
+}
+
+/// What the run cost per arm, and the budget, when some trial was priced or a cap was set.
+fn write_cost(s: &Summary, doc: &mut String) {
+    use super::terminal::{describe_cost, shows_cost};
+    if !shows_cost(s) {
+        return;
+    }
+    doc.push_str(&format!(
+        "\n## Cost\n\n{}\n\n| arm | cost | price |\n|---|---|---|\n",
+        describe_cost(&s.cost.total)
+    ));
+    for a in &s.cost.arms {
+        doc.push_str(&format!(
+            "| {} · {} · {} | {} | {} |\n",
+            escape(&a.arm.provider),
+            escape(&a.arm.model),
+            escape(&a.arm.variant),
+            describe_cost(&a.figures),
+            if a.price_sources.is_empty() {
+                "none".to_owned()
+            } else {
+                escape(&a.price_sources.join("; "))
+            }
+        ));
+    }
+    if let Some(b) = s.budget.as_ref().filter(|b| b.cut_short) {
+        doc.push_str(&format!(
+            "\n**Cut short by budget**: --max-cost {} was reached; {} planned trials were not run (counted apart, not as failures).\n",
+            super::format_usd(b.max_usd.unwrap_or_default()),
+            b.not_run
+        ));
     }
 }
 
@@ -691,6 +725,7 @@ mod tests {
             planned_trials: 1,
             completed_trials: 1,
             skipped_trials: 0,
+            budget_not_run: 0,
             interrupted: false,
             failures: Vec::new(),
         };

@@ -40,7 +40,7 @@ pub use providers::{
     side_by_side_rows,
 };
 pub use scenario::{ScenarioArmSummary, ScenarioSummary};
-pub use terminal::{format_percentile, render_terminal};
+pub use terminal::{format_percentile, format_usd, render_terminal};
 pub use verdict::{
     CaseVerdict, GateLevel, GateMetric, GateReport, GateResult, SequentialInfo, ToolVerdict,
     Verdict,
@@ -89,6 +89,72 @@ pub struct Summary {
     /// (`compare::provider_diffs`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub provider_diffs: Vec<ProviderDiff>,
+    /// What the trials cost (datasets and scenarios), per arm and case, from the records.
+    #[serde(default)]
+    pub cost: CostSummary,
+    /// The estimate printed before the first request and the `--max-cost` cap, when priced or
+    /// capped; not in the records, so kept in the header `report` reads back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<BudgetReport>,
+}
+
+/// Dollars and tokens of a group of trials. `usd` sums the trials whose cost is known
+/// (`priced_trials` of `trials`); it is `None` when none is, never 0 for "unknown".
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CostFigures {
+    pub usd: Option<f64>,
+    pub trials: u64,
+    pub priced_trials: u64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cache_read_tokens: u64,
+    pub cache_write_tokens: u64,
+}
+
+/// What the run cost, and each arm.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct CostSummary {
+    #[serde(flatten)]
+    pub total: CostFigures,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub arms: Vec<ArmCost>,
+}
+
+/// One arm's cost, and each of its cases'.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ArmCost {
+    pub arm: ArmId,
+    #[serde(flatten)]
+    pub figures: CostFigures,
+    /// Mean over the priced trials.
+    pub usd_per_trial: Option<f64>,
+    /// The prices the records were costed at (one, unless the run was resumed with another).
+    pub price_sources: Vec<String>,
+    pub cases: Vec<CaseCost>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CaseCost {
+    pub dataset: String,
+    pub case_id: String,
+    pub usd: Option<f64>,
+    pub trials: u64,
+    pub priced_trials: u64,
+}
+
+/// The run's estimate and `--max-cost`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BudgetReport {
+    /// `--max-cost`, when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_usd: Option<f64>,
+    /// The estimate of the trials this process was to run; `None` when an arm has no price.
+    pub estimate_usd: Option<f64>,
+    pub estimate_trials: u64,
+    /// Planned trials the cap left unstarted (counted apart, never as failures).
+    pub not_run: u64,
+    /// The cap stopped the run before every planned trial started.
+    pub cut_short: bool,
 }
 
 /// What `toolscore report` reads from a run's summary.json: only what the records do not hold,
@@ -105,6 +171,8 @@ pub struct SummaryHeader {
     /// The run's warnings, for the reasons trials went unaccounted.
     #[serde(default)]
     pub warnings: Vec<serde_json::Value>,
+    #[serde(default)]
+    pub budget: Option<BudgetReport>,
 }
 
 impl SummaryHeader {

@@ -50,6 +50,75 @@ fn metric_rows(m: &Metrics) -> [(&'static str, &RateStat); 4] {
 
 /// Renders the whole summary: the run header, then each arm's figures. With one arm the run's
 /// warnings and the arm's are listed together under the arm.
+/// Dollars to the cent from $1 up, else to three significant digits (`$12.35`, `$0.0139`,
+/// `$0.00231`): a small run's cost must not round to $0.00.
+pub fn format_usd(usd: f64) -> String {
+    if usd >= 1.0 || usd <= 0.0 || !usd.is_finite() {
+        return format!("${usd:.2}");
+    }
+    let decimals = (2 - usd.log10().floor() as i32).clamp(2, 12) as usize;
+    format!("${usd:.decimals$}")
+}
+
+/// Whether the run says anything about cost: some trial was priced, or a budget was set. A
+/// run with no price anywhere prints no cost lines (summary.json still says `usd: null`).
+pub(super) fn shows_cost(s: &Summary) -> bool {
+    s.cost.total.priced_trials > 0 || s.budget.is_some()
+}
+
+/// `$0.0375 over 10 trials ($0.00375 per trial)`, or why it is unknown or partial.
+pub(super) fn describe_cost(c: &super::CostFigures) -> String {
+    let (trials, priced) = (c.trials, c.priced_trials);
+    match c.usd {
+        None => format!("unknown for {trials} trials (no price, or no usage reported)"),
+        Some(usd) if priced == trials => format!(
+            "{} over {trials} trials ({} per trial)",
+            format_usd(usd),
+            format_usd(usd / priced.max(1) as f64)
+        ),
+        Some(usd) => format!(
+            "at least {} ({priced} of {trials} trials priced; the rest unknown)",
+            format_usd(usd)
+        ),
+    }
+}
+
+/// The run's cost and budget lines, under the arms.
+fn write_cost(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
+    if !shows_cost(s) {
+        return Ok(());
+    }
+    let c = &s.cost.total;
+    writeln!(
+        w,
+        "\ncost of the run: {} · tokens in {} (cache read {}, cache write {}) · out {}",
+        describe_cost(c),
+        c.input_tokens,
+        c.cache_read_tokens,
+        c.cache_write_tokens,
+        c.output_tokens
+    )?;
+    if let Some(b) = &s.budget {
+        let estimate = b.estimate_usd.map_or("unknown".to_owned(), format_usd);
+        let cap = b.max_usd.map_or(String::new(), |m| {
+            format!(" · --max-cost {}", format_usd(m))
+        });
+        writeln!(
+            w,
+            "estimated before the run: {estimate} for {} trials{cap}",
+            b.estimate_trials
+        )?;
+        if b.cut_short {
+            writeln!(
+                w,
+                "CUT SHORT BY BUDGET: {} planned trials were not run (counted apart, not as failures)",
+                b.not_run
+            )?;
+        }
+    }
+    Ok(())
+}
+
 pub fn render_terminal(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
     let r = &s.run;
     writeln!(w, "toolscore {} · run {}", r.toolscore_version, r.run_id)?;
@@ -105,6 +174,7 @@ pub fn render_terminal(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
         super::providers::render_provider_diffs(s, w)?;
     }
     super::scenario::write_terminal(s, w)?;
+    write_cost(s, w)?;
     if let Some(gate) = &s.gate {
         write_gate(gate, several, w)?;
     }
@@ -539,6 +609,19 @@ fn render_arm(s: &Summary, a: &ArmSummary, extra: &[Warning], w: &mut dyn Write)
         mean(t.output_mean),
         t.trials_with_usage
     )?;
+    if shows_cost(s)
+        && let Some(c) = s.cost.arms.iter().find(|c| c.arm == a.arm)
+    {
+        writeln!(
+            w,
+            "cost: {}{}",
+            describe_cost(&c.figures),
+            match c.price_sources.as_slice() {
+                [] => String::new(),
+                sources => format!(" at {}", sources.join("; ")),
+            }
+        )?;
+    }
     let by_class: Vec<String> = a
         .infra
         .by_class
@@ -709,6 +792,15 @@ fn short_fp(fp: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dollars_keep_three_significant_digits_below_one() {
+        assert_eq!(format_usd(12.345), "$12.35");
+        assert_eq!(format_usd(0.013860), "$0.0139");
+        assert_eq!(format_usd(0.00231), "$0.00231");
+        assert_eq!(format_usd(0.1), "$0.100");
+        assert_eq!(format_usd(0.0), "$0.00");
+    }
     use crate::event::RunTotals;
     use crate::record::{ErrorClass, Outcome, TrialRecord};
     use crate::report::{Aggregator, RunInfo};
@@ -731,6 +823,7 @@ mod tests {
             planned_trials: 5,
             completed_trials: 5,
             skipped_trials: 0,
+            budget_not_run: 0,
             interrupted: false,
             failures: Vec::new(),
         };

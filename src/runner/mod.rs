@@ -7,9 +7,12 @@
 //! planned trial. Finished trials flow through one channel to a single collector that emits
 //! them as [`RunEvent`]s to the observer the command composed (results store, CSV, cassette,
 //! progress, aggregator…). The runner knows none of them; an observer's `Stop` answer stops
-//! scheduling a case, an arm or the run.
+//! scheduling a case, an arm or the run. `--max-cost` is checked by the scheduler itself
+//! ([`budget`]), not by an observer: observers hear of a trial when it ends, but the cap must
+//! count a trial's cost from the moment it starts, so each trial reserves its estimate first.
 
 pub mod batch;
+pub mod budget;
 pub mod script;
 pub mod shard;
 pub mod store;
@@ -47,6 +50,8 @@ pub struct Arm {
     /// Serve this arm's responses from a cassette instead of calling the provider;
     /// `settings` then hold what the cassette was recorded with.
     pub replay: Option<Cassette>,
+    /// What its tokens cost; `None`: unknown (the cost of its trials is not recorded).
+    pub price: Option<crate::provider::prices::ArmPrice>,
 }
 
 impl Arm {
@@ -75,6 +80,9 @@ pub struct RunPlan {
     pub shard: Option<shard::Shard>,
     /// `--batch`: the trials go to the providers' batch APIs ([`batch`]).
     pub batch: Option<batch::BatchMode>,
+    /// `--max-cost`: stop starting trials once spend plus the trials in flight would pass
+    /// this many dollars ([`budget`]).
+    pub max_cost: Option<f64>,
 }
 
 impl RunPlan {
@@ -192,6 +200,7 @@ struct ArmUnit {
     backend: Backend,
     /// Index of the arm's catalog variant in every `CaseUnit::views`.
     variant: usize,
+    price: Option<crate::provider::prices::ArmPrice>,
 }
 
 /// Shared, read-only state of the workers, plus the stop flags observers set.
@@ -222,6 +231,9 @@ struct Shared {
     stop_run: AtomicBool,
     stop_arm: Vec<AtomicBool>,
     stop_case: Vec<AtomicBool>,
+    /// `--max-cost`, and the trials it left unstarted.
+    budget: Option<budget::Budget>,
+    budget_not_run: AtomicU64,
 }
 
 impl Shared {
@@ -259,6 +271,15 @@ pub async fn execute(plan: RunPlan, observer: &mut dyn Observer) -> Result<RunTo
     let case_trials = plan.case_trials();
     let max_trials = plan.max_trials();
     let shard = plan.shard.map(|s| (s, plan.shard_seeds()));
+    let budget = plan.max_cost.map(|max| {
+        let per_trial = budget::estimate(&plan)
+            .per_trial
+            .iter()
+            // An unpriced arm cannot be capped; `cli` refuses such a plan before it gets here.
+            .map(|t| t.usd.unwrap_or(0.0))
+            .collect();
+        budget::Budget::new(max, per_trial)
+    });
 
     // The distinct catalog variants of the arms, in first-seen order.
     let mut variant_names: Vec<String> = Vec::new();
@@ -283,6 +304,7 @@ pub async fn execute(plan: RunPlan, observer: &mut dyn Observer) -> Result<RunTo
             identity,
             backend,
             variant,
+            price: arm.price,
         });
     }
     let mut units = Vec::with_capacity(case_count);
@@ -462,6 +484,8 @@ pub async fn execute(plan: RunPlan, observer: &mut dyn Observer) -> Result<RunTo
         skipped: AtomicU64::new(0),
         interrupted: Arc::clone(&interrupted),
         cancel: cancel.clone(),
+        budget,
+        budget_not_run: AtomicU64::new(0),
         stop_run: AtomicBool::new(false),
     });
     if let Control::Stop(scope) = first {
@@ -532,7 +556,8 @@ pub async fn execute(plan: RunPlan, observer: &mut dyn Observer) -> Result<RunTo
         }
     }
     let interrupted = interrupted.load(Ordering::SeqCst);
-    let mut skipped = shared.skipped.load(Ordering::SeqCst);
+    let budget_not_run = shared.budget_not_run.load(Ordering::SeqCst);
+    let mut skipped = shared.skipped.load(Ordering::SeqCst) + budget_not_run;
     if !interrupted && shared.stop_run.load(Ordering::SeqCst) {
         // An observer stopped the run: the jobs never taken were skipped on its word.
         skipped = planned.saturating_sub(completed + shared.done.len() as u64);
@@ -541,6 +566,7 @@ pub async fn execute(plan: RunPlan, observer: &mut dyn Observer) -> Result<RunTo
         planned_trials: planned,
         completed_trials: completed,
         skipped_trials: skipped,
+        budget_not_run,
         interrupted,
         failures,
     };
@@ -588,9 +614,28 @@ async fn worker(shared: Arc<Shared>, tx: mpsc::Sender<Finished>) {
             shared.not_returned.fetch_add(1, Ordering::Relaxed);
             continue;
         }
+        let unit = key.arm * cases + key.case;
+        let reserved = match &shared.budget {
+            None => 0.0,
+            Some(budget) => match budget.reserve(unit) {
+                Some(r) => r,
+                None => {
+                    // The cap is reached: this trial and every later one are not run.
+                    shared.budget_not_run.fetch_add(1, Ordering::Relaxed);
+                    continue;
+                }
+            },
+        };
         // A trial abandoned by Ctrl-C measured nothing: it is not reported (a resumed run
         // runs it again), and the run is marked interrupted.
-        let Some((record, raw)) = run_trial(&shared, key).await else {
+        let finished = run_trial(&shared, key).await;
+        if let Some(budget) = &shared.budget {
+            let actual = finished
+                .as_ref()
+                .and_then(|(r, _)| r.cost.as_ref().map(|c| c.usd));
+            budget.settle(unit, reserved, actual);
+        }
+        let Some((record, raw)) = finished else {
             return;
         };
         if tx.send(Finished { key, record, raw }).await.is_err() {
@@ -628,6 +673,7 @@ async fn run_trial(shared: &Shared, key: TrialKey) -> Option<(TrialRecord, Vec<R
         trajectory: None,
         scenario: None,
         batch: None,
+        cost: None,
     };
     let mut raw = Vec::new();
     match &view.judge {
@@ -675,6 +721,15 @@ async fn run_trial(shared: &Shared, key: TrialKey) -> Option<(TrialRecord, Vec<R
             .await?;
         }
     }
+    record.cost = arm.price.as_ref().and_then(|p| {
+        p.price
+            .cost_of_turns(&record.turns)
+            .map(|usd| crate::record::TrialCost {
+                usd,
+                price: p.price,
+                price_source: p.source.clone(),
+            })
+    });
     Some((record, raw))
 }
 

@@ -23,6 +23,24 @@ pub struct Config {
     /// `toolscore lint`: rules turned off or re-levelled, accepted findings, thresholds.
     #[serde(default)]
     pub lint: crate::lint::LintConfig,
+    /// Prices that override the shipped table, keyed by a provider's name in this file or by
+    /// `KIND:MODEL`.
+    #[serde(default)]
+    pub prices: BTreeMap<String, PriceEntry>,
+}
+
+/// One model's price, US dollars per million tokens.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PriceEntry {
+    pub input: f64,
+    pub output: f64,
+    pub cache_read: Option<f64>,
+    pub cache_write: Option<f64>,
+    /// Share taken off input and output by the provider's batch API (0.5 = half price).
+    pub batch_discount: Option<f64>,
+    /// Where the figures come from (a contract, a date), shown beside the cost.
+    pub source: Option<String>,
 }
 
 /// Run defaults; flags override them.
@@ -151,6 +169,49 @@ pub fn parse_config(text: &str, file: &str, base: &Path) -> Result<Config, Input
             &format!("unknown lint rule `{id}`; `toolscore lint --rules` lists them"),
         ));
     }
+    for (key, price) in &config.prices {
+        let line = crate::catalog::line_of(text, key);
+        let rates = [
+            ("input", Some(price.input)),
+            ("output", Some(price.output)),
+            ("cache_read", price.cache_read),
+            ("cache_write", price.cache_write),
+        ];
+        for (name, rate) in rates {
+            if let Some(r) = rate
+                && !(r.is_finite() && r >= 0.0)
+            {
+                return Err(InputError::at(
+                    file,
+                    line,
+                    &format!("prices.{key}.{name}"),
+                    &format!("{r} is not a price: US dollars per million tokens, 0 or more"),
+                ));
+            }
+        }
+        if let Some(d) = price.batch_discount
+            && !(0.0..1.0).contains(&d)
+        {
+            return Err(InputError::at(
+                file,
+                line,
+                &format!("prices.{key}.batch_discount"),
+                &format!(
+                    "{d} is not a discount: the share taken off, from 0 to below 1 (0.5 = half price)"
+                ),
+            ));
+        }
+        if !key.contains(':') && !config.providers.contains_key(key) {
+            return Err(InputError::at(
+                file,
+                line,
+                &format!("prices.{key}"),
+                &format!(
+                    "`{key}` is neither a provider of this config nor KIND:MODEL (e.g. anthropic:claude-sonnet-4-5)"
+                ),
+            ));
+        }
+    }
     if let Some(d) = &config.defaults.provider
         && !config.providers.contains_key(d)
     {
@@ -189,6 +250,32 @@ mod tests {
             c.providers["demo"].cassette.as_deref(),
             Some(Path::new("/proj/rec/x.cassette.jsonl.gz"))
         );
+    }
+
+    #[test]
+    fn prices_are_checked_with_their_line() {
+        let ok = parse_config(
+            "providers:\n  local:\n    kind: openai-compat\n    base_url: http://127.0.0.1:1/v1\n    model: m\nprices:\n  local: {input: 0, output: 0}\n  \"anthropic:claude-sonnet-4-5\": {input: 2.5, output: 12.5, source: contract 2026}\n",
+            "toolscore.yaml",
+            Path::new("."),
+        )
+        .unwrap();
+        assert_eq!(ok.prices["local"].output, 0.0);
+        assert_eq!(ok.prices["anthropic:claude-sonnet-4-5"].input, 2.5);
+        let bad = |text: &str| {
+            parse_config(text, "toolscore.yaml", Path::new("."))
+                .unwrap_err()
+                .to_string()
+        };
+        let e = bad("prices:\n  nobody: {input: 1, output: 2}\n");
+        assert!(
+            e.contains("toolscore.yaml:2") && e.contains("prices.nobody"),
+            "{e}"
+        );
+        let e = bad("prices:\n  \"anthropic:x\": {input: -1, output: 2}\n");
+        assert!(e.contains("prices.anthropic:x.input"), "{e}");
+        let e = bad("prices:\n  \"anthropic:x\": {input: 1, output: 2, batch_discount: 50}\n");
+        assert!(e.contains("batch_discount"), "{e}");
     }
 
     #[test]
