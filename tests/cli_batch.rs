@@ -218,6 +218,28 @@ fn equal_runs_as(api: BatchApi, api_name: &str, kind: Option<&str>) {
         assert_eq!(b["batch"]["api"], api_name, "{b}");
         assert!(b["batch"]["id"].as_str().is_some_and(|id| !id.is_empty()));
         assert_eq!(b["latency_ms"], 0.0);
+        // A priced model is billed at the table's batch price: half the online cost.
+        if api == BatchApi::Anthropic {
+            assert!(
+                o["cost"]["usd"].is_f64(),
+                "claude-sonnet-4-5 is in the price table: {o}"
+            );
+        }
+        if let Some(online_usd) = o["cost"]["usd"].as_f64() {
+            let batch_usd = b["cost"]["usd"]
+                .as_f64()
+                .expect("a batch trial has a cost too");
+            assert!(
+                (batch_usd - online_usd * 0.5).abs() < 1e-12,
+                "{online_usd} online, {batch_usd} in a batch"
+            );
+            assert!(
+                b["cost"]["price_source"]
+                    .as_str()
+                    .is_some_and(|s| s.ends_with("at the batch price (-50%)")),
+                "{b}"
+            );
+        }
     }
     let outcomes: Vec<&str> = batched
         .values()

@@ -722,12 +722,20 @@ async fn run_trial(shared: &Shared, key: TrialKey) -> Option<(TrialRecord, Vec<R
         }
     }
     record.cost = arm.price.as_ref().and_then(|p| {
+        // A trial a provider batch answered is billed at the batch price.
+        let (discount, source) = match (&record.batch, p.batch_discount) {
+            (Some(_), Some(d)) => (
+                d,
+                format!("{} at the batch price (-{:.0}%)", p.source, d * 100.0),
+            ),
+            _ => (0.0, p.source.clone()),
+        };
         p.price
             .cost_of_turns(&record.turns)
             .map(|usd| crate::record::TrialCost {
-                usd,
+                usd: usd * (1.0 - discount),
                 price: p.price,
-                price_source: p.source.clone(),
+                price_source: source,
             })
     });
     Some((record, raw))
