@@ -506,3 +506,103 @@ fn assert_consistent_counts(stat: &Value, what: &str) {
     let rate = stat["rate"].as_f64().unwrap();
     assert!((rate - x as f64 / n as f64).abs() < 1e-12, "{what}: {stat}");
 }
+
+/// The first `n` cases of an imported BFCL dataset in `examples/bfcl/`, copied into `dir`.
+fn bfcl_slice(dir: &Path, name: &str, n: usize) -> PathBuf {
+    let from = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("examples/bfcl")
+        .join(name);
+    let to = dir.join(name);
+    std::fs::create_dir_all(&to).unwrap();
+    std::fs::copy(from.join("tools.json"), to.join("tools.json")).unwrap();
+    let cases: Vec<String> = std::fs::read_to_string(from.join("cases.jsonl"))
+        .unwrap()
+        .lines()
+        .take(n)
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(cases.len(), n);
+    std::fs::write(to.join("cases.jsonl"), cases.join("\n")).unwrap();
+    to
+}
+
+/// Datasets imported from BFCL (`toolscore import bfcl`, kept in examples/bfcl) run against
+/// the real model end to end: every trial is accounted for, each case is shown its own
+/// catalog, and each scored trial carries BFCL's verdict (pass = selection and arguments,
+/// schema validity reported apart).
+#[test]
+fn real_model_runs_imported_bfcl_datasets() {
+    let url = local_model();
+    let dir = tempfile::tempdir().unwrap();
+    bfcl_slice(dir.path(), "bfcl_simple_python", 6);
+    bfcl_slice(dir.path(), "bfcl_irrelevance", 6);
+    let run = toolscore(
+        dir.path(),
+        &[
+            "run",
+            "--provider",
+            "openai-compat",
+            "--base-url",
+            url,
+            "--model",
+            "smollm2",
+            "--dataset",
+            "bfcl_simple_python",
+            "--dataset",
+            "bfcl_irrelevance",
+            "--trials",
+            "2",
+            "--concurrency",
+            "2",
+            "--max-tokens",
+            "96",
+            "--timeout",
+            "120",
+            "--run-id",
+            "bfcl",
+            "--out",
+            "out",
+            "--progress",
+            "off",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.transcript());
+    let summary = read_json(&dir.path().join("out/bfcl/summary.json"));
+    assert_eq!(summary["planned_trials"], 24);
+    assert_eq!(summary["completed_trials"], 24);
+    let datasets: Vec<&str> = summary["run"]["datasets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(datasets, ["bfcl_simple_python", "bfcl_irrelevance"]);
+    let text = std::fs::read_to_string(dir.path().join("out/bfcl/results.jsonl")).unwrap();
+    let records: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("record parses"))
+        .collect();
+    assert_eq!(records.len(), 24);
+    let scored: Vec<&Value> = records.iter().filter(|r| r["outcome"] != "error").collect();
+    assert!(!scored.is_empty(), "the real model answered no trial");
+    for r in &scored {
+        let s = &r["score"];
+        // BFCL's verdict: a pass is the right call with the right arguments, whatever the
+        // schema says.
+        let bfcl_pass = s["selection_ok"] == true && s["args_ok"] != false;
+        assert_eq!(s["passed"].as_bool(), Some(bfcl_pass), "{r}");
+        if r["dataset"] == "bfcl_irrelevance" {
+            // Irrelevance expects no call: any reply that is not a call passes.
+            let called = r["turns"][0]["tool_calls"]
+                .as_array()
+                .is_some_and(|c| !c.is_empty());
+            assert_eq!(s["passed"].as_bool(), Some(!called), "{r}");
+        }
+    }
+    for stat in [
+        &summary["arms"][0]["suite"]["metrics"]["selection"],
+        &summary["arms"][0]["suite"]["metrics"]["pass"],
+    ] {
+        assert_consistent(stat, "bfcl suite");
+    }
+}

@@ -422,38 +422,62 @@ pub(crate) struct CatalogLint {
     pub report: LintReport,
 }
 
-/// Lints every (dataset, variant) catalog the plan's arms are shown, with the config's `lint:`
-/// section and the base catalog file's inline allows. Pure apart from reading that file; a file
-/// that cannot be read (a live server's catalog) just has no inline allows.
-pub(crate) fn lint_run_catalogs(
-    plan: &crate::runner::RunPlan,
-    options: &LintOptions,
-) -> Vec<CatalogLint> {
+/// The catalogs a plan's arms are shown, taken before the run (the plan goes to the runner)
+/// and linted after it, so linting never delays the start of a run.
+pub(crate) struct RunCatalogs(
+    Vec<(
+        String,
+        String,
+        std::sync::Arc<crate::catalog::Catalog>,
+        String,
+    )>,
+);
+
+/// Every (dataset, variant) catalog the plan's arms are shown, with the base catalog's file.
+pub(crate) fn run_catalogs(plan: &crate::runner::RunPlan) -> RunCatalogs {
     let mut variants: Vec<&str> = plan.arms.iter().map(|a| a.variant.as_str()).collect();
     variants.sort_unstable();
     variants.dedup();
     let mut out = Vec::new();
     for dataset in &plan.datasets {
-        let mut options = options.clone();
-        let inline = crate::input::read_text(Path::new(&dataset.catalog.source))
-            .ok()
-            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-            .and_then(|doc| crate::lint::tool_inline_allows(&doc).ok())
-            .unwrap_or_default();
-        for (tool, ids) in inline {
-            options.allow_for(&tool, ids);
-        }
         for v in &variants {
             if let Some(variant) = dataset.variant(v) {
-                out.push(CatalogLint {
-                    dataset: dataset.name.clone(),
-                    variant: (*v).to_owned(),
-                    report: crate::lint::lint(&variant.catalog, &options),
-                });
+                out.push((
+                    dataset.name.clone(),
+                    (*v).to_owned(),
+                    variant.catalog.clone(),
+                    dataset.catalog.source.clone(),
+                ));
             }
         }
     }
-    out
+    RunCatalogs(out)
+}
+
+/// Lints the run's catalogs with the config's `lint:` section and the base catalog file's
+/// inline allows. Pure apart from reading that file; a file that cannot be read (a live
+/// server's catalog) just has no inline allows.
+pub(crate) fn lint_run_catalogs(catalogs: &RunCatalogs, options: &LintOptions) -> Vec<CatalogLint> {
+    catalogs
+        .0
+        .iter()
+        .map(|(dataset, variant, catalog, source)| {
+            let mut options = options.clone();
+            let inline = crate::input::read_text(Path::new(source))
+                .ok()
+                .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+                .and_then(|doc| crate::lint::tool_inline_allows(&doc).ok())
+                .unwrap_or_default();
+            for (tool, ids) in inline {
+                options.allow_for(&tool, ids);
+            }
+            CatalogLint {
+                dataset: dataset.clone(),
+                variant: variant.clone(),
+                report: crate::lint::lint(catalog, &options),
+            }
+        })
+        .collect()
 }
 
 /// Under `run`'s report: per arm and dataset, the three most-missed tools lint has findings

@@ -703,7 +703,7 @@ fn run_command(
         )));
     }
     let mut sinks = setup.sinks(started)?;
-    let lints = lint::lint_run_catalogs(&setup.plan, &setup.lint);
+    let catalogs = lint::run_catalogs(&setup.plan);
     if let Some(r) = &resumed {
         r.replay_into(&setup.out_dir, &mut sinks)?;
     }
@@ -805,6 +805,7 @@ fn run_command(
                 .map_err(|e| Error::io("cannot write the comparison", e))?;
         }
         println!();
+        let lints = lint::lint_run_catalogs(&catalogs, &setup.lint);
         lint::print_beside_weakest(&summary, &lints, &setup.out_dir, &mut out)
             .map_err(|e| Error::io("cannot write the report", e))?;
     }
