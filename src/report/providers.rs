@@ -306,7 +306,7 @@ pub fn render_provider_diffs(summary: &Summary, out: &mut dyn Write) -> io::Resu
                 d.choice_differs.len(),
                 d.cases_compared
             )?;
-            for c in &d.choice_differs {
+            for c in d.choice_differs.iter().take(SHOWN) {
                 let parts: Vec<String> = c
                     .choices
                     .iter()
@@ -336,6 +336,13 @@ pub fn render_provider_diffs(summary: &Summary, out: &mut dyn Write) -> io::Resu
                 )?;
             }
         }
+        if d.choice_differs.len() > SHOWN {
+            writeln!(
+                out,
+                "    … {} more in summary.json (provider_diffs)",
+                d.choice_differs.len() - SHOWN
+            )?;
+        }
         let chance = d.pass_comparisons as f64 * (1.0 - d.confidence);
         writeln!(
             out,
@@ -345,7 +352,7 @@ pub fn render_provider_diffs(summary: &Summary, out: &mut dyn Write) -> io::Resu
             d.pass_comparisons,
             chance
         )?;
-        for p in &d.pass_differs {
+        for p in d.pass_differs.iter().take(SHOWN) {
             let rates: Vec<String> = p
                 .pass
                 .iter()
@@ -376,6 +383,16 @@ pub fn render_provider_diffs(summary: &Summary, out: &mut dyn Write) -> io::Resu
                 pairs.join(" · ")
             )?;
         }
+        if d.pass_differs.len() > SHOWN {
+            writeln!(
+                out,
+                "    … {} more in summary.json (provider_diffs)",
+                d.pass_differs.len() - SHOWN
+            )?;
+        }
     }
     Ok(())
 }
+
+/// Cases listed per kind of difference on the terminal; summary.json has them all.
+const SHOWN: usize = 10;
