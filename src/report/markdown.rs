@@ -652,32 +652,8 @@ fn write_provider_diff(s: &Summary, d: &super::ProviderDiff, doc: &mut String) {
     if !d.pass_differs.is_empty() {
         doc.push_str("\n| case | pass | difference |\n|---|---|---|\n");
         for p in d.pass_differs.iter().take(ROWS_SHOWN) {
-            let rates: Vec<String> = p
-                .pass
-                .iter()
-                .enumerate()
-                .map(|(i, (x, n))| format!("{} {x}/{n}", name(i)))
-                .collect();
-            let pairs: Vec<String> = p
-                .pairs
-                .iter()
-                .map(|q| {
-                    format!(
-                        "{} − {} = {:+.3} [{:+.3}, {:+.3}]",
-                        name(q.b),
-                        name(q.a),
-                        q.difference,
-                        q.lo,
-                        q.hi
-                    )
-                })
-                .collect();
-            doc.push_str(&format!(
-                "| {} | {} | {} |\n",
-                escape(&p.case_id),
-                rates.join(" · "),
-                pairs.join(" · ")
-            ));
+            let (rates, pairs) = super::providers::pass_diff_text(p, &name);
+            doc.push_str(&format!("| {} | {rates} | {pairs} |\n", escape(&p.case_id),));
         }
         more(doc, d.pass_differs.len(), ROWS_SHOWN, "cases");
     }

@@ -353,34 +353,11 @@ pub fn render_provider_diffs(summary: &Summary, out: &mut dyn Write) -> io::Resu
             chance
         )?;
         for p in d.pass_differs.iter().take(SHOWN) {
-            let rates: Vec<String> = p
-                .pass
-                .iter()
-                .enumerate()
-                .map(|(i, (x, n))| format!("{} {x}/{n}", name(i)))
-                .collect();
-            let pairs: Vec<String> = p
-                .pairs
-                .iter()
-                .map(|q| {
-                    format!(
-                        "{} − {} = {:+.3} [{:+.3}, {:+.3}]",
-                        name(q.b),
-                        name(q.a),
-                        q.difference,
-                        q.lo,
-                        q.hi
-                    )
-                })
-                .collect();
+            let (rates, pairs) = pass_diff_text(p, &|i| name(i).to_owned());
             writeln!(
                 out,
-                "    {}/{} (expects {}): {} · {}",
-                p.dataset,
-                p.case_id,
-                p.expected,
-                rates.join(" · "),
-                pairs.join(" · ")
+                "    {}/{} (expects {}): {rates} · {pairs}",
+                p.dataset, p.case_id, p.expected,
             )?;
         }
         if d.pass_differs.len() > SHOWN {
@@ -392,6 +369,32 @@ pub fn render_provider_diffs(summary: &Summary, out: &mut dyn Write) -> io::Resu
         }
     }
     Ok(())
+}
+
+/// A differing case as text: each arm's passes (`NAME x/n · …`) and each differing pair
+/// (`B − A = +d [lo, hi] · …`), arms named by `name`.
+pub fn pass_diff_text(p: &PassDiff, name: &dyn Fn(usize) -> String) -> (String, String) {
+    let rates: Vec<String> = p
+        .pass
+        .iter()
+        .enumerate()
+        .map(|(i, (x, n))| format!("{} {x}/{n}", name(i)))
+        .collect();
+    let pairs: Vec<String> = p
+        .pairs
+        .iter()
+        .map(|q| {
+            format!(
+                "{} − {} = {:+.3} [{:+.3}, {:+.3}]",
+                name(q.b),
+                name(q.a),
+                q.difference,
+                q.lo,
+                q.hi
+            )
+        })
+        .collect();
+    (rates.join(" · "), pairs.join(" · "))
 }
 
 /// Cases listed per kind of difference on the terminal; summary.json has them all.
