@@ -424,14 +424,16 @@ pub(crate) struct CatalogLint {
 
 /// The catalogs a plan's arms are shown, taken before the run (the plan goes to the runner)
 /// and linted after it, so linting never delays the start of a run.
-pub(crate) struct RunCatalogs(
-    Vec<(
-        String,
-        String,
-        std::sync::Arc<crate::catalog::Catalog>,
-        String,
-    )>,
-);
+pub(crate) struct RunCatalogs(Vec<RunCatalog>);
+
+/// One catalog a run's arms are shown: its dataset and variant, and the dataset's base
+/// catalog file (where inline allows are read).
+struct RunCatalog {
+    dataset: String,
+    variant: String,
+    catalog: std::sync::Arc<crate::catalog::Catalog>,
+    base_file: String,
+}
 
 /// Every (dataset, variant) catalog the plan's arms are shown, with the base catalog's file.
 pub(crate) fn run_catalogs(plan: &crate::runner::RunPlan) -> RunCatalogs {
@@ -442,12 +444,12 @@ pub(crate) fn run_catalogs(plan: &crate::runner::RunPlan) -> RunCatalogs {
     for dataset in &plan.datasets {
         for v in &variants {
             if let Some(variant) = dataset.variant(v) {
-                out.push((
-                    dataset.name.clone(),
-                    (*v).to_owned(),
-                    variant.catalog.clone(),
-                    dataset.catalog.source.clone(),
-                ));
+                out.push(RunCatalog {
+                    dataset: dataset.name.clone(),
+                    variant: (*v).to_owned(),
+                    catalog: variant.catalog.clone(),
+                    base_file: dataset.catalog.source.clone(),
+                });
             }
         }
     }
@@ -461,9 +463,9 @@ pub(crate) fn lint_run_catalogs(catalogs: &RunCatalogs, options: &LintOptions) -
     catalogs
         .0
         .iter()
-        .map(|(dataset, variant, catalog, source)| {
+        .map(|c| {
             let mut options = options.clone();
-            let inline = crate::input::read_text(Path::new(source))
+            let inline = crate::input::read_text(Path::new(&c.base_file))
                 .ok()
                 .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
                 .and_then(|doc| crate::lint::tool_inline_allows(&doc).ok())
@@ -472,9 +474,9 @@ pub(crate) fn lint_run_catalogs(catalogs: &RunCatalogs, options: &LintOptions) -
                 options.allow_for(&tool, ids);
             }
             CatalogLint {
-                dataset: dataset.clone(),
-                variant: variant.clone(),
-                report: crate::lint::lint(catalog, &options),
+                dataset: c.dataset.clone(),
+                variant: c.variant.clone(),
+                report: crate::lint::lint(&c.catalog, &options),
             }
         })
         .collect()
