@@ -13,7 +13,7 @@
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Map, Value, json};
 
-use super::history::PendingCalls;
+use super::history::{PendingCalls, RoleRun, push_grouped};
 use super::openai_compat::{
     self as chat, ErrorInfo, classify_status, excerpt_text, http_reason, malformed,
 };
@@ -79,44 +79,26 @@ impl Adapter for Anthropic {
     }
 }
 
-/// One wire message being built: its role and content blocks.
-struct Turn {
-    role: &'static str,
-    blocks: Vec<Value>,
-}
-
-fn push_block(turns: &mut Vec<Turn>, role: &'static str, block: Value) {
-    // The API wants user and assistant turns alternating: a user text after tool results
-    // joins their message (after them, as the API requires the results first).
-    match turns.last_mut() {
-        Some(last) if last.role == role => last.blocks.push(block),
-        _ => turns.push(Turn {
-            role,
-            blocks: vec![block],
-        }),
-    }
-}
-
 pub(crate) fn encode_request(
     settings: &ProviderSettings,
     messages: &[Message],
     catalog: &Catalog,
 ) -> Vec<u8> {
     let mut system: Vec<&str> = Vec::new();
-    let mut turns: Vec<Turn> = Vec::new();
+    let mut turns: Vec<RoleRun> = Vec::new();
     let mut pending = PendingCalls::default();
     for message in messages {
         match message {
             Message::System { content } => system.push(content),
             Message::User { content } => {
-                push_block(&mut turns, "user", json!({"type": "text", "text": content}));
+                push_grouped(&mut turns, "user", json!({"type": "text", "text": content}));
             }
             Message::Assistant {
                 content,
                 tool_calls,
             } => {
                 if let Some(text) = content.as_deref().filter(|t| !t.is_empty()) {
-                    push_block(
+                    push_grouped(
                         &mut turns,
                         "assistant",
                         json!({"type": "text", "text": text}),
@@ -124,7 +106,7 @@ pub(crate) fn encode_request(
                 }
                 let ids = pending.open_turn(tool_calls);
                 for (call, id) in tool_calls.iter().zip(ids) {
-                    push_block(
+                    push_grouped(
                         &mut turns,
                         "assistant",
                         json!({"type": "tool_use", "id": id, "name": call.name, "input": input_object(call)}),
@@ -144,7 +126,7 @@ pub(crate) fn encode_request(
                 if *is_error {
                     block["is_error"] = Value::Bool(true);
                 }
-                push_block(&mut turns, "user", block);
+                push_grouped(&mut turns, "user", block);
             }
         }
     }
@@ -152,9 +134,9 @@ pub(crate) fn encode_request(
         .into_iter()
         .map(|t| {
             // A lone text block is sent as a plain string, the form of the official examples.
-            let content = match t.blocks.as_slice() {
+            let content = match t.items.as_slice() {
                 [only] if only["type"] == "text" => only["text"].clone(),
-                _ => Value::Array(t.blocks),
+                _ => Value::Array(t.items),
             };
             json!({"role": t.role, "content": content})
         })

@@ -24,7 +24,7 @@ use std::time::Duration;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Map, Value, json};
 
-use super::history::PendingCalls;
+use super::history::{PendingCalls, RoleRun, push_grouped};
 use super::openai_compat::{
     self as chat, ErrorInfo, classify_status, excerpt_text, http_reason, malformed,
 };
@@ -113,42 +113,26 @@ pub(crate) fn retry_delay(body: &[u8]) -> Option<Duration> {
         .map(|secs| Duration::from_secs_f64(secs.min(3600.0)))
 }
 
-/// One `contents[]` entry being built.
-struct Content {
-    role: &'static str,
-    parts: Vec<Value>,
-}
-
-fn push_part(contents: &mut Vec<Content>, role: &'static str, part: Value) {
-    // Consecutive parts of one role form one content: all responses to one call turn must
-    // arrive together, one part per call.
-    match contents.last_mut() {
-        Some(last) if last.role == role => last.parts.push(part),
-        _ => contents.push(Content {
-            role,
-            parts: vec![part],
-        }),
-    }
-}
-
 pub(crate) fn encode_request(
     settings: &ProviderSettings,
     messages: &[Message],
     catalog: &Catalog,
 ) -> Vec<u8> {
     let mut system: Vec<Value> = Vec::new();
-    let mut contents: Vec<Content> = Vec::new();
+    let mut contents: Vec<RoleRun> = Vec::new();
     let mut pending = PendingCalls::default();
     for message in messages {
         match message {
             Message::System { content } => system.push(json!({"text": content})),
-            Message::User { content } => push_part(&mut contents, "user", json!({"text": content})),
+            Message::User { content } => {
+                push_grouped(&mut contents, "user", json!({"text": content}))
+            }
             Message::Assistant {
                 content,
                 tool_calls,
             } => {
                 if let Some(text) = content.as_deref().filter(|t| !t.is_empty()) {
-                    push_part(&mut contents, "model", json!({"text": text}));
+                    push_grouped(&mut contents, "model", json!({"text": text}));
                 }
                 pending.open_turn(tool_calls);
                 for call in tool_calls {
@@ -170,7 +154,7 @@ pub(crate) fn encode_request(
                     if let Some(sig) = &call.thought_signature {
                         part.insert("thoughtSignature".into(), json!(sig));
                     }
-                    push_part(&mut contents, "model", Value::Object(part));
+                    push_grouped(&mut contents, "model", Value::Object(part));
                 }
             }
             Message::Tool {
@@ -189,7 +173,7 @@ pub(crate) fn encode_request(
                 }
                 let key = if *is_error { "error" } else { "output" };
                 response.insert("response".into(), json!({ key: content }));
-                push_part(
+                push_grouped(
                     &mut contents,
                     "user",
                     json!({"functionResponse": Value::Object(response)}),
@@ -206,7 +190,7 @@ pub(crate) fn encode_request(
         Value::Array(
             contents
                 .into_iter()
-                .map(|c| json!({"role": c.role, "parts": c.parts}))
+                .map(|c| json!({"role": c.role, "parts": c.items}))
                 .collect(),
         ),
     );

@@ -7,6 +7,26 @@ use crate::message::ToolCall;
 
 use super::openai_compat::fallback_call_id;
 
+/// One wire message being built: its role and its blocks (Anthropic content blocks, Gemini
+/// parts).
+pub(crate) struct RoleRun {
+    pub role: &'static str,
+    pub items: Vec<serde_json::Value>,
+}
+
+/// Appends `item` to the last message when it has the same role, else starts a message.
+/// Anthropic wants user and assistant turns alternating (a user text after tool results joins
+/// their message, after them); Gemini wants all responses to one call turn in one content.
+pub(crate) fn push_grouped(runs: &mut Vec<RoleRun>, role: &'static str, item: serde_json::Value) {
+    match runs.last_mut() {
+        Some(last) if last.role == role => last.items.push(item),
+        _ => runs.push(RoleRun {
+            role,
+            items: vec![item],
+        }),
+    }
+}
+
 /// A call of the latest assistant turn that no tool result has answered yet.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct PendingCall {
