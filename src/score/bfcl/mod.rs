@@ -11,6 +11,10 @@
 //! strict, so a bool is not an int), which is why they go through [`Py`] and not `json_equal`.
 //! `tests/bfcl_agreement.rs` checks this module against BFCL's own checker.
 
+mod java;
+mod js;
+mod python;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -101,7 +105,8 @@ impl BfclExpect {
             let Some(description) = description else {
                 return Err(format!("`functions` has no description of `{name}`"));
             };
-            FunctionDoc::parse(description).map_err(|e| format!("functions: {e}"))?;
+            FunctionDoc::parse(description, BfclLanguage::of_category(&self.category))
+                .map_err(|e| format!("functions: {e}"))?;
         }
         Ok(())
     }
@@ -117,11 +122,14 @@ pub fn openai_name(name: &str) -> String {
 // Python values
 
 /// A decoded JSON value as Python's `json.loads` gives it: ints and floats are distinct types.
-#[derive(Debug, Clone)]
+/// (`PartialEq` is structural, for tests; Python's `==` is [`py_eq`].)
+#[derive(Debug, Clone, PartialEq)]
 enum Py {
     None,
     Bool(bool),
     Int(i128),
+    /// An int too large for i128 (Python's ints have no bound): its decimal digits and sign.
+    BigInt(String),
     Float(f64),
     Str(String),
     List(Vec<Py>),
@@ -137,7 +145,13 @@ enum PyType {
     Str,
     List,
     Dict,
+    /// Python's `set`, the type BFCL maps Java's `Set` to; no JSON value has it.
+    Set,
 }
+
+/// BFCL's checker raised instead of judging (BFCL's whole evaluation stops there): why.
+#[derive(Debug, Clone, PartialEq)]
+struct Raised(String);
 
 impl Py {
     fn from_json(v: &Value) -> Py {
@@ -163,11 +177,26 @@ impl Py {
         }
     }
 
+    /// An int from `int(str)`'s digits (see [`python::int`]).
+    fn int_from_digits(digits: &str) -> Py {
+        digits
+            .parse::<i128>()
+            .map_or_else(|_| Py::BigInt(digits.to_owned()), Py::Int)
+    }
+
+    /// `d[key] = value`: a new key goes last, an existing one keeps its place.
+    fn dict_set(items: &mut Vec<(String, Py)>, key: String, value: Py) {
+        match items.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, v)) => *v = value,
+            None => items.push((key, value)),
+        }
+    }
+
     fn type_of(&self) -> PyType {
         match self {
             Py::None => PyType::None,
             Py::Bool(_) => PyType::Bool,
-            Py::Int(_) => PyType::Int,
+            Py::Int(_) | Py::BigInt(_) => PyType::Int,
             Py::Float(_) => PyType::Float,
             Py::Str(_) => PyType::Str,
             Py::List(_) => PyType::List,
@@ -224,12 +253,23 @@ impl Py {
     }
 }
 
-fn as_number(v: &Py) -> Option<f64> {
+/// An int-like value (bool, int) as an exact integer, when it fits i128.
+fn as_integer(v: &Py) -> Option<i128> {
     match v {
-        Py::Bool(b) => Some(if *b { 1.0 } else { 0.0 }),
-        Py::Int(i) => Some(*i as f64),
-        Py::Float(f) => Some(*f),
+        Py::Bool(b) => Some(i128::from(*b)),
+        Py::Int(i) => Some(*i),
         _ => None,
+    }
+}
+
+/// Python compares an int with a float exactly (`2**53 + 1 != 2.0**53`), not in floating point.
+fn int_eq_float(i: &Py, f: f64) -> bool {
+    if !f.is_finite() || f.fract() != 0.0 {
+        return false;
+    }
+    match i {
+        Py::BigInt(digits) => format!("{f:.0}") == *digits,
+        _ => as_integer(i).is_some_and(|i| f.abs() < 2f64.powi(127) && f as i128 == i),
     }
 }
 
@@ -237,8 +277,10 @@ fn as_number(v: &Py) -> Option<f64> {
 fn py_eq(a: &Py, b: &Py) -> bool {
     match (a, b) {
         (Py::None, Py::None) => true,
-        (Py::Int(x), Py::Int(y)) => x == y,
-        (Py::Bool(x), Py::Bool(y)) => x == y,
+        (Py::BigInt(x), Py::BigInt(y)) => x == y,
+        (Py::Float(x), Py::Float(y)) => x == y,
+        (Py::Float(f), i) | (i, Py::Float(f)) => int_eq_float(i, *f),
+        (Py::Int(_) | Py::Bool(_), Py::Int(_) | Py::Bool(_)) => as_integer(a) == as_integer(b),
         (Py::Str(x), Py::Str(y)) => x == y,
         (Py::List(x), Py::List(y)) => {
             x.len() == y.len() && x.iter().zip(y).all(|(p, q)| py_eq(p, q))
@@ -246,10 +288,7 @@ fn py_eq(a: &Py, b: &Py) -> bool {
         (Py::Dict(x), Py::Dict(y)) => {
             x.len() == y.len() && x.iter().all(|(k, v)| b.get(k).is_some_and(|w| py_eq(v, w)))
         }
-        _ => match (as_number(a), as_number(b)) {
-            (Some(x), Some(y)) => x == y,
-            _ => false,
-        },
+        _ => false,
     }
 }
 
@@ -277,11 +316,50 @@ fn standardized(v: &Py) -> Py {
 // ---------------------------------------------------------------------------------------------
 // Function docs
 
+/// The language BFCL judges a category in (`is_java`, `is_js` of bfcl_eval/utils.py): it
+/// decides the type mapping and whether values arrive as strings to convert.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BfclLanguage {
+    Python,
+    Java,
+    JavaScript,
+}
+
+impl BfclLanguage {
+    pub fn of_category(category: &str) -> BfclLanguage {
+        if category.contains("javascript") {
+            BfclLanguage::JavaScript
+        } else if category.contains("java") {
+            BfclLanguage::Java
+        } else {
+            BfclLanguage::Python
+        }
+    }
+
+    /// The checker's mapping from a doc's type name to the Python type of the value.
+    fn python_type(self, name: &str) -> Option<PyType> {
+        match self {
+            BfclLanguage::Python => python_type(name),
+            BfclLanguage::Java => java::python_type(name),
+            BfclLanguage::JavaScript => js::python_type(name),
+        }
+    }
+
+    /// Whether the checker reads `items.type` for a parameter of this type
+    /// (`PYTHON_NESTED_TYPE_CHECK_LIST`, `NESTED_CONVERSION_TYPE_LIST`).
+    fn has_item_type(self, name: &str) -> bool {
+        match self {
+            BfclLanguage::Python => matches!(name, "array" | "tuple"),
+            _ => matches!(name, "Array" | "ArrayList" | "array"),
+        }
+    }
+}
+
 /// The part of a BFCL function doc the checker reads.
 struct FunctionDoc {
     name: String,
     required: Vec<String>,
-    /// Parameter → (type name, item type name for arrays and tuples).
+    /// Parameter → (type name, item type name where the checker reads one).
     params: Vec<(String, String, Option<String>)>,
 }
 
@@ -299,7 +377,7 @@ fn python_type(name: &str) -> Option<PyType> {
 }
 
 impl FunctionDoc {
-    fn parse(doc: &Value) -> Result<FunctionDoc, String> {
+    fn parse(doc: &Value, language: BfclLanguage) -> Result<FunctionDoc, String> {
         let name = doc
             .get("name")
             .and_then(Value::as_str)
@@ -320,28 +398,34 @@ impl FunctionDoc {
             .get("properties")
             .and_then(Value::as_object)
             .ok_or_else(|| format!("`{name}` has no `parameters.properties`"))?;
+        let known = |ty: &str, what: &str| -> Result<(), String> {
+            if language.python_type(ty).is_none() {
+                return Err(format!(
+                    "{what} type `{ty}`, which BFCL's {language:?} checker does not know"
+                ));
+            }
+            // A converter that raises on every string it is given would leave no verdict.
+            if language == BfclLanguage::Java && java::unimplemented(ty) {
+                return Err(format!(
+                    "{what} type `{ty}`, which BFCL's Java converter does not implement"
+                ));
+            }
+            Ok(())
+        };
         let mut params = Vec::new();
         for (p, detail) in props {
             let ty = detail
                 .get("type")
                 .and_then(Value::as_str)
                 .ok_or_else(|| format!("`{name}.{p}` has no `type`"))?;
-            if python_type(ty).is_none() {
-                return Err(format!(
-                    "`{name}.{p}` has type `{ty}`, which BFCL's Python checker does not know"
-                ));
-            }
-            let item = if matches!(ty, "array" | "tuple") {
+            known(ty, &format!("`{name}.{p}` has"))?;
+            let item = if language.has_item_type(ty) {
                 let item = detail
                     .get("items")
                     .and_then(|i| i.get("type"))
                     .and_then(Value::as_str)
                     .ok_or_else(|| format!("`{name}.{p}` is an array without `items.type`"))?;
-                if python_type(item).is_none() {
-                    return Err(format!(
-                        "`{name}.{p}` has items of type `{item}`, which BFCL's Python checker does not know"
-                    ));
-                }
+                known(item, &format!("`{name}.{p}` has items of"))?;
                 Some(item.to_owned())
             } else {
                 None
@@ -366,9 +450,65 @@ impl FunctionDoc {
 // ---------------------------------------------------------------------------------------------
 // The checker
 
-/// BFCL's verdict on a model turn: Ok, or the reason it fails (BFCL's error, paraphrased).
+/// BFCL's outcome on a model turn, with the third case its code has: it raised.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BfclVerdict {
+    Pass,
+    /// BFCL's checker judges the reply wrong: why (BFCL's error, paraphrased).
+    Fail(String),
+    /// BFCL's checker raises an exception on this reply, which stops BFCL's evaluation.
+    Raises(String),
+}
+
+/// Why a reply fails: BFCL judged it, or BFCL's checker raised.
+#[derive(Debug)]
+enum Fail {
+    Judged(String),
+    Raised(String),
+}
+
+impl From<String> for Fail {
+    fn from(why: String) -> Fail {
+        Fail::Judged(why)
+    }
+}
+
+impl From<&str> for Fail {
+    fn from(why: &str) -> Fail {
+        Fail::Judged(why.to_owned())
+    }
+}
+
+impl From<Raised> for Fail {
+    fn from(r: Raised) -> Fail {
+        Fail::Raised(r.0)
+    }
+}
+
+impl Fail {
+    fn context(self, prefix: &str) -> Fail {
+        match self {
+            Fail::Judged(why) => Fail::Judged(format!("{prefix}{why}")),
+            Fail::Raised(why) => Fail::Raised(format!("{prefix}{why}")),
+        }
+    }
+}
+
+/// BFCL's verdict on a model turn as a pass or the reason it fails. Where BFCL's own checker
+/// raises (it then judges nothing and stops), the trial fails and the reason says so.
 pub fn judge(expect: &BfclExpect, produced: &[ToolCall]) -> Result<(), String> {
-    match expect.checker {
+    match verdict(expect, produced) {
+        BfclVerdict::Pass => Ok(()),
+        BfclVerdict::Fail(why) => Err(why),
+        BfclVerdict::Raises(why) => Err(format!(
+            "BFCL's checker raises on this reply, so BFCL gives no verdict; scored a fail: {why}"
+        )),
+    }
+}
+
+/// BFCL's outcome on a model turn, telling a failure from BFCL's checker raising.
+pub fn verdict(expect: &BfclExpect, produced: &[ToolCall]) -> BfclVerdict {
+    let result: Verdict = match expect.checker {
         BfclChecker::Irrelevance => match decode(produced) {
             Some(calls) if !calls.is_empty() => {
                 Err("BFCL: the reply decodes to a function call; this case expects none".into())
@@ -381,13 +521,18 @@ pub fn judge(expect: &BfclExpect, produced: &[ToolCall]) -> Result<(), String> {
         },
         BfclChecker::Simple | BfclChecker::Multiple | BfclChecker::Parallel => {
             if produced.iter().any(ToolCall::arguments_not_json) {
-                return Err("BFCL: the arguments do not decode (not JSON)".into());
+                Err("BFCL: the arguments do not decode (not JSON)".into())
+            } else if let Some(calls) = decode(produced) {
+                ast_checker(expect, &calls)
+            } else {
+                Err("BFCL: the reply is not in function-calling format (arguments are not an object)".into())
             }
-            let Some(calls) = decode(produced) else {
-                return Err("BFCL: the reply is not in function-calling format (arguments are not an object)".into());
-            };
-            ast_checker(expect, &calls)
         }
+    };
+    match result {
+        Ok(()) => BfclVerdict::Pass,
+        Err(Fail::Judged(why)) => BfclVerdict::Fail(why),
+        Err(Fail::Raised(why)) => BfclVerdict::Raises(why),
     }
 }
 
@@ -405,9 +550,10 @@ fn decode(produced: &[ToolCall]) -> Option<Vec<(String, Py)>> {
     Some(calls)
 }
 
-type Verdict = Result<(), String>;
+type Verdict = Result<(), Fail>;
 
 fn ast_checker(expect: &BfclExpect, calls: &[(String, Py)]) -> Verdict {
+    let language = BfclLanguage::of_category(&expect.category);
     let answers: Vec<(String, Py)> = expect
         .answer
         .iter()
@@ -424,7 +570,7 @@ fn ast_checker(expect: &BfclExpect, calls: &[(String, Py)]) -> Verdict {
             .iter()
             .find(|f| f.get("name").and_then(Value::as_str) == Some(name))
             .ok_or_else(|| format!("no description of `{name}`"))?;
-        FunctionDoc::parse(doc)
+        FunctionDoc::parse(doc, language)
     };
     match expect.checker {
         BfclChecker::Parallel => {
@@ -439,17 +585,22 @@ fn ast_checker(expect: &BfclExpect, calls: &[(String, Py)]) -> Verdict {
                     if matched.contains(&index) {
                         continue;
                     }
-                    last = simple_function_checker(&doc, call, params);
-                    if last.is_ok() {
-                        matched.push(index);
-                        break;
+                    last = simple_function_checker(&doc, call, params, language);
+                    match last {
+                        Ok(()) => {
+                            matched.push(index);
+                            break;
+                        }
+                        // BFCL's exception escapes the pairing loop.
+                        Err(Fail::Raised(_)) => return last,
+                        Err(Fail::Judged(_)) => {}
                     }
                 }
                 if let Err(e) = last {
-                    return Err(format!(
-                        "BFCL: no call matches expected call {i} ({}): {e}",
+                    return Err(e.context(&format!(
+                        "BFCL: no call matches expected call {i} ({}): ",
                         openai_name(name)
-                    ));
+                    )));
                 }
             }
             Ok(())
@@ -459,8 +610,8 @@ fn ast_checker(expect: &BfclExpect, calls: &[(String, Py)]) -> Verdict {
                 return Err(wrong_count(answers.len(), calls.len()));
             }
             let (name, params) = &answers[0];
-            simple_function_checker(&find(name)?, &calls[0], params)
-                .map_err(|e| format!("BFCL: {e}"))
+            simple_function_checker(&find(name)?, &calls[0], params, language)
+                .map_err(|e| e.context("BFCL: "))
         }
         _ => {
             if calls.len() != 1 {
@@ -468,50 +619,90 @@ fn ast_checker(expect: &BfclExpect, calls: &[(String, Py)]) -> Verdict {
             }
             let doc = expect.functions.first().ok_or("no function description")?;
             let (_, params) = answers.first().ok_or("no answer")?;
-            simple_function_checker(&FunctionDoc::parse(doc)?, &calls[0], params)
-                .map_err(|e| format!("BFCL: {e}"))
+            simple_function_checker(
+                &FunctionDoc::parse(doc, language)?,
+                &calls[0],
+                params,
+                language,
+            )
+            .map_err(|e| e.context("BFCL: "))
         }
     }
 }
 
-fn wrong_count(want: usize, got: usize) -> String {
-    format!("BFCL: wrong number of functions (expected {want}, got {got})")
+fn wrong_count(want: usize, got: usize) -> Fail {
+    Fail::Judged(format!(
+        "BFCL: wrong number of functions (expected {want}, got {got})"
+    ))
 }
 
-fn simple_function_checker(doc: &FunctionDoc, call: &(String, Py), answer: &Py) -> Verdict {
+/// The value the checker compares, with the Python types it expects: as sent for Python; for
+/// Java and JavaScript the string the model sent, through BFCL's converter.
+fn checked_value(
+    language: BfclLanguage,
+    ty: &str,
+    item: Option<&str>,
+    value: &Py,
+) -> Result<(Py, PyType, Option<PyType>), Fail> {
+    let expected = language.python_type(ty).ok_or("unknown type")?;
+    let nested = item.and_then(|i| language.python_type(i));
+    if language == BfclLanguage::Python {
+        // "Allow python auto conversion from int to float": top level only.
+        if ty == "float"
+            && let Py::Int(i) = value
+        {
+            return Ok((Py::Float(*i as f64), expected, nested));
+        }
+        return Ok((value.clone(), expected, nested));
+    }
+    let Py::Str(sent) = value else {
+        return Err(format!(
+            "incorrect type (got {:?}; a {language:?} parameter is sent as a string)",
+            value.type_of()
+        )
+        .into());
+    };
+    let converted = match language {
+        BfclLanguage::Java => java::convert(sent, ty, item),
+        _ => js::convert(sent, ty, item),
+    }?;
+    Ok((converted, expected, nested))
+}
+
+fn simple_function_checker(
+    doc: &FunctionDoc,
+    call: &(String, Py),
+    answer: &Py,
+    language: BfclLanguage,
+) -> Verdict {
     let func_name = openai_name(&doc.name);
     if call.0 != func_name {
         return Err(format!(
             "function name `{func_name}` not found in the reply (got `{}`)",
             call.0
-        ));
+        )
+        .into());
     }
     let Py::Dict(model_params) = &call.1 else {
         return Err("arguments are not an object".into());
     };
     for p in &doc.required {
         if !model_params.iter().any(|(k, _)| k == p) {
-            return Err(format!("missing required parameter `{p}`"));
+            return Err(format!("missing required parameter `{p}`").into());
         }
     }
     for (param, value) in model_params {
         let (Some((ty, item)), Some(allowed)) = (doc.param(param), answer.get(param)) else {
-            return Err(format!("unexpected parameter `{param}`"));
+            return Err(format!("unexpected parameter `{param}`").into());
         };
         let Py::List(allowed) = allowed else {
-            return Err(format!("allowed values of `{param}` are not a list"));
+            return Err(format!("allowed values of `{param}` are not a list").into());
         };
-        let expected = python_type(ty).ok_or("unknown type")?;
-        let nested = item.and_then(python_type);
-        let mut value = value.clone();
-        // "Allow python auto conversion from int to float": top level only.
-        if ty == "float"
-            && let Py::Int(i) = value
-        {
-            value = Py::Float(i as f64);
-        }
-        let is_variable = type_checker(&value, allowed, expected, nested)
-            .map_err(|e| format!("`{param}`: {e}"))?;
+        let in_param = |e: Fail| e.context(&format!("`{param}`: "));
+        let (value, expected, nested) =
+            checked_value(language, ty, item, value).map_err(in_param)?;
+        let is_variable =
+            type_checker(&value, allowed, expected, nested).map_err(|e| in_param(e.into()))?;
         if !is_variable {
             let checked = if expected == PyType::Dict {
                 Some(dict_checker(&value, allowed))
@@ -525,19 +716,19 @@ fn simple_function_checker(doc: &FunctionDoc, call: &(String, Py), answer: &Py) 
                 None
             };
             if let Some(result) = checked {
-                result.map_err(|e| format!("`{param}`: {e}"))?;
+                result.map_err(in_param)?;
                 continue;
             }
         }
         if !py_in(&value, allowed) {
-            return Err(format!("`{param}`: value not among the allowed ones"));
+            return Err(format!("`{param}`: value not among the allowed ones").into());
         }
     }
     if let Py::Dict(answer_params) = answer {
         for (param, allowed) in answer_params {
             let omittable = allowed.contains(&Py::Str(String::new())) == Some(true);
             if !model_params.iter().any(|(k, _)| k == param) && !omittable {
-                return Err(format!("parameter `{param}` not provided and not optional"));
+                return Err(format!("parameter `{param}` not provided and not optional").into());
             }
         }
     }
@@ -589,6 +780,10 @@ fn type_checker(
     ))
 }
 
+fn raised(what: &str) -> Fail {
+    Fail::Raised(format!("BFCL's checker raises a TypeError: {what}"))
+}
+
 fn string_checker(value: &Py, allowed: &[Py]) -> Verdict {
     let Py::Str(s) = value else {
         return Err("not a string".into());
@@ -600,9 +795,7 @@ fn string_checker(value: &Py, allowed: &[Py]) -> Verdict {
     if ok {
         Ok(())
     } else {
-        Err(format!(
-            "string {s:?} not among the allowed ones after BFCL's normalisation"
-        ))
+        Err(format!("string {s:?} not among the allowed ones after BFCL's normalisation").into())
     }
 }
 
@@ -615,7 +808,7 @@ fn list_checker(value: &Py, allowed: &[Py]) -> Verdict {
     for a in allowed {
         let n = a
             .len()
-            .ok_or("BFCL's checker would raise on a non-list allowed value")?;
+            .ok_or_else(|| raised("len() of an allowed value that has none"))?;
         options.push(Py::List(
             (0..n)
                 .filter_map(|j| a.index(j))
@@ -632,7 +825,7 @@ fn list_checker(value: &Py, allowed: &[Py]) -> Verdict {
 
 fn dict_checker(value: &Py, allowed: &[Py]) -> Verdict {
     let Py::Dict(model) = value else {
-        return Err("BFCL's checker would raise on a non-dict value".into());
+        return Err(raised("dict_checker on a value that is not a dict"));
     };
     let mut last: Verdict = Err("no allowed dictionary".into());
     for answer in allowed {
@@ -640,23 +833,25 @@ fn dict_checker(value: &Py, allowed: &[Py]) -> Verdict {
             continue;
         }
         let Py::Dict(answer_items) = answer else {
-            return Err("BFCL's checker would raise on a non-dict allowed value".into());
+            return Err(raised(
+                "dict_checker on an allowed value that is not a dict",
+            ));
         };
         last = Ok(());
         for (key, v) in model {
             let Some(options) = answer.get(key) else {
-                last = Err(format!("unexpected dict key `{key}`"));
+                last = Err(format!("unexpected dict key `{key}`").into());
                 break;
             };
             let n = options
                 .len()
-                .ok_or("BFCL's checker would raise on an allowed value")?;
+                .ok_or_else(|| raised("len() of an allowed dict value that has none"))?;
             let options: Vec<Py> = (0..n)
                 .filter_map(|j| options.index(j))
                 .map(|x| standardized(&x))
                 .collect();
             if !py_in(&standardized(v), &options) {
-                last = Err(format!("invalid value for dict key `{key}`"));
+                last = Err(format!("invalid value for dict key `{key}`").into());
                 break;
             }
         }
@@ -664,7 +859,7 @@ fn dict_checker(value: &Py, allowed: &[Py]) -> Verdict {
             for (key, options) in answer_items {
                 let omittable = options.contains(&Py::Str(String::new()));
                 if !model.iter().any(|(k, _)| k == key) && omittable != Some(true) {
-                    last = Err(format!("missing dict key `{key}`"));
+                    last = Err(format!("missing dict key `{key}`").into());
                     break;
                 }
             }
@@ -682,16 +877,22 @@ fn list_dict_checker(value: &Py, allowed: &[Py]) -> Verdict {
     };
     let mut last: Verdict = Err("no allowed list".into());
     for answer in allowed {
-        if answer.len() != Some(model.len()) {
+        let Some(n) = answer.len() else {
+            return Err(raised("len() of an allowed value that has none"));
+        };
+        if n != model.len() {
             last = Err("wrong number of dictionaries in the list".into());
             continue;
         }
         let mut flag = true;
         for (i, d) in model.iter().enumerate() {
             let Some(expected) = answer.index(i) else {
-                return Err("BFCL's checker would raise on this allowed value".into());
+                return Err(raised("indexing an allowed list of dictionaries"));
             };
             last = dict_checker(d, &[expected]);
+            if matches!(last, Err(Fail::Raised(_))) {
+                return last;
+            }
             if last.is_err() {
                 flag = false;
                 break;
