@@ -4,8 +4,10 @@ BFCL categories, and records BFCL's own verdict on each (bfcl-eval's eval runner
 with its OpenAI function-calling handler's decoding). tests/bfcl_agreement.rs scores the same
 replies with toolscore and requires every verdict to agree.
 
-Usage: python bfcl_agreement.py OUT.jsonl CATEGORY...
-Each output line: {"category", "id", "rule", "calls": [{"name", "arguments"}] | null,
+Usage: python bfcl_agreement.py OUT.jsonl TOOLS.jsonl CATEGORY...
+TOOLS.jsonl gets, for every case, the tools BFCL's OpenAI handler sends the model:
+{"id", "tools"}, for the test to compare with the imported catalogs.
+Each OUT.jsonl line: {"category", "id", "rule", "calls": [{"name", "arguments"}] | null,
 "content": str | null, "bfcl": true | false | null (null: BFCL's checker raised), "error"}.
 """
 
@@ -13,15 +15,17 @@ import copy
 import json
 import sys
 
-from bfcl_eval.constants.enums import Language, ReturnFormat
+from bfcl_eval.constants.enums import Language, ModelStyle, ReturnFormat
+from bfcl_eval.constants.type_mappings import GORILLA_TO_OPENAPI
 from bfcl_eval.eval_checker.eval_runner import (
     _evaluate_single_ast_entry,
     _evaluate_single_relevance_entry,
 )
+from bfcl_eval.model_handler.utils import convert_to_tool
 from bfcl_eval.model_handler.api_inference.openai_completion import (
     OpenAICompletionsHandler,
 )
-from bfcl_eval.utils import load_dataset_entry, load_ground_truth_entry
+from bfcl_eval.utils import is_java, is_js, load_dataset_entry, load_ground_truth_entry
 
 # A model BFCL registers with underscore_to_dot (the OpenAI FC style).
 MODEL = "gpt-4o-2024-11-20-FC"
@@ -42,7 +46,11 @@ def first_value(allowed):
     return None
 
 
-def canonical(answer):
+def python_render(name, param, value, style=None):
+    return value
+
+
+def canonical(answer, render=python_render, style=None):
     """One call per answer: each parameter's first allowed value; omittable-only ones left out."""
     calls = []
     for a in answer:
@@ -51,9 +59,137 @@ def canonical(answer):
         for p, allowed in params.items():
             v = first_value(allowed)
             if v is not None or None in allowed:
-                args[p] = v
+                args[p] = render(name, p, v, style) if v is not None else v
         calls.append((name.replace(".", "_"), args))
     return calls
+
+
+# Java and JavaScript categories: BFCL shows the model every parameter as a string of source
+# code, so a reply renders each value as code of the parameter's declared type. `style` picks
+# one of the other ways a model writes the same value (or a wrong one) for a rule of its own.
+
+def first_nested(v):
+    """A nested possible-answer dict holds a list of allowed values per key: the first of each
+    (keys with only "" allowed, that is omittable, left out)."""
+    if not isinstance(v, dict):
+        return v
+    out = {}
+    for k, allowed in v.items():
+        x = first_value(allowed) if isinstance(allowed, list) else allowed
+        if x is not None:
+            out[k] = first_nested(x)
+    return out
+
+
+JAVA_ARRAY_TYPES = {"integer": "int", "long": "long", "double": "double", "float": "float",
+                    "boolean": "boolean", "char": "char", "String": "String", "any": "Object"}
+
+
+def java_element(x, item_type, style):
+    if isinstance(x, bool):
+        return "true" if x else "false"
+    if isinstance(x, str):
+        return f"'{x}'" if item_type == "char" else json.dumps(x, ensure_ascii=False)
+    if item_type == "long" and style != "java_plain_numbers":
+        return f"{x}L"
+    if item_type == "float" and style != "java_plain_numbers":
+        return f"{x}f"
+    return str(x)
+
+
+# Digits past CPython's int() limit (4300): BFCL's converters match them as an integer and
+# then raise, so BFCL gives no verdict at all.
+HUGE = "9" * 4301
+
+
+def java_value(v, t, item_type, style):
+    if style == "native_json_values":
+        return v
+    if style == "huge_integer" and t in ("integer", "long", "short", "byte"):
+        return HUGE + ("L" if t == "long" else "")
+    if isinstance(v, str):
+        return v  # a variable name or an expression, sent as it is
+    if t == "boolean":
+        return "true" if v else "false"
+    if t in ("long", "float") and not isinstance(v, (list, dict)):
+        return java_element(v, t, style)
+    if t == "ArrayList":
+        elements = [java_element(x, item_type, style) for x in v]
+        if style == "java_arraylist_add_form":
+            return "new ArrayList<>() {{ " + " ".join(f"add({e});" for e in elements) + " }}"
+        if style == "list_literal":
+            return "[" + ", ".join(elements) + "]"
+        if not elements:
+            return "new ArrayList<>()"
+        return "new ArrayList<>(Arrays.asList(" + ", ".join(elements) + "))"
+    if t == "Array":
+        elements = [java_element(x, item_type, style) for x in v]
+        if style == "list_literal":
+            return "[" + ", ".join(elements) + "]"
+        return f"new {JAVA_ARRAY_TYPES.get(item_type, item_type)}[]{{" + ", ".join(elements) + "}"
+    if t == "HashMap":
+        entries = first_nested(v) if isinstance(v, dict) else {}
+        puts = " ".join(f'put("{k}", {java_element(x, None, style)});' for k, x in entries.items())
+        if style == "list_literal":
+            return json.dumps(entries)
+        return "new HashMap<String, Object>() {{ " + puts + " }}"
+    return json.dumps(v) if isinstance(v, (list, dict)) else str(v)
+
+
+def js_element(x, style):
+    if isinstance(x, bool):
+        return "true" if x else "false"
+    if isinstance(x, str):
+        return f"'{x}'" if style == "js_single_quotes" else json.dumps(x, ensure_ascii=False)
+    if isinstance(x, list):
+        return "[" + ", ".join(js_element(e, style) for e in x) + "]"
+    if isinstance(x, dict):
+        return js_dict(x, style)
+    return str(x)
+
+
+def js_dict(d, style):
+    key = (lambda k: json.dumps(k)) if style == "js_quoted_keys" else (lambda k: k)
+    return "{" + ", ".join(f"{key(k)}: {js_element(x, style)}" for k, x in d.items()) + "}"
+
+
+def js_value(v, t, item_type, style):
+    if style == "native_json_values":
+        return v
+    if style == "huge_integer" and t in ("integer", "Bigint"):
+        return HUGE + ("n" if t == "Bigint" else "")
+    if isinstance(v, str):
+        if t == "String" and style == "js_quoted_string":
+            return json.dumps(v, ensure_ascii=False)
+        return v
+    if t == "Boolean":
+        return "true" if v else "false"
+    if t == "float":
+        return str(int(v)) if style == "js_float_as_int" and v == int(v) else str(float(v))
+    if t == "Bigint":
+        return f"{v}n"
+    if t == "array":
+        inner = ", ".join(js_element(x, style) for x in v)
+        return f"new Array({inner})" if style == "js_new_array" else f"[{inner}]"
+    if t == "dict":
+        return js_dict(first_nested(v), style) if isinstance(v, dict) else json.dumps(v)
+    return json.dumps(v) if isinstance(v, (list, dict)) else str(v)
+
+
+def code_render(functions, language):
+    docs = {f["name"]: f["parameters"]["properties"] for f in functions}
+    value = java_value if language == Language.JAVA else js_value
+
+    def render(name, param, v, style=None):
+        doc = docs.get(name, {}).get(param, {})
+        return value(v, doc.get("type"), doc.get("items", {}).get("type"), style)
+
+    return render
+
+
+JAVA_STYLES = ["huge_integer", "native_json_values", "java_plain_numbers", "java_arraylist_add_form", "list_literal"]
+JS_STYLES = ["huge_integer", "native_json_values", "js_single_quotes", "js_quoted_keys", "js_quoted_string",
+             "js_float_as_int", "js_new_array"]
 
 
 def encode(calls):
@@ -98,10 +234,14 @@ def spaced(v):
     return " ".join(v) if type(v) == str and len(v) < 40 else v
 
 
-def ast_corpus(answer):
+def ast_corpus(answer, render=python_render, styles=()):
     """(rule, calls or None, content) for an AST case."""
-    base = canonical(answer)
+    base = canonical(answer, render)
     out = [("first_allowed_values", base, None)]
+    for style in styles:
+        calls = canonical(answer, render, style)
+        if json.dumps(calls) != json.dumps(base):
+            out.append((f"style:{style}", calls, None))
     for i, a in enumerate(answer):
         name, params = next(iter(a.items()))
         for p, allowed in params.items():
@@ -115,7 +255,7 @@ def ast_corpus(answer):
                     out.append((f"empty_string_sent:{p}", calls, None))
                 elif j > 0:
                     calls = copy.deepcopy(base)
-                    calls[i][1][p] = v
+                    calls[i][1][p] = render(name, p, v) if v is not None else v
                     out.append((f"allowed_value_{j}:{p}", calls, None))
             calls = copy.deepcopy(base)
             calls[i][1][p] = None
@@ -168,18 +308,36 @@ def relevance_corpus(functions):
 
 
 def main():
-    out_path, categories = sys.argv[1], sys.argv[2:]
+    out_path, tools_path, categories = sys.argv[1], sys.argv[2], sys.argv[3:]
     h = handler()
-    with open(out_path, "w") as out:
+    with open(out_path, "w") as out, open(tools_path, "w") as tools_out:
         for category in categories:
+            # What the model sees: the docs with BFCL's language hints, as the handler converts
+            # them (a case BFCL's own conversion raises on is left out: it never runs in BFCL).
+            for entry in load_dataset_entry(category, include_prereq=False, include_language_specific_hint=True):
+                try:
+                    tools = convert_to_tool(entry["function"], GORILLA_TO_OPENAPI, ModelStyle.OPENAI_COMPLETIONS)
+                except Exception:
+                    continue
+                tools_out.write(json.dumps({"id": entry["id"], "tools": tools}) + "\n")
             entries = load_dataset_entry(category, include_prereq=False, include_language_specific_hint=False)
             relevance = "relevance" in category
+            # As the eval runner picks them (`is_java`, `is_js`).
+            if is_java(category):
+                language, return_format, styles = Language.JAVA, ReturnFormat.JAVA, JAVA_STYLES
+            elif is_js(category):
+                language, return_format, styles = Language.JAVASCRIPT, ReturnFormat.JAVASCRIPT, JS_STYLES
+            else:
+                language, return_format, styles = Language.PYTHON, ReturnFormat.PYTHON, ()
             truths = {} if relevance else {g["id"]: g["ground_truth"] for g in load_ground_truth_entry(category)}
             for entry in entries:
                 if relevance:
                     corpus = relevance_corpus(entry["function"])
                 else:
-                    corpus = ast_corpus(truths[entry["id"]])
+                    render = python_render
+                    if language != Language.PYTHON:
+                        render = code_render(entry["function"], language)
+                    corpus = ast_corpus(truths[entry["id"]], render, styles)
                 for rule, calls, content in corpus:
                     encoded = encode(calls) if calls is not None else None
                     model_result = (
@@ -191,7 +349,7 @@ def main():
                         else:
                             r = _evaluate_single_ast_entry(
                                 h, entry["id"], model_result, truths[entry["id"]], entry, MODEL,
-                                category, Language.PYTHON, ReturnFormat.PYTHON,
+                                category, language, return_format,
                             )
                         verdict, error = r["valid"], r.get("error_type", "")
                     except Exception as e:  # BFCL's checker raised: no verdict to agree with

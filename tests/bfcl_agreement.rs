@@ -11,10 +11,14 @@ use std::process::Command;
 
 use serde_json::Value;
 use toolscore::message::{ModelTurn, ToolCall};
+use toolscore::score::Expectation;
+use toolscore::score::bfcl::BfclVerdict;
 
 const BFCL_EVAL: &str = "bfcl-eval==2026.3.23";
 const CATEGORIES: &[&str] = &[
     "simple_python",
+    "simple_java",
+    "simple_javascript",
     "multiple",
     "parallel",
     "parallel_multiple",
@@ -150,14 +154,52 @@ fn toolscore_agrees_with_bfcls_checker_on_every_rule() {
     );
 
     let corpus = work.path().join("corpus.jsonl");
+    let bfcl_tools = work.path().join("tools.jsonl");
     let driver = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/bfcl_agreement.py");
     let made = Command::new(&python)
         .arg(&driver)
         .arg(&corpus)
+        .arg(&bfcl_tools)
         .args(CATEGORIES)
         .status()
         .expect("run the BFCL driver");
     assert!(made.success(), "scripts/bfcl_agreement.py failed");
+
+    // The model must read what BFCL shows it: every imported catalog, key for key.
+    let mut imported_tools: HashMap<String, Value> = HashMap::new();
+    for c in CATEGORIES {
+        let cases = std::fs::read_to_string(out.join(format!("bfcl_{c}/cases.jsonl")))
+            .expect("read imported cases");
+        for line in cases.lines() {
+            let case: Value = serde_json::from_str(line).expect("case line");
+            let id = case["id"].as_str().unwrap_or_default().to_owned();
+            imported_tools.insert(id, case["catalog"]["tools"].clone());
+        }
+    }
+    let mut tools_compared = 0;
+    for line in std::fs::read_to_string(&bfcl_tools)
+        .expect("read BFCL's tools")
+        .lines()
+    {
+        let row: Value = serde_json::from_str(line).expect("tools line");
+        let id = row["id"].as_str().unwrap_or_default();
+        if let Some(ours) = imported_tools.get(id) {
+            assert_eq!(
+                ours, &row["tools"],
+                "{id}: the imported tools differ from BFCL's"
+            );
+            tools_compared += 1;
+        }
+    }
+    println!(
+        "tools identical to BFCL's on {tools_compared} of {} imported cases",
+        imported_tools.len()
+    );
+    assert_eq!(
+        tools_compared,
+        imported_tools.len(),
+        "every imported case's tools compared"
+    );
 
     let mut expectations = HashMap::new();
     for c in CATEGORIES {
@@ -188,7 +230,26 @@ fn toolscore_agrees_with_bfcls_checker_on_every_rule() {
             continue;
         };
         let Some(bfcl) = row["bfcl"].as_bool() else {
+            // BFCL's checker raised: toolscore must know it would (and score the trial a fail).
             t[5] += 1;
+            let raises = match expect {
+                Expectation::Bfcl(e) => matches!(
+                    toolscore::score::bfcl::verdict(e, &turn_of(&row).tool_calls),
+                    BfclVerdict::Raises(_)
+                ),
+                _ => false,
+            };
+            let ours = toolscore::score::score_trial(expect, &[turn_of(&row)], validators).passed;
+            if !raises || ours {
+                disagreements.push(format!(
+                    "{} {} {}: BFCL raised ({}), toolscore {}",
+                    category,
+                    row["id"],
+                    row["rule"],
+                    row["error"],
+                    if ours { "passes" } else { "judges a fail" }
+                ));
+            }
             continue;
         };
         let ours = toolscore::score::score_trial(expect, &[turn_of(&row)], validators).passed;
@@ -233,7 +294,8 @@ fn toolscore_agrees_with_bfcls_checker_on_every_rule() {
         "toolscore and BFCL disagree:\n{}",
         disagreements.join("\n")
     );
-    // Rows BFCL could not judge or toolscore did not import would hide disagreements.
+    // Rows toolscore did not import would hide disagreements; rows where BFCL raised agree
+    // only when toolscore says BFCL raises (checked above).
     assert_eq!(total[0], total[1] + total[4] + total[5]);
     assert!(total[1] > 70_000, "the corpus judged {} replies", total[1]);
 }

@@ -11,7 +11,8 @@ use serde_json::{Value, json};
 
 use super::usage;
 use crate::error::{Error, ExitCode, InputError};
-use crate::score::bfcl::{BfclChecker, openai_name};
+use crate::score::bfcl::pyjson::OrderedJson;
+use crate::score::bfcl::{BfclChecker, BfclLanguage, openai_name};
 
 #[derive(Debug, Subcommand)]
 pub enum ImportCommand {
@@ -63,10 +64,12 @@ pub struct TrafficArgs {
     pub seed: u64,
 }
 
-/// The categories `import bfcl` knows: BFCL's single-turn AST categories (Python) and its
-/// relevance categories.
+/// The categories `import bfcl` knows: BFCL's single-turn AST categories (Python, Java,
+/// JavaScript) and its relevance categories.
 pub const BFCL_CATEGORIES: &[&str] = &[
     "simple_python",
+    "simple_java",
+    "simple_javascript",
     "multiple",
     "parallel",
     "parallel_multiple",
@@ -405,7 +408,24 @@ fn checker_of(category: &str) -> BfclChecker {
 
 /// Converts one category's questions and possible answers.
 pub fn import_category(data: &Path, category: &str) -> Result<Imported, Error> {
-    let questions = read_json_lines(&data.join(format!("BFCL_v4_{category}.json")))?;
+    let questions_path = data.join(format!("BFCL_v4_{category}.json"));
+    let questions = read_json_lines(&questions_path)?;
+    let language = BfclLanguage::of_category(category);
+    // BFCL writes the schema of a JavaScript dict into the text the model reads with Python's
+    // `json.dumps`, keys in the file's order, which `Value` does not keep: those entries are
+    // read a second time, in order.
+    let ordered: HashMap<String, OrderedJson> = if language == BfclLanguage::JavaScript {
+        crate::input::read_text(&questions_path)?
+            .lines()
+            .filter_map(|l| OrderedJson::parse(l).ok())
+            .filter_map(|e| match e.get("id") {
+                Some(OrderedJson::Str(id)) => Some((id.clone(), e)),
+                _ => None,
+            })
+            .collect()
+    } else {
+        HashMap::new()
+    };
     let checker = checker_of(category);
     let needs_answers = matches!(
         checker,
@@ -432,7 +452,8 @@ pub fn import_category(data: &Path, category: &str) -> Result<Imported, Error> {
     // catalog` and the dataset loader; each case shows the model its own functions.
     let mut defined: HashSet<String> = HashSet::new();
     for entry in &questions {
-        match convert_entry(entry, category, checker, &answers) {
+        let id = entry.get("id").and_then(Value::as_str).unwrap_or_default();
+        match convert_entry(entry, ordered.get(id), category, checker, &answers) {
             Ok((case, tools)) => {
                 for t in tools {
                     let name = t["function"]["name"]
@@ -455,6 +476,7 @@ pub fn import_category(data: &Path, category: &str) -> Result<Imported, Error> {
 /// they count together).
 fn convert_entry(
     entry: &Value,
+    ordered: Option<&OrderedJson>,
     category: &str,
     checker: BfclChecker,
     answers: &HashMap<String, Value>,
@@ -488,8 +510,12 @@ fn convert_entry(
         return Err("the conversation does not end with a user message".into());
     }
     let mut tools = Vec::with_capacity(functions.len());
-    for f in functions {
-        let tool = openai_tool(f)?;
+    let language = BfclLanguage::of_category(category);
+    for (i, f) in functions.iter().enumerate() {
+        let ordered = ordered
+            .and_then(|e| e.get("function"))
+            .and_then(|fs| fs.at(i));
+        let tool = openai_tool(f, ordered, language)?;
         if tools
             .iter()
             .any(|t: &Value| t["function"]["name"] == tool["function"]["name"])
@@ -543,9 +569,14 @@ fn convert_entry(
 }
 
 /// A BFCL function doc as `convert_to_tool(functions, GORILLA_TO_OPENAPI,
-/// ModelStyle.OPENAI_COMPLETIONS)` sends it, after the Python-language hint BFCL's inference
-/// adds to every description.
-fn openai_tool(function: &Value) -> Result<Value, String> {
+/// ModelStyle.OPENAI_COMPLETIONS)` sends it, after BFCL's inference has added its language
+/// hints (`_func_doc_language_specific_pre_processing`). `ordered` is the same doc with its
+/// keys in the file's order, for the JavaScript dict schemas BFCL prints into descriptions.
+fn openai_tool(
+    function: &Value,
+    ordered: Option<&OrderedJson>,
+    language: BfclLanguage,
+) -> Result<Value, String> {
     let mut item = function.clone();
     let name = item
         .get("name")
@@ -558,13 +589,29 @@ fn openai_tool(function: &Value) -> Result<Value, String> {
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_owned();
+    let hint = match language {
+        BfclLanguage::Python => "Python 3 syntax",
+        BfclLanguage::Java => "Java 8 SDK syntax",
+        BfclLanguage::JavaScript => "JavaScript syntax",
+    };
     obj.insert(
         "description".into(),
         Value::String(format!(
-            "{description} Note that the provided function is in Python 3 syntax."
+            "{description} Note that the provided function is in {hint}."
         )),
     );
     obj.insert("name".into(), Value::String(openai_name(&name)));
+    if language != BfclLanguage::Python {
+        let properties = obj
+            .get_mut("parameters")
+            .and_then(|p| p.get_mut("properties"))
+            .and_then(Value::as_object_mut)
+            .ok_or("a function has no parameters.properties")?;
+        let ordered = ordered
+            .and_then(|f| f.get("parameters"))
+            .and_then(|p| p.get("properties"));
+        as_strings(properties, ordered, language)?;
+    }
     let parameters = obj
         .get_mut("parameters")
         .and_then(Value::as_object_mut)
@@ -576,6 +623,83 @@ fn openai_tool(function: &Value) -> Result<Value, String> {
         .ok_or("a function has no parameters.properties")?;
     cast_to_openai_type(properties)?;
     Ok(json!({"type": "function", "function": item}))
+}
+
+/// The Java and JavaScript half of `_func_doc_language_specific_pre_processing`: every
+/// parameter becomes a string holding source code of its type, and the description says which
+/// type (and the element type or dict schema, which the model would otherwise not see). Where
+/// BFCL would raise (no `type`, no `description`, an array without `items.type`) the case is
+/// skipped with the reason.
+fn as_strings(
+    properties: &mut serde_json::Map<String, Value>,
+    ordered: Option<&OrderedJson>,
+    language: BfclLanguage,
+) -> Result<(), String> {
+    let name = if language == BfclLanguage::Java {
+        "Java"
+    } else {
+        "JavaScript"
+    };
+    let list_type = if language == BfclLanguage::Java {
+        ["ArrayList", "Array"].as_slice()
+    } else {
+        ["array"].as_slice()
+    };
+    for (key, value) in properties.iter_mut() {
+        let v = value
+            .as_object_mut()
+            .ok_or("a parameter is not an object")?;
+        let ty = v
+            .get("type")
+            .and_then(Value::as_str)
+            .ok_or("a parameter without a type (BFCL's language hints would raise)")?
+            .to_owned();
+        let mut description = v
+            .get("description")
+            .and_then(Value::as_str)
+            .ok_or("a parameter without a description (BFCL's language hints would raise)")?
+            .to_owned();
+        if ty == "any" {
+            description.push_str(&format!(
+                " This parameter can be of any type of {name} object in string representation."
+            ));
+        } else {
+            description.push_str(&format!(
+                " This is {name} {ty} type parameter in string representation."
+            ));
+        }
+        if list_type.contains(&ty.as_str()) {
+            let items = v
+                .remove("items")
+                .ok_or("a list parameter without `items` (BFCL's language hints would raise)")?;
+            let item_type = match items.get("type") {
+                Some(Value::String(t)) => t.clone(),
+                _ => {
+                    return Err(
+                        "a list parameter without a string `items.type` (BFCL's language hints would raise or print it differently)"
+                            .into(),
+                    );
+                }
+            };
+            description.push_str(&format!(
+                " The list elements are of type {item_type}; they are not in string representation."
+            ));
+        }
+        if language == BfclLanguage::JavaScript && ty == "dict" && v.contains_key("properties") {
+            let schema = ordered
+                .and_then(|o| o.get(key))
+                .and_then(|p| p.get("properties"))
+                .ok_or("a dict schema that could not be read in order")?;
+            description.push_str(&format!(
+                " The dictionary entries have the following schema; they are not in string representation. {}",
+                schema.dumps()
+            ));
+            v.remove("properties");
+        }
+        v.insert("description".into(), Value::String(description));
+        v.insert("type".into(), Value::String("string".into()));
+    }
+    Ok(())
 }
 
 /// `GORILLA_TO_OPENAPI` of bfcl_eval/constants/type_mappings.py.

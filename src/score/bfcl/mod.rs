@@ -13,6 +13,7 @@
 
 mod java;
 mod js;
+pub mod pyjson;
 mod python;
 
 use serde::{Deserialize, Serialize};
@@ -1048,6 +1049,89 @@ mod tests {
         assert!(ok(&rel, &[call("anything", "{}")]));
         assert!(!ok(&rel, &[]));
         assert!(!ok(&rel, &[call("f", "{oops")]));
+    }
+
+    #[test]
+    fn java_values_arrive_as_source_code() {
+        let mut e = expect(
+            BfclChecker::Simple,
+            json!([{"name": "Repo.find", "parameters": {"type": "dict", "required": ["ids", "limit"], "properties": {
+                "ids": {"type": "ArrayList", "items": {"type": "long"}}, "limit": {"type": "integer"},
+                "strict": {"type": "boolean"}}}}]),
+            json!([{"Repo.find": {"ids": [[101, 202]], "limit": [5], "strict": [true, ""]}}]),
+        );
+        e.category = "simple_java".into();
+        let ids = r#""ids":"new ArrayList<>(Arrays.asList(101L, 202L))""#;
+        assert!(ok(
+            &e,
+            &[call("Repo_find", &format!(r#"{{{ids},"limit":"5"}}"#))]
+        ));
+        assert!(ok(
+            &e,
+            &[call(
+                "Repo_find",
+                &format!(r#"{{{ids},"limit":"5","strict":"true"}}"#)
+            )]
+        ));
+        // A JSON number is not Java source: BFCL wants every value as a string.
+        assert!(!ok(
+            &e,
+            &[call("Repo_find", &format!(r#"{{{ids},"limit":5}}"#))]
+        ));
+        // A long without its `L` stays a string and matches nothing.
+        assert!(!ok(
+            &e,
+            &[call(
+                "Repo_find",
+                r#"{"ids":"new ArrayList<>(Arrays.asList(101, 202))","limit":"5"}"#
+            )]
+        ));
+        // Digits past Python's int() limit: BFCL's converter raises, so no verdict.
+        let huge = "9".repeat(4301);
+        assert!(matches!(
+            verdict(
+                &e,
+                &[call("Repo_find", &format!(r#"{{{ids},"limit":"{huge}"}}"#))]
+            ),
+            BfclVerdict::Raises(_)
+        ));
+        // The same doc read as Python: `ArrayList` is a type BFCL's Python checker lacks.
+        e.category = "simple_python".into();
+        assert!(e.validate().is_err());
+    }
+
+    #[test]
+    fn javascript_values_arrive_as_source_code() {
+        let e = BfclExpect {
+            category: "simple_javascript".into(),
+            ..expect(
+                BfclChecker::Simple,
+                json!([{"name": "plot", "parameters": {"type": "dict", "required": ["points", "opts"], "properties": {
+                    "points": {"type": "array", "items": {"type": "float"}}, "opts": {"type": "dict"}}}}]),
+                json!([{"plot": {"points": [[1.0, 2.5]], "opts": [{"color": ["red"]}]}}]),
+            )
+        };
+        assert!(ok(
+            &e,
+            &[call(
+                "plot",
+                r#"{"points":"[1, 2.5]","opts":"{color: 'red'}"}"#
+            )]
+        ));
+        assert!(ok(
+            &e,
+            &[call(
+                "plot",
+                r#"{"points":"new Array(1.0, 2.5)","opts":"{\"color\": \"red\"}"}"#
+            )]
+        ));
+        assert!(!ok(
+            &e,
+            &[call(
+                "plot",
+                r#"{"points":"[1, 2.5]","opts":"{color: 'blue'}"}"#
+            )]
+        ));
     }
 
     #[test]
