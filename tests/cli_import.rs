@@ -231,3 +231,144 @@ fn imported_cases_run_with_their_own_catalog_and_bfcl_verdicts() {
         "{verdicts:?}"
     );
 }
+
+/// Java and JavaScript: the model sees every parameter as a string of source code, its type in
+/// the description, and is judged by BFCL's converters of that code.
+#[test]
+fn java_and_javascript_cases_take_source_code_strings() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = mini();
+    let import = toolscore(
+        dir.path(),
+        &[
+            "import",
+            "bfcl",
+            "--data",
+            &data,
+            "--category",
+            "simple_java",
+            "--category",
+            "simple_javascript",
+        ],
+    );
+    assert_eq!(import.code, 0, "{}", import.transcript());
+    let lines: Vec<Vec<&str>> = import
+        .stdout
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert!(
+        lines.contains(&vec!["simple_java", "2", "0", "-"]),
+        "{}",
+        import.stdout
+    );
+    assert!(
+        lines.contains(&vec!["simple_javascript", "2", "0", "-"]),
+        "{}",
+        import.stdout
+    );
+
+    let tool_of = |dataset: &str, id: &str| -> Value {
+        let text =
+            std::fs::read_to_string(dir.path().join(format!("datasets/{dataset}/cases.jsonl")))
+                .expect("cases written");
+        text.lines()
+            .map(|l| serde_json::from_str::<Value>(l).expect("case"))
+            .find(|c| c["id"] == id)
+            .map(|c| c["catalog"]["tools"][0]["function"].clone())
+            .expect("the case")
+    };
+    let ids = &tool_of("bfcl_simple_java", "simple_java_22")["parameters"]["properties"]["ids"];
+    assert_eq!(ids["type"], "string");
+    assert_eq!(ids.get("items"), None);
+    assert_eq!(
+        ids["description"],
+        "A list of product IDs to update the new status for. Product ID is Long type This is Java \
+         ArrayList type parameter in string representation. The list elements are of type long; \
+         they are not in string representation."
+    );
+    let chart = tool_of("bfcl_simple_javascript", "simple_javascript_14");
+    assert!(
+        chart["description"].as_str().is_some_and(
+            |d| d.ends_with("Note that the provided function is in JavaScript syntax.")
+        ),
+        "{chart}"
+    );
+    // The dict's schema as Python's json.dumps prints it, keys in the file's order (nm, mn).
+    assert_eq!(
+        chart["parameters"]["properties"]["chart"]["description"],
+        "The details of the chart component. This is JavaScript dict type parameter in string \
+         representation. The dictionary entries have the following schema; they are not in \
+         string representation. {\"nm\": {\"type\": \"String\", \"description\": \"The name of \
+         the chart component.\"}, \"mn\": {\"type\": \"String\", \"description\": \"The module \
+         name of the chart component.\"}}"
+    );
+
+    let server = FakeServer::start_in_background(|req| {
+        let tools = offered(req);
+        let body = match tools.first().map(String::as_str) {
+            Some("SQLCompletionAnalyzer_makeProposalsFromObject") => tool_call_body(&[(
+                "SQLCompletionAnalyzer_makeProposalsFromObject",
+                r#"{"object":"Customers","useShortName":"true","params":"new HashMap<String, Object>() {{ put(\"limit\", 50); put(\"schemaFilter\", \"public\"); }}"}"#,
+            )]),
+            // Longs without their `L`: BFCL's converter keeps them strings, so a fail.
+            Some("PmsProductServiceImpl_updateNewStatus") => tool_call_body(&[(
+                "PmsProductServiceImpl_updateNewStatus",
+                r#"{"ids":"new ArrayList<>(Arrays.asList(101, 202, 303))","newStatus":"2"}"#,
+            )]),
+            Some("submitAtCoordinate") => tool_call_body(&[(
+                "submitAtCoordinate",
+                r#"{"action":"submit","formId":"loginForm","coordinates":"[60, 30]"}"#,
+            )]),
+            Some("chartDataAccessorFactory") => tool_call_body(&[(
+                "chartDataAccessorFactory",
+                r#"{"chart":"{nm: 'BarChart', mn: 'chartModule'}","library":"visualizationLibrary","configObject":"config"}"#,
+            )]),
+            _ => text_body("wrong catalog"),
+        };
+        FakeResponse::ok(body)
+    });
+    let run = toolscore(
+        dir.path(),
+        &[
+            "run",
+            "--provider",
+            "openai-compat",
+            "--base-url",
+            &server.base_url,
+            "--model",
+            "m",
+            "--dataset",
+            "datasets/bfcl_simple_java",
+            "--dataset",
+            "datasets/bfcl_simple_javascript",
+            "--trials",
+            "2",
+            "--out",
+            "out",
+            "--progress",
+            "off",
+        ],
+    );
+    assert!(matches!(run.code, 0 | 1 | 3), "{}", run.transcript());
+    let run_dir = std::fs::read_dir(dir.path().join("out"))
+        .expect("out")
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .find(|p| p.join("results.jsonl").is_file())
+        .expect("a run folder");
+    let text = std::fs::read_to_string(run_dir.join("results.jsonl")).expect("results");
+    let mut passed = std::collections::BTreeMap::new();
+    for line in text.lines() {
+        let r: Value = serde_json::from_str(line).expect("record");
+        passed
+            .entry(r["case_id"].as_str().unwrap_or_default().to_owned())
+            .or_insert_with(Vec::new)
+            .push(r["score"]["passed"].as_bool());
+    }
+    let want = |id: &str, p: bool| passed.get(id) == Some(&vec![Some(p), Some(p)]);
+    assert!(want("simple_java_1", true), "{passed:?}");
+    assert!(want("simple_java_22", false), "{passed:?}");
+    assert!(want("simple_javascript_3", true), "{passed:?}");
+    assert!(want("simple_javascript_14", true), "{passed:?}");
+}
