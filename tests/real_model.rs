@@ -87,6 +87,31 @@ const CASES_USED: [&str; 5] = [
     "parallel-two-quotes",
 ];
 
+/// `toolscore run` against the local model, with the settings every real-model run here
+/// shares (2 requests at a time, 96 tokens, a 120 s timeout, no progress); `extra` adds the
+/// datasets or scenarios, trials and outputs.
+fn run_local<'a>(url: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
+        "run",
+        "--provider",
+        "openai-compat",
+        "--base-url",
+        url,
+        "--model",
+        "smollm2",
+        "--concurrency",
+        "2",
+        "--max-tokens",
+        "96",
+        "--timeout",
+        "120",
+        "--progress",
+        "off",
+    ];
+    args.extend_from_slice(extra);
+    args
+}
+
 /// A slice of the billing dataset (4 tools, 5 cases: single, no-call and parallel) so prompts
 /// stay short enough for a 2-core CI machine.
 fn billing_slice(dir: &Path) -> PathBuf {
@@ -178,35 +203,23 @@ fn real_model_run_accounts_for_every_trial_and_replays_exactly() {
         stderr,
     } = toolscore(
         dir.path(),
-        &[
-            "run",
-            "--provider",
-            "openai-compat",
-            "--base-url",
+        &run_local(
             url,
-            "--model",
-            "smollm2",
-            "--dataset",
-            "billing-slice",
-            "--trials",
-            &trials.to_string(),
-            "--concurrency",
-            "2",
-            "--temperature",
-            "0.8",
-            "--max-tokens",
-            "96",
-            "--timeout",
-            "120",
-            "--record",
-            "real.cassette.jsonl.gz",
-            "--run-id",
-            "live",
-            "--out",
-            "out",
-            "--progress",
-            "off",
-        ],
+            &[
+                "--dataset",
+                "billing-slice",
+                "--trials",
+                &trials.to_string(),
+                "--temperature",
+                "0.8",
+                "--record",
+                "real.cassette.jsonl.gz",
+                "--run-id",
+                "live",
+                "--out",
+                "out",
+            ],
+        ),
     );
     // Exit 0, or 4 if the server itself failed too often; never a crash or a usage error.
     assert!(
@@ -394,35 +407,23 @@ fn real_model_runs_scenarios_step_by_step_and_their_recording_replays_exactly() 
     let trials = 3u64;
     let run = toolscore(
         dir.path(),
-        &[
-            "run",
-            "--provider",
-            "openai-compat",
-            "--base-url",
+        &run_local(
             url,
-            "--model",
-            "smollm2",
-            "--scenario",
-            "sc",
-            "--trials",
-            &trials.to_string(),
-            "--concurrency",
-            "2",
-            "--temperature",
-            "0.8",
-            "--max-tokens",
-            "96",
-            "--timeout",
-            "120",
-            "--record",
-            "sc.cassette.jsonl.gz",
-            "--run-id",
-            "live",
-            "--out",
-            "out",
-            "--progress",
-            "off",
-        ],
+            &[
+                "--scenario",
+                "sc",
+                "--trials",
+                &trials.to_string(),
+                "--temperature",
+                "0.8",
+                "--record",
+                "sc.cassette.jsonl.gz",
+                "--run-id",
+                "live",
+                "--out",
+                "out",
+            ],
+        ),
     );
     assert_eq!(run.code, 0, "{}", run.transcript());
     let summary = read_json(&dir.path().join("out/live/summary.json"));
@@ -531,87 +532,99 @@ fn bfcl_slice(dir: &Path, name: &str, n: usize) -> PathBuf {
     to
 }
 
-/// Datasets imported from BFCL (`toolscore import bfcl`, kept in examples/bfcl) run against
-/// the real model end to end: every trial is accounted for, each case is shown its own
-/// catalog, and each scored trial carries BFCL's verdict (pass = selection and arguments,
-/// schema validity reported apart).
-#[test]
-fn real_model_runs_imported_bfcl_datasets() {
+/// Runs the first `n` cases of each imported BFCL dataset against the real model, 2 trials
+/// each, and checks what holds for every BFCL case: every trial accounted for, datasets in
+/// order, and each scored trial's pass BFCL's verdict (the right call with the right
+/// arguments, whatever the schema says). Returns the summary and the scored records.
+fn run_bfcl_slices(dir: &Path, datasets: &[&str], n: usize) -> (Value, Vec<Value>) {
     let url = local_model();
-    let dir = tempfile::tempdir().unwrap();
-    bfcl_slice(dir.path(), "bfcl_simple_python", 6);
-    bfcl_slice(dir.path(), "bfcl_irrelevance", 6);
-    let run = toolscore(
-        dir.path(),
-        &[
-            "run",
-            "--provider",
-            "openai-compat",
-            "--base-url",
-            url,
-            "--model",
-            "smollm2",
-            "--dataset",
-            "bfcl_simple_python",
-            "--dataset",
-            "bfcl_irrelevance",
-            "--trials",
-            "2",
-            "--concurrency",
-            "2",
-            "--max-tokens",
-            "96",
-            "--timeout",
-            "120",
-            "--run-id",
-            "bfcl",
-            "--out",
-            "out",
-            "--progress",
-            "off",
-        ],
-    );
+    let mut args = run_local(url, &["--trials", "2", "--run-id", "bfcl", "--out", "out"]);
+    for d in datasets {
+        bfcl_slice(dir, d, n);
+        args.extend(["--dataset", d]);
+    }
+    let run = toolscore(dir, &args);
     assert_eq!(run.code, 0, "{}", run.transcript());
-    let summary = read_json(&dir.path().join("out/bfcl/summary.json"));
-    assert_eq!(summary["planned_trials"], 24);
-    assert_eq!(summary["completed_trials"], 24);
-    let datasets: Vec<&str> = summary["run"]["datasets"]
+    let trials = datasets.len() * n * 2;
+    let summary = read_json(&dir.join("out/bfcl/summary.json"));
+    assert_eq!(summary["planned_trials"], trials);
+    assert_eq!(summary["completed_trials"], trials);
+    let names: Vec<&str> = summary["run"]["datasets"]
         .as_array()
         .unwrap()
         .iter()
         .map(|d| d["name"].as_str().unwrap())
         .collect();
-    assert_eq!(datasets, ["bfcl_simple_python", "bfcl_irrelevance"]);
-    let text = std::fs::read_to_string(dir.path().join("out/bfcl/results.jsonl")).unwrap();
+    assert_eq!(names, datasets);
+    let text = std::fs::read_to_string(dir.join("out/bfcl/results.jsonl")).unwrap();
     let records: Vec<Value> = text
         .lines()
         .map(|l| serde_json::from_str(l).expect("record parses"))
         .collect();
-    assert_eq!(records.len(), 24);
-    let scored: Vec<&Value> = records.iter().filter(|r| r["outcome"] != "error").collect();
+    assert_eq!(records.len(), trials);
+    let scored: Vec<Value> = records
+        .into_iter()
+        .filter(|r| r["outcome"] != "error")
+        .collect();
     assert!(!scored.is_empty(), "the real model answered no trial");
     for r in &scored {
         let s = &r["score"];
-        // BFCL's verdict: a pass is the right call with the right arguments, whatever the
-        // schema says.
         let bfcl_pass = s["selection_ok"] == true && s["args_ok"] != false;
         assert_eq!(s["passed"].as_bool(), Some(bfcl_pass), "{r}");
-        if r["dataset"] == "bfcl_irrelevance" {
-            // Irrelevance expects no call: any reply that does not decode to function calls
-            // passes, text or a call whose arguments are not JSON (BFCL's decode fails).
-            let calls = r["turns"][0]["tool_calls"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default();
-            let decodes =
-                !calls.is_empty() && calls.iter().all(|c| c.get("unparsed_arguments").is_none());
-            assert_eq!(s["passed"].as_bool(), Some(!decodes), "{r}");
-        }
     }
     for stat in [
         &summary["arms"][0]["suite"]["metrics"]["selection"],
         &summary["arms"][0]["suite"]["metrics"]["pass"],
     ] {
         assert_consistent(stat, "bfcl suite");
+    }
+    (summary, scored)
+}
+
+fn first_turn_calls(record: &Value) -> Vec<Value> {
+    record["turns"][0]["tool_calls"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// Datasets imported from BFCL (`toolscore import bfcl`, kept in examples/bfcl) run against
+/// the real model end to end: every trial is accounted for, each case is shown its own
+/// catalog, and each scored trial carries BFCL's verdict (pass = selection and arguments,
+/// schema validity reported apart).
+#[test]
+fn real_model_runs_imported_bfcl_datasets() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, scored) = run_bfcl_slices(dir.path(), &["bfcl_simple_python", "bfcl_irrelevance"], 6);
+    for r in scored.iter().filter(|r| r["dataset"] == "bfcl_irrelevance") {
+        // Irrelevance expects no call: any reply that does not decode to function calls
+        // passes, text or a call whose arguments are not JSON (BFCL's decode fails).
+        let calls = first_turn_calls(r);
+        let decodes =
+            !calls.is_empty() && calls.iter().all(|c| c.get("unparsed_arguments").is_none());
+        assert_eq!(r["score"]["passed"].as_bool(), Some(!decodes), "{r}");
+    }
+}
+
+/// BFCL's Java and JavaScript cases against the real model: the model reads every parameter
+/// as a string of source code, and BFCL's checker fails any value that is not a string, so a
+/// trial with any other value fails.
+#[test]
+fn real_model_runs_imported_bfcl_java_and_javascript() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, scored) = run_bfcl_slices(
+        dir.path(),
+        &["bfcl_simple_java", "bfcl_simple_javascript"],
+        4,
+    );
+    for r in &scored {
+        let all_strings = first_turn_calls(r).iter().all(|c| {
+            c["arguments"]
+                .as_object()
+                .is_some_and(|args| args.values().all(Value::is_string))
+        });
+        if !all_strings {
+            assert_eq!(r["score"]["passed"].as_bool(), Some(false), "{r}");
+        }
     }
 }
