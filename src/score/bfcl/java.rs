@@ -48,8 +48,6 @@ struct Patterns {
     hashmap: Regex,
     put: Regex,
     empty_map: Regex,
-    value_long: Regex,
-    value_float: Regex,
 }
 
 static P: LazyLock<Patterns> = LazyLock::new(|| Patterns {
@@ -67,21 +65,7 @@ static P: LazyLock<Patterns> = LazyLock::new(|| Patterns {
     hashmap: pattern(r"(?s)new{s}+HashMap<.*?>{s}*\(\){s}*\{{s}*\{?{s}*(.*?){s}*\}?{s}*\}"),
     put: pattern(r#"put\("(.*?)",{s}*(.*?)\)"#),
     empty_map: pattern(r"new{s}+HashMap<.*?>{s}*\(\)"),
-    value_long: pattern(r"^-?{d}+[lL]{end}"),
-    value_float: pattern(r"^-?{d}+(\.{d}+)?([eE][+-]?{d}+)?[fF]{end}"),
 });
-
-fn int_of(s: &str) -> Result<Py, Raised> {
-    python::int(s)
-        .map(|d| Py::int_from_digits(&d))
-        .ok_or_else(|| Raised(format!("int({s:?}) raises ValueError")))
-}
-
-fn float_of(s: &str) -> Result<Py, Raised> {
-    python::float(s)
-        .map(Py::Float)
-        .ok_or_else(|| Raised(format!("float({s:?}) raises ValueError")))
-}
 
 /// `java_type_converter(value, expected_type, nested_type)`.
 pub(super) fn convert(value: &str, expected: &str, nested: Option<&str>) -> Result<Py, Raised> {
@@ -90,28 +74,28 @@ pub(super) fn convert(value: &str, expected: &str, nested: Option<&str>) -> Resu
     match expected {
         "byte" | "short" | "integer" => {
             if p.int.is_match(value) {
-                int_of(value)
+                Py::int_of(value)
             } else {
                 keep()
             }
         }
         "float" => {
             if p.float.is_match(value) {
-                float_of(&p.float_suffix.replace_all(value, "$1"))
+                Py::float_of(&p.float_suffix.replace_all(value, "$1"))
             } else {
                 keep()
             }
         }
         "double" => {
             if p.double.is_match(value) {
-                float_of(value)
+                Py::float_of(value)
             } else {
                 keep()
             }
         }
         "long" => {
             if p.long.is_match(value) {
-                int_of(&p.long_suffix.replace_all(value, "$1"))
+                Py::int_of(&p.long_suffix.replace_all(value, "$1"))
             } else {
                 keep()
             }
@@ -219,11 +203,12 @@ fn parse_value(s: &str) -> Result<Py, Raised> {
     if s.starts_with('"') && s.ends_with('"') {
         return Ok(Py::Str(python::inner(s)));
     }
-    if p.value_long.is_match(s) {
-        return int_of(python::but_last(s));
+    // The same patterns as the converter's `long` and `float`.
+    if p.long.is_match(s) {
+        return Py::int_of(python::but_last(s));
     }
-    if p.value_float.is_match(s) {
-        return float_of(&p.float_suffix.replace_all(s, "$1"));
+    if p.float.is_match(s) {
+        return Py::float_of(&p.float_suffix.replace_all(s, "$1"));
     }
     if let Some(d) = python::int(s) {
         return Ok(Py::int_from_digits(&d));

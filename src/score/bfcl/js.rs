@@ -1,8 +1,9 @@
 //! `bfcl_eval/eval_checker/ast_eval/type_convertor/js_type_converter.py`, line for line: how
 //! BFCL turns the string a model sends for a JavaScript parameter (`"'abc'"`, `"[1, 2]"`,
 //! `"{key: 'v'}"`, `"12n"`) into the value it compares with the answers. Its collection
-//! parser catches every exception and keeps the string; only a top-level `Bigint` whose
-//! string ends in a newline raises (`int("12n")`).
+//! parser catches every exception and keeps the string; only a top-level number raises: a
+//! `Bigint` whose string ends in a newline (`int("12n")`), or an integer past Python's
+//! 4,300-digit `int()` limit.
 
 use std::sync::LazyLock;
 
@@ -69,25 +70,15 @@ pub(super) fn convert(value: &str, expected: &str, nested: Option<&str>) -> Resu
                 keep()
             }
         }
-        "integer" => match p.int.is_match(value).then(|| python::int(value)) {
-            Some(Some(d)) => Ok(Py::int_from_digits(&d)),
-            Some(None) => Err(Raised(format!("int({value:?}) raises ValueError"))),
-            None => keep(),
-        },
-        "float" => match p.float.is_match(value).then(|| python::float(value)) {
-            Some(Some(f)) => Ok(Py::Float(f)),
-            Some(None) => Err(Raised(format!("float({value:?}) raises ValueError"))),
-            None => keep(),
-        },
+        "integer" if p.int.is_match(value) => Py::int_of(value),
+        "float" if p.float.is_match(value) => Py::float_of(value),
+        "integer" | "float" => keep(),
         "Bigint" => {
             if !p.bigint.is_match(value) {
                 return keep();
             }
             // `int(value[:-1])`: with a final newline that leaves the `n` in, and raises.
-            let digits = python::but_last(value);
-            python::int(digits)
-                .map(|d| Py::int_from_digits(&d))
-                .ok_or_else(|| Raised(format!("int({digits:?}) raises ValueError")))
+            Py::int_of(python::but_last(value))
         }
         "Boolean" => match value {
             "true" => Ok(Py::Bool(true)),

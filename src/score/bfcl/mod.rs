@@ -1,5 +1,6 @@
 //! The Berkeley Function Calling Leaderboard's verdict, reproduced: a line-by-line port of
-//! `bfcl_eval/eval_checker/ast_eval/ast_checker.py` (bfcl-eval 2026.3.23, Python categories)
+//! `bfcl_eval/eval_checker/ast_eval/ast_checker.py` (bfcl-eval 2026.3.23), of its Java and
+//! JavaScript type converters (`java`, `js`, with the Python built-ins they call in `python`)
 //! and of the decoding its eval runner does for OpenAI function-calling models
 //! (`decode_ast`, `is_function_calling_format_output`, `is_empty_output`).
 //!
@@ -183,6 +184,20 @@ impl Py {
         digits
             .parse::<i128>()
             .map_or_else(|_| Py::BigInt(digits.to_owned()), Py::Int)
+    }
+
+    /// `int(s)`, raising where Python does.
+    fn int_of(s: &str) -> Result<Py, Raised> {
+        python::int(s)
+            .map(|d| Py::int_from_digits(&d))
+            .ok_or_else(|| Raised(format!("int({s:?}) raises ValueError")))
+    }
+
+    /// `float(s)`, raising where Python does.
+    fn float_of(s: &str) -> Result<Py, Raised> {
+        python::float(s)
+            .map(Py::Float)
+            .ok_or_else(|| Raised(format!("float({s:?}) raises ValueError")))
     }
 
     /// `d[key] = value`: a new key goes last, an existing one keeps its place.
