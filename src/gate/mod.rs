@@ -7,13 +7,14 @@
 //! - Suite level: the suite interval of the mean of case rates (`stats::suite_interval`, cases
 //!   as the independent units), taken two-sided at `2·conf − 1` so each end is a one-sided
 //!   bound at `conf`.
-//! - Case level, fixed n: a case passes when its one-sided Wilson lower bound is at least the
-//!   threshold, and the gate passes when every case does (an intersection–union test, valid at
-//!   α without correction). A case fails only when Holm's procedure over the gated cases
-//!   rejects `p ≥ T` for it, so the chance of any false "fail" stays at most α however many
-//!   cases are gated.
+//! - Case level, fixed n: a case passes when its one-sided Clopper–Pearson lower bound is at
+//!   least the threshold (the exact binomial test of `p ≤ T` rejects at α; `stats::exact`),
+//!   and the gate passes when every case does (an intersection–union test, valid at α without
+//!   correction). A case fails only when Holm's procedure over the gated cases rejects
+//!   `p ≥ T` on exact binomial p-values, so the chance of any false "fail" stays at most α
+//!   however many cases are gated. Both hold exactly at every n, not approximately.
 //! - Tool level: the same design with expected tools as the units. A tool's rate is the suite
-//!   interval of its own cases (one case: that case's one-sided Wilson bound); every tool must
+//!   interval of its own cases (one case: that case's exact bounds, as at case level); every tool must
 //!   pass, and a tool fails only when Holm's procedure over the gated tools rejects for it,
 //!   using the p-values that invert those very intervals.
 //! - Latency: the exact order-statistic interval of the percentile (distribution-free), each
@@ -279,7 +280,7 @@ fn case_gate(
         arm,
         spec,
         GateLevel::Case,
-        "one-sided Wilson per case; every case must pass (intersection-union); a case fails under Holm across the gated cases; a fixture's \"gate\" sets its own bar",
+        "exact one-sided Clopper-Pearson bound per case; every case must pass (intersection-union); a case fails under Holm across the gated cases on exact binomial p-values; a fixture's \"gate\" sets its own bar",
     );
     let gated: Vec<(&crate::report::CaseSummary, &RateStat)> = arm
         .cases
@@ -299,14 +300,15 @@ fn case_gate(
     let p_values: Vec<f64> = gated
         .iter()
         .zip(&thresholds)
-        .map(|((_, s), &t)| stats::score_p_value_below(s.x, s.n, t).unwrap_or(1.0))
+        .map(|((_, s), &t)| stats::binomial_p_value_below(s.x, s.n, t).unwrap_or(1.0))
         .collect();
     let failing = stats::holm_rejections(&p_values, 1.0 - conf);
     let mut cases = Vec::with_capacity(gated.len());
     for (((c, s), failed), &t) in gated.iter().zip(failing).zip(&thresholds) {
-        let lower = stats::wilson_lower_bound(s.x, s.n, conf).unwrap_or(0.0);
-        let upper = stats::wilson_upper_bound(s.x, s.n, conf).unwrap_or(1.0);
-        let verdict = if lower >= t {
+        let lower = stats::clopper_pearson_lower_bound(s.x, s.n, conf).unwrap_or(0.0);
+        let upper = stats::clopper_pearson_upper_bound(s.x, s.n, conf).unwrap_or(1.0);
+        // Decided on the exact tail itself, which the bound shown inverts.
+        let verdict = if stats::exact_gate_passes(s.x, s.n, t, conf) == Some(true) {
             Verdict::Pass
         } else if failed {
             Verdict::Fail
@@ -556,7 +558,7 @@ fn tool_rate_gate(arm: &ArmSummary, spec: GateSpec, metric: Metric, conf: f64) -
         arm,
         spec,
         GateLevel::Tool,
-        "per expected tool: the suite interval of its cases' rates (t(m-1), never narrower than Wilson at N/DEFF; a single case: its Wilson bound), one-sided; every tool must pass (intersection-union); a tool fails only when Holm across the gated tools rejects rate >= T, on the p-values that invert those intervals",
+        "per expected tool: the suite interval of its cases' rates (t(m-1), never narrower than Wilson at N/DEFF; a single case: its exact Clopper-Pearson bound), one-sided; every tool must pass (intersection-union); a tool fails only when Holm across the gated tools rejects rate >= T, on the p-values that invert those intervals",
     );
     let t = spec.threshold;
     let mut by_tool: BTreeMap<&str, Vec<(u64, u64)>> = BTreeMap::new();
@@ -572,6 +574,7 @@ fn tool_rate_gate(arm: &ArmSummary, spec: GateSpec, metric: Metric, conf: f64) -
     r.cases = by_tool.values().map(Vec::len).sum();
     let mut tools: Vec<ToolVerdict> = Vec::with_capacity(by_tool.len());
     let mut p_values = Vec::with_capacity(by_tool.len());
+    let mut clears_bar = Vec::with_capacity(by_tool.len());
     for (tool, counts) in &by_tool {
         let n: u64 = counts.iter().map(|&(_, n)| n).sum();
         let mut v = ToolVerdict {
@@ -587,11 +590,11 @@ fn tool_rate_gate(arm: &ArmSummary, spec: GateSpec, metric: Metric, conf: f64) -
             hint: None,
         };
         if let [(x, n)] = counts.as_slice() {
-            v.method = "one-sided Wilson (a single case)".to_owned();
+            v.method = "exact one-sided Clopper-Pearson (a single case)".to_owned();
             v.estimate = Some(*x as f64 / *n as f64);
-            v.lower = stats::wilson_lower_bound(*x, *n, conf);
-            v.upper = stats::wilson_upper_bound(*x, *n, conf);
-            v.p_value = stats::score_p_value_below(*x, *n, t);
+            v.lower = stats::clopper_pearson_lower_bound(*x, *n, conf);
+            v.upper = stats::clopper_pearson_upper_bound(*x, *n, conf);
+            v.p_value = stats::binomial_p_value_below(*x, *n, t);
             let p = *x as f64 / *n as f64;
             let margin = (p - t).abs();
             v.hint = (margin > 0.0)
@@ -622,12 +625,17 @@ fn tool_rate_gate(arm: &ArmSummary, spec: GateSpec, metric: Metric, conf: f64) -
             });
         }
         p_values.push(v.p_value.unwrap_or(1.0));
+        // One case: the exact test the bound inverts decides; several: the suite bound.
+        clears_bar.push(match counts.as_slice() {
+            [(x, n)] => stats::exact_gate_passes(*x, *n, t, conf) == Some(true),
+            _ => v.lower.is_some_and(|lo| lo >= t),
+        });
         tools.push(v);
     }
     let failing = stats::holm_rejections(&p_values, 1.0 - conf);
     let tools_gated = tools.len();
-    for (v, failed) in tools.iter_mut().zip(failing) {
-        v.verdict = if v.lower.is_some_and(|lo| lo >= t) {
+    for ((v, failed), passes) in tools.iter_mut().zip(failing).zip(clears_bar) {
+        v.verdict = if passes {
             Verdict::Pass
         } else if failed {
             Verdict::Fail
@@ -804,9 +812,9 @@ mod tests {
             (tool(&r, "b").lower, tool(&r, "b").upper),
             (Some(iv.lo), Some(iv.hi))
         );
-        // c has a single case: its one-sided Wilson bound.
+        // c has a single case: its exact one-sided bound.
         let c = tool(&r, "c");
-        assert_eq!(c.lower, stats::wilson_lower_bound(38, 40, 0.95));
+        assert_eq!(c.lower, stats::clopper_pearson_lower_bound(38, 40, 0.95));
         assert_eq!(c.cases, 1);
         assert_eq!(r.cases, 7);
 
@@ -820,7 +828,7 @@ mod tests {
 
     #[test]
     fn a_tool_fails_only_when_holm_across_the_tools_rejects() {
-        // Ten single-case tools at 16/20 against 0.93: each one-sided Wilson upper bound is
+        // Ten single-case tools at 16/20 against 0.93: each exact one-sided upper bound is
         // below the bar, but Holm over ten p-values needs far stronger evidence.
         let mut records = Vec::new();
         for t in 0..10 {
@@ -830,7 +838,7 @@ mod tests {
         }
         let s = summary(&records);
         let r = gate(&s, "pass>=0.93", GateLevel::Tool);
-        let p = stats::score_p_value_below(16, 20, 0.93).unwrap();
+        let p = stats::binomial_p_value_below(16, 20, 0.93).unwrap();
         assert!(p < 0.05 && p * 10.0 > 0.05, "p = {p}");
         assert!(r.tools.iter().all(|t| t.upper.unwrap() < 0.93));
         assert_eq!(r.verdict, Verdict::Inconclusive, "{:?}", r.tools);
@@ -909,53 +917,82 @@ mod tests {
         assert!(r.tools.is_empty() && r.trials.is_none());
     }
 
-    /// SplitMix64 uniforms, for seeded simulations.
-    fn uniforms(mut state: u64) -> impl FnMut() -> f64 {
-        move || {
-            state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = state;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
+    /// `P(X = k)`, X ~ Bin(n, p), by the textbook formula: an oracle independent of the
+    /// tails the gate computes.
+    fn pmf(k: u64, n: u64, p: f64) -> f64 {
+        use statrs::function::gamma::ln_gamma;
+        let (k, n) = (k as f64, n as f64);
+        (ln_gamma(n + 1.0) - ln_gamma(k + 1.0) - ln_gamma(n - k + 1.0)
+            + k * p.ln()
+            + (n - k) * (1.0 - p).ln())
+        .exp()
+    }
+
+    /// The case gate's verdict on a case with `x` of `n` right, judged beside `others`
+    /// cases that are right every time (they never fail, so the judged case meets Holm's
+    /// first, strictest level α / (others + 1)).
+    fn case_verdict(x: u64, n: u64, others: usize, spec: &str) -> Verdict {
+        let mut records: Vec<TrialRecord> =
+            (0..n).map(|i| trial("a", "judged", i < x, 10.0)).collect();
+        for o in 0..others {
+            records.extend((0..n).map(|_| trial("a", &format!("sure{o}"), true, 10.0)));
         }
+        let r = gate(&summary(&records), spec, GateLevel::Case);
+        let c = r.not_passed.iter().find(|c| c.case_id == "judged");
+        c.map_or(Verdict::Pass, |c| c.verdict)
     }
 
     #[test]
-    fn the_fixed_n_bound_passes_a_case_at_the_threshold_at_most_alpha_of_the_time() {
-        let mut u = uniforms(7);
-        let (reps, n, t) = (4000, 100u64, 0.8);
-        let passes = (0..reps)
-            .filter(|_| {
-                let x = (0..n).filter(|_| u() < t).count() as u64;
-                stats::wilson_lower_bound(x, n, 0.95).unwrap() >= t
-            })
-            .count();
-        let rate = passes as f64 / f64::from(reps);
-        let mc = (0.05f64 * 0.95 / f64::from(reps)).sqrt();
-        assert!(rate <= 0.05 + 3.0 * mc, "false-pass rate {rate}");
-    }
-
-    #[test]
-    fn holm_keeps_the_chance_of_any_false_fail_at_alpha_over_fifty_cases() {
-        // 50 cases whose true rate is 0.03 above the bar: none should fail; the chance that
-        // at least one does is the family-wise error Holm bounds by alpha.
-        let mut u = uniforms(11);
-        let (reps, cases, n, t) = (1000, 50, 60u64, 0.8);
-        let any_fail = (0..reps)
-            .filter(|_| {
-                let p: Vec<f64> = (0..cases)
-                    .map(|_| {
-                        let x = (0..n).filter(|_| u() < t + 0.03).count() as u64;
-                        stats::score_p_value_below(x, n, t).unwrap()
-                    })
-                    .collect();
-                stats::holm_rejections(&p, 0.05).contains(&true)
-            })
-            .count();
-        let rate = any_fail as f64 / f64::from(reps);
-        assert!(
-            rate <= 0.05 + 3.0 * (0.05f64 * 0.95 / f64::from(reps)).sqrt(),
-            "family-wise false-fail rate {rate}"
+    fn the_case_gate_passes_a_case_at_the_threshold_at_most_alpha_of_the_time() {
+        // Exact: the probability, at p = t, of every count the gate passes. With the
+        // one-sided Wilson bound this was 5.305% at t = 0.9, n = 60 (it passed 58 of 60).
+        for (t, n) in [(0.9, 60u64), (0.8, 100), (0.95, 120)] {
+            let spec = format!("selection>={t}");
+            let size: f64 = (0..=n)
+                .filter(|&x| case_verdict(x, n, 0, &spec) == Verdict::Pass)
+                .map(|x| pmf(x, n, t))
+                .sum();
+            assert!(size <= 0.05, "t {t} n {n}: false-pass {size}");
+        }
+        assert_eq!(
+            case_verdict(58, 60, 0, "selection>=0.9"),
+            Verdict::Inconclusive
         );
+        assert_eq!(case_verdict(59, 60, 0, "selection>=0.9"), Verdict::Pass);
+    }
+
+    #[test]
+    fn holm_keeps_the_chance_of_any_false_fail_at_alpha_over_four_cases() {
+        // Four independent cases at p = t: the family is falsely failed exactly when one of
+        // them meets Holm's first level, α/4. With score p-values this was 16.2% at 90% and
+        // 5.7% at 95% (the enumeration); exact p-values keep it at most α.
+        for (t, n, conf) in [(0.9, 60u64, 0.95), (0.9, 60, 0.90), (0.8, 40, 0.95)] {
+            let spec = format!("selection>={t}");
+            let one: f64 = (0..=n)
+                .filter(|&x| {
+                    let mut records: Vec<TrialRecord> =
+                        (0..n).map(|i| trial("a", "judged", i < x, 10.0)).collect();
+                    for o in 0..3 {
+                        records.extend((0..n).map(|_| trial("a", &format!("sure{o}"), true, 10.0)));
+                    }
+                    let mut s = summary(&records);
+                    s.0.confidence = conf;
+                    let r = gate(&s, &spec, GateLevel::Case);
+                    r.not_passed
+                        .iter()
+                        .any(|c| c.case_id == "judged" && c.verdict == Verdict::Fail)
+                })
+                .map(|x| pmf(x, n, t))
+                .sum();
+            let family = 1.0 - (1.0 - one).powi(4);
+            assert!(family <= 1.0 - conf, "t {t} n {n} conf {conf}: {family}");
+        }
+        // The example: 50 of 60 against 0.9 at 95% failed on the score test's
+        // p = 0.043; the exact P(X ≤ 50) = 0.073 does not reject.
+        assert_eq!(
+            case_verdict(50, 60, 0, "selection>=0.9"),
+            Verdict::Inconclusive
+        );
+        assert_eq!(case_verdict(48, 60, 0, "selection>=0.9"), Verdict::Fail);
     }
 }

@@ -1,7 +1,7 @@
 //! Statistics for pass rates, suite-level estimates and latency percentiles.
 //!
 //! This module owns the numbers every report and gate decision rests on: Wilson and
-//! Clopper–Pearson intervals for one rate, the one-sided Wilson bound the PR gate uses,
+//! Clopper–Pearson intervals for one rate, the exact bounds the PR gate decides with,
 //! suite-level (case-clustered) intervals and design effects, planning sample sizes, and
 //! nearest-rank percentiles with exact order-statistic intervals. Formulas and test vectors
 //! come from `reference/stats.md`.
@@ -10,6 +10,7 @@
 //! has one path, `stats::…`:
 //! - `compare`: two variants on the same cases: Newcombe intervals (unpaired and paired),
 //!   McNemar's test, the case-level paired t comparison and its case count (§3);
+//! - `exact`: the exact one-sided bounds and binomial tests fixed-n rate gates decide with;
 //! - `power`: passes needed, exact power and sample size of the fixed-n gate (§1.4, §2.3);
 //! - `sequential`: the early-stopping SPRT gate and its exact operating characteristics (§6);
 //! - `binomial` (crate-internal): exact binomial tails in log space for the above.
@@ -22,6 +23,7 @@
 
 mod binomial;
 mod compare;
+mod exact;
 mod passk;
 mod power;
 mod sequential;
@@ -29,6 +31,10 @@ mod sequential;
 pub use compare::{
     PairedCounts, PairedDifference, cases_for_paired_effect, mcnemar_exact_p, mcnemar_mid_p,
     newcombe_interval, newcombe_paired_interval, paired_mean_difference,
+};
+pub use exact::{
+    binomial_p_value_above, binomial_p_value_below, clopper_pearson_lower_bound,
+    clopper_pearson_upper_bound, exact_gate_min_successes, exact_gate_passes,
 };
 pub use passk::{clustered_ratio_interval, pass_at_k, pass_hat_k, pass_k_intervals};
 pub use power::{GateSampleSize, gate_min_successes, gate_power, gate_sample_size};
