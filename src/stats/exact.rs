@@ -24,7 +24,7 @@ fn valid_threshold(t: f64) -> bool {
 
 /// α of a one-sided level, when the level is one a gate can use: in [0.5, 1).
 fn one_sided_alpha(conf: f64) -> Option<f64> {
-    (conf.is_finite() && (0.5..1.0).contains(&conf)).then(|| 1.0 - conf)
+    (conf.is_finite() && (0.5..1.0).contains(&conf)).then_some(1.0 - conf)
 }
 
 /// One-sided Clopper–Pearson lower bound at level `conf`: `B⁻¹(α; x, n−x+1)`, the lower end

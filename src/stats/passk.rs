@@ -35,17 +35,25 @@ pub fn pass_hat_k(n: u64, c: u64, k: u64) -> Option<f64> {
 
 /// An interval for `p^k` (pass^k) and `1 − (1 − p)^k` (pass@k) of one case: the Wilson
 /// interval of its pass rate p mapped through the (monotone) function, which keeps its
-/// coverage for the population quantity.
+/// coverage for the population quantity, then widened where needed to hold the unbiased
+/// estimates [`pass_at_k`] and [`pass_hat_k`] the report prints beside it.
+///
+/// The unbiased estimators vary far more than the plug-in `1 − (1 − c/n)^k` when k is close
+/// to n, and can fall outside the mapped interval: 1 pass in 4 trials gives pass@4 = 1 (all
+/// four were drawn) against a mapped interval of [0.025, 0.992]. An estimate printed outside
+/// its own interval reads as an error, and widening only raises coverage. `None` when the
+/// estimates are undefined (`k` is 0 or exceeds `n`, `c > n`) or `conf` is not in (0, 1).
 pub fn pass_k_intervals(n: u64, c: u64, k: u64, conf: f64) -> Option<(Interval, Interval)> {
+    let (est_at, est_hat) = (pass_at_k(n, c, k)?, pass_hat_k(n, c, k)?);
     let p = rate_interval(c, n, conf)?;
     let k = k as i32;
     let at = Interval {
-        lo: 1.0 - (1.0 - p.lo).powi(k),
-        hi: 1.0 - (1.0 - p.hi).powi(k),
+        lo: (1.0 - (1.0 - p.lo).powi(k)).min(est_at),
+        hi: (1.0 - (1.0 - p.hi).powi(k)).max(est_at),
     };
     let hat = Interval {
-        lo: p.lo.powi(k),
-        hi: p.hi.powi(k),
+        lo: p.lo.powi(k).min(est_hat),
+        hi: p.hi.powi(k).max(est_hat),
     };
     Some((at, hat))
 }
@@ -121,6 +129,31 @@ mod tests {
         close(hat.lo, p.lo * p.lo, 1e-12, "pass^2 lo");
         close(at.hi, 1.0 - (1.0 - p.hi).powi(2), 1e-12, "pass@2 hi");
         assert!(hat.lo < pass_hat_k(10, 5, 2).unwrap() && pass_hat_k(10, 5, 2).unwrap() < hat.hi);
+    }
+
+    #[test]
+    fn an_estimate_never_falls_outside_its_own_interval() {
+        // The case: 1 of 4 at k = 4 printed "pass@k 1.000 [0.025, 0.992]".
+        let (at, _) = pass_k_intervals(4, 1, 4, 0.95).unwrap();
+        assert_eq!(at.hi, 1.0);
+        close(
+            at.lo,
+            1.0 - (1.0 - rate_interval(1, 4, 0.95).unwrap().lo).powi(4),
+            1e-12,
+            "lo",
+        );
+        // pass^5 of 3 in 5 is 0 (fewer than five passes), below the mapped lower end.
+        let (_, hat) = pass_k_intervals(5, 3, 5, 0.95).unwrap();
+        assert_eq!(hat.lo, 0.0);
+        for n in 1..=30u64 {
+            for c in 0..=n {
+                for k in 1..=n {
+                    let (at, hat) = pass_k_intervals(n, c, k, 0.95).unwrap();
+                    assert!(at.contains(pass_at_k(n, c, k).unwrap()), "{n} {c} {k}");
+                    assert!(hat.contains(pass_hat_k(n, c, k).unwrap()), "{n} {c} {k}");
+                }
+            }
+        }
     }
 
     #[test]
