@@ -108,6 +108,12 @@ pub fn value_at_path<'a>(v: &'a Value, path: &str) -> Option<&'a Value> {
         })
 }
 
+/// `sha256:` and the lower-case hex digest of `text`: the form every fingerprint takes.
+pub fn sha256_of(text: &str) -> String {
+    use sha2::Digest;
+    format!("sha256:{}", hex(&sha2::Sha256::digest(text.as_bytes())))
+}
+
 /// Lower-case hex of a byte slice.
 pub fn hex(bytes: &[u8]) -> String {
     let mut s = String::with_capacity(bytes.len() * 2);

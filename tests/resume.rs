@@ -183,3 +183,55 @@ fn resuming_with_a_different_plan_names_the_difference() {
         "error: --resume out/r: the run planned 2 trials per case, these flags plan 60 (pass --trials 2); resume with the flags the run was started with"
     );
 }
+
+#[test]
+fn resuming_refuses_fixtures_edited_since_the_run() {
+    let server = server();
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir_all(dir.path().join("data")).expect("mkdir");
+    std::fs::write(dir.path().join("data/tools.json"), TOOLS).expect("tools");
+    std::fs::write(dir.path().join("data/cases.jsonl"), CASES).expect("cases");
+    let mut args = base_args(&server, "2");
+    args.extend(["--run-id".into(), "r".into()]);
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+    assert_eq!(toolscore(dir.path(), &refs).code, 0);
+    let mut args = base_args(&server, "2");
+    args.extend(["--resume".into(), "out/r".into()]);
+    let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+
+    // Whitespace and key order are not edits: the same fixtures as data resume.
+    let respaced = CASES
+        .replace(r#"{"id": "job", "messages""#, r#"{ "messages""#)
+        .replace(
+            r#""content": "Is job job_1 done?"}], "expect""#,
+            r#""content": "Is job job_1 done?"}], "id":   "job", "expect""#,
+        );
+    assert_ne!(respaced, CASES);
+    std::fs::write(dir.path().join("data/cases.jsonl"), &respaced).expect("cases");
+    let run = toolscore(dir.path(), &refs);
+    assert_eq!(run.code, 0, "{}", run.transcript());
+
+    // A changed expectation, then a changed message: same ids, same count, refused.
+    for edited in [
+        CASES.replace(
+            r#""args": {"job_id": "job_1"}"#,
+            r#""args": {"job_id": "job_2"}"#,
+        ),
+        CASES.replace("Is the API up?", "Is the API down?"),
+    ] {
+        std::fs::write(dir.path().join("data/cases.jsonl"), &edited).expect("cases");
+        let before = std::fs::read(dir.path().join("out/r/results.jsonl")).expect("results");
+        let run = toolscore(dir.path(), &refs);
+        assert_eq!(run.code, 2, "{}", run.transcript());
+        assert!(
+            run.stderr.contains(
+                "the fixtures of dataset `data` were edited since the run (a message, an expectation, a tag or a bar: sha256:"
+            ),
+            "{}",
+            run.stderr
+        );
+        assert!(run.stderr.contains("start a new run"), "{}", run.stderr);
+        let after = std::fs::read(dir.path().join("out/r/results.jsonl")).expect("results");
+        assert_eq!(before, after, "a refused resume must write nothing");
+    }
+}

@@ -32,6 +32,10 @@ pub(super) struct PlanFingerprint {
     /// Scenarios (name → catalog fingerprint), in plan order after the datasets' cases.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(super) scenarios: Vec<(String, String)>,
+    /// Each scenario file's `sha256:` (in `scenarios` order): its script and expectations.
+    /// Empty in plans written before fixtures were covered, which are not checked.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(super) scenario_sources: Vec<String>,
     /// `--shard`: the slice of the plan this run holds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) shard: Option<Shard>,
@@ -55,6 +59,15 @@ pub(super) struct DatasetPlan {
     /// Cases with their own `"trials"`, and how many.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub(super) case_trials: std::collections::BTreeMap<String, u32>,
+    /// `sha256:` of the fixtures as data (messages, expectations, tags, bars): a case whose
+    /// prompt or expectation changed would mix trials of two cases under one id. `None` in
+    /// plans written before fixtures were covered, which are not checked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) fixtures: Option<String>,
+    /// Each catalog variant's name and fingerprint, base first: an edited overlay changes
+    /// what that variant's arms read.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(super) variants: Vec<(String, String)>,
 }
 
 impl PlanFingerprint {
@@ -106,12 +119,23 @@ fn fingerprint(plan: &RunPlan) -> PlanFingerprint {
                     .iter()
                     .filter_map(|c| c.trials.map(|t| (c.id.clone(), t)))
                     .collect(),
+                fixtures: Some(d.fixtures_digest.clone()),
+                variants: d
+                    .variants
+                    .iter()
+                    .map(|v| (v.name.clone(), v.catalog.fingerprint.clone()))
+                    .collect(),
             })
             .collect(),
         scenarios: plan
             .scenarios
             .iter()
             .map(|s| (s.name.clone(), s.catalogs[0].catalog.fingerprint.clone()))
+            .collect(),
+        scenario_sources: plan
+            .scenarios
+            .iter()
+            .map(|s| s.source_digest.clone())
             .collect(),
         shard: plan.shard,
         digest: None,
@@ -184,6 +208,22 @@ fn difference(was: &PlanFingerprint, now: &PlanFingerprint) -> Option<String> {
                 n.cases.len()
             ));
         }
+        if let (Some(then), Some(now)) = (&w.fixtures, &n.fixtures)
+            && then != now
+        {
+            return Some(format!(
+                "the fixtures of dataset `{}` were edited since the run (a message, an expectation, a tag or a bar: {then} then, {now} now); resuming would mix trials of two versions of a case under one id, so start a new run",
+                w.name
+            ));
+        }
+        if !w.variants.is_empty() && w.variants != n.variants {
+            return Some(format!(
+                "the catalog variants of dataset `{}` changed since the run (then: {}; now: {})",
+                w.name,
+                variant_list(&w.variants),
+                variant_list(&n.variants)
+            ));
+        }
     }
     if was.datasets.len() != now.datasets.len() {
         return Some(format!(
@@ -214,7 +254,29 @@ fn difference(was: &PlanFingerprint, now: &PlanFingerprint) -> Option<String> {
             names(&now.scenarios)
         ));
     }
+    if !was.scenario_sources.is_empty() && was.scenario_sources != now.scenario_sources {
+        let edited: Vec<&str> = was
+            .scenarios
+            .iter()
+            .zip(was.scenario_sources.iter().zip(&now.scenario_sources))
+            .filter(|(_, (a, b))| a != b)
+            .map(|((name, _), _)| name.as_str())
+            .collect();
+        return Some(format!(
+            "scenario file(s) edited since the run: {}; start a new run",
+            edited.join(", ")
+        ));
+    }
     None
+}
+
+/// `name (fingerprint)` of each variant, for a refusal.
+fn variant_list(variants: &[(String, String)]) -> String {
+    variants
+        .iter()
+        .map(|(name, fp)| format!("{name} {fp}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// What an earlier process of the run left, kept and checked.

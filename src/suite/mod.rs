@@ -64,6 +64,9 @@ pub struct Dataset {
     pub variants: Vec<CatalogVariant>,
     /// The live MCP server the catalog was listed from (`dataset.yaml`), None for a tools.json.
     pub live: Option<crate::catalog::mcp::LiveSource>,
+    /// `sha256:` of the fixtures as data (each line's canonical JSON, in file order): a
+    /// resumed run refuses fixtures edited since it began, whitespace and key order aside.
+    pub fixtures_digest: String,
 }
 
 impl Dataset {
@@ -146,6 +149,7 @@ pub fn load_dataset(dir: &Path) -> Result<Dataset, crate::error::Error> {
     let cases_path = dir.join("cases.jsonl");
     let text = crate::input::read_text(&cases_path)?;
     let cases = parse_cases(&text, &cases_path.display().to_string(), &catalog)?;
+    let fixtures_digest = fixtures_digest(&text);
     let name = dir
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -165,7 +169,21 @@ pub fn load_dataset(dir: &Path) -> Result<Dataset, crate::error::Error> {
         cases,
         variants,
         live,
+        fixtures_digest,
     })
+}
+
+/// [`Dataset::fixtures_digest`] of `cases.jsonl` text that [`parse_cases`] accepted.
+fn fixtures_digest(text: &str) -> String {
+    let canonical: Vec<String> = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| match serde_json::from_str::<Value>(l) {
+            Ok(v) => crate::json::canonical_json(&v),
+            Err(_) => l.to_owned(),
+        })
+        .collect();
+    crate::json::sha256_of(&canonical.join("\n"))
 }
 
 #[derive(Deserialize)]

@@ -46,6 +46,9 @@ pub struct Scenario {
     pub tags: Vec<String>,
     /// The live MCP server the catalog was listed from, and which tools run on it.
     pub server: Option<LiveTools>,
+    /// `sha256:` of the scenario file's text: a resumed run refuses a scenario edited since
+    /// it began.
+    pub source_digest: String,
 }
 
 /// A scenario's live server: a fresh session per trial executes `tools` (all when `None`).
@@ -604,6 +607,7 @@ fn build_scenario(
         result_variants,
         tags: raw.tags,
         server,
+        source_digest: crate::json::sha256_of(text),
     })
 }
 
