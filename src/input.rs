@@ -8,6 +8,19 @@ use std::path::Path;
 
 use crate::error::InputError;
 
+/// A timeout in seconds (`--timeout`, `timeout_s:`) as every command accepts it: a tenth of a
+/// second to an hour. Below a tenth no model or server answers reliably, and a timeout that
+/// expires while a request is being written times requests out at random instead of saying
+/// the bound is too small.
+pub fn timeout_from_seconds(seconds: f64) -> Option<std::time::Duration> {
+    (0.1..=3600.0)
+        .contains(&seconds)
+        .then(|| std::time::Duration::from_secs_f64(seconds))
+}
+
+/// What [`timeout_from_seconds`] accepts, in words.
+pub const TIMEOUT_RANGE: &str = "between 0.1 and 3600 seconds";
+
 /// Largest input file read: far above any real catalog or fixture file.
 pub const MAX_INPUT_BYTES: u64 = 256 << 20;
 

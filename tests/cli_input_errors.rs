@@ -165,6 +165,17 @@ fn unknown_provider_and_bad_flags_are_usage_errors() {
     assert_eq!(stderr.trim_end(), "error: --trials must be at least 1");
     let Run { code, .. } = toolscore(dir.path(), &["run", "--trials", "abc"]);
     assert_eq!(code, 2, "clap usage errors exit 2");
+    // A timeout too small to answer in is refused, not left to time out requests at random.
+    for (timeout, shown) in [("1e-300", "1e-300"), ("0.05", "0.05"), ("3601", "3601.0")] {
+        let mut args = run_args();
+        args.extend(["--timeout", timeout]);
+        let Run { code, stderr, .. } = toolscore(dir.path(), &args);
+        assert_eq!(code, 2, "{stderr}");
+        assert_eq!(
+            stderr.trim_end(),
+            format!("error: --timeout must be between 0.1 and 3600 seconds (got {shown})")
+        );
+    }
 }
 
 #[test]

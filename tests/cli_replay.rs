@@ -215,6 +215,43 @@ fn replay_refuses_what_was_not_recorded() {
     );
     assert!(stderr.contains("has 30 recorded trials in rec/cassette.jsonl.gz; record them with `toolscore run --provider <live provider> --model fake-1 --record rec/cassette.jsonl.gz --temperature 0.7`"), "{stderr}");
 
+    // A recorded answer took at least one attempt: `attempts: 0` is named by line, exit 2.
+    let text = {
+        use std::io::Read;
+        let file = std::fs::File::open(dir.path().join("rec/cassette.jsonl.gz")).unwrap();
+        let mut text = String::new();
+        flate2::read::MultiGzDecoder::new(file)
+            .read_to_string(&mut text)
+            .unwrap();
+        text
+    };
+    assert!(text.contains("\"attempts\":1"), "{text}");
+    let zeroed = text.replacen("\"attempts\":1", "\"attempts\":0", 1);
+    let line = zeroed
+        .lines()
+        .position(|l| l.contains("\"attempts\":0"))
+        .unwrap()
+        + 1;
+    std::fs::write(dir.path().join("rec/zero.jsonl"), zeroed).unwrap();
+    let Run { code, stderr, .. } = toolscore(
+        dir.path(),
+        &[
+            "run",
+            "--provider",
+            "replay:rec/zero.jsonl",
+            "--dataset",
+            "data",
+            "--out",
+            "out2",
+        ],
+    );
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains(&format!("rec/zero.jsonl:{line}"))
+            && stderr.contains("attempts 0 is outside 1..=1000"),
+        "{stderr}"
+    );
+
     let Run { code, stderr, .. } = replay(&["--model", "other"]);
     assert_eq!(code, 2);
     assert!(

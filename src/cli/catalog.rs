@@ -151,10 +151,7 @@ pub(super) fn server_of(
     command: &[String],
     flags: &ServerFlags,
 ) -> Result<(ServerSpec, Duration), Error> {
-    if !(flags.timeout > 0.0 && flags.timeout <= 3600.0) {
-        return Err(usage("--timeout must be between 0 and 3600 seconds"));
-    }
-    let timeout = Duration::from_secs_f64(flags.timeout);
+    let timeout = super::checked_timeout(flags.timeout)?;
     if let Some(url) = url {
         if !is_url(url) {
             return Err(usage(&format!(
@@ -231,12 +228,8 @@ fn load_file(path: &Path) -> Result<Loaded, Error> {
 }
 
 pub(super) fn live(spec: &ServerSpec, flags: &ServerFlags) -> Result<Loaded, Error> {
-    if !(flags.timeout > 0.0 && flags.timeout <= 3600.0) {
-        return Err(usage("--timeout must be between 0 and 3600 seconds"));
-    }
-    let listed = list_catalog_blocking(spec, Duration::from_secs_f64(flags.timeout), &|name| {
-        std::env::var(name).ok()
-    })?;
+    let timeout = super::checked_timeout(flags.timeout)?;
+    let listed = list_catalog_blocking(spec, timeout, &|name| std::env::var(name).ok())?;
     let kind = match spec {
         ServerSpec::Stdio { .. } => "stdio",
         ServerSpec::Http { .. } => "streamable HTTP",

@@ -1202,6 +1202,17 @@ pub(crate) fn usage(msg: &str) -> Error {
     Error::Input(InputError::new(msg))
 }
 
+/// `--timeout` (or a config's `timeout_s`) in seconds, checked by the one rule every command
+/// and config file shares ([`crate::input::timeout_from_seconds`]).
+pub(crate) fn checked_timeout(seconds: f64) -> Result<std::time::Duration, Error> {
+    crate::input::timeout_from_seconds(seconds).ok_or_else(|| {
+        usage(&format!(
+            "--timeout must be {} (got {seconds:?})",
+            crate::input::TIMEOUT_RANGE
+        ))
+    })
+}
+
 /// Loads the config (if any) and every dataset, fully validated.
 pub(crate) fn load_suite(args: &SuiteArgs) -> Result<LoadedSuite, Error> {
     let config = match &args.config {

@@ -848,9 +848,7 @@ fn live_arm(
         .or(entry.timeout_s)
         .or(defaults.timeout_s)
         .unwrap_or(60.0);
-    if !(timeout_s > 0.0 && timeout_s <= 3600.0) {
-        return Err(usage("--timeout must be between 0 and 3600 seconds"));
-    }
+    super::checked_timeout(timeout_s)?;
     let settings = ProviderSettings {
         kind,
         name: name.to_owned(),

@@ -415,10 +415,11 @@ impl Cassette {
                     ),
                 ));
             }
-            if entry.attempts > MAX_ATTEMPTS {
+            // Every recorded answer took at least one attempt.
+            if !(1..=MAX_ATTEMPTS).contains(&entry.attempts) {
                 return Err(bad(
                     n,
-                    format!("attempts {} is more than {MAX_ATTEMPTS}", entry.attempts),
+                    format!("attempts {} is outside 1..={MAX_ATTEMPTS}", entry.attempts),
                 ));
             }
             let key = (entry.request_hash.clone(), entry.trial_index, entry.step);

@@ -109,13 +109,15 @@ pub(crate) fn server_spec(
     };
     let timeout = match s.timeout_s {
         None => DEFAULT_TIMEOUT,
-        Some(t) if t > 0.0 && t <= 3600.0 => Duration::from_secs_f64(t),
-        Some(_) => {
-            return Err(err(
+        Some(t) => crate::input::timeout_from_seconds(t).ok_or_else(|| {
+            err(
                 "timeout_s",
-                "must be a number of seconds between 0 and 3600",
-            ));
-        }
+                &format!(
+                    "must be a number of seconds {}",
+                    crate::input::TIMEOUT_RANGE
+                ),
+            )
+        })?,
     };
     let spec = match (s.command, s.url) {
         (Some(_), Some(_)) => {
