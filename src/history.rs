@@ -47,6 +47,11 @@ pub struct HistoryLine {
     /// check against the previous week.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub tool_p95_ms: BTreeMap<String, LatencyPoint>,
+    /// Why this run's scores cannot be trusted (it exited 4: too many infrastructure errors,
+    /// trials neither run nor skipped, a provider stopped), when so. Such a run is listed
+    /// apart and never becomes the run the next one is compared with.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub untrusted: Option<String>,
 }
 
 /// A latency percentile with its interval (an end absent when the trials cannot bound it).
@@ -154,6 +159,18 @@ impl MetricPoint {
 }
 
 impl HistoryLine {
+    /// Why the scores of this line cannot join a trend: what the run said when it exited 4,
+    /// or, for lines written before runs said so, that no trial was scored.
+    pub fn untrusted_reason(&self) -> Option<String> {
+        self.untrusted
+            .clone()
+            .or_else(|| (self.metrics.selection.n == 0).then(|| "no trial was scored".to_owned()))
+    }
+
+    fn trusted(&self) -> bool {
+        self.untrusted_reason().is_none()
+    }
+
     fn point(&self, metric: Metric) -> &MetricPoint {
         match metric {
             Metric::Pass => &self.metrics.pass,
@@ -184,12 +201,16 @@ impl HistoryLine {
     }
 }
 
-/// One line per arm of a finished run.
-pub fn lines_of(summary: &Summary) -> Vec<HistoryLine> {
+/// One line per arm of a finished run; `untrusted` says why its scores cannot be trusted
+/// when the run exits 4.
+pub fn lines_of(summary: &Summary, untrusted: Option<&str>) -> Vec<HistoryLine> {
     summary
         .arms
         .iter()
-        .map(|arm| line_of(summary, arm))
+        .map(|arm| HistoryLine {
+            untrusted: untrusted.map(str::to_owned),
+            ..line_of(summary, arm)
+        })
         .collect()
 }
 
@@ -252,6 +273,7 @@ fn line_of(summary: &Summary, arm: &ArmSummary) -> HistoryLine {
                 ))
             })
             .collect(),
+        untrusted: None,
     }
 }
 
@@ -330,10 +352,13 @@ pub struct Series {
 }
 
 impl Series {
-    /// True when the newest run dropped significantly.
+    /// True when the newest trustworthy run dropped significantly against the trustworthy
+    /// run before it (runs that exited 4 are not judged and judge nothing).
     pub fn newest_dropped(&self) -> bool {
         self.points
-            .last()
+            .iter()
+            .rev()
+            .find(|p| p.line.trusted())
             .and_then(|p| p.change.as_ref())
             .is_some_and(|c| c.moved == Move::Drop)
     }
@@ -388,15 +413,30 @@ pub fn series(lines: Vec<HistoryLine>, metric: Metric) -> Vec<Series> {
             runs.sort_by(|a, b| a.finished_at.cmp(&b.finished_at));
             let mut points: Vec<Point> = Vec::with_capacity(runs.len());
             for line in runs {
-                let change = points.last().map(|p| change(&p.line, &line, metric));
-                let window: Vec<&HistoryLine> = points
+                // Untrusted runs (exit 4) are listed but neither compared nor compared with:
+                // a drop is judged against the last run whose scores can be trusted.
+                let trusted: Vec<&HistoryLine> = points
                     .iter()
                     .map(|p| &p.line)
+                    .filter(|l| l.trusted())
+                    .collect();
+                if !line.trusted() {
+                    points.push(Point {
+                        line,
+                        change: None,
+                        latency_growth: Vec::new(),
+                    });
+                    continue;
+                }
+                let change = trusted.last().map(|p| change(p, &line, metric));
+                let window: Vec<&HistoryLine> = trusted
+                    .iter()
+                    .copied()
                     .filter(|b| within_window(&b.finished_at, &line.finished_at))
                     .collect();
                 // The previous run is always part of the baseline, even an old one.
                 let window = if window.is_empty() {
-                    points.last().map(|p| vec![&p.line]).unwrap_or_default()
+                    trusted.last().map(|p| vec![*p]).unwrap_or_default()
                 } else {
                     window
                 };
@@ -448,6 +488,14 @@ pub fn render(
         for p in &s.points[skip..] {
             let pt = p.line.point(metric);
             let date = p.line.finished_at.get(..10).unwrap_or(&p.line.finished_at);
+            if let Some(reason) = p.line.untrusted_reason() {
+                writeln!(
+                    out,
+                    "  {date}  {}  NOT IN THE TREND: {reason}",
+                    p.line.run_id
+                )?;
+                continue;
+            }
             let mean = match (pt.mean, pt.lo, pt.hi) {
                 (Some(m), Some(lo), Some(hi)) => format!("{m:.3} [{lo:.3}, {hi:.3}]"),
                 (Some(m), _, _) => format!("{m:.3}"),
@@ -531,6 +579,7 @@ mod tests {
             },
             cases,
             tool_p95_ms: BTreeMap::new(),
+            untrusted: None,
         }
     }
 
@@ -670,6 +719,43 @@ mod tests {
                 .map(|c| c.previous_run.as_str()),
             Some("w2")
         );
+    }
+
+    #[test]
+    fn an_untrusted_run_is_listed_but_never_compared_with() {
+        let counts = exact(&true_rates());
+        let lower: Vec<f64> = true_rates().iter().map(|r| r - 0.3).collect();
+        let mut down = line("w2", 8, &counts, "fp");
+        down.untrusted = Some("40 of 40 trials ended in infrastructure errors".to_owned());
+        // A line written before runs said so: no trial scored.
+        let mut old = line("w3", 9, &[0; 20], "fp");
+        old.metrics.selection.n = 0;
+        let lines = vec![
+            line("w1", 1, &counts, "fp"),
+            down,
+            old,
+            line("w4", 15, &exact(&lower), "fp"),
+        ];
+        let s = series(lines, Metric::Selection);
+        let p = &s[0].points;
+        assert!(p[1].change.is_none() && p[2].change.is_none());
+        let c = p[3].change.as_ref().expect("compared");
+        assert_eq!((c.previous_run.as_str(), c.moved), ("w1", Move::Drop));
+        assert!(s[0].newest_dropped());
+        let mut out = Vec::new();
+        render(&s, Metric::Selection, None, &mut out).expect("render");
+        let text = String::from_utf8(out).expect("utf-8");
+        assert!(text.contains("  2026-11-08  w2  NOT IN THE TREND: 40 of 40 trials ended in infrastructure errors\n"), "{text}");
+        assert!(
+            text.contains("  2026-11-09  w3  NOT IN THE TREND: no trial was scored\n"),
+            "{text}"
+        );
+        // The newest run untrusted: the verdict is the newest trustworthy run's.
+        let mut lines = vec![line("w1", 1, &counts, "fp"), line("w2", 8, &counts, "fp")];
+        let mut down = line("w3", 15, &counts, "fp");
+        down.untrusted = Some("down".to_owned());
+        lines.push(down);
+        assert!(!series(lines, Metric::Selection)[0].newest_dropped());
     }
 
     #[test]

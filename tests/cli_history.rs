@@ -44,6 +44,9 @@ fn dialled_rates(
             .trim_start_matches("case ")
             .to_owned();
         let base = dial.load(Ordering::SeqCst);
+        if base == MODEL_SERVER_DOWN {
+            return FakeResponse::status(503, r#"{"error":{"message":"down"}}"#);
+        }
         let k = {
             let mut seen = seen.lock().expect("lock");
             let n = seen.entry((base, case.clone())).or_default();
@@ -61,6 +64,9 @@ fn dialled_rates(
         }
     }
 }
+
+/// The dial setting at which every request is answered 503: the model server is down.
+const MODEL_SERVER_DOWN: u32 = 99;
 
 fn run(dir: &std::path::Path, id: &str) -> support::Run {
     toolscore(
@@ -158,4 +164,59 @@ fn a_malformed_history_line_is_bad_input_naming_file_and_line() {
     let none = toolscore(dir.path(), &["history"]);
     assert_eq!(none.code, 2, "{}", none.transcript());
     assert!(none.stderr.contains("no history yet"), "{}", none.stderr);
+}
+
+#[test]
+fn a_run_that_exits_4_stays_out_of_the_trend_and_a_drop_is_judged_against_the_last_good_run() {
+    let dial = Arc::new(AtomicU32::new(7));
+    let server = FakeServer::start_in_background(dialled_rates(dial.clone()));
+    let dir = fake_project(&server.base_url, TOOLS, &cases(), &[]);
+    let r = run(dir.path(), "week-1");
+    assert_eq!(r.code, 0, "{}", r.transcript());
+
+    // The model server is down all week: every trial an infrastructure error, exit 4.
+    dial.store(MODEL_SERVER_DOWN, Ordering::SeqCst);
+    let mut args = vec![
+        "run",
+        "--provider",
+        "fake",
+        "--out",
+        "out",
+        "--progress",
+        "off",
+    ];
+    args.extend(["--trials", "2", "--max-retries", "0", "--run-id", "week-2"]);
+    let r = toolscore(dir.path(), &args);
+    assert_eq!(r.code, 4, "{}", r.transcript());
+    let text = std::fs::read_to_string(dir.path().join("out/history.jsonl")).expect("history");
+    let week2: serde_json::Value =
+        serde_json::from_str(text.lines().nth(1).expect("line 2")).expect("json");
+    assert!(
+        week2["untrusted"]
+            .as_str()
+            .is_some_and(|r| r.contains("infrastructure errors")),
+        "{week2}"
+    );
+
+    dial.store(4, Ordering::SeqCst);
+    let r = run(dir.path(), "week-3");
+    assert_eq!(r.code, 0, "{}", r.transcript());
+
+    let h = toolscore(dir.path(), &["history", "--dir", "out", "--fail-on-drop"]);
+    assert_eq!(h.code, 1, "{}", h.transcript());
+    let row = |id: &str| {
+        h.stdout
+            .lines()
+            .find(|r| r.contains(&format!("  {id}  ")))
+            .unwrap_or_else(|| panic!("no row for {id}: {}", h.stdout))
+            .to_owned()
+    };
+    assert!(
+        row("week-2").contains("NOT IN THE TREND: 24 of 24 trials ended in infrastructure errors"),
+        "{}",
+        h.stdout
+    );
+    let week3 = row("week-3");
+    assert!(week3.contains("vs week-1: -0.300"), "{week3}");
+    assert!(week3.ends_with("SIGNIFICANT DROP"), "{week3}");
 }

@@ -793,7 +793,27 @@ fn run_command(
         );
     }
     crate::report::write_json_atomically(&setup.out_dir.join("summary.json"), &summary)?;
-    append_history(&setup.out_dir, &summary)?;
+    let (code, message) = run_exit_code(&summary, max_infra);
+    // A provider stopped by an auth or quota error left its arm without figures: the run
+    // cannot be judged as a whole, whatever the other arms scored.
+    let (code, message) = match (code, sinks.provider_stops.stops()) {
+        (ExitCode::Interrupted | ExitCode::InfraErrors, _) | (_, []) => (code, message),
+        (_, stops) => (
+            ExitCode::InfraErrors,
+            Some(format!(
+                "{} stopped by auth or quota errors; their remaining trials were not run",
+                stops
+                    .iter()
+                    .map(|s| format!("provider `{}` ({})", s.provider, s.class))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+        ),
+    };
+    let untrusted = (code == ExitCode::InfraErrors)
+        .then_some(message.as_deref())
+        .flatten();
+    append_history(&setup.out_dir, &summary, untrusted)?;
     let files = output::write_files(&summary, &setup.out_dir, formats)?;
     if formats.contains(&Format::Terminal) {
         let mut out = std::io::stdout().lock();
@@ -826,23 +846,6 @@ fn run_command(
     } else {
         eprintln!("{line}");
     }
-    let (code, message) = run_exit_code(&summary, max_infra);
-    // A provider stopped by an auth or quota error left its arm without figures: the run
-    // cannot be judged as a whole, whatever the other arms scored.
-    let (code, message) = match (code, sinks.provider_stops.stops()) {
-        (ExitCode::Interrupted | ExitCode::InfraErrors, _) | (_, []) => (code, message),
-        (_, stops) => (
-            ExitCode::InfraErrors,
-            Some(format!(
-                "{} stopped by auth or quota errors; their remaining trials were not run",
-                stops
-                    .iter()
-                    .map(|s| format!("provider `{}` ({})", s.provider, s.class))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )),
-        ),
-    };
     if let Some(message) = message {
         eprintln!("error: {message}");
     }
@@ -853,8 +856,13 @@ fn run_command(
 /// folder), after summary.json so a line never names a run whose summary is missing. An
 /// interrupted run is left out: its cases ran fewer trials than planned and its next,
 /// resumed, finish appends the whole run. Not named in the "wrote" line: it is the folder's
-/// running log, not one of the run's files.
-fn append_history(run_dir: &Path, summary: &crate::report::Summary) -> Result<(), Error> {
+/// running log, not one of the run's files. `untrusted` is why the run exits 4, when it
+/// does: its lines are kept, marked, and left out of every trend.
+pub(super) fn append_history(
+    run_dir: &Path,
+    summary: &crate::report::Summary,
+    untrusted: Option<&str>,
+) -> Result<(), Error> {
     // A shard is a slice of a run: the merged run is the one that enters the history.
     if summary.interrupted || summary.run.shard.is_some() {
         return Ok(());
@@ -863,7 +871,7 @@ fn append_history(run_dir: &Path, summary: &crate::report::Summary) -> Result<()
         .parent()
         .unwrap_or_else(|| Path::new("."))
         .join(crate::history::FILE_NAME);
-    crate::history::append(&path, &crate::history::lines_of(summary))
+    crate::history::append(&path, &crate::history::lines_of(summary, untrusted))
         .map_err(|e| Error::io(format!("cannot append to {}", path.display()), e))
 }
 

@@ -164,9 +164,11 @@ fn trends(summary: &Summary, path: &Path) -> Result<Vec<Trend>, Error> {
             .cloned()
             .collect();
         for series in crate::history::series(mine, metric) {
+            // A run that exited 4 has no score to plot; `toolscore history` lists it apart.
             let points: Vec<TrendPoint> = series
                 .points
                 .iter()
+                .filter(|p| p.line.untrusted_reason().is_none())
                 .map(|p| {
                     let m = if metric == Metric::Pass {
                         &p.line.metrics.pass
