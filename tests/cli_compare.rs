@@ -315,9 +315,39 @@ fn run_compare_keeps_the_comparison_in_the_summary() {
             "--run-id",
             "rc",
             "--compare",
+            "--format",
+            "terminal",
+            "--format",
+            "html",
         ],
     );
-    assert_eq!(r.code, 0, "{}", r.transcript());
+    // One rule for run --compare, compare and the HTML badge: the visible cases say better,
+    // the three held-out cases cannot confirm it, so the comparison is inconclusive (exit 3).
+    assert_eq!(r.code, 3, "{}", r.transcript());
+    let overall = "verdict: INCONCLUSIVE: the visible cases say better, not yet confirmed on the 3 held-out cases (undecided)";
+    assert!(r.stdout.contains(overall), "{}", r.stdout);
+    let c = toolscore(dir.path(), &["compare", "out/rc"]);
+    assert_eq!(c.code, 3, "{}", c.transcript());
+    assert!(c.stdout.contains(overall), "{}", c.stdout);
+    let html = std::fs::read_to_string(dir.path().join("out/rc/report.html")).expect("html");
+    assert!(
+        html.contains(r#"<span class="badge inconclusive">INCONCLUSIVE</span><span>the visible cases say better, not yet confirmed on the 3 held-out cases (undecided)</span>"#),
+        "{html}"
+    );
+    assert!(
+        !html.contains("B BETTER"),
+        "the badge is the overall verdict"
+    );
+    // Re-rendering keeps the comparison and its exit code.
+    std::fs::remove_file(dir.path().join("out/rc/report.html")).expect("rm");
+    let again = toolscore(dir.path(), &["report", "out/rc", "--format", "html"]);
+    assert_eq!(again.code, 3, "{}", again.transcript());
+    let html = std::fs::read_to_string(dir.path().join("out/rc/report.html")).expect("html");
+    assert!(html.contains(r#"id="comparison""#), "{html}");
+    assert!(
+        html.contains("not yet confirmed on the 3 held-out cases"),
+        "{html}"
+    );
     assert!(
         r.stdout
             .contains("compare selection · A = variant base · B = variant clear"),

@@ -49,11 +49,16 @@ fn server() -> FakeServer {
 }
 
 fn gated_run(gates: &[&str]) -> (Run, Value) {
-    let server = server();
     let dir = tempfile::tempdir().expect("tempdir");
-    std::fs::create_dir_all(dir.path().join("data")).expect("mkdir");
-    std::fs::write(dir.path().join("data/tools.json"), TOOLS).expect("tools");
-    std::fs::write(dir.path().join("data/cases.jsonl"), cases()).expect("cases");
+    gated_run_in(dir.path(), gates)
+}
+
+/// [`gated_run`] in `dir`, which the caller keeps to look at the run afterwards.
+fn gated_run_in(dir: &std::path::Path, gates: &[&str]) -> (Run, Value) {
+    let server = server();
+    std::fs::create_dir_all(dir.join("data")).expect("mkdir");
+    std::fs::write(dir.join("data/tools.json"), TOOLS).expect("tools");
+    std::fs::write(dir.join("data/cases.jsonl"), cases()).expect("cases");
     let mut args = vec![
         "run",
         "--provider",
@@ -74,9 +79,9 @@ fn gated_run(gates: &[&str]) -> (Run, Value) {
         "off",
     ];
     args.extend_from_slice(gates);
-    let run = toolscore(dir.path(), &args);
+    let run = toolscore(dir, &args);
     let summary: Value = serde_json::from_str(
-        &std::fs::read_to_string(dir.path().join("out/g/summary.json")).expect("summary"),
+        &std::fs::read_to_string(dir.join("out/g/summary.json")).expect("summary"),
     )
     .expect("json");
     (run, summary)
@@ -140,6 +145,48 @@ fn case_gate_needs_every_case_and_fails_only_under_holm() {
     let (run, summary) = gated_run(&["--gate", "selection>=0.5", "--gate-level", "case"]);
     assert_eq!(run.code, 3, "{}", run.transcript());
     assert_eq!(summary["gate"]["gates"][0]["inconclusive_cases"], 1);
+}
+
+#[test]
+fn re_rendering_a_gated_run_keeps_its_gates_and_verdict() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().to_owned();
+    let (run, summary) = gated_run_in(&dir, &["--gate", "selection>=0.7", "--gate-level", "case"]);
+    assert_eq!(run.code, 1, "{}", run.transcript());
+    let report = toolscore(
+        &dir,
+        &["report", "out/g", "--format", "html", "--format", "json"],
+    );
+    assert_eq!(report.code, 1, "{}", report.transcript());
+    assert!(
+        report.stderr.contains(
+            "report: judged again by the run's own gates (--gate 'selection>=0.7' --gate-level case)"
+        ),
+        "{}",
+        report.stderr
+    );
+    let again: Value = serde_json::from_str(&report.stdout).expect("json");
+    assert_eq!(again["gate"], summary["gate"]);
+    let html = std::fs::read_to_string(dir.join("out/g/report.html")).expect("html");
+    assert!(!html.contains("NO GATE"), "re-render lost the gate");
+    assert!(
+        html.contains(r#"<span class="badge fail">FAIL</span>"#),
+        "{html}"
+    );
+    // A gate given to `report` judges by that gate instead.
+    let other = toolscore(
+        &dir,
+        &[
+            "report",
+            "out/g",
+            "--gate",
+            "selection>=0.35",
+            "--gate-level",
+            "case",
+        ],
+    );
+    assert_eq!(other.code, 0, "{}", other.transcript());
+    assert!(!other.stderr.contains("judged again"), "{}", other.stderr);
 }
 
 #[test]

@@ -765,26 +765,8 @@ fn run_command(
             gates,
         });
     }
-    if compare && summary.arms.len() == 2 {
-        let side = |arm| crate::compare::Side {
-            summary: &summary,
-            arm,
-        };
-        match crate::compare::compare(
-            side(0),
-            side(1),
-            crate::compare::CompareOptions {
-                metric: crate::report::Metric::Selection,
-                confidence: summary.confidence,
-                min_effect: 0.05,
-                power: 0.8,
-                intersect: false,
-                holdout_apart: true,
-            },
-        ) {
-            Ok(c) => summary.comparison = Some(c),
-            Err(e) => eprintln!("error: --compare: {e}"),
-        }
+    if compare {
+        compare_two_arms(&mut summary);
     }
     if !sinks.provider_stops.stops().is_empty() {
         eprintln!(
@@ -850,6 +832,34 @@ fn run_command(
         eprintln!("error: {message}");
     }
     Ok(code)
+}
+
+/// `--compare`: the run's two arms compared as `toolscore compare` does with its defaults,
+/// kept in the summary. A comparison that cannot be made is reported, not fatal: the run
+/// happened and is on disk.
+fn compare_two_arms(summary: &mut crate::report::Summary) {
+    if summary.arms.len() != 2 {
+        return;
+    }
+    let side = |arm| crate::compare::Side {
+        summary: &*summary,
+        arm,
+    };
+    match crate::compare::compare(
+        side(0),
+        side(1),
+        crate::compare::CompareOptions {
+            metric: crate::report::Metric::Selection,
+            confidence: summary.confidence,
+            min_effect: 0.05,
+            power: 0.8,
+            intersect: false,
+            holdout_apart: true,
+        },
+    ) {
+        Ok(c) => summary.comparison = Some(c),
+        Err(e) => eprintln!("error: --compare: {e}"),
+    }
 }
 
 /// Appends the run's arms to `history.jsonl` in its --out folder (the parent of the run's
@@ -966,7 +976,8 @@ fn report_command(args: &ReportArgs) -> Result<ExitCode, Error> {
         .map_err(|e| InputError::json(&summary_path.display().to_string(), &e))?;
     let confidence = plan::checked_confidence(args.confidence.unwrap_or(header.confidence))?;
     let precision = plan::checked_precision(args.precision.unwrap_or(header.precision))?;
-    let gates = parse_gates(&args.gate.gates)?;
+    let judging = judging_of(args, &header)?;
+    let compared = header.compared();
     let mut rescorer = rescore::Rescorer::for_run(&header.run);
     let (mut summary, latency) = crate::report::reaggregate_rescored(
         &results_path,
@@ -986,11 +997,12 @@ fn report_command(args: &ReportArgs) -> Result<ExitCode, Error> {
             eprintln!("{notice}");
         }
     }
-    if args.gate.sequential {
+    let gates = judging.specs;
+    if judging.sequential {
         let spec = crate::gate::sequential::SequentialSpec {
             gates,
             confidence,
-            p1: args.gate.sprt_p1,
+            p1: judging.sprt_p1,
             max_trials: summary.run.trials_per_case,
         };
         let mut gate = plan::sequential_gate(spec, &summary.run)?;
@@ -1006,11 +1018,19 @@ fn report_command(args: &ReportArgs) -> Result<ExitCode, Error> {
             &summary,
             &latency,
             &gates,
-            args.gate.gate_level,
+            judging.level,
         ));
+    }
+    if !judging.kept_baseline.is_empty() {
+        let mut results = summary.gate.take().map(|g| g.gates).unwrap_or_default();
+        results.extend(judging.kept_baseline);
+        summary.gate = Some(crate::gate::report_of(results, confidence));
     }
     let baseline = args.gate.load_baseline()?;
     judge_baseline(&mut summary, baseline.as_ref(), &args.gate)?;
+    if compared {
+        compare_two_arms(&mut summary);
+    }
     for path in output::write_files(&summary, &args.run_dir, &formats)? {
         eprintln!("wrote {}", path.display());
     }
@@ -1024,6 +1044,44 @@ fn report_command(args: &ReportArgs) -> Result<ExitCode, Error> {
             .map_err(|e| Error::io("cannot write the report", e))?;
     }
     Ok(gate_exit_code(&summary))
+}
+
+/// How `report` judges a run: by the flags when any gate flag is given, else by the gates the
+/// run recorded (so a re-render keeps the verdict).
+struct Judging {
+    specs: Vec<GateSpec>,
+    level: GateLevel,
+    sequential: bool,
+    sprt_p1: Option<f64>,
+    /// Baseline results the run recorded, kept as judged (the baseline run is not re-read).
+    kept_baseline: Vec<crate::report::GateResult>,
+}
+
+fn judging_of(args: &ReportArgs, header: &crate::report::SummaryHeader) -> Result<Judging, Error> {
+    let flags_given = !args.gate.gates.is_empty() || args.gate.baseline.is_some();
+    match header.gate() {
+        Some(report) if !flags_given => {
+            let r = crate::gate::recorded::recorded(&report);
+            eprintln!(
+                "report: judged again by the run's own gates ({}); give --gate to judge by others",
+                r.as_flags()
+            );
+            Ok(Judging {
+                specs: r.specs,
+                level: r.level,
+                sequential: r.sequential_p1.is_some(),
+                sprt_p1: r.sequential_p1,
+                kept_baseline: r.baseline,
+            })
+        }
+        _ => Ok(Judging {
+            specs: parse_gates(&args.gate.gates)?,
+            level: args.gate.gate_level,
+            sequential: args.gate.sequential,
+            sprt_p1: args.gate.sprt_p1,
+            kept_baseline: Vec::new(),
+        }),
+    }
 }
 
 /// Re-aggregates each run from its files, compares the chosen arms and prints the comparison.
@@ -1066,11 +1124,7 @@ fn compare_command(args: &CompareArgs) -> Result<ExitCode, Error> {
     let mut out = std::io::stdout().lock();
     crate::report::render_comparison(&comparison, &mut out)
         .map_err(|e| Error::io("cannot write the comparison", e))?;
-    let decided = [Some(&comparison.visible), comparison.holdout.as_ref()]
-        .into_iter()
-        .flatten()
-        .all(|g| g.verdict != crate::report::ComparisonVerdict::Inconclusive);
-    Ok(if decided {
+    Ok(if comparison.overall().decided() {
         ExitCode::Pass
     } else {
         ExitCode::Inconclusive
@@ -1198,11 +1252,24 @@ pub(crate) fn parse_gates(texts: &[String]) -> Result<Vec<GateSpec>, Error> {
 }
 
 /// 0 pass (or no gate), 1 fail, 3 inconclusive.
+///
+/// The run's decision: the worst of its gate verdict and, with `--compare`, its comparison's
+/// overall verdict (`Comparison::overall`: decided counts as a pass, undecided as
+/// inconclusive), so `run --compare` and `compare` on the same folder exit alike.
 fn gate_exit_code(summary: &crate::report::Summary) -> ExitCode {
-    match summary.gate.as_ref().map(|g| g.verdict) {
-        None | Some(crate::report::Verdict::Pass) => ExitCode::Pass,
-        Some(crate::report::Verdict::Fail) => ExitCode::GateFailed,
-        Some(crate::report::Verdict::Inconclusive) => ExitCode::Inconclusive,
+    use crate::report::Verdict;
+    let comparison = summary.comparison.as_ref().map(|c| {
+        if c.overall().decided() {
+            Verdict::Pass
+        } else {
+            Verdict::Inconclusive
+        }
+    });
+    let gate = summary.gate.as_ref().map(|g| g.verdict);
+    match gate.into_iter().chain(comparison).max() {
+        None | Some(Verdict::Pass) => ExitCode::Pass,
+        Some(Verdict::Fail) => ExitCode::GateFailed,
+        Some(Verdict::Inconclusive) => ExitCode::Inconclusive,
     }
 }
 

@@ -27,6 +27,7 @@
 use std::collections::BTreeMap;
 
 pub mod baseline;
+pub mod recorded;
 pub mod sequential;
 
 use crate::error::InputError;

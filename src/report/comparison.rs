@@ -89,6 +89,96 @@ impl ComparisonVerdict {
     }
 }
 
+/// A comparison's one verdict: what `compare`'s and `run --compare`'s exit codes, the terminal,
+/// Markdown and the HTML badge all say. See [`Comparison::overall`] for the rule.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OverallVerdict {
+    pub verdict: ComparisonVerdict,
+    /// Why the verdict is not simply the visible cases' (held-out cases undecided or
+    /// disagreeing), in words for every renderer.
+    pub reason: Option<String>,
+}
+
+impl OverallVerdict {
+    /// Whether the comparison is decided: exit 0 when it is, 3 when it is not.
+    pub fn decided(&self) -> bool {
+        self.verdict != ComparisonVerdict::Inconclusive
+    }
+
+    /// A short label for a badge: `B BETTER`, `B WORSE`, `NO DETECTABLE DIFFERENCE`,
+    /// `INCONCLUSIVE`.
+    pub fn label(&self) -> &'static str {
+        match self.verdict {
+            ComparisonVerdict::Better => "B BETTER",
+            ComparisonVerdict::Worse => "B WORSE",
+            ComparisonVerdict::Equivalent => "NO DETECTABLE DIFFERENCE",
+            ComparisonVerdict::Inconclusive => "INCONCLUSIVE",
+        }
+    }
+}
+
+impl Comparison {
+    /// The rule, stated once: the verdict of the visible cases stands when there are no
+    /// held-out cases, or when the held-out cases reach the same verdict. Otherwise the
+    /// comparison is inconclusive: a wording may have been tuned on the visible cases, and
+    /// the held-out ones are there to confirm it, so a finding they leave undecided or
+    /// contradict is not yet a finding.
+    pub fn overall(&self) -> OverallVerdict {
+        let visible = self.visible.verdict;
+        let Some(holdout) = &self.holdout else {
+            return OverallVerdict {
+                verdict: visible,
+                reason: None,
+            };
+        };
+        if holdout.verdict == visible {
+            return OverallVerdict {
+                verdict: visible,
+                reason: None,
+            };
+        }
+        let reason = if visible == ComparisonVerdict::Inconclusive {
+            "the visible cases are undecided".to_owned()
+        } else if holdout.verdict == ComparisonVerdict::Inconclusive {
+            format!(
+                "the visible cases say {}, not yet confirmed on the {} held-out cases (undecided)",
+                verdict_word(visible),
+                holdout.cases
+            )
+        } else {
+            format!(
+                "the visible cases say {} but the {} held-out cases say {}",
+                verdict_word(visible),
+                holdout.cases,
+                verdict_word(holdout.verdict)
+            )
+        };
+        OverallVerdict {
+            verdict: ComparisonVerdict::Inconclusive,
+            reason: Some(reason),
+        }
+    }
+}
+
+fn verdict_word(v: ComparisonVerdict) -> &'static str {
+    match v {
+        ComparisonVerdict::Better => "better",
+        ComparisonVerdict::Worse => "worse",
+        ComparisonVerdict::Equivalent => "no detectable difference",
+        ComparisonVerdict::Inconclusive => "inconclusive",
+    }
+}
+
+/// The comparison's overall line, as the terminal and Markdown print it.
+pub fn overall_line(c: &Comparison) -> String {
+    let o = c.overall();
+    let b = c.b.label(&c.axis);
+    match o.reason {
+        None => format!("verdict: {}", o.verdict.describe(&b, c.min_effect)),
+        Some(reason) => format!("verdict: INCONCLUSIVE: {reason}"),
+    }
+}
+
 /// The suite-level comparison of a group of cases.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GroupComparison {
@@ -186,6 +276,8 @@ pub fn render_comparison(c: &Comparison, w: &mut dyn Write) -> io::Result<()> {
             )?;
         }
     }
+    writeln!(w)?;
+    writeln!(w, "  {}", overall_line(c))?;
     writeln!(w)?;
     write_group(w, "visible cases", &c.visible, c, &b)?;
     if !c.changed_cases.is_empty() {

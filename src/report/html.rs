@@ -395,6 +395,8 @@ struct ComparisonView {
     lines: Vec<String>,
     verdict_class: &'static str,
     verdict_label: &'static str,
+    /// What the badge rests on, or why it is inconclusive (`Comparison::overall`).
+    verdict_reason: String,
     forest: Forest,
     substitutions: Option<Table>,
 }
@@ -1613,12 +1615,17 @@ fn comparison_view(c: &Comparison) -> ComparisonView {
             Vec::new()
         },
     });
-    let (verdict_class, verdict_label) = match c.visible.verdict {
-        super::ComparisonVerdict::Better => ("pass", "B BETTER"),
-        super::ComparisonVerdict::Worse => ("fail", "B WORSE"),
-        super::ComparisonVerdict::Equivalent => ("none", "NO DETECTABLE DIFFERENCE"),
-        super::ComparisonVerdict::Inconclusive => ("inconclusive", "INCONCLUSIVE"),
+    let overall = c.overall();
+    let verdict_class = match overall.verdict {
+        super::ComparisonVerdict::Better => "pass",
+        super::ComparisonVerdict::Worse => "fail",
+        super::ComparisonVerdict::Equivalent => "none",
+        super::ComparisonVerdict::Inconclusive => "inconclusive",
     };
+    let verdict_label = overall.label();
+    let verdict_reason = overall
+        .reason
+        .unwrap_or_else(|| "visible cases, B − A paired by case".to_owned());
     ComparisonView {
         title: format!(
             "Comparison: {} · A = {} · B = {}",
@@ -1629,6 +1636,7 @@ fn comparison_view(c: &Comparison) -> ComparisonView {
         lines,
         verdict_class,
         verdict_label,
+        verdict_reason,
         forest,
         substitutions,
     }

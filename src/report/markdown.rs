@@ -544,6 +544,10 @@ fn write_comparison(c: &Comparison, doc: &mut String) {
         escape(&b),
         pct(c.confidence)
     ));
+    doc.push_str(&format!(
+        "**{}**\n\n",
+        escape(&super::comparison::overall_line(c))
+    ));
     write_group("visible cases", &c.visible, c, &b, doc);
     if let Some(h) = &c.holdout {
         write_group("holdout cases (aggregate only)", h, c, &b, doc);

@@ -173,9 +173,26 @@ pub struct SummaryHeader {
     pub warnings: Vec<serde_json::Value>,
     #[serde(default)]
     pub budget: Option<BudgetReport>,
+    /// The run's gate verdict, as written (read leniently: see [`SummaryHeader::gate`]).
+    #[serde(default, rename = "gate")]
+    gate_recorded: Option<serde_json::Value>,
+    /// Whether the run compared its two arms (`run --compare`).
+    #[serde(default, rename = "comparison")]
+    comparison_recorded: Option<serde_json::Value>,
 }
 
 impl SummaryHeader {
+    /// The gates the run was judged by, when it was and its summary still reads as a gate
+    /// report (an older or hand-edited one that does not is treated as ungated).
+    pub fn gate(&self) -> Option<GateReport> {
+        serde_json::from_value(self.gate_recorded.clone()?).ok()
+    }
+
+    /// Whether the run compared its two arms.
+    pub fn compared(&self) -> bool {
+        self.comparison_recorded.is_some()
+    }
+
     /// Why trials went unaccounted, as the run recorded it.
     pub fn failures(&self) -> Vec<String> {
         self.warnings

@@ -1,0 +1,82 @@
+//! The gates a run was judged by, read back from its `summary.json`: `toolscore report`
+//! re-applies them when it is given no `--gate`, so re-rendering a gated run keeps its verdict
+//! (a run's gates are part of its record).
+
+use super::GateSpec;
+use crate::report::{GateLevel, GateReport, GateResult};
+
+/// What `report` needs to judge a run again the way it was judged.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordedGates {
+    /// Each (metric, threshold) once, in the order the run gave them.
+    pub specs: Vec<GateSpec>,
+    pub level: GateLevel,
+    /// `Some(p₁)` when the run gated sequentially (`--sequential`).
+    pub sequential_p1: Option<f64>,
+    /// Results against a baseline run, kept as judged: `report` does not read that run again.
+    pub baseline: Vec<GateResult>,
+}
+
+impl RecordedGates {
+    /// The flags that would judge the run this way, for a notice: `--gate 'pass>=0.8'
+    /// --gate-level case --sequential`.
+    pub fn as_flags(&self) -> String {
+        let mut words: Vec<String> = self
+            .specs
+            .iter()
+            .map(|s| {
+                format!(
+                    "--gate '{}{}{}'",
+                    s.metric.label(),
+                    s.metric.op(),
+                    s.threshold
+                )
+            })
+            .collect();
+        if !self.specs.is_empty() {
+            let level = match self.level {
+                GateLevel::Case => "case",
+                GateLevel::Tool => "tool",
+                GateLevel::Suite | GateLevel::Baseline => "suite",
+            };
+            words.push(format!("--gate-level {level}"));
+        }
+        if self.sequential_p1.is_some() {
+            words.push("--sequential".to_owned());
+        }
+        if !self.baseline.is_empty() {
+            words.push("and its baseline verdict as recorded".to_owned());
+        }
+        words.join(" ")
+    }
+}
+
+/// The gates behind a recorded verdict.
+pub fn recorded(report: &GateReport) -> RecordedGates {
+    let mut specs: Vec<GateSpec> = Vec::new();
+    let mut level = GateLevel::Suite;
+    let mut sequential_p1 = None;
+    let mut baseline = Vec::new();
+    for g in &report.gates {
+        if g.level == GateLevel::Baseline {
+            baseline.push(g.clone());
+            continue;
+        }
+        level = g.level;
+        sequential_p1 = sequential_p1.or(g.sequential.as_ref().map(|s| s.p1));
+        let spec = GateSpec {
+            metric: g.metric,
+            threshold: g.threshold,
+        };
+        // One result per arm: the spec once.
+        if !specs.contains(&spec) {
+            specs.push(spec);
+        }
+    }
+    RecordedGates {
+        specs,
+        level,
+        sequential_p1,
+        baseline,
+    }
+}
