@@ -213,7 +213,9 @@ fn replay_refuses_what_was_not_recorded() {
         stderr.contains("--trials 31 needs 31 recordings per case, but case `"),
         "{stderr}"
     );
-    assert!(stderr.contains("has 30 recorded trials in rec/cassette.jsonl.gz; record them with `toolscore run --provider <live provider> --model fake-1 --record rec/cassette.jsonl.gz --temperature 0.7`"), "{stderr}");
+    // Replaying fewer is the fix offered first; recording more goes to a new file, never over
+    // the recording being replayed.
+    assert!(stderr.contains("has 30 recorded trials in rec/cassette.jsonl.gz: replay at most 30 (--trials 30, the default when replaying), or record more into a new cassette with `toolscore run --provider <live provider> --model fake-1 --temperature 0.7 --trials N --record NEW.cassette.jsonl.gz`"), "{stderr}");
 
     // A recorded answer took at least one attempt: `attempts: 0` is named by line, exit 2.
     let text = {

@@ -236,3 +236,59 @@ fn validate_lists_variants_and_bad_overlays_stop_with_file_line_and_field() {
         bad_gate.stderr
     );
 }
+
+/// The shipped config's default provider replays a recording of one wording: `--variant`
+/// with it is refused, and the error names the replay providers that hold each wording, a
+/// command that then works offline.
+#[test]
+fn variants_with_the_shipped_replay_say_which_recordings_to_replay_instead() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = tempfile::tempdir().expect("tempdir");
+    let out_dir = out.path().to_str().expect("utf-8");
+    let refused = toolscore(
+        root,
+        &[
+            "run",
+            "--variant",
+            "base",
+            "--variant",
+            "terse",
+            "--out",
+            out_dir,
+        ],
+    );
+    assert_eq!(refused.code, 2, "{}", refused.transcript());
+    assert_eq!(
+        refused.stderr.trim_end(),
+        "error: --variant cannot be used with a replay provider: the config's default provider `demo` replays a cassette, which holds the answers to the one catalog variant it was recorded with; to compare these wordings offline, replay one recording of each: --provider demo --provider demo-terse (recorded with variants base, terse)"
+    );
+    assert_eq!(std::fs::read_dir(out.path()).expect("out").count(), 0);
+    let suggested = toolscore(
+        root,
+        &[
+            "run",
+            "--provider",
+            "demo",
+            "--provider",
+            "demo-terse",
+            "--out",
+            out_dir,
+            "--progress",
+            "off",
+            "--run-id",
+            "ab",
+        ],
+    );
+    assert_eq!(suggested.code, 0, "{}", suggested.transcript());
+    let summary: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(out.path().join("ab/summary.json")).expect("summary"),
+    )
+    .expect("json");
+    let variants: Vec<&str> = summary["arms"]
+        .as_array()
+        .expect("arms")
+        .iter()
+        .map(|a| a["arm"]["variant"].as_str().expect("variant"))
+        .collect();
+    assert_eq!(variants, ["base", "terse"]);
+}

@@ -429,7 +429,8 @@ pub struct RunArgs {
     /// AZURE_OPENAI_API_KEY; none for openai-compat and ollama].
     #[arg(long, value_name = "VAR")]
     pub api_key_env: Option<String>,
-    /// Trials per case [default: 50].
+    /// Trials per case [default: the config's `trials`, else 50; a replay runs the trials its
+    /// cassette holds per case].
     #[arg(long)]
     pub trials: Option<u32>,
     /// With --sequential: the most trials a case may use before it is called inconclusive (the

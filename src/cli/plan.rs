@@ -300,8 +300,11 @@ pub fn build_plan(
                 let path = path.display().to_string();
                 let path = path.as_str();
                 if !args.variants.is_empty() {
-                    return Err(usage(
-                        "--variant cannot be used with --provider replay:…: a cassette was recorded against one catalog variant, named in its header",
+                    return Err(variant_with_replay(
+                        name,
+                        args.providers.is_empty(),
+                        &args.variants,
+                        &config,
                     ));
                 }
                 let (mut arm, fewest, hint) =
@@ -905,6 +908,63 @@ fn live_arm(
 /// recording, checked here so a missing one stops the run before it starts (never a silent
 /// fallback to a live call). Returns the arm, the fewest trials recorded for any case, and a
 /// hint naming that case and how to record more.
+/// Why `--variant` cannot go with a replay provider, and what would work: one replay
+/// provider per wording when the config has recordings of each, else recording them.
+fn variant_with_replay(
+    provider: &str,
+    from_default: bool,
+    variants: &[String],
+    config: &Config,
+) -> Error {
+    let which = if from_default {
+        format!("the config's default provider `{provider}` replays a cassette")
+    } else {
+        format!("--provider {provider} replays a cassette")
+    };
+    let recorded: Vec<(&String, String)> = config
+        .providers
+        .iter()
+        .filter(|(_, e)| e.kind == crate::suite::REPLAY_KIND)
+        .filter_map(|(name, e)| {
+            let header = Cassette::read_header(e.cassette.as_deref()?)?;
+            Some((name, header.variant))
+        })
+        .collect();
+    let per_variant: Option<Vec<&String>> = variants
+        .iter()
+        .map(|v| {
+            // The named provider first when it holds this variant, else the first that does.
+            recorded
+                .iter()
+                .find(|(n, rv)| *n == provider && rv == v)
+                .or_else(|| recorded.iter().find(|(_, rv)| rv == v))
+                .map(|(n, _)| *n)
+        })
+        .collect();
+    let fix = match per_variant {
+        Some(names) => format!(
+            "to compare these wordings offline, replay one recording of each: {} (recorded with variants {})",
+            names
+                .iter()
+                .map(|n| format!("--provider {n}"))
+                .collect::<Vec<_>>()
+                .join(" "),
+            variants.join(", ")
+        ),
+        None => format!(
+            "record each wording with a live provider first (`toolscore run --provider <live provider> --variant V --record V.cassette.jsonl.gz`), or run the variants live: --provider <live provider> {}",
+            variants
+                .iter()
+                .map(|v| format!("--variant {v}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        ),
+    };
+    usage(&format!(
+        "--variant cannot be used with a replay provider: {which}, which holds the answers to the one catalog variant it was recorded with; {fix}"
+    ))
+}
+
 fn replay_arm(
     path: &Path,
     name: &str,
@@ -1038,7 +1098,14 @@ fn replay_arm(
             fewest_case = sc.name.clone();
         }
     }
-    let hint = record_hint(&fewest_case, fewest);
+    // Too few recordings for --trials: replaying fewer is the cheap fix; recording more goes
+    // into a new cassette (suggesting the same path would overwrite a shipped recording).
+    let hint = format!(
+        "case `{fewest_case}` has {fewest} recorded trials in {file}: replay at most {fewest} (--trials {fewest}, the default when replaying), or record more into a new cassette with `toolscore run --provider <live provider> --model {}{} --trials N --record NEW.cassette.jsonl.gz`",
+        h.model,
+        h.temperature
+            .map_or(String::new(), |t| format!(" --temperature {t}"))
+    );
     let variant = h.variant.clone();
     Ok((
         Arm {

@@ -318,6 +318,13 @@ fn open_lines(path: &Path) -> Result<BoundedLines, InputError> {
 }
 
 impl Cassette {
+    /// Only the header of a cassette, for advice (which recording holds which variant):
+    /// `None` when it cannot be read as a current cassette; [`Cassette::load`] says why.
+    pub fn read_header(path: &Path) -> Option<CassetteHeader> {
+        let line = open_lines(path).ok()?.next()?.ok()?;
+        serde_json::from_str(&line).ok()
+    }
+
     /// Reads and indexes a cassette; a malformed one is bad input (exit 2).
     pub fn load(path: &Path) -> Result<Cassette, InputError> {
         let file_name = path.display().to_string();
