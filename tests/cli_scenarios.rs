@@ -637,3 +637,39 @@ fn a_scenario_executes_its_live_tools_on_a_real_published_server_with_a_fresh_se
         r.stderr
     );
 }
+
+/// Scenario trials that end in infrastructure errors count toward `--max-infra-error-rate`
+/// like any trial: a scenario-only run whose every request fails exits 4, and so does a run
+/// whose dataset is fine but whose scenarios all failed.
+#[test]
+fn scenario_trials_lost_to_infrastructure_errors_make_the_run_exit_4() {
+    let server = FakeServer::start_in_background(|req: &FakeRequest| {
+        if first_user(req) == "hello" {
+            FakeResponse::ok(text_body("hi"))
+        } else {
+            FakeResponse::status(500, r#"{"error":{"message":"down"}}"#)
+        }
+    });
+    let dir = project(&server);
+    for (id, with_dataset, said) in [
+        (
+            "scenarios-only",
+            false,
+            "8 of 8 trials ended in infrastructure errors",
+        ),
+        (
+            "mixed",
+            true,
+            "8 of 10 trials ended in infrastructure errors",
+        ),
+    ] {
+        let mut args = vec!["run", "--scenario", "scenarios", "--trials", "2"];
+        args.extend(["--max-retries", "0", "--out", "out", "--run-id", id]);
+        if with_dataset {
+            args.extend(["--dataset", "data"]);
+        }
+        let run = toolscore(dir.path(), &args);
+        assert_eq!(run.code, 4, "{id}: {}", run.transcript());
+        assert!(run.stderr.contains(said), "{id}: {}", run.stderr);
+    }
+}

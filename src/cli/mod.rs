@@ -940,7 +940,15 @@ fn run_exit_code(summary: &crate::report::Summary, max_infra: f64) -> (ExitCode,
             )),
         );
     }
-    let errors: u64 = summary.arms.iter().map(|a| a.infra.errors).sum();
+    // Scenario trials lost to infrastructure errors count like any trial's: a run whose
+    // scenarios all failed cannot be trusted because its datasets (if any) went well.
+    let scenario_errors: u64 = summary
+        .scenarios
+        .iter()
+        .flat_map(|a| &a.scenarios)
+        .flat_map(|s| s.errors.values())
+        .sum();
+    let errors: u64 = summary.arms.iter().map(|a| a.infra.errors).sum::<u64>() + scenario_errors;
     let done = summary.completed_trials.max(1) as f64;
     if summary.completed_trials == 0 || errors as f64 / done > max_infra {
         return (
