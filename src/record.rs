@@ -160,6 +160,9 @@ pub enum LoopStop {
     StepLimit,
     /// A request failed (see the record's `error_class`).
     Error,
+    /// The scenario's state or a scripted result grew past its size cap
+    /// (`runner::script::MAX_SCRIPT_BYTES`): the trial stops and fails, saying so.
+    StateLimit,
 }
 
 /// One tool call of a trajectory and the result fed back to the model.

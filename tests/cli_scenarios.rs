@@ -673,3 +673,71 @@ fn scenario_trials_lost_to_infrastructure_errors_make_the_run_exit_4() {
         assert!(run.stderr.contains(said), "{id}: {}", run.stderr);
     }
 }
+
+/// A scenario whose effect copies the state into itself doubles it on every call; at 40 steps
+/// that is past any memory. The state is capped: the trial stops, fails with the reason, and
+/// the run finishes with every trial accounted for.
+#[test]
+fn a_state_that_doubles_every_call_stops_its_trial_at_the_cap() {
+    const DOUBLING: &str = r#"description: Each note appends the whole state to itself.
+catalog: ../data/tools.json
+max_steps: 40
+messages:
+  - role: user
+    content: "Keep noting."
+state:
+  calls: [start]
+tools:
+  append_note:
+    - effects:
+        - append: {path: calls, value: "${state}"}
+      content: '{"ok": true}'
+expect:
+  max_calls: 100
+"#;
+    let server = FakeServer::start_in_background(|_req: &FakeRequest| {
+        FakeResponse::ok(tool_call_body(&[("append_note", r#"{"text":"again"}"#)]))
+    });
+    let dir = fake_project(
+        &server.base_url,
+        TOOLS,
+        CASES,
+        &[("scenarios/doubling.yaml", DOUBLING)],
+    );
+    let run = toolscore(
+        dir.path(),
+        &[
+            "run",
+            "--scenario",
+            "scenarios",
+            "--trials",
+            "2",
+            "--out",
+            "out",
+            "--run-id",
+            "d",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.transcript());
+    let results = std::fs::read_to_string(dir.path().join("out/d/results.jsonl")).expect("results");
+    let records: Vec<Value> = results
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("record"))
+        .collect();
+    assert_eq!(records.len(), 2);
+    for r in &records {
+        assert_eq!(r["outcome"], "fail", "{r}");
+        assert_eq!(r["trajectory"]["stop"], "state_limit");
+        let failures = r["scenario"]["failures"].to_string();
+        assert!(
+            failures.contains("state limit: the trial stopped at step")
+                && failures.contains("past the cap of 1048576"),
+            "{failures}"
+        );
+        // 2^k copies of a short state pass 1 MiB in about 17 calls, far short of 40 steps.
+        let steps = r["trajectory"]["calls"].as_array().expect("calls").len();
+        assert!((10..30).contains(&steps), "{steps} calls");
+    }
+    // The records stay small: the dropped state is not written.
+    assert!(results.len() < 4 << 20, "{} bytes", results.len());
+}

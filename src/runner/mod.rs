@@ -903,6 +903,13 @@ async fn run_scenario_loop(
                 is_error: executed.is_error,
             });
             calls.push(executed);
+            if script.over_limit() {
+                break;
+            }
+        }
+        if script.over_limit() {
+            stop = LoopStop::StateLimit;
+            break;
         }
         if cancelled {
             if let Some(live) = session {

@@ -15,11 +15,19 @@ pub use crate::suite::script::{
     Effect, RuleCondition, RuleResponse, Script, ScriptRule, valid_expression,
 };
 
+/// The largest a scenario's state or one scripted result may grow, as compact JSON. A template
+/// that copies the state into itself (`append: {path: calls, value: "${state}"}`) doubles it
+/// on every call, which 40 steps take past any memory; past this cap the trial stops and
+/// fails with the reason, so it is accounted for like any other.
+pub const MAX_SCRIPT_BYTES: usize = 1 << 20;
+
 /// The script of one trial as it runs: its state, and which result wording it answers with.
 pub struct ScriptRun<'a> {
     script: &'a Script,
     variant: Option<&'a str>,
     state: Value,
+    /// Set once the state or a result passed [`MAX_SCRIPT_BYTES`]: the trial must stop.
+    over_limit: bool,
 }
 
 impl<'a> ScriptRun<'a> {
@@ -29,7 +37,14 @@ impl<'a> ScriptRun<'a> {
             script,
             variant,
             state: script.initial_state.clone().unwrap_or(Value::Null),
+            over_limit: false,
         }
+    }
+
+    /// Whether the state or a result passed [`MAX_SCRIPT_BYTES`]; the last executed call says
+    /// which, and the trial stops there.
+    pub fn over_limit(&self) -> bool {
+        self.over_limit
     }
 
     /// The state now; `None` when the scenario declares none.
@@ -108,6 +123,12 @@ impl<'a> ScriptRun<'a> {
         let args = &call.arguments;
         for effect in &rule.effects {
             self.apply(effect, args);
+            let size = compact_size(&self.state);
+            if size > MAX_SCRIPT_BYTES {
+                // Dropped rather than kept: it would be written into results.jsonl.
+                self.state = Value::String(format!("(dropped: {size} bytes)"));
+                return self.stopped(out, &format!("the scenario's state grew to {size} bytes after this call's effects, past the cap of {MAX_SCRIPT_BYTES}; a template that copies the state into itself doubles it on every call"));
+            }
         }
         let response = self
             .variant
@@ -121,9 +142,23 @@ impl<'a> ScriptRun<'a> {
             Some(text) => render_text(text, args, &self.state),
             None => structured.as_ref().map(canonical_json).unwrap_or_default(),
         };
+        let size = out.content.len() + structured.as_ref().map_or(0, compact_size);
+        if size > MAX_SCRIPT_BYTES {
+            return self.stopped(out, &format!("this call's scripted result rendered to {size} bytes, past the cap of {MAX_SCRIPT_BYTES}"));
+        }
         out.structured = structured;
         out.is_error = response.is_error;
         out.rule = Some(index as u32);
+        out
+    }
+
+    /// The call that passed the size cap: an error result saying why, and the run marked so
+    /// the trial stops.
+    fn stopped(&mut self, mut out: ExecutedCall, why: &str) -> ExecutedCall {
+        self.over_limit = true;
+        out.content = format!("Scenario stopped: {why}.");
+        out.structured = None;
+        out.is_error = true;
         out
     }
 
@@ -203,6 +238,24 @@ fn slot<'v>(root: &'v mut Value, path: &str) -> &'v mut Value {
         };
     }
     cur
+}
+
+/// Bytes of `v` as compact JSON, counted without building the text.
+fn compact_size(v: &Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Writing into a counter cannot fail.
+    let _ = serde_json::to_writer(&mut count, v);
+    count.0
 }
 
 /// Integral results stay integers in the state (`3`, not `3.0`).

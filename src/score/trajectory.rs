@@ -136,6 +136,13 @@ pub fn score_trajectory(
             trajectory.step_latency_ms.len()
         ));
     }
+    if trajectory.stop == LoopStop::StateLimit {
+        let why = calls.last().map_or("", |c| c.content.as_str());
+        failures.push(format!(
+            "state limit: the trial stopped at step {}: {why}",
+            calls.last().map_or(0, |c| c.step)
+        ));
+    }
     if let Some((mode, items)) = &expect.sequence
         && let Err(why) = check_sequence(*mode, items, calls)
     {
