@@ -265,6 +265,12 @@ pub struct ModelIdentity {
     pub temperature: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_tokens: Option<u32>,
+    /// `tool_choice` as configured (`auto`, `required`, `none`): sent only when set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_choice: Option<String>,
+    /// `parallel_tool_calls` as configured: sent only when set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parallel_tool_calls: Option<bool>,
 }
 
 /// Why a request failed, coarse enough to count and to decide on retries.

@@ -539,3 +539,113 @@ fn run_dir(dir: &Path) -> PathBuf {
         .find(|p| p.is_dir())
         .expect("a run folder")
 }
+
+/// Requests carry only the fields the user configured: no `tool_choice` or
+/// `parallel_tool_calls` unless the config or a flag sets them; what was sent is recorded in
+/// every record's model identity and in a cassette, whose replay then matches; a field the
+/// provider's API lacks is refused before any request.
+#[test]
+fn only_configured_request_fields_are_sent_and_recorded() {
+    let bodies = std::sync::Arc::new(std::sync::Mutex::new(Vec::<serde_json::Value>::new()));
+    let seen = bodies.clone();
+    let server = support::FakeServer::start_in_background(move |req: &support::FakeRequest| {
+        seen.lock().expect("lock").push(req.body.clone());
+        support::FakeResponse::ok(support::tool_call_body(&[("ping", r#"{"host":"h"}"#)]))
+    });
+    const TOOLS: &str = r#"{"tools": [{"name": "ping", "description": "Ping a host.", "inputSchema": {"type": "object", "properties": {"host": {"type": "string"}}}}]}"#;
+    const CASE: &str = r#"{"id": "c", "messages": [{"role": "user", "content": "ping h"}], "expect": {"tool": "ping"}}
+"#;
+    let dir = support::fake_project(&server.base_url, TOOLS, CASE, &[]);
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "run",
+            "--provider",
+            "fake",
+            "--trials",
+            "2",
+            "--progress",
+            "off",
+        ];
+        args.extend_from_slice(extra);
+        support::toolscore(dir.path(), &args)
+    };
+    let plain = run(&["--out", "plain"]);
+    assert_eq!(plain.code, 0, "{}", plain.transcript());
+    for b in bodies.lock().expect("lock").drain(..) {
+        assert!(
+            b.get("tool_choice").is_none() && b.get("parallel_tool_calls").is_none(),
+            "{b}"
+        );
+    }
+    let set = run(&[
+        "--out",
+        "set",
+        "--run-id",
+        "s",
+        "--tool-choice",
+        "required",
+        "--parallel-tool-calls",
+        "false",
+        "--record",
+        "rec.cassette.jsonl",
+    ]);
+    assert_eq!(set.code, 0, "{}", set.transcript());
+    for b in bodies.lock().expect("lock").drain(..) {
+        assert_eq!(
+            (&b["tool_choice"], &b["parallel_tool_calls"]),
+            (&"required".into(), &false.into()),
+            "{b}"
+        );
+    }
+    let record_dir = dir.path().join("set/s");
+    let summary: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(record_dir.join("summary.json")).expect("summary"),
+    )
+    .expect("json");
+    let arm = &summary["run"]["arms"][0];
+    assert_eq!(
+        (&arm["tool_choice"], &arm["parallel_tool_calls"]),
+        (&"required".into(), &false.into()),
+        "{arm}"
+    );
+    // The recording names what was sent, and replays.
+    let replay = support::toolscore(
+        dir.path(),
+        &[
+            "run",
+            "--provider",
+            "replay:rec.cassette.jsonl",
+            "--out",
+            "replayed",
+            "--progress",
+            "off",
+        ],
+    );
+    assert_eq!(replay.code, 0, "{}", replay.transcript());
+    let header = std::fs::read_to_string(dir.path().join("rec.cassette.jsonl")).expect("cassette");
+    assert!(
+        header
+            .lines()
+            .next()
+            .is_some_and(|h| h.contains(r#""tool_choice":"required""#)),
+        "{header}"
+    );
+
+    let ollama = support::toolscore(
+        dir.path(),
+        &[
+            "run",
+            "--provider",
+            "ollama:qwen3",
+            "--base-url",
+            &server.base_url,
+            "--tool-choice",
+            "auto",
+        ],
+    );
+    assert_eq!(ollama.code, 2, "{}", ollama.transcript());
+    assert_eq!(
+        ollama.stderr.trim_end(),
+        "error: provider `ollama:qwen3`: the ollama API has no tool_choice; remove tool_choice (--tool-choice)"
+    );
+}

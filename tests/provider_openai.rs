@@ -545,6 +545,8 @@ async fn request_body_and_headers_have_the_wire_shape() {
     s.api_key = Some(SecretString::new(KEY.into()));
     s.temperature = Some(0.5);
     s.max_tokens = Some(256);
+    s.tool_choice = Some(toolscore::provider::ToolChoice::Required);
+    s.parallel_tool_calls = Some(false);
     let p = provider(s);
     p.complete(&p.prepare(&messages, &catalog()))
         .await
@@ -568,8 +570,12 @@ async fn request_body_and_headers_have_the_wire_shape() {
     assert_eq!(b["model"], "fake-model");
     assert_eq!(b["temperature"], 0.5);
     assert_eq!(b["max_tokens"], 256);
-    assert_eq!(b["tool_choice"], "auto");
-    assert_eq!(b["parallel_tool_calls"], true);
+    assert_eq!(b["tool_choice"], "required");
+    assert_eq!(b["parallel_tool_calls"], false);
+    // Unconfigured, neither is sent: the request an application that sets nothing sends.
+    let unset = &seen[1].body;
+    assert!(unset.get("tool_choice").is_none(), "{unset}");
+    assert!(unset.get("parallel_tool_calls").is_none(), "{unset}");
     assert_eq!(b["tools"][0]["type"], "function");
     assert_eq!(b["tools"][0]["function"]["name"], "get_weather");
     assert_eq!(

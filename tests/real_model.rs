@@ -105,6 +105,9 @@ fn run_local<'a>(url: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
         "96",
         "--timeout",
         "120",
+        // llama.cpp makes at most one call per turn unless asked; the parallel case needs two.
+        "--parallel-tool-calls",
+        "true",
         "--progress",
         "off",
     ];

@@ -470,6 +470,14 @@ pub struct RunArgs {
     /// [default: no limit].
     #[arg(long, value_name = "N")]
     pub tokens_per_minute: Option<u32>,
+    /// Send `tool_choice` (also `tool_choice:` in the config): auto, required or none, in each
+    /// provider's own form [default: not sent, the provider's default applies].
+    #[arg(long, value_enum, value_name = "CHOICE")]
+    pub tool_choice: Option<crate::provider::ToolChoice>,
+    /// Send `parallel_tool_calls` (also `parallel_tool_calls:` in the config; Anthropic's
+    /// `disable_parallel_tool_use`) [default: not sent].
+    #[arg(long, value_name = "BOOL")]
+    pub parallel_tool_calls: Option<bool>,
     /// Largest response body read, in bytes; a larger one is a bad_response [default: 8 MiB].
     #[arg(long, value_name = "BYTES")]
     pub max_response_bytes: Option<usize>,

@@ -147,6 +147,8 @@ impl RunSetup {
             model: s.model.clone(),
             temperature: s.temperature,
             max_tokens: s.max_tokens,
+            tool_choice: s.tool_choice,
+            parallel_tool_calls: s.parallel_tool_calls,
             base_url: s.base_url.clone(),
             recorded_at: humantime::format_rfc3339_seconds(started).to_string(),
             toolscore_version: env!("CARGO_PKG_VERSION").to_owned(),
@@ -478,6 +480,8 @@ pub(super) fn plan_price(
             let h = Cassette::load(path)?.header;
             let mut s = ProviderSettings::new(h.provider_kind, &name, h.base_url, h.model);
             s.max_tokens = h.max_tokens;
+            s.tool_choice = h.tool_choice;
+            s.parallel_tool_calls = h.parallel_tool_calls;
             s
         }
         Some(e) => {
@@ -765,6 +769,8 @@ fn live_arm(
         max_in_flight: None,
         requests_per_minute: None,
         tokens_per_minute: None,
+        tool_choice: None,
+        parallel_tool_calls: None,
     };
     // `KIND:MODEL` (`anthropic:claude-sonnet-4-5`); split at the first colon, so a model name
     // may hold colons of its own (`ollama:qwen3:8b`).
@@ -852,8 +858,34 @@ fn live_arm(
         .or(defaults.timeout_s)
         .unwrap_or(60.0);
     super::checked_timeout(timeout_s)?;
+    let tool_choice = args.tool_choice.or(entry.tool_choice);
+    let parallel_tool_calls = args.parallel_tool_calls.or(entry.parallel_tool_calls);
+    // A field a provider's API does not have is refused, not silently dropped.
+    let fields = kind.adapter().request_fields();
+    for (field, flag, given, has) in [
+        (
+            "tool_choice",
+            "--tool-choice",
+            tool_choice.is_some(),
+            fields.tool_choice,
+        ),
+        (
+            "parallel_tool_calls",
+            "--parallel-tool-calls",
+            parallel_tool_calls.is_some(),
+            fields.parallel_tool_calls,
+        ),
+    ] {
+        if given && !has {
+            return Err(usage(&format!(
+                "provider `{name}`: the {kind} API has no {field}; remove {field} ({flag})"
+            )));
+        }
+    }
     let settings = ProviderSettings {
         kind,
+        tool_choice,
+        parallel_tool_calls,
         name: name.to_owned(),
         base_url,
         model,
@@ -978,6 +1010,8 @@ fn replay_arm(
         ("--api-key-env", args.api_key_env.is_some()),
         ("--temperature", args.temperature.is_some()),
         ("--max-tokens", args.max_tokens.is_some()),
+        ("--tool-choice", args.tool_choice.is_some()),
+        ("--parallel-tool-calls", args.parallel_tool_calls.is_some()),
         ("--record", args.record.is_some()),
     ] {
         if given {
@@ -1045,6 +1079,8 @@ fn replay_arm(
         ProviderSettings::new(h.provider_kind, name, h.base_url.clone(), h.model.clone());
     settings.temperature = h.temperature;
     settings.max_tokens = h.max_tokens;
+    settings.tool_choice = h.tool_choice;
+    settings.parallel_tool_calls = h.parallel_tool_calls;
     let record_hint = |case: &str, have: u32| {
         format!(
             "case `{case}` has {have} recorded trials in {file}; record them with `toolscore run --provider <live provider> --model {} --record {file}{}` on the same dataset",

@@ -169,12 +169,35 @@ pub(crate) fn encode_request(
     body.insert("messages".into(), Value::Array(wire_messages));
     if !tools.is_empty() {
         body.insert("tools".into(), Value::Array(tools));
-        body.insert("tool_choice".into(), json!({"type": "auto"}));
+        if let Some(choice) = tool_choice(settings) {
+            body.insert("tool_choice".into(), choice);
+        }
     }
     if let Some(t) = settings.temperature {
         body.insert("temperature".into(), json!(t));
     }
     serde_json::to_vec(&Value::Object(body)).unwrap_or_default()
+}
+
+/// Anthropic's `tool_choice` for what the user configured: `auto`, `any` (OpenAI's
+/// `required`) or `none`, with `disable_parallel_tool_use` when parallel calls are turned off.
+/// `None` when neither is configured: nothing is sent and Anthropic's default applies.
+fn tool_choice(settings: &ProviderSettings) -> Option<Value> {
+    use super::ToolChoice;
+    if settings.tool_choice.is_none() && settings.parallel_tool_calls.is_none() {
+        return None;
+    }
+    let kind = match settings.tool_choice.unwrap_or(ToolChoice::Auto) {
+        ToolChoice::Auto => "auto",
+        ToolChoice::Required => "any",
+        ToolChoice::None => "none",
+    };
+    let mut choice = json!({"type": kind});
+    // Anthropic's field says the opposite of OpenAI's; `none` takes no parallel flag.
+    if let (Some(parallel), false) = (settings.parallel_tool_calls, kind == "none") {
+        choice["disable_parallel_tool_use"] = Value::Bool(!parallel);
+    }
+    Some(choice)
 }
 
 /// `input` must be an object: arguments that never parsed (another provider's text) go as `{}`.
@@ -392,11 +415,31 @@ mod tests {
         assert_eq!(body["system"], "You are a weather bot.");
         assert_eq!(body["max_tokens"], DEFAULT_MAX_TOKENS);
         assert_eq!(body["temperature"], 0.0);
-        assert_eq!(body["tool_choice"], json!({"type": "auto"}));
+        // Only configured fields are sent.
+        assert!(body.get("tool_choice").is_none(), "{body}");
         assert_eq!(body["tools"][0]["input_schema"]["type"], "object");
         assert_eq!(body["tools"][0]["cache_control"]["type"], "ephemeral");
         let m = body["messages"].as_array().unwrap();
         assert_eq!(m.len(), 3);
+        // Configured: `required` is Anthropic's `any`, and parallel calls off is
+        // `disable_parallel_tool_use: true`.
+        let mut configured = settings.clone();
+        configured.tool_choice = Some(super::super::ToolChoice::Required);
+        configured.parallel_tool_calls = Some(false);
+        let body: Value =
+            serde_json::from_slice(&encode_request(&configured, &messages, &catalog())).unwrap();
+        assert_eq!(
+            body["tool_choice"],
+            json!({"type": "any", "disable_parallel_tool_use": true})
+        );
+        configured.tool_choice = None;
+        configured.parallel_tool_calls = Some(true);
+        let body: Value =
+            serde_json::from_slice(&encode_request(&configured, &messages, &catalog())).unwrap();
+        assert_eq!(
+            body["tool_choice"],
+            json!({"type": "auto", "disable_parallel_tool_use": false})
+        );
         assert_eq!(
             m[0],
             json!({"role": "user", "content": "What's the weather in Paris?"})

@@ -45,6 +45,13 @@ pub struct CassetteHeader {
     /// What the recording is, in the recorder's words (e.g. the exact model build).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// `tool_choice` sent while recording, when configured. Recordings made before requests
+    /// carried only configured fields have none here but were sent `auto`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_choice: Option<super::ToolChoice>,
+    /// `parallel_tool_calls` sent while recording, when configured (see `tool_choice`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parallel_tool_calls: Option<bool>,
 }
 
 /// One recorded trial.
@@ -609,6 +616,8 @@ mod tests {
             variant: "base".into(),
             catalogs: BTreeMap::from([("d".to_owned(), "sha256:x".to_owned())]),
             note: None,
+            tool_choice: None,
+            parallel_tool_calls: None,
         }
     }
 

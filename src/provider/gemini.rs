@@ -43,6 +43,14 @@ impl Adapter for Gemini {
         "gemini"
     }
 
+    fn request_fields(&self) -> super::RequestFields {
+        // `toolConfig.functionCallingConfig.mode` is tool_choice; there is no parallel switch.
+        super::RequestFields {
+            tool_choice: true,
+            parallel_tool_calls: false,
+        }
+    }
+
     fn endpoint(&self, base_url: &str, model: &str) -> String {
         // `models/gemini-2.5-flash` and `gemini-2.5-flash` name the same model.
         let model = model.trim().trim_start_matches("models/");
@@ -212,10 +220,19 @@ pub(crate) fn encode_request(
             "tools".into(),
             json!([{ "functionDeclarations": declarations }]),
         );
-        body.insert(
-            "toolConfig".into(),
-            json!({"functionCallingConfig": {"mode": "AUTO"}}),
-        );
+        // Only what the user configured; Gemini has no parallel-calls switch (refused when
+        // the run is set up).
+        if let Some(choice) = settings.tool_choice {
+            let mode = match choice {
+                super::ToolChoice::Auto => "AUTO",
+                super::ToolChoice::Required => "ANY",
+                super::ToolChoice::None => "NONE",
+            };
+            body.insert(
+                "toolConfig".into(),
+                json!({"functionCallingConfig": {"mode": mode}}),
+            );
+        }
     }
     let mut generation = Map::new();
     if let Some(t) = settings.temperature {
@@ -535,7 +552,13 @@ mod tests {
         let decl = &body["tools"][0]["functionDeclarations"][0];
         assert_eq!(decl["parametersJsonSchema"]["additionalProperties"], false);
         assert!(decl.get("parameters").is_none());
-        assert_eq!(body["toolConfig"]["functionCallingConfig"]["mode"], "AUTO");
+        // Only configured fields are sent; `required` is Gemini's `ANY`.
+        assert!(body.get("toolConfig").is_none(), "{body}");
+        let mut configured = settings.clone();
+        configured.tool_choice = Some(super::super::ToolChoice::Required);
+        let sent: Value =
+            serde_json::from_slice(&encode_request(&configured, &messages, &catalog())).unwrap();
+        assert_eq!(sent["toolConfig"]["functionCallingConfig"]["mode"], "ANY");
         let c = body["contents"].as_array().unwrap();
         assert_eq!(c.len(), 3);
         assert_eq!(c[1]["role"], "model");

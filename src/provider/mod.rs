@@ -73,6 +73,15 @@ pub trait Adapter: Send + Sync + 'static {
     /// sensitive; an `Err` names no key material.
     fn auth_headers(&self, api_key: &str, headers: &mut HeaderMap) -> Result<(), InvalidHeader>;
 
+    /// The request fields this API has, of those a user may configure: `tool_choice` and
+    /// `parallel_tool_calls`. A configured field the API lacks is refused before the run.
+    fn request_fields(&self) -> RequestFields {
+        RequestFields {
+            tool_choice: true,
+            parallel_tool_calls: true,
+        }
+    }
+
     /// The request body for a conversation over a catalog.
     fn encode_request(
         &self,
@@ -190,6 +199,11 @@ impl<'de> serde::Deserialize<'de> for ProviderKind {
 #[derive(Debug, Clone)]
 pub struct ProviderSettings {
     pub kind: ProviderKind,
+    /// Whether and how the model must call a tool; `None` sends nothing, so the provider's
+    /// default applies (the request an application that sets nothing sends).
+    pub tool_choice: Option<ToolChoice>,
+    /// Whether several calls per turn are allowed; `None` sends nothing.
+    pub parallel_tool_calls: Option<bool>,
     /// The name the user gave this provider in the config.
     pub name: String,
     /// E.g. `https://api.openai.com/v1` or `http://127.0.0.1:8080/v1` (a trailing `/` is fine).
@@ -230,6 +244,8 @@ impl ProviderSettings {
     ) -> Self {
         ProviderSettings {
             kind,
+            tool_choice: None,
+            parallel_tool_calls: None,
             name: name.into(),
             base_url: base_url.into(),
             model: model.into(),
@@ -316,6 +332,40 @@ impl ProviderSettings {
             base_url: self.base_url.clone(),
             temperature: self.temperature,
             max_tokens: self.max_tokens,
+            tool_choice: self.tool_choice.map(|c| c.as_str().to_owned()),
+            parallel_tool_calls: self.parallel_tool_calls,
+        }
+    }
+}
+
+/// Which optional request fields a provider's API has ([`Adapter::request_fields`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RequestFields {
+    pub tool_choice: bool,
+    pub parallel_tool_calls: bool,
+}
+
+/// `tool_choice` as a user configures it, in OpenAI's words; each adapter writes it in its
+/// own wire format (Anthropic `any` for `required`, Gemini's `functionCallingConfig.mode`).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, clap::ValueEnum,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolChoice {
+    /// The model decides whether to call a tool.
+    Auto,
+    /// The model must call some tool.
+    Required,
+    /// The model must not call a tool.
+    None,
+}
+
+impl ToolChoice {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolChoice::Auto => "auto",
+            ToolChoice::Required => "required",
+            ToolChoice::None => "none",
         }
     }
 }
@@ -722,6 +772,15 @@ pub fn request_hash(
         "temperature": settings.temperature,
         "max_tokens": settings.max_tokens,
     });
+    // Added only when configured, so recordings made before these fields existed keep
+    // their hashes (they were recorded sending tool_choice auto and parallel calls).
+    let mut identity = identity;
+    if let Some(choice) = settings.tool_choice {
+        identity["tool_choice"] = json!(choice.as_str());
+    }
+    if let Some(parallel) = settings.parallel_tool_calls {
+        identity["parallel_tool_calls"] = json!(parallel);
+    }
     let canonical = crate::json::canonical_json(&identity);
     crate::json::hex(&Sha256::digest(canonical.as_bytes()))
 }
@@ -893,8 +952,9 @@ mod tests {
         assert_eq!(m[1]["tool_calls"][1]["function"]["arguments"], "{bad");
         assert_eq!(m[2]["tool_call_id"], "call_0");
         assert_eq!(m[3]["tool_call_id"], "x");
-        assert_eq!(body["tool_choice"], "auto");
-        assert_eq!(body["parallel_tool_calls"], true);
+        // Neither was configured: neither is sent.
+        assert!(body.get("tool_choice").is_none(), "{body}");
+        assert!(body.get("parallel_tool_calls").is_none(), "{body}");
         assert!(body.get("temperature").is_none());
         assert!(body["tools"][0]["function"].get("description").is_none());
     }

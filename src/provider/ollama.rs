@@ -29,6 +29,14 @@ impl Adapter for Ollama {
         "ollama"
     }
 
+    fn request_fields(&self) -> super::RequestFields {
+        // /api/chat takes neither: the model always decides, one call or several.
+        super::RequestFields {
+            tool_choice: false,
+            parallel_tool_calls: false,
+        }
+    }
+
     fn endpoint(&self, base_url: &str, _model: &str) -> String {
         format!("{}/api/chat", base_url.trim_end_matches('/'))
     }

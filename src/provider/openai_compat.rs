@@ -216,10 +216,13 @@ pub(crate) fn encode_request(
         model: &settings.model,
         messages: wire,
         tools,
-        // Both are rejected by OpenAI when no tools are sent.
-        tool_choice: has_tools.then_some("auto"),
-        // llama.cpp makes at most one call per turn unless asked; OpenAI's default is true.
-        parallel_tool_calls: has_tools.then_some(true),
+        // Only what the user configured (the request an application that sets nothing
+        // sends); both are rejected by OpenAI when no tools are sent.
+        tool_choice: settings
+            .tool_choice
+            .filter(|_| has_tools)
+            .map(crate::provider::ToolChoice::as_str),
+        parallel_tool_calls: settings.parallel_tool_calls.filter(|_| has_tools),
         temperature: settings.temperature,
         max_tokens: settings
             .max_tokens

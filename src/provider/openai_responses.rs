@@ -127,8 +127,13 @@ pub(crate) fn encode_request(
     body.insert("input".into(), Value::Array(input));
     if !tools.is_empty() {
         body.insert("tools".into(), Value::Array(tools));
-        body.insert("tool_choice".into(), json!("auto"));
-        body.insert("parallel_tool_calls".into(), Value::Bool(true));
+        // Only what the user configured: the provider's defaults otherwise.
+        if let Some(choice) = settings.tool_choice {
+            body.insert("tool_choice".into(), json!(choice.as_str()));
+        }
+        if let Some(parallel) = settings.parallel_tool_calls {
+            body.insert("parallel_tool_calls".into(), Value::Bool(parallel));
+        }
     }
     if let Some(t) = settings.temperature {
         body.insert("temperature".into(), json!(t));

@@ -86,6 +86,10 @@ pub struct ProviderEntry {
     pub requests_per_minute: Option<u32>,
     /// Tokens (estimated input plus max_tokens) sent to this provider per minute.
     pub tokens_per_minute: Option<u32>,
+    /// `tool_choice` to send (`auto`, `required`, `none`); unset: not sent.
+    pub tool_choice: Option<crate::provider::ToolChoice>,
+    /// `parallel_tool_calls` to send; unset: not sent.
+    pub parallel_tool_calls: Option<bool>,
 }
 
 /// The provider kind that serves a cassette instead of calling a model.
