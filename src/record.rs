@@ -273,6 +273,31 @@ pub struct ModelIdentity {
     pub parallel_tool_calls: Option<bool>,
 }
 
+/// `tool_choice` as a user configures it, in OpenAI's words; each adapter writes it in its
+/// own wire format (Anthropic `any` for `required`, Gemini's `functionCallingConfig.mode`).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, clap::ValueEnum,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolChoice {
+    /// The model decides whether to call a tool.
+    Auto,
+    /// The model must call some tool.
+    Required,
+    /// The model must not call a tool.
+    None,
+}
+
+impl ToolChoice {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolChoice::Auto => "auto",
+            ToolChoice::Required => "required",
+            ToolChoice::None => "none",
+        }
+    }
+}
+
 /// Why a request failed, coarse enough to count and to decide on retries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -426,7 +426,7 @@ mod tests {
         assert!(
             d.changed[0]
                 .diff
-                .contains("+  \"additionalProperties\": false,"),
+                .contains("+  \"additionalProperties\": false\n"),
             "{}",
             d.changed[0].diff
         );

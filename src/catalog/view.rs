@@ -240,11 +240,11 @@ mod tests {
             "  Books a room.
   Only for members.
   parameters:
-    guests: array of object, optional
-    guests[].name: string, required
-    nights: integer | null, optional, default 1
     room: string, required, one of \"a\", \"b\"
       Which room
+    nights: integer | null, optional, default 1
+    guests: array of object, optional
+    guests[].name: string, required
 "
         );
     }

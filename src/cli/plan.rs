@@ -149,6 +149,7 @@ impl RunSetup {
             max_tokens: s.max_tokens,
             tool_choice: s.tool_choice,
             parallel_tool_calls: s.parallel_tool_calls,
+            requests_as_written: true,
             base_url: s.base_url.clone(),
             recorded_at: humantime::format_rfc3339_seconds(started).to_string(),
             toolscore_version: env!("CARGO_PKG_VERSION").to_owned(),
@@ -196,6 +197,7 @@ impl RunSetup {
                         cassette: c.path.display().to_string(),
                         recorded_at: c.header.recorded_at.clone(),
                         note: c.header.note.clone(),
+                        legacy_requests: !c.header.requests_as_written,
                     }),
                 })
                 .collect(),

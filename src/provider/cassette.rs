@@ -52,6 +52,13 @@ pub struct CassetteHeader {
     /// `parallel_tool_calls` sent while recording, when configured (see `tool_choice`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parallel_tool_calls: Option<bool>,
+    /// Whether the requests were sent as the author wrote them: catalogs in the author's
+    /// property order and only the configured fields. `false` (absent) for recordings made
+    /// before: their requests sent properties sorted by name, `tool_choice: auto` and
+    /// `parallel_tool_calls: true`. They replay all the same (request hashes read canonical
+    /// JSON), and the report says which form they were made with.
+    #[serde(default)]
+    pub requests_as_written: bool,
 }
 
 /// One recorded trial.
@@ -618,6 +625,7 @@ mod tests {
             note: None,
             tool_choice: None,
             parallel_tool_calls: None,
+            requests_as_written: true,
         }
     }
 

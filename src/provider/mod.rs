@@ -33,6 +33,7 @@ use sha2::{Digest, Sha256};
 use crate::catalog::Catalog;
 use crate::message::{Message, ModelTurn};
 use crate::record::ModelIdentity;
+pub use crate::record::ToolChoice;
 
 pub use crate::record::ErrorClass;
 pub use secret::SecretString;
@@ -343,31 +344,6 @@ impl ProviderSettings {
 pub struct RequestFields {
     pub tool_choice: bool,
     pub parallel_tool_calls: bool,
-}
-
-/// `tool_choice` as a user configures it, in OpenAI's words; each adapter writes it in its
-/// own wire format (Anthropic `any` for `required`, Gemini's `functionCallingConfig.mode`).
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, clap::ValueEnum,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum ToolChoice {
-    /// The model decides whether to call a tool.
-    Auto,
-    /// The model must call some tool.
-    Required,
-    /// The model must not call a tool.
-    None,
-}
-
-impl ToolChoice {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ToolChoice::Auto => "auto",
-            ToolChoice::Required => "required",
-            ToolChoice::None => "none",
-        }
-    }
 }
 
 /// The request body for one case, encoded ONCE and reused for every trial.
@@ -957,5 +933,62 @@ mod tests {
         assert!(body.get("parallel_tool_calls").is_none(), "{body}");
         assert!(body.get("temperature").is_none());
         assert!(body["tools"][0]["function"].get("description").is_none());
+    }
+
+    #[test]
+    fn every_adapter_sends_the_catalog_in_the_authors_order() {
+        // Written `query, limit, cursor` and `zeta, alpha`: not alphabetical, so a sorted
+        // encoding would show.
+        let schema: serde_json::Value = serde_json::from_str(
+            r#"{"type": "object", "properties": {"query": {"type": "string"}, "limit": {"type": "integer"}, "cursor": {"type": "object", "properties": {"zeta": {"type": "string"}, "alpha": {"type": "string"}}}}, "required": ["query"]}"#,
+        )
+        .unwrap();
+        let catalog = Catalog::new(
+            vec![
+                crate::catalog::Tool {
+                    name: "search_products".into(),
+                    description: "Search.".into(),
+                    input_schema: schema,
+                },
+                crate::catalog::Tool {
+                    name: "add_item".into(),
+                    description: "Add.".into(),
+                    input_schema: json!({"type": "object"}),
+                },
+            ],
+            "t".into(),
+        );
+        let messages = [Message::User {
+            content: "find socks".into(),
+        }];
+        for adapter in ADAPTERS {
+            let settings = ProviderSettings::new(ProviderKind(*adapter), "t", "http://x/v1", "m");
+            let body = adapter.encode_request(&settings, &messages, &catalog);
+            let text = String::from_utf8(body).unwrap();
+            let at = |needle: &str| {
+                text.find(needle)
+                    .unwrap_or_else(|| panic!("{}: no {needle} in {text}", adapter.kind()))
+            };
+            assert!(
+                at("\"query\"") < at("\"limit\""),
+                "{}: {text}",
+                adapter.kind()
+            );
+            assert!(
+                at("\"limit\"") < at("\"cursor\""),
+                "{}: {text}",
+                adapter.kind()
+            );
+            assert!(
+                at("\"zeta\"") < at("\"alpha\""),
+                "{}: {text}",
+                adapter.kind()
+            );
+            assert!(
+                at("search_products") < at("add_item"),
+                "{}: {text}",
+                adapter.kind()
+            );
+        }
     }
 }

@@ -120,6 +120,9 @@ pub struct ReplayInfo {
     pub cassette: String,
     pub recorded_at: String,
     pub note: Option<String>,
+    /// Recorded before requests were sent as written (`CassetteHeader::requests_as_written`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub legacy_requests: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

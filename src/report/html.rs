@@ -634,8 +634,13 @@ fn page(s: &Summary, ctx: &HtmlContext<'_>) -> Page {
         .iter()
         .filter_map(|a| {
             a.replay.as_ref().map(|rp| {
+                let legacy = if rp.legacy_requests {
+                    format!(" ({})", super::LEGACY_REQUESTS)
+                } else {
+                    String::new()
+                };
                 format!(
-                    "Replay: no model was called; responses of model {} recorded {} replayed from {}",
+                    "Replay: no model was called; responses of model {} recorded {} replayed from {}{legacy}",
                     a.identity.model, rp.recorded_at, rp.cassette
                 )
             })

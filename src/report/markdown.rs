@@ -134,6 +134,9 @@ fn write_document(s: &Summary, doc: &mut String) {
                 escape(&rp.recorded_at),
                 escape(&rp.cassette)
             ));
+            if rp.legacy_requests {
+                doc.push_str(&format!("({})\n", escape(super::LEGACY_REQUESTS)));
+            }
         }
     }
     if let Some(g) = &s.gate {

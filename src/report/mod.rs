@@ -41,6 +41,9 @@ pub use providers::{
 };
 pub use scenario::{ScenarioArmSummary, ScenarioSummary};
 pub use terminal::{format_percentile, format_usd, render_terminal};
+
+/// What every report says under a replay recorded before requests were sent as written.
+pub const LEGACY_REQUESTS: &str = "recorded when requests sent catalog properties sorted by name and always sent tool_choice auto and parallel_tool_calls true; live runs now send the author's order and only configured fields";
 pub use verdict::{
     CaseVerdict, GateLevel, GateMetric, GateReport, GateResult, SequentialInfo, ToolVerdict,
     Verdict,

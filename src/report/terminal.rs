@@ -392,6 +392,9 @@ fn write_arm_header(arm: &ArmInfo, w: &mut dyn Write) -> io::Result<()> {
             if let Some(note) = &rp.note {
                 writeln!(w, "        {note}")?;
             }
+            if rp.legacy_requests {
+                writeln!(w, "        {}", super::LEGACY_REQUESTS)?;
+            }
         }
         None => writeln!(
             w,

@@ -87,7 +87,7 @@ pub struct ProviderEntry {
     /// Tokens (estimated input plus max_tokens) sent to this provider per minute.
     pub tokens_per_minute: Option<u32>,
     /// `tool_choice` to send (`auto`, `required`, `none`); unset: not sent.
-    pub tool_choice: Option<crate::provider::ToolChoice>,
+    pub tool_choice: Option<crate::record::ToolChoice>,
     /// `parallel_tool_calls` to send; unset: not sent.
     pub parallel_tool_calls: Option<bool>,
 }
