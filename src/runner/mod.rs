@@ -882,7 +882,7 @@ async fn run_scenario_loop(
             let executed = match &session {
                 Some(live) if scenario.is_live(&c.name) => {
                     match execute_live(live, step, c, &shared.cancel).await {
-                        LiveOutcome::Answered(e) => e,
+                        LiveOutcome::Answered(e) => *e,
                         LiveOutcome::Cancelled => {
                             cancelled = true;
                             break;
@@ -956,7 +956,7 @@ async fn run_scenario_loop(
 }
 
 enum LiveOutcome {
-    Answered(crate::record::ExecutedCall),
+    Answered(Box<crate::record::ExecutedCall>),
     /// The server failed (not a tool-execution error, which is an answer): the trial is an
     /// infrastructure error, not a model failure.
     Failed(String),
@@ -985,7 +985,7 @@ async fn execute_live(
     if call.arguments_not_json() {
         // Nothing a server could parse was produced; answer as a server's validation would.
         out.content = "Invalid arguments: not valid JSON".to_owned();
-        return LiveOutcome::Answered(out);
+        return LiveOutcome::Answered(Box::new(out));
     }
     let result = tokio::select! {
         r = session.call_tool(&call.name, &call.arguments) => r,
@@ -996,7 +996,7 @@ async fn execute_live(
             out.content = r.text();
             out.structured = r.structured_content;
             out.is_error = r.is_error;
-            LiveOutcome::Answered(out)
+            LiveOutcome::Answered(Box::new(out))
         }
         Err(e) => LiveOutcome::Failed(e.to_string()),
     }
