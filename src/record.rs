@@ -318,6 +318,10 @@ pub enum ErrorClass {
     BatchExpired,
     /// The batch was cancelled at the provider before running this request.
     BatchCancelled,
+    /// `--max-cost`: the worst case of this trial's next request would pass the cap, so a
+    /// scenario trial ended between steps (a trial refused before its first request is not
+    /// run at all).
+    Budget,
 }
 
 impl ErrorClass {
@@ -347,6 +351,7 @@ impl ErrorClass {
             ErrorClass::Cancelled => "cancelled",
             ErrorClass::BatchExpired => "batch_expired",
             ErrorClass::BatchCancelled => "batch_cancelled",
+            ErrorClass::Budget => "budget",
         }
     }
 }

@@ -242,6 +242,8 @@ fn a_cap_below_the_estimate_refuses_the_run_and_writes_nothing() {
 
 /// An OpenAI-compatible server that counts far more prompt tokens than the fixtures hold (a
 /// long system prompt of its own, say): 2000 in and 10 out per answer.
+/// A provider that bills every request the most it could: each byte of the body an input
+/// token, and the whole `max_tokens` as output.
 fn heavy_usage_model(req: &FakeRequest) -> FakeResponse {
     let after_result = req.body["messages"]
         .as_array()
@@ -253,10 +255,13 @@ fn heavy_usage_model(req: &FakeRequest) -> FakeResponse {
         json!({"role": "assistant", "content": null, "tool_calls": [{"id": "call_0", "type": "function",
             "function": {"name": "get_weather", "arguments": "{\"location\": \"Paris, France\"}"}}]})
     };
+    // Without max_tokens there is no bound: 10 tokens stand in.
+    let output = req.body["max_tokens"].as_u64().unwrap_or(10);
     FakeResponse::ok(
         json!({"id": "chatcmpl-fake", "object": "chat.completion", "created": 1_700_000_000u64, "model": "m",
           "choices": [{"index": 0, "message": message, "finish_reason": if after_result { "stop" } else { "tool_calls" }}],
-          "usage": {"prompt_tokens": 2000, "completion_tokens": 10, "total_tokens": 2010}})
+          "usage": {"prompt_tokens": req.raw_body.len(), "completion_tokens": output,
+                    "total_tokens": req.raw_body.len() as u64 + output}})
         .to_string(),
     )
 }
@@ -264,8 +269,8 @@ fn heavy_usage_model(req: &FakeRequest) -> FakeResponse {
 #[test]
 fn the_budget_cap_stops_scheduling_on_time_and_accounts_for_every_trial() {
     let server = FakeServer::start_in_background(heavy_usage_model);
-    // $10 per million in and out: a trial costs 2010 · 10 µ$ = $0.0201, far more than the
-    // estimate from the fixtures' few tokens.
+    // $10 per million in and out, billed at the most each request could cost (its body's
+    // bytes in, max_tokens out): far more than the estimate from the fixtures' tokens.
     let dir = project(&format!(
         "providers:\n  gateway:\n    kind: openai-compat\n    base_url: {}\n    model: m\n    max_tokens: 10\nprices:\n  gateway: {{input: 10, output: 10}}\n",
         server.base_url
@@ -305,12 +310,15 @@ fn the_budget_cap_stops_scheduling_on_time_and_accounts_for_every_trial() {
     assert!(records.iter().all(|r| r["outcome"] == "pass"));
     // No request after the stop: the server saw exactly the trials recorded.
     assert_eq!(server.requests_seen(), completed);
-    // Spend passes the cap by at most what the trials in flight cost beyond their
-    // reservations: one trial per worker.
+    // Each request was reserved at its worst case before it was sent, so spend stays within
+    // the cap even though every request was billed that worst case.
     let spent = s["cost"]["usd"].as_f64().unwrap();
-    let per_trial = 2010.0 * 10.0 / 1e6;
-    assert!(close(spent, completed as f64 * per_trial), "{spent}");
-    assert!(spent <= cap + 2.0 * per_trial + 1e-9, "{spent}");
+    let recorded: f64 = records
+        .iter()
+        .map(|r| r["cost"]["usd"].as_f64().unwrap())
+        .sum();
+    assert!(close(spent, recorded), "{spent} {recorded}");
+    assert!(spent <= cap, "spent {spent} over the cap {cap}");
     assert!(
         r.stderr.contains("budget: --max-cost $0.100 reached ($")
             && r.stderr
@@ -404,8 +412,29 @@ fn a_local_model_costs_unknown_unless_the_config_prices_it_and_cannot_be_capped_
         &[],
     );
     assert_eq!(r.code, 0, "{}", r.transcript());
-    assert!(records(free.path()).iter().all(|r| r["cost"]["usd"] == 0.0));
+    let free_records = records(free.path());
+    assert!(
+        free_records.iter().all(|r| r["cost"]["usd"] == 0.0),
+        "{free_records:?}"
+    );
     assert_eq!(summary(free.path())["cost"]["usd"], 0.0);
+
+    // Priced but sending no max_tokens: nothing bounds a request's cost, so no cap can hold.
+    let unbounded = project(&format!(
+        "{config}prices:\n  local: {{input: 1, output: 1}}\n"
+    ));
+    let r = run(
+        unbounded.path(),
+        "local",
+        &["--trials", "2", "--max-cost", "1"],
+        &[],
+    );
+    assert_eq!(r.code, 2, "{}", r.transcript());
+    assert!(
+        r.stderr.contains("--max-cost: provider `local` sends no max_tokens, so nothing bounds what one request can cost"),
+        "{}",
+        r.stderr
+    );
 }
 
 #[test]

@@ -581,6 +581,21 @@ fn check_budget(args: &RunArgs, config: &Config, arms: &[Arm]) -> Result<(), Err
             arm.settings.name
         )));
     }
+    // The cap reserves each request at its worst case, which needs a bound on its output
+    // (unless output is free).
+    if let Some(arm) = arms.iter().find(|a| {
+        a.price.as_ref().is_some_and(|p| p.price.output > 0.0)
+            && a.settings
+                .kind
+                .adapter()
+                .output_bound(&a.settings)
+                .is_none()
+    }) {
+        return Err(usage(&format!(
+            "--max-cost: provider `{}` sends no max_tokens, so nothing bounds what one request can cost and the cap could not hold; set max_tokens for it (--max-tokens or `max_tokens:` in toolscore.yaml)",
+            arm.settings.name
+        )));
+    }
     Ok(())
 }
 

@@ -34,6 +34,11 @@ pub const API_VERSION: &str = "2023-06-01";
 pub const DEFAULT_MAX_TOKENS: u32 = 4096;
 
 impl Adapter for Anthropic {
+    fn output_bound(&self, settings: &ProviderSettings) -> Option<u32> {
+        // The API requires max_tokens: every request sends one.
+        Some(settings.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS))
+    }
+
     fn kind(&self) -> &'static str {
         "anthropic"
     }

@@ -83,6 +83,13 @@ pub trait Adapter: Send + Sync + 'static {
         }
     }
 
+    /// The most output tokens a request can be billed for: the `max_tokens` it sends, or
+    /// `None` when it sends none and the API sets no bound of its own ([`Adapter::encode_request`]
+    /// decides what is sent). `--max-cost` reserves each request at this bound.
+    fn output_bound(&self, settings: &ProviderSettings) -> Option<u32> {
+        settings.max_tokens
+    }
+
     /// The request body for a conversation over a catalog.
     fn encode_request(
         &self,

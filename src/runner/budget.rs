@@ -5,12 +5,13 @@
 //! may write: the arm's `max_tokens`, or [`ASSUMED_OUTPUT_TOKENS`] when none is set. A
 //! scenario trial counts `max_steps` such requests.
 //!
-//! The cap reserves a trial's estimate before the trial starts and settles it with the trial's
-//! real cost when it ends; a trial starts only if spend plus every reservation in flight plus
-//! its own stays within the cap. Once one is refused nothing more starts, so the run stops
-//! cleanly and every trial it did not start is counted as not run. A reservation is the larger
-//! of the estimate and the dearest trial of the same arm and case so far, so a model that
-//! writes more than estimated is caught up after its first trial.
+//! The cap reserves each request at its worst case before it is sent ([`worst_case_usd`]: every
+//! byte of the body an input token, the whole output bound at the output rate) and settles a
+//! trial's reservations with its real cost when it ends; a request is sent only if spend plus
+//! every reservation in flight plus its own stays within the cap, so the cap holds whatever
+//! usage the provider reports within those bounds. Once one is refused nothing more starts:
+//! every trial not started is counted as not run, and a scenario trial refused between steps
+//! ends as an infrastructure error of class `budget` (not scored).
 
 use std::sync::Mutex;
 
@@ -169,7 +170,18 @@ pub fn estimate(plan: &RunPlan) -> Estimate {
     }
 }
 
-/// The `--max-cost` cap, shared by the workers.
+/// The most one request can cost: every byte of its body billed as an input token (no
+/// tokenizer makes a token of less than one byte, and the framing is counted too) at the
+/// dearer of the input and cache-write rates, plus its output bound at the output rate.
+/// Whatever the provider then reports, the request cannot cost more.
+pub fn worst_case_usd(price: &Price, body_bytes: usize, output_bound: u32) -> f64 {
+    let input_rate = price.input.max(price.cache_write.unwrap_or(price.input));
+    (body_bytes as f64 * input_rate + f64::from(output_bound) * price.output) / 1e6
+}
+
+/// The `--max-cost` cap, shared by the workers: each request is reserved at its worst case
+/// ([`worst_case_usd`]) before it is sent, and a trial's reservations are settled with its real
+/// cost when it ends, so spend stays within the cap whatever the usage turns out to be.
 #[derive(Debug)]
 pub struct Budget {
     max_usd: f64,
@@ -180,58 +192,46 @@ pub struct Budget {
 struct BudgetState {
     spent: f64,
     in_flight: f64,
-    /// What a trial of each (arm, case) reserves: its estimate, raised to the dearest trial
-    /// seen.
-    reserve: Vec<f64>,
-    /// A trial was refused: nothing more starts.
+    /// A request was refused: nothing more starts.
     exhausted: bool,
 }
 
 impl Budget {
-    /// `per_trial[unit]`: the estimated dollars of one trial of each (arm, case).
-    pub fn new(max_usd: f64, per_trial: Vec<f64>) -> Self {
+    pub fn new(max_usd: f64) -> Self {
         Budget {
             max_usd,
             state: Mutex::new(BudgetState {
                 spent: 0.0,
                 in_flight: 0.0,
-                reserve: per_trial,
                 exhausted: false,
             }),
         }
     }
 
-    /// Reserves one trial of `unit`, or refuses (and refuses every later trial) when spend,
-    /// the trials in flight and this one would pass the cap.
-    pub fn reserve(&self, unit: usize) -> Option<f64> {
+    /// Reserves `amount` for a request about to be sent, or refuses (and refuses every later
+    /// request) when spend, the reservations in flight and this one would pass the cap.
+    pub fn reserve(&self, amount: f64) -> bool {
         let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
         if s.exhausted {
-            return None;
+            return false;
         }
-        let amount = s.reserve.get(unit).copied().unwrap_or(0.0);
         if s.spent + s.in_flight + amount > self.max_usd {
             s.exhausted = true;
-            return None;
+            return false;
         }
         s.in_flight += amount;
-        Some(amount)
+        true
     }
 
-    /// A reserved trial ended: its real cost replaces the reservation (the reservation itself
-    /// when the cost is unknown, or the trial was abandoned).
-    pub fn settle(&self, unit: usize, reserved: f64, actual: Option<f64>) {
+    /// A trial ended: its real cost replaces what it reserved (the reservation itself when the
+    /// cost is unknown, or the trial was abandoned).
+    pub fn settle(&self, reserved: f64, actual: Option<f64>) {
         let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
         s.in_flight = (s.in_flight - reserved).max(0.0);
-        let cost = actual.unwrap_or(reserved);
-        s.spent += cost;
-        if let Some(r) = s.reserve.get_mut(unit)
-            && cost > *r
-        {
-            *r = cost;
-        }
+        s.spent += actual.unwrap_or(reserved);
     }
 
-    /// Whether a trial was refused.
+    /// Whether a request was refused.
     pub fn exhausted(&self) -> bool {
         self.state
             .lock()
@@ -261,27 +261,44 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_cap_admits_trials_while_spend_and_reservations_fit_then_refuses_for_good() {
-        let b = Budget::new(1.0, vec![0.3, 0.5]);
-        assert_eq!(b.reserve(0), Some(0.3));
-        assert_eq!(b.reserve(0), Some(0.3));
+    fn the_cap_admits_requests_while_spend_and_reservations_fit_then_refuses_for_good() {
+        let b = Budget::new(1.0);
+        assert!(b.reserve(0.3));
+        assert!(b.reserve(0.3));
         // 0.6 in flight + 0.5 would pass 1.0.
-        assert_eq!(b.reserve(1), None);
+        assert!(!b.reserve(0.5));
         assert!(b.exhausted());
-        // Refused for good, even though a cheaper trial would still fit.
-        assert_eq!(b.reserve(0), None);
-        b.settle(0, 0.3, Some(0.25));
-        b.settle(0, 0.3, None);
+        // Refused for good, even though a cheaper request would still fit.
+        assert!(!b.reserve(0.01));
+        b.settle(0.3, Some(0.25));
+        b.settle(0.3, None);
         assert!((b.spent() - 0.55).abs() < 1e-12);
     }
 
     #[test]
-    fn a_trial_dearer_than_estimated_raises_what_its_case_reserves() {
-        let b = Budget::new(1.0, vec![0.1]);
-        let r = b.reserve(0).unwrap();
-        b.settle(0, r, Some(0.4));
-        // Spent 0.4; the next trial reserves 0.4, not 0.1.
-        assert_eq!(b.reserve(0), Some(0.4));
-        assert_eq!(b.reserve(0), None);
+    fn the_worst_case_bills_every_byte_and_the_whole_output_bound() {
+        let p = Price {
+            input: 3.0,
+            output: 15.0,
+            cache_read: Some(0.3),
+            cache_write: Some(3.75),
+        };
+        // 1000 bytes at the cache-write rate (the dearer) + 128 tokens out.
+        let w = worst_case_usd(&p, 1000, 128);
+        assert!((w - (1000.0 * 3.75 + 128.0 * 15.0) / 1e6).abs() < 1e-15);
+        // No request of that body and bound can be billed more, whatever the split.
+        for (input, read, write, output) in [
+            (1000, 0, 0, 128),
+            (1000, 0, 1000, 128),
+            (1000, 1000, 0, 128),
+        ] {
+            let usage = Usage {
+                input_tokens: Some(input),
+                output_tokens: Some(output),
+                cache_read_tokens: Some(read),
+                cache_write_tokens: Some(write),
+            };
+            assert!(p.cost_of(&usage).unwrap() <= w + 1e-15);
+        }
     }
 }

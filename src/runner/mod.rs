@@ -203,6 +203,20 @@ struct ArmUnit {
     price: Option<crate::provider::prices::ArmPrice>,
 }
 
+impl ArmUnit {
+    /// The most `request` can cost this arm ([`budget::worst_case_usd`]). An unpriced arm or
+    /// one with no output bound cannot be capped; `cli` refuses `--max-cost` for such a plan
+    /// before it gets here, so 0 is never reached in a capped run.
+    fn worst_case_usd(&self, request: &PreparedRequest) -> f64 {
+        let settings = self.backend.settings();
+        // Free output needs no bound (`cli` refuses a capped arm with neither).
+        let bound = settings.kind.adapter().output_bound(settings).unwrap_or(0);
+        self.price.as_ref().map_or(0.0, |p| {
+            budget::worst_case_usd(&p.price, request.body.len(), bound)
+        })
+    }
+}
+
 /// Shared, read-only state of the workers, plus the stop flags observers set.
 struct Shared {
     run_id: String,
@@ -271,15 +285,7 @@ pub async fn execute(plan: RunPlan, observer: &mut dyn Observer) -> Result<RunTo
     let case_trials = plan.case_trials();
     let max_trials = plan.max_trials();
     let shard = plan.shard.map(|s| (s, plan.shard_seeds()));
-    let budget = plan.max_cost.map(|max| {
-        let per_trial = budget::estimate(&plan)
-            .per_trial
-            .iter()
-            // An unpriced arm cannot be capped; `cli` refuses such a plan before it gets here.
-            .map(|t| t.usd.unwrap_or(0.0))
-            .collect();
-        budget::Budget::new(max, per_trial)
-    });
+    let budget = plan.max_cost.map(budget::Budget::new);
 
     // The distinct catalog variants of the arms, in first-seen order.
     let mut variant_names: Vec<String> = Vec::new();
@@ -614,26 +620,27 @@ async fn worker(shared: Arc<Shared>, tx: mpsc::Sender<Finished>) {
             shared.not_returned.fetch_add(1, Ordering::Relaxed);
             continue;
         }
-        let unit = key.arm * cases + key.case;
-        let reserved = match &shared.budget {
-            None => 0.0,
-            Some(budget) => match budget.reserve(unit) {
-                Some(r) => r,
-                None => {
-                    // The cap is reached: this trial and every later one are not run.
-                    shared.budget_not_run.fetch_add(1, Ordering::Relaxed);
-                    continue;
-                }
-            },
-        };
+        // The first request is reserved here; a scenario reserves each later one before
+        // sending it (`run_scenario_loop`), adding to `reserved`.
+        let mut reserved = 0.0;
+        if let Some(budget) = &shared.budget {
+            let opening = &shared.prepared[key.arm * cases + key.case];
+            let worst = shared.arms[key.arm].worst_case_usd(opening);
+            if !budget.reserve(worst) {
+                // The cap is reached: this trial and every later one are not run.
+                shared.budget_not_run.fetch_add(1, Ordering::Relaxed);
+                continue;
+            }
+            reserved = worst;
+        }
         // A trial abandoned by Ctrl-C measured nothing: it is not reported (a resumed run
         // runs it again), and the run is marked interrupted.
-        let finished = run_trial(&shared, key).await;
+        let finished = run_trial(&shared, key, &mut reserved).await;
         if let Some(budget) = &shared.budget {
             let actual = finished
                 .as_ref()
                 .and_then(|(r, _)| r.cost.as_ref().map(|c| c.usd));
-            budget.settle(unit, reserved, actual);
+            budget.settle(reserved, actual);
         }
         let Some((record, raw)) = finished else {
             return;
@@ -646,7 +653,11 @@ async fn worker(shared: Arc<Shared>, tx: mpsc::Sender<Finished>) {
 
 /// Runs one trial as a conversation, one step at a time. A single-call fixture is one step:
 /// its opening request, encoded once per case, answered and scored.
-async fn run_trial(shared: &Shared, key: TrialKey) -> Option<(TrialRecord, Vec<RawStep>)> {
+async fn run_trial(
+    shared: &Shared,
+    key: TrialKey,
+    reserved: &mut f64,
+) -> Option<(TrialRecord, Vec<RawStep>)> {
     let unit = &shared.units[key.case];
     let arm = &shared.arms[key.arm];
     let view = &unit.views[arm.variant];
@@ -715,8 +726,7 @@ async fn run_trial(shared: &Shared, key: TrialKey) -> Option<(TrialRecord, Vec<R
                 opening,
                 (scenario, catalog, wording.as_deref()),
                 &view.validators,
-                &mut record,
-                &mut raw,
+                (&mut record, &mut raw, reserved),
             )
             .await?;
         }
@@ -795,10 +805,6 @@ fn record_step(
 /// order) from the script, feed the results back, and repeat until it answers without a tool
 /// call or `max_steps` requests were made. Every step is keyed (conversation, trial, step) so
 /// a recording replays it exactly. `None` when Ctrl-C abandoned the trial.
-#[expect(
-    clippy::too_many_arguments,
-    reason = "one call site; the parts of one trial"
-)]
 async fn run_scenario_loop(
     shared: &Shared,
     key: TrialKey,
@@ -806,8 +812,7 @@ async fn run_scenario_loop(
     opening: &PreparedRequest,
     (scenario, catalog, wording): (&Scenario, &Catalog, Option<&str>),
     validators: &ToolValidators,
-    record: &mut TrialRecord,
-    raw: &mut Vec<RawStep>,
+    (record, raw, reserved): (&mut TrialRecord, &mut Vec<RawStep>, &mut f64),
 ) -> Option<()> {
     let mut messages = scenario.messages.clone();
     let mut script = ScriptRun::new(&scenario.script, wording);
@@ -841,6 +846,21 @@ async fn run_scenario_loop(
     let mut later: Option<PreparedRequest> = None;
     for step in 0..scenario.max_steps {
         let request = later.as_ref().unwrap_or(opening);
+        // The opening request was reserved by the worker; each later one at its own worst
+        // case, now that its body (the conversation so far) is known.
+        if let (Some(budget), true) = (&shared.budget, step > 0) {
+            let worst = arm.worst_case_usd(request);
+            if !budget.reserve(worst) {
+                record.error_class = Some(ErrorClass::Budget);
+                record.error = Some(format!(
+                    "--max-cost: step {step} would cost up to {} and pass the cap; the trial ends here, not scored",
+                    crate::report::format_usd(worst)
+                ));
+                stop = LoopStop::Error;
+                break;
+            }
+            *reserved += worst;
+        }
         let step_key = StepKey {
             conversation: &opening.request_hash,
             trial: key.trial,
