@@ -349,7 +349,7 @@ fn scan(
 ) {
     for (how, view) in views {
         for (pattern, what) in patterns {
-            let hit = pattern.captures_iter(&view).find(|c| {
+            let hit = pattern.captures_iter(view).find(|c| {
                 c.name("tool").is_none_or(|t| {
                     !matches!(
                         t.as_str().to_lowercase().as_str(),
@@ -368,7 +368,7 @@ fn scan(
                     rule,
                     Some(tool),
                     field.path.clone(),
-                    format!("{what}{via}: \"{}\"", excerpt(&view, m.start(), m.end())),
+                    format!("{what}{via}: \"{}\"", excerpt(view, m.start(), m.end())),
                     fix,
                 ));
                 return;
@@ -435,7 +435,7 @@ pub(crate) fn check(catalog: &Catalog, out: &mut Vec<Raw>) {
                         "injection-directive-tag",
                         Some(name),
                         field.path.clone(),
-                        format!("a directive tag or chat-template marker{via}: \"{}\"", excerpt(&view, m.start(), m.end())),
+                        format!("a directive tag or chat-template marker{via}: \"{}\"", excerpt(view, m.start(), m.end())),
                         "Remove the tag and whatever it wraps; plain prose for people and models alike.",
                     ));
                     break;
