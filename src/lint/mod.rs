@@ -565,7 +565,7 @@ pub fn lint(catalog: &Catalog, options: &LintOptions) -> LintReport {
     injection::check(catalog, &mut raw);
 
     // Inline allows by tool, so each finding looks at its own tool's only.
-    let mut inline: BTreeMap<String, Vec<(String, BTreeSet<String>)>> = BTreeMap::new();
+    let mut inline: InlineAllows = BTreeMap::new();
     for (tool, path, ids) in inline_schema_allows(catalog) {
         inline.entry(tool).or_default().push((path, ids));
     }
@@ -575,6 +575,42 @@ pub fn lint(catalog: &Catalog, options: &LintOptions) -> LintReport {
         .enumerate()
         .map(|(i, t)| (t.name.as_str(), i))
         .collect();
+    let (mut findings, suppressed) = settle(raw, options, &inline);
+    findings.sort_by(|a, b| {
+        let pos = |f: &Finding| {
+            f.tool
+                .as_deref()
+                .and_then(|t| order.get(t).copied())
+                .map_or(0, |i| i + 1)
+        };
+        (a.severity, pos(a), &a.path, a.rule, &a.message).cmp(&(
+            b.severity,
+            pos(b),
+            &b.path,
+            b.rule,
+            &b.message,
+        ))
+    });
+    LintReport {
+        source: catalog.source.clone(),
+        fingerprint: catalog.fingerprint.clone(),
+        tools: catalog.tools.len(),
+        findings,
+        suppressed,
+        footprint,
+    }
+}
+
+/// Inline allows by tool: (schema path, accepted rule ids).
+type InlineAllows = BTreeMap<String, Vec<(String, BTreeSet<String>)>>;
+
+/// The raw findings with their severities from the config, less duplicates and those an
+/// allow accepts (returned apart).
+fn settle(
+    raw: Vec<Raw>,
+    options: &LintOptions,
+    inline: &InlineAllows,
+) -> (Vec<Finding>, Vec<Suppressed>) {
     let mut findings = Vec::new();
     let mut suppressed = Vec::new();
     let mut seen = BTreeSet::new();
@@ -633,29 +669,7 @@ pub fn lint(catalog: &Catalog, options: &LintOptions) -> LintReport {
         }
         findings.push(finding);
     }
-    findings.sort_by(|a, b| {
-        let pos = |f: &Finding| {
-            f.tool
-                .as_deref()
-                .and_then(|t| order.get(t).copied())
-                .map_or(0, |i| i + 1)
-        };
-        (a.severity, pos(a), &a.path, a.rule, &a.message).cmp(&(
-            b.severity,
-            pos(b),
-            &b.path,
-            b.rule,
-            &b.message,
-        ))
-    });
-    LintReport {
-        source: catalog.source.clone(),
-        fingerprint: catalog.fingerprint.clone(),
-        tools: catalog.tools.len(),
-        findings,
-        suppressed,
-        footprint,
-    }
+    (findings, suppressed)
 }
 
 /// The rule ids of an `x-toolscore-lint` value (`{"allow": [...]}`), or an error message.

@@ -101,29 +101,7 @@ async fn raw_stdio(
         });
     };
     let fault = StdoutFault::default();
-    let exchange = async {
-        use tokio::io::AsyncWriteExt as _;
-        let mut line = serde_json::to_vec(request).unwrap_or_default();
-        line.push(b'\n');
-        stdin.write_all(&line).await.ok()?;
-        stdin.flush().await.ok()?;
-        // The bounded reader fails a line past the bound, so `read_until` cannot grow past it.
-        let mut reader = tokio::io::BufReader::new(BoundedStdout::new(stdout, fault.clone()));
-        // Notifications and log lines may come first; the answer carries id 1.
-        loop {
-            line.clear();
-            match reader.read_until(b'\n', &mut line).await {
-                Ok(0) | Err(_) => return None,
-                Ok(_) => {
-                    if let Ok(v) = serde_json::from_slice::<Value>(&line)
-                        && v.get("id") == Some(&Value::from(1))
-                    {
-                        return Some(v);
-                    }
-                }
-            }
-        }
-    };
+    let exchange = exchange(&mut stdin, stdout, request, fault.clone());
     let answer = tokio::time::timeout(timeout, exchange).await;
     drop(stdin);
     terminate_group(group).await;
@@ -233,4 +211,35 @@ async fn bounded_body(resp: &mut reqwest::Response) -> Result<String, String> {
             bytes(e.utf8_error().valid_up_to())
         )
     })
+}
+
+/// Writes `request` and reads lines until the answer with id 1; None when the output ends or
+/// is refused (`fault` then says why).
+async fn exchange(
+    stdin: &mut tokio::process::ChildStdin,
+    stdout: tokio::process::ChildStdout,
+    request: &Value,
+    fault: StdoutFault,
+) -> Option<Value> {
+    use tokio::io::AsyncWriteExt as _;
+    let mut line = serde_json::to_vec(request).unwrap_or_default();
+    line.push(b'\n');
+    stdin.write_all(&line).await.ok()?;
+    stdin.flush().await.ok()?;
+    // The bounded reader fails a line past the bound, so `read_until` cannot grow past it.
+    let mut reader = tokio::io::BufReader::new(BoundedStdout::new(stdout, fault));
+    // Notifications and log lines may come first; the answer carries id 1.
+    loop {
+        line.clear();
+        match reader.read_until(b'\n', &mut line).await {
+            Ok(0) | Err(_) => return None,
+            Ok(_) => {
+                if let Ok(v) = serde_json::from_slice::<Value>(&line)
+                    && v.get("id") == Some(&Value::from(1))
+                {
+                    return Some(v);
+                }
+            }
+        }
+    }
 }
