@@ -2,8 +2,6 @@
 //! optional parameters whose omission is explained and bounded, tools the model can tell apart,
 //! and write tools that say what they return.
 
-use std::collections::BTreeSet;
-
 use serde_json::Value;
 
 use super::schema::properties;
@@ -144,7 +142,7 @@ pub(crate) fn check(catalog: &Catalog, options: &LintOptions, out: &mut Vec<Raw>
             ));
         }
     }
-    near_duplicates(catalog, out);
+    super::similar::near_duplicates(catalog, out);
 }
 
 fn qualified(param: &str, tool: &str) -> String {
@@ -222,47 +220,6 @@ fn optional(tool: &str, p: &super::schema::Property<'_>, pdesc: &str, out: &mut 
             format!("`{}` is optional, but neither a `default` nor the description says what happens when it is omitted", p.name),
             "Add `default`, or end the description with \"Omit for …\".",
         ));
-    }
-}
-
-fn word_set(text: &str) -> BTreeSet<String> {
-    text.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| w.len() > 1)
-        .map(str::to_lowercase)
-        .collect()
-}
-
-/// Jaccard similarity of the two descriptions' word sets, for descriptions of six words or more.
-fn near_duplicates(catalog: &Catalog, out: &mut Vec<Raw>) {
-    let sets: Vec<BTreeSet<String>> = catalog
-        .tools
-        .iter()
-        .map(|t| word_set(&t.description))
-        .collect();
-    for j in 1..sets.len() {
-        for i in 0..j {
-            let (a, b) = (&sets[i], &sets[j]);
-            if a.len() < 6 || b.len() < 6 {
-                continue;
-            }
-            let inter = a.intersection(b).count();
-            let union = a.union(b).count();
-            let sim = inter as f64 / union as f64;
-            if sim >= 0.8 {
-                out.push(Raw::new(
-                    "description-near-duplicate",
-                    Some(&catalog.tools[j].name),
-                    "description",
-                    format!(
-                        "the description shares {:.0}% of its words with `{}`'s; the model cannot tell the two apart",
-                        sim * 100.0,
-                        catalog.tools[i].name
-                    ),
-                    format!("Say in each what distinguishes it from `{}` and when to prefer it.", catalog.tools[i].name),
-                ));
-                break;
-            }
-        }
     }
 }
 

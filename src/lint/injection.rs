@@ -341,14 +341,15 @@ fn excerpt(text: &str, start: usize, end: usize) -> String {
 fn scan(
     tool: &str,
     field: &Field,
+    views: &[(&'static str, String)],
     rule: &'static str,
     patterns: &[(Regex, &'static str)],
     fix: &str,
     out: &mut Vec<Raw>,
 ) {
-    for (how, view) in views(&field.text) {
+    for (how, view) in views {
         for (pattern, what) in patterns {
-            let hit = pattern.captures_iter(&view).find(|c| {
+            let hit = pattern.captures_iter(view).find(|c| {
                 c.name("tool").is_none_or(|t| {
                     !matches!(
                         t.as_str().to_lowercase().as_str(),
@@ -367,7 +368,7 @@ fn scan(
                     rule,
                     Some(tool),
                     field.path.clone(),
-                    format!("{what}{via}: \"{}\"", excerpt(&view, m.start(), m.end())),
+                    format!("{what}{via}: \"{}\"", excerpt(view, m.start(), m.end())),
                     fix,
                 ));
                 return;
@@ -385,9 +386,12 @@ pub(crate) fn check(catalog: &Catalog, out: &mut Vec<Raw>) {
             if field.kind == FieldKind::Structural || field.text.trim().is_empty() {
                 continue;
             }
+            // Built once per field: the views (normalised, decoded…) are most of the work.
+            let views = views(&field.text);
             scan(
                 name,
                 &field,
+                &views,
                 "injection-instruction",
                 &INSTRUCTIONS,
                 "Remove the instruction: describe what the tool does, never what the model must do or hide.",
@@ -396,6 +400,7 @@ pub(crate) fn check(catalog: &Catalog, out: &mut Vec<Raw>) {
             scan(
                 name,
                 &field,
+                &views,
                 "injection-secret-reference",
                 &SECRETS,
                 "Remove the reference: a tool never needs the model to read or pass the user's secrets.",
@@ -404,6 +409,7 @@ pub(crate) fn check(catalog: &Catalog, out: &mut Vec<Raw>) {
             scan(
                 name,
                 &field,
+                &views,
                 "injection-exfiltration",
                 &EXFILTRATION,
                 "Remove it: where the tool sends data belongs in the server's code, not in text the model reads.",
@@ -412,13 +418,14 @@ pub(crate) fn check(catalog: &Catalog, out: &mut Vec<Raw>) {
             scan(
                 name,
                 &field,
+                &views,
                 "injection-tool-reference",
                 &TOOL_REFERENCE,
                 "Describe only this tool; never say how other tools are to be called or that this one replaces them.",
                 out,
             );
-            for (how, view) in views(&field.text) {
-                if let Some(m) = DIRECTIVE_TAGS.find(&view) {
+            for (how, view) in &views {
+                if let Some(m) = DIRECTIVE_TAGS.find(view) {
                     let via = if how.is_empty() {
                         String::new()
                     } else {
@@ -428,7 +435,7 @@ pub(crate) fn check(catalog: &Catalog, out: &mut Vec<Raw>) {
                         "injection-directive-tag",
                         Some(name),
                         field.path.clone(),
-                        format!("a directive tag or chat-template marker{via}: \"{}\"", excerpt(&view, m.start(), m.end())),
+                        format!("a directive tag or chat-template marker{via}: \"{}\"", excerpt(view, m.start(), m.end())),
                         "Remove the tag and whatever it wraps; plain prose for people and models alike.",
                     ));
                     break;

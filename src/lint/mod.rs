@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use crate::catalog::Catalog;
 
+mod bounds;
 mod descriptions;
 mod injection;
 mod names;
@@ -19,6 +20,7 @@ mod providers;
 pub mod rank;
 pub mod render;
 mod schema;
+mod similar;
 mod text;
 mod tokens;
 
@@ -280,6 +282,13 @@ pub const RULES: &[Rule] = &[
         "Drop tools the agent does not need, or shorten the largest."
     ),
     rule!(
+        "lint-bound",
+        Tokens,
+        Warning,
+        "Lint hit one of its work bounds and read part of the catalog only: a text over 64 KiB (its first 64 KiB are read), or the near-duplicate check's limit on candidate pairs",
+        "Shorten the text; the model pays for all of it on every request."
+    ),
+    rule!(
         "injection-instruction",
         Injection,
         Error,
@@ -537,21 +546,71 @@ impl LintReport {
 /// catalog, path and rule.
 pub fn lint(catalog: &Catalog, options: &LintOptions) -> LintReport {
     let mut raw = Vec::new();
+    let whole = catalog;
+    // The rules read each text up to a bound; the token estimate counts every byte.
+    let linted = bounds::capped(whole, &mut raw);
+    let catalog = linted.as_ref();
     names::check(catalog, &mut raw);
     descriptions::check(catalog, options, &mut raw);
     schema::check(catalog, &mut raw);
     providers::check(catalog, &mut raw);
-    let footprint = tokens::footprint(catalog, options);
+    let mut footprint = tokens::footprint(whole, options);
+    for (entry, tool) in footprint.per_tool.iter_mut().zip(&catalog.tools) {
+        // The names findings use, if a name was over the bound.
+        if entry.0 != tool.name {
+            entry.0.clone_from(&tool.name);
+        }
+    }
     tokens::check(catalog, options, &footprint, &mut raw);
     injection::check(catalog, &mut raw);
 
-    let inline = inline_schema_allows(catalog);
+    // Inline allows by tool, so each finding looks at its own tool's only.
+    let mut inline: InlineAllows = BTreeMap::new();
+    for (tool, path, ids) in inline_schema_allows(catalog) {
+        inline.entry(tool).or_default().push((path, ids));
+    }
     let order: BTreeMap<&str, usize> = catalog
         .tools
         .iter()
         .enumerate()
         .map(|(i, t)| (t.name.as_str(), i))
         .collect();
+    let (mut findings, suppressed) = settle(raw, options, &inline);
+    findings.sort_by(|a, b| {
+        let pos = |f: &Finding| {
+            f.tool
+                .as_deref()
+                .and_then(|t| order.get(t).copied())
+                .map_or(0, |i| i + 1)
+        };
+        (a.severity, pos(a), &a.path, a.rule, &a.message).cmp(&(
+            b.severity,
+            pos(b),
+            &b.path,
+            b.rule,
+            &b.message,
+        ))
+    });
+    LintReport {
+        source: catalog.source.clone(),
+        fingerprint: catalog.fingerprint.clone(),
+        tools: catalog.tools.len(),
+        findings,
+        suppressed,
+        footprint,
+    }
+}
+
+/// Inline allows by tool: (schema path, accepted rule ids).
+type InlineAllows = BTreeMap<String, Vec<(String, BTreeSet<String>)>>;
+
+/// The raw findings with their severities from the config, less duplicates and those an
+/// allow accepts (returned apart).
+fn settle(
+    raw: Vec<Raw>,
+    options: &LintOptions,
+    inline: &InlineAllows,
+) -> (Vec<Finding>, Vec<Suppressed>) {
     let mut findings = Vec::new();
     let mut suppressed = Vec::new();
     let mut seen = BTreeSet::new();
@@ -595,9 +654,8 @@ pub fn lint(catalog: &Catalog, options: &LintOptions) -> LintReport {
                 });
                 continue;
             }
-            let inline_hit = inline.iter().any(|(t, path, ids)| {
-                t == tool
-                    && ids.contains(finding.rule)
+            let inline_hit = inline.get(tool).into_iter().flatten().any(|(path, ids)| {
+                ids.contains(finding.rule)
                     && (finding.path == *path || finding.path.starts_with(&format!("{path}.")))
             });
             if inline_hit {
@@ -611,29 +669,7 @@ pub fn lint(catalog: &Catalog, options: &LintOptions) -> LintReport {
         }
         findings.push(finding);
     }
-    findings.sort_by(|a, b| {
-        let pos = |f: &Finding| {
-            f.tool
-                .as_deref()
-                .and_then(|t| order.get(t).copied())
-                .map_or(0, |i| i + 1)
-        };
-        (a.severity, pos(a), &a.path, a.rule, &a.message).cmp(&(
-            b.severity,
-            pos(b),
-            &b.path,
-            b.rule,
-            &b.message,
-        ))
-    });
-    LintReport {
-        source: catalog.source.clone(),
-        fingerprint: catalog.fingerprint.clone(),
-        tools: catalog.tools.len(),
-        findings,
-        suppressed,
-        footprint,
-    }
+    (findings, suppressed)
 }
 
 /// The rule ids of an `x-toolscore-lint` value (`{"allow": [...]}`), or an error message.
@@ -728,196 +764,7 @@ pub(crate) fn child_path(parent: &str, key: &str) -> String {
 }
 
 #[cfg(test)]
-pub(crate) mod test_support {
-    use crate::catalog::{Catalog, Tool};
-    use serde_json::Value;
-
-    pub fn tool(name: &str, description: &str, schema: Value) -> Tool {
-        Tool {
-            name: name.to_owned(),
-            description: description.to_owned(),
-            input_schema: schema,
-        }
-    }
-
-    pub fn catalog(tools: Vec<Tool>) -> Catalog {
-        Catalog::new(tools, "test.json".to_owned())
-    }
-
-    /// Rule ids found for a catalog with default options.
-    pub fn rules_of(c: &Catalog) -> Vec<&'static str> {
-        super::lint(c, &super::LintOptions::default())
-            .findings
-            .iter()
-            .map(|f| f.rule)
-            .collect()
-    }
-
-    /// The findings of one rule.
-    pub fn findings_of(c: &Catalog, rule: &str) -> Vec<super::Finding> {
-        super::lint(c, &super::LintOptions::default())
-            .findings
-            .into_iter()
-            .filter(|f| f.rule == rule)
-            .collect()
-    }
-
-    /// A well-described tool that breaks no rule.
-    pub fn clean_tool(name: &str) -> Tool {
-        tool(
-            name,
-            "Look up one invoice by its id and return its lines, totals and payment status.",
-            serde_json::json!({
-                "type": "object",
-                "properties": {
-                    "invoice_id": {"type": "string", "description": "Invoice id, e.g. in_12345."}
-                },
-                "required": ["invoice_id"],
-                "additionalProperties": false
-            }),
-        )
-    }
-}
+pub(crate) mod test_support;
 
 #[cfg(test)]
-mod tests {
-    use super::test_support::*;
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn every_rule_id_is_unique_and_kebab_case() {
-        let mut seen = BTreeSet::new();
-        for r in RULES {
-            assert!(seen.insert(r.id), "duplicate {}", r.id);
-            assert!(
-                r.id.chars().all(|c| c.is_ascii_lowercase() || c == '-'),
-                "{}",
-                r.id
-            );
-        }
-    }
-
-    #[test]
-    fn a_clean_catalog_has_only_the_token_summary_and_provider_notes() {
-        // A closed object (`additionalProperties: false`) is what OpenAI strict wants and what
-        // Gemini's `parameters` rejects: no schema satisfies both, hence the provider note.
-        let c = catalog(vec![clean_tool("get_invoice")]);
-        assert_eq!(rules_of(&c), vec!["provider-gemini", "tokens-catalog"]);
-    }
-
-    #[test]
-    fn config_levels_turn_rules_off_and_relevel_them() {
-        let c = catalog(vec![tool("get_invoice", "", json!({"type": "object"}))]);
-        let mut o = LintOptions::default();
-        let r = lint(&c, &o);
-        assert!(
-            r.findings
-                .iter()
-                .any(|f| f.rule == "description-missing" && f.severity == Severity::Error)
-        );
-        o.levels
-            .insert("description-missing".into(), Level::Warning);
-        let r = lint(&c, &o);
-        let f = r
-            .findings
-            .iter()
-            .find(|f| f.rule == "description-missing")
-            .unwrap();
-        assert_eq!(f.severity, Severity::Warning);
-        assert!(!r.has_errors());
-        o.levels.insert("description-missing".into(), Level::Off);
-        assert!(
-            !lint(&c, &o)
-                .findings
-                .iter()
-                .any(|f| f.rule == "description-missing")
-        );
-    }
-
-    #[test]
-    fn config_allow_suppresses_only_the_named_tool_and_rule() {
-        let c = catalog(vec![
-            tool("get_invoice", "", json!({"type": "object"})),
-            tool("get_refund", "", json!({"type": "object"})),
-        ]);
-        let mut o = LintOptions::default();
-        o.allow_for("get_invoice", ["description-missing".to_owned()]);
-        let r = lint(&c, &o);
-        let missing: Vec<_> = r
-            .findings
-            .iter()
-            .filter(|f| f.rule == "description-missing")
-            .map(|f| f.tool.clone().unwrap())
-            .collect();
-        assert_eq!(missing, vec!["get_refund"]);
-        assert_eq!(r.suppressed.len(), 1);
-        assert_eq!(r.suppressed[0].by, "config");
-    }
-
-    #[test]
-    fn inline_allow_on_a_property_covers_that_property_only() {
-        let c = catalog(vec![tool(
-            "get_invoice",
-            "Look up one invoice by its id and return its lines and totals.",
-            json!({"type": "object", "properties": {
-                "id": {"type": "string", "description": "Invoice id.",
-                       "x-toolscore-lint": {"allow": ["param-generic-name"]}},
-                "data": {"type": "string", "description": "Extra data to attach."}
-            }, "required": ["id", "data"]}),
-        )]);
-        let r = lint(&c, &LintOptions::default());
-        let generic: Vec<_> = r
-            .findings
-            .iter()
-            .filter(|f| f.rule == "param-generic-name")
-            .map(|f| f.path.clone())
-            .collect();
-        assert_eq!(generic, vec!["inputSchema.properties.data"]);
-        assert!(r.suppressed.iter().any(|s| s.by == "inline"));
-    }
-
-    #[test]
-    fn tool_level_inline_allows_are_read_from_the_document() {
-        let doc = json!({"tools": [
-            {"name": "a", "inputSchema": {}, "x-toolscore-lint": {"allow": ["description-missing"]}},
-            {"type": "function", "function": {"name": "b", "x-toolscore-lint": {"allow": ["name-too-generic"]}}}
-        ]});
-        let got = tool_inline_allows(&doc).unwrap();
-        assert_eq!(
-            got,
-            vec![
-                ("a".to_owned(), vec!["description-missing".to_owned()]),
-                ("b".to_owned(), vec!["name-too-generic".to_owned()])
-            ]
-        );
-        let bad = json!([{"name": "a", "x-toolscore-lint": {"allow": ["no-such-rule"]}}]);
-        let e = tool_inline_allows(&bad).unwrap_err();
-        assert!(
-            e.contains("tools[0] (a)") && e.contains("no-such-rule"),
-            "{e}"
-        );
-    }
-
-    #[test]
-    fn unknown_rule_ids_in_config_are_listed() {
-        let mut c = LintConfig::default();
-        c.rules.insert("nope".into(), Level::Off);
-        c.allow
-            .insert("t".into(), vec!["name-invalid".into(), "x".into()]);
-        assert_eq!(
-            c.unknown_rules(),
-            vec![
-                ("lint.rules.nope".to_owned(), "nope".to_owned()),
-                ("lint.allow.t".to_owned(), "x".to_owned())
-            ]
-        );
-    }
-
-    #[test]
-    fn child_paths_quote_odd_keys() {
-        assert_eq!(child_path("a", "b_c"), "a.b_c");
-        assert_eq!(child_path("a", "b c"), "a[\"b c\"]");
-        assert_eq!(child_path("", "x"), "x");
-    }
-}
+mod tests;

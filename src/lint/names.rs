@@ -259,11 +259,12 @@ pub(crate) fn check(catalog: &Catalog, out: &mut Vec<Raw>) {
                 "Rename it with ASCII letters, digits, `_`, `-` and `.` only.",
             ));
         }
-        *by_name.entry(name).or_default() += 1;
-        let folded = name.to_lowercase();
-        let entry = by_folded.entry(folded).or_default();
-        if !entry.contains(&name) {
-            entry.push(name);
+        let seen = by_name.entry(name).or_default();
+        *seen += 1;
+        // A name seen for the first time is new in its case-folded group too; asking the
+        // group itself would be quadratic in a catalog of case variants of one name.
+        if *seen == 1 {
+            by_folded.entry(name.to_lowercase()).or_default().push(name);
         }
         if COMMON_NAMES.contains(&name) {
             out.push(Raw::new(

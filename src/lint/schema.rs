@@ -86,7 +86,8 @@ fn collect_properties<'a>(
     out: &mut Vec<Property<'a>>,
 ) {
     let Value::Object(map) = schema else { return };
-    let required: Vec<&str> = map
+    // A set: a schema with thousands of properties, all required, is linear, not quadratic.
+    let required: std::collections::HashSet<&str> = map
         .get("required")
         .and_then(Value::as_array)
         .map(|r| r.iter().filter_map(Value::as_str).collect())
@@ -100,7 +101,7 @@ fn collect_properties<'a>(
                     path: p.clone(),
                     name,
                     schema: m,
-                    required: required.contains(&name.as_str()),
+                    required: required.contains(name.as_str()),
                     direct,
                 });
             }
@@ -378,7 +379,9 @@ fn headers(tool: &str, schema: &Value, props: &[Property<'_>], out: &mut Vec<Raw
         .expect("static regex")
     });
     let t = Some(tool);
-    let mut seen: Vec<(String, String)> = Vec::new();
+    // Header name (lower-cased: header names are case-insensitive) → the first property
+    // mirrored into it; a map, so thousands of mirrored properties stay linear.
+    let mut seen: std::collections::HashMap<String, String> = std::collections::HashMap::new();
     for p in props {
         let Some(h) = p.schema.get("x-mcp-header") else {
             continue;
@@ -417,7 +420,7 @@ fn headers(tool: &str, schema: &Value, props: &[Property<'_>], out: &mut Vec<Raw
                 "Move the annotation to a property reached from the root through `properties`.",
             ));
         }
-        if let Some((other, _)) = seen.iter().find(|(_, n)| n.eq_ignore_ascii_case(name)) {
+        if let Some(other) = seen.get(&name.to_ascii_lowercase()) {
             out.push(Raw::new(
                 "header-mirror-invalid",
                 t,
@@ -428,7 +431,8 @@ fn headers(tool: &str, schema: &Value, props: &[Property<'_>], out: &mut Vec<Raw
                 "Give each mirrored parameter its own header name.",
             ));
         }
-        seen.push((p.name.to_owned(), name.to_owned()));
+        seen.entry(name.to_ascii_lowercase())
+            .or_insert_with(|| p.name.to_owned());
         if SENSITIVE.is_match(name) || SENSITIVE.is_match(p.name) {
             out.push(Raw::new(
                 "header-sensitive",

@@ -7,23 +7,32 @@
 //! only and toolscore shuts the server down itself (close stdin, then SIGTERM, then SIGKILL
 //! to the whole group, which also covers the grandchildren `npx` starts).
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::process::Stdio;
 use std::sync::atomic::{AtomicI32, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::model::{CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation};
 use rmcp::service::RunningService;
+use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{RoleClient, ServiceError, ServiceExt as _};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use tokio::io::AsyncBufReadExt as _;
 
-use super::{Catalog, Tool, parse_tool};
+use super::Catalog;
+
+mod bounded;
+mod listing;
+mod raw;
+
+use bounded::{BoundedChild, StderrTail, StdoutFault, cut_text};
+pub use bounded::{
+    MAX_ERROR_MESSAGE_BYTES, MAX_LISTING_BYTES, MAX_MESSAGE_BYTES, MAX_PAGES, MAX_TOOLS,
+    STDERR_LINE_BYTES, STDERR_LINES,
+};
+pub use listing::{catalog_of_listing, list_catalog, list_catalog_blocking};
+pub use raw::raw_initialize;
 
 /// What an interrupted listing left behind.
 pub const MCP_SHUT_DOWN: &str = "the MCP server was shut down";
@@ -205,6 +214,14 @@ pub enum McpError {
         message: String,
         stderr: String,
     },
+    /// A listing passed one of the bounds on pages, tools or bytes ([`MAX_PAGES`],
+    /// [`MAX_TOOLS`], [`MAX_LISTING_BYTES`]).
+    #[error("MCP server {server}: {what}: {message}")]
+    Limit {
+        server: String,
+        what: String,
+        message: String,
+    },
     /// The server answered a request with a JSON-RPC error.
     #[error("MCP server {server}: {what} answered with JSON-RPC error {code}: {message}")]
     Rpc {
@@ -261,74 +278,6 @@ impl From<McpError> for crate::error::Error {
     }
 }
 
-/// Lines of stderr kept to quote in errors.
-const STDERR_LINES: usize = 40;
-/// Longest stderr line kept, in bytes.
-const STDERR_LINE_BYTES: usize = 2000;
-
-/// The last lines a child wrote to stderr, filled by a background task.
-#[derive(Clone, Default)]
-struct StderrTail {
-    lines: Arc<Mutex<VecDeque<String>>>,
-    done: Arc<tokio::sync::Notify>,
-    finished: Arc<std::sync::atomic::AtomicBool>,
-}
-
-impl StderrTail {
-    fn follow(stderr: tokio::process::ChildStderr, server: String) -> StderrTail {
-        let tail = StderrTail::default();
-        let t = tail.clone();
-        tokio::spawn(async move {
-            let mut reader = tokio::io::BufReader::new(stderr);
-            let mut buf = Vec::new();
-            loop {
-                buf.clear();
-                match reader.read_until(b'\n', &mut buf).await {
-                    Ok(0) | Err(_) => break,
-                    Ok(_) => {
-                        let mut line = String::from_utf8_lossy(&buf).trim_end().to_owned();
-                        if line.len() > STDERR_LINE_BYTES {
-                            let mut cut = STDERR_LINE_BYTES;
-                            while !line.is_char_boundary(cut) {
-                                cut -= 1;
-                            }
-                            line.truncate(cut);
-                            line.push('…');
-                        }
-                        tracing::debug!(server = %server, "stderr: {line}");
-                        if let Ok(mut lines) = t.lines.lock() {
-                            if lines.len() == STDERR_LINES {
-                                lines.pop_front();
-                            }
-                            lines.push_back(line);
-                        }
-                    }
-                }
-            }
-            t.finished.store(true, std::sync::atomic::Ordering::SeqCst);
-            t.done.notify_waiters();
-        });
-        tail
-    }
-
-    /// The kept lines; waits up to `grace` for the child to close stderr first, so a server
-    /// that just died has its last words in the message.
-    async fn text(&self, grace: Duration) -> String {
-        let notified = self.done.notified();
-        if !self.finished.load(std::sync::atomic::Ordering::SeqCst) {
-            let _ = tokio::time::timeout(grace, notified).await;
-        }
-        self.snapshot()
-    }
-
-    fn snapshot(&self) -> String {
-        self.lines
-            .lock()
-            .map(|l| l.iter().cloned().collect::<Vec<_>>().join("\n"))
-            .unwrap_or_default()
-    }
-}
-
 /// How long to wait for a dying child's stderr before quoting it.
 const STDERR_GRACE: Duration = Duration::from_millis(1500);
 
@@ -338,9 +287,124 @@ pub struct McpSession {
     server: String,
     identity: ServerIdentity,
     stderr: Option<StderrTail>,
+    /// Why a stdio server's output was refused, if it was.
+    fault: Option<StdoutFault>,
     /// Process group of a stdio child, to end it if a graceful shutdown does not.
     child_group: Option<i32>,
     timeout: Duration,
+}
+
+/// A connection under way: `initialize` within the timeout (the outer `Err`) or not.
+struct Started {
+    service: Result<
+        Result<RunningService<RoleClient, ClientConfig>, rmcp::service::ClientInitializeError>,
+        tokio::time::error::Elapsed,
+    >,
+    stderr: Option<StderrTail>,
+    fault: Option<StdoutFault>,
+    child_group: Option<i32>,
+}
+
+async fn stderr_text(tail: &Option<StderrTail>) -> String {
+    match tail {
+        Some(t) => t.text(STDERR_GRACE).await,
+        None => String::new(),
+    }
+}
+
+/// Spawns a stdio server in its own process group, read through the bounded transport, and
+/// sends `initialize`.
+async fn start_stdio(
+    spec: &ServerSpec,
+    client: ClientConfig,
+    timeout: Duration,
+    group: &AtomicI32,
+) -> Result<Started, McpError> {
+    let ServerSpec::Stdio {
+        command,
+        args,
+        env: vars,
+        cwd,
+    } = spec
+    else {
+        return Err(McpError::Config {
+            server: spec.label(),
+            message: "not a stdio server".into(),
+        });
+    };
+    let server = spec.label();
+    let mut cmd = process_wrap::tokio::CommandWrap::with_new(command, |c| {
+        c.args(args);
+        c.envs(vars);
+        if let Some(dir) = cwd {
+            c.current_dir(dir);
+        }
+    });
+    cmd.wrap(process_wrap::tokio::ProcessGroup::leader());
+    let (transport, stderr, fault) = BoundedChild::spawn(cmd).map_err(|e| McpError::Spawn {
+        server: server.clone(),
+        message: spawn_message(command, cwd.as_ref(), &e),
+    })?;
+    let child_group = transport.id().map(|p| p as i32);
+    group.store(child_group.unwrap_or(0), Ordering::SeqCst);
+    let tail = stderr.map(|s| StderrTail::follow(s, server));
+    Ok(Started {
+        service: tokio::time::timeout(timeout, client.serve(transport)).await,
+        stderr: tail,
+        fault: Some(fault),
+        child_group,
+    })
+}
+
+/// Reaches a streamable-HTTP server (with its headers and bearer token) and sends
+/// `initialize`. The SDK bounds each message at [`MAX_MESSAGE_BYTES`] itself.
+async fn start_http(
+    spec: &ServerSpec,
+    client: ClientConfig,
+    timeout: Duration,
+    env: &(dyn Fn(&str) -> Option<String> + Sync),
+) -> Result<Started, McpError> {
+    let ServerSpec::Http {
+        url,
+        headers,
+        token_env,
+    } = spec
+    else {
+        return Err(McpError::Config {
+            server: spec.label(),
+            message: "not an HTTP server".into(),
+        });
+    };
+    let server = spec.label();
+    let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+    if let Some(var) = token_env {
+        let token = env(var)
+            .filter(|t| !t.is_empty())
+            .ok_or_else(|| McpError::Config {
+                server: server.clone(),
+                message: format!("the bearer token variable {var} is not set (token_env names it)"),
+            })?;
+        config = config.auth_header(token);
+    }
+    let mut map = std::collections::HashMap::new();
+    for (name, value) in headers {
+        let bad = |what: &str| McpError::Config {
+            server: server.clone(),
+            message: format!("header `{name}`: invalid {what}"),
+        };
+        let n =
+            reqwest::header::HeaderName::from_bytes(name.as_bytes()).map_err(|_| bad("name"))?;
+        let v = reqwest::header::HeaderValue::from_str(value).map_err(|_| bad("value"))?;
+        map.insert(n, v);
+    }
+    config = config.custom_headers(map);
+    let transport = StreamableHttpClientTransport::from_config(config);
+    Ok(Started {
+        service: tokio::time::timeout(timeout, client.serve(transport)).await,
+        stderr: None,
+        fault: None,
+        child_group: None,
+    })
 }
 
 impl McpSession {
@@ -367,85 +431,23 @@ impl McpSession {
             ClientCapabilities::default(),
             Implementation::new("toolscore", env!("CARGO_PKG_VERSION")),
         );
-        let (started, stderr, child_group) = match spec {
-            ServerSpec::Stdio {
-                command,
-                args,
-                env: vars,
-                cwd,
-            } => {
-                let mut cmd = process_wrap::tokio::CommandWrap::with_new(command, |c| {
-                    c.args(args);
-                    c.envs(vars);
-                    if let Some(dir) = cwd {
-                        c.current_dir(dir);
-                    }
-                });
-                cmd.wrap(process_wrap::tokio::ProcessGroup::leader());
-                let (transport, stderr) = TokioChildProcess::builder(cmd)
-                    .stderr(Stdio::piped())
-                    .spawn()
-                    .map_err(|e| McpError::Spawn {
-                        server: server.clone(),
-                        message: spawn_message(command, cwd.as_ref(), &e),
-                    })?;
-                let child_group = transport.id().map(|p| p as i32);
-                group.store(child_group.unwrap_or(0), Ordering::SeqCst);
-                let tail = stderr.map(|s| StderrTail::follow(s, server.clone()));
-                let started = tokio::time::timeout(timeout, client.serve(transport)).await;
-                (started, tail, child_group)
-            }
-            ServerSpec::Http {
-                url,
-                headers,
-                token_env,
-            } => {
-                let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
-                if let Some(var) = token_env {
-                    let token = env(var).filter(|t| !t.is_empty()).ok_or_else(|| {
-                        McpError::Config {
-                            server: server.clone(),
-                            message: format!(
-                                "the bearer token variable {var} is not set (token_env names it)"
-                            ),
-                        }
-                    })?;
-                    config = config.auth_header(token);
-                }
-                let mut map = std::collections::HashMap::new();
-                for (name, value) in headers {
-                    let bad = |what: &str| McpError::Config {
-                        server: server.clone(),
-                        message: format!("header `{name}`: invalid {what}"),
-                    };
-                    let n = reqwest::header::HeaderName::from_bytes(name.as_bytes())
-                        .map_err(|_| bad("name"))?;
-                    let v =
-                        reqwest::header::HeaderValue::from_str(value).map_err(|_| bad("value"))?;
-                    map.insert(n, v);
-                }
-                config = config.custom_headers(map);
-                let transport = StreamableHttpClientTransport::from_config(config);
-                let started = tokio::time::timeout(timeout, client.serve(transport)).await;
-                (started, None, None)
-            }
+        let started = match spec {
+            ServerSpec::Stdio { .. } => start_stdio(spec, client, timeout, group).await?,
+            ServerSpec::Http { .. } => start_http(spec, client, timeout, env).await?,
         };
-        let stderr_text = |tail: &Option<StderrTail>| {
-            let tail = tail.clone();
-            async move {
-                match tail {
-                    Some(t) => t.text(STDERR_GRACE).await,
-                    None => String::new(),
-                }
-            }
-        };
-        let service = match started {
+        let child_group = started.child_group;
+        let stderr = started.stderr.clone();
+        let fault = started.fault.clone();
+        let service = match started.service {
             Ok(Ok(service)) => service,
             Ok(Err(e)) => {
                 terminate_group(child_group).await;
                 return Err(McpError::Start {
+                    // What our reader refused explains the failure better than the SDK can.
+                    message: fault
+                        .and_then(|f| f.get())
+                        .unwrap_or_else(|| start_message(&e, child_group.is_some())),
                     server,
-                    message: start_message(&e, child_group.is_some()),
                     stderr: stderr_text(&stderr).await,
                 });
             }
@@ -459,48 +461,42 @@ impl McpSession {
                 });
             }
         };
-        let identity = match service.peer_info() {
+        let mut session = McpSession {
+            service,
+            server,
+            identity: ServerIdentity {
+                name: String::new(),
+                version: String::new(),
+                protocol_version: String::new(),
+            },
+            stderr,
+            fault,
+            child_group,
+            timeout,
+        };
+        match session.service.peer_info() {
             Some(info) => {
                 let (name, version) = info
                     .server_info
                     .as_ref()
                     .map(|i| (i.name.clone(), i.version.clone()))
                     .unwrap_or_else(|| ("(unnamed)".to_owned(), String::new()));
-                ServerIdentity {
+                session.identity = ServerIdentity {
                     name,
                     version,
                     protocol_version: info.protocol_version.to_string(),
-                }
+                };
+                Ok(session)
             }
             None => {
-                let mut session = McpSession {
-                    service,
-                    server: server.clone(),
-                    identity: ServerIdentity {
-                        name: String::new(),
-                        version: String::new(),
-                        protocol_version: String::new(),
-                    },
-                    stderr: stderr.clone(),
-                    child_group,
-                    timeout,
-                };
                 session.close().await;
-                return Err(McpError::Start {
-                    server,
+                Err(McpError::Start {
+                    server: session.server.clone(),
                     message: "no initialize result".into(),
-                    stderr: stderr_text(&stderr).await,
-                });
+                    stderr: stderr_text(&session.stderr).await,
+                })
             }
-        };
-        Ok(McpSession {
-            service,
-            server,
-            identity,
-            stderr,
-            child_group,
-            timeout,
-        })
+        }
     }
 
     /// What the server said about itself.
@@ -511,59 +507,6 @@ impl McpSession {
     /// The server's name in messages (its command line or URL).
     pub fn label(&self) -> &str {
         &self.server
-    }
-
-    /// Every tool the server offers, following `nextCursor` to the last page, as a catalog.
-    pub async fn list_tools(&self) -> Result<Catalog, McpError> {
-        let listed = tokio::time::timeout(self.timeout, self.service.peer().list_all_tools()).await;
-        let tools = match listed {
-            Ok(Ok(tools)) => tools,
-            // rmcp's word for a result that does not deserialize as a tools/list result.
-            Ok(Err(ServiceError::UnexpectedResponse)) => {
-                return Err(McpError::Malformed {
-                    server: self.server.clone(),
-                    message: "the result is not a list of tools (each needs a `name` and an `inputSchema` object)".into(),
-                    stderr: self.stderr_snapshot(),
-                });
-            }
-            Ok(Err(e)) => return Err(self.request_error("tools/list", e).await),
-            Err(_) => {
-                return Err(McpError::Timeout {
-                    server: self.server.clone(),
-                    what: "tools/list".into(),
-                    after: self.timeout,
-                    stderr: self.stderr_snapshot(),
-                });
-            }
-        };
-        let values: Vec<Value> = tools
-            .iter()
-            .map(|t| serde_json::to_value(t).unwrap_or(Value::Null))
-            .collect();
-        catalog_of_listing(&values, &self.server).map_err(|message| McpError::Malformed {
-            server: self.server.clone(),
-            message,
-            stderr: self.stderr_snapshot(),
-        })
-    }
-
-    /// Every tool as the server listed it, as JSON (`title`, `outputSchema`, `annotations` and
-    /// all): what a probe checks beyond what the model reads.
-    pub async fn list_tool_definitions(&self) -> Result<Vec<Value>, McpError> {
-        let listed = tokio::time::timeout(self.timeout, self.service.peer().list_all_tools()).await;
-        match listed {
-            Ok(Ok(tools)) => Ok(tools
-                .iter()
-                .map(|t| serde_json::to_value(t).unwrap_or(Value::Null))
-                .collect()),
-            Ok(Err(e)) => Err(self.request_error("tools/list", e).await),
-            Err(_) => Err(McpError::Timeout {
-                server: self.server.clone(),
-                what: "tools/list".into(),
-                after: self.timeout,
-                stderr: self.stderr_snapshot(),
-            }),
-        }
     }
 
     /// Calls one tool. A tool-execution error (`isError: true`) is an `Ok` result; a JSON-RPC
@@ -639,12 +582,21 @@ impl McpSession {
                 retry_after,
             };
         }
+        if let Some(fault) = self.fault.as_ref().and_then(StdoutFault::get) {
+            // The connection ended because our reader refused the output: say what arrived.
+            return McpError::Transport {
+                server: self.server.clone(),
+                what: what.to_owned(),
+                message: fault,
+                stderr: self.stderr_snapshot(),
+            };
+        }
         match e {
             ServiceError::McpError(data) => McpError::Rpc {
                 server: self.server.clone(),
                 what: what.to_owned(),
                 code: data.code.0,
-                message: data.message.to_string(),
+                message: cut_text(&data.message, MAX_ERROR_MESSAGE_BYTES),
             },
             other => McpError::Transport {
                 server: self.server.clone(),
@@ -711,7 +663,8 @@ fn start_message(e: &rmcp::service::ClientInitializeError, stdio: bool) -> Strin
         E::TransportError { error, .. } => error.error.to_string(),
         E::JsonRpcError(data) => format!(
             "initialize answered with JSON-RPC error {}: {}",
-            data.code.0, data.message
+            data.code.0,
+            cut_text(&data.message, MAX_ERROR_MESSAGE_BYTES)
         ),
         other => other.to_string(),
     }
@@ -748,235 +701,6 @@ async fn terminate_group(group: Option<i32>) {
         }
     }
     signal_group(group, libc::SIGKILL);
-}
-
-/// The tools of a `tools/list` listing as a catalog, checked as a catalog file is.
-pub fn catalog_of_listing(tools: &[Value], source: &str) -> Result<Catalog, String> {
-    let mut out: Vec<Tool> = Vec::with_capacity(tools.len());
-    for (i, item) in tools.iter().enumerate() {
-        let tool = parse_tool(item).map_err(|(field, msg)| format!("tools[{i}]{field}: {msg}"))?;
-        if out.iter().any(|t| t.name == tool.name) {
-            return Err(format!(
-                "tools[{i}].name: duplicate tool name `{}`",
-                tool.name
-            ));
-        }
-        out.push(tool);
-    }
-    Ok(Catalog::new(out, source.to_owned()))
-}
-
-/// Sends one `initialize` request asking for `protocol_version`, outside the SDK (which only
-/// asks for versions it supports), and returns the server's raw JSON-RPC response: a result
-/// or an error. The server is shut down afterwards. For probing version negotiation.
-pub async fn raw_initialize(
-    spec: &ServerSpec,
-    protocol_version: &str,
-    timeout: Duration,
-    env: &(dyn Fn(&str) -> Option<String> + Sync),
-) -> Result<Value, McpError> {
-    let server = spec.label();
-    let request = serde_json::json!({
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": protocol_version,
-            "capabilities": {},
-            "clientInfo": {"name": "toolscore-probe", "version": env!("CARGO_PKG_VERSION")},
-        },
-    });
-    let timed_out = |stderr: String| McpError::Timeout {
-        server: server.clone(),
-        what: format!("initialize at protocol version {protocol_version}"),
-        after: timeout,
-        stderr,
-    };
-    match spec {
-        ServerSpec::Stdio {
-            command,
-            args,
-            env: vars,
-            cwd,
-        } => {
-            let mut cmd = tokio::process::Command::new(command);
-            cmd.args(args)
-                .envs(vars)
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .process_group(0)
-                .kill_on_drop(true);
-            if let Some(dir) = cwd {
-                cmd.current_dir(dir);
-            }
-            let mut child = cmd.spawn().map_err(|e| McpError::Spawn {
-                server: server.clone(),
-                message: spawn_message(command, cwd.as_ref(), &e),
-            })?;
-            let group = child.id().map(|p| p as i32);
-            let tail = child
-                .stderr
-                .take()
-                .map(|s| StderrTail::follow(s, server.clone()));
-            let stderr_now = || tail.as_ref().map(StderrTail::snapshot).unwrap_or_default();
-            let (Some(mut stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
-                terminate_group(group).await;
-                return Err(McpError::Spawn {
-                    server,
-                    message: "no stdio pipes".into(),
-                });
-            };
-            let exchange = async {
-                use tokio::io::AsyncWriteExt as _;
-                let mut line = serde_json::to_vec(&request).unwrap_or_default();
-                line.push(b'\n');
-                stdin.write_all(&line).await.ok()?;
-                stdin.flush().await.ok()?;
-                let mut lines = tokio::io::BufReader::new(stdout).lines();
-                // Notifications and log lines may come first; the answer carries id 1.
-                while let Ok(Some(text)) = lines.next_line().await {
-                    if let Ok(v) = serde_json::from_str::<Value>(&text)
-                        && v.get("id") == Some(&Value::from(1))
-                    {
-                        return Some(v);
-                    }
-                }
-                None
-            };
-            let answer = tokio::time::timeout(timeout, exchange).await;
-            drop(stdin);
-            terminate_group(group).await;
-            let _ = child.wait().await;
-            match answer {
-                Ok(Some(v)) => Ok(v),
-                Ok(None) => Err(McpError::Start {
-                    server,
-                    message: format!(
-                        "the process closed its stdout without answering initialize at protocol version {protocol_version}"
-                    ),
-                    stderr: match &tail {
-                        Some(t) => t.text(STDERR_GRACE).await,
-                        None => String::new(),
-                    },
-                }),
-                Err(_) => Err(timed_out(stderr_now())),
-            }
-        }
-        ServerSpec::Http {
-            url,
-            headers,
-            token_env,
-        } => {
-            let client = reqwest::Client::new();
-            let mut req = client
-                .post(url)
-                .header("Accept", "application/json, text/event-stream")
-                .header("Content-Type", "application/json")
-                .body(serde_json::to_vec(&request).unwrap_or_default());
-            for (k, v) in headers {
-                req = req.header(k.as_str(), v.as_str());
-            }
-            if let Some(var) = token_env {
-                let token = env(var)
-                    .filter(|t| !t.is_empty())
-                    .ok_or_else(|| McpError::Config {
-                        server: server.clone(),
-                        message: format!(
-                            "the bearer token variable {var} is not set (token_env names it)"
-                        ),
-                    })?;
-                req = req.bearer_auth(token);
-            }
-            let exchange = async {
-                let resp = req.send().await.map_err(|e| e.without_url().to_string())?;
-                let status = resp.status();
-                let session = resp
-                    .headers()
-                    .get("mcp-session-id")
-                    .and_then(|v| v.to_str().ok())
-                    .map(str::to_owned);
-                let body = resp.text().await.map_err(|e| e.without_url().to_string())?;
-                // A JSON body, or an SSE stream whose `data:` lines carry the answer.
-                let answer = serde_json::from_str::<Value>(&body).ok().or_else(|| {
-                    body.lines()
-                        .filter_map(|l| l.strip_prefix("data:"))
-                        .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
-                        .find(|v| v.get("id") == Some(&Value::from(1)))
-                });
-                // End the session the probe opened, if the server opened one.
-                if let Some(id) = session {
-                    let _ = client.delete(url).header("mcp-session-id", id).send().await;
-                }
-                answer.ok_or_else(|| format!("HTTP {status} without a JSON-RPC answer"))
-            };
-            match tokio::time::timeout(timeout, exchange).await {
-                Ok(Ok(v)) => Ok(v),
-                Ok(Err(message)) => Err(McpError::Start {
-                    server,
-                    message,
-                    stderr: String::new(),
-                }),
-                Err(_) => Err(timed_out(String::new())),
-            }
-        }
-    }
-}
-
-/// Connects, lists every tool and shuts down, whatever happened in between.
-pub async fn list_catalog(
-    spec: &ServerSpec,
-    timeout: Duration,
-    env: &(dyn Fn(&str) -> Option<String> + Sync),
-) -> Result<LiveCatalog, McpError> {
-    let session = McpSession::connect(spec, timeout, env).await?;
-    let listed = session.list_tools().await;
-    let server = session.server().clone();
-    session.shutdown().await;
-    Ok(LiveCatalog {
-        catalog: listed?,
-        server,
-    })
-}
-
-/// [`list_catalog`] from synchronous code, on a runtime of its own. Ctrl-C or SIGTERM while it
-/// runs shuts the server down and returns [`McpError::Interrupted`].
-pub fn list_catalog_blocking(
-    spec: &ServerSpec,
-    timeout: Duration,
-    env: &(dyn Fn(&str) -> Option<String> + Sync),
-) -> Result<LiveCatalog, McpError> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| McpError::Spawn {
-            server: spec.label(),
-            message: format!("cannot start the async runtime: {e}"),
-        })?;
-    runtime.block_on(async {
-        let group = AtomicI32::new(0);
-        let session = tokio::select! {
-            s = McpSession::connect_noting_group(spec, timeout, env, &group) => s?,
-            () = shutdown_signal() => {
-                // The abandoned connection's child would only be killed by a task of this
-                // runtime, which is about to end: end it here.
-                let g = group.load(Ordering::SeqCst);
-                terminate_group((g > 0).then_some(g)).await;
-                return Err(McpError::Interrupted);
-            }
-        };
-        let listed = tokio::select! {
-            l = session.list_tools() => l,
-            () = shutdown_signal() => Err(McpError::Interrupted),
-        };
-        let server = session.server().clone();
-        session.shutdown().await;
-        Ok(LiveCatalog {
-            catalog: listed?,
-            server,
-        })
-    })
 }
 
 /// Resolves on Ctrl-C or SIGTERM.

@@ -1,0 +1,245 @@
+//! One `initialize` outside the SDK, for probing version negotiation: the SDK only asks for
+//! versions it supports. Read under the same bounds as a session: one message of at most
+//! [`MAX_MESSAGE_BYTES`], UTF-8, within the timeout.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::io::AsyncBufReadExt as _;
+
+use super::bounded::{BoundedStdout, StderrTail, StdoutFault, bytes};
+use super::{
+    MAX_MESSAGE_BYTES, McpError, STDERR_GRACE, ServerSpec, spawn_message, terminate_group,
+};
+
+/// Sends one `initialize` request asking for `protocol_version`, outside the SDK (which only
+/// asks for versions it supports), and returns the server's raw JSON-RPC response: a result
+/// or an error. The server is shut down afterwards. For probing version negotiation.
+pub async fn raw_initialize(
+    spec: &ServerSpec,
+    protocol_version: &str,
+    timeout: Duration,
+    env: &(dyn Fn(&str) -> Option<String> + Sync),
+) -> Result<Value, McpError> {
+    let request = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": protocol_version,
+            "capabilities": {},
+            "clientInfo": {"name": "toolscore-probe", "version": env!("CARGO_PKG_VERSION")},
+        },
+    });
+    let timed_out = |stderr: String| McpError::Timeout {
+        server: spec.label(),
+        what: format!("initialize at protocol version {protocol_version}"),
+        after: timeout,
+        stderr,
+    };
+    match spec {
+        ServerSpec::Stdio { .. } => {
+            raw_stdio(spec, &request, protocol_version, timeout, &timed_out).await
+        }
+        ServerSpec::Http { .. } => {
+            let answer = tokio::time::timeout(timeout, raw_http(spec, &request, env)).await;
+            match answer {
+                Ok(Ok(v)) => Ok(v),
+                Ok(Err(e)) => Err(e),
+                Err(_) => Err(timed_out(String::new())),
+            }
+        }
+    }
+}
+
+async fn raw_stdio(
+    spec: &ServerSpec,
+    request: &Value,
+    protocol_version: &str,
+    timeout: Duration,
+    timed_out: &dyn Fn(String) -> McpError,
+) -> Result<Value, McpError> {
+    let server = spec.label();
+    let ServerSpec::Stdio {
+        command,
+        args,
+        env: vars,
+        cwd,
+    } = spec
+    else {
+        return Err(McpError::Config {
+            server,
+            message: "not a stdio server".into(),
+        });
+    };
+    let mut cmd = tokio::process::Command::new(command);
+    cmd.args(args)
+        .envs(vars)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    if let Some(dir) = cwd {
+        cmd.current_dir(dir);
+    }
+    let mut child = cmd.spawn().map_err(|e| McpError::Spawn {
+        server: server.clone(),
+        message: spawn_message(command, cwd.as_ref(), &e),
+    })?;
+    let group = child.id().map(|p| p as i32);
+    let tail = child
+        .stderr
+        .take()
+        .map(|s| StderrTail::follow(s, server.clone()));
+    let (Some(mut stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+        terminate_group(group).await;
+        return Err(McpError::Spawn {
+            server,
+            message: "no stdio pipes".into(),
+        });
+    };
+    let fault = StdoutFault::default();
+    let exchange = exchange(&mut stdin, stdout, request, fault.clone());
+    let answer = tokio::time::timeout(timeout, exchange).await;
+    drop(stdin);
+    terminate_group(group).await;
+    let _ = child.wait().await;
+    let stderr = match &tail {
+        Some(t) => t.text(STDERR_GRACE).await,
+        None => String::new(),
+    };
+    match answer {
+        Ok(Some(v)) => Ok(v),
+        Ok(None) => Err(McpError::Start {
+            server,
+            message: fault.get().unwrap_or_else(|| format!(
+                "the process closed its stdout without answering initialize at protocol version {protocol_version}"
+            )),
+            stderr,
+        }),
+        Err(_) => Err(timed_out(stderr)),
+    }
+}
+
+async fn raw_http(
+    spec: &ServerSpec,
+    request: &Value,
+    env: &(dyn Fn(&str) -> Option<String> + Sync),
+) -> Result<Value, McpError> {
+    let server = spec.label();
+    let start_error = |message: String| McpError::Start {
+        server: server.clone(),
+        message,
+        stderr: String::new(),
+    };
+    let ServerSpec::Http {
+        url,
+        headers,
+        token_env,
+    } = spec
+    else {
+        return Err(McpError::Config {
+            server: server.clone(),
+            message: "not an HTTP server".into(),
+        });
+    };
+    let client = reqwest::Client::new();
+    let mut req = client
+        .post(url)
+        .header("Accept", "application/json, text/event-stream")
+        .header("Content-Type", "application/json")
+        .body(serde_json::to_vec(request).unwrap_or_default());
+    for (k, v) in headers {
+        req = req.header(k.as_str(), v.as_str());
+    }
+    if let Some(var) = token_env {
+        let token = env(var)
+            .filter(|t| !t.is_empty())
+            .ok_or_else(|| McpError::Config {
+                server: server.clone(),
+                message: format!("the bearer token variable {var} is not set (token_env names it)"),
+            })?;
+        req = req.bearer_auth(token);
+    }
+    let mut resp = req
+        .send()
+        .await
+        .map_err(|e| start_error(e.without_url().to_string()))?;
+    let status = resp.status();
+    let session = resp
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let body = bounded_body(&mut resp).await;
+    // End the session the probe opened, if the server opened one.
+    if let Some(id) = session {
+        let _ = client.delete(url).header("mcp-session-id", id).send().await;
+    }
+    let body = body.map_err(start_error)?;
+    // A JSON body, or an SSE stream whose `data:` lines carry the answer.
+    let answer = serde_json::from_str::<Value>(&body).ok().or_else(|| {
+        body.lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
+            .find(|v| v.get("id") == Some(&Value::from(1)))
+    });
+    answer.ok_or_else(|| start_error(format!("HTTP {status} without a JSON-RPC answer")))
+}
+
+/// The body, read in chunks up to [`MAX_MESSAGE_BYTES`], as text.
+async fn bounded_body(resp: &mut reqwest::Response) -> Result<String, String> {
+    let mut body = Vec::new();
+    while let Some(chunk) = resp
+        .chunk()
+        .await
+        .map_err(|e| e.without_url().to_string())?
+    {
+        if body.len() + chunk.len() > MAX_MESSAGE_BYTES {
+            return Err(format!(
+                "the server sent an answer of more than {} bytes (16 MiB), the bound on one message",
+                bytes(MAX_MESSAGE_BYTES)
+            ));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    String::from_utf8(body).map_err(|e| {
+        format!(
+            "the server's answer is not valid UTF-8 (at byte {}), so not JSON-RPC",
+            bytes(e.utf8_error().valid_up_to())
+        )
+    })
+}
+
+/// Writes `request` and reads lines until the answer with id 1; None when the output ends or
+/// is refused (`fault` then says why).
+async fn exchange(
+    stdin: &mut tokio::process::ChildStdin,
+    stdout: tokio::process::ChildStdout,
+    request: &Value,
+    fault: StdoutFault,
+) -> Option<Value> {
+    use tokio::io::AsyncWriteExt as _;
+    let mut line = serde_json::to_vec(request).unwrap_or_default();
+    line.push(b'\n');
+    stdin.write_all(&line).await.ok()?;
+    stdin.flush().await.ok()?;
+    // The bounded reader fails a line past the bound, so `read_until` cannot grow past it.
+    let mut reader = tokio::io::BufReader::new(BoundedStdout::new(stdout, fault));
+    // Notifications and log lines may come first; the answer carries id 1.
+    loop {
+        line.clear();
+        match reader.read_until(b'\n', &mut line).await {
+            Ok(0) | Err(_) => return None,
+            Ok(_) => {
+                if let Ok(v) = serde_json::from_slice::<Value>(&line)
+                    && v.get("id") == Some(&Value::from(1))
+                {
+                    return Some(v);
+                }
+            }
+        }
+    }
+}
