@@ -114,6 +114,19 @@ pub fn sha256_of(text: &str) -> String {
     format!("sha256:{}", hex(&sha2::Sha256::digest(text.as_bytes())))
 }
 
+/// `12345678` → `12,345,678`.
+pub fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// Lower-case hex of a byte slice.
 pub fn hex(bytes: &[u8]) -> String {
     let mut s = String::with_capacity(bytes.len() * 2);

@@ -24,7 +24,7 @@ mod similar;
 mod text;
 mod tokens;
 
-pub(crate) use tokens::thousands;
+pub(crate) use crate::json::thousands;
 pub use tokens::{Footprint, TOKEN_METHOD, tool_tokens};
 
 /// How serious a finding is. `Error` findings make `toolscore lint` exit 1.

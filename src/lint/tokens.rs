@@ -7,6 +7,7 @@
 //! also wrap each tool in a few tokens of their own, which this leaves out. A run's measured
 //! `usage` is the ground truth.
 
+use crate::json::thousands;
 use serde::Serialize;
 
 use super::{LintOptions, Raw};
@@ -59,19 +60,6 @@ pub(crate) fn footprint(catalog: &Catalog, options: &LintOptions) -> Footprint {
         price_per_million_input_tokens: options.price_per_million_input_tokens,
         cost_per_month,
     }
-}
-
-/// `12345678` → `12,345,678`.
-pub(crate) fn thousands(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// The footprint in one sentence.

@@ -853,8 +853,7 @@ async fn run_scenario_loop(
             if !budget.reserve(worst) {
                 record.error_class = Some(ErrorClass::Budget);
                 record.error = Some(format!(
-                    "--max-cost: step {step} would cost up to {} and pass the cap; the trial ends here, not scored",
-                    crate::report::format_usd(worst)
+                    "--max-cost: step {step} would cost up to ${worst:.6} and pass the cap; the trial ends here, not scored"
                 ));
                 stop = LoopStop::Error;
                 break;

@@ -40,7 +40,7 @@ pub const STDERR_LINE_BYTES: usize = 2_000;
 
 /// `n` with thousands separators.
 pub fn bytes(n: usize) -> String {
-    crate::lint::thousands(n as u64)
+    crate::json::thousands(n as u64)
 }
 
 /// `text` cut to `max` bytes at a character boundary, saying how much was cut.
