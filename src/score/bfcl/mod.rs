@@ -790,6 +790,20 @@ fn type_checker(
     if answer_type.is_some_and(|t| t == value.type_of()) && valid {
         return Ok(true);
     }
+    // The right container with a wrong element: name the element types, not "List, List".
+    if let (Some(nested), Py::List(items)) = (nested, value)
+        && value.type_of() == expected
+        && let Some((i, wrong)) = items
+            .iter()
+            .enumerate()
+            .find(|(_, v)| v.type_of() != nested)
+    {
+        return Err(format!(
+            "incorrect element type (got {:?} of which element {i} is {:?}, expected {expected:?} of {nested:?})",
+            expected,
+            wrong.type_of()
+        ));
+    }
     Err(format!(
         "incorrect type (got {:?}, expected {expected:?})",
         value.type_of()
@@ -1021,6 +1035,20 @@ mod tests {
         assert!(!ok(&e, &[good.clone(), good]));
         assert!(!ok(&e, &[]));
         assert!(!ok(&e, &[call("geo_area", "{not json")]));
+    }
+
+    #[test]
+    fn a_list_with_a_wrong_element_names_the_element_types() {
+        // `sides` is a list of floats; sent as ints it fails, and the detail says which
+        // element and which types (it read "got List, expected List").
+        let e = area();
+        let why = judge(&e, &[call("geo_area", r#"{"base":10.0,"sides":[1.0,2]}"#)])
+            .expect_err("an int element in a float list fails");
+        let text = format!("{why:?}");
+        assert!(
+            text.contains("incorrect element type (got List of which element 1 is Int, expected List of Float)"),
+            "{text}"
+        );
     }
 
     #[test]
