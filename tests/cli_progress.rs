@@ -83,3 +83,48 @@ fn a_quick_run_prints_its_last_line_once() {
         lines[0]
     );
 }
+
+/// A wait a provider asks for (429 with Retry-After) is counted on the progress line, so a run
+/// sitting one out says so instead of looking stalled.
+#[test]
+fn the_progress_line_counts_retry_after_waits() {
+    let server = FakeServer::start_in_background(|req| {
+        if req.seq == 0 {
+            FakeResponse::status(
+                429,
+                r#"{"error":{"message":"slow down","type":"rate_limit"}}"#,
+            )
+            .header("retry-after", "1")
+        } else {
+            FakeResponse::ok(tool_call_body(&[("lookup", "{}")]))
+        }
+    });
+    let dir = fake_project(&server.base_url, TOOLS, CASES, &[]);
+    let run = toolscore(
+        dir.path(),
+        &[
+            "run",
+            "--provider",
+            "fake",
+            "--trials",
+            "1",
+            "--progress",
+            "lines",
+            "--out",
+            "out",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.transcript());
+    let last = run
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("progress: "))
+        .last()
+        .unwrap_or_default();
+    assert!(
+        last.starts_with("progress: 1/1 trials (100%)")
+            && last.ends_with(", 1 s waited on Retry-After (1 waits)"),
+        "{}",
+        run.stderr
+    );
+}

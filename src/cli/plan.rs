@@ -121,7 +121,8 @@ impl RunSetup {
             store: ResultsStore::open(&self.out_dir.join("results.jsonl"))?,
             csv: ResultsCsv::create(&self.out_dir.join("results.csv"))?,
             recorder,
-            progress: Progress::new(self.progress),
+            progress: Progress::new(self.progress)
+                .with_retry_waits(crate::provider::limits::retry_after_waits),
             aggregator: Aggregator::new(),
             sequential: match &self.sequential {
                 Some(spec) => Some(sequential_gate(spec.clone(), &self.run_info(started))?),

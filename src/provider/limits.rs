@@ -26,6 +26,47 @@ use tokio::time::Instant;
 
 use super::transport::MAX_RETRY_AFTER;
 
+/// Waits the providers asked for (Retry-After, or the same hint in an error body) that this
+/// process honoured: how many and how long in all. Progress reads it, so a run that sits out a
+/// long wait says so instead of looking stalled.
+pub struct RetryAfterWaits {
+    count: std::sync::atomic::AtomicU64,
+    total_ms: std::sync::atomic::AtomicU64,
+}
+
+/// The process's [`RetryAfterWaits`]: one run per process, and progress lives outside the
+/// provider module, so a shared counter is simpler than threading one through every arm.
+pub static RETRY_AFTER_WAITS: RetryAfterWaits = RetryAfterWaits {
+    count: std::sync::atomic::AtomicU64::new(0),
+    total_ms: std::sync::atomic::AtomicU64::new(0),
+};
+
+/// [`RETRY_AFTER_WAITS`] as a plain function, for progress to read.
+pub fn retry_after_waits() -> (u64, Duration) {
+    RETRY_AFTER_WAITS.snapshot()
+}
+
+impl RetryAfterWaits {
+    /// A wait of `wait` was honoured.
+    pub fn note(&self, wait: Duration) {
+        use std::sync::atomic::Ordering;
+        self.count.fetch_add(1, Ordering::Relaxed);
+        self.total_ms.fetch_add(
+            wait.as_millis().min(u128::from(u64::MAX)) as u64,
+            Ordering::Relaxed,
+        );
+    }
+
+    /// Waits honoured so far, and their total length.
+    pub fn snapshot(&self) -> (u64, Duration) {
+        use std::sync::atomic::Ordering;
+        (
+            self.count.load(Ordering::Relaxed),
+            Duration::from_millis(self.total_ms.load(Ordering::Relaxed)),
+        )
+    }
+}
+
 /// The limits of one provider.
 pub struct Limits {
     in_flight: Option<Arc<Semaphore>>,

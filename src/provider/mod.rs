@@ -579,6 +579,12 @@ impl Provider {
             {
                 self.limits.pause_for(wait);
             }
+            if let Some(wait) = hint
+                && attempt <= s.max_retries
+                && s.kind.adapter().should_retry(&err)
+            {
+                limits::RETRY_AFTER_WAITS.note(wait);
+            }
             if attempt > s.max_retries || !s.kind.adapter().should_retry(&err) {
                 return Err(err);
             }

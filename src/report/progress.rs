@@ -37,7 +37,13 @@ struct Counts {
     text_bar: bool,
     /// The `done` count of the last line printed, so the final line is not printed twice.
     last_printed: Mutex<Option<u64>>,
+    /// Provider-asked waits honoured so far (count, total), when the run can tell.
+    waits: Option<RetryWaits>,
 }
+
+/// Reads the waits providers asked for (Retry-After) that the run honoured: how many, and
+/// how long in all. Given by the command, which knows the providers; progress does not.
+pub type RetryWaits = fn() -> (u64, Duration);
 
 impl Counts {
     fn line(&self) -> String {
@@ -51,8 +57,18 @@ impl Counts {
         } else {
             String::new()
         };
+        // Waits a provider asked for (capped at 120 s each): a run sitting one out is alive.
+        let (waits, waited) = self.waits.map_or((0, Duration::ZERO), |f| f());
+        let waiting = if waits > 0 {
+            format!(
+                ", {:.0} s waited on Retry-After ({waits} waits)",
+                waited.as_secs_f64()
+            )
+        } else {
+            String::new()
+        };
         format!(
-            "progress: {bar}{done}/{} trials ({:.0}%), {errors} infra errors, {:.1} trials/s, {:.0} s",
+            "progress: {bar}{done}/{} trials ({:.0}%), {errors} infra errors, {:.1} trials/s, {:.0} s{waiting}",
             self.planned,
             100.0 * share,
             done as f64 / secs,
@@ -86,6 +102,7 @@ pub struct Progress {
     /// Infrastructure errors so far, for the bar's message.
     bar_errors: u64,
     counts: Option<Arc<Counts>>,
+    waits: Option<RetryWaits>,
     /// Dropping it stops the ticker.
     ticker: Option<(mpsc::Sender<()>, std::thread::JoinHandle<()>)>,
 }
@@ -100,8 +117,15 @@ impl Progress {
             bar: None,
             bar_errors: 0,
             counts: None,
+            waits: None,
             ticker: None,
         }
+    }
+
+    /// Progress lines also say how long the run waited on providers' Retry-After.
+    pub fn with_retry_waits(mut self, waits: RetryWaits) -> Self {
+        self.waits = Some(waits);
+        self
     }
 
     fn start(&mut self, planned: u64) {
@@ -130,6 +154,7 @@ impl Progress {
             started: Instant::now(),
             text_bar: self.mode == ProgressMode::Bar,
             last_printed: Mutex::new(None),
+            waits: self.waits,
         });
         let (stop, stopped) = mpsc::channel::<()>();
         let shared = Arc::clone(&counts);
@@ -209,7 +234,21 @@ mod tests {
             started: Instant::now(),
             text_bar,
             last_printed: Mutex::new(None),
+            waits: None,
         }
+    }
+
+    #[test]
+    fn a_line_counts_the_waits_providers_asked_for() {
+        let mut c = counts(10, 3, false);
+        assert!(!c.line().contains("Retry-After"));
+        c.waits = Some(|| (2, Duration::from_secs(240)));
+        assert!(
+            c.line()
+                .ends_with(", 240 s waited on Retry-After (2 waits)"),
+            "{}",
+            c.line()
+        );
     }
 
     #[test]
