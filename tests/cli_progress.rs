@@ -118,8 +118,7 @@ fn the_progress_line_counts_retry_after_waits() {
     let last = run
         .stderr
         .lines()
-        .filter(|l| l.starts_with("progress: "))
-        .last()
+        .rfind(|l| l.starts_with("progress: "))
         .unwrap_or_default();
     assert!(
         last.starts_with("progress: 1/1 trials (100%)")
