@@ -649,3 +649,73 @@ fn only_configured_request_fields_are_sent_and_recorded() {
         "error: provider `ollama:qwen3`: the ollama API has no tool_choice; remove tool_choice (--tool-choice)"
     );
 }
+
+/// In a scenario, a call Gemini sent without an id goes back without one: toolscore pairs the
+/// result by position rather than inventing ids the model never issued.
+#[test]
+fn a_gemini_scenario_sends_back_no_call_id_the_model_did_not_issue() {
+    let bodies = std::sync::Arc::new(std::sync::Mutex::new(Vec::<Value>::new()));
+    let seen = bodies.clone();
+    let server = FakeServer::start_in_background(move |req: &FakeRequest| {
+        seen.lock().expect("lock").push(req.body.clone());
+        gemini_model(req)
+    });
+    const SCENARIO: &str = r#"description: One lookup, then an answer.
+catalog: ../data/tools.json
+max_steps: 3
+messages:
+  - role: user
+    content: "Weather in Paris?"
+tools:
+  get_weather:
+    - result: {temperature: 18}
+expect:
+  max_calls: 2
+"#;
+    let dir = project();
+    std::fs::create_dir_all(dir.path().join("scenarios")).expect("mkdir");
+    std::fs::write(dir.path().join("scenarios/weather.yaml"), SCENARIO).expect("scenario");
+    let url = format!("http://{}/v1beta", server.addr);
+    let r = toolscore_env(
+        dir.path(),
+        &[
+            "run",
+            "--provider",
+            "gemini:gemini-2.5-flash",
+            "--base-url",
+            &url,
+            "--scenario",
+            "scenarios",
+            "--trials",
+            "1",
+            "--out",
+            "out",
+            "--progress",
+            "off",
+        ],
+        &[("GEMINI_API_KEY", FAKE_KEY)],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let bodies = bodies.lock().expect("lock");
+    assert_eq!(bodies.len(), 2, "a call, then the answer after its result");
+    let history = bodies[1]["contents"].to_string();
+    assert!(
+        history.contains("functionCall") && history.contains("functionResponse"),
+        "{history}"
+    );
+    for part in bodies[1]["contents"]
+        .as_array()
+        .expect("contents")
+        .iter()
+        .flat_map(|c| c["parts"].as_array().cloned().unwrap_or_default())
+    {
+        for key in ["functionCall", "functionResponse"] {
+            if let Some(p) = part.get(key) {
+                assert!(
+                    p.get("id").is_none(),
+                    "an id the model never issued: {part}"
+                );
+            }
+        }
+    }
+}

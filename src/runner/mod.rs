@@ -878,19 +878,11 @@ async fn run_scenario_loop(
             stop = LoopStop::FinalAnswer;
             break;
         }
-        // Providers that send no call id get one, so each result answers its call.
-        let tool_calls: Vec<ToolCall> = turn
-            .tool_calls
-            .iter()
-            .enumerate()
-            .map(|(i, c)| {
-                let mut c = c.clone();
-                if c.id.as_deref().is_none_or(str::is_empty) {
-                    c.id = Some(format!("call_{step}_{i}"));
-                }
-                c
-            })
-            .collect();
+        // The calls go back as the model issued them: a call without an id keeps none, and its
+        // result (call id "") is paired by position by each adapter, which gives the wire the
+        // ids its format needs (OpenAI, Anthropic) and sends none where the model sent none
+        // (Gemini must not be sent back ids it never issued).
+        let tool_calls: Vec<ToolCall> = turn.tool_calls.clone();
         messages.push(Message::Assistant {
             content: turn.text.clone(),
             tool_calls: tool_calls.clone(),
