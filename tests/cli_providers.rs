@@ -719,3 +719,58 @@ expect:
         }
     }
 }
+
+/// A model the capability table says refuses `temperature` is not sent one, and the run says
+/// so before its first request; other models get the temperature configured.
+#[test]
+fn a_field_the_model_refuses_is_omitted_and_said() {
+    let bodies = std::sync::Arc::new(std::sync::Mutex::new(Vec::<Value>::new()));
+    let seen = bodies.clone();
+    let server = FakeServer::start_in_background(move |req: &FakeRequest| {
+        seen.lock().expect("lock").push(req.body.clone());
+        anthropic_model(req)
+    });
+    for (model, sent) in [("claude-opus-4-7", false), ("claude-sonnet-4-5", true)] {
+        let dir = project();
+        let provider = format!("anthropic:{model}");
+        let r = toolscore_env(
+            dir.path(),
+            &[
+                "run",
+                "--provider",
+                &provider,
+                "--base-url",
+                &server.base_url,
+                "--dataset",
+                "data",
+                "--trials",
+                "1",
+                "--temperature",
+                "0.5",
+                "--out",
+                "out",
+                "--progress",
+                "off",
+            ],
+            &[("ANTHROPIC_API_KEY", FAKE_KEY)],
+        );
+        assert_eq!(r.code, 0, "{model}: {}", r.transcript());
+        let note = format!(
+            "note: provider `{provider}`: model {model} refuses `temperature`, so it is not sent"
+        );
+        assert_eq!(r.stderr.contains(&note), !sent, "{model}: {}", r.stderr);
+        for b in bodies.lock().expect("lock").drain(..) {
+            assert_eq!(b.get("temperature").is_some(), sent, "{model}: {b}");
+        }
+        let summary: Value = serde_json::from_str(
+            &std::fs::read_to_string(run_dir(dir.path()).join("summary.json")).expect("summary"),
+        )
+        .expect("json");
+        // What was sent is what the run records.
+        assert_eq!(
+            summary["run"]["arms"][0]["temperature"].is_null(),
+            !sent,
+            "{summary}"
+        );
+    }
+}

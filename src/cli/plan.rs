@@ -900,7 +900,7 @@ fn live_arm(
             )));
         }
     }
-    let settings = ProviderSettings {
+    let mut settings = ProviderSettings {
         kind,
         tool_choice,
         parallel_tool_calls,
@@ -945,6 +945,11 @@ fn live_arm(
         return Err(usage("--max-response-bytes must be at least 1024"));
     }
     settings.check().map_err(|e| usage(&e))?;
+    // A field the model's API refuses is not sent (every trial would be refused), and the run
+    // says so before its first request.
+    for note in crate::provider::capabilities::shipped().omit_rejected(&mut settings) {
+        eprintln!("note: {note}");
+    }
     let price = arm_price(name, &settings, config);
     Ok(Arm {
         settings,

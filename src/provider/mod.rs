@@ -9,6 +9,7 @@
 pub mod anthropic;
 pub mod azure_openai;
 pub mod batch;
+pub mod capabilities;
 pub mod cassette;
 pub mod gemini;
 mod history;

@@ -85,7 +85,7 @@ impl PriceTable {
 }
 
 /// `model` is `name`, or `name` and a dated snapshot suffix (`-YYYYMMDD`, `-YYYY-MM-DD`).
-fn model_matches(name: &str, model: &str) -> bool {
+pub(super) fn model_matches(name: &str, model: &str) -> bool {
     let Some(rest) = model.strip_prefix(name) else {
         return false;
     };
