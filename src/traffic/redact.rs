@@ -115,44 +115,7 @@ impl Redactor {
             .map(|k| ((*k).to_owned(), "secret".to_owned()))
             .collect();
         let mut paths = Vec::new();
-        // Most specific first: a JWT inside a bearer header is reported as the header.
-        let mut patterns = vec![
-            Pattern {
-                kind: "private_key",
-                regex: re(
-                    r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----",
-                )?,
-            },
-            Pattern {
-                kind: "bearer_token",
-                // A token has a digit somewhere; "the bearer responsibilities" has none.
-                regex: re(r"(?i)\bbearer\s+[A-Za-z._~+/=-]*\d[A-Za-z0-9._~+/=-]{11,}")?,
-            },
-            Pattern {
-                kind: "jwt",
-                regex: re(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")?,
-            },
-            Pattern {
-                kind: "api_key",
-                regex: re(r"\bsk-[A-Za-z0-9_-]{20,}|\b[rsp]k_(?:live|test)_[A-Za-z0-9]{16,}")?,
-            },
-            Pattern {
-                kind: "aws_key",
-                regex: re(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")?,
-            },
-            Pattern {
-                kind: "github_token",
-                regex: re(r"\bgh[pousr]_[A-Za-z0-9]{36,}|\bgithub_pat_[A-Za-z0-9_]{22,}")?,
-            },
-            Pattern {
-                kind: "slack_token",
-                regex: re(r"\bxox[abposr]-[A-Za-z0-9-]{10,}")?,
-            },
-            Pattern {
-                kind: "google_api_key",
-                regex: re(r"\bAIza[0-9A-Za-z_-]{35}")?,
-            },
-        ];
+        let mut patterns = secret_patterns()?;
         let mut phone = None;
         for item in named {
             let item = item.trim();
@@ -455,6 +418,49 @@ fn merge(tally: &mut Tally, other: Tally) {
     for (kind, n) in other {
         *tally.entry(kind).or_default() += n;
     }
+}
+
+/// The patterns of secrets looked for in every string, whatever was named.
+fn secret_patterns() -> Result<Vec<Pattern>, String> {
+    let re = |p: &str| Regex::new(p).map_err(|e| format!("internal pattern {p}: {e}"));
+    // Most specific first: a JWT inside a bearer header is reported as the header.
+    Ok(vec![
+        Pattern {
+            kind: "private_key",
+            regex: re(
+                r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----",
+            )?,
+        },
+        Pattern {
+            kind: "bearer_token",
+            // A token has a digit somewhere; "the bearer responsibilities" has none.
+            regex: re(r"(?i)\bbearer\s+[A-Za-z._~+/=-]*\d[A-Za-z0-9._~+/=-]{11,}")?,
+        },
+        Pattern {
+            kind: "jwt",
+            regex: re(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")?,
+        },
+        Pattern {
+            kind: "api_key",
+            regex: re(r"\bsk-[A-Za-z0-9_-]{20,}|\b[rsp]k_(?:live|test)_[A-Za-z0-9]{16,}")?,
+        },
+        Pattern {
+            kind: "aws_key",
+            regex: re(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")?,
+        },
+        Pattern {
+            kind: "github_token",
+            regex: re(r"\bgh[pousr]_[A-Za-z0-9]{36,}|\bgithub_pat_[A-Za-z0-9_]{22,}")?,
+        },
+        Pattern {
+            kind: "slack_token",
+            regex: re(r"\bxox[abposr]-[A-Za-z0-9-]{10,}")?,
+        },
+        Pattern {
+            kind: "google_api_key",
+            regex: re(r"\bAIza[0-9A-Za-z_-]{35}")?,
+        },
+    ])
 }
 
 fn is_placeholder(v: &Value) -> bool {
