@@ -2,8 +2,9 @@
 //! per format, written by its generate.py with secrets and personal data planted): counts and
 //! skip reasons, every planted value absent from every file written, redacted arguments
 //! matched by `any`, provenance, the datasets load in `validate`, no overwrite without --force,
-//! a seeded sample, a bad log line located, and `run` replaying the logged replies through a
-//! fake OpenAI server passes every case.
+//! a seeded sample, a bad log line located, `run` replaying the logged replies through a
+//! fake OpenAI server passes every case, and secrets in ids, in keys of any naming style and in
+//! JSON strings inside tool results are redacted with each result still answering its call.
 
 mod support;
 
