@@ -2,8 +2,9 @@
 //! per format, written by its generate.py with secrets and personal data planted): counts and
 //! skip reasons, every planted value absent from every file written, redacted arguments
 //! matched by `any`, provenance, the datasets load in `validate`, no overwrite without --force,
-//! a seeded sample, a bad log line located, and `run` replaying the logged replies through a
-//! fake OpenAI server passes every case.
+//! a seeded sample, a bad log line located, `run` replaying the logged replies through a
+//! fake OpenAI server passes every case, and secrets in ids, in keys of any naming style and in
+//! JSON strings inside tool results are redacted with each result still answering its call.
 
 mod support;
 
@@ -516,4 +517,170 @@ fn a_pretty_printed_otlp_export_is_read_as_one_document() {
         export["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["traceId"]
     );
     assert_nothing_planted(&dir.path().join("datasets"));
+}
+
+/// Values an independent probe found written verbatim: a key used as a call id, camelCase
+/// (and other styles of) secret keys, and secrets in JSON strings inside a tool result.
+const PROBED: &[&str] = &[
+    "sk-proj-IdPl4ntedKey0000111122223333444455",
+    "sk-proj-RespIdPl4nted000011112222333344445",
+    "cs_Pl4ntedCamelSecret_9a8b7c",
+    "at-Pl4ntedCamelToken-5d4e3f",
+    "ak_Pl4ntedPascalKey_31337",
+    "Pl4ntedScreamingToken_4242",
+    "Pl4ntedKebabKey-0101",
+    "Pl4ntedDottedSecret.77",
+    "abc123Pl4ntedNestedToken",
+    "sess_Pl4ntedDoubleNested77",
+];
+
+fn probe_tools() -> Value {
+    serde_json::json!([
+        {"name": "get_order", "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}}}},
+        {"name": "connect_crm", "parameters": {"type": "object", "properties": {"crm": {"type": "string"}}}}
+    ])
+}
+
+/// A Chat Completions line: the key is the first call's id, the second call's arguments hold
+/// camelCase secrets next to a count, and the results hold secrets in (nested) JSON strings.
+fn probe_chat_line() -> Value {
+    let chat_tools: Vec<Value> = probe_tools()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| serde_json::json!({"type": "function", "function": t}))
+        .collect();
+    let connect_args = serde_json::json!({
+        "crm": "acme", "clientSecret": PROBED[2], "accessToken": PROBED[3], "maxTokens": 512
+    });
+    // The body was JSON-encoded twice: the content is a JSON string holding an object.
+    let body = format!("{{\"token\": \"{}\", \"status\": \"shipped\"}}", PROBED[8]);
+    let token_result = Value::String(body).to_string();
+    let inner = serde_json::json!({"Session-Id": PROBED[9]}).to_string();
+    let double_result = serde_json::json!({"input_tokens": 7, "data": inner}).to_string();
+    serde_json::json!({"request": {"messages": [
+        {"role": "user", "content": "Is order ord_5512 shipped? Then reconnect the CRM."},
+        {"role": "assistant", "content": null, "tool_calls": [
+            {"id": PROBED[0], "type": "function", "function": {"name": "get_order", "arguments": "{\"order_id\": \"ord_5512\"}"}},
+            {"id": "call_ok_2", "type": "function", "function": {"name": "connect_crm", "arguments": connect_args.to_string()}}
+        ]},
+        {"role": "tool", "tool_call_id": PROBED[0], "content": token_result},
+        {"role": "tool", "tool_call_id": "call_ok_2", "content": double_result}
+    ], "tools": chat_tools},
+    "response": {"choices": [{"message": {"role": "assistant", "content": null, "tool_calls": [
+        {"id": "call_3", "type": "function", "function": {"name": "connect_crm", "arguments": serde_json::json!({
+            "crm": "acme", "ApiKey": PROBED[4], "ACCESS_TOKEN": PROBED[5],
+            "x-api-key": PROBED[6], "oauth.client.secret": PROBED[7], "tokens_per_minute": 900
+        }).to_string()}}
+    ]}}]}})
+}
+
+/// A Responses line: the key is a `call_id`.
+fn probe_responses_line() -> Value {
+    let tools: Vec<Value> = probe_tools()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            let mut t = t.clone();
+            t["type"] = "function".into();
+            t
+        })
+        .collect();
+    serde_json::json!({"request": {"input": [
+        {"role": "user", "content": "Where is order ord_6613?"},
+        {"type": "function_call", "call_id": PROBED[1], "name": "get_order", "arguments": "{\"order_id\": \"ord_6613\"}"},
+        {"type": "function_call_output", "call_id": PROBED[1], "output": "{\"status\": \"late\"}"}
+    ], "tools": tools},
+    "response": {"object": "response", "status": "completed", "output": [
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "It is late."}]}
+    ]}})
+}
+
+/// Each tool result's content, keyed by the name of the call it answers; panics when a result
+/// answers no earlier call.
+fn results_by_call(case: &Value) -> Vec<(String, String, String)> {
+    let mut names = std::collections::BTreeMap::new();
+    let mut out = Vec::new();
+    for m in case["messages"].as_array().expect("messages") {
+        for c in m["tool_calls"].as_array().into_iter().flatten() {
+            let id = c["id"].as_str().expect("every logged call has an id");
+            names.insert(id.to_owned(), c["name"].as_str().unwrap().to_owned());
+        }
+        if m["role"] == "tool" {
+            let id = m["call_id"].as_str().unwrap().to_owned();
+            let name = names
+                .get(&id)
+                .unwrap_or_else(|| panic!("{id} answers no call"));
+            out.push((id, name.clone(), m["content"].as_str().unwrap().to_owned()));
+        }
+    }
+    out
+}
+
+#[test]
+fn ids_keys_in_every_naming_style_and_json_inside_strings_are_redacted() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("probe.jsonl"),
+        format!("{}\n{}\n", probe_chat_line(), probe_responses_line()),
+    )
+    .unwrap();
+    let run = toolscore(dir.path(), &["import", "traffic", "probe.jsonl"]);
+    assert_eq!(run.code, 0, "{}", run.transcript());
+    for secret in PROBED {
+        assert!(!run.stdout.contains(secret) && !run.stderr.contains(secret));
+    }
+    for file in files_under(&dir.path().join("datasets")) {
+        let text = std::fs::read_to_string(&file).expect("text");
+        for secret in PROBED {
+            assert!(!text.contains(secret), "{} holds {secret}", file.display());
+        }
+    }
+    let validate = toolscore(dir.path(), &["validate", "--dataset", "datasets/traffic"]);
+    assert_eq!(validate.code, 0, "{}", validate.transcript());
+    assert!(
+        validate.stdout.contains("2 tools, 2 cases"),
+        "{}",
+        validate.stdout
+    );
+
+    let cases = cases(&dir.path().join("datasets/traffic"));
+    let chat = case_of(&cases, "connect_crm");
+    // Each result still answers its own call: the replaced id is the same on both sides,
+    // and distinct from the id that was kept.
+    let pairs = results_by_call(chat);
+    assert_eq!(pairs.len(), 2, "{chat}");
+    let (order_id, order_tool, order_result) = &pairs[0];
+    assert_eq!(order_tool, "get_order");
+    assert_ne!(order_id, "call_ok_2");
+    assert_eq!(pairs[1].0, "call_ok_2");
+    assert_eq!(pairs[1].1, "connect_crm");
+    let body: String = serde_json::from_str(order_result).expect("still a JSON string");
+    let token: Value = serde_json::from_str(&body).expect("holding an object");
+    assert_eq!(token["token"], "[REDACTED:secret]");
+    assert_eq!(token["status"], "shipped");
+    let double: Value = serde_json::from_str(&pairs[1].2).expect("still JSON");
+    assert_eq!(double["input_tokens"], 7, "a count is not a secret");
+    let inner: Value = serde_json::from_str(double["data"].as_str().unwrap()).expect("inner");
+    assert_eq!(inner["Session-Id"], "[REDACTED:secret]");
+    let history = &chat["messages"][1]["tool_calls"][1]["arguments"];
+    assert_eq!(history["clientSecret"], "[REDACTED:secret]");
+    assert_eq!(history["accessToken"], "[REDACTED:secret]");
+    assert_eq!(history["maxTokens"], 512);
+    let args = &chat["expect"]["args"];
+    for key in ["ApiKey", "ACCESS_TOKEN", "x-api-key", "oauth.client.secret"] {
+        assert_eq!(args[key], "[REDACTED:secret]", "{key} in {args}");
+    }
+    assert_eq!(args["tokens_per_minute"], 900);
+    assert_eq!(args["crm"], "acme");
+
+    let text_reply = cases
+        .iter()
+        .find(|c| c["expect"]["tool"].is_null())
+        .expect("the Responses case");
+    let pairs = results_by_call(text_reply);
+    assert_eq!(pairs.len(), 1, "{text_reply}");
+    assert_eq!(pairs[0].1, "get_order");
+    assert!(pairs[0].0.starts_with("redacted_"), "{text_reply}");
 }

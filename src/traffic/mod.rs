@@ -20,7 +20,7 @@ use crate::catalog::Catalog;
 use crate::error::InputError;
 use crate::message::Message;
 use formats::{Exchange, Format};
-use redact::{PLACEHOLDER_PREFIX, Redactor, Tally};
+use redact::{Ids, PLACEHOLDER_PREFIX, Redactor, Tally};
 
 /// One parsed log record and where it is.
 pub struct Record {
@@ -165,7 +165,11 @@ pub fn import(records: &[Record], options: &Options) -> Result<TrafficImport, In
     Ok(out)
 }
 
+/// Redacts every field of an exchange that is written: text, arguments (parsed or not), tool
+/// results, tool names (as the catalog's names are, so calls still name a catalog tool), the
+/// tool descriptions, and ids.
 fn redact_exchange(e: &mut Exchange, r: &Redactor, tally: &mut Tally) {
+    redact_ids(e, r, tally);
     for m in &mut e.messages {
         match m {
             Message::System { content } | Message::User { content } => {
@@ -179,17 +183,59 @@ fn redact_exchange(e: &mut Exchange, r: &Redactor, tally: &mut Tally) {
                     *c = r.text(c, tally);
                 }
                 for call in tool_calls {
+                    call.name = r.text(&call.name, tally);
                     r.document(&mut call.arguments, tally);
+                    if let Some(raw) = &mut call.unparsed_arguments {
+                        *raw = r.text_or_json(raw, tally);
+                    }
+                    if let Some(sig) = &mut call.thought_signature {
+                        *sig = r.text(sig, tally);
+                    }
                 }
             }
             Message::Tool { content, .. } => *content = r.text_or_json(content, tally),
         }
     }
-    for (_, args) in &mut e.calls {
+    for (name, args) in &mut e.calls {
+        *name = r.text(name, tally);
         r.document(args, tally);
     }
     for tool in &mut e.tools {
         r.strings(tool, tally);
+    }
+}
+
+/// Call ids, result ids and span ids: an id holding a secret is replaced whole, the same id by
+/// the same replacement throughout the exchange, so each result still answers its call.
+fn redact_ids(e: &mut Exchange, r: &Redactor, tally: &mut Tally) {
+    let mut logged: Vec<String> = Vec::new();
+    for m in &e.messages {
+        match m {
+            Message::Assistant { tool_calls, .. } => {
+                logged.extend(tool_calls.iter().filter_map(|c| c.id.clone()));
+            }
+            Message::Tool { call_id, .. } => logged.push(call_id.clone()),
+            _ => {}
+        }
+    }
+    if let Some((trace, span)) = &e.span {
+        logged.extend([trace.clone(), span.clone()]);
+    }
+    let mut ids = Ids::new(logged.iter().map(String::as_str));
+    for m in &mut e.messages {
+        match m {
+            Message::Assistant { tool_calls, .. } => {
+                for id in tool_calls.iter_mut().filter_map(|c| c.id.as_mut()) {
+                    *id = r.id(id, &mut ids, tally);
+                }
+            }
+            Message::Tool { call_id, .. } => *call_id = r.id(call_id, &mut ids, tally),
+            _ => {}
+        }
+    }
+    if let Some((trace, span)) = &mut e.span {
+        *trace = r.id(trace, &mut ids, tally);
+        *span = r.id(span, &mut ids, tally);
     }
 }
 

@@ -3,11 +3,13 @@
 //! `[REDACTED:<kind>]`.
 //!
 //! Secrets are always looked for, in every string (keys, bearer tokens, AWS and GitHub tokens,
-//! JWTs, private keys) and under keys that only ever hold secrets (`password`, `api_key`, ...).
-//! E-mail addresses and phone numbers are personal data, not secrets: they are looked for in
-//! free text only when named, since a dataset about a CRM may need them.
+//! JWTs, private keys), under keys that name a secret in any naming style (`password`,
+//! `clientSecret`, `X-Api-Key`, `ACCESS_TOKEN`, `db.password`, ...), inside strings that hold
+//! JSON documents (a tool result that is a JSON-encoded body), and in ids (a call id that is an
+//! API key). E-mail addresses and phone numbers are personal data, not secrets: they are looked
+//! for in free text only when named, since a dataset about a CRM may need them.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use regex::{Captures, Regex};
 use serde_json::Value;
@@ -15,27 +17,62 @@ use serde_json::Value;
 /// The start every placeholder shares, so later steps can tell a redacted value.
 pub const PLACEHOLDER_PREFIX: &str = "[REDACTED:";
 
-/// Keys whose values are secrets whatever they look like.
+/// Keys that only ever hold secrets, normalized (see [`normalize_key`]): their value goes
+/// whatever it is, a number (a numeric PIN under `password`) included.
 const SECRET_KEYS: &[&str] = &[
     "password",
     "passwd",
     "secret",
-    "client_secret",
-    "api_key",
+    "clientsecret",
     "apikey",
-    "x-api-key",
-    "access_token",
-    "refresh_token",
-    "id_token",
-    "auth_token",
-    "session_token",
+    "xapikey",
+    "accesstoken",
+    "refreshtoken",
+    "idtoken",
+    "authtoken",
+    "sessiontoken",
     "token",
     "authorization",
-    "private_key",
-    "aws_secret_access_key",
+    "privatekey",
+    "awssecretaccesskey",
     "cookie",
-    "set-cookie",
+    "setcookie",
 ];
+
+/// Words that make a normalized key a secret's name wherever they appear in it
+/// (`stripeApiKey`, `db.password`, `X-Auth-Token`, `SESSION_ID`). Under such a key text goes,
+/// but numbers and booleans stay: `max_tokens`, `input_tokens` and `use_cookies` are counts
+/// and flags, and a count is not a secret.
+const SECRET_WORDS: &[&str] = &[
+    "token",
+    "secret",
+    "password",
+    "passwd",
+    "passphrase",
+    "apikey",
+    "accesskey",
+    "authorization",
+    "credential",
+    "privatekey",
+    "sessionid",
+    "cookie",
+];
+
+/// How many levels of JSON-inside-a-string are parsed and redacted as documents; deeper
+/// strings are scanned as text. Bounds the work a hostile log can ask for.
+const MAX_EMBEDDED_DEPTH: usize = 8;
+
+/// The longest string parsed as an embedded JSON document; longer ones are scanned as text.
+const MAX_EMBEDDED_BYTES: usize = 1 << 20;
+
+/// A key as compared with the key lists: lower case without `_`, `-`, `.` or spaces, so
+/// `clientSecret`, `Client-Secret`, `CLIENT_SECRET` and `client.secret` are one name.
+pub fn normalize_key(key: &str) -> String {
+    key.chars()
+        .filter(|c| !matches!(c, '_' | '-' | '.') && !c.is_whitespace())
+        .flat_map(char::to_lowercase)
+        .collect()
+}
 
 fn placeholder(kind: &str) -> String {
     format!("{PLACEHOLDER_PREFIX}{kind}]")
@@ -58,7 +95,7 @@ struct Pattern {
 
 /// What to redact, built once from `--redact`.
 pub struct Redactor {
-    /// Lower-cased key names whose values go, with the kind the placeholder names.
+    /// Normalized key names whose values go, with the kind the placeholder names.
     keys: BTreeMap<String, String>,
     paths: Vec<(Vec<Segment>, String)>,
     patterns: Vec<Pattern>,
@@ -78,44 +115,7 @@ impl Redactor {
             .map(|k| ((*k).to_owned(), "secret".to_owned()))
             .collect();
         let mut paths = Vec::new();
-        // Most specific first: a JWT inside a bearer header is reported as the header.
-        let mut patterns = vec![
-            Pattern {
-                kind: "private_key",
-                regex: re(
-                    r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----",
-                )?,
-            },
-            Pattern {
-                kind: "bearer_token",
-                // A token has a digit somewhere; "the bearer responsibilities" has none.
-                regex: re(r"(?i)\bbearer\s+[A-Za-z._~+/=-]*\d[A-Za-z0-9._~+/=-]{11,}")?,
-            },
-            Pattern {
-                kind: "jwt",
-                regex: re(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")?,
-            },
-            Pattern {
-                kind: "api_key",
-                regex: re(r"\bsk-[A-Za-z0-9_-]{20,}|\b[rsp]k_(?:live|test)_[A-Za-z0-9]{16,}")?,
-            },
-            Pattern {
-                kind: "aws_key",
-                regex: re(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")?,
-            },
-            Pattern {
-                kind: "github_token",
-                regex: re(r"\bgh[pousr]_[A-Za-z0-9]{36,}|\bgithub_pat_[A-Za-z0-9_]{22,}")?,
-            },
-            Pattern {
-                kind: "slack_token",
-                regex: re(r"\bxox[abposr]-[A-Za-z0-9-]{10,}")?,
-            },
-            Pattern {
-                kind: "google_api_key",
-                regex: re(r"\bAIza[0-9A-Za-z_-]{35}")?,
-            },
-        ];
+        let mut patterns = secret_patterns()?;
         let mut phone = None;
         for item in named {
             let item = item.trim();
@@ -156,7 +156,7 @@ impl Redactor {
                 }
                 _ => {}
             }
-            keys.insert(lower.clone(), lower);
+            keys.insert(normalize_key(&lower), lower);
         }
         Ok(Redactor {
             keys,
@@ -214,12 +214,17 @@ impl Redactor {
     }
 
     /// Redacts a JSON document: values under named or secret keys, values at named paths
-    /// (from this document's root), and secret-looking text in every string.
+    /// (from this document's root), and secret-looking text in every string and key, strings
+    /// holding JSON documents redacted as documents.
     pub fn document(&self, value: &mut Value, tally: &mut Tally) {
+        self.document_at(value, 0, tally);
+    }
+
+    fn document_at(&self, value: &mut Value, depth: usize, tally: &mut Tally) {
         for (path, kind) in &self.paths {
             redact_path(value, path, kind, tally);
         }
-        self.walk(value, tally);
+        self.walk(value, depth, tally);
     }
 
     /// Only the text patterns, for a catalog: its schemas have keys such as `email` that name
@@ -233,18 +238,21 @@ impl Redactor {
         }
     }
 
-    fn walk(&self, value: &mut Value, tally: &mut Tally) {
+    /// `depth`: how many JSON strings `value` is nested in.
+    fn walk(&self, value: &mut Value, depth: usize, tally: &mut Tally) {
         match value {
-            Value::String(s) => *s = self.text(s, tally),
-            Value::Array(items) => items.iter_mut().for_each(|v| self.walk(v, tally)),
+            Value::String(s) => *s = self.string(s, depth, tally),
+            Value::Array(items) => items.iter_mut().for_each(|v| self.walk(v, depth, tally)),
             Value::Object(map) => {
+                self.object_keys(map, tally);
                 for (key, v) in map.iter_mut() {
-                    match self.keys.get(&key.to_ascii_lowercase()) {
-                        Some(kind) if !v.is_null() && !is_placeholder(v) => {
+                    match self.key_kind(key) {
+                        Some((kind, true)) if !v.is_null() && !is_placeholder(v) => {
                             *v = Value::String(placeholder(kind));
-                            *tally.entry(kind.clone()).or_default() += 1;
+                            *tally.entry(kind.to_owned()).or_default() += 1;
                         }
-                        _ => self.walk(v, tally),
+                        Some((kind, false)) => redact_text_leaves(v, kind, tally),
+                        _ => self.walk(v, depth, tally),
                     }
                 }
             }
@@ -252,22 +260,207 @@ impl Redactor {
         }
     }
 
-    /// Redacts text that may hold a JSON document (a tool result): as a document when it
-    /// parses as an object or array, else as free text.
-    pub fn text_or_json(&self, text: &str, tally: &mut Tally) -> String {
-        match serde_json::from_str::<Value>(text) {
-            Ok(mut v @ (Value::Object(_) | Value::Array(_))) => {
-                let before = v.clone();
-                self.document(&mut v, tally);
-                if v == before {
+    /// A key that is itself a secret (a map keyed by API key) is replaced like any text.
+    fn object_keys(&self, map: &mut serde_json::Map<String, Value>, tally: &mut Tally) {
+        let mut local = Tally::new();
+        let renamed: Vec<String> = map.keys().map(|k| self.text(k, &mut local)).collect();
+        if local.is_empty() {
+            return;
+        }
+        merge(tally, local);
+        let old = std::mem::take(map);
+        // Two keys that redact alike keep the later value: both were secrets' names.
+        *map = renamed
+            .into_iter()
+            .zip(old.into_iter().map(|(_, v)| v))
+            .collect();
+    }
+
+    /// The kind a key's value is redacted as, and whether the whole value goes (`true`: a
+    /// named key or one that only holds secrets) or only its text (a key containing a secret
+    /// word, which may also name a count).
+    fn key_kind(&self, key: &str) -> Option<(&str, bool)> {
+        let norm = normalize_key(key);
+        if let Some(kind) = self.keys.get(&norm) {
+            return Some((kind.as_str(), true));
+        }
+        SECRET_WORDS
+            .iter()
+            .any(|w| norm.contains(w))
+            .then_some(("secret", false))
+    }
+
+    /// A string: parsed and redacted as a document when it holds a JSON object or array (and
+    /// is within the depth and size bounds), otherwise scanned as text. Kept byte for byte
+    /// when nothing in it was redacted.
+    fn string(&self, text: &str, depth: usize, tally: &mut Tally) -> String {
+        match embedded_json(text, depth) {
+            Some(mut v) => {
+                let before = total(tally);
+                self.walk(&mut v, depth + 1, tally);
+                if total(tally) == before {
                     text.to_owned()
                 } else {
                     v.to_string()
                 }
             }
-            _ => self.text(text, tally),
+            None => self.text(text, tally),
         }
     }
+
+    /// Redacts text that may hold a JSON document (a tool result): as a document when it
+    /// parses as an object or array, else as free text.
+    pub fn text_or_json(&self, text: &str, tally: &mut Tally) -> String {
+        // Not size-bounded: the result is a field of a log line already parsed whole, so
+        // parsing it again costs no more; the bound is for strings nested inside it.
+        match json_container(text) {
+            Some(mut v) => {
+                let before = total(tally);
+                self.document_at(&mut v, 1, tally);
+                if total(tally) == before {
+                    text.to_owned()
+                } else {
+                    v.to_string()
+                }
+            }
+            None => self.text(text, tally),
+        }
+    }
+
+    /// An id (a tool call's, a span's) with a secret in it is replaced whole, by
+    /// `redacted_<kind>_<n>`: the same id always by the same replacement within `ids`, so a
+    /// tool result still answers its call, and in the letters, digits and `_` every provider
+    /// accepts in an id (a `[REDACTED:…]` placeholder is not a valid Anthropic id).
+    pub fn id(&self, id: &str, ids: &mut Ids, tally: &mut Tally) -> String {
+        if let Some(done) = ids.replaced.get(id) {
+            return done.clone();
+        }
+        let mut local = Tally::new();
+        if self.text(id, &mut local) == id {
+            return id.to_owned();
+        }
+        let kind = local.keys().next().cloned().unwrap_or_else(|| "id".into());
+        merge(tally, local);
+        let mut n = ids.replaced.len() + 1;
+        let mut fresh = format!("redacted_{kind}_{n}");
+        while ids.taken.contains(&fresh) {
+            n += 1;
+            fresh = format!("redacted_{kind}_{n}");
+        }
+        ids.taken.insert(fresh.clone());
+        ids.replaced.insert(id.to_owned(), fresh.clone());
+        fresh
+    }
+}
+
+/// The ids of one conversation that were replaced, by original.
+#[derive(Debug, Default)]
+pub struct Ids {
+    replaced: HashMap<String, String>,
+    /// Every id of the conversation as logged and every replacement handed out, so a
+    /// replacement never equals another id.
+    taken: HashSet<String>,
+}
+
+impl Ids {
+    pub fn new<'a>(originals: impl IntoIterator<Item = &'a str>) -> Ids {
+        Ids {
+            replaced: HashMap::new(),
+            taken: originals.into_iter().map(str::to_owned).collect(),
+        }
+    }
+}
+
+/// The value of a key containing a secret word: every string in it goes, numbers and
+/// booleans stay.
+fn redact_text_leaves(value: &mut Value, kind: &str, tally: &mut Tally) {
+    match value {
+        Value::String(s) if !s.is_empty() && !s.starts_with(PLACEHOLDER_PREFIX) => {
+            *s = placeholder(kind);
+            *tally.entry(kind.to_owned()).or_default() += 1;
+        }
+        Value::Array(items) => items
+            .iter_mut()
+            .for_each(|v| redact_text_leaves(v, kind, tally)),
+        Value::Object(map) => map
+            .values_mut()
+            .for_each(|v| redact_text_leaves(v, kind, tally)),
+        _ => {}
+    }
+}
+
+/// `text` as a JSON document, when it is one and may be parsed at this depth.
+fn embedded_json(text: &str, depth: usize) -> Option<Value> {
+    if depth >= MAX_EMBEDDED_DEPTH || text.len() > MAX_EMBEDDED_BYTES {
+        return None;
+    }
+    json_container(text)
+}
+
+/// `text` parsed, when it is a JSON object, array, or string: a string is a body encoded
+/// twice (`"{\"token\": …}"`), which the walk parses again. Numbers and words are left as
+/// text, and text that cannot start a document is not handed to the parser at all.
+fn json_container(text: &str) -> Option<Value> {
+    if !text.trim_start().starts_with(['{', '[', '"']) {
+        return None;
+    }
+    match serde_json::from_str::<Value>(text) {
+        Ok(v @ (Value::Object(_) | Value::Array(_) | Value::String(_))) => Some(v),
+        _ => None,
+    }
+}
+
+fn total(tally: &Tally) -> usize {
+    tally.values().sum()
+}
+
+fn merge(tally: &mut Tally, other: Tally) {
+    for (kind, n) in other {
+        *tally.entry(kind).or_default() += n;
+    }
+}
+
+/// The patterns of secrets looked for in every string, whatever was named.
+fn secret_patterns() -> Result<Vec<Pattern>, String> {
+    let re = |p: &str| Regex::new(p).map_err(|e| format!("internal pattern {p}: {e}"));
+    // Most specific first: a JWT inside a bearer header is reported as the header.
+    Ok(vec![
+        Pattern {
+            kind: "private_key",
+            regex: re(
+                r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----",
+            )?,
+        },
+        Pattern {
+            kind: "bearer_token",
+            // A token has a digit somewhere; "the bearer responsibilities" has none.
+            regex: re(r"(?i)\bbearer\s+[A-Za-z._~+/=-]*\d[A-Za-z0-9._~+/=-]{11,}")?,
+        },
+        Pattern {
+            kind: "jwt",
+            regex: re(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")?,
+        },
+        Pattern {
+            kind: "api_key",
+            regex: re(r"\bsk-[A-Za-z0-9_-]{20,}|\b[rsp]k_(?:live|test)_[A-Za-z0-9]{16,}")?,
+        },
+        Pattern {
+            kind: "aws_key",
+            regex: re(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")?,
+        },
+        Pattern {
+            kind: "github_token",
+            regex: re(r"\bgh[pousr]_[A-Za-z0-9]{36,}|\bgithub_pat_[A-Za-z0-9_]{22,}")?,
+        },
+        Pattern {
+            kind: "slack_token",
+            regex: re(r"\bxox[abposr]-[A-Za-z0-9-]{10,}")?,
+        },
+        Pattern {
+            kind: "google_api_key",
+            regex: re(r"\bAIza[0-9A-Za-z_-]{35}")?,
+        },
+    ])
 }
 
 fn is_placeholder(v: &Value) -> bool {
@@ -418,6 +611,109 @@ mod tests {
         );
         assert_eq!(tally["email"], 2);
         assert_eq!(tally["secret"], 2);
+    }
+
+    #[test]
+    fn secret_keys_match_in_every_naming_style_and_counts_stay() {
+        let r = redactor(&["e-mail"]);
+        let mut doc = json!({
+            "clientSecret": "cs1", "ClientSecret": "cs2", "client-secret": "cs3",
+            "CLIENT_SECRET": "cs4", "client.secret": "cs5", "accessToken": "at1",
+            "X-Api-Key": "k1", "stripeApiKey": "k2", "db_password": "p1", "SESSION_ID": "s1",
+            "userCredentials": ["c1", {"kind": "c2"}], "Password": 1234, "eMail": "a@b.io",
+            "max_tokens": 512, "maxTokens": 512, "input_tokens": 7, "tokens_per_minute": 900,
+            "useCookies": true, "refreshToken": null, "model": "gpt", "note": "no token here"
+        });
+        let mut tally = Tally::new();
+        r.document(&mut doc, &mut tally);
+        let secret = json!("[REDACTED:secret]");
+        for key in [
+            "clientSecret",
+            "ClientSecret",
+            "client-secret",
+            "CLIENT_SECRET",
+            "client.secret",
+            "accessToken",
+            "X-Api-Key",
+            "stripeApiKey",
+            "db_password",
+            "SESSION_ID",
+            "Password",
+        ] {
+            assert_eq!(doc[key], secret, "{key}");
+        }
+        assert_eq!(doc["userCredentials"], json!([secret, {"kind": secret}]));
+        assert_eq!(doc["eMail"], "[REDACTED:e-mail]");
+        for key in [
+            "max_tokens",
+            "maxTokens",
+            "input_tokens",
+            "tokens_per_minute",
+        ] {
+            assert!(doc[key].is_number(), "{key}: a count is not a secret");
+        }
+        assert_eq!(doc["useCookies"], true);
+        assert_eq!(doc["refreshToken"], Value::Null);
+        assert_eq!(doc["model"], "gpt");
+        assert_eq!(doc["note"], "no token here");
+        assert_eq!(tally["secret"], 13);
+    }
+
+    #[test]
+    fn json_inside_strings_is_redacted_as_a_document_within_bounds() {
+        let r = redactor(&[]);
+        let mut tally = Tally::new();
+        // A tool result whose field holds a JSON-encoded body, itself holding another.
+        let inner = json!({"Session-Id": "sess_1", "n": 1}).to_string();
+        let result = json!({"body": json!({"token": "abc123", "data": inner}).to_string()});
+        let out: Value = serde_json::from_str(&r.text_or_json(&result.to_string(), &mut tally))
+            .expect("still JSON");
+        let body: Value = serde_json::from_str(out["body"].as_str().unwrap()).unwrap();
+        assert_eq!(body["token"], "[REDACTED:secret]");
+        let data: Value = serde_json::from_str(body["data"].as_str().unwrap()).unwrap();
+        assert_eq!(data, json!({"Session-Id": "[REDACTED:secret]", "n": 1}));
+        // Nothing to redact: the text is kept byte for byte, spacing included.
+        let plain = "{ \"status\" : \"ok\" }";
+        assert_eq!(r.text_or_json(plain, &mut Tally::new()), plain);
+        // Nested deeper than the bound: scanned as text, so a key is still caught but a
+        // `token` field is not parsed out, and nothing recurses without end.
+        let mut deep = json!({"password": "p"}).to_string();
+        for _ in 0..MAX_EMBEDDED_DEPTH {
+            deep = json!({"wrap": deep}).to_string();
+        }
+        assert_eq!(r.text_or_json(&deep, &mut Tally::new()), deep);
+        let mut shallow = json!({"password": "p"}).to_string();
+        for _ in 0..MAX_EMBEDDED_DEPTH - 1 {
+            shallow = json!({"wrap": shallow}).to_string();
+        }
+        let out = r.text_or_json(&shallow, &mut Tally::new());
+        assert!(out.contains("[REDACTED:secret]"), "{out}");
+        // Past the size bound a nested string is text: patterns only.
+        let big = json!({"token": "t0k3n", "pad": "x".repeat(MAX_EMBEDDED_BYTES)}).to_string();
+        let mut doc = json!({"blob": big, "key": "sk-proj-Abc123def456ghi789jkl012"});
+        r.document(&mut doc, &mut Tally::new());
+        assert!(doc["blob"].as_str().unwrap().contains("t0k3n"));
+        assert_eq!(doc["key"], "[REDACTED:api_key]");
+    }
+
+    #[test]
+    fn ids_with_secrets_are_replaced_consistently() {
+        let r = redactor(&[]);
+        let key = "sk-proj-Abc123def456ghi789jkl012";
+        let other = "sk-proj-Zyx987wvu654tsr321qpo000";
+        let mut ids = Ids::new([key, other, "call_1", "redacted_api_key_1"]);
+        let mut tally = Tally::new();
+        let first = r.id(key, &mut ids, &mut tally);
+        assert_eq!(first, "redacted_api_key_2", "never a logged id");
+        assert_eq!(r.id(key, &mut ids, &mut tally), first);
+        let second = r.id(other, &mut ids, &mut tally);
+        assert!(second.starts_with("redacted_api_key_") && second != first);
+        assert_eq!(r.id("call_1", &mut ids, &mut tally), "call_1");
+        assert_eq!(tally["api_key"], 2, "counted once per id");
+        // Keys holding the secret are replaced too: the map no longer names it.
+        let mut doc = json!({key: 3});
+        r.document(&mut doc, &mut tally);
+        assert_eq!(doc, json!({"[REDACTED:api_key]": 3}));
     }
 
     #[test]
