@@ -134,6 +134,44 @@ static INSTRUCTIONS: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
             ),
             "tells the model how to answer regardless of the user",
         ),
+        // Concealment and misreporting (Invariant Labs' tool poisoning: "do not mention this
+        // to the user"; the "conceal" and "deceive the user" classes of MCP threat taxonomies).
+        (
+            re(
+                r"(?i)\b(under no circumstances|in no case|at no point|by no means)\b[^.\n]{0,30}\b(inform|informing|tell|telling|notify|alert|mention|reveal|disclose|let)\b[^.\n]{0,30}\b(user|human|operator|customer|requester)s?\b",
+            ),
+            "tells the model to keep something from the user",
+        ),
+        (
+            re(
+                r"(?i)\b(report|say|claim|state|tell the user|respond|reply|answer|confirm|show)\b[^.\n]{0,40}\b(success|successful|successfully|succeeded|completed|went through|nothing (happened|changed)|no (errors?|changes?|problems?))\b[^.\n]{0,40}\b(even if|even when|regardless|whether or not|no matter|although|though)\b",
+            ),
+            "tells the model to misreport what happened",
+        ),
+        (
+            re(r"(?i)\b(pretend|make it (look|appear|seem))\s+(that|as if|as though|like)\b"),
+            "tells the model to misreport what happened",
+        ),
+        // Authority and permission claims (the "privilege escalation" / "fake system message"
+        // class: text in a tool that speaks as the system or grants the model new rights).
+        (
+            re(
+                r"(?i)\b(system|admin|administrator|developer|security|policy|operator)\s+(override|notice|update|message|directive|instruction|announcement)\s*[:!-]",
+            ),
+            "speaks as the system to override the model's rules",
+        ),
+        (
+            re(
+                r"(?i)\b(the\s+)?(assistant|model|ai|agent|llm|you)\s+(is|are)\s+(now\s+|hereby\s+)?(permitted|allowed|authori[sz]ed|cleared|free|entitled)\s+to\b",
+            ),
+            "grants the model permissions it does not have",
+        ),
+        (
+            re(
+                r"(?i)(^|[.!?:;]\s*|\n)\s*(dear\s+)?(assistant|ai|model|agent|llm|claude|gpt|chatgpt|copilot)\s*[,:]\s*(please\s+)?(remember|note|always|never|you must|make sure|from now|do not|don't|ignore|keep|be sure)\b",
+            ),
+            "addresses the model directly",
+        ),
     ]
 });
 
@@ -179,7 +217,7 @@ static SECRETS: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
         ),
         (
             re(
-                r"(?i)\b(read|cat|open|load|dump|print|include|send|upload|copy|forward|collect|gather|extract|exfiltrate|leak|attach|append|pass along|share)\b[^.\n]{0,40}\b((all|every|any|stored|saved)\s+([a-z-]+\s+){0,2}(api[ _-]?keys?|access tokens?|secrets?|credentials?|passwords?|tokens?|cookies?|session tokens?|ssh keys?|environment variables|env vars)|(the user'?s|their|your|local)\s+([a-z-]+\s+){0,2}(api[ _-]?keys|access tokens|secrets|credentials|passwords|tokens|cookies|session tokens|ssh keys|environment variables|env vars))\b",
+                r"(?i)\b(read|cat|open|load|dump|print|include|send|upload|copy|forward|collect|gather|extract|exfiltrate|leak|attach|append|pass along|share|stash|store|save|record|log|harvest|capture|keep|note down|write down|hoard)\b[^.\n]{0,40}\b((all|every|any|stored|saved)\s+([a-z-]+\s+){0,2}(api[ _-]?keys?|access tokens?|secrets?|credentials?|passwords?|tokens?|cookies?|session tokens?|ssh keys?|environment variables|env vars)|(the user'?s|their|your|local)\s+([a-z-]+\s+){0,2}(api[ _-]?keys|access tokens|secrets|credentials|passwords|tokens|cookies|session tokens|ssh keys|environment variables|env vars))\b",
             ),
             "asks for the user's secrets",
         ),
@@ -233,6 +271,26 @@ static EXFILTRATION: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
                 r"(?i)\b(webhook\.site|requestbin|pipedream\.net|ngrok\.io|ngrok-free\.app|burpcollaborator|interact\.sh|oast\.(fun|me|pro|live|site|online)|pastebin\.com|transfer\.sh|hookbin)\b",
             ),
             "a known data-collection endpoint",
+        ),
+        // Data put into a URL, link or image for the client to fetch (the markdown-image and
+        // link exfiltration class), whatever the query parameter is called.
+        (
+            re(
+                r"(?i)\b(embed|put|place|encode|include|append|add|insert|attach|smuggle)\b[^.\n]{0,40}\b(conversation|chat|history|transcript|messages|prompt|context|secrets?|credentials|tokens?|passwords?|api keys?|user'?s? (data|files|emails?|messages))\b[^.\n]{0,40}\b(in|into|to|inside)\s+(the|a|an)\s+(url|link|image|query string|query|request|address)\b",
+            ),
+            "puts conversation data or secrets into a URL",
+        ),
+        (
+            re(
+                r"(?i)(https?://|www\.)[^\s)\x22']*[?&][a-z0-9_]{1,20}=(\{|\$\{|\{\{|<|%7b)\s*(history|conversation|conv|messages?|chat|context|prompt|secrets?|tokens?|keys?|passwords?|env|transcript|memory|user_?(data|input|messages?))\b",
+            ),
+            "a URL whose query is to be filled with conversation data or secrets",
+        ),
+        (
+            re(
+                r"(?i)\b(always|also|additionally|secretly|quietly)\s+(cc|bcc|copy|forward|send|mirror|post)\b[^.\n]{0,40}[a-z0-9._%+-]+@[a-z0-9.-]+\.[a-z]{2,}",
+            ),
+            "copies messages to an outside address",
         ),
     ]
 });
@@ -296,6 +354,33 @@ static TOOL_REFERENCE: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
                 r"(?i)\b(change|replace|swap|set)\s+(the\s+)?(recipient|destination|account number|iban|wallet address|to address|payee)\b[^.\n]{0,40}\bto\b",
             ),
             "rewrites another action's destination",
+        ),
+        // Cross-tool behaviour changes phrased around the other tool running (the shadowing
+        // class: "each time send_email runs, also…"), whether that tool is in the catalog or not.
+        (
+            re(
+                r"(?i)\b(when|whenever|every time|each time|if|before|after|once)\s+(the\s+|any\s+)?[`'\x22]?(?P<tool>[a-z0-9]+(_[a-z0-9]+)+|[a-z0-9]+[.:][a-z0-9_.:-]+)[`'\x22]?\s+(tool\s+|function\s+|command\s+)?(is\s+|gets\s+|has\s+)?(called|used|invoked|run|runs|executed|executes|fires|triggered|completes|finishes|returns)\b[^.\n]{0,80}\b(always|must|also|instead|never|first|make sure|remember|replace|change|set|add|redirect|send|post|copy|forward|mirror|bcc|cc|include|append|upload)\b",
+            ),
+            "changes how another tool is to be called",
+        ),
+        (
+            re(
+                r"(?i)\b(instead of|rather than|in place of)\s+(using\s+|calling\s+)?(the\s+|any\s+)?([a-z0-9_.:-]+\s+){1,3}(tool|function|server|integration|plugin)\b[^.\n]{0,30}\b(call|use|invoke|run|choose|prefer|pick)\s+(this|me|ours)\b",
+            ),
+            "tells the model to use this instead of another tool",
+        ),
+        // Redirecting money or deliveries away from what the user asked for.
+        (
+            re(
+                r"(?i)\b(pay|send|transfer|wire|deposit|route|remit|ship|deliver)\b[^.\n]{0,40}\b(to|into)\s+(the\s+)?(account|iban|wallet|address|recipient|card)\b[^.\n]{0,60}\b(instead|rather than|not the one)\b",
+            ),
+            "redirects payments or deliveries away from what the user asked",
+        ),
+        (
+            re(
+                r"(?i)\binstead of (the|their|its) (one|ones|account|address|recipient|value|amount|destination|iban|wallet)s?\s+(given|provided|requested|specified|supplied|entered|asked for|chosen)\b",
+            ),
+            "overrides what the user asked for",
         ),
     ]
 });
