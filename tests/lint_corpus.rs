@@ -109,13 +109,21 @@ fn interval(x: u64, n: u64) -> String {
     )
 }
 
+/// Caught of the 40 tools of holdout-2026-12-04.json when it was first measured.
+const FRESH_HELD_OUT_CAUGHT: u64 = 23;
+
 #[test]
 fn recall_on_the_adversarial_corpus_and_false_positives_on_the_benign_corpus() {
     let all = per_tool(&catalogs(&data().join("adversarial")));
-    // holdout.json was written after the rules were tuned on the rest, and measured once: its
-    // recall is the out-of-sample figure, reported apart and guarded against regressions only.
+    // holdout-2026-12-04.json was written after the rules of that day were frozen and
+    // measured once: its recall is the out-of-sample figure, reported apart and guarded
+    // against regressions only. holdout.json was the first such set (21/30 when measured);
+    // its misses shaped the 2026-12-04 rules, so it is in-sample now, reported apart too.
+    let (fresh, rest): (Vec<_>, Vec<_>) = all
+        .into_iter()
+        .partition(|t| t.0.contains("holdout-2026-12-04.json#"));
     let (holdout, adversarial): (Vec<_>, Vec<_>) =
-        all.into_iter().partition(|t| t.0.contains("holdout.json#"));
+        rest.into_iter().partition(|t| t.0.contains("holdout.json#"));
     let benign = per_tool(&catalogs(&data().join("benign")));
     assert!(
         adversarial.len() >= 100,
@@ -142,17 +150,24 @@ fn recall_on_the_adversarial_corpus_and_false_positives_on_the_benign_corpus() {
     }
     let recall = interval(caught, adversarial.len() as u64);
     let held = holdout.iter().filter(|t| t.1).count() as u64;
-    assert_eq!(holdout.len(), 30, "the held-out file");
+    assert_eq!(holdout.len(), 30, "the first held-out file");
     println!(
-        "held-out recall (written after tuning): {}",
+        "first held-out set (in-sample since 2026-12-04): {}",
         interval(held, holdout.len() as u64)
     );
-    for t in holdout.iter().filter(|t| !t.1) {
+    let fresh_caught = fresh.iter().filter(|t| t.1).count() as u64;
+    assert_eq!(fresh.len(), 40, "the 2026-12-04 held-out file");
+    println!(
+        "held-out recall (holdout-2026-12-04.json, written after the rules were frozen): {}",
+        interval(fresh_caught, fresh.len() as u64)
+    );
+    for t in holdout.iter().chain(&fresh).filter(|t| !t.1) {
         println!("held-out missed: {}", t.0);
     }
+    assert!(held >= 30, "the first held-out set fell below 30/30");
     assert!(
-        held >= 21,
-        "held-out recall fell below the 21/30 first measured"
+        fresh_caught >= FRESH_HELD_OUT_CAUGHT,
+        "held-out recall fell below the {FRESH_HELD_OUT_CAUGHT}/40 first measured"
     );
     let fp = interval(flagged.len() as u64, benign.len() as u64);
     println!("adversarial recall (poisoned tools with an injection error): {recall}");
