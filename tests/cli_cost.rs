@@ -550,3 +550,40 @@ fn a_scenario_trial_costs_every_step_of_its_conversation() {
     assert_eq!(cost["priced_trials"], 14);
     assert_eq!(cost["arms"][0]["cases"].as_array().unwrap().len(), 7);
 }
+
+/// At concurrency 256 every trial could be in flight at once: each request is still reserved
+/// at its worst case before it is sent, so spend stays within the cap (with reservations of
+/// the estimate, a $5 cap spent $259 at this concurrency).
+#[test]
+fn the_cap_holds_with_256_requests_in_flight() {
+    let server = FakeServer::start_in_background(|req: &FakeRequest| {
+        heavy_usage_model(req).delayed(std::time::Duration::from_millis(50))
+    });
+    let dir = project(&format!(
+        "providers:\n  gateway:\n    kind: openai-compat\n    base_url: {}\n    model: m\n    max_tokens: 10\nprices:\n  gateway: {{input: 10, output: 10}}\n",
+        server.base_url
+    ));
+    // Above the estimate ($0.436 for 400 trials), far below what the trials really cost.
+    let cap = 0.5;
+    let r = run(
+        dir.path(),
+        "gateway",
+        &[
+            "--trials",
+            "200",
+            "--concurrency",
+            "256",
+            "--max-cost",
+            "0.5",
+        ],
+        &[],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let s = summary(dir.path());
+    let spent = s["cost"]["usd"].as_f64().unwrap();
+    let completed = records(dir.path()).len();
+    println!("concurrency 256: {completed} of 400 trials run, spent ${spent:.6} of a ${cap} cap");
+    assert!(spent <= cap, "spent {spent} over the cap {cap}");
+    assert!(completed > 0 && completed < 400, "{completed}");
+    assert_eq!(server.requests_seen(), completed as u64);
+}

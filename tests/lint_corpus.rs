@@ -122,8 +122,9 @@ fn recall_on_the_adversarial_corpus_and_false_positives_on_the_benign_corpus() {
     let (fresh, rest): (Vec<_>, Vec<_>) = all
         .into_iter()
         .partition(|t| t.0.contains("holdout-2026-12-04.json#"));
-    let (holdout, adversarial): (Vec<_>, Vec<_>) =
-        rest.into_iter().partition(|t| t.0.contains("holdout.json#"));
+    let (holdout, adversarial): (Vec<_>, Vec<_>) = rest
+        .into_iter()
+        .partition(|t| t.0.contains("holdout.json#"));
     let benign = per_tool(&catalogs(&data().join("benign")));
     assert!(
         adversarial.len() >= 100,
