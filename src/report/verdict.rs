@@ -175,8 +175,8 @@ pub struct SequentialInfo {
     pub max_trials: u32,
     /// Scored trials the gated cases used.
     pub trials_used: u64,
-    /// Trials the exact fixed-n gate (`stats::exact`) with the same α and power 1 − β at p₁ needs for the
-    /// same cases (reference/stats.md §2.3, the "first" n).
+    /// Trials the exact fixed-n gate (`stats::exact`) with the same α and power 1 − β at p₁
+    /// needs for the same cases (reference/stats.md §2.3, the "first" n).
     pub fixed_design_trials: u64,
     /// At the gate's threshold: PASS once successes ≥ slope·n + intercept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
