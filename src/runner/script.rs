@@ -123,7 +123,7 @@ impl<'a> ScriptRun<'a> {
         let args = &call.arguments;
         for effect in &rule.effects {
             self.apply(effect, args);
-            let size = compact_size(&self.state);
+            let size = crate::json::compact_len(&self.state);
             if size > MAX_SCRIPT_BYTES {
                 // Dropped rather than kept: it would be written into results.jsonl.
                 self.state = Value::String(format!("(dropped: {size} bytes)"));
@@ -142,7 +142,7 @@ impl<'a> ScriptRun<'a> {
             Some(text) => render_text(text, args, &self.state),
             None => structured.as_ref().map(canonical_json).unwrap_or_default(),
         };
-        let size = out.content.len() + structured.as_ref().map_or(0, compact_size);
+        let size = out.content.len() + structured.as_ref().map_or(0, crate::json::compact_len);
         if size > MAX_SCRIPT_BYTES {
             return self.stopped(out, &format!("this call's scripted result rendered to {size} bytes, past the cap of {MAX_SCRIPT_BYTES}"));
         }
@@ -238,24 +238,6 @@ fn slot<'v>(root: &'v mut Value, path: &str) -> &'v mut Value {
         };
     }
     cur
-}
-
-/// Bytes of `v` as compact JSON, counted without building the text.
-fn compact_size(v: &Value) -> usize {
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 += buf.len();
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(0);
-    // Writing into a counter cannot fail.
-    let _ = serde_json::to_writer(&mut count, v);
-    count.0
 }
 
 /// Integral results stay integers in the state (`3`, not `3.0`).

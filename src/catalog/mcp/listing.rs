@@ -74,7 +74,7 @@ impl McpSession {
             }
             for tool in &result.tools {
                 let value = serde_json::to_value(tool).unwrap_or(Value::Null);
-                held += json_len(&value);
+                held += crate::json::compact_len(&value);
                 if held > MAX_LISTING_BYTES {
                     return Err(limit(format!(
                         "more than {} bytes of tool definitions (64 MiB, by page {page}), the bound on one listing",
@@ -94,23 +94,6 @@ impl McpSession {
             bytes(tools.len())
         )))
     }
-}
-
-/// Bytes of `value` as compact JSON, counted without building the text.
-fn json_len(value: &Value) -> usize {
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 += buf.len();
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(0);
-    let _ = serde_json::to_writer(&mut count, value);
-    count.0
 }
 
 /// The tools of a `tools/list` listing as a catalog, checked as a catalog file is.
