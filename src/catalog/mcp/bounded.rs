@@ -38,8 +38,8 @@ pub const STDERR_LINES: usize = 40;
 /// Longest stderr line kept, in bytes: with [`STDERR_LINES`], the tail is at most 80 KB.
 pub const STDERR_LINE_BYTES: usize = 2_000;
 
-/// `n` with thousands separators.
-pub fn bytes(n: usize) -> String {
+/// A count (of bytes, tools or pages) with thousands separators, as errors quote bounds.
+pub fn count(n: usize) -> String {
     crate::json::thousands(n as u64)
 }
 
@@ -55,7 +55,7 @@ pub fn cut_text(text: &str, max: usize) -> String {
     format!(
         "{}… ({} more bytes cut)",
         &text[..end],
-        bytes(text.len() - end)
+        count(text.len() - end)
     )
 }
 
@@ -112,14 +112,14 @@ impl<R> BoundedStdout<R> {
             if self.line > MAX_MESSAGE_BYTES {
                 return Err(format!(
                     "the server sent a message of more than {} bytes (16 MiB), the bound on one message",
-                    bytes(MAX_MESSAGE_BYTES)
+                    count(MAX_MESSAGE_BYTES)
                 ));
             }
         }
         self.check_utf8(data).map_err(|at| {
             format!(
                 "the server's output is not valid UTF-8 (at byte {} of it), so not JSON-RPC",
-                bytes(offset + at)
+                count(offset + at)
             )
         })
     }

@@ -8,7 +8,7 @@ use rmcp::ServiceError;
 use rmcp::model::PaginatedRequestParams;
 use serde_json::Value;
 
-use super::bounded::bytes;
+use super::bounded::count;
 use super::{
     LiveCatalog, MAX_LISTING_BYTES, MAX_PAGES, MAX_TOOLS, McpError, McpSession, ServerSpec,
     shutdown_signal, terminate_group,
@@ -68,8 +68,8 @@ impl McpSession {
             if tools.len() + result.tools.len() > MAX_TOOLS {
                 return Err(limit(format!(
                     "more than {} tools (page {page} brought the count to {}), the bound on one listing",
-                    bytes(MAX_TOOLS),
-                    bytes(tools.len() + result.tools.len())
+                    count(MAX_TOOLS),
+                    count(tools.len() + result.tools.len())
                 )));
             }
             for tool in &result.tools {
@@ -78,7 +78,7 @@ impl McpSession {
                 if held > MAX_LISTING_BYTES {
                     return Err(limit(format!(
                         "more than {} bytes of tool definitions (64 MiB, by page {page}), the bound on one listing",
-                        bytes(MAX_LISTING_BYTES)
+                        count(MAX_LISTING_BYTES)
                     )));
                 }
                 tools.push(value);
@@ -90,8 +90,8 @@ impl McpSession {
         }
         Err(limit(format!(
             "the server still sent a nextCursor after {} pages ({} tools so far), the bound on pages in one listing",
-            bytes(MAX_PAGES),
-            bytes(tools.len())
+            count(MAX_PAGES),
+            count(tools.len())
         )))
     }
 }

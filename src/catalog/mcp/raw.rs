@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::io::AsyncBufReadExt as _;
 
-use super::bounded::{BoundedStdout, StderrTail, StdoutFault, bytes};
+use super::bounded::{BoundedStdout, StderrTail, StdoutFault, count};
 use super::{
     MAX_MESSAGE_BYTES, McpError, STDERR_GRACE, ServerSpec, spawn_message, terminate_group,
 };
@@ -200,7 +200,7 @@ async fn bounded_body(resp: &mut reqwest::Response) -> Result<String, String> {
         if body.len() + chunk.len() > MAX_MESSAGE_BYTES {
             return Err(format!(
                 "the server sent an answer of more than {} bytes (16 MiB), the bound on one message",
-                bytes(MAX_MESSAGE_BYTES)
+                count(MAX_MESSAGE_BYTES)
             ));
         }
         body.extend_from_slice(&chunk);
@@ -208,7 +208,7 @@ async fn bounded_body(resp: &mut reqwest::Response) -> Result<String, String> {
     String::from_utf8(body).map_err(|e| {
         format!(
             "the server's answer is not valid UTF-8 (at byte {}), so not JSON-RPC",
-            bytes(e.utf8_error().valid_up_to())
+            count(e.utf8_error().valid_up_to())
         )
     })
 }
