@@ -93,7 +93,9 @@ fn head(text: &str) -> &str {
 
 #[test]
 fn a_listing_of_100k_tools_stops_at_the_tool_bound_within_the_timeout() {
-    let Some(run) = catalog_of_hostile("many-tools", 5) else {
+    // A generous timeout: the bound must end the listing, not the clock (a loaded CI machine
+    // may take seconds to build 100,000 tools in Python; the old code answered exit 0).
+    let Some(run) = catalog_of_hostile("many-tools", 60) else {
         return;
     };
     assert_eq!(run.code, 2, "{}", head(&run.stderr));
@@ -104,7 +106,7 @@ fn a_listing_of_100k_tools_stops_at_the_tool_bound_within_the_timeout() {
         "{}",
         head(&run.stderr)
     );
-    assert!(run.elapsed < Duration::from_secs(10), "{:?}", run.elapsed);
+    assert!(run.elapsed < Duration::from_secs(60), "{:?}", run.elapsed);
     assert!(run.peak_rss_mib < 400.0, "{} MiB", run.peak_rss_mib);
 }
 
