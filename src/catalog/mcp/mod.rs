@@ -357,6 +357,25 @@ async fn start_stdio(
 }
 
 /// Reaches a streamable-HTTP server (with its headers and bearer token) and sends
+/// The bearer token of an HTTP server whose `token_env` names a variable: its value, or a
+/// configuration error when it is unset or empty. `None` when no variable is named.
+pub(super) fn bearer_token(
+    server: &str,
+    token_env: Option<&str>,
+    env: &(dyn Fn(&str) -> Option<String> + Sync),
+) -> Result<Option<String>, McpError> {
+    let Some(var) = token_env else {
+        return Ok(None);
+    };
+    env(var)
+        .filter(|t| !t.is_empty())
+        .map(Some)
+        .ok_or_else(|| McpError::Config {
+            server: server.to_owned(),
+            message: format!("the bearer token variable {var} is not set (token_env names it)"),
+        })
+}
+
 /// `initialize`. The SDK bounds each message at [`MAX_MESSAGE_BYTES`] itself.
 async fn start_http(
     spec: &ServerSpec,
@@ -377,13 +396,7 @@ async fn start_http(
     };
     let server = spec.label();
     let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
-    if let Some(var) = token_env {
-        let token = env(var)
-            .filter(|t| !t.is_empty())
-            .ok_or_else(|| McpError::Config {
-                server: server.clone(),
-                message: format!("the bearer token variable {var} is not set (token_env names it)"),
-            })?;
+    if let Some(token) = bearer_token(&server, token_env.as_deref(), env)? {
         config = config.auth_header(token);
     }
     let mut map = std::collections::HashMap::new();

@@ -154,13 +154,7 @@ async fn raw_http(
     for (k, v) in headers {
         req = req.header(k.as_str(), v.as_str());
     }
-    if let Some(var) = token_env {
-        let token = env(var)
-            .filter(|t| !t.is_empty())
-            .ok_or_else(|| McpError::Config {
-                server: server.clone(),
-                message: format!("the bearer token variable {var} is not set (token_env names it)"),
-            })?;
+    if let Some(token) = super::bearer_token(&server, token_env.as_deref(), env)? {
         req = req.bearer_auth(token);
     }
     let mut resp = req
