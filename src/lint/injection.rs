@@ -12,6 +12,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use super::Raw;
+use super::conduct;
 use super::text::{self, Field, FieldKind};
 use crate::catalog::Catalog;
 
@@ -465,7 +466,17 @@ fn scan(
 pub(crate) fn check(catalog: &Catalog, out: &mut Vec<Raw>) {
     for tool in &catalog.tools {
         let name = tool.name.as_str();
-        for field in text::fields(tool) {
+        let fields = text::fields(tool);
+        let params: Vec<String> = fields
+            .iter()
+            .filter(|f| f.kind == FieldKind::Name && f.path != "name")
+            .map(|f| f.text.clone())
+            .collect();
+        let cx = conduct::Context {
+            tool: name,
+            params: &params,
+        };
+        for field in fields {
             hidden(name, &field, out);
             homoglyphs(name, &field, out);
             if field.kind == FieldKind::Structural || field.text.trim().is_empty() {
@@ -526,6 +537,7 @@ pub(crate) fn check(catalog: &Catalog, out: &mut Vec<Raw>) {
                     break;
                 }
             }
+            scan_conduct(&cx, &field, &views, out);
             if let Some(m) = URL.find(&field.text) {
                 out.push(Raw::new(
                     "injection-url",
@@ -538,6 +550,35 @@ pub(crate) fn check(catalog: &Catalog, out: &mut Vec<Raw>) {
                     "Check the URL is needed; a model may be led to fetch or send data to it.",
                 ));
             }
+        }
+    }
+}
+
+/// The conduct scan (`conduct.rs`) over each view, clause by clause: one finding per field.
+fn scan_conduct(
+    cx: &conduct::Context,
+    field: &Field,
+    views: &[(&'static str, String)],
+    out: &mut Vec<Raw>,
+) {
+    for (how, view) in views {
+        let hit = conduct::clauses(view)
+            .into_iter()
+            .find_map(|c| conduct::judge(c, cx).map(|why| (why, c)));
+        if let Some((why, clause)) = hit {
+            let via = if how.is_empty() {
+                String::new()
+            } else {
+                format!(" (after {how})")
+            };
+            out.push(Raw::new(
+                "injection-conduct",
+                Some(cx.tool),
+                field.path.clone(),
+                format!("reads as an instruction to the model: {why}{via}: \"{}\"", excerpt(clause, 0, clause.len())),
+                "Describe what the tool does and what its parameters mean; never what the model must do about the user, other tools or its replies.",
+            ));
+            return;
         }
     }
 }

@@ -13,6 +13,7 @@ use serde_json::Value;
 use crate::catalog::Catalog;
 
 mod bounds;
+mod conduct;
 mod descriptions;
 mod injection;
 mod names;
@@ -336,6 +337,13 @@ pub const RULES: &[Rule] = &[
         Error,
         "Text that changes how other tools behave or replaces them (tool shadowing)",
         "Describe only this tool; never instruct how other tools are to be called."
+    ),
+    rule!(
+        "injection-conduct",
+        Injection,
+        Error,
+        "A sentence that directs the model's conduct beyond calling this tool, read from what it asks for rather than its wording: concealment, misreporting, changing other tools, sending data out, collecting secrets, a new role, privileges, authority claims, tampering with the user's values",
+        "Describe what the tool does and what its parameters mean; never what the model must do about the user, other tools or its replies."
     ),
     rule!(
         "injection-url",
