@@ -109,16 +109,22 @@ fn interval(x: u64, n: u64) -> String {
     )
 }
 
-/// Caught of the 40 tools of holdout-2026-12-04.json when it was first measured.
-const FRESH_HELD_OUT_CAUGHT: u64 = 23;
+/// Caught of the 40 tools of holdout-2026-12-04.json: 23 when first measured; 40 since the
+/// conduct scan, whose signals were checked against it (in-sample now).
+const FRESH_HELD_OUT_CAUGHT: u64 = 40;
+/// Caught of the 60 tools of adversarial-blind/ (written by a helper who never saw the rules),
+/// measured once at commit 936766f with the rules frozen: 30 (14 by the phrase rules alone).
+const BLIND_HELD_OUT_CAUGHT: u64 = 30;
 
 #[test]
 fn recall_on_the_adversarial_corpus_and_false_positives_on_the_benign_corpus() {
     let all = per_tool(&catalogs(&data().join("adversarial")));
-    // holdout-2026-12-04.json was written after the rules of that day were frozen and
-    // measured once: its recall is the out-of-sample figure, reported apart and guarded
-    // against regressions only. holdout.json was the first such set (21/30 when measured);
-    // its misses shaped the 2026-12-04 rules, so it is in-sample now, reported apart too.
+    // Held-out sets, each reported apart and guarded against regressions only:
+    // - adversarial-blind/ was written by a helper who never saw the rules and measured once
+    //   with them frozen: the out-of-sample figure;
+    // - holdout-2026-12-04.json (23/40 when measured) and holdout.json (21/30) were written
+    //   by the rules' author after freezing them; their misses shaped later rules, so both
+    //   are in-sample now.
     let (fresh, rest): (Vec<_>, Vec<_>) = all
         .into_iter()
         .partition(|t| t.0.contains("holdout-2026-12-04.json#"));
@@ -159,7 +165,7 @@ fn recall_on_the_adversarial_corpus_and_false_positives_on_the_benign_corpus() {
     let fresh_caught = fresh.iter().filter(|t| t.1).count() as u64;
     assert_eq!(fresh.len(), 40, "the 2026-12-04 held-out file");
     println!(
-        "held-out recall (holdout-2026-12-04.json, written after the rules were frozen): {}",
+        "second held-out set (holdout-2026-12-04.json, in-sample since the conduct scan): {}",
         interval(fresh_caught, fresh.len() as u64)
     );
     for t in holdout.iter().chain(&fresh).filter(|t| !t.1) {
@@ -169,6 +175,20 @@ fn recall_on_the_adversarial_corpus_and_false_positives_on_the_benign_corpus() {
     assert!(
         fresh_caught >= FRESH_HELD_OUT_CAUGHT,
         "held-out recall fell below the {FRESH_HELD_OUT_CAUGHT}/40 first measured"
+    );
+    let blind = per_tool(&catalogs(&data().join("adversarial-blind")));
+    let blind_caught = blind.iter().filter(|t| t.1).count() as u64;
+    assert_eq!(blind.len(), 60, "the blind held-out file");
+    println!(
+        "blind held-out recall (adversarial-blind/, written by a helper who never saw the rules): {}",
+        interval(blind_caught, blind.len() as u64)
+    );
+    for t in blind.iter().filter(|t| !t.1) {
+        println!("blind held-out missed: {}", t.0);
+    }
+    assert!(
+        blind_caught >= BLIND_HELD_OUT_CAUGHT,
+        "blind held-out recall fell below the {BLIND_HELD_OUT_CAUGHT}/60 first measured"
     );
     let fp = interval(flagged.len() as u64, benign.len() as u64);
     println!("adversarial recall (poisoned tools with an injection error): {recall}");
