@@ -12,7 +12,6 @@ pub mod compare;
 pub mod error;
 pub mod event;
 pub mod gate;
-pub mod history;
 pub mod input;
 pub mod json;
 pub mod lint;

@@ -105,7 +105,7 @@ fn arrows_point_one_way() {
         (
             "report",
             &[
-                "provider", "runner", "cli", "score", "suite", "gate", "compare", "history",
+                "provider", "runner", "cli", "score", "suite", "gate", "compare",
             ],
         ),
         ("gate", &["provider", "runner", "cli", "score", "suite"]),
@@ -113,7 +113,6 @@ fn arrows_point_one_way() {
             "compare",
             &["provider", "runner", "cli", "score", "suite", "gate"],
         ),
-        ("history", &["provider", "runner", "cli", "score", "suite"]),
         ("runner", &["report", "cli"]),
         (
             "stress",
@@ -124,14 +123,14 @@ fn arrows_point_one_way() {
             "lint",
             &[
                 "provider", "runner", "report", "cli", "suite", "score", "gate", "compare",
-                "history", "planner",
+                "planner",
             ],
         ),
         // Logged traffic becomes fixtures without any run machinery.
         (
             "traffic",
             &[
-                "provider", "runner", "report", "cli", "gate", "compare", "history",
+                "provider", "runner", "report", "cli", "gate", "compare",
             ],
         ),
     ];

@@ -889,8 +889,8 @@ pub(super) fn append_history(
     let path = run_dir
         .parent()
         .unwrap_or_else(|| Path::new("."))
-        .join(crate::history::FILE_NAME);
-    crate::history::append(&path, &crate::history::lines_of(summary, untrusted))
+        .join(crate::report::history::FILE_NAME);
+    crate::report::history::append(&path, &crate::report::history::lines_of(summary, untrusted))
         .map_err(|e| Error::io(format!("cannot append to {}", path.display()), e))
 }
 
@@ -909,7 +909,7 @@ fn history_command(args: &HistoryArgs) -> Result<ExitCode, Error> {
     if args.last == Some(0) {
         return Err(usage("--last must be at least 1"));
     }
-    let path = args.dir.join(crate::history::FILE_NAME);
+    let path = args.dir.join(crate::report::history::FILE_NAME);
     if !path.is_file() {
         return Err(usage(&format!(
             "{}: no history yet; every `toolscore run --out {}` appends to it",
@@ -918,12 +918,12 @@ fn history_command(args: &HistoryArgs) -> Result<ExitCode, Error> {
         )));
     }
     let text = crate::input::read_text(&path)?;
-    let lines = crate::history::parse(&text, &path.display().to_string())?;
-    let series = crate::history::series(lines, metric);
+    let lines = crate::report::history::parse(&text, &path.display().to_string())?;
+    let series = crate::report::history::series(lines, metric);
     let mut out = std::io::stdout().lock();
-    crate::history::render(&series, metric, args.last, &mut out)
+    crate::report::history::render(&series, metric, args.last, &mut out)
         .map_err(|e| Error::io("cannot write the history", e))?;
-    let dropped = series.iter().any(crate::history::Series::newest_dropped);
+    let dropped = series.iter().any(crate::report::history::Series::newest_dropped);
     Ok(if dropped && args.fail_on_drop {
         ExitCode::GateFailed
     } else {

@@ -3,9 +3,8 @@
 use std::path::{Path, PathBuf};
 
 use crate::error::Error;
-use crate::report::{
-    GateLevel, HtmlContext, Metric, Summary, Trend, TrendChange, TrendMove, TrendPoint,
-};
+use crate::report::history::{self, Trend};
+use crate::report::{HtmlContext, Metric, Summary};
 
 /// A report format. clap validates the names before any work starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum)]
@@ -113,7 +112,7 @@ fn write_html(summary: &Summary, run_dir: &Path, out: &mut Vec<u8>) -> Result<()
     let history = run_dir
         .parent()
         .unwrap_or_else(|| Path::new("."))
-        .join(crate::history::FILE_NAME);
+        .join(history::FILE_NAME);
     if history.is_file() {
         match trends(summary, &history) {
             Ok(trends) => ctx.trends = trends,
@@ -126,93 +125,11 @@ fn write_html(summary: &Summary, run_dir: &Path, out: &mut Vec<u8>) -> Result<()
     crate::report::render_html(summary, &ctx, out)
 }
 
-/// The series of each arm in the history file, on the rate its gates judge (pass when they
-/// judge pass and not selection; the history keeps only those two), each run paired with the
-/// previous one as `toolscore history` pairs them.
+/// The trends of the history file beside the run, for the HTML report.
 fn trends(summary: &Summary, path: &Path) -> Result<Vec<Trend>, Error> {
     let text = crate::input::read_text(path)?;
-    let lines = crate::history::parse(&text, &path.display().to_string())?;
-    let datasets: Vec<String> = summary
-        .run
-        .datasets
-        .iter()
-        .map(|d| d.name.clone())
-        .collect();
-    let mut trends = Vec::new();
-    for arm in &summary.arms {
-        let judged: Vec<Metric> = summary
-            .gate
-            .iter()
-            .flat_map(|g| &g.gates)
-            .filter(|g| g.arm == arm.arm && g.level != GateLevel::Baseline)
-            .filter_map(|g| g.metric.rate())
-            .collect();
-        let metric = if judged.contains(&Metric::Pass) && !judged.contains(&Metric::Selection) {
-            Metric::Pass
-        } else {
-            Metric::Selection
-        };
-        let id = &arm.arm;
-        let mine = lines
-            .iter()
-            .filter(|l| {
-                l.datasets == datasets
-                    && l.provider == id.provider
-                    && l.model == id.model
-                    && l.variant == id.variant
-            })
-            .cloned()
-            .collect();
-        for series in crate::history::series(mine, metric) {
-            // A run that exited 4 has no score to plot; `toolscore history` lists it apart.
-            let points: Vec<TrendPoint> = series
-                .points
-                .iter()
-                .filter(|p| p.line.untrusted_reason().is_none())
-                .map(|p| {
-                    let m = if metric == Metric::Pass {
-                        &p.line.metrics.pass
-                    } else {
-                        &p.line.metrics.selection
-                    };
-                    TrendPoint {
-                        run_id: p.line.run_id.clone(),
-                        finished_at: p.line.finished_at.clone(),
-                        mean: m.mean,
-                        lo: m.lo,
-                        hi: m.hi,
-                        cases: m.cases,
-                        n: m.n,
-                        change: p.change.as_ref().map(|c| TrendChange {
-                            difference: c
-                                .difference
-                                .as_ref()
-                                .map(|d| (d.mean, d.interval.lo, d.interval.hi)),
-                            cases: c.cases,
-                            moved: match c.moved {
-                                crate::history::Move::Drop => TrendMove::Drop,
-                                crate::history::Move::Rise => TrendMove::Rise,
-                                crate::history::Move::None => TrendMove::None,
-                            },
-                            catalog_changed: c.catalog_changed,
-                        }),
-                    }
-                })
-                .collect();
-            let current_run = points
-                .iter()
-                .any(|p| p.run_id == summary.run.run_id)
-                .then(|| summary.run.run_id.clone());
-            trends.push(Trend {
-                arm: id.clone(),
-                datasets: datasets.clone(),
-                metric,
-                points,
-                current_run,
-            });
-        }
-    }
-    Ok(trends)
+    let lines = history::parse(&text, &path.display().to_string())?;
+    Ok(history::trends(summary, &lines))
 }
 
 /// Via a temporary file and a rename, so CI never uploads half a report.

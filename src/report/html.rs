@@ -31,6 +31,7 @@ use std::io::Write;
 use minijinja::{Environment, UndefinedBehavior, value::Serde};
 use serde::Serialize;
 
+use super::history::{self, Move, Trend};
 use super::terminal::{format_percentile, warning_text};
 use super::{
     ArmSummary, CaseSummary, Comparison, GateLevel, GateReport, GateResult, GroupComparison,
@@ -71,52 +72,6 @@ pub struct HtmlContext<'a> {
     /// What the reader should know that is not in the summary (a history file that could not
     /// be read).
     pub notes: Vec<String>,
-}
-
-/// One series of `history.jsonl` (same datasets, provider, model, variant), oldest first.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Trend {
-    pub arm: ArmId,
-    pub datasets: Vec<String>,
-    /// `selection` or `pass`: the rates the history keeps.
-    pub metric: Metric,
-    pub points: Vec<TrendPoint>,
-    /// The run this report is about, when the series holds it.
-    pub current_run: Option<String>,
-}
-
-/// One run of a series: its case-level mean with the interval, and its move against the
-/// previous run as `toolscore history` judged it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TrendPoint {
-    pub run_id: String,
-    pub finished_at: String,
-    pub mean: Option<f64>,
-    pub lo: Option<f64>,
-    pub hi: Option<f64>,
-    pub cases: usize,
-    pub n: u64,
-    pub change: Option<TrendChange>,
-}
-
-/// A run against the previous one of its series.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TrendChange {
-    /// Mean of per-case differences (this − previous) and its interval.
-    pub difference: Option<(f64, f64, f64)>,
-    pub cases: usize,
-    pub moved: TrendMove,
-    pub catalog_changed: bool,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TrendMove {
-    /// The interval of the paired difference lies below 0.
-    Drop,
-    /// It lies above 0.
-    Rise,
-    /// It holds 0, or too few shared cases.
-    None,
 }
 
 /// Renders the report as one HTML page.
@@ -1649,6 +1604,7 @@ fn comparison_view(c: &Comparison) -> ComparisonView {
 
 /// A series' case-level means with their interval band, newest runs last.
 fn trend_view(t: &Trend, index: usize) -> TrendView {
+    let metric_of = |p: &history::Point| p.line.metric(t.metric).clone();
     let skip = t.points.len().saturating_sub(TREND_RUNS);
     let points = &t.points[skip..];
     let (x0, x1, y0, y1) = (70.0, 860.0, 24.0, 224.0);
@@ -1669,10 +1625,11 @@ fn trend_view(t: &Trend, index: usize) -> TrendView {
     let mut line = Vec::new();
     let mut marks = Vec::new();
     let mut catalog_marks = Vec::new();
-    for (i, p) in points.iter().enumerate() {
+    for (i, point) in points.iter().enumerate() {
         let x = x_of(i);
+        let p = metric_of(point);
         if let (Some(lo), Some(hi)) = (p.lo, p.hi)
-            && let Some(next) = points.get(i + 1)
+            && let Some(next) = points.get(i + 1).map(metric_of)
             && let (Some(nlo), Some(nhi)) = (next.lo, next.hi)
         {
             let nx = x_of(i + 1);
@@ -1687,8 +1644,8 @@ fn trend_view(t: &Trend, index: usize) -> TrendView {
         let Some(mean) = p.mean else { continue };
         let y = y_of(mean);
         line.push(format!("{x},{y}"));
-        let moved = p.change.as_ref().map_or(TrendMove::None, |c| c.moved);
-        if p.change.as_ref().is_some_and(|c| c.catalog_changed) {
+        let moved = point.change.as_ref().map_or(Move::None, |c| c.moved);
+        if point.change.as_ref().is_some_and(|c| c.catalog_changed) {
             catalog_marks.push(Tick {
                 x,
                 label: "catalog changed".to_owned(),
@@ -1698,10 +1655,14 @@ fn trend_view(t: &Trend, index: usize) -> TrendView {
             (Some(lo), Some(hi)) => format!(" [{lo:.3}, {hi:.3}]"),
             _ => String::new(),
         };
-        let change = match p.change.as_ref().and_then(|c| c.difference.map(|d| (c, d))) {
-            Some((c, (m, lo, hi))) => format!(
-                " · vs previous: {m:+.3} [{lo:+.3}, {hi:+.3}] on {} cases",
-                c.cases
+        let change = match point
+            .change
+            .as_ref()
+            .and_then(|c| c.difference.as_ref().map(|d| (c, d)))
+        {
+            Some((c, d)) => format!(
+                " · vs previous: {:+.3} [{:+.3}, {:+.3}] on {} cases",
+                d.mean, d.interval.lo, d.interval.hi, c.cases
             ),
             None => String::new(),
         };
@@ -1711,25 +1672,26 @@ fn trend_view(t: &Trend, index: usize) -> TrendView {
             lo: p.lo.map(y_of),
             hi: p.hi.map(y_of),
             class: match moved {
-                TrendMove::Drop => "drop",
-                TrendMove::Rise => "rise",
-                TrendMove::None => "steady",
+                Move::Drop => "drop",
+                Move::Rise => "rise",
+                Move::None => "steady",
             },
-            current: t.current_run.as_deref() == Some(p.run_id.as_str()),
-            date: p
+            current: t.current_run.as_deref() == Some(point.line.run_id.as_str()),
+            date: point
+                .line
                 .finished_at
                 .get(..16)
-                .unwrap_or(&p.finished_at)
+                .unwrap_or(&point.line.finished_at)
                 .replace('T', " "),
             flag: match moved {
-                TrendMove::Drop => "drop",
-                TrendMove::Rise => "rise",
-                TrendMove::None => "",
+                Move::Drop => "drop",
+                Move::Rise => "rise",
+                Move::None => "",
             },
             title: format!(
                 "run {} · {} · {mean:.3}{interval} ({} cases, n {}){change}",
-                cut(&p.run_id, TEXT_CHARS),
-                p.finished_at,
+                cut(&point.line.run_id, TEXT_CHARS),
+                point.line.finished_at,
                 p.cases,
                 p.n
             ),

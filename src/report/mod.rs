@@ -10,6 +10,7 @@
 mod aggregate;
 mod comparison;
 mod csv;
+pub mod history;
 mod html;
 mod junit;
 mod markdown;
@@ -31,7 +32,7 @@ pub use comparison::{
     MeanDifference, Substitution, render_comparison,
 };
 pub use csv::ResultsCsv;
-pub use html::{HtmlContext, Trend, TrendChange, TrendMove, TrendPoint, render_html};
+pub use html::{HtmlContext, render_html};
 pub use junit::render_junit;
 pub use markdown::{MAX_CHARS as MARKDOWN_MAX_CHARS, escape as escape_markdown, render_markdown};
 pub use progress::{Progress, ProgressMode};

@@ -18,7 +18,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::error::InputError;
-use crate::report::{ArmSummary, Metric, RateStat, Summary};
+use crate::report::{ArmId, ArmSummary, GateLevel, Metric, RateStat, Summary};
 use crate::stats;
 
 /// The file every run appends to, in the run's `--out` folder.
@@ -336,6 +336,77 @@ pub struct Change {
     pub catalog_changed: bool,
 }
 
+/// One series of the history as a report draws it: the arm's runs on the rate its gates judge,
+/// trustworthy runs only (a run that exited 4 has no score to plot; `toolscore history` lists
+/// it apart), oldest first.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Trend {
+    pub arm: ArmId,
+    pub datasets: Vec<String>,
+    /// `selection` or `pass`: the rates the history keeps.
+    pub metric: Metric,
+    pub points: Vec<Point>,
+    /// The run this report is about, when the series holds it.
+    pub current_run: Option<String>,
+}
+
+/// The series of each arm of `summary` in the history `lines`, on the rate its gates judge
+/// (pass when they judge pass and not selection; the history keeps only those two), each run
+/// paired with the previous one as `toolscore history` pairs them.
+pub fn trends(summary: &Summary, lines: &[HistoryLine]) -> Vec<Trend> {
+    let datasets: Vec<String> = summary
+        .run
+        .datasets
+        .iter()
+        .map(|d| d.name.clone())
+        .collect();
+    let mut trends = Vec::new();
+    for arm in &summary.arms {
+        let judged: Vec<Metric> = summary
+            .gate
+            .iter()
+            .flat_map(|g| &g.gates)
+            .filter(|g| g.arm == arm.arm && g.level != GateLevel::Baseline)
+            .filter_map(|g| g.metric.rate())
+            .collect();
+        let metric = if judged.contains(&Metric::Pass) && !judged.contains(&Metric::Selection) {
+            Metric::Pass
+        } else {
+            Metric::Selection
+        };
+        let id = &arm.arm;
+        let mine = lines
+            .iter()
+            .filter(|l| {
+                l.datasets == datasets
+                    && l.provider == id.provider
+                    && l.model == id.model
+                    && l.variant == id.variant
+            })
+            .cloned()
+            .collect();
+        for series in series(mine, metric) {
+            let points: Vec<Point> = series
+                .points
+                .into_iter()
+                .filter(|p| p.line.untrusted_reason().is_none())
+                .collect();
+            let current_run = points
+                .iter()
+                .any(|p| p.line.run_id == summary.run.run_id)
+                .then(|| summary.run.run_id.clone());
+            trends.push(Trend {
+                arm: id.clone(),
+                datasets: datasets.clone(),
+                metric,
+                points,
+                current_run,
+            });
+        }
+    }
+    trends
+}
+
 /// One run of a series, with its change against the previous one (none for the first).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Point {
@@ -343,6 +414,18 @@ pub struct Point {
     pub change: Option<Change>,
     /// Tools whose p95 latency grew against the runs of the previous week.
     pub latency_growth: Vec<LatencyGrowth>,
+}
+
+impl HistoryLine {
+    /// This run's figure on `metric` (the history keeps selection and pass; any other metric
+    /// reads selection).
+    pub fn metric(&self, metric: Metric) -> &MetricPoint {
+        if metric == Metric::Pass {
+            &self.metrics.pass
+        } else {
+            &self.metrics.selection
+        }
+    }
 }
 
 /// Runs of one (datasets, provider, model, variant), oldest first.
