@@ -8,15 +8,13 @@
 
 pub mod catalog;
 pub mod cli;
-pub mod compare;
+pub mod decide;
 pub mod error;
 pub mod event;
-pub mod gate;
 pub mod input;
 pub mod json;
 pub mod lint;
 pub mod message;
-pub mod planner;
 pub mod probe;
 pub mod provider;
 pub mod record;

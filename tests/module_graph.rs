@@ -104,34 +104,29 @@ fn arrows_point_one_way() {
         ("provider", &["score", "report", "runner", "cli", "suite"]),
         (
             "report",
-            &[
-                "provider", "runner", "cli", "score", "suite", "gate", "compare",
-            ],
+            &["provider", "runner", "cli", "score", "suite", "decide"],
         ),
-        ("gate", &["provider", "runner", "cli", "score", "suite"]),
+        // Decisions read summaries and the event stream, never the machinery that made them.
         (
-            "compare",
-            &["provider", "runner", "cli", "score", "suite", "gate"],
+            "decide",
+            &["provider", "runner", "cli", "score", "suite", "lint"],
         ),
         ("runner", &["report", "cli"]),
         (
             "stress",
-            &["provider", "runner", "cli", "score", "suite", "gate"],
+            &["provider", "runner", "cli", "score", "suite", "decide"],
         ),
         ("suite", &["provider", "runner", "report", "cli"]),
         (
             "lint",
             &[
-                "provider", "runner", "report", "cli", "suite", "score", "gate", "compare",
-                "planner",
+                "provider", "runner", "report", "cli", "suite", "score", "decide",
             ],
         ),
         // Logged traffic becomes fixtures without any run machinery.
         (
             "traffic",
-            &[
-                "provider", "runner", "report", "cli", "gate", "compare",
-            ],
+            &["provider", "runner", "report", "cli", "decide"],
         ),
     ];
     let mut broken = Vec::new();

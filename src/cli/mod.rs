@@ -22,9 +22,9 @@ pub use output::Format;
 
 pub use plan::{Recording, RunSetup, Sinks, build_plan};
 
+use crate::decide::gate::GateSpec;
 use crate::error::{Error, ExitCode, InputError};
 use crate::event::Observers;
-use crate::gate::GateSpec;
 use crate::report::{GateLevel, ProgressMode};
 use crate::suite::scenario::{Scenario, load_scenarios};
 use crate::suite::{Config, Dataset, load_config, load_dataset};
@@ -155,7 +155,7 @@ impl GateArgs {
         let Some(dir) = &self.baseline else {
             return Ok(None);
         };
-        let metric = crate::gate::parse_metric(&self.baseline_metric).ok_or_else(|| {
+        let metric = crate::decide::gate::parse_metric(&self.baseline_metric).ok_or_else(|| {
             usage(&format!(
                 "--baseline-metric {}: expected selection, args, schema or pass",
                 self.baseline_metric
@@ -251,7 +251,7 @@ fn judge_baseline(
         // Only scenarios ran: their drift is the comparison; there is no case rate to gate.
         return Ok(());
     }
-    let results = crate::gate::baseline::baseline_gates(
+    let results = crate::decide::gate::baseline::baseline_gates(
         summary,
         base,
         *metric,
@@ -261,7 +261,7 @@ fn judge_baseline(
     )?;
     let mut gates = summary.gate.take().map(|g| g.gates).unwrap_or_default();
     gates.extend(results);
-    summary.gate = Some(crate::gate::report_of(gates, summary.confidence));
+    summary.gate = Some(crate::decide::gate::report_of(gates, summary.confidence));
     Ok(())
 }
 
@@ -751,12 +751,12 @@ fn run_command(
         );
     }
     if let Some(sequential) = &sinks.sequential {
-        summary.gate = Some(crate::gate::report_of(
+        summary.gate = Some(crate::decide::gate::report_of(
             sequential.results(),
             setup.confidence,
         ));
     } else if !setup.gates.is_empty() {
-        summary.gate = Some(crate::gate::evaluate(
+        summary.gate = Some(crate::decide::gate::evaluate(
             &summary,
             &latency,
             &setup.gates,
@@ -850,14 +850,14 @@ fn compare_two_arms(summary: &mut crate::report::Summary) {
     if summary.arms.len() != 2 {
         return;
     }
-    let side = |arm| crate::compare::Side {
+    let side = |arm| crate::decide::compare::Side {
         summary: &*summary,
         arm,
     };
-    match crate::compare::compare(
+    match crate::decide::compare::compare(
         side(0),
         side(1),
-        crate::compare::CompareOptions {
+        crate::decide::compare::CompareOptions {
             metric: crate::report::Metric::Selection,
             confidence: summary.confidence,
             min_effect: 0.05,
@@ -923,7 +923,9 @@ fn history_command(args: &HistoryArgs) -> Result<ExitCode, Error> {
     let mut out = std::io::stdout().lock();
     crate::report::history::render(&series, metric, args.last, &mut out)
         .map_err(|e| Error::io("cannot write the history", e))?;
-    let dropped = series.iter().any(crate::report::history::Series::newest_dropped);
+    let dropped = series
+        .iter()
+        .any(crate::report::history::Series::newest_dropped);
     Ok(if dropped && args.fail_on_drop {
         ExitCode::GateFailed
     } else {
@@ -1016,7 +1018,7 @@ fn report_command(args: &ReportArgs) -> Result<ExitCode, Error> {
     }
     let gates = judging.specs;
     if judging.sequential {
-        let spec = crate::gate::sequential::SequentialSpec {
+        let spec = crate::decide::gate::sequential::SequentialSpec {
             gates,
             confidence,
             p1: judging.sprt_p1,
@@ -1029,9 +1031,9 @@ fn report_command(args: &ReportArgs) -> Result<ExitCode, Error> {
             }
             gate.push(r);
         })?;
-        summary.gate = Some(crate::gate::report_of(gate.results(), confidence));
+        summary.gate = Some(crate::decide::gate::report_of(gate.results(), confidence));
     } else if !gates.is_empty() {
-        summary.gate = Some(crate::gate::evaluate(
+        summary.gate = Some(crate::decide::gate::evaluate(
             &summary,
             &latency,
             &gates,
@@ -1041,7 +1043,7 @@ fn report_command(args: &ReportArgs) -> Result<ExitCode, Error> {
     if !judging.kept_baseline.is_empty() {
         let mut results = summary.gate.take().map(|g| g.gates).unwrap_or_default();
         results.extend(judging.kept_baseline);
-        summary.gate = Some(crate::gate::report_of(results, confidence));
+        summary.gate = Some(crate::decide::gate::report_of(results, confidence));
     }
     let baseline = args.gate.load_baseline()?;
     judge_baseline(&mut summary, baseline.as_ref(), &args.gate)?;
@@ -1078,7 +1080,7 @@ fn judging_of(args: &ReportArgs, header: &crate::report::SummaryHeader) -> Resul
     let flags_given = !args.gate.gates.is_empty() || args.gate.baseline.is_some();
     match header.gate() {
         Some(report) if !flags_given => {
-            let r = crate::gate::recorded::recorded(&report);
+            let r = crate::decide::gate::recorded::recorded(&report);
             eprintln!(
                 "report: judged again by the run's own gates ({}); give --gate to judge by others",
                 r.as_flags()
@@ -1105,7 +1107,7 @@ fn judging_of(args: &ReportArgs, header: &crate::report::SummaryHeader) -> Resul
 /// Exit 0 when the data decide (better, worse or no difference as large as --min-effect), 3
 /// when they do not yet.
 fn compare_command(args: &CompareArgs) -> Result<ExitCode, Error> {
-    let metric = crate::gate::parse_metric(&args.metric).ok_or_else(|| {
+    let metric = crate::decide::gate::parse_metric(&args.metric).ok_or_else(|| {
         usage(&format!(
             "--metric {}: expected selection, args, schema or pass",
             args.metric
@@ -1122,11 +1124,11 @@ fn compare_command(args: &CompareArgs) -> Result<ExitCode, Error> {
         summaries.push(load_run(dir)?);
     }
     let confidence = plan::checked_confidence(args.confidence.unwrap_or(summaries[0].confidence))?;
-    let (a, b) = crate::compare::choose_arms(&summaries, &args.arms)?;
-    let comparison = crate::compare::compare(
+    let (a, b) = crate::decide::compare::choose_arms(&summaries, &args.arms)?;
+    let comparison = crate::decide::compare::compare(
         a,
         b,
-        crate::compare::CompareOptions {
+        crate::decide::compare::CompareOptions {
             metric,
             confidence,
             min_effect: args.min_effect,
@@ -1171,7 +1173,7 @@ fn plan_command(args: &PlanArgs) -> Result<ExitCode, Error> {
         return Err(usage("--max-trials must be at least 1"));
     }
     let metric = match &args.metric {
-        Some(m) => crate::gate::parse_metric(m).ok_or_else(|| {
+        Some(m) => crate::decide::gate::parse_metric(m).ok_or_else(|| {
             usage(&format!(
                 "--metric {m}: expected selection, args, schema or pass"
             ))
@@ -1207,7 +1209,7 @@ fn plan_command(args: &PlanArgs) -> Result<ExitCode, Error> {
             };
             observed_case_rates = arm.cases.iter().filter_map(rate).collect();
             observed_suite = arm.suite.metrics.get(metric).case_level;
-            crate::planner::TokenBasis {
+            crate::decide::plan::TokenBasis {
                 source: format!("run {}", summary.run.run_id),
                 input_per_request: arm.tokens.input_mean.unwrap_or(0.0),
                 output_per_request: arm.tokens.output_mean,
@@ -1215,7 +1217,7 @@ fn plan_command(args: &PlanArgs) -> Result<ExitCode, Error> {
         }
         None => fixture_tokens(&datasets),
     };
-    let trial_plan = crate::planner::plan(&crate::planner::PlanRequest {
+    let trial_plan = crate::decide::plan::plan(&crate::decide::plan::PlanRequest {
         confidence,
         precision,
         power: args.power,
@@ -1234,7 +1236,7 @@ fn plan_command(args: &PlanArgs) -> Result<ExitCode, Error> {
         crate::report::write_json_atomically(path, &trial_plan)?;
     }
     let mut out = std::io::stdout().lock();
-    crate::planner::render_plan(&trial_plan, &mut out)
+    crate::decide::plan::render_plan(&trial_plan, &mut out)
         .map_err(|e| Error::io("cannot write the plan", e))?;
     Ok(ExitCode::Pass)
 }
@@ -1242,7 +1244,7 @@ fn plan_command(args: &PlanArgs) -> Result<ExitCode, Error> {
 /// Input tokens per request estimated from what the model reads: the catalog and a case's
 /// messages, at about 4 characters a token (the usual figure for English with BPE tokenizers;
 /// an earlier run's measured usage, `--from`, replaces it).
-fn fixture_tokens(datasets: &[Dataset]) -> crate::planner::TokenBasis {
+fn fixture_tokens(datasets: &[Dataset]) -> crate::decide::plan::TokenBasis {
     let mut chars = 0usize;
     let mut requests = 0usize;
     for d in datasets {
@@ -1253,7 +1255,7 @@ fn fixture_tokens(datasets: &[Dataset]) -> crate::planner::TokenBasis {
             requests += 1;
         }
     }
-    crate::planner::TokenBasis {
+    crate::decide::plan::TokenBasis {
         source: "fixtures (characters / 4)".to_owned(),
         input_per_request: chars as f64 / requests.max(1) as f64 / 4.0,
         output_per_request: None,

@@ -80,11 +80,11 @@ fn write_html(summary: &Summary, run_dir: &Path, out: &mut Vec<u8>) -> Result<()
     let mut ctx = HtmlContext::default();
     let computed = match (&summary.comparison, summary.arms.len()) {
         (None, 2) => {
-            let side = |arm| crate::compare::Side { summary, arm };
-            match crate::compare::compare(
+            let side = |arm| crate::decide::compare::Side { summary, arm };
+            match crate::decide::compare::compare(
                 side(0),
                 side(1),
-                crate::compare::CompareOptions {
+                crate::decide::compare::CompareOptions {
                     metric: Metric::Selection,
                     confidence: summary.confidence,
                     min_effect: 0.05,

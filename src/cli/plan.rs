@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use super::{RunArgs, load_suite, usage};
+use crate::decide::gate::sequential::{SequentialGate, SequentialSpec};
 use crate::error::{Error, InputError};
 use crate::event::Observer;
-use crate::gate::sequential::{SequentialGate, SequentialSpec};
 use crate::provider::cassette::{CASSETTE_FORMAT, Cassette, CassetteHeader, CassetteRecorder};
 use crate::provider::prices::ArmPrice;
 use crate::provider::{ProviderKind, ProviderSettings, SecretString};
@@ -35,7 +35,7 @@ pub struct RunSetup {
     pub progress: ProgressMode,
     pub record: Option<Recording>,
     /// `--gate`s, judged on the summary when the run ends.
-    pub gates: Vec<crate::gate::GateSpec>,
+    pub gates: Vec<crate::decide::gate::GateSpec>,
     pub gate_level: crate::report::GateLevel,
     /// `--sequential`: the gates judged case by case while the run goes, stopping decided
     /// cases.
@@ -466,7 +466,7 @@ fn arm_price(name: &str, s: &ProviderSettings, config: &Config) -> Option<ArmPri
 pub(super) fn plan_price(
     given: Option<&str>,
     config: &Config,
-) -> Result<Option<crate::planner::PlanPrice>, Error> {
+) -> Result<Option<crate::decide::plan::PlanPrice>, Error> {
     let name = match given {
         Some(n) => n.to_owned(),
         None => match (&config.defaults.provider, config.providers.len()) {
@@ -533,7 +533,7 @@ pub(super) fn plan_price(
         }
         return Ok(None);
     };
-    Ok(Some(crate::planner::PlanPrice {
+    Ok(Some(crate::decide::plan::PlanPrice {
         provider: if name == format!("{}:{}", settings.kind, settings.model) {
             name.clone()
         } else {
@@ -681,7 +681,7 @@ fn checked_batch(
     args: &RunArgs,
     arms: &[Arm],
     scenarios: &[Arc<Scenario>],
-    gates: &[crate::gate::GateSpec],
+    gates: &[crate::decide::gate::GateSpec],
 ) -> Result<Option<Duration>, Error> {
     if !args.batch {
         if args.batch_poll.is_some() {

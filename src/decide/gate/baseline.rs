@@ -10,7 +10,7 @@
 //! The two runs must have run the same cases with the same trials per case (`compare`'s
 //! population check), unless `--intersect`.
 
-use crate::compare::{CompareOptions, Side, compare};
+use crate::decide::compare::{CompareOptions, Side, compare};
 use crate::error::InputError;
 use crate::report::{GateLevel, GateResult, Metric, Summary, Verdict};
 

@@ -1,0 +1,12 @@
+//! Decisions: what a run's numbers mean for the user's question. Each takes a `Summary` (or the
+//! event stream) and the statistics of `stats`, and returns a verdict the reports show and the
+//! CLI turns into an exit code; none formats a report beyond its own printer.
+//!
+//! - [`gate`]: `--gate` verdicts (suite, case, tool; rates and latency budgets), the sequential
+//!   gate that stops decided cases, and the `--baseline` non-inferiority gate;
+//! - [`compare`]: `toolscore compare` and `run --compare`, two arms paired by case;
+//! - [`plan`]: `toolscore plan`, the trials and cases each option needs before anything is spent.
+
+pub mod compare;
+pub mod gate;
+pub mod plan;
