@@ -123,11 +123,8 @@ fn arrows_point_one_way() {
                 "provider", "runner", "report", "cli", "suite", "score", "decide",
             ],
         ),
-        // Logged traffic becomes fixtures without any run machinery.
-        (
-            "traffic",
-            &["provider", "runner", "report", "cli", "decide"],
-        ),
+        // Importers make datasets without any run machinery.
+        ("import", &["provider", "runner", "report", "cli", "decide"]),
     ];
     let mut broken = Vec::new();
     for (module, rules) in forbidden {
