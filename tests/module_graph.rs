@@ -99,7 +99,9 @@ fn arrows_point_one_way() {
         ("score", &["provider", "runner", "report", "cli", "suite"]),
         (
             "catalog",
-            &["provider", "runner", "report", "cli", "score", "suite"],
+            &[
+                "provider", "runner", "report", "cli", "score", "suite", "mcp",
+            ],
         ),
         ("provider", &["score", "report", "runner", "cli", "suite"]),
         (
@@ -112,9 +114,12 @@ fn arrows_point_one_way() {
             &["provider", "runner", "cli", "score", "suite", "lint"],
         ),
         ("runner", &["report", "cli"]),
+        // MCP servers, live: the client, probe and stress know no model, run or report.
         (
-            "stress",
-            &["provider", "runner", "cli", "score", "suite", "decide"],
+            "mcp",
+            &[
+                "provider", "runner", "cli", "score", "suite", "decide", "report", "lint",
+            ],
         ),
         ("suite", &["provider", "runner", "report", "cli"]),
         (

@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use super::mcp::ServerIdentity;
+use super::source::ServerIdentity;
 use super::view::{catalog_tokens, parameters, short, tool_fingerprint, tool_text};
 use super::{Catalog, Tool};
 

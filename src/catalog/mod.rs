@@ -9,7 +9,7 @@
 //! catalogs are [`diff`]. Knows nothing of providers' request formats.
 
 pub mod diff;
-pub mod mcp;
+pub mod source;
 pub mod view;
 
 use std::collections::BTreeSet;
@@ -79,7 +79,7 @@ pub fn parse_catalog(text: &str, source: &str) -> Result<Catalog, InputError> {
 #[derive(Debug, Clone)]
 pub struct CatalogDocument {
     pub catalog: Catalog,
-    pub server: Option<mcp::ServerIdentity>,
+    pub server: Option<source::ServerIdentity>,
     /// The shape of the first tool: `MCP`, `OpenAI` or `Anthropic`.
     pub format: &'static str,
 }
@@ -100,7 +100,7 @@ pub fn parse_catalog_document(text: &str, source: &str) -> Result<CatalogDocumen
         }
         other => other,
     };
-    let server = value.get("serverInfo").map(|info| mcp::ServerIdentity {
+    let server = value.get("serverInfo").map(|info| source::ServerIdentity {
         name: str_at(info, "name"),
         version: str_at(info, "version"),
         protocol_version: str_at(&value, "protocolVersion"),
@@ -185,7 +185,7 @@ fn format_of(tool: &Value) -> &'static str {
 
 /// The catalog as an MCP `tools/list` result (the tools.json format), with the server's
 /// identity when it came from one. `catalog --json` writes it; every loader reads it back.
-pub fn to_tools_json(catalog: &Catalog, server: Option<&mcp::ServerIdentity>) -> Value {
+pub fn to_tools_json(catalog: &Catalog, server: Option<&source::ServerIdentity>) -> Value {
     let tools: Vec<Value> = catalog
         .tools
         .iter()
@@ -214,7 +214,7 @@ pub fn to_tools_json(catalog: &Catalog, server: Option<&mcp::ServerIdentity>) ->
 
 /// Accepts an MCP tool (`name`, `description`, `inputSchema`) or an OpenAI tool
 /// (`{"type": "function", "function": {name, description, parameters}}`).
-fn parse_tool(item: &Value) -> Result<Tool, (String, String)> {
+pub(crate) fn parse_tool(item: &Value) -> Result<Tool, (String, String)> {
     let obj = item
         .as_object()
         .ok_or_else(|| (String::new(), "a tool must be an object".to_owned()))?;
@@ -331,7 +331,7 @@ mod tests {
         assert!(fingerprints.iter().all(|f| *f == fingerprints[0]));
 
         let catalog = parse_catalog(&shapes[0].0, "t.json").unwrap();
-        let server = mcp::ServerIdentity {
+        let server = source::ServerIdentity {
             name: "srv".into(),
             version: "1.2.3".into(),
             protocol_version: "2025-06-18".into(),

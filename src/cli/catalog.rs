@@ -8,9 +8,10 @@ use std::time::Duration;
 use clap::{Args, Subcommand};
 
 use super::usage;
-use crate::catalog::mcp::{ServerIdentity, ServerSpec, list_catalog_blocking};
+use crate::catalog::source::ServerIdentity;
 use crate::catalog::{Catalog, load_catalog_document, to_tools_json};
 use crate::error::{Error, ExitCode};
+use crate::mcp::client::{ServerSpec, list_catalog_blocking};
 
 /// `toolscore catalog`.
 #[derive(Debug, Args)]

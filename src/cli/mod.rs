@@ -12,15 +12,15 @@ mod import;
 mod lint;
 mod merge;
 mod output;
-mod plan;
 mod probe;
 mod rescore;
 mod resume;
+mod setup;
 mod stress;
 
 pub use output::Format;
 
-pub use plan::{Recording, RunSetup, Sinks, build_plan};
+pub use setup::{Recording, RunSetup, Sinks, build_plan};
 
 use crate::decide::gate::GateSpec;
 use crate::error::{Error, ExitCode, InputError};
@@ -993,8 +993,8 @@ fn report_command(args: &ReportArgs) -> Result<ExitCode, Error> {
     let text = crate::input::read_text(&summary_path)?;
     let header: crate::report::SummaryHeader = serde_json::from_str(&text)
         .map_err(|e| InputError::json(&summary_path.display().to_string(), &e))?;
-    let confidence = plan::checked_confidence(args.confidence.unwrap_or(header.confidence))?;
-    let precision = plan::checked_precision(args.precision.unwrap_or(header.precision))?;
+    let confidence = setup::checked_confidence(args.confidence.unwrap_or(header.confidence))?;
+    let precision = setup::checked_precision(args.precision.unwrap_or(header.precision))?;
     let judging = judging_of(args, &header)?;
     let compared = header.compared();
     let mut rescorer = rescore::Rescorer::for_run(&header.run);
@@ -1024,7 +1024,7 @@ fn report_command(args: &ReportArgs) -> Result<ExitCode, Error> {
             p1: judging.sprt_p1,
             max_trials: summary.run.trials_per_case,
         };
-        let mut gate = plan::sequential_gate(spec, &summary.run)?;
+        let mut gate = setup::sequential_gate(spec, &summary.run)?;
         crate::report::for_each_record_mut(&results_path, &mut |r| {
             if let Some(rs) = &mut rescorer {
                 rs.apply(r);
@@ -1123,7 +1123,7 @@ fn compare_command(args: &CompareArgs) -> Result<ExitCode, Error> {
     for dir in &args.run_dirs {
         summaries.push(load_run(dir)?);
     }
-    let confidence = plan::checked_confidence(args.confidence.unwrap_or(summaries[0].confidence))?;
+    let confidence = setup::checked_confidence(args.confidence.unwrap_or(summaries[0].confidence))?;
     let (a, b) = crate::decide::compare::choose_arms(&summaries, &args.arms)?;
     let comparison = crate::decide::compare::compare(
         a,
@@ -1164,8 +1164,8 @@ fn plan_command(args: &PlanArgs) -> Result<ExitCode, Error> {
         config, datasets, ..
     } = load_suite(&args.suite)?;
     let d = &config.defaults;
-    let confidence = plan::checked_confidence(args.confidence.or(d.confidence).unwrap_or(0.95))?;
-    let precision = plan::checked_precision(args.precision.or(d.precision).unwrap_or(0.05))?;
+    let confidence = setup::checked_confidence(args.confidence.or(d.confidence).unwrap_or(0.95))?;
+    let precision = setup::checked_precision(args.precision.or(d.precision).unwrap_or(0.05))?;
     if !(args.power > 0.5 && args.power < 1.0) {
         return Err(usage("--power must be between 0.5 and 1 (e.g. 0.8)"));
     }
@@ -1209,7 +1209,7 @@ fn plan_command(args: &PlanArgs) -> Result<ExitCode, Error> {
             };
             observed_case_rates = arm.cases.iter().filter_map(rate).collect();
             observed_suite = arm.suite.metrics.get(metric).case_level;
-            crate::decide::plan::TokenBasis {
+            crate::decide::sample_size::TokenBasis {
                 source: format!("run {}", summary.run.run_id),
                 input_per_request: arm.tokens.input_mean.unwrap_or(0.0),
                 output_per_request: arm.tokens.output_mean,
@@ -1217,7 +1217,7 @@ fn plan_command(args: &PlanArgs) -> Result<ExitCode, Error> {
         }
         None => fixture_tokens(&datasets),
     };
-    let trial_plan = crate::decide::plan::plan(&crate::decide::plan::PlanRequest {
+    let trial_plan = crate::decide::sample_size::plan(&crate::decide::sample_size::PlanRequest {
         confidence,
         precision,
         power: args.power,
@@ -1230,13 +1230,13 @@ fn plan_command(args: &PlanArgs) -> Result<ExitCode, Error> {
         observed_suite,
         tokens,
         max_trials: args.max_trials,
-        price: plan::plan_price(args.provider.as_deref(), &config)?,
+        price: setup::plan_price(args.provider.as_deref(), &config)?,
     });
     if let Some(path) = &args.json {
         crate::report::write_json_atomically(path, &trial_plan)?;
     }
     let mut out = std::io::stdout().lock();
-    crate::decide::plan::render_plan(&trial_plan, &mut out)
+    crate::decide::sample_size::render_plan(&trial_plan, &mut out)
         .map_err(|e| Error::io("cannot write the plan", e))?;
     Ok(ExitCode::Pass)
 }
@@ -1244,7 +1244,7 @@ fn plan_command(args: &PlanArgs) -> Result<ExitCode, Error> {
 /// Input tokens per request estimated from what the model reads: the catalog and a case's
 /// messages, at about 4 characters a token (the usual figure for English with BPE tokenizers;
 /// an earlier run's measured usage, `--from`, replaces it).
-fn fixture_tokens(datasets: &[Dataset]) -> crate::decide::plan::TokenBasis {
+fn fixture_tokens(datasets: &[Dataset]) -> crate::decide::sample_size::TokenBasis {
     let mut chars = 0usize;
     let mut requests = 0usize;
     for d in datasets {
@@ -1255,7 +1255,7 @@ fn fixture_tokens(datasets: &[Dataset]) -> crate::decide::plan::TokenBasis {
             requests += 1;
         }
     }
-    crate::decide::plan::TokenBasis {
+    crate::decide::sample_size::TokenBasis {
         source: "fixtures (characters / 4)".to_owned(),
         input_per_request: chars as f64 / requests.max(1) as f64 / 4.0,
         output_per_request: None,

@@ -1,5 +1,5 @@
 //! `toolscore probe SOURCE`: deterministic edge checks of a live MCP server (see
-//! [`crate::probe`]).
+//! [`crate::mcp::probe`]).
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -9,9 +9,10 @@ use clap::Args;
 
 use super::catalog::{ServerFlags, server_of};
 use super::usage;
-use crate::catalog::mcp::ServerSpec;
 use crate::error::{Error, ExitCode};
-use crate::probe::{ExpectedCall, Verdict};
+use crate::mcp::DatasetCall;
+use crate::mcp::client::ServerSpec;
+use crate::mcp::probe::CheckVerdict;
 use crate::score::Expectation;
 
 #[derive(Debug, Args)]
@@ -50,8 +51,8 @@ pub fn run(args: &ProbeArgs) -> Result<ExitCode, Error> {
     if let Some(path) = &args.json {
         crate::report::write_json_atomically(path, &report)?;
     }
-    print!("{}", crate::probe::render(&report));
-    Ok(if report.count(Verdict::Fail) > 0 {
+    print!("{}", crate::mcp::probe::render(&report));
+    Ok(if report.count(CheckVerdict::Fail) > 0 {
         ExitCode::GateFailed
     } else {
         ExitCode::Pass
@@ -95,7 +96,7 @@ pub(super) fn server_source(
 }
 
 /// The dataset's expected calls that state their arguments, once each.
-pub(super) fn expected_calls(dir: &Path) -> Result<Vec<ExpectedCall>, Error> {
+pub(super) fn expected_calls(dir: &Path) -> Result<Vec<DatasetCall>, Error> {
     let dataset = crate::suite::load_dataset(dir)?;
     let mut seen = BTreeSet::new();
     let mut out = Vec::new();
@@ -106,7 +107,7 @@ pub(super) fn expected_calls(dir: &Path) -> Result<Vec<ExpectedCall>, Error> {
         for call in calls {
             let Some(args) = &call.args else { continue };
             if seen.insert((call.tool.clone(), crate::json::canonical_json(args))) {
-                out.push(ExpectedCall {
+                out.push(DatasetCall {
                     case: case.id.clone(),
                     tool: call.tool.clone(),
                     args: args.clone(),
@@ -120,8 +121,8 @@ pub(super) fn expected_calls(dir: &Path) -> Result<Vec<ExpectedCall>, Error> {
 fn run_probe(
     spec: &ServerSpec,
     timeout: Duration,
-    expected: Option<&[ExpectedCall]>,
-) -> Result<crate::probe::ProbeReport, Error> {
+    expected: Option<&[DatasetCall]>,
+) -> Result<crate::mcp::probe::ProbeReport, Error> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -130,8 +131,8 @@ fn run_probe(
     let env = |name: &str| std::env::var(name).ok();
     runtime.block_on(async {
         let finished = tokio::select! {
-            r = crate::probe::probe(spec, timeout, &env, expected) => Some(r),
-            () = crate::catalog::mcp::shutdown_signal() => None,
+            r = crate::mcp::probe::probe(spec, timeout, &env, expected) => Some(r),
+            () = crate::mcp::client::shutdown_signal() => None,
         };
         match finished {
             Some(r) => r.map_err(Error::from),
@@ -139,7 +140,7 @@ fn run_probe(
                 // The abandoned sessions kill their process groups from tasks of this
                 // runtime: give those tasks a moment before the runtime ends.
                 tokio::time::sleep(Duration::from_millis(500)).await;
-                Err(Error::Interrupted(crate::catalog::mcp::MCP_SHUT_DOWN))
+                Err(Error::Interrupted(crate::mcp::client::MCP_SHUT_DOWN))
             }
         }
     })

@@ -12,7 +12,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::plan::{RunSetup, Sinks};
+use super::setup::{RunSetup, Sinks};
 use crate::error::{Error, InputError};
 use crate::event::{RunTotals, TrialKey};
 use crate::record::{ModelIdentity, Outcome, TrialRecord};

@@ -1,5 +1,5 @@
 //! `toolscore stress SOURCE`: parallel sessions against a live MCP server (see
-//! [`crate::stress`]).
+//! [`crate::mcp::stress`]).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -10,10 +10,10 @@ use clap::Args;
 use super::catalog::ServerFlags;
 use super::probe::{expected_calls, server_source};
 use super::usage;
-use crate::catalog::mcp::ServerSpec;
 use crate::error::{Error, ExitCode};
-use crate::probe::ExpectedCall;
-use crate::stress::{PeakLoad, StressPlan, StressRun, StressSettings};
+use crate::mcp::DatasetCall;
+use crate::mcp::client::ServerSpec;
+use crate::mcp::stress::{PeakLoad, StressPlan, StressRun, StressSettings};
 
 /// Most sessions one run opens (each stdio session is a process).
 const MAX_SESSIONS: u32 = 256;
@@ -114,13 +114,13 @@ pub fn run(args: &StressArgs) -> Result<ExitCode, Error> {
         no_canary,
     };
     let run = run_stress(&spec, &plan, &calls)?;
-    let report = crate::stress::summarise(&run, &settings);
+    let report = crate::mcp::stress::summarise(&run, &settings);
     if let Some(path) = &args.json {
         crate::report::write_json_atomically(path, &report)?;
     }
-    print!("{}", crate::stress::render(&report));
+    print!("{}", crate::report::render_stress(&report));
     if report.interrupted {
-        return Err(Error::Interrupted(crate::catalog::mcp::MCP_SHUT_DOWN));
+        return Err(Error::Interrupted(crate::mcp::client::MCP_SHUT_DOWN));
     }
     let gate_failed = report.gate.as_ref().is_some_and(|g| !g.passed);
     Ok(if report.leaked_answers > 0 || gate_failed {
@@ -200,22 +200,22 @@ fn settings(args: &StressArgs) -> Result<StressSettings, Error> {
 fn run_stress(
     spec: &ServerSpec,
     plan: &StressPlan,
-    calls: &[ExpectedCall],
+    calls: &[DatasetCall],
 ) -> Result<StressRun, Error> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .map_err(|e| Error::io("cannot start the async runtime", e))?;
-    let env: crate::stress::EnvReader = Arc::new(|name: &str| std::env::var(name).ok());
+    let env: crate::mcp::stress::EnvReader = Arc::new(|name: &str| std::env::var(name).ok());
     runtime.block_on(async {
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
         // Ctrl-C ends the calls in flight and the sessions cleanly; what completed is reported.
         let signal = tokio::spawn(async move {
-            crate::catalog::mcp::shutdown_signal().await;
+            crate::mcp::client::shutdown_signal().await;
             let _ = stop_tx.send(true);
         });
-        let run = crate::stress::stress(spec, plan, env, calls, stop_rx).await;
+        let run = crate::mcp::stress::stress(spec, plan, env, calls, stop_rx).await;
         signal.abort();
         run.map_err(Error::from)
     })

@@ -5,8 +5,8 @@
 //! - [`gate`]: `--gate` verdicts (suite, case, tool; rates and latency budgets), the sequential
 //!   gate that stops decided cases, and the `--baseline` non-inferiority gate;
 //! - [`compare`]: `toolscore compare` and `run --compare`, two arms paired by case;
-//! - [`plan`]: `toolscore plan`, the trials and cases each option needs before anything is spent.
+//! - [`sample_size`]: `toolscore plan`, the trials and cases each option needs before anything is spent.
 
 pub mod compare;
 pub mod gate;
-pub mod plan;
+pub mod sample_size;

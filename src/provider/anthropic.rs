@@ -13,10 +13,10 @@
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Map, Value, json};
 
-use super::history::{PendingCalls, RoleRun, push_grouped};
 use super::openai_compat::{
     self as chat, ErrorInfo, classify_status, excerpt_text, http_reason, malformed,
 };
+use super::pairing::{PendingCalls, RoleRun, push_grouped};
 use super::{Adapter, ErrorClass, InvalidHeader, ProviderError, ProviderKind, ProviderSettings};
 use crate::catalog::Catalog;
 use crate::message::{FinishReason, Message, ModelTurn, ToolCall, Usage};

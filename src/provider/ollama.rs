@@ -12,8 +12,8 @@
 use reqwest::header::HeaderMap;
 use serde_json::{Map, Value, json};
 
-use super::history::PendingCalls;
 use super::openai_compat::{self as chat, ErrorInfo, excerpt_text, malformed};
+use super::pairing::PendingCalls;
 use super::{Adapter, ErrorClass, InvalidHeader, ProviderError, ProviderKind, ProviderSettings};
 use crate::catalog::Catalog;
 use crate::message::{FinishReason, Message, ModelTurn, Usage};

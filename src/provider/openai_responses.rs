@@ -70,7 +70,7 @@ pub(crate) fn encode_request(
 ) -> Vec<u8> {
     let mut instructions: Vec<&str> = Vec::new();
     let mut input: Vec<Value> = Vec::with_capacity(messages.len());
-    let mut pending = super::history::PendingCalls::default();
+    let mut pending = super::pairing::PendingCalls::default();
     for message in messages {
         match message {
             Message::System { content } => instructions.push(content),

@@ -5,14 +5,12 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
 use super::{
     ArgFailureShare, ArgFailureSummary, ArmLatencyDistribution, ArmSummary, CaseSummary,
-    ConfusionCell, GroupSummary, InfraSummary, LatencyDistribution, LatencyDistributions,
-    LatencySummary, Metric, Metrics, Percentile, RateStat, Summary, SummaryHeader, TokenSummary,
-    ToolAccuracy, ToolArgFailures, Warning,
+    ConfusionCell, GroupSummary, InfraSummary, LatencyDistributions, Metric, Metrics, RateStat,
+    Summary, SummaryHeader, TokenSummary, ToolAccuracy, ToolArgFailures, Warning,
 };
 use crate::error::{Error, InputError};
 use crate::event::{Control, Observer, RunEvent, RunTotals};
@@ -133,7 +131,7 @@ pub struct DatasetInfo {
     /// The live MCP server the catalog was listed from at the start of the run
     /// (`dataset.yaml`): how it was reached, its name, version and protocol version.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub catalog_server: Option<crate::catalog::mcp::LiveSource>,
+    pub catalog_server: Option<crate::catalog::source::LiveSource>,
     pub cases: usize,
     /// The overlays (`variants/<name>.json`) the run's arms were shown, other than the base:
     /// name, file, note and the fingerprint of the catalog they produce.
@@ -208,10 +206,10 @@ struct CaseAgg {
 struct ArmAgg {
     /// dataset → case id → counters.
     cases: BTreeMap<String, BTreeMap<String, CaseAgg>>,
-    latency: LatencyAgg,
+    latency: stats::LatencyAgg,
     /// Expected label → latency of its answered trials (one histogram per expected tool, so
     /// memory is bounded by the dataset's tools, not by the trials).
-    tool_latency: BTreeMap<String, LatencyAgg>,
+    tool_latency: BTreeMap<String, stats::LatencyAgg>,
     input_tokens: u64,
     output_tokens: u64,
     with_usage: u64,
@@ -311,7 +309,7 @@ impl ArmAgg {
     fn new() -> Self {
         ArmAgg {
             cases: BTreeMap::new(),
-            latency: LatencyAgg::new(),
+            latency: stats::LatencyAgg::new(),
             tool_latency: BTreeMap::new(),
             input_tokens: 0,
             output_tokens: 0,
@@ -440,7 +438,7 @@ impl ArmAgg {
         self.latency.record(record.latency_ms);
         if !self.tool_latency.contains_key(&record.expected) {
             self.tool_latency
-                .insert(record.expected.clone(), LatencyAgg::new());
+                .insert(record.expected.clone(), stats::LatencyAgg::new());
         }
         if let Some(tool) = self.tool_latency.get_mut(&record.expected) {
             tool.record(record.latency_ms);
@@ -1003,84 +1001,6 @@ fn group(name: &str, idx: &[usize], counts: &[CaseCounts], conf: f64) -> GroupSu
     }
 }
 
-/// The value at 1-based `rank` among the recorded latencies, in milliseconds.
-fn value_at_rank(h: &Histogram<u64>, rank: u64) -> Option<f64> {
-    let mut seen = 0;
-    for v in h.iter_recorded() {
-        seen += v.count_at_value();
-        if seen >= rank {
-            return Some(h.highest_equivalent(v.value_iterated_to()) as f64 / 1000.0);
-        }
-    }
-    None
-}
-
-/// Latencies of answered trials: a histogram and an exact sum.
-pub(crate) struct LatencyAgg {
-    us: Histogram<u64>,
-    /// Integer microseconds, so the mean does not depend on the order trials finish in.
-    sum_us: u64,
-}
-
-impl LatencyAgg {
-    pub(crate) fn new() -> Self {
-        // 1 µs to 1 hour at 3 significant figures: at most 0.1% quantisation (stats.md §7.2).
-        let us = Histogram::new_with_bounds(1, 3_600_000_000, 3)
-            .expect("static histogram bounds are valid");
-        LatencyAgg { us, sum_us: 0 }
-    }
-
-    pub(crate) fn record(&mut self, latency_ms: f64) {
-        let us = (latency_ms * 1000.0).round().max(1.0) as u64;
-        self.us.saturating_record(us);
-        self.sum_us += us;
-    }
-
-    pub(crate) fn summary(&self, conf: f64) -> LatencySummary {
-        latency_summary(&self.us, self.sum_us, conf)
-    }
-
-    /// The non-empty buckets, valued as [`value_at_rank`] values them, so a gate's order
-    /// statistics are the very percentiles the report shows.
-    fn distribution(&self) -> LatencyDistribution {
-        self.us
-            .iter_recorded()
-            .map(|v| {
-                (
-                    self.us.highest_equivalent(v.value_iterated_to()) as f64 / 1000.0,
-                    v.count_at_value(),
-                )
-            })
-            .collect()
-    }
-}
-
-fn latency_summary(h: &Histogram<u64>, sum_us: u64, conf: f64) -> LatencySummary {
-    let n = h.len();
-    // The value always exists once one trial answered; each end of its interval is bounded
-    // or not on its own (too few trials to bound a median from below, or a p99 from above).
-    let pct = |q: f64| -> Option<Percentile> {
-        let value = value_at_rank(h, stats::nearest_rank_position(n, q)?)?;
-        let ci = stats::order_statistic_ci(n, q, conf);
-        Some(Percentile {
-            value,
-            lo: ci
-                .and_then(|c| c.lower_rank)
-                .and_then(|l| value_at_rank(h, l)),
-            hi: ci
-                .and_then(|c| c.upper_rank)
-                .and_then(|u| value_at_rank(h, u)),
-        })
-    };
-    LatencySummary {
-        n,
-        mean: (n > 0).then(|| sum_us as f64 / n as f64 / 1000.0),
-        p50: if n > 0 { pct(0.5) } else { None },
-        p95: if n > 0 { pct(0.95) } else { None },
-        p99: if n > 0 { pct(0.99) } else { None },
-    }
-}
-
 /// Cases below which a suite-level interval is not to be trusted (stats.md §3.3).
 const MIN_CASES_FOR_SUITE_CLAIM: usize = 30;
 
@@ -1165,6 +1085,7 @@ fn arm_warnings(s: &ArmSummary, conf: f64, e: f64) -> Vec<Warning> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stats::Percentile;
 
     fn record(latency_ms: f64, outcome: Outcome) -> TrialRecord {
         let mut r = TrialRecord::for_test("c", outcome, latency_ms);

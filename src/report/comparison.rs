@@ -1,4 +1,4 @@
-//! A paired comparison of two arms as data (what `compare` decided), and its terminal
+//! A paired comparison of two arms as data (what `decide::compare` decided), and its terminal
 //! rendering. Computed by the compare module; every renderer only formats these numbers.
 
 use std::io::{self, Write};

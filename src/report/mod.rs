@@ -17,11 +17,12 @@ mod markdown;
 mod progress;
 mod providers;
 pub mod scenario;
+mod stress;
 mod terminal;
 mod verdict;
 mod warning;
 
-pub(crate) use aggregate::LatencyAgg;
+pub use crate::stats::{LatencyDistribution, LatencySummary, Percentile};
 pub use aggregate::{
     Aggregator, ArmInfo, DatasetInfo, ReplayInfo, RunInfo, ScenarioInfo, ShardInfo, VariantInfo,
     for_each_record, for_each_record_mut, reaggregate, reaggregate_rescored,
@@ -41,6 +42,7 @@ pub use providers::{
     side_by_side_rows,
 };
 pub use scenario::{ScenarioArmSummary, ScenarioSummary};
+pub use stress::render as render_stress;
 pub use terminal::{format_percentile, format_usd, render_terminal};
 
 /// What every report says under a replay recorded before requests were sent as written.
@@ -376,22 +378,6 @@ pub struct CaseSummary {
     pub chosen: BTreeMap<String, u64>,
 }
 
-/// Latency of answered trials, nearest-rank percentiles with exact order-statistic intervals.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LatencySummary {
-    pub n: u64,
-    pub mean: Option<f64>,
-    pub p50: Option<Percentile>,
-    pub p95: Option<Percentile>,
-    pub p99: Option<Percentile>,
-}
-
-/// Every answered trial's latency as (value in ms, count), ascending: a histogram's non-empty
-/// buckets, each value as the percentiles report it. A latency gate reads any order statistic,
-/// and how many answers were within a budget, from it, at any level, without keeping the
-/// trials.
-pub type LatencyDistribution = Vec<(f64, u64)>;
-
 /// The latency distributions of a run, per arm and per expected tool, handed from the
 /// aggregator to the gate beside the `Summary`. Kept out of the summary (and summary.json) on
 /// purpose: it grows with the spread of latencies, up to an entry per trial, and the summary
@@ -415,16 +401,6 @@ pub struct ArmLatencyDistribution {
 pub struct ToolLatency {
     pub tool: String,
     pub latency_ms: LatencySummary,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Percentile {
-    /// The nearest-rank value: always an observed latency.
-    pub value: f64,
-    /// `None` when there are too few trials to bound this percentile from below.
-    pub lo: Option<f64>,
-    /// `None` when there are too few trials to bound this percentile from above.
-    pub hi: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

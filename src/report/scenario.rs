@@ -8,9 +8,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::aggregate::LatencyAgg;
 use super::{LatencySummary, RateStat};
 use crate::record::{ArmId, LoopStop, Outcome, TrialRecord};
+use crate::stats::LatencyAgg;
 use crate::stats::{self, ClusteredEstimate, Interval};
 
 /// The k values pass@k and pass^k are reported for, where the trials allow (k ≤ n).

@@ -1,4 +1,4 @@
-//! Gate verdicts as data: what `gate` decided, for summary.json and every renderer.
+//! Gate verdicts as data: what `decide::gate` decided, for summary.json and every renderer.
 
 use serde::{Deserialize, Serialize};
 

@@ -25,11 +25,11 @@ use std::time::SystemTime;
 use tokio::sync::mpsc;
 
 use crate::catalog::Catalog;
-use crate::catalog::mcp::McpSession;
 use crate::error::Error;
 use crate::event::{
     ArmStart, Control, Observer, RawResponse, RawStep, RunEvent, RunTotals, StopScope, TrialKey,
 };
+use crate::mcp::client::McpSession;
 use crate::message::{Message, ModelTurn, ToolCall, Usage};
 use crate::provider::cassette::{Cassette, Replay};
 use crate::provider::{

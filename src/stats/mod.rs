@@ -8,7 +8,7 @@
 //!
 //! The statistics behind decisions live in submodules, re-exported here so every formula
 //! has one path, `stats::…`:
-//! - `compare`: two variants on the same cases: Newcombe intervals (unpaired and paired),
+//! - `paired`: two variants on the same cases: Newcombe intervals (unpaired and paired),
 //!   McNemar's test, the case-level paired t comparison and its case count (§3);
 //! - `exact`: the exact one-sided bounds and binomial tests fixed-n rate gates decide with;
 //! - `power`: passes needed, exact power and sample size of the fixed-n gate (§1.4, §2.3);
@@ -22,19 +22,21 @@
 //! functions and the McNemar p-values, whose signatures cannot say "no answer").
 
 mod binomial;
-mod compare;
 mod exact;
+mod latency;
+mod paired;
 mod passk;
 mod power;
 mod sequential;
 
-pub use compare::{
-    PairedCounts, PairedDifference, cases_for_paired_effect, mcnemar_exact_p, mcnemar_mid_p,
-    newcombe_interval, newcombe_paired_interval, paired_mean_difference,
-};
 pub use exact::{
     binomial_p_value_above, binomial_p_value_below, clopper_pearson_lower_bound,
     clopper_pearson_upper_bound, exact_gate_min_successes, exact_gate_passes,
+};
+pub use latency::{LatencyAgg, LatencyDistribution, LatencySummary, Percentile};
+pub use paired::{
+    PairedCounts, PairedDifference, cases_for_paired_effect, mcnemar_exact_p, mcnemar_mid_p,
+    newcombe_interval, newcombe_paired_interval, paired_mean_difference,
 };
 pub use passk::{clustered_ratio_interval, pass_at_k, pass_hat_k, pass_k_intervals};
 pub use power::{GateSampleSize, gate_min_successes, gate_power, gate_sample_size};

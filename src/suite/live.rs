@@ -19,8 +19,8 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::catalog::mcp::ServerSpec;
 use crate::error::InputError;
+use crate::mcp::client::ServerSpec;
 
 /// The file next to `cases.jsonl` that names a live server.
 pub const DATASET_FILE: &str = "dataset.yaml";

@@ -63,7 +63,7 @@ pub struct Dataset {
     /// `variants/<name>.json` overlay in name order.
     pub variants: Vec<CatalogVariant>,
     /// The live MCP server the catalog was listed from (`dataset.yaml`), None for a tools.json.
-    pub live: Option<crate::catalog::mcp::LiveSource>,
+    pub live: Option<crate::catalog::source::LiveSource>,
     /// `sha256:` of the fixtures as data (each line's canonical JSON, in file order): a
     /// resumed run refuses fixtures edited since it began, whitespace and key order aside.
     pub fixtures_digest: String,
@@ -109,7 +109,7 @@ pub fn load_dataset(dir: &Path) -> Result<Dataset, crate::error::Error> {
                 .into());
             }
             let listed =
-                crate::catalog::mcp::list_catalog_blocking(&spec.spec, spec.timeout, &|name| {
+                crate::mcp::client::list_catalog_blocking(&spec.spec, spec.timeout, &|name| {
                     std::env::var(name).ok()
                 })?;
             let mut catalog = listed.catalog;
@@ -123,7 +123,7 @@ pub fn load_dataset(dir: &Path) -> Result<Dataset, crate::error::Error> {
                 .into());
             }
             catalog.source = spec.file.display().to_string();
-            let live = crate::catalog::mcp::LiveSource {
+            let live = crate::catalog::source::LiveSource {
                 source: spec.spec.label(),
                 server: listed.server,
             };

@@ -12,7 +12,7 @@ use serde_json::{Map, Value};
 use super::live::LiveCatalogSpec;
 use super::script::{Effect, RuleCondition, RuleResponse, Script, ScriptRule, valid_expression};
 use super::variant::{CatalogVariant, load_variants};
-use crate::catalog::mcp::ServerIdentity;
+use crate::catalog::source::ServerIdentity;
 use crate::catalog::{line_of, load_catalog_file};
 use crate::error::{Error, InputError};
 use crate::message::Message;
@@ -335,7 +335,7 @@ fn resolve_catalog(
         RawCatalog::Server(server) => {
             let spec = super::live::server_spec(server, text, Path::new(file), base, "catalog")?;
             let listed =
-                crate::catalog::mcp::list_catalog_blocking(&spec.spec, spec.timeout, &|n| {
+                crate::mcp::client::list_catalog_blocking(&spec.spec, spec.timeout, &|n| {
                     std::env::var(n).ok()
                 })?;
             let mut catalog = listed.catalog;

@@ -17,10 +17,10 @@ use rmcp::service::RunningService;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{RoleClient, ServiceError, ServiceExt as _};
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::Catalog;
+use crate::catalog::Catalog;
+use crate::catalog::source::ServerIdentity;
 
 mod bounded;
 mod listing;
@@ -119,34 +119,6 @@ fn redact_url(url: &str) -> String {
         }
         None => without_query.to_owned(),
     }
-}
-
-/// Who answered: what the server said about itself in `initialize`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ServerIdentity {
-    pub name: String,
-    pub version: String,
-    /// The protocol version the session agreed on.
-    pub protocol_version: String,
-}
-
-impl std::fmt::Display for ServerIdentity {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{} {} (protocol {})",
-            self.name, self.version, self.protocol_version
-        )
-    }
-}
-
-/// A live server as a run records it: how it was reached (command line or URL, never env or
-/// header values) and what it said about itself.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LiveSource {
-    pub source: String,
-    #[serde(flatten)]
-    pub server: ServerIdentity,
 }
 
 /// A catalog listed from a live server, with the server that served it.

@@ -26,7 +26,9 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::catalog::mcp::{McpError, McpSession, ServerIdentity, ServerSpec, ToolResult};
+use crate::catalog::source::ServerIdentity;
+use crate::mcp::DatasetCall;
+use crate::mcp::client::{McpError, McpSession, ServerSpec, ToolResult};
 
 /// The unsupported version the `protocol-version` check asks for.
 pub const UNSUPPORTED_VERSION: &str = "1999-01-01";
@@ -35,20 +37,20 @@ pub const UNKNOWN_TOOL: &str = "toolscore_probe_no_such_tool";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Verdict {
+pub enum CheckVerdict {
     Pass,
     Warn,
     Fail,
     Skip,
 }
 
-impl Verdict {
+impl CheckVerdict {
     fn label(self) -> &'static str {
         match self {
-            Verdict::Pass => "PASS",
-            Verdict::Warn => "WARN",
-            Verdict::Fail => "FAIL",
-            Verdict::Skip => "SKIP",
+            CheckVerdict::Pass => "PASS",
+            CheckVerdict::Warn => "WARN",
+            CheckVerdict::Fail => "FAIL",
+            CheckVerdict::Skip => "SKIP",
         }
     }
 }
@@ -59,7 +61,7 @@ pub struct Check {
     /// The tool (and case) it concerns, if one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub subject: Option<String>,
-    pub verdict: Verdict,
+    pub verdict: CheckVerdict,
     pub evidence: String,
 }
 
@@ -71,17 +73,9 @@ pub struct ProbeReport {
 }
 
 impl ProbeReport {
-    pub fn count(&self, verdict: Verdict) -> usize {
+    pub fn count(&self, verdict: CheckVerdict) -> usize {
         self.checks.iter().filter(|c| c.verdict == verdict).count()
     }
-}
-
-/// One call a dataset expects, made as the `result` check.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ExpectedCall {
-    pub case: String,
-    pub tool: String,
-    pub args: Value,
 }
 
 /// Longest evidence quoted from a server.
@@ -131,14 +125,19 @@ pub fn content_fault(blocks: &[Value]) -> Option<String> {
 pub fn judge_result(
     output_schema: Option<&Value>,
     result: &Result<ToolResult, McpError>,
-) -> (Verdict, String) {
+) -> (CheckVerdict, String) {
     let r = match result {
         Ok(r) => r,
-        Err(e) => return (Verdict::Fail, format!("the call failed: {}", first_line(e))),
+        Err(e) => {
+            return (
+                CheckVerdict::Fail,
+                format!("the call failed: {}", first_line(e)),
+            );
+        }
     };
     if r.is_error {
         return (
-            Verdict::Fail,
+            CheckVerdict::Fail,
             format!(
                 "the expected call returned a tool error: {}",
                 quote(&r.text())
@@ -146,11 +145,11 @@ pub fn judge_result(
         );
     }
     if let Some(f) = content_fault(&r.content) {
-        return (Verdict::Fail, f);
+        return (CheckVerdict::Fail, f);
     }
     let Some(schema) = output_schema else {
         return (
-            Verdict::Pass,
+            CheckVerdict::Pass,
             format!(
                 "{} well-formed content block(s); no outputSchema declared",
                 r.content.len()
@@ -159,7 +158,7 @@ pub fn judge_result(
     };
     let Some(structured) = &r.structured_content else {
         return (
-            Verdict::Fail,
+            CheckVerdict::Fail,
             "the tool declares an outputSchema but returned no structuredContent".into(),
         );
     };
@@ -167,7 +166,7 @@ pub fn judge_result(
         Ok(v) => v,
         Err(e) => {
             return (
-                Verdict::Fail,
+                CheckVerdict::Fail,
                 format!("its outputSchema is not valid JSON Schema: {e}"),
             );
         }
@@ -182,12 +181,12 @@ pub fn judge_result(
         .collect();
     if errors.is_empty() {
         (
-            Verdict::Pass,
+            CheckVerdict::Pass,
             "structuredContent is valid against the outputSchema".into(),
         )
     } else {
         (
-            Verdict::Fail,
+            CheckVerdict::Fail,
             format!(
                 "structuredContent breaks the outputSchema: {}",
                 errors.join("; ")
@@ -197,45 +196,45 @@ pub fn judge_result(
 }
 
 /// The `unknown-tool` check.
-pub fn judge_unknown_tool(result: &Result<ToolResult, McpError>) -> (Verdict, String) {
+pub fn judge_unknown_tool(result: &Result<ToolResult, McpError>) -> (CheckVerdict, String) {
     match result {
         Err(McpError::Rpc {
             code: -32602,
             message,
             ..
         }) => (
-            Verdict::Pass,
+            CheckVerdict::Pass,
             format!("JSON-RPC error -32602: {}", quote(message)),
         ),
         Err(McpError::Rpc { code, message, .. }) => (
-            Verdict::Warn,
+            CheckVerdict::Warn,
             format!(
                 "JSON-RPC error {code} (the specification uses -32602): {}",
                 quote(message)
             ),
         ),
         Ok(r) if r.is_error && r.text().contains(UNKNOWN_TOOL) => (
-            Verdict::Warn,
+            CheckVerdict::Warn,
             format!(
                 "a tool-execution error instead of the JSON-RPC error -32602: {}",
                 quote(&r.text())
             ),
         ),
         Ok(r) if r.is_error => (
-            Verdict::Fail,
+            CheckVerdict::Fail,
             format!(
                 "a tool-execution error that does not name the tool: {}",
                 quote(&r.text())
             ),
         ),
         Ok(r) => (
-            Verdict::Fail,
+            CheckVerdict::Fail,
             format!(
                 "a call to a tool that does not exist succeeded: {}",
                 quote(&r.text())
             ),
         ),
-        Err(e) => (Verdict::Fail, first_line(e)),
+        Err(e) => (CheckVerdict::Fail, first_line(e)),
     }
 }
 
@@ -288,20 +287,20 @@ pub fn names(text: &str, field: &str) -> bool {
 pub fn judge_invalid_arguments(
     field: &str,
     result: &Result<ToolResult, McpError>,
-) -> (Verdict, String) {
+) -> (CheckVerdict, String) {
     match result {
         Ok(r) if r.is_error => {
             let text = r.text();
             if names(&text, field) {
                 (
-                    Verdict::Pass,
+                    CheckVerdict::Pass,
                     format!("isError naming `{field}`: {}", quote(&text)),
                 )
             } else if text.trim().is_empty() {
-                (Verdict::Fail, "isError with an empty message".into())
+                (CheckVerdict::Fail, "isError with an empty message".into())
             } else {
                 (
-                    Verdict::Fail,
+                    CheckVerdict::Fail,
                     format!(
                         "isError, but the message does not name `{field}`: {}",
                         quote(&text)
@@ -310,49 +309,49 @@ pub fn judge_invalid_arguments(
             }
         }
         Ok(r) => (
-            Verdict::Fail,
+            CheckVerdict::Fail,
             format!(
                 "arguments breaking the input schema at `{field}` succeeded: {}",
                 quote(&r.text())
             ),
         ),
         Err(McpError::Rpc { code, message, .. }) => (
-            Verdict::Warn,
+            CheckVerdict::Warn,
             format!(
                 "JSON-RPC error {code} instead of isError (a model never reads it): {}",
                 quote(message)
             ),
         ),
-        Err(e) => (Verdict::Fail, first_line(e)),
+        Err(e) => (CheckVerdict::Fail, first_line(e)),
     }
 }
 
 /// The `protocol-version` check, from the raw JSON-RPC answer to an `initialize` at
 /// [`UNSUPPORTED_VERSION`].
-pub fn judge_protocol_version(answer: &Result<Value, McpError>) -> (Verdict, String) {
+pub fn judge_protocol_version(answer: &Result<Value, McpError>) -> (CheckVerdict, String) {
     let v = match answer {
         Ok(v) => v,
-        Err(e) => return (Verdict::Fail, first_line(e)),
+        Err(e) => return (CheckVerdict::Fail, first_line(e)),
     };
     if let Some(result) = v.get("result") {
         return match result.get("protocolVersion").and_then(Value::as_str) {
             Some(UNSUPPORTED_VERSION) => (
-                Verdict::Fail,
+                CheckVerdict::Fail,
                 format!("accepted the unsupported version {UNSUPPORTED_VERSION}"),
             ),
             Some(offered) => (
-                Verdict::Pass,
+                CheckVerdict::Pass,
                 format!("answered with a version it supports instead: {offered}"),
             ),
             None => (
-                Verdict::Fail,
+                CheckVerdict::Fail,
                 "an initialize result without protocolVersion".into(),
             ),
         };
     }
     let Some(error) = v.get("error") else {
         return (
-            Verdict::Fail,
+            CheckVerdict::Fail,
             "an answer with neither result nor error".into(),
         );
     };
@@ -373,15 +372,15 @@ pub fn judge_protocol_version(answer: &Result<Value, McpError>) -> (Verdict, Str
         });
     match (code, supported) {
         (-32602, Some(list)) if !list.is_empty() => (
-            Verdict::Pass,
+            CheckVerdict::Pass,
             format!("JSON-RPC error -32602 listing the supported versions: {list}"),
         ),
         (_, Some(list)) if !list.is_empty() => (
-            Verdict::Warn,
+            CheckVerdict::Warn,
             format!("JSON-RPC error {code} (the specification uses -32602), supported: {list}"),
         ),
         _ => (
-            Verdict::Fail,
+            CheckVerdict::Fail,
             format!(
                 "JSON-RPC error {code} without the supported versions: {}",
                 quote(message)
@@ -433,7 +432,7 @@ pub async fn probe(
     spec: &ServerSpec,
     timeout: Duration,
     env: &(dyn Fn(&str) -> Option<String> + Sync),
-    expected: Option<&[ExpectedCall]>,
+    expected: Option<&[DatasetCall]>,
 ) -> Result<ProbeReport, McpError> {
     let first = McpSession::connect(spec, timeout, env).await?;
     let server = first.server().clone();
@@ -462,7 +461,7 @@ pub async fn probe(
         None => checks.push(Check {
             check: "result",
             subject: None,
-            verdict: Verdict::Skip,
+            verdict: CheckVerdict::Skip,
             evidence:
                 "no dataset: give --dataset DIR (or probe a dataset folder) for its expected calls"
                     .into(),
@@ -470,7 +469,7 @@ pub async fn probe(
         Some([]) => checks.push(Check {
             check: "result",
             subject: None,
-            verdict: Verdict::Skip,
+            verdict: CheckVerdict::Skip,
             evidence: "the dataset has no expected call with arguments".into(),
         }),
         Some(list) => {
@@ -480,7 +479,7 @@ pub async fn probe(
                     checks.push(Check {
                         check: "result",
                         subject,
-                        verdict: Verdict::Fail,
+                        verdict: CheckVerdict::Fail,
                         evidence: "the server does not list this tool".into(),
                     });
                     continue;
@@ -519,7 +518,7 @@ pub async fn probe(
             checks.push(Check {
                 check: "invalid-arguments",
                 subject: Some(name),
-                verdict: Verdict::Skip,
+                verdict: CheckVerdict::Skip,
                 evidence: "no typed parameter to break".into(),
             });
             continue;
@@ -535,7 +534,7 @@ pub async fn probe(
     }
     calls.close().await;
 
-    let answer = crate::catalog::mcp::raw_initialize(spec, UNSUPPORTED_VERSION, timeout, env).await;
+    let answer = crate::mcp::client::raw_initialize(spec, UNSUPPORTED_VERSION, timeout, env).await;
     let (verdict, evidence) = judge_protocol_version(&answer);
     checks.push(Check {
         check: "protocol-version",
@@ -568,10 +567,10 @@ pub fn render(report: &ProbeReport) -> String {
         out,
         "\n{} checks: {} pass, {} warn, {} fail, {} skipped",
         report.checks.len(),
-        report.count(Verdict::Pass),
-        report.count(Verdict::Warn),
-        report.count(Verdict::Fail),
-        report.count(Verdict::Skip)
+        report.count(CheckVerdict::Pass),
+        report.count(CheckVerdict::Warn),
+        report.count(CheckVerdict::Fail),
+        report.count(CheckVerdict::Skip)
     );
     out
 }
@@ -602,13 +601,22 @@ mod tests {
     fn unknown_tool_verdicts() {
         assert_eq!(
             judge_unknown_tool(&rpc(-32602, "Unknown tool")).0,
-            Verdict::Pass
+            CheckVerdict::Pass
         );
-        assert_eq!(judge_unknown_tool(&rpc(-32601, "nope")).0, Verdict::Warn);
+        assert_eq!(
+            judge_unknown_tool(&rpc(-32601, "nope")).0,
+            CheckVerdict::Warn
+        );
         let named = format!("Tool {UNKNOWN_TOOL} not found");
-        assert_eq!(judge_unknown_tool(&text(true, &named)).0, Verdict::Warn);
-        assert_eq!(judge_unknown_tool(&text(true, "error")).0, Verdict::Fail);
-        assert_eq!(judge_unknown_tool(&text(false, "ok")).0, Verdict::Fail);
+        assert_eq!(
+            judge_unknown_tool(&text(true, &named)).0,
+            CheckVerdict::Warn
+        );
+        assert_eq!(
+            judge_unknown_tool(&text(true, "error")).0,
+            CheckVerdict::Fail
+        );
+        assert_eq!(judge_unknown_tool(&text(false, "ok")).0, CheckVerdict::Fail);
     }
 
     #[test]
@@ -630,29 +638,29 @@ mod tests {
     #[test]
     fn invalid_argument_verdicts() {
         let (v, e) = judge_invalid_arguments("a", &text(true, "expected number at a"));
-        assert_eq!(v, Verdict::Pass, "{e}");
+        assert_eq!(v, CheckVerdict::Pass, "{e}");
         assert_eq!(
             judge_invalid_arguments("count", &text(true, "Something went wrong")).0,
-            Verdict::Fail
+            CheckVerdict::Fail
         );
         // "a" inside "Invalid" or "data" does not name the parameter `a`.
         assert_eq!(
             judge_invalid_arguments("a", &text(true, "Invalid data")).0,
-            Verdict::Fail
+            CheckVerdict::Fail
         );
         assert!(names("expected number at `a`.", "a"));
         assert!(!names("max_count exceeded", "count"));
         assert_eq!(
             judge_invalid_arguments("a", &text(true, " ")).0,
-            Verdict::Fail
+            CheckVerdict::Fail
         );
         assert_eq!(
             judge_invalid_arguments("a", &text(false, "done")).0,
-            Verdict::Fail
+            CheckVerdict::Fail
         );
         assert_eq!(
             judge_invalid_arguments("a", &rpc(-32602, "bad a")).0,
-            Verdict::Warn
+            CheckVerdict::Warn
         );
     }
 
@@ -660,18 +668,18 @@ mod tests {
     fn protocol_version_verdicts() {
         let offer =
             Ok(json!({"jsonrpc": "2.0", "id": 1, "result": {"protocolVersion": "2025-06-18"}}));
-        assert_eq!(judge_protocol_version(&offer).0, Verdict::Pass);
+        assert_eq!(judge_protocol_version(&offer).0, CheckVerdict::Pass);
         let echo = Ok(json!({"id": 1, "result": {"protocolVersion": UNSUPPORTED_VERSION}}));
-        assert_eq!(judge_protocol_version(&echo).0, Verdict::Fail);
+        assert_eq!(judge_protocol_version(&echo).0, CheckVerdict::Fail);
         let listed = Ok(
             json!({"id": 1, "error": {"code": -32602, "message": "Unsupported protocol version",
             "data": {"supported": ["2024-11-05"], "requested": UNSUPPORTED_VERSION}}}),
         );
         let (v, e) = judge_protocol_version(&listed);
-        assert_eq!(v, Verdict::Pass);
+        assert_eq!(v, CheckVerdict::Pass);
         assert!(e.ends_with("2024-11-05"), "{e}");
         let bare = Ok(json!({"id": 1, "error": {"code": -32600, "message": "bad"}}));
-        assert_eq!(judge_protocol_version(&bare).0, Verdict::Fail);
+        assert_eq!(judge_protocol_version(&bare).0, CheckVerdict::Fail);
     }
 
     #[test]
@@ -687,16 +695,16 @@ mod tests {
         };
         assert_eq!(
             judge_result(Some(&schema), &with(json!({"t": 1}))).0,
-            Verdict::Pass
+            CheckVerdict::Pass
         );
         let (v, e) = judge_result(Some(&schema), &with(json!({"t": "hot"})));
-        assert_eq!(v, Verdict::Fail);
+        assert_eq!(v, CheckVerdict::Fail);
         assert!(e.contains("/t"), "{e}");
         assert_eq!(
             judge_result(Some(&schema), &text(false, "x")).0,
-            Verdict::Fail
+            CheckVerdict::Fail
         );
-        assert_eq!(judge_result(None, &text(false, "x")).0, Verdict::Pass);
+        assert_eq!(judge_result(None, &text(false, "x")).0, CheckVerdict::Pass);
         let broken = Ok(ToolResult {
             content: vec![json!({"type": "image", "data": "AAA"})],
             structured_content: None,

@@ -466,7 +466,7 @@ fn arm_price(name: &str, s: &ProviderSettings, config: &Config) -> Option<ArmPri
 pub(super) fn plan_price(
     given: Option<&str>,
     config: &Config,
-) -> Result<Option<crate::decide::plan::PlanPrice>, Error> {
+) -> Result<Option<crate::decide::sample_size::PlanPrice>, Error> {
     let name = match given {
         Some(n) => n.to_owned(),
         None => match (&config.defaults.provider, config.providers.len()) {
@@ -533,7 +533,7 @@ pub(super) fn plan_price(
         }
         return Ok(None);
     };
-    Ok(Some(crate::decide::plan::PlanPrice {
+    Ok(Some(crate::decide::sample_size::PlanPrice {
         provider: if name == format!("{}:{}", settings.kind, settings.model) {
             name.clone()
         } else {
