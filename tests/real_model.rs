@@ -110,6 +110,12 @@ fn run_local<'a>(url: &'a str, extra: &[&'a str]) -> Vec<&'a str> {
         "true",
         "--progress",
         "off",
+        // llama-server answers 500 when it cannot parse the tool call it sampled itself; at
+        // temperature 0.8 that happens to a trial now and then, and toolscore rightly counts it
+        // as an infrastructure error (exit 4 past the limit). These tests are about accounting
+        // and replay, and each asserts that the model answered; the limit is tested elsewhere.
+        "--max-infra-error-rate",
+        "1",
     ];
     args.extend_from_slice(extra);
     args
@@ -224,7 +230,7 @@ fn real_model_run_accounts_for_every_trial_and_replays_exactly() {
             ],
         ),
     );
-    // Exit 0, or 4 if the server itself failed too often; never a crash or a usage error.
+    // Exit 0 (the infrastructure limit is lifted in `run_local`); never a crash or a usage error.
     assert!(
         code == 0,
         "exit {code}\nstdout:\n{stdout}\nstderr:\n{stderr}"
@@ -345,6 +351,9 @@ fn real_model_run_accounts_for_every_trial_and_replays_exactly() {
             "out",
             "--progress",
             "off",
+            // The recorded 500s replay as the same infrastructure errors.
+            "--max-infra-error-rate",
+            "1",
         ],
     );
     assert_eq!(code, 0, "{stderr}");
@@ -493,6 +502,9 @@ fn real_model_runs_scenarios_step_by_step_and_their_recording_replays_exactly() 
             "out",
             "--progress",
             "off",
+            // The recorded 500s replay as the same infrastructure errors.
+            "--max-infra-error-rate",
+            "1",
         ],
     );
     assert_eq!(replay.code, 0, "{}", replay.transcript());
