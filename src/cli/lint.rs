@@ -196,7 +196,7 @@ fn check_schema_allows(catalog: &crate::catalog::Catalog, file: &str) -> Result<
     Ok(())
 }
 
-pub(crate) fn lint_command(args: &LintArgs) -> Result<ExitCode, Error> {
+pub fn run(args: &LintArgs) -> Result<ExitCode, Error> {
     if args.rules {
         print_rules();
         return Ok(ExitCode::Pass);

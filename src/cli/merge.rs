@@ -646,7 +646,7 @@ fn write_merged(
     crate::report::write_json_atomically(&out.join("summary.json"), &summary)?;
     // Merge does not know the shards' --max-infra-error-rate; an arm with no scored trial
     // is still kept out of the trend when the history is read.
-    super::append_history(out, &summary, None)?;
+    super::history::append_history(out, &summary, None)?;
     let files = output::write_files(&summary, out, formats)?;
     if formats.contains(&Format::Json) {
         let text = serde_json::to_string_pretty(&summary)

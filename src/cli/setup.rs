@@ -5,7 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-use super::{RunArgs, load_suite, usage};
+use super::run::RunArgs;
+use super::{load_suite, usage};
 use crate::decide::gate::sequential::{SequentialGate, SequentialSpec};
 use crate::error::{Error, InputError};
 use crate::event::Observer;
@@ -264,7 +265,7 @@ pub fn build_plan(
     args: RunArgs,
     env: &(dyn Fn(&str) -> Option<String> + Sync),
 ) -> Result<RunSetup, Error> {
-    let gates = super::parse_gates(&args.gate.gates)?;
+    let gates = super::gate::parse_gates(&args.gate.gates)?;
     let super::LoadedSuite {
         config,
         datasets,

@@ -72,7 +72,7 @@ pub fn put_in_place(staging: &Path, dest: &Path, force: bool) -> Result<(), Erro
     if dest.exists() {
         if !force {
             let _ = std::fs::remove_dir_all(staging);
-            return Err(InputError::new(&format!(
+            return Err(InputError::new(format!(
                 "{} already exists; pass --force to replace it",
                 dest.display()
             ))

@@ -1,0 +1,86 @@
+//! `toolscore compare`: two arms of a run folder paired by case.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::setup;
+use super::{load_run, usage};
+use crate::error::{Error, ExitCode};
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// One run folder with two arms, or two run folders (A, then B).
+    #[arg(required = true, num_args = 1..=2, value_name = "RUN_DIR")]
+    pub run_dirs: Vec<PathBuf>,
+    /// Which arm is A, then B: a variant, a provider, or PROVIDER/VARIANT [default: the two
+    /// arms in plan order].
+    #[arg(long = "arm", value_name = "NAME")]
+    pub arms: Vec<String>,
+    /// The rate compared: selection, args, schema or pass.
+    #[arg(long, default_value = "selection")]
+    pub metric: String,
+    /// The smallest difference worth acting on: the verdict says whether one that large is
+    /// ruled out, and how many cases would detect it.
+    #[arg(long, default_value_t = 0.05)]
+    pub min_effect: f64,
+    /// Power for the number of cases that would detect --min-effect.
+    #[arg(long, default_value_t = 0.8)]
+    pub power: f64,
+    /// Two-sided confidence level of every interval [default: the first run's].
+    #[arg(long)]
+    pub confidence: Option<f64>,
+    /// Compare on the cases both arms share instead of refusing when they differ.
+    #[arg(long)]
+    pub intersect: bool,
+    /// Also write the comparison as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+/// Re-aggregates each run from its files, compares the chosen arms and prints the comparison.
+/// Exit 0 when the data decide (better, worse or no difference as large as --min-effect), 3
+/// when they do not yet.
+pub fn run(args: &CompareArgs) -> Result<ExitCode, Error> {
+    let metric = crate::decide::gate::parse_metric(&args.metric).ok_or_else(|| {
+        usage(&format!(
+            "--metric {}: expected selection, args, schema or pass",
+            args.metric
+        ))
+    })?;
+    if !(args.min_effect > 0.0 && args.min_effect < 1.0) {
+        return Err(usage("--min-effect must be between 0 and 1 (e.g. 0.05)"));
+    }
+    if !(args.power > 0.5 && args.power < 1.0) {
+        return Err(usage("--power must be between 0.5 and 1 (e.g. 0.8)"));
+    }
+    let mut summaries = Vec::with_capacity(args.run_dirs.len());
+    for dir in &args.run_dirs {
+        summaries.push(load_run(dir)?);
+    }
+    let confidence = setup::checked_confidence(args.confidence.unwrap_or(summaries[0].confidence))?;
+    let (a, b) = crate::decide::compare::choose_arms(&summaries, &args.arms)?;
+    let comparison = crate::decide::compare::compare(
+        a,
+        b,
+        crate::decide::compare::CompareOptions {
+            metric,
+            confidence,
+            min_effect: args.min_effect,
+            power: args.power,
+            intersect: args.intersect,
+            holdout_apart: true,
+        },
+    )?;
+    if let Some(path) = &args.json {
+        crate::report::write_json_atomically(path, &comparison)?;
+    }
+    let mut out = std::io::stdout().lock();
+    crate::report::render_comparison(&comparison, &mut out)
+        .map_err(|e| Error::io("cannot write the comparison", e))?;
+    Ok(if comparison.overall().decided() {
+        ExitCode::Pass
+    } else {
+        ExitCode::Inconclusive
+    })
+}

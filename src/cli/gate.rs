@@ -1,0 +1,187 @@
+//! The `--gate` and `--baseline` flags `run` and `report` share, and judging a summary by them.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::load_run;
+use super::usage;
+use crate::decide::gate::GateSpec;
+use crate::error::{Error, ExitCode};
+use crate::report::GateLevel;
+
+/// `--gate` and `--gate-level`, shared by `run` and `report`.
+#[derive(Debug, Clone, Args)]
+pub struct GateArgs {
+    /// A gate, `METRIC>=T` (selection, args, schema, pass): pass when the one-sided lower
+    /// confidence bound clears T (exit 0), fail when the upper bound is below it (exit 1),
+    /// inconclusive otherwise (exit 3). Or a latency budget, `LATENCY<=MS` (p50_ms, p95_ms,
+    /// p99_ms): pass when the percentile's upper bound is within MS, fail when its lower bound
+    /// is over it. Repeatable.
+    #[arg(long = "gate", value_name = "METRIC>=T|LATENCY<=MS")]
+    pub gates: Vec<String>,
+    /// What a gate judges: the suite's case-level rate (latency: the arm's), every case on
+    /// its own, or every expected tool on its own.
+    #[arg(long, value_enum, default_value_t = GateLevel::Suite)]
+    pub gate_level: GateLevel,
+    /// Judge every case after each of its trials with an anytime-valid sequential test (SPRT
+    /// with Ville thresholds) and stop running a case the moment it decides. Case level only.
+    #[arg(long, requires = "gates")]
+    pub sequential: bool,
+    /// With --sequential: the rate a case should pass at (the test's alternative) [default:
+    /// halfway from the threshold to 1].
+    #[arg(long, value_name = "P1", requires = "sequential")]
+    pub sprt_p1: Option<f64>,
+    /// An earlier run to gate against: pass when this run is not worse than it by more than
+    /// --margin (the lower bound of the paired case-level difference), fail when it is.
+    #[arg(long, value_name = "RUN_DIR")]
+    pub baseline: Option<PathBuf>,
+    /// With --baseline: the loss that is tolerated.
+    #[arg(long, default_value_t = 0.02, requires = "baseline")]
+    pub margin: f64,
+    /// With --baseline: the rate compared (selection, args, schema or pass).
+    #[arg(long, default_value = "pass", requires = "baseline")]
+    pub baseline_metric: String,
+    /// With --baseline: compare on the cases both runs have instead of refusing when they
+    /// differ.
+    #[arg(long, requires = "baseline")]
+    pub intersect: bool,
+}
+
+impl GateArgs {
+    /// The baseline to gate against, read and checked before any work.
+    pub(crate) fn load_baseline(
+        &self,
+    ) -> Result<Option<(crate::report::Summary, crate::report::Metric)>, Error> {
+        let Some(dir) = &self.baseline else {
+            return Ok(None);
+        };
+        let metric = crate::decide::gate::parse_metric(&self.baseline_metric).ok_or_else(|| {
+            usage(&format!(
+                "--baseline-metric {}: expected selection, args, schema or pass",
+                self.baseline_metric
+            ))
+        })?;
+        if !(self.margin >= 0.0 && self.margin < 1.0) {
+            return Err(usage("--margin must be between 0 and 1 (e.g. 0.02)"));
+        }
+        Ok(Some((load_run(dir)?, metric)))
+    }
+}
+
+/// The plan runs the baseline's cases with its trials per case: checked before any request, so
+/// a baseline that cannot be compared is bad input (exit 2), not a run spent for nothing.
+pub(super) fn check_baseline_population(
+    plan: &crate::runner::RunPlan,
+    base: &crate::report::Summary,
+) -> Result<(), Error> {
+    let planned: Vec<(String, String, u32)> = plan
+        .datasets
+        .iter()
+        .flat_map(|d| {
+            d.cases.iter().map(|c| {
+                (
+                    d.name.clone(),
+                    c.id.clone(),
+                    c.trials.unwrap_or(plan.trials),
+                )
+            })
+        })
+        .collect();
+    if planned.is_empty() && base.arms.is_empty() {
+        // Scenarios only: compared for drift, no dataset gate to populate.
+        return Ok(());
+    }
+    let Some(arm) = base.arms.first() else {
+        return Err(usage("--baseline: the baseline run has no arms"));
+    };
+    let base_cases: std::collections::BTreeSet<(&str, &str)> = arm
+        .cases
+        .iter()
+        .map(|c| (c.dataset.as_str(), c.case_id.as_str()))
+        .collect();
+    let base_trials = |d: &str, c: &str| base.run.planned_trials(d, c);
+    for (d, c, t) in &planned {
+        if !base_cases.contains(&(d.as_str(), c.as_str())) {
+            return Err(usage(&format!(
+                "--baseline {}: it did not run case {d}/{c}; gate on the same cases, or add --intersect to compare on the cases both have",
+                base.run.run_id
+            )));
+        }
+        if base_trials(d, c) != *t {
+            return Err(usage(&format!(
+                "--baseline {}: it ran {} trials of {d}/{c}, this run plans {t}; use the same --trials",
+                base.run.run_id,
+                base_trials(d, c)
+            )));
+        }
+    }
+    if base_cases.len() != planned.len() {
+        return Err(usage(&format!(
+            "--baseline {}: it ran {} cases, this run plans {}; gate on the same cases, or add --intersect",
+            base.run.run_id,
+            base_cases.len(),
+            planned.len()
+        )));
+    }
+    Ok(())
+}
+
+/// Adds the `--baseline` verdicts to the summary's gate report.
+pub(super) fn judge_baseline(
+    summary: &mut crate::report::Summary,
+    baseline: Option<&(crate::report::Summary, crate::report::Metric)>,
+    args: &GateArgs,
+) -> Result<(), Error> {
+    let Some((base, metric)) = baseline else {
+        return Ok(());
+    };
+    summary.scenario_drift =
+        crate::report::scenario::scenario_drift(&summary.scenarios, &base.scenarios);
+    if summary.arms.is_empty() {
+        // Only scenarios ran: their drift is the comparison; there is no case rate to gate.
+        return Ok(());
+    }
+    let results = crate::decide::gate::baseline::baseline_gates(
+        summary,
+        base,
+        *metric,
+        args.margin,
+        summary.confidence,
+        args.intersect,
+    )?;
+    let mut gates = summary.gate.take().map(|g| g.gates).unwrap_or_default();
+    gates.extend(results);
+    summary.gate = Some(crate::decide::gate::report_of(gates, summary.confidence));
+    Ok(())
+}
+
+/// Every `--gate`, parsed before any work.
+pub(crate) fn parse_gates(texts: &[String]) -> Result<Vec<GateSpec>, Error> {
+    texts
+        .iter()
+        .map(|t| GateSpec::parse(t).map_err(Error::from))
+        .collect()
+}
+
+/// 0 pass (or no gate), 1 fail, 3 inconclusive.
+///
+/// The run's decision: the worst of its gate verdict and, with `--compare`, its comparison's
+/// overall verdict (`Comparison::overall`: decided counts as a pass, undecided as
+/// inconclusive), so `run --compare` and `compare` on the same folder exit alike.
+pub(super) fn gate_exit_code(summary: &crate::report::Summary) -> ExitCode {
+    use crate::report::Verdict;
+    let comparison = summary.comparison.as_ref().map(|c| {
+        if c.overall().decided() {
+            Verdict::Pass
+        } else {
+            Verdict::Inconclusive
+        }
+    });
+    let gate = summary.gate.as_ref().map(|g| g.verdict);
+    match gate.into_iter().chain(comparison).max() {
+        None | Some(Verdict::Pass) => ExitCode::Pass,
+        Some(Verdict::Fail) => ExitCode::GateFailed,
+        Some(Verdict::Inconclusive) => ExitCode::Inconclusive,
+    }
+}

@@ -1,0 +1,86 @@
+//! `toolscore history`: the weekly trend from `history.jsonl`, and appending a run to it.
+
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+
+use super::usage;
+use crate::error::{Error, ExitCode};
+
+#[derive(Debug, Args)]
+pub struct HistoryArgs {
+    /// The --out folder of the runs, holding history.jsonl.
+    #[arg(long, default_value = "reports", value_name = "DIR")]
+    pub dir: PathBuf,
+    /// The rate followed: selection or pass.
+    #[arg(long, default_value = "selection")]
+    pub metric: String,
+    /// Show only the newest N runs of each series (each still compared with the run before it).
+    #[arg(long, value_name = "N")]
+    pub last: Option<usize>,
+    /// Exit 1 when the newest run of any series dropped significantly.
+    #[arg(long)]
+    pub fail_on_drop: bool,
+}
+
+/// Appends the run's arms to `history.jsonl` in its --out folder (the parent of the run's
+/// folder), after summary.json so a line never names a run whose summary is missing. An
+/// interrupted run is left out: its cases ran fewer trials than planned and its next,
+/// resumed, finish appends the whole run. Not named in the "wrote" line: it is the folder's
+/// running log, not one of the run's files. `untrusted` is why the run exits 4, when it
+/// does: its lines are kept, marked, and left out of every trend.
+pub(super) fn append_history(
+    run_dir: &Path,
+    summary: &crate::report::Summary,
+    untrusted: Option<&str>,
+) -> Result<(), Error> {
+    // A shard is a slice of a run: the merged run is the one that enters the history.
+    if summary.interrupted || summary.run.shard.is_some() {
+        return Ok(());
+    }
+    let path = run_dir
+        .parent()
+        .unwrap_or_else(|| Path::new("."))
+        .join(crate::report::history::FILE_NAME);
+    crate::report::history::append(&path, &crate::report::history::lines_of(summary, untrusted))
+        .map_err(|e| Error::io(format!("cannot append to {}", path.display()), e))
+}
+
+/// Reads DIR/history.jsonl and prints every series with its moves. Exit 1 with --fail-on-drop
+/// when the newest run of a series dropped significantly, else 0.
+pub fn run(args: &HistoryArgs) -> Result<ExitCode, Error> {
+    let metric = match args.metric.as_str() {
+        "selection" => crate::report::Metric::Selection,
+        "pass" => crate::report::Metric::Pass,
+        other => {
+            return Err(usage(&format!(
+                "--metric {other}: history follows selection or pass"
+            )));
+        }
+    };
+    if args.last == Some(0) {
+        return Err(usage("--last must be at least 1"));
+    }
+    let path = args.dir.join(crate::report::history::FILE_NAME);
+    if !path.is_file() {
+        return Err(usage(&format!(
+            "{}: no history yet; every `toolscore run --out {}` appends to it",
+            path.display(),
+            args.dir.display()
+        )));
+    }
+    let text = crate::input::read_text(&path)?;
+    let lines = crate::report::history::parse(&text, &path.display().to_string())?;
+    let series = crate::report::history::series(lines, metric);
+    let mut out = std::io::stdout().lock();
+    crate::report::history::render(&series, metric, args.last, &mut out)
+        .map_err(|e| Error::io("cannot write the history", e))?;
+    let dropped = series
+        .iter()
+        .any(crate::report::history::Series::newest_dropped);
+    Ok(if dropped && args.fail_on_drop {
+        ExitCode::GateFailed
+    } else {
+        ExitCode::Pass
+    })
+}

@@ -1,0 +1,160 @@
+//! `toolscore plan`: how many trials and cases each option needs, before anything is spent.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::gate::parse_gates;
+use super::{LoadedSuite, setup};
+use super::{SuiteArgs, load_suite, usage};
+use crate::error::InputError;
+use crate::error::{Error, ExitCode};
+use crate::suite::Dataset;
+
+#[derive(Debug, Args)]
+pub struct PlanArgs {
+    #[command(flatten)]
+    pub suite: SuiteArgs,
+    /// A gate to plan for, `METRIC>=T`; repeatable.
+    #[arg(long = "gate", value_name = "METRIC>=T")]
+    pub gates: Vec<String>,
+    /// Target half-width of a case's interval [default: the config's, or 0.05].
+    #[arg(long)]
+    pub precision: Option<f64>,
+    /// Confidence level [default: the config's, or 0.95].
+    #[arg(long)]
+    pub confidence: Option<f64>,
+    /// Power a gate should have at the true rates planned for.
+    #[arg(long, default_value_t = 0.8)]
+    pub power: f64,
+    /// An earlier run: its case rates, between-case spread and token usage replace the
+    /// planning defaults.
+    #[arg(long, value_name = "RUN_DIR")]
+    pub from: Option<PathBuf>,
+    /// The rate read from --from [default: the first gate's metric, or selection].
+    #[arg(long)]
+    pub metric: Option<String>,
+    /// The most trials per case the sequential gate may use.
+    #[arg(long, default_value_t = 1000, value_name = "N")]
+    pub max_trials: u32,
+    /// Show each option in US dollars at this provider's price (a name from toolscore.yaml,
+    /// or KIND:MODEL): the shipped price table or `prices:` in the config [default: the
+    /// config's provider, when it has a price].
+    #[arg(long, value_name = "NAME")]
+    pub provider: Option<String>,
+    /// Also write the plan as JSON to this file.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+/// Prints how many trials and cases each option needs, and what it costs in requests and
+/// tokens. Reads the suite (and an earlier run) only; calls nothing.
+pub fn run(args: &PlanArgs) -> Result<ExitCode, Error> {
+    let gates = parse_gates(&args.gates)?;
+    if let Some(g) = gates.iter().find(|g| g.metric.rate().is_none()) {
+        return Err(usage(&format!(
+            "--gate {}: plan covers rate gates (selection, args, schema, pass); a latency budget needs the trials its percentile's upper bound needs (368 answered trials for p99 at 95%)",
+            g.metric.label()
+        )));
+    }
+    let LoadedSuite {
+        config, datasets, ..
+    } = load_suite(&args.suite)?;
+    let d = &config.defaults;
+    let confidence = setup::checked_confidence(args.confidence.or(d.confidence).unwrap_or(0.95))?;
+    let precision = setup::checked_precision(args.precision.or(d.precision).unwrap_or(0.05))?;
+    if !(args.power > 0.5 && args.power < 1.0) {
+        return Err(usage("--power must be between 0.5 and 1 (e.g. 0.8)"));
+    }
+    if args.max_trials == 0 {
+        return Err(usage("--max-trials must be at least 1"));
+    }
+    let metric = match &args.metric {
+        Some(m) => crate::decide::gate::parse_metric(m).ok_or_else(|| {
+            usage(&format!(
+                "--metric {m}: expected selection, args, schema or pass"
+            ))
+        })?,
+        None => gates
+            .first()
+            .and_then(|g| g.metric.rate())
+            .unwrap_or(crate::report::Metric::Selection),
+    };
+    let cases: usize = datasets.iter().map(|d| d.cases.len()).sum();
+    let mut observed_case_rates = Vec::new();
+    let mut observed_suite = None;
+    let tokens = match &args.from {
+        Some(dir) => {
+            let text = crate::input::read_text(&dir.join("summary.json"))?;
+            let header: crate::report::SummaryHeader =
+                serde_json::from_str(&text).map_err(|e| {
+                    InputError::json(&dir.join("summary.json").display().to_string(), &e)
+                })?;
+            let summary = crate::report::reaggregate(
+                &dir.join("results.jsonl"),
+                header,
+                confidence,
+                precision,
+            )?;
+            let arm = summary
+                .arms
+                .first()
+                .ok_or_else(|| usage(&format!("--from {}: the run has no arms", dir.display())))?;
+            let rate = |c: &crate::report::CaseSummary| {
+                let s = c.metrics.get(metric);
+                (s.n > 0).then(|| s.x as f64 / s.n as f64)
+            };
+            observed_case_rates = arm.cases.iter().filter_map(rate).collect();
+            observed_suite = arm.suite.metrics.get(metric).case_level;
+            crate::decide::sample_size::TokenBasis {
+                source: format!("run {}", summary.run.run_id),
+                input_per_request: arm.tokens.input_mean.unwrap_or(0.0),
+                output_per_request: arm.tokens.output_mean,
+            }
+        }
+        None => fixture_tokens(&datasets),
+    };
+    let trial_plan = crate::decide::sample_size::plan(&crate::decide::sample_size::PlanRequest {
+        confidence,
+        precision,
+        power: args.power,
+        gates: gates
+            .iter()
+            .map(|g| (g.metric.label().replace(' ', "_"), g.threshold))
+            .collect(),
+        cases,
+        observed_case_rates,
+        observed_suite,
+        tokens,
+        max_trials: args.max_trials,
+        price: setup::plan_price(args.provider.as_deref(), &config)?,
+    });
+    if let Some(path) = &args.json {
+        crate::report::write_json_atomically(path, &trial_plan)?;
+    }
+    let mut out = std::io::stdout().lock();
+    crate::decide::sample_size::render_plan(&trial_plan, &mut out)
+        .map_err(|e| Error::io("cannot write the plan", e))?;
+    Ok(ExitCode::Pass)
+}
+
+/// Input tokens per request estimated from what the model reads: the catalog and a case's
+/// messages, at about 4 characters a token (the usual figure for English with BPE tokenizers;
+/// an earlier run's measured usage, `--from`, replaces it).
+fn fixture_tokens(datasets: &[Dataset]) -> crate::decide::sample_size::TokenBasis {
+    let mut chars = 0usize;
+    let mut requests = 0usize;
+    for d in datasets {
+        let catalog = serde_json::to_string(&d.catalog.tools).map_or(0, |s| s.len());
+        for c in &d.cases {
+            let messages = serde_json::to_string(&c.messages).map_or(0, |s| s.len());
+            chars += catalog + messages;
+            requests += 1;
+        }
+    }
+    crate::decide::sample_size::TokenBasis {
+        source: "fixtures (characters / 4)".to_owned(),
+        input_per_request: chars as f64 / requests.max(1) as f64 / 4.0,
+        output_per_request: None,
+    }
+}

@@ -1,0 +1,165 @@
+//! `toolscore report`: a finished run folder re-aggregated from its records and rendered again,
+//! judged by the gates it recorded (or new ones).
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::gate::parse_gates;
+use super::gate::{GateArgs, gate_exit_code, judge_baseline};
+use super::output::{self, Format};
+use super::run::compare_two_arms;
+use super::usage;
+use super::{rescore, setup};
+use crate::decide::gate::GateSpec;
+use crate::error::InputError;
+use crate::error::{Error, ExitCode};
+use crate::report::GateLevel;
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// The run's folder (reports/<run-id>), holding results.jsonl and summary.json.
+    pub run_dir: PathBuf,
+    /// Confidence level of every interval [default: the run's].
+    #[arg(long)]
+    pub confidence: Option<f64>,
+    /// Target half-width for warnings [default: the run's].
+    #[arg(long)]
+    pub precision: Option<f64>,
+    #[command(flatten)]
+    pub gate: GateArgs,
+    /// What to produce; repeatable: terminal (stdout), json (the summary on stdout), md
+    /// (RUN_DIR/report.md), junit (RUN_DIR/junit.xml), html (RUN_DIR/report.html) [default:
+    /// terminal].
+    #[arg(long = "format", value_enum, value_name = "FORMAT")]
+    pub formats: Vec<Format>,
+}
+
+/// Every figure comes from the records; summary.json only supplies what records do not hold
+/// (the run header: when, how, which cassette; how many trials were planned).
+pub fn run(args: &ReportArgs) -> Result<ExitCode, Error> {
+    let formats = output::chosen(&args.formats, &[Format::Terminal]);
+    if formats.contains(&Format::Csv) {
+        return Err(usage(
+            "--format csv: results.csv is written by `run`; `report` changes no record",
+        ));
+    }
+    if formats.contains(&Format::Terminal) && formats.contains(&Format::Json) {
+        return Err(usage(
+            "--format terminal and --format json both print to stdout; choose one",
+        ));
+    }
+    let summary_path = args.run_dir.join("summary.json");
+    let results_path = args.run_dir.join("results.jsonl");
+    let text = crate::input::read_text(&summary_path)?;
+    let header: crate::report::SummaryHeader = serde_json::from_str(&text)
+        .map_err(|e| InputError::json(&summary_path.display().to_string(), &e))?;
+    let confidence = setup::checked_confidence(args.confidence.unwrap_or(header.confidence))?;
+    let precision = setup::checked_precision(args.precision.unwrap_or(header.precision))?;
+    let judging = judging_of(args, &header)?;
+    let compared = header.compared();
+    let mut rescorer = rescore::Rescorer::for_run(&header.run);
+    let (mut summary, latency) = crate::report::reaggregate_rescored(
+        &results_path,
+        header,
+        confidence,
+        precision,
+        &mut |r| {
+            if let Some(rs) = &mut rescorer {
+                rs.apply(r);
+            }
+        },
+    )?;
+    if let Some(notice) = rescorer.as_ref().and_then(rescore::Rescorer::notice) {
+        if formats.contains(&Format::Terminal) {
+            println!("{notice}");
+        } else {
+            eprintln!("{notice}");
+        }
+    }
+    let gates = judging.specs;
+    if judging.sequential {
+        let spec = crate::decide::gate::sequential::SequentialSpec {
+            gates,
+            confidence,
+            p1: judging.sprt_p1,
+            max_trials: summary.run.trials_per_case,
+        };
+        let mut gate = setup::sequential_gate(spec, &summary.run)?;
+        crate::report::for_each_record_mut(&results_path, &mut |r| {
+            if let Some(rs) = &mut rescorer {
+                rs.apply(r);
+            }
+            gate.push(r);
+        })?;
+        summary.gate = Some(crate::decide::gate::report_of(gate.results(), confidence));
+    } else if !gates.is_empty() {
+        summary.gate = Some(crate::decide::gate::evaluate(
+            &summary,
+            &latency,
+            &gates,
+            judging.level,
+        ));
+    }
+    if !judging.kept_baseline.is_empty() {
+        let mut results = summary.gate.take().map(|g| g.gates).unwrap_or_default();
+        results.extend(judging.kept_baseline);
+        summary.gate = Some(crate::decide::gate::report_of(results, confidence));
+    }
+    let baseline = args.gate.load_baseline()?;
+    judge_baseline(&mut summary, baseline.as_ref(), &args.gate)?;
+    if compared {
+        compare_two_arms(&mut summary);
+    }
+    for path in output::write_files(&summary, &args.run_dir, &formats)? {
+        eprintln!("wrote {}", path.display());
+    }
+    if formats.contains(&Format::Json) {
+        let text = serde_json::to_string_pretty(&summary)
+            .map_err(|e| Error::Fatal(format!("cannot encode the summary: {e}")))?;
+        println!("{text}");
+    } else if formats.contains(&Format::Terminal) {
+        let mut out = std::io::stdout().lock();
+        crate::report::render_terminal(&summary, &mut out)
+            .map_err(|e| Error::io("cannot write the report", e))?;
+    }
+    Ok(gate_exit_code(&summary))
+}
+
+/// How `report` judges a run: by the flags when any gate flag is given, else by the gates the
+/// run recorded (so a re-render keeps the verdict).
+struct Judging {
+    specs: Vec<GateSpec>,
+    level: GateLevel,
+    sequential: bool,
+    sprt_p1: Option<f64>,
+    /// Baseline results the run recorded, kept as judged (the baseline run is not re-read).
+    kept_baseline: Vec<crate::report::GateResult>,
+}
+
+fn judging_of(args: &ReportArgs, header: &crate::report::SummaryHeader) -> Result<Judging, Error> {
+    let flags_given = !args.gate.gates.is_empty() || args.gate.baseline.is_some();
+    match header.gate() {
+        Some(report) if !flags_given => {
+            let r = crate::decide::gate::recorded::recorded(&report);
+            eprintln!(
+                "report: judged again by the run's own gates ({}); give --gate to judge by others",
+                r.as_flags()
+            );
+            Ok(Judging {
+                specs: r.specs,
+                level: r.level,
+                sequential: r.sequential_p1.is_some(),
+                sprt_p1: r.sequential_p1,
+                kept_baseline: r.baseline,
+            })
+        }
+        _ => Ok(Judging {
+            specs: parse_gates(&args.gate.gates)?,
+            level: args.gate.gate_level,
+            sequential: args.gate.sequential,
+            sprt_p1: args.gate.sprt_p1,
+            kept_baseline: Vec::new(),
+        }),
+    }
+}

@@ -1,0 +1,507 @@
+//! `toolscore run`: the flags of a run, and running a validated setup: the observers composed,
+//! the summary aggregated and written, the report printed, the exit code decided.
+
+use std::io::Write;
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::gate::{GateArgs, check_baseline_population, gate_exit_code, judge_baseline};
+use super::history::append_history;
+use super::output::{self, Format};
+use super::setup::{RunSetup, build_plan};
+use super::{SuiteArgs, resume, usage};
+use super::{cost, lint};
+use crate::error::{Error, ExitCode};
+use crate::event::Observers;
+use crate::report::ProgressMode;
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub suite: SuiteArgs,
+    /// A provider named in the config, a kind (`openai-compat`) configured by the flags below,
+    /// a kind and model as KIND:MODEL (`anthropic:claude-sonnet-4-5`, `gemini:gemini-2.5-flash`,
+    /// `ollama:qwen3`), or `replay:CASSETTE` to serve recorded responses without calling any model. Repeat it to
+    /// run several arms in one plan; each record names its arm.
+    #[arg(long = "provider", value_name = "NAME")]
+    pub providers: Vec<String>,
+    /// Catalog variant to show the model: `base` (the dataset's tools.json) or an overlay
+    /// `DATASET/variants/NAME.json`. Repeat it to run one arm per variant on the same cases,
+    /// interleaved trial by trial, for `toolscore compare` [default: base].
+    #[arg(long = "variant", value_name = "NAME")]
+    pub variants: Vec<String>,
+    /// Record every raw response to this cassette (`.gz` = compressed) for later replay.
+    #[arg(long, value_name = "CASSETTE")]
+    pub record: Option<PathBuf>,
+    /// With --record: what the recording is (model build, server), shown whenever it is replayed.
+    #[arg(long, value_name = "TEXT", requires = "record")]
+    pub record_note: Option<String>,
+    /// With --record: overwrite the cassette if the file exists.
+    #[arg(long, requires = "record")]
+    pub force: bool,
+    /// Base URL of the provider's API, replacing its kind's default or the config's (a proxy, a
+    /// gateway, a local server), e.g. http://127.0.0.1:8080/v1.
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+    /// Model name sent to the provider.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Environment variable that holds the API key (the key itself is never a flag) [default:
+    /// the kind's own: ANTHROPIC_API_KEY, OPENAI_API_KEY for openai-responses, GEMINI_API_KEY,
+    /// AZURE_OPENAI_API_KEY; none for openai-compat and ollama].
+    #[arg(long, value_name = "VAR")]
+    pub api_key_env: Option<String>,
+    /// Trials per case [default: the config's `trials`, else 50; a replay runs the trials its
+    /// cassette holds per case].
+    #[arg(long)]
+    pub trials: Option<u32>,
+    /// With --sequential: the most trials a case may use before it is called inconclusive (the
+    /// plan's trials per case) [default: 200].
+    #[arg(
+        long,
+        value_name = "N",
+        requires = "sequential",
+        conflicts_with = "trials"
+    )]
+    pub max_trials: Option<u32>,
+    /// Trials in flight at once [default: 8].
+    #[arg(long)]
+    pub concurrency: Option<usize>,
+    /// Sampling temperature [default: the provider's].
+    #[arg(long)]
+    pub temperature: Option<f64>,
+    /// Maximum output tokens per request.
+    #[arg(long)]
+    pub max_tokens: Option<u32>,
+    /// Per-request timeout in seconds [default: 60].
+    #[arg(long, value_name = "SECS")]
+    pub timeout: Option<f64>,
+    /// Retries after 429/5xx/timeouts, with capped exponential backoff and full jitter [default: 4].
+    #[arg(long)]
+    pub max_retries: Option<u32>,
+    /// Requests to each provider in flight at once, over all its arms (also `max_in_flight:` in
+    /// the config) [default: only --concurrency limits them].
+    #[arg(long, value_name = "N")]
+    pub max_in_flight: Option<usize>,
+    /// Requests started per minute to each provider, evenly spaced (also
+    /// `requests_per_minute:` in the config) [default: no limit].
+    #[arg(long, value_name = "N")]
+    pub requests_per_minute: Option<u32>,
+    /// Tokens sent to each provider per minute: each request is charged its body's characters
+    /// / 4 plus its max tokens before it is sent (also `tokens_per_minute:` in the config)
+    /// [default: no limit].
+    #[arg(long, value_name = "N")]
+    pub tokens_per_minute: Option<u32>,
+    /// Send `tool_choice` (also `tool_choice:` in the config): auto, required or none, in each
+    /// provider's own form [default: not sent, the provider's default applies].
+    #[arg(long, value_enum, value_name = "CHOICE")]
+    pub tool_choice: Option<crate::provider::ToolChoice>,
+    /// Send `parallel_tool_calls` (also `parallel_tool_calls:` in the config; Anthropic's
+    /// `disable_parallel_tool_use`) [default: not sent].
+    #[arg(long, value_name = "BOOL")]
+    pub parallel_tool_calls: Option<bool>,
+    /// Largest response body read, in bytes; a larger one is a bad_response [default: 8 MiB].
+    #[arg(long, value_name = "BYTES")]
+    pub max_response_bytes: Option<usize>,
+    /// Confidence level of every interval [default: 0.95].
+    #[arg(long)]
+    pub confidence: Option<f64>,
+    /// Target half-width: warn when an interval is wider and say how many trials would do [default: 0.05].
+    #[arg(long)]
+    pub precision: Option<f64>,
+    #[command(flatten)]
+    pub gate: GateArgs,
+    /// Fraction of trials allowed to end in infrastructure errors before the run exits 4.
+    #[arg(long, default_value_t = 0.1, value_name = "RATE")]
+    pub max_infra_error_rate: f64,
+    /// Refuse to start a run whose estimated cost (printed before the first request) is over
+    /// USD, and stop starting trials once spend plus the trials in flight would pass it: the
+    /// rest are reported as not run (budget), never as failures. Every arm needs a price (the
+    /// shipped table or `prices:` in toolscore.yaml).
+    #[arg(long, value_name = "USD")]
+    pub max_cost: Option<f64>,
+    /// Folder for run outputs; each run writes OUT/<run-id>/.
+    #[arg(long, default_value = "reports", value_name = "DIR")]
+    pub out: PathBuf,
+    /// Run id [default: UTC timestamp plus a random suffix].
+    #[arg(long, conflicts_with = "resume")]
+    pub run_id: Option<String>,
+    /// Finish a run that was killed or interrupted: keep its completed trials, re-run those that
+    /// ended in infrastructure errors, run the missing ones. Give the same flags as the run.
+    #[arg(long, value_name = "RUN_DIR", conflicts_with_all = ["run_id", "record"])]
+    pub resume: Option<PathBuf>,
+    /// Progress display on stderr.
+    #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
+    pub progress: ProgressMode,
+    /// With exactly two arms (e.g. --variant base --variant terse): compare them paired by case
+    /// when the run ends, print it after the report and keep it in summary.json, as `toolscore
+    /// compare` would (selection, --min-effect 0.05).
+    #[arg(long)]
+    pub compare: bool,
+    /// Run one deterministic slice of the plan, `INDEX/COUNT` counted from 0 (`0/4` … `3/4`):
+    /// each trial belongs to the shard its key (arm, dataset, case, trial) hashes to, so the
+    /// slices are balanced and stay put when cases are added. `auto` reads the index from
+    /// JOB_COMPLETION_INDEX (Kubernetes Indexed Jobs) and the count from --shard-count. Join
+    /// the shards' run folders with `toolscore merge`. Not with --sequential, --gate,
+    /// --baseline, --compare or --record: those need the whole plan.
+    #[arg(long, value_name = "INDEX/COUNT|auto")]
+    pub shard: Option<String>,
+    /// Send the trials through the providers' batch APIs (OpenAI Batch for openai-compat and
+    /// openai-responses, Anthropic Message Batches, Gemini batch mode) at their batch price:
+    /// submitted at once, polled (progress on stderr), then scored and reported like any run.
+    /// The batch ids are kept in RUN_DIR/batches.json, so a run killed while polling is picked
+    /// up with --resume without submitting again. Single-step fixtures only; no latency is
+    /// measured.
+    #[arg(long)]
+    pub batch: bool,
+    /// With --batch: the wait between two polls of a running batch (`30s`, `2m`, `500ms`)
+    /// [default: 30s].
+    #[arg(long, value_name = "DURATION")]
+    pub batch_poll: Option<String>,
+    /// With --shard auto: how many shards the plan is split into (the Job's `completions`).
+    #[arg(long, value_name = "N", requires = "shard")]
+    pub shard_count: Option<u32>,
+    /// What to produce; repeatable: terminal (stdout), json (summary.json), csv
+    /// (results.csv), md (RUN_DIR/report.md), junit (RUN_DIR/junit.xml), html
+    /// (RUN_DIR/report.html) [default: terminal,
+    /// json, csv]. summary.json and results.csv are written whatever is chosen: they are the
+    /// run's record, which `report`, `--resume` and `--baseline` read.
+    #[arg(long = "format", value_enum, value_name = "FORMAT")]
+    pub formats: Vec<Format>,
+}
+
+/// Validates the flags into a setup (nothing is sent before it is valid) and runs it. Takes
+/// the flags by value: the setup keeps them.
+pub fn run(args: RunArgs) -> Result<ExitCode, Error> {
+    let max_infra = args.max_infra_error_rate;
+    if !(0.0..=1.0).contains(&max_infra) {
+        return Err(usage("--max-infra-error-rate must be between 0 and 1"));
+    }
+    let baseline = args.gate.load_baseline()?;
+    let gate_args = args.gate.clone();
+    let compare = args.compare;
+    let formats = output::chosen(
+        &args.formats,
+        &[Format::Terminal, Format::Json, Format::Csv],
+    );
+    let setup = build_plan(args, &|name| std::env::var(name).ok())?;
+    if let Some((base, _)) = &baseline
+        && !gate_args.intersect
+    {
+        check_baseline_population(&setup.plan, base)?;
+    }
+    if compare && setup.plan.arms.len() != 2 {
+        return Err(usage(&format!(
+            "--compare needs exactly two arms (two --variant or two --provider); this run has {}",
+            setup.plan.arms.len()
+        )));
+    }
+    run_command(
+        setup,
+        max_infra,
+        baseline.as_ref(),
+        &gate_args,
+        compare,
+        &formats,
+    )
+}
+
+/// Runs a validated setup: composes the sinks as observers of the run, aggregates, writes
+/// `summary.json`, prints the report and decides the exit code.
+fn run_command(
+    setup: RunSetup,
+    max_infra: f64,
+    baseline: Option<&(crate::report::Summary, crate::report::Metric)>,
+    gate_args: &GateArgs,
+    compare: bool,
+    formats: &[Format],
+) -> Result<ExitCode, Error> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Error::io("cannot start the async runtime", e))?;
+    let started = std::time::SystemTime::now();
+    let mut run = setup.run_info(started);
+    let mut setup = setup;
+    if setup.resume && setup.plan.batch.is_none() {
+        let state_file = setup.out_dir.join(crate::runner::batch::STATE_FILE);
+        let running = crate::runner::batch::uncollected(&state_file)?;
+        if !running.is_empty() {
+            // Running them again one request at a time would pay for them twice.
+            return Err(usage(&format!(
+                "--resume {}: its batches {} were submitted and not collected yet; resume with --batch to poll and collect them",
+                setup.out_dir.display(),
+                running.join(", ")
+            )));
+        }
+    }
+    let resumed = if setup.resume {
+        let r = resume::prepare(&mut setup)?;
+        eprintln!("{}", r.describe());
+        Some(r)
+    } else {
+        None
+    };
+    // Priced before the first request and before any file: a cap the estimate passes is bad
+    // input (exit 2), and nothing is written.
+    let estimate = crate::runner::budget::estimate(&setup.plan);
+    let max_cost = setup.plan.max_cost;
+    let show_cost = max_cost.is_some() || estimate.arms.iter().any(|a| a.usd.is_some());
+    if show_cost {
+        eprintln!("{}", cost::describe_estimate(&estimate));
+    }
+    if let (Some(max), Some(usd)) = (max_cost, estimate.usd)
+        && usd > max
+    {
+        return Err(usage(&format!(
+            "the estimated cost {} of {} trials is over --max-cost {}; lower --trials, run fewer cases or providers, or raise the cap",
+            crate::report::format_usd(usd),
+            estimate.trials,
+            crate::report::format_usd(max)
+        )));
+    }
+    let mut sinks = setup.sinks(started)?;
+    let catalogs = lint::run_catalogs(&setup.plan);
+    if let Some(r) = &resumed {
+        r.replay_into(&setup.out_dir, &mut sinks)?;
+    }
+    let totals = {
+        let mut observers = Observers::new();
+        for o in sinks.observers() {
+            observers.push(o);
+        }
+        runtime.block_on(crate::runner::execute(setup.plan, &mut observers))?
+    };
+    // Close every pooled connection before writing the summary: with a high --concurrency the
+    // sockets would otherwise hold the file descriptors the summary needs.
+    drop(runtime);
+    let totals = match &resumed {
+        Some(r) => r.add_to(totals),
+        None => totals,
+    };
+    run.finished_at = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+    let latency = sinks.aggregator.latency_distributions();
+    let mut summary = sinks
+        .aggregator
+        .finish(run, &totals, setup.confidence, setup.precision);
+    if show_cost {
+        summary.budget = Some(cost::budget_report(
+            &estimate,
+            max_cost,
+            totals.budget_not_run,
+        ));
+    }
+    if totals.budget_not_run > 0 {
+        eprintln!(
+            "budget: --max-cost {} reached ({} spent); {} planned trials were not run (not counted as failures)",
+            crate::report::format_usd(max_cost.unwrap_or_default()),
+            crate::report::format_usd(summary.cost.total.usd.unwrap_or_default()),
+            totals.budget_not_run
+        );
+    }
+    if let Some(sequential) = &sinks.sequential {
+        summary.gate = Some(crate::decide::gate::report_of(
+            sequential.results(),
+            setup.confidence,
+        ));
+    } else if !setup.gates.is_empty() {
+        summary.gate = Some(crate::decide::gate::evaluate(
+            &summary,
+            &latency,
+            &setup.gates,
+            setup.gate_level,
+        ));
+    }
+    if let Err(e) = judge_baseline(&mut summary, baseline, gate_args) {
+        // The run happened and is on disk; a baseline it cannot be compared with is reported,
+        // and the verdict is left inconclusive rather than losing the summary.
+        eprintln!("error: {e}");
+        let gates = summary.gate.take().map(|g| g.gates).unwrap_or_default();
+        summary.gate = Some(crate::report::GateReport {
+            verdict: crate::report::Verdict::Inconclusive,
+            confidence: summary.confidence,
+            gates,
+        });
+    }
+    if compare {
+        compare_two_arms(&mut summary);
+    }
+    if !sinks.provider_stops.stops().is_empty() {
+        eprintln!(
+            "{} planned trials were not run (skipped, not counted as failures)",
+            totals.skipped_trials
+        );
+    }
+    crate::report::write_json_atomically(&setup.out_dir.join("summary.json"), &summary)?;
+    let (code, message) = run_exit_code(&summary, max_infra);
+    // A provider stopped by an auth or quota error left its arm without figures: the run
+    // cannot be judged as a whole, whatever the other arms scored.
+    let (code, message) = match (code, sinks.provider_stops.stops()) {
+        (ExitCode::Interrupted | ExitCode::InfraErrors, _) | (_, []) => (code, message),
+        (_, stops) => (
+            ExitCode::InfraErrors,
+            Some(format!(
+                "{} stopped by auth or quota errors; their remaining trials were not run",
+                stops
+                    .iter()
+                    .map(|s| format!("provider `{}` ({})", s.provider, s.class))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+        ),
+    };
+    let untrusted = (code == ExitCode::InfraErrors)
+        .then_some(message.as_deref())
+        .flatten();
+    append_history(&setup.out_dir, &summary, untrusted)?;
+    let files = output::write_files(&summary, &setup.out_dir, formats)?;
+    if formats.contains(&Format::Terminal) {
+        let mut out = std::io::stdout().lock();
+        crate::report::render_terminal(&summary, &mut out)
+            .map_err(|e| Error::io("cannot write the report", e))?;
+        if let Some(c) = &summary.comparison {
+            writeln!(out).map_err(|e| Error::io("cannot write the report", e))?;
+            crate::report::render_comparison(c, &mut out)
+                .map_err(|e| Error::io("cannot write the comparison", e))?;
+        }
+        println!();
+        let lints = lint::lint_run_catalogs(&catalogs, &setup.lint);
+        lint::print_beside_weakest(&summary, &lints, &setup.out_dir, &mut out)
+            .map_err(|e| Error::io("cannot write the report", e))?;
+    }
+    let mut written = vec![
+        setup.out_dir.join("results.jsonl"),
+        setup.out_dir.join("results.csv"),
+        setup.out_dir.join("summary.json"),
+    ];
+    written.extend(files);
+    let names: Vec<String> = written.iter().map(|p| p.display().to_string()).collect();
+    let line = match names.split_last() {
+        Some((last, rest)) => format!("wrote {} and {last}", rest.join(", ")),
+        None => String::new(),
+    };
+    // On stdout under the terminal report, as before; on stderr when stdout carries no report.
+    if formats.contains(&Format::Terminal) {
+        println!("{line}");
+    } else {
+        eprintln!("{line}");
+    }
+    if let Some(message) = message {
+        eprintln!("error: {message}");
+    }
+    Ok(code)
+}
+
+/// `--compare`: the run's two arms compared as `toolscore compare` does with its defaults,
+/// kept in the summary. A comparison that cannot be made is reported, not fatal: the run
+/// happened and is on disk.
+pub(super) fn compare_two_arms(summary: &mut crate::report::Summary) {
+    if summary.arms.len() != 2 {
+        return;
+    }
+    let side = |arm| crate::decide::compare::Side {
+        summary: &*summary,
+        arm,
+    };
+    match crate::decide::compare::compare(
+        side(0),
+        side(1),
+        crate::decide::compare::CompareOptions {
+            metric: crate::report::Metric::Selection,
+            confidence: summary.confidence,
+            min_effect: 0.05,
+            power: 0.8,
+            intersect: false,
+            holdout_apart: true,
+        },
+    ) {
+        Ok(c) => summary.comparison = Some(c),
+        Err(e) => eprintln!("error: --compare: {e}"),
+    }
+}
+
+/// The exit code of a finished run, and what to say on stderr when it is not 0. A run that
+/// did not account for every planned trial never exits 0.
+pub(super) fn run_exit_code(
+    summary: &crate::report::Summary,
+    max_infra: f64,
+) -> (ExitCode, Option<String>) {
+    if summary.interrupted {
+        return (ExitCode::Interrupted, None);
+    }
+    let accounted = summary.completed_trials + summary.skipped_trials;
+    if accounted < summary.planned_trials {
+        return (
+            ExitCode::InfraErrors,
+            Some(format!(
+                "{} of {} planned trials were neither run nor skipped; the scores cannot be trusted",
+                summary.planned_trials - accounted,
+                summary.planned_trials
+            )),
+        );
+    }
+    // Scenario trials lost to infrastructure errors count like any trial's: a run whose
+    // scenarios all failed cannot be trusted because its datasets (if any) went well.
+    let scenario_errors: u64 = summary
+        .scenarios
+        .iter()
+        .flat_map(|a| &a.scenarios)
+        .flat_map(|s| s.errors.values())
+        .sum();
+    let errors: u64 = summary.arms.iter().map(|a| a.infra.errors).sum::<u64>() + scenario_errors;
+    let done = summary.completed_trials.max(1) as f64;
+    if summary.completed_trials == 0 || errors as f64 / done > max_infra {
+        return (
+            ExitCode::InfraErrors,
+            Some(format!(
+                "{} of {} trials ended in infrastructure errors (limit {:.0}%); the scores cannot be trusted",
+                errors,
+                summary.completed_trials,
+                max_infra * 100.0
+            )),
+        );
+    }
+    (gate_exit_code(summary), None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn summary(planned: u64, completed: u64, skipped: u64) -> crate::report::Summary {
+        let run = crate::report::RunInfo::for_test(1);
+        crate::report::Summary {
+            run,
+            planned_trials: planned,
+            completed_trials: completed,
+            skipped_trials: skipped,
+            interrupted: false,
+            confidence: 0.95,
+            precision: 0.05,
+            arms: Vec::new(),
+            warnings: Vec::new(),
+            gate: None,
+            comparison: None,
+            scenarios: Vec::new(),
+            scenario_drift: Vec::new(),
+            provider_diffs: Vec::new(),
+            cost: Default::default(),
+            budget: None,
+        }
+    }
+
+    #[test]
+    fn a_run_that_lost_trials_never_exits_0() {
+        assert_eq!(run_exit_code(&summary(12, 12, 0), 0.1).0, ExitCode::Pass);
+        assert_eq!(run_exit_code(&summary(12, 4, 8), 0.1).0, ExitCode::Pass);
+        let (code, message) = run_exit_code(&summary(12, 1, 0), 0.1);
+        assert_eq!(code, ExitCode::InfraErrors);
+        assert_eq!(
+            message.as_deref(),
+            Some(
+                "11 of 12 planned trials were neither run nor skipped; the scores cannot be trusted"
+            )
+        );
+    }
+}

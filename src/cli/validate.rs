@@ -1,0 +1,52 @@
+//! `toolscore validate`: load the config, datasets and scenarios as a run would, and say what
+//! was found; nothing is run.
+
+use super::{SuiteArgs, load_suite};
+use crate::error::{Error, ExitCode};
+
+/// Loads everything a run with these flags would load and prints one line per dataset,
+/// variant and scenario.
+pub fn run(args: &SuiteArgs) -> Result<ExitCode, Error> {
+    let suite = load_suite(args)?;
+    for d in &suite.datasets {
+        println!(
+            "{}: {} tools, {} cases, catalog {}",
+            d.dir.display(),
+            d.catalog.tools.len(),
+            d.cases.len(),
+            d.catalog.fingerprint
+        );
+        if let Some(live) = &d.live {
+            println!("  listed live from {}: {}", live.source, live.server);
+        }
+        for v in d.variants.iter().filter(|v| v.file.is_some()) {
+            println!(
+                "  variant {}: {}, catalog {}{}",
+                v.name,
+                v.file.as_deref().unwrap_or_default(),
+                v.catalog.fingerprint,
+                v.note
+                    .as_deref()
+                    .map_or(String::new(), |n| format!(" ({n})"))
+            );
+        }
+    }
+    for s in &suite.scenarios {
+        let rules: usize = s.script.tools.values().map(Vec::len).sum();
+        println!(
+            "{}: scenario {}, {} scripted tool{} ({rules} rule{}), max {} steps, expects {}, catalog {}",
+            s.file.display(),
+            s.name,
+            s.script.tools.len(),
+            if s.script.tools.len() == 1 { "" } else { "s" },
+            if rules == 1 { "" } else { "s" },
+            s.max_steps,
+            s.expect.label(),
+            s.catalogs[0].catalog.fingerprint
+        );
+        if !s.result_variants.is_empty() {
+            println!("  result variants: {}", s.result_variants.join(", "));
+        }
+    }
+    Ok(ExitCode::Pass)
+}
