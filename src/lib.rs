@@ -6,6 +6,7 @@
 //! disk and into `report::Aggregator`, and `report` renders a `Summary` whose intervals come
 //! from `stats`. See DESIGN.md for the map.
 
+pub mod atomic;
 pub mod catalog;
 pub mod cli;
 pub mod decide;

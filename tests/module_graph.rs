@@ -93,6 +93,7 @@ fn arrows_point_one_way() {
     // (module, modules it must not import)
     let forbidden: &[(&str, &[&str])] = &[
         ("json", &["*"]),
+        ("atomic", &["*except error"]),
         ("stats", &["*"]),
         ("record", &["*except message"]),
         ("event", &["*except record error"]),

@@ -108,7 +108,7 @@ pub fn run(args: &CatalogArgs) -> Result<ExitCode, Error> {
         }
     };
     if let Some(path) = &args.json {
-        crate::report::write_json_atomically(
+        crate::atomic::write_json(
             path,
             &to_tools_json(&loaded.catalog, loaded.server.as_ref()),
         )?;
@@ -132,7 +132,7 @@ fn diff(args: &DiffArgs) -> Result<ExitCode, Error> {
         new.server.as_ref(),
     );
     if let Some(path) = &args.json {
-        crate::report::write_json_atomically(path, &d)?;
+        crate::atomic::write_json(path, &d)?;
     }
     print!("{}", crate::catalog::diff::render(&d));
     let flagged = d.flagged();

@@ -73,7 +73,7 @@ pub fn run(args: &CompareArgs) -> Result<ExitCode, Error> {
         },
     )?;
     if let Some(path) = &args.json {
-        crate::report::write_json_atomically(path, &comparison)?;
+        crate::atomic::write_json(path, &comparison)?;
     }
     let mut out = std::io::stdout().lock();
     crate::report::render_comparison(&comparison, &mut out)

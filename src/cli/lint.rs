@@ -300,7 +300,7 @@ pub fn run(args: &LintArgs) -> Result<ExitCode, Error> {
     }
     match &args.output {
         Some(path) => {
-            write_atomically(path, &buffer)?;
+            crate::atomic::write_file(path, &buffer)?;
             eprintln!("wrote {}", path.display());
         }
         None => {
@@ -508,17 +508,6 @@ pub(crate) fn print_beside_weakest(
         }
     }
     Ok(())
-}
-
-/// Writes next to the target and renames, so a reader never sees half a file.
-fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), Error> {
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".tmp");
-    let tmp = PathBuf::from(tmp);
-    std::fs::write(&tmp, bytes)
-        .map_err(|e| Error::io(format!("cannot write {}", tmp.display()), e))?;
-    std::fs::rename(&tmp, path)
-        .map_err(|e| Error::io(format!("cannot write {}", path.display()), e))
 }
 
 fn print_rules() {

@@ -624,8 +624,8 @@ fn write_merged(
         });
     }
 
-    crate::report::write_json_atomically(&out.join(PLAN_FILE), &plan)?;
-    crate::report::write_json_atomically(
+    crate::atomic::write_json(&out.join(PLAN_FILE), &plan)?;
+    crate::atomic::write_json(
         &out.join("shards.json"),
         &Provenance {
             plan: plan.digest(),
@@ -643,7 +643,7 @@ fn write_merged(
                 .collect(),
         },
     )?;
-    crate::report::write_json_atomically(&out.join("summary.json"), &summary)?;
+    crate::atomic::write_json(&out.join("summary.json"), &summary)?;
     // Merge does not know the shards' --max-infra-error-rate; an arm with no scored trial
     // is still kept out of the trend when the history is read.
     super::history::append_history(out, &summary, None)?;

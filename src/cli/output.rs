@@ -65,7 +65,7 @@ pub fn write_files(
             Format::Terminal | Format::Json | Format::Csv => continue,
         };
         let path = run_dir.join(name);
-        write_atomically(&path, &text)?;
+        crate::atomic::write_file(&path, &text)?;
         written.push(path);
     }
     Ok(written)
@@ -130,13 +130,4 @@ fn trends(summary: &Summary, path: &Path) -> Result<Vec<Trend>, Error> {
     let text = crate::input::read_text(path)?;
     let lines = history::parse(&text, &path.display().to_string())?;
     Ok(history::trends(summary, &lines))
-}
-
-/// Via a temporary file and a rename, so CI never uploads half a report.
-fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), Error> {
-    let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, bytes)
-        .map_err(|e| Error::io(format!("cannot write {}", tmp.display()), e))?;
-    std::fs::rename(&tmp, path)
-        .map_err(|e| Error::io(format!("cannot write {}", path.display()), e))
 }

@@ -130,7 +130,7 @@ pub fn run(args: &PlanArgs) -> Result<ExitCode, Error> {
         price: setup::plan_price(args.provider.as_deref(), &config)?,
     });
     if let Some(path) = &args.json {
-        crate::report::write_json_atomically(path, &trial_plan)?;
+        crate::atomic::write_json(path, &trial_plan)?;
     }
     let mut out = std::io::stdout().lock();
     crate::decide::sample_size::render_plan(&trial_plan, &mut out)

@@ -49,7 +49,7 @@ pub fn run(args: &ProbeArgs) -> Result<ExitCode, Error> {
     };
     let report = run_probe(&spec, timeout, expected.as_deref())?;
     if let Some(path) = &args.json {
-        crate::report::write_json_atomically(path, &report)?;
+        crate::atomic::write_json(path, &report)?;
     }
     print!("{}", crate::mcp::probe::render(&report));
     Ok(if report.count(CheckVerdict::Fail) > 0 {

@@ -153,7 +153,7 @@ fn recorded_fingerprint(plan: &RunPlan) -> PlanFingerprint {
 
 /// Writes `plan.json` into a new run folder.
 pub fn write_plan_file(dir: &Path, plan: &RunPlan) -> Result<(), Error> {
-    crate::report::write_json_atomically(&dir.join(PLAN_FILE), &recorded_fingerprint(plan))
+    crate::atomic::write_json(&dir.join(PLAN_FILE), &recorded_fingerprint(plan))
 }
 
 /// The first difference between the recorded plan and the one the flags give, in words.

@@ -333,7 +333,7 @@ fn run_command(
             totals.skipped_trials
         );
     }
-    crate::report::write_json_atomically(&setup.out_dir.join("summary.json"), &summary)?;
+    crate::atomic::write_json(&setup.out_dir.join("summary.json"), &summary)?;
     let (code, message) = run_exit_code(&summary, max_infra);
     // A provider stopped by an auth or quota error left its arm without figures: the run
     // cannot be judged as a whole, whatever the other arms scored.

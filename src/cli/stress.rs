@@ -116,7 +116,7 @@ pub fn run(args: &StressArgs) -> Result<ExitCode, Error> {
     let run = run_stress(&spec, &plan, &calls)?;
     let report = crate::mcp::stress::summarise(&run, &settings);
     if let Some(path) = &args.json {
-        crate::report::write_json_atomically(path, &report)?;
+        crate::atomic::write_json(path, &report)?;
     }
     print!("{}", crate::report::render_stress(&report));
     if report.interrupted {

@@ -54,11 +54,9 @@ pub use verdict::{
 pub use warning::{Metric, Warning};
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::Error;
 use crate::record::{ArgFailureKind, ArmId};
 use crate::stats::{ClusteredEstimate, Interval};
 
@@ -424,15 +422,4 @@ pub struct InfraSummary {
     pub retried: RateStat,
     /// A few distinct error messages, for diagnosis.
     pub examples: Vec<String>,
-}
-
-/// Writes via a temporary file and a rename, so a reader never sees half a file.
-pub fn write_json_atomically<T: Serialize>(path: &Path, value: &T) -> Result<(), Error> {
-    let tmp = path.with_extension("json.tmp");
-    let text = serde_json::to_vec_pretty(value)
-        .map_err(|e| Error::Fatal(format!("cannot encode {}: {e}", path.display())))?;
-    std::fs::write(&tmp, text)
-        .map_err(|e| Error::io(format!("cannot write {}", tmp.display()), e))?;
-    std::fs::rename(&tmp, path)
-        .map_err(|e| Error::io(format!("cannot write {}", path.display()), e))
 }

@@ -378,13 +378,7 @@ fn read_state(path: &Path) -> Result<BatchFile, Error> {
 
 /// Written whole to a temporary file, then renamed: a kill leaves the old file or the new.
 fn write_state(path: &Path, file: &BatchFile) -> Result<(), Error> {
-    let tmp = path.with_extension("json.tmp");
-    let text = serde_json::to_vec_pretty(file)
-        .map_err(|e| Error::Fatal(format!("cannot encode {}: {e}", path.display())))?;
-    std::fs::write(&tmp, text)
-        .map_err(|e| Error::io(format!("cannot write {}", tmp.display()), e))?;
-    std::fs::rename(&tmp, path)
-        .map_err(|e| Error::io(format!("cannot write {}", path.display()), e))
+    crate::atomic::write_json(path, file)
 }
 
 #[cfg(test)]
