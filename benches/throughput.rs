@@ -6,7 +6,7 @@
 //!
 //! Run: `cargo bench --bench throughput` (optional env: BENCH_TRIALS=20000, BENCH_CONCURRENCY=64).
 
-#[path = "../tests/support/mod.rs"]
+#[path = "../tests/it/support/mod.rs"]
 mod support;
 
 use std::os::unix::process::ExitStatusExt;

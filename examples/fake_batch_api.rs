@@ -1,5 +1,5 @@
 //! A fake provider batch API on this machine, to try `toolscore run --batch` without an
-//! account: the in-process fake the tests use (tests/support/fake_batch.rs), which follows the
+//! account: the in-process fake the tests use (tests/it/support/fake_batch.rs), which follows the
 //! documented wire format of OpenAI Batch, Anthropic Message Batches or Gemini batch mode and
 //! answers every request as its online fake does (a call to get_weather for Paris).
 //!
@@ -13,11 +13,11 @@
 //! expires before running any request.
 
 // The fakes themselves, without the test helpers that need the binary's path.
-#[path = "../tests/support/fake_batch.rs"]
+#[path = "../tests/it/support/fake_batch.rs"]
 mod fake_batch;
-#[path = "../tests/support/fake_openai.rs"]
+#[path = "../tests/it/support/fake_openai.rs"]
 mod fake_openai;
-#[path = "../tests/support/fake_providers.rs"]
+#[path = "../tests/it/support/fake_providers.rs"]
 mod fake_providers;
 
 use fake_batch::{BatchApi, BatchScript, FakeBatch};

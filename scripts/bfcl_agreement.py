@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Builds a corpus of model replies, one per BFCL checker rule, for every case of the given
 BFCL categories, and records BFCL's own verdict on each (bfcl-eval's eval runner functions,
-with its OpenAI function-calling handler's decoding). tests/bfcl_agreement.rs scores the same
+with its OpenAI function-calling handler's decoding). tests/it/bfcl_agreement.rs scores the same
 replies with toolscore and requires every verdict to agree.
 
 Usage: python bfcl_agreement.py OUT.jsonl TOOLS.jsonl CATEGORY...

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs headless Chromium from Debian's `chromium` package for tests/report_browser.rs,
+# Installs headless Chromium from Debian's `chromium` package for tests/it/report_browser.rs,
 # only when it is missing (a browser build fetched by a tool of its own cannot be downloaded
 # here; Debian's package can). Needs root, as CI and the developer machines run.
 set -euo pipefail

@@ -152,7 +152,7 @@ pub fn wilson_interval(x: u64, n: u64, conf: f64) -> Option<Interval> {
 /// the upper bound when `1 ≤ n − x ≤ x*`.
 ///
 /// Plain Wilson dips well below its level next to 0 and 1 (x = 1 or n − 1 out of a few
-/// trials: 96.7% instead of 99% for 5 trials of rates near 1, tests/coverage.rs), which is
+/// trials: 96.7% instead of 99% for 5 trials of rates near 1, tests/it/coverage.rs), which is
 /// where tool-selection rates live. The modification only ever widens the interval, and leaves
 /// it unchanged when `x* < x < n − x*`. `None` as for [`wilson_interval`].
 pub fn rate_interval(x: u64, n: u64, conf: f64) -> Option<Interval> {

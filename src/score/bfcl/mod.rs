@@ -10,7 +10,7 @@
 //! calls are paired greedily, not optimally), and an imported case must pass exactly when BFCL
 //! says it does. Values are compared with Python's semantics (`True == 1 == 1.0`, `type(x)`
 //! strict, so a bool is not an int), which is why they go through [`Py`] and not `json_equal`.
-//! `tests/bfcl_agreement.rs` checks this module against BFCL's own checker.
+//! `tests/it/bfcl_agreement.rs` checks this module against BFCL's own checker.
 
 mod java;
 mod js;

@@ -1,0 +1,128 @@
+//! `toolscore plan`, through the binary: its numbers are the reference vectors of
+//! reference/stats.md (§2.2 Wilson sample size, §2.3 exact gate sample size for the exact
+//! (Clopper–Pearson) gate, recomputed by direct binomial sums in Python, §6.3 expected
+//! trials of the SPRT), and `--from` plans from an earlier run's spread and token usage.
+
+use crate::support;
+
+use std::path::Path;
+
+use serde_json::Value;
+use support::toolscore;
+
+const TOOLS: &str = r#"{"tools": [{"name": "lookup", "description": "Look something up.", "inputSchema": {"type": "object", "properties": {}}}]}"#;
+const ONE_CASE: &str = r#"{"id": "only", "messages": [{"role": "user", "content": "look it up"}], "expect": {"tool": "lookup"}}
+"#;
+
+fn read_json(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).expect("read")).expect("json")
+}
+
+#[test]
+fn the_plan_for_one_case_reproduces_the_reference_vectors() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir_all(dir.path().join("data")).expect("mkdir");
+    std::fs::write(dir.path().join("data/tools.json"), TOOLS).expect("tools");
+    std::fs::write(dir.path().join("data/cases.jsonl"), ONE_CASE).expect("cases");
+    let run = toolscore(
+        dir.path(),
+        &[
+            "plan",
+            "--dataset",
+            "data",
+            "--gate",
+            "pass>=0.9",
+            "--max-trials",
+            "1000",
+            "--json",
+            "plan.json",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.transcript());
+    let plan = read_json(&dir.path().join("plan.json"));
+    // §2.2: ±0.05 at 95% needs 381 trials at p = 0.5, 141 at p = 0.9, 83 at p = 0.95.
+    let rows = plan["precision_rows"].as_array().expect("rows");
+    let at = |p: f64| {
+        rows.iter()
+            .find(|r| r["rate"] == p)
+            .map(|r| r["trials_per_case"].clone())
+    };
+    assert_eq!(at(0.5), Some(381.into()));
+    assert_eq!(at(0.9), Some(141.into()));
+    assert_eq!(at(0.95), Some(83.into()));
+    // §2.3's search for the exact gate: t = 0.90, true p = 0.95, 80% power: first n 179
+    // (168 successes, false-pass 0.0486 at t), stable 203. (The Wilson gate's were 164/154/188.)
+    let gate = &plan["gates"][0];
+    let row = gate["rows"]
+        .as_array()
+        .expect("gate rows")
+        .iter()
+        .find(|r| r["true_rate"] == 0.95)
+        .expect("row at 0.95");
+    assert_eq!(
+        (&row["first"], &row["stable"], &row["min_successes"]),
+        (&179.into(), &203.into(), &168.into())
+    );
+    // §6.3 (t 0.90, p1 0.95, alpha = beta = 0.05 with one case, N_max 1000): E[N] 34.4 at
+    // 0.80, 143.1 at 0.90, 167.0 at 0.95.
+    let seq = gate["sequential"].as_array().expect("sequential");
+    let expected = |p: f64| {
+        seq.iter()
+            .find(|r| r["true_rate"] == p)
+            .and_then(|r| r["expected_trials"].as_f64())
+            .expect("row")
+    };
+    assert!((expected(0.8) - 34.4).abs() < 0.05, "{}", expected(0.8));
+    assert!((expected(0.9) - 143.1).abs() < 0.05, "{}", expected(0.9));
+    assert!((expected(0.95) - 167.0).abs() < 0.05, "{}", expected(0.95));
+    assert!(run.stdout.contains("stable from    203"), "{}", run.stdout);
+    assert!(run.stdout.contains("give --from RUN_DIR"), "{}", run.stdout);
+}
+
+#[test]
+fn planning_from_an_earlier_run_uses_its_spread_and_token_usage() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = tempfile::tempdir().expect("tempdir");
+    let out_dir = out.path().to_str().expect("utf-8");
+    let run = toolscore(
+        root,
+        &[
+            "run",
+            "--progress",
+            "off",
+            "--run-id",
+            "week",
+            "--out",
+            out_dir,
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.transcript());
+    let from = out.path().join("week");
+    let plan = toolscore(
+        root,
+        &[
+            "plan",
+            "--from",
+            from.to_str().expect("utf-8"),
+            "--json",
+            out.path().join("plan.json").to_str().expect("utf-8"),
+        ],
+    );
+    assert_eq!(plan.code, 0, "{}", plan.transcript());
+    let p = read_json(&out.path().join("plan.json"));
+    assert_eq!(p["tokens"]["source"], "run week");
+    assert!(p["tokens"]["input_per_request"].as_f64().expect("tokens") > 100.0);
+    let summary = read_json(&from.join("summary.json"));
+    let suite = &summary["arms"][0]["suite"]["metrics"]["selection"]["case_level"];
+    // The spread is the earlier run's: s = se * sqrt(m).
+    let spread = suite["se"].as_f64().expect("se") * 61f64.sqrt();
+    assert!((p["suite_cases"]["spread"].as_f64().expect("spread") - spread).abs() < 1e-9);
+    assert_eq!(p["suite_cases"]["cases_now"], 61);
+    // The spread of SmolLM2's case rates is wide: far more cases than 61 for ±0.05.
+    assert!(p["suite_cases"]["cases_needed"].as_u64().expect("cases") > 61);
+    assert!(
+        plan.stdout.contains("observed median case rate"),
+        "{}",
+        plan.stdout
+    );
+}

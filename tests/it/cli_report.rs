@@ -1,0 +1,51 @@
+//! Snapshots of what a user reads, for a fixed run (`tests/data/report-run`: 13 billing cases ×
+//! 6 trials replayed from the shipped SmolLM2 recording): the terminal report that
+//! `toolscore report` prints from its results.jsonl, and the summary re-aggregated from it.
+//! A change in either is a reviewed diff (`cargo insta review`), not a broken `contains`.
+
+use crate::support;
+use crate::toolscore_snapshot;
+
+use std::path::Path;
+
+use support::toolscore;
+
+const RUN: &str = "tests/data/report-run";
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn terminal_report_of_a_fixed_run() {
+    let run = toolscore(root(), &["report", RUN]);
+    assert_eq!(run.code, 0, "{}", run.transcript());
+    toolscore_snapshot!("terminal_report", run);
+}
+
+#[test]
+fn summary_of_a_fixed_run_reaggregated_from_its_records() {
+    let text = std::fs::read_to_string(root().join(RUN).join("summary.json")).expect("summary");
+    let header: toolscore::report::SummaryHeader = serde_json::from_str(&text).expect("parses");
+    let (confidence, precision) = (header.confidence, header.precision);
+    // Only the header is read from summary.json; every figure comes from results.jsonl (the
+    // equality with a fresh run's own summary is tested in cli_arms.rs).
+    let summary = toolscore::report::reaggregate(
+        &root().join(RUN).join("results.jsonl"),
+        header,
+        confidence,
+        precision,
+    )
+    .expect("reaggregate");
+    insta::assert_json_snapshot!("summary", summary, {
+        ".run.started_at" => "[TIME]",
+        ".run.finished_at" => "[TIME]",
+    });
+}
+
+#[test]
+fn the_same_records_at_99_percent_move_every_threshold() {
+    let run = toolscore(root(), &["report", RUN, "--confidence", "0.99"]);
+    assert_eq!(run.code, 0, "{}", run.transcript());
+    toolscore_snapshot!("terminal_report_99", run);
+}

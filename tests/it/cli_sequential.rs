@@ -1,0 +1,207 @@
+//! `--sequential`, through the binary, against a fake provider with known per-case rates: a
+//! clear case decides after exactly the trials the SPRT boundary says and is not run further,
+//! the verdicts map to exit codes 0 / 1 / 3, the fixed design's cost is reported beside the
+//! trials used, and `report --sequential` reaches the same verdicts from the run's files.
+
+use crate::support;
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use serde_json::Value;
+use support::{
+    FakeResponse, FakeServer, fake_project, last_user_message, text_body, tool_call_body, toolscore,
+};
+
+const TOOLS: &str = r#"{"tools": [
+  {"name": "lookup", "description": "Look something up.", "inputSchema": {"type": "object", "properties": {}, "additionalProperties": false}}
+]}"#;
+
+/// `good` is always right, `bad` never, `edge` 17 times in 20 (0.85: between t = 0.8 and
+/// p₁ = 0.9, where the test needs many trials).
+fn known_rates() -> impl Fn(&support::FakeRequest) -> FakeResponse + Send + Sync + 'static {
+    let seen: Mutex<HashMap<String, u32>> = Mutex::new(HashMap::new());
+    move |req| {
+        let case = last_user_message(req).unwrap_or_default();
+        let k = {
+            let mut seen = seen.lock().expect("lock");
+            let k = seen.entry(case.clone()).or_default();
+            *k += 1;
+            *k - 1
+        };
+        let right = match case.as_str() {
+            "good" => true,
+            "bad" => false,
+            _ => k % 20 < 17,
+        };
+        if right {
+            FakeResponse::ok(tool_call_body(&[("lookup", "{}")]))
+        } else {
+            FakeResponse::ok(text_body("no idea"))
+        }
+    }
+}
+
+fn project(server: &FakeServer, cases: &[&str]) -> tempfile::TempDir {
+    let lines: String = cases
+        .iter()
+        .map(|id| {
+            format!(
+                "{{\"id\": \"{id}\", \"messages\": [{{\"role\": \"user\", \"content\": \"{id}\"}}], \"expect\": {{\"tool\": \"lookup\"}}}}\n"
+            )
+        })
+        .collect();
+    fake_project(&server.base_url, TOOLS, &lines, &[])
+}
+
+fn sequential(dir: &std::path::Path, run_id: &str, max_trials: &str) -> support::Run {
+    toolscore(
+        dir,
+        &[
+            "run",
+            "--provider",
+            "fake",
+            "--gate",
+            "pass>=0.8",
+            "--gate-level",
+            "case",
+            "--sequential",
+            "--max-trials",
+            max_trials,
+            "--concurrency",
+            "1",
+            "--out",
+            "out",
+            "--run-id",
+            run_id,
+            "--progress",
+            "off",
+        ],
+    )
+}
+
+fn summary(dir: &std::path::Path, run_id: &str) -> Value {
+    serde_json::from_str(
+        &std::fs::read_to_string(dir.join(format!("out/{run_id}/summary.json"))).expect("read"),
+    )
+    .expect("json")
+}
+
+#[test]
+fn a_clear_pass_and_a_clear_fail_stop_at_their_boundaries() {
+    let server = FakeServer::start_in_background(known_rates());
+    let dir = project(&server, &["good", "bad"]);
+    let run = sequential(dir.path(), "s", "300");
+    assert_eq!(run.code, 1, "{}", run.transcript());
+    // t = 0.8, p1 = 0.9, alpha = 0.05: ln(20) / ln(0.9/0.8) = 25.4, so `good` passes at its
+    // 26th straight success. beta per case = 0.05 / 2: ln(0.025) / ln(0.1/0.2) = 5.3, so `bad`
+    // fails at its 6th straight failure. A trial already started when its case decides still
+    // runs and is recorded (a worker runs ahead of the collector by at most the channel's few
+    // slots), but it cannot change the decision: `trials_used` counts up to the decision.
+    let requests = server.requests_seen();
+    assert!((32..=44).contains(&requests), "{requests} requests");
+    let s = summary(dir.path(), "s");
+    assert_eq!(s["completed_trials"], requests);
+    assert_eq!(s["skipped_trials"], 600 - requests);
+    let gate = &s["gate"]["gates"][0];
+    assert_eq!(gate["verdict"], "fail");
+    assert_eq!(gate["passed_cases"], 1);
+    assert_eq!(gate["failed_cases"], 1);
+    assert_eq!(gate["not_passed"][0]["case_id"], "bad");
+    assert_eq!(gate["not_passed"][0]["n"], 6);
+    let seq = &gate["sequential"];
+    assert_eq!(seq["trials_used"], 32);
+    assert_eq!(seq["p1"], 0.9);
+    let fixed = seq["fixed_design_trials"].as_u64().expect("fixed");
+    assert!(fixed > 32 * 4, "the fixed design needs {fixed}");
+    assert!(run.stdout.contains("trials used: 32"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("sequential (SPRT, anytime-valid)"),
+        "{}",
+        run.stdout
+    );
+
+    // The verdict is a function of results.jsonl, in its order.
+    let again = toolscore(
+        dir.path(),
+        &[
+            "report",
+            "out/s",
+            "--gate",
+            "pass>=0.8",
+            "--gate-level",
+            "case",
+            "--sequential",
+        ],
+    );
+    assert_eq!(again.code, 1, "{}", again.transcript());
+    assert!(again.stdout.contains("trials used: 32"), "{}", again.stdout);
+}
+
+#[test]
+fn every_case_passing_exits_0_and_an_undecided_case_at_the_cap_exits_3() {
+    let server = FakeServer::start_in_background(known_rates());
+    let dir = project(&server, &["good"]);
+    let pass = sequential(dir.path(), "p", "100");
+    assert_eq!(pass.code, 0, "{}", pass.transcript());
+    assert!((26..=31).contains(&server.requests_seen()));
+    assert_eq!(
+        summary(dir.path(), "p")["gate"]["gates"][0]["sequential"]["trials_used"],
+        26
+    );
+
+    let server = FakeServer::start_in_background(known_rates());
+    let dir = project(&server, &["edge"]);
+    let undecided = sequential(dir.path(), "e", "40");
+    assert_eq!(undecided.code, 3, "{}", undecided.transcript());
+    let s = summary(dir.path(), "e");
+    let case = &s["gate"]["gates"][0]["not_passed"][0];
+    assert_eq!(case["verdict"], "inconclusive");
+    assert_eq!(case["n"], 40);
+    assert!(case["more_trials"].as_u64().expect("more") >= 1);
+}
+
+#[test]
+fn sequential_refuses_pooled_levels_and_impossible_alternatives() {
+    let server = FakeServer::start_in_background(known_rates());
+    let dir = project(&server, &["good"]);
+    let pooled = toolscore(
+        dir.path(),
+        &[
+            "run",
+            "--provider",
+            "fake",
+            "--gate",
+            "pass>=0.8",
+            "--sequential",
+        ],
+    );
+    assert_eq!(pooled.code, 2, "{}", pooled.transcript());
+    assert!(
+        pooled.stderr.contains("--gate-level case"),
+        "{}",
+        pooled.stderr
+    );
+    let p1 = toolscore(
+        dir.path(),
+        &[
+            "run",
+            "--provider",
+            "fake",
+            "--gate",
+            "pass>=0.8",
+            "--gate-level",
+            "case",
+            "--sequential",
+            "--sprt-p1",
+            "0.7",
+        ],
+    );
+    assert_eq!(p1.code, 2, "{}", p1.transcript());
+    assert!(
+        p1.stderr.contains("--sprt-p1 0.7 must lie above"),
+        "{}",
+        p1.stderr
+    );
+    assert_eq!(server.requests_seen(), 0);
+}

@@ -1,0 +1,496 @@
+//! report.html in a real browser: headless Chromium (Debian's `chromium` package, which
+//! `.ci/run` installs) opens reports built through the binary from a run whose tool names and
+//! descriptions, case ids, provider names and model answers (tool calls and texts) carry
+//! `<script>`, `onerror=`, `onload=`, `ontoggle=` and `javascript:` payloads, and the test
+//! asserts that
+//! - no payload ran: each would set the page title, set a `data-pwned-N` attribute on the root
+//!   element and log to the console; the DOM Chromium dumps after load and its console log on
+//!   stderr show none of that — with the report's Content-Security-Policy, and again with it
+//!   removed, so the escaping alone is what holds;
+//! - the payloads are live: the same payloads written raw into a page (the control) do all of
+//!   that in the same browser, so the check above can fail;
+//! - every chart rendered: each chart's `<svg>` in the dumped DOM has shapes, and a screenshot
+//!   of the page is not blank.
+//!
+//! Missing Chromium fails the test under `CI=true` and skips it (with a message) elsewhere.
+
+use crate::support;
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use support::{FakeRequest, FakeResponse, FakeServer, text_body, tool_call_body, toolscore};
+
+const CHROMIUM: &str = "/usr/bin/chromium";
+
+/// The script each payload runs: what the test looks for afterwards.
+fn script(n: usize) -> String {
+    format!(
+        "top.document.title='PWNED-{n}';top.document.documentElement.setAttribute('data-pwned-{n}','1');console.log('PWNED-{n}')"
+    )
+}
+
+/// Payloads for every context a string can land in: element text, an attribute value, SVG
+/// text, the page title. Each runs [`script`] when it reaches the page unescaped (the control
+/// page proves it), except the bare `javascript:` URL, which would need a link and a click:
+/// the report has no link at all (tests/report_html.rs).
+fn payload(n: usize) -> String {
+    let js = script(n);
+    match n {
+        1 => format!("<script>{js}</script>"),
+        2 => format!("<img src=x onerror=\"{js}\">"),
+        3 => format!("<svg onload=\"{js}\"></svg>"),
+        4 => format!("\"><script>{js}</script>"),
+        5 => format!("<iframe src=\"javascript:{js}\"></iframe>"),
+        6 => format!("</text></svg><script>{js}</script>"),
+        7 => format!("</title><details open ontoggle=\"{js}\"></details>"),
+        _ => format!("javascript:{js}"),
+    }
+}
+
+/// Payloads 1 to 7 run when unescaped; 8 is the bare `javascript:` URL.
+const LIVE: std::ops::RangeInclusive<usize> = 1..=7;
+
+fn chromium() -> Option<PathBuf> {
+    let path = PathBuf::from(CHROMIUM);
+    if path.is_file() {
+        return Some(path);
+    }
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "{CHROMIUM} is missing: CI must install Debian's chromium package (.ci/run runs scripts/install-chromium.sh)"
+    );
+    eprintln!("skipped: {CHROMIUM} is missing (bash scripts/install-chromium.sh installs it)");
+    None
+}
+
+/// What Chromium printed: the DOM after load on stdout, its log (console messages) on stderr.
+struct Loaded {
+    dom: String,
+    log: String,
+}
+
+/// Runs headless Chromium with a fresh profile and no network features; `mode` is
+/// `--dump-dom` or `--screenshot=PATH`. Killed after a minute.
+fn chromium_run(chromium: &Path, page: &Path, mode: &str) -> Loaded {
+    let profile = tempfile::tempdir().expect("profile dir");
+    let mut child = Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--window-size=1200,2400",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg(mode)
+        .arg(format!("file://{}", page.display()))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start chromium");
+    // Read both pipes on threads so a full pipe never blocks the browser.
+    let mut stdout = child.stdout.take().expect("stdout");
+    let mut stderr = child.stderr.take().expect("stderr");
+    let out = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stdout.read_to_string(&mut s);
+        s
+    });
+    let err = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stderr.read_to_string(&mut s);
+        s
+    });
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for chromium") {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("chromium did not finish {} within 60 s", page.display());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let loaded = Loaded {
+        dom: out.join().expect("stdout thread"),
+        log: err.join().expect("stderr thread"),
+    };
+    assert!(
+        status.success(),
+        "chromium failed on {}: {status}\n{}",
+        page.display(),
+        loaded.log
+    );
+    loaded
+}
+
+/// The markers payload `n` leaves when it runs.
+fn ran(loaded: &Loaded, n: usize) -> bool {
+    let root = loaded
+        .dom
+        .find("<html")
+        .map(|i| &loaded.dom[i..])
+        .and_then(|s| s.split('>').next())
+        .unwrap_or_default();
+    root.contains(&format!("data-pwned-{n}"))
+        || loaded.log.contains(&format!("\"PWNED-{n}\""))
+        || title(&loaded.dom).contains(&format!("PWNED-{n}"))
+}
+
+/// The text of the dumped page's `<title>`.
+fn title(dom: &str) -> String {
+    let start = dom.find("<title>").map_or(0, |i| i + "<title>".len());
+    let end = dom[start..].find("</title>").map_or(start, |i| start + i);
+    dom[start..end].to_owned()
+}
+
+/// A project whose fixtures and provider names carry payloads, and a fake provider whose
+/// answers do.
+fn hostile_project(base_url: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let data = dir.path().join("data");
+    std::fs::create_dir_all(&data).expect("mkdir");
+    let every_payload: String = (1..=8).map(payload).collect::<Vec<_>>().join(" ");
+    let lookup = format!("lookup{}", payload(2));
+    let tools = json!({"tools": [
+        {"name": lookup, "description": format!("Looks a thing up. {every_payload}"),
+         "inputSchema": {"type": "object", "properties": {"q": {"type": "string", "description": every_payload}}}},
+        {"name": "get_status", "description": format!("Status. {}", payload(1)),
+         "inputSchema": {"type": "object", "properties": {}}}
+    ]});
+    std::fs::write(data.join("tools.json"), tools.to_string()).expect("tools");
+    let case = |id: String, user: &str, tool: Option<&str>| {
+        json!({"id": id, "messages": [{"role": "user", "content": user}], "expect": {"tool": tool}})
+            .to_string()
+    };
+    let cases = [
+        case(format!("case {}", payload(1)), "look it up", Some(&lookup)),
+        case(payload(4), "status please", Some("get_status")),
+        case(format!("say {}", payload(6)), "just talk", None),
+        case(
+            format!("mixed {}", payload(7)),
+            "status or lookup",
+            Some("get_status"),
+        ),
+        case("plain".to_owned(), "status or lookup", Some(&lookup)),
+    ]
+    .join("\n");
+    std::fs::write(data.join("cases.jsonl"), cases + "\n").expect("cases");
+    // YAML single-quoted strings: everything literal but a doubled quote.
+    let quote = |s: &str| format!("'{}'", s.replace('\'', "''"));
+    let config = format!(
+        "providers:\n  {}:\n    kind: openai-compat\n    base_url: {base_url}\n    model: a\n  {}:\n    kind: openai-compat\n    base_url: {base_url}\n    model: b\ndatasets: [data]\n",
+        quote(&format!("first {}", payload(8))),
+        quote(&format!("second {}", payload(3))),
+    );
+    std::fs::write(dir.path().join("toolscore.yaml"), config).expect("config");
+    dir
+}
+
+/// Model `a` and `b` answer differently, with tool names and texts that are payloads.
+fn hostile_model(req: &FakeRequest) -> FakeResponse {
+    let user = support::last_user_message(req).unwrap_or_default();
+    let model_b = req.body["model"] == "b";
+    let lookup = format!("lookup{}", payload(2));
+    let body = match user.as_str() {
+        "look it up" => tool_call_body(&[(lookup.as_str(), r#"{"q":"x"}"#)]),
+        "status please" if model_b => tool_call_body(&[(payload(3).as_str(), "{}")]),
+        "status please" => tool_call_body(&[("get_status", "{}")]),
+        "just talk" => text_body(&format!("{} {}", payload(5), payload(7))),
+        _ if req.seq.is_multiple_of(3) => tool_call_body(&[(payload(6).as_str(), "{}")]),
+        _ if req.seq % 3 == 1 => tool_call_body(&[(lookup.as_str(), r#"{"q":"y"}"#)]),
+        _ => tool_call_body(&[("get_status", "{}")]),
+    };
+    FakeResponse::ok(body)
+}
+
+/// Builds the reports through the binary: two runs of two arms (so a comparison and a
+/// history), each writing report.html, then `toolscore report` of the second with a
+/// case-level gate (so verdict tables list the hostile case ids).
+fn build_reports(project: &Path) -> Vec<PathBuf> {
+    let (a, b) = (
+        format!("first {}", payload(8)),
+        format!("second {}", payload(3)),
+    );
+    for id in ["first", "second"] {
+        let run = toolscore(
+            project,
+            &[
+                "run",
+                "--provider",
+                &a,
+                "--provider",
+                &b,
+                "--trials",
+                "6",
+                "--out",
+                "out",
+                "--run-id",
+                id,
+                "--progress",
+                "off",
+                "--format",
+                "html",
+            ],
+        );
+        assert!(run.code == 0, "{}", run.transcript());
+    }
+    let report = toolscore(
+        project,
+        &[
+            "report",
+            "out/second",
+            "--format",
+            "html",
+            "--gate",
+            "selection>=0.6",
+            "--gate-level",
+            "case",
+        ],
+    );
+    assert!(
+        report.stderr.contains("wrote out/second/report.html"),
+        "{}",
+        report.transcript()
+    );
+    let first = project.join("out/first/report.html");
+    let second = project.join("out/second/report.html");
+    vec![first, second]
+}
+
+/// The chart ids of a report, read from the file.
+fn chart_ids(html: &str) -> Vec<String> {
+    let re = regex::Regex::new(r#"<figure class="chart" id="([a-z0-9-]+)">"#).expect("regex");
+    re.captures_iter(html).map(|c| c[1].to_owned()).collect()
+}
+
+/// Asserts each chart's `<svg>` in the dumped DOM holds shapes.
+fn assert_charts_rendered(dom: &str, ids: &[String]) {
+    for id in ids {
+        let at = dom
+            .find(&format!("id=\"{id}\""))
+            .unwrap_or_else(|| panic!("chart {id} missing from the rendered DOM"));
+        let rest = &dom[at..];
+        let svg_start = rest
+            .find("<svg")
+            .unwrap_or_else(|| panic!("chart {id} has no svg"));
+        let svg_end = rest[svg_start..]
+            .find("</svg>")
+            .unwrap_or_else(|| panic!("chart {id}'s svg is not closed"));
+        let svg = &rest[svg_start..svg_start + svg_end];
+        let shapes = ["<line", "<rect", "<circle", "<polygon", "<polyline"]
+            .iter()
+            .map(|s| svg.matches(s).count())
+            .sum::<usize>();
+        assert!(shapes >= 3, "chart {id} rendered {shapes} shapes:\n{svg}");
+    }
+}
+
+#[test]
+fn hostile_strings_never_run_and_every_chart_renders_in_chromium() {
+    let Some(chromium) = chromium() else { return };
+    let server = FakeServer::start_in_background(hostile_model);
+    let project = hostile_project(&server.base_url);
+    let reports = build_reports(project.path());
+
+    // The control: the payloads written raw into a page run in this browser.
+    let control = project.path().join("control.html");
+    let raw: String = LIVE.map(|n| format!("<p>{}</p>\n", payload(n))).collect();
+    std::fs::write(
+        &control,
+        format!(
+            "<!DOCTYPE html><html><head><title>clean</title></head><body>\n{raw}</body></html>\n"
+        ),
+    )
+    .expect("control page");
+    let loaded = chromium_run(&chromium, &control, "--dump-dom");
+    for n in LIVE {
+        assert!(
+            ran(&loaded, n),
+            "payload {n} did not run unescaped, so its absence proves nothing: {}\n{}",
+            payload(n),
+            loaded.dom
+        );
+    }
+
+    let csp =
+        regex::Regex::new(r#"<meta http-equiv="Content-Security-Policy"[^>]*/>"#).expect("regex");
+    for report in &reports {
+        let html = std::fs::read_to_string(report).expect("report.html");
+        // Every payload is in the page, as text.
+        for n in [1, 2, 3, 4, 6, 7, 8] {
+            assert!(
+                html.contains(&format!("PWNED-{n}")),
+                "payload {n} is not in {}",
+                report.display()
+            );
+        }
+        let ids = chart_ids(&html);
+        let expected = [
+            "forest-0",
+            "tools-0",
+            "confusion-0",
+            "latency-0",
+            "forest-1",
+            "tools-1",
+            "confusion-1",
+            "latency-1",
+            "differences",
+            "trend-0",
+            "trend-1",
+        ];
+        for id in expected {
+            assert!(
+                ids.iter().any(|i| i == id),
+                "{id} not in {}",
+                report.display()
+            );
+        }
+        // As written (with its CSP) and with the CSP removed: the escaping alone must hold.
+        assert!(csp.is_match(&html), "no CSP in {}", report.display());
+        let bare = report.with_file_name("report-without-csp.html");
+        std::fs::write(&bare, csp.replace(&html, "").as_ref()).expect("write");
+        for page in [report.as_path(), bare.as_path()] {
+            let loaded = chromium_run(&chromium, page, "--dump-dom");
+            for n in 1..=8 {
+                assert!(
+                    !ran(&loaded, n),
+                    "payload {n} ran in {}: {}",
+                    page.display(),
+                    payload(n)
+                );
+            }
+            let run_id = report
+                .parent()
+                .and_then(Path::file_name)
+                .expect("run folder")
+                .to_string_lossy();
+            assert_eq!(
+                title(&loaded.dom),
+                format!("toolscore report · run {run_id}"),
+                "{}",
+                page.display()
+            );
+            assert_charts_rendered(&loaded.dom, &ids);
+        }
+    }
+
+    // A screenshot of the page as a reader sees it is not blank.
+    let shot = project.path().join("report.png");
+    chromium_run(
+        &chromium,
+        &reports[1],
+        &format!("--screenshot={}", shot.display()),
+    );
+    let (width, height, pixels) = decode_png(&std::fs::read(&shot).expect("screenshot"));
+    assert_eq!((width, height), (1200, 2400));
+    let inked = pixels.iter().filter(|p| p.iter().any(|&c| c < 200)).count();
+    let colours: std::collections::BTreeSet<[u8; 3]> = pixels.iter().copied().collect();
+    assert!(
+        inked * 50 > pixels.len(),
+        "the screenshot is nearly blank: {inked} of {} pixels inked",
+        pixels.len()
+    );
+    assert!(colours.len() > 20, "only {} colours", colours.len());
+}
+
+/// Decodes an 8-bit RGB or RGBA PNG (what Chromium writes) into RGB pixels: enough to tell
+/// a rendered page from a blank one without an image crate.
+fn decode_png(bytes: &[u8]) -> (usize, usize, Vec<[u8; 3]>) {
+    assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n", "not a PNG");
+    let be = |b: &[u8]| u32::from_be_bytes([b[0], b[1], b[2], b[3]]) as usize;
+    let (mut width, mut height, mut channels) = (0, 0, 0);
+    let mut idat = Vec::new();
+    let mut at = 8;
+    while at + 8 <= bytes.len() {
+        let len = be(&bytes[at..]);
+        let kind = &bytes[at + 4..at + 8];
+        let data = &bytes[at + 8..at + 8 + len];
+        match kind {
+            b"IHDR" => {
+                width = be(data);
+                height = be(&data[4..]);
+                assert_eq!(data[8], 8, "bit depth");
+                channels = match data[9] {
+                    2 => 3,
+                    6 => 4,
+                    other => panic!("colour type {other}"),
+                };
+                assert_eq!(data[12], 0, "interlaced PNG");
+            }
+            b"IDAT" => idat.extend_from_slice(data),
+            b"IEND" => break,
+            _ => {}
+        }
+        at += 12 + len;
+    }
+    let mut raw = Vec::new();
+    flate2::read::ZlibDecoder::new(idat.as_slice())
+        .read_to_end(&mut raw)
+        .expect("inflate");
+    let stride = width * channels;
+    assert_eq!(raw.len(), height * (stride + 1), "image data size");
+    let mut image = vec![0u8; height * stride];
+    for y in 0..height {
+        let filter = raw[y * (stride + 1)];
+        let line = &raw[y * (stride + 1) + 1..(y + 1) * (stride + 1)];
+        for x in 0..stride {
+            let a = if x >= channels {
+                image[y * stride + x - channels]
+            } else {
+                0
+            };
+            let b = if y > 0 {
+                image[(y - 1) * stride + x]
+            } else {
+                0
+            };
+            let c = if x >= channels && y > 0 {
+                image[(y - 1) * stride + x - channels]
+            } else {
+                0
+            };
+            let predicted = match filter {
+                0 => 0,
+                1 => a,
+                2 => b,
+                3 => ((a as u16 + b as u16) / 2) as u8,
+                4 => {
+                    let p = a as i16 + b as i16 - c as i16;
+                    let (pa, pb, pc) = (
+                        (p - a as i16).abs(),
+                        (p - b as i16).abs(),
+                        (p - c as i16).abs(),
+                    );
+                    if pa <= pb && pa <= pc {
+                        a
+                    } else if pb <= pc {
+                        b
+                    } else {
+                        c
+                    }
+                }
+                other => panic!("PNG filter {other}"),
+            };
+            image[y * stride + x] = line[x].wrapping_add(predicted);
+        }
+    }
+    let pixels = image
+        .chunks_exact(channels)
+        .map(|p| [p[0], p[1], p[2]])
+        .collect();
+    (width, height, pixels)
+}
