@@ -74,6 +74,7 @@ const IMPERATIVE: &str = r"(please\s+)?(always|never|also|do not|don't|make sure
 
 const SECRET_NOUNS: &str = r"(password|passcode|pin|cvv|cvc|card number|secrets?|credentials?|api[ _-]?keys?|private keys?|ssn|social security|seed phrase|recovery phrase)";
 
+// Long: a table, one entry per signal; splitting it would scatter what one reads together.
 fn patterns() -> Vec<(Sig, String)> {
     use Sig::*;
     let imp = IMPERATIVE;

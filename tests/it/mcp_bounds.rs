@@ -2,7 +2,6 @@
 //! `toolscore catalog`: each must end in a clear error naming the bound it hit, quickly and in
 //! bounded memory, never after the whole timeout or by holding everything the server sends.
 
-use std::os::unix::process::ExitStatusExt as _;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -37,13 +36,16 @@ fn catalog_of_hostile(mode: &str, timeout_secs: u32) -> Option<Measured> {
     let dir = tempfile::tempdir().unwrap();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/mcp/hostile_server.py");
     let stderr_path = dir.path().join("stderr");
+    let rss_path = dir.path().join("max_rss_kib");
     let started = Instant::now();
-    #[expect(
-        clippy::zombie_processes,
-        reason = "reaped by wait4 below, which also reads its rusage"
-    )]
-    let child = Command::new(env!("CARGO_BIN_EXE_toolscore"))
+    // Measured through a small Python parent that forks and execs toolscore and reads its
+    // rusage: a child spawned from this test process would inherit, at exec, the high-water
+    // RSS of the whole test binary (every test shares it), not toolscore's own.
+    let status = Command::new(python)
         .current_dir(dir.path())
+        .args(["-c", MEASURE_PEAK_RSS])
+        .arg(&rss_path)
+        .arg(env!("CARGO_BIN_EXE_toolscore"))
         .args(["catalog", "--timeout", &timeout_secs.to_string(), "--"])
         .arg(python)
         .arg(&script)
@@ -51,9 +53,13 @@ fn catalog_of_hostile(mode: &str, timeout_secs: u32) -> Option<Measured> {
         .env_remove("TOOLSCORE_LOG")
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&stderr_path).unwrap())
-        .spawn()
+        .status()
         .unwrap();
-    let (status, max_rss_kib) = wait_with_rusage(child.id() as libc::pid_t);
+    let max_rss_kib: i64 = std::fs::read_to_string(&rss_path)
+        .expect("the measuring parent wrote the peak")
+        .trim()
+        .parse()
+        .unwrap();
     let elapsed = started.elapsed();
     let stderr = String::from_utf8_lossy(&std::fs::read(&stderr_path).unwrap()).into_owned();
     assert!(!stderr.contains("panicked"), "{stderr}");
@@ -72,15 +78,16 @@ fn catalog_of_hostile(mode: &str, timeout_secs: u32) -> Option<Measured> {
     })
 }
 
-/// Waits for the child and returns its exit status and peak resident set size in KiB.
-fn wait_with_rusage(pid: libc::pid_t) -> (std::process::ExitStatus, i64) {
-    let mut status: libc::c_int = 0;
-    // SAFETY: `rusage` is plain old data; wait4 fills it for our own child.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let rc = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-    assert_eq!(rc, pid, "wait4 failed");
-    (std::process::ExitStatus::from_raw(status), usage.ru_maxrss)
-}
+/// argv: RSS_FILE PROGRAM ARGS…: runs PROGRAM in a forked child, writes its peak resident set
+/// size in KiB (from wait4's rusage) to RSS_FILE, and exits with its exit code.
+const MEASURE_PEAK_RSS: &str = "import os, sys
+pid = os.fork()
+if pid == 0:
+    os.execv(sys.argv[2], sys.argv[2:])
+_, status, usage = os.wait4(pid, 0)
+open(sys.argv[1], 'w').write(str(usage.ru_maxrss))
+sys.exit(os.waitstatus_to_exitcode(status) % 256)
+";
 
 /// The start of a long error, for assertion messages.
 fn head(text: &str) -> &str {
