@@ -177,7 +177,29 @@ fn the_same_arm_measured_twice_shows_no_detectable_difference() {
         c.stdout
     );
     assert!(c.stdout.contains("no visible case changed"), "{}", c.stdout);
-    assert!(c.stdout.contains("B − A = +0.000"), "{}", c.stdout);
+    // Every paired difference is 0, so the interval is [0, 0]: inside ±0.1, the comparison is
+    // decided (no difference as large as the minimum effect) and exits 0, on the visible cases
+    // and on the holdout cases alike.
+    assert_eq!(c.code, 0, "{}", c.transcript());
+    let verdict =
+        "verdict: NO DETECTABLE DIFFERENCE: any difference is smaller than 0.1 either way";
+    let first = c
+        .stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("verdict:"));
+    assert_eq!(first.map(str::trim), Some(verdict), "{}", c.stdout);
+    assert_eq!(
+        c.stdout.matches(verdict).count(),
+        3,
+        "overall, visible, holdout: {}",
+        c.stdout
+    );
+    assert!(
+        c.stdout
+            .contains("B − A = +0.000 [+0.000, +0.000] (paired t on 10 case differences"),
+        "{}",
+        c.stdout
+    );
 }
 
 #[test]

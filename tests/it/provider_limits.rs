@@ -79,12 +79,20 @@ async fn openai_headers_announcing_a_spent_budget_pause_the_next_request() {
     .await;
     let p = provider("openai-compat", "limits-openai", &server.base_url, |_| {});
     let req = p.prepare(&ask(), &catalog());
-    p.complete(&req).await.unwrap();
-    p.complete(&req).await.unwrap();
+    for _ in 0..3 {
+        p.complete(&req).await.unwrap();
+    }
     assert!(
         gap(&arrivals, 0, 1) >= Duration::from_millis(390),
         "{:?}",
         gap(&arrivals, 0, 1)
+    );
+    // The second answer says 59 requests remain: the third goes at once. A limiter that
+    // paused every request would fail here.
+    assert!(
+        gap(&arrivals, 1, 2) < Duration::from_millis(200),
+        "{:?}",
+        gap(&arrivals, 1, 2)
     );
 }
 
@@ -104,12 +112,19 @@ async fn anthropic_headers_announcing_a_spent_budget_pause_the_next_request() {
     .await;
     let p = provider("anthropic", "limits-anthropic", &server.base_url, |_| {});
     let req = p.prepare(&ask(), &catalog());
-    p.complete(&req).await.unwrap();
-    p.complete(&req).await.unwrap();
+    for _ in 0..3 {
+        p.complete(&req).await.unwrap();
+    }
     assert!(
         gap(&arrivals, 0, 1) >= Duration::from_millis(400),
         "{:?}",
         gap(&arrivals, 0, 1)
+    );
+    // The second answer announces nothing spent: the third goes at once.
+    assert!(
+        gap(&arrivals, 1, 2) < Duration::from_millis(200),
+        "{:?}",
+        gap(&arrivals, 1, 2)
     );
 }
 
