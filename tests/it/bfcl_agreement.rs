@@ -5,6 +5,7 @@
 //! bfcl-eval==2026.3.23 (plus soundfile, an undeclared import of one of its dependencies that
 //! its checker pulls in). Without python it skips, except under CI=true, where it fails.
 
+use crate::support;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -142,7 +143,7 @@ fn toolscore_agrees_with_bfcls_checker_on_every_rule() {
 
     let work = tempfile::tempdir().expect("temp dir");
     let out = work.path().join("datasets");
-    let import = Command::new(env!("CARGO_BIN_EXE_toolscore"))
+    let import = support::toolscore_command()
         .args(["import", "bfcl", "--data", &data, "--out"])
         .arg(&out)
         .output()

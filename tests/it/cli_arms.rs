@@ -5,7 +5,6 @@
 use crate::support;
 
 use std::collections::HashMap;
-use std::path::Path;
 
 use serde_json::Value;
 use support::{FakeResponse, FakeServer, last_user_message, text_body, tool_call_body, toolscore};
@@ -50,10 +49,6 @@ fn project(server: &FakeServer) -> tempfile::TempDir {
     );
     std::fs::write(dir.path().join("toolscore.yaml"), config).expect("config");
     dir
-}
-
-fn read_json(path: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(path).expect("read")).expect("json")
 }
 
 #[test]
@@ -101,7 +96,7 @@ fn two_arms_run_in_one_plan_and_reaggregate_from_results_alone() {
     assert!(per_arm.contains_key(&("second".into(), "b".into(), "job".into())));
 
     // Two columns in the summary, each with its own figures.
-    let summary = read_json(&run_dir.join("summary.json"));
+    let summary = support::read_json(&run_dir.join("summary.json"));
     let arms = summary["arms"].as_array().expect("arms");
     assert_eq!(arms.len(), 2);
     assert_eq!(arms[0]["arm"]["provider"], "first");

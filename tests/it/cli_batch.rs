@@ -80,11 +80,7 @@ fn toolscore(dir: &Path, args: &[String]) -> Run {
 }
 
 fn records(dir: &Path, run: &str) -> Vec<Value> {
-    let text = std::fs::read_to_string(dir.join("out").join(run).join("results.jsonl"))
-        .expect("results.jsonl");
-    text.lines()
-        .map(|l| serde_json::from_str(l).expect("record"))
-        .collect()
+    support::read_jsonl(&dir.join("out").join(run).join("results.jsonl"))
 }
 
 /// (case, trial) → record.
@@ -104,18 +100,11 @@ fn by_trial(records: &[Value]) -> BTreeMap<(String, u64), Value> {
 }
 
 fn summary(dir: &Path, run: &str) -> Value {
-    serde_json::from_str(
-        &std::fs::read_to_string(dir.join("out").join(run).join("summary.json")).expect("summary"),
-    )
-    .expect("json")
+    support::read_json(&dir.join("out").join(run).join("summary.json"))
 }
 
 fn batch_file(dir: &Path, run: &str) -> Value {
-    serde_json::from_str(
-        &std::fs::read_to_string(dir.join("out").join(run).join("batches.json"))
-            .expect("batches.json"),
-    )
-    .expect("json")
+    support::read_json(&dir.join("out").join(run).join("batches.json"))
 }
 
 #[test]
@@ -502,7 +491,7 @@ fn a_run_killed_while_polling_resumes_the_same_batch() {
         3,
         &["--run-id", "killed", "--batch", "--batch-poll", "20ms"],
     );
-    let mut child = Command::new(env!("CARGO_BIN_EXE_toolscore"))
+    let mut child = support::toolscore_command()
         .current_dir(dir.path())
         .args(&args)
         .env("FAKE_BATCH_KEY", FAKE_KEY)
@@ -691,7 +680,7 @@ fn an_interrupt_while_polling_exits_130_and_a_refused_key_submits_nothing() {
         2,
         &["--run-id", "interrupted", "--batch", "--batch-poll", "20ms"],
     );
-    let child = Command::new(env!("CARGO_BIN_EXE_toolscore"))
+    let child = support::toolscore_command()
         .current_dir(dir.path())
         .args(&args)
         .env("FAKE_BATCH_KEY", FAKE_KEY)

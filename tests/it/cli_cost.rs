@@ -31,25 +31,15 @@ fn project(config: &str) -> tempfile::TempDir {
 }
 
 fn run_dir(dir: &Path) -> PathBuf {
-    std::fs::read_dir(dir.join("out"))
-        .expect("out dir")
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .find(|p| p.is_dir())
-        .expect("a run folder")
+    support::only_run_dir(&dir.join("out"))
 }
 
 fn records(dir: &Path) -> Vec<Value> {
-    std::fs::read_to_string(run_dir(dir).join("results.jsonl"))
-        .expect("results.jsonl")
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("record"))
-        .collect()
+    support::read_jsonl(&run_dir(dir).join("results.jsonl"))
 }
 
 fn summary(dir: &Path) -> Value {
-    let text = std::fs::read_to_string(run_dir(dir).join("summary.json")).expect("summary");
-    serde_json::from_str(&text).expect("summary json")
+    support::read_json(&run_dir(dir).join("summary.json"))
 }
 
 fn close(a: f64, b: f64) -> bool {

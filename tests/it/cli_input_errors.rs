@@ -337,7 +337,7 @@ fn a_base_url_without_a_host_is_refused() {
 #[test]
 fn a_concurrency_the_open_file_limit_cannot_serve_is_refused() {
     let dir = project(TOOLS, CASE);
-    let out = std::process::Command::new("bash")
+    let out = support::clear_user_env(&mut std::process::Command::new("bash"))
         .current_dir(dir.path())
         .arg("-c")
         .arg(format!(

@@ -7,16 +7,11 @@ use crate::support;
 
 use std::path::Path;
 
-use serde_json::Value;
 use support::toolscore;
 
 const TOOLS: &str = r#"{"tools": [{"name": "lookup", "description": "Look something up.", "inputSchema": {"type": "object", "properties": {}}}]}"#;
 const ONE_CASE: &str = r#"{"id": "only", "messages": [{"role": "user", "content": "look it up"}], "expect": {"tool": "lookup"}}
 "#;
-
-fn read_json(path: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(path).expect("read")).expect("json")
-}
 
 #[test]
 fn the_plan_for_one_case_reproduces_the_reference_vectors() {
@@ -39,7 +34,7 @@ fn the_plan_for_one_case_reproduces_the_reference_vectors() {
         ],
     );
     assert_eq!(run.code, 0, "{}", run.transcript());
-    let plan = read_json(&dir.path().join("plan.json"));
+    let plan = support::read_json(&dir.path().join("plan.json"));
     // §2.2: ±0.05 at 95% needs 381 trials at p = 0.5, 141 at p = 0.9, 83 at p = 0.95.
     let rows = plan["precision_rows"].as_array().expect("rows");
     let at = |p: f64| {
@@ -109,10 +104,10 @@ fn planning_from_an_earlier_run_uses_its_spread_and_token_usage() {
         ],
     );
     assert_eq!(plan.code, 0, "{}", plan.transcript());
-    let p = read_json(&out.path().join("plan.json"));
+    let p = support::read_json(&out.path().join("plan.json"));
     assert_eq!(p["tokens"]["source"], "run week");
     assert!(p["tokens"]["input_per_request"].as_f64().expect("tokens") > 100.0);
-    let summary = read_json(&from.join("summary.json"));
+    let summary = support::read_json(&from.join("summary.json"));
     let suite = &summary["arms"][0]["suite"]["metrics"]["selection"]["case_level"];
     // The spread is the earlier run's: s = se * sqrt(m).
     let spread = suite["se"].as_f64().expect("se") * 61f64.sqrt();

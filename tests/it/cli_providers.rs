@@ -29,18 +29,7 @@ fn project() -> tempfile::TempDir {
 }
 
 fn records(dir: &Path) -> Vec<Value> {
-    let out = dir.join("out");
-    let run_dir: PathBuf = std::fs::read_dir(&out)
-        .expect("out dir")
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .find(|p| p.is_dir())
-        .expect("a run folder");
-    std::fs::read_to_string(run_dir.join("results.jsonl"))
-        .expect("results.jsonl")
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("record"))
-        .collect()
+    support::read_jsonl(&run_dir(dir).join("results.jsonl"))
 }
 
 /// `toolscore run --provider PROVIDER [--base-url URL]` on the project, 3 trials per case.
@@ -532,12 +521,7 @@ fn three_providers_side_by_side_with_a_cross_provider_diff() {
 }
 
 fn run_dir(dir: &Path) -> PathBuf {
-    std::fs::read_dir(dir.join("out"))
-        .expect("out dir")
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .find(|p| p.is_dir())
-        .expect("a run folder")
+    support::only_run_dir(&dir.join("out"))
 }
 
 /// Requests carry only the fields the user configured: no `tool_choice` or

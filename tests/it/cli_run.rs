@@ -4,7 +4,7 @@
 use crate::support;
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -38,7 +38,7 @@ fn run_against_env(dir: &Path, server: &FakeServer, extra: &[&str], env: &[(&str
 
 /// The same run as `run_against`, as a child process the test can signal.
 fn spawn_run(dir: &Path, server: &FakeServer, extra: &[&str]) -> std::process::Child {
-    Command::new(env!("CARGO_BIN_EXE_toolscore"))
+    support::toolscore_command()
         .current_dir(dir)
         .args([
             "run",
@@ -115,21 +115,6 @@ fn scripted_85_percent() -> impl Fn(&FakeRequest) -> FakeResponse + Send + Sync 
     }
 }
 
-fn read_json(path: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(path).expect("read json")).expect("parse json")
-}
-
-/// The one run folder in `out` (beside the history.jsonl every run appends to).
-fn only_run_dir(out: &Path) -> PathBuf {
-    let dirs: Vec<_> = std::fs::read_dir(out)
-        .expect("out dir")
-        .map(|e| e.expect("entry").path())
-        .filter(|p| p.is_dir())
-        .collect();
-    assert_eq!(dirs.len(), 1, "exactly one run folder in {}", out.display());
-    dirs[0].clone()
-}
-
 fn assert_rate(stat: &Value, x: u64, n: u64) {
     assert_eq!(stat["x"], x, "{stat}");
     assert_eq!(stat["n"], n, "{stat}");
@@ -159,8 +144,8 @@ fn scripted_distribution_gives_exact_counts_rates_and_wilson_bounds() {
     );
     assert_eq!(server.requests_seen(), 600);
 
-    let run_dir = only_run_dir(&dir.path().join("out"));
-    let summary = read_json(&run_dir.join("summary.json"));
+    let run_dir = support::only_run_dir(&dir.path().join("out"));
+    let summary = support::read_json(&run_dir.join("summary.json"));
     assert_eq!(summary["planned_trials"], 600);
     assert_eq!(summary["completed_trials"], 600);
     assert_eq!(summary["interrupted"], false);
@@ -308,7 +293,8 @@ fn infrastructure_errors_are_counted_apart_and_exit_4_past_the_limit() {
         "{}",
         run.stderr
     );
-    let summary = read_json(&only_run_dir(&dir.path().join("out")).join("summary.json"));
+    let summary =
+        support::read_json(&support::only_run_dir(&dir.path().join("out")).join("summary.json"));
     assert_eq!(summary["arms"][0]["infra"]["errors"], 10);
     assert_eq!(summary["arms"][0]["infra"]["by_class"]["server_error"], 10);
     // Errors are not model failures: the 20 answered trials all pass.
@@ -354,7 +340,8 @@ fn rate_limits_are_retried_honouring_retry_after() {
         run.stderr
     );
     assert_eq!(run.code, 0, "{}", run.stderr);
-    let summary = read_json(&only_run_dir(&dir.path().join("out")).join("summary.json"));
+    let summary =
+        support::read_json(&support::only_run_dir(&dir.path().join("out")).join("summary.json"));
     assert_eq!(summary["arms"][0]["infra"]["errors"], 0);
     assert_eq!(summary["arms"][0]["infra"]["retried"]["x"], 6);
     assert_eq!(summary["arms"][0]["infra"]["retried"]["n"], 6);
@@ -372,8 +359,8 @@ fn unparseable_arguments_are_a_scored_failure_not_a_crash() {
     let dir = project(TOOLS, CASES.lines().next().unwrap());
     let run = run_against(dir.path(), &server, &["--trials", "5"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
-    let run_dir = only_run_dir(&dir.path().join("out"));
-    let summary = read_json(&run_dir.join("summary.json"));
+    let run_dir = support::only_run_dir(&dir.path().join("out"));
+    let summary = support::read_json(&run_dir.join("summary.json"));
     let m = &summary["arms"][0]["suite"]["metrics"];
     assert_rate(&m["selection"], 5, 5);
     assert_rate(&m["args_exact"], 0, 5);
@@ -432,8 +419,8 @@ fn api_key_comes_from_the_named_variable_and_never_reaches_outputs() {
     ];
     let run = toolscore_env(dir.path(), &args, &[("MY_KEY", key)]);
     assert_eq!(run.code, 4, "{}", run.stderr);
-    let run_dir = only_run_dir(&dir.path().join("out"));
-    let summary = read_json(&run_dir.join("summary.json"));
+    let run_dir = support::only_run_dir(&dir.path().join("out"));
+    let summary = support::read_json(&run_dir.join("summary.json"));
     // Every trial that ran failed on auth. The first auth error stops the arm
     // (provider::stop), so the trials not yet started then are skipped; how many were already
     // in flight depends on scheduling. All 3 are accounted for either way.
@@ -482,8 +469,8 @@ fn ctrl_c_stops_scheduling_and_writes_the_summary_of_what_completed() {
         stderr.contains("interrupted: no new trials will start"),
         "{stderr}"
     );
-    let run_dir = only_run_dir(&dir.path().join("out"));
-    let summary = read_json(&run_dir.join("summary.json"));
+    let run_dir = support::only_run_dir(&dir.path().join("out"));
+    let summary = support::read_json(&run_dir.join("summary.json"));
     assert_eq!(summary["interrupted"], true);
     let completed = summary["completed_trials"].as_u64().unwrap();
     assert!(completed > 0 && completed < 1000, "completed {completed}");
@@ -527,8 +514,8 @@ fn sigterm_reaches_backoff_sleeps_and_requests_in_flight() {
         waited < Duration::from_secs(5),
         "exited {waited:?} after SIGTERM"
     );
-    let run_dir = only_run_dir(&dir.path().join("out"));
-    let summary = read_json(&run_dir.join("summary.json"));
+    let run_dir = support::only_run_dir(&dir.path().join("out"));
+    let summary = support::read_json(&run_dir.join("summary.json"));
     assert_eq!(summary["interrupted"], true);
     // Abandoned trials measured nothing: they are neither scored nor counted as errors.
     assert_eq!(summary["completed_trials"], 0, "{summary}");
@@ -546,7 +533,8 @@ fn schema_violations_are_filed_under_the_tool_actually_called() {
     let dir = project(TOOLS, CASES.lines().next().unwrap());
     let run = run_against(dir.path(), &server, &["--trials", "4"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
-    let summary = read_json(&only_run_dir(&dir.path().join("out")).join("summary.json"));
+    let summary =
+        support::read_json(&support::only_run_dir(&dir.path().join("out")).join("summary.json"));
     assert_eq!(
         summary["arms"][0]["schema_violations"],
         serde_json::json!({"get_server_status: region failed enum": 4})
@@ -608,7 +596,7 @@ fn argument_failures_are_classified_counted_by_kind_and_recomputed_by_report() {
     let run = run_against(dir.path(), &server, &["--trials", "4", "--run-id", "tax"]);
     assert_eq!(run.code, 0, "{}", run.transcript());
     let run_dir = dir.path().join("out/tax");
-    let summary = read_json(&run_dir.join("summary.json"));
+    let summary = support::read_json(&run_dir.join("summary.json"));
     let t = &summary["arms"][0]["arg_failures"];
     assert_eq!(t["trials"], 12, "{t}");
     assert_eq!(t["unclassified_trials"], 0, "{t}");

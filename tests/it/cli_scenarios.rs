@@ -6,8 +6,6 @@
 
 use crate::support;
 
-use std::path::{Path, PathBuf};
-
 use serde_json::Value;
 use support::{
     FakeRequest, FakeResponse, FakeServer, fake_project, text_body, tool_call_body, toolscore,
@@ -178,16 +176,6 @@ fn project(server: &FakeServer) -> tempfile::TempDir {
     )
 }
 
-fn run_dir(out: &Path) -> PathBuf {
-    let dirs: Vec<_> = std::fs::read_dir(out)
-        .expect("out dir")
-        .map(|e| e.expect("entry").path())
-        .filter(|p| p.is_dir())
-        .collect();
-    assert_eq!(dirs.len(), 1, "one run folder in {}", out.display());
-    dirs[0].clone()
-}
-
 fn scenario<'a>(summary: &'a Value, variant: &str, name: &str) -> &'a Value {
     summary["scenarios"]
         .as_array()
@@ -226,7 +214,7 @@ fn scenarios_run_beside_datasets_and_every_metric_has_its_exact_value() {
         ],
     );
     assert_eq!(run.code, 0, "{}", run.transcript());
-    let rd = run_dir(&out);
+    let rd = support::only_run_dir(&out);
     let summary: Value =
         serde_json::from_str(&std::fs::read_to_string(rd.join("summary.json")).expect("summary"))
             .expect("json");
@@ -360,7 +348,8 @@ fn the_results_come_back_to_the_model_in_the_wire_format_and_wording_variants_ru
     );
     assert_eq!(run.code, 0, "{}", run.transcript());
     let summary: Value = serde_json::from_str(
-        &std::fs::read_to_string(run_dir(&out).join("summary.json")).expect("summary"),
+        &std::fs::read_to_string(support::only_run_dir(&out).join("summary.json"))
+            .expect("summary"),
     )
     .expect("json");
     // The wording that says what happened removes the retries.
@@ -420,8 +409,10 @@ fn a_scenario_replays_from_its_recording_and_validate_lists_it() {
     assert_eq!(second.code, 0, "{}", second.transcript());
     let read = |d: &str| -> Value {
         serde_json::from_str(
-            &std::fs::read_to_string(run_dir(&dir.path().join(d)).join("summary.json"))
-                .expect("summary"),
+            &std::fs::read_to_string(
+                support::only_run_dir(&dir.path().join(d)).join("summary.json"),
+            )
+            .expect("summary"),
         )
         .expect("json")
     };

@@ -81,10 +81,7 @@ fn sequential(dir: &std::path::Path, run_id: &str, max_trials: &str) -> support:
 }
 
 fn summary(dir: &std::path::Path, run_id: &str) -> Value {
-    serde_json::from_str(
-        &std::fs::read_to_string(dir.join(format!("out/{run_id}/summary.json"))).expect("read"),
-    )
-    .expect("json")
+    support::read_json(&dir.join(format!("out/{run_id}/summary.json")))
 }
 
 #[test]

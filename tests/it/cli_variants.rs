@@ -64,10 +64,6 @@ fn project(server: &FakeServer) -> tempfile::TempDir {
     )
 }
 
-fn read_json(path: &std::path::Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(path).expect("read")).expect("json")
-}
-
 #[test]
 fn each_variant_is_an_arm_on_the_same_cases_and_a_rename_follows_the_expectation() {
     let server = FakeServer::start_in_background(reads_descriptions);
@@ -115,7 +111,7 @@ fn each_variant_is_an_arm_on_the_same_cases_and_a_rename_follows_the_expectation
     assert_eq!(counts[&("clear".into(), "server".into())], (4, 4));
     assert_eq!(counts[&("base".into(), "thanks".into())], (4, 4));
 
-    let summary = read_json(&dir.path().join("out/v/summary.json"));
+    let summary = support::read_json(&dir.path().join("out/v/summary.json"));
     assert_eq!(summary["planned_trials"], 30);
     assert_eq!(summary["arms"][0]["arm"]["variant"], "base");
     assert_eq!(summary["arms"][1]["arm"]["variant"], "clear");
@@ -158,7 +154,7 @@ fn a_fixture_gate_holds_its_case_to_its_own_bar() {
     );
     assert_eq!(run.code, 3, "{}", run.transcript());
     assert!(run.stdout.contains("its own bar 0.99"), "{}", run.stdout);
-    let summary = read_json(&dir.path().join("out/g/summary.json"));
+    let summary = support::read_json(&dir.path().join("out/g/summary.json"));
     let gate = &summary["gate"]["gates"][0];
     assert_eq!(gate["passed_cases"], 2);
     assert_eq!(gate["inconclusive_cases"], 1);

@@ -2,6 +2,7 @@
 //! `toolscore catalog`: each must end in a clear error naming the bound it hit, quickly and in
 //! bounded memory, never after the whole timeout or by holding everything the server sends.
 
+use crate::support;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -41,7 +42,7 @@ fn catalog_of_hostile(mode: &str, timeout_secs: u32) -> Option<Measured> {
     // Measured through a small Python parent that forks and execs toolscore and reads its
     // rusage: a child spawned from this test process would inherit, at exec, the high-water
     // RSS of the whole test binary (every test shares it), not toolscore's own.
-    let status = Command::new(python)
+    let status = support::clear_user_env(&mut Command::new(python))
         .current_dir(dir.path())
         .args(["-c", MEASURE_PEAK_RSS])
         .arg(&rss_path)
@@ -50,7 +51,6 @@ fn catalog_of_hostile(mode: &str, timeout_secs: u32) -> Option<Measured> {
         .arg(python)
         .arg(&script)
         .arg(mode)
-        .env_remove("TOOLSCORE_LOG")
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&stderr_path).unwrap())
         .status()

@@ -698,7 +698,7 @@ fn ctrl_c_or_sigterm_while_listing_shuts_the_server_down() {
         let dir = tempfile::tempdir().unwrap();
         let pid_file = dir.path().join("pid");
         let script = format!("echo $$ > {}; exec sleep 60", pid_file.display());
-        let child = std::process::Command::new(env!("CARGO_BIN_EXE_toolscore"))
+        let child = support::toolscore_command()
             .current_dir(dir.path())
             .args(["catalog", "--timeout", "30", "--", "sh", "-c", &script])
             .stdout(std::process::Stdio::piped())

@@ -797,7 +797,7 @@ fn sigterm_during_a_stdio_stress_reports_what_completed_and_ends_every_server() 
         "everything/cases.jsonl",
         &case("echo-back", "echo", serde_json::json!({"message": "hello"})),
     );
-    let child = std::process::Command::new(env!("CARGO_BIN_EXE_toolscore"))
+    let child = support::toolscore_command()
         .current_dir(dir.path())
         .args([
             "stress",

@@ -156,10 +156,6 @@ fn billing_slice(dir: &Path) -> PathBuf {
     data
 }
 
-fn read_json(path: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
-
 /// A rate's numbers agree with each other: x ≤ n, rate = x/n, Wilson interval recomputed
 /// from the counts, and rate inside [lo, hi] ⊆ [0, 1].
 fn assert_consistent(stat: &Value, what: &str) {
@@ -236,7 +232,7 @@ fn real_model_run_accounts_for_every_trial_and_replays_exactly() {
         "exit {code}\nstdout:\n{stdout}\nstderr:\n{stderr}"
     );
     let planned = CASES_USED.len() as u64 * trials;
-    let summary = read_json(&dir.path().join("out/live/summary.json"));
+    let summary = support::read_json(&dir.path().join("out/live/summary.json"));
     assert_eq!(summary["planned_trials"], planned);
     assert_eq!(summary["completed_trials"], planned);
     assert_eq!(summary["interrupted"], false);
@@ -359,7 +355,7 @@ fn real_model_run_accounts_for_every_trial_and_replays_exactly() {
     assert_eq!(code, 0, "{stderr}");
     assert!(stdout.contains("REPLAY: no model was called"), "{stdout}");
     let mut live = summary;
-    let mut replay = read_json(&dir.path().join("out/replay/summary.json"));
+    let mut replay = support::read_json(&dir.path().join("out/replay/summary.json"));
     for s in [&mut live, &mut replay] {
         s.as_object_mut().unwrap().remove("run");
         // A replayed arm is named `replay`, whatever the recording provider was called (in
@@ -438,7 +434,7 @@ fn real_model_runs_scenarios_step_by_step_and_their_recording_replays_exactly() 
         ),
     );
     assert_eq!(run.code, 0, "{}", run.transcript());
-    let summary = read_json(&dir.path().join("out/live/summary.json"));
+    let summary = support::read_json(&dir.path().join("out/live/summary.json"));
     assert_eq!(summary["planned_trials"], 2 * trials);
     assert_eq!(summary["completed_trials"], 2 * trials);
     let text = std::fs::read_to_string(dir.path().join("out/live/results.jsonl")).unwrap();
@@ -508,7 +504,7 @@ fn real_model_runs_scenarios_step_by_step_and_their_recording_replays_exactly() 
         ],
     );
     assert_eq!(replay.code, 0, "{}", replay.transcript());
-    let again = read_json(&dir.path().join("out/replay/summary.json"));
+    let again = support::read_json(&dir.path().join("out/replay/summary.json"));
     let strip = |v: &Value| {
         let mut v = v["scenarios"].clone();
         for arm in v.as_array_mut().unwrap() {
@@ -561,7 +557,7 @@ fn run_bfcl_slices(dir: &Path, datasets: &[&str], n: usize) -> (Value, Vec<Value
     let run = toolscore(dir, &args);
     assert_eq!(run.code, 0, "{}", run.transcript());
     let trials = datasets.len() * n * 2;
-    let summary = read_json(&dir.join("out/bfcl/summary.json"));
+    let summary = support::read_json(&dir.join("out/bfcl/summary.json"));
     assert_eq!(summary["planned_trials"], trials);
     assert_eq!(summary["completed_trials"], trials);
     let names: Vec<&str> = summary["run"]["datasets"]

@@ -5,7 +5,7 @@ use crate::support;
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -110,7 +110,7 @@ fn a_run_killed_again_and_again_resumes_to_the_uninterrupted_summary() {
         } else {
             args.extend(["--resume".into(), "out/killed".into()]);
         }
-        let mut child = Command::new(env!("CARGO_BIN_EXE_toolscore"))
+        let mut child = support::toolscore_command()
             .current_dir(dir.path())
             .args(&args)
             .stdout(Stdio::null())

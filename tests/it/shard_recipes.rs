@@ -66,12 +66,12 @@ impl Shell<'_> {
             std::env::var("PATH").unwrap_or_default()
         );
         let mut cmd = Command::new("/bin/sh");
-        cmd.arg("-c")
+        support::clear_user_env(&mut cmd)
+            .arg("-c")
             .arg(script)
             .current_dir(dir)
             .env("HOME", self.home)
-            .env("PATH", path)
-            .env_remove("TOOLSCORE_LOG");
+            .env("PATH", path);
         for (k, v) in env {
             cmd.env(k, v);
         }

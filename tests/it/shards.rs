@@ -55,10 +55,6 @@ fn ok(run: &Run) {
     assert_eq!(run.code, 0, "{}", run.transcript());
 }
 
-fn summary(path: &Path) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(path).expect("summary.json")).expect("json")
-}
-
 /// Records 30 trials per case from the fake in one cassette: replays of it are the same plan
 /// with the same answers and latencies, run in one piece or in shards.
 fn recorded_project() -> (FakeServer, tempfile::TempDir) {
@@ -142,7 +138,7 @@ fn four_shards_merged_equal_the_same_plan_run_in_one_piece() {
         let shard = format!("{i}/4");
         let id = format!("shard-{i}");
         ok(&toolscore(d, &replay(&id, &["--shard", &shard])));
-        let s = summary(&d.join("out").join(&id).join("summary.json"));
+        let s = support::read_json(&d.join("out").join(&id).join("summary.json"));
         assert_eq!(s["run"]["shard"]["index"], i);
         assert_eq!(s["run"]["shard"]["count"], 4);
         assert!(
@@ -163,7 +159,8 @@ fn four_shards_merged_equal_the_same_plan_run_in_one_piece() {
     );
     // Every shard records the same plan digest.
     let digest = |i: usize| {
-        summary(&d.join(format!("out/shard-{i}/summary.json")))["run"]["shard"]["plan"].clone()
+        support::read_json(&d.join(format!("out/shard-{i}/summary.json")))["run"]["shard"]["plan"]
+            .clone()
     };
     assert!((1..4).all(|i| digest(i) == digest(0)));
 
@@ -189,8 +186,8 @@ fn four_shards_merged_equal_the_same_plan_run_in_one_piece() {
         merge.transcript()
     );
 
-    let mut whole = summary(&d.join("out/whole/summary.json"));
-    let mut merged = summary(&d.join("out/merged/summary.json"));
+    let mut whole = support::read_json(&d.join("out/whole/summary.json"));
+    let mut merged = support::read_json(&d.join("out/merged/summary.json"));
     for s in [&mut whole, &mut merged] {
         let run = s["run"].as_object_mut().unwrap();
         for field in ["run_id", "started_at", "finished_at"] {
@@ -432,7 +429,7 @@ fn shards_refuse_what_needs_the_whole_plan_and_auto_reads_the_job_index() {
     args.extend(["--shard", "auto", "--shard-count", "3", "--run-id", "pod-2"]);
     let run = toolscore_env(d, &args, &[("JOB_COMPLETION_INDEX", "2")]);
     ok(&run);
-    let s = summary(&d.join("out/pod-2/summary.json"));
+    let s = support::read_json(&d.join("out/pod-2/summary.json"));
     assert_eq!(s["run"]["shard"]["index"], 2);
     assert_eq!(s["run"]["shard"]["count"], 3);
     let run = toolscore_env(d, &args, &[("JOB_COMPLETION_INDEX", "3")]);

@@ -34,6 +34,23 @@ const CLEARED_ENV: &[&str] = &[
     "MISSING_KEY_VAR",
 ];
 
+/// The binary as a `Command` with the developer's keys and log settings cleared, for tests that
+/// drive the process themselves (stdin, signals, timing); the others use [`toolscore`].
+pub fn toolscore_command() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolscore"));
+    clear_user_env(&mut cmd);
+    cmd
+}
+
+/// Removes the developer's keys and log settings from what `cmd` (a shell or a measuring
+/// parent that runs toolscore) passes on.
+pub fn clear_user_env(cmd: &mut Command) -> &mut Command {
+    for var in CLEARED_ENV {
+        cmd.env_remove(var);
+    }
+    cmd
+}
+
 /// Runs `toolscore ARGS` in `dir`.
 pub fn toolscore(dir: &Path, args: &[&str]) -> Run {
     toolscore_env(dir, args, &[])
@@ -42,11 +59,8 @@ pub fn toolscore(dir: &Path, args: &[&str]) -> Run {
 /// Runs `toolscore ARGS` in `dir` with extra environment variables. Fails the test if the
 /// binary panicked: a panic is a bug whatever the input.
 pub fn toolscore_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolscore"));
+    let mut cmd = toolscore_command();
     cmd.current_dir(dir).args(args);
-    for var in CLEARED_ENV {
-        cmd.env_remove(var);
-    }
     for (k, v) in env {
         cmd.env(k, v);
     }

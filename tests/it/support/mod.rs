@@ -7,9 +7,11 @@ pub mod cli;
 pub mod fake_batch;
 pub mod fake_openai;
 pub mod fake_providers;
+pub mod files;
 pub mod mcp_servers;
 
 pub use cli::*;
 pub use fake_openai::*;
 pub use fake_providers::*;
+pub use files::*;
 pub use mcp_servers::*;
