@@ -13,6 +13,8 @@
 
 pub mod batch;
 pub mod budget;
+mod compile;
+mod conversation;
 pub mod script;
 pub mod shard;
 pub mod store;
@@ -24,23 +26,18 @@ use std::time::SystemTime;
 
 use tokio::sync::mpsc;
 
-use crate::catalog::Catalog;
 use crate::error::Error;
 use crate::event::{
     ArmStart, Control, Observer, RawResponse, RawStep, RunEvent, RunTotals, StopScope, TrialKey,
 };
-use crate::mcp::client::McpSession;
-use crate::message::{Message, ModelTurn, ToolCall, Usage};
-use crate::provider::cassette::{Cassette, Replay};
-use crate::provider::{
-    Backend, Cancel, ErrorClass, PreparedRequest, Provider, ProviderSettings, StepKey,
-};
-use crate::record::{ArmId, LoopStop, ModelIdentity, Outcome, Trajectory, TrialRecord};
-use crate::score::trajectory::score_trajectory;
-use crate::score::{Expectation, ToolValidators, score_trial};
+use crate::message::{ModelTurn, Usage};
+use crate::provider::cassette::Cassette;
+use crate::provider::{Backend, Cancel, ErrorClass, PreparedRequest, ProviderSettings, StepKey};
+use crate::record::{ArmId, Outcome, TrialRecord};
+use crate::score::score_trial;
 use crate::suite::Dataset;
 use crate::suite::scenario::{SCENARIO_DATASET, Scenario};
-use script::ScriptRun;
+use compile::{ArmUnit, CaseUnit, Judge};
 
 /// One arm: a provider (live or replayed) and the catalog variant it is shown.
 pub struct Arm {
@@ -164,59 +161,6 @@ pub fn decode_job(job: u64, arms: usize, cases: usize) -> TrialKey {
     }
 }
 
-/// A case ready to run in every arm.
-struct CaseUnit {
-    dataset: String,
-    case_id: String,
-    tags: Vec<String>,
-    /// What the case expects under each catalog variant of the plan (a rename changes the
-    /// expected tool's name), at the arm's `variant` index.
-    views: Vec<CaseView>,
-}
-
-struct CaseView {
-    expected: String,
-    judge: Judge,
-    validators: Arc<ToolValidators>,
-}
-
-/// How a unit's trials run and are judged.
-enum Judge {
-    /// One request, scored against the fixture's expectation.
-    Fixture(Expectation),
-    /// An agent loop over scripted tools, scored on its trajectory.
-    Scenario {
-        scenario: Arc<Scenario>,
-        /// The catalog this view shows (re-encoded into every later step's request).
-        catalog: Arc<Catalog>,
-        /// The result wording this arm answers with (`None` = the rules' own).
-        wording: Option<String>,
-    },
-}
-
-struct ArmUnit {
-    id: ArmId,
-    identity: ModelIdentity,
-    backend: Backend,
-    /// Index of the arm's catalog variant in every `CaseUnit::views`.
-    variant: usize,
-    price: Option<crate::provider::prices::ArmPrice>,
-}
-
-impl ArmUnit {
-    /// The most `request` can cost this arm ([`budget::worst_case_usd`]). An unpriced arm or
-    /// one with no output bound cannot be capped; `cli` refuses `--max-cost` for such a plan
-    /// before it gets here, so 0 is never reached in a capped run.
-    fn worst_case_usd(&self, request: &PreparedRequest) -> f64 {
-        let settings = self.backend.settings();
-        // Free output needs no bound (`cli` refuses a capped arm with neither).
-        let bound = settings.kind.adapter().output_bound(settings).unwrap_or(0);
-        self.price.as_ref().map_or(0.0, |p| {
-            budget::worst_case_usd(&p.price, request.body.len(), bound)
-        })
-    }
-}
-
 /// Shared, read-only state of the workers, plus the stop flags observers set.
 struct Shared {
     run_id: String,
@@ -278,179 +222,134 @@ impl Shared {
 
 /// Runs every planned trial and feeds each to `observer`. Ctrl-C stops scheduling; in-flight
 /// trials finish or time out and are still reported (`interrupted: true`).
+///
+/// Three steps: compile the plan into case views and prepared requests ([`compile`]), schedule
+/// the trials over the workers while the observer sees each one ([`schedule`]), then account
+/// for what ran ([`finish`]).
 pub async fn execute(plan: RunPlan, observer: &mut dyn Observer) -> Result<RunTotals, Error> {
     let client = crate::provider::http_client(plan.concurrency).map_err(Error::Fatal)?;
-    let case_count = plan.case_count();
     let planned = plan.planned_trials();
     let case_trials = plan.case_trials();
     let max_trials = plan.max_trials();
     let shard = plan.shard.map(|s| (s, plan.shard_seeds()));
     let budget = plan.max_cost.map(budget::Budget::new);
-
-    // The distinct catalog variants of the arms, in first-seen order.
-    let mut variant_names: Vec<String> = Vec::new();
-    let mut arms = Vec::with_capacity(plan.arms.len());
-    for arm in plan.arms {
-        let id = arm.id();
-        let identity = arm.settings.identity();
-        let variant = match variant_names.iter().position(|v| *v == arm.variant) {
-            Some(i) => i,
-            None => {
-                variant_names.push(arm.variant.clone());
-                variant_names.len() - 1
-            }
-        };
-        let provider = Provider::new(arm.settings, client.clone());
-        let backend = match arm.replay {
-            Some(cassette) => Backend::Replay(Replay::new(cassette, provider)),
-            None => Backend::Live(provider),
-        };
-        arms.push(ArmUnit {
-            id,
-            identity,
-            backend,
-            variant,
-            price: arm.price,
-        });
-    }
-    let mut units = Vec::with_capacity(case_count);
-    // Per variant, per case: the catalog and the conversation as that variant names the tools.
-    let mut shown: Vec<Vec<(Arc<Catalog>, Vec<crate::message::Message>)>> =
-        vec![Vec::with_capacity(case_count); variant_names.len()];
-    for d in &plan.datasets {
-        let variants = variant_names
-            .iter()
-            .map(|name| {
-                d.variant(name).ok_or_else(|| {
-                    Error::Fatal(format!(
-                        "dataset `{}` has no catalog variant `{name}`",
-                        d.name
-                    ))
-                })
-            })
-            .collect::<Result<Vec<_>, Error>>()?;
-        for c in &d.cases {
-            let views = variants
-                .iter()
-                .map(|v| {
-                    let expect = v.expectation(&c.expect);
-                    CaseView {
-                        expected: expect.tool_label(),
-                        judge: Judge::Fixture(expect),
-                        validators: match &c.catalog {
-                            Some((_, own)) => Arc::clone(own),
-                            None => Arc::clone(&v.validators),
-                        },
-                    }
-                })
-                .collect();
-            units.push(CaseUnit {
-                dataset: d.name.clone(),
-                case_id: c.id.clone(),
-                tags: c.tags.clone(),
-                views,
-            });
-            for (i, v) in variants.iter().enumerate() {
-                shown[i].push((case_catalog(&v.catalog, v, c), v.messages(&c.messages)));
-            }
-        }
-    }
-    for scenario in &plan.scenarios {
-        let mut views = Vec::with_capacity(variant_names.len());
-        for (i, name) in variant_names.iter().enumerate() {
-            let shown_catalog = scenario.catalog_for(name).ok_or_else(|| {
-                Error::Fatal(format!(
-                    "scenario `{}` has no variant `{name}`: neither its catalog nor its results define it (it has: {})",
-                    scenario.name,
-                    scenario.variant_names().join(", ")
-                ))
-            })?;
-            if !shown_catalog.renames.is_empty() {
-                return Err(Error::Fatal(format!(
-                    "scenario `{}` cannot run under catalog variant `{name}`, which renames tools its script names",
-                    scenario.name
-                )));
-            }
-            views.push(CaseView {
-                expected: scenario.expect.label(),
-                judge: Judge::Scenario {
-                    scenario: Arc::clone(scenario),
-                    catalog: Arc::clone(&shown_catalog.catalog),
-                    wording: scenario
-                        .result_variants
-                        .iter()
-                        .find(|r| *r == name)
-                        .cloned(),
-                },
-                validators: Arc::clone(&shown_catalog.validators),
-            });
-            shown[i].push((
-                Arc::clone(&shown_catalog.catalog),
-                scenario.messages.clone(),
-            ));
-        }
-        units.push(CaseUnit {
-            dataset: SCENARIO_DATASET.to_owned(),
-            case_id: scenario.name.clone(),
-            tags: scenario.tags.clone(),
-            views,
-        });
-    }
-    let mut prepared = Vec::with_capacity(arms.len() * case_count);
-    for arm in &arms {
-        for (catalog, messages) in &shown[arm.variant] {
-            prepared.push(arm.backend.prepare(messages, catalog));
-        }
-    }
-    drop(shown);
-
-    let batch_answers = match &plan.batch {
+    let compiled = compile::compile(plan.arms, &plan.datasets, &plan.scenarios, &client)?;
+    let batch = match &plan.batch {
         None => None,
         Some(mode) => {
-            let wanted: Vec<TrialKey> = (0..(arms.len() * case_count) as u64
-                * u64::from(max_trials))
-                .map(|job| decode_job(job, arms.len(), case_count))
-                .filter(|k| k.trial < case_trials[k.case])
-                .filter(|k| {
-                    shard.as_ref().is_none_or(|(s, seeds)| {
-                        s.contains(seeds[k.arm * case_count + k.case], k.trial)
-                    })
-                })
-                .filter(|k| !plan.done.contains(k))
-                .collect();
-            let batch_arms = arms
-                .iter()
-                .map(|a| match &a.backend {
-                    Backend::Live(provider) => Ok(batch::BatchArm {
-                        provider,
-                        name: &a.id.provider,
-                        variant: &a.id.variant,
-                    }),
-                    Backend::Replay(_) => Err(Error::Fatal(format!(
-                        "arm `{}` replays a cassette; --batch sends to a provider",
-                        a.id.provider
-                    ))),
-                })
-                .collect::<Result<Vec<_>, Error>>()?;
-            let gathered = batch::gather(
-                mode,
-                &plan.run_id,
-                &batch_arms,
-                &prepared,
-                case_count,
-                &wanted,
+            let wanted = wanted_trials(
+                compiled.arms.len(),
+                &case_trials,
+                max_trials,
+                shard.as_ref(),
+                &plan.done,
             );
-            tokio::select! {
-                answers = gathered => Some(answers?),
-                () = interrupt_signal() => {
-                    return Err(Error::Interrupted(
-                        "the submitted batches keep running at their providers (ids in batches.json); `--resume` polls them and collects their answers",
-                    ));
-                }
-            }
+            Some(batch_answers(mode, &plan.run_id, &compiled, &wanted).await?)
         }
     };
+    let first = announce(observer, &plan.run_id, planned, &compiled.arms)?;
+    let interrupted = Arc::new(AtomicBool::new(false));
+    let cancel = Cancel::new();
+    spawn_signal_handler(Arc::clone(&interrupted), cancel.clone());
+    let arm_count = compiled.arms.len();
+    let case_count = compiled.units.len();
+    let shared = Arc::new(Shared {
+        run_id: plan.run_id,
+        stop_arm: (0..arm_count).map(|_| AtomicBool::new(false)).collect(),
+        stop_case: (0..arm_count * case_count)
+            .map(|_| AtomicBool::new(false))
+            .collect(),
+        arms: compiled.arms,
+        units: compiled.units,
+        prepared: compiled.prepared,
+        trials: max_trials,
+        case_trials,
+        done: plan.done,
+        shard,
+        batch,
+        not_returned: AtomicU64::new(0),
+        keep_raw: observer.wants_raw(),
+        next_job: AtomicU64::new(0),
+        skipped: AtomicU64::new(0),
+        interrupted,
+        cancel,
+        budget,
+        budget_not_run: AtomicU64::new(0),
+        stop_run: AtomicBool::new(false),
+    });
+    if let Control::Stop(scope) = first {
+        shared.apply(scope);
+    }
+    let workers = plan.concurrency.max(1).min(planned.max(1) as usize);
+    let (completed, handles) = schedule(&shared, workers, observer).await?;
+    finish(&shared, handles, planned, completed, observer).await
+}
 
+/// Every trial the plan still has to run: in the shard, not done by an earlier process.
+fn wanted_trials(
+    arms: usize,
+    case_trials: &[u32],
+    max_trials: u32,
+    shard: Option<&(shard::Shard, Vec<u64>)>,
+    done: &HashSet<TrialKey>,
+) -> Vec<TrialKey> {
+    let cases = case_trials.len();
+    (0..(arms * cases) as u64 * u64::from(max_trials))
+        .map(|job| decode_job(job, arms, cases))
+        .filter(|k| k.trial < case_trials[k.case])
+        .filter(|k| {
+            shard.is_none_or(|(s, seeds)| s.contains(seeds[k.arm * cases + k.case], k.trial))
+        })
+        .filter(|k| !done.contains(k))
+        .collect()
+}
+
+/// `--batch`: submits (or, on `--resume`, polls) the wanted trials' requests to the providers'
+/// batch APIs and waits for the answers; Ctrl-C leaves the batches running.
+async fn batch_answers(
+    mode: &batch::BatchMode,
+    run_id: &str,
+    compiled: &compile::Compiled,
+    wanted: &[TrialKey],
+) -> Result<batch::Answers, Error> {
+    let batch_arms = compiled
+        .arms
+        .iter()
+        .map(|a| match &a.backend {
+            Backend::Live(provider) => Ok(batch::BatchArm {
+                provider,
+                name: &a.id.provider,
+                variant: &a.id.variant,
+            }),
+            Backend::Replay(_) => Err(Error::Fatal(format!(
+                "arm `{}` replays a cassette; --batch sends to a provider",
+                a.id.provider
+            ))),
+        })
+        .collect::<Result<Vec<_>, Error>>()?;
+    let gathered = batch::gather(
+        mode,
+        run_id,
+        &batch_arms,
+        &compiled.prepared,
+        compiled.units.len(),
+        wanted,
+    );
+    tokio::select! {
+        answers = gathered => answers,
+        () = interrupt_signal() => Err(Error::Interrupted(
+            "the submitted batches keep running at their providers (ids in batches.json); `--resume` polls them and collects their answers",
+        )),
+    }
+}
+
+/// The `Started` event: the plan's size and every arm's identity.
+fn announce(
+    observer: &mut dyn Observer,
+    run_id: &str,
+    planned: u64,
+    arms: &[compile::ArmUnit],
+) -> Result<Control, Error> {
     let arm_starts: Vec<ArmStart<'_>> = arms
         .iter()
         .map(|a| ArmStart {
@@ -459,55 +358,29 @@ pub async fn execute(plan: RunPlan, observer: &mut dyn Observer) -> Result<RunTo
             identity: &a.identity,
         })
         .collect();
-    let first = observer.on_event(&RunEvent::Started {
-        run_id: &plan.run_id,
+    observer.on_event(&RunEvent::Started {
+        run_id,
         planned_trials: planned,
         arms: &arm_starts,
-    })?;
-    drop(arm_starts);
+    })
+}
 
-    let interrupted = Arc::new(AtomicBool::new(false));
-    let cancel = Cancel::new();
-    spawn_signal_handler(Arc::clone(&interrupted), cancel.clone());
-    let arm_count = arms.len();
-    let shared = Arc::new(Shared {
-        run_id: plan.run_id.clone(),
-        stop_arm: (0..arm_count).map(|_| AtomicBool::new(false)).collect(),
-        stop_case: (0..arm_count * case_count)
-            .map(|_| AtomicBool::new(false))
-            .collect(),
-        arms,
-        units,
-        prepared,
-        trials: max_trials,
-        case_trials,
-        done: plan.done,
-        shard,
-        batch: batch_answers,
-        not_returned: AtomicU64::new(0),
-        keep_raw: observer.wants_raw(),
-        next_job: AtomicU64::new(0),
-        skipped: AtomicU64::new(0),
-        interrupted: Arc::clone(&interrupted),
-        cancel: cancel.clone(),
-        budget,
-        budget_not_run: AtomicU64::new(0),
-        stop_run: AtomicBool::new(false),
-    });
-    if let Control::Stop(scope) = first {
-        shared.apply(scope);
-    }
-
-    let workers = plan.concurrency.max(1).min(planned.max(1) as usize);
+/// Runs `workers` workers over the jobs and hands each finished trial to `observer`, applying
+/// the stops it answers. A sink that fails stops the run (records that cannot be stored must
+/// not be reported as measured) and is the error returned, once the workers have drained.
+async fn schedule(
+    shared: &Arc<Shared>,
+    workers: usize,
+    observer: &mut dyn Observer,
+) -> Result<(u64, Vec<tokio::task::JoinHandle<()>>), Error> {
     let (tx, mut rx) = mpsc::channel::<Finished>(workers * 4);
     let mut handles = Vec::with_capacity(workers);
     for _ in 0..workers {
-        let shared = Arc::clone(&shared);
+        let shared = Arc::clone(shared);
         let tx = tx.clone();
         handles.push(tokio::spawn(async move { worker(shared, tx).await }));
     }
     drop(tx);
-
     let mut completed = 0u64;
     let mut sink_error = None;
     while let Some(Finished { key, record, raw }) = rx.recv().await {
@@ -523,19 +396,30 @@ pub async fn execute(plan: RunPlan, observer: &mut dyn Observer) -> Result<RunTo
             Ok(Control::Continue) => {}
             Ok(Control::Stop(scope)) => shared.apply(scope),
             Err(e) => {
-                // Keep draining so workers finish, but stop the run: records that cannot be
-                // stored must not be reported as measured.
-                interrupted.store(true, Ordering::SeqCst);
-                cancel.cancel();
+                shared.interrupted.store(true, Ordering::SeqCst);
+                shared.cancel.cancel();
                 sink_error = Some(e);
             }
         }
     }
-    if let Some(e) = sink_error {
-        return Err(e);
+    match sink_error {
+        Some(e) => Err(e),
+        None => Ok((completed, handles)),
     }
+}
+
+/// Accounts for the run once the workers are done: batches marked collected, worker panics
+/// named, skipped trials counted, and the `Finished` event.
+async fn finish(
+    shared: &Shared,
+    handles: Vec<tokio::task::JoinHandle<()>>,
+    planned: u64,
+    completed: u64,
+    observer: &mut dyn Observer,
+) -> Result<RunTotals, Error> {
+    let interrupted = shared.interrupted.load(Ordering::SeqCst);
     if let Some(answers) = &shared.batch
-        && !interrupted.load(Ordering::SeqCst)
+        && !interrupted
     {
         answers.mark_collected()?;
         let not_returned = shared.not_returned.load(Ordering::SeqCst);
@@ -561,7 +445,7 @@ pub async fn execute(plan: RunPlan, observer: &mut dyn Observer) -> Result<RunTo
             failures.push(format!("a worker failed: {message}"));
         }
     }
-    let interrupted = interrupted.load(Ordering::SeqCst);
+    let interrupted = shared.interrupted.load(Ordering::SeqCst);
     let budget_not_run = shared.budget_not_run.load(Ordering::SeqCst);
     let mut skipped = shared.skipped.load(Ordering::SeqCst) + budget_not_run;
     if !interrupted && shared.stop_run.load(Ordering::SeqCst) {
@@ -719,7 +603,7 @@ async fn run_trial(
             catalog,
             wording,
         } => {
-            run_scenario_loop(
+            conversation::run_scenario_loop(
                 shared,
                 key,
                 arm,
@@ -801,218 +685,6 @@ fn record_step(
     Some(answered)
 }
 
-/// The agent loop of one scenario trial: ask the model, answer every tool call it makes (in
-/// order) from the script, feed the results back, and repeat until it answers without a tool
-/// call or `max_steps` requests were made. Every step is keyed (conversation, trial, step) so
-/// a recording replays it exactly. `None` when Ctrl-C abandoned the trial.
-async fn run_scenario_loop(
-    shared: &Shared,
-    key: TrialKey,
-    arm: &ArmUnit,
-    opening: &PreparedRequest,
-    (scenario, catalog, wording): (&Scenario, &Catalog, Option<&str>),
-    validators: &ToolValidators,
-    (record, raw, reserved): (&mut TrialRecord, &mut Vec<RawStep>, &mut f64),
-) -> Option<()> {
-    let mut messages = scenario.messages.clone();
-    let mut script = ScriptRun::new(&scenario.script, wording);
-    // A fresh session of the live server per trial: no state leaks between trials.
-    let session = match &scenario.server {
-        None => None,
-        Some(live) => {
-            let connected = tokio::select! {
-                s = McpSession::connect(&live.spec.spec, live.spec.timeout, &|n| std::env::var(n).ok()) => s,
-                () = shared.cancel.cancelled() => return None,
-            };
-            match connected {
-                Ok(s) => Some(s),
-                Err(e) => {
-                    record.error_class = Some(ErrorClass::ServerError);
-                    record.error = Some(format!("live tools: {e}"));
-                    record.trajectory = Some(Trajectory {
-                        calls: Vec::new(),
-                        stop: LoopStop::Error,
-                        final_state: script.final_state(),
-                        step_latency_ms: Vec::new(),
-                    });
-                    return Some(());
-                }
-            }
-        }
-    };
-    let mut calls = Vec::new();
-    let mut step_latency_ms = Vec::new();
-    let mut stop = LoopStop::StepLimit;
-    let mut later: Option<PreparedRequest> = None;
-    for step in 0..scenario.max_steps {
-        let request = later.as_ref().unwrap_or(opening);
-        // The opening request was reserved by the worker; each later one at its own worst
-        // case, now that its body (the conversation so far) is known.
-        if let (Some(budget), true) = (&shared.budget, step > 0) {
-            let worst = arm.worst_case_usd(request);
-            if !budget.reserve(worst) {
-                record.error_class = Some(ErrorClass::Budget);
-                record.error = Some(format!(
-                    "--max-cost: step {step} would cost up to ${worst:.6} and pass the cap; the trial ends here, not scored"
-                ));
-                stop = LoopStop::Error;
-                break;
-            }
-            *reserved += worst;
-        }
-        let step_key = StepKey {
-            conversation: &opening.request_hash,
-            trial: key.trial,
-            step,
-        };
-        let (result, latency) = arm.backend.step(request, step_key, &shared.cancel).await;
-        step_latency_ms.push(latency.as_secs_f64() * 1000.0);
-        if !record_step(shared, record, raw, step, result, latency)? {
-            stop = LoopStop::Error;
-            break;
-        }
-        let Some(turn) = record.turns.last() else {
-            break;
-        };
-        if turn.tool_calls.is_empty() {
-            stop = LoopStop::FinalAnswer;
-            break;
-        }
-        // The calls go back as the model issued them: a call without an id keeps none, and its
-        // result (call id "") is paired by position by each adapter, which gives the wire the
-        // ids its format needs (OpenAI, Anthropic) and sends none where the model sent none
-        // (Gemini must not be sent back ids it never issued).
-        let tool_calls: Vec<ToolCall> = turn.tool_calls.clone();
-        messages.push(Message::Assistant {
-            content: turn.text.clone(),
-            tool_calls: tool_calls.clone(),
-        });
-        let mut live_failed = false;
-        let mut cancelled = false;
-        for c in &tool_calls {
-            let executed = match &session {
-                Some(live) if scenario.is_live(&c.name) => {
-                    match execute_live(live, step, c, &shared.cancel).await {
-                        LiveOutcome::Answered(e) => *e,
-                        LiveOutcome::Cancelled => {
-                            cancelled = true;
-                            break;
-                        }
-                        LiveOutcome::Failed(message) => {
-                            record.error_class = Some(ErrorClass::ServerError);
-                            record.error = Some(format!("live tool {}: {message}", c.name));
-                            live_failed = true;
-                            break;
-                        }
-                    }
-                }
-                _ => script.execute(step, c, validators),
-            };
-            messages.push(Message::Tool {
-                call_id: c.id.clone().unwrap_or_default(),
-                content: executed.content.clone(),
-                is_error: executed.is_error,
-            });
-            calls.push(executed);
-            if script.over_limit() {
-                break;
-            }
-        }
-        if script.over_limit() {
-            stop = LoopStop::StateLimit;
-            break;
-        }
-        if cancelled {
-            if let Some(live) = session {
-                live.shutdown().await;
-            }
-            return None;
-        }
-        if live_failed {
-            stop = LoopStop::Error;
-            break;
-        }
-        if step + 1 < scenario.max_steps {
-            later = Some(arm.backend.prepare(&messages, catalog));
-        }
-    }
-    if let Some(live) = session {
-        live.shutdown().await;
-    }
-    record.usage = total_usage(&record.turns);
-    let trajectory = Trajectory {
-        calls,
-        stop,
-        final_state: script.final_state(),
-        step_latency_ms,
-    };
-    if record.error_class.is_none() {
-        let answer = match stop {
-            LoopStop::FinalAnswer => record
-                .turns
-                .last()
-                .map(|t| t.text.clone().unwrap_or_default()),
-            _ => None,
-        };
-        let score = score_trajectory(&scenario.expect, &trajectory, answer.as_deref(), validators);
-        record.outcome = if score.passed {
-            Outcome::Pass
-        } else {
-            Outcome::Fail
-        };
-        record.scenario = Some(score);
-    }
-    record.trajectory = Some(trajectory);
-    Some(())
-}
-
-enum LiveOutcome {
-    Answered(Box<crate::record::ExecutedCall>),
-    /// The server failed (not a tool-execution error, which is an answer): the trial is an
-    /// infrastructure error, not a model failure.
-    Failed(String),
-    Cancelled,
-}
-
-/// One call executed on the live server. A tool-execution error (`isError`) is an answer the
-/// model reads; a broken connection or protocol error is the server's failure.
-async fn execute_live(
-    session: &McpSession,
-    step: u32,
-    call: &ToolCall,
-    cancel: &crate::provider::Cancel,
-) -> LiveOutcome {
-    let mut out = crate::record::ExecutedCall {
-        step,
-        tool: call.name.clone(),
-        arguments: call.arguments.clone(),
-        unparsed_arguments: call.unparsed_arguments.clone(),
-        kind: crate::record::CallKind::Live,
-        rule: None,
-        content: String::new(),
-        structured: None,
-        is_error: true,
-    };
-    if call.arguments_not_json() {
-        // Nothing a server could parse was produced; answer as a server's validation would.
-        out.content = "Invalid arguments: not valid JSON".to_owned();
-        return LiveOutcome::Answered(Box::new(out));
-    }
-    let result = tokio::select! {
-        r = session.call_tool(&call.name, &call.arguments) => r,
-        () = cancel.cancelled() => return LiveOutcome::Cancelled,
-    };
-    match result {
-        Ok(r) => {
-            out.content = r.text();
-            out.structured = r.structured_content;
-            out.is_error = r.is_error;
-            LiveOutcome::Answered(Box::new(out))
-        }
-        Err(e) => LiveOutcome::Failed(e.to_string()),
-    }
-}
-
 /// Token counts summed over the turns; a count stays unknown when no turn reported it.
 fn total_usage(turns: &[ModelTurn]) -> Usage {
     let sum = |pick: fn(&Usage) -> Option<u64>| {
@@ -1075,19 +747,6 @@ fn spawn_signal_handler(stop: Arc<AtomicBool>, cancel: Cancel) {
             std::process::exit(130);
         }
     });
-}
-
-/// The catalog one case shows under a variant: the variant's, or the case's own
-/// (`"catalog"` in the fixture, which variants do not change).
-fn case_catalog(
-    catalog: &Arc<Catalog>,
-    _variant: &crate::suite::CatalogVariant,
-    case: &crate::suite::Case,
-) -> Arc<Catalog> {
-    match &case.catalog {
-        Some((own, _)) => Arc::clone(own),
-        None => Arc::clone(catalog),
-    }
 }
 
 #[cfg(test)]

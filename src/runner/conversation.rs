@@ -1,0 +1,228 @@
+//! The multi-step loop of a scenario trial: the model asked one step at a time, every tool
+//! call it makes answered from the script or a live MCP server, the results fed back, until
+//! it answers without a call or reaches `max_steps`.
+
+use super::compile::ArmUnit;
+use super::script::ScriptRun;
+use super::{Shared, TrialKey, record_step, total_usage};
+use crate::catalog::Catalog;
+use crate::event::RawStep;
+use crate::mcp::client::McpSession;
+use crate::message::{Message, ToolCall};
+use crate::provider::{ErrorClass, PreparedRequest, StepKey};
+use crate::record::{LoopStop, Outcome, Trajectory, TrialRecord};
+use crate::score::ToolValidators;
+use crate::score::trajectory::score_trajectory;
+use crate::suite::scenario::Scenario;
+
+/// The agent loop of one scenario trial: ask the model, answer every tool call it makes (in
+/// order) from the script, feed the results back, and repeat until it answers without a tool
+/// call or `max_steps` requests were made. Every step is keyed (conversation, trial, step) so
+/// a recording replays it exactly. `None` when Ctrl-C abandoned the trial.
+pub(super) async fn run_scenario_loop(
+    shared: &Shared,
+    key: TrialKey,
+    arm: &ArmUnit,
+    opening: &PreparedRequest,
+    (scenario, catalog, wording): (&Scenario, &Catalog, Option<&str>),
+    validators: &ToolValidators,
+    (record, raw, reserved): (&mut TrialRecord, &mut Vec<RawStep>, &mut f64),
+) -> Option<()> {
+    let mut messages = scenario.messages.clone();
+    let mut script = ScriptRun::new(&scenario.script, wording);
+    // A fresh session of the live server per trial: no state leaks between trials.
+    let session = match &scenario.server {
+        None => None,
+        Some(live) => {
+            let connected = tokio::select! {
+                s = McpSession::connect(&live.spec.spec, live.spec.timeout, &|n| std::env::var(n).ok()) => s,
+                () = shared.cancel.cancelled() => return None,
+            };
+            match connected {
+                Ok(s) => Some(s),
+                Err(e) => {
+                    record.error_class = Some(ErrorClass::ServerError);
+                    record.error = Some(format!("live tools: {e}"));
+                    record.trajectory = Some(Trajectory {
+                        calls: Vec::new(),
+                        stop: LoopStop::Error,
+                        final_state: script.final_state(),
+                        step_latency_ms: Vec::new(),
+                    });
+                    return Some(());
+                }
+            }
+        }
+    };
+    let mut calls = Vec::new();
+    let mut step_latency_ms = Vec::new();
+    let mut stop = LoopStop::StepLimit;
+    let mut later: Option<PreparedRequest> = None;
+    for step in 0..scenario.max_steps {
+        let request = later.as_ref().unwrap_or(opening);
+        // The opening request was reserved by the worker; each later one at its own worst
+        // case, now that its body (the conversation so far) is known.
+        if let (Some(budget), true) = (&shared.budget, step > 0) {
+            let worst = arm.worst_case_usd(request);
+            if !budget.reserve(worst) {
+                record.error_class = Some(ErrorClass::Budget);
+                record.error = Some(format!(
+                    "--max-cost: step {step} would cost up to ${worst:.6} and pass the cap; the trial ends here, not scored"
+                ));
+                stop = LoopStop::Error;
+                break;
+            }
+            *reserved += worst;
+        }
+        let step_key = StepKey {
+            conversation: &opening.request_hash,
+            trial: key.trial,
+            step,
+        };
+        let (result, latency) = arm.backend.step(request, step_key, &shared.cancel).await;
+        step_latency_ms.push(latency.as_secs_f64() * 1000.0);
+        if !record_step(shared, record, raw, step, result, latency)? {
+            stop = LoopStop::Error;
+            break;
+        }
+        let Some(turn) = record.turns.last() else {
+            break;
+        };
+        if turn.tool_calls.is_empty() {
+            stop = LoopStop::FinalAnswer;
+            break;
+        }
+        // The calls go back as the model issued them: a call without an id keeps none, and its
+        // result (call id "") is paired by position by each adapter, which gives the wire the
+        // ids its format needs (OpenAI, Anthropic) and sends none where the model sent none
+        // (Gemini must not be sent back ids it never issued).
+        let tool_calls: Vec<ToolCall> = turn.tool_calls.clone();
+        messages.push(Message::Assistant {
+            content: turn.text.clone(),
+            tool_calls: tool_calls.clone(),
+        });
+        let mut live_failed = false;
+        let mut cancelled = false;
+        for c in &tool_calls {
+            let executed = match &session {
+                Some(live) if scenario.is_live(&c.name) => {
+                    match execute_live(live, step, c, &shared.cancel).await {
+                        LiveOutcome::Answered(e) => *e,
+                        LiveOutcome::Cancelled => {
+                            cancelled = true;
+                            break;
+                        }
+                        LiveOutcome::Failed(message) => {
+                            record.error_class = Some(ErrorClass::ServerError);
+                            record.error = Some(format!("live tool {}: {message}", c.name));
+                            live_failed = true;
+                            break;
+                        }
+                    }
+                }
+                _ => script.execute(step, c, validators),
+            };
+            messages.push(Message::Tool {
+                call_id: c.id.clone().unwrap_or_default(),
+                content: executed.content.clone(),
+                is_error: executed.is_error,
+            });
+            calls.push(executed);
+            if script.over_limit() {
+                break;
+            }
+        }
+        if script.over_limit() {
+            stop = LoopStop::StateLimit;
+            break;
+        }
+        if cancelled {
+            if let Some(live) = session {
+                live.shutdown().await;
+            }
+            return None;
+        }
+        if live_failed {
+            stop = LoopStop::Error;
+            break;
+        }
+        if step + 1 < scenario.max_steps {
+            later = Some(arm.backend.prepare(&messages, catalog));
+        }
+    }
+    if let Some(live) = session {
+        live.shutdown().await;
+    }
+    record.usage = total_usage(&record.turns);
+    let trajectory = Trajectory {
+        calls,
+        stop,
+        final_state: script.final_state(),
+        step_latency_ms,
+    };
+    if record.error_class.is_none() {
+        let answer = match stop {
+            LoopStop::FinalAnswer => record
+                .turns
+                .last()
+                .map(|t| t.text.clone().unwrap_or_default()),
+            _ => None,
+        };
+        let score = score_trajectory(&scenario.expect, &trajectory, answer.as_deref(), validators);
+        record.outcome = if score.passed {
+            Outcome::Pass
+        } else {
+            Outcome::Fail
+        };
+        record.scenario = Some(score);
+    }
+    record.trajectory = Some(trajectory);
+    Some(())
+}
+
+enum LiveOutcome {
+    Answered(Box<crate::record::ExecutedCall>),
+    /// The server failed (not a tool-execution error, which is an answer): the trial is an
+    /// infrastructure error, not a model failure.
+    Failed(String),
+    Cancelled,
+}
+
+/// One call executed on the live server. A tool-execution error (`isError`) is an answer the
+/// model reads; a broken connection or protocol error is the server's failure.
+async fn execute_live(
+    session: &McpSession,
+    step: u32,
+    call: &ToolCall,
+    cancel: &crate::provider::Cancel,
+) -> LiveOutcome {
+    let mut out = crate::record::ExecutedCall {
+        step,
+        tool: call.name.clone(),
+        arguments: call.arguments.clone(),
+        unparsed_arguments: call.unparsed_arguments.clone(),
+        kind: crate::record::CallKind::Live,
+        rule: None,
+        content: String::new(),
+        structured: None,
+        is_error: true,
+    };
+    if call.arguments_not_json() {
+        // Nothing a server could parse was produced; answer as a server's validation would.
+        out.content = "Invalid arguments: not valid JSON".to_owned();
+        return LiveOutcome::Answered(Box::new(out));
+    }
+    let result = tokio::select! {
+        r = session.call_tool(&call.name, &call.arguments) => r,
+        () = cancel.cancelled() => return LiveOutcome::Cancelled,
+    };
+    match result {
+        Ok(r) => {
+            out.content = r.text();
+            out.structured = r.structured_content;
+            out.is_error = r.is_error;
+            LiveOutcome::Answered(Box::new(out))
+        }
+        Err(e) => LiveOutcome::Failed(e.to_string()),
+    }
+}
