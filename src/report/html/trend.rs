@@ -1,0 +1,174 @@
+//! The trend chart of report.html: each run of a series with its interval band.
+
+use super::*;
+
+#[derive(Serialize)]
+pub(super) struct TrendView {
+    id: String,
+    title: String,
+    caption: String,
+    width: f64,
+    height: f64,
+    plot_x0: f64,
+    plot_x1: f64,
+    plot_y0: f64,
+    plot_y1: f64,
+    y_ticks: Vec<YTick>,
+    bands: Vec<String>,
+    line: String,
+    points: Vec<TrendMark>,
+    catalog_marks: Vec<Tick>,
+    notes: Vec<String>,
+}
+
+#[derive(Serialize)]
+pub(super) struct YTick {
+    y: f64,
+    label: String,
+}
+
+#[derive(Serialize)]
+pub(super) struct TrendMark {
+    x: f64,
+    y: f64,
+    lo: Option<f64>,
+    hi: Option<f64>,
+    class: &'static str,
+    current: bool,
+    date: String,
+    flag: &'static str,
+    title: String,
+}
+
+/// A series' case-level means with their interval band, newest runs last.
+pub(super) fn trend_view(t: &Trend, index: usize) -> TrendView {
+    let metric_of = |p: &history::Point| p.line.metric(t.metric).clone();
+    let skip = t.points.len().saturating_sub(TREND_RUNS);
+    let points = &t.points[skip..];
+    let (x0, x1, y0, y1) = (70.0, 860.0, 24.0, 224.0);
+    let y_of = |v: f64| px(y1 - (y1 - y0) * v.clamp(0.0, 1.0));
+    let step = if points.len() > 1 {
+        (x1 - x0) / (points.len() - 1) as f64
+    } else {
+        0.0
+    };
+    let x_of = |i: usize| {
+        if points.len() > 1 {
+            px(x0 + step * i as f64)
+        } else {
+            px((x0 + x1) / 2.0)
+        }
+    };
+    let mut bands = Vec::new();
+    let mut line = Vec::new();
+    let mut marks = Vec::new();
+    let mut catalog_marks = Vec::new();
+    for (i, point) in points.iter().enumerate() {
+        let x = x_of(i);
+        let p = metric_of(point);
+        if let (Some(lo), Some(hi)) = (p.lo, p.hi)
+            && let Some(next) = points.get(i + 1).map(metric_of)
+            && let (Some(nlo), Some(nhi)) = (next.lo, next.hi)
+        {
+            let nx = x_of(i + 1);
+            bands.push(format!(
+                "{x},{} {nx},{} {nx},{} {x},{}",
+                y_of(hi),
+                y_of(nhi),
+                y_of(nlo),
+                y_of(lo)
+            ));
+        }
+        let Some(mean) = p.mean else { continue };
+        let y = y_of(mean);
+        line.push(format!("{x},{y}"));
+        let moved = point.change.as_ref().map_or(Move::None, |c| c.moved);
+        if point.change.as_ref().is_some_and(|c| c.catalog_changed) {
+            catalog_marks.push(Tick {
+                x,
+                label: "catalog changed".to_owned(),
+            });
+        }
+        let interval = match (p.lo, p.hi) {
+            (Some(lo), Some(hi)) => format!(" [{lo:.3}, {hi:.3}]"),
+            _ => String::new(),
+        };
+        let change = match point
+            .change
+            .as_ref()
+            .and_then(|c| c.difference.as_ref().map(|d| (c, d)))
+        {
+            Some((c, d)) => format!(
+                " · vs previous: {:+.3} [{:+.3}, {:+.3}] on {} cases",
+                d.mean, d.interval.lo, d.interval.hi, c.cases
+            ),
+            None => String::new(),
+        };
+        marks.push(TrendMark {
+            x,
+            y,
+            lo: p.lo.map(y_of),
+            hi: p.hi.map(y_of),
+            class: match moved {
+                Move::Drop => "drop",
+                Move::Rise => "rise",
+                Move::None => "steady",
+            },
+            current: t.current_run.as_deref() == Some(point.line.run_id.as_str()),
+            date: point
+                .line
+                .finished_at
+                .get(..16)
+                .unwrap_or(&point.line.finished_at)
+                .replace('T', " "),
+            flag: match moved {
+                Move::Drop => "drop",
+                Move::Rise => "rise",
+                Move::None => "",
+            },
+            title: format!(
+                "run {} · {} · {mean:.3}{interval} ({} cases, n {}){change}",
+                cut(&point.line.run_id, TEXT_CHARS),
+                point.line.finished_at,
+                p.cases,
+                p.n
+            ),
+        });
+    }
+    let mut notes = Vec::new();
+    if skip > 0 {
+        notes.push(format!(
+            "({skip} older runs not drawn; `toolscore history` lists them)"
+        ));
+    }
+    let metric = t.metric.label();
+    TrendView {
+        id: format!("trend-{index}"),
+        title: format!(
+            "Trend: {metric} · {} · {}",
+            t.datasets.join(", "),
+            arm_label(&t.arm)
+        ),
+        caption: format!(
+            "each run's case-level mean {metric} rate with its interval (band); a red point is a significant drop against the previous run (paired by case, the interval of the mean difference below 0), a green one a significant rise; the ringed point is this run"
+        ),
+        width: 940.0,
+        height: 290.0,
+        plot_x0: x0,
+        plot_x1: x1,
+        plot_y0: y0,
+        plot_y1: y1,
+        y_ticks: [0.0, 0.25, 0.5, 0.75, 1.0]
+            .iter()
+            .map(|&v| YTick {
+                y: y_of(v),
+                label: format!("{v}"),
+            })
+            .collect(),
+        bands,
+        line: line.join(" "),
+        points: marks,
+        catalog_marks,
+        notes,
+    }
+}
