@@ -1,0 +1,703 @@
+//! Flags, config and environment turned into a validated [`RunSetup`] before any work: every
+//! check that can fail happens here, before any request or output file. The setup then builds
+//! the run's observers, so the command only wires them.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use super::run::RunArgs;
+use super::{load_suite, usage};
+use crate::decide::gate::sequential::{SequentialGate, SequentialSpec};
+use crate::error::{Error, InputError};
+use crate::event::Observer;
+use crate::provider::cassette::{CASSETTE_FORMAT, Cassette, CassetteHeader, CassetteRecorder};
+use crate::provider::prices::ArmPrice;
+use crate::provider::{ProviderKind, ProviderSettings, SecretString};
+use crate::record::{BASE_VARIANT, Price};
+use crate::report::{
+    Aggregator, ArmInfo, DatasetInfo, Progress, ProgressMode, ReplayInfo, ResultsCsv, RunInfo,
+    ScenarioInfo, VariantInfo,
+};
+use crate::runner::store::ResultsStore;
+use crate::runner::{Arm, RunPlan};
+use std::sync::Arc;
+
+use crate::suite::scenario::Scenario;
+use crate::suite::{Config, Dataset, Defaults, ProviderEntry};
+
+mod arms;
+mod modes;
+mod pricing;
+
+use arms::*;
+pub(super) use modes::sequential_gate;
+use modes::*;
+pub(super) use pricing::plan_price;
+use pricing::*;
+
+/// A validated `run`: the trial plan, and what to do with its events.
+pub struct RunSetup {
+    pub plan: RunPlan,
+    pub out_dir: PathBuf,
+    /// Continuing a run in `out_dir` (`--resume`) rather than starting one.
+    pub resume: bool,
+    pub confidence: f64,
+    pub precision: f64,
+    pub progress: ProgressMode,
+    pub record: Option<Recording>,
+    /// `--gate`s, judged on the summary when the run ends.
+    pub gates: Vec<crate::decide::gate::GateSpec>,
+    pub gate_level: crate::report::GateLevel,
+    /// `--sequential`: the gates judged case by case while the run goes, stopping decided
+    /// cases.
+    pub sequential: Option<SequentialSpec>,
+    /// The config's `lint:` section, for the findings `run` prints beside its weakest tools.
+    pub lint: crate::lint::LintOptions,
+}
+
+/// Where and how to record a cassette.
+pub struct Recording {
+    pub path: PathBuf,
+    pub note: Option<String>,
+}
+
+/// The run's file and display observers, built by [`RunSetup::sinks`].
+pub struct Sinks {
+    pub store: ResultsStore,
+    pub csv: ResultsCsv,
+    pub recorder: Option<CassetteRecorder>,
+    pub progress: Progress,
+    pub aggregator: Aggregator,
+    pub sequential: Option<SequentialGate>,
+    /// Stops an arm at its first auth or quota error.
+    pub provider_stops: crate::provider::stop::ProviderStops,
+}
+
+impl Sinks {
+    /// Every sink, in the order events reach them: files first, so a trial is on disk before it
+    /// is counted.
+    pub fn observers(&mut self) -> Vec<&mut dyn Observer> {
+        let mut list: Vec<&mut dyn Observer> = vec![&mut self.store, &mut self.csv];
+        if let Some(r) = &mut self.recorder {
+            list.push(r);
+        }
+        list.push(&mut self.progress);
+        list.push(&mut self.aggregator);
+        if let Some(s) = &mut self.sequential {
+            list.push(s);
+        }
+        list.push(&mut self.provider_stops);
+        list
+    }
+}
+
+impl RunSetup {
+    /// Creates the run folder and every sink (results.jsonl, results.csv, the cassette). No
+    /// request has been sent yet, so a failure here is bad input (exit 2), and whatever was
+    /// created is removed.
+    pub fn sinks(&self, started: SystemTime) -> Result<Sinks, Error> {
+        let record_existed = self.record.as_ref().is_some_and(|r| r.path.exists());
+        self.open_sinks(started).map_err(|e| {
+            if !self.resume {
+                let _ = std::fs::remove_dir_all(&self.out_dir);
+            }
+            if let Some(rec) = &self.record
+                && !record_existed
+            {
+                let _ = std::fs::remove_file(&rec.path);
+            }
+            match e {
+                Error::Io { context, source } => {
+                    Error::Input(InputError::new(format!("{context}: {source}")))
+                }
+                other => other,
+            }
+        })
+    }
+
+    fn open_sinks(&self, started: SystemTime) -> Result<Sinks, Error> {
+        std::fs::create_dir_all(&self.out_dir)
+            .map_err(|e| Error::io(format!("cannot create {}", self.out_dir.display()), e))?;
+        if !self.resume {
+            super::resume::write_plan_file(&self.out_dir, &self.plan)?;
+        }
+        let recorder = match &self.record {
+            Some(rec) => Some(CassetteRecorder::create(
+                &rec.path,
+                &self.cassette_header(rec, started),
+            )?),
+            None => None,
+        };
+        Ok(Sinks {
+            store: ResultsStore::open(&self.out_dir.join("results.jsonl"))?,
+            csv: ResultsCsv::create(&self.out_dir.join("results.csv"))?,
+            recorder,
+            progress: Progress::new(self.progress)
+                .with_retry_waits(crate::provider::limits::retry_after_waits),
+            aggregator: Aggregator::new(),
+            sequential: match &self.sequential {
+                Some(spec) => Some(sequential_gate(spec.clone(), &self.run_info(started))?),
+                None => None,
+            },
+            provider_stops: crate::provider::stop::ProviderStops::new(
+                self.plan
+                    .arms
+                    .iter()
+                    .map(|a| a.settings.api_key_env.clone())
+                    .collect(),
+            ),
+        })
+    }
+
+    fn cassette_header(&self, rec: &Recording, started: SystemTime) -> CassetteHeader {
+        // `build_plan` allows recording with exactly one live arm.
+        let arm = &self.plan.arms[0];
+        let s = &arm.settings;
+        CassetteHeader {
+            toolscore_cassette: CASSETTE_FORMAT,
+            provider_kind: s.kind,
+            model: s.model.clone(),
+            temperature: s.temperature,
+            max_tokens: s.max_tokens,
+            tool_choice: s.tool_choice,
+            parallel_tool_calls: s.parallel_tool_calls,
+            requests_as_written: true,
+            base_url: s.base_url.clone(),
+            recorded_at: humantime::format_rfc3339_seconds(started).to_string(),
+            toolscore_version: env!("CARGO_PKG_VERSION").to_owned(),
+            variant: arm.variant.clone(),
+            catalogs: self
+                .plan
+                .datasets
+                .iter()
+                .map(|d| {
+                    let fingerprint = d
+                        .variant(&arm.variant)
+                        .map_or(&d.catalog.fingerprint, |v| &v.catalog.fingerprint);
+                    (d.name.clone(), fingerprint.clone())
+                })
+                .chain(self.plan.scenarios.iter().filter_map(|sc| {
+                    sc.catalog_for(&arm.variant).map(|v| {
+                        (
+                            scenario_catalog_key(&sc.name),
+                            v.catalog.fingerprint.clone(),
+                        )
+                    })
+                }))
+                .collect(),
+            note: rec.note.clone(),
+        }
+    }
+
+    /// The run header for the summary, taken before the plan is handed to the runner.
+    pub fn run_info(&self, started: SystemTime) -> RunInfo {
+        let p = &self.plan;
+        RunInfo {
+            run_id: p.run_id.clone(),
+            toolscore_version: env!("CARGO_PKG_VERSION").to_owned(),
+            started_at: humantime::format_rfc3339_seconds(started).to_string(),
+            finished_at: String::new(),
+            trials_per_case: p.trials,
+            concurrency: p.concurrency,
+            arms: p
+                .arms
+                .iter()
+                .map(|a| ArmInfo {
+                    variant: a.variant.clone(),
+                    identity: a.settings.identity(),
+                    replay: a.replay.as_ref().map(|c| ReplayInfo {
+                        cassette: c.path.display().to_string(),
+                        recorded_at: c.header.recorded_at.clone(),
+                        note: c.header.note.clone(),
+                        legacy_requests: !c.header.requests_as_written,
+                    }),
+                })
+                .collect(),
+            recorded_to: self.record.as_ref().map(|r| r.path.display().to_string()),
+            datasets: p
+                .datasets
+                .iter()
+                .map(|d| DatasetInfo {
+                    name: d.name.clone(),
+                    catalog_source: d.catalog.source.clone(),
+                    catalog_fingerprint: d.catalog.fingerprint.clone(),
+                    catalog_server: d.live.clone(),
+                    cases: d.cases.len(),
+                    variants: d
+                        .variants
+                        .iter()
+                        .filter(|v| v.file.is_some() && p.arms.iter().any(|a| a.variant == v.name))
+                        .map(|v| VariantInfo {
+                            name: v.name.clone(),
+                            file: v.file.clone().unwrap_or_default(),
+                            note: v.note.clone(),
+                            catalog_fingerprint: v.catalog.fingerprint.clone(),
+                        })
+                        .collect(),
+                    case_gates: d
+                        .cases
+                        .iter()
+                        .filter_map(|c| c.gate.map(|g| (c.id.clone(), g)))
+                        .collect(),
+                    case_trials: d
+                        .cases
+                        .iter()
+                        .filter_map(|c| c.trials.map(|t| (c.id.clone(), t)))
+                        .collect(),
+                })
+                .collect(),
+            scenarios: p
+                .scenarios
+                .iter()
+                .map(|sc| ScenarioInfo {
+                    name: sc.name.clone(),
+                    file: sc.file.display().to_string(),
+                    catalog_source: sc.catalogs[0].catalog.source.clone(),
+                    catalog_fingerprint: sc.catalogs[0].catalog.fingerprint.clone(),
+                    max_steps: sc.max_steps,
+                    trials: sc.trials,
+                    expects: sc.expect.label(),
+                })
+                .collect(),
+            shard: p.shard.map(|s| crate::report::ShardInfo {
+                index: s.index,
+                count: s.count,
+                plan: super::resume::plan_digest(p),
+            }),
+        }
+    }
+}
+
+/// Turns flags, config and environment into a setup; every check that can fail happens here,
+/// before any request or output file. `env` is injected so tests need not touch the process
+/// environment.
+pub fn build_plan(
+    args: RunArgs,
+    env: &(dyn Fn(&str) -> Option<String> + Sync),
+) -> Result<RunSetup, Error> {
+    let gates = super::gate::parse_gates(&args.gate.gates)?;
+    let super::LoadedSuite {
+        config,
+        datasets,
+        scenarios,
+    } = load_suite(&args.suite)?;
+    let defaults = &config.defaults;
+
+    let names: Vec<String> = if args.providers.is_empty() {
+        match config.providers.keys().next() {
+            _ if defaults.provider.is_some() => defaults.provider.iter().cloned().collect(),
+            Some(only) if config.providers.len() == 1 => vec![only.clone()],
+            _ => {
+                return Err(usage(&format!(
+                    "choose a provider with --provider (a name from toolscore.yaml, or {} with --base-url and --model)",
+                    ProviderKind::known()
+                )));
+            }
+        }
+    } else {
+        args.providers.clone()
+    };
+
+    let variants = checked_variants(&args.variants, &datasets, &scenarios)?;
+    let mut arms = Vec::with_capacity(names.len() * variants.len());
+    let mut fewest_recorded: Option<(u32, String, String)> = None;
+    for name in &names {
+        let replay_path = match name.strip_prefix("replay:") {
+            Some(path) => Some((PathBuf::from(path), "replay")),
+            None => config
+                .providers
+                .get(name)
+                .filter(|e| e.kind == crate::suite::REPLAY_KIND)
+                .and_then(|e| e.cassette.clone())
+                .map(|c| (c, name.as_str())),
+        };
+        let new_arms = match replay_path {
+            Some((path, arm_name)) => {
+                let path = path.display().to_string();
+                let path = path.as_str();
+                if !args.variants.is_empty() {
+                    return Err(variant_with_replay(
+                        name,
+                        args.providers.is_empty(),
+                        &args.variants,
+                        &config,
+                    ));
+                }
+                let (mut arm, fewest, hint) =
+                    replay_arm(Path::new(path), arm_name, &args, &datasets, &scenarios)?;
+                arm.price = arm_price(arm_name, &arm.settings, &config);
+                if fewest_recorded.as_ref().is_none_or(|(f, _, _)| fewest < *f) {
+                    fewest_recorded = Some((fewest, hint, path.to_owned()));
+                }
+                vec![arm]
+            }
+            None => {
+                let arm = live_arm(name, &config, &args, env)?;
+                variants
+                    .iter()
+                    .map(|v| Arm {
+                        settings: arm.settings.clone(),
+                        variant: v.clone(),
+                        replay: None,
+                        price: arm.price.clone(),
+                    })
+                    .collect()
+            }
+        };
+        for arm in new_arms {
+            if arms
+                .iter()
+                .any(|a: &Arm| a.settings.name == arm.settings.name && a.variant == arm.variant)
+            {
+                return Err(usage(&format!(
+                    "two arms are named `{}` with variant `{}`; give each provider its own name in toolscore.yaml",
+                    arm.settings.name, arm.variant
+                )));
+            }
+            arms.push(arm);
+        }
+    }
+    if args.record.is_some() && arms.len() != 1 {
+        return Err(usage(
+            "--record records one arm; run with a single --provider and a single --variant to record",
+        ));
+    }
+    if let Some(path) = &args.record {
+        check_record_path(path, args.force)?;
+    }
+
+    let trials = match (&fewest_recorded, args.trials.or(args.max_trials)) {
+        (_, Some(t)) => t,
+        (Some((fewest, _, _)), None) => *fewest,
+        (None, None) if args.gate.sequential => DEFAULT_MAX_TRIALS,
+        (None, None) => defaults.trials.unwrap_or(50),
+    };
+    if trials == 0 {
+        return Err(usage("--trials must be at least 1"));
+    }
+    if let Some((fewest, hint, _)) = &fewest_recorded
+        && trials > *fewest
+    {
+        return Err(InputError::new(format!(
+            "--trials {trials} needs {trials} recordings per case, but {hint}"
+        ))
+        .into());
+    }
+    check_case_trials_recorded(&arms, &datasets)?;
+    let sequential = if args.gate.sequential {
+        if args.gate.gate_level != crate::report::GateLevel::Case {
+            return Err(usage(
+                "--sequential judges each case on its own: add --gate-level case (a sequential test on trials pooled across cases would not be valid)",
+            ));
+        }
+        let spec = SequentialSpec {
+            gates: gates.clone(),
+            confidence: checked_confidence(
+                args.confidence.or(defaults.confidence).unwrap_or(0.95),
+            )?,
+            p1: args.gate.sprt_p1,
+            max_trials: trials,
+        };
+        let case_thresholds: Vec<f64> = datasets
+            .iter()
+            .flat_map(|d| d.cases.iter().filter_map(|c| c.gate))
+            .collect();
+        spec.check(&case_thresholds).map_err(|e| usage(&e))?;
+        Some(spec)
+    } else {
+        None
+    };
+    check_budget(&args, &config, &arms)?;
+    let shard = checked_shard(&args, env)?;
+    let batch_poll = checked_batch(&args, &arms, &scenarios, &gates)?;
+    let common = common_settings(&args, defaults)?;
+    let batch = batch_poll.map(|poll| crate::runner::batch::BatchMode {
+        state_file: common.out_dir.join(crate::runner::batch::STATE_FILE),
+        poll,
+        progress: args.progress != ProgressMode::Off,
+    });
+    Ok(RunSetup {
+        plan: RunPlan {
+            run_id: common.run_id,
+            trials,
+            concurrency: common.concurrency,
+            arms,
+            datasets,
+            scenarios,
+            done: Default::default(),
+            shard,
+            batch,
+            max_cost: args.max_cost,
+        },
+        out_dir: common.out_dir,
+        resume: args.resume.is_some(),
+        confidence: common.confidence,
+        precision: common.precision,
+        progress: args.progress,
+        record: args.record.map(|path| Recording {
+            path,
+            note: args.record_note,
+        }),
+        gates,
+        gate_level: args.gate.gate_level,
+        sequential,
+        lint: crate::lint::LintOptions::from_config(&config.lint),
+    })
+}
+
+/// The `--variant`s, each present in every dataset; `base` when none is given.
+fn checked_variants(
+    given: &[String],
+    datasets: &[Dataset],
+    scenarios: &[Arc<Scenario>],
+) -> Result<Vec<String>, Error> {
+    if given.is_empty() {
+        return Ok(vec![BASE_VARIANT.to_owned()]);
+    }
+    let mut out: Vec<String> = Vec::with_capacity(given.len());
+    for name in given {
+        if out.contains(name) {
+            return Err(usage(&format!("--variant {name} is given twice")));
+        }
+        for d in datasets {
+            if d.variant(name).is_none() {
+                return Err(InputError::new(format!(
+                    "--variant {name}: dataset `{}` has no {}/variants/{name}.json (its variants: {})",
+                    d.name,
+                    d.dir.display(),
+                    d.variant_names().join(", ")
+                ))
+                .into());
+            }
+        }
+        for sc in scenarios {
+            if sc.catalog_for(name).is_none() {
+                return Err(InputError::new(format!(
+                    "--variant {name}: scenario `{}` has no such variant: neither its catalog nor its results define it (its variants: {})",
+                    sc.name,
+                    sc.variant_names().join(", ")
+                ))
+                .into());
+            }
+        }
+        out.push(name.clone());
+    }
+    Ok(out)
+}
+
+/// The key of a scenario's catalog in a cassette header's `catalogs` (beside dataset names).
+pub(crate) fn scenario_catalog_key(scenario: &str) -> String {
+    format!("{}/{scenario}", crate::suite::scenario::SCENARIO_DATASET)
+}
+
+/// Settings every run has, live or replayed.
+struct CommonSettings {
+    concurrency: usize,
+    confidence: f64,
+    precision: f64,
+    run_id: String,
+    out_dir: PathBuf,
+}
+
+fn common_settings(args: &RunArgs, defaults: &Defaults) -> Result<CommonSettings, Error> {
+    let concurrency = args.concurrency.or(defaults.concurrency).unwrap_or(8);
+    if concurrency == 0 || concurrency > 4096 {
+        return Err(usage("--concurrency must be between 1 and 4096"));
+    }
+    ensure_file_descriptors(concurrency)?;
+    let confidence = checked_confidence(args.confidence.or(defaults.confidence).unwrap_or(0.95))?;
+    let precision = checked_precision(args.precision.or(defaults.precision).unwrap_or(0.05))?;
+    if let Some(dir) = &args.resume {
+        // The run keeps its id and folder; `resume` checks the folder against the plan.
+        let run_id = dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .ok_or_else(|| usage("--resume needs a run folder (reports/<run-id>)"))?;
+        if !dir.join(super::resume::PLAN_FILE).is_file() {
+            return Err(usage(&format!(
+                "--resume {}: no {} there (is it a run folder written by this toolscore?)",
+                dir.display(),
+                super::resume::PLAN_FILE
+            )));
+        }
+        return Ok(CommonSettings {
+            concurrency,
+            confidence,
+            precision,
+            run_id,
+            out_dir: dir.clone(),
+        });
+    }
+    let run_id = checked_run_id(args.run_id.clone())?;
+    let out_dir = args.out.join(&run_id);
+    if out_dir.symlink_metadata().is_ok() {
+        return Err(usage(&format!(
+            "{} already exists; choose another --run-id (or --resume it)",
+            out_dir.display()
+        )));
+    }
+    check_writable_dir(&args.out, "--out")?;
+    Ok(CommonSettings {
+        concurrency,
+        confidence,
+        precision,
+        run_id,
+        out_dir,
+    })
+}
+
+/// A confidence level every interval can use.
+pub(super) fn checked_confidence(confidence: f64) -> Result<f64, Error> {
+    if confidence > 0.5 && confidence < 1.0 {
+        Ok(confidence)
+    } else {
+        Err(usage("--confidence must be between 0.5 and 1 (e.g. 0.95)"))
+    }
+}
+
+/// A target half-width the sample-size warnings can use.
+pub(super) fn checked_precision(precision: f64) -> Result<f64, Error> {
+    if precision > 0.0 && precision < 0.5 {
+        Ok(precision)
+    } else {
+        Err(usage(
+            "--precision must be between 0 and 0.5 (a half-width, e.g. 0.05)",
+        ))
+    }
+}
+
+/// `dir` (which need not exist yet) can hold the run's folder: every part of it that exists is
+/// a folder (not a file, not a dangling link) and the deepest existing one accepts a new file.
+/// Checked before any request so a bad output location is bad input (exit 2), not a run that
+/// cannot save what it measured. The probe file is removed at once: nothing is left behind.
+fn check_writable_dir(dir: &Path, flag: &str) -> Result<(), Error> {
+    let bad = |why: String| usage(&format!("{flag} {}: {why}", dir.display()));
+    let mut existing = dir;
+    loop {
+        match existing.symlink_metadata() {
+            Ok(_) => break,
+            Err(_) => match existing.parent() {
+                Some(p) if !p.as_os_str().is_empty() => existing = p,
+                _ => {
+                    existing = Path::new(".");
+                    break;
+                }
+            },
+        }
+    }
+    match std::fs::metadata(existing) {
+        Ok(m) if m.is_dir() => {}
+        Ok(_) => return Err(bad(format!("{} is not a folder", existing.display()))),
+        Err(_) => {
+            return Err(bad(format!(
+                "{} is a link to something that does not exist",
+                existing.display()
+            )));
+        }
+    }
+    let probe = existing.join(format!(".toolscore-probe-{}", std::process::id()));
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+    {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&probe);
+            Ok(())
+        }
+        Err(e) => Err(bad(format!("cannot write in {}: {e}", existing.display()))),
+    }
+}
+
+/// The cassette path is a file that does not exist yet (or `--force`), in a folder that can
+/// hold it.
+fn check_record_path(path: &Path, force: bool) -> Result<(), Error> {
+    match path.symlink_metadata() {
+        Ok(m) if m.is_dir() => {
+            return Err(usage(&format!(
+                "--record {}: is a folder; name a cassette file (e.g. my.cassette.jsonl.gz)",
+                path.display()
+            )));
+        }
+        Ok(_) if !force => {
+            return Err(usage(&format!(
+                "--record {}: the file exists; choose another name, or add --force to overwrite it",
+                path.display()
+            )));
+        }
+        _ => {}
+    }
+    match path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        Some(parent) => check_writable_dir(parent, "--record"),
+        None => Ok(()),
+    }
+}
+
+/// Descriptors a run needs beyond one socket per trial in flight: its output files, the
+/// cassette, the runtime's own, stdio, and room for the summary at the end.
+const FD_HEADROOM: u64 = 64;
+
+/// Each trial in flight holds a socket. Raises the soft limit on open files towards the hard
+/// limit when the concurrency needs it, and refuses a concurrency the limit cannot serve
+/// (before any request, rather than losing the summary to "too many open files" at the end).
+fn ensure_file_descriptors(concurrency: usize) -> Result<(), Error> {
+    let need = concurrency as u64 + FD_HEADROOM;
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes into the struct we own; no other memory is touched.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        return Ok(());
+    }
+    let unlimited = libc::RLIM_INFINITY;
+    if limit.rlim_cur == unlimited || limit.rlim_cur >= need {
+        return Ok(());
+    }
+    if limit.rlim_max == unlimited || limit.rlim_max >= need {
+        let raised = libc::rlimit {
+            rlim_cur: need,
+            rlim_max: limit.rlim_max,
+        };
+        // SAFETY: setrlimit reads the struct we own.
+        if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+            return Ok(());
+        }
+    }
+    Err(usage(&format!(
+        "--concurrency {concurrency} needs about {need} open files, but this process may open only {} (ulimit -n); lower --concurrency or raise the limit",
+        limit.rlim_cur
+    )))
+}
+
+/// Longest run id: it names a folder, and file systems limit a name to 255 bytes.
+const MAX_RUN_ID: usize = 128;
+
+fn checked_run_id(given: Option<String>) -> Result<String, Error> {
+    match given {
+        Some(id) if id.len() > MAX_RUN_ID => Err(usage(&format!(
+            "--run-id may be at most {MAX_RUN_ID} characters (got {})",
+            id.len()
+        ))),
+        Some(id)
+            if id.is_empty()
+                || !id
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+                || id.starts_with('.') =>
+        {
+            Err(usage(
+                "--run-id may only contain letters, digits, '-', '_' and '.'",
+            ))
+        }
+        Some(id) => Ok(id),
+        None => Ok(new_run_id()),
+    }
+}
+
+/// `20261202T223500Z-3fa1`: sortable, and unique enough for runs started the same second.
+fn new_run_id() -> String {
+    let now = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
+    let compact: String = now.chars().filter(|c| c.is_ascii_alphanumeric()).collect();
+    format!("{compact}-{:04x}", rand::random::<u16>())
+}

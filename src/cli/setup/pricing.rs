@@ -1,0 +1,170 @@
+//! What an arm's tokens cost, and `--max-cost` checked against the plan's estimate before
+//! anything is sent.
+
+use super::*;
+
+/// `--shard i/n` or `--shard auto` (index from `JOB_COMPLETION_INDEX`, count from
+/// `--shard-count`), refused beside the flags that need the whole plan in one process.
+/// An arm's price: `prices:` in the config under the provider's name, then under
+/// `KIND:MODEL`, then the shipped table; `None` when none knows it.
+pub(super) fn arm_price(name: &str, s: &ProviderSettings, config: &Config) -> Option<ArmPrice> {
+    let kind_model = format!("{}:{}", s.kind, s.model);
+    for key in [name, kind_model.as_str()] {
+        if let Some(p) = config.prices.get(key) {
+            return Some(ArmPrice {
+                price: Price {
+                    input: p.input,
+                    output: p.output,
+                    cache_read: p.cache_read,
+                    cache_write: p.cache_write,
+                },
+                batch_discount: p.batch_discount,
+                source: match &p.source {
+                    Some(src) => format!("toolscore.yaml prices.{key} ({src})"),
+                    None => format!("toolscore.yaml prices.{key}"),
+                },
+            });
+        }
+    }
+    crate::provider::prices::shipped().lookup(s.kind.as_str(), &s.model, &s.base_url)
+}
+
+/// The price `toolscore plan` shows options at: `--provider`, else the provider `run` would
+/// use. `None` (tokens only) when that provider has no price; a note says so when it was
+/// named.
+pub(in crate::cli) fn plan_price(
+    given: Option<&str>,
+    config: &Config,
+) -> Result<Option<crate::decide::sample_size::PlanPrice>, Error> {
+    let name = match given {
+        Some(n) => n.to_owned(),
+        None => match (&config.defaults.provider, config.providers.len()) {
+            (Some(d), _) => d.clone(),
+            (None, 1) => config.providers.keys().next().cloned().unwrap_or_default(),
+            _ => return Ok(None),
+        },
+    };
+    let settings = match config.providers.get(&name) {
+        Some(e) if e.kind == crate::suite::REPLAY_KIND => {
+            let Some(path) = &e.cassette else {
+                return Ok(None);
+            };
+            let h = Cassette::load(path)?.header;
+            let mut s = ProviderSettings::new(h.provider_kind, &name, h.base_url, h.model);
+            s.max_tokens = h.max_tokens;
+            s.tool_choice = h.tool_choice;
+            s.parallel_tool_calls = h.parallel_tool_calls;
+            s
+        }
+        Some(e) => {
+            let kind: ProviderKind = e.kind.parse().map_err(|_| {
+                usage(&format!(
+                    "provider `{name}`: unknown kind `{}` (known: {})",
+                    e.kind,
+                    ProviderKind::known()
+                ))
+            })?;
+            let base_url = if e.base_url.is_empty() {
+                kind.adapter()
+                    .default_base_url()
+                    .unwrap_or_default()
+                    .to_owned()
+            } else {
+                e.base_url.clone()
+            };
+            let mut s = ProviderSettings::new(kind, &name, base_url, e.model.clone());
+            s.max_tokens = e.max_tokens.or(config.defaults.max_tokens);
+            s
+        }
+        None => {
+            let Some((kind, model)) = name
+                .split_once(':')
+                .and_then(|(k, m)| Some((k.parse::<ProviderKind>().ok()?, m)))
+                .filter(|(_, m)| !m.is_empty())
+            else {
+                return Err(usage(&format!(
+                    "--provider `{name}` is neither a provider in the config nor KIND:MODEL ({})",
+                    ProviderKind::known()
+                )));
+            };
+            let base_url = kind.adapter().default_base_url().unwrap_or_default();
+            ProviderSettings::new(kind, &name, base_url, model)
+        }
+    };
+    let Some(price) = arm_price(&name, &settings, config) else {
+        if given.is_some() {
+            eprintln!(
+                "note: no price for {}:{} in the price table of {} or toolscore.yaml; options are shown in tokens only",
+                settings.kind,
+                settings.model,
+                crate::provider::prices::shipped().as_of
+            );
+        }
+        return Ok(None);
+    };
+    Ok(Some(crate::decide::sample_size::PlanPrice {
+        provider: if name == format!("{}:{}", settings.kind, settings.model) {
+            name.clone()
+        } else {
+            format!("{name} ({}:{})", settings.kind, settings.model)
+        },
+        price: price.price,
+        source: price.source,
+        assumed_output_per_request: settings
+            .max_tokens
+            .map_or(crate::runner::budget::ASSUMED_OUTPUT_TOKENS, u64::from)
+            as f64,
+    }))
+}
+
+/// `prices:` keys name known kinds, and `--max-cost` is a positive amount with a price for
+/// every arm: an arm it cannot cost cannot be capped.
+pub(super) fn check_budget(args: &RunArgs, config: &Config, arms: &[Arm]) -> Result<(), Error> {
+    for key in config.prices.keys() {
+        if config.providers.contains_key(key) {
+            continue;
+        }
+        if let Some((kind, _)) = key.split_once(':')
+            && kind.parse::<ProviderKind>().is_err()
+        {
+            return Err(usage(&format!(
+                "prices.{key} in the config: `{kind}` is not a provider kind ({})",
+                ProviderKind::known()
+            )));
+        }
+    }
+    let Some(max) = args.max_cost else {
+        return Ok(());
+    };
+    if !(max.is_finite() && max > 0.0) {
+        return Err(usage(
+            "--max-cost must be a positive amount of US dollars (e.g. 5 or 0.50)",
+        ));
+    }
+    if let Some(arm) = arms.iter().find(|a| a.price.is_none()) {
+        return Err(usage(&format!(
+            "--max-cost: provider `{}` ({}:{}) has no price in the price table of {}, so its spend cannot be capped; give it one under `prices:` in toolscore.yaml (`{}: {{input: …, output: …}}`, US dollars per million tokens)",
+            arm.settings.name,
+            arm.settings.kind,
+            arm.settings.model,
+            crate::provider::prices::shipped().as_of,
+            arm.settings.name
+        )));
+    }
+    // The cap reserves each request at its worst case, which needs a bound on its output
+    // (unless output is free).
+    if let Some(arm) = arms.iter().find(|a| {
+        a.price.as_ref().is_some_and(|p| p.price.output > 0.0)
+            && a.settings
+                .kind
+                .adapter()
+                .output_bound(&a.settings)
+                .is_none()
+    }) {
+        return Err(usage(&format!(
+            "--max-cost: provider `{}` sends no max_tokens, so nothing bounds what one request can cost and the cap could not hold; set max_tokens for it (--max-tokens or `max_tokens:` in toolscore.yaml)",
+            arm.settings.name
+        )));
+    }
+    Ok(())
+}
