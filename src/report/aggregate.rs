@@ -1,160 +1,20 @@
 //! Incremental aggregation: one `add` per finished trial, `finish` once at the end. Keyed by
 //! what each record says (arm, dataset, case), never by its position in a plan, so a
-//! `results.jsonl` alone re-aggregates into the same summary ([`reaggregate`]).
+//! `results.jsonl` alone re-aggregates into the same summary (`report::reaggregate`).
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
-use serde::{Deserialize, Serialize};
-
+use super::cost_agg::{ArmCostAgg, cost_summary};
+use super::run_info::RunInfo;
 use super::{
     ArgFailureShare, ArgFailureSummary, ArmLatencyDistribution, ArmSummary, CaseSummary,
     ConfusionCell, GroupSummary, InfraSummary, LatencyDistributions, Metric, Metrics, RateStat,
-    Summary, SummaryHeader, TokenSummary, ToolAccuracy, ToolArgFailures, Warning,
+    Summary, TokenSummary, ToolAccuracy, ToolArgFailures, Warning,
 };
-use crate::error::{Error, InputError};
+use crate::error::Error;
 use crate::event::{Control, Observer, RunEvent, RunTotals};
-use crate::record::{ArgFailureKind, ArmId, ModelIdentity, Outcome, TrialRecord, TrialScore};
+use crate::record::{ArgFailureKind, ArmId, Outcome, TrialRecord, TrialScore};
 use crate::stats;
-
-/// What was run, for the report header and for telling runs apart later.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RunInfo {
-    pub run_id: String,
-    pub toolscore_version: String,
-    pub started_at: String,
-    pub finished_at: String,
-    pub trials_per_case: u32,
-    pub concurrency: usize,
-    /// The arms in plan order.
-    pub arms: Vec<ArmInfo>,
-    /// The cassette this run recorded, if any.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub recorded_to: Option<String>,
-    pub datasets: Vec<DatasetInfo>,
-    /// The multi-step scenarios run beside the datasets.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub scenarios: Vec<ScenarioInfo>,
-    /// `run --shard i/n`: this run holds one slice of a plan; `toolscore merge` joins them.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub shard: Option<ShardInfo>,
-}
-
-/// The slice of a plan a sharded run holds.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ShardInfo {
-    /// 0-based.
-    pub index: u32,
-    pub count: u32,
-    /// `sha256:` of the whole plan (arms, datasets, catalogs, cases, trials) without the
-    /// shard: every shard of one plan carries the same.
-    pub plan: String,
-}
-
-impl RunInfo {
-    /// Planned trials of a case: its fixture's own `"trials"`, or the run's.
-    pub fn planned_trials(&self, dataset: &str, case: &str) -> u32 {
-        if dataset == crate::record::SCENARIO_DATASET
-            && let Some(s) = self.scenarios.iter().find(|s| s.name == case)
-        {
-            return s.trials.unwrap_or(self.trials_per_case);
-        }
-        self.datasets
-            .iter()
-            .find(|d| d.name == dataset)
-            .and_then(|d| d.case_trials.get(case).copied())
-            .unwrap_or(self.trials_per_case)
-    }
-}
-
-/// A scenario as a run used it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ScenarioInfo {
-    pub name: String,
-    pub file: String,
-    pub catalog_source: String,
-    pub catalog_fingerprint: String,
-    pub max_steps: u32,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub trials: Option<u32>,
-    /// What it expects, as a label (`find_customer → apply_credit`).
-    pub expects: String,
-}
-
-#[cfg(test)]
-impl RunInfo {
-    /// An empty header for unit tests.
-    pub(crate) fn for_test(trials_per_case: u32) -> Self {
-        RunInfo {
-            run_id: "r".into(),
-            toolscore_version: "0".into(),
-            started_at: String::new(),
-            finished_at: String::new(),
-            trials_per_case,
-            concurrency: 1,
-            arms: Vec::new(),
-            recorded_to: None,
-            datasets: Vec::new(),
-            scenarios: Vec::new(),
-            shard: None,
-        }
-    }
-}
-
-/// One arm: which catalog variant, and who answered.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ArmInfo {
-    pub variant: String,
-    #[serde(flatten)]
-    pub identity: ModelIdentity,
-    /// Set when this arm's responses were replayed from a cassette instead of fetched.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub replay: Option<ReplayInfo>,
-}
-
-/// Provenance of replayed responses, shown at the top of every report.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ReplayInfo {
-    pub cassette: String,
-    pub recorded_at: String,
-    pub note: Option<String>,
-    /// Recorded before requests were sent as written (`CassetteHeader::requests_as_written`).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub legacy_requests: bool,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct DatasetInfo {
-    pub name: String,
-    pub catalog_source: String,
-    pub catalog_fingerprint: String,
-    /// The live MCP server the catalog was listed from at the start of the run
-    /// (`dataset.yaml`): how it was reached, its name, version and protocol version.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub catalog_server: Option<crate::catalog::source::LiveSource>,
-    pub cases: usize,
-    /// The overlays (`variants/<name>.json`) the run's arms were shown, other than the base:
-    /// name, file, note and the fingerprint of the catalog they produce.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub variants: Vec<VariantInfo>,
-    /// Cases with their own bar under a case-level gate (`"gate"` in the fixture): case id →
-    /// threshold. Kept here so `toolscore report --gate` judges a finished run the same way.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub case_gates: BTreeMap<String, f64>,
-    /// Cases with their own number of trials (`"trials"` in the fixture): case id → trials.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub case_trials: BTreeMap<String, u32>,
-}
-
-/// A catalog variant as a run used it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct VariantInfo {
-    pub name: String,
-    pub file: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub note: Option<String>,
-    pub catalog_fingerprint: String,
-}
 
 /// Distinct failure details shown per case: the most frequent (ties by text), the rest summed
 /// under "(other)". Chosen at the end from up to [`MAX_FAILURE_TRACKED`] counted details, so
@@ -558,7 +418,7 @@ impl ArmAgg {
 }
 
 /// Folds `TrialRecord`s into counters per arm and case; memory is flat in the number of
-/// trials. An observer of the run, or fed from a `results.jsonl` by [`reaggregate`].
+/// trials. An observer of the run, or fed from a `results.jsonl` by `report::reaggregate`.
 #[derive(Default)]
 pub struct Aggregator {
     arms: BTreeMap<ArmId, ArmAgg>,
@@ -567,115 +427,6 @@ pub struct Aggregator {
     scenarios: super::scenario::ScenarioAggregator,
     /// Cost of every record, scenarios included.
     cost: BTreeMap<ArmId, ArmCostAgg>,
-}
-
-/// Dollars and tokens summed over trials.
-#[derive(Debug, Clone, Default)]
-struct CostCounts {
-    usd: f64,
-    trials: u64,
-    priced: u64,
-    input: u64,
-    output: u64,
-    cache_read: u64,
-    cache_write: u64,
-}
-
-impl CostCounts {
-    fn add(&mut self, record: &TrialRecord) {
-        self.trials += 1;
-        if let Some(c) = &record.cost {
-            self.priced += 1;
-            self.usd += c.usd;
-        }
-        let u = &record.usage;
-        self.input += u.input_tokens.unwrap_or(0);
-        self.output += u.output_tokens.unwrap_or(0);
-        self.cache_read += u.cache_read_tokens.unwrap_or(0);
-        self.cache_write += u.cache_write_tokens.unwrap_or(0);
-    }
-
-    fn merge(&mut self, o: &CostCounts) {
-        self.usd += o.usd;
-        self.trials += o.trials;
-        self.priced += o.priced;
-        self.input += o.input;
-        self.output += o.output;
-        self.cache_read += o.cache_read;
-        self.cache_write += o.cache_write;
-    }
-
-    fn usd(&self) -> Option<f64> {
-        (self.priced > 0).then_some(self.usd)
-    }
-
-    fn figures(&self) -> super::CostFigures {
-        super::CostFigures {
-            usd: self.usd(),
-            trials: self.trials,
-            priced_trials: self.priced,
-            input_tokens: self.input,
-            output_tokens: self.output,
-            cache_read_tokens: self.cache_read,
-            cache_write_tokens: self.cache_write,
-        }
-    }
-}
-
-#[derive(Debug, Default)]
-struct ArmCostAgg {
-    all: CostCounts,
-    /// (dataset, case) → counts.
-    cases: BTreeMap<(String, String), CostCounts>,
-    sources: Vec<String>,
-}
-
-impl ArmCostAgg {
-    fn add(&mut self, record: &TrialRecord) {
-        self.all.add(record);
-        self.cases
-            .entry((record.dataset.clone(), record.case_id.clone()))
-            .or_default()
-            .add(record);
-        if let Some(cost) = &record.cost
-            && !self.sources.contains(&cost.price_source)
-        {
-            self.sources.push(cost.price_source.clone());
-        }
-    }
-
-    fn finish(self, arm: ArmId) -> super::ArmCost {
-        let a = &self.all;
-        super::ArmCost {
-            arm,
-            figures: a.figures(),
-            usd_per_trial: (a.priced > 0).then(|| a.usd / a.priced as f64),
-            price_sources: self.sources,
-            cases: self
-                .cases
-                .into_iter()
-                .map(|((dataset, case_id), c)| super::CaseCost {
-                    dataset,
-                    case_id,
-                    usd: c.usd(),
-                    trials: c.trials,
-                    priced_trials: c.priced,
-                })
-                .collect(),
-        }
-    }
-}
-
-/// The run's cost from each arm's.
-fn cost_summary(arms: BTreeMap<ArmId, ArmCostAgg>) -> super::CostSummary {
-    let mut all = CostCounts::default();
-    for agg in arms.values() {
-        all.merge(&agg.all);
-    }
-    super::CostSummary {
-        total: all.figures(),
-        arms: arms.into_iter().map(|(id, agg)| agg.finish(id)).collect(),
-    }
 }
 
 impl Aggregator {
@@ -784,86 +535,6 @@ impl Observer for Aggregator {
         }
         Ok(Control::Continue)
     }
-}
-
-/// Re-aggregates a run from its `results.jsonl` alone, streaming one record at a time: the
-/// same summary the run wrote, given its header (what records do not hold: when and how it
-/// ran, how many trials were planned or skipped). A line that is not a record is bad input
-/// (file and line).
-pub fn reaggregate(
-    results: &Path,
-    header: SummaryHeader,
-    confidence: f64,
-    precision: f64,
-) -> Result<Summary, Error> {
-    reaggregate_with_latency(results, header, confidence, precision).map(|(summary, _)| summary)
-}
-
-/// [`reaggregate`], with the latency distributions a latency gate needs.
-pub fn reaggregate_with_latency(
-    results: &Path,
-    header: SummaryHeader,
-    confidence: f64,
-    precision: f64,
-) -> Result<(Summary, LatencyDistributions), Error> {
-    reaggregate_rescored(results, header, confidence, precision, &mut |_| {})
-}
-
-/// [`reaggregate_with_latency`], with each record passed through `rescore` before it is counted
-/// (`toolscore report` re-scores a run whose fixtures changed since).
-pub fn reaggregate_rescored(
-    results: &Path,
-    header: SummaryHeader,
-    confidence: f64,
-    precision: f64,
-    rescore: &mut dyn FnMut(&mut TrialRecord),
-) -> Result<(Summary, LatencyDistributions), Error> {
-    let mut agg = Aggregator::new();
-    let mut completed = 0;
-    for_each_record_mut(results, &mut |record| {
-        rescore(record);
-        agg.add(record);
-        completed += 1;
-    })?;
-    let totals = RunTotals {
-        planned_trials: header.planned_trials,
-        completed_trials: completed,
-        skipped_trials: header.skipped_trials,
-        budget_not_run: header.budget.as_ref().map_or(0, |b| b.not_run),
-        interrupted: header.interrupted,
-        failures: header.failures(),
-    };
-    let latency = agg.latency_distributions();
-    let budget = header.budget.clone();
-    let mut summary = agg.finish(header.run, &totals, confidence, precision);
-    summary.budget = budget;
-    Ok((summary, latency))
-}
-
-/// Every record of a results.jsonl, in file order (the order the run finished them), streamed:
-/// memory does not grow with the number of trials.
-pub fn for_each_record(results: &Path, f: &mut dyn FnMut(&TrialRecord)) -> Result<(), Error> {
-    for_each_record_mut(results, &mut |r| f(r))
-}
-
-/// [`for_each_record`], handing each record over to be changed (re-scored) before use.
-pub fn for_each_record_mut(
-    results: &Path,
-    f: &mut dyn FnMut(&mut TrialRecord),
-) -> Result<(), Error> {
-    use std::io::BufRead;
-    let file = std::fs::File::open(results).map_err(|e| InputError::io(results, &e))?;
-    let name = results.display().to_string();
-    for (i, line) in std::io::BufReader::new(file).lines().enumerate() {
-        let line = line.map_err(|e| Error::io(format!("cannot read {name}"), e))?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let mut record: TrialRecord = serde_json::from_str(&line)
-            .map_err(|e| InputError::json_line(&name, i + 1, "not a trial record", &e))?;
-        f(&mut record);
-    }
-    Ok(())
 }
 
 /// The [`MAX_FAILURE_DETAILS`] most frequent details (or choices; ties by text), the rest under

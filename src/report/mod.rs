@@ -9,6 +9,7 @@
 
 mod aggregate;
 mod comparison;
+mod cost_agg;
 mod csv;
 pub mod history;
 mod html;
@@ -16,6 +17,8 @@ mod junit;
 mod markdown;
 mod progress;
 mod providers;
+mod reaggregate;
+mod run_info;
 pub mod scenario;
 mod stress;
 mod terminal;
@@ -23,11 +26,7 @@ mod verdict;
 mod warning;
 
 pub use crate::stats::{LatencyDistribution, LatencySummary, Percentile};
-pub use aggregate::{
-    Aggregator, ArmInfo, DatasetInfo, ReplayInfo, RunInfo, ScenarioInfo, ShardInfo, VariantInfo,
-    for_each_record, for_each_record_mut, reaggregate, reaggregate_rescored,
-    reaggregate_with_latency,
-};
+pub use aggregate::Aggregator;
 pub use comparison::{
     CaseComparison, ComparedArm, Comparison, ComparisonVerdict, GroupComparison, McNemar,
     MeanDifference, Substitution, render_comparison,
@@ -40,6 +39,13 @@ pub use progress::{Progress, ProgressMode};
 pub use providers::{
     ArmChoice, ChoiceDiff, PairDifference, PassDiff, ProviderDiff, render_provider_diffs,
     side_by_side_rows,
+};
+pub use reaggregate::{
+    for_each_record, for_each_record_mut, reaggregate, reaggregate_rescored,
+    reaggregate_with_latency,
+};
+pub use run_info::{
+    ArmInfo, DatasetInfo, ReplayInfo, RunInfo, ScenarioInfo, ShardInfo, VariantInfo,
 };
 pub use scenario::{ScenarioArmSummary, ScenarioSummary};
 pub use stress::render as render_stress;
