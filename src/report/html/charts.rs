@@ -20,9 +20,10 @@ pub(super) struct RefLine {
     pub(super) anchor: &'static str,
 }
 
-/// Rows of intervals on a horizontal axis, with summary diamonds under them.
-#[derive(Serialize)]
-pub(super) struct Forest {
+/// What every horizontal chart has: its title and caption, its size, where the plot, the
+/// labels and the numbers sit, its axis ticks, reference lines and notes.
+#[derive(Serialize, Default)]
+pub(super) struct ChartFrame {
     pub(super) id: String,
     pub(super) title: String,
     pub(super) caption: String,
@@ -36,9 +37,31 @@ pub(super) struct Forest {
     pub(super) label_x: f64,
     pub(super) ticks: Vec<Tick>,
     pub(super) refs: Vec<RefLine>,
+    pub(super) notes: Vec<String>,
+}
+
+impl ChartFrame {
+    /// The shared layout with the axis at `axis_y`; the rest is the chart's to fill.
+    pub(super) fn at(axis_y: f64) -> Self {
+        ChartFrame {
+            plot_x0: PLOT_X0,
+            plot_x1: PLOT_X1,
+            axis_y,
+            bottom_y: axis_y,
+            text_x: TEXT_X,
+            label_x: LABEL_X,
+            ..ChartFrame::default()
+        }
+    }
+}
+
+/// Rows of intervals on a horizontal axis, with summary diamonds under them.
+#[derive(Serialize)]
+pub(super) struct Forest {
+    #[serde(flatten)]
+    pub(super) frame: ChartFrame,
     pub(super) rows: Vec<ForestRow>,
     pub(super) diamonds: Vec<Diamond>,
-    pub(super) notes: Vec<String>,
 }
 
 #[derive(Serialize)]
@@ -64,22 +87,10 @@ pub(super) struct Diamond {
 
 #[derive(Serialize)]
 pub(super) struct Bars {
-    pub(super) id: String,
-    pub(super) title: String,
-    pub(super) caption: String,
-    pub(super) width: f64,
-    pub(super) height: f64,
-    pub(super) plot_x0: f64,
-    pub(super) plot_x1: f64,
-    pub(super) axis_y: f64,
-    pub(super) bottom_y: f64,
-    pub(super) text_x: f64,
-    pub(super) label_x: f64,
-    pub(super) ticks: Vec<Tick>,
-    pub(super) refs: Vec<RefLine>,
+    #[serde(flatten)]
+    pub(super) frame: ChartFrame,
     pub(super) legend: Vec<LegendItem>,
     pub(super) rows: Vec<BarRow>,
-    pub(super) notes: Vec<String>,
 }
 
 #[derive(Serialize)]
@@ -156,21 +167,9 @@ pub(super) struct HeatCell {
 
 #[derive(Serialize)]
 pub(super) struct LatencyChart {
-    pub(super) id: String,
-    pub(super) title: String,
-    pub(super) caption: String,
-    pub(super) width: f64,
-    pub(super) height: f64,
-    pub(super) plot_x0: f64,
-    pub(super) plot_x1: f64,
-    pub(super) axis_y: f64,
-    pub(super) bottom_y: f64,
-    pub(super) text_x: f64,
-    pub(super) label_x: f64,
-    pub(super) ticks: Vec<Tick>,
-    pub(super) refs: Vec<RefLine>,
+    #[serde(flatten)]
+    pub(super) frame: ChartFrame,
     pub(super) rows: Vec<LatencyRow>,
-    pub(super) notes: Vec<String>,
 }
 
 #[derive(Serialize)]
@@ -364,22 +363,19 @@ pub(super) fn case_forest(
         }
     );
     Forest {
-        id: format!("forest-{index}"),
-        title: format!("Cases: {} rate", metric.label()),
-        caption,
-        width: WIDTH,
-        height: px(axis_y + 24.0),
-        plot_x0: PLOT_X0,
-        plot_x1: PLOT_X1,
-        axis_y,
-        bottom_y: axis_y,
-        text_x: TEXT_X,
-        label_x: LABEL_X,
-        ticks: rate_ticks(scale),
-        refs: threshold_line(scale, gate, metric),
+        frame: ChartFrame {
+            id: format!("forest-{index}"),
+            title: format!("Cases: {} rate", metric.label()),
+            caption,
+            width: WIDTH,
+            height: px(axis_y + 24.0),
+            ticks: rate_ticks(scale),
+            refs: threshold_line(scale, gate, metric),
+            notes,
+            ..ChartFrame::at(axis_y)
+        },
         rows,
         diamonds,
-        notes,
     }
 }
 
@@ -460,22 +456,20 @@ pub(super) fn tool_bars(
     let mut refs = threshold_line(scale, gate, Metric::Selection);
     refs.extend(threshold_line(scale, gate, Metric::Pass));
     Some(Bars {
-        id: format!("tools-{index}"),
-        title: "Expected tools: selection and pass".to_owned(),
-        caption: format!(
-            "each bar is the tool's mean of case rates with its {} t interval (cases are the independent units), or its pooled rate with the Wilson interval when it has one case",
-            pct(s.confidence)
-        ),
-        width: WIDTH + 120.0,
-        height: px(axis_y + 36.0),
-        plot_x0: PLOT_X0,
-        plot_x1: PLOT_X1,
-        axis_y,
-        bottom_y: axis_y,
-        text_x: TEXT_X,
-        label_x: LABEL_X,
-        ticks: rate_ticks(scale),
-        refs,
+        frame: ChartFrame {
+            id: format!("tools-{index}"),
+            title: "Expected tools: selection and pass".to_owned(),
+            caption: format!(
+                "each bar is the tool's mean of case rates with its {} t interval (cases are the independent units), or its pooled rate with the Wilson interval when it has one case",
+                pct(s.confidence)
+            ),
+            width: WIDTH + 120.0,
+            height: px(axis_y + 36.0),
+            ticks: rate_ticks(scale),
+            refs,
+            notes,
+            ..ChartFrame::at(axis_y)
+        },
         legend: vec![
             LegendItem {
                 x: PLOT_X0,
@@ -489,7 +483,6 @@ pub(super) fn tool_bars(
             },
         ],
         rows,
-        notes,
     })
 }
 
@@ -738,32 +731,29 @@ pub(super) fn latency_chart(s: &Summary, a: &ArmSummary, index: usize) -> Option
     }
     let axis_y = px(TOP + row_h * groups.len() as f64 + 8.0);
     Some(LatencyChart {
-        id: format!("latency-{index}"),
-        title: "Latency by expected tool (ms)".to_owned(),
-        caption: format!(
-            "nearest-rank p50 (circle), p95 (square) and p99 (triangle) of answered trials with their {} order-statistic intervals; a dashed whisker is an end too few trials can bound; {} axis",
-            pct(s.confidence),
-            if scale.log { "logarithmic" } else { "linear" }
-        ),
-        width: WIDTH + 120.0,
-        height: px(axis_y + 24.0),
-        plot_x0: PLOT_X0,
-        plot_x1: PLOT_X1,
-        axis_y,
-        bottom_y: axis_y,
-        text_x: TEXT_X,
-        label_x: LABEL_X,
-        ticks,
-        refs: budgets
-            .iter()
-            .map(|g| RefLine {
-                x: scale.at(g.threshold),
-                label: format!("gate {}", g.name()),
-                class: "threshold",
-                anchor: "middle",
-            })
-            .collect(),
+        frame: ChartFrame {
+            id: format!("latency-{index}"),
+            title: "Latency by expected tool (ms)".to_owned(),
+            caption: format!(
+                "nearest-rank p50 (circle), p95 (square) and p99 (triangle) of answered trials with their {} order-statistic intervals; a dashed whisker is an end too few trials can bound; {} axis",
+                pct(s.confidence),
+                if scale.log { "logarithmic" } else { "linear" }
+            ),
+            width: WIDTH + 120.0,
+            height: px(axis_y + 24.0),
+            ticks,
+            refs: budgets
+                .iter()
+                .map(|g| RefLine {
+                    x: scale.at(g.threshold),
+                    label: format!("gate {}", g.name()),
+                    class: "threshold",
+                    anchor: "middle",
+                })
+                .collect(),
+            notes,
+            ..ChartFrame::at(axis_y)
+        },
         rows,
-        notes,
     })
 }

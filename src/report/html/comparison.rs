@@ -121,46 +121,43 @@ pub(super) fn comparison_view(c: &Comparison) -> ComparisonView {
         })
         .collect();
     let forest = Forest {
-        id: "differences".to_owned(),
-        title: format!("Paired differences by case: {} B − A", c.metric.label()),
-        caption: format!(
-            "each visible case's B − A with Newcombe's {} interval (per case, not adjusted for {} cases), lowest first; diamonds: the mean of the per-case differences with its t interval; dashed lines at ±{} (--min-effect); holdout cases appear only in aggregate",
-            pct(c.confidence),
-            c.visible.cases,
-            c.min_effect
-        ),
-        width: WIDTH + 60.0,
-        height: px(axis_y + 24.0),
-        plot_x0: PLOT_X0,
-        plot_x1: PLOT_X1,
-        axis_y,
-        bottom_y: axis_y,
-        text_x: TEXT_X,
-        label_x: LABEL_X,
-        ticks,
-        refs: vec![
-            RefLine {
-                x: scale.at(0.0),
-                label: "no difference".to_owned(),
-                class: "zero",
-                anchor: "middle",
-            },
-            RefLine {
-                x: scale.at(-c.min_effect),
-                label: format!("−{} ", c.min_effect),
-                class: "effect",
-                anchor: "end",
-            },
-            RefLine {
-                x: scale.at(c.min_effect),
-                label: format!(" +{}", c.min_effect),
-                class: "effect",
-                anchor: "start",
-            },
-        ],
+        frame: ChartFrame {
+            id: "differences".to_owned(),
+            title: format!("Paired differences by case: {} B − A", c.metric.label()),
+            caption: format!(
+                "each visible case's B − A with Newcombe's {} interval (per case, not adjusted for {} cases), lowest first; diamonds: the mean of the per-case differences with its t interval; dashed lines at ±{} (--min-effect); holdout cases appear only in aggregate",
+                pct(c.confidence),
+                c.visible.cases,
+                c.min_effect
+            ),
+            width: WIDTH + 60.0,
+            height: px(axis_y + 24.0),
+            ticks,
+            refs: vec![
+                RefLine {
+                    x: scale.at(0.0),
+                    label: "no difference".to_owned(),
+                    class: "zero",
+                    anchor: "middle",
+                },
+                RefLine {
+                    x: scale.at(-c.min_effect),
+                    label: format!("−{} ", c.min_effect),
+                    class: "effect",
+                    anchor: "end",
+                },
+                RefLine {
+                    x: scale.at(c.min_effect),
+                    label: format!(" +{}", c.min_effect),
+                    class: "effect",
+                    anchor: "start",
+                },
+            ],
+            notes,
+            ..ChartFrame::at(axis_y)
+        },
         rows,
         diamonds,
-        notes,
     };
     let substitutions = (!c.substitutions.is_empty()).then(|| Table {
         caption: "Substitutions: expected → chosen instead (scored trials), largest change first"
