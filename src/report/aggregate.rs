@@ -492,7 +492,7 @@ impl Aggregator {
             .map(|(id, agg)| agg.finish(id, confidence, precision))
             .collect();
         let provider_diffs = super::providers::provider_diffs(&arms, confidence);
-        let scenarios = self.scenarios.finish(confidence);
+        let scenarios = self.scenarios.finish(confidence, precision);
         let cost = cost_summary(self.cost);
         let mut warnings = Vec::new();
         if totals.interrupted {

@@ -355,6 +355,11 @@ fn write_scenarios(s: &Summary, a: &super::ScenarioArmSummary, doc: &mut String)
             sc.errors.values().sum::<u64>()
         ));
     }
+    for sc in &a.scenarios {
+        if let Some(text) = super::scenario::too_few_trials(sc, s.precision) {
+            doc.push_str(&format!("\n> **{}**: {text}\n", escape(&sc.name)));
+        }
+    }
     for d in s.scenario_drift.iter().filter(|d| d.arm == a.arm) {
         doc.push_str(&format!(
             "\n**Drift against the baseline**: {} {}: `{}` in {}/{} trials, was `{}` in {}/{}\n",

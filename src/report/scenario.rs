@@ -47,6 +47,10 @@ pub struct ScenarioSummary {
     pub errors: BTreeMap<String, u64>,
     /// Trials in which every stated assertion held.
     pub success: RateStat,
+    /// When the success interval is wider than ±precision: about how many trials would bring
+    /// it within (Wilson at the observed rate; reference/stats.md §2.2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trials_needed: Option<u64>,
     /// Calls repeating an earlier call of their trajectory, over all calls.
     pub retry: RateStat,
     pub retry_after_success: RateStat,
@@ -323,13 +327,13 @@ impl ScenarioAggregator {
         }
     }
 
-    pub(crate) fn finish(self, conf: f64) -> Vec<ScenarioArmSummary> {
+    pub(crate) fn finish(self, conf: f64, precision: f64) -> Vec<ScenarioArmSummary> {
         self.arms
             .into_iter()
             .map(|(arm, scenarios)| {
                 let scenarios: Vec<ScenarioSummary> = scenarios
                     .into_iter()
-                    .map(|(name, agg)| agg.finish(name, conf))
+                    .map(|(name, agg)| agg.finish(name, conf, precision))
                     .collect();
                 // Clustered by scenario, never narrower than Wilson at the effective sample
                 // size: every scenario at 0/4 is not certainty.
@@ -377,7 +381,7 @@ impl ScenarioAggregator {
 }
 
 impl ScenarioAgg {
-    fn finish(self, name: String, conf: f64) -> ScenarioSummary {
+    fn finish(self, name: String, conf: f64, precision: f64) -> ScenarioSummary {
         let ratio = |pick: &dyn Fn(&[u64; 5]) -> (u64, u64)| -> RateStat {
             let pairs: Vec<(u64, u64)> = self.per_trial.iter().map(pick).collect();
             let x: u64 = pairs.iter().map(|p| p.0).sum();
@@ -423,12 +427,18 @@ impl ScenarioAgg {
                 interval: None,
             }
         });
+        let trials_needed = success
+            .interval
+            .filter(|iv| iv.half_width() > precision)
+            .and(success.rate)
+            .and_then(|p| stats::wilson_trials_for_half_width(p, precision, conf));
         ScenarioSummary {
             name,
             expects: self.expects,
             trials: self.judged,
             errors: self.errors,
             success,
+            trials_needed,
             retry: ratio(&|t| (t[1] + t[2], t[0])),
             retry_after_success: ratio(&|t| (t[1], t[0])),
             retry_after_error: ratio(&|t| (t[2], t[0])),
@@ -496,6 +506,16 @@ fn mean_stat(values: &[f64], conf: f64) -> Option<MeanStat> {
     })
 }
 
+/// The sample-size warning of a scenario, as every report words it.
+pub(crate) fn too_few_trials(sc: &ScenarioSummary, precision: f64) -> Option<String> {
+    let need = sc.trials_needed?;
+    let iv = sc.success.interval?;
+    Some(format!(
+        "too few trials: ±{:.3} is wider than ±{precision:.3}; about {need} trials would do",
+        iv.half_width()
+    ))
+}
+
 /// The scenarios block of the terminal report: per arm, per scenario, every rate with its
 /// interval and count.
 pub(crate) fn write_terminal(
@@ -533,18 +553,8 @@ pub(crate) fn write_terminal(
                 }
             )?;
             writeln!(w, "  success          {}", format_rate(&sc.success))?;
-            if let Some(iv) = sc.success.interval
-                && iv.half_width() > s.precision
-                && let Some(p) = sc.success.rate
-                && let Some(need) =
-                    stats::wilson_trials_for_half_width(p, s.precision, s.confidence)
-            {
-                writeln!(
-                    w,
-                    "  ! too few trials: ±{:.3} is wider than ±{:.3}; about {need} trials would do",
-                    iv.half_width(),
-                    s.precision
-                )?;
+            if let Some(text) = too_few_trials(sc, s.precision) {
+                writeln!(w, "  ! {text}")?;
             }
             writeln!(
                 w,
@@ -715,6 +725,15 @@ mod tests {
         r
     }
 
+    /// `trials_needed` of one scenario passed in 3 of every 4 of `n` trials.
+    fn agg_of_many(n: usize, conf: f64, precision: f64) -> Option<u64> {
+        let mut agg = ScenarioAggregator::default();
+        for i in 0..n {
+            agg.add(&record(i % 4 != 0, 1, (0, 0), (0, 0)));
+        }
+        agg.finish(conf, precision)[0].scenarios[0].trials_needed
+    }
+
     #[test]
     fn rates_come_from_the_records_counts() {
         let mut agg = ScenarioAggregator::default();
@@ -726,9 +745,18 @@ mod tests {
         err.error_class = Some(crate::record::ErrorClass::Timeout);
         err.trajectory = record(true, 0, (0, 0), (0, 0)).trajectory;
         agg.add(&err);
-        let out = agg.finish(0.95);
+        let out = agg.finish(0.95, 0.05);
         let s = &out[0].scenarios[0];
         assert_eq!((s.success.x, s.success.n), (3, 4));
+        // 3 of 4 is far wider than ±0.05: the summary says how many trials would do, so every
+        // renderer can say it without computing it.
+        assert_eq!(
+            s.trials_needed,
+            stats::wilson_trials_for_half_width(0.75, 0.05, 0.95)
+        );
+        assert!(s.trials_needed.is_some_and(|n| n > 4));
+        let wide = agg_of_many(400, 0.95, 0.05);
+        assert_eq!(wide, None, "400 trials at 0.75 are within ±0.05");
         assert_eq!((s.retry.x, s.retry.n), (3, 10));
         assert_eq!(s.retry.rate, Some(0.3));
         assert_eq!((s.retry_after_success.x, s.retry_after_error.x), (2, 1));

@@ -551,6 +551,20 @@ fn against_a_baseline_the_scenarios_whose_majority_sequence_drifted_are_named() 
         "{md}"
     );
     assert!(md.contains("| ack | 0.000 ["), "{md}");
+    // Three trials cannot bring a rate within ±0.05: report.md says so, as the terminal does,
+    // from the same summary field.
+    let summary = support::read_json(&dir.path().join("out/cand/summary.json"));
+    let ack = summary["scenarios"][0]["scenarios"]
+        .as_array()
+        .expect("scenarios")
+        .iter()
+        .find(|s| s["name"] == "ack")
+        .expect("ack");
+    let need = ack["trials_needed"].as_u64().expect("trials_needed");
+    let warning = format!("about {need} trials would do");
+    assert!(md.contains("> **ack**: too few trials: ±"), "{md}");
+    assert!(md.contains(&warning), "{md}");
+    assert!(run.stdout.contains(&warning), "{}", run.stdout);
 }
 
 #[test]
