@@ -9,7 +9,7 @@
 
 use std::io::{self, Write};
 
-use super::terminal::{WORST_CASES_SHOWN, format_percentile, format_rate, warning_text};
+use super::wording::{WORST_CASES_SHOWN, format_percentile, format_rate, warning_text};
 use super::{
     ArmSummary, CaseSummary, Comparison, GateReport, GateResult, GroupComparison, RateStat,
     Summary, Verdict, Warning,
@@ -163,7 +163,7 @@ fn write_document(s: &Summary, doc: &mut String) {
 
 /// What the run cost per arm, and the budget, when some trial was priced or a cap was set.
 fn write_cost(s: &Summary, doc: &mut String) {
-    use super::terminal::{describe_cost, shows_cost};
+    use super::wording::{describe_cost, shows_cost};
     if !shows_cost(s) {
         return;
     }

@@ -24,6 +24,7 @@ mod stress;
 mod terminal;
 mod verdict;
 mod warning;
+mod wording;
 
 pub use crate::stats::{LatencyDistribution, LatencySummary, Percentile};
 pub use aggregate::Aggregator;
@@ -49,7 +50,8 @@ pub use run_info::{
 };
 pub use scenario::{ScenarioArmSummary, ScenarioSummary};
 pub use stress::render as render_stress;
-pub use terminal::{format_percentile, format_usd, render_terminal};
+pub use terminal::render_terminal;
+pub use wording::{format_percentile, format_usd};
 
 /// What every report says under a replay recorded before requests were sent as written.
 pub const LEGACY_REQUESTS: &str = "recorded when requests sent catalog properties sorted by name and always sent tool_choice auto and parallel_tool_calls true; live runs now send the author's order and only configured fields";

@@ -522,7 +522,7 @@ pub(crate) fn write_terminal(
     s: &super::Summary,
     w: &mut dyn std::io::Write,
 ) -> std::io::Result<()> {
-    use super::terminal::{format_percentile, format_rate};
+    use super::wording::{format_percentile, format_rate};
     for arm in &s.scenarios {
         writeln!(w)?;
         writeln!(

@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use super::terminal::format_percentile;
+use super::wording::format_percentile;
 use crate::mcp::stress::{LEAKS_SHOWN, StressReport, ToolStress};
 
 fn format_error_rate(t: &ToolStress) -> String {

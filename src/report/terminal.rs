@@ -2,31 +2,13 @@
 
 use std::io::{self, Write};
 
-use super::{
-    ArmInfo, ArmSummary, GateLevel, GateReport, Metric, Metrics, RateStat, Summary, Verdict,
-    Warning,
+use super::wording::{
+    WORST_CASES_SHOWN, describe_cost, format_percentile, format_rate, format_usd, shows_cost,
+    warning_text,
 };
-
-/// How many of the worst cases the terminal report lists (all are in summary.json).
-pub const WORST_CASES_SHOWN: usize = 10;
-
-/// `0.853 [0.838, 0.867] (1877/2200)`, or `n/a (0/0)` when nothing was measured.
-pub fn format_rate(r: &RateStat) -> String {
-    match (r.rate, r.interval) {
-        (Some(p), Some(iv)) => format!("{p:.3} [{:.3}, {:.3}] ({}/{})", iv.lo, iv.hi, r.x, r.n),
-        _ => format!("n/a ({}/{})", r.x, r.n),
-    }
-}
-
-/// `812.0 [640.5, 990.1]`: a nearest-rank percentile in ms with its order-statistic interval;
-/// an end the data cannot bound is `unbounded`.
-pub fn format_percentile(x: &Option<super::Percentile>) -> String {
-    let end = |v: Option<f64>| v.map_or("unbounded".to_owned(), |v| format!("{v:.1}"));
-    match x {
-        Some(p) => format!("{:.1} [{}, {}]", p.value, end(p.lo), end(p.hi)),
-        None => "n/a".to_owned(),
-    }
-}
+use super::{
+    ArmInfo, ArmSummary, GateLevel, GateReport, Metrics, RateStat, Summary, Verdict, Warning,
+};
 
 fn format_case_level(r: &RateStat) -> String {
     match &r.case_level {
@@ -46,41 +28,6 @@ fn metric_rows(m: &Metrics) -> [(&'static str, &RateStat); 4] {
         ("schema valid", &m.schema_valid),
         ("pass", &m.pass),
     ]
-}
-
-/// Renders the whole summary: the run header, then each arm's figures. With one arm the run's
-/// warnings and the arm's are listed together under the arm.
-/// Dollars to the cent from $1 up, else to three significant digits (`$12.35`, `$0.0139`,
-/// `$0.00231`): a small run's cost must not round to $0.00.
-pub fn format_usd(usd: f64) -> String {
-    if usd >= 1.0 || usd <= 0.0 || !usd.is_finite() {
-        return format!("${usd:.2}");
-    }
-    let decimals = (2 - usd.log10().floor() as i32).clamp(2, 12) as usize;
-    format!("${usd:.decimals$}")
-}
-
-/// Whether the run says anything about cost: some trial was priced, or a budget was set. A
-/// run with no price anywhere prints no cost lines (summary.json still says `usd: null`).
-pub(super) fn shows_cost(s: &Summary) -> bool {
-    s.cost.total.priced_trials > 0 || s.budget.is_some()
-}
-
-/// `$0.0375 over 10 trials ($0.00375 per trial)`, or why it is unknown or partial.
-pub(super) fn describe_cost(c: &super::CostFigures) -> String {
-    let (trials, priced) = (c.trials, c.priced_trials);
-    match c.usd {
-        None => format!("unknown for {trials} trials (no price, or no usage reported)"),
-        Some(usd) if priced == trials => format!(
-            "{} over {trials} trials ({} per trial)",
-            format_usd(usd),
-            format_usd(usd / priced.max(1) as f64)
-        ),
-        Some(usd) => format!(
-            "at least {} ({priced} of {trials} trials priced; the rest unknown)",
-            format_usd(usd)
-        ),
-    }
 }
 
 /// The run's cost and budget lines, under the arms.
@@ -718,74 +665,6 @@ fn write_warnings(warnings: &[Warning], w: &mut dyn Write) -> io::Result<()> {
         writeln!(w, "  - {}", warning_text(warning))?;
     }
     Ok(())
-}
-
-/// A warning in the terminal's words.
-pub fn warning_text(warning: &Warning) -> String {
-    let pct = |c: f64| format!("{:.0}%", c * 100.0);
-    match warning {
-        Warning::RunInterrupted { completed, planned } => format!(
-            "run interrupted: {completed} of {planned} planned trials completed; the figures cover only those"
-        ),
-        Warning::TrialsUnaccounted {
-            missing,
-            planned,
-            reasons,
-        } => format!(
-            "{missing} of {planned} planned trials were neither run nor skipped{}; the figures cover only those that completed",
-            if reasons.is_empty() {
-                String::new()
-            } else {
-                format!(" ({})", reasons.join("; "))
-            }
-        ),
-        Warning::InfraErrors { errors } => format!(
-            "{errors} trials ended in infrastructure errors; they are counted apart and not scored"
-        ),
-        Warning::FewCases { cases, min_cases } => format!(
-            "only {cases} cases back the suite-level rates; case-level intervals need at least {min_cases} cases to be reliable, so treat suite figures as indicative"
-        ),
-        Warning::CasesImprecise {
-            metric,
-            wide_cases,
-            cases_with_data,
-            confidence,
-            precision: e,
-            trials_per_case_needed,
-        } => format!(
-            "{}: {wide_cases} of {cases_with_data} cases have a {} interval wider than ±{e}; about {trials_per_case_needed} trials per case would reach ±{e} at the observed rates{}",
-            metric.label(),
-            pct(*confidence),
-            if *metric == Metric::SchemaValid {
-                " and call rates (schema validity counts only trials that make a call)"
-            } else {
-                ""
-            }
-        ),
-        Warning::SuiteImprecise {
-            metric,
-            half_width,
-            clipped,
-            precision: e,
-            cases_needed,
-        } => format!(
-            "{}: the suite's case-level interval is ±{half_width:.3}{}, wider than ±{e}; between-case spread dominates, so about {cases_needed} cases (not more trials) would be needed",
-            metric.label(),
-            if *clipped {
-                " (before clipping to [0, 1])"
-            } else {
-                ""
-            }
-        ),
-        Warning::LatencyP99Unbounded {
-            answered,
-            min_answered,
-            confidence,
-        } => format!(
-            "latency p99 has no upper confidence bound with {answered} answered trials (needs at least {min_answered} at {})",
-            pct(*confidence)
-        ),
-    }
 }
 
 fn short_fp(fp: &str) -> &str {

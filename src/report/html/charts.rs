@@ -296,12 +296,12 @@ pub(super) fn case_forest(
                         "{} · expected {} · {}",
                         cut(&full, TEXT_CHARS),
                         cut(&c.expected, TEXT_CHARS),
-                        crate::report::terminal::format_rate(r)
+                        crate::report::wording::format_rate(r)
                     ),
                     x: Some(scale.at(p)),
                     lo: Some(scale.at(iv.lo)),
                     hi: Some(scale.at(iv.hi)),
-                    text: crate::report::terminal::format_rate(r),
+                    text: crate::report::wording::format_rate(r),
                     class,
                 },
                 _ => ForestRow {

@@ -32,7 +32,7 @@ use minijinja::{Environment, UndefinedBehavior, value::Serde};
 use serde::Serialize;
 
 use super::history::{self, Move, Trend};
-use super::terminal::{format_percentile, warning_text};
+use super::wording::{format_percentile, warning_text};
 use super::{
     ArmSummary, CaseSummary, Comparison, GateLevel, GateReport, GateResult, GroupComparison,
     LatencySummary, Metric, Percentile, RateStat, Summary, Verdict,
@@ -320,10 +320,10 @@ fn page(s: &Summary, ctx: &HtmlContext<'_>) -> Page {
             s.skipped_trials - not_run_by_budget
         ));
     }
-    if super::terminal::shows_cost(s) {
+    if super::wording::shows_cost(s) {
         facts.push(format!(
             "cost {}",
-            super::terminal::describe_cost(&s.cost.total)
+            super::wording::describe_cost(&s.cost.total)
         ));
     }
     if let Some(b) = s.budget.as_ref().filter(|b| b.cut_short) {
@@ -561,7 +561,7 @@ fn arm_view(s: &Summary, a: &ArmSummary, index: usize) -> ArmView {
             };
             vec![
                 m.label().to_owned(),
-                super::terminal::format_rate(r),
+                super::wording::format_rate(r),
                 case_level,
             ]
         })
