@@ -17,7 +17,9 @@ use super::openai_compat::{
     self as chat, ErrorInfo, classify_status, excerpt_text, http_reason, malformed,
 };
 use super::pairing::{PendingCalls, RoleRun, push_grouped};
-use super::{Adapter, ErrorClass, InvalidHeader, ProviderError, ProviderKind, ProviderSettings};
+use super::{
+    Adapter, ErrorClass, InvalidHeader, ProviderError, ProviderKind, ProviderSettings, WireFormat,
+};
 use crate::catalog::Catalog;
 use crate::message::{FinishReason, Message, ModelTurn, ToolCall, Usage};
 
@@ -56,9 +58,7 @@ impl Adapter for Anthropic {
     }
 
     fn auth_headers(&self, api_key: &str, headers: &mut HeaderMap) -> Result<(), InvalidHeader> {
-        let mut key = HeaderValue::from_str(api_key).map_err(|_| InvalidHeader)?;
-        key.set_sensitive(true);
-        headers.insert(HeaderName::from_static("x-api-key"), key);
+        super::key_header(HeaderName::from_static("x-api-key"), api_key, headers)?;
         headers.insert(
             HeaderName::from_static("anthropic-version"),
             HeaderValue::from_static(API_VERSION),
@@ -66,23 +66,17 @@ impl Adapter for Anthropic {
         Ok(())
     }
 
-    fn encode_request(
-        &self,
-        settings: &ProviderSettings,
-        messages: &[Message],
-        catalog: &Catalog,
-    ) -> Vec<u8> {
-        encode_request(settings, messages, catalog)
-    }
-
-    fn decode_response(&self, body: &[u8]) -> Result<ModelTurn, ProviderError> {
-        decode_response(body)
-    }
-
-    fn error_from_status(&self, status: u16, body: &[u8]) -> ProviderError {
-        error_from_status(status, body)
+    fn wire(&self) -> &'static WireFormat {
+        &WIRE
     }
 }
+
+/// This adapter's wire format, read by the `Adapter` methods that encode, decode and classify.
+static WIRE: WireFormat = WireFormat {
+    encode: encode_request,
+    decode: decode_response,
+    error: error_from_status,
+};
 
 pub(crate) fn encode_request(
     settings: &ProviderSettings,

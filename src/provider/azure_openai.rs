@@ -8,12 +8,10 @@
 //! `https://RESOURCE.openai.azure.com/openai/v1`, needs no api-version and speaks plain
 //! OpenAI: use `openai-compat` or `openai-responses` with that base URL.)
 
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use reqwest::header::{HeaderMap, HeaderName};
 
 use super::openai_compat;
-use super::{Adapter, InvalidHeader, ProviderError, ProviderKind, ProviderSettings};
-use crate::catalog::Catalog;
-use crate::message::{Message, ModelTurn};
+use super::{Adapter, InvalidHeader, ProviderKind, WireFormat};
 
 /// The Azure OpenAI adapter.
 pub struct AzureOpenAi;
@@ -50,29 +48,21 @@ impl Adapter for AzureOpenAi {
     }
 
     fn auth_headers(&self, api_key: &str, headers: &mut HeaderMap) -> Result<(), InvalidHeader> {
-        let mut key = HeaderValue::from_str(api_key).map_err(|_| InvalidHeader)?;
-        key.set_sensitive(true);
-        headers.insert(HeaderName::from_static("api-key"), key);
+        super::key_header(HeaderName::from_static("api-key"), api_key, headers)?;
         Ok(())
     }
 
-    fn encode_request(
-        &self,
-        settings: &ProviderSettings,
-        messages: &[Message],
-        catalog: &Catalog,
-    ) -> Vec<u8> {
-        openai_compat::encode_request(settings, messages, catalog)
-    }
-
-    fn decode_response(&self, body: &[u8]) -> Result<ModelTurn, ProviderError> {
-        openai_compat::decode_response(body)
-    }
-
-    fn error_from_status(&self, status: u16, body: &[u8]) -> ProviderError {
-        openai_compat::error_from_status(status, body)
+    fn wire(&self) -> &'static WireFormat {
+        &WIRE
     }
 }
+
+/// This adapter's wire format, read by the `Adapter` methods that encode, decode and classify.
+static WIRE: WireFormat = WireFormat {
+    encode: openai_compat::encode_request,
+    decode: openai_compat::decode_response,
+    error: openai_compat::error_from_status,
+};
 
 #[cfg(test)]
 mod tests {

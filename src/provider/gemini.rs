@@ -21,14 +21,16 @@
 
 use std::time::Duration;
 
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use reqwest::header::{HeaderMap, HeaderName};
 use serde_json::{Map, Value, json};
 
 use super::openai_compat::{
     self as chat, ErrorInfo, classify_status, excerpt_text, http_reason, malformed,
 };
 use super::pairing::{PendingCalls, RoleRun, push_grouped};
-use super::{Adapter, ErrorClass, InvalidHeader, ProviderError, ProviderKind, ProviderSettings};
+use super::{
+    Adapter, ErrorClass, InvalidHeader, ProviderError, ProviderKind, ProviderSettings, WireFormat,
+};
 use crate::catalog::Catalog;
 use crate::message::{FinishReason, Message, ModelTurn, Usage};
 
@@ -69,33 +71,25 @@ impl Adapter for Gemini {
     }
 
     fn auth_headers(&self, api_key: &str, headers: &mut HeaderMap) -> Result<(), InvalidHeader> {
-        let mut key = HeaderValue::from_str(api_key).map_err(|_| InvalidHeader)?;
-        key.set_sensitive(true);
-        headers.insert(HeaderName::from_static("x-goog-api-key"), key);
+        super::key_header(HeaderName::from_static("x-goog-api-key"), api_key, headers)?;
         Ok(())
     }
 
-    fn encode_request(
-        &self,
-        settings: &ProviderSettings,
-        messages: &[Message],
-        catalog: &Catalog,
-    ) -> Vec<u8> {
-        encode_request(settings, messages, catalog)
-    }
-
-    fn decode_response(&self, body: &[u8]) -> Result<ModelTurn, ProviderError> {
-        decode_response(body)
-    }
-
-    fn error_from_status(&self, status: u16, body: &[u8]) -> ProviderError {
-        error_from_status(status, body)
+    fn wire(&self) -> &'static WireFormat {
+        &WIRE
     }
 
     fn retry_after_in_body(&self, body: &[u8]) -> Option<Duration> {
         retry_delay(body)
     }
 }
+
+/// This adapter's wire format, read by the `Adapter` methods that encode, decode and classify.
+static WIRE: WireFormat = WireFormat {
+    encode: encode_request,
+    decode: decode_response,
+    error: error_from_status,
+};
 
 /// `retryDelay` of a `google.rpc.RetryInfo` detail (a protobuf Duration in JSON: `"19s"`,
 /// `"0.5s"`), which Gemini sends on a 429 instead of a `Retry-After` header.

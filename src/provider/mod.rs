@@ -27,7 +27,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use bytes::Bytes;
-use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
+use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
@@ -49,6 +49,15 @@ pub static ADAPTERS: &[&dyn Adapter] = &[
     &ollama::Ollama,
     &azure_openai::AzureOpenAi,
 ];
+
+/// A provider's wire format as three plain functions (each adapter's module defines them and
+/// its tests call them directly): the request body for a conversation, a 2xx body decoded into
+/// a neutral turn, and an error status classified from its body.
+pub struct WireFormat {
+    pub encode: fn(&ProviderSettings, &[Message], &Catalog) -> Vec<u8>,
+    pub decode: fn(&[u8]) -> Result<ModelTurn, ProviderError>,
+    pub error: fn(u16, &[u8]) -> ProviderError,
+}
 
 /// One provider wire format: everything that differs between providers, and nothing else.
 /// The transport (timeouts, retries, backoff, redaction) is shared and lives in [`Provider`].
@@ -91,19 +100,28 @@ pub trait Adapter: Send + Sync + 'static {
         settings.max_tokens
     }
 
+    /// The functions that are this provider's wire format.
+    fn wire(&self) -> &'static WireFormat;
+
     /// The request body for a conversation over a catalog.
     fn encode_request(
         &self,
         settings: &ProviderSettings,
         messages: &[Message],
         catalog: &Catalog,
-    ) -> Vec<u8>;
+    ) -> Vec<u8> {
+        (self.wire().encode)(settings, messages, catalog)
+    }
 
     /// A 2xx body as a neutral turn, or the error it carries.
-    fn decode_response(&self, body: &[u8]) -> Result<ModelTurn, ProviderError>;
+    fn decode_response(&self, body: &[u8]) -> Result<ModelTurn, ProviderError> {
+        (self.wire().decode)(body)
+    }
 
     /// A non-2xx response as an error with its class, read from the provider's error body.
-    fn error_from_status(&self, status: u16, body: &[u8]) -> ProviderError;
+    fn error_from_status(&self, status: u16, body: &[u8]) -> ProviderError {
+        (self.wire().error)(status, body)
+    }
 
     /// The wait an error body asks for, for providers that say it in the body rather than in
     /// a `Retry-After` header (Gemini's `google.rpc.RetryInfo`). A header wins when both exist.
@@ -123,10 +141,18 @@ pub struct InvalidHeader;
 
 /// `Authorization: Bearer KEY`, the scheme most providers use.
 pub fn bearer_auth(api_key: &str, headers: &mut HeaderMap) -> Result<(), InvalidHeader> {
-    let mut value =
-        HeaderValue::from_str(&format!("Bearer {api_key}")).map_err(|_| InvalidHeader)?;
+    key_header(AUTHORIZATION, &format!("Bearer {api_key}"), headers)
+}
+
+/// `NAME: VALUE` for a secret, marked sensitive so it is never printed with the headers.
+pub fn key_header(
+    name: HeaderName,
+    value: &str,
+    headers: &mut HeaderMap,
+) -> Result<(), InvalidHeader> {
+    let mut value = HeaderValue::from_str(value).map_err(|_| InvalidHeader)?;
     value.set_sensitive(true);
-    headers.insert(AUTHORIZATION, value);
+    headers.insert(name, value);
     Ok(())
 }
 

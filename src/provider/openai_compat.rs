@@ -10,7 +10,9 @@ use serde_json::Value;
 
 use reqwest::header::HeaderMap;
 
-use super::{Adapter, ErrorClass, InvalidHeader, ProviderError, ProviderKind, ProviderSettings};
+use super::{
+    Adapter, ErrorClass, InvalidHeader, ProviderError, ProviderKind, ProviderSettings, WireFormat,
+};
 use crate::catalog::Catalog;
 use crate::message::{FinishReason, Message, ModelTurn, ToolCall, Usage};
 
@@ -36,23 +38,17 @@ impl Adapter for OpenAiCompat {
         super::bearer_auth(api_key, headers)
     }
 
-    fn encode_request(
-        &self,
-        settings: &ProviderSettings,
-        messages: &[Message],
-        catalog: &Catalog,
-    ) -> Vec<u8> {
-        encode_request(settings, messages, catalog)
-    }
-
-    fn decode_response(&self, body: &[u8]) -> Result<ModelTurn, ProviderError> {
-        decode_response(body)
-    }
-
-    fn error_from_status(&self, status: u16, body: &[u8]) -> ProviderError {
-        error_from_status(status, body)
+    fn wire(&self) -> &'static WireFormat {
+        &WIRE
     }
 }
+
+/// This adapter's wire format, read by the `Adapter` methods that encode, decode and classify.
+static WIRE: WireFormat = WireFormat {
+    encode: encode_request,
+    decode: decode_response,
+    error: error_from_status,
+};
 
 #[derive(Serialize)]
 struct ChatRequest<'a> {

@@ -14,7 +14,7 @@ use reqwest::header::HeaderMap;
 use serde_json::{Map, Value, json};
 
 use super::openai_compat::{self as chat, excerpt_text, malformed};
-use super::{Adapter, InvalidHeader, ProviderError, ProviderKind, ProviderSettings};
+use super::{Adapter, InvalidHeader, ProviderError, ProviderKind, ProviderSettings, WireFormat};
 use crate::catalog::Catalog;
 use crate::message::{FinishReason, Message, ModelTurn, Usage};
 
@@ -45,23 +45,17 @@ impl Adapter for OpenAiResponses {
         super::bearer_auth(api_key, headers)
     }
 
-    fn encode_request(
-        &self,
-        settings: &ProviderSettings,
-        messages: &[Message],
-        catalog: &Catalog,
-    ) -> Vec<u8> {
-        encode_request(settings, messages, catalog)
-    }
-
-    fn decode_response(&self, body: &[u8]) -> Result<ModelTurn, ProviderError> {
-        decode_response(body)
-    }
-
-    fn error_from_status(&self, status: u16, body: &[u8]) -> ProviderError {
-        chat::error_from_status(status, body)
+    fn wire(&self) -> &'static WireFormat {
+        &WIRE
     }
 }
+
+/// This adapter's wire format, read by the `Adapter` methods that encode, decode and classify.
+static WIRE: WireFormat = WireFormat {
+    encode: encode_request,
+    decode: decode_response,
+    error: chat::error_from_status,
+};
 
 pub(crate) fn encode_request(
     settings: &ProviderSettings,
