@@ -7,6 +7,7 @@
 //! means one file implementing [`Adapter`] and one line in [`ADAPTERS`].
 
 pub mod anthropic;
+mod auth;
 pub mod azure_openai;
 pub mod batch;
 pub mod capabilities;
@@ -27,7 +28,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use bytes::Bytes;
-use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderValue};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
@@ -35,6 +36,7 @@ use crate::catalog::Catalog;
 use crate::message::{Message, ModelTurn};
 use crate::record::ModelIdentity;
 pub use crate::record::ToolChoice;
+pub use auth::{InvalidHeader, bearer_auth, key_header};
 
 pub use crate::record::ErrorClass;
 pub use secret::SecretString;
@@ -133,27 +135,6 @@ pub trait Adapter: Send + Sync + 'static {
     fn should_retry(&self, err: &ProviderError) -> bool {
         transport::should_retry(err)
     }
-}
-
-/// An API key that cannot be sent in an HTTP header.
-#[derive(Debug, Clone, Copy)]
-pub struct InvalidHeader;
-
-/// `Authorization: Bearer KEY`, the scheme most providers use.
-pub fn bearer_auth(api_key: &str, headers: &mut HeaderMap) -> Result<(), InvalidHeader> {
-    key_header(AUTHORIZATION, &format!("Bearer {api_key}"), headers)
-}
-
-/// `NAME: VALUE` for a secret, marked sensitive so it is never printed with the headers.
-pub fn key_header(
-    name: HeaderName,
-    value: &str,
-    headers: &mut HeaderMap,
-) -> Result<(), InvalidHeader> {
-    let mut value = HeaderValue::from_str(value).map_err(|_| InvalidHeader)?;
-    value.set_sensitive(true);
-    headers.insert(name, value);
-    Ok(())
 }
 
 /// Which wire format a provider speaks: a handle on its registered [`Adapter`].
