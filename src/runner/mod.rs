@@ -24,7 +24,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::SystemTime;
 
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 
 use crate::error::Error;
 use crate::event::{
@@ -373,7 +373,7 @@ async fn schedule(
     workers: usize,
     observer: &mut dyn Observer,
 ) -> Result<(u64, Vec<tokio::task::JoinHandle<()>>), Error> {
-    let (tx, mut rx) = mpsc::channel::<Finished>(workers * 4);
+    let (tx, mut rx) = mpsc::channel::<Finished>(workers);
     let mut handles = Vec::with_capacity(workers);
     for _ in 0..workers {
         let shared = Arc::clone(shared);
@@ -383,24 +383,32 @@ async fn schedule(
     drop(tx);
     let mut completed = 0u64;
     let mut sink_error = None;
-    while let Some(Finished { key, record, raw }) = rx.recv().await {
+    while let Some(Finished {
+        key,
+        record,
+        raw,
+        observed,
+    }) = rx.recv().await
+    {
         completed += 1;
-        if sink_error.is_some() {
-            continue;
-        }
-        match observer.on_event(&RunEvent::Trial {
-            key,
-            record: &record,
-            raw: &raw,
-        }) {
-            Ok(Control::Continue) => {}
-            Ok(Control::Stop(scope)) => shared.apply(scope),
-            Err(e) => {
-                shared.interrupted.store(true, Ordering::SeqCst);
-                shared.cancel.cancel();
-                sink_error = Some(e);
+        if sink_error.is_none() {
+            match observer.on_event(&RunEvent::Trial {
+                key,
+                record: &record,
+                raw: &raw,
+            }) {
+                Ok(Control::Continue) => {}
+                Ok(Control::Stop(scope)) => shared.apply(scope),
+                Err(e) => {
+                    shared.interrupted.store(true, Ordering::SeqCst);
+                    shared.cancel.cancel();
+                    sink_error = Some(e);
+                }
             }
         }
+        // The worker waits for this before it takes its next job, so a stop answered here
+        // holds for every trial not yet started: none begins after it.
+        let _ = observed.send(());
     }
     match sink_error {
         Some(e) => Err(e),
@@ -470,6 +478,8 @@ struct Finished {
     record: TrialRecord,
     /// The raw steps, when an observer wants them.
     raw: Vec<RawStep>,
+    /// Fired once the observer has seen the trial and its answer is applied.
+    observed: oneshot::Sender<()>,
 }
 
 async fn worker(shared: Arc<Shared>, tx: mpsc::Sender<Finished>) {
@@ -529,7 +539,14 @@ async fn worker(shared: Arc<Shared>, tx: mpsc::Sender<Finished>) {
         let Some((record, raw)) = finished else {
             return;
         };
-        if tx.send(Finished { key, record, raw }).await.is_err() {
+        let (observed, seen) = oneshot::channel();
+        let finished = Finished {
+            key,
+            record,
+            raw,
+            observed,
+        };
+        if tx.send(finished).await.is_err() || seen.await.is_err() {
             return;
         }
     }

@@ -213,7 +213,9 @@ fn error_classes_reach_the_records() {
         &[("GEMINI_API_KEY", "not-the-right-key")],
     );
     assert_eq!(r.code, 4, "{}", r.transcript());
-    for rec in records(dir.path()) {
+    let recs = records(dir.path());
+    assert!(!recs.is_empty(), "{}", r.transcript());
+    for rec in recs {
         assert_eq!(rec["outcome"], "error", "{rec}");
         assert_eq!(rec["error_class"], "auth", "{rec}");
         assert_eq!(rec["attempts"], 1, "{rec}");
@@ -235,19 +237,41 @@ fn error_classes_reach_the_records() {
             ),
         )
     });
+    // The arm stops at its first quota error (provider/stop.rs): with one trial in flight at a
+    // time exactly one request is sent, whatever the machine's speed.
     let dir = project();
-    let r = run(
+    let r = toolscore_env(
         dir.path(),
-        "openai-responses:gpt-5.4",
-        Some(&server.base_url),
+        &[
+            "run",
+            "--provider",
+            "openai-responses:gpt-5.4",
+            "--base-url",
+            &server.base_url,
+            "--dataset",
+            "data",
+            "--trials",
+            "3",
+            "--concurrency",
+            "1",
+            "--out",
+            "out",
+            "--progress",
+            "off",
+        ],
         &[("OPENAI_API_KEY", FAKE_KEY)],
     );
     assert_eq!(r.code, 4, "{}", r.transcript());
-    for rec in records(dir.path()) {
-        assert_eq!(rec["error_class"], "quota_exceeded", "{rec}");
-        assert_eq!(rec["attempts"], 1, "{rec}");
-    }
-    assert_eq!(server.requests_seen(), 6);
+    let recs = records(dir.path());
+    assert_eq!(recs.len(), 1, "{}", r.transcript());
+    assert_eq!(recs[0]["error_class"], "quota_exceeded", "{}", recs[0]);
+    assert_eq!(recs[0]["attempts"], 1, "{}", recs[0]);
+    assert!(
+        r.stderr.contains("stopped at its first quota_exceeded error"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(server.requests_seen(), 1);
 }
 
 #[test]
