@@ -13,6 +13,7 @@ mod gate;
 mod history;
 mod import;
 mod lint;
+mod mcp_source;
 mod merge;
 mod output;
 mod plan;
@@ -156,6 +157,18 @@ fn load_run(dir: &Path) -> Result<crate::report::Summary, Error> {
         .map_err(|e| InputError::json(&path.display().to_string(), &e))?;
     let (conf, prec) = (header.confidence, header.precision);
     crate::report::reaggregate(&dir.join("results.jsonl"), header, conf, prec)
+}
+
+/// The async runtime a subcommand runs its work on; `workers` caps its threads.
+fn async_runtime(workers: Option<usize>) -> Result<tokio::runtime::Runtime, Error> {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if let Some(n) = workers {
+        builder.worker_threads(n);
+    }
+    builder
+        .enable_all()
+        .build()
+        .map_err(|e| Error::io("cannot start the async runtime", e))
 }
 
 pub(crate) fn usage(msg: &str) -> Error {

@@ -217,10 +217,7 @@ fn run_command(
     compare: bool,
     formats: &[Format],
 ) -> Result<ExitCode, Error> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| Error::io("cannot start the async runtime", e))?;
+    let runtime = super::async_runtime(None)?;
     let started = std::time::SystemTime::now();
     let mut run = setup.run_info(started);
     let mut setup = setup;

@@ -7,8 +7,7 @@ use std::time::Duration;
 
 use clap::Args;
 
-use super::catalog::ServerFlags;
-use super::probe::{expected_calls, server_source};
+use super::mcp_source::{McpSourceArgs, expected_calls};
 use super::usage;
 use crate::error::{Error, ExitCode};
 use crate::mcp::DatasetCall;
@@ -22,17 +21,9 @@ const MAX_DURATION: Duration = Duration::from_secs(24 * 3600);
 
 #[derive(Debug, Args)]
 pub struct StressArgs {
-    /// The server: a dataset folder whose dataset.yaml names it, or the URL of a
-    /// streamable-HTTP server (with --dataset). Or its command after `--`.
-    #[arg(value_name = "SOURCE")]
-    pub source: Option<String>,
-    /// The command that starts a stdio MCP server, after `--`. Each session starts its own.
-    #[arg(last = true, value_name = "COMMAND")]
-    pub server_command: Vec<String>,
-    /// The dataset whose expected calls (those with arguments) the sessions make in turn
-    /// [default: SOURCE when it is a dataset folder].
-    #[arg(long, value_name = "DIR")]
-    pub dataset: Option<PathBuf>,
+    // Each session starts its own stdio server and makes the dataset's calls in turn.
+    #[command(flatten)]
+    pub source: McpSourceArgs,
     /// Sessions calling in parallel.
     #[arg(long, value_name = "N", conflicts_with = "peak")]
     pub sessions: Option<u32>,
@@ -64,19 +55,12 @@ pub struct StressArgs {
     /// Also write the report as JSON to FILE.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
-    #[command(flatten)]
-    pub server: ServerFlags,
 }
 
 pub fn run(args: &StressArgs) -> Result<ExitCode, Error> {
     let settings = settings(args)?;
-    let (spec, timeout, dataset_dir) = server_source(
-        args.source.as_deref(),
-        &args.server_command,
-        &args.server,
-        "stress",
-    )?;
-    let Some(dir) = args.dataset.clone().or(dataset_dir) else {
+    let source = args.source.resolve("stress")?;
+    let Some(dir) = source.dataset.clone() else {
         return Err(usage(
             "stress makes a dataset's expected calls: give --dataset DIR, or a dataset folder as SOURCE",
         ));
@@ -110,10 +94,10 @@ pub fn run(args: &StressArgs) -> Result<ExitCode, Error> {
         sessions: settings.sessions,
         duration: settings.duration,
         rate_per_session: settings.rate_per_session,
-        timeout,
+        timeout: source.timeout,
         no_canary,
     };
-    let run = run_stress(&spec, &plan, &calls)?;
+    let run = run_stress(&source.spec, &plan, &calls)?;
     let report = crate::mcp::stress::summarise(&run, &settings);
     if let Some(path) = &args.json {
         crate::atomic::write_json(path, &report)?;
@@ -202,11 +186,7 @@ fn run_stress(
     plan: &StressPlan,
     calls: &[DatasetCall],
 ) -> Result<StressRun, Error> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| Error::io("cannot start the async runtime", e))?;
+    let runtime = super::async_runtime(Some(2))?;
     let env: crate::mcp::stress::EnvReader = Arc::new(|name: &str| std::env::var(name).ok());
     runtime.block_on(async {
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);

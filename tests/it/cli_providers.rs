@@ -267,7 +267,8 @@ fn error_classes_reach_the_records() {
     assert_eq!(recs[0]["error_class"], "quota_exceeded", "{}", recs[0]);
     assert_eq!(recs[0]["attempts"], 1, "{}", recs[0]);
     assert!(
-        r.stderr.contains("stopped at its first quota_exceeded error"),
+        r.stderr
+            .contains("stopped at its first quota_exceeded error"),
         "{}",
         r.stderr
     );
