@@ -420,47 +420,43 @@ fn merge(tally: &mut Tally, other: Tally) {
     }
 }
 
-/// The patterns of secrets looked for in every string, whatever was named.
+/// The kinds of secrets looked for in every string, whatever was named, and their patterns.
+/// Most specific first: a JWT inside a bearer header is reported as the header.
+const SECRET_PATTERNS: &[(&str, &str)] = &[
+    (
+        "private_key",
+        r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----",
+    ),
+    // A token has a digit somewhere; "the bearer responsibilities" has none.
+    (
+        "bearer_token",
+        r"(?i)\bbearer\s+[A-Za-z._~+/=-]*\d[A-Za-z0-9._~+/=-]{11,}",
+    ),
+    (
+        "jwt",
+        r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
+    ),
+    (
+        "api_key",
+        r"\bsk-[A-Za-z0-9_-]{20,}|\b[rsp]k_(?:live|test)_[A-Za-z0-9]{16,}",
+    ),
+    ("aws_key", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
+    (
+        "github_token",
+        r"\bgh[pousr]_[A-Za-z0-9]{36,}|\bgithub_pat_[A-Za-z0-9_]{22,}",
+    ),
+    ("slack_token", r"\bxox[abposr]-[A-Za-z0-9-]{10,}"),
+    ("google_api_key", r"\bAIza[0-9A-Za-z_-]{35}"),
+];
+
 fn secret_patterns() -> Result<Vec<Pattern>, String> {
-    let re = |p: &str| Regex::new(p).map_err(|e| format!("internal pattern {p}: {e}"));
-    // Most specific first: a JWT inside a bearer header is reported as the header.
-    Ok(vec![
-        Pattern {
-            kind: "private_key",
-            regex: re(
-                r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----",
-            )?,
-        },
-        Pattern {
-            kind: "bearer_token",
-            // A token has a digit somewhere; "the bearer responsibilities" has none.
-            regex: re(r"(?i)\bbearer\s+[A-Za-z._~+/=-]*\d[A-Za-z0-9._~+/=-]{11,}")?,
-        },
-        Pattern {
-            kind: "jwt",
-            regex: re(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")?,
-        },
-        Pattern {
-            kind: "api_key",
-            regex: re(r"\bsk-[A-Za-z0-9_-]{20,}|\b[rsp]k_(?:live|test)_[A-Za-z0-9]{16,}")?,
-        },
-        Pattern {
-            kind: "aws_key",
-            regex: re(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")?,
-        },
-        Pattern {
-            kind: "github_token",
-            regex: re(r"\bgh[pousr]_[A-Za-z0-9]{36,}|\bgithub_pat_[A-Za-z0-9_]{22,}")?,
-        },
-        Pattern {
-            kind: "slack_token",
-            regex: re(r"\bxox[abposr]-[A-Za-z0-9-]{10,}")?,
-        },
-        Pattern {
-            kind: "google_api_key",
-            regex: re(r"\bAIza[0-9A-Za-z_-]{35}")?,
-        },
-    ])
+    SECRET_PATTERNS
+        .iter()
+        .map(|&(kind, p)| {
+            let regex = Regex::new(p).map_err(|e| format!("internal pattern {p}: {e}"))?;
+            Ok(Pattern { kind, regex })
+        })
+        .collect()
 }
 
 fn is_placeholder(v: &Value) -> bool {

@@ -257,6 +257,28 @@ fn arguments_of(name: &str, raw: Option<&Value>) -> Result<Value, String> {
     Ok(call.arguments)
 }
 
+/// A provider adapter's decoder of a response body.
+type ReplyDecoder = fn(&[u8]) -> Result<crate::message::ModelTurn, crate::provider::ProviderError>;
+
+/// The calls of the logged reply, read by the decoder of the adapter that would have received
+/// it, so an import sees a reply exactly as a run would.
+fn reply_calls(decode: ReplyDecoder, body: &Value) -> Result<Vec<(String, Value)>, String> {
+    let decoded = decode(body.to_string().as_bytes());
+    let turn = decoded.map_err(|e| format!("the response cannot be read: {}", e.message))?;
+    turn.tool_calls
+        .into_iter()
+        .map(|call| {
+            if call.arguments_not_json() || !call.arguments.is_object() {
+                return Err(format!(
+                    "the arguments of a `{}` call are not a JSON object",
+                    call.name
+                ));
+            }
+            Ok((call.name, call.arguments))
+        })
+        .collect()
+}
+
 fn history_call(id: Option<&Value>, name: &str, args: Value) -> ToolCall {
     ToolCall {
         id: id.and_then(Value::as_str).map(str::to_owned),
@@ -373,27 +395,7 @@ fn chat(request: &Value, body: &Value) -> Result<Exchange, String> {
             other => return Err(format!("a `{other}` message (not imported)")),
         });
     }
-    let message = body
-        .get("choices")
-        .and_then(Value::as_array)
-        .and_then(|c| c.first())
-        .and_then(|c| c.get("message"))
-        .ok_or("the response has no choices[0].message")?;
-    let mut calls = Vec::new();
-    for c in message
-        .get("tool_calls")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        let name = c["function"]["name"]
-            .as_str()
-            .ok_or("a tool call of the response has no function.name")?;
-        calls.push((
-            name.to_owned(),
-            arguments_of(name, c["function"].get("arguments"))?,
-        ));
-    }
+    let calls = reply_calls(crate::provider::openai_compat::decode_response, body)?;
     Ok(Exchange {
         format: Format::OpenAiChat,
         span: None,
@@ -486,20 +488,7 @@ fn responses(request: &Value, body: &Value) -> Result<Exchange, String> {
     {
         return Err(format!("the response did not complete (status {status})"));
     }
-    let output = body
-        .get("output")
-        .and_then(Value::as_array)
-        .ok_or("the response has no `output`")?;
-    let mut calls = Vec::new();
-    for item in output {
-        if item.get("type").and_then(Value::as_str) == Some("function_call") {
-            let name = item
-                .get("name")
-                .and_then(Value::as_str)
-                .ok_or("a function_call of the response has no name")?;
-            calls.push((name.to_owned(), arguments_of(name, item.get("arguments"))?));
-        }
-    }
+    let calls = reply_calls(crate::provider::openai_responses::decode_response, body)?;
     Ok(Exchange {
         format: Format::OpenAiResponses,
         span: None,
@@ -585,20 +574,7 @@ fn anthropic(request: &Value, body: &Value) -> Result<Exchange, String> {
             other => return Err(format!("a message with role `{other}`")),
         }
     }
-    let content = body
-        .get("content")
-        .and_then(Value::as_array)
-        .ok_or("the response has no `content`")?;
-    let mut calls = Vec::new();
-    for b in content {
-        if b.get("type").and_then(Value::as_str) == Some("tool_use") {
-            let name = b
-                .get("name")
-                .and_then(Value::as_str)
-                .ok_or("a tool_use of the response has no name")?;
-            calls.push((name.to_owned(), arguments_of(name, b.get("input"))?));
-        }
-    }
+    let calls = reply_calls(crate::provider::anthropic::decode_response, body)?;
     Ok(Exchange {
         format: Format::Anthropic,
         span: None,
