@@ -13,9 +13,7 @@
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Map, Value, json};
 
-use super::openai_compat::{
-    self as chat, ErrorInfo, classify_status, excerpt_text, http_reason, malformed,
-};
+use super::openai_compat::{self as chat, ErrorInfo, classify_status, excerpt_text, malformed};
 use super::pairing::{PendingCalls, RoleRun, push_grouped};
 use super::{
     Adapter, ErrorClass, InvalidHeader, ProviderError, ProviderKind, ProviderSettings, WireFormat,
@@ -232,11 +230,7 @@ pub(crate) fn decode_response(raw: &[u8]) -> Result<ModelTurn, ProviderError> {
                 if name.is_empty() {
                     return Err(malformed(format!("content[{i}] (tool_use) has no name")));
                 }
-                let id = block
-                    .get("id")
-                    .and_then(Value::as_str)
-                    .filter(|s| !s.is_empty())
-                    .map(str::to_owned);
+                let id = chat::call_id(block.get("id"));
                 // `input` is documented as an object; a string is decoded as JSON text.
                 tool_calls.push(chat::decode_arguments(
                     id,
@@ -351,16 +345,7 @@ pub(crate) fn error_from_status(status: u16, body: &[u8]) -> ProviderError {
     let info = ErrorInfo::from_body(body);
     let value = serde_json::from_slice::<Value>(body).unwrap_or(Value::Null);
     let class = classify(Some(status), &info, &value);
-    ProviderError::new(
-        class,
-        Some(status),
-        format!(
-            "HTTP {status}{}{}: {}",
-            http_reason(status),
-            info.code_suffix(),
-            info.message_excerpt()
-        ),
-    )
+    chat::http_error(class, status, &info.code_suffix(), &info)
 }
 
 #[cfg(test)]

@@ -24,9 +24,7 @@ use std::time::Duration;
 use reqwest::header::{HeaderMap, HeaderName};
 use serde_json::{Map, Value, json};
 
-use super::openai_compat::{
-    self as chat, ErrorInfo, classify_status, excerpt_text, http_reason, malformed,
-};
+use super::openai_compat::{self as chat, ErrorInfo, classify_status, excerpt_text, malformed};
 use super::pairing::{PendingCalls, RoleRun, push_grouped};
 use super::{
     Adapter, ErrorClass, InvalidHeader, ProviderError, ProviderKind, ProviderSettings, WireFormat,
@@ -299,11 +297,7 @@ pub(crate) fn decode_response(raw: &[u8]) -> Result<ModelTurn, ProviderError> {
             if name.is_empty() {
                 return Err(malformed(format!("parts[{i}].functionCall has no name")));
             }
-            let id = call
-                .get("id")
-                .and_then(Value::as_str)
-                .filter(|s| !s.is_empty())
-                .map(str::to_owned);
+            let id = chat::call_id(call.get("id"));
             let mut decoded = chat::decode_arguments(id, name.to_owned(), call.get("args"));
             decoded.thought_signature = part
                 .get("thoughtSignature")
@@ -465,16 +459,8 @@ fn grpc_name(code: u64) -> Option<&'static str> {
 pub(crate) fn error_from_status(status: u16, body: &[u8]) -> ProviderError {
     let info = ErrorInfo::from_body(body);
     let value = serde_json::from_slice::<Value>(body).unwrap_or(Value::Null);
-    ProviderError::new(
-        classify(Some(status), &info, &value),
-        Some(status),
-        format!(
-            "HTTP {status}{}{}: {}",
-            http_reason(status),
-            status_suffix(&value),
-            info.message_excerpt()
-        ),
-    )
+    let class = classify(Some(status), &info, &value);
+    chat::http_error(class, status, &status_suffix(&value), &info)
 }
 
 #[cfg(test)]

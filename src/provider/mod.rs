@@ -83,8 +83,11 @@ pub trait Adapter: Send + Sync + 'static {
     }
 
     /// Authentication headers for `api_key` (already trimmed, never empty). Mark them
-    /// sensitive; an `Err` names no key material.
-    fn auth_headers(&self, api_key: &str, headers: &mut HeaderMap) -> Result<(), InvalidHeader>;
+    /// sensitive; an `Err` names no key material. By default the OpenAI convention, a bearer
+    /// token (OpenAI, compatible servers, Ollama cloud and proxies).
+    fn auth_headers(&self, api_key: &str, headers: &mut HeaderMap) -> Result<(), InvalidHeader> {
+        bearer_auth(api_key, headers)
+    }
 
     /// The request fields this API has, of those a user may configure: `tool_choice` and
     /// `parallel_tool_calls`. A configured field the API lacks is refused before the run.

@@ -9,14 +9,11 @@
 //! - Errors are `{"error": "text"}`, also inside a 200 (a streamed error line): both are
 //!   errors, never an empty answer.
 
-use reqwest::header::HeaderMap;
 use serde_json::{Map, Value, json};
 
 use super::openai_compat::{self as chat, ErrorInfo, excerpt_text, malformed};
 use super::pairing::PendingCalls;
-use super::{
-    Adapter, ErrorClass, InvalidHeader, ProviderError, ProviderKind, ProviderSettings, WireFormat,
-};
+use super::{Adapter, ErrorClass, ProviderError, ProviderKind, ProviderSettings, WireFormat};
 use crate::catalog::Catalog;
 use crate::message::{FinishReason, Message, ModelTurn, Usage};
 
@@ -45,11 +42,6 @@ impl Adapter for Ollama {
 
     fn default_base_url(&self) -> Option<&'static str> {
         Some("http://localhost:11434")
-    }
-
-    /// Ollama cloud and proxies in front of a server take a bearer key (`--api-key-env`).
-    fn auth_headers(&self, api_key: &str, headers: &mut HeaderMap) -> Result<(), InvalidHeader> {
-        super::bearer_auth(api_key, headers)
     }
 
     fn wire(&self) -> &'static WireFormat {
@@ -209,11 +201,7 @@ pub(crate) fn decode_response(raw: &[u8]) -> Result<ModelTurn, ProviderError> {
                     if name.is_empty() {
                         return Err(malformed(format!("tool_calls[{i}] has no name")));
                     }
-                    let id = call
-                        .get("id")
-                        .and_then(Value::as_str)
-                        .filter(|s| !s.is_empty())
-                        .map(str::to_owned);
+                    let id = chat::call_id(call.get("id"));
                     tool_calls.push(chat::decode_arguments(
                         id,
                         name.to_owned(),

@@ -8,11 +8,7 @@ use std::borrow::Cow;
 use serde::Serialize;
 use serde_json::Value;
 
-use reqwest::header::HeaderMap;
-
-use super::{
-    Adapter, ErrorClass, InvalidHeader, ProviderError, ProviderKind, ProviderSettings, WireFormat,
-};
+use super::{Adapter, ErrorClass, ProviderError, ProviderKind, ProviderSettings, WireFormat};
 use crate::catalog::Catalog;
 use crate::message::{FinishReason, Message, ModelTurn, ToolCall, Usage};
 
@@ -32,10 +28,6 @@ impl Adapter for OpenAiCompat {
 
     fn endpoint(&self, base_url: &str, _model: &str) -> String {
         format!("{}/chat/completions", base_url.trim_end_matches('/'))
-    }
-
-    fn auth_headers(&self, api_key: &str, headers: &mut HeaderMap) -> Result<(), InvalidHeader> {
-        super::bearer_auth(api_key, headers)
     }
 
     fn wire(&self) -> &'static WireFormat {
@@ -403,11 +395,7 @@ pub(crate) fn decode_response(raw: &[u8]) -> Result<ModelTurn, ProviderError> {
 
 fn decode_tool_call(call: &Value) -> Option<ToolCall> {
     let obj = call.as_object()?;
-    let id = obj
-        .get("id")
-        .and_then(Value::as_str)
-        .filter(|s| !s.is_empty())
-        .map(str::to_owned);
+    let id = call_id(obj.get("id"));
     let function = obj.get("function").and_then(Value::as_object);
     let name = function
         .and_then(|f| f.get("name"))
@@ -419,6 +407,14 @@ fn decode_tool_call(call: &Value) -> Option<ToolCall> {
         .and_then(|f| f.get("arguments"))
         .or_else(|| obj.get("arguments"));
     Some(decode_arguments(id, name, arguments))
+}
+
+/// A call's id as the API gave it; an empty id is none.
+pub(crate) fn call_id(value: Option<&Value>) -> Option<String> {
+    value
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
 }
 
 /// A call from arguments that arrived as a JSON string (the documented form here) or as an
@@ -636,14 +632,28 @@ pub(crate) fn classify_status(status: u16, info: &ErrorInfo) -> ErrorClass {
 /// A `ProviderError` for a non-2xx response (attempts and redaction are filled in by the caller).
 pub(crate) fn error_from_status(status: u16, body: &[u8]) -> ProviderError {
     let info = ErrorInfo::from_body(body);
-    let class = classify_status(status, &info);
-    let reason = http_reason(status);
+    http_error(
+        classify_status(status, &info),
+        status,
+        &info.code_suffix(),
+        &info,
+    )
+}
+
+/// Every adapter's wording of a non-2xx response: `HTTP 429 Too Many Requests (code): message`.
+/// `code` is the API's own name for the error, as ` (name)`, or empty.
+pub(crate) fn http_error(
+    class: ErrorClass,
+    status: u16,
+    code: &str,
+    info: &ErrorInfo,
+) -> ProviderError {
     ProviderError::new(
         class,
         Some(status),
         format!(
-            "HTTP {status}{reason}{}: {}",
-            info.code_suffix(),
+            "HTTP {status}{}{code}: {}",
+            http_reason(status),
             info.message_excerpt()
         ),
     )

@@ -10,11 +10,10 @@
 //!   calls and `stop` otherwise; `incomplete_details.reason` gives `length` or `content_filter`.
 //!   A `failed` response carries its `error` in the 200 body.
 
-use reqwest::header::HeaderMap;
 use serde_json::{Map, Value, json};
 
 use super::openai_compat::{self as chat, excerpt_text, malformed};
-use super::{Adapter, InvalidHeader, ProviderError, ProviderKind, ProviderSettings, WireFormat};
+use super::{Adapter, ProviderError, ProviderKind, ProviderSettings, WireFormat};
 use crate::catalog::Catalog;
 use crate::message::{FinishReason, Message, ModelTurn, Usage};
 
@@ -39,10 +38,6 @@ impl Adapter for OpenAiResponses {
 
     fn default_key_env(&self) -> Option<&'static str> {
         Some("OPENAI_API_KEY")
-    }
-
-    fn auth_headers(&self, api_key: &str, headers: &mut HeaderMap) -> Result<(), InvalidHeader> {
-        super::bearer_auth(api_key, headers)
     }
 
     fn wire(&self) -> &'static WireFormat {
@@ -162,11 +157,7 @@ pub(crate) fn decode_response(raw: &[u8]) -> Result<ModelTurn, ProviderError> {
                         "output[{i}] (function_call) has no name"
                     )));
                 }
-                let call_id = item
-                    .get("call_id")
-                    .and_then(Value::as_str)
-                    .filter(|s| !s.is_empty())
-                    .map(str::to_owned);
+                let call_id = chat::call_id(item.get("call_id"));
                 tool_calls.push(chat::decode_arguments(
                     call_id,
                     name.to_owned(),

@@ -37,13 +37,7 @@ pub fn batch_id(body: &[u8]) -> Result<String, String> {
 /// A `MessageBatch` as a neutral status. An ended batch is `Completed` whatever happened to
 /// its requests: each result line says that on its own.
 pub fn status(body: &[u8]) -> Result<BatchStatus, String> {
-    let value: Value =
-        serde_json::from_slice(body).map_err(|e| format!("batch status is not JSON: {e}"))?;
-    let state = value
-        .get("processing_status")
-        .and_then(Value::as_str)
-        .ok_or("batch status has no `processing_status`")?
-        .to_owned();
+    let (value, state) = super::status_state(body, &["/processing_status"])?;
     let end = match state.as_str() {
         "in_progress" | "canceling" => None,
         "ended" => Some(BatchEnd::Completed),

@@ -51,14 +51,7 @@ fn int64(v: Option<&Value>) -> Option<u64> {
 
 /// The polled operation as a neutral status, with the inline answers once it has them.
 pub fn status(body: &[u8]) -> Result<BatchStatus, String> {
-    let value: Value =
-        serde_json::from_slice(body).map_err(|e| format!("batch status is not JSON: {e}"))?;
-    let state = value
-        .pointer("/metadata/state")
-        .or_else(|| value.get("state"))
-        .and_then(Value::as_str)
-        .ok_or("batch status has no `metadata.state`")?
-        .to_owned();
+    let (value, state) = super::status_state(body, &["/metadata/state", "/state"])?;
     let word = state
         .strip_prefix("BATCH_STATE_")
         .or_else(|| state.strip_prefix("JOB_STATE_"))

@@ -441,6 +441,22 @@ impl<'a> BatchClient<'a> {
 }
 
 /// A URL's path, for error messages (the host is in the run header already).
+/// A polled batch's body and its state, read at the first of `pointers` it has (JSON
+/// pointers; the first one names the field in the error).
+fn status_state(body: &[u8], pointers: &[&str]) -> Result<(Value, String), String> {
+    let value: Value =
+        serde_json::from_slice(body).map_err(|e| format!("batch status is not JSON: {e}"))?;
+    let state = pointers
+        .iter()
+        .find_map(|p| value.pointer(p).and_then(Value::as_str))
+        .map(str::to_owned)
+        .ok_or_else(|| {
+            let field = pointers[0].trim_start_matches('/').replace('/', ".");
+            format!("batch status has no `{field}`")
+        })?;
+    Ok((value, state))
+}
+
 fn path_of(url: &str) -> String {
     reqwest::Url::parse(url).map_or_else(|_| url.to_owned(), |u| u.path().to_owned())
 }

@@ -65,13 +65,7 @@ pub fn object_id(body: &[u8], what: &str) -> Result<String, String> {
 
 /// A `Batch` object as a neutral status.
 pub fn status(body: &[u8]) -> Result<BatchStatus, String> {
-    let value: Value =
-        serde_json::from_slice(body).map_err(|e| format!("batch status is not JSON: {e}"))?;
-    let state = value
-        .get("status")
-        .and_then(Value::as_str)
-        .ok_or("batch status has no `status`")?
-        .to_owned();
+    let (value, state) = super::status_state(body, &["/status"])?;
     let end = match state.as_str() {
         "validating" | "in_progress" | "finalizing" | "cancelling" => None,
         "completed" => Some(BatchEnd::Completed),
