@@ -3,6 +3,7 @@
 //! checker ([`crate::score::bfcl`]). `import traffic`: logged model calls
 //! ([`crate::import::traffic`]), one dataset per catalog.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand};
@@ -103,21 +104,13 @@ fn run_bfcl(args: &BfclArgs) -> Result<ExitCode, Error> {
     } else {
         args.categories.iter().map(String::as_str).collect()
     };
-    // Refuse before writing anything, so a refused import leaves no half of itself behind.
-    for c in &categories {
-        let dest = args.out.join(format!("bfcl_{c}"));
-        if dest.exists() && !args.force {
-            return Err(usage(&format!(
-                "{} already exists; pass --force to replace it",
-                dest.display()
-            )));
-        }
-    }
+    let dests: Vec<PathBuf> = categories
+        .iter()
+        .map(|c| args.out.join(format!("bfcl_{c}")))
+        .collect();
+    refuse_existing(&dests, args.force)?;
     println!("importing BFCL from {}", data.display());
-    println!(
-        "{:<24} {:>8} {:>8}  skipped because",
-        "category", "imported", "skipped"
-    );
+    println!("{}", table_header("category"));
     for c in &categories {
         let imported = import_category(&data, c)?;
         let dest = args.out.join(format!("bfcl_{c}"));
@@ -127,28 +120,50 @@ fn run_bfcl(args: &BfclArgs) -> Result<ExitCode, Error> {
             &imported.cases,
             args.force,
         )?;
-        let reasons: Vec<String> = imported
-            .skipped
-            .iter()
-            .map(|(why, n)| format!("{n} {why}"))
-            .collect();
-        println!(
-            "{:<24} {:>8} {:>8}  {}",
-            c,
-            imported.cases.len(),
-            imported.skipped.values().sum::<usize>(),
-            if reasons.is_empty() {
-                "-".to_owned()
-            } else {
-                reasons.join("; ")
-            }
-        );
+        println!("{}", table_row(c, imported.cases.len(), &imported.skipped));
     }
     println!("written under {}", args.out.display());
     Ok(ExitCode::Pass)
 }
 
 fn run_traffic(args: &TrafficArgs) -> Result<ExitCode, Error> {
+    let options = traffic_options(args)?;
+    let mut records = Vec::new();
+    for path in &args.logs {
+        records.extend(read_records(path)?);
+    }
+    let imported = crate::import::traffic::import(&records, &options)?;
+    let dests: Vec<PathBuf> = imported
+        .datasets
+        .iter()
+        .map(|d| traffic_dest(args, imported.datasets.len() > 1, &d.catalog))
+        .collect();
+    refuse_existing(&dests, args.force)?;
+    print_traffic_read(&args.logs, &imported);
+    if imported.datasets.is_empty() {
+        return Err(usage("nothing to import: every exchange was skipped"));
+    }
+    write_traffic_datasets(&imported.datasets, &dests, args.force)?;
+    for (d, dest) in imported.datasets.iter().zip(&dests) {
+        println!();
+        let tools = d.catalog.tools.len();
+        println!(
+            "{}: {tools} tool{}, catalog {}",
+            dest.display(),
+            if tools == 1 { "" } else { "s" },
+            d.catalog.fingerprint
+        );
+        println!("{}", table_header("expected tool"));
+        for (tool, row) in &d.rows {
+            println!("{}", table_row(tool, row.imported, &row.skipped));
+        }
+    }
+    println!("written under {}", args.out.display());
+    Ok(ExitCode::Pass)
+}
+
+/// `import traffic`'s flags, checked, as the importer's options.
+fn traffic_options(args: &TrafficArgs) -> Result<crate::import::traffic::Options, Error> {
     use crate::import::traffic::{Options, formats::Format, redact::Redactor};
     if args.name.is_empty()
         || !args
@@ -161,55 +176,39 @@ fn run_traffic(args: &TrafficArgs) -> Result<ExitCode, Error> {
             args.name
         )));
     }
-    let redactor = Redactor::new(&args.redact).map_err(|e| usage(&e))?;
-    let options = Options {
-        redactor,
+    Ok(Options {
+        redactor: Redactor::new(&args.redact).map_err(|e| usage(&e))?,
         format: args.format.as_deref().and_then(Format::from_label),
         sample: args
             .sample
             .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
         per_tool: args.per_tool,
         seed: args.seed,
-    };
-    let mut records = Vec::new();
-    for path in &args.logs {
-        records.extend(read_records(path)?);
+    })
+}
+
+/// Where one imported catalog's dataset goes: `--name`, or, when the log held several
+/// catalogs, `--name` and the start of each catalog's fingerprint.
+fn traffic_dest(args: &TrafficArgs, many: bool, catalog: &crate::catalog::Catalog) -> PathBuf {
+    if !many {
+        return args.out.join(&args.name);
     }
-    let imported = crate::import::traffic::import(&records, &options)?;
-    let many = imported.datasets.len() > 1;
-    let dest_of = |catalog: &crate::catalog::Catalog| {
-        let name = if many {
-            let hex = catalog
-                .fingerprint
-                .strip_prefix("sha256:")
-                .unwrap_or(&catalog.fingerprint);
-            format!("{}-{}", args.name, &hex[..hex.len().min(8)])
-        } else {
-            args.name.clone()
-        };
-        args.out.join(name)
-    };
-    // Refuse before writing anything, so a refused import leaves no half of itself behind.
-    for d in &imported.datasets {
-        let dest = dest_of(&d.catalog);
-        if dest.exists() && !args.force {
-            return Err(usage(&format!(
-                "{} already exists; pass --force to replace it",
-                dest.display()
-            )));
-        }
-    }
-    let logs: Vec<String> = args.logs.iter().map(|p| p.display().to_string()).collect();
-    let read: Vec<String> = imported
-        .read
-        .iter()
-        .map(|(f, n)| format!("{n} {f}"))
-        .collect();
+    let hex = catalog
+        .fingerprint
+        .strip_prefix("sha256:")
+        .unwrap_or(&catalog.fingerprint);
+    args.out
+        .join(format!("{}-{}", args.name, &hex[..hex.len().min(8)]))
+}
+
+/// What the logs held: exchanges per format, spans ignored, values redacted, exchanges skipped.
+fn print_traffic_read(logs: &[PathBuf], imported: &crate::import::traffic::TrafficImport) {
+    let logs: Vec<String> = logs.iter().map(|p| p.display().to_string()).collect();
     println!(
         "read {} exchanges from {} ({})",
         imported.read.values().sum::<usize>(),
         logs.join(", "),
-        read.join(", ")
+        counted(&imported.read, |f, n| format!("{n} {f}")).join(", ")
     );
     if imported.other_spans > 0 {
         println!(
@@ -220,33 +219,28 @@ fn run_traffic(args: &TrafficArgs) -> Result<ExitCode, Error> {
     if imported.redacted.is_empty() {
         println!("redacted: nothing");
     } else {
-        let kinds: Vec<String> = imported
-            .redacted
-            .iter()
-            .map(|(k, n)| format!("{k} {n}"))
-            .collect();
         println!(
             "redacted {} values: {}",
             imported.redacted.values().sum::<usize>(),
-            kinds.join(", ")
+            counted(&imported.redacted, |k, n| format!("{k} {n}")).join(", ")
         );
     }
     for (reason, n) in &imported.unassigned {
         println!("skipped {n}: {reason}");
     }
-    if imported.datasets.is_empty() {
-        return Err(usage("nothing to import: every exchange was skipped"));
-    }
-    // Every dataset is staged and loaded before any is put in place: an import that fails
-    // half-way leaves none of its datasets behind.
+}
+
+/// Every dataset is staged and loaded before any is put in place: an import that fails
+/// half-way leaves none of its datasets behind.
+fn write_traffic_datasets(
+    datasets: &[crate::import::traffic::TrafficDataset],
+    dests: &[PathBuf],
+    force: bool,
+) -> Result<(), Error> {
     let mut staged = Vec::new();
-    for d in &imported.datasets {
-        let dest = dest_of(&d.catalog);
-        match stage_dataset(
-            &dest,
-            &crate::catalog::to_tools_json(&d.catalog, None),
-            &d.cases,
-        ) {
+    for (d, dest) in datasets.iter().zip(dests) {
+        let tools = crate::catalog::to_tools_json(&d.catalog, None);
+        match stage_dataset(dest, &tools, &d.cases) {
             Ok(staging) => staged.push((staging, dest)),
             Err(e) => {
                 for (staging, _) in &staged {
@@ -257,43 +251,46 @@ fn run_traffic(args: &TrafficArgs) -> Result<ExitCode, Error> {
         }
     }
     for (staging, dest) in &staged {
-        put_in_place(staging, dest, args.force)?;
+        put_in_place(staging, dest, force)?;
     }
-    for d in &imported.datasets {
-        let dest = dest_of(&d.catalog);
-        println!();
-        let tools = d.catalog.tools.len();
-        println!(
-            "{}: {tools} tool{}, catalog {}",
-            dest.display(),
-            if tools == 1 { "" } else { "s" },
-            d.catalog.fingerprint
-        );
-        println!(
-            "{:<24} {:>8} {:>8}  skipped because",
-            "expected tool", "imported", "skipped"
-        );
-        for (tool, row) in &d.rows {
-            let reasons: Vec<String> = row
-                .skipped
-                .iter()
-                .map(|(why, n)| format!("{n} {why}"))
-                .collect();
-            println!(
-                "{:<24} {:>8} {:>8}  {}",
-                tool,
-                row.imported,
-                row.skipped.values().sum::<usize>(),
-                if reasons.is_empty() {
-                    "-".to_owned()
-                } else {
-                    reasons.join("; ")
-                }
-            );
+    Ok(())
+}
+
+/// Refuses before writing anything, so a refused import leaves no half of itself behind.
+fn refuse_existing(dests: &[PathBuf], force: bool) -> Result<(), Error> {
+    match dests.iter().find(|d| d.exists() && !force) {
+        Some(dest) => Err(usage(&format!(
+            "{} already exists; pass --force to replace it",
+            dest.display()
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// A count per key, each worded by `word(key, count)`.
+fn counted<K>(counts: &BTreeMap<K, usize>, word: impl Fn(&K, usize) -> String) -> Vec<String> {
+    counts.iter().map(|(k, &n)| word(k, n)).collect()
+}
+
+fn table_header(first: &str) -> String {
+    format!(
+        "{first:<24} {:>8} {:>8}  skipped because",
+        "imported", "skipped"
+    )
+}
+
+/// One row of an import's table: what was imported and what was skipped, and why.
+fn table_row(name: &str, imported: usize, skipped: &BTreeMap<String, usize>) -> String {
+    let reasons = counted(skipped, |why, n| format!("{n} {why}"));
+    format!(
+        "{name:<24} {imported:>8} {:>8}  {}",
+        skipped.values().sum::<usize>(),
+        if reasons.is_empty() {
+            "-".to_owned()
+        } else {
+            reasons.join("; ")
         }
-    }
-    println!("written under {}", args.out.display());
-    Ok(ExitCode::Pass)
+    )
 }
 
 /// A log's records: one JSON value per line, or the whole file when it is one JSON document
