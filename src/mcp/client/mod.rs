@@ -12,6 +12,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::Duration;
 
+use reqwest::header::{HeaderName, HeaderValue};
 use rmcp::model::{CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation};
 use rmcp::service::RunningService;
 use rmcp::transport::StreamableHttpClientTransport;
@@ -349,39 +350,58 @@ pub(super) fn bearer_token(
 }
 
 /// `initialize`. The SDK bounds each message at [`MAX_MESSAGE_BYTES`] itself.
+/// An HTTP server's address, headers and bearer token, read and checked once for every way
+/// toolscore reaches it (the SDK's transport, the raw `initialize` probe).
+pub(super) struct HttpTarget {
+    pub url: String,
+    pub headers: std::collections::HashMap<HeaderName, HeaderValue>,
+    pub token: Option<String>,
+}
+
+impl HttpTarget {
+    /// `None` for a stdio server.
+    pub(super) fn of(
+        spec: &ServerSpec,
+        env: &(dyn Fn(&str) -> Option<String> + Sync),
+    ) -> Result<Option<HttpTarget>, McpError> {
+        let ServerSpec::Http {
+            url,
+            headers,
+            token_env,
+        } = spec
+        else {
+            return Ok(None);
+        };
+        let server = spec.label();
+        let mut map = std::collections::HashMap::new();
+        for (name, value) in headers {
+            let bad = |what: &str| McpError::Config {
+                server: server.clone(),
+                message: format!("header `{name}`: invalid {what}"),
+            };
+            let n = HeaderName::from_bytes(name.as_bytes()).map_err(|_| bad("name"))?;
+            let v = HeaderValue::from_str(value).map_err(|_| bad("value"))?;
+            map.insert(n, v);
+        }
+        Ok(Some(HttpTarget {
+            url: url.clone(),
+            headers: map,
+            token: bearer_token(&server, token_env.as_deref(), env)?,
+        }))
+    }
+}
+
+/// `initialize`. The SDK bounds each message at [`MAX_MESSAGE_BYTES`] itself.
 async fn start_http(
-    spec: &ServerSpec,
+    target: HttpTarget,
     client: ClientConfig,
     timeout: Duration,
-    env: &(dyn Fn(&str) -> Option<String> + Sync),
 ) -> Result<Started, McpError> {
-    let ServerSpec::Http {
-        url,
-        headers,
-        token_env,
-    } = spec
-    else {
-        return Err(McpError::Config {
-            server: spec.label(),
-            message: "not an HTTP server".into(),
-        });
-    };
-    let server = spec.label();
-    let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
-    if let Some(token) = bearer_token(&server, token_env.as_deref(), env)? {
+    let mut config = StreamableHttpClientTransportConfig::with_uri(target.url.as_str());
+    if let Some(token) = target.token {
         config = config.auth_header(token);
     }
-    let mut map = std::collections::HashMap::new();
-    for (name, value) in headers {
-        let bad = |what: &str| McpError::Config {
-            server: server.clone(),
-            message: format!("header `{name}`: invalid {what}"),
-        };
-        let n =
-            reqwest::header::HeaderName::from_bytes(name.as_bytes()).map_err(|_| bad("name"))?;
-        let v = reqwest::header::HeaderValue::from_str(value).map_err(|_| bad("value"))?;
-        map.insert(n, v);
-    }
+    let map = target.headers;
     config = config.custom_headers(map);
     let transport = StreamableHttpClientTransport::from_config(config);
     Ok(Started {
@@ -416,9 +436,9 @@ impl McpSession {
             ClientCapabilities::default(),
             Implementation::new("toolscore", env!("CARGO_PKG_VERSION")),
         );
-        let started = match spec {
-            ServerSpec::Stdio { .. } => start_stdio(spec, client, timeout, group).await?,
-            ServerSpec::Http { .. } => start_http(spec, client, timeout, env).await?,
+        let started = match HttpTarget::of(spec, env)? {
+            None => start_stdio(spec, client, timeout, group).await?,
+            Some(target) => start_http(target, client, timeout).await?,
         };
         let child_group = started.child_group;
         let stderr = started.stderr.clone();

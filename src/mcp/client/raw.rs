@@ -38,12 +38,10 @@ pub async fn raw_initialize(
         after: timeout,
         stderr,
     };
-    match spec {
-        ServerSpec::Stdio { .. } => {
-            raw_stdio(spec, &request, protocol_version, timeout, &timed_out).await
-        }
-        ServerSpec::Http { .. } => {
-            let answer = tokio::time::timeout(timeout, raw_http(spec, &request, env)).await;
+    match super::HttpTarget::of(spec, env)? {
+        None => raw_stdio(spec, &request, protocol_version, timeout, &timed_out).await,
+        Some(target) => {
+            let answer = tokio::time::timeout(timeout, raw_http(spec, &target, &request)).await;
             match answer {
                 Ok(Ok(v)) => Ok(v),
                 Ok(Err(e)) => Err(e),
@@ -125,8 +123,8 @@ async fn raw_stdio(
 
 async fn raw_http(
     spec: &ServerSpec,
+    target: &super::HttpTarget,
     request: &Value,
-    env: &(dyn Fn(&str) -> Option<String> + Sync),
 ) -> Result<Value, McpError> {
     let server = spec.label();
     let start_error = |message: String| McpError::Start {
@@ -134,27 +132,16 @@ async fn raw_http(
         message,
         stderr: String::new(),
     };
-    let ServerSpec::Http {
-        url,
-        headers,
-        token_env,
-    } = spec
-    else {
-        return Err(McpError::Config {
-            server: server.clone(),
-            message: "not an HTTP server".into(),
-        });
-    };
     let client = reqwest::Client::new();
     let mut req = client
-        .post(url)
+        .post(&target.url)
         .header("Accept", "application/json, text/event-stream")
         .header("Content-Type", "application/json")
         .body(serde_json::to_vec(request).unwrap_or_default());
-    for (k, v) in headers {
-        req = req.header(k.as_str(), v.as_str());
+    for (k, v) in &target.headers {
+        req = req.header(k, v);
     }
-    if let Some(token) = super::bearer_token(&server, token_env.as_deref(), env)? {
+    if let Some(token) = &target.token {
         req = req.bearer_auth(token);
     }
     let mut resp = req
@@ -170,7 +157,11 @@ async fn raw_http(
     let body = bounded_body(&mut resp).await;
     // End the session the probe opened, if the server opened one.
     if let Some(id) = session {
-        let _ = client.delete(url).header("mcp-session-id", id).send().await;
+        let _ = client
+            .delete(&target.url)
+            .header("mcp-session-id", id)
+            .send()
+            .await;
     }
     let body = body.map_err(start_error)?;
     // A JSON body, or an SSE stream whose `data:` lines carry the answer.
