@@ -108,13 +108,7 @@ fn is_object_schema(node: &Map<String, Value>) -> bool {
 
 fn openai(tool: &Tool, out: &mut Vec<Raw>) {
     let t = Some(tool.name.as_str());
-    let name_ok = !tool.name.is_empty()
-        && tool.name.len() <= 64
-        && tool
-            .name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
-    if !name_ok {
+    if !plain_name(&tool.name) {
         out.push(Raw::new(
             OPENAI,
             t,
@@ -150,93 +144,112 @@ fn openai(tool: &Tool, out: &mut Vec<Raw>) {
     }
     let mut depth_reported = false;
     walk(schema, "inputSchema", &mut |node, path| {
-        if is_object_schema(node) {
-            if node.get("additionalProperties") != Some(&Value::Bool(false)) {
-                out.push(Raw::new(
-                    OPENAI,
-                    t,
-                    path.to_owned(),
-                    "OpenAI strict: every object needs `\"additionalProperties\": false`",
-                    "Add `\"additionalProperties\": false` to this object.",
-                ));
-            }
-            if let Some(Value::Object(props)) = node.get("properties") {
-                let required: Vec<&str> = node
-                    .get("required")
-                    .and_then(Value::as_array)
-                    .map(|r| r.iter().filter_map(Value::as_str).collect())
-                    .unwrap_or_default();
-                for name in props.keys() {
-                    if !required.contains(&name.as_str()) {
-                        out.push(Raw::new(
-                            OPENAI,
-                            t,
-                            child_path(&child_path(path, "properties"), name),
-                            format!("OpenAI strict: every property must be in `required`; `{name}` is optional"),
-                            format!("List `{name}` in `required` and make it nullable (`\"type\": [T, \"null\"]`)."),
-                        ));
-                    }
-                }
-            }
-        }
-        for k in OPENAI_UNSUPPORTED {
-            if node.contains_key(*k) {
-                out.push(Raw::new(
-                    OPENAI,
-                    t,
-                    child_path(path, k),
-                    format!(
-                        "OpenAI strict does not support `{k}`{}",
-                        if *k == "oneOf" { " (only `anyOf`)" } else { "" }
-                    ),
-                    if *k == "oneOf" {
-                        "Use `anyOf`."
-                    } else {
-                        "Express it without this keyword, or validate it in the server."
-                    },
-                ));
-            }
-        }
-        if let Some(Value::String(f)) = node.get("format")
-            && !OPENAI_FORMATS.contains(&f.as_str())
-        {
-            out.push(Raw::new(
-                OPENAI,
-                t,
-                child_path(path, "format"),
-                format!(
-                    "OpenAI strict does not support `format: {f}` (only {})",
-                    OPENAI_FORMATS.join(", ")
-                ),
-                "Drop the format or express it with `pattern`.",
-            ));
-        }
-        if let Some(Value::Array(e)) = node.get("enum")
-            && e.len() > 1000
-        {
-            out.push(Raw::new(
-                OPENAI,
-                t,
-                child_path(path, "enum"),
-                format!(
-                    "OpenAI strict allows at most 1000 enum values; this has {}",
-                    e.len()
-                ),
-                "Shorten the enum or take a free string validated by the server.",
-            ));
-        }
-        let depth = path.matches(".properties.").count() + path.matches(".items").count();
-        if depth > 10 && !depth_reported {
-            depth_reported = true;
+        openai_node(t, node, path, &mut depth_reported, out);
+    });
+}
+
+/// OpenAI strict mode's rules for one node of a schema; the depth rule is reported once.
+fn openai_node(
+    t: Option<&str>,
+    node: &Map<String, Value>,
+    path: &str,
+    depth_reported: &mut bool,
+    out: &mut Vec<Raw>,
+) {
+    if is_object_schema(node) {
+        if node.get("additionalProperties") != Some(&Value::Bool(false)) {
             out.push(Raw::new(
                 OPENAI,
                 t,
                 path.to_owned(),
-                "OpenAI strict allows 10 levels of nesting",
-                "Flatten the schema.",
+                "OpenAI strict: every object needs `\"additionalProperties\": false`",
+                "Add `\"additionalProperties\": false` to this object.",
             ));
         }
-    });
+        if let Some(Value::Object(props)) = node.get("properties") {
+            let required: Vec<&str> = node
+                .get("required")
+                .and_then(Value::as_array)
+                .map(|r| r.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            for name in props.keys() {
+                if !required.contains(&name.as_str()) {
+                    out.push(Raw::new(
+                        OPENAI,
+                        t,
+                        child_path(&child_path(path, "properties"), name),
+                        format!("OpenAI strict: every property must be in `required`; `{name}` is optional"),
+                        format!("List `{name}` in `required` and make it nullable (`\"type\": [T, \"null\"]`)."),
+                    ));
+                }
+            }
+        }
+    }
+    for k in OPENAI_UNSUPPORTED {
+        if node.contains_key(*k) {
+            out.push(Raw::new(
+                OPENAI,
+                t,
+                child_path(path, k),
+                format!(
+                    "OpenAI strict does not support `{k}`{}",
+                    if *k == "oneOf" { " (only `anyOf`)" } else { "" }
+                ),
+                if *k == "oneOf" {
+                    "Use `anyOf`."
+                } else {
+                    "Express it without this keyword, or validate it in the server."
+                },
+            ));
+        }
+    }
+    if let Some(Value::String(f)) = node.get("format")
+        && !OPENAI_FORMATS.contains(&f.as_str())
+    {
+        out.push(Raw::new(
+            OPENAI,
+            t,
+            child_path(path, "format"),
+            format!(
+                "OpenAI strict does not support `format: {f}` (only {})",
+                OPENAI_FORMATS.join(", ")
+            ),
+            "Drop the format or express it with `pattern`.",
+        ));
+    }
+    if let Some(Value::Array(e)) = node.get("enum")
+        && e.len() > 1000
+    {
+        out.push(Raw::new(
+            OPENAI,
+            t,
+            child_path(path, "enum"),
+            format!(
+                "OpenAI strict allows at most 1000 enum values; this has {}",
+                e.len()
+            ),
+            "Shorten the enum or take a free string validated by the server.",
+        ));
+    }
+    let depth = path.matches(".properties.").count() + path.matches(".items").count();
+    if depth > 10 && !*depth_reported {
+        *depth_reported = true;
+        out.push(Raw::new(
+            OPENAI,
+            t,
+            path.to_owned(),
+            "OpenAI strict allows 10 levels of nesting",
+            "Flatten the schema.",
+        ));
+    }
+}
+
+/// A name of 1 to 64 characters from a-zA-Z0-9_-, as OpenAI and Anthropic take them.
+fn plain_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }
 
 fn gemini(tool: &Tool, out: &mut Vec<Raw>) {
@@ -313,12 +326,7 @@ fn gemini(tool: &Tool, out: &mut Vec<Raw>) {
 
 fn anthropic(tool: &Tool, out: &mut Vec<Raw>) {
     let t = Some(tool.name.as_str());
-    let name_ok = (1..=64).contains(&tool.name.len())
-        && tool
-            .name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
-    if !name_ok {
+    if !plain_name(&tool.name) {
         out.push(Raw::new(
             ANTHROPIC,
             t,

@@ -182,6 +182,15 @@ mod tests {
     use super::super::test_support::*;
     use super::super::{LintOptions, lint};
     use super::*;
+
+    fn measured(tool: &str, x: u64, n: u64, interval: (f64, f64)) -> MeasuredTool {
+        MeasuredTool {
+            tool: tool.into(),
+            x,
+            n,
+            interval: Some(interval),
+        }
+    }
     use serde_json::json;
 
     #[test]
@@ -196,18 +205,8 @@ mod tests {
         ]);
         let report = lint(&c, &LintOptions::default());
         let measured = vec![
-            MeasuredTool {
-                tool: "get_invoice".into(),
-                x: 38,
-                n: 40,
-                interval: Some((0.83, 0.99)),
-            },
-            MeasuredTool {
-                tool: "apply_credit".into(),
-                x: 12,
-                n: 40,
-                interval: Some((0.18, 0.45)),
-            },
+            measured("get_invoice", 38, 40, (0.83, 0.99)),
+            measured("apply_credit", 12, 40, (0.18, 0.45)),
         ];
         let ranked = rank(&report, &measured);
         assert_eq!(ranked[0].measured.tool, "apply_credit");
@@ -246,18 +245,8 @@ mod tests {
         ]);
         let report = lint(&c, &LintOptions::default());
         let measured = vec![
-            MeasuredTool {
-                tool: "get_invoice".into(),
-                x: 40,
-                n: 40,
-                interval: Some((0.91, 1.0)),
-            },
-            MeasuredTool {
-                tool: "apply_credit".into(),
-                x: 12,
-                n: 40,
-                interval: Some((0.18, 0.45)),
-            },
+            measured("get_invoice", 40, 40, (0.91, 1.0)),
+            measured("apply_credit", 12, 40, (0.18, 0.45)),
         ];
         let ranked = rank(&report, &measured);
         let mut out = Vec::new();
