@@ -654,7 +654,7 @@ fn write_merged(
         println!("{text}");
     } else if formats.contains(&Format::Terminal) {
         let mut stdout = std::io::stdout().lock();
-        crate::report::render_terminal(&summary, &mut stdout)
+        crate::report::Render::render(&crate::report::Terminal, &summary, &mut stdout)
             .map_err(|e| Error::io("cannot write the report", e))?;
     }
     let mut written = vec![

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use crate::error::Error;
 use crate::report::history::{self, Trend};
-use crate::report::{HtmlContext, Metric, Summary};
+use crate::report::{Html, HtmlContext, Junit, Markdown, Metric, Render, Summary};
 
 /// A report format. clap validates the names before any work starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum)]
@@ -45,25 +45,21 @@ pub fn write_files(
 ) -> Result<Vec<PathBuf>, Error> {
     let mut written = Vec::new();
     for format in formats {
-        let (name, text) = match format {
-            Format::Md => {
-                let mut out = Vec::new();
-                crate::report::render_markdown(summary, &mut out)
-                    .map_err(|e| Error::io("cannot render report.md", e))?;
-                ("report.md", out)
-            }
-            Format::Junit => {
-                let mut out = Vec::new();
-                crate::report::render_junit(summary, &mut out)?;
-                ("junit.xml", out)
-            }
-            Format::Html => {
-                let mut out = Vec::new();
-                write_html(summary, run_dir, &mut out)?;
-                ("report.html", out)
-            }
+        let (name, renderer): (&str, Box<dyn Render>) = match format {
+            Format::Md => ("report.md", Box::new(Markdown)),
+            Format::Junit => ("junit.xml", Box::new(Junit)),
+            Format::Html => (
+                "report.html",
+                Box::new(Html {
+                    context: html_context(summary, run_dir),
+                }),
+            ),
             Format::Terminal | Format::Json | Format::Csv => continue,
         };
+        let mut text = Vec::new();
+        renderer
+            .render(summary, &mut text)
+            .map_err(|e| Error::io(format!("cannot render {name}"), e))?;
         let path = run_dir.join(name);
         crate::atomic::write_file(&path, &text)?;
         written.push(path);
@@ -71,12 +67,12 @@ pub fn write_files(
     Ok(written)
 }
 
-/// The HTML report with what it shows beyond the summary: the comparison of a run with two
+/// What the HTML report shows beyond the summary: the comparison of a run with two
 /// arms (`run --compare`'s, or the same comparison computed here, as `toolscore compare`
 /// would), and each arm's trend from the history.jsonl beside the run folder. A history that
 /// cannot be read is named on stderr and in the page, and the report is written without it:
 /// the run's own figures do not depend on it.
-fn write_html(summary: &Summary, run_dir: &Path, out: &mut Vec<u8>) -> Result<(), Error> {
+fn html_context(summary: &Summary, run_dir: &Path) -> HtmlContext {
     let mut ctx = HtmlContext::default();
     let computed = match (&summary.comparison, summary.arms.len()) {
         (None, 2) => {
@@ -108,7 +104,7 @@ fn write_html(summary: &Summary, run_dir: &Path, out: &mut Vec<u8>) -> Result<()
         }
         _ => None,
     };
-    ctx.comparison = summary.comparison.as_ref().or(computed.as_ref());
+    ctx.comparison = summary.comparison.clone().or(computed);
     let history = run_dir
         .parent()
         .unwrap_or_else(|| Path::new("."))
@@ -122,7 +118,7 @@ fn write_html(summary: &Summary, run_dir: &Path, out: &mut Vec<u8>) -> Result<()
             }
         }
     }
-    crate::report::render_html(summary, &ctx, out)
+    ctx
 }
 
 /// The trends of the history file beside the run, for the HTML report.

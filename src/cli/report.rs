@@ -120,7 +120,7 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode, Error> {
         println!("{text}");
     } else if formats.contains(&Format::Terminal) {
         let mut out = std::io::stdout().lock();
-        crate::report::render_terminal(&summary, &mut out)
+        crate::report::Render::render(&crate::report::Terminal, &summary, &mut out)
             .map_err(|e| Error::io("cannot write the report", e))?;
     }
     Ok(gate_exit_code(&summary))

@@ -355,7 +355,7 @@ fn run_command(
     let files = output::write_files(&summary, &setup.out_dir, formats)?;
     if formats.contains(&Format::Terminal) {
         let mut out = std::io::stdout().lock();
-        crate::report::render_terminal(&summary, &mut out)
+        crate::report::Render::render(&crate::report::Terminal, &summary, &mut out)
             .map_err(|e| Error::io("cannot write the report", e))?;
         if let Some(c) = &summary.comparison {
             writeln!(out).map_err(|e| Error::io("cannot write the report", e))?;

@@ -14,23 +14,24 @@ use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 use super::{
     ArmSummary, CaseSummary, CaseVerdict, GateLevel, GateResult, RateStat, Summary, Verdict,
 };
-use crate::error::Error;
 
 /// Failure details listed per case (most frequent first).
 const FAILURES_SHOWN: usize = 5;
 
-/// Renders the summary as JUnit XML.
-pub fn render_junit(s: &Summary, w: &mut dyn Write) -> Result<(), Error> {
-    let mut report = Report::new(format!("toolscore run {}", s.run.run_id));
-    for arm in &s.arms {
-        report.add_test_suite(arm_suite(s, arm));
+/// `junit.xml`: one testsuite per arm, one testcase per case and per gate.
+pub struct Junit;
+
+impl super::Render for Junit {
+    fn render(&self, s: &Summary, w: &mut dyn Write) -> std::io::Result<()> {
+        let mut report = Report::new(format!("toolscore run {}", s.run.run_id));
+        for arm in &s.arms {
+            report.add_test_suite(arm_suite(s, arm));
+        }
+        for arm in &s.scenarios {
+            report.add_test_suite(scenario_suite(s, arm));
+        }
+        report.serialize(w).map_err(std::io::Error::other)
     }
-    for arm in &s.scenarios {
-        report.add_test_suite(scenario_suite(s, arm));
-    }
-    report
-        .serialize(w)
-        .map_err(|e| Error::Fatal(format!("cannot write the JUnit report: {e}")))
 }
 
 fn arm_suite(s: &Summary, arm: &ArmSummary) -> TestSuite {

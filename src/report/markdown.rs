@@ -29,11 +29,15 @@ const TOOLS_SHOWN: usize = 30;
 /// one hostile fixture must not eat the document's budget.
 const STRING_CHARS: usize = 120;
 
-/// Renders the summary as GitHub-flavoured Markdown, at most [`MAX_CHARS`] characters.
-pub fn render_markdown(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
-    let mut doc = String::new();
-    write_document(s, &mut doc);
-    w.write_all(cap_document(doc).as_bytes())
+/// `report.md`: GitHub-flavoured Markdown, at most [`MAX_CHARS`] characters.
+pub struct Markdown;
+
+impl super::Render for Markdown {
+    fn render(&self, s: &Summary, w: &mut dyn Write) -> io::Result<()> {
+        let mut doc = String::new();
+        write_document(s, &mut doc);
+        w.write_all(cap_document(doc).as_bytes())
+    }
 }
 
 /// Cuts a document over [`MAX_CHARS`] at a line boundary and says so: the lists are already
@@ -769,7 +773,7 @@ mod tests {
             substitutions: Vec::new(),
         });
         let mut out = Vec::new();
-        render_markdown(&s, &mut out).unwrap();
+        crate::report::Render::render(&Markdown, &s, &mut out).unwrap();
         let md = String::from_utf8(out).unwrap();
         assert!(
             md.contains("B − A = -0.053 [-0.094, -0.011] (paired t, 50 df) · **WORSE: variant terse scores lower**"),

@@ -33,9 +33,9 @@ pub use comparison::{
     MeanDifference, Substitution, render_comparison,
 };
 pub use csv::ResultsCsv;
-pub use html::{HtmlContext, render_html};
-pub use junit::render_junit;
-pub use markdown::{MAX_CHARS as MARKDOWN_MAX_CHARS, escape as escape_markdown, render_markdown};
+pub use html::{Html, HtmlContext};
+pub use junit::Junit;
+pub use markdown::{MAX_CHARS as MARKDOWN_MAX_CHARS, Markdown, escape as escape_markdown};
 pub use progress::{Progress, ProgressMode};
 pub use providers::{
     ArmChoice, ChoiceDiff, PairDifference, PassDiff, ProviderDiff, render_provider_diffs,
@@ -50,8 +50,16 @@ pub use run_info::{
 };
 pub use scenario::{ScenarioArmSummary, ScenarioSummary};
 pub use stress::render as render_stress;
-pub use terminal::render_terminal;
+pub use terminal::Terminal;
 pub use wording::{format_percentile, format_usd};
+
+/// A run's report in one format: the terminal's text, `report.md`, `junit.xml`,
+/// `report.html`. Every format renders the same summary through this one signature; what a
+/// format shows beyond the summary (the HTML page's comparison and trend) is given to its
+/// value before, and no renderer computes a statistic.
+pub trait Render {
+    fn render(&self, summary: &Summary, out: &mut dyn std::io::Write) -> std::io::Result<()>;
+}
 
 /// What every report says under a replay recorded before requests were sent as written.
 pub const LEGACY_REQUESTS: &str = "recorded when requests sent catalog properties sorted by name and always sent tool_choice auto and parallel_tool_calls true; live runs now send the author's order and only configured fields";

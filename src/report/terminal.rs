@@ -66,66 +66,71 @@ fn write_cost(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
     Ok(())
 }
 
-pub fn render_terminal(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
-    let r = &s.run;
-    writeln!(w, "toolscore {} · run {}", r.toolscore_version, r.run_id)?;
-    for arm in &r.arms {
-        write_arm_header(arm, w)?;
-    }
-    for d in &r.datasets {
-        writeln!(
-            w,
-            "dataset {} · {} cases · catalog {} ({})",
-            d.name,
-            d.cases,
-            d.catalog_source,
-            short_fp(&d.catalog_fingerprint)
-        )?;
-    }
-    for sc in &r.scenarios {
-        writeln!(
-            w,
-            "scenario {} · max {} steps · catalog {} ({})",
-            sc.name,
-            sc.max_steps,
-            sc.catalog_source,
-            short_fp(&sc.catalog_fingerprint)
-        )?;
-    }
-    writeln!(
-        w,
-        "{} trials per case · {} of {} trials completed{}",
-        r.trials_per_case,
-        s.completed_trials,
-        s.planned_trials,
-        if s.interrupted { " (INTERRUPTED)" } else { "" }
-    )?;
-    let several = s.arms.len() > 1;
-    for arm in &s.arms {
-        if several {
-            writeln!(w)?;
+/// The plain-text report on stdout.
+pub struct Terminal;
+
+impl super::Render for Terminal {
+    fn render(&self, s: &Summary, w: &mut dyn Write) -> io::Result<()> {
+        let r = &s.run;
+        writeln!(w, "toolscore {} · run {}", r.toolscore_version, r.run_id)?;
+        for arm in &r.arms {
+            write_arm_header(arm, w)?;
+        }
+        for d in &r.datasets {
             writeln!(
                 w,
-                "=== arm {} · model {} · variant {} ===",
-                arm.arm.provider, arm.arm.model, arm.arm.variant
+                "dataset {} · {} cases · catalog {} ({})",
+                d.name,
+                d.cases,
+                d.catalog_source,
+                short_fp(&d.catalog_fingerprint)
             )?;
         }
-        let run_warnings: &[Warning] = if several { &[] } else { &s.warnings };
-        render_arm(s, arm, run_warnings, w)?;
+        for sc in &r.scenarios {
+            writeln!(
+                w,
+                "scenario {} · max {} steps · catalog {} ({})",
+                sc.name,
+                sc.max_steps,
+                sc.catalog_source,
+                short_fp(&sc.catalog_fingerprint)
+            )?;
+        }
+        writeln!(
+            w,
+            "{} trials per case · {} of {} trials completed{}",
+            r.trials_per_case,
+            s.completed_trials,
+            s.planned_trials,
+            if s.interrupted { " (INTERRUPTED)" } else { "" }
+        )?;
+        let several = s.arms.len() > 1;
+        for arm in &s.arms {
+            if several {
+                writeln!(w)?;
+                writeln!(
+                    w,
+                    "=== arm {} · model {} · variant {} ===",
+                    arm.arm.provider, arm.arm.model, arm.arm.variant
+                )?;
+            }
+            let run_warnings: &[Warning] = if several { &[] } else { &s.warnings };
+            render_arm(s, arm, run_warnings, w)?;
+        }
+        if several && !s.warnings.is_empty() {
+            write_warnings(&s.warnings, w)?;
+        }
+        if !s.provider_diffs.is_empty() {
+            writeln!(w)?;
+            super::providers::render_provider_diffs(s, w)?;
+        }
+        super::scenario::write_terminal(s, w)?;
+        write_cost(s, w)?;
+        if let Some(gate) = &s.gate {
+            write_gate(gate, several, w)?;
+        }
+        Ok(())
     }
-    if several && !s.warnings.is_empty() {
-        write_warnings(&s.warnings, w)?;
-    }
-    if !s.provider_diffs.is_empty() {
-        writeln!(w)?;
-        super::providers::render_provider_diffs(s, w)?;
-    }
-    super::scenario::write_terminal(s, w)?;
-    write_cost(s, w)?;
-    if let Some(gate) = &s.gate {
-        write_gate(gate, several, w)?;
-    }
-    Ok(())
 }
 
 /// The verdict block: per gate, its verdict, the bound it rests on and the threshold.
@@ -712,7 +717,7 @@ mod tests {
         let s = agg.finish(run, &totals, 0.95, 0.05);
         assert_eq!(s.arms[0].suite.cases, 5);
         let mut out = Vec::new();
-        render_terminal(&s, &mut out).unwrap();
+        crate::report::Render::render(&Terminal, &s, &mut out).unwrap();
         let text = String::from_utf8(out).unwrap();
         assert!(
             text.contains(

@@ -264,7 +264,8 @@ fn markdown_of_5000_cases_stays_under_github_s_limit_and_says_what_it_cut() {
     let arm2 = summary.arms[0].clone();
     summary.arms = vec![arm2; 3];
     let mut out = Vec::new();
-    toolscore::report::render_markdown(&summary, &mut out).expect("render");
+    toolscore::report::Render::render(&toolscore::report::Markdown, &summary, &mut out)
+        .expect("render");
     let md = String::from_utf8(out).expect("utf-8");
     assert!(
         md.chars().count() <= toolscore::report::MARKDOWN_MAX_CHARS,

@@ -26,7 +26,7 @@
 //! entities), so tests read it with an XML parser.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::Write;
+use std::io::{self, Write};
 
 use minijinja::{Environment, UndefinedBehavior, value::Serde};
 use serde::Serialize;
@@ -37,7 +37,6 @@ use super::{
     ArmSummary, CaseSummary, Comparison, GateLevel, GateReport, GateResult, GroupComparison,
     LatencySummary, Metric, Percentile, RateStat, Summary, Verdict,
 };
-use crate::error::Error;
 use crate::record::ArmId;
 
 mod charts;
@@ -70,9 +69,9 @@ const TEXT_CHARS: usize = 300;
 /// and the history of the run's series, read by the command (the report module neither
 /// compares nor reads files).
 #[derive(Debug, Default)]
-pub struct HtmlContext<'a> {
+pub struct HtmlContext {
     /// B − A paired by case: `run --compare`'s, or the one computed for a two-arm run.
-    pub comparison: Option<&'a Comparison>,
+    pub comparison: Option<Comparison>,
     /// Why the arms are not compared, when a run has arms but no comparison.
     pub comparison_note: Option<String>,
     /// One trend per arm whose series OUT/history.jsonl holds.
@@ -82,19 +81,24 @@ pub struct HtmlContext<'a> {
     pub notes: Vec<String>,
 }
 
-/// Renders the report as one HTML page.
-pub fn render_html(s: &Summary, ctx: &HtmlContext<'_>, w: &mut dyn Write) -> Result<(), Error> {
-    let page = page(s, ctx);
-    let mut env = Environment::new();
-    env.set_undefined_behavior(UndefinedBehavior::Strict);
-    env.add_template("report.html", TEMPLATE)
-        .map_err(|e| Error::Fatal(format!("the HTML report template is broken: {e}")))?;
-    let html = env
-        .get_template("report.html")
-        .and_then(|t| t.render(Serde(&page)))
-        .map_err(|e| Error::Fatal(format!("cannot render report.html: {e}")))?;
-    w.write_all(html.as_bytes())
-        .map_err(|e| Error::io("cannot write report.html", e))
+/// `report.html`: one self-contained page, with what it shows beyond the summary.
+pub struct Html {
+    pub context: HtmlContext,
+}
+
+impl super::Render for Html {
+    fn render(&self, s: &Summary, w: &mut dyn Write) -> io::Result<()> {
+        let page = page(s, &self.context);
+        let mut env = Environment::new();
+        env.set_undefined_behavior(UndefinedBehavior::Strict);
+        let broken = |e: minijinja::Error| io::Error::other(format!("the HTML template: {e}"));
+        env.add_template("report.html", TEMPLATE).map_err(broken)?;
+        let html = env
+            .get_template("report.html")
+            .and_then(|t| t.render(Serde(&page)))
+            .map_err(broken)?;
+        w.write_all(html.as_bytes())
+    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -300,7 +304,7 @@ fn group_interval(r: &RateStat) -> Option<(f64, f64, f64, String)> {
 // ---------------------------------------------------------------------------------------
 // Building the page.
 
-fn page(s: &Summary, ctx: &HtmlContext<'_>) -> Page {
+fn page(s: &Summary, ctx: &HtmlContext) -> Page {
     let r = &s.run;
     let mut facts = vec![
         format!("toolscore {}", r.toolscore_version),
@@ -383,7 +387,7 @@ fn page(s: &Summary, ctx: &HtmlContext<'_>) -> Page {
         replays,
         verdict: verdict_view(s),
         arms,
-        comparison: ctx.comparison.map(comparison_view),
+        comparison: ctx.comparison.as_ref().map(comparison_view),
         comparison_note: ctx.comparison_note.clone(),
         trends: ctx
             .trends
@@ -648,7 +652,14 @@ mod tests {
         info.run_id = payload.to_owned();
         let s = agg.finish(info, &totals, 0.95, 0.05);
         let mut out = Vec::new();
-        render_html(&s, &HtmlContext::default(), &mut out).unwrap();
+        super::super::Render::render(
+            &Html {
+                context: HtmlContext::default(),
+            },
+            &s,
+            &mut out,
+        )
+        .unwrap();
         let html = String::from_utf8(out).unwrap();
         assert!(!html.contains("<script"), "{html}");
         assert!(!html.contains("'x'"), "{html}");
