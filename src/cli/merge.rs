@@ -405,6 +405,8 @@ impl ShardReader<'_> {
     }
 }
 
+/// Merges the shards' records into OUT in plan order, checking each against the plan, then
+/// writes the merged run's files and report.
 fn write_merged(
     shards: &[ShardRun],
     out: &Path,
@@ -412,217 +414,15 @@ fn write_merged(
     formats: &[Format],
 ) -> Result<ExitCode, Error> {
     let plan = shards[0].plan.whole();
-    let index = PlanIndex::new(&plan, &shards[0].summary.header.run);
-    let count = shards[0].shard.count;
-    let arms = index.arms.len();
-    let cases = index.case_trials.len();
-    let per_round = (arms * cases) as u64;
-    let jobs = per_round * u64::from(index.max_trials());
-    // One bit per planned job: a trial recorded twice, in one shard or two, is caught without
-    // keeping any record.
-    let mut seen = vec![0u64; jobs.div_ceil(64) as usize];
-
-    let mut readers = Vec::with_capacity(shards.len());
-    for s in shards {
-        let path = s.dir.join("results.jsonl");
-        let file = std::fs::File::open(&path).map_err(|e| InputError::io(&path, &e))?;
-        readers.push(ShardReader {
-            run: s,
-            name: path.display().to_string(),
-            lines: BufReader::with_capacity(256 * 1024, file),
-            line_no: 0,
-            records: 0,
-        });
-    }
-    let job_of = |reader: &ShardReader<'_>, head: &Head| -> Result<u64, Error> {
-        let r = &head.record;
-        let at = |field: &str, what: String| {
-            Error::from(InputError::at(
-                &reader.name,
-                Some(head.line_no),
-                field,
-                &format!(
-                    "{what} (shard {} of {})",
-                    reader.run.shard,
-                    reader.run.dir.display()
-                ),
-            ))
-        };
-        let arm = *index
-            .arms
-            .get(&(r.arm.provider.clone(), r.arm.variant.clone()))
-            .ok_or_else(|| {
-                at(
-                    "arm",
-                    format!(
-                        "arm `{}` (variant {}) is not in the plan",
-                        r.arm.provider, r.arm.variant
-                    ),
-                )
-            })?;
-        if r.arm.model != index.models[arm] {
-            return Err(at(
-                "arm.model",
-                format!(
-                    "model `{}` of arm `{}` is not the plan's `{}`",
-                    r.arm.model, r.arm.provider, index.models[arm]
-                ),
-            ));
-        }
-        let case = *index
-            .cases
-            .get(&(r.dataset.clone(), r.case_id.clone()))
-            .ok_or_else(|| {
-                at(
-                    "case_id",
-                    format!("case `{}/{}` is not in the plan", r.dataset, r.case_id),
-                )
-            })?;
-        if r.trial_index >= index.case_trials[case] {
-            return Err(at(
-                "trial_index",
-                format!(
-                    "trial {} is beyond the {} planned for case `{}/{}`",
-                    r.trial_index, index.case_trials[case], r.dataset, r.case_id
-                ),
-            ));
-        }
-        let owner = shard_of(index.seeds[arm * cases + case], r.trial_index, count);
-        if owner != reader.run.shard.index {
-            return Err(at(
-                "trial_index",
-                format!(
-                    "trial {} of case `{}/{}` in arm `{}` belongs to shard {owner}/{count}",
-                    r.trial_index, r.dataset, r.case_id, r.arm.provider
-                ),
-            ));
-        }
-        Ok(u64::from(r.trial_index) * per_round + (case * arms + arm) as u64)
+    let merge = Merge {
+        index: PlanIndex::new(&plan, &shards[0].summary.header.run),
+        count: shards[0].shard.count,
     };
-
+    let mut readers = open_readers(shards)?;
     let results_path = out.join("results.jsonl");
-    let mut results = BufWriter::with_capacity(
-        256 * 1024,
-        std::fs::File::create(&results_path)
-            .map_err(|e| Error::io(format!("cannot create {}", results_path.display()), e))?,
-    );
-    let mut csv = ResultsCsv::create(&out.join("results.csv"))?;
-    let mut agg = Aggregator::new();
-    let mut heads: Vec<Option<Head>> = Vec::with_capacity(readers.len());
-    // Min-heap on (job, shard position): plan order, ties (impossible once checked) by shard.
-    let mut heap = BinaryHeap::new();
-    for (i, reader) in readers.iter_mut().enumerate() {
-        let head = reader.next()?;
-        if let Some(h) = &head {
-            heap.push(std::cmp::Reverse((job_of(reader, h)?, i)));
-        }
-        heads.push(head);
-    }
-    let mut merged = 0u64;
-    while let Some(std::cmp::Reverse((job, i))) = heap.pop() {
-        let Some(head) = heads[i].take() else {
-            continue;
-        };
-        let (word, bit) = ((job / 64) as usize, job % 64);
-        if seen[word] & (1 << bit) != 0 {
-            let r = &head.record;
-            return Err(InputError::at(
-                &readers[i].name,
-                Some(head.line_no),
-                "",
-                &format!(
-                    "trial {} of case `{}/{}` in arm `{}` is recorded twice (shard {} of {})",
-                    r.trial_index,
-                    r.dataset,
-                    r.case_id,
-                    r.arm.provider,
-                    readers[i].run.shard,
-                    readers[i].run.dir.display()
-                ),
-            )
-            .into());
-        }
-        seen[word] |= 1 << bit;
-        results
-            .write_all(head.line.as_bytes())
-            .and_then(|()| results.write_all(b"\n"))
-            .map_err(|e| Error::io(format!("cannot write {}", results_path.display()), e))?;
-        csv.append_buffered(&head.record)?;
-        agg.add(&head.record);
-        merged += 1;
-        let next = readers[i].next()?;
-        if let Some(h) = &next {
-            heap.push(std::cmp::Reverse((job_of(&readers[i], h)?, i)));
-        }
-        heads[i] = next;
-    }
-    results
-        .flush()
-        .map_err(|e| Error::io(format!("cannot write {}", results_path.display()), e))?;
-    csv.flush()?;
-
-    // Every trial of every slice is there: each shard holds exactly the trials of its slice.
-    let sizes = index.slice_sizes(count);
-    for reader in &readers {
-        let s = reader.run;
-        let want = sizes[s.shard.index as usize];
-        if reader.records != want {
-            return Err(usage(&format!(
-                "shard {} ({}) holds {} of the {want} trials of its slice; finish it with `toolscore run --resume {}` and the flags it was started with",
-                s.shard,
-                s.dir.display(),
-                reader.records,
-                s.dir.display()
-            )));
-        }
-    }
-
-    let first = &shards[0].summary.header;
-    let mut run = first.run.clone();
-    run.run_id = run_id.to_owned();
-    run.shard = None;
-    run.started_at = shards
-        .iter()
-        .map(|s| s.summary.header.run.started_at.clone())
-        .min()
-        .unwrap_or_default();
-    run.finished_at = shards
-        .iter()
-        .map(|s| s.summary.header.run.finished_at.clone())
-        .max()
-        .unwrap_or_default();
-    let totals = RunTotals {
-        planned_trials: shards.iter().map(|s| s.summary.header.planned_trials).sum(),
-        completed_trials: merged,
-        skipped_trials: shards.iter().map(|s| s.summary.header.skipped_trials).sum(),
-        budget_not_run: shards
-            .iter()
-            .filter_map(|s| s.summary.header.budget.as_ref())
-            .map(|b| b.not_run)
-            .sum(),
-        interrupted: false,
-        failures: Vec::new(),
-    };
-    let mut summary = agg.finish(run, &totals, first.confidence, first.precision);
-    // Each shard priced its own slice; the merged run's estimate is their sum. A cap was per
-    // shard process, so the merged run names none.
-    let budgets: Vec<&crate::report::BudgetReport> = shards
-        .iter()
-        .filter_map(|s| s.summary.header.budget.as_ref())
-        .collect();
-    if !budgets.is_empty() {
-        summary.budget = Some(crate::report::BudgetReport {
-            max_usd: None,
-            estimate_usd: if budgets.len() == shards.len() {
-                budgets.iter().map(|b| b.estimate_usd).sum()
-            } else {
-                None
-            },
-            estimate_trials: budgets.iter().map(|b| b.estimate_trials).sum(),
-            not_run: totals.budget_not_run,
-            cut_short: totals.budget_not_run > 0,
-        });
-    }
+    let (merged, agg) = merge.records(&mut readers, &results_path, out)?;
+    merge.check_slices(&readers)?;
+    let summary = merged_summary(shards, agg, merged, run_id);
 
     crate::atomic::write_json(&out.join(PLAN_FILE), &plan)?;
     crate::atomic::write_json(
@@ -673,4 +473,253 @@ fn write_merged(
             .join(", ")
     );
     Ok(ExitCode::Pass)
+}
+
+fn open_readers(shards: &[ShardRun]) -> Result<Vec<ShardReader<'_>>, Error> {
+    shards
+        .iter()
+        .map(|s| {
+            let path = s.dir.join("results.jsonl");
+            let file = std::fs::File::open(&path).map_err(|e| InputError::io(&path, &e))?;
+            Ok(ShardReader {
+                run: s,
+                name: path.display().to_string(),
+                lines: BufReader::with_capacity(256 * 1024, file),
+                line_no: 0,
+                records: 0,
+            })
+        })
+        .collect()
+}
+
+/// The whole plan, indexed, and the number of shards it was cut into.
+struct Merge {
+    index: PlanIndex,
+    count: u32,
+}
+
+impl Merge {
+    /// Streams every shard's records into `results_path` and results.csv in plan order (a
+    /// k-way merge on the job number), refusing a trial recorded twice; memory is one bit per
+    /// planned job. Returns the number merged and their aggregate.
+    fn records(
+        &self,
+        readers: &mut [ShardReader<'_>],
+        results_path: &Path,
+        out: &Path,
+    ) -> Result<(u64, Aggregator), Error> {
+        let jobs = self.per_round() * u64::from(self.index.max_trials());
+        let mut seen = vec![0u64; jobs.div_ceil(64) as usize];
+        let write_error = |e| Error::io(format!("cannot write {}", results_path.display()), e);
+        let mut results = BufWriter::with_capacity(
+            256 * 1024,
+            std::fs::File::create(results_path)
+                .map_err(|e| Error::io(format!("cannot create {}", results_path.display()), e))?,
+        );
+        let mut csv = ResultsCsv::create(&out.join("results.csv"))?;
+        let mut agg = Aggregator::new();
+        let mut heads: Vec<Option<Head>> = Vec::with_capacity(readers.len());
+        // Min-heap on (job, shard position): plan order, ties (impossible once checked) by shard.
+        let mut heap = BinaryHeap::new();
+        for (i, reader) in readers.iter_mut().enumerate() {
+            let head = reader.next()?;
+            if let Some(h) = &head {
+                heap.push(std::cmp::Reverse((self.job_of(reader, h)?, i)));
+            }
+            heads.push(head);
+        }
+        let mut merged = 0u64;
+        while let Some(std::cmp::Reverse((job, i))) = heap.pop() {
+            let Some(head) = heads[i].take() else {
+                continue;
+            };
+            let (word, bit) = ((job / 64) as usize, job % 64);
+            if seen[word] & (1 << bit) != 0 {
+                return Err(readers[i].refusal(&head, "", "is recorded twice"));
+            }
+            seen[word] |= 1 << bit;
+            results
+                .write_all(head.line.as_bytes())
+                .and_then(|()| results.write_all(b"\n"))
+                .map_err(write_error)?;
+            csv.append_buffered(&head.record)?;
+            agg.add(&head.record);
+            merged += 1;
+            let next = readers[i].next()?;
+            if let Some(h) = &next {
+                heap.push(std::cmp::Reverse((self.job_of(&readers[i], h)?, i)));
+            }
+            heads[i] = next;
+        }
+        results.flush().map_err(write_error)?;
+        csv.flush()?;
+        Ok((merged, agg))
+    }
+
+    fn per_round(&self) -> u64 {
+        (self.index.arms.len() * self.index.case_trials.len()) as u64
+    }
+
+    /// A record's job number in the whole plan, once it is checked to belong to the plan and
+    /// to the shard that holds it.
+    fn job_of(&self, reader: &ShardReader<'_>, head: &Head) -> Result<u64, Error> {
+        let (index, count) = (&self.index, self.count);
+        let r = &head.record;
+        let at = |field: &str, what: String| reader.located(head, field, what);
+        let arm = *index
+            .arms
+            .get(&(r.arm.provider.clone(), r.arm.variant.clone()))
+            .ok_or_else(|| {
+                at(
+                    "arm",
+                    format!(
+                        "arm `{}` (variant {}) is not in the plan",
+                        r.arm.provider, r.arm.variant
+                    ),
+                )
+            })?;
+        if r.arm.model != index.models[arm] {
+            return Err(at(
+                "arm.model",
+                format!(
+                    "model `{}` of arm `{}` is not the plan's `{}`",
+                    r.arm.model, r.arm.provider, index.models[arm]
+                ),
+            ));
+        }
+        let case = *index
+            .cases
+            .get(&(r.dataset.clone(), r.case_id.clone()))
+            .ok_or_else(|| {
+                at(
+                    "case_id",
+                    format!("case `{}/{}` is not in the plan", r.dataset, r.case_id),
+                )
+            })?;
+        if r.trial_index >= index.case_trials[case] {
+            return Err(at(
+                "trial_index",
+                format!(
+                    "trial {} is beyond the {} planned for case `{}/{}`",
+                    r.trial_index, index.case_trials[case], r.dataset, r.case_id
+                ),
+            ));
+        }
+        let cases = index.case_trials.len();
+        let owner = shard_of(index.seeds[arm * cases + case], r.trial_index, count);
+        if owner != reader.run.shard.index {
+            return Err(reader.refusal(
+                head,
+                "trial_index",
+                &format!("belongs to shard {owner}/{count}"),
+            ));
+        }
+        Ok(u64::from(r.trial_index) * self.per_round() + (case * index.arms.len() + arm) as u64)
+    }
+
+    /// Every trial of every slice is there: each shard holds exactly the trials of its slice.
+    fn check_slices(&self, readers: &[ShardReader<'_>]) -> Result<(), Error> {
+        let sizes = self.index.slice_sizes(self.count);
+        for reader in readers {
+            let s = reader.run;
+            let want = sizes[s.shard.index as usize];
+            if reader.records != want {
+                return Err(usage(&format!(
+                    "shard {} ({}) holds {} of the {want} trials of its slice; finish it with `toolscore run --resume {}` and the flags it was started with",
+                    s.shard,
+                    s.dir.display(),
+                    reader.records,
+                    s.dir.display()
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl ShardReader<'_> {
+    /// An error at this record's line, naming the shard.
+    fn located(&self, head: &Head, field: &str, what: String) -> Error {
+        InputError::at(
+            &self.name,
+            Some(head.line_no),
+            field,
+            &format!(
+                "{what} (shard {} of {})",
+                self.run.shard,
+                self.run.dir.display()
+            ),
+        )
+        .into()
+    }
+
+    /// An error naming the record's trial, case and arm: "trial 3 of case `d/c` in arm `p` …".
+    fn refusal(&self, head: &Head, field: &str, what: &str) -> Error {
+        let r = &head.record;
+        self.located(
+            head,
+            field,
+            format!(
+                "trial {} of case `{}/{}` in arm `{}` {what}",
+                r.trial_index, r.dataset, r.case_id, r.arm.provider
+            ),
+        )
+    }
+}
+
+/// The merged run's summary: the shards' run info spanning all of them, their totals summed,
+/// and their cost estimates added up.
+fn merged_summary(
+    shards: &[ShardRun],
+    agg: Aggregator,
+    merged: u64,
+    run_id: &str,
+) -> crate::report::Summary {
+    let first = &shards[0].summary.header;
+    let mut run = first.run.clone();
+    run.run_id = run_id.to_owned();
+    run.shard = None;
+    run.started_at = shards
+        .iter()
+        .map(|s| s.summary.header.run.started_at.clone())
+        .min()
+        .unwrap_or_default();
+    run.finished_at = shards
+        .iter()
+        .map(|s| s.summary.header.run.finished_at.clone())
+        .max()
+        .unwrap_or_default();
+    let totals = RunTotals {
+        planned_trials: shards.iter().map(|s| s.summary.header.planned_trials).sum(),
+        completed_trials: merged,
+        skipped_trials: shards.iter().map(|s| s.summary.header.skipped_trials).sum(),
+        budget_not_run: shards
+            .iter()
+            .filter_map(|s| s.summary.header.budget.as_ref())
+            .map(|b| b.not_run)
+            .sum(),
+        interrupted: false,
+        failures: Vec::new(),
+    };
+    let mut summary = agg.finish(run, &totals, first.confidence, first.precision);
+    // Each shard priced its own slice; the merged run's estimate is their sum. A cap was per
+    // shard process, so the merged run names none.
+    let budgets: Vec<&crate::report::BudgetReport> = shards
+        .iter()
+        .filter_map(|s| s.summary.header.budget.as_ref())
+        .collect();
+    if !budgets.is_empty() {
+        summary.budget = Some(crate::report::BudgetReport {
+            max_usd: None,
+            estimate_usd: if budgets.len() == shards.len() {
+                budgets.iter().map(|b| b.estimate_usd).sum()
+            } else {
+                None
+            },
+            estimate_trials: budgets.iter().map(|b| b.estimate_trials).sum(),
+            not_run: totals.budget_not_run,
+            cut_short: totals.budget_not_run > 0,
+        });
+    }
+    summary
 }
