@@ -363,6 +363,24 @@ fn write_arm_header(arm: &ArmInfo, w: &mut dyn Write) -> io::Result<()> {
 /// One arm's figures and warnings (with `extra` warnings listed first).
 fn render_arm(s: &Summary, a: &ArmSummary, extra: &[Warning], w: &mut dyn Write) -> io::Result<()> {
     let conf = format!("{:.0}%", s.confidence * 100.0);
+    write_suite_rates(a, &conf, w)?;
+    write_tool_rates(a, &conf, w)?;
+    write_weakest_cases(a, w)?;
+    write_confusions(a, w)?;
+    write_unstable_cases(a, &conf, w)?;
+    write_schema_violations(a, w)?;
+    write_arg_failures(a, &conf, w)?;
+    write_latency(a, &conf, w)?;
+    write_usage(s, a, w)?;
+    let all: Vec<Warning> = extra.iter().chain(&a.warnings).cloned().collect();
+    if !all.is_empty() {
+        write_warnings(&all, w)?;
+    }
+    Ok(())
+}
+
+/// The suite sentence and each metric's rate, trial-level and case-level.
+fn write_suite_rates(a: &ArmSummary, conf: &str, w: &mut dyn Write) -> io::Result<()> {
     writeln!(w)?;
     writeln!(
         w,
@@ -384,6 +402,11 @@ fn render_arm(s: &Summary, a: &ArmSummary, extra: &[Warning], w: &mut dyn Write)
             format_case_level(rate)
         )?;
     }
+    Ok(())
+}
+
+/// Selection, exact arguments and valid schema per expected tool.
+fn write_tool_rates(a: &ArmSummary, conf: &str, w: &mut dyn Write) -> io::Result<()> {
     writeln!(w)?;
     writeln!(w, "by expected tool ({conf} Wilson over trials):")?;
     let width = a
@@ -410,6 +433,11 @@ fn render_arm(s: &Summary, a: &ArmSummary, extra: &[Warning], w: &mut dyn Write)
             format_rate(&m.schema_valid)
         )?;
     }
+    Ok(())
+}
+
+/// The cases with the lowest pass rates, each with its most frequent failures.
+fn write_weakest_cases(a: &ArmSummary, w: &mut dyn Write) -> io::Result<()> {
     writeln!(w)?;
     let mut worst: Vec<_> = a
         .cases
@@ -444,6 +472,18 @@ fn render_arm(s: &Summary, a: &ArmSummary, extra: &[Warning], w: &mut dyn Write)
             writeln!(w, "      {n:>5}× {detail}")?;
         }
     }
+    Ok(())
+}
+
+/// Which tool was chosen instead of which, and each tool's precision and recall.
+fn write_confusions(a: &ArmSummary, w: &mut dyn Write) -> io::Result<()> {
+    let width = a
+        .tools
+        .iter()
+        .map(|t| t.name.len())
+        .max()
+        .unwrap_or(4)
+        .max(4);
     let mut confused: Vec<_> = a
         .confusion
         .iter()
@@ -481,6 +521,11 @@ fn render_arm(s: &Summary, a: &ArmSummary, extra: &[Warning], w: &mut dyn Write)
             )?;
         }
     }
+    Ok(())
+}
+
+/// Cases right sometimes and wrong sometimes.
+fn write_unstable_cases(a: &ArmSummary, conf: &str, w: &mut dyn Write) -> io::Result<()> {
     if !a.unstable_cases.is_empty() {
         writeln!(w)?;
         writeln!(
@@ -502,6 +547,11 @@ fn render_arm(s: &Summary, a: &ArmSummary, extra: &[Warning], w: &mut dyn Write)
             )?;
         }
     }
+    Ok(())
+}
+
+/// The most frequent ways produced arguments broke their schema.
+fn write_schema_violations(a: &ArmSummary, w: &mut dyn Write) -> io::Result<()> {
     if !a.schema_violations.is_empty() {
         writeln!(w)?;
         writeln!(w, "schema violations in produced arguments:")?;
@@ -511,7 +561,11 @@ fn render_arm(s: &Summary, a: &ArmSummary, extra: &[Warning], w: &mut dyn Write)
             writeln!(w, "  {n:>5}× {k}")?;
         }
     }
-    write_arg_failures(a, &conf, w)?;
+    Ok(())
+}
+
+/// Latency percentiles with their intervals, overall and per expected tool.
+fn write_latency(a: &ArmSummary, conf: &str, w: &mut dyn Write) -> io::Result<()> {
     writeln!(w)?;
     let l = &a.latency_ms;
     let p = format_percentile;
@@ -553,6 +607,11 @@ fn render_arm(s: &Summary, a: &ArmSummary, extra: &[Warning], w: &mut dyn Write)
             )?;
         }
     }
+    Ok(())
+}
+
+/// Tokens, cost and infrastructure errors.
+fn write_usage(s: &Summary, a: &ArmSummary, w: &mut dyn Write) -> io::Result<()> {
     let t = &a.tokens;
     let mean = |m: Option<f64>| m.map_or("n/a".to_owned(), |m| format!("{m:.1}"));
     writeln!(
@@ -594,10 +653,6 @@ fn render_arm(s: &Summary, a: &ArmSummary, extra: &[Warning], w: &mut dyn Write)
         },
         format_rate(&a.infra.retried)
     )?;
-    let all: Vec<Warning> = extra.iter().chain(&a.warnings).cloned().collect();
-    if !all.is_empty() {
-        write_warnings(&all, w)?;
-    }
     Ok(())
 }
 
