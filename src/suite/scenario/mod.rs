@@ -2,7 +2,7 @@
 //! tools with an optional state, and what the trajectory and its outcome must show. Parsed and
 //! validated before any model is called; errors name the file, the line and the field.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -226,6 +226,18 @@ pub fn parse_scenario(text: &str, file: &str, name: &str, base: &Path) -> Result
     Ok(build_scenario(raw, text, file, name, catalogs, server)?)
 }
 
+/// Where a scenario file's errors point: the line of a key's first appearance.
+struct Locate<'a> {
+    text: &'a str,
+    file: &'a str,
+}
+
+impl Locate<'_> {
+    fn at(&self, needle: &str, field: &str, msg: &str) -> InputError {
+        InputError::at(self.file, line_of(self.text, needle), field, msg)
+    }
+}
+
 /// The scenario from its parsed fields and resolved catalogs: every reference checked.
 fn build_scenario(
     raw: RawScenario,
@@ -235,46 +247,20 @@ fn build_scenario(
     catalogs: Vec<CatalogVariant>,
     server: Option<(LiveCatalogSpec, ServerIdentity)>,
 ) -> Result<Scenario, InputError> {
-    let err = |needle: &str, field: &str, msg: &str| {
-        InputError::at(file, line_of(text, needle), field, msg)
-    };
-
+    let loc = Locate { text, file };
     let Some(base_catalog) = catalogs.first() else {
-        return Err(err("catalog:", "catalog", "no catalog"));
+        return Err(loc.at("catalog:", "catalog", "no catalog"));
     };
     let validators: &ToolValidators = &base_catalog.validators;
     let tool_exists = |t: &str| validators.contains(t);
-
-    if raw.max_steps == 0 || raw.max_steps > MAX_STEPS_LIMIT {
-        return Err(err(
-            "max_steps:",
-            "max_steps",
-            &format!("`max_steps` must be between 1 and {MAX_STEPS_LIMIT}"),
-        ));
-    }
-    if raw.trials == Some(0) || raw.trials.is_some_and(|t| t > super::MAX_CASE_TRIALS) {
-        return Err(err(
-            "trials:",
-            "trials",
-            &format!("`trials` must be between 1 and {}", super::MAX_CASE_TRIALS),
-        ));
-    }
-    super::validate_messages(&raw.messages)
-        .map_err(|(field, msg)| err("messages:", &field, &msg))?;
-    if raw.state.as_ref().is_some_and(|s| !s.is_object()) {
-        return Err(err(
-            "state:",
-            "state",
-            "`state` must be a mapping (the JSON document rules read and write)",
-        ));
-    }
+    check_settings(&raw, &loc)?;
 
     let mut tools = BTreeMap::new();
     let mut result_variants: Vec<String> = Vec::new();
     for (tool, rules) in raw.tools {
         let at = format!("{tool}:");
         if !tool_exists(&tool) {
-            return Err(err(
+            return Err(loc.at(
                 &at,
                 &format!("tools.{tool}"),
                 &format!(
@@ -286,147 +272,35 @@ fn build_scenario(
         let mut built = Vec::with_capacity(rules.len());
         for (i, rule) in rules.into_iter().enumerate() {
             let field = format!("tools.{tool}[{i}]");
-            let when = match rule.when {
-                None => RuleCondition::default(),
-                Some(w) => RuleCondition {
-                    args: w.args,
-                    exact: w.exact,
-                    matchers: matchers(w.matchers)
-                        .map_err(|(p, m)| err(&at, &format!("{field}.when.match.{p}"), &m))?,
-                },
-            };
-            let answer = response(
-                rule.result,
-                rule.content,
-                rule.structured,
-                rule.error,
-                rule.is_error,
-            )
-            .map_err(|m| err(&at, &field, &m))?;
-            let mut variants = BTreeMap::new();
-            for (vname, v) in rule.variants {
-                super::variant::check_name(&vname)
-                    .map_err(|m| err(&at, &format!("{field}.variants.{vname}"), &m))?;
-                if vname == BASE_VARIANT {
-                    return Err(err(
-                        &at,
-                        &format!("{field}.variants.base"),
-                        "`base` is the rule's own wording; name the variant otherwise",
-                    ));
-                }
-                let r = response(v.result, v.content, v.structured, v.error, v.is_error)
-                    .map_err(|m| err(&at, &format!("{field}.variants.{vname}"), &m))?;
-                check_templates(&built_strings(&r, &[]))
-                    .map_err(|m| err(&at, &format!("{field}.variants.{vname}"), &m))?;
-                if !result_variants.contains(&vname) {
+            let rule = build_rule(rule, raw.state.is_some(), &field, &at, &loc)?;
+            for vname in rule.variants.keys() {
+                if !result_variants.contains(vname) {
                     result_variants.push(vname.clone());
                 }
-                variants.insert(vname, r);
             }
-            let mut effects = Vec::with_capacity(rule.effects.len());
-            for (j, e) in rule.effects.into_iter().enumerate() {
-                let efield = format!("{field}.effects[{j}]");
-                let effect = match (e.set, e.append, e.increment) {
-                    (Some(s), None, None) => Effect::Set {
-                        path: s.path,
-                        value: s.value,
-                    },
-                    (None, Some(a), None) => Effect::Append {
-                        path: a.path,
-                        value: a.value,
-                    },
-                    (None, None, Some(inc)) if inc.by.is_finite() => Effect::Increment {
-                        path: inc.path,
-                        by: inc.by,
-                    },
-                    (None, None, Some(_)) => {
-                        return Err(err(&at, &efield, "`by` must be a finite number"));
-                    }
-                    _ => {
-                        return Err(err(
-                            &at,
-                            &efield,
-                            "an effect is exactly one of `set: {path, value}`, `append: {path, value}` or `increment: {path, by}`",
-                        ));
-                    }
-                };
-                if raw.state.is_none() {
-                    return Err(err(
-                        &at,
-                        &efield,
-                        "effects change the scenario's `state`; declare one (e.g. `state: {}`)",
-                    ));
-                }
-                effects.push(effect);
-            }
-            check_templates(&built_strings(&answer, &effects)).map_err(|m| err(&at, &field, &m))?;
-            built.push(ScriptRule {
-                when,
-                effects,
-                response: answer,
-                variants,
-            });
+            built.push(rule);
         }
         tools.insert(tool, built);
     }
     result_variants.sort();
 
-    let server = match (server, raw.live) {
-        (None, None) => None,
-        (None, Some(_)) => {
-            return Err(err(
+    let server = match server {
+        None if raw.live.is_some() => {
+            return Err(loc.at(
                 "live:",
                 "live",
                 "`live` executes tools on a live MCP server: name one in `catalog` ({command, args} or {url})",
             ));
         }
-        (Some((spec, identity)), live) => {
-            let live_tools = match live {
-                None => None,
-                Some(RawLive::All(a)) if a == "all" => None,
-                Some(RawLive::All(other)) => {
-                    return Err(err(
-                        "live:",
-                        "live",
-                        &format!("`live` is `all` or a list of tool names (got `{other}`)"),
-                    ));
-                }
-                Some(RawLive::Tools(list)) => {
-                    for t in &list {
-                        if !tool_exists(t) {
-                            return Err(err(
-                                "live:",
-                                "live",
-                                &format!("`{t}` is not a tool of the server"),
-                            ));
-                        }
-                        if tools.contains_key(t) {
-                            return Err(err(
-                                &format!("{t}:"),
-                                &format!("tools.{t}"),
-                                &format!("`{t}` is both live and scripted; keep one"),
-                            ));
-                        }
-                    }
-                    Some(list.into_iter().collect())
-                }
-            };
-            if live_tools.is_none() && !tools.is_empty() {
-                return Err(err(
-                    "tools:",
-                    "tools",
-                    "every tool runs on the live server (`live: all`, the default with a server): list the live ones in `live: [...]` to script the others",
-                ));
-            }
-            Some(LiveTools {
-                spec,
-                identity,
-                tools: live_tools,
-            })
-        }
+        None => None,
+        Some((spec, identity)) => Some(LiveTools {
+            spec,
+            identity,
+            tools: live_tools(raw.live, &tools, &tool_exists, &loc)?,
+        }),
     };
     let expect = build_expect(raw.expect, &tool_exists)
-        .map_err(|(needle, field, msg)| err(&needle, &field, &msg))?;
+        .map_err(|(needle, field, msg)| loc.at(&needle, &field, &msg))?;
 
     Ok(Scenario {
         name: name.to_owned(),
@@ -447,6 +321,167 @@ fn build_scenario(
         server,
         source_digest: crate::json::sha256_of(text),
     })
+}
+
+/// `max_steps`, `trials`, `messages` and `state`, each within its bounds.
+fn check_settings(raw: &RawScenario, loc: &Locate<'_>) -> Result<(), InputError> {
+    if raw.max_steps == 0 || raw.max_steps > MAX_STEPS_LIMIT {
+        return Err(loc.at(
+            "max_steps:",
+            "max_steps",
+            &format!("`max_steps` must be between 1 and {MAX_STEPS_LIMIT}"),
+        ));
+    }
+    if raw.trials == Some(0) || raw.trials.is_some_and(|t| t > super::MAX_CASE_TRIALS) {
+        return Err(loc.at(
+            "trials:",
+            "trials",
+            &format!("`trials` must be between 1 and {}", super::MAX_CASE_TRIALS),
+        ));
+    }
+    super::validate_messages(&raw.messages)
+        .map_err(|(field, msg)| loc.at("messages:", &field, &msg))?;
+    if raw.state.as_ref().is_some_and(|s| !s.is_object()) {
+        return Err(loc.at(
+            "state:",
+            "state",
+            "`state` must be a mapping (the JSON document rules read and write)",
+        ));
+    }
+    Ok(())
+}
+
+/// One scripted rule of a tool: its condition, answer, answer variants and effects on the
+/// state. `at` is the tool's key in the file, `field` the rule's path.
+fn build_rule(
+    rule: RawRule,
+    has_state: bool,
+    field: &str,
+    at: &str,
+    loc: &Locate<'_>,
+) -> Result<ScriptRule, InputError> {
+    let when = match rule.when {
+        None => RuleCondition::default(),
+        Some(w) => RuleCondition {
+            args: w.args,
+            exact: w.exact,
+            matchers: matchers(w.matchers)
+                .map_err(|(p, m)| loc.at(at, &format!("{field}.when.match.{p}"), &m))?,
+        },
+    };
+    let answer = response(
+        rule.result,
+        rule.content,
+        rule.structured,
+        rule.error,
+        rule.is_error,
+    )
+    .map_err(|m| loc.at(at, field, &m))?;
+    let mut variants = BTreeMap::new();
+    for (vname, v) in rule.variants {
+        let vfield = format!("{field}.variants.{vname}");
+        super::variant::check_name(&vname).map_err(|m| loc.at(at, &vfield, &m))?;
+        if vname == BASE_VARIANT {
+            return Err(loc.at(
+                at,
+                &format!("{field}.variants.base"),
+                "`base` is the rule's own wording; name the variant otherwise",
+            ));
+        }
+        let r = response(v.result, v.content, v.structured, v.error, v.is_error)
+            .map_err(|m| loc.at(at, &vfield, &m))?;
+        check_templates(&built_strings(&r, &[])).map_err(|m| loc.at(at, &vfield, &m))?;
+        variants.insert(vname, r);
+    }
+    let mut effects = Vec::with_capacity(rule.effects.len());
+    for (j, e) in rule.effects.into_iter().enumerate() {
+        let efield = format!("{field}.effects[{j}]");
+        let effect = build_effect(e).map_err(|m| loc.at(at, &efield, m))?;
+        if !has_state {
+            return Err(loc.at(
+                at,
+                &efield,
+                "effects change the scenario's `state`; declare one (e.g. `state: {}`)",
+            ));
+        }
+        effects.push(effect);
+    }
+    check_templates(&built_strings(&answer, &effects)).map_err(|m| loc.at(at, field, &m))?;
+    Ok(ScriptRule {
+        when,
+        effects,
+        response: answer,
+        variants,
+    })
+}
+
+fn build_effect(e: RawEffect) -> Result<Effect, &'static str> {
+    match (e.set, e.append, e.increment) {
+        (Some(s), None, None) => Ok(Effect::Set {
+            path: s.path,
+            value: s.value,
+        }),
+        (None, Some(a), None) => Ok(Effect::Append {
+            path: a.path,
+            value: a.value,
+        }),
+        (None, None, Some(inc)) if inc.by.is_finite() => Ok(Effect::Increment {
+            path: inc.path,
+            by: inc.by,
+        }),
+        (None, None, Some(_)) => Err("`by` must be a finite number"),
+        _ => Err(
+            "an effect is exactly one of `set: {path, value}`, `append: {path, value}` or `increment: {path, by}`",
+        ),
+    }
+}
+
+/// Which tools run on the live server: all (`None`), or those `live` lists, none of them
+/// also scripted.
+fn live_tools(
+    live: Option<RawLive>,
+    scripted: &BTreeMap<String, Vec<ScriptRule>>,
+    tool_exists: &dyn Fn(&str) -> bool,
+    loc: &Locate<'_>,
+) -> Result<Option<BTreeSet<String>>, InputError> {
+    let live_tools = match live {
+        None => None,
+        Some(RawLive::All(a)) if a == "all" => None,
+        Some(RawLive::All(other)) => {
+            return Err(loc.at(
+                "live:",
+                "live",
+                &format!("`live` is `all` or a list of tool names (got `{other}`)"),
+            ));
+        }
+        Some(RawLive::Tools(list)) => {
+            for t in &list {
+                if !tool_exists(t) {
+                    return Err(loc.at(
+                        "live:",
+                        "live",
+                        &format!("`{t}` is not a tool of the server"),
+                    ));
+                }
+                if scripted.contains_key(t) {
+                    return Err(loc.at(
+                        &format!("{t}:"),
+                        &format!("tools.{t}"),
+                        &format!("`{t}` is both live and scripted; keep one"),
+                    ));
+                }
+            }
+            Some(list.into_iter().collect())
+        }
+    };
+    if live_tools.is_none() && !scripted.is_empty() {
+        return Err(loc.at(
+            "tools:",
+            "tools",
+            "every tool runs on the live server (`live: all`, the default with a server): list the live ones in `live: [...]` to script the others",
+        ));
+    }
+    Ok(live_tools)
 }
 
 /// The base catalog of a dataset folder (with its overlays) or of a catalog file.
