@@ -132,145 +132,204 @@ pub async fn gather(
     wanted: &[TrialKey],
 ) -> Result<Answers, Error> {
     let mut file = read_state(&mode.state_file)?;
-    let arm_of = |b: &Submitted| {
-        arms.iter()
-            .position(|a| a.name == b.provider && a.variant == b.variant)
-            .ok_or_else(|| {
-                Error::Input(InputError::new(format!(
-                    "{}: batch {} belongs to arm `{}` (variant {}), which this plan does not have",
-                    mode.state_file.display(),
-                    b.id,
-                    b.provider,
-                    b.variant
-                )))
-            })
-    };
-    let pending: HashSet<String> = file
-        .batches
-        .iter()
-        .filter(|b| !b.collected)
-        .flat_map(|b| b.requests.iter().cloned())
-        .collect();
     let apis: Vec<BatchApi> = arms
         .iter()
         .map(|a| BatchApi::for_kind(a.provider.settings().kind).map_err(Error::Fatal))
         .collect::<Result<_, _>>()?;
-
-    // Submit the wanted trials no running batch holds, arm by arm.
-    let waiting = wanted
-        .iter()
-        .filter(|k| pending.contains(&custom_id(**k)))
-        .count();
-    if waiting > 0 {
-        eprintln!("batch: {waiting} trials are in batches submitted earlier; polling those");
-    }
-    for (arm_index, arm) in arms.iter().enumerate() {
-        let lines: Vec<BatchLine> = wanted
-            .iter()
-            .filter(|k| k.arm == arm_index)
-            .map(|&k| BatchLine {
-                custom_id: custom_id(k),
-                body: prepared[k.arm * cases + k.case].body.clone(),
-            })
-            .filter(|l| !pending.contains(&l.custom_id))
-            .collect();
-        let api = apis[arm_index];
-        let (max_requests, max_bytes) = api.limits();
-        let client = BatchClient::new(arm.provider, api);
-        for chunk in chunk_lines(lines, max_requests, max_bytes) {
-            let label = format!("toolscore-{run_id}");
-            let id = client.submit(&chunk, &label).await.map_err(|e| {
-                Error::Fatal(format!(
-                    "submitting a batch of {} requests to provider `{}`: {e}",
-                    chunk.len(),
-                    arm.name
-                ))
-            })?;
-            eprintln!(
-                "batch: submitted {} {id} for arm {} ({}): {} requests",
-                api.name(),
-                arm.name,
-                arm.variant,
-                chunk.len()
-            );
-            file.batches.push(Submitted {
-                provider: arm.name.to_owned(),
-                variant: arm.variant.to_owned(),
-                api: api.name().to_owned(),
-                id,
-                submitted_at: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
-                requests: chunk.into_iter().map(|l| l.custom_id).collect(),
-                collected: false,
-            });
-            // On disk before the first poll: a process killed from here on leaves the batch
-            // to `--resume`, which polls it rather than paying for it twice.
-            write_state(&mode.state_file, &file)?;
-        }
-    }
-
-    // Poll every batch not yet collected until each has ended.
-    let open: Vec<(usize, Submitted)> = file
-        .batches
-        .iter()
-        .filter(|b| !b.collected)
-        .map(|b| arm_of(b).map(|a| (a, b.clone())))
-        .collect::<Result<_, _>>()?;
-    for (arm, b) in &open {
-        if apis[*arm].name() != b.api {
-            return Err(Error::Input(InputError::new(format!(
-                "{}: batch {} was submitted to the {} batch API, but arm `{}` now uses {}",
-                mode.state_file.display(),
-                b.id,
-                b.api,
-                b.provider,
-                apis[*arm].name()
-            ))));
-        }
-    }
-    let started = Instant::now();
-    let mut ended: Vec<Option<BatchStatus>> = vec![None; open.len()];
-    let mut last_seen: Vec<String> = vec![String::new(); open.len()];
-    while ended.iter().any(Option::is_none) {
-        for (i, (arm, b)) in open.iter().enumerate() {
-            if ended[i].is_some() {
-                continue;
-            }
-            let client = BatchClient::new(arms[*arm].provider, apis[*arm]);
-            let status = client.status(&b.id).await.map_err(|e| {
-                Error::Fatal(format!(
-                    "polling batch {}: {e}; it keeps running at the provider: `--resume` polls it again",
-                    b.id
-                ))
-            })?;
-            let line = progress_line(b, &status);
-            if status.end.is_some() {
-                eprintln!(
-                    "{line} after {}",
-                    humantime::format_duration(Duration::from_secs(started.elapsed().as_secs()))
-                );
-                ended[i] = Some(status);
-            } else {
-                if mode.progress && line != last_seen[i] {
-                    eprintln!("{line}");
-                }
-                last_seen[i] = line;
-            }
-        }
-        if ended.iter().any(Option::is_none) {
-            tokio::time::sleep(mode.poll).await;
-        }
-    }
-
-    // Collect: every answer under its trial key.
+    let run = BatchRun {
+        mode,
+        arms,
+        apis: &apis,
+    };
+    run.submit_new(&mut file, run_id, prepared, cases, wanted)
+        .await?;
+    let open = run.open_batches(&file)?;
+    let ended = run.poll_until_ended(&open).await?;
     let mut answers = Answers {
         by_key: HashMap::new(),
         state_file: mode.state_file.clone(),
     };
     let wanted: HashSet<TrialKey> = wanted.iter().copied().collect();
     for ((arm, b), status) in open.iter().zip(ended) {
-        let Some(status) = status else { continue };
-        let client = BatchClient::new(arms[*arm].provider, apis[*arm]);
-        let parsed = client.results(&status, &b.requests).await.map_err(|e| {
+        run.collect(*arm, b, &status, &wanted, &mut answers).await?;
+    }
+    Ok(answers)
+}
+
+/// One `--batch` run's arms and the batch API each uses.
+struct BatchRun<'a> {
+    mode: &'a BatchMode,
+    arms: &'a [BatchArm<'a>],
+    apis: &'a [BatchApi],
+}
+
+impl BatchRun<'_> {
+    /// Submits the wanted trials no running batch holds, arm by arm, each batch written to
+    /// the state file before the next is sent.
+    async fn submit_new(
+        &self,
+        file: &mut BatchFile,
+        run_id: &str,
+        prepared: &[PreparedRequest],
+        cases: usize,
+        wanted: &[TrialKey],
+    ) -> Result<(), Error> {
+        let (mode, arms, apis) = (self.mode, self.arms, self.apis);
+        let pending: HashSet<String> = file
+            .batches
+            .iter()
+            .filter(|b| !b.collected)
+            .flat_map(|b| b.requests.iter().cloned())
+            .collect();
+        let waiting = wanted
+            .iter()
+            .filter(|k| pending.contains(&custom_id(**k)))
+            .count();
+        if waiting > 0 {
+            eprintln!("batch: {waiting} trials are in batches submitted earlier; polling those");
+        }
+        for (arm_index, arm) in arms.iter().enumerate() {
+            let lines: Vec<BatchLine> = wanted
+                .iter()
+                .filter(|k| k.arm == arm_index)
+                .map(|&k| BatchLine {
+                    custom_id: custom_id(k),
+                    body: prepared[k.arm * cases + k.case].body.clone(),
+                })
+                .filter(|l| !pending.contains(&l.custom_id))
+                .collect();
+            let api = apis[arm_index];
+            let (max_requests, max_bytes) = api.limits();
+            let client = BatchClient::new(arm.provider, api);
+            for chunk in chunk_lines(lines, max_requests, max_bytes) {
+                let label = format!("toolscore-{run_id}");
+                let id = client.submit(&chunk, &label).await.map_err(|e| {
+                    Error::Fatal(format!(
+                        "submitting a batch of {} requests to provider `{}`: {e}",
+                        chunk.len(),
+                        arm.name
+                    ))
+                })?;
+                eprintln!(
+                    "batch: submitted {} {id} for arm {} ({}): {} requests",
+                    api.name(),
+                    arm.name,
+                    arm.variant,
+                    chunk.len()
+                );
+                file.batches.push(Submitted {
+                    provider: arm.name.to_owned(),
+                    variant: arm.variant.to_owned(),
+                    api: api.name().to_owned(),
+                    id,
+                    submitted_at: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
+                    requests: chunk.into_iter().map(|l| l.custom_id).collect(),
+                    collected: false,
+                });
+                // On disk before the first poll: a process killed from here on leaves the batch
+                // to `--resume`, which polls it rather than paying for it twice.
+                write_state(&mode.state_file, file)?;
+            }
+        }
+
+        Ok(())
+    }
+
+    /// Every batch not yet collected, with the arm it belongs to, refused when the plan no
+    /// longer has that arm or the arm now uses another batch API.
+    fn open_batches(&self, file: &BatchFile) -> Result<Vec<(usize, Submitted)>, Error> {
+        let (mode, arms, apis) = (self.mode, self.arms, self.apis);
+        let arm_of = |b: &Submitted| {
+            arms.iter()
+                .position(|a| a.name == b.provider && a.variant == b.variant)
+                .ok_or_else(|| {
+                    Error::Input(InputError::new(format!(
+                        "{}: batch {} belongs to arm `{}` (variant {}), which this plan does not have",
+                        mode.state_file.display(),
+                        b.id,
+                        b.provider,
+                        b.variant
+                    )))
+                })
+        };
+        let open: Vec<(usize, Submitted)> = file
+            .batches
+            .iter()
+            .filter(|b| !b.collected)
+            .map(|b| arm_of(b).map(|a| (a, b.clone())))
+            .collect::<Result<_, _>>()?;
+        for (arm, b) in &open {
+            if apis[*arm].name() != b.api {
+                return Err(Error::Input(InputError::new(format!(
+                    "{}: batch {} was submitted to the {} batch API, but arm `{}` now uses {}",
+                    mode.state_file.display(),
+                    b.id,
+                    b.api,
+                    b.provider,
+                    apis[*arm].name()
+                ))));
+            }
+        }
+        Ok(open)
+    }
+
+    /// Polls every open batch until each has ended, printing each one's progress as it moves.
+    async fn poll_until_ended(
+        &self,
+        open: &[(usize, Submitted)],
+    ) -> Result<Vec<BatchStatus>, Error> {
+        let (mode, arms, apis) = (self.mode, self.arms, self.apis);
+        let started = Instant::now();
+        let mut ended: Vec<Option<BatchStatus>> = vec![None; open.len()];
+        let mut last_seen: Vec<String> = vec![String::new(); open.len()];
+        while ended.iter().any(Option::is_none) {
+            for (i, (arm, b)) in open.iter().enumerate() {
+                if ended[i].is_some() {
+                    continue;
+                }
+                let client = BatchClient::new(arms[*arm].provider, apis[*arm]);
+                let status = client.status(&b.id).await.map_err(|e| {
+                    Error::Fatal(format!(
+                        "polling batch {}: {e}; it keeps running at the provider: `--resume` polls it again",
+                        b.id
+                    ))
+                })?;
+                let line = progress_line(b, &status);
+                if status.end.is_some() {
+                    eprintln!(
+                        "{line} after {}",
+                        humantime::format_duration(Duration::from_secs(
+                            started.elapsed().as_secs()
+                        ))
+                    );
+                    ended[i] = Some(status);
+                } else {
+                    if mode.progress && line != last_seen[i] {
+                        eprintln!("{line}");
+                    }
+                    last_seen[i] = line;
+                }
+            }
+            if ended.iter().any(Option::is_none) {
+                tokio::time::sleep(mode.poll).await;
+            }
+        }
+
+        Ok(ended.into_iter().flatten().collect())
+    }
+
+    /// Gathers one ended batch's answers under their trial keys; a request it left unanswered
+    /// is an error when the batch's end says why, and is not run otherwise.
+    async fn collect(
+        &self,
+        arm: usize,
+        b: &Submitted,
+        status: &BatchStatus,
+        wanted: &HashSet<TrialKey>,
+        answers: &mut Answers,
+    ) -> Result<(), Error> {
+        let client = BatchClient::new(self.arms[arm].provider, self.apis[arm]);
+        let parsed = client.results(status, &b.requests).await.map_err(|e| {
             Error::Fatal(format!(
                 "downloading the results of batch {}: {e}; `--resume` tries again",
                 b.id
@@ -324,8 +383,8 @@ pub async fn gather(
             ),
             None => {}
         }
+        Ok(())
     }
-    Ok(answers)
 }
 
 /// The error of a request a batch ended without answering, when its end says why: a batch
