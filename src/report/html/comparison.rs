@@ -18,31 +18,65 @@ pub(super) struct ComparisonView {
 pub(super) fn comparison_view(c: &Comparison) -> ComparisonView {
     let a = c.a.label(&c.axis);
     let b = c.b.label(&c.axis);
-    let group_line = |title: &str, g: &GroupComparison| {
-        let difference = match &g.difference {
-            Some(d) => format!(
-                "B − A = {:+.3} [{:+.3}, {:+.3}] (paired t, {} df, p = {:.4})",
-                d.mean, d.lo, d.hi, d.df, d.p_value
-            ),
-            None => "B − A: n/a (fewer than 2 cases with data in both arms)".to_owned(),
-        };
-        let needed = g.cases_needed.map_or(String::new(), |n| {
-            format!(
-                "; about {n} cases with this spread would detect {} with {} power",
-                c.min_effect,
-                pct(c.power)
-            )
-        });
-        format!(
-            "{title}: {} cases · {difference} · {}{needed}",
-            g.cases,
-            g.verdict.describe(&b, c.min_effect)
-        )
-    };
-    let mut lines = vec![group_line("visible cases", &c.visible)];
+    let mut lines = vec![group_line(c, &b, "visible cases", &c.visible)];
     if let Some(h) = &c.holdout {
-        lines.push(group_line("holdout cases (aggregate only)", h));
+        lines.push(group_line(c, &b, "holdout cases (aggregate only)", h));
     }
+    let forest = difference_forest(c);
+    let substitutions = substitution_table(c);
+    let overall = c.overall();
+    let verdict_class = match overall.verdict {
+        crate::report::ComparisonVerdict::Better => "pass",
+        crate::report::ComparisonVerdict::Worse => "fail",
+        crate::report::ComparisonVerdict::Equivalent => "none",
+        crate::report::ComparisonVerdict::Inconclusive => "inconclusive",
+    };
+    let verdict_label = overall.label();
+    let verdict_reason = overall
+        .reason
+        .unwrap_or_else(|| "visible cases, B − A paired by case".to_owned());
+    ComparisonView {
+        title: format!(
+            "Comparison: {} · A = {} · B = {}",
+            c.metric.label(),
+            cut(&a, TEXT_CHARS),
+            cut(&b, TEXT_CHARS)
+        ),
+        lines,
+        verdict_class,
+        verdict_label,
+        verdict_reason,
+        forest,
+        substitutions,
+    }
+}
+
+/// One group's line: its cases, B − A with its interval, the verdict, and the cases a
+/// decision would need.
+fn group_line(c: &Comparison, b: &str, title: &str, g: &GroupComparison) -> String {
+    let difference = match &g.difference {
+        Some(d) => format!(
+            "B − A = {:+.3} [{:+.3}, {:+.3}] (paired t, {} df, p = {:.4})",
+            d.mean, d.lo, d.hi, d.df, d.p_value
+        ),
+        None => "B − A: n/a (fewer than 2 cases with data in both arms)".to_owned(),
+    };
+    let needed = g.cases_needed.map_or(String::new(), |n| {
+        format!(
+            "; about {n} cases with this spread would detect {} with {} power",
+            c.min_effect,
+            pct(c.power)
+        )
+    });
+    format!(
+        "{title}: {} cases · {difference} · {}{needed}",
+        g.cases,
+        g.verdict.describe(b, c.min_effect)
+    )
+}
+
+/// Each visible case's B − A with its interval, lowest first, and the groups' means.
+fn difference_forest(c: &Comparison) -> Forest {
     let scale = Scale::linear(-1.0, 1.0, PLOT_X0, PLOT_X1);
     let mut cases: Vec<_> = c.case_differences.iter().collect();
     cases.sort_by(|x, y| {
@@ -120,7 +154,7 @@ pub(super) fn comparison_view(c: &Comparison) -> ComparisonView {
             label: format!("{v:+}"),
         })
         .collect();
-    let forest = Forest {
+    Forest {
         frame: ChartFrame {
             id: "differences".to_owned(),
             title: format!("Paired differences by case: {} B − A", c.metric.label()),
@@ -158,8 +192,12 @@ pub(super) fn comparison_view(c: &Comparison) -> ComparisonView {
         },
         rows,
         diamonds,
-    };
-    let substitutions = (!c.substitutions.is_empty()).then(|| Table {
+    }
+}
+
+/// The tools chosen instead of the expected one, in A and in B.
+fn substitution_table(c: &Comparison) -> Option<Table> {
+    (!c.substitutions.is_empty()).then(|| Table {
         caption: "Substitutions: expected → chosen instead (scored trials), largest change first"
             .to_owned(),
         header: vec![
@@ -191,30 +229,5 @@ pub(super) fn comparison_view(c: &Comparison) -> ComparisonView {
         } else {
             Vec::new()
         },
-    });
-    let overall = c.overall();
-    let verdict_class = match overall.verdict {
-        crate::report::ComparisonVerdict::Better => "pass",
-        crate::report::ComparisonVerdict::Worse => "fail",
-        crate::report::ComparisonVerdict::Equivalent => "none",
-        crate::report::ComparisonVerdict::Inconclusive => "inconclusive",
-    };
-    let verdict_label = overall.label();
-    let verdict_reason = overall
-        .reason
-        .unwrap_or_else(|| "visible cases, B − A paired by case".to_owned());
-    ComparisonView {
-        title: format!(
-            "Comparison: {} · A = {} · B = {}",
-            c.metric.label(),
-            cut(&a, TEXT_CHARS),
-            cut(&b, TEXT_CHARS)
-        ),
-        lines,
-        verdict_class,
-        verdict_label,
-        verdict_reason,
-        forest,
-        substitutions,
-    }
+    })
 }
