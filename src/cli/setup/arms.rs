@@ -2,6 +2,8 @@
 //! replayed, each with the catalog variant it is shown.
 
 use super::*;
+use crate::provider::cassette::CassetteHeader;
+use crate::suite::CatalogVariant;
 
 /// A live arm: a provider named in the config, or a kind configured by the flags.
 pub(super) fn live_arm(
@@ -11,44 +13,7 @@ pub(super) fn live_arm(
     env: &(dyn Fn(&str) -> Option<String> + Sync),
 ) -> Result<Arm, Error> {
     let defaults = &config.defaults;
-    let bare = |kind: &str, model: &str| ProviderEntry {
-        kind: kind.to_owned(),
-        base_url: String::new(),
-        model: model.to_owned(),
-        cassette: None,
-        api_key_env: None,
-        temperature: None,
-        max_tokens: None,
-        timeout_s: None,
-        max_retries: None,
-        max_in_flight: None,
-        requests_per_minute: None,
-        tokens_per_minute: None,
-        tool_choice: None,
-        parallel_tool_calls: None,
-    };
-    // `KIND:MODEL` (`anthropic:claude-sonnet-4-5`); split at the first colon, so a model name
-    // may hold colons of its own (`ollama:qwen3:8b`).
-    let kind_and_model = name
-        .split_once(':')
-        .filter(|(kind, model)| kind.parse::<ProviderKind>().is_ok() && !model.is_empty());
-    let entry = match (config.providers.get(name), kind_and_model) {
-        (Some(entry), _) => entry.clone(),
-        (None, _) if name.parse::<ProviderKind>().is_ok() => bare(name, ""),
-        (None, Some((kind, model))) => bare(kind, model),
-        (None, None) => {
-            let known: Vec<&str> = config.providers.keys().map(String::as_str).collect();
-            return Err(usage(&format!(
-                "--provider `{name}` is neither a provider in the config ({}) nor a provider kind, alone or as KIND:MODEL ({})",
-                if known.is_empty() {
-                    "none defined".to_owned()
-                } else {
-                    known.join(", ")
-                },
-                ProviderKind::known()
-            )));
-        }
-    };
+    let entry = provider_entry(name, config)?;
     let kind: ProviderKind = entry.kind.parse().map_err(|_| {
         usage(&format!(
             "provider `{name}`: unknown kind `{}` (known: {})",
@@ -56,48 +21,12 @@ pub(super) fn live_arm(
             ProviderKind::known()
         ))
     })?;
-    let base_url = match (&args.base_url, entry.base_url.as_str()) {
-        (Some(url), _) => url.clone(),
-        (None, "") => match kind.adapter().default_base_url() {
-            Some(url) => url.to_owned(),
-            None => {
-                return Err(usage(&format!(
-                    "provider `{name}`: kind `{kind}` has no default base URL; set base_url in the config or --base-url{}",
-                    if kind == crate::provider::azure_openai::KIND {
-                        " (https://RESOURCE.openai.azure.com)"
-                    } else {
-                        ""
-                    }
-                )));
-            }
-        },
-        (None, url) => url.to_owned(),
-    };
-    if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
-        return Err(usage(&format!(
-            "provider `{name}`: base URL must start with http:// or https:// (got `{base_url}`); set --base-url"
-        )));
-    }
+    let base_url = base_url(name, kind, args, &entry)?;
     let model = args.model.clone().unwrap_or(entry.model.clone());
     if model.is_empty() {
         return Err(usage(&format!("provider `{name}`: no model; set --model")));
     }
-    let key_var = args
-        .api_key_env
-        .clone()
-        .or(entry.api_key_env.clone())
-        .or(kind.adapter().default_key_env().map(str::to_owned));
-    let api_key = match &key_var {
-        Some(var) => match env(var) {
-            Some(v) if !v.is_empty() => Some(SecretString::new(v)),
-            _ => {
-                return Err(usage(&format!(
-                    "provider `{name}`: environment variable {var} is not set (it should hold the API key)"
-                )));
-            }
-        },
-        None => None,
-    };
+    let (key_var, api_key) = api_key(name, kind, args, &entry, env)?;
     let temperature = args
         .temperature
         .or(entry.temperature)
@@ -115,28 +44,12 @@ pub(super) fn live_arm(
     crate::cli::checked_timeout(timeout_s)?;
     let tool_choice = args.tool_choice.or(entry.tool_choice);
     let parallel_tool_calls = args.parallel_tool_calls.or(entry.parallel_tool_calls);
-    // A field a provider's API does not have is refused, not silently dropped.
-    let fields = kind.adapter().request_fields();
-    for (field, flag, given, has) in [
-        (
-            "tool_choice",
-            "--tool-choice",
-            tool_choice.is_some(),
-            fields.tool_choice,
-        ),
-        (
-            "parallel_tool_calls",
-            "--parallel-tool-calls",
-            parallel_tool_calls.is_some(),
-            fields.parallel_tool_calls,
-        ),
-    ] {
-        if given && !has {
-            return Err(usage(&format!(
-                "provider `{name}`: the {kind} API has no {field}; remove {field} ({flag})"
-            )));
-        }
-    }
+    check_request_fields(
+        name,
+        kind,
+        tool_choice.is_some(),
+        parallel_tool_calls.is_some(),
+    )?;
     let mut settings = ProviderSettings {
         kind,
         tool_choice,
@@ -163,6 +76,157 @@ pub(super) fn live_arm(
         requests_per_minute: args.requests_per_minute.or(entry.requests_per_minute),
         tokens_per_minute: args.tokens_per_minute.or(entry.tokens_per_minute),
     };
+    check_provider_limits(name, &settings)?;
+    settings.check().map_err(|e| usage(&e))?;
+    // A field the model's API refuses is not sent (every trial would be refused), and the run
+    // says so before its first request.
+    for note in crate::provider::capabilities::shipped().omit_rejected(&mut settings) {
+        eprintln!("note: {note}");
+    }
+    let price = arm_price(name, &settings, config);
+    Ok(Arm {
+        settings,
+        variant: BASE_VARIANT.to_owned(),
+        replay: None,
+        price,
+    })
+}
+
+/// The config's entry of `name`, or a bare one for a kind named alone or as `KIND:MODEL`.
+fn provider_entry(name: &str, config: &Config) -> Result<ProviderEntry, Error> {
+    let bare = |kind: &str, model: &str| ProviderEntry {
+        kind: kind.to_owned(),
+        base_url: String::new(),
+        model: model.to_owned(),
+        cassette: None,
+        api_key_env: None,
+        temperature: None,
+        max_tokens: None,
+        timeout_s: None,
+        max_retries: None,
+        max_in_flight: None,
+        requests_per_minute: None,
+        tokens_per_minute: None,
+        tool_choice: None,
+        parallel_tool_calls: None,
+    };
+    // `KIND:MODEL` (`anthropic:claude-sonnet-4-5`); split at the first colon, so a model name
+    // may hold colons of its own (`ollama:qwen3:8b`).
+    let kind_and_model = name
+        .split_once(':')
+        .filter(|(kind, model)| kind.parse::<ProviderKind>().is_ok() && !model.is_empty());
+    Ok(match (config.providers.get(name), kind_and_model) {
+        (Some(entry), _) => entry.clone(),
+        (None, _) if name.parse::<ProviderKind>().is_ok() => bare(name, ""),
+        (None, Some((kind, model))) => bare(kind, model),
+        (None, None) => {
+            let known: Vec<&str> = config.providers.keys().map(String::as_str).collect();
+            return Err(usage(&format!(
+                "--provider `{name}` is neither a provider in the config ({}) nor a provider kind, alone or as KIND:MODEL ({})",
+                if known.is_empty() {
+                    "none defined".to_owned()
+                } else {
+                    known.join(", ")
+                },
+                ProviderKind::known()
+            )));
+        }
+    })
+}
+
+/// `--base-url`, the config's, or the kind's public API; refused unless http(s).
+fn base_url(
+    name: &str,
+    kind: ProviderKind,
+    args: &RunArgs,
+    entry: &ProviderEntry,
+) -> Result<String, Error> {
+    let base_url = match (&args.base_url, entry.base_url.as_str()) {
+        (Some(url), _) => url.clone(),
+        (None, "") => match kind.adapter().default_base_url() {
+            Some(url) => url.to_owned(),
+            None => {
+                return Err(usage(&format!(
+                    "provider `{name}`: kind `{kind}` has no default base URL; set base_url in the config or --base-url{}",
+                    if kind == crate::provider::azure_openai::KIND {
+                        " (https://RESOURCE.openai.azure.com)"
+                    } else {
+                        ""
+                    }
+                )));
+            }
+        },
+        (None, url) => url.to_owned(),
+    };
+    if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
+        return Err(usage(&format!(
+            "provider `{name}`: base URL must start with http:// or https:// (got `{base_url}`); set --base-url"
+        )));
+    }
+    Ok(base_url)
+}
+
+/// The variable the key is read from (`--api-key-env`, the config's, the kind's default) and
+/// the key; a named variable that is unset is refused.
+fn api_key(
+    name: &str,
+    kind: ProviderKind,
+    args: &RunArgs,
+    entry: &ProviderEntry,
+    env: &(dyn Fn(&str) -> Option<String> + Sync),
+) -> Result<(Option<String>, Option<SecretString>), Error> {
+    let key_var = args
+        .api_key_env
+        .clone()
+        .or(entry.api_key_env.clone())
+        .or(kind.adapter().default_key_env().map(str::to_owned));
+    let api_key = match &key_var {
+        Some(var) => match env(var) {
+            Some(v) if !v.is_empty() => Some(SecretString::new(v)),
+            _ => {
+                return Err(usage(&format!(
+                    "provider `{name}`: environment variable {var} is not set (it should hold the API key)"
+                )));
+            }
+        },
+        None => None,
+    };
+    Ok((key_var, api_key))
+}
+
+/// A field a provider's API does not have is refused, not silently dropped.
+fn check_request_fields(
+    name: &str,
+    kind: ProviderKind,
+    tool_choice: bool,
+    parallel_tool_calls: bool,
+) -> Result<(), Error> {
+    let fields = kind.adapter().request_fields();
+    for (field, flag, given, has) in [
+        (
+            "tool_choice",
+            "--tool-choice",
+            tool_choice,
+            fields.tool_choice,
+        ),
+        (
+            "parallel_tool_calls",
+            "--parallel-tool-calls",
+            parallel_tool_calls,
+            fields.parallel_tool_calls,
+        ),
+    ] {
+        if given && !has {
+            return Err(usage(&format!(
+                "provider `{name}`: the {kind} API has no {field}; remove {field} ({flag})"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Concurrency, rate and response-size limits, each at least its floor.
+fn check_provider_limits(name: &str, settings: &ProviderSettings) -> Result<(), Error> {
     if settings.max_in_flight == Some(0) {
         return Err(usage(&format!(
             "provider `{name}`: max_in_flight (--max-in-flight) must be at least 1"
@@ -181,25 +245,9 @@ pub(super) fn live_arm(
     if settings.max_response_bytes < 1024 {
         return Err(usage("--max-response-bytes must be at least 1024"));
     }
-    settings.check().map_err(|e| usage(&e))?;
-    // A field the model's API refuses is not sent (every trial would be refused), and the run
-    // says so before its first request.
-    for note in crate::provider::capabilities::shipped().omit_rejected(&mut settings) {
-        eprintln!("note: {note}");
-    }
-    let price = arm_price(name, &settings, config);
-    Ok(Arm {
-        settings,
-        variant: BASE_VARIANT.to_owned(),
-        replay: None,
-        price,
-    })
+    Ok(())
 }
 
-/// A replay arm: provider settings come from the cassette header, and every case must have a
-/// recording, checked here so a missing one stops the run before it starts (never a silent
-/// fallback to a live call). Returns the arm, the fewest trials recorded for any case, and a
-/// hint naming that case and how to record more.
 /// Why `--variant` cannot go with a replay provider, and what would work: one replay
 /// provider per wording when the config has recordings of each, else recording them.
 pub(super) fn variant_with_replay(
@@ -257,6 +305,10 @@ pub(super) fn variant_with_replay(
     ))
 }
 
+/// A replay arm: provider settings come from the cassette header, and every case must have a
+/// recording, checked here so a missing one stops the run before it starts (never a silent
+/// fallback to a live call). Returns the arm, the fewest trials recorded for any case, and a
+/// hint naming that case and how to record more.
 pub(super) fn replay_arm(
     path: &Path,
     name: &str,
@@ -264,136 +316,22 @@ pub(super) fn replay_arm(
     datasets: &[Dataset],
     scenarios: &[Arc<Scenario>],
 ) -> Result<(Arm, u32, String), Error> {
-    for (flag, given) in [
-        ("--base-url", args.base_url.is_some()),
-        ("--model", args.model.is_some()),
-        ("--api-key-env", args.api_key_env.is_some()),
-        ("--temperature", args.temperature.is_some()),
-        ("--max-tokens", args.max_tokens.is_some()),
-        ("--tool-choice", args.tool_choice.is_some()),
-        ("--parallel-tool-calls", args.parallel_tool_calls.is_some()),
-        ("--record", args.record.is_some()),
-    ] {
-        if given {
-            return Err(usage(&format!(
-                "{flag} cannot be used with --provider replay:…: the cassette fixes the model and its parameters"
-            )));
-        }
-    }
+    refuse_live_flags(args)?;
     let cassette = Cassette::load(path)?;
     for warning in &cassette.warnings {
         eprintln!("warning: {warning}");
     }
     let h = &cassette.header;
     let file = path.display().to_string();
-    let mut shown = Vec::with_capacity(datasets.len());
-    for d in datasets {
-        let Some(variant) = d.variant(&h.variant) else {
-            return Err(InputError::at(
-                &file,
-                None,
-                "",
-                &format!(
-                    "the cassette was recorded with catalog variant `{}`, which dataset `{}` does not have ({}/variants/{}.json)",
-                    h.variant,
-                    d.name,
-                    d.dir.display(),
-                    h.variant
-                ),
-            )
-            .into());
-        };
-        shown.push(variant);
-        let catalog = &variant.catalog;
-        match h.catalogs.get(&d.name) {
-            None => {
-                let recorded: Vec<&str> = h.catalogs.keys().map(String::as_str).collect();
-                return Err(InputError::at(
-                    &file,
-                    None,
-                    "",
-                    &format!(
-                        "the cassette has no recordings for dataset `{}` (it was recorded for: {})",
-                        d.name,
-                        recorded.join(", ")
-                    ),
-                )
-                .into());
-            }
-            Some(fp) if *fp != catalog.fingerprint => {
-                return Err(InputError::at(
-                    &file,
-                    None,
-                    "",
-                    &format!(
-                        "the cassette was recorded against another catalog for dataset `{}` ({fp}), but {} is {}: a changed catalog or a variant needs its own recording",
-                        d.name, catalog.source, catalog.fingerprint
-                    ),
-                )
-                .into());
-            }
-            Some(_) => {}
-        }
-    }
+    let shown = recorded_variants(h, datasets, &file)?;
     let mut settings =
         ProviderSettings::new(h.provider_kind, name, h.base_url.clone(), h.model.clone());
     settings.temperature = h.temperature;
     settings.max_tokens = h.max_tokens;
     settings.tool_choice = h.tool_choice;
     settings.parallel_tool_calls = h.parallel_tool_calls;
-    let record_hint = |case: &str, have: u32| {
-        format!(
-            "case `{case}` has {have} recorded trials in {file}; record them with `toolscore run --provider <live provider> --model {} --record {file}{}` on the same dataset",
-            h.model,
-            h.temperature
-                .map_or(String::new(), |t| format!(" --temperature {t}"))
-        )
-    };
-    let mut fewest = u32::MAX;
-    let mut fewest_case = String::new();
-    for (d, variant) in datasets.iter().zip(&shown) {
-        for c in &d.cases {
-            let have = cassette.recorded_trials(&crate::provider::request_hash(
-                &settings,
-                &variant.messages(&c.messages),
-                &variant.catalog,
-            ));
-            if have == 0 {
-                return Err(InputError::at(&file, None, "", &format!("no recording for {}/{}: the fixture or the catalog changed since recording, or it was never recorded; {}", d.name, c.id, record_hint(&c.id, 0))).into());
-            }
-            if have < fewest {
-                fewest = have;
-                fewest_case = c.id.clone();
-            }
-        }
-    }
-    for sc in scenarios {
-        let Some(shown) = sc.catalog_for(&h.variant) else {
-            return Err(InputError::at(&file, None, "", &format!("the cassette was recorded with variant `{}`, which scenario `{}` does not have", h.variant, sc.name)).into());
-        };
-        let key = scenario_catalog_key(&sc.name);
-        match h.catalogs.get(&key) {
-            Some(fp) if *fp == shown.catalog.fingerprint => {}
-            Some(fp) => {
-                return Err(InputError::at(&file, None, "", &format!("the cassette was recorded against another catalog for scenario `{}` ({fp}), but {} is {}: a changed catalog needs its own recording", sc.name, shown.catalog.source, shown.catalog.fingerprint)).into());
-            }
-            None => {
-                return Err(InputError::at(&file, None, "", &format!("the cassette has no recordings for scenario `{}`; record it with `toolscore run --scenario {} --provider <live provider> --record {file}`", sc.name, sc.file.display())).into());
-            }
-        }
-        let have = cassette.recorded_trials(&crate::provider::request_hash(
-            &settings,
-            &sc.messages,
-            &shown.catalog,
-        ));
-        if have == 0 {
-            return Err(InputError::at(&file, None, "", &format!("no recording for scenario {}: its opening messages or catalog changed since recording, or it was never recorded; {}", sc.name, record_hint(&sc.name, 0))).into());
-        }
-        if have < fewest {
-            fewest = have;
-            fewest_case = sc.name.clone();
-        }
-    }
+    let (fewest, fewest_case) =
+        fewest_recorded(&cassette, &settings, (datasets, &shown), scenarios, &file)?;
     // Too few recordings for --trials: replaying fewer is the cheap fix; recording more goes
     // into a new cassette (suggesting the same path would overwrite a shipped recording).
     let hint = format!(
@@ -413,6 +351,152 @@ pub(super) fn replay_arm(
         fewest,
         hint,
     ))
+}
+
+/// The flags that set what a live provider is asked, which a cassette fixes.
+fn refuse_live_flags(args: &RunArgs) -> Result<(), Error> {
+    for (flag, given) in [
+        ("--base-url", args.base_url.is_some()),
+        ("--model", args.model.is_some()),
+        ("--api-key-env", args.api_key_env.is_some()),
+        ("--temperature", args.temperature.is_some()),
+        ("--max-tokens", args.max_tokens.is_some()),
+        ("--tool-choice", args.tool_choice.is_some()),
+        ("--parallel-tool-calls", args.parallel_tool_calls.is_some()),
+        ("--record", args.record.is_some()),
+    ] {
+        if given {
+            return Err(usage(&format!(
+                "{flag} cannot be used with --provider replay:…: the cassette fixes the model and its parameters"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The catalog variant of each dataset the cassette was recorded with, each checked against
+/// the catalog it was recorded against.
+fn recorded_variants<'a>(
+    h: &CassetteHeader,
+    datasets: &'a [Dataset],
+    file: &str,
+) -> Result<Vec<&'a CatalogVariant>, Error> {
+    let mut shown = Vec::with_capacity(datasets.len());
+    for d in datasets {
+        let Some(variant) = d.variant(&h.variant) else {
+            return Err(InputError::at(
+                file,
+                None,
+                "",
+                &format!(
+                    "the cassette was recorded with catalog variant `{}`, which dataset `{}` does not have ({}/variants/{}.json)",
+                    h.variant,
+                    d.name,
+                    d.dir.display(),
+                    h.variant
+                ),
+            )
+            .into());
+        };
+        shown.push(variant);
+        let catalog = &variant.catalog;
+        match h.catalogs.get(&d.name) {
+            None => {
+                let recorded: Vec<&str> = h.catalogs.keys().map(String::as_str).collect();
+                return Err(InputError::at(
+                    file,
+                    None,
+                    "",
+                    &format!(
+                        "the cassette has no recordings for dataset `{}` (it was recorded for: {})",
+                        d.name,
+                        recorded.join(", ")
+                    ),
+                )
+                .into());
+            }
+            Some(fp) if *fp != catalog.fingerprint => {
+                return Err(InputError::at(
+                    file,
+                    None,
+                    "",
+                    &format!(
+                        "the cassette was recorded against another catalog for dataset `{}` ({fp}), but {} is {}: a changed catalog or a variant needs its own recording",
+                        d.name, catalog.source, catalog.fingerprint
+                    ),
+                )
+                .into());
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(shown)
+}
+
+/// The fewest trials recorded for any case or scenario, and which; a case or scenario with
+/// none, or recorded against another catalog, is refused.
+fn fewest_recorded(
+    cassette: &Cassette,
+    settings: &ProviderSettings,
+    (datasets, shown): (&[Dataset], &[&CatalogVariant]),
+    scenarios: &[Arc<Scenario>],
+    file: &str,
+) -> Result<(u32, String), Error> {
+    let h = &cassette.header;
+    let record_hint = |case: &str, have: u32| {
+        format!(
+            "case `{case}` has {have} recorded trials in {file}; record them with `toolscore run --provider <live provider> --model {} --record {file}{}` on the same dataset",
+            h.model,
+            h.temperature
+                .map_or(String::new(), |t| format!(" --temperature {t}"))
+        )
+    };
+    let mut fewest = u32::MAX;
+    let mut fewest_case = String::new();
+    for (d, variant) in datasets.iter().zip(shown) {
+        for c in &d.cases {
+            let have = cassette.recorded_trials(&crate::provider::request_hash(
+                settings,
+                &variant.messages(&c.messages),
+                &variant.catalog,
+            ));
+            if have == 0 {
+                return Err(InputError::at(file, None, "", &format!("no recording for {}/{}: the fixture or the catalog changed since recording, or it was never recorded; {}", d.name, c.id, record_hint(&c.id, 0))).into());
+            }
+            if have < fewest {
+                fewest = have;
+                fewest_case = c.id.clone();
+            }
+        }
+    }
+    for sc in scenarios {
+        let Some(shown) = sc.catalog_for(&h.variant) else {
+            return Err(InputError::at(file, None, "", &format!("the cassette was recorded with variant `{}`, which scenario `{}` does not have", h.variant, sc.name)).into());
+        };
+        let key = scenario_catalog_key(&sc.name);
+        match h.catalogs.get(&key) {
+            Some(fp) if *fp == shown.catalog.fingerprint => {}
+            Some(fp) => {
+                return Err(InputError::at(file, None, "", &format!("the cassette was recorded against another catalog for scenario `{}` ({fp}), but {} is {}: a changed catalog needs its own recording", sc.name, shown.catalog.source, shown.catalog.fingerprint)).into());
+            }
+            None => {
+                return Err(InputError::at(file, None, "", &format!("the cassette has no recordings for scenario `{}`; record it with `toolscore run --scenario {} --provider <live provider> --record {file}`", sc.name, sc.file.display())).into());
+            }
+        }
+        let have = cassette.recorded_trials(&crate::provider::request_hash(
+            settings,
+            &sc.messages,
+            &shown.catalog,
+        ));
+        if have == 0 {
+            return Err(InputError::at(file, None, "", &format!("no recording for scenario {}: its opening messages or catalog changed since recording, or it was never recorded; {}", sc.name, record_hint(&sc.name, 0))).into());
+        }
+        if have < fewest {
+            fewest = have;
+            fewest_case = sc.name.clone();
+        }
+    }
+    Ok((fewest, fewest_case))
 }
 
 /// A case asking for more trials (`"trials": N`) than a replayed cassette holds for it stops
