@@ -210,7 +210,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Error> {
 /// Runs a validated setup: composes the sinks as observers of the run, aggregates, writes
 /// `summary.json`, prints the report and decides the exit code.
 fn run_command(
-    setup: RunSetup,
+    mut setup: RunSetup,
     max_infra: f64,
     baseline: Option<&(crate::report::Summary, crate::report::Metric)>,
     gate_args: &GateArgs,
@@ -220,19 +220,7 @@ fn run_command(
     let runtime = super::async_runtime(None)?;
     let started = std::time::SystemTime::now();
     let mut run = setup.run_info(started);
-    let mut setup = setup;
-    if setup.resume && setup.plan.batch.is_none() {
-        let state_file = setup.out_dir.join(crate::runner::batch::STATE_FILE);
-        let running = crate::runner::batch::uncollected(&state_file)?;
-        if !running.is_empty() {
-            // Running them again one request at a time would pay for them twice.
-            return Err(usage(&format!(
-                "--resume {}: its batches {} were submitted and not collected yet; resume with --batch to poll and collect them",
-                setup.out_dir.display(),
-                running.join(", ")
-            )));
-        }
-    }
+    refuse_uncollected_batches(&setup)?;
     let resumed = if setup.resume {
         let r = resume::prepare(&mut setup)?;
         eprintln!("{}", r.describe());
@@ -240,24 +228,8 @@ fn run_command(
     } else {
         None
     };
-    // Priced before the first request and before any file: a cap the estimate passes is bad
-    // input (exit 2), and nothing is written.
-    let estimate = crate::runner::budget::estimate(&setup.plan);
+    let (estimate, show_cost) = priced(&setup)?;
     let max_cost = setup.plan.max_cost;
-    let show_cost = max_cost.is_some() || estimate.arms.iter().any(|a| a.usd.is_some());
-    if show_cost {
-        eprintln!("{}", cost::describe_estimate(&estimate));
-    }
-    if let (Some(max), Some(usd)) = (max_cost, estimate.usd)
-        && usd > max
-    {
-        return Err(usage(&format!(
-            "the estimated cost {} of {} trials is over --max-cost {}; lower --trials, run fewer cases or providers, or raise the cap",
-            crate::report::format_usd(usd),
-            estimate.trials,
-            crate::report::format_usd(max)
-        )));
-    }
     let mut sinks = setup.sinks(started)?;
     let catalogs = lint::run_catalogs(&setup.plan);
     if let Some(r) = &resumed {
@@ -297,30 +269,16 @@ fn run_command(
             totals.budget_not_run
         );
     }
-    if let Some(sequential) = &sinks.sequential {
-        summary.gate = Some(crate::decide::gate::report_of(
-            sequential.results(),
-            setup.confidence,
-        ));
-    } else if !setup.gates.is_empty() {
-        summary.gate = Some(crate::decide::gate::evaluate(
-            &summary,
-            &latency,
-            &setup.gates,
-            setup.gate_level,
-        ));
-    }
-    if let Err(e) = judge_baseline(&mut summary, baseline, gate_args) {
-        // The run happened and is on disk; a baseline it cannot be compared with is reported,
-        // and the verdict is left inconclusive rather than losing the summary.
-        eprintln!("error: {e}");
-        let gates = summary.gate.take().map(|g| g.gates).unwrap_or_default();
-        summary.gate = Some(crate::report::GateReport {
-            verdict: crate::report::Verdict::Inconclusive,
-            confidence: summary.confidence,
-            gates,
-        });
-    }
+    let sequential = sinks.sequential.as_ref();
+    let gates = (setup.gates.as_slice(), setup.gate_level);
+    judge(
+        &mut summary,
+        sequential,
+        &latency,
+        gates,
+        baseline,
+        gate_args,
+    );
     if compare {
         compare_two_arms(&mut summary);
     }
@@ -331,41 +289,14 @@ fn run_command(
         );
     }
     crate::atomic::write_json(&setup.out_dir.join("summary.json"), &summary)?;
-    let (code, message) = run_exit_code(&summary, max_infra);
-    // A provider stopped by an auth or quota error left its arm without figures: the run
-    // cannot be judged as a whole, whatever the other arms scored.
-    let (code, message) = match (code, sinks.provider_stops.stops()) {
-        (ExitCode::Interrupted | ExitCode::InfraErrors, _) | (_, []) => (code, message),
-        (_, stops) => (
-            ExitCode::InfraErrors,
-            Some(format!(
-                "{} stopped by auth or quota errors; their remaining trials were not run",
-                stops
-                    .iter()
-                    .map(|s| format!("provider `{}` ({})", s.provider, s.class))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )),
-        ),
-    };
+    let (code, message) = exit_of(&summary, max_infra, sinks.provider_stops.stops());
     let untrusted = (code == ExitCode::InfraErrors)
         .then_some(message.as_deref())
         .flatten();
     append_history(&setup.out_dir, &summary, untrusted)?;
     let files = output::write_files(&summary, &setup.out_dir, formats)?;
     if formats.contains(&Format::Terminal) {
-        let mut out = std::io::stdout().lock();
-        crate::report::Render::render(&crate::report::Terminal, &summary, &mut out)
-            .map_err(|e| Error::io("cannot write the report", e))?;
-        if let Some(c) = &summary.comparison {
-            writeln!(out).map_err(|e| Error::io("cannot write the report", e))?;
-            crate::report::render_comparison(c, &mut out)
-                .map_err(|e| Error::io("cannot write the comparison", e))?;
-        }
-        println!();
-        let lints = lint::lint_run_catalogs(&catalogs, &setup.lint);
-        lint::print_beside_weakest(&summary, &lints, &setup.out_dir, &mut out)
-            .map_err(|e| Error::io("cannot write the report", e))?;
+        print_terminal(&summary, &catalogs, &setup.lint, &setup.out_dir)?;
     }
     let mut written = vec![
         setup.out_dir.join("results.jsonl"),
@@ -388,6 +319,123 @@ fn run_command(
         eprintln!("error: {message}");
     }
     Ok(code)
+}
+
+/// A resumed run whose batches were submitted and not collected must be resumed with
+/// `--batch`: running them again one request at a time would pay for them twice.
+fn refuse_uncollected_batches(setup: &RunSetup) -> Result<(), Error> {
+    if setup.resume && setup.plan.batch.is_none() {
+        let state_file = setup.out_dir.join(crate::runner::batch::STATE_FILE);
+        let running = crate::runner::batch::uncollected(&state_file)?;
+        if !running.is_empty() {
+            return Err(usage(&format!(
+                "--resume {}: its batches {} were submitted and not collected yet; resume with --batch to poll and collect them",
+                setup.out_dir.display(),
+                running.join(", ")
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The run priced before the first request and before any file: a cap the estimate passes
+/// is bad input (exit 2), and nothing is written. Also whether the run shows its cost.
+fn priced(setup: &RunSetup) -> Result<(crate::runner::budget::Estimate, bool), Error> {
+    let estimate = crate::runner::budget::estimate(&setup.plan);
+    let max_cost = setup.plan.max_cost;
+    let show_cost = max_cost.is_some() || estimate.arms.iter().any(|a| a.usd.is_some());
+    if show_cost {
+        eprintln!("{}", cost::describe_estimate(&estimate));
+    }
+    if let (Some(max), Some(usd)) = (max_cost, estimate.usd)
+        && usd > max
+    {
+        return Err(usage(&format!(
+            "the estimated cost {} of {} trials is over --max-cost {}; lower --trials, run fewer cases or providers, or raise the cap",
+            crate::report::format_usd(usd),
+            estimate.trials,
+            crate::report::format_usd(max)
+        )));
+    }
+    Ok((estimate, show_cost))
+}
+
+/// The gates' verdict: the sequential gate's, or the fixed-n gates' over the summary, and
+/// the comparison with a baseline.
+fn judge(
+    summary: &mut crate::report::Summary,
+    sequential: Option<&crate::decide::gate::sequential::SequentialGate>,
+    latency: &crate::report::LatencyDistributions,
+    (gates, level): (&[crate::decide::gate::GateSpec], crate::report::GateLevel),
+    baseline: Option<&(crate::report::Summary, crate::report::Metric)>,
+    gate_args: &GateArgs,
+) {
+    if let Some(sequential) = sequential {
+        summary.gate = Some(crate::decide::gate::report_of(
+            sequential.results(),
+            summary.confidence,
+        ));
+    } else if !gates.is_empty() {
+        summary.gate = Some(crate::decide::gate::evaluate(
+            summary, latency, gates, level,
+        ));
+    }
+    if let Err(e) = judge_baseline(summary, baseline, gate_args) {
+        // The run happened and is on disk; a baseline it cannot be compared with is reported,
+        // and the verdict is left inconclusive rather than losing the summary.
+        eprintln!("error: {e}");
+        let gates = summary.gate.take().map(|g| g.gates).unwrap_or_default();
+        summary.gate = Some(crate::report::GateReport {
+            verdict: crate::report::Verdict::Inconclusive,
+            confidence: summary.confidence,
+            gates,
+        });
+    }
+}
+
+/// The exit code and its message. A provider stopped by an auth or quota error left its arm
+/// without figures: the run cannot be judged as a whole, whatever the other arms scored.
+fn exit_of(
+    summary: &crate::report::Summary,
+    max_infra: f64,
+    stops: &[crate::provider::stop::ProviderStop],
+) -> (ExitCode, Option<String>) {
+    let (code, message) = run_exit_code(summary, max_infra);
+    match (code, stops) {
+        (ExitCode::Interrupted | ExitCode::InfraErrors, _) | (_, []) => (code, message),
+        (_, stops) => (
+            ExitCode::InfraErrors,
+            Some(format!(
+                "{} stopped by auth or quota errors; their remaining trials were not run",
+                stops
+                    .iter()
+                    .map(|s| format!("provider `{}` ({})", s.provider, s.class))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+        ),
+    }
+}
+
+/// The terminal report, the comparison of `--compare`, and the lint findings beside the
+/// weakest tools.
+fn print_terminal(
+    summary: &crate::report::Summary,
+    catalogs: &lint::RunCatalogs,
+    lint_options: &crate::lint::LintOptions,
+    run_dir: &std::path::Path,
+) -> Result<(), Error> {
+    let failed = |e| Error::io("cannot write the report", e);
+    let mut out = std::io::stdout().lock();
+    crate::report::Render::render(&crate::report::Terminal, summary, &mut out).map_err(failed)?;
+    if let Some(c) = &summary.comparison {
+        writeln!(out).map_err(failed)?;
+        crate::report::render_comparison(c, &mut out)
+            .map_err(|e| Error::io("cannot write the comparison", e))?;
+    }
+    println!();
+    let lints = lint::lint_run_catalogs(catalogs, lint_options);
+    lint::print_beside_weakest(summary, &lints, run_dir, &mut out).map_err(failed)
 }
 
 /// `--compare`: the run's two arms compared as `toolscore compare` does with its defaults,
