@@ -283,80 +283,17 @@ pub fn build_plan(
     } = load_suite(&args.suite)?;
     let defaults = &config.defaults;
 
-    let names: Vec<String> = if args.providers.is_empty() {
-        match config.providers.keys().next() {
-            _ if defaults.provider.is_some() => defaults.provider.iter().cloned().collect(),
-            Some(only) if config.providers.len() == 1 => vec![only.clone()],
-            _ => {
-                return Err(usage(&format!(
-                    "choose a provider with --provider (a name from toolscore.yaml, or {} with --base-url and --model)",
-                    ProviderKind::known()
-                )));
-            }
-        }
-    } else {
-        args.providers.clone()
-    };
+    let names = provider_names(&args, &config)?;
 
     let variants = checked_variants(&args.variants, &datasets, &scenarios)?;
-    let mut arms = Vec::with_capacity(names.len() * variants.len());
-    let mut fewest_recorded: Option<(u32, String, String)> = None;
-    for name in &names {
-        let replay_path = match name.strip_prefix("replay:") {
-            Some(path) => Some((PathBuf::from(path), "replay")),
-            None => config
-                .providers
-                .get(name)
-                .filter(|e| e.kind == crate::suite::REPLAY_KIND)
-                .and_then(|e| e.cassette.clone())
-                .map(|c| (c, name.as_str())),
-        };
-        let new_arms = match replay_path {
-            Some((path, arm_name)) => {
-                let path = path.display().to_string();
-                let path = path.as_str();
-                if !args.variants.is_empty() {
-                    return Err(variant_with_replay(
-                        name,
-                        args.providers.is_empty(),
-                        &args.variants,
-                        &config,
-                    ));
-                }
-                let (mut arm, fewest, hint) =
-                    replay_arm(Path::new(path), arm_name, &args, &datasets, &scenarios)?;
-                arm.price = arm_price(arm_name, &arm.settings, &config);
-                if fewest_recorded.as_ref().is_none_or(|(f, _, _)| fewest < *f) {
-                    fewest_recorded = Some((fewest, hint, path.to_owned()));
-                }
-                vec![arm]
-            }
-            None => {
-                let arm = live_arm(name, &config, &args, env)?;
-                variants
-                    .iter()
-                    .map(|v| Arm {
-                        settings: arm.settings.clone(),
-                        variant: v.clone(),
-                        replay: None,
-                        price: arm.price.clone(),
-                    })
-                    .collect()
-            }
-        };
-        for arm in new_arms {
-            if arms
-                .iter()
-                .any(|a: &Arm| a.settings.name == arm.settings.name && a.variant == arm.variant)
-            {
-                return Err(usage(&format!(
-                    "two arms are named `{}` with variant `{}`; give each provider its own name in toolscore.yaml",
-                    arm.settings.name, arm.variant
-                )));
-            }
-            arms.push(arm);
-        }
-    }
+    let (arms, fewest_recorded) = build_arms(
+        &names,
+        &variants,
+        &args,
+        &config,
+        (&datasets, &scenarios),
+        env,
+    )?;
     if args.record.is_some() && arms.len() != 1 {
         return Err(usage(
             "--record records one arm; run with a single --provider and a single --variant to record",
@@ -366,47 +303,9 @@ pub fn build_plan(
         check_record_path(path, args.force)?;
     }
 
-    let trials = match (&fewest_recorded, args.trials.or(args.max_trials)) {
-        (_, Some(t)) => t,
-        (Some((fewest, _, _)), None) => *fewest,
-        (None, None) if args.gate.sequential => DEFAULT_MAX_TRIALS,
-        (None, None) => defaults.trials.unwrap_or(50),
-    };
-    if trials == 0 {
-        return Err(usage("--trials must be at least 1"));
-    }
-    if let Some((fewest, hint, _)) = &fewest_recorded
-        && trials > *fewest
-    {
-        return Err(InputError::new(format!(
-            "--trials {trials} needs {trials} recordings per case, but {hint}"
-        ))
-        .into());
-    }
+    let trials = trials_of(&args, defaults, fewest_recorded.as_ref())?;
     check_case_trials_recorded(&arms, &datasets)?;
-    let sequential = if args.gate.sequential {
-        if args.gate.gate_level != crate::report::GateLevel::Case {
-            return Err(usage(
-                "--sequential judges each case on its own: add --gate-level case (a sequential test on trials pooled across cases would not be valid)",
-            ));
-        }
-        let spec = SequentialSpec {
-            gates: gates.clone(),
-            confidence: checked_confidence(
-                args.confidence.or(defaults.confidence).unwrap_or(0.95),
-            )?,
-            p1: args.gate.sprt_p1,
-            max_trials: trials,
-        };
-        let case_thresholds: Vec<f64> = datasets
-            .iter()
-            .flat_map(|d| d.cases.iter().filter_map(|c| c.gate))
-            .collect();
-        spec.check(&case_thresholds).map_err(|e| usage(&e))?;
-        Some(spec)
-    } else {
-        None
-    };
+    let sequential = sequential_spec(&args, defaults, &gates, trials, &datasets)?;
     check_budget(&args, &config, &arms)?;
     let shard = checked_shard(&args, env)?;
     let batch_poll = checked_batch(&args, &arms, &scenarios, &gates)?;
@@ -442,6 +341,159 @@ pub fn build_plan(
         gate_level: args.gate.gate_level,
         sequential,
         lint: crate::lint::LintOptions::from_config(&config.lint),
+    })
+}
+
+/// The providers to run: `--provider`s, else the config's default or its only provider.
+fn provider_names(args: &RunArgs, config: &Config) -> Result<Vec<String>, Error> {
+    let defaults = &config.defaults;
+    Ok(if args.providers.is_empty() {
+        match config.providers.keys().next() {
+            _ if defaults.provider.is_some() => defaults.provider.iter().cloned().collect(),
+            Some(only) if config.providers.len() == 1 => vec![only.clone()],
+            _ => {
+                return Err(usage(&format!(
+                    "choose a provider with --provider (a name from toolscore.yaml, or {} with --base-url and --model)",
+                    ProviderKind::known()
+                )));
+            }
+        }
+    } else {
+        args.providers.clone()
+    })
+}
+
+/// A fewest-recorded replay: its trials, the hint naming its case, the cassette.
+type FewestRecorded = (u32, String, String);
+
+/// Every arm: each live provider once per variant, each replay provider once; two arms of
+/// one name and variant are refused. Also the replay with the fewest recordings.
+fn build_arms(
+    names: &[String],
+    variants: &[String],
+    args: &RunArgs,
+    config: &Config,
+    (datasets, scenarios): (&[Dataset], &[Arc<Scenario>]),
+    env: &(dyn Fn(&str) -> Option<String> + Sync),
+) -> Result<(Vec<Arm>, Option<FewestRecorded>), Error> {
+    let mut arms = Vec::with_capacity(names.len() * variants.len());
+    let mut fewest_recorded: Option<FewestRecorded> = None;
+    for name in names {
+        let replay_path = match name.strip_prefix("replay:") {
+            Some(path) => Some((PathBuf::from(path), "replay")),
+            None => config
+                .providers
+                .get(name)
+                .filter(|e| e.kind == crate::suite::REPLAY_KIND)
+                .and_then(|e| e.cassette.clone())
+                .map(|c| (c, name.as_str())),
+        };
+        let new_arms = match replay_path {
+            Some((path, arm_name)) => {
+                let path = path.display().to_string();
+                let path = path.as_str();
+                if !args.variants.is_empty() {
+                    return Err(variant_with_replay(
+                        name,
+                        args.providers.is_empty(),
+                        &args.variants,
+                        config,
+                    ));
+                }
+                let (mut arm, fewest, hint) =
+                    replay_arm(Path::new(path), arm_name, args, datasets, scenarios)?;
+                arm.price = arm_price(arm_name, &arm.settings, config);
+                if fewest_recorded.as_ref().is_none_or(|(f, _, _)| fewest < *f) {
+                    fewest_recorded = Some((fewest, hint, path.to_owned()));
+                }
+                vec![arm]
+            }
+            None => {
+                let arm = live_arm(name, config, args, env)?;
+                variants
+                    .iter()
+                    .map(|v| Arm {
+                        settings: arm.settings.clone(),
+                        variant: v.clone(),
+                        replay: None,
+                        price: arm.price.clone(),
+                    })
+                    .collect()
+            }
+        };
+        for arm in new_arms {
+            if arms
+                .iter()
+                .any(|a: &Arm| a.settings.name == arm.settings.name && a.variant == arm.variant)
+            {
+                return Err(usage(&format!(
+                    "two arms are named `{}` with variant `{}`; give each provider its own name in toolscore.yaml",
+                    arm.settings.name, arm.variant
+                )));
+            }
+            arms.push(arm);
+        }
+    }
+    Ok((arms, fewest_recorded))
+}
+
+/// `--trials` (or `--max-trials`), else a replay's fewest recordings, else the default; a
+/// replay cannot be asked for more trials than it recorded.
+fn trials_of(
+    args: &RunArgs,
+    defaults: &crate::suite::Defaults,
+    fewest_recorded: Option<&FewestRecorded>,
+) -> Result<u32, Error> {
+    let trials = match (fewest_recorded, args.trials.or(args.max_trials)) {
+        (_, Some(t)) => t,
+        (Some((fewest, _, _)), None) => *fewest,
+        (None, None) if args.gate.sequential => DEFAULT_MAX_TRIALS,
+        (None, None) => defaults.trials.unwrap_or(50),
+    };
+    if trials == 0 {
+        return Err(usage("--trials must be at least 1"));
+    }
+    if let Some((fewest, hint, _)) = fewest_recorded
+        && trials > *fewest
+    {
+        return Err(InputError::new(format!(
+            "--trials {trials} needs {trials} recordings per case, but {hint}"
+        ))
+        .into());
+    }
+    Ok(trials)
+}
+
+/// `--sequential`'s design, checked: case-level gates only, every bar within its bounds.
+fn sequential_spec(
+    args: &RunArgs,
+    defaults: &crate::suite::Defaults,
+    gates: &[crate::decide::gate::GateSpec],
+    trials: u32,
+    datasets: &[Dataset],
+) -> Result<Option<SequentialSpec>, Error> {
+    Ok(if args.gate.sequential {
+        if args.gate.gate_level != crate::report::GateLevel::Case {
+            return Err(usage(
+                "--sequential judges each case on its own: add --gate-level case (a sequential test on trials pooled across cases would not be valid)",
+            ));
+        }
+        let spec = SequentialSpec {
+            gates: gates.to_vec(),
+            confidence: checked_confidence(
+                args.confidence.or(defaults.confidence).unwrap_or(0.95),
+            )?,
+            p1: args.gate.sprt_p1,
+            max_trials: trials,
+        };
+        let case_thresholds: Vec<f64> = datasets
+            .iter()
+            .flat_map(|d| d.cases.iter().filter_map(|c| c.gate))
+            .collect();
+        spec.check(&case_thresholds).map_err(|e| usage(&e))?;
+        Some(spec)
+    } else {
+        None
     })
 }
 
