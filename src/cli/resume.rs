@@ -345,156 +345,174 @@ pub fn prepare(setup: &mut RunSetup) -> Result<Resumed, Error> {
         ))
         .into());
     }
-
-    // Where each record belongs in the plan.
-    let arm_of: HashMap<(String, String), usize> = setup
-        .plan
-        .arms
-        .iter()
-        .enumerate()
-        .map(|(i, a)| ((a.settings.name.clone(), a.variant.clone()), i))
-        .collect();
-    let case_trials = setup.plan.case_trials();
-    let seeds = setup.plan.shard_seeds();
-    let mut case_of: HashMap<(String, String), usize> = HashMap::new();
-    for d in &setup.plan.datasets {
-        for c in &d.cases {
-            let next = case_of.len();
-            case_of.insert((d.name.clone(), c.id.clone()), next);
-        }
-    }
-    for sc in &setup.plan.scenarios {
-        let next = case_of.len();
-        case_of.insert(
-            (
-                crate::suite::scenario::SCENARIO_DATASET.to_owned(),
-                sc.name.clone(),
-            ),
-            next,
-        );
-    }
-
+    let keys = PlanKeys::new(&setup.plan);
     let results = dir.join("results.jsonl");
-    let name = results.display().to_string();
     let tmp = dir.join("results.jsonl.resume");
-    let mut done = HashSet::new();
-    let mut kept = 0u64;
-    let mut rerun_errors = 0u64;
-    let mut torn_line = false;
+    let mut kept = Kept::default();
     {
-        let mut out = BufWriter::new(
-            std::fs::File::create(&tmp)
-                .map_err(|e| Error::io(format!("cannot write {}", tmp.display()), e))?,
-        );
+        let write_error = |e| Error::io(format!("cannot write {}", tmp.display()), e);
+        let mut out = BufWriter::new(std::fs::File::create(&tmp).map_err(write_error)?);
         if results.exists() {
-            let file = std::fs::File::open(&results).map_err(|e| InputError::io(&results, &e))?;
-            let mut lines = std::io::BufReader::new(file).lines().enumerate().peekable();
-            while let Some((i, line)) = lines.next() {
-                let line = line.map_err(|e| Error::io(format!("cannot read {name}"), e))?;
-                if line.trim().is_empty() {
-                    continue;
-                }
-                let record: TrialRecord = match serde_json::from_str(&line) {
-                    Ok(r) => r,
-                    Err(e) if lines.peek().is_none() && e.is_eof() => {
-                        torn_line = true;
-                        break;
-                    }
-                    Err(e) => {
-                        return Err(
-                            InputError::json_line(&name, i + 1, "not a trial record", &e).into(),
-                        );
-                    }
-                };
-                let Some(&arm) =
-                    arm_of.get(&(record.arm.provider.clone(), record.arm.variant.clone()))
-                else {
-                    return Err(InputError::at(
-                        &name,
-                        Some(i + 1),
-                        "provider",
-                        &format!(
-                            "arm `{}` (variant {}) is not in this plan",
-                            record.arm.provider, record.arm.variant
-                        ),
-                    )
-                    .into());
-                };
-                let Some(&case) = case_of.get(&(record.dataset.clone(), record.case_id.clone()))
-                else {
-                    return Err(InputError::at(
-                        &name,
-                        Some(i + 1),
-                        "case_id",
-                        &format!(
-                            "case `{}/{}` is not in this plan",
-                            record.dataset, record.case_id
-                        ),
-                    )
-                    .into());
-                };
-                if record.trial_index >= case_trials[case] {
-                    return Err(InputError::at(
-                        &name,
-                        Some(i + 1),
-                        "trial_index",
-                        &format!(
-                            "trial {} is beyond the {} planned for this case",
-                            record.trial_index, case_trials[case]
-                        ),
-                    )
-                    .into());
-                }
-                if let Some(shard) = setup.plan.shard
-                    && !shard.contains(seeds[arm * case_trials.len() + case], record.trial_index)
-                {
-                    return Err(InputError::at(
-                        &name,
-                        Some(i + 1),
-                        "trial_index",
-                        &format!(
-                            "trial {} of case `{}/{}` in arm `{}` is not in shard {shard}",
-                            record.trial_index, record.dataset, record.case_id, record.arm.provider
-                        ),
-                    )
-                    .into());
-                }
-                if record.outcome == Outcome::Error {
-                    rerun_errors += 1;
-                    continue;
-                }
-                let key = TrialKey {
-                    arm,
-                    case,
-                    trial: record.trial_index,
-                };
-                if !done.insert(key) {
-                    return Err(InputError::at(
-                        &name,
-                        Some(i + 1),
-                        "",
-                        &format!(
-                            "trial {} of case `{}` in arm `{}` is recorded twice",
-                            record.trial_index, record.case_id, record.arm.provider
-                        ),
-                    )
-                    .into());
-                }
-                out.write_all(line.as_bytes())
-                    .and_then(|()| out.write_all(b"\n"))
-                    .map_err(|e| Error::io(format!("cannot write {}", tmp.display()), e))?;
-                kept += 1;
-            }
+            kept = keep_records(&results, &keys, &mut out)?;
         }
-        out.flush()
-            .map_err(|e| Error::io(format!("cannot write {}", tmp.display()), e))?;
+        out.flush().map_err(write_error)?;
     }
     std::fs::rename(&tmp, &results)
         .map_err(|e| Error::io(format!("cannot write {}", results.display()), e))?;
-    setup.plan.done = done;
+    setup.plan.done = kept.done;
     Ok(Resumed {
-        kept,
-        rerun_errors,
-        torn_line,
+        kept: kept.count,
+        rerun_errors: kept.rerun_errors,
+        torn_line: kept.torn_line,
     })
+}
+
+/// What a resumed run keeps of its records.
+#[derive(Default)]
+struct Kept {
+    done: HashSet<TrialKey>,
+    count: u64,
+    /// Errors are run again, not kept.
+    rerun_errors: u64,
+    /// The last line was cut off mid-record (a process killed while writing it).
+    torn_line: bool,
+}
+
+/// Copies each record of `results` that belongs to the plan (and is not an error) to `out`;
+/// a record that does not belong, or is recorded twice, is refused at its line.
+fn keep_records(results: &Path, keys: &PlanKeys, out: &mut dyn Write) -> Result<Kept, Error> {
+    let name = results.display().to_string();
+    let mut kept = Kept::default();
+    let file = std::fs::File::open(results).map_err(|e| InputError::io(results, &e))?;
+    let mut lines = std::io::BufReader::new(file).lines().enumerate().peekable();
+    while let Some((i, line)) = lines.next() {
+        let line = line.map_err(|e| Error::io(format!("cannot read {name}"), e))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let record: TrialRecord = match serde_json::from_str(&line) {
+            Ok(r) => r,
+            Err(e) if lines.peek().is_none() && e.is_eof() => {
+                kept.torn_line = true;
+                break;
+            }
+            Err(e) => {
+                return Err(InputError::json_line(&name, i + 1, "not a trial record", &e).into());
+            }
+        };
+        let key = keys
+            .key_of(&record)
+            .map_err(|(field, what)| InputError::at(&name, Some(i + 1), field, &what))?;
+        if record.outcome == Outcome::Error {
+            kept.rerun_errors += 1;
+            continue;
+        }
+        if !kept.done.insert(key) {
+            return Err(InputError::at(
+                &name,
+                Some(i + 1),
+                "",
+                &format!(
+                    "trial {} of case `{}` in arm `{}` is recorded twice",
+                    record.trial_index, record.case_id, record.arm.provider
+                ),
+            )
+            .into());
+        }
+        out.write_all(line.as_bytes())
+            .and_then(|()| out.write_all(b"\n"))
+            .map_err(|e| Error::io(format!("cannot write the kept records of {name}"), e))?;
+        kept.count += 1;
+    }
+    Ok(kept)
+}
+
+/// Where each record belongs in the plan: its arm, its case, and whether its trial is planned
+/// (and in this process's shard).
+struct PlanKeys {
+    arm_of: HashMap<(String, String), usize>,
+    case_of: HashMap<(String, String), usize>,
+    case_trials: Vec<u32>,
+    seeds: Vec<u64>,
+    shard: Option<crate::runner::shard::Shard>,
+}
+
+impl PlanKeys {
+    fn new(plan: &crate::runner::RunPlan) -> PlanKeys {
+        let arm_of = plan
+            .arms
+            .iter()
+            .enumerate()
+            .map(|(i, a)| ((a.settings.name.clone(), a.variant.clone()), i))
+            .collect();
+        let mut case_of: HashMap<(String, String), usize> = HashMap::new();
+        for d in &plan.datasets {
+            for c in &d.cases {
+                let next = case_of.len();
+                case_of.insert((d.name.clone(), c.id.clone()), next);
+            }
+        }
+        for sc in &plan.scenarios {
+            let next = case_of.len();
+            let dataset = crate::suite::scenario::SCENARIO_DATASET.to_owned();
+            case_of.insert((dataset, sc.name.clone()), next);
+        }
+        PlanKeys {
+            arm_of,
+            case_of,
+            case_trials: plan.case_trials(),
+            seeds: plan.shard_seeds(),
+            shard: plan.shard,
+        }
+    }
+
+    /// The record's trial in the plan, or the field that places it outside and why.
+    fn key_of(&self, record: &TrialRecord) -> Result<TrialKey, (&'static str, String)> {
+        let arm_key = (record.arm.provider.clone(), record.arm.variant.clone());
+        let Some(&arm) = self.arm_of.get(&arm_key) else {
+            return Err((
+                "provider",
+                format!(
+                    "arm `{}` (variant {}) is not in this plan",
+                    record.arm.provider, record.arm.variant
+                ),
+            ));
+        };
+        let case_key = (record.dataset.clone(), record.case_id.clone());
+        let Some(&case) = self.case_of.get(&case_key) else {
+            return Err((
+                "case_id",
+                format!(
+                    "case `{}/{}` is not in this plan",
+                    record.dataset, record.case_id
+                ),
+            ));
+        };
+        if record.trial_index >= self.case_trials[case] {
+            return Err((
+                "trial_index",
+                format!(
+                    "trial {} is beyond the {} planned for this case",
+                    record.trial_index, self.case_trials[case]
+                ),
+            ));
+        }
+        let seed = self.seeds[arm * self.case_trials.len() + case];
+        if let Some(shard) = self.shard
+            && !shard.contains(seed, record.trial_index)
+        {
+            return Err((
+                "trial_index",
+                format!(
+                    "trial {} of case `{}/{}` in arm `{}` is not in shard {shard}",
+                    record.trial_index, record.dataset, record.case_id, record.arm.provider
+                ),
+            ));
+        }
+        Ok(TrialKey {
+            arm,
+            case,
+            trial: record.trial_index,
+        })
+    }
 }
