@@ -101,50 +101,34 @@ pub(super) async fn run_scenario_loop(
             content: turn.text.clone(),
             tool_calls: tool_calls.clone(),
         });
-        let mut live_failed = false;
-        let mut cancelled = false;
-        for c in &tool_calls {
-            let executed = match &session {
-                Some(live) if scenario.is_live(&c.name) => {
-                    match execute_live(live, step, c, &shared.cancel).await {
-                        LiveOutcome::Answered(e) => *e,
-                        LiveOutcome::Cancelled => {
-                            cancelled = true;
-                            break;
-                        }
-                        LiveOutcome::Failed(message) => {
-                            record.error_class = Some(ErrorClass::ServerError);
-                            record.error = Some(format!("live tool {}: {message}", c.name));
-                            live_failed = true;
-                            break;
-                        }
-                    }
-                }
-                _ => script.execute(step, c, validators),
-            };
-            messages.push(Message::Tool {
-                call_id: c.id.clone().unwrap_or_default(),
-                content: executed.content.clone(),
-                is_error: executed.is_error,
-            });
-            calls.push(executed);
-            if script.over_limit() {
+        let mut turn_calls = TurnCalls {
+            step,
+            session: session.as_ref(),
+            scenario,
+            validators,
+            cancel: &shared.cancel,
+        };
+        match turn_calls
+            .answer(&tool_calls, &mut script, &mut messages, &mut calls)
+            .await
+        {
+            Answered::All => {}
+            Answered::StateLimit => {
+                stop = LoopStop::StateLimit;
                 break;
             }
-        }
-        if script.over_limit() {
-            stop = LoopStop::StateLimit;
-            break;
-        }
-        if cancelled {
-            if let Some(live) = session {
-                live.shutdown().await;
+            Answered::LiveFailed(error) => {
+                record.error_class = Some(ErrorClass::ServerError);
+                record.error = Some(error);
+                stop = LoopStop::Error;
+                break;
             }
-            return None;
-        }
-        if live_failed {
-            stop = LoopStop::Error;
-            break;
+            Answered::Cancelled => {
+                if let Some(live) = session {
+                    live.shutdown().await;
+                }
+                return None;
+            }
         }
         if step + 1 < scenario.max_steps {
             later = Some(arm.backend.prepare(&messages, catalog));
@@ -161,23 +145,91 @@ pub(super) async fn run_scenario_loop(
         step_latency_ms,
     };
     if record.error_class.is_none() {
-        let answer = match stop {
-            LoopStop::FinalAnswer => record
-                .turns
-                .last()
-                .map(|t| t.text.clone().unwrap_or_default()),
-            _ => None,
-        };
-        let score = score_trajectory(&scenario.expect, &trajectory, answer.as_deref(), validators);
-        record.outcome = if score.passed {
-            Outcome::Pass
-        } else {
-            Outcome::Fail
-        };
-        record.scenario = Some(score);
+        score_into(record, scenario, &trajectory, validators);
     }
     record.trajectory = Some(trajectory);
     Some(())
+}
+
+/// The trial's outcome and scenario score, from its trajectory and final answer.
+fn score_into(
+    record: &mut TrialRecord,
+    scenario: &Scenario,
+    trajectory: &Trajectory,
+    validators: &ToolValidators,
+) {
+    let answer = match trajectory.stop {
+        LoopStop::FinalAnswer => record
+            .turns
+            .last()
+            .map(|t| t.text.clone().unwrap_or_default()),
+        _ => None,
+    };
+    let score = score_trajectory(&scenario.expect, trajectory, answer.as_deref(), validators);
+    record.outcome = if score.passed {
+        Outcome::Pass
+    } else {
+        Outcome::Fail
+    };
+    record.scenario = Some(score);
+}
+
+/// How answering one turn's calls ended.
+enum Answered {
+    All,
+    /// The script's state passed its bound.
+    StateLimit,
+    /// The live server failed: the trial is an infrastructure error.
+    LiveFailed(String),
+    Cancelled,
+}
+
+/// What answers one step's tool calls: the live server for its tools, the script otherwise.
+struct TurnCalls<'a> {
+    step: u32,
+    session: Option<&'a McpSession>,
+    scenario: &'a Scenario,
+    validators: &'a ToolValidators,
+    cancel: &'a crate::provider::Cancel,
+}
+
+impl TurnCalls<'_> {
+    /// Answers each call in order, adding its result to the conversation and the trajectory.
+    async fn answer(
+        &mut self,
+        tool_calls: &[ToolCall],
+        script: &mut ScriptRun<'_>,
+        messages: &mut Vec<Message>,
+        calls: &mut Vec<crate::record::ExecutedCall>,
+    ) -> Answered {
+        for c in tool_calls {
+            let executed = match self.session {
+                Some(live) if self.scenario.is_live(&c.name) => {
+                    match execute_live(live, self.step, c, self.cancel).await {
+                        LiveOutcome::Answered(e) => *e,
+                        LiveOutcome::Cancelled => return Answered::Cancelled,
+                        LiveOutcome::Failed(message) => {
+                            return Answered::LiveFailed(format!(
+                                "live tool {}: {message}",
+                                c.name
+                            ));
+                        }
+                    }
+                }
+                _ => script.execute(self.step, c, self.validators),
+            };
+            messages.push(Message::Tool {
+                call_id: c.id.clone().unwrap_or_default(),
+                content: executed.content.clone(),
+                is_error: executed.is_error,
+            });
+            calls.push(executed);
+            if script.over_limit() {
+                return Answered::StateLimit;
+            }
+        }
+        Answered::All
+    }
 }
 
 enum LiveOutcome {
