@@ -31,27 +31,18 @@ pub(super) async fn run_scenario_loop(
     let mut messages = scenario.messages.clone();
     let mut script = ScriptRun::new(&scenario.script, wording);
     // A fresh session of the live server per trial: no state leaks between trials.
-    let session = match &scenario.server {
-        None => None,
-        Some(live) => {
-            let connected = tokio::select! {
-                s = McpSession::connect(&live.spec.spec, live.spec.timeout, &|n| std::env::var(n).ok()) => s,
-                () = shared.cancel.cancelled() => return None,
-            };
-            match connected {
-                Ok(s) => Some(s),
-                Err(e) => {
-                    record.error_class = Some(ErrorClass::ServerError);
-                    record.error = Some(format!("live tools: {e}"));
-                    record.trajectory = Some(Trajectory {
-                        calls: Vec::new(),
-                        stop: LoopStop::Error,
-                        final_state: script.final_state(),
-                        step_latency_ms: Vec::new(),
-                    });
-                    return Some(());
-                }
-            }
+    let session = match open_session(scenario, shared).await? {
+        Ok(session) => session,
+        Err(e) => {
+            record.error_class = Some(ErrorClass::ServerError);
+            record.error = Some(format!("live tools: {e}"));
+            record.trajectory = Some(Trajectory {
+                calls: Vec::new(),
+                stop: LoopStop::Error,
+                final_state: script.final_state(),
+                step_latency_ms: Vec::new(),
+            });
+            return Some(());
         }
     };
     let mut calls = Vec::new();
@@ -66,9 +57,7 @@ pub(super) async fn run_scenario_loop(
             let worst = arm.worst_case_usd(request);
             if !budget.reserve(worst) {
                 record.error_class = Some(ErrorClass::Budget);
-                record.error = Some(format!(
-                    "--max-cost: step {step} would cost up to ${worst:.6} and pass the cap; the trial ends here, not scored"
-                ));
+                record.error = Some(over_budget(step, worst));
                 stop = LoopStop::Error;
                 break;
             }
@@ -149,6 +138,28 @@ pub(super) async fn run_scenario_loop(
     }
     record.trajectory = Some(trajectory);
     Some(())
+}
+
+/// The scenario's live server, connected for this trial (`Ok(None)` without one); `None`
+/// when Ctrl-C came first.
+async fn open_session(
+    scenario: &Scenario,
+    shared: &Shared,
+) -> Option<Result<Option<McpSession>, crate::mcp::client::McpError>> {
+    let Some(live) = &scenario.server else {
+        return Some(Ok(None));
+    };
+    let env = |n: &str| std::env::var(n).ok();
+    tokio::select! {
+        s = McpSession::connect(&live.spec.spec, live.spec.timeout, &env) => Some(s.map(Some)),
+        () = shared.cancel.cancelled() => None,
+    }
+}
+
+fn over_budget(step: u32, worst: f64) -> String {
+    format!(
+        "--max-cost: step {step} would cost up to ${worst:.6} and pass the cap; the trial ends here, not scored"
+    )
 }
 
 /// The trial's outcome and scenario score, from its trajectory and final answer.
