@@ -644,7 +644,54 @@ pub(super) fn latency_chart(s: &Summary, a: &ArmSummary, index: usize) -> Option
         .collect();
     let top = drawn.iter().copied().fold(1.0_f64, f64::max);
     let bottom = drawn.iter().copied().fold(top, f64::min);
-    let (scale, ticks) = if top / bottom > 10.0 {
+    let (scale, ticks) = latency_axis(bottom, top);
+    let mark_h = 12.0;
+    let row_h = mark_h * 3.0 + 8.0;
+    let rows = groups
+        .iter()
+        .enumerate()
+        .map(|(i, (name, l))| latency_row(name, l, &scale, TOP + row_h * i as f64 + 4.0))
+        .collect();
+    let mut notes = Vec::new();
+    if a.tool_latency.len() > shown {
+        notes.push(format!(
+            "… and {} more tools in summary.json",
+            a.tool_latency.len() - shown
+        ));
+    }
+    let axis_y = px(TOP + row_h * groups.len() as f64 + 8.0);
+    Some(LatencyChart {
+        frame: ChartFrame {
+            id: format!("latency-{index}"),
+            title: "Latency by expected tool (ms)".to_owned(),
+            caption: format!(
+                "nearest-rank p50 (circle), p95 (square) and p99 (triangle) of answered trials with their {} order-statistic intervals; a dashed whisker is an end too few trials can bound; {} axis",
+                pct(s.confidence),
+                if scale.log { "logarithmic" } else { "linear" }
+            ),
+            width: WIDTH + 120.0,
+            height: px(axis_y + 24.0),
+            ticks,
+            refs: budgets
+                .iter()
+                .map(|g| RefLine {
+                    x: scale.at(g.threshold),
+                    label: format!("gate {}", g.name()),
+                    class: "threshold",
+                    anchor: "middle",
+                })
+                .collect(),
+            notes,
+            ..ChartFrame::at(axis_y)
+        },
+        rows,
+    })
+}
+
+/// The latency axis over `bottom..top` ms: logarithmic when the values spread over more than
+/// a decade, linear otherwise.
+fn latency_axis(bottom: f64, top: f64) -> (Scale, Vec<Tick>) {
+    if top / bottom > 10.0 {
         let lo = 10f64.powf(bottom.log10().floor());
         let hi = 10f64.powf(top.log10().ceil());
         let scale = Scale {
@@ -688,72 +735,34 @@ pub(super) fn latency_chart(s: &Summary, a: &ArmSummary, index: usize) -> Option
             })
             .collect();
         (scale, ticks)
-    };
+    }
+}
+
+/// One group's p50, p95 and p99 marks with their intervals, drawn from `top`.
+fn latency_row(name: &str, l: &LatencySummary, scale: &Scale, top: f64) -> LatencyRow {
     let mark_h = 12.0;
-    let row_h = mark_h * 3.0 + 8.0;
-    let rows = groups
-        .iter()
+    let marks = [("p50", &l.p50), ("p95", &l.p95), ("p99", &l.p99)]
+        .into_iter()
         .enumerate()
-        .map(|(i, (name, l))| {
-            let top = TOP + row_h * i as f64 + 4.0;
-            let marks = [("p50", &l.p50), ("p95", &l.p95), ("p99", &l.p99)]
-                .into_iter()
-                .enumerate()
-                .filter_map(|(k, (class, p))| {
-                    let p: &Percentile = p.as_ref()?;
-                    Some(LatencyMark {
-                        class,
-                        name: class,
-                        y: px(top + mark_h * (k as f64 + 0.5)),
-                        x: scale.at(p.value),
-                        lo: p.lo.map_or(PLOT_X0, |v| scale.at(v)),
-                        hi: p.hi.map_or(PLOT_X1, |v| scale.at(v)),
-                        lo_open: p.lo.is_none(),
-                        hi_open: p.hi.is_none(),
-                        text: format!("{class} {} ms", format_percentile(&Some(p.clone()))),
-                    })
-                })
-                .collect();
-            LatencyRow {
-                y: px(top + mark_h * 1.5),
-                label: short(name),
-                title: format!("{} · {} answered trials", cut(name, TEXT_CHARS), l.n),
-                marks,
-            }
+        .filter_map(|(k, (class, p))| {
+            let p: &Percentile = p.as_ref()?;
+            Some(LatencyMark {
+                class,
+                name: class,
+                y: px(top + mark_h * (k as f64 + 0.5)),
+                x: scale.at(p.value),
+                lo: p.lo.map_or(PLOT_X0, |v| scale.at(v)),
+                hi: p.hi.map_or(PLOT_X1, |v| scale.at(v)),
+                lo_open: p.lo.is_none(),
+                hi_open: p.hi.is_none(),
+                text: format!("{class} {} ms", format_percentile(&Some(p.clone()))),
+            })
         })
         .collect();
-    let mut notes = Vec::new();
-    if a.tool_latency.len() > shown {
-        notes.push(format!(
-            "… and {} more tools in summary.json",
-            a.tool_latency.len() - shown
-        ));
+    LatencyRow {
+        y: px(top + mark_h * 1.5),
+        label: short(name),
+        title: format!("{} · {} answered trials", cut(name, TEXT_CHARS), l.n),
+        marks,
     }
-    let axis_y = px(TOP + row_h * groups.len() as f64 + 8.0);
-    Some(LatencyChart {
-        frame: ChartFrame {
-            id: format!("latency-{index}"),
-            title: "Latency by expected tool (ms)".to_owned(),
-            caption: format!(
-                "nearest-rank p50 (circle), p95 (square) and p99 (triangle) of answered trials with their {} order-statistic intervals; a dashed whisker is an end too few trials can bound; {} axis",
-                pct(s.confidence),
-                if scale.log { "logarithmic" } else { "linear" }
-            ),
-            width: WIDTH + 120.0,
-            height: px(axis_y + 24.0),
-            ticks,
-            refs: budgets
-                .iter()
-                .map(|g| RefLine {
-                    x: scale.at(g.threshold),
-                    label: format!("gate {}", g.name()),
-                    class: "threshold",
-                    anchor: "middle",
-                })
-                .collect(),
-            notes,
-            ..ChartFrame::at(axis_y)
-        },
-        rows,
-    })
 }
