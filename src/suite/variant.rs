@@ -199,12 +199,9 @@ pub type Overlay = (Catalog, Option<String>, BTreeMap<String, String>);
 /// field.
 pub fn apply_overlay(base: &Catalog, text: &str, file: &str) -> Result<Overlay, InputError> {
     let value: Value = serde_json::from_str(text).map_err(|e| InputError::json(file, &e))?;
-    let err = |field: &str, needle: Option<&str>, msg: &str| {
-        let line = needle.and_then(|n| line_of(text, &format!("\"{n}\"")));
-        InputError::at(file, line.or(Some(1)), field, msg)
-    };
+    let loc = OverlayFile { text, file };
     let Value::Object(top) = &value else {
-        return Err(err(
+        return Err(loc.at(
             "$",
             None,
             "an overlay is an object: {\"note\": \"...\", \"tools\": {\"TOOL\": {...}}}",
@@ -212,7 +209,7 @@ pub fn apply_overlay(base: &Catalog, text: &str, file: &str) -> Result<Overlay, 
     };
     for key in top.keys() {
         if key != "note" && key != "tools" {
-            return Err(err(
+            return Err(loc.at(
                 key,
                 Some(key),
                 &format!("unknown field `{key}` (expected `note` and `tools`)"),
@@ -222,12 +219,12 @@ pub fn apply_overlay(base: &Catalog, text: &str, file: &str) -> Result<Overlay, 
     let note = match top.get("note") {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) => Some(s.clone()),
-        Some(_) => return Err(err("note", Some("note"), "`note` must be a string")),
+        Some(_) => return Err(loc.at("note", Some("note"), "`note` must be a string")),
     };
     let edits = match top.get("tools") {
         Some(Value::Object(edits)) if !edits.is_empty() => edits,
         _ => {
-            return Err(err(
+            return Err(loc.at(
                 "tools",
                 Some("tools"),
                 "`tools` must be an object naming at least one tool to change",
@@ -240,7 +237,7 @@ pub fn apply_overlay(base: &Catalog, text: &str, file: &str) -> Result<Overlay, 
         let field = format!("tools.{tool_name}");
         let Some(tool) = tools.iter_mut().find(|t| &t.name == tool_name) else {
             let known: Vec<&str> = base.tools.iter().map(|t| t.name.as_str()).collect();
-            return Err(err(
+            return Err(loc.at(
                 &field,
                 Some(tool_name),
                 &format!(
@@ -249,70 +246,7 @@ pub fn apply_overlay(base: &Catalog, text: &str, file: &str) -> Result<Overlay, 
                 ),
             ));
         };
-        let Value::Object(edit) = edit else {
-            return Err(err(
-                &field,
-                Some(tool_name),
-                "a tool's edit is an object with `description`, `rename`, `properties` or `input_schema`",
-            ));
-        };
-        if edit.is_empty() {
-            return Err(err(&field, Some(tool_name), "the edit changes nothing"));
-        }
-        // The schema first, so property descriptions apply to the replaced schema.
-        if let Some(schema) = edit.get("input_schema") {
-            if !schema.is_object() {
-                return Err(err(
-                    &format!("{field}.input_schema"),
-                    Some("input_schema"),
-                    "`input_schema` must be a JSON Schema object",
-                ));
-            }
-            tool.input_schema = schema.clone();
-        }
-        for (key, v) in edit {
-            let sub = format!("{field}.{key}");
-            match (key.as_str(), v) {
-                ("input_schema", _) => {}
-                ("description", Value::String(s)) => tool.description = s.clone(),
-                ("rename", Value::String(s)) => {
-                    check_tool_name(s).map_err(|m| err(&sub, Some(s), &m))?;
-                    renames.insert(tool_name.clone(), s.clone());
-                }
-                ("properties", Value::Object(props)) => {
-                    for (path, desc) in props {
-                        let Value::String(desc) = desc else {
-                            return Err(err(
-                                &format!("{sub}.{path}"),
-                                Some(path),
-                                "a property's new description must be a string",
-                            ));
-                        };
-                        set_property_description(&mut tool.input_schema, path, desc)
-                            .map_err(|m| err(&format!("{sub}.{path}"), Some(path), &m))?;
-                    }
-                }
-                ("description" | "rename", _) => {
-                    return Err(err(&sub, Some(key), &format!("`{key}` must be a string")));
-                }
-                ("properties", _) => {
-                    return Err(err(
-                        &sub,
-                        Some(key),
-                        "`properties` maps a property path (`lines.sku`) to its new description",
-                    ));
-                }
-                _ => {
-                    return Err(err(
-                        &sub,
-                        Some(key),
-                        &format!(
-                            "unknown edit `{key}` (expected description, rename, properties, input_schema)"
-                        ),
-                    ));
-                }
-            }
-        }
+        apply_edit(tool, tool_name, edit, &mut renames, &loc)?;
     }
     for tool in &mut tools {
         if let Some(new) = renames.get(&tool.name) {
@@ -322,7 +256,7 @@ pub fn apply_overlay(base: &Catalog, text: &str, file: &str) -> Result<Overlay, 
     let mut seen = BTreeSet::new();
     for tool in &tools {
         if !seen.insert(tool.name.as_str()) {
-            return Err(err(
+            return Err(loc.at(
                 "tools",
                 Some(&tool.name),
                 &format!(
@@ -333,6 +267,96 @@ pub fn apply_overlay(base: &Catalog, text: &str, file: &str) -> Result<Overlay, 
         }
     }
     Ok((Catalog::new(tools, file.to_owned()), note, renames))
+}
+
+/// Where an overlay's errors point: the line of a quoted key, else the first line.
+struct OverlayFile<'a> {
+    text: &'a str,
+    file: &'a str,
+}
+
+impl OverlayFile<'_> {
+    fn at(&self, field: &str, needle: Option<&str>, msg: &str) -> InputError {
+        let line = needle.and_then(|n| line_of(self.text, &format!("\"{n}\"")));
+        InputError::at(self.file, line.or(Some(1)), field, msg)
+    }
+}
+
+/// One tool's edit: its schema replaced first (so property descriptions apply to the new
+/// one), then its description, its properties' descriptions and its new name.
+fn apply_edit(
+    tool: &mut Tool,
+    tool_name: &str,
+    edit: &Value,
+    renames: &mut BTreeMap<String, String>,
+    loc: &OverlayFile<'_>,
+) -> Result<(), InputError> {
+    let field = format!("tools.{tool_name}");
+    let Value::Object(edit) = edit else {
+        return Err(loc.at(
+            &field,
+            Some(tool_name),
+            "a tool's edit is an object with `description`, `rename`, `properties` or `input_schema`",
+        ));
+    };
+    if edit.is_empty() {
+        return Err(loc.at(&field, Some(tool_name), "the edit changes nothing"));
+    }
+    // The schema first, so property descriptions apply to the replaced schema.
+    if let Some(schema) = edit.get("input_schema") {
+        if !schema.is_object() {
+            return Err(loc.at(
+                &format!("{field}.input_schema"),
+                Some("input_schema"),
+                "`input_schema` must be a JSON Schema object",
+            ));
+        }
+        tool.input_schema = schema.clone();
+    }
+    for (key, v) in edit {
+        let sub = format!("{field}.{key}");
+        match (key.as_str(), v) {
+            ("input_schema", _) => {}
+            ("description", Value::String(s)) => tool.description = s.clone(),
+            ("rename", Value::String(s)) => {
+                check_tool_name(s).map_err(|m| loc.at(&sub, Some(s), &m))?;
+                renames.insert(tool_name.to_owned(), s.clone());
+            }
+            ("properties", Value::Object(props)) => {
+                for (path, desc) in props {
+                    let Value::String(desc) = desc else {
+                        return Err(loc.at(
+                            &format!("{sub}.{path}"),
+                            Some(path),
+                            "a property's new description must be a string",
+                        ));
+                    };
+                    set_property_description(&mut tool.input_schema, path, desc)
+                        .map_err(|m| loc.at(&format!("{sub}.{path}"), Some(path), &m))?;
+                }
+            }
+            ("description" | "rename", _) => {
+                return Err(loc.at(&sub, Some(key), &format!("`{key}` must be a string")));
+            }
+            ("properties", _) => {
+                return Err(loc.at(
+                    &sub,
+                    Some(key),
+                    "`properties` maps a property path (`lines.sku`) to its new description",
+                ));
+            }
+            _ => {
+                return Err(loc.at(
+                    &sub,
+                    Some(key),
+                    &format!(
+                        "unknown edit `{key}` (expected description, rename, properties, input_schema)"
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 fn check_tool_name(name: &str) -> Result<(), String> {
