@@ -49,6 +49,7 @@ const WRITE_VERBS: &[&str] = &[
     "purchase", "issue", "void", "merge", "close", "reopen", "upsert",
 ];
 
+// Long: one rule after another over each tool, in the order the rule table documents them.
 pub(crate) fn check(catalog: &Catalog, options: &LintOptions, out: &mut Vec<Raw>) {
     for tool in &catalog.tools {
         let t = Some(tool.name.as_str());

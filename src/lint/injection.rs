@@ -463,6 +463,7 @@ fn scan(
     }
 }
 
+// Long: one rule after another over each tool, in the order the rule table documents them.
 pub(crate) fn check(catalog: &Catalog, out: &mut Vec<Raw>) {
     for tool in &catalog.tools {
         let name = tool.name.as_str();

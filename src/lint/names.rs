@@ -228,6 +228,7 @@ fn valid_mcp_name(name: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
 }
 
+// Long: one rule after another over each tool, in the order the rule table documents them.
 pub(crate) fn check(catalog: &Catalog, out: &mut Vec<Raw>) {
     let mut by_name: BTreeMap<&str, usize> = BTreeMap::new();
     let mut by_folded: BTreeMap<String, Vec<&str>> = BTreeMap::new();

@@ -149,6 +149,7 @@ fn openai(tool: &Tool, out: &mut Vec<Raw>) {
 }
 
 /// OpenAI strict mode's rules for one node of a schema; the depth rule is reported once.
+// Long: OpenAI strict mode's per-node rules, one after another as its documentation lists them.
 fn openai_node(
     t: Option<&str>,
     node: &Map<String, Value>,

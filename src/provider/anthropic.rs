@@ -76,6 +76,7 @@ static WIRE: WireFormat = WireFormat {
     error: error_from_status,
 };
 
+// Long: one pass over the wire format's fields in the order its documentation gives them.
 pub(crate) fn encode_request(
     settings: &ProviderSettings,
     messages: &[Message],

@@ -113,6 +113,7 @@ pub(crate) fn retry_delay(body: &[u8]) -> Option<Duration> {
         .map(|secs| Duration::from_secs_f64(secs.min(3600.0)))
 }
 
+// Long: one pass over the wire format's fields in the order its documentation gives them.
 pub(crate) fn encode_request(
     settings: &ProviderSettings,
     messages: &[Message],
@@ -239,6 +240,7 @@ pub(crate) fn encode_request(
     serde_json::to_vec(&Value::Object(body)).unwrap_or_default()
 }
 
+// Long: one pass over the wire format's fields in the order its documentation gives them.
 pub(crate) fn decode_response(raw: &[u8]) -> Result<ModelTurn, ProviderError> {
     let value = chat::parse_object(raw)?;
     if matches!(value.get("error"), Some(e) if !e.is_null()) {

@@ -149,6 +149,7 @@ fn error_in_body(value: &Value) -> ProviderError {
     )
 }
 
+// Long: one pass over the wire format's fields in the order its documentation gives them.
 pub(crate) fn decode_response(raw: &[u8]) -> Result<ModelTurn, ProviderError> {
     // `stream: false` gives one object; a server or proxy that streams anyway gives NDJSON,
     // whose lines are merged (and whose error line, sent with status 200, is the answer).

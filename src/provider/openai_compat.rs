@@ -113,6 +113,7 @@ pub fn fallback_call_id(index: usize) -> String {
 ///
 /// History tool calls without an id get [`fallback_call_id`]; a tool message with an empty
 /// `call_id` answers the oldest still-unanswered call of the preceding assistant turn.
+// Long: one pass over the wire format's fields in the order its documentation gives them.
 pub(crate) fn encode_request(
     settings: &ProviderSettings,
     messages: &[Message],
@@ -279,6 +280,7 @@ pub(crate) fn malformed(what: String) -> ProviderError {
 }
 
 /// Decodes a 2xx Chat Completions body into a neutral turn.
+// Long: one pass over the wire format's fields in the order its documentation gives them.
 pub(crate) fn decode_response(raw: &[u8]) -> Result<ModelTurn, ProviderError> {
     let value: Value = serde_json::from_slice(raw).map_err(|e| {
         ProviderError::new(

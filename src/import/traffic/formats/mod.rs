@@ -498,6 +498,7 @@ fn responses(request: &Value, body: &Value) -> Result<Exchange, String> {
     })
 }
 
+// Long: one pass over a logged Messages exchange, request then reply, as the API documents it.
 fn anthropic(request: &Value, body: &Value) -> Result<Exchange, String> {
     let tools = request
         .get("tools")

@@ -196,6 +196,7 @@ pub(super) fn part_text(part: &Value) -> String {
         .to_owned()
 }
 
+// Long: one pass over the OTel GenAI span attributes, in the order the semantic conventions list them.
 pub(super) fn genai_span(span: &Value, attrs: &Map<String, Value>) -> Result<Exchange, String> {
     if span_failed(span) {
         return Err("the span ended in error".into());
