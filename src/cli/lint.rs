@@ -201,50 +201,12 @@ pub fn run(args: &LintArgs) -> Result<ExitCode, Error> {
         print_rules();
         return Ok(ExitCode::Pass);
     }
-    let config = match &args.config {
-        Some(path) => crate::suite::load_config(path)?,
-        None if Path::new("toolscore.yaml").is_file() => {
-            crate::suite::load_config(Path::new("toolscore.yaml"))?
-        }
-        None => crate::suite::Config::default(),
-    };
-    let mut options = LintOptions::from_config(&config.lint);
-    if let Some(r) = args.requests_per_month {
-        options.requests_per_month = Some(r);
-    }
-    if let Some(p) = args.price_per_mtok {
-        if !(p.is_finite() && p >= 0.0) {
-            return Err(usage("--price-per-mtok must be a non-negative number"));
-        }
-        options.price_per_million_input_tokens = Some(p);
-    }
+    let options = lint_options(args)?;
     let run = match &args.from {
         Some(dir) => Some(super::load_run(dir)?),
         None => None,
     };
-    if !args.server_command.is_empty() && !args.sources.is_empty() {
-        return Err(usage(
-            "give either SOURCEs or a server command after `--`, not both",
-        ));
-    }
-    let source_args: Vec<String> = match (&run, args.sources.is_empty()) {
-        (Some(summary), true) if args.server_command.is_empty() => summary
-            .run
-            .datasets
-            .iter()
-            .map(|d| d.catalog_source.clone())
-            .collect(),
-        _ => args.sources.clone(),
-    };
-    let mut sources = source_args
-        .iter()
-        .map(|s| Source::resolve(s))
-        .collect::<Result<Vec<_>, _>>()?;
-    if !args.server_command.is_empty() {
-        sources.push(Source::Live(LiveSource::Command(
-            args.server_command.clone(),
-        )));
-    }
+    let sources = lint_sources(args, run.as_ref())?;
     let linted = sources
         .iter()
         .map(|s| lint_source(s, &options, &args.server))
@@ -263,6 +225,89 @@ pub fn run(args: &LintArgs) -> Result<ExitCode, Error> {
         let dir = args.from.as_deref().unwrap_or(Path::new("."));
         return ranked_by_run(summary, &linted, dir);
     }
+    let buffer = rendered(&linted, format)?;
+    match &args.output {
+        Some(path) => {
+            crate::atomic::write_file(path, &buffer)?;
+            eprintln!("wrote {}", path.display());
+        }
+        None => {
+            use std::io::Write;
+            std::io::stdout()
+                .lock()
+                .write_all(&buffer)
+                .map_err(|e| Error::io("cannot write the findings", e))?;
+        }
+    }
+    let errors: usize = linted
+        .iter()
+        .map(|l| l.report.count(crate::lint::Severity::Error))
+        .sum();
+    if errors > 0 && (args.output.is_some() || format != LintFormat::Text) {
+        eprintln!("{errors} error-level finding(s)");
+    }
+    Ok(if errors > 0 {
+        ExitCode::GateFailed
+    } else {
+        ExitCode::Pass
+    })
+}
+
+/// The lint options: the config's (`--config`, else ./toolscore.yaml), then the flags.
+fn lint_options(args: &LintArgs) -> Result<LintOptions, Error> {
+    let config = match &args.config {
+        Some(path) => crate::suite::load_config(path)?,
+        None if Path::new("toolscore.yaml").is_file() => {
+            crate::suite::load_config(Path::new("toolscore.yaml"))?
+        }
+        None => crate::suite::Config::default(),
+    };
+    let mut options = LintOptions::from_config(&config.lint);
+    if let Some(r) = args.requests_per_month {
+        options.requests_per_month = Some(r);
+    }
+    if let Some(p) = args.price_per_mtok {
+        if !(p.is_finite() && p >= 0.0) {
+            return Err(usage("--price-per-mtok must be a non-negative number"));
+        }
+        options.price_per_million_input_tokens = Some(p);
+    }
+    Ok(options)
+}
+
+/// The catalogs to lint: SOURCEs, the command after `--`, or the catalogs of `--from`'s run.
+fn lint_sources(
+    args: &LintArgs,
+    run: Option<&crate::report::Summary>,
+) -> Result<Vec<Source>, Error> {
+    if !args.server_command.is_empty() && !args.sources.is_empty() {
+        return Err(usage(
+            "give either SOURCEs or a server command after `--`, not both",
+        ));
+    }
+    let source_args: Vec<String> = match (run, args.sources.is_empty()) {
+        (Some(summary), true) if args.server_command.is_empty() => summary
+            .run
+            .datasets
+            .iter()
+            .map(|d| d.catalog_source.clone())
+            .collect(),
+        _ => args.sources.clone(),
+    };
+    let mut sources = source_args
+        .iter()
+        .map(|s| Source::resolve(s))
+        .collect::<Result<Vec<_>, _>>()?;
+    if !args.server_command.is_empty() {
+        sources.push(Source::Live(LiveSource::Command(
+            args.server_command.clone(),
+        )));
+    }
+    Ok(sources)
+}
+
+/// Every catalog's findings in one format.
+fn rendered(linted: &[Linted], format: LintFormat) -> Result<Vec<u8>, Error> {
     let mut buffer = Vec::new();
     match format {
         LintFormat::Text => {
@@ -298,31 +343,7 @@ pub fn run(args: &LintArgs) -> Result<ExitCode, Error> {
             buffer.push(b'\n');
         }
     }
-    match &args.output {
-        Some(path) => {
-            crate::atomic::write_file(path, &buffer)?;
-            eprintln!("wrote {}", path.display());
-        }
-        None => {
-            use std::io::Write;
-            std::io::stdout()
-                .lock()
-                .write_all(&buffer)
-                .map_err(|e| Error::io("cannot write the findings", e))?;
-        }
-    }
-    let errors: usize = linted
-        .iter()
-        .map(|l| l.report.count(crate::lint::Severity::Error))
-        .sum();
-    if errors > 0 && (args.output.is_some() || format != LintFormat::Text) {
-        eprintln!("{errors} error-level finding(s)");
-    }
-    Ok(if errors > 0 {
-        ExitCode::GateFailed
-    } else {
-        ExitCode::Pass
-    })
+    Ok(buffer)
 }
 
 /// Prints each catalog's findings ranked by the run's measured selection misses per expected
