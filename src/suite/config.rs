@@ -129,6 +129,45 @@ pub fn parse_config(text: &str, file: &str, base: &Path) -> Result<Config, Input
             *d = base.join(&*d);
         }
     }
+    check_providers(&mut config, text, file, base)?;
+    if let Some((field, id)) = config.lint.unknown_rules().into_iter().next() {
+        return Err(InputError::at(
+            file,
+            crate::catalog::line_of(text, &id),
+            &field,
+            &format!("unknown lint rule `{id}`; `toolscore lint --rules` lists them"),
+        ));
+    }
+    check_prices(&config, text, file)?;
+    if let Some(d) = &config.defaults.provider
+        && !config.providers.contains_key(d)
+    {
+        return Err(InputError::at(
+            file,
+            crate::catalog::line_of(text, "provider:"),
+            "defaults.provider",
+            &format!(
+                "`{d}` is not a provider of this config (it has: {})",
+                config
+                    .providers
+                    .keys()
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        ));
+    }
+    Ok(config)
+}
+
+/// Each provider's kind and cassette agree: a replay provider has a cassette (resolved against
+/// `base`) and nothing a cassette fixes; no other kind has one.
+fn check_providers(
+    config: &mut Config,
+    text: &str,
+    file: &str,
+    base: &Path,
+) -> Result<(), InputError> {
     for (name, p) in &mut config.providers {
         let field = |f: &str| format!("providers.{name}.{f}");
         let line = crate::catalog::line_of(text, &format!("{name}:"));
@@ -165,14 +204,12 @@ pub fn parse_config(text: &str, file: &str, base: &Path) -> Result<Config, Input
             (_, None) => {}
         }
     }
-    if let Some((field, id)) = config.lint.unknown_rules().into_iter().next() {
-        return Err(InputError::at(
-            file,
-            crate::catalog::line_of(text, &id),
-            &field,
-            &format!("unknown lint rule `{id}`; `toolscore lint --rules` lists them"),
-        ));
-    }
+    Ok(())
+}
+
+/// Every price is US dollars per million tokens (0 or more), every discount below 1, and each
+/// names a provider of the config or a KIND:MODEL.
+fn check_prices(config: &Config, text: &str, file: &str) -> Result<(), InputError> {
     for (key, price) in &config.prices {
         let line = crate::catalog::line_of(text, key);
         let rates = [
@@ -216,25 +253,7 @@ pub fn parse_config(text: &str, file: &str, base: &Path) -> Result<Config, Input
             ));
         }
     }
-    if let Some(d) = &config.defaults.provider
-        && !config.providers.contains_key(d)
-    {
-        return Err(InputError::at(
-            file,
-            crate::catalog::line_of(text, "provider:"),
-            "defaults.provider",
-            &format!(
-                "`{d}` is not a provider of this config (it has: {})",
-                config
-                    .providers
-                    .keys()
-                    .cloned()
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        ));
-    }
-    Ok(config)
+    Ok(())
 }
 
 #[cfg(test)]
