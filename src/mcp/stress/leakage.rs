@@ -223,6 +223,6 @@ fn count_pairs(run: &StressRun) -> Vec<LeakPair> {
             answers,
         })
         .collect();
-    pairs.sort_by(|a, b| b.answers.cmp(&a.answers));
+    pairs.sort_by_key(|p| std::cmp::Reverse(p.answers));
     pairs
 }
