@@ -33,10 +33,18 @@ fn write_tool(out: &mut String, t: &ToolStress, conf: f64) {
     };
     let _ = writeln!(out, "{}: {} calls{canary}", t.tool, t.calls);
     if !t.kept_fields.is_empty() {
-        let kept: Vec<String> = t
-            .kept_fields
+        // One reason after all the fields it keeps, reasons in the order first met.
+        let mut by_reason: Vec<(KeptReason, Vec<String>)> = Vec::new();
+        for k in &t.kept_fields {
+            let field = format!("`{}`", k.path);
+            match by_reason.iter_mut().find(|(r, _)| *r == k.reason) {
+                Some((_, fields)) => fields.push(field),
+                None => by_reason.push((k.reason, vec![field])),
+            }
+        }
+        let kept: Vec<String> = by_reason
             .iter()
-            .map(|k| format!("`{}` ({})", k.path, kept_reason(k.reason)))
+            .map(|(reason, fields)| format!("{} ({})", fields.join(", "), kept_reason(*reason)))
             .collect();
         let _ = writeln!(out, "  left alone  {}", kept.join(", "));
     }
@@ -223,8 +231,14 @@ fn write_leakage(out: &mut String, r: &StressReport) {
             p.reader_session, p.answers
         );
     }
-    if l.pairs.len() > LEAKS_SHOWN {
-        let _ = writeln!(out, "  … {} more pairs", l.pairs.len() - LEAKS_SHOWN);
+    match l.pairs.len().saturating_sub(LEAKS_SHOWN) {
+        0 => {}
+        1 => {
+            let _ = writeln!(out, "  … 1 more pair");
+        }
+        n => {
+            let _ = writeln!(out, "  … {n} more pairs");
+        }
     }
     for leak in r.leaks.iter().take(LEAKS_SHOWN) {
         write_leak(out, leak);
@@ -235,18 +249,17 @@ fn write_leakage(out: &mut String, r: &StressReport) {
     }
 }
 
+/// One line a leak: its first source (the JSON report lists more).
 fn write_leak(out: &mut String, leak: &Leak) {
-    let mut sources: Vec<String> = leak.sources.iter().map(source_words).collect();
-    if leak.found.len() > sources.len() {
-        sources.push(format!("and {} more", leak.found.len() - sources.len()));
-    }
+    let first = leak.sources.first().map(source_words).unwrap_or_default();
+    let more = match leak.found.len() {
+        0 | 1 => String::new(),
+        n => format!(", and {} more", n - 1),
+    };
     let _ = writeln!(
         out,
-        "  session {} call {} ({}) got {}",
-        leak.session,
-        leak.call,
-        leak.tool,
-        sources.join(", ")
+        "  session {} call {} ({}) got {first}{more}",
+        leak.session, leak.call, leak.tool
     );
 }
 
