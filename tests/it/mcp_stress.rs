@@ -392,52 +392,30 @@ fn stress_refuses_bad_input_before_starting_anything() {
             &["stress", "--dataset", "faulty", "--sessions", "2"],
             "name a server",
         ),
-        (
-            &[
-                "stress",
-                &url,
-                "--dataset",
-                "faulty",
-                "--sessions",
-                "2",
-                "--no-canary",
-                "echo",
-            ],
-            "--no-canary echo: expected TOOL.PATH, e.g. read_text_file.path",
-        ),
-        (
-            &[
-                "stress",
-                &url,
-                "--dataset",
-                "faulty",
-                "--sessions",
-                "2",
-                "--no-canary",
-                "echo.text[0",
-            ],
-            "--no-canary echo.text[0: expected TOOL.PATH",
-        ),
-        // A misspelt path would send a canary where the server needs the value as written.
-        (
-            &[
-                "stress",
-                &url,
-                "--dataset",
-                "faulty",
-                "--sessions",
-                "2",
-                "--no-canary",
-                "echo.txt",
-            ],
-            "--no-canary echo.txt: no call of `echo` in faulty has a string at `txt`",
-        ),
     ];
     for (args, message) in cases {
         let run = toolscore(dir.path(), &[args, &["--json", "out.json"][..]].concat());
         assert_eq!(run.code, 2, "{args:?}\n{}", run.transcript());
         assert!(run.stderr.contains(message), "{args:?}\n{}", run.stderr);
         assert!(!dir.path().join("out.json").exists());
+    }
+    let stress_faulty = |extra: &[&str]| {
+        let args = ["stress", &url, "--dataset", "faulty", "--sessions", "2"];
+        toolscore(dir.path(), &[&args[..], extra].concat())
+    };
+    // A misspelt path would send a canary where the server needs the value as written.
+    for (path, message) in [
+        ("echo", "expected TOOL.PATH, e.g. read_text_file.path"),
+        ("echo.text[0", "expected TOOL.PATH"),
+        (
+            "echo.txt",
+            "no call of `echo` in faulty has a string at `txt`",
+        ),
+    ] {
+        let run = stress_faulty(&["--no-canary", path]);
+        assert_eq!(run.code, 2, "{path}\n{}", run.transcript());
+        let message = format!("--no-canary {path}: {message}");
+        assert!(run.stderr.contains(&message), "{path}\n{}", run.stderr);
     }
     // A tool the server does not list is named with the case that expects it.
     write(
@@ -450,19 +428,7 @@ fn stress_refuses_bad_input_before_starting_anything() {
         "faulty/tools.json",
         r#"{"tools": [{"name": "lookup", "description": "Look it up", "inputSchema": {"type": "object"}}]}"#,
     );
-    let run = toolscore(
-        dir.path(),
-        &[
-            "stress",
-            &url,
-            "--dataset",
-            "faulty",
-            "--sessions",
-            "2",
-            "--duration",
-            "1s",
-        ],
-    );
+    let run = stress_faulty(&["--duration", "1s"]);
     assert_eq!(run.code, 2, "{}", run.transcript());
     assert!(
         run.stderr
@@ -476,16 +442,23 @@ fn stress_refuses_bad_input_before_starting_anything() {
 // A knowledge graph whose strings are nested in an array of objects (tests/it/support/
 // stress_servers.rs): shared between sessions, kept per session, or with no free string.
 
-/// A dataset (the server is the URL) of the graph server of `kind`: one case per call.
-fn graph_dataset(dir: &Path, kind: support::GraphServer, calls: &[(&str, serde_json::Value)]) {
+/// A graph server of `kind`, started, and a folder with a dataset of it (the server is the
+/// URL): one case per call.
+fn graph_fixture(
+    kind: support::GraphServer,
+    calls: &[(&str, serde_json::Value)],
+) -> (tempfile::TempDir, String) {
+    let url = support::start_graph_server(kind);
+    let dir = tempfile::tempdir().unwrap();
     let cases: String = calls
         .iter()
         .enumerate()
         .map(|(i, (tool, args))| case(&format!("{tool}-{i}"), tool, args.clone()))
         .collect();
-    write(dir, "graph/cases.jsonl", &cases);
+    write(dir.path(), "graph/cases.jsonl", &cases);
     let tools = serde_json::json!({ "tools": support::graph_tools(kind) });
-    write(dir, "graph/tools.json", &tools.to_string());
+    write(dir.path(), "graph/tools.json", &tools.to_string());
+    (dir, url)
 }
 
 fn create_ada() -> (&'static str, serde_json::Value) {
@@ -568,13 +541,7 @@ fn assert_leaks_name_their_writers(run: &support::Run, json: &serde_json::Value)
 
 #[test]
 fn stress_catches_sessions_sharing_a_store_through_nested_fields_only() {
-    let url = support::start_graph_server(support::GraphServer::Shared);
-    let dir = tempfile::tempdir().unwrap();
-    graph_dataset(
-        dir.path(),
-        support::GraphServer::Shared,
-        &[create_ada(), read_graph()],
-    );
+    let (dir, url) = graph_fixture(support::GraphServer::Shared, &[create_ada(), read_graph()]);
     let run = stress_graph(dir.path(), &url, &["--duration", "2s"]);
     assert_eq!(run.code, 1, "{}", run.transcript());
     let json = report(dir.path(), "stress.json");
@@ -649,10 +616,7 @@ fn stress_catches_sessions_sharing_a_store_through_nested_fields_only() {
 
 #[test]
 fn stress_of_sessions_with_stores_of_their_own_tests_and_finds_no_leak() {
-    let url = support::start_graph_server(support::GraphServer::PerSession);
-    let dir = tempfile::tempdir().unwrap();
-    graph_dataset(
-        dir.path(),
+    let (dir, url) = graph_fixture(
         support::GraphServer::PerSession,
         &[create_ada(), read_graph()],
     );
@@ -683,12 +647,8 @@ fn stress_of_sessions_with_stores_of_their_own_tests_and_finds_no_leak() {
 
 #[test]
 fn stress_of_tools_without_a_free_string_reports_not_tested() {
-    let kind = support::GraphServer::NoFreeStrings;
-    let url = support::start_graph_server(kind);
-    let dir = tempfile::tempdir().unwrap();
-    graph_dataset(
-        dir.path(),
-        kind,
+    let (dir, url) = graph_fixture(
+        support::GraphServer::NoFreeStrings,
         &[
             read_graph(),
             (

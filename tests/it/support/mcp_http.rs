@@ -15,24 +15,29 @@ use rmcp::transport::streamable_http_server::{
 
 /// What the front answers in place of the MCP service.
 pub enum FrontAnswer {
-    /// This status, with a plain-text body and, when given, a `Retry-After` header.
+    /// This status, with its reason as a plain-text body and, when given, a `Retry-After`
+    /// header.
     Status(hyper::StatusCode, Option<&'static str>),
     /// No answer: the connection is closed.
     HangUp,
 }
 
-/// Reads each JSON-RPC message before the service does; `None` lets it through.
-pub type Front = fn(&serde_json::Value) -> Option<FrontAnswer>;
+/// Reads each request (its headers and its JSON-RPC message) before the service does;
+/// `None` lets it through.
+pub type Front = Arc<
+    dyn Fn(&hyper::http::request::Parts, &serde_json::Value) -> Option<FrontAnswer> + Send + Sync,
+>;
 
 /// A front that lets everything through.
-pub fn no_front(_: &serde_json::Value) -> Option<FrontAnswer> {
-    None
+pub fn no_front() -> Front {
+    Arc::new(|_, _| None)
 }
 
 type Body = http_body_util::combinators::BoxBody<Bytes, Infallible>;
 
 fn plain(status: hyper::StatusCode, retry_after: Option<&str>) -> hyper::Response<Body> {
-    let body = Full::new(Bytes::from_static(b"try again later"))
+    let reason = status.canonical_reason().unwrap_or_default();
+    let body = Full::new(Bytes::from_static(reason.as_bytes()))
         .map_err(|e: Infallible| match e {})
         .boxed();
     let mut resp = hyper::Response::new(body);
@@ -72,17 +77,19 @@ where
                     continue;
                 };
                 let service = Arc::clone(&service);
+                let front = Arc::clone(&front);
                 tokio::spawn(async move {
                     let handler = hyper::service::service_fn(
                         move |req: hyper::Request<hyper::body::Incoming>| {
                             let service = Arc::clone(&service);
+                            let front = Arc::clone(&front);
                             async move {
                                 let (parts, body) = req.into_parts();
                                 let bytes =
                                     body.collect().await.map_err(|e| e.to_string())?.to_bytes();
                                 let message: serde_json::Value =
                                     serde_json::from_slice(&bytes).unwrap_or_default();
-                                match front(&message) {
+                                match front(&parts, &message) {
                                     Some(FrontAnswer::Status(status, retry_after)) => {
                                         return Ok(plain(status, retry_after));
                                     }

@@ -98,7 +98,10 @@ impl ServerHandler for Faulty {
 
 /// A `tools/call` of `slow_down` gets 429 with `Retry-After: 1`, `throttle` 429 without it,
 /// `broken` 503, `reject` 400, and `hang_up` a closed connection.
-fn faulty_front(message: &serde_json::Value) -> Option<FrontAnswer> {
+fn faulty_front(
+    _: &hyper::http::request::Parts,
+    message: &serde_json::Value,
+) -> Option<FrontAnswer> {
     let called = (message["method"] == "tools/call")
         .then(|| message["params"]["name"].as_str())
         .flatten()?;
@@ -119,7 +122,7 @@ pub fn start_faulty_server() -> String {
         move || Faulty {
             last: Arc::clone(&last),
         },
-        faulty_front,
+        Arc::new(faulty_front),
     )
 }
 
@@ -242,6 +245,6 @@ pub fn start_graph_server(kind: GraphServer) -> String {
                 GraphServer::Shared | GraphServer::NoFreeStrings => Arc::clone(&shared),
             },
         },
-        no_front,
+        no_front(),
     )
 }
