@@ -38,7 +38,8 @@ const EXIT_CODES_HELP: &str = "Exit codes:
   0  run completed (and every --gate passed)
   1  a --gate (or --baseline) failed; history --fail-on-drop: the newest run dropped;
      catalog diff: a tool changed under the same server version; probe: a check failed;
-     stress: leakage, or the --max-error-rate bound exceeded;
+     stress: leakage, the --max-error-rate bound exceeded, or (with
+     --require-leakage-test) no call carried a canary;
      lint: an error-level finding
   2  bad input or usage (nothing was run)
   3  a --gate is inconclusive: not enough evidence yet (compare: a verdict not yet decided)
@@ -100,11 +101,12 @@ pub enum Command {
     /// Exit 1 when a check fails.
     Probe(probe::ProbeArgs),
     /// Load a live MCP server: parallel sessions make the dataset's expected calls directly (no
-    /// model) for a duration, each call with a canary of its own in its free string arguments.
-    /// Per tool: calls, error rate with its interval, p50/p95/p99 latency with intervals, 429s
-    /// with and without Retry-After, 5xx, dropped connections, timeouts; and any answer that
-    /// carried another session's canary (leakage). Over stdio each session is its own server
-    /// process. Exit 1 on leakage, or when --max-error-rate's bound is exceeded.
+    /// model) for a duration, each call with a canary of its own in its free string arguments,
+    /// at any depth. Per tool: calls, error rate with its interval, p50/p95/p99 latency with
+    /// intervals, 429s with and without Retry-After, 5xx, dropped connections, timeouts; and
+    /// any answer that carried another session's canary (leakage), or "not tested" when no
+    /// call carried one. Over stdio each session is its own server process. Exit 1 on leakage,
+    /// when --max-error-rate's bound is exceeded, or, with --require-leakage-test, untested.
     Stress(stress::StressArgs),
     /// Turn outside data into datasets: `import bfcl` converts the Berkeley Function Calling
     /// Leaderboard (PyPI `bfcl-eval`), `import traffic` logged model calls (OpenAI, Anthropic,

@@ -1,7 +1,7 @@
 //! `toolscore stress SOURCE`: parallel sessions against a live MCP server (see
 //! [`crate::mcp::stress`]).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -12,7 +12,7 @@ use super::usage;
 use crate::error::{Error, ExitCode};
 use crate::mcp::DatasetCall;
 use crate::mcp::client::ServerSpec;
-use crate::mcp::stress::{PeakLoad, StressPlan, StressRun, StressSettings};
+use crate::mcp::stress::{ArgSelector, PeakLoad, StressPlan, StressRun, StressSettings};
 
 /// Most sessions one run opens (each stdio session is a process).
 const MAX_SESSIONS: u32 = 256;
@@ -41,10 +41,18 @@ pub struct StressArgs {
     /// answer came back].
     #[arg(long, value_name = "R")]
     pub rate: Option<f64>,
-    /// Leave this parameter as the dataset wrote it, without a canary (a path or an id the
-    /// server must find); repeatable.
-    #[arg(long = "no-canary", value_name = "TOOL.PARAM")]
+    /// Leave the strings at this argument path as the dataset wrote them, without a canary
+    /// (a path or an id the server must find); repeatable. PATH is keys joined by `.`, each
+    /// with `[N]` for one element or `[]` for every one (a key alone reaches into arrays):
+    /// `read_text_file.path`, `create_entities.entities[0].name`, `create_entities.entities.name`.
+    /// It covers everything below it.
+    #[arg(long = "no-canary", value_name = "TOOL.PATH")]
     pub no_canary: Vec<String>,
+    /// Fail (exit 1) when the run did not test for leakage: no call carried a canary (no free
+    /// string, or all excluded) or none that did got a result [default: such a run is
+    /// reported "not tested" and exits as it would otherwise].
+    #[arg(long)]
+    pub require_leakage_test: bool,
     /// Confidence level of every interval, and of the gate's one-sided bound.
     #[arg(long, value_name = "LEVEL", default_value_t = 0.95)]
     pub confidence: f64,
@@ -72,24 +80,7 @@ pub fn run(args: &StressArgs) -> Result<ExitCode, Error> {
             dir.display()
         )));
     }
-    let mut no_canary = Vec::new();
-    for item in &args.no_canary {
-        let Some((tool, param)) = item
-            .rsplit_once('.')
-            .filter(|(t, p)| !t.is_empty() && !p.is_empty())
-        else {
-            return Err(usage(&format!(
-                "--no-canary {item}: expected TOOL.PARAM, e.g. read_text_file.path"
-            )));
-        };
-        if !calls.iter().any(|c| c.tool == tool) {
-            return Err(usage(&format!(
-                "--no-canary {item}: no case of {} expects a call of `{tool}`",
-                dir.display()
-            )));
-        }
-        no_canary.push((tool.to_owned(), param.to_owned()));
-    }
+    let no_canary = no_canary_paths(&args.no_canary, &calls, &dir)?;
     let plan = StressPlan {
         sessions: settings.sessions,
         duration: settings.duration,
@@ -107,11 +98,14 @@ pub fn run(args: &StressArgs) -> Result<ExitCode, Error> {
         return Err(Error::Interrupted(crate::mcp::client::MCP_SHUT_DOWN));
     }
     let gate_failed = report.gate.as_ref().is_some_and(|g| !g.passed);
-    Ok(if report.leaked_answers > 0 || gate_failed {
-        ExitCode::GateFailed
-    } else {
-        ExitCode::Pass
-    })
+    let untested_but_required = report.leakage.required && !report.leakage.tested;
+    Ok(
+        if report.leaked_answers > 0 || gate_failed || untested_but_required {
+            ExitCode::GateFailed
+        } else {
+            ExitCode::Pass
+        },
+    )
 }
 
 /// The flags, checked, before anything is started.
@@ -178,7 +172,57 @@ fn settings(args: &StressArgs) -> Result<StressSettings, Error> {
         rate_per_session: args.rate,
         confidence: args.confidence,
         max_error_rate: args.max_error_rate,
+        require_leakage_test: args.require_leakage_test,
     })
+}
+
+/// Each `--no-canary TOOL.PATH`: the tool (the longest tool name of the calls it starts with,
+/// as a tool name may hold a dot) and the path, which must name a string some call of that
+/// tool sends.
+fn no_canary_paths(
+    items: &[String],
+    calls: &[DatasetCall],
+    dir: &Path,
+) -> Result<Vec<(String, ArgSelector)>, Error> {
+    let mut out = Vec::new();
+    let syntax = |item: &str| {
+        usage(&format!(
+            "--no-canary {item}: expected TOOL.PATH, e.g. read_text_file.path or \
+             create_entities.entities[0].name"
+        ))
+    };
+    for item in items {
+        if !item.contains('.') {
+            return Err(syntax(item));
+        }
+        let tool = calls
+            .iter()
+            .map(|c| c.tool.as_str())
+            .filter(|t| item.len() > t.len() + 1 && item.starts_with(&format!("{t}.")))
+            .max_by_key(|t| t.len());
+        let Some(tool) = tool else {
+            let named = item.split_once('.').map_or(item.as_str(), |(t, _)| t);
+            return Err(usage(&format!(
+                "--no-canary {item}: no case of {} expects a call of `{named}`",
+                dir.display()
+            )));
+        };
+        let path = &item[tool.len() + 1..];
+        let Some(selector) = ArgSelector::parse(path) else {
+            return Err(syntax(item));
+        };
+        if !calls
+            .iter()
+            .any(|c| c.tool == tool && selector.finds_in(&c.args))
+        {
+            return Err(usage(&format!(
+                "--no-canary {item}: no call of `{tool}` in {} has a string at `{path}`",
+                dir.display()
+            )));
+        }
+        out.push((tool.to_owned(), selector));
+    }
+    Ok(out)
 }
 
 fn run_stress(

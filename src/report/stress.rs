@@ -3,7 +3,10 @@
 use std::fmt::Write as _;
 
 use super::wording::format_percentile;
-use crate::mcp::stress::{LEAKS_SHOWN, StressReport, ToolStress};
+use crate::mcp::stress::{
+    KeptReason, LEAKS_SHOWN, Leak, LeakSource, Leakage, MAX_ARG_DEPTH, MAX_ARG_VALUES,
+    MIN_FREE_MAX_LENGTH, StressReport, ToolStress, Untested,
+};
 
 fn format_error_rate(t: &ToolStress) -> String {
     match (t.error_rate, t.error_interval) {
@@ -29,6 +32,22 @@ fn write_tool(out: &mut String, t: &ToolStress, conf: f64) {
         )
     };
     let _ = writeln!(out, "{}: {} calls{canary}", t.tool, t.calls);
+    if !t.kept_fields.is_empty() {
+        // One reason after all the fields it keeps, reasons in the order first met.
+        let mut by_reason: Vec<(KeptReason, Vec<String>)> = Vec::new();
+        for k in &t.kept_fields {
+            let field = format!("`{}`", k.path);
+            match by_reason.iter_mut().find(|(r, _)| *r == k.reason) {
+                Some((_, fields)) => fields.push(field),
+                None => by_reason.push((k.reason, vec![field])),
+            }
+        }
+        let kept: Vec<String> = by_reason
+            .iter()
+            .map(|(reason, fields)| format!("{} ({})", fields.join(", "), kept_reason(*reason)))
+            .collect();
+        let _ = writeln!(out, "  left alone  {}", kept.join(", "));
+    }
     let _ = writeln!(
         out,
         "  error rate  {} at {:.0}%",
@@ -105,39 +124,7 @@ pub fn render(r: &StressReport) -> String {
         format_error_rate(&r.total),
         r.confidence * 100.0
     );
-    let planted: u64 = r
-        .tools
-        .iter()
-        .filter(|t| !t.canary_fields.is_empty())
-        .map(|t| t.calls)
-        .sum();
-    if r.leaked_answers == 0 {
-        let _ = writeln!(
-            out,
-            "leakage: none; {} answers searched, {planted} calls carried a canary",
-            r.total.calls
-        );
-    } else {
-        let _ = writeln!(
-            out,
-            "LEAKAGE: {} answers carried another session's canary ({} answers searched, {planted} calls carried a canary)",
-            r.leaked_answers, r.total.calls
-        );
-        for l in r.leaks.iter().take(LEAKS_SHOWN) {
-            let _ = writeln!(
-                out,
-                "  session {} call {} ({}) got {}",
-                l.session,
-                l.call,
-                l.tool,
-                l.found.join(", ")
-            );
-        }
-        let shown = r.leaks.len().min(LEAKS_SHOWN) as u64;
-        if r.leaked_answers > shown {
-            let _ = writeln!(out, "  … {} more", r.leaked_answers - shown);
-        }
-    }
+    write_leakage(&mut out, r);
     let s = &r.session_log;
     let _ = writeln!(
         out,
@@ -166,4 +153,128 @@ pub fn render(r: &StressReport) -> String {
 
 fn first_line(text: &str) -> &str {
     text.lines().next().unwrap_or_default()
+}
+
+/// Why a string was sent without a canary, in the report's words.
+fn kept_reason(reason: KeptReason) -> String {
+    match reason {
+        KeptReason::NoCanary => "--no-canary".to_owned(),
+        KeptReason::Enum => "enum".to_owned(),
+        KeptReason::Const => "const".to_owned(),
+        KeptReason::Format => "format".to_owned(),
+        KeptReason::Pattern => "pattern".to_owned(),
+        KeptReason::ShortMaxLength => format!("maxLength under {MIN_FREE_MAX_LENGTH}"),
+        KeptReason::NotDeclaredString => "not a string in the schema".to_owned(),
+        KeptReason::TooDeep => format!("deeper than {MAX_ARG_DEPTH} levels, not looked into"),
+        KeptReason::TooMany => format!("past the first {MAX_ARG_VALUES} values, not looked at"),
+    }
+}
+
+fn untested_reason(l: &Leakage) -> String {
+    let why = match l.untested_because {
+        None => return String::new(),
+        Some(Untested::NoCallMade) => "no call was made",
+        Some(Untested::NoFreeString) => {
+            "no call's arguments hold a free string (see each tool's strings left alone)"
+        }
+        Some(Untested::AllExcluded) => "every free string is excluded by --no-canary",
+        Some(Untested::NoneSent) => "none of the calls made was one with a free string",
+        Some(Untested::NoneAnswered) => {
+            return format!(
+                "the {} calls that carried a canary all failed (none ended in a result)",
+                l.calls_with_canary
+            );
+        }
+    };
+    format!("no call carried a canary: {why}")
+}
+
+/// The leakage lines: not tested (and why), none, or the leaks with their writers.
+fn write_leakage(out: &mut String, r: &StressReport) {
+    let l = &r.leakage;
+    if !l.tested {
+        let required = if l.required {
+            " (FAIL: --require-leakage-test)"
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            out,
+            "leakage: not tested: {}; {} answers searched{required}",
+            untested_reason(l),
+            l.answers_searched
+        );
+    }
+    if l.leaked_answers == 0 {
+        if l.tested {
+            let _ = writeln!(
+                out,
+                "leakage: none; {} answers searched, {} calls carried a canary",
+                l.answers_searched, l.calls_with_canary
+            );
+        }
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "LEAKAGE: {} answers carried another session's canary ({} answers searched, {} calls carried a canary)",
+        l.leaked_answers, l.answers_searched, l.calls_with_canary
+    );
+    for p in l.pairs.iter().take(LEAKS_SHOWN) {
+        let writer = match p.writer_session {
+            Some(s) => format!("session {s}"),
+            None => "an earlier run".to_owned(),
+        };
+        let _ = writeln!(
+            out,
+            "  from {writer} to session {}: {} answers",
+            p.reader_session, p.answers
+        );
+    }
+    match l.pairs.len().saturating_sub(LEAKS_SHOWN) {
+        0 => {}
+        1 => {
+            let _ = writeln!(out, "  … 1 more pair");
+        }
+        n => {
+            let _ = writeln!(out, "  … {n} more pairs");
+        }
+    }
+    for leak in r.leaks.iter().take(LEAKS_SHOWN) {
+        write_leak(out, leak);
+    }
+    let shown = r.leaks.len().min(LEAKS_SHOWN) as u64;
+    if l.leaked_answers > shown {
+        let _ = writeln!(out, "  … {} more", l.leaked_answers - shown);
+    }
+}
+
+/// One line a leak: its first source (the JSON report lists more).
+fn write_leak(out: &mut String, leak: &Leak) {
+    let first = leak.sources.first().map(source_words).unwrap_or_default();
+    let more = match leak.found.len() {
+        0 | 1 => String::new(),
+        n => format!(", and {} more", n - 1),
+    };
+    let _ = writeln!(
+        out,
+        "  session {} call {} ({}) got {first}{more}",
+        leak.session, leak.call, leak.tool
+    );
+}
+
+fn source_words(source: &LeakSource) -> String {
+    match &source.writer {
+        Some(w) => {
+            let through = match &w.path {
+                Some(path) => format!("through {}.{path}", w.tool),
+                None => format!("({})", w.tool),
+            };
+            format!(
+                "{} from session {} call {} {through}",
+                source.canary, w.session, w.call
+            )
+        }
+        None => format!("{} from an earlier run", source.canary),
+    }
 }

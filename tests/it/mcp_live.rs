@@ -347,21 +347,16 @@ fn a_malformed_catalog_names_the_server_and_the_fault() {
 // Streamable HTTP: rmcp's own server, in process, behind a bearer-token check.
 
 mod http_server {
-    use std::convert::Infallible;
     use std::sync::{Arc, Mutex};
 
-    use bytes::Bytes;
-    use http_body_util::{BodyExt as _, Full};
-    use hyper_util::rt::TokioIo;
     use rmcp::model::{
         CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
         ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
     };
     use rmcp::service::{MaybeSendFuture, RequestContext};
-    use rmcp::transport::streamable_http_server::{
-        StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
-    };
     use rmcp::{ErrorData, RoleServer, ServerHandler};
+
+    use crate::support::mcp_http::{Front, FrontAnswer, mcp_tool, serve_mcp};
 
     /// Three tools over two pages, so the client must follow the cursor.
     #[derive(Clone)]
@@ -373,10 +368,7 @@ mod http_server {
             "properties": {"city": {"type": "string", "description": "City name"}},
             "required": ["city"]
         });
-        let serde_json::Value::Object(schema) = schema else {
-            unreachable!()
-        };
-        Tool::new(name.to_owned(), description.to_owned(), Arc::new(schema))
+        mcp_tool(name, description, schema)
     }
 
     impl ServerHandler for Pager {
@@ -452,66 +444,29 @@ mod http_server {
     /// (Authorization, X-Team) of every request the server received.
     pub type SeenHeaders = Arc<Mutex<Vec<(String, String)>>>;
 
-    /// Serves on a free local port from a thread of its own; returns the URL and the
-    /// headers it sees.
+    /// Serves on a free local port from a thread of its own, answering 401 to a request
+    /// without `Bearer {token}`; returns the URL and the headers it sees.
     pub fn start(token: &'static str) -> (String, SeenHeaders) {
         let seen = Arc::new(Mutex::new(Vec::new()));
         let seen_by_server = Arc::clone(&seen);
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async move {
-                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-                tx.send(listener.local_addr().unwrap()).unwrap();
-                let service = Arc::new(StreamableHttpService::new(
-                    || Ok(Pager),
-                    Arc::new(LocalSessionManager::default()),
-                    StreamableHttpServerConfig::default(),
-                ));
-                loop {
-                    let Ok((stream, _)) = listener.accept().await else {
-                        continue;
-                    };
-                    let service = Arc::clone(&service);
-                    let seen = Arc::clone(&seen_by_server);
-                    tokio::spawn(async move {
-                        let handler = hyper::service::service_fn(move |req| {
-                            let service = Arc::clone(&service);
-                            let seen = Arc::clone(&seen);
-                            async move {
-                                let header = |name: &str| {
-                                    req.headers()
-                                        .get(name)
-                                        .and_then(|v| v.to_str().ok())
-                                        .unwrap_or_default()
-                                        .to_owned()
-                                };
-                                let auth = header("authorization");
-                                seen.lock().unwrap().push((auth.clone(), header("x-team")));
-                                if auth != format!("Bearer {token}") {
-                                    let body = Full::new(Bytes::from_static(b"unauthorized"))
-                                        .map_err(|e: Infallible| match e {})
-                                        .boxed();
-                                    let mut resp = hyper::Response::new(body);
-                                    *resp.status_mut() = hyper::StatusCode::UNAUTHORIZED;
-                                    return Ok::<_, Infallible>(resp);
-                                }
-                                Ok(service.handle(req).await)
-                            }
-                        });
-                        let _ = hyper::server::conn::http1::Builder::new()
-                            .serve_connection(TokioIo::new(stream), handler)
-                            .await;
-                    });
-                }
-            });
+        let front: Front = Arc::new(move |parts, _| {
+            let header = |name: &str| {
+                parts
+                    .headers
+                    .get(name)
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or_default()
+                    .to_owned()
+            };
+            let auth = header("authorization");
+            seen_by_server
+                .lock()
+                .unwrap()
+                .push((auth.clone(), header("x-team")));
+            (auth != format!("Bearer {token}"))
+                .then_some(FrontAnswer::Status(hyper::StatusCode::UNAUTHORIZED, None))
         });
-        let addr = rx.recv().unwrap();
-        (format!("http://{addr}/mcp"), seen)
+        (serve_mcp(|| Pager, front), seen)
     }
 }
 

@@ -153,206 +153,8 @@ fn stress_of_the_published_server_over_stdio() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Streamable HTTP: rmcp's own server in process, with a faulty front and a leaky tool.
-
-mod faulty_server {
-    use std::convert::Infallible;
-    use std::sync::{Arc, Mutex};
-
-    use bytes::Bytes;
-    use http_body_util::{BodyExt as _, Full};
-    use hyper_util::rt::TokioIo;
-    use rmcp::model::{
-        CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-        ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
-    };
-    use rmcp::service::{MaybeSendFuture, RequestContext};
-    use rmcp::transport::streamable_http_server::{
-        StreamableHttpServerConfig, StreamableHttpService, session::local::LocalSessionManager,
-    };
-    use rmcp::{ErrorData, RoleServer, ServerHandler};
-
-    /// Every tool takes a free string `text`. `echo` answers it back; `remember` answers
-    /// the text of the call before it, whichever session made it (a shared global, the bug
-    /// stress looks for); the rest never reach the handler (see [`start`]).
-    #[derive(Clone)]
-    struct Faulty {
-        last: Arc<Mutex<String>>,
-    }
-
-    pub const TOOLS: [&str; 7] = [
-        "echo",
-        "remember",
-        "slow_down",
-        "throttle",
-        "broken",
-        "hang_up",
-        "reject",
-    ];
-
-    fn tool(name: &str) -> Tool {
-        let schema = serde_json::json!({
-            "type": "object",
-            "properties": {"text": {"type": "string"}},
-            "required": ["text"]
-        });
-        let serde_json::Value::Object(schema) = schema else {
-            unreachable!()
-        };
-        Tool::new(
-            name.to_owned(),
-            format!("{name} the text"),
-            Arc::new(schema),
-        )
-    }
-
-    impl ServerHandler for Faulty {
-        fn get_info(&self) -> ServerConfig {
-            ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-                .with_server_info(Implementation::new("faulty", "0.1.0"))
-        }
-
-        fn list_tools(
-            &self,
-            _request: Option<PaginatedRequestParams>,
-            _context: RequestContext<RoleServer>,
-        ) -> impl Future<Output = Result<ListToolsResult, ErrorData>> + MaybeSendFuture + '_
-        {
-            std::future::ready(Ok(ListToolsResult::with_all_items(
-                TOOLS.iter().map(|t| tool(t)).collect(),
-            )))
-        }
-
-        fn call_tool(
-            &self,
-            request: CallToolRequestParams,
-            _context: RequestContext<RoleServer>,
-        ) -> impl Future<Output = Result<CallToolResponse, ErrorData>> + MaybeSendFuture + '_
-        {
-            let text = request
-                .arguments
-                .as_ref()
-                .and_then(|a| a.get("text"))
-                .and_then(|t| t.as_str())
-                .unwrap_or_default()
-                .to_owned();
-            let answer = match request.name.as_ref() {
-                "remember" => {
-                    let mut last = self.last.lock().unwrap();
-                    let previous = std::mem::replace(&mut *last, text);
-                    format!("last time: {previous}")
-                }
-                _ => format!("echo: {text}"),
-            };
-            std::future::ready(Ok(CallToolResponse::Complete(CallToolResult::success(
-                vec![ContentBlock::text(answer)],
-            ))))
-        }
-    }
-
-    fn plain(
-        status: hyper::StatusCode,
-        retry_after: Option<&str>,
-    ) -> hyper::Response<http_body_util::combinators::BoxBody<Bytes, Infallible>> {
-        let body = Full::new(Bytes::from_static(b"try again later"))
-            .map_err(|e: Infallible| match e {})
-            .boxed();
-        let mut resp = hyper::Response::new(body);
-        *resp.status_mut() = status;
-        resp.headers_mut()
-            .insert("content-type", "text/plain".parse().unwrap());
-        if let Some(r) = retry_after {
-            resp.headers_mut().insert("retry-after", r.parse().unwrap());
-        }
-        resp
-    }
-
-    /// Serves on a free local port from a thread of its own and returns the URL. In front of
-    /// the MCP service, a `tools/call` of `slow_down` gets 429 with `Retry-After: 1`,
-    /// `throttle` 429 without it, `broken` 503, `reject` 400, and `hang_up` a closed
-    /// connection.
-    pub fn start() -> String {
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .unwrap();
-            rt.block_on(async move {
-                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-                tx.send(listener.local_addr().unwrap()).unwrap();
-                let last = Arc::new(Mutex::new(String::new()));
-                let service = Arc::new(StreamableHttpService::new(
-                    move || {
-                        Ok(Faulty {
-                            last: Arc::clone(&last),
-                        })
-                    },
-                    Arc::new(LocalSessionManager::default()),
-                    StreamableHttpServerConfig::default(),
-                ));
-                loop {
-                    let Ok((stream, _)) = listener.accept().await else {
-                        continue;
-                    };
-                    let service = Arc::clone(&service);
-                    tokio::spawn(async move {
-                        let handler = hyper::service::service_fn(
-                            move |req: hyper::Request<hyper::body::Incoming>| {
-                                let service = Arc::clone(&service);
-                                async move {
-                                    let (parts, body) = req.into_parts();
-                                    let bytes =
-                                        body.collect().await.map_err(|e| e.to_string())?.to_bytes();
-                                    let message: serde_json::Value =
-                                        serde_json::from_slice(&bytes).unwrap_or_default();
-                                    let called = (message["method"] == "tools/call")
-                                        .then(|| message["params"]["name"].as_str())
-                                        .flatten();
-                                    match called {
-                                        Some("slow_down") => {
-                                            return Ok(plain(
-                                                hyper::StatusCode::TOO_MANY_REQUESTS,
-                                                Some("1"),
-                                            ));
-                                        }
-                                        Some("throttle") => {
-                                            return Ok(plain(
-                                                hyper::StatusCode::TOO_MANY_REQUESTS,
-                                                None,
-                                            ));
-                                        }
-                                        Some("reject") => {
-                                            return Ok(plain(hyper::StatusCode::BAD_REQUEST, None));
-                                        }
-                                        Some("broken") => {
-                                            return Ok(plain(
-                                                hyper::StatusCode::SERVICE_UNAVAILABLE,
-                                                None,
-                                            ));
-                                        }
-                                        // An error from the service makes hyper close the
-                                        // connection without answering.
-                                        Some("hang_up") => return Err("hung up".to_owned()),
-                                        _ => {}
-                                    }
-                                    let req = hyper::Request::from_parts(parts, Full::new(bytes));
-                                    Ok::<_, String>(service.handle(req).await)
-                                }
-                            },
-                        );
-                        let _ = hyper::server::conn::http1::Builder::new()
-                            .serve_connection(TokioIo::new(stream), handler)
-                            .await;
-                    });
-                }
-            });
-        });
-        let addr = rx.recv().unwrap();
-        format!("http://{addr}/mcp")
-    }
-}
+// Streamable HTTP: rmcp's own server in process (tests/it/support/stress_servers.rs), with a
+// faulty front and a leaky tool.
 
 /// A dataset (no dataset.yaml: the server is the URL) with one case per tool of `tools`.
 fn faulty_dataset(dir: &Path, tools: &[&str]) {
@@ -363,17 +165,16 @@ fn faulty_dataset(dir: &Path, tools: &[&str]) {
     write(dir, "faulty/cases.jsonl", &cases);
     // A catalog so the dataset loads on its own; stress lists the server's.
     let tools_json = serde_json::json!({"tools": tools.iter().map(|t| serde_json::json!({
-        "name": t, "description": format!("{t} the text"),
-        "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
+        "name": t, "description": format!("{t} the text"), "inputSchema": support::text_schema()
     })).collect::<Vec<_>>()});
     write(dir, "faulty/tools.json", &tools_json.to_string());
 }
 
 #[test]
 fn stress_over_http_counts_each_failure_and_catches_leakage() {
-    let url = faulty_server::start();
+    let url = support::start_faulty_server();
     let dir = tempfile::tempdir().unwrap();
-    faulty_dataset(dir.path(), &faulty_server::TOOLS);
+    faulty_dataset(dir.path(), &support::FAULTY_TOOLS);
     let run = toolscore(
         dir.path(),
         &[
@@ -502,7 +303,7 @@ fn stress_over_http_counts_each_failure_and_catches_leakage() {
 
 #[test]
 fn stress_over_http_of_a_sound_tool_passes() {
-    let url = faulty_server::start();
+    let url = support::start_faulty_server();
     let dir = tempfile::tempdir().unwrap();
     faulty_dataset(dir.path(), &["echo"]);
     let run = toolscore(
@@ -541,7 +342,7 @@ fn stress_over_http_of_a_sound_tool_passes() {
 
 #[test]
 fn stress_refuses_bad_input_before_starting_anything() {
-    let url = faulty_server::start();
+    let url = support::start_faulty_server();
     let dir = tempfile::tempdir().unwrap();
     faulty_dataset(dir.path(), &["echo"]);
     let cases: &[(&[&str], &str)] = &[
@@ -598,6 +399,24 @@ fn stress_refuses_bad_input_before_starting_anything() {
         assert!(run.stderr.contains(message), "{args:?}\n{}", run.stderr);
         assert!(!dir.path().join("out.json").exists());
     }
+    let stress_faulty = |extra: &[&str]| {
+        let args = ["stress", &url, "--dataset", "faulty", "--sessions", "2"];
+        toolscore(dir.path(), &[&args[..], extra].concat())
+    };
+    // A misspelt path would send a canary where the server needs the value as written.
+    for (path, message) in [
+        ("echo", "expected TOOL.PATH, e.g. read_text_file.path"),
+        ("echo.text[0", "expected TOOL.PATH"),
+        (
+            "echo.txt",
+            "no call of `echo` in faulty has a string at `txt`",
+        ),
+    ] {
+        let run = stress_faulty(&["--no-canary", path]);
+        assert_eq!(run.code, 2, "{path}\n{}", run.transcript());
+        let message = format!("--no-canary {path}: {message}");
+        assert!(run.stderr.contains(&message), "{path}\n{}", run.stderr);
+    }
     // A tool the server does not list is named with the case that expects it.
     write(
         dir.path(),
@@ -609,25 +428,288 @@ fn stress_refuses_bad_input_before_starting_anything() {
         "faulty/tools.json",
         r#"{"tools": [{"name": "lookup", "description": "Look it up", "inputSchema": {"type": "object"}}]}"#,
     );
-    let run = toolscore(
-        dir.path(),
-        &[
-            "stress",
-            &url,
-            "--dataset",
-            "faulty",
-            "--sessions",
-            "2",
-            "--duration",
-            "1s",
-        ],
-    );
+    let run = stress_faulty(&["--duration", "1s"]);
     assert_eq!(run.code, 2, "{}", run.transcript());
     assert!(
         run.stderr
             .contains("the server does not list the tool `lookup` that case lookup expects"),
         "{}",
         run.stderr
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// A knowledge graph whose strings are nested in an array of objects (tests/it/support/
+// stress_servers.rs): shared between sessions, kept per session, or with no free string.
+
+/// A graph server of `kind`, started, and a folder with a dataset of it (the server is the
+/// URL): one case per call.
+fn graph_fixture(
+    kind: support::GraphServer,
+    calls: &[(&str, serde_json::Value)],
+) -> (tempfile::TempDir, String) {
+    let url = support::start_graph_server(kind);
+    let dir = tempfile::tempdir().unwrap();
+    let cases: String = calls
+        .iter()
+        .enumerate()
+        .map(|(i, (tool, args))| case(&format!("{tool}-{i}"), tool, args.clone()))
+        .collect();
+    write(dir.path(), "graph/cases.jsonl", &cases);
+    let tools = serde_json::json!({ "tools": support::graph_tools(kind) });
+    write(dir.path(), "graph/tools.json", &tools.to_string());
+    (dir, url)
+}
+
+fn create_ada() -> (&'static str, serde_json::Value) {
+    (
+        "create_entities",
+        serde_json::json!({"entities": [
+            {"name": "Ada", "entityType": "person", "observations": ["likes engines"]}
+        ]}),
+    )
+}
+
+fn read_graph() -> (&'static str, serde_json::Value) {
+    ("read_graph", serde_json::json!({}))
+}
+
+fn stress_graph(dir: &Path, url: &str, extra: &[&str]) -> support::Run {
+    let args = [
+        &["stress", url, "--dataset", "graph", "--sessions", "3"][..],
+        extra,
+        &["--json", "stress.json"][..],
+    ]
+    .concat();
+    toolscore(dir, &args)
+}
+
+/// Every leak of a run against the shared graph came from another session of the run,
+/// through `create_entities`' nested strings, and the report says so.
+fn assert_leaks_name_their_writers(run: &support::Run, json: &serde_json::Value) {
+    // Each pair is two different sessions of this run; an answer may carry several writers.
+    let leaked = count(tool(json, "read_graph"), "leaked_answers");
+    assert!(leaked > 0, "{json}");
+    assert_eq!(count(tool(json, "create_entities"), "leaked_answers"), 0);
+    let leakage = &json["leakage"];
+    assert_eq!(leakage["tested"], true, "{leakage}");
+    assert_eq!(count(leakage, "leaked_answers"), leaked);
+    assert_eq!(json["leaked_answers"], leaked);
+    let pairs = leakage["pairs"].as_array().unwrap();
+    let mut per_pair = 0;
+    for pair in pairs {
+        let (writer, reader) = (count(pair, "writer_session"), count(pair, "reader_session"));
+        assert!(writer != reader && (1..=3).contains(&writer) && (1..=3).contains(&reader));
+        per_pair += count(pair, "answers");
+    }
+    assert!(per_pair >= leaked, "{leakage}");
+    // Each leak names the writer's session, call, tool and the argument its canary went in.
+    let first = &json["leaks"][0];
+    assert_eq!(first["tool"], "read_graph");
+    let source = &first["sources"][0];
+    let writer = &source["writer"];
+    assert_eq!(writer["tool"], "create_entities", "{first}");
+    assert_ne!(writer["session"], first["session"], "{first}");
+    let path = writer["path"].as_str().unwrap();
+    assert!(
+        ["entities[0].name", "entities[0].observations[0]"].contains(&path),
+        "{first}"
+    );
+    assert!(
+        run.stdout.contains(&format!(
+            "  session {} call {} (read_graph) got {} from session {} call {} through \
+             create_entities.{path}",
+            first["session"],
+            first["call"],
+            source["canary"].as_str().unwrap(),
+            writer["session"],
+            writer["call"]
+        )),
+        "{}",
+        run.stdout
+    );
+    let top = &pairs[0];
+    assert!(
+        run.stdout.contains(&format!(
+            "  from session {} to session {}: {} answers\n",
+            top["writer_session"], top["reader_session"], top["answers"]
+        )),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn stress_catches_sessions_sharing_a_store_through_nested_fields_only() {
+    let (dir, url) = graph_fixture(support::GraphServer::Shared, &[create_ada(), read_graph()]);
+    let run = stress_graph(dir.path(), &url, &["--duration", "2s"]);
+    assert_eq!(run.code, 1, "{}", run.transcript());
+    let json = report(dir.path(), "stress.json");
+    // No top-level string at all: the canary goes into the entity's name and observation,
+    // never into its enum-typed kind.
+    let create = tool(&json, "create_entities");
+    assert_eq!(
+        create["canary_fields"],
+        serde_json::json!(["entities[].name", "entities[].observations[]"])
+    );
+    assert_eq!(
+        create["kept_fields"],
+        serde_json::json!([{"path": "entities[].entityType", "reason": "enum"}])
+    );
+    assert!(
+        run.stdout.contains(
+            " calls, canary in `entities[].name`, `entities[].observations[]`\n  \
+             left alone  `entities[].entityType` (enum)\n"
+        ),
+        "{}",
+        run.stdout
+    );
+    // read_graph takes no string; its answers carry the other sessions' entities.
+    assert_eq!(
+        tool(&json, "read_graph")["canary_fields"],
+        serde_json::json!([])
+    );
+    assert_leaks_name_their_writers(&run, &json);
+
+    // Again with every nested string excluded: nothing is tested, and the run says so
+    // rather than "none" (and fails, asked to). The store still holds the first run's
+    // entities, which the first read_graph answers carry: an earlier run's canaries.
+    let run = stress_graph(
+        dir.path(),
+        &url,
+        &[
+            "--duration",
+            "1s",
+            "--no-canary",
+            "create_entities.entities",
+            "--require-leakage-test",
+        ],
+    );
+    assert_eq!(run.code, 1, "{}", run.transcript());
+    assert!(
+        run.stdout.contains(
+            "leakage: not tested: no call carried a canary: every free string is excluded by \
+             --no-canary; "
+        ) && run
+            .stdout
+            .contains(" answers searched (FAIL: --require-leakage-test)\n"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("  from an earlier run to session "),
+        "{}",
+        run.stdout
+    );
+    let json = report(dir.path(), "stress.json");
+    assert_eq!(json["leakage"]["tested"], false);
+    assert_eq!(json["leakage"]["untested_because"], "all_excluded");
+    assert_eq!(
+        tool(&json, "create_entities")["kept_fields"],
+        serde_json::json!([
+            {"path": "entities[].name", "reason": "no_canary"},
+            {"path": "entities[].entityType", "reason": "enum"},
+            {"path": "entities[].observations[]", "reason": "no_canary"}
+        ])
+    );
+}
+
+#[test]
+fn stress_of_sessions_with_stores_of_their_own_tests_and_finds_no_leak() {
+    let (dir, url) = graph_fixture(
+        support::GraphServer::PerSession,
+        &[create_ada(), read_graph()],
+    );
+    let run = stress_graph(
+        dir.path(),
+        &url,
+        &["--duration", "1s", "--require-leakage-test"],
+    );
+    assert_eq!(run.code, 0, "{}", run.transcript());
+    assert!(run.stdout.contains("leakage: none; "), "{}", run.stdout);
+    let json = report(dir.path(), "stress.json");
+    let leakage = &json["leakage"];
+    assert_eq!(leakage["tested"], true, "{leakage}");
+    assert!(leakage.get("untested_because").is_none(), "{leakage}");
+    assert_eq!(count(leakage, "leaked_answers"), 0);
+    let carried = count(leakage, "calls_with_canary");
+    assert!(
+        carried > 0 && count(leakage, "results_with_canary") == carried,
+        "{leakage}"
+    );
+    assert_eq!(
+        carried,
+        count(tool(&json, "create_entities"), "calls"),
+        "{json}"
+    );
+    assert_eq!(leakage["pairs"], serde_json::json!([]));
+}
+
+#[test]
+fn stress_of_tools_without_a_free_string_reports_not_tested() {
+    let (dir, url) = graph_fixture(
+        support::GraphServer::NoFreeStrings,
+        &[
+            read_graph(),
+            (
+                "open_nodes",
+                serde_json::json!({"ids": ["e1", "e2"], "kind": "person"}),
+            ),
+            (
+                "tag_nodes",
+                serde_json::json!({"tag": {"color": "red", "on": "2026-01-02", "count": 2}}),
+            ),
+        ],
+    );
+    let not_tested = "leakage: not tested: no call carried a canary: no call's arguments hold a \
+                      free string (see each tool's strings left alone); ";
+    // Without --require-leakage-test the exit is what the calls make it; the error-rate gate
+    // is judged as ever.
+    let run = stress_graph(
+        dir.path(),
+        &url,
+        &["--duration", "1s", "--max-error-rate", "0.5"],
+    );
+    assert_eq!(run.code, 0, "{}", run.transcript());
+    assert!(run.stdout.contains(not_tested), "{}", run.stdout);
+    assert!(!run.stdout.contains("leakage: none"), "{}", run.stdout);
+    assert!(
+        run.stdout
+            .contains("gate: PASS: the error rate's upper bound "),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("open_nodes: ")
+            && run
+                .stdout
+                .contains("  left alone  `ids[]` (pattern), `kind` (enum)\n")
+            && run
+                .stdout
+                .contains("  left alone  `tag.color` (const), `tag.on` (format)\n"),
+        "{}",
+        run.stdout
+    );
+    let json = report(dir.path(), "stress.json");
+    assert_eq!(json["leakage"]["tested"], false);
+    assert_eq!(json["leakage"]["untested_because"], "no_free_string");
+    assert_eq!(count(&json["leakage"], "calls_with_canary"), 0);
+    assert!(count(&json["leakage"], "answers_searched") > 0);
+    assert_eq!(json["gate"]["passed"], true);
+
+    let run = stress_graph(
+        dir.path(),
+        &url,
+        &["--duration", "1s", "--require-leakage-test"],
+    );
+    assert_eq!(run.code, 1, "{}", run.transcript());
+    assert!(
+        run.stdout.contains(not_tested)
+            && run
+                .stdout
+                .contains(" answers searched (FAIL: --require-leakage-test)\n"),
+        "{}",
+        run.stdout
     );
 }
 

@@ -5,11 +5,14 @@
 //! - Each session makes the dataset's expected calls in turn, closed loop (the next call as
 //!   soon as the last answer came back) or at `rate` calls per second. Over stdio a session is
 //!   a server process of its own: that is what a stdio server is, one client per process.
-//! - Every call carries a canary, `tscanary-<run>-<session>-<call>`, appended to each of its
-//!   string arguments the tool's input schema leaves free (no `enum`, `const`, `pattern`,
-//!   `format` or short `maxLength`), so no two calls send the same arguments. A result, or an
-//!   error message, that contains a canary of another session (or of another run) is leakage:
-//!   a cache, a global or a connection pool handed one client's data to another.
+//! - Every call carries a canary, `tscanary-<run>-<session>-<call>-<slot>`, appended to each
+//!   string of its arguments, at any depth of objects and arrays, that the tool's input schema
+//!   leaves free (no `enum`, `const`, `pattern`, `format` or short `maxLength`) and no
+//!   `--no-canary` path covers, so no two calls send the same arguments; the slot names the
+//!   string. A result, or an error message, that contains a canary of another session (or of
+//!   another run) is leakage: a cache, a global or a connection pool handed one client's data
+//!   to another. A run in which no call carried a canary (and got a result) did not test for
+//!   leakage, and says so ([`leakage`]).
 //! - Outcomes: a result, a tool-execution error (`isError`), a JSON-RPC error, HTTP 429 with
 //!   and without `Retry-After`, HTTP 5xx, a dropped connection, a timeout. Every outcome but a
 //!   result counts as an error; latency percentiles are of the calls the server answered
@@ -28,9 +31,11 @@ use crate::mcp::DatasetCall;
 use crate::mcp::client::{McpError, McpSession, ServerSpec};
 
 mod canary;
+mod leakage;
 mod tally;
 
 pub use canary::*;
+pub use leakage::*;
 use tally::detail;
 pub use tally::*;
 
@@ -43,19 +48,20 @@ pub struct StressPlan {
     pub rate_per_session: Option<f64>,
     /// For connecting and for each call.
     pub timeout: Duration,
-    /// (tool, parameter) left as the dataset wrote them: a path or an id the server looks up.
-    pub no_canary: Vec<(String, String)>,
+    /// (tool, argument path) left as the dataset wrote them: a path or an id the server looks
+    /// up.
+    pub no_canary: Vec<(String, ArgSelector)>,
 }
 
 /// Reads environment variables (the bearer token), injected for tests.
 pub type EnvReader = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 
-/// The calls the sessions make in turn, with the fields each carries its canary in.
+/// A call the sessions make in turn: its plan (tool, canaried strings) and the dataset's
+/// arguments.
 #[derive(Debug, Clone)]
 struct PreparedCall {
-    tool: String,
+    plan: CallPlan,
     args: Value,
-    fields: Vec<String>,
 }
 
 /// Lists the server's tools once, then runs `plan.sessions` sessions making `calls` in turn
@@ -68,61 +74,134 @@ pub async fn stress(
     calls: &[DatasetCall],
     stop: watch::Receiver<bool>,
 ) -> Result<StressRun, McpError> {
-    let server_label = spec.label();
+    let source = spec.label();
     let first = McpSession::connect(spec, plan.timeout, env.as_ref()).await?;
     let server = first.server().clone();
     let listed = first.list_tool_definitions().await;
     first.shutdown().await;
-    let definitions = listed?;
+    let (prepared, tools) = prepare_calls(&listed?, calls, plan, &source)?;
+    let mut run = StressRun {
+        source,
+        transport: transport_name(spec),
+        server,
+        run_id: rand::random(),
+        tools,
+        calls: prepared.iter().map(|p| p.plan.clone()).collect(),
+        observations: Vec::new(),
+        session_log: SessionLog::default(),
+        elapsed: Duration::ZERO,
+        interrupted: true,
+    };
+    let (sessions, mut log) = connect_sessions(spec, plan, &env).await;
+    if *stop.borrow() {
+        for (_, s) in sessions {
+            s.shutdown().await;
+        }
+        run.session_log = log;
+        return Ok(run);
+    }
+
+    let started = Instant::now();
+    let deadline = started + plan.duration;
+    let prepared = Arc::new(prepared);
+    let mut running = tokio::task::JoinSet::new();
+    for (n, session) in sessions {
+        let worker = SessionWorker {
+            spec: spec.clone(),
+            env: Arc::clone(&env),
+            timeout: plan.timeout,
+            calls: Arc::clone(&prepared),
+            run_id: run.run_id,
+            session: n,
+            rate: plan.rate_per_session,
+            deadline,
+            stop: stop.clone(),
+        };
+        running.spawn(worker.run(session));
+    }
+    while let Some(joined) = running.join_next().await {
+        match joined {
+            Ok(done) => {
+                run.observations.extend(done.observations);
+                log.reconnects += done.reconnects;
+                log.reconnect_failures.extend(done.reconnect_failure);
+            }
+            Err(e) => log
+                .reconnect_failures
+                .push(format!("a session task failed: {e}")),
+        }
+    }
+    run.elapsed = started.elapsed();
+    run.interrupted = *stop.borrow();
+    run.session_log = log;
+    Ok(run)
+}
+
+/// Each dataset call with where its canary goes, and per tool (in the order the calls first
+/// name them) the strings that carry it and those kept. Fails when the server does not list
+/// a tool a call needs.
+fn prepare_calls(
+    definitions: &[Value],
+    calls: &[DatasetCall],
+    plan: &StressPlan,
+    server: &str,
+) -> Result<(Vec<PreparedCall>, Vec<ToolCanaries>), McpError> {
     let mut prepared = Vec::new();
-    let mut tools: Vec<(String, Vec<String>)> = Vec::new();
+    let mut tools: Vec<ToolCanaries> = Vec::new();
     for call in calls {
         let Some(def) = definitions
             .iter()
             .find(|t| t.get("name").and_then(Value::as_str) == Some(call.tool.as_str()))
         else {
             return Err(McpError::Config {
-                server: server_label,
+                server: server.to_owned(),
                 message: format!(
                     "the server does not list the tool `{}` that case {} expects",
                     call.tool, call.case
                 ),
             });
         };
-        let free: Vec<String> = free_string_fields(def.get("inputSchema").unwrap_or(&Value::Null))
-            .into_iter()
-            .filter(|f| {
-                !plan
-                    .no_canary
-                    .iter()
-                    .any(|(t, p)| t == &call.tool && p == f)
-            })
+        let excluded: Vec<ArgSelector> = plan
+            .no_canary
+            .iter()
+            .filter(|(tool, _)| tool == &call.tool)
+            .map(|(_, path)| path.clone())
             .collect();
-        let fields = canary_fields(&call.args, &free);
-        match tools.iter_mut().find(|(t, _)| t == &call.tool) {
-            Some((_, known)) => {
-                for f in &fields {
-                    if !known.contains(f) {
-                        known.push(f.clone());
-                    }
-                }
+        let schema = def.get("inputSchema").unwrap_or(&Value::Null);
+        let placement = place_canaries(&call.args, schema, &excluded);
+        let index = match tools.iter().position(|t| t.tool == call.tool) {
+            Some(i) => i,
+            None => {
+                tools.push(ToolCanaries {
+                    tool: call.tool.clone(),
+                    ..ToolCanaries::default()
+                });
+                tools.len() - 1
             }
-            None => tools.push((call.tool.clone(), fields.clone())),
-        }
+        };
+        tools[index].add(&placement);
         prepared.push(PreparedCall {
-            tool: call.tool.clone(),
+            plan: CallPlan {
+                tool: call.tool.clone(),
+                canaried: placement.canaried,
+            },
             args: call.args.clone(),
-            fields,
         });
     }
-    let prepared = Arc::new(prepared);
-    let run_id: u32 = rand::random();
+    Ok((prepared, tools))
+}
 
-    // Every session connects first, so all of them load the server for the whole duration.
+/// Opens every session before the clock starts, so all of them load the server for the
+/// whole duration.
+async fn connect_sessions(
+    spec: &ServerSpec,
+    plan: &StressPlan,
+    env: &EnvReader,
+) -> (Vec<(u32, McpSession)>, SessionLog) {
     let mut connecting = tokio::task::JoinSet::new();
     for session in 1..=plan.sessions {
         let spec = spec.clone();
-        let env = Arc::clone(&env);
+        let env = Arc::clone(env);
         let timeout = plan.timeout;
         connecting.spawn(async move {
             (
@@ -146,64 +225,7 @@ pub async fn stress(
         }
     }
     log.started = sessions.len() as u32;
-    if *stop.borrow() {
-        for (_, s) in sessions {
-            s.shutdown().await;
-        }
-        return Ok(StressRun {
-            source: server_label,
-            transport: transport_name(spec),
-            server,
-            tools,
-            observations: Vec::new(),
-            session_log: log,
-            elapsed: Duration::ZERO,
-            interrupted: true,
-        });
-    }
-
-    let started = Instant::now();
-    let deadline = started + plan.duration;
-    let mut running = tokio::task::JoinSet::new();
-    for (n, session) in sessions {
-        let worker = SessionWorker {
-            spec: spec.clone(),
-            env: Arc::clone(&env),
-            timeout: plan.timeout,
-            calls: Arc::clone(&prepared),
-            run_id,
-            session: n,
-            rate: plan.rate_per_session,
-            deadline,
-            stop: stop.clone(),
-        };
-        running.spawn(worker.run(session));
-    }
-    let mut observations = Vec::new();
-    while let Some(joined) = running.join_next().await {
-        match joined {
-            Ok(done) => {
-                observations.extend(done.observations);
-                log.reconnects += done.reconnects;
-                log.reconnect_failures.extend(done.reconnect_failure);
-            }
-            Err(e) => log
-                .reconnect_failures
-                .push(format!("a session task failed: {e}")),
-        }
-    }
-    let elapsed = started.elapsed();
-    let interrupted = *stop.borrow();
-    Ok(StressRun {
-        source: server_label,
-        transport: transport_name(spec),
-        server,
-        tools,
-        observations,
-        session_log: log,
-        elapsed,
-        interrupted,
-    })
+    (sessions, log)
 }
 
 fn transport_name(spec: &ServerSpec) -> &'static str {
@@ -270,18 +292,17 @@ impl SessionWorker {
                     }
                 }
             };
-            // Sessions start on different calls, so each tool is under concurrent load.
-            let index = (self.session as u64 + call) % self.calls.len() as u64;
-            let prepared = &self.calls[index as usize];
+            let prepared = &self.calls[call_in_turn(self.session, call, self.calls.len())];
             let canary = Canary {
                 run: self.run_id,
                 session: self.session,
                 call,
+                slot: None,
             };
-            let args = plant_canary(&prepared.args, &prepared.fields, &canary);
+            let args = plant_canary(&prepared.args, &prepared.plan.canaried, canary);
             let began = Instant::now();
             let result = tokio::select! {
-                r = current.call_tool(&prepared.tool, &args) => r,
+                r = current.call_tool(&prepared.plan.tool, &args) => r,
                 // An interrupted call has no outcome to count. (An `Err` means the sender is
                 // gone and no stop can come: the branch is then disabled.)
                 Ok(()) = self.stop.changed() => {
@@ -292,12 +313,12 @@ impl SessionWorker {
             let latency_ms = began.elapsed().as_secs_f64() * 1000.0;
             let outcome = classify(&result);
             done.observations.push(CallObservation {
-                tool: prepared.tool.clone(),
+                tool: prepared.plan.tool.clone(),
                 session: self.session,
                 call,
                 latency_ms,
                 outcome,
-                planted: !prepared.fields.is_empty(),
+                planted: !prepared.plan.canaried.is_empty(),
                 leaked: foreign_canaries(&answer_text(&result), self.run_id, self.session),
                 detail: detail(&result),
             });
@@ -335,58 +356,6 @@ mod tests {
             leaked: Vec::new(),
             detail: (outcome != CallOutcome::Ok).then(|| format!("{outcome:?}")),
         }
-    }
-
-    #[test]
-    fn canaries_round_trip_and_only_other_sessions_leak() {
-        let own = Canary {
-            run: 0xab,
-            session: 1,
-            call: 7,
-        };
-        assert_eq!(own.to_string(), "tscanary-000000ab-1-7");
-        let other = Canary {
-            run: 0xab,
-            session: 12,
-            call: 3,
-        };
-        let old_run = Canary {
-            run: 0xcd,
-            session: 1,
-            call: 7,
-        };
-        let text = format!("echo: {own} and {other}, {other}; before: {old_run}");
-        assert_eq!(find_canaries(&text), vec![own, other, other, old_run]);
-        // Session 1 is not a prefix match of session 12, and an earlier run is foreign.
-        assert_eq!(foreign_canaries(&text, 0xab, 1), vec![other, old_run]);
-        assert_eq!(foreign_canaries(&own.to_string(), 0xab, 1), vec![]);
-        assert_eq!(find_canaries("tscanary-xyz-1-2"), vec![]);
-    }
-
-    #[test]
-    fn canaries_go_into_free_strings_only() {
-        let schema = json!({"type": "object", "properties": {
-            "message": {"type": "string"},
-            "unit": {"type": "string", "enum": ["c", "f"]},
-            "path": {"type": "string", "pattern": "^/"},
-            "when": {"type": "string", "format": "date"},
-            "code": {"type": "string", "maxLength": 8},
-            "note": {"type": ["string", "null"], "maxLength": 500},
-            "count": {"type": "integer"}}});
-        assert_eq!(free_string_fields(&schema), vec!["message", "note"]);
-        let args = json!({"message": "hi", "unit": "c", "count": 3});
-        let fields = canary_fields(&args, &free_string_fields(&schema));
-        assert_eq!(fields, vec!["message"]);
-        let canary = Canary {
-            run: 1,
-            session: 2,
-            call: 3,
-        };
-        assert_eq!(
-            plant_canary(&args, &fields, &canary),
-            json!({"message": "hi tscanary-00000001-2-3", "unit": "c", "count": 3})
-        );
-        assert!(free_string_fields(&json!({"type": "object"})).is_empty());
     }
 
     #[test]
@@ -458,9 +427,27 @@ mod tests {
                 version: "1".into(),
                 protocol_version: "2025-06-18".into(),
             },
+            run_id: 1,
             tools: vec![
-                ("echo".into(), vec!["message".into()]),
-                ("sum".into(), vec![]),
+                ToolCanaries {
+                    tool: "echo".into(),
+                    canaried: vec!["message".into()],
+                    kept: vec![],
+                },
+                ToolCanaries {
+                    tool: "sum".into(),
+                    ..ToolCanaries::default()
+                },
+            ],
+            calls: vec![
+                CallPlan {
+                    tool: "echo".into(),
+                    canaried: vec![ArgPath(vec![Step::Key("message".into())])],
+                },
+                CallPlan {
+                    tool: "sum".into(),
+                    canaried: vec![],
+                },
             ],
             observations,
             session_log: SessionLog {
@@ -482,6 +469,7 @@ mod tests {
             rate_per_session: None,
             confidence: 0.95,
             max_error_rate: max,
+            require_leakage_test: false,
         }
     }
 
@@ -508,10 +496,13 @@ mod tests {
             obs("sum", 2, CallOutcome::Timeout, 60000.0),
             obs("sum", 2, CallOutcome::RpcError { code: -32603 }, 2.0),
         ];
+        // Session 2's first call is echo's (session + call, round the two calls), its one
+        // canaried string `message`, slot 0.
         calls[1].leaked = vec![Canary {
             run: 1,
             session: 2,
             call: 0,
+            slot: Some(0),
         }];
         let report = summarise(&run_of(calls, 0), &settings(None));
         let echo = &report.tools[0];
@@ -536,14 +527,16 @@ mod tests {
         assert_eq!(sum.latency_ms.p50.as_ref().map(|p| p.value), Some(2.0));
         assert_eq!((report.total.calls, report.total.errors), (9, 7));
         assert_eq!(report.leaked_answers, 1);
+        let leak = &report.leaks[0];
         assert_eq!(
-            report.leaks,
-            vec![Leak {
-                tool: "echo".into(),
-                session: 1,
-                call: 0,
-                found: vec!["tscanary-00000001-2-0".into()],
-            }]
+            (leak.tool.as_str(), leak.session, leak.call),
+            ("echo", 1, 0)
+        );
+        assert_eq!(leak.found, ["tscanary-00000001-2-0-0"]);
+        let writer = leak.sources[0].writer.as_ref().unwrap();
+        assert_eq!(
+            (writer.session, writer.tool.as_str(), writer.path.as_deref()),
+            (2, "echo", Some("message"))
         );
         assert!(report.gate.is_none());
         let text = render(&report);
@@ -552,11 +545,132 @@ mod tests {
             "{text}"
         );
         assert!(
-            text.contains("LEAKAGE: 1 answers carried another session's canary"),
+            text.contains(
+                "LEAKAGE: 1 answers carried another session's canary (9 answers searched, 9 \
+                 calls carried a canary)\n  from session 2 to session 1: 1 answers\n  session 1 \
+                 call 0 (echo) got tscanary-00000001-2-0-0 from session 2 call 0 through \
+                 echo.message\n"
+            ),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_run_in_which_no_call_carried_a_canary_is_not_tested_and_says_why() {
+        let verdict = |run: &StressRun| summarise(run, &settings(None)).leakage;
+        let mut carried = obs("echo", 1, CallOutcome::Ok, 1.0);
+        let mut plain = obs("sum", 1, CallOutcome::Ok, 1.0);
+        plain.planted = false;
+        let tested = run_of(vec![carried.clone(), plain.clone()], 0);
+        assert!(verdict(&tested).tested);
+        assert_eq!(verdict(&tested).calls_with_canary, 1);
+
+        assert_eq!(
+            verdict(&run_of(vec![], 0)).untested_because,
+            Some(Untested::NoCallMade)
+        );
+        // No tool has a free string; then, one that had was excluded.
+        let mut none_free = run_of(vec![plain.clone()], 0);
+        none_free.tools[0].canaried.clear();
+        none_free.tools[0].kept = vec![KeptField {
+            path: "unit".into(),
+            reason: KeptReason::Enum,
+        }];
+        assert_eq!(
+            verdict(&none_free).untested_because,
+            Some(Untested::NoFreeString)
+        );
+        let text = render(&summarise(&none_free, &settings(None)));
+        assert!(text.contains("  left alone  `unit` (enum)\n"), "{text}");
+        assert!(
+            text.contains(
+                "leakage: not tested: no call carried a canary: no call's arguments hold a \
+                 free string (see each tool's strings left alone); 1 answers searched\n"
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("leakage: none"), "{text}");
+        none_free.tools[0].kept[0].reason = KeptReason::NoCanary;
+        let report = summarise(
+            &none_free,
+            &StressSettings {
+                require_leakage_test: true,
+                ..settings(None)
+            },
+        );
+        assert_eq!(report.leakage.untested_because, Some(Untested::AllExcluded));
+        assert!(
+            render(&report).contains(
+                "leakage: not tested: no call carried a canary: every free string is excluded \
+                 by --no-canary; 1 answers searched (FAIL: --require-leakage-test)\n"
+            ),
+            "{}",
+            render(&report)
+        );
+        // Calls with free strings exist, but none came round; or none got a result.
+        assert_eq!(
+            verdict(&run_of(vec![plain], 0)).untested_because,
+            Some(Untested::NoneSent)
+        );
+        carried.outcome = CallOutcome::ServerError { status: 503 };
+        assert_eq!(
+            verdict(&run_of(vec![carried], 0)).untested_because,
+            Some(Untested::NoneAnswered)
+        );
+    }
+
+    #[test]
+    fn leaks_count_per_pair_of_sessions_and_an_earlier_run_is_no_session() {
+        let mut calls: Vec<_> = (1..=3)
+            .map(|s| obs("echo", s, CallOutcome::Ok, 1.0))
+            .collect();
+        let ours = |session, call| Canary {
+            run: 1,
+            session,
+            call,
+            slot: Some(0),
+        };
+        let earlier = Canary {
+            run: 9,
+            session: 2,
+            call: 5,
+            slot: None,
+        };
+        calls[0].leaked = vec![ours(2, 1), ours(2, 3), ours(3, 0)];
+        calls[1].leaked = vec![earlier];
+        calls[2].leaked = vec![ours(2, 7)];
+        let mut run = run_of(calls, 0);
+        run.session_log.planned = 3;
+        let report = summarise(&run, &settings(None));
+        let pair = |writer, reader, answers| LeakPair {
+            writer_session: writer,
+            reader_session: reader,
+            answers,
+        };
+        // One answer with two of session 2's canaries counts once for that pair.
+        assert_eq!(
+            report.leakage.pairs,
+            vec![
+                pair(None, 2, 1),
+                pair(Some(2), 1, 1),
+                pair(Some(2), 3, 1),
+                pair(Some(3), 1, 1)
+            ]
+        );
+        // Session 2's call 1 is the second call in turn (sum): no canaried string, no path.
+        let writer = report.leaks[0].sources[0].writer.as_ref().unwrap();
+        assert_eq!(
+            (writer.tool.as_str(), writer.path.as_deref()),
+            ("sum", None)
+        );
+        assert_eq!(report.leaks[1].sources[0].writer, None);
+        let text = render(&report);
+        assert!(
+            text.contains("  from an earlier run to session 2: 1 answers\n"),
             "{text}"
         );
         assert!(
-            text.contains("  session 1 call 0 (echo) got tscanary-00000001-2-0\n"),
+            text.contains("got tscanary-00000009-2-5 from an earlier run\n"),
             "{text}"
         );
     }

@@ -1,5 +1,6 @@
 //! Judging and counting (pure): how each call ended, per-tool tallies with their intervals,
-//! the leaks, the error-rate gate, and the report of a run.
+//! the leaks, the error-rate gate, and the report of a run (the leakage verdict is
+//! [`super::leakage`]'s).
 
 use std::time::Duration;
 
@@ -7,6 +8,9 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::canary::Canary;
+use super::leakage::{
+    CallPlan, KeptField, LeakSource, Leakage, ToolCanaries, judge_leakage, sources_of,
+};
 use crate::catalog::source::ServerIdentity;
 use crate::mcp::client::{McpError, ToolResult};
 use crate::stats::{Interval, LatencyAgg, LatencySummary, wilson_interval, wilson_upper_bound};
@@ -154,8 +158,11 @@ pub struct ToolStress {
     pub other: u64,
     /// Latency of the answered calls (result, isError or JSON-RPC error).
     pub latency_ms: LatencySummary,
-    /// The arguments that carried the canary; empty when the tool has no free string.
+    /// The arguments that carried the canary, as shapes (`entities[].name`); empty when the
+    /// tool has no free string.
     pub canary_fields: Vec<String>,
+    /// The strings sent as the dataset wrote them, and why.
+    pub kept_fields: Vec<KeptField>,
     /// Answers that carried another session's canary.
     pub leaked_answers: u64,
     /// The first error seen, as an example.
@@ -170,6 +177,9 @@ pub struct Leak {
     pub call: u64,
     /// The other sessions' canaries it contained.
     pub found: Vec<String>,
+    /// Who wrote them: session, call, tool and argument (the first
+    /// [`super::leakage::SOURCES_LISTED`]).
+    pub sources: Vec<LeakSource>,
 }
 
 /// Leaks listed in full in the JSON report; all are counted.
@@ -207,6 +217,8 @@ pub struct StressReport {
     pub total: ToolStress,
     pub leaked_answers: u64,
     pub leaks: Vec<Leak>,
+    /// Whether leakage was tested at all, and the count per pair of sessions.
+    pub leakage: Leakage,
     pub session_log: SessionLog,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gate: Option<ErrorRateGate>,
@@ -229,7 +241,12 @@ impl PeakLoad {
     }
 }
 
-fn tally(tool: &str, calls: &[&CallObservation], fields: &[String], conf: f64) -> ToolStress {
+fn tally(
+    tool: &str,
+    calls: &[&CallObservation],
+    canaries: Option<&ToolCanaries>,
+    conf: f64,
+) -> ToolStress {
     let mut t = ToolStress {
         tool: tool.to_owned(),
         calls: calls.len() as u64,
@@ -246,7 +263,8 @@ fn tally(tool: &str, calls: &[&CallObservation], fields: &[String], conf: f64) -
         timeouts: 0,
         other: 0,
         latency_ms: LatencyAgg::new().summary(conf),
-        canary_fields: fields.to_vec(),
+        canary_fields: canaries.map(|c| c.canaried.clone()).unwrap_or_default(),
+        kept_fields: canaries.map(|c| c.kept.clone()).unwrap_or_default(),
         leaked_answers: 0,
         first_error: None,
     };
@@ -338,8 +356,12 @@ pub struct StressRun {
     pub source: String,
     pub transport: &'static str,
     pub server: ServerIdentity,
-    /// Tools in the order the dataset first names them, with their canary fields.
-    pub tools: Vec<(String, Vec<String>)>,
+    /// Random per run: the first part of its canaries.
+    pub run_id: u32,
+    /// Tools in the order the dataset first names them, with where their canary goes.
+    pub tools: Vec<ToolCanaries>,
+    /// The calls the sessions make in turn (see [`super::leakage::call_in_turn`]).
+    pub calls: Vec<CallPlan>,
     pub observations: Vec<CallObservation>,
     pub session_log: SessionLog,
     pub elapsed: Duration,
@@ -355,22 +377,24 @@ pub struct StressSettings {
     pub rate_per_session: Option<f64>,
     pub confidence: f64,
     pub max_error_rate: Option<f64>,
+    /// Whether a run that did not test for leakage fails.
+    pub require_leakage_test: bool,
 }
 
 /// The report of a run: per tool, in total, the leaks and the gate.
 pub fn summarise(run: &StressRun, settings: &StressSettings) -> StressReport {
     let conf = settings.confidence;
     let mut tools = Vec::new();
-    for (tool, fields) in &run.tools {
+    for canaries in &run.tools {
         let calls: Vec<&CallObservation> = run
             .observations
             .iter()
-            .filter(|o| &o.tool == tool)
+            .filter(|o| o.tool == canaries.tool)
             .collect();
-        tools.push(tally(tool, &calls, fields, conf));
+        tools.push(tally(&canaries.tool, &calls, Some(canaries), conf));
     }
     let all: Vec<&CallObservation> = run.observations.iter().collect();
-    let total = tally("(all tools)", &all, &[], conf);
+    let total = tally("(all tools)", &all, None, conf);
     let mut leaked: Vec<&CallObservation> = run
         .observations
         .iter()
@@ -385,6 +409,7 @@ pub fn summarise(run: &StressRun, settings: &StressSettings) -> StressReport {
             session: o.session,
             call: o.call,
             found: o.leaked.iter().map(Canary::to_string).collect(),
+            sources: sources_of(o, run),
         })
         .collect();
     let gate = settings
@@ -403,6 +428,7 @@ pub fn summarise(run: &StressRun, settings: &StressSettings) -> StressReport {
         tools,
         leaked_answers: leaked.len() as u64,
         leaks,
+        leakage: judge_leakage(run, settings.require_leakage_test),
         total,
         session_log: run.session_log.clone(),
         gate,

@@ -8,10 +8,13 @@ pub mod fake_batch;
 pub mod fake_openai;
 pub mod fake_providers;
 pub mod files;
+pub mod mcp_http;
 pub mod mcp_servers;
+pub mod stress_servers;
 
 pub use cli::*;
 pub use fake_openai::*;
 pub use fake_providers::*;
 pub use files::*;
 pub use mcp_servers::*;
+pub use stress_servers::*;
