@@ -288,10 +288,17 @@ impl Transport<RoleClient> for BoundedChild {
     }
 }
 
+/// How long stderr must stay quiet before an error quotes it ([`StderrTail::settled`]).
+const SETTLE_QUIET: std::time::Duration = std::time::Duration::from_millis(50);
+/// The longest an error waits for stderr to settle.
+const SETTLE_MAX: std::time::Duration = std::time::Duration::from_millis(500);
+
 /// The last lines a child wrote to stderr, filled by a background task.
 #[derive(Clone, Default)]
 pub struct StderrTail {
     lines: Arc<Mutex<std::collections::VecDeque<String>>>,
+    /// Lines read so far, to tell when the reader has caught up.
+    read: Arc<std::sync::atomic::AtomicU64>,
     done: Arc<tokio::sync::Notify>,
     finished: Arc<std::sync::atomic::AtomicBool>,
 }
@@ -355,6 +362,7 @@ impl StderrTail {
 
     fn keep(&self, line: String, server: &str) {
         tracing::debug!(server = %server, "stderr: {line}");
+        self.read.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         if let Ok(mut lines) = self.lines.lock() {
             if lines.len() == STDERR_LINES {
                 lines.pop_front();
@@ -371,6 +379,22 @@ impl StderrTail {
             let _ = tokio::time::timeout(grace, notified).await;
         }
         self.snapshot()
+    }
+
+    /// The kept lines of a server still running, once the reader has caught up: no new line
+    /// for [`SETTLE_QUIET`], at most [`SETTLE_MAX`]. A server writes its last words on stderr
+    /// before its answer on stdout, and the answer may be read first.
+    pub async fn settled(&self) -> String {
+        let started = std::time::Instant::now();
+        loop {
+            let before = self.read.load(std::sync::atomic::Ordering::SeqCst);
+            tokio::time::sleep(SETTLE_QUIET).await;
+            let finished = self.finished.load(std::sync::atomic::Ordering::SeqCst);
+            let now = self.read.load(std::sync::atomic::Ordering::SeqCst);
+            if finished || now == before || started.elapsed() >= SETTLE_MAX {
+                return self.snapshot();
+            }
+        }
     }
 
     pub fn snapshot(&self) -> String {
@@ -402,6 +426,25 @@ mod tests {
             reader = Box::new(std::io::Cursor::new(c).chain(reader));
         }
         reader
+    }
+
+    #[tokio::test]
+    async fn an_error_quotes_a_line_still_on_its_way_from_a_running_server() {
+        use tokio::io::AsyncWriteExt as _;
+        let (mut server_side, ours) = tokio::io::duplex(1024);
+        let tail = StderrTail::follow(ours, "s".into());
+        tokio::spawn(async move {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            server_side.write_all(b"listing tools\n").await.unwrap();
+            // The server keeps running (stderr stays open) after its last words.
+            tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+        });
+        // Read at once, the line is not there yet: what an error quoted before.
+        assert_eq!(tail.snapshot(), "");
+        let started = std::time::Instant::now();
+        assert_eq!(tail.settled().await, "listing tools");
+        // The server still runs: the wait is bounded, not until stderr closes.
+        assert!(started.elapsed() < SETTLE_MAX + std::time::Duration::from_millis(200));
     }
 
     #[tokio::test]

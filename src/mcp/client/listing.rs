@@ -19,11 +19,14 @@ impl McpSession {
     /// Every tool the server offers, following `nextCursor` to the last page, as a catalog.
     pub async fn list_tools(&self) -> Result<Catalog, McpError> {
         let values = self.list_tool_definitions().await?;
-        catalog_of_listing(&values, &self.server).map_err(|message| McpError::Malformed {
-            server: self.server.clone(),
-            message,
-            stderr: self.stderr_snapshot(),
-        })
+        match catalog_of_listing(&values, &self.server) {
+            Ok(catalog) => Ok(catalog),
+            Err(message) => Err(McpError::Malformed {
+                server: self.server.clone(),
+                message,
+                stderr: self.stderr_settled().await,
+            }),
+        }
     }
 
     /// Every tool as the server listed it, as JSON (`title`, `outputSchema`, `annotations` and
@@ -37,7 +40,7 @@ impl McpSession {
                 server: self.server.clone(),
                 what: "tools/list".into(),
                 after: self.timeout,
-                stderr: self.stderr_snapshot(),
+                stderr: self.stderr_settled().await,
             }),
         }
     }
@@ -60,7 +63,7 @@ impl McpSession {
                     return Err(McpError::Malformed {
                         server: self.server.clone(),
                         message: "the result is not a list of tools (each needs a `name` and an `inputSchema` object)".into(),
-                        stderr: self.stderr_snapshot(),
+                        stderr: self.stderr_settled().await,
                     });
                 }
                 Err(e) => return Err(self.request_error("tools/list", e).await),

@@ -546,7 +546,7 @@ impl McpSession {
                 server: self.server.clone(),
                 what,
                 after: self.timeout,
-                stderr: self.stderr_snapshot(),
+                stderr: self.stderr_settled().await,
             }),
         }
     }
@@ -571,11 +571,12 @@ impl McpSession {
         }
     }
 
-    fn stderr_snapshot(&self) -> String {
-        self.stderr
-            .as_ref()
-            .map(StderrTail::snapshot)
-            .unwrap_or_default()
+    /// The server's stderr to quote in an error, once its reader has caught up.
+    async fn stderr_settled(&self) -> String {
+        match &self.stderr {
+            Some(tail) => tail.settled().await,
+            None => String::new(),
+        }
     }
 
     async fn request_error(&self, what: &str, e: ServiceError) -> McpError {
@@ -593,7 +594,7 @@ impl McpSession {
                 server: self.server.clone(),
                 what: what.to_owned(),
                 message: fault,
-                stderr: self.stderr_snapshot(),
+                stderr: self.stderr_settled().await,
             };
         }
         match e {
