@@ -92,6 +92,22 @@ impl InputError {
     }
 
     /// A serde_json error in `file`, whose positions are relative to the whole file.
+    /// A YAML file that does not parse into `what` (a config, a scenario), at the line and
+    /// column the parser names.
+    pub fn yaml(file: &str, what: &str, err: &serde_saphyr::Error) -> Self {
+        let message = format!("invalid {what}: {err}");
+        match err.location() {
+            Some(loc) => InputError::at_column(
+                file,
+                loc.line() as usize,
+                loc.column() as usize,
+                None,
+                &message,
+            ),
+            None => InputError::at(file, None, "", &message),
+        }
+    }
+
     pub fn json(file: &str, err: &serde_json::Error) -> Self {
         InputError::at_column(
             file,

@@ -107,19 +107,8 @@ pub fn load_config(path: &Path) -> Result<Config, InputError> {
 
 /// Parses config text named `file`; relative dataset paths are resolved against `base`.
 pub fn parse_config(text: &str, file: &str, base: &Path) -> Result<Config, InputError> {
-    let mut config: Config = serde_saphyr::from_str(text).map_err(|e| {
-        let message = format!("invalid config: {e}");
-        match e.location() {
-            Some(loc) => InputError::at_column(
-                file,
-                loc.line() as usize,
-                loc.column() as usize,
-                None,
-                &message,
-            ),
-            None => InputError::at(file, None, "", &message),
-        }
-    })?;
+    let mut config: Config =
+        serde_saphyr::from_str(text).map_err(|e| InputError::yaml(file, "config", &e))?;
     for d in config
         .datasets
         .iter_mut()

@@ -76,19 +76,8 @@ pub fn parse_dataset_file(
     dir: &Path,
 ) -> Result<LiveCatalogSpec, InputError> {
     let file = path.display().to_string();
-    let raw: RawDatasetFile = serde_saphyr::from_str(text).map_err(|e| {
-        let message = format!("invalid dataset file: {e}");
-        match e.location() {
-            Some(loc) => InputError::at_column(
-                &file,
-                loc.line() as usize,
-                loc.column() as usize,
-                None,
-                &message,
-            ),
-            None => InputError::at(&file, None, "", &message),
-        }
-    })?;
+    let raw: RawDatasetFile =
+        serde_saphyr::from_str(text).map_err(|e| InputError::yaml(&file, "dataset file", &e))?;
     server_spec(raw.catalog, text, path, dir, "catalog")
 }
 

@@ -208,19 +208,8 @@ fn resolve_catalog(
 
 /// Parses scenario text named `file`; `catalog` is resolved against `base`.
 pub fn parse_scenario(text: &str, file: &str, name: &str, base: &Path) -> Result<Scenario, Error> {
-    let mut raw: RawScenario = serde_saphyr::from_str(text).map_err(|e| {
-        let message = format!("invalid scenario: {e}");
-        match e.location() {
-            Some(loc) => InputError::at_column(
-                file,
-                loc.line() as usize,
-                loc.column() as usize,
-                None,
-                &message,
-            ),
-            None => InputError::at(file, None, "", &message),
-        }
-    })?;
+    let mut raw: RawScenario =
+        serde_saphyr::from_str(text).map_err(|e| InputError::yaml(file, "scenario", &e))?;
     let catalog = std::mem::replace(&mut raw.catalog, RawCatalog::Path(PathBuf::new()));
     let (catalogs, server) = resolve_catalog(catalog, text, file, base)?;
     Ok(build_scenario(raw, text, file, name, catalogs, server)?)
