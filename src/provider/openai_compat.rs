@@ -282,25 +282,9 @@ pub(crate) fn malformed(what: String) -> ProviderError {
 /// Decodes a 2xx Chat Completions body into a neutral turn.
 // Long: one pass over the wire format's fields in the order its documentation gives them.
 pub(crate) fn decode_response(raw: &[u8]) -> Result<ModelTurn, ProviderError> {
-    let value: Value = serde_json::from_slice(raw).map_err(|e| {
-        ProviderError::new(
-            ErrorClass::BadResponse,
-            None,
-            format!(
-                "response body is not JSON ({e}): {}",
-                excerpt_text(&String::from_utf8_lossy(raw))
-            ),
-        )
-    })?;
-    let Value::Object(root) = &value else {
-        return Err(ProviderError::new(
-            ErrorClass::BadResponse,
-            None,
-            format!(
-                "response body is not a JSON object: {}",
-                excerpt_text(&value.to_string())
-            ),
-        ));
+    let value = parse_object(raw)?;
+    let Some(root) = value.as_object() else {
+        return Err(malformed("response body is not a JSON object".to_owned()));
     };
     if let Some(err) = error_in_body(&value) {
         return Err(err);
@@ -308,22 +292,14 @@ pub(crate) fn decode_response(raw: &[u8]) -> Result<ModelTurn, ProviderError> {
     let choice = match root.get("choices") {
         Some(Value::Array(choices)) if !choices.is_empty() => &choices[0],
         _ => {
-            return Err(ProviderError::new(
-                ErrorClass::BadResponse,
-                None,
-                format!(
-                    "response has no choices: {}",
-                    excerpt_text(&value.to_string())
-                ),
-            ));
+            return Err(malformed(format!(
+                "response has no choices: {}",
+                excerpt_text(&value.to_string())
+            )));
         }
     };
     let Some(Value::Object(message)) = choice.get("message") else {
-        return Err(ProviderError::new(
-            ErrorClass::BadResponse,
-            None,
-            "choices[0] has no message object".to_owned(),
-        ));
+        return Err(malformed("choices[0] has no message object".to_owned()));
     };
 
     // A malformed call list is the provider's fault, not the model's: it is an unreadable
