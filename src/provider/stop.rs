@@ -101,37 +101,33 @@ mod tests {
     use crate::event::TrialKey;
     use crate::record::{Outcome, TrialRecord};
 
+    /// One trial of `arm` seen by the observer, and its answer.
+    fn trial(stops: &mut ProviderStops, arm: usize, record: &TrialRecord) -> Control {
+        let key = TrialKey {
+            arm,
+            case: 0,
+            trial: 0,
+        };
+        stops
+            .on_event(&RunEvent::Trial {
+                key,
+                record,
+                raw: &[],
+            })
+            .unwrap()
+    }
+
     #[test]
     fn auth_and_quota_stop_their_arm_only() {
         let mut stops = ProviderStops::new(vec![Some("ANTHROPIC_API_KEY".into()), None]);
         let mut record = TrialRecord::for_test("c", Outcome::Error, 1.0);
         record.error_class = Some(ErrorClass::RateLimited);
-        let key = |arm| TrialKey {
-            arm,
-            case: 0,
-            trial: 0,
-        };
-        assert_eq!(
-            stops
-                .on_event(&RunEvent::Trial {
-                    key: key(0),
-                    record: &record,
-                    raw: &[]
-                })
-                .unwrap(),
-            Control::Continue
-        );
+        assert_eq!(trial(&mut stops, 0, &record), Control::Continue);
         record.error_class = Some(ErrorClass::Auth);
         record.error =
             Some("HTTP 401 Unauthorized (authentication_error): invalid x-api-key".into());
         assert_eq!(
-            stops
-                .on_event(&RunEvent::Trial {
-                    key: key(0),
-                    record: &record,
-                    raw: &[]
-                })
-                .unwrap(),
+            trial(&mut stops, 0, &record),
             Control::Stop(StopScope::Arm(0))
         );
         assert_eq!(stops.stops().len(), 1);
@@ -142,13 +138,7 @@ mod tests {
         );
         record.error_class = Some(ErrorClass::QuotaExceeded);
         assert_eq!(
-            stops
-                .on_event(&RunEvent::Trial {
-                    key: key(1),
-                    record: &record,
-                    raw: &[]
-                })
-                .unwrap(),
+            trial(&mut stops, 1, &record),
             Control::Stop(StopScope::Arm(1))
         );
         assert_eq!(stops.stops().len(), 2);
