@@ -271,13 +271,7 @@ fn write_gate_details(r: &GateResult, doc: &mut String) {
     if !r.not_passed.is_empty() {
         doc.push_str("| verdict | case | x/n | bounds | note |\n|---|---|---|---|---|\n");
         for c in r.not_passed.iter().take(ROWS_SHOWN) {
-            let mut note = Vec::new();
-            if c.threshold > 0.0 && c.threshold != r.threshold {
-                note.push(format!("its own bar {}", c.threshold));
-            }
-            if let Some(m) = c.more_trials {
-                note.push(format!("~{m} more trials"));
-            }
+            let note = super::wording::case_verdict_notes(c, r.threshold);
             doc.push_str(&format!(
                 "| {} | {} | {}/{} | [{:.3}, {:.3}] | {} |\n",
                 c.verdict.label(),
@@ -450,22 +444,10 @@ fn top_failure(c: &CaseSummary) -> String {
 }
 
 fn write_worst_cases(a: &ArmSummary, doc: &mut String) {
-    let mut worst: Vec<_> = a
-        .cases
-        .iter()
-        .filter(|c| c.metrics.pass.rate.is_some())
-        .collect();
+    let worst = super::wording::weakest_cases(a);
     if worst.is_empty() {
         return;
     }
-    worst.sort_by(|a, b| {
-        a.metrics
-            .pass
-            .rate
-            .partial_cmp(&b.metrics.pass.rate)
-            .unwrap_or(std::cmp::Ordering::Equal)
-            .then_with(|| a.case_id.cmp(&b.case_id))
-    });
     let shown = worst.len().min(WORST_CASES_SHOWN);
     doc.push_str(&format!(
         "\n### Weakest cases by pass rate ({shown} of {})\n\n",

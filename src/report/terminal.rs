@@ -3,8 +3,8 @@
 use std::io::{self, Write};
 
 use super::wording::{
-    WORST_CASES_SHOWN, describe_cost, format_percentile, format_rate, format_usd, shows_cost,
-    warning_text,
+    WORST_CASES_SHOWN, case_verdict_notes, describe_cost, format_percentile, format_rate,
+    format_usd, shows_cost, warning_text,
 };
 use super::{
     ArmInfo, ArmSummary, GateLevel, GateReport, GateResult, Metrics, RateStat, SequentialInfo,
@@ -327,20 +327,17 @@ fn write_not_passed(r: &GateResult, w: &mut dyn Write) -> io::Result<()> {
     for c in r.not_passed.iter().take(10) {
         writeln!(
             w,
-            "      {:<12} {:<36} {}/{} bounds [{:.3}, {:.3}]{}{}",
+            "      {:<12} {:<36} {}/{} bounds [{:.3}, {:.3}]{}",
             c.verdict.label(),
             c.case_id,
             c.x,
             c.n,
             c.lower,
             c.upper,
-            if c.threshold > 0.0 && c.threshold != r.threshold {
-                format!(" · its own bar {}", c.threshold)
-            } else {
-                String::new()
-            },
-            c.more_trials
-                .map_or(String::new(), |m| format!(" · ~{m} more trials"))
+            case_verdict_notes(c, r.threshold)
+                .iter()
+                .map(|n| format!(" · {n}"))
+                .collect::<String>()
         )?;
     }
     if r.not_passed.len() > 10 {
@@ -465,19 +462,7 @@ fn write_tool_rates(a: &ArmSummary, conf: &str, w: &mut dyn Write) -> io::Result
 /// The cases with the lowest pass rates, each with its most frequent failures.
 fn write_weakest_cases(a: &ArmSummary, w: &mut dyn Write) -> io::Result<()> {
     writeln!(w)?;
-    let mut worst: Vec<_> = a
-        .cases
-        .iter()
-        .filter(|c| c.metrics.pass.rate.is_some())
-        .collect();
-    worst.sort_by(|a, b| {
-        a.metrics
-            .pass
-            .rate
-            .partial_cmp(&b.metrics.pass.rate)
-            .unwrap_or(std::cmp::Ordering::Equal)
-            .then_with(|| a.case_id.cmp(&b.case_id))
-    });
+    let worst = super::wording::weakest_cases(a);
     writeln!(
         w,
         "weakest cases by pass rate ({} of {} shown; all in summary.json):",

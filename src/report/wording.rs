@@ -129,3 +129,35 @@ pub fn warning_text(warning: &Warning) -> String {
         ),
     }
 }
+
+/// What a gated case's verdict line adds: its own bar when its fixture sets one, and the trials
+/// an inconclusive case would need. `gate_threshold` is the gate's bar.
+pub fn case_verdict_notes(c: &super::CaseVerdict, gate_threshold: f64) -> Vec<String> {
+    let mut notes = Vec::new();
+    if c.threshold > 0.0 && c.threshold != gate_threshold {
+        notes.push(format!("its own bar {}", c.threshold));
+    }
+    if let Some(m) = c.more_trials {
+        notes.push(format!("~{m} more trials"));
+    }
+    notes
+}
+
+/// An arm's cases with a pass rate, lowest first (ties by case id): the weakest cases every
+/// report lists.
+pub fn weakest_cases(a: &super::ArmSummary) -> Vec<&super::CaseSummary> {
+    let mut cases: Vec<_> = a
+        .cases
+        .iter()
+        .filter(|c| c.metrics.pass.rate.is_some())
+        .collect();
+    cases.sort_by(|a, b| {
+        a.metrics
+            .pass
+            .rate
+            .partial_cmp(&b.metrics.pass.rate)
+            .unwrap_or(std::cmp::Ordering::Equal)
+            .then_with(|| a.case_id.cmp(&b.case_id))
+    });
+    cases
+}

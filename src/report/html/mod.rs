@@ -32,7 +32,7 @@ use minijinja::{Environment, UndefinedBehavior, value::Serde};
 use serde::Serialize;
 
 use super::history::{self, Move, Trend};
-use super::wording::{format_percentile, warning_text};
+use super::wording::{case_verdict_notes, format_percentile, warning_text};
 use super::{
     ArmSummary, CaseSummary, Comparison, GateLevel, GateReport, GateResult, GroupComparison,
     LatencySummary, Metric, Percentile, RateStat, Summary, Verdict,
@@ -498,13 +498,7 @@ fn gate_details(r: &GateResult) -> Option<Table> {
             .map(str::to_owned)
             .to_vec();
         for c in r.not_passed.iter().take(TABLE_ROWS) {
-            let mut note = Vec::new();
-            if c.threshold > 0.0 && c.threshold != r.threshold {
-                note.push(format!("its own bar {}", c.threshold));
-            }
-            if let Some(m) = c.more_trials {
-                note.push(format!("~{m} more trials"));
-            }
+            let note = case_verdict_notes(c, r.threshold);
             table.rows.push(vec![
                 c.verdict.label().to_owned(),
                 cut(&c.case_id, TEXT_CHARS),
