@@ -68,6 +68,18 @@ pub struct RunTotals {
 }
 
 impl RunTotals {
+    /// A run that completed every one of its `n` planned trials.
+    pub fn all_completed(n: u64) -> RunTotals {
+        RunTotals {
+            planned_trials: n,
+            completed_trials: n,
+            skipped_trials: 0,
+            budget_not_run: 0,
+            interrupted: false,
+            failures: Vec::new(),
+        }
+    }
+
     /// Planned trials that were neither completed nor skipped.
     pub fn unaccounted(&self) -> u64 {
         self.planned_trials
@@ -187,14 +199,7 @@ mod tests {
 
     #[test]
     fn fan_out_reaches_everyone_and_the_widest_stop_wins() {
-        let totals = RunTotals {
-            planned_trials: 1,
-            completed_trials: 1,
-            skipped_trials: 0,
-            budget_not_run: 0,
-            interrupted: false,
-            failures: Vec::new(),
-        };
+        let totals = RunTotals::all_completed(1);
         let mut a = Fixed(Control::Stop(StopScope::Case { arm: 0, case: 3 }), 0);
         let mut b = Fixed(Control::Stop(StopScope::Arm(1)), 0);
         let mut c = Fixed(Control::Continue, 0);

@@ -695,14 +695,7 @@ mod tests {
         };
         let mut agg = Aggregator::new();
         agg.add(&TrialRecord::for_test("c0", Outcome::Pass, 5.0));
-        let totals = RunTotals {
-            planned_trials: 1,
-            completed_trials: 1,
-            skipped_trials: 0,
-            budget_not_run: 0,
-            interrupted: false,
-            failures: Vec::new(),
-        };
+        let totals = RunTotals::all_completed(1);
         let mut s = agg.finish(RunInfo::for_test(1), &totals, 0.95, 0.05);
         let arm = |variant: &str| ComparedArm {
             run_id: "r".into(),

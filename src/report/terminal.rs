@@ -772,14 +772,7 @@ mod tests {
             agg.add(&error_record(case));
         }
         let run = RunInfo::for_test(1);
-        let totals = RunTotals {
-            planned_trials: 5,
-            completed_trials: 5,
-            skipped_trials: 0,
-            budget_not_run: 0,
-            interrupted: false,
-            failures: Vec::new(),
-        };
+        let totals = RunTotals::all_completed(5);
         let s = agg.finish(run, &totals, 0.95, 0.05);
         assert_eq!(s.arms[0].suite.cases, 5);
         let mut out = Vec::new();

@@ -757,14 +757,7 @@ mod tests {
         }
         let latency = agg.latency_distributions();
         let n = records.len() as u64;
-        let totals = RunTotals {
-            planned_trials: n,
-            completed_trials: n,
-            skipped_trials: 0,
-            budget_not_run: 0,
-            interrupted: false,
-            failures: Vec::new(),
-        };
+        let totals = RunTotals::all_completed(n);
         (
             agg.finish(RunInfo::for_test(40), &totals, 0.95, 0.05),
             latency,

@@ -634,14 +634,7 @@ mod tests {
         let mut record = TrialRecord::for_test(payload, Outcome::Pass, 5.0);
         record.expected = payload.to_owned();
         agg.add(&record);
-        let totals = RunTotals {
-            planned_trials: 1,
-            completed_trials: 1,
-            skipped_trials: 0,
-            budget_not_run: 0,
-            interrupted: false,
-            failures: Vec::new(),
-        };
+        let totals = RunTotals::all_completed(1);
         let mut info = RunInfo::for_test(1);
         info.run_id = payload.to_owned();
         let s = agg.finish(info, &totals, 0.95, 0.05);
