@@ -108,14 +108,7 @@ pub fn render(ranked: &[RankedTool], heading: &str, out: &mut dyn Write) -> io::
             writeln!(out, "  (no finding)")?;
         }
         for f in &r.findings {
-            writeln!(
-                out,
-                "  {:<7} {}  {}: {}",
-                f.severity.label(),
-                f.rule,
-                f.location(),
-                f.message
-            )?;
+            writeln!(out, "  {}", one_line(f))?;
         }
     }
     Ok(())
@@ -161,20 +154,24 @@ pub fn render_beside(
         )?;
         findings.sort_by_key(|f| f.severity);
         for f in findings.iter().take(per_tool) {
-            writeln!(
-                out,
-                "    {:<7} {}  {}: {}",
-                f.severity.label(),
-                f.rule,
-                f.location(),
-                f.message
-            )?;
+            writeln!(out, "    {}", one_line(f))?;
         }
         if findings.len() > per_tool {
             writeln!(out, "    … {} more", findings.len() - per_tool)?;
         }
     }
     Ok(true)
+}
+
+/// A finding on one line: severity, rule, where, what.
+fn one_line(f: &crate::lint::Finding) -> String {
+    format!(
+        "{:<7} {}  {}: {}",
+        f.severity.label(),
+        f.rule,
+        f.location(),
+        f.message
+    )
 }
 
 #[cfg(test)]
