@@ -22,7 +22,7 @@ pub fn timeout_from_seconds(seconds: f64) -> Option<std::time::Duration> {
 pub const TIMEOUT_RANGE: &str = "between 0.1 and 3600 seconds";
 
 /// Largest input file read: far above any real catalog or fixture file.
-pub const MAX_INPUT_BYTES: u64 = 256 << 20;
+const MAX_INPUT_BYTES: u64 = 256 << 20;
 
 /// The text of a regular file of at most [`MAX_INPUT_BYTES`]. A UTF-8 byte-order mark is named
 /// rather than left for a JSON or YAML parser to call "expected value at line 1 column 1".

@@ -13,7 +13,7 @@ use super::view::{catalog_tokens, parameters, short, tool_fingerprint, tool_text
 use super::{Catalog, Tool};
 
 /// Least [`similarity`] for a removed and an added tool to be called a rename.
-pub const RENAME_SIMILARITY: f32 = 0.6;
+const RENAME_SIMILARITY: f32 = 0.6;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Side {

@@ -91,7 +91,7 @@ pub fn load_catalog_document(path: &Path) -> Result<CatalogDocument, InputError>
 }
 
 /// Parses catalog text in any of the accepted shapes, keeping the server identity.
-pub fn parse_catalog_document(text: &str, source: &str) -> Result<CatalogDocument, InputError> {
+fn parse_catalog_document(text: &str, source: &str) -> Result<CatalogDocument, InputError> {
     let value: Value = serde_json::from_str(text).map_err(|e| InputError::json(source, &e))?;
     // A saved JSON-RPC response: the tools/list result is its `result`.
     let value = match value {

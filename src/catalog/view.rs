@@ -158,7 +158,7 @@ pub fn render(catalog: &Catalog, header: &[(String, String)], out: &mut String) 
 
 /// One tool: its name with its footprint and short fingerprint, its description, its
 /// parameters.
-pub fn render_tool(tool: &Tool, out: &mut String) {
+fn render_tool(tool: &Tool, out: &mut String) {
     let _ = writeln!(
         out,
         "{}  (~{} tokens, {})",

@@ -22,7 +22,7 @@ use crate::report::{
 use crate::stats;
 
 /// The tag that keeps a case out of every per-case table of a comparison.
-pub const HOLDOUT_TAG: &str = "holdout";
+const HOLDOUT_TAG: &str = "holdout";
 
 /// How to compare.
 #[derive(Debug, Clone, Copy)]

@@ -31,9 +31,9 @@ use crate::mcp::DatasetCall;
 use crate::mcp::client::{McpError, McpSession, ServerSpec, ToolResult};
 
 /// The unsupported version the `protocol-version` check asks for.
-pub const UNSUPPORTED_VERSION: &str = "1999-01-01";
+const UNSUPPORTED_VERSION: &str = "1999-01-01";
 /// The tool name the `unknown-tool` check calls.
-pub const UNKNOWN_TOOL: &str = "toolscore_probe_no_such_tool";
+const UNKNOWN_TOOL: &str = "toolscore_probe_no_such_tool";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -92,7 +92,7 @@ fn quote(text: &str) -> String {
 }
 
 /// Content blocks as the MCP schema defines them; the first fault found.
-pub fn content_fault(blocks: &[Value]) -> Option<String> {
+fn content_fault(blocks: &[Value]) -> Option<String> {
     for (i, b) in blocks.iter().enumerate() {
         let field = |k: &str| b.get(k).and_then(Value::as_str).is_some();
         let fault = match b.get("type").and_then(Value::as_str) {
@@ -122,7 +122,7 @@ pub fn content_fault(blocks: &[Value]) -> Option<String> {
 }
 
 /// The `result` check of one call, given the tool's `outputSchema` (if it declares one).
-pub fn judge_result(
+fn judge_result(
     output_schema: Option<&Value>,
     result: &Result<ToolResult, McpError>,
 ) -> (CheckVerdict, String) {
@@ -196,7 +196,7 @@ pub fn judge_result(
 }
 
 /// The `unknown-tool` check.
-pub fn judge_unknown_tool(result: &Result<ToolResult, McpError>) -> (CheckVerdict, String) {
+fn judge_unknown_tool(result: &Result<ToolResult, McpError>) -> (CheckVerdict, String) {
     match result {
         Err(McpError::Rpc {
             code: -32602,
@@ -240,7 +240,7 @@ pub fn judge_unknown_tool(result: &Result<ToolResult, McpError>) -> (CheckVerdic
 
 /// Arguments that break `schema`: the parameter chosen and the whole argument object. None
 /// when the schema has no typed top-level property to break.
-pub fn breaking_arguments(schema: &Value) -> Option<(String, Value)> {
+fn breaking_arguments(schema: &Value) -> Option<(String, Value)> {
     let props = schema.get("properties")?.as_object()?;
     let required: Vec<&str> = schema
         .get("required")
@@ -284,7 +284,7 @@ pub fn names(text: &str, field: &str) -> bool {
 }
 
 /// The `invalid-arguments` check of one tool whose parameter `field` was given a wrong value.
-pub fn judge_invalid_arguments(
+fn judge_invalid_arguments(
     field: &str,
     result: &Result<ToolResult, McpError>,
 ) -> (CheckVerdict, String) {
@@ -328,7 +328,7 @@ pub fn judge_invalid_arguments(
 
 /// The `protocol-version` check, from the raw JSON-RPC answer to an `initialize` at
 /// [`UNSUPPORTED_VERSION`].
-pub fn judge_protocol_version(answer: &Result<Value, McpError>) -> (CheckVerdict, String) {
+fn judge_protocol_version(answer: &Result<Value, McpError>) -> (CheckVerdict, String) {
     let v = match answer {
         Ok(v) => v,
         Err(e) => return (CheckVerdict::Fail, first_line(e)),

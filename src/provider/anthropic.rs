@@ -31,7 +31,7 @@ pub const KIND: ProviderKind = ProviderKind(&Anthropic);
 pub const API_VERSION: &str = "2023-06-01";
 
 /// `max_tokens` is required by this API; used when the run sets none.
-pub const DEFAULT_MAX_TOKENS: u32 = 4096;
+const DEFAULT_MAX_TOKENS: u32 = 4096;
 
 impl Adapter for Anthropic {
     fn output_bound(&self, settings: &ProviderSettings) -> Option<u32> {

@@ -64,7 +64,7 @@ pub struct CassetteHeader {
 /// One recorded trial.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct CassetteEntry {
+struct CassetteEntry {
     pub request_hash: String,
     pub dataset: String,
     pub case_id: String,
@@ -83,7 +83,7 @@ pub struct CassetteEntry {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RecordedError {
+struct RecordedError {
     pub class: ErrorClass,
     pub status: Option<u16>,
     pub message: String,
@@ -101,7 +101,7 @@ const BATCH_AGE: Duration = Duration::from_secs(1);
 /// Appends entries as trials finish, in batches that are complete on disk once written: plain
 /// cassettes as whole lines, gzip ones as one gzip member per batch (a multi-member gzip file
 /// is a valid gzip file), so after a crash everything before the last batch replays.
-pub struct CassetteWriter {
+struct CassetteWriter {
     path: PathBuf,
     file: BufWriter<std::fs::File>,
     gzip: bool,

@@ -173,9 +173,10 @@ impl Limits {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
+    #[cfg(test)]
     /// The adaptive window's current limit (None: never pushed back) and how many times it
     /// was halved.
-    pub fn window_state(&self) -> (Option<usize>, u64) {
+    fn window_state(&self) -> (Option<usize>, u64) {
         let w = self.window();
         (w.limit, w.halvings)
     }

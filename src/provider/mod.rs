@@ -43,7 +43,7 @@ pub use secret::SecretString;
 pub use transport::http_client;
 
 /// Every wire format toolscore speaks. The one registration line per adapter.
-pub static ADAPTERS: &[&dyn Adapter] = &[
+static ADAPTERS: &[&dyn Adapter] = &[
     &openai_compat::OpenAiCompat,
     &openai_responses::OpenAiResponses,
     &anthropic::Anthropic,
@@ -504,7 +504,7 @@ impl Provider {
 
     /// [`Provider::complete`], abandoned as soon as `cancel` fires: in the middle of a request
     /// or of a backoff sleep. The error is then of class `cancelled`.
-    pub async fn complete_until(
+    async fn complete_until(
         &self,
         req: &PreparedRequest,
         cancel: &Cancel,
@@ -676,10 +676,6 @@ impl Cancel {
     /// Fires the signal; every current and later `cancelled()` completes.
     pub fn cancel(&self) {
         self.tx.send_replace(true);
-    }
-
-    pub fn is_cancelled(&self) -> bool {
-        *self.tx.borrow()
     }
 
     /// Completes once the signal has fired.

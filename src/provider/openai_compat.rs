@@ -227,7 +227,7 @@ pub(crate) fn encode_request(
 /// Whether `model` belongs to an OpenAI reasoning family (o1, o3, o4, gpt-5, with or without a
 /// router prefix such as `openai/`), which takes `max_completion_tokens` and refuses
 /// `max_tokens`.
-pub fn uses_max_completion_tokens(model: &str) -> bool {
+fn uses_max_completion_tokens(model: &str) -> bool {
     let name = model
         .rsplit('/')
         .next()

@@ -17,9 +17,10 @@ impl SecretString {
         &self.0
     }
 
+    #[cfg(test)]
     /// Replaces every occurrence of the secret in `text` with `[REDACTED]` (no-op for secrets
     /// too short to be meaningful, which would otherwise mangle ordinary text).
-    pub fn redact_from(&self, text: &str) -> String {
+    fn redact_from(&self, text: &str) -> String {
         redact(text, Some(self))
     }
 }

@@ -222,7 +222,7 @@ fn secs_capped(secs: f64) -> Duration {
 
 /// Parses an IMF-fixdate such as `Sun, 06 Nov 1994 08:49:37 GMT` (the form RFC 9110 requires
 /// senders to use). The obsolete RFC 850 and asctime forms are not accepted.
-pub fn parse_http_date(s: &str) -> Option<SystemTime> {
+fn parse_http_date(s: &str) -> Option<SystemTime> {
     let rest = s.trim();
     // The weekday is redundant; skip it when present.
     let rest = match rest.split_once(',') {

@@ -83,7 +83,7 @@ pub struct LatencyGrowth {
 /// run (two 95% intervals that do not overlap: a conservative test, so a flag is a real
 /// regression, not a slow afternoon). A tool some baseline run cannot bound from above is not
 /// judged.
-pub fn latency_growth(baseline: &[&HistoryLine], current: &HistoryLine) -> Vec<LatencyGrowth> {
+fn latency_growth(baseline: &[&HistoryLine], current: &HistoryLine) -> Vec<LatencyGrowth> {
     if baseline.is_empty() {
         return Vec::new();
     }
@@ -161,7 +161,7 @@ impl MetricPoint {
 impl HistoryLine {
     /// Why the scores of this line cannot join a trend: what the run said when it exited 4,
     /// or, for lines written before runs said so, that no trial was scored.
-    pub fn untrusted_reason(&self) -> Option<String> {
+    fn untrusted_reason(&self) -> Option<String> {
         self.untrusted
             .clone()
             .or_else(|| (self.metrics.selection.n == 0).then(|| "no trial was scored".to_owned()))
@@ -278,7 +278,7 @@ fn line_of(summary: &Summary, arm: &ArmSummary) -> HistoryLine {
 }
 
 /// The lines as JSON Lines text, each ending in a newline.
-pub fn to_jsonl(lines: &[HistoryLine]) -> Result<String, serde_json::Error> {
+fn to_jsonl(lines: &[HistoryLine]) -> Result<String, serde_json::Error> {
     let mut text = String::new();
     for line in lines {
         text.push_str(&serde_json::to_string(line)?);

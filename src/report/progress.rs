@@ -43,7 +43,7 @@ struct Counts {
 
 /// Reads the waits providers asked for (Retry-After) that the run honoured: how many, and
 /// how long in all. Given by the command, which knows the providers; progress does not.
-pub type RetryWaits = fn() -> (u64, Duration);
+type RetryWaits = fn() -> (u64, Duration);
 
 impl Counts {
     fn line(&self) -> String {

@@ -14,7 +14,7 @@ use crate::stats::LatencyAgg;
 use crate::stats::{self, ClusteredEstimate, Interval};
 
 /// The k values pass@k and pass^k are reported for, where the trials allow (k ≤ n).
-pub const PASS_KS: [u64; 4] = [1, 2, 4, 8];
+const PASS_KS: [u64; 4] = [1, 2, 4, 8];
 
 /// Most distinct failure reasons kept per scenario; the rest are counted as "(other)".
 const MAX_FAILURE_REASONS: usize = 6;

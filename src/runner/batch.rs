@@ -64,7 +64,7 @@ pub fn custom_id(key: TrialKey) -> String {
 }
 
 /// The trial key a custom id names, or `None` when it is not one [`custom_id`] makes.
-pub fn parse_custom_id(id: &str) -> Option<TrialKey> {
+fn parse_custom_id(id: &str) -> Option<TrialKey> {
     let rest = id.strip_prefix('t')?;
     let (trial, rest) = rest.split_once("-a")?;
     let (arm, case) = rest.split_once("-c")?;

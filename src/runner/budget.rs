@@ -244,18 +244,6 @@ impl Budget {
     }
 }
 
-/// The rates as a compact sentence: `$3/M in, $15/M out, $0.30/M cache read`.
-pub fn describe_price(p: &Price) -> String {
-    let mut out = format!("${}/M in, ${}/M out", p.input, p.output);
-    if let Some(r) = p.cache_read {
-        out.push_str(&format!(", ${r}/M cache read"));
-    }
-    if let Some(w) = p.cache_write {
-        out.push_str(&format!(", ${w}/M cache write"));
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

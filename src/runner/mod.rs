@@ -151,7 +151,7 @@ impl RunPlan {
 
 /// Job `job` of a plan with `arms` arms and `cases` cases: trial-major, then case, then arm,
 /// so the arms of one case run side by side and a run stopped early is balanced.
-pub fn decode_job(job: u64, arms: usize, cases: usize) -> TrialKey {
+fn decode_job(job: u64, arms: usize, cases: usize) -> TrialKey {
     let arms = arms.max(1) as u64;
     let cases = cases.max(1) as u64;
     TrialKey {

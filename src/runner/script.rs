@@ -275,7 +275,7 @@ pub fn render(template: &Value, args: &Value, state: &Value) -> Value {
 
 /// Replaces each `${args.PATH}`, `${state.PATH}` (strings bare, other values as compact JSON,
 /// absent as empty) and `${#state.PATH}` (the length of an array, object or string) in text.
-pub fn render_text(text: &str, args: &Value, state: &Value) -> String {
+fn render_text(text: &str, args: &Value, state: &Value) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(start) = rest.find("${") {

@@ -237,7 +237,7 @@ pub fn score_trajectory(
 }
 
 /// The retry, recovery and unscripted counts of a trajectory (everything but the verdict).
-pub fn call_counts(calls: &[ExecutedCall], validators: &ToolValidators) -> ScenarioScore {
+fn call_counts(calls: &[ExecutedCall], validators: &ToolValidators) -> ScenarioScore {
     let mut s = ScenarioScore::default();
     for (i, call) in calls.iter().enumerate() {
         if call.kind == CallKind::Unscripted {

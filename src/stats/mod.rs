@@ -99,18 +99,20 @@ fn try_z_one_sided(conf: f64) -> Option<f64> {
     normal_quantile(conf)
 }
 
+#[cfg(test)]
 /// Two-sided critical value `Φ⁻¹(1 − α/2)` with `α = 1 − conf`.
 ///
 /// Returns NaN when `conf` is not strictly inside (0, 1); the interval functions below
 /// return `None` in that case instead.
-pub fn z_two_sided(conf: f64) -> f64 {
+fn z_two_sided(conf: f64) -> f64 {
     try_z_two_sided(conf).unwrap_or(f64::NAN)
 }
 
+#[cfg(test)]
 /// One-sided critical value `Φ⁻¹(conf)`.
 ///
 /// Returns NaN when `conf` is not strictly inside (0, 1).
-pub fn z_one_sided(conf: f64) -> f64 {
+fn z_one_sided(conf: f64) -> f64 {
     try_z_one_sided(conf).unwrap_or(f64::NAN)
 }
 
@@ -202,11 +204,12 @@ pub fn wilson_upper_bound(x: u64, n: u64, conf: f64) -> Option<f64> {
     wilson_with_z(x, n, try_z_one_sided(conf)?).map(|iv| iv.hi)
 }
 
+#[cfg(test)]
 /// One-sided p-value of the score test of `H0: p ≥ t` against `p < t` for `x` of `n`:
 /// `Φ((x − n·t) / √(n·t·(1−t)))`. It is below `α` exactly when the one-sided Wilson upper
 /// bound at `1 − α` is below `t`, so Holm's procedure on these p-values is Holm on the
 /// bounds. `None` when `n == 0`, `x > n` or `t` is not strictly inside (0, 1).
-pub fn score_p_value_below(x: u64, n: u64, t: f64) -> Option<f64> {
+fn score_p_value_below(x: u64, n: u64, t: f64) -> Option<f64> {
     if n == 0 || x > n || !(t > 0.0 && t < 1.0) {
         return None;
     }
@@ -524,9 +527,10 @@ pub fn quantile_p_value_above(n: u64, k: u64, q: f64) -> Option<f64> {
     Some(b.cdf(k).clamp(0.0, 1.0))
 }
 
+#[cfg(test)]
 /// Intraclass correlation and design effect of a suite run K times per case (stats.md §4.3).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct DesignEffect {
+struct DesignEffect {
     /// ρ̂ = V̂_b / (V̂_b + V̂_w); 0 when the data show no variation at all.
     pub icc: f64,
     /// 1 + (K̄ − 1)·ρ̂.
@@ -535,6 +539,7 @@ pub struct DesignEffect {
     pub effective_trials: f64,
 }
 
+#[cfg(test)]
 /// Method-of-moments ICC and design effect from per-case `(successes, trials)`.
 ///
 /// K is the mean number of trials per case, used both in the within-case variance
@@ -544,7 +549,7 @@ pub struct DesignEffect {
 ///
 /// `None` when fewer than two cases, any case has zero trials or more successes than
 /// trials, or the mean K is below 2.
-pub fn design_effect(case_counts: &[(u64, u64)]) -> Option<DesignEffect> {
+fn design_effect(case_counts: &[(u64, u64)]) -> Option<DesignEffect> {
     let m = case_counts.len();
     if m < 2 {
         return None;
@@ -615,12 +620,13 @@ pub fn wilson_trials_for_half_width(p: f64, e: f64, conf: f64) -> Option<u64> {
     (n < u64::MAX as f64).then_some(n as u64)
 }
 
+#[cfg(test)]
 /// Nearest-rank percentile (Hyndman–Fan type 1, HdrHistogram's semantics): the
 /// `max(1, ⌈q·N⌉)`-th smallest element of `sorted`. Always an observed value.
 ///
 /// `sorted` must be in ascending order (not checked). `None` when empty or when `q` is NaN
 /// or outside [0, 1].
-pub fn nearest_rank<T: Copy>(sorted: &[T], q: f64) -> Option<T> {
+fn nearest_rank<T: Copy>(sorted: &[T], q: f64) -> Option<T> {
     if sorted.is_empty() || !(0.0..=1.0).contains(&q) {
         return None;
     }
@@ -756,6 +762,7 @@ pub fn order_statistic_ci(n: u64, q: f64, conf: f64) -> Option<OrderStatisticCi>
     })
 }
 
+#[cfg(test)]
 /// Ranks `(l, u)` (1-based) of the exact order-statistic interval for the q-quantile of `n`
 /// observations (stats.md §7.3). `u` is `None` when the data cannot bound the quantile from
 /// above (`q^N > α/2`): report "insufficient data" for the upper end.
@@ -764,7 +771,7 @@ pub fn order_statistic_ci(n: u64, q: f64, conf: f64) -> Option<OrderStatisticCi>
 /// the sample cannot
 /// bound the quantile from below either (`(1−q)^N > α/2`, e.g. a median from 5 points at
 /// 95%); [`order_statistic_ci`] reports each side separately.
-pub fn order_statistic_ci_ranks(n: u64, q: f64, conf: f64) -> Option<(u64, Option<u64>)> {
+fn order_statistic_ci_ranks(n: u64, q: f64, conf: f64) -> Option<(u64, Option<u64>)> {
     let ci = order_statistic_ci(n, q, conf)?;
     Some((ci.lower_rank?, ci.upper_rank))
 }

@@ -98,9 +98,10 @@ impl SprtGate {
         -self.alpha.ln() / self.spread()
     }
 
+    #[cfg(test)]
     /// Intercept of the FAIL line, `ln β/(a−b)` (negative): FAIL iff
     /// `S ≤ slope·n + fail_intercept`.
-    pub fn fail_intercept(&self) -> f64 {
+    fn fail_intercept(&self) -> f64 {
         self.beta.ln() / self.spread()
     }
 
@@ -115,7 +116,7 @@ impl SprtGate {
     /// The most passes with which the gate FAILs after `n` trials,
     /// `⌊(ln β − n·b)/(a − b)⌋` (stats.md §6.2); `None` when that is negative, i.e. not
     /// even 0 of n fails yet (for β = 0.05 above: every n < 5).
-    pub fn fail_boundary(&self, n: u64) -> Option<u64> {
+    fn fail_boundary(&self, n: u64) -> Option<u64> {
         let v = ((self.beta.ln() - n as f64 * self.b) / self.spread()).floor();
         (v.is_finite() && v >= 0.0).then(|| v.min(n as f64) as u64)
     }

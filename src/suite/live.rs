@@ -26,7 +26,7 @@ use crate::mcp::client::ServerSpec;
 pub const DATASET_FILE: &str = "dataset.yaml";
 
 /// Default time to start a server, initialize and list its tools.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

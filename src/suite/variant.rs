@@ -193,7 +193,7 @@ pub fn load_variants(dir: &Path, base: &Catalog) -> Result<Vec<CatalogVariant>, 
 }
 
 /// An overlay applied: the catalog it produces, its note, and its renames (base → new name).
-pub type Overlay = (Catalog, Option<String>, BTreeMap<String, String>);
+type Overlay = (Catalog, Option<String>, BTreeMap<String, String>);
 
 /// Applies an overlay's text to the base catalog. Errors name the file, the line and the
 /// field.

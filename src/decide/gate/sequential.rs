@@ -41,7 +41,7 @@ pub struct SequentialSpec {
 
 impl SequentialSpec {
     /// p₁ for a threshold: halfway from t to 1 unless given.
-    pub fn p1_for(&self, t: f64) -> f64 {
+    fn p1_for(&self, t: f64) -> f64 {
         self.p1.unwrap_or(t + (1.0 - t) / 2.0)
     }
 

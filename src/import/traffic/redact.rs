@@ -67,7 +67,7 @@ const MAX_EMBEDDED_BYTES: usize = 1 << 20;
 
 /// A key as compared with the key lists: lower case without `_`, `-`, `.` or spaces, so
 /// `clientSecret`, `Client-Secret`, `CLIENT_SECRET` and `client.secret` are one name.
-pub fn normalize_key(key: &str) -> String {
+fn normalize_key(key: &str) -> String {
     key.chars()
         .filter(|c| !matches!(c, '_' | '-' | '.') && !c.is_whitespace())
         .flat_map(char::to_lowercase)

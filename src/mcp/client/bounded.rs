@@ -201,7 +201,7 @@ pub struct BoundedChild {
 }
 
 /// A spawned server: its transport, its stderr if piped, and where a refused output is noted.
-pub type Spawned = (BoundedChild, Option<ChildStderr>, StdoutFault);
+type Spawned = (BoundedChild, Option<ChildStderr>, StdoutFault);
 
 impl BoundedChild {
     /// Spawns `cmd` with piped stdin, stdout and stderr.

@@ -13,7 +13,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 /// What every canary starts with.
-pub const CANARY_PREFIX: &str = "tscanary-";
+const CANARY_PREFIX: &str = "tscanary-";
 
 /// The mark one call leaves in its arguments: `tscanary-<run>-<session>-<call>-<slot>`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]

@@ -168,7 +168,7 @@ pub fn judge_leakage(run: &StressRun, required: bool) -> Leakage {
 }
 
 /// Who wrote `canary`, when it is one of this run's sessions' canaries.
-pub fn writer_of(canary: &Canary, run: &StressRun) -> Option<LeakWriter> {
+fn writer_of(canary: &Canary, run: &StressRun) -> Option<LeakWriter> {
     let ours = canary.run == run.run_id
         && (1..=run.session_log.planned).contains(&canary.session)
         && !run.calls.is_empty();

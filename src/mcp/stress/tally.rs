@@ -183,7 +183,7 @@ pub struct Leak {
 }
 
 /// Leaks listed in full in the JSON report; all are counted.
-pub const LEAKS_LISTED: usize = 20;
+const LEAKS_LISTED: usize = 20;
 /// Leaks listed on the terminal.
 pub const LEAKS_SHOWN: usize = 5;
 
@@ -301,7 +301,7 @@ fn tally(
 }
 
 /// The gate's verdict on the total.
-pub fn judge_gate(
+fn judge_gate(
     total: &ToolStress,
     log: &SessionLog,
     max_error_rate: f64,

@@ -317,7 +317,7 @@ fn py_in(needle: &Py, list: &[Py]) -> bool {
 
 /// BFCL's `standardize_string`: drop every character of `[ ,./-_*^]`, lower-case, and turn
 /// single quotes into double quotes. Exactly that set: other punctuation and whitespace stay.
-pub fn standardize_string(s: &str) -> String {
+fn standardize_string(s: &str) -> String {
     let kept: String = s
         .chars()
         .filter(|c| !matches!(c, ' ' | ',' | '.' | '/' | '-' | '_' | '*' | '^'))

@@ -110,7 +110,7 @@ fn write_ascii_string(s: &str, out: &mut String) {
 
 /// `float.__repr__` as `json.dumps` writes it: the shortest digits that round-trip, in fixed
 /// notation for decimal exponents -4..16 and scientific (`1e+16`, `1.5e-05`) outside.
-pub fn float_repr(f: f64) -> String {
+fn float_repr(f: f64) -> String {
     if f.is_nan() {
         return "NaN".into();
     }

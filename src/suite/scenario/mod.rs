@@ -31,7 +31,7 @@ use raw::*;
 pub use crate::record::SCENARIO_DATASET;
 
 /// Most requests one trial may make (`max_steps`).
-pub const MAX_STEPS_LIMIT: u32 = 64;
+const MAX_STEPS_LIMIT: u32 = 64;
 
 /// A loaded, validated scenario.
 pub struct Scenario {
@@ -129,7 +129,7 @@ pub fn load_scenarios(path: &Path) -> Result<Vec<Scenario>, Error> {
 }
 
 /// Loads one scenario file (listing its live server's catalog, when it names one).
-pub fn load_scenario(path: &Path) -> Result<Scenario, Error> {
+fn load_scenario(path: &Path) -> Result<Scenario, Error> {
     let text = crate::input::read_text(path)?;
     let file = path.display().to_string();
     // A bare file name has the empty path as parent: the current folder.
