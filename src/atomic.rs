@@ -22,7 +22,7 @@ pub fn write_file(path: &Path, bytes: &[u8]) -> Result<(), Error> {
 /// Writes `value` as pretty JSON, atomically.
 pub fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<(), Error> {
     let text = serde_json::to_vec_pretty(value)
-        .map_err(|e| Error::Fatal(format!("cannot encode {}: {e}", path.display())))?;
+        .map_err(|e| Error::encode(path.display().to_string(), e))?;
     write_file(path, &text)
 }
 

@@ -151,8 +151,22 @@ pub enum Error {
         context: String,
         source: std::io::Error,
     },
+    /// A document toolscore made could not be encoded as JSON.
+    #[error("cannot encode {what}: {source}")]
+    Encode {
+        what: String,
+        source: serde_json::Error,
+    },
+    /// A provider's batch API refused or failed a submission, a poll or a download; the
+    /// message says what `--resume` does about it.
     #[error("{0}")]
-    Fatal(String),
+    BatchApi(String),
+    /// The HTTP client could not be built (TLS roots, the machine's resources).
+    #[error("{0}")]
+    HttpClient(String),
+    /// A state the checks before the run rule out: a bug in toolscore, said as such.
+    #[error("internal error (a bug in toolscore): {0}")]
+    Internal(String),
     /// Ctrl-C or SIGTERM before the command had anything to show, and what was left behind
     /// (a live MCP server being listed has been shut down; submitted batches keep running).
     #[error("interrupted; {0}")]
@@ -167,12 +181,23 @@ impl Error {
         }
     }
 
+    pub fn encode(what: impl Into<String>, source: serde_json::Error) -> Self {
+        Error::Encode {
+            what: what.into(),
+            source,
+        }
+    }
+
     pub fn exit_code(&self) -> ExitCode {
         match self {
             Error::Input(_) => ExitCode::BadInput,
             // Failing to write reports or reach the machine's own resources is not a verdict on
             // the model; 4 says "could not judge".
-            Error::Io { .. } | Error::Fatal(_) => ExitCode::InfraErrors,
+            Error::Io { .. }
+            | Error::Encode { .. }
+            | Error::BatchApi(_)
+            | Error::HttpClient(_)
+            | Error::Internal(_) => ExitCode::InfraErrors,
             Error::Interrupted(_) => ExitCode::Interrupted,
         }
     }

@@ -136,7 +136,7 @@ fn lint_source(
             // The listing as a tools.json: what SARIF locations and inline allows read.
             let document = crate::catalog::to_tools_json(&loaded.catalog, loaded.server.as_ref());
             let text = serde_json::to_string_pretty(&document)
-                .map_err(|e| Error::Fatal(format!("cannot encode the catalog: {e}")))?;
+                .map_err(|e| Error::encode("the catalog", e))?;
             (loaded.catalog.source.clone(), text, loaded.catalog)
         }
         Source::File(path) => read_catalog_file(path)?,
@@ -322,8 +322,7 @@ fn rendered(linted: &[Linted], format: LintFormat) -> Result<Vec<u8>, Error> {
         LintFormat::Json => {
             let reports: Vec<LintReport> = linted.iter().map(|l| l.report.clone()).collect();
             let v = render::json(&reports);
-            buffer = serde_json::to_vec_pretty(&v)
-                .map_err(|e| Error::Fatal(format!("cannot encode the findings: {e}")))?;
+            buffer = serde_json::to_vec_pretty(&v).map_err(|e| Error::encode("the findings", e))?;
             buffer.push(b'\n');
         }
         LintFormat::Sarif => {
@@ -338,8 +337,7 @@ fn rendered(linted: &[Linted], format: LintFormat) -> Result<Vec<u8>, Error> {
                 .map(|(l, f)| (&l.report, l.uri.clone(), f as render::LineOf<'_>))
                 .collect();
             let v = render::sarif(&runs, env!("CARGO_PKG_VERSION"));
-            buffer = serde_json::to_vec_pretty(&v)
-                .map_err(|e| Error::Fatal(format!("cannot encode SARIF: {e}")))?;
+            buffer = serde_json::to_vec_pretty(&v).map_err(|e| Error::encode("SARIF", e))?;
             buffer.push(b'\n');
         }
     }

@@ -449,8 +449,8 @@ fn write_merged(
     super::history::append_history(out, &summary, None)?;
     let files = output::write_files(&summary, out, formats)?;
     if formats.contains(&Format::Json) {
-        let text = serde_json::to_string_pretty(&summary)
-            .map_err(|e| Error::Fatal(format!("cannot encode the summary: {e}")))?;
+        let text =
+            serde_json::to_string_pretty(&summary).map_err(|e| Error::encode("the summary", e))?;
         println!("{text}");
     } else if formats.contains(&Format::Terminal) {
         let mut stdout = std::io::stdout().lock();

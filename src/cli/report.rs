@@ -115,8 +115,8 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode, Error> {
         eprintln!("wrote {}", path.display());
     }
     if formats.contains(&Format::Json) {
-        let text = serde_json::to_string_pretty(&summary)
-            .map_err(|e| Error::Fatal(format!("cannot encode the summary: {e}")))?;
+        let text =
+            serde_json::to_string_pretty(&summary).map_err(|e| Error::encode("the summary", e))?;
         println!("{text}");
     } else if formats.contains(&Format::Terminal) {
         let mut out = std::io::stdout().lock();

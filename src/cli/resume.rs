@@ -309,7 +309,10 @@ impl Resumed {
         for line in std::io::BufReader::new(file).lines() {
             let line = line.map_err(|e| Error::io(format!("cannot read {}", path.display()), e))?;
             let record: TrialRecord = serde_json::from_str(&line).map_err(|e| {
-                Error::Fatal(format!("{} changed while resuming: {e}", path.display()))
+                Error::io(
+                    format!("{} changed while resuming", path.display()),
+                    std::io::Error::other(e),
+                )
             })?;
             sinks.csv.append_record(&record)?;
             sinks.aggregator.add(&record);

@@ -31,10 +31,10 @@ fn io_error(what: &str, e: std::io::Error) -> Error {
 pub fn stage_dataset(dest: &Path, tools: &Value, cases: &[Value]) -> Result<PathBuf, Error> {
     let io = io_error;
     if cases.is_empty() {
-        return Err(Error::Fatal(format!(
+        return Err(Error::Input(crate::error::InputError::new(format!(
             "nothing to import into {}: every case was skipped",
             dest.display()
-        )));
+        ))));
     }
     let parent = dest.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(parent).map_err(|e| io(&parent.display().to_string(), e))?;
@@ -47,7 +47,7 @@ pub fn stage_dataset(dest: &Path, tools: &Value, cases: &[Value]) -> Result<Path
         std::fs::remove_dir_all(&staging).map_err(|e| io(&staging.display().to_string(), e))?;
     }
     std::fs::create_dir_all(&staging).map_err(|e| io(&staging.display().to_string(), e))?;
-    let tools = serde_json::to_string_pretty(tools).map_err(|e| Error::Fatal(e.to_string()))?;
+    let tools = serde_json::to_string_pretty(tools).map_err(|e| Error::encode("tools.json", e))?;
     std::fs::write(staging.join("tools.json"), tools + "\n")
         .map_err(|e| io("writing tools.json", e))?;
     let mut lines = String::new();
@@ -58,8 +58,8 @@ pub fn stage_dataset(dest: &Path, tools: &Value, cases: &[Value]) -> Result<Path
     std::fs::write(staging.join("cases.jsonl"), lines).map_err(|e| io("writing cases.jsonl", e))?;
     if let Err(e) = crate::suite::load_dataset(&staging) {
         let _ = std::fs::remove_dir_all(&staging);
-        return Err(Error::Fatal(format!(
-            "the imported dataset for {} does not load (a bug in the importer): {e}",
+        return Err(Error::Internal(format!(
+            "the imported dataset for {} does not load: {e}",
             dest.display()
         )));
     }

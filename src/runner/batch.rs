@@ -134,7 +134,7 @@ pub async fn gather(
     let mut file = read_state(&mode.state_file)?;
     let apis: Vec<BatchApi> = arms
         .iter()
-        .map(|a| BatchApi::for_kind(a.provider.settings().kind).map_err(Error::Fatal))
+        .map(|a| BatchApi::for_kind(a.provider.settings().kind).map_err(Error::BatchApi))
         .collect::<Result<_, _>>()?;
     let run = BatchRun {
         mode,
@@ -204,7 +204,7 @@ impl BatchRun<'_> {
             for chunk in chunk_lines(lines, max_requests, max_bytes) {
                 let label = format!("toolscore-{run_id}");
                 let id = client.submit(&chunk, &label).await.map_err(|e| {
-                    Error::Fatal(format!(
+                    Error::BatchApi(format!(
                         "submitting a batch of {} requests to provider `{}`: {e}",
                         chunk.len(),
                         arm.name
@@ -289,7 +289,7 @@ impl BatchRun<'_> {
                 }
                 let client = BatchClient::new(arms[*arm].provider, apis[*arm]);
                 let status = client.status(&b.id).await.map_err(|e| {
-                    Error::Fatal(format!(
+                    Error::BatchApi(format!(
                         "polling batch {}: {e}; it keeps running at the provider: `--resume` polls it again",
                         b.id
                     ))
@@ -330,7 +330,7 @@ impl BatchRun<'_> {
     ) -> Result<(), Error> {
         let client = BatchClient::new(self.arms[arm].provider, self.apis[arm]);
         let parsed = client.results(status, &b.requests).await.map_err(|e| {
-            Error::Fatal(format!(
+            Error::BatchApi(format!(
                 "downloading the results of batch {}: {e}; `--resume` tries again",
                 b.id
             ))

@@ -151,7 +151,7 @@ fn dataset_units(
             .iter()
             .map(|name| {
                 d.variant(name).ok_or_else(|| {
-                    Error::Fatal(format!(
+                    Error::Internal(format!(
                         "dataset `{}` has no catalog variant `{name}`",
                         d.name
                     ))
@@ -199,14 +199,14 @@ fn scenario_units(
         let mut views = Vec::with_capacity(variant_names.len());
         for (i, name) in variant_names.iter().enumerate() {
             let shown_catalog = scenario.catalog_for(name).ok_or_else(|| {
-                Error::Fatal(format!(
+                Error::Internal(format!(
                     "scenario `{}` has no variant `{name}`: neither its catalog nor its results define it (it has: {})",
                     scenario.name,
                     scenario.variant_names().join(", ")
                 ))
             })?;
             if !shown_catalog.renames.is_empty() {
-                return Err(Error::Fatal(format!(
+                return Err(Error::Internal(format!(
                     "scenario `{}` cannot run under catalog variant `{name}`, which renames tools its script names",
                     scenario.name
                 )));

@@ -227,7 +227,7 @@ impl Shared {
 /// the trials over the workers while the observer sees each one ([`schedule`]), then account
 /// for what ran ([`finish`]).
 pub async fn execute(plan: RunPlan, observer: &mut dyn Observer) -> Result<RunTotals, Error> {
-    let client = crate::provider::http_client(plan.concurrency).map_err(Error::Fatal)?;
+    let client = crate::provider::http_client(plan.concurrency).map_err(Error::HttpClient)?;
     let planned = plan.planned_trials();
     let case_trials = plan.case_trials();
     let max_trials = plan.max_trials();
@@ -321,7 +321,7 @@ async fn batch_answers(
                 name: &a.id.provider,
                 variant: &a.id.variant,
             }),
-            Backend::Replay(_) => Err(Error::Fatal(format!(
+            Backend::Replay(_) => Err(Error::Internal(format!(
                 "arm `{}` replays a cassette; --batch sends to a provider",
                 a.id.provider
             ))),
