@@ -323,6 +323,7 @@ fn fmt_cost(c: &Cost) -> String {
 }
 
 /// Prints the plan for a terminal.
+// Long: one line per figure, in the order the report shows them.
 pub fn render_plan(p: &TrialPlan, w: &mut dyn Write) -> io::Result<()> {
     writeln!(
         w,

@@ -135,6 +135,7 @@ pub(crate) fn encode_request(
     serde_json::to_vec(&Value::Object(body)).unwrap_or_default()
 }
 
+// Long: one pass over the wire format's fields in the order its documentation gives them.
 pub(crate) fn decode_response(raw: &[u8]) -> Result<ModelTurn, ProviderError> {
     let value = chat::parse_object(raw)?;
     if let Some(err) = chat::error_in_body(&value) {

@@ -252,6 +252,7 @@ pub struct Substitution {
 const SHOWN: usize = 12;
 
 /// Renders a comparison for a terminal or a log.
+// Long: one line per figure, in the order the report shows them.
 pub fn render_comparison(c: &Comparison, w: &mut dyn Write) -> io::Result<()> {
     let a = c.a.label(&c.axis);
     let b = c.b.label(&c.axis);

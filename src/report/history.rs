@@ -537,6 +537,7 @@ pub fn series(lines: Vec<HistoryLine>, metric: Metric) -> Vec<Series> {
 
 /// Prints each series, its runs oldest to newest (the last `last` when given), with each run's
 /// case-level mean and its move against the previous run.
+// Long: one line per figure, in the order the report shows them.
 pub fn render(
     series: &[Series],
     metric: Metric,

@@ -555,6 +555,7 @@ pub(crate) fn write_terminal(
 }
 
 /// One scenario's rates, means and percentiles, each with its interval and count.
+// Long: one line per figure, in the order the report shows them.
 fn write_scenario(
     sc: &ScenarioSummary,
     precision: f64,

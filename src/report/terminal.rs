@@ -172,6 +172,7 @@ fn gate_bound(v: Option<f64>, latency: bool) -> String {
 }
 
 /// One gate's verdict, the bound it rests on and what it is measured over.
+// Long: one sentence per gate level (tool, latency, suite, baseline, case), each with its bound.
 fn write_gate_line(r: &GateResult, several: bool, w: &mut dyn Write) -> io::Result<()> {
     let arm = if several {
         format!(" [arm {}]", r.arm.provider)
