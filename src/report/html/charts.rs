@@ -277,7 +277,6 @@ pub(super) fn case_forest(
         .take(shown)
         .enumerate()
         .map(|(i, c)| {
-            let r = c.metrics.get(metric);
             let y = px(TOP + ROW_H * (i as f64 + 0.5));
             let class = match &verdicts {
                 Some(v) => verdict_class(
@@ -287,37 +286,7 @@ pub(super) fn case_forest(
                 ),
                 None => "neutral",
             };
-            let full = name(c);
-            match (r.rate, r.interval) {
-                (Some(p), Some(iv)) => ForestRow {
-                    y,
-                    label: short(&full),
-                    title: format!(
-                        "{} · expected {} · {}",
-                        cut(&full, TEXT_CHARS),
-                        cut(&c.expected, TEXT_CHARS),
-                        crate::report::wording::format_rate(r)
-                    ),
-                    x: Some(scale.at(p)),
-                    lo: Some(scale.at(iv.lo)),
-                    hi: Some(scale.at(iv.hi)),
-                    text: crate::report::wording::format_rate(r),
-                    class,
-                },
-                _ => ForestRow {
-                    y,
-                    label: short(&full),
-                    title: format!(
-                        "{} · no scored trial for this metric",
-                        cut(&full, TEXT_CHARS)
-                    ),
-                    x: None,
-                    lo: None,
-                    hi: None,
-                    text: format!("n/a ({}/{})", r.x, r.n),
-                    class: "neutral",
-                },
-            }
+            case_row(c, metric, &name(c), y, class, scale)
         })
         .collect();
     let mut notes = Vec::new();
@@ -376,6 +345,48 @@ pub(super) fn case_forest(
         },
         rows,
         diamonds,
+    }
+}
+
+/// One case's row of the forest: its rate and interval, or "n/a" without a scored trial.
+fn case_row(
+    c: &CaseSummary,
+    metric: Metric,
+    full: &str,
+    y: f64,
+    class: &'static str,
+    scale: Scale,
+) -> ForestRow {
+    let r = c.metrics.get(metric);
+    match (r.rate, r.interval) {
+        (Some(p), Some(iv)) => ForestRow {
+            y,
+            label: short(full),
+            title: format!(
+                "{} · expected {} · {}",
+                cut(full, TEXT_CHARS),
+                cut(&c.expected, TEXT_CHARS),
+                crate::report::wording::format_rate(r)
+            ),
+            x: Some(scale.at(p)),
+            lo: Some(scale.at(iv.lo)),
+            hi: Some(scale.at(iv.hi)),
+            text: crate::report::wording::format_rate(r),
+            class,
+        },
+        _ => ForestRow {
+            y,
+            label: short(full),
+            title: format!(
+                "{} · no scored trial for this metric",
+                cut(full, TEXT_CHARS)
+            ),
+            x: None,
+            lo: None,
+            hi: None,
+            text: format!("n/a ({}/{})", r.x, r.n),
+            class: "neutral",
+        },
     }
 }
 
