@@ -82,58 +82,13 @@ pub(super) fn trend_view(t: &Trend, index: usize) -> TrendView {
         let Some(mean) = p.mean else { continue };
         let y = y_of(mean);
         line.push(format!("{x},{y}"));
-        let moved = point.change.as_ref().map_or(Move::None, |c| c.moved);
         if point.change.as_ref().is_some_and(|c| c.catalog_changed) {
             catalog_marks.push(Tick {
                 x,
                 label: "catalog changed".to_owned(),
             });
         }
-        let interval = match (p.lo, p.hi) {
-            (Some(lo), Some(hi)) => format!(" [{lo:.3}, {hi:.3}]"),
-            _ => String::new(),
-        };
-        let change = match point
-            .change
-            .as_ref()
-            .and_then(|c| c.difference.as_ref().map(|d| (c, d)))
-        {
-            Some((c, d)) => format!(
-                " · vs previous: {:+.3} [{:+.3}, {:+.3}] on {} cases",
-                d.mean, d.interval.lo, d.interval.hi, c.cases
-            ),
-            None => String::new(),
-        };
-        marks.push(TrendMark {
-            x,
-            y,
-            lo: p.lo.map(y_of),
-            hi: p.hi.map(y_of),
-            class: match moved {
-                Move::Drop => "drop",
-                Move::Rise => "rise",
-                Move::None => "steady",
-            },
-            current: t.current_run.as_deref() == Some(point.line.run_id.as_str()),
-            date: point
-                .line
-                .finished_at
-                .get(..16)
-                .unwrap_or(&point.line.finished_at)
-                .replace('T', " "),
-            flag: match moved {
-                Move::Drop => "drop",
-                Move::Rise => "rise",
-                Move::None => "",
-            },
-            title: format!(
-                "run {} · {} · {mean:.3}{interval} ({} cases, n {}){change}",
-                cut(&point.line.run_id, TEXT_CHARS),
-                point.line.finished_at,
-                p.cases,
-                p.n
-            ),
-        });
+        marks.push(trend_mark(t, point, &p, (x, y), &y_of));
     }
     let mut notes = Vec::new();
     if skip > 0 {
@@ -170,5 +125,63 @@ pub(super) fn trend_view(t: &Trend, index: usize) -> TrendView {
         points: marks,
         catalog_marks,
         notes,
+    }
+}
+
+/// One run's point on the trend: its mean and interval, whether it moved against the run
+/// before, and the hover text.
+fn trend_mark(
+    t: &Trend,
+    point: &history::Point,
+    p: &history::MetricPoint,
+    (x, y): (f64, f64),
+    y_of: &dyn Fn(f64) -> f64,
+) -> TrendMark {
+    let mean = p.mean.unwrap_or_default();
+    let moved = point.change.as_ref().map_or(Move::None, |c| c.moved);
+    let interval = match (p.lo, p.hi) {
+        (Some(lo), Some(hi)) => format!(" [{lo:.3}, {hi:.3}]"),
+        _ => String::new(),
+    };
+    let change = match point
+        .change
+        .as_ref()
+        .and_then(|c| c.difference.as_ref().map(|d| (c, d)))
+    {
+        Some((c, d)) => format!(
+            " · vs previous: {:+.3} [{:+.3}, {:+.3}] on {} cases",
+            d.mean, d.interval.lo, d.interval.hi, c.cases
+        ),
+        None => String::new(),
+    };
+    TrendMark {
+        x,
+        y,
+        lo: p.lo.map(y_of),
+        hi: p.hi.map(y_of),
+        class: match moved {
+            Move::Drop => "drop",
+            Move::Rise => "rise",
+            Move::None => "steady",
+        },
+        current: t.current_run.as_deref() == Some(point.line.run_id.as_str()),
+        date: point
+            .line
+            .finished_at
+            .get(..16)
+            .unwrap_or(&point.line.finished_at)
+            .replace('T', " "),
+        flag: match moved {
+            Move::Drop => "drop",
+            Move::Rise => "rise",
+            Move::None => "",
+        },
+        title: format!(
+            "run {} · {} · {mean:.3}{interval} ({} cases, n {}){change}",
+            cut(&point.line.run_id, TEXT_CHARS),
+            point.line.finished_at,
+            p.cases,
+            p.n
+        ),
     }
 }
