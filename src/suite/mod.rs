@@ -238,28 +238,7 @@ pub fn parse_cases(text: &str, file: &str, catalog: &Catalog) -> Result<Vec<Case
         if raw_line.trim().is_empty() {
             continue;
         }
-        let de = &mut serde_json::Deserializer::from_str(raw_line);
-        let raw: RawCase = serde_path_to_error::deserialize(de).map_err(|e| {
-            let path = e.path().to_string();
-            let inner = e.into_inner();
-            // `?` is serde_path_to_error's "somewhere unknown": it names nothing.
-            let field = if path == "." || path.is_empty() || path == "?" {
-                None
-            } else {
-                Some(path)
-            };
-            let message = if inner.is_eof() {
-                "this line is not a complete JSON object: cases.jsonl is JSON Lines, so each fixture must fit on one line (write it without line breaks)".to_owned()
-            } else if inner.is_syntax() {
-                format!(
-                    "this line is not valid JSON ({}); each fixture is one JSON object on one line",
-                    strip_position(&inner.to_string())
-                )
-            } else {
-                format!("invalid fixture: {}", strip_position(&inner.to_string()))
-            };
-            InputError::at_column(file, line, inner.column(), field, &message)
-        })?;
+        let raw = parse_case_line(raw_line, file, line)?;
         if raw.id.trim().is_empty() {
             return Err(InputError::at(
                 file,
@@ -291,24 +270,7 @@ pub fn parse_cases(text: &str, file: &str, catalog: &Catalog) -> Result<Vec<Case
         validate_messages(&raw.messages).map_err(|(field, msg)| err(&field, &msg))?;
         let own_catalog = match &raw.catalog {
             None => None,
-            Some(value) => {
-                let source = format!("{file}:{line} (case `{}`)", raw.id);
-                let own = crate::catalog::parse_catalog(&value.to_string(), &source)
-                    .map_err(|e| err("catalog", &strip_position(&e.to_string())))?;
-                if own.tools.is_empty() {
-                    return Err(err(
-                        "catalog",
-                        "a case's own catalog needs at least one tool",
-                    ));
-                }
-                let validators = ToolValidators::compile(&own).map_err(|(tool, message)| {
-                    err(
-                        "catalog",
-                        &format!("tool `{tool}` has an invalid JSON Schema: {message}"),
-                    )
-                })?;
-                Some((Arc::new(own), Arc::new(validators)))
-            }
+            Some(value) => Some(own_catalog(value, &raw.id, file, line)?),
         };
         let shown = own_catalog.as_ref().map_or(catalog, |(c, _)| c.as_ref());
         let expect =
@@ -354,6 +316,60 @@ pub fn parse_cases(text: &str, file: &str, catalog: &Catalog) -> Result<Vec<Case
         ));
     }
     Ok(cases)
+}
+
+/// One line of cases.jsonl as a fixture, its fault located at the line, column and field.
+fn parse_case_line(raw_line: &str, file: &str, line: usize) -> Result<RawCase, InputError> {
+    let de = &mut serde_json::Deserializer::from_str(raw_line);
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        // `?` is serde_path_to_error's "somewhere unknown": it names nothing.
+        let field = if path == "." || path.is_empty() || path == "?" {
+            None
+        } else {
+            Some(path)
+        };
+        let message = if inner.is_eof() {
+            "this line is not a complete JSON object: cases.jsonl is JSON Lines, so each fixture must fit on one line (write it without line breaks)".to_owned()
+        } else if inner.is_syntax() {
+            format!(
+                "this line is not valid JSON ({}); each fixture is one JSON object on one line",
+                strip_position(&inner.to_string())
+            )
+        } else {
+            format!("invalid fixture: {}", strip_position(&inner.to_string()))
+        };
+        InputError::at_column(file, line, inner.column(), field, &message)
+    })
+}
+
+/// A case's own catalog (one tool at least) and its compiled validators.
+fn own_catalog(
+    value: &Value,
+    id: &str,
+    file: &str,
+    line: usize,
+) -> Result<(Arc<Catalog>, Arc<ToolValidators>), InputError> {
+    let err = |field: &str, msg: &str| {
+        InputError::at(file, Some(line), field, &format!("case `{id}`: {msg}"))
+    };
+    let source = format!("{file}:{line} (case `{id}`)");
+    let own = crate::catalog::parse_catalog(&value.to_string(), &source)
+        .map_err(|e| err("catalog", &strip_position(&e.to_string())))?;
+    if own.tools.is_empty() {
+        return Err(err(
+            "catalog",
+            "a case's own catalog needs at least one tool",
+        ));
+    }
+    let validators = ToolValidators::compile(&own).map_err(|(tool, message)| {
+        err(
+            "catalog",
+            &format!("tool `{tool}` has an invalid JSON Schema: {message}"),
+        )
+    })?;
+    Ok((Arc::new(own), Arc::new(validators)))
 }
 
 pub(crate) fn validate_messages(messages: &[Message]) -> Result<(), (String, String)> {
