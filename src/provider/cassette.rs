@@ -331,6 +331,51 @@ fn open_lines(path: &Path) -> Result<BoundedLines, InputError> {
     })
 }
 
+/// The header line: a current cassette format, or why not (format 1 says how to upgrade).
+fn parse_header(header_text: &str, file_name: &str) -> Result<CassetteHeader, InputError> {
+    let bad = |msg: String| InputError::at(file_name, Some(1), "", &msg);
+    let not_header = |e: serde_json::Error| {
+        bad(format!(
+            "not a toolscore cassette header: {}",
+            crate::error::strip_position(&e.to_string())
+        ))
+    };
+    let probe: FormatProbe = serde_json::from_str(header_text).map_err(not_header)?;
+    if probe.toolscore_cassette == 1 {
+        return Err(bad(format!(
+            "cassette format 1 predates multi-step trials; convert it once with `toolscore cassette upgrade {file_name} NEW.cassette.jsonl.gz` (no model is called)"
+        )));
+    }
+    if probe.toolscore_cassette != CASSETTE_FORMAT {
+        return Err(bad(format!(
+            "cassette format {} is not supported (this toolscore reads format {CASSETTE_FORMAT})",
+            probe.toolscore_cassette
+        )));
+    }
+    serde_json::from_str(header_text).map_err(not_header)
+}
+
+/// An entry's own fields within their bounds: one answer or one error, a latency and attempts.
+fn check_entry(entry: &CassetteEntry) -> Result<(), String> {
+    if entry.body.is_none() == entry.error.is_none() {
+        return Err("a cassette entry needs exactly one of `body` and `error`".into());
+    }
+    if !(entry.latency_ms.is_finite() && (0.0..=MAX_LATENCY_MS).contains(&entry.latency_ms)) {
+        return Err(format!(
+            "latency_ms {} is outside 0..={MAX_LATENCY_MS} (one hour)",
+            entry.latency_ms
+        ));
+    }
+    // Every recorded answer took at least one attempt.
+    if !(1..=MAX_ATTEMPTS).contains(&entry.attempts) {
+        return Err(format!(
+            "attempts {} is outside 1..={MAX_ATTEMPTS}",
+            entry.attempts
+        ));
+    }
+    Ok(())
+}
+
 impl Cassette {
     /// Only the header of a cassette, for advice (which recording holds which variant):
     /// `None` when it cannot be read as a current cassette; [`Cassette::load`] says why.
@@ -349,34 +394,7 @@ impl Cassette {
             Some(Err(e)) => return Err(bad(1, format!("cannot read cassette: {e}"))),
             None => return Err(bad(1, "empty cassette".into())),
         };
-        let not_header = |e: serde_json::Error| {
-            bad(
-                1,
-                format!(
-                    "not a toolscore cassette header: {}",
-                    crate::error::strip_position(&e.to_string())
-                ),
-            )
-        };
-        let probe: FormatProbe = serde_json::from_str(&header_text).map_err(not_header)?;
-        if probe.toolscore_cassette == 1 {
-            return Err(bad(
-                1,
-                format!(
-                    "cassette format 1 predates multi-step trials; convert it once with `toolscore cassette upgrade {file_name} NEW.cassette.jsonl.gz` (no model is called)"
-                ),
-            ));
-        }
-        if probe.toolscore_cassette != CASSETTE_FORMAT {
-            return Err(bad(
-                1,
-                format!(
-                    "cassette format {} is not supported (this toolscore reads format {CASSETTE_FORMAT})",
-                    probe.toolscore_cassette
-                ),
-            ));
-        }
-        let header: CassetteHeader = serde_json::from_str(&header_text).map_err(not_header)?;
+        let header = parse_header(&header_text, &file_name)?;
         let mut entries: HashMap<String, HashMap<(u32, u32), CassetteEntry>> = HashMap::new();
         let mut lines_of: HashMap<(String, u32, u32), usize> = HashMap::new();
         let mut warnings = Vec::new();
@@ -420,29 +438,7 @@ impl Cassette {
                     ));
                 }
             };
-            if entry.body.is_none() == entry.error.is_none() {
-                return Err(bad(
-                    n,
-                    "a cassette entry needs exactly one of `body` and `error`".into(),
-                ));
-            }
-            if !(entry.latency_ms.is_finite() && (0.0..=MAX_LATENCY_MS).contains(&entry.latency_ms))
-            {
-                return Err(bad(
-                    n,
-                    format!(
-                        "latency_ms {} is outside 0..={MAX_LATENCY_MS} (one hour)",
-                        entry.latency_ms
-                    ),
-                ));
-            }
-            // Every recorded answer took at least one attempt.
-            if !(1..=MAX_ATTEMPTS).contains(&entry.attempts) {
-                return Err(bad(
-                    n,
-                    format!("attempts {} is outside 1..={MAX_ATTEMPTS}", entry.attempts),
-                ));
-            }
+            check_entry(&entry).map_err(|msg| bad(n, msg))?;
             let key = (entry.request_hash.clone(), entry.trial_index, entry.step);
             if let Some(first) = lines_of.insert(key, n) {
                 return Err(bad(
