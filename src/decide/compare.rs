@@ -84,6 +84,48 @@ fn axis(a: Side<'_>, b: Side<'_>) -> Result<String, InputError> {
 pub fn compare(a: Side<'_>, b: Side<'_>, opts: CompareOptions) -> Result<Comparison, InputError> {
     let axis = axis(a, b)?;
     let (arm_a, arm_b) = (&a.summary.arms[a.arm], &b.summary.arms[b.arm]);
+    let pairs = paired_cases(a, b, opts.intersect)?;
+    let (holdout, visible): (Vec<_>, Vec<_>) = pairs
+        .into_iter()
+        .partition(|(ca, _)| opts.holdout_apart && ca.tags.iter().any(|t| t == HOLDOUT_TAG));
+
+    let visible_group = group(&visible, opts);
+    let holdout_group = (!holdout.is_empty()).then(|| group(&holdout, opts));
+    // Every visible case with data in both arms, in case order; the changed ones are those
+    // whose interval excludes 0.
+    let case_differences = case_differences(&visible, opts);
+    let changed_cases = changed_cases(&case_differences);
+
+    Ok(Comparison {
+        metric: opts.metric,
+        confidence: opts.confidence,
+        min_effect: opts.min_effect,
+        power: opts.power,
+        a: ComparedArm {
+            run_id: a.summary.run.run_id.clone(),
+            arm: arm_a.arm.clone(),
+        },
+        b: ComparedArm {
+            run_id: b.summary.run.run_id.clone(),
+            arm: arm_b.arm.clone(),
+        },
+        axis,
+        visible: visible_group,
+        holdout: holdout_group,
+        changed_cases,
+        case_differences,
+        substitutions: substitutions(arm_a, arm_b),
+    })
+}
+
+/// The cases both arms ran, paired, each planned with the same trials in both; cases only
+/// one arm ran are refused unless `intersect`.
+fn paired_cases<'s>(
+    a: Side<'s>,
+    b: Side<'s>,
+    intersect: bool,
+) -> Result<Vec<(&'s CaseSummary, &'s CaseSummary)>, InputError> {
+    let (arm_a, arm_b) = (&a.summary.arms[a.arm], &b.summary.arms[b.arm]);
     let key = |c: &CaseSummary| (c.dataset.clone(), c.case_id.clone());
     let cases_a: BTreeMap<_, _> = arm_a.cases.iter().map(|c| (key(c), c)).collect();
     let cases_b: BTreeMap<_, _> = arm_b.cases.iter().map(|c| (key(c), c)).collect();
@@ -97,7 +139,7 @@ pub fn compare(a: Side<'_>, b: Side<'_>, opts: CompareOptions) -> Result<Compari
         .filter(|k| !cases_a.contains_key(*k))
         .map(|(d, c)| format!("{d}/{c}"))
         .collect();
-    if (!only_a.is_empty() || !only_b.is_empty()) && !opts.intersect {
+    if (!only_a.is_empty() || !only_b.is_empty()) && !intersect {
         let list = |v: &[String]| {
             let mut s = v.iter().take(5).cloned().collect::<Vec<_>>().join(", ");
             if v.len() > 5 {
@@ -138,15 +180,16 @@ pub fn compare(a: Side<'_>, b: Side<'_>, opts: CompareOptions) -> Result<Compari
     if pairs.is_empty() {
         return Err(InputError::new("the arms share no case"));
     }
-    let (holdout, visible): (Vec<_>, Vec<_>) = pairs
-        .into_iter()
-        .partition(|(ca, _)| opts.holdout_apart && ca.tags.iter().any(|t| t == HOLDOUT_TAG));
+    Ok(pairs)
+}
 
-    let visible_group = group(&visible, opts);
-    let holdout_group = (!holdout.is_empty()).then(|| group(&holdout, opts));
-    // Every visible case with data in both arms, in case order; the changed ones are those
-    // whose interval excludes 0.
-    let case_differences: Vec<CaseComparison> = visible
+/// Every visible case with data in both arms, in case order, with B − A and its Newcombe
+/// interval.
+fn case_differences(
+    visible: &[(&CaseSummary, &CaseSummary)],
+    opts: CompareOptions,
+) -> Vec<CaseComparison> {
+    visible
         .iter()
         .filter_map(|(ca, cb)| {
             let (sa, sb) = (ca.metrics.get(opts.metric), cb.metrics.get(opts.metric));
@@ -164,13 +207,16 @@ pub fn compare(a: Side<'_>, b: Side<'_>, opts: CompareOptions) -> Result<Compari
                 hi: iv.hi,
             })
         })
-        .collect();
+        .collect()
+}
+
+/// The cases whose interval excludes 0: gains first, largest first; then losses, largest first.
+fn changed_cases(case_differences: &[CaseComparison]) -> Vec<CaseComparison> {
     let mut changed_cases: Vec<CaseComparison> = case_differences
         .iter()
         .filter(|c| c.lo > 0.0 || c.hi < 0.0)
         .cloned()
         .collect();
-    // Gains first, largest first; then losses, largest first.
     changed_cases.sort_by(|x, y| {
         (x.difference < 0.0)
             .cmp(&(y.difference < 0.0))
@@ -182,27 +228,7 @@ pub fn compare(a: Side<'_>, b: Side<'_>, opts: CompareOptions) -> Result<Compari
             )
             .then_with(|| x.case_id.cmp(&y.case_id))
     });
-
-    Ok(Comparison {
-        metric: opts.metric,
-        confidence: opts.confidence,
-        min_effect: opts.min_effect,
-        power: opts.power,
-        a: ComparedArm {
-            run_id: a.summary.run.run_id.clone(),
-            arm: arm_a.arm.clone(),
-        },
-        b: ComparedArm {
-            run_id: b.summary.run.run_id.clone(),
-            arm: arm_b.arm.clone(),
-        },
-        axis,
-        visible: visible_group,
-        holdout: holdout_group,
-        changed_cases,
-        case_differences,
-        substitutions: substitutions(arm_a, arm_b),
-    })
+    changed_cases
 }
 
 fn group(pairs: &[(&CaseSummary, &CaseSummary)], opts: CompareOptions) -> GroupComparison {
