@@ -174,6 +174,38 @@ const GATE_N_CAP: u64 = 200_000;
 
 /// Computes the plan.
 pub fn plan(req: &PlanRequest) -> TrialPlan {
+    let conf2 = req.confidence;
+    let precision_rows = precision_rows(req);
+    let gates = req
+        .gates
+        .iter()
+        .map(|(metric, t)| gate_plan(req, metric, *t))
+        .collect();
+
+    let suite_cases = req.observed_suite.as_ref().and_then(|est| {
+        let spread = est.se * (est.cases as f64).sqrt();
+        Some(SuiteCases {
+            spread,
+            cases_now: est.cases,
+            cases_needed: stats::cases_for_half_width(est, req.precision, conf2)?,
+        })
+    });
+
+    TrialPlan {
+        confidence: req.confidence,
+        precision: req.precision,
+        power: req.power,
+        cases: req.cases,
+        tokens: req.tokens.clone(),
+        price: req.price.clone(),
+        precision_rows,
+        gates,
+        suite_cases,
+    }
+}
+
+/// Trials per case for the precision asked, at the observed case rates and at planning rates.
+fn precision_rows(req: &PlanRequest) -> Vec<PrecisionRow> {
     let m = req.cases as f64;
     let conf2 = req.confidence;
     let mut precision_rows = Vec::new();
@@ -221,79 +253,55 @@ pub fn plan(req: &PlanRequest) -> TrialPlan {
         }
     }
 
+    precision_rows
+}
+
+/// One gate's plan: the fixed-n trials at three true rates above its bar, and the sequential
+/// design's expected trials at four.
+fn gate_plan(req: &PlanRequest, metric: &str, t: f64) -> GatePlan {
+    let m = req.cases as f64;
     let alpha = 1.0 - req.confidence;
-    let gates = req
-        .gates
-        .iter()
-        .map(|(metric, t)| {
-            let t = *t;
-            let p1 = t + (1.0 - t) / 2.0;
-            let rows = [t + (1.0 - t) / 4.0, p1, t + 3.0 * (1.0 - t) / 4.0]
-                .into_iter()
-                .filter_map(|p| {
-                    let s = stats::gate_sample_size(t, p, req.confidence, req.power, GATE_N_CAP)?;
-                    Some(GateRow {
-                        true_rate: round4(p),
-                        first: s.first,
-                        stable: s.stable,
-                        min_successes: s.min_successes_at_first,
-                        cost: cost(s.first as f64 * m, req),
-                    })
-                })
-                .collect();
-            let beta_case = alpha / m.max(1.0);
-            let sequential = stats::SprtGate::new(t, p1, alpha, beta_case)
-                .map(|gate| {
-                    [t - 0.1, t, p1, t + 3.0 * (1.0 - t) / 4.0]
-                        .into_iter()
-                        .filter(|p| *p > 0.0 && *p < 1.0)
-                        .filter_map(|p| {
-                            let oc = stats::sprt_operating_characteristics(
-                                &gate,
-                                p,
-                                u64::from(req.max_trials),
-                            )?;
-                            Some(SequentialRow {
-                                true_rate: round4(p),
-                                expected_trials: oc.expected_n,
-                                p90_trials: oc.p90_n,
-                                p_pass: oc.p_pass,
-                                p_fail: oc.p_fail,
-                                cost: cost(oc.expected_n * m, req),
-                            })
-                        })
-                        .collect()
-                })
-                .unwrap_or_default();
-            GatePlan {
-                metric: metric.clone(),
-                threshold: t,
-                rows,
-                sequential,
-                sequential_p1: p1,
-            }
+    let p1 = t + (1.0 - t) / 2.0;
+    let rows = [t + (1.0 - t) / 4.0, p1, t + 3.0 * (1.0 - t) / 4.0]
+        .into_iter()
+        .filter_map(|p| {
+            let s = stats::gate_sample_size(t, p, req.confidence, req.power, GATE_N_CAP)?;
+            Some(GateRow {
+                true_rate: round4(p),
+                first: s.first,
+                stable: s.stable,
+                min_successes: s.min_successes_at_first,
+                cost: cost(s.first as f64 * m, req),
+            })
         })
         .collect();
-
-    let suite_cases = req.observed_suite.as_ref().and_then(|est| {
-        let spread = est.se * (est.cases as f64).sqrt();
-        Some(SuiteCases {
-            spread,
-            cases_now: est.cases,
-            cases_needed: stats::cases_for_half_width(est, req.precision, conf2)?,
+    let beta_case = alpha / m.max(1.0);
+    let sequential = stats::SprtGate::new(t, p1, alpha, beta_case)
+        .map(|gate| {
+            [t - 0.1, t, p1, t + 3.0 * (1.0 - t) / 4.0]
+                .into_iter()
+                .filter(|p| *p > 0.0 && *p < 1.0)
+                .filter_map(|p| {
+                    let oc =
+                        stats::sprt_operating_characteristics(&gate, p, u64::from(req.max_trials))?;
+                    Some(SequentialRow {
+                        true_rate: round4(p),
+                        expected_trials: oc.expected_n,
+                        p90_trials: oc.p90_n,
+                        p_pass: oc.p_pass,
+                        p_fail: oc.p_fail,
+                        cost: cost(oc.expected_n * m, req),
+                    })
+                })
+                .collect()
         })
-    });
-
-    TrialPlan {
-        confidence: req.confidence,
-        precision: req.precision,
-        power: req.power,
-        cases: req.cases,
-        tokens: req.tokens.clone(),
-        price: req.price.clone(),
-        precision_rows,
-        gates,
-        suite_cases,
+        .unwrap_or_default();
+    GatePlan {
+        metric: metric.to_owned(),
+        threshold: t,
+        rows,
+        sequential,
+        sequential_p1: p1,
     }
 }
 
