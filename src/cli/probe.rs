@@ -32,7 +32,8 @@ pub fn run(args: &ProbeArgs) -> Result<ExitCode, Error> {
     if let Some(path) = &args.json {
         crate::atomic::write_json(path, &report)?;
     }
-    print!("{}", crate::mcp::probe::render(&report));
+    crate::report::render_probe(&report, &mut std::io::stdout().lock())
+        .map_err(|e| Error::io("cannot write the report", e))?;
     Ok(if report.count(CheckVerdict::Fail) > 0 {
         ExitCode::GateFailed
     } else {

@@ -93,7 +93,8 @@ pub fn run(args: &StressArgs) -> Result<ExitCode, Error> {
     if let Some(path) = &args.json {
         crate::atomic::write_json(path, &report)?;
     }
-    print!("{}", crate::report::render_stress(&report));
+    crate::report::render_stress(&report, &mut std::io::stdout().lock())
+        .map_err(|e| Error::io("cannot write the report", e))?;
     if report.interrupted {
         return Err(Error::Interrupted(crate::mcp::client::MCP_SHUT_DOWN));
     }

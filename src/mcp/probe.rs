@@ -20,7 +20,6 @@
 //! Probing calls the server's tools, with valid and invalid arguments: point it at a test
 //! instance.
 
-use std::fmt::Write as _;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -42,17 +41,6 @@ pub enum CheckVerdict {
     Warn,
     Fail,
     Skip,
-}
-
-impl CheckVerdict {
-    fn label(self) -> &'static str {
-        match self {
-            CheckVerdict::Pass => "PASS",
-            CheckVerdict::Warn => "WARN",
-            CheckVerdict::Fail => "FAIL",
-            CheckVerdict::Skip => "SKIP",
-        }
-    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -451,12 +439,52 @@ pub async fn probe(
         session: Some(first),
     };
     let mut checks = Vec::new();
+    check_results(expected, &tools, &mut calls, &mut checks).await;
+    let result = calls
+        .call(UNKNOWN_TOOL, &Value::Object(Default::default()))
+        .await;
+    let (verdict, evidence) = judge_unknown_tool(&result);
+    checks.push(Check {
+        check: "unknown-tool",
+        subject: Some(UNKNOWN_TOOL.to_owned()),
+        verdict,
+        evidence,
+    });
+
+    for def in &tools {
+        checks.push(check_invalid_arguments(def, &mut calls).await);
+    }
+    calls.close().await;
+
+    let answer = crate::mcp::client::raw_initialize(spec, UNSUPPORTED_VERSION, timeout, env).await;
+    let (verdict, evidence) = judge_protocol_version(&answer);
+    checks.push(Check {
+        check: "protocol-version",
+        subject: Some(UNSUPPORTED_VERSION.to_owned()),
+        verdict,
+        evidence,
+    });
+
+    Ok(ProbeReport {
+        source: spec.label(),
+        server,
+        checks,
+    })
+}
+
+/// The `result` checks: each expected call of the dataset made, its result judged against
+/// the tool's `outputSchema`; skipped without a dataset.
+async fn check_results(
+    expected: Option<&[DatasetCall]>,
+    tools: &[Value],
+    calls: &mut Reconnecting<'_>,
+    checks: &mut Vec<Check>,
+) {
     let definition = |name: &str| {
         tools
             .iter()
             .find(|t| t.get("name").and_then(Value::as_str) == Some(name))
     };
-
     match expected {
         None => checks.push(Check {
             check: "result",
@@ -495,84 +523,33 @@ pub async fn probe(
             }
         }
     }
-
-    let result = calls
-        .call(UNKNOWN_TOOL, &Value::Object(Default::default()))
-        .await;
-    let (verdict, evidence) = judge_unknown_tool(&result);
-    checks.push(Check {
-        check: "unknown-tool",
-        subject: Some(UNKNOWN_TOOL.to_owned()),
-        verdict,
-        evidence,
-    });
-
-    for def in &tools {
-        let name = def
-            .get("name")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned();
-        let schema = def.get("inputSchema").cloned().unwrap_or(Value::Null);
-        let Some((field, args)) = breaking_arguments(&schema) else {
-            checks.push(Check {
-                check: "invalid-arguments",
-                subject: Some(name),
-                verdict: CheckVerdict::Skip,
-                evidence: "no typed parameter to break".into(),
-            });
-            continue;
-        };
-        let result = calls.call(&name, &args).await;
-        let (verdict, evidence) = judge_invalid_arguments(&field, &result);
-        checks.push(Check {
-            check: "invalid-arguments",
-            subject: Some(format!("{name}.{field}")),
-            verdict,
-            evidence,
-        });
-    }
-    calls.close().await;
-
-    let answer = crate::mcp::client::raw_initialize(spec, UNSUPPORTED_VERSION, timeout, env).await;
-    let (verdict, evidence) = judge_protocol_version(&answer);
-    checks.push(Check {
-        check: "protocol-version",
-        subject: Some(UNSUPPORTED_VERSION.to_owned()),
-        verdict,
-        evidence,
-    });
-
-    Ok(ProbeReport {
-        source: spec.label(),
-        server,
-        checks,
-    })
 }
 
-/// The report for the terminal.
-pub fn render(report: &ProbeReport) -> String {
-    let mut out = String::new();
-    let _ = writeln!(out, "probe of {}", report.source);
-    let _ = writeln!(out, "server: {}\n", report.server);
-    for c in &report.checks {
-        let subject = c
-            .subject
-            .as_deref()
-            .map_or(String::new(), |s| format!(" {s}"));
-        let _ = writeln!(out, "{} {}{subject}", c.verdict.label(), c.check);
-        let _ = writeln!(out, "     {}", c.evidence);
+/// One tool called with arguments its schema refuses: the server should answer with a tool
+/// error, not crash or accept them.
+async fn check_invalid_arguments(def: &Value, calls: &mut Reconnecting<'_>) -> Check {
+    let name = def
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let schema = def.get("inputSchema").cloned().unwrap_or(Value::Null);
+    let Some((field, args)) = breaking_arguments(&schema) else {
+        return Check {
+            check: "invalid-arguments",
+            subject: Some(name),
+            verdict: CheckVerdict::Skip,
+            evidence: "no typed parameter to break".into(),
+        };
+    };
+    let result = calls.call(&name, &args).await;
+    let (verdict, evidence) = judge_invalid_arguments(&field, &result);
+    Check {
+        check: "invalid-arguments",
+        subject: Some(format!("{name}.{field}")),
+        verdict,
+        evidence,
     }
-    let _ = writeln!(
-        out,
-        "\n{} checks: {} pass, {} warn, {} fail, {} skipped",
-        report.checks.len(),
-        report.count(CheckVerdict::Pass),
-        report.count(CheckVerdict::Warn),
-        report.count(CheckVerdict::Fail),
-        report.count(CheckVerdict::Skip)
-    );
-    out
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@ pub mod history;
 mod html;
 mod junit;
 mod markdown;
+mod probe;
 mod progress;
 mod providers;
 mod reaggregate;
@@ -36,6 +37,7 @@ pub use csv::ResultsCsv;
 pub use html::{Html, HtmlContext};
 pub use junit::Junit;
 pub use markdown::{MAX_CHARS as MARKDOWN_MAX_CHARS, Markdown, escape as escape_markdown};
+pub use probe::render_probe;
 pub use progress::{Progress, ProgressMode};
 pub use providers::{
     ArmChoice, ChoiceDiff, PairDifference, PassDiff, ProviderDiff, render_provider_diffs,
@@ -49,7 +51,7 @@ pub use run_info::{
     ArmInfo, DatasetInfo, ReplayInfo, RunInfo, ScenarioInfo, ShardInfo, VariantInfo,
 };
 pub use scenario::{ScenarioArmSummary, ScenarioSummary};
-pub use stress::render as render_stress;
+pub use stress::render_stress;
 pub use terminal::Terminal;
 pub use wording::{format_percentile, format_usd};
 

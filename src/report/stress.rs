@@ -85,7 +85,11 @@ fn write_tool(out: &mut String, t: &ToolStress, conf: f64) {
 }
 
 /// The report for the terminal.
-pub fn render(r: &StressReport) -> String {
+pub fn render_stress(r: &StressReport, w: &mut dyn std::io::Write) -> std::io::Result<()> {
+    w.write_all(text(r).as_bytes())
+}
+
+fn text(r: &StressReport) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "stress of {}", r.source);
     let _ = writeln!(out, "server: {}", r.server);

@@ -341,7 +341,12 @@ mod tests {
     use super::*;
     use crate::catalog::source::ServerIdentity;
     use crate::mcp::client::ToolResult;
-    use crate::report::render_stress as render;
+
+    fn render(r: &StressReport) -> String {
+        let mut out = Vec::new();
+        crate::report::render_stress(r, &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
     use crate::stats::{wilson_interval, wilson_upper_bound};
     use serde_json::json;
 
