@@ -212,7 +212,7 @@ fn gate_test(g: &GateResult) -> TestCase {
         g.method
     );
     let mut details = Vec::new();
-    for t in g.tools.iter().filter(|t| t.verdict != Verdict::Pass) {
+    for t in g.tools_not_passed() {
         details.push(format!(
             "{} {}: estimate {}, bounds [{}, {}] ({} cases, {} trials)",
             t.verdict.label(),

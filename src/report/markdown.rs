@@ -12,7 +12,7 @@ use std::io::{self, Write};
 use super::wording::{WORST_CASES_SHOWN, format_percentile, format_rate, warning_text};
 use super::{
     ArmSummary, CaseSummary, Comparison, GateReport, GateResult, GroupComparison, RateStat,
-    Summary, Verdict, Warning,
+    Summary, Warning,
 };
 
 /// The most characters the document may have: below GitHub's 65,536-character limit for a
@@ -229,14 +229,10 @@ fn write_gate(g: &GateReport, doc: &mut String) {
 
 /// What did not pass under one gate: tools, then cases, worst first, with their bounds.
 fn write_gate_details(r: &GateResult, doc: &mut String) {
-    let tools: Vec<_> = r
-        .tools
-        .iter()
-        .filter(|t| t.verdict != Verdict::Pass)
-        .collect();
-    if tools.is_empty() && r.not_passed.is_empty() && r.hint.is_none() && r.sequential.is_none() {
+    if !r.has_details() {
         return;
     }
+    let tools = r.tools_not_passed();
     doc.push_str(&format!(
         "\n**`{}` ({}, arm {})**",
         r.name(),

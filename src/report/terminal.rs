@@ -293,11 +293,7 @@ fn write_not_passed(r: &GateResult, w: &mut dyn Write) -> io::Result<()> {
     let latency = r.metric.quantile().is_some();
     let bound = |v| gate_bound(v, latency);
     let pct = r.metric.label().trim_end_matches("_ms");
-    let not_passed: Vec<_> = r
-        .tools
-        .iter()
-        .filter(|t| t.verdict != Verdict::Pass)
-        .collect();
+    let not_passed = r.tools_not_passed();
     for t in not_passed.iter().take(10) {
         let figure = if latency {
             format!("{pct} {} ms of {} answered trials", bound(t.estimate), t.n)

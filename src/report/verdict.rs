@@ -229,6 +229,23 @@ pub struct ToolVerdict {
 }
 
 impl GateResult {
+    /// The tools of a tool-level gate that did not pass, in the gate's order (worst first).
+    pub fn tools_not_passed(&self) -> Vec<&ToolVerdict> {
+        self.tools
+            .iter()
+            .filter(|t| t.verdict != Verdict::Pass)
+            .collect()
+    }
+
+    /// Whether the gate has anything to show beyond its line: tools or cases that did not
+    /// pass, a hint, or a sequential design.
+    pub fn has_details(&self) -> bool {
+        self.tools.iter().any(|t| t.verdict != Verdict::Pass)
+            || !self.not_passed.is_empty()
+            || self.hint.is_some()
+            || self.sequential.is_some()
+    }
+
     /// The gate as written on the command line, `selection>=0.8` or `p95_ms<=2000`, so every
     /// renderer names it the same way.
     pub fn name(&self) -> String {

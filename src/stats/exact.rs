@@ -99,19 +99,8 @@ pub fn exact_gate_min_successes(n: u64, t: f64, conf: f64) -> Option<u64> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_support::{close, f, rows, u, vectors};
+    use super::super::test_support::{binomial_pmf as pmf, close, f, rows, u, vectors};
     use super::*;
-    use statrs::function::gamma::ln_gamma;
-
-    /// `P(X = k)` by the textbook formula in log space: an oracle independent of the
-    /// saddle-point tails the gate uses.
-    fn pmf(k: u64, n: u64, p: f64) -> f64 {
-        let (k, n) = (k as f64, n as f64);
-        (ln_gamma(n + 1.0) - ln_gamma(k + 1.0) - ln_gamma(n - k + 1.0)
-            + k * p.ln()
-            + (n - k) * (1.0 - p).ln())
-        .exp()
-    }
 
     #[test]
     fn the_gate_agrees_with_every_clopper_pearson_vector() {

@@ -777,7 +777,7 @@ fn order_statistic_ci_ranks(n: u64, q: f64, conf: f64) -> Option<(u64, Option<u6
 }
 
 #[cfg(test)]
-mod test_support;
+pub(crate) mod test_support;
 
 #[cfg(test)]
 mod tests {

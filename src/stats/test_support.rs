@@ -46,3 +46,14 @@ pub(crate) fn uniforms(mut state: u64) -> impl FnMut() -> f64 {
         ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
     }
 }
+
+/// `P(X = k)`, X ~ Bin(n, p), by the textbook formula in log space: an oracle independent of
+/// the saddle-point tails the exact gate computes.
+pub(crate) fn binomial_pmf(k: u64, n: u64, p: f64) -> f64 {
+    use statrs::function::gamma::ln_gamma;
+    let (k, n) = (k as f64, n as f64);
+    (ln_gamma(n + 1.0) - ln_gamma(k + 1.0) - ln_gamma(n - k + 1.0)
+        + k * p.ln()
+        + (n - k) * (1.0 - p).ln())
+    .exp()
+}

@@ -708,6 +708,7 @@ fn finish_tools(mut r: GateResult, mut tools: Vec<ToolVerdict>) -> Option<GateRe
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stats::test_support::binomial_pmf as pmf;
 
     #[test]
     fn gate_specs_parse_or_say_what_is_wrong() {
@@ -909,17 +910,6 @@ mod tests {
         let r: GateResult = serde_json::from_value(old).unwrap();
         assert_eq!(r.metric, GateMetric::Pass);
         assert!(r.tools.is_empty() && r.trials.is_none());
-    }
-
-    /// `P(X = k)`, X ~ Bin(n, p), by the textbook formula: an oracle independent of the
-    /// tails the gate computes.
-    fn pmf(k: u64, n: u64, p: f64) -> f64 {
-        use statrs::function::gamma::ln_gamma;
-        let (k, n) = (k as f64, n as f64);
-        (ln_gamma(n + 1.0) - ln_gamma(k + 1.0) - ln_gamma(n - k + 1.0)
-            + k * p.ln()
-            + (n - k) * (1.0 - p).ln())
-        .exp()
     }
 
     /// The case gate's verdict on a case with `x` of `n` right, judged beside `others`

@@ -448,14 +448,10 @@ fn verdict_view(s: &Summary) -> VerdictView {
 
 /// What did not pass under one gate: tools, then cases, worst first, with their bounds.
 fn gate_details(r: &GateResult) -> Option<Table> {
-    let tools: Vec<_> = r
-        .tools
-        .iter()
-        .filter(|t| t.verdict != Verdict::Pass)
-        .collect();
-    if tools.is_empty() && r.not_passed.is_empty() && r.hint.is_none() && r.sequential.is_none() {
+    if !r.has_details() {
         return None;
     }
+    let tools = r.tools_not_passed();
     let mut table = Table {
         caption: format!(
             "{} ({}, arm {})",
