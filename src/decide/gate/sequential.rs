@@ -207,123 +207,129 @@ impl SequentialGate {
     /// The verdict of every gate on every arm, as data.
     pub fn results(&self) -> Vec<GateResult> {
         let mut out = Vec::new();
-        let alpha = 1.0 - self.spec.confidence;
-        let beta_case = alpha / self.cases_per_arm as f64;
         for arm in &self.arms {
             for (g, gate) in self.spec.gates.iter().enumerate() {
-                let mut cases = Vec::new();
-                let mut used = 0u64;
-                let mut fixed_total = 0u64;
-                for key in self
-                    .order
-                    .iter()
-                    .filter(|k| k.provider == arm.provider && k.variant == arm.variant)
-                {
-                    let state = &self.states[key][g];
-                    if state.not_applicable || state.n == 0 {
-                        continue;
-                    }
-                    let t = self.threshold(&key.dataset, &key.case_id, gate);
-                    let p1 = self.spec.p1_for(t);
-                    used += state.n;
-                    fixed_total += stats::gate_sample_size(
-                        t,
-                        p1,
-                        self.spec.confidence,
-                        1.0 - beta_case,
-                        1_000_000,
-                    )
-                    .map_or(0, |s| s.first);
-                    let verdict = match state.decided {
-                        Some(SprtDecision::Pass) => Verdict::Pass,
-                        Some(SprtDecision::Fail) => Verdict::Fail,
-                        _ => Verdict::Inconclusive,
-                    };
-                    let more_trials = (verdict == Verdict::Inconclusive)
-                        .then(|| self.sprt(t))
-                        .flatten()
-                        .map(|sprt| {
-                            // The fewest further trials that could still decide: all passes
-                            // to the PASS boundary, or all failures to the FAIL boundary.
-                            let mut extra = 1u64;
-                            loop {
-                                let n = state.n + extra;
-                                if sprt.decide(state.s + extra, n) == Some(SprtDecision::Pass)
-                                    || sprt.decide(state.s, n) == Some(SprtDecision::Fail)
-                                    || extra >= 100_000
-                                {
-                                    break extra;
-                                }
-                                extra += 1;
-                            }
-                        });
-                    cases.push(CaseVerdict {
-                        dataset: key.dataset.clone(),
-                        case_id: key.case_id.clone(),
-                        x: state.s,
-                        n: state.n,
-                        lower: stats::wilson_lower_bound(state.s, state.n, self.spec.confidence)
-                            .unwrap_or(0.0),
-                        upper: stats::wilson_upper_bound(state.s, state.n, self.spec.confidence)
-                            .unwrap_or(1.0),
-                        threshold: t,
-                        verdict,
-                        more_trials,
-                    });
-                }
-                let passed = cases.iter().filter(|c| c.verdict == Verdict::Pass).count();
-                let failed = cases.iter().filter(|c| c.verdict == Verdict::Fail).count();
-                let inconclusive = cases.len() - passed - failed;
-                let verdict = if cases.is_empty() {
-                    Verdict::Inconclusive
-                } else if failed > 0 {
-                    Verdict::Fail
-                } else if inconclusive > 0 {
-                    Verdict::Inconclusive
-                } else {
-                    Verdict::Pass
-                };
-                let sprt = self.sprt(gate.threshold);
-                let not_passed = super::worst_first(&cases);
-                out.push(GateResult {
-                    metric: gate.metric,
-                    threshold: gate.threshold,
-                    level: GateLevel::Case,
-                    arm: arm.clone(),
-                    verdict,
-                    method: format!(
-                        "sequential: one-sided SPRT per case with Ville thresholds (anytime-valid), alpha {alpha:.3} to pass, beta {beta_case:.4} per case to fail (Bonferroni over {} cases); every case must pass",
-                        self.cases_per_arm
-                    ),
-                    estimate: None,
-                    lower: None,
-                    upper: None,
-                    cases: cases.len(),
-                    passed_cases: passed,
-                    failed_cases: failed,
-                    inconclusive_cases: inconclusive,
-                    not_passed,
-                    hint: (inconclusive > 0).then(|| {
-                        format!(
-                            "{inconclusive} case(s) undecided after at most {} trials; a larger --max-trials lets them decide",
-                            self.spec.max_trials
-                        )
-                    }),
-                    tools: Vec::new(),
-                    trials: None,
-                    sequential: Some(SequentialInfo {
-                        p1: self.spec.p1_for(gate.threshold),
-                        alpha,
-                        beta_per_case: beta_case,
-                        max_trials: self.spec.max_trials,
-                        trials_used: used,
-                        fixed_design_trials: fixed_total,
-                        pass_boundary: sprt.map(|s| (s.slope(), s.intercept())),
-                    }),
-                });
+                out.push(self.gate_result(arm, g, gate));
             }
         }
         out
+    }
+
+    /// One gate on one arm: each case's verdict, and the gate's, with its sequential design.
+    fn gate_result(&self, arm: &crate::record::ArmId, g: usize, gate: &GateSpec) -> GateResult {
+        let alpha = 1.0 - self.spec.confidence;
+        let beta_case = alpha / self.cases_per_arm as f64;
+        let mut cases = Vec::new();
+        let mut used = 0u64;
+        let mut fixed_total = 0u64;
+        for key in self
+            .order
+            .iter()
+            .filter(|k| k.provider == arm.provider && k.variant == arm.variant)
+        {
+            let state = &self.states[key][g];
+            if state.not_applicable || state.n == 0 {
+                continue;
+            }
+            let t = self.threshold(&key.dataset, &key.case_id, gate);
+            let p1 = self.spec.p1_for(t);
+            used += state.n;
+            fixed_total +=
+                stats::gate_sample_size(t, p1, self.spec.confidence, 1.0 - beta_case, 1_000_000)
+                    .map_or(0, |s| s.first);
+            cases.push(self.case_verdict(key, state, t));
+        }
+        let passed = cases.iter().filter(|c| c.verdict == Verdict::Pass).count();
+        let failed = cases.iter().filter(|c| c.verdict == Verdict::Fail).count();
+        let inconclusive = cases.len() - passed - failed;
+        let verdict = if cases.is_empty() {
+            Verdict::Inconclusive
+        } else if failed > 0 {
+            Verdict::Fail
+        } else if inconclusive > 0 {
+            Verdict::Inconclusive
+        } else {
+            Verdict::Pass
+        };
+        let sprt = self.sprt(gate.threshold);
+        let not_passed = super::worst_first(&cases);
+        GateResult {
+                metric: gate.metric,
+                threshold: gate.threshold,
+                level: GateLevel::Case,
+                arm: arm.clone(),
+                verdict,
+                method: format!(
+                    "sequential: one-sided SPRT per case with Ville thresholds (anytime-valid), alpha {alpha:.3} to pass, beta {beta_case:.4} per case to fail (Bonferroni over {} cases); every case must pass",
+                    self.cases_per_arm
+                ),
+                estimate: None,
+                lower: None,
+                upper: None,
+                cases: cases.len(),
+                passed_cases: passed,
+                failed_cases: failed,
+                inconclusive_cases: inconclusive,
+                not_passed,
+                hint: (inconclusive > 0).then(|| {
+                    format!(
+                        "{inconclusive} case(s) undecided after at most {} trials; a larger --max-trials lets them decide",
+                        self.spec.max_trials
+                    )
+                }),
+                tools: Vec::new(),
+                trials: None,
+                sequential: Some(SequentialInfo {
+                    p1: self.spec.p1_for(gate.threshold),
+                    alpha,
+                    beta_per_case: beta_case,
+                    max_trials: self.spec.max_trials,
+                    trials_used: used,
+                    fixed_design_trials: fixed_total,
+                    pass_boundary: sprt.map(|s| (s.slope(), s.intercept())),
+                }),
+            }
+    }
+
+    /// A case's verdict as the SPRT decided it, with its Wilson bounds and, undecided, the
+    /// fewest further trials that could decide it.
+    fn case_verdict(&self, key: &CaseKey, state: &CaseState, t: f64) -> CaseVerdict {
+        let verdict = match state.decided {
+            Some(SprtDecision::Pass) => Verdict::Pass,
+            Some(SprtDecision::Fail) => Verdict::Fail,
+            _ => Verdict::Inconclusive,
+        };
+        let more_trials = (verdict == Verdict::Inconclusive)
+            .then(|| self.sprt(t))
+            .flatten()
+            .map(|sprt| fewest_to_decide(&sprt, state));
+        CaseVerdict {
+            dataset: key.dataset.clone(),
+            case_id: key.case_id.clone(),
+            x: state.s,
+            n: state.n,
+            lower: stats::wilson_lower_bound(state.s, state.n, self.spec.confidence).unwrap_or(0.0),
+            upper: stats::wilson_upper_bound(state.s, state.n, self.spec.confidence).unwrap_or(1.0),
+            threshold: t,
+            verdict,
+            more_trials,
+        }
+    }
+}
+
+/// The fewest further trials that could still decide: all passes to the PASS boundary, or
+/// all failures to the FAIL boundary (searched up to 100,000).
+fn fewest_to_decide(sprt: &stats::SprtGate, state: &CaseState) -> u64 {
+    let mut extra = 1u64;
+    loop {
+        let n = state.n + extra;
+        if sprt.decide(state.s + extra, n) == Some(SprtDecision::Pass)
+            || sprt.decide(state.s, n) == Some(SprtDecision::Fail)
+            || extra >= 100_000
+        {
+            return extra;
+        }
+        extra += 1;
     }
 }
 
