@@ -641,7 +641,7 @@ fn write_provider_diff(s: &Summary, d: &super::ProviderDiff, doc: &mut String) {
         pct(d.confidence),
         flagged,
         d.pass_comparisons,
-        d.pass_comparisons as f64 * (1.0 - d.confidence)
+        d.differences_by_chance()
     ));
     if !d.pass_differs.is_empty() {
         doc.push_str("\n| case | pass | difference |\n|---|---|---|\n");

@@ -32,6 +32,14 @@ pub struct ProviderDiff {
     pub pass_differs: Vec<PassDiff>,
 }
 
+impl ProviderDiff {
+    /// About how many case comparisons would differ beyond their intervals by chance alone
+    /// if the providers were alike: each comparison's interval misses with 1 − confidence.
+    pub fn differences_by_chance(&self) -> f64 {
+        self.pass_comparisons as f64 * (1.0 - self.confidence)
+    }
+}
+
 /// One arm's choices on a case: its most frequent choice, and whether that is a majority
 /// (more than half of the scored trials).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -267,28 +275,7 @@ pub fn render_provider_diffs(summary: &Summary, out: &mut dyn Write) -> io::Resu
             d.variant,
             d.confidence * 100.0
         )?;
-        let rows = side_by_side_rows(&arms);
-        let labels: Vec<String> = d.arms.iter().map(column_label).collect();
-        let widths: Vec<usize> = (0..labels.len())
-            .map(|i| {
-                rows.iter()
-                    .map(|(_, cells)| cells[i].chars().count())
-                    .chain(std::iter::once(labels[i].chars().count()))
-                    .max()
-                    .unwrap_or(0)
-            })
-            .collect();
-        let line = |first: &str, cells: &[String]| {
-            let mut l = format!("  {first:<13}");
-            for (cell, w) in cells.iter().zip(&widths) {
-                l.push_str(&format!("  {cell:<w$}"));
-            }
-            l.trim_end().to_owned()
-        };
-        writeln!(out, "{}", line("metric", &labels))?;
-        for (name, cells) in &rows {
-            writeln!(out, "{}", line(name, cells))?;
-        }
+        write_side_by_side(d, &arms, out)?;
         writeln!(out)?;
         writeln!(
             out,
@@ -296,77 +283,120 @@ pub fn render_provider_diffs(summary: &Summary, out: &mut dyn Write) -> io::Resu
             d.cases_compared,
             d.arms.len()
         )?;
-        let name = |i: usize| d.arms[i].provider.as_str();
-        if d.choice_differs.is_empty() {
-            writeln!(out, "  majority choice of tool: the same in every case")?;
-        } else {
-            writeln!(
-                out,
-                "  majority choice of tool differs in {} of {} cases:",
-                d.choice_differs.len(),
-                d.cases_compared
-            )?;
-            for c in d.choice_differs.iter().take(SHOWN) {
-                let parts: Vec<String> = c
-                    .choices
-                    .iter()
-                    .enumerate()
-                    .map(|(i, ch)| {
-                        format!(
-                            "{} {} {} {}/{}",
-                            name(i),
-                            if ch.majority {
-                                "→"
-                            } else {
-                                "→ no majority, most often"
-                            },
-                            ch.top,
-                            ch.count,
-                            ch.scored
-                        )
-                    })
-                    .collect();
-                writeln!(
-                    out,
-                    "    {}/{} (expects {}): {}",
-                    c.dataset,
-                    c.case_id,
-                    c.expected,
-                    parts.join(" · ")
-                )?;
-            }
+        write_choice_diffs(d, out)?;
+        write_pass_diffs(d, out)?;
+    }
+    Ok(())
+}
+
+/// Every metric of the arms side by side, in columns as wide as their widest cell.
+fn write_side_by_side(
+    d: &ProviderDiff,
+    arms: &[&ArmSummary],
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let rows = side_by_side_rows(arms);
+    let labels: Vec<String> = d.arms.iter().map(column_label).collect();
+    let widths: Vec<usize> = (0..labels.len())
+        .map(|i| {
+            rows.iter()
+                .map(|(_, cells)| cells[i].chars().count())
+                .chain(std::iter::once(labels[i].chars().count()))
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let line = |first: &str, cells: &[String]| {
+        let mut l = format!("  {first:<13}");
+        for (cell, w) in cells.iter().zip(&widths) {
+            l.push_str(&format!("  {cell:<w$}"));
         }
-        if d.choice_differs.len() > SHOWN {
-            writeln!(
-                out,
-                "    … {} more in summary.json (provider_diffs)",
-                d.choice_differs.len() - SHOWN
-            )?;
-        }
-        let chance = d.pass_comparisons as f64 * (1.0 - d.confidence);
+        l.trim_end().to_owned()
+    };
+    writeln!(out, "{}", line("metric", &labels))?;
+    for (name, cells) in &rows {
+        writeln!(out, "{}", line(name, cells))?;
+    }
+    Ok(())
+}
+
+/// The cases whose majority choice of tool differs between the arms.
+fn write_choice_diffs(d: &ProviderDiff, out: &mut dyn Write) -> io::Result<()> {
+    let name = |i: usize| d.arms[i].provider.as_str();
+    if d.choice_differs.is_empty() {
+        writeln!(out, "  majority choice of tool: the same in every case")?;
+    } else {
         writeln!(
             out,
-            "  pass rate differs beyond its {:.0}% interval (Newcombe, paired by case) in {} of {} case comparisons; about {:.1} would by chance alone if the providers were alike",
-            d.confidence * 100.0,
-            d.pass_differs.iter().map(|p| p.pairs.len()).sum::<usize>(),
-            d.pass_comparisons,
-            chance
+            "  majority choice of tool differs in {} of {} cases:",
+            d.choice_differs.len(),
+            d.cases_compared
         )?;
-        for p in d.pass_differs.iter().take(SHOWN) {
-            let (rates, pairs) = pass_diff_text(p, &|i| name(i).to_owned());
+        for c in d.choice_differs.iter().take(SHOWN) {
+            let parts: Vec<String> = c
+                .choices
+                .iter()
+                .enumerate()
+                .map(|(i, ch)| {
+                    format!(
+                        "{} {} {} {}/{}",
+                        name(i),
+                        if ch.majority {
+                            "→"
+                        } else {
+                            "→ no majority, most often"
+                        },
+                        ch.top,
+                        ch.count,
+                        ch.scored
+                    )
+                })
+                .collect();
             writeln!(
                 out,
-                "    {}/{} (expects {}): {rates} · {pairs}",
-                p.dataset, p.case_id, p.expected,
+                "    {}/{} (expects {}): {}",
+                c.dataset,
+                c.case_id,
+                c.expected,
+                parts.join(" · ")
             )?;
         }
-        if d.pass_differs.len() > SHOWN {
-            writeln!(
-                out,
-                "    … {} more in summary.json (provider_diffs)",
-                d.pass_differs.len() - SHOWN
-            )?;
-        }
+    }
+    if d.choice_differs.len() > SHOWN {
+        writeln!(
+            out,
+            "    … {} more in summary.json (provider_diffs)",
+            d.choice_differs.len() - SHOWN
+        )?;
+    }
+    Ok(())
+}
+
+/// The cases whose pass rate differs beyond its interval, against how many would by chance.
+fn write_pass_diffs(d: &ProviderDiff, out: &mut dyn Write) -> io::Result<()> {
+    let name = |i: usize| d.arms[i].provider.as_str();
+    writeln!(
+        out,
+        "  pass rate differs beyond its {:.0}% interval (Newcombe, paired by case) in {} of {} case comparisons; about {:.1} would by chance alone if the providers were alike",
+        d.confidence * 100.0,
+        d.pass_differs.iter().map(|p| p.pairs.len()).sum::<usize>(),
+        d.pass_comparisons,
+        d.differences_by_chance()
+    )?;
+    for p in d.pass_differs.iter().take(SHOWN) {
+        let (rates, pairs) = pass_diff_text(p, &|i| name(i).to_owned());
+        writeln!(
+            out,
+            "    {}/{} (expects {}): {rates} · {pairs}",
+            p.dataset, p.case_id, p.expected,
+        )?;
+    }
+    if d.pass_differs.len() > SHOWN {
+        writeln!(
+            out,
+            "    … {} more in summary.json (provider_diffs)",
+            d.pass_differs.len() - SHOWN
+        )?;
     }
     Ok(())
 }
