@@ -187,43 +187,13 @@ fn difference(was: &PlanFingerprint, now: &PlanFingerprint) -> Option<String> {
             names(&now.arms)
         ));
     }
-    for (w, n) in was.datasets.iter().zip(&now.datasets) {
-        if w.name != n.name {
-            return Some(format!(
-                "the run had dataset `{}` where these flags have `{}`",
-                w.name, n.name
-            ));
-        }
-        if w.catalog_fingerprint != n.catalog_fingerprint {
-            return Some(format!(
-                "the catalog of dataset `{}` changed since the run ({} then, {} now)",
-                w.name, w.catalog_fingerprint, n.catalog_fingerprint
-            ));
-        }
-        if w.cases != n.cases {
-            return Some(format!(
-                "the cases of dataset `{}` changed since the run ({} then, {} now)",
-                w.name,
-                w.cases.len(),
-                n.cases.len()
-            ));
-        }
-        if let (Some(then), Some(now)) = (&w.fixtures, &n.fixtures)
-            && then != now
-        {
-            return Some(format!(
-                "the fixtures of dataset `{}` were edited since the run (a message, an expectation, a tag or a bar: {then} then, {now} now); resuming would mix trials of two versions of a case under one id, so start a new run",
-                w.name
-            ));
-        }
-        if !w.variants.is_empty() && w.variants != n.variants {
-            return Some(format!(
-                "the catalog variants of dataset `{}` changed since the run (then: {}; now: {})",
-                w.name,
-                variant_list(&w.variants),
-                variant_list(&n.variants)
-            ));
-        }
+    if let Some(d) = was
+        .datasets
+        .iter()
+        .zip(&now.datasets)
+        .find_map(|(w, n)| dataset_difference(w, n))
+    {
+        return Some(d);
     }
     if was.datasets.len() != now.datasets.len() {
         return Some(format!(
@@ -265,6 +235,47 @@ fn difference(was: &PlanFingerprint, now: &PlanFingerprint) -> Option<String> {
         return Some(format!(
             "scenario file(s) edited since the run: {}; start a new run",
             edited.join(", ")
+        ));
+    }
+    None
+}
+
+/// The first difference between a dataset as the run recorded it and as it is now.
+fn dataset_difference(w: &DatasetPlan, n: &DatasetPlan) -> Option<String> {
+    if w.name != n.name {
+        return Some(format!(
+            "the run had dataset `{}` where these flags have `{}`",
+            w.name, n.name
+        ));
+    }
+    if w.catalog_fingerprint != n.catalog_fingerprint {
+        return Some(format!(
+            "the catalog of dataset `{}` changed since the run ({} then, {} now)",
+            w.name, w.catalog_fingerprint, n.catalog_fingerprint
+        ));
+    }
+    if w.cases != n.cases {
+        return Some(format!(
+            "the cases of dataset `{}` changed since the run ({} then, {} now)",
+            w.name,
+            w.cases.len(),
+            n.cases.len()
+        ));
+    }
+    if let (Some(then), Some(now)) = (&w.fixtures, &n.fixtures)
+        && then != now
+    {
+        return Some(format!(
+            "the fixtures of dataset `{}` were edited since the run (a message, an expectation, a tag or a bar: {then} then, {now} now); resuming would mix trials of two versions of a case under one id, so start a new run",
+            w.name
+        ));
+    }
+    if !w.variants.is_empty() && w.variants != n.variants {
+        return Some(format!(
+            "the catalog variants of dataset `{}` changed since the run (then: {}; now: {})",
+            w.name,
+            variant_list(&w.variants),
+            variant_list(&n.variants)
         ));
     }
     None
