@@ -306,32 +306,7 @@ impl ArmAgg {
     }
 
     fn finish(self, arm: ArmId, conf: f64, precision: f64) -> ArmSummary {
-        let mut infos = Vec::new();
-        let mut counts = Vec::new();
-        let mut cases = Vec::new();
-        for (dataset, by_id) in self.cases {
-            for (case_id, agg) in by_id {
-                let c = &agg.counts;
-                cases.push(CaseSummary {
-                    dataset: dataset.clone(),
-                    case_id,
-                    expected: agg.expected.clone(),
-                    tags: agg.tags,
-                    scored_trials: c.scored,
-                    infra_errors: c.errors,
-                    metrics: Metrics {
-                        selection: rate(c.selection, conf, None),
-                        args_exact: rate(c.args, conf, None),
-                        schema_valid: rate(c.schema, conf, None),
-                        pass: rate(c.pass, conf, None),
-                    },
-                    failures: most_frequent_failures(&c.failures),
-                    chosen: most_frequent_failures(&c.chosen),
-                });
-                infos.push(agg.expected);
-                counts.push(agg.counts);
-            }
-        }
+        let (cases, infos, counts) = case_summaries(self.cases, conf);
         let all: Vec<usize> = (0..counts.len()).collect();
         let suite = group("suite", &all, &counts, conf);
         let mut by_tool: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
@@ -351,18 +326,9 @@ impl ArmAgg {
                 latency_ms: l.summary(conf),
             })
             .collect();
-        let tokens = TokenSummary {
-            input_total: self.input_tokens,
-            output_total: self.output_tokens,
-            trials_with_usage: self.with_usage,
-            input_mean: (self.with_usage > 0)
-                .then(|| self.input_tokens as f64 / self.with_usage as f64),
-            output_mean: (self.with_usage > 0)
-                .then(|| self.output_tokens as f64 / self.with_usage as f64),
-        };
-        let errors: u64 = self.errors_by_class.values().sum();
+        let tokens = token_summary(self.input_tokens, self.output_tokens, self.with_usage);
         let infra = InfraSummary {
-            errors,
+            errors: self.errors_by_class.values().sum(),
             by_class: self.errors_by_class,
             retried: rate(
                 Count {
@@ -398,20 +364,7 @@ impl ArmAgg {
             arg_failures: arg_failure_summary(&self.arg_failures, conf),
             warnings: Vec::new(),
         };
-        summary.unstable_cases = summary
-            .cases
-            .iter()
-            .filter(|c| {
-                c.metrics.pass.interval.is_some_and(|iv| {
-                    iv.lo > super::UNSTABLE_BAND.0 && iv.hi < super::UNSTABLE_BAND.1
-                })
-            })
-            .map(|c| super::UnstableCase {
-                dataset: c.dataset.clone(),
-                case_id: c.case_id.clone(),
-                pass: c.metrics.pass.clone(),
-            })
-            .collect();
+        summary.unstable_cases = unstable_cases(&summary.cases);
         summary.warnings = arm_warnings(&summary, conf, precision);
         summary
     }
@@ -561,6 +514,70 @@ fn most_frequent_failures(counted: &BTreeMap<String, u64>) -> BTreeMap<String, u
         out.insert("(other)".to_owned(), other);
     }
     out
+}
+
+/// Every case's rates, in dataset and case order, with its expected tool and counters for
+/// the groups built from them.
+fn case_summaries(
+    by_dataset: BTreeMap<String, BTreeMap<String, CaseAgg>>,
+    conf: f64,
+) -> (Vec<CaseSummary>, Vec<String>, Vec<CaseCounts>) {
+    let mut infos = Vec::new();
+    let mut counts = Vec::new();
+    let mut cases = Vec::new();
+    for (dataset, by_id) in by_dataset {
+        for (case_id, agg) in by_id {
+            let c = &agg.counts;
+            cases.push(CaseSummary {
+                dataset: dataset.clone(),
+                case_id,
+                expected: agg.expected.clone(),
+                tags: agg.tags,
+                scored_trials: c.scored,
+                infra_errors: c.errors,
+                metrics: Metrics {
+                    selection: rate(c.selection, conf, None),
+                    args_exact: rate(c.args, conf, None),
+                    schema_valid: rate(c.schema, conf, None),
+                    pass: rate(c.pass, conf, None),
+                },
+                failures: most_frequent_failures(&c.failures),
+                chosen: most_frequent_failures(&c.chosen),
+            });
+            infos.push(agg.expected);
+            counts.push(agg.counts);
+        }
+    }
+    (cases, infos, counts)
+}
+
+fn token_summary(input: u64, output: u64, with_usage: u64) -> TokenSummary {
+    let mean = |total: u64| (with_usage > 0).then(|| total as f64 / with_usage as f64);
+    TokenSummary {
+        input_total: input,
+        output_total: output,
+        trials_with_usage: with_usage,
+        input_mean: mean(input),
+        output_mean: mean(output),
+    }
+}
+
+/// Cases right sometimes and wrong sometimes: a pass interval inside [`super::UNSTABLE_BAND`].
+fn unstable_cases(cases: &[CaseSummary]) -> Vec<super::UnstableCase> {
+    cases
+        .iter()
+        .filter(|c| {
+            c.metrics
+                .pass
+                .interval
+                .is_some_and(|iv| iv.lo > super::UNSTABLE_BAND.0 && iv.hi < super::UNSTABLE_BAND.1)
+        })
+        .map(|c| super::UnstableCase {
+            dataset: c.dataset.clone(),
+            case_id: c.case_id.clone(),
+            pass: c.metrics.pass.clone(),
+        })
+        .collect()
 }
 
 /// Precision and recall of every tool (and of "no call") from the confusion counts: recall
