@@ -503,29 +503,7 @@ pub(super) fn confusion_heatmap(a: &ArmSummary, index: usize) -> Option<Heatmap>
         return None;
     }
     let expected: BTreeSet<&str> = a.confusion.iter().map(|c| c.expected.as_str()).collect();
-    let mut chosen_totals: BTreeMap<&str, u64> = BTreeMap::new();
-    for c in &a.confusion {
-        *chosen_totals.entry(c.chosen.as_str()).or_default() += c.count;
-    }
-    // Columns: the expected labels in row order (so the right answers run down the
-    // diagonal), then what else was chosen, most often first.
-    let mut columns: Vec<&str> = expected
-        .iter()
-        .copied()
-        .filter(|e| chosen_totals.contains_key(e))
-        .collect();
-    let mut others: Vec<(&str, u64)> = chosen_totals
-        .iter()
-        .filter(|(c, _)| !expected.contains(*c))
-        .map(|(c, n)| (*c, *n))
-        .collect();
-    others.sort_by(|x, y| y.1.cmp(&x.1).then(x.0.cmp(y.0)));
-    columns.extend(others.iter().map(|(c, _)| *c));
-    let folded: BTreeSet<&str> = if columns.len() > HEATMAP_COLS {
-        columns.split_off(HEATMAP_COLS - 1).into_iter().collect()
-    } else {
-        BTreeSet::new()
-    };
+    let (columns, folded) = heat_columns_of(a, &expected);
     let rows_shown: Vec<&str> = expected.iter().copied().take(HEATMAP_ROWS).collect();
     let (cell_w, cell_h) = (30.0, 20.0);
     let grid_x = 250.0;
@@ -552,47 +530,14 @@ pub(super) fn confusion_heatmap(a: &ArmSummary, index: usize) -> Option<Heatmap>
         .iter()
         .enumerate()
         .map(|(i, e)| {
-            let mut counts: Vec<u64> = vec![0; n_cols];
-            for c in a.confusion.iter().filter(|c| c.expected == *e) {
-                let k = columns
-                    .iter()
-                    .position(|col| *col == c.chosen)
-                    .unwrap_or(columns.len());
-                counts[k.min(n_cols - 1)] += c.count;
-            }
-            let total: u64 = counts.iter().sum();
-            let y = px(grid_y + cell_h * i as f64);
-            let cells = counts
-                .iter()
-                .enumerate()
-                .filter(|(_, n)| **n > 0)
-                .map(|(k, &n)| {
-                    let share = n as f64 / total.max(1) as f64;
-                    let chosen = columns.get(k).copied();
-                    HeatCell {
-                        x: px(grid_x + cell_w * k as f64),
-                        count: n,
-                        opacity: (0.12 + 0.88 * share).min(1.0),
-                        class: if chosen == Some(*e) { "diag" } else { "off" },
-                        text_class: if share > 0.5 { "light" } else { "dark" },
-                        title: format!(
-                            "expected {} → chosen {}: {n} of {total} scored trials",
-                            cut(e, TEXT_CHARS),
-                            chosen.map_or_else(
-                                || format!("one of {} other tools", folded.len()),
-                                |c| cut(c, TEXT_CHARS)
-                            )
-                        ),
-                    }
-                })
-                .collect();
-            HeatRow {
-                y,
-                label: cut(e, 36),
-                title: format!("expected {}", cut(e, TEXT_CHARS)),
-                total,
-                cells,
-            }
+            let grid = HeatGrid {
+                columns: &columns,
+                folded: folded.len(),
+                n_cols,
+                grid_x,
+                cell_w,
+            };
+            heat_row(a, e, &grid, px(grid_y + cell_h * i as f64))
         })
         .collect();
     let mut notes = Vec::new();
@@ -618,6 +563,92 @@ pub(super) fn confusion_heatmap(a: &ArmSummary, index: usize) -> Option<Heatmap>
         rows,
         notes,
     })
+}
+
+/// The heatmap's columns: the expected tools in row order (so the right answers run down
+/// the diagonal), then what else was chosen, most often first; past [`HEATMAP_COLS`] the
+/// rest fold into one column.
+fn heat_columns_of<'a>(
+    a: &'a ArmSummary,
+    expected: &BTreeSet<&'a str>,
+) -> (Vec<&'a str>, BTreeSet<&'a str>) {
+    let mut chosen_totals: BTreeMap<&str, u64> = BTreeMap::new();
+    for c in &a.confusion {
+        *chosen_totals.entry(c.chosen.as_str()).or_default() += c.count;
+    }
+    let mut columns: Vec<&str> = expected
+        .iter()
+        .copied()
+        .filter(|e| chosen_totals.contains_key(e))
+        .collect();
+    let mut others: Vec<(&str, u64)> = chosen_totals
+        .iter()
+        .filter(|(c, _)| !expected.contains(*c))
+        .map(|(c, n)| (*c, *n))
+        .collect();
+    others.sort_by(|x, y| y.1.cmp(&x.1).then(x.0.cmp(y.0)));
+    columns.extend(others.iter().map(|(c, _)| *c));
+    let folded: BTreeSet<&str> = if columns.len() > HEATMAP_COLS {
+        columns.split_off(HEATMAP_COLS - 1).into_iter().collect()
+    } else {
+        BTreeSet::new()
+    };
+    (columns, folded)
+}
+
+/// Where the heatmap's columns are.
+struct HeatGrid<'a> {
+    columns: &'a [&'a str],
+    /// How many tools the last column folds together (0: no such column).
+    folded: usize,
+    n_cols: usize,
+    grid_x: f64,
+    cell_w: f64,
+}
+
+/// One expected tool's row: its trials across the columns, each cell shaded by its share.
+fn heat_row(a: &ArmSummary, e: &str, g: &HeatGrid<'_>, y: f64) -> HeatRow {
+    let mut counts: Vec<u64> = vec![0; g.n_cols];
+    for c in a.confusion.iter().filter(|c| c.expected == *e) {
+        let k = g
+            .columns
+            .iter()
+            .position(|col| *col == c.chosen)
+            .unwrap_or(g.columns.len());
+        counts[k.min(g.n_cols - 1)] += c.count;
+    }
+    let total: u64 = counts.iter().sum();
+    let cells = counts
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| **n > 0)
+        .map(|(k, &n)| {
+            let share = n as f64 / total.max(1) as f64;
+            let chosen = g.columns.get(k).copied();
+            HeatCell {
+                x: px(g.grid_x + g.cell_w * k as f64),
+                count: n,
+                opacity: (0.12 + 0.88 * share).min(1.0),
+                class: if chosen == Some(e) { "diag" } else { "off" },
+                text_class: if share > 0.5 { "light" } else { "dark" },
+                title: format!(
+                    "expected {} → chosen {}: {n} of {total} scored trials",
+                    cut(e, TEXT_CHARS),
+                    chosen.map_or_else(
+                        || format!("one of {} other tools", g.folded),
+                        |c| cut(c, TEXT_CHARS)
+                    )
+                ),
+            }
+        })
+        .collect();
+    HeatRow {
+        y,
+        label: cut(e, 36),
+        title: format!("expected {}", cut(e, TEXT_CHARS)),
+        total,
+        cells,
+    }
 }
 
 /// p50, p95 and p99 of each expected tool's answered trials (and of the arm's), each with
