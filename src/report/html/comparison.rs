@@ -90,35 +90,7 @@ fn difference_forest(c: &Comparison) -> Forest {
         .iter()
         .take(shown)
         .enumerate()
-        .map(|(i, d)| {
-            let class = if d.lo > 0.0 {
-                "better"
-            } else if d.hi < 0.0 {
-                "worse"
-            } else {
-                "neutral"
-            };
-            ForestRow {
-                y: px(TOP + ROW_H * (i as f64 + 0.5)),
-                label: short(&d.case_id),
-                title: format!(
-                    "{} · A {}/{} · B {}/{}",
-                    cut(&d.case_id, TEXT_CHARS),
-                    d.a_x,
-                    d.a_n,
-                    d.b_x,
-                    d.b_n
-                ),
-                x: Some(scale.at(d.difference)),
-                lo: Some(scale.at(d.lo)),
-                hi: Some(scale.at(d.hi)),
-                text: format!(
-                    "{:+.3} [{:+.3}, {:+.3}] ({}/{} → {}/{})",
-                    d.difference, d.lo, d.hi, d.a_x, d.a_n, d.b_x, d.b_n
-                ),
-                class,
-            }
-        })
+        .map(|(i, d)| difference_row(d, px(TOP + ROW_H * (i as f64 + 0.5)), scale))
         .collect();
     let rows_end = TOP + ROW_H * shown as f64;
     let mut diamonds = Vec::new();
@@ -192,6 +164,37 @@ fn difference_forest(c: &Comparison) -> Forest {
         },
         rows,
         diamonds,
+    }
+}
+
+/// One case's B − A with its interval, coloured by whether the interval excludes 0.
+fn difference_row(d: &crate::report::CaseComparison, y: f64, scale: Scale) -> ForestRow {
+    let class = if d.lo > 0.0 {
+        "better"
+    } else if d.hi < 0.0 {
+        "worse"
+    } else {
+        "neutral"
+    };
+    ForestRow {
+        y,
+        label: short(&d.case_id),
+        title: format!(
+            "{} · A {}/{} · B {}/{}",
+            cut(&d.case_id, TEXT_CHARS),
+            d.a_x,
+            d.a_n,
+            d.b_x,
+            d.b_n
+        ),
+        x: Some(scale.at(d.difference)),
+        lo: Some(scale.at(d.lo)),
+        hi: Some(scale.at(d.hi)),
+        text: format!(
+            "{:+.3} [{:+.3}, {:+.3}] ({}/{} → {}/{})",
+            d.difference, d.lo, d.hi, d.a_x, d.a_n, d.b_x, d.b_n
+        ),
+        class,
     }
 }
 
