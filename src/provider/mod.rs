@@ -527,59 +527,12 @@ impl Provider {
         let mut attempt: u32 = 0;
         loop {
             attempt += 1;
-            // The slot is held for the attempt only, never across a backoff sleep.
-            let slot = tokio::select! {
-                slot = self.limits.acquire(tokens) => slot,
-                () = cancel.cancelled() => return Err(cancelled(attempt)),
+            let Some(sent) = self.send_attempt(req, url, tokens, cancel).await else {
+                return Err(cancelled(attempt));
             };
-            let sent = tokio::select! {
-                sent = transport::send_once(
-                    &self.client,
-                    url,
-                    &self.headers,
-                    req.body.clone(),
-                    s.timeout,
-                    s.max_response_bytes,
-                ) => sent,
-                () = cancel.cancelled() => return Err(cancelled(attempt)),
-            };
-            match &sent {
-                Ok(raw) if raw.status == 429 || raw.status == 529 => slot.pushed_back(),
-                Ok(raw) if (200..300).contains(&raw.status) => slot.succeeded(),
-                _ => {}
-            }
-            drop(slot);
-            if let Ok(raw) = &sent
-                && let Some(wait) = raw.budget_spent
-            {
-                tracing::debug!(provider = %s.name, wait_ms = wait.as_millis() as u64, "rate-limit headers say the budget is spent: pausing");
-                self.limits.pause_for(wait);
-            }
-            let (mut err, hint) = match sent.map(|mut raw| {
-                raw.body = self.scrub(raw.body);
-                raw
-            }) {
-                Ok(raw) if (200..300).contains(&raw.status) => match self.decode_inner(&raw.body) {
-                    Ok(turn) => {
-                        return Ok(Exchange {
-                            turn,
-                            raw_body: raw.body,
-                            attempts: attempt,
-                            latency: raw.elapsed,
-                        });
-                    }
-                    Err(e) => (e, raw.retry_after),
-                },
-                Ok(raw) => (
-                    s.kind.adapter().error_from_status(raw.status, &raw.body),
-                    raw.retry_after.or_else(|| {
-                        s.kind
-                            .adapter()
-                            .retry_after_in_body(&raw.body)
-                            .map(|d| d.min(transport::MAX_RETRY_AFTER))
-                    }),
-                ),
-                Err(e) => (e, None),
+            let (mut err, hint) = match self.read_answer(sent, attempt) {
+                Ok(exchange) => return Ok(exchange),
+                Err(failed) => failed,
             };
             err.attempts = attempt;
             err.message = self.redact(&err.message);
@@ -613,6 +566,85 @@ impl Provider {
                 () = cancel.cancelled() => return Err(cancelled(attempt)),
             }
         }
+    }
+
+    /// One attempt: a slot of the provider's limits held while the request is sent (never
+    /// across a backoff sleep), and a spent budget the answer's headers name paused for.
+    /// `None` when `cancel` fired first.
+    async fn send_attempt(
+        &self,
+        req: &PreparedRequest,
+        url: &reqwest::Url,
+        tokens: u32,
+        cancel: &Cancel,
+    ) -> Option<Result<transport::RawResponse, ProviderError>> {
+        let s = &self.settings;
+        // The slot is held for the attempt only, never across a backoff sleep.
+        let slot = tokio::select! {
+            slot = self.limits.acquire(tokens) => slot,
+            () = cancel.cancelled() => return None,
+        };
+        let sent = tokio::select! {
+            sent = transport::send_once(
+                &self.client,
+                url,
+                &self.headers,
+                req.body.clone(),
+                s.timeout,
+                s.max_response_bytes,
+            ) => sent,
+            () = cancel.cancelled() => return None,
+        };
+        match &sent {
+            Ok(raw) if raw.status == 429 || raw.status == 529 => slot.pushed_back(),
+            Ok(raw) if (200..300).contains(&raw.status) => slot.succeeded(),
+            _ => {}
+        }
+        drop(slot);
+        if let Ok(raw) = &sent
+            && let Some(wait) = raw.budget_spent
+        {
+            tracing::debug!(provider = %s.name, wait_ms = wait.as_millis() as u64, "rate-limit headers say the budget is spent: pausing");
+            self.limits.pause_for(wait);
+        }
+        Some(sent)
+    }
+
+    /// A 2xx answer decoded into an exchange; anything else as the error it is, with the wait
+    /// the provider asked for (its header, or its body).
+    fn read_answer(
+        &self,
+        sent: Result<transport::RawResponse, ProviderError>,
+        attempt: u32,
+    ) -> Result<Exchange, (ProviderError, Option<Duration>)> {
+        let s = &self.settings;
+        let failed = match sent.map(|mut raw| {
+            raw.body = self.scrub(raw.body);
+            raw
+        }) {
+            Ok(raw) if (200..300).contains(&raw.status) => match self.decode_inner(&raw.body) {
+                Ok(turn) => {
+                    return Ok(Exchange {
+                        turn,
+                        raw_body: raw.body,
+                        attempts: attempt,
+                        latency: raw.elapsed,
+                    });
+                }
+                Err(e) => (e, raw.retry_after),
+            },
+            Ok(raw) => (
+                s.kind.adapter().error_from_status(raw.status, &raw.body),
+                raw.retry_after.or_else(|| {
+                    s.kind
+                        .adapter()
+                        .retry_after_in_body(&raw.body)
+                        .map(|d| d.min(transport::MAX_RETRY_AFTER))
+                }),
+            ),
+            Err(e) => (e, None),
+        };
+        Err(failed)
     }
 
     /// Decodes a raw response body (also used to replay recorded bodies).
