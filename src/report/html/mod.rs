@@ -41,10 +41,12 @@ use crate::record::ArmId;
 
 mod charts;
 mod comparison;
+mod latency;
 mod trend;
 
 use charts::*;
 use comparison::*;
+use latency::*;
 use trend::*;
 
 const TEMPLATE: &str = include_str!("../templates/report.html");
