@@ -173,45 +173,7 @@ pub fn score_trajectory(
             }
         }
     }
-    let wants_answer = !expect.answer_contains.is_empty()
-        || expect.answer_regex.is_some()
-        || !expect.cites.is_empty();
-    if wants_answer {
-        match answer {
-            None => failures.push("answer: the loop ended without a final answer".to_owned()),
-            Some(text) => {
-                let lower = text.to_lowercase();
-                for needle in &expect.answer_contains {
-                    if !lower.contains(&needle.to_lowercase()) {
-                        failures.push(format!("answer: does not contain {needle:?}"));
-                    }
-                }
-                if let Some(re) = &expect.answer_regex
-                    && !re.is_match(text)
-                {
-                    failures.push(format!("answer: does not match /{}/", re.as_str()));
-                }
-                for cite in &expect.cites {
-                    match latest_result_value(calls, cite, calls.len()) {
-                        None => failures.push(format!(
-                            "answer: cites {} but no successful {} result has it",
-                            cite.label(),
-                            cite.tool
-                        )),
-                        Some(v) => {
-                            let shown = plain_text(&v);
-                            if shown.is_empty() || !lower.contains(&shown.to_lowercase()) {
-                                failures.push(format!(
-                                    "answer: does not cite {} ({shown})",
-                                    cite.label()
-                                ));
-                            }
-                        }
-                    }
-                }
-            }
-        }
-    }
+    check_answer(expect, calls, answer, &mut failures);
     let counts = call_counts(calls, validators);
     if counts.unscripted_calls > 0 && !expect.allow_unscripted {
         failures.push(format!(
@@ -233,6 +195,53 @@ pub fn score_trajectory(
             .as_ref()
             .map(|(_, items)| items.len() as u32),
         ..counts
+    }
+}
+
+/// The final answer against `answer_contains`, `answer_regex` and `cites`, when any is set.
+fn check_answer(
+    expect: &ScenarioExpect,
+    calls: &[ExecutedCall],
+    answer: Option<&str>,
+    failures: &mut Vec<String>,
+) {
+    let wants_answer = !expect.answer_contains.is_empty()
+        || expect.answer_regex.is_some()
+        || !expect.cites.is_empty();
+    if !wants_answer {
+        return;
+    }
+    match answer {
+        None => failures.push("answer: the loop ended without a final answer".to_owned()),
+        Some(text) => {
+            let lower = text.to_lowercase();
+            for needle in &expect.answer_contains {
+                if !lower.contains(&needle.to_lowercase()) {
+                    failures.push(format!("answer: does not contain {needle:?}"));
+                }
+            }
+            if let Some(re) = &expect.answer_regex
+                && !re.is_match(text)
+            {
+                failures.push(format!("answer: does not match /{}/", re.as_str()));
+            }
+            for cite in &expect.cites {
+                match latest_result_value(calls, cite, calls.len()) {
+                    None => failures.push(format!(
+                        "answer: cites {} but no successful {} result has it",
+                        cite.label(),
+                        cite.tool
+                    )),
+                    Some(v) => {
+                        let shown = plain_text(&v);
+                        if shown.is_empty() || !lower.contains(&shown.to_lowercase()) {
+                            failures
+                                .push(format!("answer: does not cite {} ({shown})", cite.label()));
+                        }
+                    }
+                }
+            }
+        }
     }
 }
 
