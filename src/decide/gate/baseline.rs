@@ -25,22 +25,7 @@ pub fn baseline_gates(
 ) -> Result<Vec<GateResult>, InputError> {
     let mut out = Vec::with_capacity(current.arms.len());
     for (i, arm) in current.arms.iter().enumerate() {
-        let base_arm = match baseline.arms.len() {
-            1 => 0,
-            _ => baseline
-                .arms
-                .iter()
-                .position(|b| b.arm == arm.arm)
-                .ok_or_else(|| {
-                    InputError::new(format!(
-                        "--baseline {}: it has {} arms and none is {}/{}; name a baseline run with one arm or the same arms",
-                        baseline.run.run_id,
-                        baseline.arms.len(),
-                        arm.arm.provider,
-                        arm.arm.variant
-                    ))
-                })?,
-        };
+        let base_arm = baseline_arm(baseline, arm)?;
         let c = compare(
             Side {
                 summary: baseline,
@@ -67,33 +52,7 @@ pub fn baseline_gates(
             Some(d) => (Verdict::Inconclusive, Some(d.lo), Some(d.hi), Some(d.mean)),
             None => (Verdict::Inconclusive, None, None, None),
         };
-        let worst: Vec<String> = c
-            .changed_cases
-            .iter()
-            .filter(|cc| cc.difference < 0.0)
-            .take(5)
-            .map(|cc| {
-                format!(
-                    "{} {}/{} → {}/{} ({:+.3} [{:+.3}, {:+.3}])",
-                    cc.case_id, cc.a_x, cc.a_n, cc.b_x, cc.b_n, cc.difference, cc.lo, cc.hi
-                )
-            })
-            .collect();
-        let mut hint = Vec::new();
-        if !worst.is_empty() {
-            hint.push(format!(
-                "cases that got worse ({:.0}% Newcombe interval of the difference excludes 0):\n        {}",
-                (2.0 * confidence - 1.0) * 100.0,
-                worst.join("\n        ")
-            ));
-        }
-        if verdict == Verdict::Inconclusive
-            && let Some(n) = g.cases_needed
-        {
-            hint.push(format!(
-                "about {n} cases with this spread would tell a loss of {margin} from none"
-            ));
-        }
+        let hint = baseline_hint(&c, verdict, margin, confidence);
         out.push(GateResult {
             metric: metric.into(),
             threshold: -margin,
@@ -112,11 +71,70 @@ pub fn baseline_gates(
             failed_cases: 0,
             inconclusive_cases: 0,
             not_passed: Vec::new(),
-            hint: (!hint.is_empty()).then(|| hint.join("\n      ")),
+            hint,
             sequential: None,
             tools: Vec::new(),
             trials: None,
         });
     }
     Ok(out)
+}
+
+/// The baseline's arm this run's arm is held against: its only arm, or the one of the same
+/// name and variant.
+fn baseline_arm(baseline: &Summary, arm: &crate::report::ArmSummary) -> Result<usize, InputError> {
+    Ok(match baseline.arms.len() {
+        1 => 0,
+        _ => baseline
+            .arms
+            .iter()
+            .position(|b| b.arm == arm.arm)
+            .ok_or_else(|| {
+                InputError::new(format!(
+                    "--baseline {}: it has {} arms and none is {}/{}; name a baseline run with one arm or the same arms",
+                    baseline.run.run_id,
+                    baseline.arms.len(),
+                    arm.arm.provider,
+                    arm.arm.variant
+                ))
+            })?,
+    })
+}
+
+/// What a baseline gate adds: the cases that got worse, and the cases an inconclusive
+/// verdict would need.
+fn baseline_hint(
+    c: &crate::report::Comparison,
+    verdict: Verdict,
+    margin: f64,
+    confidence: f64,
+) -> Option<String> {
+    let worst: Vec<String> = c
+        .changed_cases
+        .iter()
+        .filter(|cc| cc.difference < 0.0)
+        .take(5)
+        .map(|cc| {
+            format!(
+                "{} {}/{} → {}/{} ({:+.3} [{:+.3}, {:+.3}])",
+                cc.case_id, cc.a_x, cc.a_n, cc.b_x, cc.b_n, cc.difference, cc.lo, cc.hi
+            )
+        })
+        .collect();
+    let mut hint = Vec::new();
+    if !worst.is_empty() {
+        hint.push(format!(
+            "cases that got worse ({:.0}% Newcombe interval of the difference excludes 0):\n        {}",
+            (2.0 * confidence - 1.0) * 100.0,
+            worst.join("\n        ")
+        ));
+    }
+    if verdict == Verdict::Inconclusive
+        && let Some(n) = c.visible.cases_needed
+    {
+        hint.push(format!(
+            "about {n} cases with this spread would tell a loss of {margin} from none"
+        ));
+    }
+    (!hint.is_empty()).then(|| hint.join("\n      "))
 }
