@@ -577,54 +577,7 @@ fn tool_rate_gate(arm: &ArmSummary, spec: GateSpec, metric: Metric, conf: f64) -
     let mut p_values = Vec::with_capacity(by_tool.len());
     let mut clears_bar = Vec::with_capacity(by_tool.len());
     for (tool, counts) in &by_tool {
-        let n: u64 = counts.iter().map(|&(_, n)| n).sum();
-        let mut v = ToolVerdict {
-            tool: (*tool).to_owned(),
-            verdict: Verdict::Inconclusive,
-            cases: counts.len(),
-            n,
-            estimate: None,
-            lower: None,
-            upper: None,
-            p_value: None,
-            method: String::new(),
-            hint: None,
-        };
-        if let [(x, n)] = counts.as_slice() {
-            v.method = "exact one-sided Clopper-Pearson (a single case)".to_owned();
-            v.estimate = Some(*x as f64 / *n as f64);
-            v.lower = stats::clopper_pearson_lower_bound(*x, *n, conf);
-            v.upper = stats::clopper_pearson_upper_bound(*x, *n, conf);
-            v.p_value = stats::binomial_p_value_below(*x, *n, t);
-            let p = *x as f64 / *n as f64;
-            let margin = (p - t).abs();
-            v.hint = (margin > 0.0)
-                .then(|| stats::wilson_trials_for_half_width(p, margin.min(0.49), 2.0 * conf - 1.0))
-                .flatten()
-                .map(|need| {
-                    format!(
-                        "about {} more trials of its one case would settle it at the observed rate",
-                        need.saturating_sub(*n)
-                    )
-                });
-        } else if let Some(est) = stats::suite_interval(counts, 2.0 * conf - 1.0) {
-            v.method = format!("suite interval of its {} cases, one-sided", counts.len());
-            v.estimate = Some(est.mean);
-            v.lower = Some(est.interval.lo);
-            v.upper = Some(est.interval.hi);
-            v.p_value = stats::suite_p_value_below(counts, t);
-            let margin = (est.mean - t).abs();
-            v.hint = (margin > 0.0).then(|| {
-                match stats::cases_for_half_width(&est, margin.min(0.49), 2.0 * conf - 1.0) {
-                    Some(m) if m > counts.len() as u64 => format!(
-                        "about {m} cases of this tool with the same spread would settle it (more trials per case cannot)"
-                    ),
-                    // The case rates agree (or already would at this spread): the interval
-                    // rests on the trials within the cases, which more trials do narrow.
-                    _ => "its cases agree; the interval rests on their trials, so more trials per case would narrow it".to_owned(),
-                }
-            });
-        }
+        let v = tool_bounds(tool, counts, t, conf);
         p_values.push(v.p_value.unwrap_or(1.0));
         // One case: the exact test the bound inverts decides; several: the suite bound.
         clears_bar.push(match counts.as_slice() {
@@ -659,6 +612,60 @@ fn tool_rate_gate(arm: &ArmSummary, spec: GateSpec, metric: Metric, conf: f64) -
         r.hint = Some("no expected tool has data for this metric".to_owned());
         r
     })
+}
+
+/// One tool's estimate, one-sided bounds, p-value and method: its one case's exact
+/// Clopper-Pearson bound, or the suite interval of its cases; with what would settle it.
+fn tool_bounds(tool: &str, counts: &[(u64, u64)], t: f64, conf: f64) -> ToolVerdict {
+    let n: u64 = counts.iter().map(|&(_, n)| n).sum();
+    let mut v = ToolVerdict {
+        tool: tool.to_owned(),
+        verdict: Verdict::Inconclusive,
+        cases: counts.len(),
+        n,
+        estimate: None,
+        lower: None,
+        upper: None,
+        p_value: None,
+        method: String::new(),
+        hint: None,
+    };
+    if let [(x, n)] = counts {
+        v.method = "exact one-sided Clopper-Pearson (a single case)".to_owned();
+        v.estimate = Some(*x as f64 / *n as f64);
+        v.lower = stats::clopper_pearson_lower_bound(*x, *n, conf);
+        v.upper = stats::clopper_pearson_upper_bound(*x, *n, conf);
+        v.p_value = stats::binomial_p_value_below(*x, *n, t);
+        let p = *x as f64 / *n as f64;
+        let margin = (p - t).abs();
+        v.hint = (margin > 0.0)
+            .then(|| stats::wilson_trials_for_half_width(p, margin.min(0.49), 2.0 * conf - 1.0))
+            .flatten()
+            .map(|need| {
+                format!(
+                    "about {} more trials of its one case would settle it at the observed rate",
+                    need.saturating_sub(*n)
+                )
+            });
+    } else if let Some(est) = stats::suite_interval(counts, 2.0 * conf - 1.0) {
+        v.method = format!("suite interval of its {} cases, one-sided", counts.len());
+        v.estimate = Some(est.mean);
+        v.lower = Some(est.interval.lo);
+        v.upper = Some(est.interval.hi);
+        v.p_value = stats::suite_p_value_below(counts, t);
+        let margin = (est.mean - t).abs();
+        v.hint = (margin > 0.0).then(|| {
+            match stats::cases_for_half_width(&est, margin.min(0.49), 2.0 * conf - 1.0) {
+                Some(m) if m > counts.len() as u64 => format!(
+                    "about {m} cases of this tool with the same spread would settle it (more trials per case cannot)"
+                ),
+                // The case rates agree (or already would at this spread): the interval
+                // rests on the trials within the cases, which more trials do narrow.
+                _ => "its cases agree; the interval rests on their trials, so more trials per case would narrow it".to_owned(),
+            }
+        });
+    }
+    v
 }
 
 /// The gate's verdict from its tools' (any failure fails it; all must pass to pass), with the
