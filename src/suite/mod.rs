@@ -414,26 +414,11 @@ pub(crate) fn validate_messages(messages: &[Message]) -> Result<(), (String, Str
 
 fn build_expectation(raw: RawExpect, catalog: &Catalog) -> Result<Expectation, (String, String)> {
     if let Some(b) = raw.bfcl {
-        if raw.tool != Value::Bool(false)
-            || raw.calls.is_some()
-            || raw.args.is_some()
-            || raw.matchers.is_some()
-        {
-            return Err((
-                "expect.bfcl".into(),
-                "a `bfcl` expectation stands alone (no `tool`, `calls`, `args` or `match`)".into(),
-            ));
-        }
-        b.validate().map_err(|e| ("expect.bfcl".to_owned(), e))?;
-        for name in b.tool_names() {
-            if catalog.get(&name).is_none() {
-                return Err((
-                    "expect.bfcl.answer".into(),
-                    format!("tool `{name}` is not in the catalog {}", catalog.source),
-                ));
-            }
-        }
-        return Ok(Expectation::Bfcl(Arc::new(b)));
+        let alone = raw.tool == Value::Bool(false)
+            && raw.calls.is_none()
+            && raw.args.is_none()
+            && raw.matchers.is_none();
+        return bfcl_expectation(b, alone, catalog);
     }
     match (raw.tool, raw.calls) {
         (Value::Bool(false), None) => Err((
@@ -447,29 +432,7 @@ fn build_expectation(raw: RawExpect, catalog: &Catalog) -> Result<Expectation, (
                     "with `calls`, put `args` and `match` inside each call".into(),
                 ));
             }
-            if calls.is_empty() {
-                return Err((
-                    "expect.calls".into(),
-                    "`calls` must list at least one call (use \"tool\": null for no call)".into(),
-                ));
-            }
-            let calls = calls
-                .into_iter()
-                .enumerate()
-                .map(|(i, c)| {
-                    build_call(
-                        c.tool,
-                        c.args,
-                        c.matchers,
-                        catalog,
-                        &format!("expect.calls[{i}]"),
-                    )
-                })
-                .collect::<Result<Vec<_>, _>>()?;
-            Ok(Expectation::Calls {
-                calls,
-                parallel: true,
-            })
+            parallel_calls(calls, catalog)
         }
         (Value::Null, None) => {
             if raw.args.is_some() || raw.matchers.is_some() {
@@ -484,32 +447,7 @@ fn build_expectation(raw: RawExpect, catalog: &Catalog) -> Result<Expectation, (
             calls: vec![build_call(tool, raw.args, raw.matchers, catalog, "expect")?],
             parallel: false,
         }),
-        (Value::Object(spec), None) => {
-            let family = tool_family(&spec)?;
-            // The arguments are checked against the first catalog tool of the family.
-            let Some(member) = catalog
-                .tools
-                .iter()
-                .find(|t| family.matches(&t.name))
-                .map(|t| t.name.clone())
-            else {
-                return Err((
-                    "expect.tool".into(),
-                    format!(
-                        "no tool of the catalog {} is in the family {}",
-                        catalog.source,
-                        family.label()
-                    ),
-                ));
-            };
-            let mut call = build_call(member, raw.args, raw.matchers, catalog, "expect")?;
-            call.tool = family.label();
-            call.family = Some(family);
-            Ok(Expectation::Calls {
-                calls: vec![call],
-                parallel: false,
-            })
-        }
+        (Value::Object(spec), None) => family_call(&spec, raw.args, raw.matchers, catalog),
         (_, Some(_)) => Err((
             "expect".into(),
             "use either `tool` or `calls`, not both".into(),
@@ -520,6 +458,91 @@ fn build_expectation(raw: RawExpect, catalog: &Catalog) -> Result<Expectation, (
                 .into(),
         )),
     }
+}
+
+/// A `bfcl` expectation: BFCL's own answer format, standing alone, its tools in the catalog.
+fn bfcl_expectation(
+    b: crate::score::bfcl::BfclExpect,
+    alone: bool,
+    catalog: &Catalog,
+) -> Result<Expectation, (String, String)> {
+    if !alone {
+        return Err((
+            "expect.bfcl".into(),
+            "a `bfcl` expectation stands alone (no `tool`, `calls`, `args` or `match`)".into(),
+        ));
+    }
+    b.validate().map_err(|e| ("expect.bfcl".to_owned(), e))?;
+    for name in b.tool_names() {
+        if catalog.get(&name).is_none() {
+            return Err((
+                "expect.bfcl.answer".into(),
+                format!("tool `{name}` is not in the catalog {}", catalog.source),
+            ));
+        }
+    }
+    Ok(Expectation::Bfcl(Arc::new(b)))
+}
+
+/// `calls`: parallel calls, each with its own `args` and `match`.
+fn parallel_calls(calls: Vec<RawCall>, catalog: &Catalog) -> Result<Expectation, (String, String)> {
+    if calls.is_empty() {
+        return Err((
+            "expect.calls".into(),
+            "`calls` must list at least one call (use \"tool\": null for no call)".into(),
+        ));
+    }
+    let calls = calls
+        .into_iter()
+        .enumerate()
+        .map(|(i, c)| {
+            build_call(
+                c.tool,
+                c.args,
+                c.matchers,
+                catalog,
+                &format!("expect.calls[{i}]"),
+            )
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Expectation::Calls {
+        calls,
+        parallel: true,
+    })
+}
+
+/// `tool: {"any_of": …}` or `{"regex": …}`: one call of a family of tools, its arguments
+/// checked against the family's first tool in the catalog.
+fn family_call(
+    spec: &serde_json::Map<String, Value>,
+    args: Option<Value>,
+    matchers: Option<BTreeMap<String, Value>>,
+    catalog: &Catalog,
+) -> Result<Expectation, (String, String)> {
+    let family = tool_family(spec)?;
+    // The arguments are checked against the first catalog tool of the family.
+    let Some(member) = catalog
+        .tools
+        .iter()
+        .find(|t| family.matches(&t.name))
+        .map(|t| t.name.clone())
+    else {
+        return Err((
+            "expect.tool".into(),
+            format!(
+                "no tool of the catalog {} is in the family {}",
+                catalog.source,
+                family.label()
+            ),
+        ));
+    };
+    let mut call = build_call(member, args, matchers, catalog, "expect")?;
+    call.tool = family.label();
+    call.family = Some(family);
+    Ok(Expectation::Calls {
+        calls: vec![call],
+        parallel: false,
+    })
 }
 
 /// `{"any_of": [names]}` (every name needs not exist yet, but one must) or `{"regex": "…"}`
