@@ -308,38 +308,7 @@ fn group_interval(r: &RateStat) -> Option<(f64, f64, f64, String)> {
 
 fn page(s: &Summary, ctx: &HtmlContext) -> Page {
     let r = &s.run;
-    let mut facts = vec![
-        format!("toolscore {}", r.toolscore_version),
-        format!("{} trials per case", r.trials_per_case),
-        format!(
-            "{} of {} trials completed{}",
-            s.completed_trials,
-            s.planned_trials,
-            if s.interrupted { " (interrupted)" } else { "" }
-        ),
-        format!("{} intervals", pct(s.confidence)),
-    ];
-    let not_run_by_budget = s.budget.as_ref().map_or(0, |b| b.not_run);
-    if s.skipped_trials > not_run_by_budget {
-        facts.push(format!(
-            "{} trials skipped by a sequential gate",
-            s.skipped_trials - not_run_by_budget
-        ));
-    }
-    if super::wording::shows_cost(s) {
-        facts.push(format!(
-            "cost {}",
-            super::wording::describe_cost(&s.cost.total)
-        ));
-    }
-    if let Some(b) = s.budget.as_ref().filter(|b| b.cut_short) {
-        facts.push(format!(
-            "CUT SHORT BY BUDGET: --max-cost {} reached, {} planned trials not run (not failures)",
-            super::format_usd(b.max_usd.unwrap_or_default()),
-            b.not_run
-        ));
-    }
-    facts.push(format!("finished {}", r.finished_at));
+    let facts = run_facts(s);
     let datasets = r
         .datasets
         .iter()
@@ -355,23 +324,7 @@ fn page(s: &Summary, ctx: &HtmlContext) -> Page {
             )
         })
         .collect();
-    let replays = r
-        .arms
-        .iter()
-        .filter_map(|a| {
-            a.replay.as_ref().map(|rp| {
-                let legacy = if rp.legacy_requests {
-                    format!(" ({})", super::LEGACY_REQUESTS)
-                } else {
-                    String::new()
-                };
-                format!(
-                    "Replay: no model was called; responses of model {} recorded {} replayed from {}{legacy}",
-                    a.identity.model, rp.recorded_at, rp.cassette
-                )
-            })
-        })
-        .collect();
+    let replays = replay_lines(r);
     let arms = s
         .arms
         .iter()
@@ -406,6 +359,66 @@ fn page(s: &Summary, ctx: &HtmlContext) -> Page {
             .collect(),
         page_notes: ctx.notes.clone(),
     }
+}
+
+/// The run in a few facts: version, trials, completion, intervals, what was skipped or cut,
+/// cost, and when it finished.
+fn run_facts(s: &Summary) -> Vec<String> {
+    let r = &s.run;
+    let mut facts = vec![
+        format!("toolscore {}", r.toolscore_version),
+        format!("{} trials per case", r.trials_per_case),
+        format!(
+            "{} of {} trials completed{}",
+            s.completed_trials,
+            s.planned_trials,
+            if s.interrupted { " (interrupted)" } else { "" }
+        ),
+        format!("{} intervals", pct(s.confidence)),
+    ];
+    let not_run_by_budget = s.budget.as_ref().map_or(0, |b| b.not_run);
+    if s.skipped_trials > not_run_by_budget {
+        facts.push(format!(
+            "{} trials skipped by a sequential gate",
+            s.skipped_trials - not_run_by_budget
+        ));
+    }
+    if super::wording::shows_cost(s) {
+        facts.push(format!(
+            "cost {}",
+            super::wording::describe_cost(&s.cost.total)
+        ));
+    }
+    if let Some(b) = s.budget.as_ref().filter(|b| b.cut_short) {
+        facts.push(format!(
+            "CUT SHORT BY BUDGET: --max-cost {} reached, {} planned trials not run (not failures)",
+            super::format_usd(b.max_usd.unwrap_or_default()),
+            b.not_run
+        ));
+    }
+    facts.push(format!("finished {}", r.finished_at));
+    facts
+}
+
+/// One line per replayed arm: the model and recording its answers came from.
+fn replay_lines(r: &super::RunInfo) -> Vec<String> {
+    r
+        .arms
+        .iter()
+        .filter_map(|a| {
+            a.replay.as_ref().map(|rp| {
+                let legacy = if rp.legacy_requests {
+                    format!(" ({})", super::LEGACY_REQUESTS)
+                } else {
+                    String::new()
+                };
+                format!(
+                    "Replay: no model was called; responses of model {} recorded {} replayed from {}{legacy}",
+                    a.identity.model, rp.recorded_at, rp.cassette
+                )
+            })
+        })
+        .collect()
 }
 
 fn verdict_view(s: &Summary) -> VerdictView {
