@@ -51,6 +51,35 @@ fn run(dir: &Path, provider: &str, base_url: Option<&str>, env: &[(&str, &str)])
     toolscore_env(dir, &args, env)
 }
 
+/// `run` with one trial in flight at a time, so how many requests go out does not depend on
+/// the machine's speed.
+fn run_one_at_a_time(
+    dir: &Path,
+    provider: &str,
+    base_url: &str,
+    trials: &str,
+    env: &[(&str, &str)],
+) -> Run {
+    let args = [
+        "run",
+        "--provider",
+        provider,
+        "--base-url",
+        base_url,
+        "--dataset",
+        "data",
+        "--trials",
+        trials,
+        "--concurrency",
+        "1",
+        "--out",
+        "out",
+        "--progress",
+        "off",
+    ];
+    toolscore_env(dir, &args, env)
+}
+
 /// A scripted fake of one provider's API.
 type FakeModel = fn(&FakeRequest) -> FakeResponse;
 
@@ -176,25 +205,11 @@ fn error_classes_reach_the_records() {
         }
     });
     let dir = project();
-    let r = toolscore_env(
+    let r = run_one_at_a_time(
         dir.path(),
-        &[
-            "run",
-            "--provider",
-            "anthropic:claude-sonnet-4-5",
-            "--base-url",
-            &server.base_url,
-            "--dataset",
-            "data",
-            "--trials",
-            "2",
-            "--concurrency",
-            "1",
-            "--out",
-            "out",
-            "--progress",
-            "off",
-        ],
+        "anthropic:claude-sonnet-4-5",
+        &server.base_url,
+        "2",
         &[("ANTHROPIC_API_KEY", FAKE_KEY)],
     );
     assert_eq!(r.code, 0, "{}", r.transcript());
@@ -240,25 +255,11 @@ fn error_classes_reach_the_records() {
     // The arm stops at its first quota error (provider/stop.rs): with one trial in flight at a
     // time exactly one request is sent, whatever the machine's speed.
     let dir = project();
-    let r = toolscore_env(
+    let r = run_one_at_a_time(
         dir.path(),
-        &[
-            "run",
-            "--provider",
-            "openai-responses:gpt-5.4",
-            "--base-url",
-            &server.base_url,
-            "--dataset",
-            "data",
-            "--trials",
-            "3",
-            "--concurrency",
-            "1",
-            "--out",
-            "out",
-            "--progress",
-            "off",
-        ],
+        "openai-responses:gpt-5.4",
+        &server.base_url,
+        "3",
         &[("OPENAI_API_KEY", FAKE_KEY)],
     );
     assert_eq!(r.code, 4, "{}", r.transcript());
