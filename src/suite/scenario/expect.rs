@@ -72,6 +72,99 @@ pub(super) fn tool_pattern(
     }
 }
 
+/// `expect.sequence`: its mode and each expected call, with the results its arguments use.
+fn build_sequence(
+    seq: RawSequence,
+    tool_exists: &dyn Fn(&str) -> bool,
+) -> Result<(SequenceMode, Vec<SequenceItem>), ExpectError> {
+    let mode = match seq.mode.as_str() {
+        "exact" => SequenceMode::Exact,
+        "in_order" => SequenceMode::InOrder,
+        "any_order" => SequenceMode::AnyOrder,
+        other => {
+            return Err((
+                "mode:".into(),
+                "expect.sequence.mode".into(),
+                format!("unknown mode `{other}` (exact, in_order or any_order)"),
+            ));
+        }
+    };
+    let mut items = Vec::with_capacity(seq.calls.len());
+    for (i, c) in seq.calls.into_iter().enumerate() {
+        let field = format!("expect.sequence.calls[{i}]");
+        let tool = tool_pattern(&c.tool, &format!("{field}.tool"), tool_exists)?;
+        if c.args.as_ref().is_some_and(|a| !a.is_object()) {
+            return Err((
+                "args:".into(),
+                format!("{field}.args"),
+                "`args` must be a mapping".into(),
+            ));
+        }
+        let matchers = matchers(c.matchers)
+            .map_err(|(p, m)| ("match:".to_owned(), format!("{field}.match.{p}"), m))?;
+        let uses = c
+            .uses
+            .into_iter()
+            .map(|(arg, source)| {
+                let r = ResultRef::parse(&source)
+                    .map_err(|m| ("uses:".to_owned(), format!("{field}.uses.{arg}"), m))?;
+                if !tool_exists(&r.tool) {
+                    return Err((
+                        "uses:".to_owned(),
+                        format!("{field}.uses.{arg}"),
+                        format!("`{}` is not a tool of the catalog", r.tool),
+                    ));
+                }
+                Ok((arg, r))
+            })
+            .collect::<Result<BTreeMap<_, _>, ExpectError>>()?;
+        items.push(SequenceItem {
+            call: ExpectedCall {
+                tool: tool.label(),
+                args: c
+                    .args
+                    .or_else(|| (!matchers.is_empty()).then(|| Value::Object(Map::new()))),
+                matchers,
+                family: None,
+            },
+            tool,
+            uses,
+        });
+    }
+    Ok((mode, items))
+}
+
+/// `expect.answer`: the text it must contain, its pattern, and the results it must cite.
+fn build_answer(
+    a: RawAnswer,
+    tool_exists: &dyn Fn(&str) -> bool,
+    out: &mut ScenarioExpect,
+) -> Result<(), ExpectError> {
+    out.answer_contains = a.contains;
+    if let Some(p) = a.regex {
+        out.answer_regex = Some(regex::Regex::new(&p).map_err(|e| {
+            (
+                "regex:".to_owned(),
+                "expect.answer.regex".to_owned(),
+                format!("invalid regex: {e}"),
+            )
+        })?);
+    }
+    for (i, c) in a.cites.iter().enumerate() {
+        let r = ResultRef::parse(c)
+            .map_err(|m| ("cites:".to_owned(), format!("expect.answer.cites[{i}]"), m))?;
+        if !tool_exists(&r.tool) {
+            return Err((
+                "cites:".into(),
+                format!("expect.answer.cites[{i}]"),
+                format!("`{}` is not a tool of the catalog", r.tool),
+            ));
+        }
+        out.cites.push(r);
+    }
+    Ok(())
+}
+
 pub(super) fn build_expect(
     raw: RawExpect,
     tool_exists: &dyn Fn(&str) -> bool,
@@ -82,61 +175,7 @@ pub(super) fn build_expect(
         ..Default::default()
     };
     if let Some(seq) = raw.sequence {
-        let mode = match seq.mode.as_str() {
-            "exact" => SequenceMode::Exact,
-            "in_order" => SequenceMode::InOrder,
-            "any_order" => SequenceMode::AnyOrder,
-            other => {
-                return Err((
-                    "mode:".into(),
-                    "expect.sequence.mode".into(),
-                    format!("unknown mode `{other}` (exact, in_order or any_order)"),
-                ));
-            }
-        };
-        let mut items = Vec::with_capacity(seq.calls.len());
-        for (i, c) in seq.calls.into_iter().enumerate() {
-            let field = format!("expect.sequence.calls[{i}]");
-            let tool = tool_pattern(&c.tool, &format!("{field}.tool"), tool_exists)?;
-            if c.args.as_ref().is_some_and(|a| !a.is_object()) {
-                return Err((
-                    "args:".into(),
-                    format!("{field}.args"),
-                    "`args` must be a mapping".into(),
-                ));
-            }
-            let matchers = matchers(c.matchers)
-                .map_err(|(p, m)| ("match:".to_owned(), format!("{field}.match.{p}"), m))?;
-            let uses = c
-                .uses
-                .into_iter()
-                .map(|(arg, source)| {
-                    let r = ResultRef::parse(&source)
-                        .map_err(|m| ("uses:".to_owned(), format!("{field}.uses.{arg}"), m))?;
-                    if !tool_exists(&r.tool) {
-                        return Err((
-                            "uses:".to_owned(),
-                            format!("{field}.uses.{arg}"),
-                            format!("`{}` is not a tool of the catalog", r.tool),
-                        ));
-                    }
-                    Ok((arg, r))
-                })
-                .collect::<Result<BTreeMap<_, _>, ExpectError>>()?;
-            items.push(SequenceItem {
-                call: ExpectedCall {
-                    tool: tool.label(),
-                    args: c
-                        .args
-                        .or_else(|| (!matchers.is_empty()).then(|| Value::Object(Map::new()))),
-                    matchers,
-                    family: None,
-                },
-                tool,
-                uses,
-            });
-        }
-        out.sequence = Some((mode, items));
+        out.sequence = Some(build_sequence(seq, tool_exists)?);
     }
     for (i, f) in raw.forbidden.iter().enumerate() {
         out.forbidden.push(tool_pattern(
@@ -157,28 +196,7 @@ pub(super) fn build_expect(
         out.state.push((s.path, check));
     }
     if let Some(a) = raw.answer {
-        out.answer_contains = a.contains;
-        if let Some(p) = a.regex {
-            out.answer_regex = Some(regex::Regex::new(&p).map_err(|e| {
-                (
-                    "regex:".to_owned(),
-                    "expect.answer.regex".to_owned(),
-                    format!("invalid regex: {e}"),
-                )
-            })?);
-        }
-        for (i, c) in a.cites.iter().enumerate() {
-            let r = ResultRef::parse(c)
-                .map_err(|m| ("cites:".to_owned(), format!("expect.answer.cites[{i}]"), m))?;
-            if !tool_exists(&r.tool) {
-                return Err((
-                    "cites:".into(),
-                    format!("expect.answer.cites[{i}]"),
-                    format!("`{}` is not a tool of the catalog", r.tool),
-                ));
-            }
-            out.cites.push(r);
-        }
+        build_answer(a, tool_exists, &mut out)?;
     }
     Ok(out)
 }
