@@ -150,30 +150,7 @@ pub fn diff(
     for o in &old.tools {
         match new.get(&o.name) {
             Some(n) if n == o => unchanged.push(entry(o)),
-            Some(n) => {
-                let description_changed = o.description != n.description;
-                let schema_changed = o.input_schema != n.input_schema;
-                let mut text = unified(&tool_text(o), &tool_text(n), &o.name, &n.name);
-                // A schema change the flat view does not show (`additionalProperties`,
-                // `$defs`, formats, bounds): the schemas' JSON instead.
-                if schema_changed && parameters(&o.input_schema) == parameters(&n.input_schema) {
-                    text.push_str(&unified(
-                        &pretty(&o.input_schema),
-                        &pretty(&n.input_schema),
-                        &format!("{}.inputSchema", o.name),
-                        &format!("{}.inputSchema", n.name),
-                    ));
-                }
-                changed.push(Changed {
-                    name: o.name.clone(),
-                    old_fingerprint: tool_fingerprint(o),
-                    new_fingerprint: tool_fingerprint(n),
-                    description_changed,
-                    schema_changed,
-                    flagged: same_version,
-                    diff: text,
-                });
-            }
+            Some(n) => changed.push(changed_tool(o, n, same_version)),
             None => removed.push(o),
         }
     }
@@ -182,7 +159,58 @@ pub fn diff(
         .iter()
         .filter(|n| old.get(&n.name).is_none())
         .collect();
-    // Renames: the most similar pairs first, each tool in at most one pair.
+    let (renamed, used_old, used_new) = renames(&removed, &added);
+    let mut i = 0;
+    removed.retain(|_| {
+        i += 1;
+        !used_old[i - 1]
+    });
+    let mut j = 0;
+    added.retain(|_| {
+        j += 1;
+        !used_new[j - 1]
+    });
+    CatalogDiff {
+        old: side(old, old_server),
+        new: side(new, new_server),
+        added: added.into_iter().map(entry).collect(),
+        removed: removed.into_iter().map(entry).collect(),
+        renamed,
+        changed,
+        unchanged,
+    }
+}
+
+/// A tool kept under its name but changed: what changed, and the unified diff of its text
+/// (or, when only what the flat view does not show changed, of its schema's JSON).
+fn changed_tool(o: &Tool, n: &Tool, same_version: bool) -> Changed {
+    let description_changed = o.description != n.description;
+    let schema_changed = o.input_schema != n.input_schema;
+    let mut text = unified(&tool_text(o), &tool_text(n), &o.name, &n.name);
+    // A schema change the flat view does not show (`additionalProperties`,
+    // `$defs`, formats, bounds): the schemas' JSON instead.
+    if schema_changed && parameters(&o.input_schema) == parameters(&n.input_schema) {
+        text.push_str(&unified(
+            &pretty(&o.input_schema),
+            &pretty(&n.input_schema),
+            &format!("{}.inputSchema", o.name),
+            &format!("{}.inputSchema", n.name),
+        ));
+    }
+    Changed {
+        name: o.name.clone(),
+        old_fingerprint: tool_fingerprint(o),
+        new_fingerprint: tool_fingerprint(n),
+        description_changed,
+        schema_changed,
+        flagged: same_version,
+        diff: text,
+    }
+}
+
+/// Renames among the removed and added tools: the most similar pairs first, each tool in at
+/// most one pair, sorted by old name; and which removed and added tools they used.
+fn renames(removed: &[&Tool], added: &[&Tool]) -> (Vec<Renamed>, Vec<bool>, Vec<bool>) {
     let texts_old: Vec<String> = removed.iter().map(|t| tool_text(t)).collect();
     let texts_new: Vec<String> = added.iter().map(|t| tool_text(t)).collect();
     let mut pairs: Vec<(f32, usize, usize)> = Vec::new();
@@ -213,25 +241,7 @@ pub fn diff(
         });
     }
     renamed.sort_by(|a, b| a.old.name.cmp(&b.old.name));
-    let mut i = 0;
-    removed.retain(|_| {
-        i += 1;
-        !used_old[i - 1]
-    });
-    let mut j = 0;
-    added.retain(|_| {
-        j += 1;
-        !used_new[j - 1]
-    });
-    CatalogDiff {
-        old: side(old, old_server),
-        new: side(new, new_server),
-        added: added.into_iter().map(entry).collect(),
-        removed: removed.into_iter().map(entry).collect(),
-        renamed,
-        changed,
-        unchanged,
-    }
+    (renamed, used_old, used_new)
 }
 
 fn describe(s: &Side) -> String {
