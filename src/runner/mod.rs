@@ -590,30 +590,15 @@ async fn run_trial(
     let mut raw = Vec::new();
     match &view.judge {
         Judge::Fixture(expect) => {
-            let step = StepKey {
-                conversation: &opening.request_hash,
-                trial: key.trial,
-                step: 0,
-            };
-            let answered = shared.batch.as_ref().and_then(|b| b.get(key));
-            let (result, latency) = match answered {
-                Some((result, reference)) => {
-                    record.batch = Some(reference.clone());
-                    (result.clone(), std::time::Duration::ZERO)
-                }
-                None => arm.backend.step(opening, step, &shared.cancel).await,
-            };
-            record_step(shared, &mut record, &mut raw, 0, result, latency)?;
-            record.usage = total_usage(&record.turns);
-            if record.error_class.is_none() {
-                let score = score_trial(expect, &record.turns, &view.validators);
-                record.outcome = if score.passed {
-                    Outcome::Pass
-                } else {
-                    Outcome::Fail
-                };
-                record.score = Some(score);
-            }
+            run_fixture(
+                shared,
+                key,
+                (arm, opening),
+                (expect, &view.validators),
+                &mut record,
+                &mut raw,
+            )
+            .await?;
         }
         Judge::Scenario {
             scenario,
@@ -632,8 +617,53 @@ async fn run_trial(
             .await?;
         }
     }
-    record.cost = arm.price.as_ref().and_then(|p| {
-        // A trial a provider batch answered is billed at the batch price.
+    record.cost = trial_cost(arm.price.as_ref(), &record);
+    Some((record, raw))
+}
+
+/// A single-call fixture's one step: the batch's answer or the provider's, scored.
+async fn run_fixture(
+    shared: &Shared,
+    key: TrialKey,
+    (arm, opening): (&ArmUnit, &PreparedRequest),
+    (expect, validators): (&crate::score::Expectation, &crate::score::ToolValidators),
+    record: &mut TrialRecord,
+    raw: &mut Vec<RawStep>,
+) -> Option<()> {
+    let step = StepKey {
+        conversation: &opening.request_hash,
+        trial: key.trial,
+        step: 0,
+    };
+    let answered = shared.batch.as_ref().and_then(|b| b.get(key));
+    let (result, latency) = match answered {
+        Some((result, reference)) => {
+            record.batch = Some(reference.clone());
+            (result.clone(), std::time::Duration::ZERO)
+        }
+        None => arm.backend.step(opening, step, &shared.cancel).await,
+    };
+    record_step(shared, record, raw, 0, result, latency)?;
+    record.usage = total_usage(&record.turns);
+    if record.error_class.is_none() {
+        let score = score_trial(expect, &record.turns, validators);
+        record.outcome = if score.passed {
+            Outcome::Pass
+        } else {
+            Outcome::Fail
+        };
+        record.score = Some(score);
+    }
+    Some(())
+}
+
+/// What the trial cost at its arm's price; a trial a provider batch answered is billed at the
+/// batch price.
+fn trial_cost(
+    price: Option<&crate::provider::prices::ArmPrice>,
+    record: &TrialRecord,
+) -> Option<crate::record::TrialCost> {
+    price.and_then(|p| {
         let (discount, source) = match (&record.batch, p.batch_discount) {
             (Some(_), Some(d)) => (
                 d,
@@ -648,8 +678,7 @@ async fn run_trial(
                 price: p.price,
                 price_source: source,
             })
-    });
-    Some((record, raw))
+    })
 }
 
 /// Records one step's answer (or error) in the trial record and the raw steps. `Some(true)`
