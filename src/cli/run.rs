@@ -209,6 +209,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Error> {
 
 /// Runs a validated setup: composes the sinks as observers of the run, aggregates, writes
 /// `summary.json`, prints the report and decides the exit code.
+// Long: the run's steps in their order (each a call), with the bookkeeping that joins them.
 fn run_command(
     mut setup: RunSetup,
     max_infra: f64,

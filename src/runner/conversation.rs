@@ -19,6 +19,8 @@ use crate::suite::scenario::Scenario;
 /// order) from the script, feed the results back, and repeat until it answers without a tool
 /// call or `max_steps` requests were made. Every step is keyed (conversation, trial, step) so
 /// a recording replays it exactly. `None` when Ctrl-C abandoned the trial.
+// Long: the agent loop in one place; every exit of a step (budget, error, answer, state limit,
+// live failure, Ctrl-C) must close the same trajectory.
 pub(super) async fn run_scenario_loop(
     shared: &Shared,
     key: TrialKey,

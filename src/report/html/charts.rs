@@ -285,22 +285,7 @@ pub(super) fn case_forest(
         .into_iter()
         .collect();
     let axis_y = px(rows_end + 18.0 * diamonds.len() as f64 + 12.0);
-    let caption = format!(
-        "{} rate of each case with its {} Wilson interval (trials of one case), lowest first; {}{}",
-        metric.label(),
-        pct(s.confidence),
-        match gate {
-            Some(g) if g.metric.rate() == Some(metric) => {
-                format!("the line is gate {}", g.name())
-            }
-            _ => "no rate gate was given, so no threshold is drawn".to_owned(),
-        },
-        if verdicts.is_some() {
-            "; colours are the case-level gate's verdicts"
-        } else {
-            ""
-        }
-    );
+    let caption = forest_caption(s, metric, gate, verdicts.is_some());
     Forest {
         frame: ChartFrame {
             id: format!("forest-{index}"),
@@ -316,6 +301,31 @@ pub(super) fn case_forest(
         rows,
         diamonds,
     }
+}
+
+/// What the forest shows, and what its line and colours mean.
+fn forest_caption(
+    s: &Summary,
+    metric: Metric,
+    gate: Option<&GateResult>,
+    coloured: bool,
+) -> String {
+    format!(
+        "{} rate of each case with its {} Wilson interval (trials of one case), lowest first; {}{}",
+        metric.label(),
+        pct(s.confidence),
+        match gate {
+            Some(g) if g.metric.rate() == Some(metric) => {
+                format!("the line is gate {}", g.name())
+            }
+            _ => "no rate gate was given, so no threshold is drawn".to_owned(),
+        },
+        if coloured {
+            "; colours are the case-level gate's verdicts"
+        } else {
+            ""
+        }
+    )
 }
 
 /// One case's row of the forest: its rate and interval, or "n/a" without a scored trial.
