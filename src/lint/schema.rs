@@ -278,6 +278,7 @@ fn type_of(schema: &Map<String, Value>) -> Vec<&str> {
     }
 }
 
+// Long: its patterns (static regexes) beside the rule that reads them.
 fn prose_constraints(tool: &str, p: &Property<'_>, out: &mut Vec<Raw>) {
     use std::sync::LazyLock;
     static ENUM: LazyLock<regex::Regex> = LazyLock::new(|| {
@@ -370,6 +371,7 @@ fn is_token(s: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c))
 }
 
+// Long: its patterns (static regexes) beside the rule that reads them.
 fn headers(tool: &str, schema: &Value, props: &[Property<'_>], out: &mut Vec<Raw>) {
     use std::sync::LazyLock;
     static SENSITIVE: LazyLock<regex::Regex> = LazyLock::new(|| {

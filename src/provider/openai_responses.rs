@@ -52,6 +52,7 @@ static WIRE: WireFormat = WireFormat {
     error: chat::error_from_status,
 };
 
+// Long: one pass over the wire format's fields in the order its documentation gives them.
 pub(crate) fn encode_request(
     settings: &ProviderSettings,
     messages: &[Message],

@@ -333,6 +333,8 @@ fn score_single(
     }
 }
 
+// Long: one matching pass (each expected call to at most one produced call), kept whole so
+// the matching rule reads in one place.
 fn score_parallel(
     expected: &[ExpectedCall],
     checks_args: bool,

@@ -335,6 +335,7 @@ fn values_agree(want: &Value, got: &Value) -> bool {
     json_equal(want, got) || plain_text(want) == plain_text(got)
 }
 
+// Long: one matching pass per sequence mode (exact, in order, any order), side by side.
 fn check_sequence(
     mode: SequenceMode,
     items: &[SequenceItem],

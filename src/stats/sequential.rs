@@ -171,6 +171,7 @@ pub struct OperatingCharacteristics {
 /// O(n_max · that width), and the loop ends as soon as no probability is left undecided.
 ///
 /// `None` when `p` is NaN or outside [0, 1], or `n_max = 0`.
+// Long: one dynamic-programming pass, kept whole to be read against its formula above.
 pub fn sprt_operating_characteristics(
     gate: &SprtGate,
     p: f64,
