@@ -76,11 +76,7 @@ struct ShardProvenance<'a> {
 
 pub fn run(args: &MergeArgs) -> Result<ExitCode, Error> {
     let formats = output::chosen(&args.formats, &[Format::Terminal]);
-    if formats.contains(&Format::Terminal) && formats.contains(&Format::Json) {
-        return Err(usage(
-            "--format terminal and --format json both print to stdout; choose one",
-        ));
-    }
+    output::check_one_stdout(&formats)?;
     let mut shards = Vec::with_capacity(args.shard_dirs.len());
     for dir in &args.shard_dirs {
         shards.push(read_shard(dir)?);
@@ -448,15 +444,7 @@ fn write_merged(
     // is still kept out of the trend when the history is read.
     super::history::append_history(out, &summary, None)?;
     let files = output::write_files(&summary, out, formats)?;
-    if formats.contains(&Format::Json) {
-        let text =
-            serde_json::to_string_pretty(&summary).map_err(|e| Error::encode("the summary", e))?;
-        println!("{text}");
-    } else if formats.contains(&Format::Terminal) {
-        let mut stdout = std::io::stdout().lock();
-        crate::report::Render::render(&crate::report::Terminal, &summary, &mut stdout)
-            .map_err(|e| Error::io("cannot write the report", e))?;
-    }
+    output::print_stdout(&summary, formats)?;
     let mut written = vec![
         results_path,
         out.join("results.csv"),

@@ -127,3 +127,27 @@ fn trends(summary: &Summary, path: &Path) -> Result<Vec<Trend>, Error> {
     let lines = history::parse(&text, &path.display().to_string())?;
     Ok(history::trends(summary, &lines))
 }
+
+/// Refuses two formats that would both print to stdout.
+pub fn check_one_stdout(formats: &[Format]) -> Result<(), Error> {
+    if formats.contains(&Format::Terminal) && formats.contains(&Format::Json) {
+        return Err(super::usage(
+            "--format terminal and --format json both print to stdout; choose one",
+        ));
+    }
+    Ok(())
+}
+
+/// What a command prints on stdout: the summary as JSON, or the terminal report.
+pub fn print_stdout(summary: &Summary, formats: &[Format]) -> Result<(), Error> {
+    if formats.contains(&Format::Json) {
+        let text =
+            serde_json::to_string_pretty(summary).map_err(|e| Error::encode("the summary", e))?;
+        println!("{text}");
+    } else if formats.contains(&Format::Terminal) {
+        let mut out = std::io::stdout().lock();
+        crate::report::Render::render(&crate::report::Terminal, summary, &mut out)
+            .map_err(|e| Error::io("cannot write the report", e))?;
+    }
+    Ok(())
+}

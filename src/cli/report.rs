@@ -44,11 +44,7 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode, Error> {
             "--format csv: results.csv is written by `run`; `report` changes no record",
         ));
     }
-    if formats.contains(&Format::Terminal) && formats.contains(&Format::Json) {
-        return Err(usage(
-            "--format terminal and --format json both print to stdout; choose one",
-        ));
-    }
+    output::check_one_stdout(&formats)?;
     let summary_path = args.run_dir.join("summary.json");
     let results_path = args.run_dir.join("results.jsonl");
     let text = crate::input::read_text(&summary_path)?;
@@ -114,15 +110,7 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode, Error> {
     for path in output::write_files(&summary, &args.run_dir, &formats)? {
         eprintln!("wrote {}", path.display());
     }
-    if formats.contains(&Format::Json) {
-        let text =
-            serde_json::to_string_pretty(&summary).map_err(|e| Error::encode("the summary", e))?;
-        println!("{text}");
-    } else if formats.contains(&Format::Terminal) {
-        let mut out = std::io::stdout().lock();
-        crate::report::Render::render(&crate::report::Terminal, &summary, &mut out)
-            .map_err(|e| Error::io("cannot write the report", e))?;
-    }
+    output::print_stdout(&summary, &formats)?;
     Ok(gate_exit_code(&summary))
 }
 
