@@ -81,38 +81,9 @@ pub fn run(args: &PlanArgs) -> Result<ExitCode, Error> {
             .unwrap_or(crate::report::Metric::Selection),
     };
     let cases: usize = datasets.iter().map(|d| d.cases.len()).sum();
-    let mut observed_case_rates = Vec::new();
-    let mut observed_suite = None;
-    let tokens = match &args.from {
-        Some(dir) => {
-            let text = crate::input::read_text(&dir.join("summary.json"))?;
-            let header: crate::report::SummaryHeader =
-                serde_json::from_str(&text).map_err(|e| {
-                    InputError::json(&dir.join("summary.json").display().to_string(), &e)
-                })?;
-            let summary = crate::report::reaggregate(
-                &dir.join("results.jsonl"),
-                header,
-                confidence,
-                precision,
-            )?;
-            let arm = summary
-                .arms
-                .first()
-                .ok_or_else(|| usage(&format!("--from {}: the run has no arms", dir.display())))?;
-            let rate = |c: &crate::report::CaseSummary| {
-                let s = c.metrics.get(metric);
-                (s.n > 0).then(|| s.x as f64 / s.n as f64)
-            };
-            observed_case_rates = arm.cases.iter().filter_map(rate).collect();
-            observed_suite = arm.suite.metrics.get(metric).case_level;
-            crate::decide::sample_size::TokenBasis {
-                source: format!("run {}", summary.run.run_id),
-                input_per_request: arm.tokens.input_mean.unwrap_or(0.0),
-                output_per_request: arm.tokens.output_mean,
-            }
-        }
-        None => fixture_tokens(&datasets),
+    let (observed_case_rates, observed_suite, tokens) = match &args.from {
+        Some(dir) => observed_in(dir, metric, confidence, precision)?,
+        None => (Vec::new(), None, fixture_tokens(&datasets)),
     };
     let trial_plan = crate::decide::sample_size::plan(&crate::decide::sample_size::PlanRequest {
         confidence,
@@ -136,6 +107,43 @@ pub fn run(args: &PlanArgs) -> Result<ExitCode, Error> {
     crate::decide::sample_size::render_plan(&trial_plan, &mut out)
         .map_err(|e| Error::io("cannot write the plan", e))?;
     Ok(ExitCode::Pass)
+}
+
+/// What an earlier run (`--from DIR`) observed: each case's rate on the metric, the suite's
+/// case-level estimate, and the tokens per request.
+fn observed_in(
+    dir: &std::path::Path,
+    metric: crate::report::Metric,
+    confidence: f64,
+    precision: f64,
+) -> Result<
+    (
+        Vec<f64>,
+        Option<crate::stats::ClusteredEstimate>,
+        crate::decide::sample_size::TokenBasis,
+    ),
+    Error,
+> {
+    let text = crate::input::read_text(&dir.join("summary.json"))?;
+    let header: crate::report::SummaryHeader = serde_json::from_str(&text)
+        .map_err(|e| InputError::json(&dir.join("summary.json").display().to_string(), &e))?;
+    let summary =
+        crate::report::reaggregate(&dir.join("results.jsonl"), header, confidence, precision)?;
+    let arm = summary
+        .arms
+        .first()
+        .ok_or_else(|| usage(&format!("--from {}: the run has no arms", dir.display())))?;
+    let rate = |c: &crate::report::CaseSummary| {
+        let s = c.metrics.get(metric);
+        (s.n > 0).then(|| s.x as f64 / s.n as f64)
+    };
+    let tokens = crate::decide::sample_size::TokenBasis {
+        source: format!("run {}", summary.run.run_id),
+        input_per_request: arm.tokens.input_mean.unwrap_or(0.0),
+        output_per_request: arm.tokens.output_mean,
+    };
+    let case_rates = arm.cases.iter().filter_map(rate).collect();
+    Ok((case_rates, arm.suite.metrics.get(metric).case_level, tokens))
 }
 
 /// Input tokens per request estimated from what the model reads: the catalog and a case's
