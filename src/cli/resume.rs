@@ -211,6 +211,11 @@ fn difference(was: &PlanFingerprint, now: &PlanFingerprint) -> Option<String> {
             name(now.shard)
         ));
     }
+    scenario_difference(was, now)
+}
+
+/// The first difference in the scenarios: which ran, their catalogs, their files' text.
+fn scenario_difference(was: &PlanFingerprint, now: &PlanFingerprint) -> Option<String> {
     if was.scenarios != now.scenarios {
         let names = |s: &[(String, String)]| {
             s.iter()
