@@ -227,34 +227,18 @@ fn stress_over_http_counts_each_failure_and_catches_leakage() {
         "{}",
         run.stdout
     );
-    assert!(
-        tool(&json, "slow_down")["first_error"]
-            .as_str()
-            .unwrap()
-            .ends_with("tools/call slow_down answered with HTTP 429 (Retry-After: 1)"),
-        "{json}"
-    );
-    assert!(
-        tool(&json, "throttle")["first_error"]
-            .as_str()
-            .unwrap()
-            .ends_with("tools/call throttle answered with HTTP 429"),
-        "{json}"
-    );
-    assert!(
-        tool(&json, "broken")["first_error"]
-            .as_str()
-            .unwrap()
-            .ends_with("answered with HTTP 503"),
-        "{json}"
-    );
-    assert!(
-        tool(&json, "reject")["first_error"]
-            .as_str()
-            .unwrap()
-            .ends_with("tools/call reject answered with HTTP 400"),
-        "{json}"
-    );
+    for (name, ending) in [
+        (
+            "slow_down",
+            "tools/call slow_down answered with HTTP 429 (Retry-After: 1)",
+        ),
+        ("throttle", "tools/call throttle answered with HTTP 429"),
+        ("broken", "answered with HTTP 503"),
+        ("reject", "tools/call reject answered with HTTP 400"),
+    ] {
+        let first = tool(&json, name)["first_error"].as_str().unwrap();
+        assert!(first.ends_with(ending), "{name}: {first}\n{json}");
+    }
     // Every dropped connection is followed by a fresh session (until the time is up).
     let dropped = count(tool(&json, "hang_up"), "dropped");
     let reconnects = count(&json["session_log"], "reconnects");

@@ -78,6 +78,14 @@ async fn complete_once(body: String) -> toolscore::message::ModelTurn {
     ex.turn
 }
 
+/// The error of one "hi" asked of the server with the default settings.
+async fn asked_once_failing(server: &FakeServer) -> toolscore::provider::ProviderError {
+    let p = provider(settings(&server.base_url));
+    p.complete(&p.prepare(&ask("hi"), &catalog()))
+        .await
+        .unwrap_err()
+}
+
 #[tokio::test]
 async fn decodes_a_tool_call_with_parsed_arguments() {
     let turn = complete_once(tool_call_body(&[(
@@ -286,11 +294,7 @@ async fn server_error_every_time_gives_up_after_max_retries() {
         )
     })
     .await;
-    let p = provider(settings(&server.base_url));
-    let err = p
-        .complete(&p.prepare(&ask("hi"), &catalog()))
-        .await
-        .unwrap_err();
+    let err = asked_once_failing(&server).await;
     assert_eq!(err.class, ErrorClass::ServerError);
     assert_eq!(err.attempts, 3);
     assert_eq!(err.status, Some(503));
@@ -314,11 +318,7 @@ async fn unauthorized_is_auth_and_not_retried() {
         )
     })
     .await;
-    let p = provider(settings(&server.base_url));
-    let err = p
-        .complete(&p.prepare(&ask("hi"), &catalog()))
-        .await
-        .unwrap_err();
+    let err = asked_once_failing(&server).await;
     assert_eq!(err.class, ErrorClass::Auth);
     assert_eq!(err.attempts, 1);
     assert_eq!(err.status, Some(401));
@@ -339,11 +339,7 @@ async fn insufficient_quota_is_not_retried() {
         .header("retry-after", "0")
     })
     .await;
-    let p = provider(settings(&server.base_url));
-    let err = p
-        .complete(&p.prepare(&ask("hi"), &catalog()))
-        .await
-        .unwrap_err();
+    let err = asked_once_failing(&server).await;
     assert_eq!(err.class, ErrorClass::QuotaExceeded);
     assert_eq!(err.attempts, 1);
     assert_eq!(server.requests_seen(), 1);
@@ -363,11 +359,7 @@ async fn client_errors_are_not_retried() {
         )
     })
     .await;
-    let p = provider(settings(&server.base_url));
-    let err = p
-        .complete(&p.prepare(&ask("hi"), &catalog()))
-        .await
-        .unwrap_err();
+    let err = asked_once_failing(&server).await;
     assert_eq!(err.class, ErrorClass::ClientError);
     assert_eq!(err.attempts, 1);
     assert!(err.message.contains("Invalid schema"), "{err}");
@@ -419,11 +411,7 @@ async fn non_json_200_is_a_bad_response() {
         FakeResponse::ok("<html>gateway says hi</html>").header("content-type", "text/html")
     })
     .await;
-    let p = provider(settings(&server.base_url));
-    let err = p
-        .complete(&p.prepare(&ask("hi"), &catalog()))
-        .await
-        .unwrap_err();
+    let err = asked_once_failing(&server).await;
     assert_eq!(err.class, ErrorClass::BadResponse);
     assert_eq!(err.attempts, 1);
     assert!(err.message.contains("gateway says hi"), "{err}");
