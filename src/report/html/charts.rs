@@ -231,16 +231,7 @@ pub(super) fn case_forest(
                 .map(|c| ((c.dataset.as_str(), c.case_id.as_str()), c.verdict))
                 .collect()
         });
-    let mut cases: Vec<&CaseSummary> = a.cases.iter().collect();
-    cases.sort_by(|x, y| {
-        let (rx, ry) = (x.metrics.get(metric).rate, y.metrics.get(metric).rate);
-        // Cases with data first, lowest rate first; then by name.
-        ry.is_none()
-            .cmp(&rx.is_none())
-            .reverse()
-            .then(rx.partial_cmp(&ry).unwrap_or(std::cmp::Ordering::Equal))
-            .then_with(|| (&x.dataset, &x.case_id).cmp(&(&y.dataset, &y.case_id)))
-    });
+    let cases = worst_first(a, metric);
     let shown = cases.len().min(CASE_ROWS);
     let rows: Vec<ForestRow> = cases
         .iter()
@@ -267,21 +258,7 @@ pub(super) fn case_forest(
         ));
     }
     let rows_end = TOP + ROW_H * shown as f64;
-    let suite = a.suite.metrics.get(metric);
-    let diamonds: Vec<Diamond> = group_interval(suite)
-        .map(|(m, lo, hi, text)| {
-            let y = px(rows_end + 18.0);
-            Diamond {
-                y,
-                points: diamond_points(scale.at(lo), scale.at(m), scale.at(hi), y),
-                label: if suite.case_level.is_some() {
-                    "suite: mean of case rates".to_owned()
-                } else {
-                    "suite: pooled rate".to_owned()
-                },
-                text,
-            }
-        })
+    let diamonds: Vec<Diamond> = suite_diamond(a.suite.metrics.get(metric), rows_end, scale)
         .into_iter()
         .collect();
     let axis_y = px(rows_end + 18.0 * diamonds.len() as f64 + 12.0);
@@ -301,6 +278,37 @@ pub(super) fn case_forest(
         rows,
         diamonds,
     }
+}
+
+/// The arm's cases with data first, lowest rate first; then by name.
+fn worst_first(a: &ArmSummary, metric: Metric) -> Vec<&CaseSummary> {
+    let mut cases: Vec<&CaseSummary> = a.cases.iter().collect();
+    cases.sort_by(|x, y| {
+        let (rx, ry) = (x.metrics.get(metric).rate, y.metrics.get(metric).rate);
+        ry.is_none()
+            .cmp(&rx.is_none())
+            .reverse()
+            .then(rx.partial_cmp(&ry).unwrap_or(std::cmp::Ordering::Equal))
+            .then_with(|| (&x.dataset, &x.case_id).cmp(&(&y.dataset, &y.case_id)))
+    });
+    cases
+}
+
+/// The suite's rate under the case rows: a diamond over its interval, when it has one.
+fn suite_diamond(suite: &RateStat, rows_end: f64, scale: Scale) -> Option<Diamond> {
+    group_interval(suite).map(|(m, lo, hi, text)| {
+        let y = px(rows_end + 18.0);
+        Diamond {
+            y,
+            points: diamond_points(scale.at(lo), scale.at(m), scale.at(hi), y),
+            label: if suite.case_level.is_some() {
+                "suite: mean of case rates".to_owned()
+            } else {
+                "suite: pooled rate".to_owned()
+            },
+            text,
+        }
+    })
 }
 
 /// What the forest shows, and what its line and colours mean.
@@ -404,28 +412,8 @@ pub(super) fn tool_bars(
                 .iter()
                 .enumerate()
                 .map(|(k, &(m, class))| {
-                    let r = t.metrics.get(m);
                     let y = px(top + bar_h * k as f64);
-                    match group_interval(r) {
-                        Some((v, lo, hi, text)) => Bar {
-                            class,
-                            y,
-                            height: bar_h - 3.0,
-                            x: Some(scale.at(v)),
-                            lo: Some(scale.at(lo)),
-                            hi: Some(scale.at(hi)),
-                            text: format!("{}: {text}", m.label()),
-                        },
-                        None => Bar {
-                            class,
-                            y,
-                            height: bar_h - 3.0,
-                            x: None,
-                            lo: None,
-                            hi: None,
-                            text: format!("{}: n/a ({}/{})", m.label(), r.x, r.n),
-                        },
-                    }
+                    tool_bar(t.metrics.get(m), m, class, y, bar_h - 3.0, scale)
                 })
                 .collect();
             BarRow {
@@ -475,6 +463,37 @@ pub(super) fn tool_bars(
         ],
         rows,
     })
+}
+
+/// One bar of a tool's row: the metric's rate to its interval, or "n/a" without a scored trial.
+fn tool_bar(
+    r: &RateStat,
+    m: Metric,
+    class: &'static str,
+    y: f64,
+    height: f64,
+    scale: Scale,
+) -> Bar {
+    match group_interval(r) {
+        Some((v, lo, hi, text)) => Bar {
+            class,
+            y,
+            height,
+            x: Some(scale.at(v)),
+            lo: Some(scale.at(lo)),
+            hi: Some(scale.at(hi)),
+            text: format!("{}: {text}", m.label()),
+        },
+        None => Bar {
+            class,
+            y,
+            height,
+            x: None,
+            lo: None,
+            hi: None,
+            text: format!("{}: n/a ({}/{})", m.label(), r.x, r.n),
+        },
+    }
 }
 
 /// Expected × chosen: each row's trials across the tools the model chose.

@@ -119,13 +119,6 @@ fn difference_forest(c: &Comparison) -> Forest {
         ));
     }
     let axis_y = px(rows_end + 18.0 * diamonds.len() as f64 + 12.0);
-    let ticks = [-1.0, -0.5, 0.0, 0.5, 1.0]
-        .iter()
-        .map(|&v: &f64| Tick {
-            x: scale.at(v),
-            label: format!("{v:+}"),
-        })
-        .collect();
     Forest {
         frame: ChartFrame {
             id: "differences".to_owned(),
@@ -138,33 +131,49 @@ fn difference_forest(c: &Comparison) -> Forest {
             ),
             width: WIDTH + 60.0,
             height: px(axis_y + 24.0),
-            ticks,
-            refs: vec![
-                RefLine {
-                    x: scale.at(0.0),
-                    label: "no difference".to_owned(),
-                    class: "zero",
-                    anchor: "middle",
-                },
-                RefLine {
-                    x: scale.at(-c.min_effect),
-                    label: format!("−{} ", c.min_effect),
-                    class: "effect",
-                    anchor: "end",
-                },
-                RefLine {
-                    x: scale.at(c.min_effect),
-                    label: format!(" +{}", c.min_effect),
-                    class: "effect",
-                    anchor: "start",
-                },
-            ],
+            ticks: difference_ticks(scale),
+            refs: effect_lines(scale, c.min_effect),
             notes,
             ..ChartFrame::at(axis_y)
         },
         rows,
         diamonds,
     }
+}
+
+/// The difference axis from −1 to +1, signed.
+fn difference_ticks(scale: Scale) -> Vec<Tick> {
+    [-1.0, -0.5, 0.0, 0.5, 1.0]
+        .iter()
+        .map(|&v: &f64| Tick {
+            x: scale.at(v),
+            label: format!("{v:+}"),
+        })
+        .collect()
+}
+
+/// The line at no difference and the dashed lines at ±--min-effect.
+fn effect_lines(scale: Scale, min_effect: f64) -> Vec<RefLine> {
+    vec![
+        RefLine {
+            x: scale.at(0.0),
+            label: "no difference".to_owned(),
+            class: "zero",
+            anchor: "middle",
+        },
+        RefLine {
+            x: scale.at(-min_effect),
+            label: format!("−{min_effect} "),
+            class: "effect",
+            anchor: "end",
+        },
+        RefLine {
+            x: scale.at(min_effect),
+            label: format!(" +{min_effect}"),
+            class: "effect",
+            anchor: "start",
+        },
+    ]
 }
 
 /// One case's B − A with its interval, coloured by whether the interval excludes 0.

@@ -579,10 +579,7 @@ fn arm_view(s: &Summary, a: &ArmSummary, index: usize) -> ArmView {
     ArmView {
         id: format!("arm-{index}"),
         title: arm_label(&a.arm),
-        facts: format!(
-            "{} cases, {} trials scored, {} infrastructure errors (not scored)",
-            a.suite.cases, a.suite.scored_trials, a.infra.errors
-        ),
+        facts: crate::report::wording::suite_sentence(a),
         suite: Table {
             caption: "Suite".to_owned(),
             header: vec![

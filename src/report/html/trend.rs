@@ -40,25 +40,56 @@ pub(super) struct TrendMark {
     title: String,
 }
 
+/// Where the trend's runs and rates fall: runs spread evenly from x0 to x1 (one run in the
+/// middle), rates from y1 (0) up to y0 (1).
+struct TrendAxes {
+    x0: f64,
+    x1: f64,
+    y0: f64,
+    y1: f64,
+    runs: usize,
+}
+
+impl TrendAxes {
+    fn x_of(&self, i: usize) -> f64 {
+        if self.runs > 1 {
+            px(self.x0 + (self.x1 - self.x0) / (self.runs - 1) as f64 * i as f64)
+        } else {
+            px((self.x0 + self.x1) / 2.0)
+        }
+    }
+
+    fn y_of(&self, v: f64) -> f64 {
+        px(self.y1 - (self.y1 - self.y0) * v.clamp(0.0, 1.0))
+    }
+
+    /// Rate ticks at quarters.
+    fn y_ticks(&self) -> Vec<YTick> {
+        [0.0, 0.25, 0.5, 0.75, 1.0]
+            .iter()
+            .map(|&v| YTick {
+                y: self.y_of(v),
+                label: format!("{v}"),
+            })
+            .collect()
+    }
+}
+
 /// A series' case-level means with their interval band, newest runs last.
 pub(super) fn trend_view(t: &Trend, index: usize) -> TrendView {
     let metric_of = |p: &history::Point| p.line.metric(t.metric).clone();
     let skip = t.points.len().saturating_sub(TREND_RUNS);
     let points = &t.points[skip..];
-    let (x0, x1, y0, y1) = (70.0, 860.0, 24.0, 224.0);
-    let y_of = |v: f64| px(y1 - (y1 - y0) * v.clamp(0.0, 1.0));
-    let step = if points.len() > 1 {
-        (x1 - x0) / (points.len() - 1) as f64
-    } else {
-        0.0
+    let axes = TrendAxes {
+        x0: 70.0,
+        x1: 860.0,
+        y0: 24.0,
+        y1: 224.0,
+        runs: points.len(),
     };
-    let x_of = |i: usize| {
-        if points.len() > 1 {
-            px(x0 + step * i as f64)
-        } else {
-            px((x0 + x1) / 2.0)
-        }
-    };
+    let (x0, x1, y0, y1) = (axes.x0, axes.x1, axes.y0, axes.y1);
+    let y_of = |v: f64| axes.y_of(v);
+    let x_of = |i: usize| axes.x_of(i);
     let mut bands = Vec::new();
     let mut line = Vec::new();
     let mut marks = Vec::new();
@@ -113,13 +144,7 @@ pub(super) fn trend_view(t: &Trend, index: usize) -> TrendView {
         plot_x1: x1,
         plot_y0: y0,
         plot_y1: y1,
-        y_ticks: [0.0, 0.25, 0.5, 0.75, 1.0]
-            .iter()
-            .map(|&v| YTick {
-                y: y_of(v),
-                label: format!("{v}"),
-            })
-            .collect(),
+        y_ticks: axes.y_ticks(),
         bands,
         line: line.join(" "),
         points: marks,
