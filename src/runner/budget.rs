@@ -87,33 +87,7 @@ pub fn estimate(plan: &RunPlan) -> Estimate {
             .settings
             .max_tokens
             .map_or(ASSUMED_OUTPUT_TOKENS, u64::from);
-        // What one request of each case reads under this arm's variant, and how many requests
-        // a trial makes.
-        let mut reads: Vec<(u64, u64)> = Vec::with_capacity(cases);
-        for d in &plan.datasets {
-            let variant = d.variant(&arm.variant);
-            for c in &d.cases {
-                let catalog = match (&c.catalog, variant) {
-                    (Some((own, _)), _) => catalog_tokens(own),
-                    (None, Some(v)) => catalog_tokens(&v.catalog),
-                    (None, None) => catalog_tokens(&d.catalog),
-                };
-                let messages = match variant {
-                    Some(v) => json_tokens(&v.messages(&c.messages)),
-                    None => json_tokens(&c.messages),
-                };
-                reads.push((catalog + messages, 1));
-            }
-        }
-        for sc in &plan.scenarios {
-            let catalog = sc
-                .catalog_for(&arm.variant)
-                .map_or(0, |v| catalog_tokens(&v.catalog));
-            reads.push((
-                catalog + json_tokens(&sc.messages),
-                u64::from(sc.max_steps.max(1)),
-            ));
-        }
+        let reads = reads_per_case(plan, &arm.variant);
         let mut arm_trials = 0u64;
         let mut arm_usd = Some(0.0);
         for (case, &(input, requests)) in reads.iter().enumerate() {
@@ -128,20 +102,7 @@ pub fn estimate(plan: &RunPlan) -> Estimate {
                     })
                 }),
             };
-            let n = (0..case_trials[case])
-                .filter(|&t| {
-                    let key = crate::event::TrialKey {
-                        arm: a,
-                        case,
-                        trial: t,
-                    };
-                    let in_shard = match (plan.shard, &seeds) {
-                        (Some(s), Some(seeds)) => s.contains(seeds[a * cases + case], t),
-                        _ => true,
-                    };
-                    in_shard && !plan.done.contains(&key)
-                })
-                .count() as u64;
+            let n = trials_to_run(plan, seeds.as_deref(), (a, case, cases), case_trials[case]);
             arm_trials += n;
             input_tokens += n * one.input_tokens;
             output_tokens += n * one.output_tokens;
@@ -168,6 +129,61 @@ pub fn estimate(plan: &RunPlan) -> Estimate {
         output_tokens,
         usd,
     }
+}
+
+/// What one request of each case (datasets' cases, then scenarios) reads under `variant`, in
+/// tokens, and how many requests a trial of it makes.
+fn reads_per_case(plan: &RunPlan, variant_name: &str) -> Vec<(u64, u64)> {
+    let mut reads = Vec::new();
+    for d in &plan.datasets {
+        let variant = d.variant(variant_name);
+        for c in &d.cases {
+            let catalog = match (&c.catalog, variant) {
+                (Some((own, _)), _) => catalog_tokens(own),
+                (None, Some(v)) => catalog_tokens(&v.catalog),
+                (None, None) => catalog_tokens(&d.catalog),
+            };
+            let messages = match variant {
+                Some(v) => json_tokens(&v.messages(&c.messages)),
+                None => json_tokens(&c.messages),
+            };
+            reads.push((catalog + messages, 1));
+        }
+    }
+    for sc in &plan.scenarios {
+        let catalog = sc
+            .catalog_for(variant_name)
+            .map_or(0, |v| catalog_tokens(&v.catalog));
+        reads.push((
+            catalog + json_tokens(&sc.messages),
+            u64::from(sc.max_steps.max(1)),
+        ));
+    }
+    reads
+}
+
+/// How many of case `case`'s trials (of `cases` an arm) this run makes under arm `arm`: those
+/// in the shard, when the run is one, and not done before a resume.
+fn trials_to_run(
+    plan: &RunPlan,
+    seeds: Option<&[u64]>,
+    (arm, case, cases): (usize, usize, usize),
+    trials: u32,
+) -> u64 {
+    (0..trials)
+        .filter(|&t| {
+            let key = crate::event::TrialKey {
+                arm,
+                case,
+                trial: t,
+            };
+            let in_shard = match (plan.shard, seeds) {
+                (Some(s), Some(seeds)) => s.contains(seeds[arm * cases + case], t),
+                _ => true,
+            };
+            in_shard && !plan.done.contains(&key)
+        })
+        .count() as u64
 }
 
 /// The most one request can cost: every byte of its body billed as an input token (no

@@ -84,35 +84,13 @@ impl<'a> ScriptRun<'a> {
             return out;
         }
         if self.script.validate_arguments
-            && let Some(violations) = validators.validate(&call.name, &call.arguments)
-            && !violations.is_empty()
+            && let Some(message) = violations_message(call, validators)
         {
             out.kind = CallKind::InvalidArguments;
-            let shown: Vec<String> = violations
-                .iter()
-                .take(3)
-                .map(|v| {
-                    let path = if v.path.is_empty() {
-                        "(root)"
-                    } else {
-                        v.path.as_str()
-                    };
-                    format!("{path}: {}", v.message)
-                })
-                .collect();
-            out.content = format!("Invalid arguments for {}: {}", call.name, shown.join("; "));
+            out.content = message;
             return out;
         }
-        let rules = self
-            .script
-            .tools
-            .get(&call.name)
-            .map_or(&[][..], Vec::as_slice);
-        let Some((index, rule)) = rules
-            .iter()
-            .enumerate()
-            .find(|(_, r)| r.when.matches(&call.arguments))
-        else {
+        let Some((index, rule)) = self.matching_rule(call) else {
             out.kind = CallKind::Unscripted;
             out.content = format!(
                 "No scripted result for this call to {} (the scenario has no rule matching these arguments)",
@@ -150,6 +128,18 @@ impl<'a> ScriptRun<'a> {
         out.is_error = response.is_error;
         out.rule = Some(index as u32);
         out
+    }
+
+    /// The first of the tool's rules whose condition the call's arguments meet, with its index.
+    fn matching_rule(&self, call: &ToolCall) -> Option<(usize, &'a ScriptRule)> {
+        let script: &'a Script = self.script;
+        script
+            .tools
+            .get(&call.name)
+            .map_or(&[][..], Vec::as_slice)
+            .iter()
+            .enumerate()
+            .find(|(_, r)| r.when.matches(&call.arguments))
     }
 
     /// The call that passed the size cap: an error result saying why, and the run marked so
@@ -318,6 +308,32 @@ fn lookup(expr: &str, args: &Value, state: &Value) -> Option<Value> {
         return Some(Value::from(n));
     }
     Some(v.clone())
+}
+
+/// What the tool answers a call whose arguments break its schema: the first three
+/// violations, each at its path; None when they conform.
+fn violations_message(call: &ToolCall, validators: &ToolValidators) -> Option<String> {
+    let violations = validators.validate(&call.name, &call.arguments)?;
+    if violations.is_empty() {
+        return None;
+    }
+    let shown: Vec<String> = violations
+        .iter()
+        .take(3)
+        .map(|v| {
+            let path = if v.path.is_empty() {
+                "(root)"
+            } else {
+                v.path.as_str()
+            };
+            format!("{path}: {}", v.message)
+        })
+        .collect();
+    Some(format!(
+        "Invalid arguments for {}: {}",
+        call.name,
+        shown.join("; ")
+    ))
 }
 
 #[cfg(test)]
