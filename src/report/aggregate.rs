@@ -215,22 +215,7 @@ impl ArmAgg {
             self.retried += 1;
         }
         if record.outcome == Outcome::Error {
-            self.case(record).counts.errors += 1;
-            let class = record
-                .error_class
-                .map_or_else(|| "unknown".to_owned(), |c| c.as_str().to_owned());
-            *self.errors_by_class.entry(class).or_default() += 1;
-            // The first distinct messages in text order, not in finishing order: the same
-            // examples whatever order the trials finished in.
-            if let Some(msg) = &record.error
-                && !self.error_examples.contains(msg)
-                && (self.error_examples.len() < MAX_ERROR_EXAMPLES
-                    || self.error_examples.last().is_some_and(|last| msg < last))
-            {
-                let at = self.error_examples.partition_point(|m| m < msg);
-                self.error_examples.insert(at, msg.clone());
-                self.error_examples.truncate(MAX_ERROR_EXAMPLES);
-            }
+            self.add_error(record);
             return;
         }
         if record.score.is_some() {
@@ -249,41 +234,7 @@ impl ArmAgg {
             *self.confusion.entry(key).or_default() += 1;
         }
         if let Some(score) = &record.score {
-            if !self.arg_failures.contains_key(&record.expected) {
-                self.arg_failures
-                    .insert(record.expected.clone(), ArgFailureCounts::default());
-            }
-            if let Some(counts) = self.arg_failures.get_mut(&record.expected) {
-                counts.add(score);
-            }
-            let c = &mut self.case(record).counts;
-            c.scored += 1;
-            c.selection.add(Some(score.selection_ok));
-            c.args.add(score.args_ok);
-            c.schema.add(score.schema_ok);
-            c.pass.add(Some(score.passed));
-            if let Some(detail) = score.detail.as_ref().filter(|_| !score.passed) {
-                let key =
-                    if c.failures.len() < MAX_FAILURE_TRACKED || c.failures.contains_key(detail) {
-                        detail.clone()
-                    } else {
-                        "(other)".to_owned()
-                    };
-                *c.failures.entry(key).or_default() += 1;
-            }
-            for v in &score.schema_violations {
-                let key = format!(
-                    "{}: {} failed {}",
-                    v.tool,
-                    if v.path.is_empty() { "(root)" } else { &v.path },
-                    v.keyword
-                );
-                if self.schema_violations.len() < MAX_SCHEMA_KEYS
-                    || self.schema_violations.contains_key(&key)
-                {
-                    *self.schema_violations.entry(key).or_default() += 1;
-                }
-            }
+            self.add_score(record, score);
         }
         let usage = record.usage;
         if usage.input_tokens.is_some() || usage.output_tokens.is_some() {
@@ -302,6 +253,64 @@ impl ArmAgg {
         }
         if let Some(tool) = self.tool_latency.get_mut(&record.expected) {
             tool.record(record.latency_ms);
+        }
+    }
+
+    /// An infrastructure error: counted by class, its message kept among the examples.
+    fn add_error(&mut self, record: &TrialRecord) {
+        self.case(record).counts.errors += 1;
+        let class = record
+            .error_class
+            .map_or_else(|| "unknown".to_owned(), |c| c.as_str().to_owned());
+        *self.errors_by_class.entry(class).or_default() += 1;
+        // The first distinct messages in text order, not in finishing order: the same
+        // examples whatever order the trials finished in.
+        if let Some(msg) = &record.error
+            && !self.error_examples.contains(msg)
+            && (self.error_examples.len() < MAX_ERROR_EXAMPLES
+                || self.error_examples.last().is_some_and(|last| msg < last))
+        {
+            let at = self.error_examples.partition_point(|m| m < msg);
+            self.error_examples.insert(at, msg.clone());
+            self.error_examples.truncate(MAX_ERROR_EXAMPLES);
+        }
+    }
+
+    /// A scored trial's verdicts, failure details and schema violations.
+    fn add_score(&mut self, record: &TrialRecord, score: &TrialScore) {
+        if !self.arg_failures.contains_key(&record.expected) {
+            self.arg_failures
+                .insert(record.expected.clone(), ArgFailureCounts::default());
+        }
+        if let Some(counts) = self.arg_failures.get_mut(&record.expected) {
+            counts.add(score);
+        }
+        let c = &mut self.case(record).counts;
+        c.scored += 1;
+        c.selection.add(Some(score.selection_ok));
+        c.args.add(score.args_ok);
+        c.schema.add(score.schema_ok);
+        c.pass.add(Some(score.passed));
+        if let Some(detail) = score.detail.as_ref().filter(|_| !score.passed) {
+            let key = if c.failures.len() < MAX_FAILURE_TRACKED || c.failures.contains_key(detail) {
+                detail.clone()
+            } else {
+                "(other)".to_owned()
+            };
+            *c.failures.entry(key).or_default() += 1;
+        }
+        for v in &score.schema_violations {
+            let key = format!(
+                "{}: {} failed {}",
+                v.tool,
+                if v.path.is_empty() { "(root)" } else { &v.path },
+                v.keyword
+            );
+            if self.schema_violations.len() < MAX_SCHEMA_KEYS
+                || self.schema_violations.contains_key(&key)
+            {
+                *self.schema_violations.entry(key).or_default() += 1;
+            }
         }
     }
 

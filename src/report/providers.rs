@@ -131,27 +131,8 @@ fn diff_of(variant: &str, arms: &[&ArmSummary], confidence: f64) -> ProviderDiff
             .iter()
             .map(|c| (c.metrics.pass.x, c.metrics.pass.n))
             .collect();
-        let mut pairs = Vec::new();
-        for a in 0..pass.len() {
-            for b in a + 1..pass.len() {
-                let ((ax, an), (bx, bn)) = (pass[a], pass[b]);
-                if an == 0 || bn == 0 {
-                    continue;
-                }
-                pass_comparisons += 1;
-                if let Some(iv) = crate::stats::newcombe_interval(bx, bn, ax, an, confidence)
-                    && (iv.lo > 0.0 || iv.hi < 0.0)
-                {
-                    pairs.push(PairDifference {
-                        a,
-                        b,
-                        difference: bx as f64 / bn as f64 - ax as f64 / an as f64,
-                        lo: iv.lo,
-                        hi: iv.hi,
-                    });
-                }
-            }
-        }
+        let (pairs, compared) = significant_pairs(&pass, confidence);
+        pass_comparisons += compared;
         if !pairs.is_empty() {
             pass_differs.push(PassDiff {
                 dataset: key.0.to_owned(),
@@ -182,6 +163,34 @@ fn diff_of(variant: &str, arms: &[&ArmSummary], confidence: f64) -> ProviderDiff
         pass_comparisons,
         pass_differs,
     }
+}
+
+/// The pairs of arms (a < b) whose pass rates on one case differ beyond chance (Newcombe's
+/// interval of b − a excludes 0), and how many pairs had data to compare.
+fn significant_pairs(pass: &[(u64, u64)], confidence: f64) -> (Vec<PairDifference>, u64) {
+    let mut pairs = Vec::new();
+    let mut compared = 0u64;
+    for a in 0..pass.len() {
+        for b in a + 1..pass.len() {
+            let ((ax, an), (bx, bn)) = (pass[a], pass[b]);
+            if an == 0 || bn == 0 {
+                continue;
+            }
+            compared += 1;
+            if let Some(iv) = crate::stats::newcombe_interval(bx, bn, ax, an, confidence)
+                && (iv.lo > 0.0 || iv.hi < 0.0)
+            {
+                pairs.push(PairDifference {
+                    a,
+                    b,
+                    difference: bx as f64 / bn as f64 - ax as f64 / an as f64,
+                    lo: iv.lo,
+                    hi: iv.hi,
+                });
+            }
+        }
+    }
+    (pairs, compared)
 }
 
 /// The most frequent choice (ties by name; `(other)` never counts as a choice).

@@ -402,21 +402,7 @@ impl ScenarioAgg {
             interval: stats::rate_interval(self.passed, self.judged, conf),
             case_level: None,
         };
-        let pass_k = PASS_KS
-            .iter()
-            .filter(|&&k| k <= self.judged)
-            .filter_map(|&k| {
-                let (n, c) = (self.judged, self.passed);
-                let intervals = stats::pass_k_intervals(n, c, k, conf);
-                Some(PassK {
-                    k,
-                    pass_at_k: stats::pass_at_k(n, c, k)?,
-                    pass_at_k_interval: intervals.map(|i| i.0),
-                    pass_hat_k: stats::pass_hat_k(n, c, k)?,
-                    pass_hat_k_interval: intervals.map(|i| i.1),
-                })
-            })
-            .collect();
+        let pass_k = pass_k_of(self.judged, self.passed, conf);
         let failures = ranked(self.failures);
         let tokens_per_trial = mean_stat(&self.tokens, conf);
         let tokens_per_step = (self.tokens_steps > 0).then(|| {
@@ -452,16 +438,8 @@ impl ScenarioAgg {
                     .collect::<Vec<_>>(),
                 conf,
             )
-            .unwrap_or(MeanStat {
-                mean: 0.0,
-                n: 0,
-                interval: None,
-            }),
-            steps_per_trial: mean_stat(&self.steps, conf).unwrap_or(MeanStat {
-                mean: 0.0,
-                n: 0,
-                interval: None,
-            }),
+            .unwrap_or(NO_MEAN),
+            steps_per_trial: mean_stat(&self.steps, conf).unwrap_or(NO_MEAN),
             step_limit: self.step_limit,
             unscripted_calls: self.unscripted,
             tokens_per_trial,
@@ -474,6 +452,32 @@ impl ScenarioAgg {
             answers: ranked(self.answers),
         }
     }
+}
+
+/// The mean of no value: what a scenario with no judged trial shows for its calls and steps.
+const NO_MEAN: MeanStat = MeanStat {
+    mean: 0.0,
+    n: 0,
+    interval: None,
+};
+
+/// pass@k and pass^k of one scenario, for each k in PASS_KS up to its `n` judged trials, `c`
+/// of them successes.
+fn pass_k_of(n: u64, c: u64, conf: f64) -> Vec<PassK> {
+    PASS_KS
+        .iter()
+        .filter(|&&k| k <= n)
+        .filter_map(|&k| {
+            let intervals = stats::pass_k_intervals(n, c, k, conf);
+            Some(PassK {
+                k,
+                pass_at_k: stats::pass_at_k(n, c, k)?,
+                pass_at_k_interval: intervals.map(|i| i.0),
+                pass_hat_k: stats::pass_hat_k(n, c, k)?,
+                pass_hat_k_interval: intervals.map(|i| i.1),
+            })
+        })
+        .collect()
 }
 
 /// The t(m−1) interval of a mean of per-scenario estimates, or none when they are all equal:
