@@ -409,10 +409,7 @@ fn write_arm(s: &Summary, a: &ArmSummary, doc: &mut String) {
         escape(&a.arm.model),
         escape(&a.arm.variant)
     ));
-    doc.push_str(&format!(
-        "{} cases, {} trials scored, {} infrastructure errors (not scored)\n\n",
-        a.suite.cases, a.suite.scored_trials, a.infra.errors
-    ));
+    doc.push_str(&format!("{}\n\n", super::wording::suite_sentence(a)));
     doc.push_str(&format!(
         "| metric | rate [{conf} Wilson] (x/n) | case-level mean [{conf} t] (m cases) |\n|---|---|---|\n"
     ));

@@ -402,11 +402,7 @@ fn render_arm(s: &Summary, a: &ArmSummary, extra: &[Warning], w: &mut dyn Write)
 /// The suite sentence and each metric's rate, trial-level and case-level.
 fn write_suite_rates(a: &ArmSummary, conf: &str, w: &mut dyn Write) -> io::Result<()> {
     writeln!(w)?;
-    writeln!(
-        w,
-        "suite: {} cases, {} trials scored, {} infrastructure errors (not scored)",
-        a.suite.cases, a.suite.scored_trials, a.infra.errors
-    )?;
+    writeln!(w, "suite: {}", super::wording::suite_sentence(a))?;
     writeln!(
         w,
         "  {:<13} {:<36} case-level mean, t interval",

@@ -1,5 +1,6 @@
 //! The words every report says the same way: a rate with its interval and count, a
-//! percentile with its order-statistic interval, dollars, the cost line, and each warning.
+//! percentile with its order-statistic interval, dollars, the cost line, the suite sentence
+//! and each warning.
 //! The terminal, report.md, report.html and the scenario and stress reports take them from
 //! here, so a change of wording is made once (verdict labels live beside the verdicts, in
 //! `verdict.rs` and `comparison.rs`).
@@ -8,6 +9,15 @@ use super::{Metric, RateStat, Summary, Warning};
 
 /// How many of the worst cases the terminal report lists (all are in summary.json).
 pub const WORST_CASES_SHOWN: usize = 10;
+
+/// What an arm's suite counts: `12 cases, 480 trials scored, 2 infrastructure errors (not
+/// scored)`.
+pub fn suite_sentence(a: &super::ArmSummary) -> String {
+    format!(
+        "{} cases, {} trials scored, {} infrastructure errors (not scored)",
+        a.suite.cases, a.suite.scored_trials, a.infra.errors
+    )
+}
 
 /// `0.853 [0.838, 0.867] (1877/2200)`, or `n/a (0/0)` when nothing was measured.
 pub fn format_rate(r: &RateStat) -> String {
