@@ -346,90 +346,103 @@ pub fn choose_arms<'a>(
     runs: &'a [Summary],
     wanted: &[String],
 ) -> Result<(Side<'a>, Side<'a>), InputError> {
-    let matches = |s: &Summary, i: usize, w: &str| {
-        let id = &s.arms[i].arm;
-        w == id.variant || w == id.provider || w == format!("{}/{}", id.provider, id.variant)
-    };
-    let describe = |s: &Summary| {
-        s.arms
+    match runs {
+        [one] => two_arms_of(one, wanted),
+        [first, second] => Ok((
+            one_arm_of(first, wanted.first())?,
+            one_arm_of(second, wanted.get(1))?,
+        )),
+        _ => Err(InputError::new(
+            "compare takes one run folder (with two arms) or two run folders",
+        )),
+    }
+}
+
+/// Whether `--arm w` names arm `i` of run `s`: by variant, provider or `provider/variant`.
+fn arm_matches(s: &Summary, i: usize, w: &str) -> bool {
+    let id = &s.arms[i].arm;
+    w == id.variant || w == id.provider || w == format!("{}/{}", id.provider, id.variant)
+}
+
+/// A run's arms as `provider/variant`, for the errors that ask the user to pick one.
+fn arm_names(s: &Summary) -> String {
+    s.arms
+        .iter()
+        .map(|a| format!("{}/{}", a.arm.provider, a.arm.variant))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Two arms of one run: its only two, or the two `--arm`s name.
+fn two_arms_of<'a>(
+    one: &'a Summary,
+    wanted: &[String],
+) -> Result<(Side<'a>, Side<'a>), InputError> {
+    let picked: Vec<usize> = if wanted.is_empty() {
+        (0..one.arms.len()).collect()
+    } else {
+        wanted
             .iter()
-            .map(|a| format!("{}/{}", a.arm.provider, a.arm.variant))
-            .collect::<Vec<_>>()
-            .join(", ")
+            .map(|w| {
+                let found: Vec<usize> = (0..one.arms.len())
+                    .filter(|&i| arm_matches(one, i, w))
+                    .collect();
+                match found.as_slice() {
+                    [i] => Ok(*i),
+                    [] => Err(InputError::new(format!(
+                        "--arm {w}: no arm of run {} is named so (its arms: {})",
+                        one.run.run_id,
+                        arm_names(one)
+                    ))),
+                    _ => Err(InputError::new(format!(
+                        "--arm {w}: several arms match; write PROVIDER/VARIANT (its arms: {})",
+                        arm_names(one)
+                    ))),
+                }
+            })
+            .collect::<Result<_, _>>()?
     };
-    let sides: Vec<Side<'a>> = match runs {
-        [one] => {
-            let picked: Vec<usize> = if wanted.is_empty() {
-                (0..one.arms.len()).collect()
-            } else {
-                wanted
-                    .iter()
-                    .map(|w| {
-                        let found: Vec<usize> = (0..one.arms.len())
-                            .filter(|&i| matches(one, i, w))
-                            .collect();
-                        match found.as_slice() {
-                            [i] => Ok(*i),
-                            [] => Err(InputError::new(format!(
-                                "--arm {w}: no arm of run {} is named so (its arms: {})",
-                                one.run.run_id,
-                                describe(one)
-                            ))),
-                            _ => Err(InputError::new(format!(
-                                "--arm {w}: several arms match; write PROVIDER/VARIANT (its arms: {})",
-                                describe(one)
-                            ))),
-                        }
-                    })
-                    .collect::<Result<_, _>>()?
-            };
-            if picked.len() != 2 {
-                return Err(InputError::new(format!(
-                    "run {} has {} arms ({}); compare needs exactly two: name them with --arm A --arm B",
-                    one.run.run_id,
-                    one.arms.len(),
-                    describe(one)
-                )));
-            }
-            picked
-                .into_iter()
-                .map(|arm| Side { summary: one, arm })
-                .collect()
-        }
-        [first, second] => {
-            let mut sides = Vec::with_capacity(2);
-            for (k, s) in [first, second].into_iter().enumerate() {
-                let arm = match (s.arms.len(), wanted.get(k)) {
-                    (1, None) => 0,
-                    (_, Some(w)) => {
-                        (0..s.arms.len())
-                            .find(|&i| matches(s, i, w))
-                            .ok_or_else(|| {
-                                InputError::new(format!(
-                                    "--arm {w}: no arm of run {} is named so (its arms: {})",
-                                    s.run.run_id,
-                                    describe(s)
-                                ))
-                            })?
-                    }
-                    (_, None) => {
-                        return Err(InputError::new(format!(
-                            "run {} has {} arms ({}); name the one to compare with --arm (once per run, in order)",
-                            s.run.run_id,
-                            s.arms.len(),
-                            describe(s)
-                        )));
-                    }
-                };
-                sides.push(Side { summary: s, arm });
-            }
-            sides
-        }
-        _ => {
-            return Err(InputError::new(
-                "compare takes one run folder (with two arms) or two run folders",
-            ));
+    match picked[..] {
+        [a, b] => Ok((
+            Side {
+                summary: one,
+                arm: a,
+            },
+            Side {
+                summary: one,
+                arm: b,
+            },
+        )),
+        _ => Err(InputError::new(format!(
+            "run {} has {} arms ({}); compare needs exactly two: name them with --arm A --arm B",
+            one.run.run_id,
+            one.arms.len(),
+            arm_names(one)
+        ))),
+    }
+}
+
+/// The arm of one of two runs: its only arm, or the one its `--arm` names.
+fn one_arm_of<'a>(s: &'a Summary, wanted: Option<&String>) -> Result<Side<'a>, InputError> {
+    let arm = match (s.arms.len(), wanted) {
+        (1, None) => 0,
+        (_, Some(w)) => (0..s.arms.len())
+            .find(|&i| arm_matches(s, i, w))
+            .ok_or_else(|| {
+                InputError::new(format!(
+                    "--arm {w}: no arm of run {} is named so (its arms: {})",
+                    s.run.run_id,
+                    arm_names(s)
+                ))
+            })?,
+        (_, None) => {
+            return Err(InputError::new(format!(
+                "run {} has {} arms ({}); name the one to compare with --arm (once per run, in order)",
+                s.run.run_id,
+                s.arms.len(),
+                arm_names(s)
+            )));
         }
     };
-    Ok((sides[0], sides[1]))
+    Ok(Side { summary: s, arm })
 }

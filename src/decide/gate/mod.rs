@@ -317,16 +317,7 @@ fn case_gate(
             Verdict::Inconclusive
         };
         let more_trials = (verdict == Verdict::Inconclusive)
-            .then(|| {
-                let p = s.x as f64 / s.n as f64;
-                let margin = (p - t).abs();
-                (margin > 0.0)
-                    .then(|| {
-                        stats::wilson_trials_for_half_width(p, margin.min(0.49), 2.0 * conf - 1.0)
-                    })
-                    .flatten()
-                    .map(|n| n.saturating_sub(s.n))
-            })
+            .then(|| trials_to_settle(s.x, s.n, t, conf))
             .flatten();
         cases.push(CaseVerdict {
             dataset: c.dataset.clone(),
@@ -340,16 +331,7 @@ fn case_gate(
             more_trials,
         });
     }
-    r.passed_cases = cases.iter().filter(|c| c.verdict == Verdict::Pass).count();
-    r.failed_cases = cases.iter().filter(|c| c.verdict == Verdict::Fail).count();
-    r.inconclusive_cases = cases.len() - r.passed_cases - r.failed_cases;
-    r.verdict = if r.failed_cases > 0 {
-        Verdict::Fail
-    } else if r.inconclusive_cases > 0 {
-        Verdict::Inconclusive
-    } else {
-        Verdict::Pass
-    };
+    tally_case_verdicts(&mut r, &cases);
     if r.verdict == Verdict::Inconclusive {
         let most = cases.iter().filter_map(|c| c.more_trials).max();
         r.hint = Some(match most {
@@ -363,6 +345,32 @@ fn case_gate(
     }
     r.not_passed = worst_first(&cases);
     r
+}
+
+/// The counts of passed, failed and inconclusive cases, and the gate's verdict from them:
+/// every case must pass; one failure fails it.
+fn tally_case_verdicts(r: &mut GateResult, cases: &[CaseVerdict]) {
+    r.passed_cases = cases.iter().filter(|c| c.verdict == Verdict::Pass).count();
+    r.failed_cases = cases.iter().filter(|c| c.verdict == Verdict::Fail).count();
+    r.inconclusive_cases = cases.len() - r.passed_cases - r.failed_cases;
+    r.verdict = if r.failed_cases > 0 {
+        Verdict::Fail
+    } else if r.inconclusive_cases > 0 {
+        Verdict::Inconclusive
+    } else {
+        Verdict::Pass
+    };
+}
+
+/// About how many more trials would put a case's Wilson interval, at its observed rate, clear
+/// of threshold `t`; None when the rate sits on the threshold.
+fn trials_to_settle(x: u64, n: u64, t: f64, conf: f64) -> Option<u64> {
+    let p = x as f64 / n as f64;
+    let margin = (p - t).abs();
+    (margin > 0.0)
+        .then(|| stats::wilson_trials_for_half_width(p, margin.min(0.49), 2.0 * conf - 1.0))
+        .flatten()
+        .map(|needed| needed.saturating_sub(n))
 }
 
 /// What the data say about one latency percentile against a budget, each bound one-sided at
