@@ -108,7 +108,8 @@ pub(crate) fn server_spec(
             )
         })?,
     };
-    let spec = match (s.command, s.url) {
+    let mut s = s;
+    let spec = match (s.command.take(), s.url.take()) {
         (Some(_), Some(_)) => {
             return Err(err(
                 "url",
@@ -123,54 +124,70 @@ pub(crate) fn server_spec(
                 "name a server: `command` (with `args`, `env`, `cwd`) for stdio, or `url` (with `headers`, `token_env`) for streamable HTTP",
             ));
         }
-        (Some(command), None) => {
-            if command.trim().is_empty() {
-                return Err(err("command", "must not be empty"));
-            }
-            if !s.headers.is_empty() || s.token_env.is_some() {
-                return Err(err(
-                    if s.headers.is_empty() {
-                        "token_env"
-                    } else {
-                        "headers"
-                    },
-                    "`headers` and `token_env` are for a `url` server",
-                ));
-            }
-            let cwd = s.cwd.map_or_else(|| dir.to_owned(), |c| dir.join(c));
-            ServerSpec::Stdio {
-                command,
-                args: s.args,
-                env: s.env,
-                cwd: Some(cwd),
-            }
-        }
-        (None, Some(url)) => {
-            if !(url.starts_with("http://") || url.starts_with("https://")) {
-                return Err(err("url", "must start with http:// or https://"));
-            }
-            if !s.args.is_empty() || !s.env.is_empty() || s.cwd.is_some() {
-                return Err(err(
-                    "url",
-                    "`args`, `env` and `cwd` are for a `command` server",
-                ));
-            }
-            if let Some(var) = &s.token_env
-                && (var.is_empty() || var.contains(char::is_whitespace))
-            {
-                return Err(err("token_env", "must name an environment variable"));
-            }
-            ServerSpec::Http {
-                url,
-                headers: s.headers,
-                token_env: s.token_env,
-            }
-        }
+        (Some(command), None) => stdio_server(command, s, dir, &err)?,
+        (None, Some(url)) => http_server(url, s, &err)?,
     };
     Ok(LiveCatalogSpec {
         spec,
         timeout,
         file: path.to_owned(),
+    })
+}
+
+/// A stdio server: its command with `args`, `env` and `cwd` (relative to `dir`); `err` locates
+/// a fault at a field of the mapping.
+fn stdio_server(
+    command: String,
+    s: RawServer,
+    dir: &Path,
+    err: &dyn Fn(&str, &str) -> InputError,
+) -> Result<ServerSpec, InputError> {
+    if command.trim().is_empty() {
+        return Err(err("command", "must not be empty"));
+    }
+    if !s.headers.is_empty() || s.token_env.is_some() {
+        return Err(err(
+            if s.headers.is_empty() {
+                "token_env"
+            } else {
+                "headers"
+            },
+            "`headers` and `token_env` are for a `url` server",
+        ));
+    }
+    let cwd = s.cwd.map_or_else(|| dir.to_owned(), |c| dir.join(c));
+    Ok(ServerSpec::Stdio {
+        command,
+        args: s.args,
+        env: s.env,
+        cwd: Some(cwd),
+    })
+}
+
+/// A streamable-HTTP server: its URL with `headers` and `token_env`.
+fn http_server(
+    url: String,
+    s: RawServer,
+    err: &dyn Fn(&str, &str) -> InputError,
+) -> Result<ServerSpec, InputError> {
+    if !(url.starts_with("http://") || url.starts_with("https://")) {
+        return Err(err("url", "must start with http:// or https://"));
+    }
+    if !s.args.is_empty() || !s.env.is_empty() || s.cwd.is_some() {
+        return Err(err(
+            "url",
+            "`args`, `env` and `cwd` are for a `command` server",
+        ));
+    }
+    if let Some(var) = &s.token_env
+        && (var.is_empty() || var.contains(char::is_whitespace))
+    {
+        return Err(err("token_env", "must name an environment variable"));
+    }
+    Ok(ServerSpec::Http {
+        url,
+        headers: s.headers,
+        token_env: s.token_env,
     })
 }
 

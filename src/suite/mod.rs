@@ -96,37 +96,7 @@ pub fn load_dataset(dir: &Path) -> Result<Dataset, crate::error::Error> {
     let tools_path = dir.join("tools.json");
     let (catalog, live) = match live::load_dataset_file(dir)? {
         Some(spec) => {
-            if tools_path.exists() {
-                return Err(InputError::at(
-                    &spec.file.display().to_string(),
-                    None,
-                    "catalog",
-                    &format!(
-                        "this dataset has both a live server here and {}; keep one",
-                        tools_path.display()
-                    ),
-                )
-                .into());
-            }
-            let listed =
-                crate::mcp::client::list_catalog_blocking(&spec.spec, spec.timeout, &|name| {
-                    std::env::var(name).ok()
-                })?;
-            let mut catalog = listed.catalog;
-            if catalog.tools.is_empty() {
-                return Err(InputError::at(
-                    &spec.file.display().to_string(),
-                    None,
-                    "catalog",
-                    &format!("the MCP server {} lists no tools", spec.spec.label()),
-                )
-                .into());
-            }
-            catalog.source = spec.file.display().to_string();
-            let live = crate::catalog::source::LiveSource {
-                source: spec.spec.label(),
-                server: listed.server,
-            };
+            let (catalog, live) = list_live_catalog(&spec, &tools_path)?;
             (catalog, Some(live))
         }
         None => (load_catalog_file(&tools_path)?, None),
@@ -171,6 +141,46 @@ pub fn load_dataset(dir: &Path) -> Result<Dataset, crate::error::Error> {
         live,
         fixtures_digest,
     })
+}
+
+/// The catalog of the live server `dataset.yaml` names, listed now; an error when the folder
+/// also has a tools.json or the server lists no tools.
+fn list_live_catalog(
+    spec: &live::LiveCatalogSpec,
+    tools_path: &Path,
+) -> Result<(Catalog, crate::catalog::source::LiveSource), crate::error::Error> {
+    let file = spec.file.display().to_string();
+    if tools_path.exists() {
+        return Err(InputError::at(
+            &file,
+            None,
+            "catalog",
+            &format!(
+                "this dataset has both a live server here and {}; keep one",
+                tools_path.display()
+            ),
+        )
+        .into());
+    }
+    let listed = crate::mcp::client::list_catalog_blocking(&spec.spec, spec.timeout, &|name| {
+        std::env::var(name).ok()
+    })?;
+    let mut catalog = listed.catalog;
+    if catalog.tools.is_empty() {
+        return Err(InputError::at(
+            &file,
+            None,
+            "catalog",
+            &format!("the MCP server {} lists no tools", spec.spec.label()),
+        )
+        .into());
+    }
+    catalog.source = file;
+    let live = crate::catalog::source::LiveSource {
+        source: spec.spec.label(),
+        server: listed.server,
+    };
+    Ok((catalog, live))
 }
 
 /// [`Dataset::fixtures_digest`] of `cases.jsonl` text that [`parse_cases`] accepted.
@@ -259,53 +269,7 @@ pub fn parse_cases(text: &str, file: &str, catalog: &Catalog) -> Result<Vec<Case
             ));
         }
         first_line_of.insert(raw.id.clone(), line);
-        let err = |field: &str, msg: &str| {
-            InputError::at(
-                file,
-                Some(line),
-                field,
-                &format!("case `{}`: {msg}", raw.id),
-            )
-        };
-        validate_messages(&raw.messages).map_err(|(field, msg)| err(&field, &msg))?;
-        let own_catalog = match &raw.catalog {
-            None => None,
-            Some(value) => Some(own_catalog(value, &raw.id, file, line)?),
-        };
-        let shown = own_catalog.as_ref().map_or(catalog, |(c, _)| c.as_ref());
-        let expect =
-            build_expectation(raw.expect, shown).map_err(|(field, msg)| err(&field, &msg))?;
-        let tags = raw
-            .tags
-            .into_iter()
-            .collect::<BTreeSet<_>>()
-            .into_iter()
-            .collect();
-        if let Some(g) = raw.gate
-            && !(g > 0.0 && g < 1.0)
-        {
-            return Err(err(
-                "gate",
-                &format!("`gate` is a rate threshold strictly between 0 and 1 (got {g})"),
-            ));
-        }
-        if raw.trials == Some(0) || raw.trials.is_some_and(|t| t > MAX_CASE_TRIALS) {
-            return Err(err(
-                "trials",
-                &format!("`trials` must be between 1 and {MAX_CASE_TRIALS}"),
-            ));
-        }
-        cases.push(Case {
-            id: raw.id,
-            line,
-            messages: raw.messages,
-            expect,
-            tags,
-            gate: raw.gate,
-            trials: raw.trials,
-            catalog: own_catalog,
-            source: raw.source,
-        });
+        cases.push(case_of(raw, file, line, catalog)?);
     }
     if cases.is_empty() {
         return Err(InputError::at(
@@ -316,6 +280,57 @@ pub fn parse_cases(text: &str, file: &str, catalog: &Catalog) -> Result<Vec<Case
         ));
     }
     Ok(cases)
+}
+
+/// A parsed line of cases.jsonl as a case: its messages, expectation (against its own
+/// catalog when it has one), tags, gate and trials checked.
+fn case_of(raw: RawCase, file: &str, line: usize, catalog: &Catalog) -> Result<Case, InputError> {
+    let err = |field: &str, msg: &str| {
+        InputError::at(
+            file,
+            Some(line),
+            field,
+            &format!("case `{}`: {msg}", raw.id),
+        )
+    };
+    validate_messages(&raw.messages).map_err(|(field, msg)| err(&field, &msg))?;
+    let own_catalog = match &raw.catalog {
+        None => None,
+        Some(value) => Some(own_catalog(value, &raw.id, file, line)?),
+    };
+    let shown = own_catalog.as_ref().map_or(catalog, |(c, _)| c.as_ref());
+    let expect = build_expectation(raw.expect, shown).map_err(|(field, msg)| err(&field, &msg))?;
+    let tags = raw
+        .tags
+        .into_iter()
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    if let Some(g) = raw.gate
+        && !(g > 0.0 && g < 1.0)
+    {
+        return Err(err(
+            "gate",
+            &format!("`gate` is a rate threshold strictly between 0 and 1 (got {g})"),
+        ));
+    }
+    if raw.trials == Some(0) || raw.trials.is_some_and(|t| t > MAX_CASE_TRIALS) {
+        return Err(err(
+            "trials",
+            &format!("`trials` must be between 1 and {MAX_CASE_TRIALS}"),
+        ));
+    }
+    Ok(Case {
+        id: raw.id,
+        line,
+        messages: raw.messages,
+        expect,
+        tags,
+        gate: raw.gate,
+        trials: raw.trials,
+        catalog: own_catalog,
+        source: raw.source,
+    })
 }
 
 /// One line of cases.jsonl as a fixture, its fault located at the line, column and field.

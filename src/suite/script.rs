@@ -9,12 +9,15 @@ use crate::score::ArgMatcher;
 /// Every scripted tool of a scenario, with its initial state.
 #[derive(Debug, Clone, Default)]
 pub struct Script {
-    pub tools: BTreeMap<String, Vec<ScriptRule>>,
+    pub tools: ToolRules,
     /// Answer schema-breaking arguments with a validation error before any rule (default).
     pub validate_arguments: bool,
     /// The state before the first call; `None` when the scenario declares none.
     pub initial_state: Option<Value>,
 }
+
+/// Each scripted tool's rules, in the order they are tried.
+pub type ToolRules = BTreeMap<String, Vec<ScriptRule>>;
 
 /// One rule: when it applies, what it does to the state, and what it answers.
 #[derive(Debug, Clone)]

@@ -10,7 +10,9 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::live::LiveCatalogSpec;
-use super::script::{Effect, RuleCondition, RuleResponse, Script, ScriptRule, valid_expression};
+use super::script::{
+    Effect, RuleCondition, RuleResponse, Script, ScriptRule, ToolRules, valid_expression,
+};
 use super::variant::{CatalogVariant, load_variants};
 use crate::catalog::source::ServerIdentity;
 use crate::catalog::{line_of, load_catalog_file};
@@ -244,34 +246,8 @@ fn build_scenario(
     let tool_exists = |t: &str| validators.contains(t);
     check_settings(&raw, &loc)?;
 
-    let mut tools = BTreeMap::new();
-    let mut result_variants: Vec<String> = Vec::new();
-    for (tool, rules) in raw.tools {
-        let at = format!("{tool}:");
-        if !tool_exists(&tool) {
-            return Err(loc.at(
-                &at,
-                &format!("tools.{tool}"),
-                &format!(
-                    "`{tool}` is not a tool of the catalog ({})",
-                    base_catalog.catalog.source
-                ),
-            ));
-        }
-        let mut built = Vec::with_capacity(rules.len());
-        for (i, rule) in rules.into_iter().enumerate() {
-            let field = format!("tools.{tool}[{i}]");
-            let rule = build_rule(rule, raw.state.is_some(), &field, &at, &loc)?;
-            for vname in rule.variants.keys() {
-                if !result_variants.contains(vname) {
-                    result_variants.push(vname.clone());
-                }
-            }
-            built.push(rule);
-        }
-        tools.insert(tool, built);
-    }
-    result_variants.sort();
+    let has_state = raw.state.is_some();
+    let (tools, result_variants) = build_rules(raw.tools, has_state, base_catalog, &loc)?;
 
     let server = match server {
         None if raw.live.is_some() => {
@@ -310,6 +286,45 @@ fn build_scenario(
         server,
         source_digest: crate::json::sha256_of(text),
     })
+}
+
+/// The scripted rules of each tool (every tool one of the catalog's) and the result variants
+/// they name, sorted.
+fn build_rules(
+    raw_tools: BTreeMap<String, Vec<RawRule>>,
+    has_state: bool,
+    base_catalog: &CatalogVariant,
+    loc: &Locate<'_>,
+) -> Result<(ToolRules, Vec<String>), InputError> {
+    let mut tools = BTreeMap::new();
+    let mut result_variants: Vec<String> = Vec::new();
+    for (tool, rules) in raw_tools {
+        let at = format!("{tool}:");
+        if !base_catalog.validators.contains(&tool) {
+            return Err(loc.at(
+                &at,
+                &format!("tools.{tool}"),
+                &format!(
+                    "`{tool}` is not a tool of the catalog ({})",
+                    base_catalog.catalog.source
+                ),
+            ));
+        }
+        let mut built = Vec::with_capacity(rules.len());
+        for (i, rule) in rules.into_iter().enumerate() {
+            let field = format!("tools.{tool}[{i}]");
+            let rule = build_rule(rule, has_state, &field, &at, loc)?;
+            for vname in rule.variants.keys() {
+                if !result_variants.contains(vname) {
+                    result_variants.push(vname.clone());
+                }
+            }
+            built.push(rule);
+        }
+        tools.insert(tool, built);
+    }
+    result_variants.sort();
+    Ok((tools, result_variants))
 }
 
 /// `max_steps`, `trials`, `messages` and `state`, each within its bounds.
