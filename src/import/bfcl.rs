@@ -192,21 +192,7 @@ fn convert_entry(
     {
         return Err("the conversation does not end with a user message".into());
     }
-    let mut tools = Vec::with_capacity(functions.len());
-    let language = BfclLanguage::of_category(category);
-    for (i, f) in functions.iter().enumerate() {
-        let ordered = ordered
-            .and_then(|e| e.get("function"))
-            .and_then(|fs| fs.at(i));
-        let tool = openai_tool(f, ordered, language)?;
-        if tools
-            .iter()
-            .any(|t: &Value| t["function"]["name"] == tool["function"]["name"])
-        {
-            return Err("two functions with the same name".into());
-        }
-        tools.push(tool);
-    }
+    let tools = openai_tools(functions, ordered, category)?;
     let answer = if matches!(checker, BfclChecker::Irrelevance | BfclChecker::Relevance) {
         Vec::new()
     } else {
@@ -217,22 +203,7 @@ fn convert_entry(
             .cloned()
             .ok_or("no possible answer")?
     };
-    // The function docs the checker reads: the first for a simple category (BFCL judges
-    // against `func_description[0]`), else those the answers name.
-    let docs: Vec<Value> = match checker {
-        BfclChecker::Simple => vec![functions[0].clone()],
-        BfclChecker::Irrelevance | BfclChecker::Relevance => Vec::new(),
-        _ => functions
-            .iter()
-            .filter(|f| {
-                answer.iter().any(|a| {
-                    a.as_object()
-                        .is_some_and(|o| o.contains_key(f["name"].as_str().unwrap_or_default()))
-                })
-            })
-            .cloned()
-            .collect(),
-    };
+    let docs = checked_docs(functions, checker, &answer);
     let expect = crate::score::bfcl::BfclExpect {
         checker,
         category: category.to_owned(),
@@ -249,6 +220,49 @@ fn convert_entry(
         "source": {"bfcl": format!("BFCL_v4_{category}.json"), "id": id},
     });
     Ok((case, tools))
+}
+
+/// The question's functions as OpenAI tools, in its order; two of one name are refused.
+fn openai_tools(
+    functions: &[Value],
+    ordered: Option<&OrderedJson>,
+    category: &str,
+) -> Result<Vec<Value>, String> {
+    let mut tools = Vec::with_capacity(functions.len());
+    let language = BfclLanguage::of_category(category);
+    for (i, f) in functions.iter().enumerate() {
+        let ordered = ordered
+            .and_then(|e| e.get("function"))
+            .and_then(|fs| fs.at(i));
+        let tool = openai_tool(f, ordered, language)?;
+        if tools
+            .iter()
+            .any(|t: &Value| t["function"]["name"] == tool["function"]["name"])
+        {
+            return Err("two functions with the same name".into());
+        }
+        tools.push(tool);
+    }
+    Ok(tools)
+}
+
+/// The function docs the checker reads: the first for a simple category (BFCL judges against
+/// `func_description[0]`), none for relevance, else those the answers name.
+fn checked_docs(functions: &[Value], checker: BfclChecker, answer: &[Value]) -> Vec<Value> {
+    match checker {
+        BfclChecker::Simple => vec![functions[0].clone()],
+        BfclChecker::Irrelevance | BfclChecker::Relevance => Vec::new(),
+        _ => functions
+            .iter()
+            .filter(|f| {
+                answer.iter().any(|a| {
+                    a.as_object()
+                        .is_some_and(|o| o.contains_key(f["name"].as_str().unwrap_or_default()))
+                })
+            })
+            .cloned()
+            .collect(),
+    }
 }
 
 /// A BFCL function doc as `convert_to_tool(functions, GORILLA_TO_OPENAPI,

@@ -27,21 +27,7 @@ pub(super) fn live_arm(
         return Err(usage(&format!("provider `{name}`: no model; set --model")));
     }
     let (key_var, api_key) = api_key(name, kind, args, &entry, env)?;
-    let temperature = args
-        .temperature
-        .or(entry.temperature)
-        .or(defaults.temperature);
-    if let Some(t) = temperature
-        && !(0.0..=2.0).contains(&t)
-    {
-        return Err(usage("--temperature must be between 0 and 2"));
-    }
-    let timeout_s = args
-        .timeout
-        .or(entry.timeout_s)
-        .or(defaults.timeout_s)
-        .unwrap_or(60.0);
-    crate::cli::checked_timeout(timeout_s)?;
+    let (temperature, timeout_s) = temperature_and_timeout(args, &entry, defaults)?;
     let tool_choice = args.tool_choice.or(entry.tool_choice);
     let parallel_tool_calls = args.parallel_tool_calls.or(entry.parallel_tool_calls);
     check_request_fields(
@@ -90,6 +76,31 @@ pub(super) fn live_arm(
         replay: None,
         price,
     })
+}
+
+/// The arm's temperature (0 to 2, when set) and request timeout in seconds (60 by default):
+/// the flag, else the provider's entry, else the config's defaults.
+fn temperature_and_timeout(
+    args: &RunArgs,
+    entry: &ProviderEntry,
+    defaults: &Defaults,
+) -> Result<(Option<f64>, f64), Error> {
+    let temperature = args
+        .temperature
+        .or(entry.temperature)
+        .or(defaults.temperature);
+    if let Some(t) = temperature
+        && !(0.0..=2.0).contains(&t)
+    {
+        return Err(usage("--temperature must be between 0 and 2"));
+    }
+    let timeout_s = args
+        .timeout
+        .or(entry.timeout_s)
+        .or(defaults.timeout_s)
+        .unwrap_or(60.0);
+    crate::cli::checked_timeout(timeout_s)?;
+    Ok((temperature, timeout_s))
 }
 
 /// The config's entry of `name`, or a bare one for a kind named alone or as `KIND:MODEL`.

@@ -44,52 +44,8 @@ pub(in crate::cli) fn plan_price(
             _ => return Ok(None),
         },
     };
-    let settings = match config.providers.get(&name) {
-        Some(e) if e.kind == crate::suite::REPLAY_KIND => {
-            let Some(path) = &e.cassette else {
-                return Ok(None);
-            };
-            let h = Cassette::load(path)?.header;
-            let mut s = ProviderSettings::new(h.provider_kind, &name, h.base_url, h.model);
-            s.max_tokens = h.max_tokens;
-            s.tool_choice = h.tool_choice;
-            s.parallel_tool_calls = h.parallel_tool_calls;
-            s
-        }
-        Some(e) => {
-            let kind: ProviderKind = e.kind.parse().map_err(|_| {
-                usage(&format!(
-                    "provider `{name}`: unknown kind `{}` (known: {})",
-                    e.kind,
-                    ProviderKind::known()
-                ))
-            })?;
-            let base_url = if e.base_url.is_empty() {
-                kind.adapter()
-                    .default_base_url()
-                    .unwrap_or_default()
-                    .to_owned()
-            } else {
-                e.base_url.clone()
-            };
-            let mut s = ProviderSettings::new(kind, &name, base_url, e.model.clone());
-            s.max_tokens = e.max_tokens.or(config.defaults.max_tokens);
-            s
-        }
-        None => {
-            let Some((kind, model)) = name
-                .split_once(':')
-                .and_then(|(k, m)| Some((k.parse::<ProviderKind>().ok()?, m)))
-                .filter(|(_, m)| !m.is_empty())
-            else {
-                return Err(usage(&format!(
-                    "--provider `{name}` is neither a provider in the config nor KIND:MODEL ({})",
-                    ProviderKind::known()
-                )));
-            };
-            let base_url = kind.adapter().default_base_url().unwrap_or_default();
-            ProviderSettings::new(kind, &name, base_url, model)
-        }
+    let Some(settings) = settings_to_price(&name, config)? else {
+        return Ok(None);
     };
     let Some(price) = arm_price(&name, &settings, config) else {
         if given.is_some() {
@@ -114,6 +70,58 @@ pub(in crate::cli) fn plan_price(
             .max_tokens
             .map_or(crate::runner::budget::ASSUMED_OUTPUT_TOKENS, u64::from)
             as f64,
+    }))
+}
+
+/// What `name` (a config entry, a replay's cassette, or KIND:MODEL) would send, as far as its
+/// price depends on it; None for a replay without a cassette.
+fn settings_to_price(name: &str, config: &Config) -> Result<Option<ProviderSettings>, Error> {
+    Ok(Some(match config.providers.get(name) {
+        Some(e) if e.kind == crate::suite::REPLAY_KIND => {
+            let Some(path) = &e.cassette else {
+                return Ok(None);
+            };
+            let h = Cassette::load(path)?.header;
+            let mut s = ProviderSettings::new(h.provider_kind, name, h.base_url, h.model);
+            s.max_tokens = h.max_tokens;
+            s.tool_choice = h.tool_choice;
+            s.parallel_tool_calls = h.parallel_tool_calls;
+            s
+        }
+        Some(e) => {
+            let kind: ProviderKind = e.kind.parse().map_err(|_| {
+                usage(&format!(
+                    "provider `{name}`: unknown kind `{}` (known: {})",
+                    e.kind,
+                    ProviderKind::known()
+                ))
+            })?;
+            let base_url = if e.base_url.is_empty() {
+                kind.adapter()
+                    .default_base_url()
+                    .unwrap_or_default()
+                    .to_owned()
+            } else {
+                e.base_url.clone()
+            };
+            let mut s = ProviderSettings::new(kind, name, base_url, e.model.clone());
+            s.max_tokens = e.max_tokens.or(config.defaults.max_tokens);
+            s
+        }
+        None => {
+            let Some((kind, model)) = name
+                .split_once(':')
+                .and_then(|(k, m)| Some((k.parse::<ProviderKind>().ok()?, m)))
+                .filter(|(_, m)| !m.is_empty())
+            else {
+                return Err(usage(&format!(
+                    "--provider `{name}` is neither a provider in the config nor KIND:MODEL ({})",
+                    ProviderKind::known()
+                )));
+            };
+            let base_url = kind.adapter().default_base_url().unwrap_or_default();
+            ProviderSettings::new(kind, name, base_url, model)
+        }
     }))
 }
 
