@@ -285,6 +285,35 @@ async fn stderr_text(tail: &Option<StderrTail>) -> String {
     }
 }
 
+/// What starts a stdio server: its command, arguments, added environment and folder.
+struct StdioParts<'a> {
+    command: &'a String,
+    args: &'a [String],
+    env: &'a BTreeMap<String, String>,
+    cwd: Option<&'a PathBuf>,
+}
+
+/// The parts of a stdio server spec; an HTTP one is an error.
+fn stdio_parts(spec: &ServerSpec) -> Result<StdioParts<'_>, McpError> {
+    match spec {
+        ServerSpec::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        } => Ok(StdioParts {
+            command,
+            args,
+            env,
+            cwd: cwd.as_ref(),
+        }),
+        ServerSpec::Http { .. } => Err(McpError::Config {
+            server: spec.label(),
+            message: "not a stdio server".into(),
+        }),
+    }
+}
+
 /// Spawns a stdio server in its own process group, read through the bounded transport, and
 /// sends `initialize`.
 async fn start_stdio(
@@ -293,18 +322,12 @@ async fn start_stdio(
     timeout: Duration,
     group: &AtomicI32,
 ) -> Result<Started, McpError> {
-    let ServerSpec::Stdio {
+    let StdioParts {
         command,
         args,
         env: vars,
         cwd,
-    } = spec
-    else {
-        return Err(McpError::Config {
-            server: spec.label(),
-            message: "not a stdio server".into(),
-        });
-    };
+    } = stdio_parts(spec)?;
     let server = spec.label();
     let mut cmd = process_wrap::tokio::CommandWrap::with_new(command, |c| {
         c.args(args);
@@ -316,7 +339,7 @@ async fn start_stdio(
     cmd.wrap(process_wrap::tokio::ProcessGroup::leader());
     let (transport, stderr, fault) = BoundedChild::spawn(cmd).map_err(|e| McpError::Spawn {
         server: server.clone(),
-        message: spawn_message(command, cwd.as_ref(), &e),
+        message: spawn_message(command, cwd, &e),
     })?;
     let child_group = transport.id().map(|p| p as i32);
     group.store(child_group.unwrap_or(0), Ordering::SeqCst);

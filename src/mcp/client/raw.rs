@@ -59,18 +59,12 @@ async fn raw_stdio(
     timed_out: &dyn Fn(String) -> McpError,
 ) -> Result<Value, McpError> {
     let server = spec.label();
-    let ServerSpec::Stdio {
+    let super::StdioParts {
         command,
         args,
         env: vars,
         cwd,
-    } = spec
-    else {
-        return Err(McpError::Config {
-            server,
-            message: "not a stdio server".into(),
-        });
-    };
+    } = super::stdio_parts(spec)?;
     let mut cmd = tokio::process::Command::new(command);
     cmd.args(args)
         .envs(vars)
@@ -84,7 +78,7 @@ async fn raw_stdio(
     }
     let mut child = cmd.spawn().map_err(|e| McpError::Spawn {
         server: server.clone(),
-        message: spawn_message(command, cwd.as_ref(), &e),
+        message: spawn_message(command, cwd, &e),
     })?;
     let group = child.id().map(|p| p as i32);
     let tail = child

@@ -22,18 +22,6 @@ pub fn create_body(lines: &[BatchLine]) -> Result<Value, String> {
     Ok(json!({ "requests": requests }))
 }
 
-/// The `id` of a created batch.
-pub fn batch_id(body: &[u8]) -> Result<String, String> {
-    let value: Value =
-        serde_json::from_slice(body).map_err(|e| format!("batch answer is not JSON: {e}"))?;
-    value
-        .get("id")
-        .and_then(Value::as_str)
-        .filter(|id| !id.is_empty())
-        .map(str::to_owned)
-        .ok_or_else(|| "batch answer has no `id`".to_owned())
-}
-
 /// A `MessageBatch` as a neutral status. An ended batch is `Completed` whatever happened to
 /// its requests: each result line says that on its own.
 pub fn status(body: &[u8]) -> Result<BatchStatus, String> {

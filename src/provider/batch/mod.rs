@@ -208,12 +208,12 @@ impl<'a> BatchClient<'a> {
                         Some((Bytes::from(form), content_type)),
                     )
                     .await?;
-                let file_id = openai::object_id(&uploaded, "file upload").map_err(bad)?;
+                let file_id = answer_id(&uploaded, "file upload").map_err(bad)?;
                 let body = openai::create_body(&file_id, url, label);
                 let created = self
                     .send_json(Method::POST, &format!("{}/batches", self.base()), &body)
                     .await?;
-                openai::object_id(&created, "batch").map_err(bad)
+                answer_id(&created, "batch").map_err(bad)
             }
             BatchApi::Anthropic => {
                 let body = anthropic::create_body(lines).map_err(client_side)?;
@@ -224,7 +224,7 @@ impl<'a> BatchClient<'a> {
                         &body,
                     )
                     .await?;
-                anthropic::batch_id(&created).map_err(bad)
+                answer_id(&created, "batch").map_err(bad)
             }
             BatchApi::Gemini => {
                 let body = gemini::create_body(lines, label).map_err(client_side)?;
@@ -482,6 +482,18 @@ fn check_id(id: &str) -> Result<(), ProviderError> {
 
 /// The default wait between polls.
 pub const DEFAULT_POLL: Duration = Duration::from_secs(30);
+
+/// The `id` of an uploaded file or a created batch, as OpenAI and Anthropic both answer it.
+fn answer_id(body: &[u8], what: &str) -> Result<String, String> {
+    let value: Value =
+        serde_json::from_slice(body).map_err(|e| format!("{what} answer is not JSON: {e}"))?;
+    value
+        .get("id")
+        .and_then(Value::as_str)
+        .filter(|id| !id.is_empty())
+        .map(str::to_owned)
+        .ok_or_else(|| format!("{what} answer has no `id`"))
+}
 
 #[cfg(test)]
 mod tests {

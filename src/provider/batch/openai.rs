@@ -51,18 +51,6 @@ pub fn create_body(input_file_id: &str, url: &str, label: &str) -> Value {
     })
 }
 
-/// The `id` of an uploaded file or a created batch.
-pub fn object_id(body: &[u8], what: &str) -> Result<String, String> {
-    let value: Value =
-        serde_json::from_slice(body).map_err(|e| format!("{what} answer is not JSON: {e}"))?;
-    value
-        .get("id")
-        .and_then(Value::as_str)
-        .filter(|id| !id.is_empty())
-        .map(str::to_owned)
-        .ok_or_else(|| format!("{what} answer has no `id`"))
-}
-
 /// A `Batch` object as a neutral status.
 pub fn status(body: &[u8]) -> Result<BatchStatus, String> {
     let (value, state) = super::status_state(body, &["/status"])?;
