@@ -11,7 +11,8 @@
 //!
 //! Every CI run checks the grid at 95% with 1,000 replications per cell. The full grid (90, 95
 //! and 99%, 10,000 replications) runs with `TOOLSCORE_COVERAGE_FULL=1 cargo test --release
-//! --test it coverage:: -- --nocapture` and prints the table the README quotes.
+//! --test it coverage:: -- --nocapture` and prints the table docs/concepts/reading-the-report.md
+//! quotes.
 
 use toolscore::stats::{newcombe_interval, paired_mean_difference, rate_interval, suite_interval};
 

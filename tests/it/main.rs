@@ -29,6 +29,7 @@ mod cli_scenarios;
 mod cli_sequential;
 mod cli_variants;
 mod coverage;
+mod docs;
 mod event_stream;
 mod fuzz_corpora;
 mod lint_corpus;

@@ -690,13 +690,16 @@ fn ctrl_c_or_sigterm_while_listing_shuts_the_server_down() {
 
 #[test]
 fn the_readme_dataset_yaml_example_parses() {
-    let readme =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    // The example lives on the page that documents the file.
+    let page = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/reference/file-formats.md"),
+    )
+    .unwrap();
     let fence = "```yaml dataset.yaml\n";
-    let start = readme.find(fence).expect("a dataset.yaml example") + fence.len();
-    let end = start + readme[start..].find("```").unwrap();
+    let start = page.find(fence).expect("a dataset.yaml example") + fence.len();
+    let end = start + page[start..].find("```").unwrap();
     let spec = toolscore::suite::live::parse_dataset_file(
-        &readme[start..end],
+        &page[start..end],
         Path::new("datasets/everything/dataset.yaml"),
         Path::new("datasets/everything"),
     )

@@ -1,5 +1,5 @@
 //! The library's module graph, read from the `crate::` paths in `src/`: it has no cycle, and
-//! its arrows point the way the README's architecture section says. A change that adds a
+//! its arrows point the way docs/contributing/architecture.md says. A change that adds a
 //! forbidden import fails here, naming the file.
 
 use std::collections::{BTreeMap, BTreeSet};

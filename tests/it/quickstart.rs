@@ -1,5 +1,5 @@
-//! The README's main command: the billing dataset replayed from the shipped cassette of
-//! SmolLM2-135M responses, on a machine with no key, no server and no model.
+//! The README's quick start, `toolscore run`: the billing dataset replayed from the shipped
+//! cassette of SmolLM2-135M responses, on a machine with no key, no server and no model.
 
 use crate::support;
 
@@ -80,7 +80,8 @@ fn quickstart_replays_the_shipped_recording_and_says_so() {
         .expect("a suite-level warning for selection");
     assert_eq!(suite_warning["cases_needed"], 253, "{suite_warning}");
 
-    // The whole report, as the README quotes it: a change is a reviewed snapshot diff.
+    // The whole report, which the README and docs/getting-started/quick-start.md quote in
+    // excerpt: a change is a reviewed snapshot diff.
     insta::assert_snapshot!("quickstart_report", stdout.replace(out_dir, "[OUT]"));
 }
 

@@ -1,32 +1,17 @@
-//! The README's examples work when pasted: every `json` block parses (and the fixture and
-//! overlay examples pass `toolscore validate` against the billing catalog), the `yaml` config
-//! parses, and every `toolscore` command of a `sh` block that needs neither a model server nor
-//! a key runs, in order, in a copy of the project, without a usage error.
+//! The examples of `README.md` and of every page under `docs/` work when pasted: every `json`
+//! block parses line by line (and the fixture and overlay examples pass `toolscore validate`
+//! against the billing catalog), every `yaml` block parses as what it is (a config, a scenario,
+//! or a `dataset.yaml`) through the crate's own parsers, and every `toolscore` command of a `sh`
+//! block that needs neither a model server nor a key runs, in order, page by page, each page in
+//! its own copy of the project, without a usage error. `console` blocks show output and are not
+//! run.
 
+use crate::docs::{Block, pages, read, split_blocks};
 use crate::support;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use support::{shell_words, toolscore};
-
-fn readme() -> String {
-    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
-        .expect("README.md")
-}
-
-/// The fenced blocks of a language, in order.
-fn blocks(text: &str, lang: &str) -> Vec<String> {
-    let fence = format!("```{lang}\n");
-    let mut out = Vec::new();
-    let mut rest = text;
-    while let Some(start) = rest.find(&fence) {
-        let body = &rest[start + fence.len()..];
-        let Some(end) = body.find("```") else { break };
-        out.push(body[..end].to_owned());
-        rest = &body[end + 3..];
-    }
-    out
-}
 
 fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).expect("mkdir");
@@ -41,7 +26,8 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
-/// A copy of what the README's commands read: the config and the datasets.
+/// A copy of what the examples' commands read: the config, the datasets, the scenarios and the
+/// lint corpora.
 fn project_copy() -> tempfile::TempDir {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let dir = tempfile::tempdir().expect("tempdir");
@@ -50,56 +36,124 @@ fn project_copy() -> tempfile::TempDir {
         dir.path().join("toolscore.yaml"),
     )
     .expect("config");
-    copy_dir(&root.join("datasets"), &dir.path().join("datasets"));
-    // The lint examples read the corpora.
-    copy_dir(
-        &root.join("tests/data/lint"),
-        &dir.path().join("tests/data/lint"),
-    );
+    for folder in ["datasets", "scenarios", "tests/data/lint"] {
+        copy_dir(&root.join(folder), &dir.path().join(folder));
+    }
     dir
+}
+
+/// Every page with its fenced blocks.
+fn blocks_by_page() -> Vec<(PathBuf, Vec<Block>)> {
+    pages()
+        .into_iter()
+        .map(|page| {
+            let (blocks, _) = split_blocks(&read(&page));
+            (page, blocks)
+        })
+        .collect()
+}
+
+fn parses_as_json(page: &Path, block: &Block) -> Vec<serde_json::Value> {
+    block
+        .text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|line| {
+            serde_json::from_str(line).unwrap_or_else(|e| {
+                panic!(
+                    "{}:{}: a JSON line does not parse ({e}): {line}",
+                    page.display(),
+                    block.line
+                )
+            })
+        })
+        .collect()
 }
 
 #[test]
 fn json_and_yaml_examples_parse_and_validate() {
-    let text = readme();
-    let json = blocks(&text, "json");
-    assert!(json.len() >= 2, "the README shows a fixture and an overlay");
-    for block in &json {
-        for line in block.lines().filter(|l| !l.trim().is_empty()) {
-            serde_json::from_str::<serde_json::Value>(line)
-                .unwrap_or_else(|e| panic!("README JSON line does not parse ({e}): {line}"));
-        }
-    }
-    // The fixture example is a valid case of the billing dataset, and the overlay example a
-    // valid variant of its catalog.
     let dir = project_copy();
     let billing = dir.path().join("datasets/billing");
-    let fixture = json
-        .iter()
-        .find(|b| b.contains("\"expect\""))
-        .expect("a fixture example");
-    let overlay = json
-        .iter()
-        .find(|b| b.contains("\"tools\""))
-        .expect("an overlay example");
-    std::fs::write(billing.join("cases.jsonl"), fixture).expect("write fixture");
-    std::fs::write(billing.join("variants/readme.json"), overlay).expect("write overlay");
-    let v = toolscore(dir.path(), &["validate", "--dataset", "datasets/billing"]);
-    assert_eq!(v.code, 0, "{}", v.transcript());
-    assert!(v.stdout.contains("1 cases"), "{}", v.stdout);
-    assert!(v.stdout.contains("variant readme"), "{}", v.stdout);
-
-    for block in blocks(&text, "yaml") {
-        if block.contains("\nmessages:") {
-            // A scenario file, read from where the examples live.
-            let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
-            toolscore::suite::scenario::parse_scenario(&block, "README.md", "readme", &base)
-                .unwrap_or_else(|e| panic!("README scenario does not load: {e}\n{block}"));
-            continue;
+    let cases = std::fs::read_to_string(billing.join("cases.jsonl")).expect("cases");
+    let (mut fixtures, mut overlays, mut configs, mut scenarios, mut servers) = (0, 0, 0, 0, 0);
+    for (page, blocks) in blocks_by_page() {
+        let at = |block: &Block| format!("{}:{}", page.display(), block.line);
+        for block in &blocks {
+            match block.lang.as_str() {
+                "json" => {
+                    let values = parses_as_json(&page, block);
+                    // A block named after a file (```json cases.jsonl) belongs to a dataset
+                    // the page describes; an unnamed one is an example for the billing dataset.
+                    if block.name.is_some() {
+                        continue;
+                    }
+                    if values.iter().all(|v| v.get("expect").is_some()) {
+                        std::fs::write(billing.join("cases.jsonl"), &block.text).expect("write");
+                        let v =
+                            toolscore(dir.path(), &["validate", "--dataset", "datasets/billing"]);
+                        assert_eq!(v.code, 0, "{}: {}", at(block), v.transcript());
+                        let n = values.len();
+                        assert!(v.stdout.contains(&format!("{n} cases")), "{}", v.stdout);
+                        std::fs::write(billing.join("cases.jsonl"), &cases).expect("restore");
+                        fixtures += 1;
+                    } else if values.len() == 1 && values[0]["tools"].is_object() {
+                        let overlay = billing.join("variants/example.json");
+                        std::fs::write(&overlay, &block.text).expect("write overlay");
+                        let v =
+                            toolscore(dir.path(), &["validate", "--dataset", "datasets/billing"]);
+                        assert_eq!(v.code, 0, "{}: {}", at(block), v.transcript());
+                        assert!(v.stdout.contains("variant example"), "{}", v.stdout);
+                        std::fs::remove_file(&overlay).expect("remove overlay");
+                        overlays += 1;
+                    }
+                }
+                "yaml" if block.name.as_deref() == Some("dataset.yaml") => {
+                    toolscore::suite::live::parse_dataset_file(
+                        &block.text,
+                        Path::new("datasets/example/dataset.yaml"),
+                        Path::new("datasets/example"),
+                    )
+                    .unwrap_or_else(|e| panic!("{}: dataset.yaml does not parse: {e}", at(block)));
+                    servers += 1;
+                }
+                "yaml"
+                    if block.text.starts_with("messages:")
+                        || block.text.contains("\nmessages:") =>
+                {
+                    // A scenario file, read from where the shipped scenarios live.
+                    let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
+                    let file = at(block);
+                    toolscore::suite::scenario::parse_scenario(
+                        &block.text,
+                        &file,
+                        "example",
+                        &base,
+                    )
+                    .unwrap_or_else(|e| panic!("{file}: the scenario does not load: {e}"));
+                    scenarios += 1;
+                }
+                "yaml" => {
+                    let file = at(block);
+                    toolscore::suite::parse_config(&block.text, &file, Path::new("."))
+                        .unwrap_or_else(|e| panic!("{file}: the config does not parse: {e}"));
+                    configs += 1;
+                }
+                _ => {}
+            }
         }
-        toolscore::suite::parse_config(&block, "README.md", Path::new("."))
-            .unwrap_or_else(|e| panic!("README config does not parse: {e}\n{block}"));
     }
+    // What the docs show today, so that a block whose fence lost its language is noticed.
+    assert!(fixtures >= 1, "no fixture example was validated");
+    assert!(overlays >= 1, "no catalog overlay example was validated");
+    assert!(
+        configs >= 3,
+        "only {configs} toolscore.yaml examples were parsed"
+    );
+    assert!(scenarios >= 1, "no scenario example was parsed");
+    assert!(
+        servers >= 3,
+        "only {servers} dataset.yaml examples were parsed"
+    );
 }
 
 /// Commands that need a live model, a key, or files only the reader has.
@@ -121,15 +175,48 @@ fn needs_more_than_the_repository(words: &[String]) -> bool {
     })
 }
 
+/// The commands of a `sh` block: continued lines (`\` at the end) joined, comments (` #…`
+/// outside quotes) dropped, and `a && b` split into `a` and `b`.
+fn commands(block: &str) -> Vec<String> {
+    let joined = block.replace("\\\n", " ");
+    let mut out = Vec::new();
+    for line in joined.lines() {
+        let mut quote = None;
+        let mut end = line.len();
+        let mut previous = ' ';
+        for (i, c) in line.char_indices() {
+            match (quote, c) {
+                (Some(q), c) if c == q => quote = None,
+                (None, '\'' | '"') => quote = Some(c),
+                (None, '#') if previous.is_whitespace() => {
+                    end = i;
+                    break;
+                }
+                _ => {}
+            }
+            previous = c;
+        }
+        out.extend(line[..end].split("&&").map(|c| c.trim().to_owned()));
+    }
+    out.retain(|c| !c.is_empty());
+    out
+}
+
 #[test]
-fn offline_shell_examples_run_in_order() {
-    let text = readme();
-    let dir = project_copy();
-    let mut ran = 0;
-    for block in blocks(&text, "sh") {
-        for line in block.lines() {
-            for command in line.split("&&") {
-                let w = shell_words(command);
+fn offline_shell_examples_run_in_order_page_by_page() {
+    let mut ran_per_page = Vec::new();
+    for (page, blocks) in blocks_by_page() {
+        let sh: Vec<&Block> = blocks.iter().filter(|b| b.lang == "sh").collect();
+        if sh.is_empty() {
+            continue;
+        }
+        // Each page in a fresh copy: a page's commands may read what its earlier ones wrote,
+        // never what another page's did.
+        let dir = project_copy();
+        let mut ran = 0;
+        for block in sh {
+            for command in commands(&block.text) {
+                let w = shell_words(&command);
                 let Some(first) = w.first() else { continue };
                 if !(first == "toolscore" || first.ends_with("/toolscore")) {
                     continue;
@@ -143,14 +230,39 @@ fn offline_shell_examples_run_in_order() {
                 // or input error (2) or lost trials (4) means the example is broken.
                 assert!(
                     matches!(run.code, 0 | 1 | 3),
-                    "README example failed with exit {}: {}\n{}",
+                    "{}:{}: the example failed with exit {}: {command}\n{}",
+                    page.display(),
+                    block.line,
                     run.code,
-                    command.trim(),
                     run.transcript()
                 );
                 ran += 1;
             }
         }
+        ran_per_page.push((page, ran));
     }
-    assert!(ran >= 8, "only {ran} README commands ran");
+    let count = |name: &str| {
+        ran_per_page
+            .iter()
+            .find(|(p, _)| p == Path::new(name))
+            .map_or(0, |(_, n)| *n)
+    };
+    // The README's set-up command, quick start and three jobs; the guides' measured examples.
+    assert!(count("README.md") >= 7, "{ran_per_page:?}");
+    assert!(
+        count("docs/guides/gate-pull-request.md") >= 4,
+        "{ran_per_page:?}"
+    );
+    assert!(
+        count("docs/guides/past-one-machine.md") >= 6,
+        "{ran_per_page:?}"
+    );
+    let total: usize = ran_per_page.iter().map(|(_, n)| n).sum();
+    assert!(total >= 30, "only {total} commands ran: {ran_per_page:?}");
+}
+
+#[test]
+fn shell_commands_are_read_as_a_shell_would_split_them() {
+    let block = "a --x 'p#q' # a comment\nb \\\n  --y && c\n# only a comment\n";
+    assert_eq!(commands(block), ["a --x 'p#q'", "b    --y", "c"]);
 }
