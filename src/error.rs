@@ -6,7 +6,7 @@
 use std::fmt;
 use std::path::Path;
 
-/// Process exit codes, documented in `--help` and the README.
+/// Process exit codes, documented in `--help`, the README and docs/reference/exit-codes.md.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ExitCode {
     /// The run completed (and any gate passed).

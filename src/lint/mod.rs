@@ -105,7 +105,7 @@ macro_rules! rule {
     };
 }
 
-/// Every rule, in the order the README's table lists them.
+/// Every rule, in the order the table of docs/guides/lint.md lists them.
 pub const RULES: &[Rule] = &[
     rule!(
         "name-invalid",

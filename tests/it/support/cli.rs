@@ -126,7 +126,7 @@ pub fn fake_project(
 }
 
 /// Splits a command line into words, honouring single and double quotes (enough for the
-/// commands the README and the CI recipes show; no escapes or expansions).
+/// commands the README, docs/ and the CI recipes show; no escapes or expansions).
 pub fn shell_words(line: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut word = String::new();
