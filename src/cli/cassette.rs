@@ -9,8 +9,10 @@ use crate::error::{Error, ExitCode};
 
 #[derive(Debug, Subcommand)]
 pub enum CassetteCommand {
-    /// Convert a format-1 cassette to the current format (no model is called; every response
-    /// is kept byte for byte, so replays reproduce the recorded run exactly).
+    /// Convert a format-1 cassette to the current format
+    ///
+    /// No model is called; every response is kept byte for byte, so replays reproduce the
+    /// recorded run exactly.
     Upgrade {
         /// The old cassette.
         from: PathBuf,

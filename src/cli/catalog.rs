@@ -58,10 +58,12 @@ pub struct ServerFlags {
 
 #[derive(Debug, Subcommand)]
 pub enum CatalogCommand {
-    /// What changed between two catalogs: tools added, removed and renamed (by similarity),
-    /// descriptions and schemas changed (a unified diff of the text the model reads), with
-    /// per-tool fingerprints. A tool that changed while the server's name and version stayed
-    /// the same is flagged, and makes the exit code 1.
+    /// What changed between two catalogs, flagged under an unchanged server version
+    ///
+    /// Tools added, removed and renamed (by similarity), descriptions and schemas changed (a
+    /// unified diff of the text the model reads), with per-tool fingerprints. A tool that
+    /// changed while the server's name and version stayed the same is flagged, and makes the
+    /// exit code 1.
     Diff(DiffArgs),
 }
 

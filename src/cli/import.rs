@@ -16,16 +16,18 @@ use crate::import::dataset::{put_in_place, stage_dataset, write_dataset};
 
 #[derive(Debug, Subcommand)]
 pub enum ImportCommand {
-    /// Datasets from the Berkeley Function Calling Leaderboard (PyPI `bfcl-eval`): one per
-    /// category, the catalog as BFCL's OpenAI function-calling handler sends it, each case
-    /// passed exactly when BFCL's checker passes it.
+    /// Datasets from the Berkeley Function Calling Leaderboard (PyPI `bfcl-eval`)
+    ///
+    /// One per category, the catalog as BFCL's OpenAI function-calling handler sends it, each
+    /// case passed exactly when BFCL's checker passes it.
     Bfcl(BfclArgs),
-    /// Datasets from logged model traffic: OpenAI Chat Completions or Responses and Anthropic
-    /// Messages request/response pairs (JSON lines `{"request": ..., "response": ...}`), or
-    /// OpenTelemetry GenAI spans (OTLP JSON). Each model call becomes a case: the
-    /// conversation, the calls the model made as the expected calls, its source. One dataset
-    /// per distinct catalog. Secrets and the fields named by --redact are redacted before
-    /// anything is written.
+    /// Datasets from logged model traffic (OpenAI, Anthropic, OpenTelemetry), redacted
+    ///
+    /// OpenAI Chat Completions or Responses and Anthropic Messages request/response pairs (JSON
+    /// lines `{"request": ..., "response": ...}`), or OpenTelemetry GenAI spans (OTLP JSON).
+    /// Each model call becomes a case: the conversation, the calls the model made as the
+    /// expected calls, its source. One dataset per distinct catalog. Secrets and the fields
+    /// named by --redact are redacted before anything is written.
     Traffic(TrafficArgs),
 }
 

@@ -10,6 +10,7 @@ mod catalog;
 mod compare;
 mod cost;
 mod gate;
+mod help;
 mod history;
 mod import;
 mod lint;
@@ -35,21 +36,25 @@ use crate::suite::scenario::{Scenario, load_scenarios};
 use crate::suite::{Config, Dataset, load_config, load_dataset};
 
 const EXIT_CODES_HELP: &str = "Exit codes:
-  0  run completed (and every --gate passed)
-  1  a --gate (or --baseline) failed; history --fail-on-drop: the newest run dropped;
-     catalog diff: a tool changed under the same server version; probe: a check failed;
-     stress: leakage, the --max-error-rate bound exceeded, or (with
-     --require-leakage-test) no call carried a canary;
-     lint: an error-level finding
-  2  bad input or usage (nothing was run)
-  3  a --gate is inconclusive: not enough evidence yet (compare: a verdict not yet decided)
-  4  too many infrastructure errors to judge (see --max-infra-error-rate), or trials lost
-  130 interrupted with Ctrl-C or SIGTERM (summary of completed trials written)";
+  0    completed, and every gate passed
+  1    a gate (or --baseline) failed; a regression (history --fail-on-drop,
+       catalog diff); a check failed (lint, probe, stress)
+  2    bad input or usage: nothing was run
+  3    inconclusive: not enough evidence yet to pass or fail a gate, or to
+       decide a comparison
+  4    too many infrastructure errors to judge (--max-infra-error-rate), or
+       trials lost
+  130  interrupted (Ctrl-C, SIGTERM): the summary of completed trials is written
 
+`toolscore help COMMAND` shows a command's flags in full;
+guides and reference: docs/README.md";
+
+/// Score tool-calling models and MCP servers, every rate with its interval
+///
 /// Replay tool-calling fixtures against a model many times and report every rate with its
-/// confidence interval.
+/// confidence interval; check MCP servers with no model (catalog, lint, probe, stress).
 #[derive(Debug, Parser)]
-#[command(name = "toolscore", version, after_help = EXIT_CODES_HELP)]
+#[command(name = "toolscore", version, after_help = EXIT_CODES_HELP, max_term_width = 80)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -58,49 +63,70 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 #[expect(clippy::large_enum_variant, reason = "parsed once per process")]
 pub enum Command {
-    /// Run every case of the datasets N times against a provider and report.
+    /// Run every case N times against a provider and report
+    ///
+    /// Every case of the datasets and scenarios, N trials each, concurrently; every rate is
+    /// reported with its interval and count, infrastructure errors apart, and --gate judges
+    /// the run.
     Run(run::RunArgs),
-    /// Check config, catalogs and fixtures without calling any model.
+    /// Check config, catalogs and fixtures without calling any model
     Validate(SuiteArgs),
-    /// Re-aggregate a finished run from its results.jsonl and print its report again; no
-    /// model is called, and nothing is written unless --format md, junit or html asks for a file.
+    /// Report a finished run again from its results.jsonl
+    ///
+    /// The run is re-aggregated from its records (at another --confidence if asked, and
+    /// judged by any --gate); no model is called, and nothing is written unless --format md,
+    /// junit or html asks for a file.
     Report(report::ReportArgs),
-    /// Compare two arms paired by case: two arms of one run (`--variant base --variant terse`),
-    /// or one arm of each of two runs. Which scores higher, with an interval, case by case and
-    /// for the suite; cases tagged `holdout` only in aggregate. Nothing is called or written
-    /// (unless --json).
+    /// Compare two arms paired by case, with a verdict and its interval
+    ///
+    /// Two arms of one run (`--variant base --variant terse`), or one arm of each of two runs:
+    /// which scores higher, with an interval, case by case and for the suite; cases tagged
+    /// `holdout` only in aggregate. Nothing is called or written (unless --json).
     Compare(compare::CompareArgs),
+    /// Trials and cases a precision or a gate needs, and what they cost
+    ///
     /// Before spending anything: trials per case for a precision or a gate (fixed and
-    /// sequential), cases for a suite-level claim, and the requests and tokens of each option.
+    /// sequential), cases for a suite-level claim, and the requests, tokens and dollars of
+    /// each option.
     Plan(plan::PlanArgs),
-    /// The trend of every series of runs (same datasets, provider, model, variant) from
+    /// The trend of each series of runs, with significant drops flagged
+    ///
+    /// A series is the runs of the same datasets, provider, model and variant in
     /// DIR/history.jsonl, which every `run` appends to: each run's case-level score, and against
     /// the previous run the paired difference, flagged only when its interval excludes 0.
     History(history::HistoryArgs),
-    /// Check a tool catalog before any model reads it: names, descriptions, schemas, provider
-    /// compatibility, token footprint and injection payloads. Local, offline, deterministic.
-    /// Exit 1 when any error-level finding remains, 0 otherwise, 2 on bad input.
+    /// Check a catalog offline: names, descriptions, schemas, injection
+    ///
+    /// Before any model reads it: names, descriptions, schemas, provider compatibility, token
+    /// footprint and injection payloads. Local, offline, deterministic. Exit 1 when any
+    /// error-level finding remains, 0 otherwise, 2 on bad input.
     Lint(lint::LintArgs),
-    /// Join the run folders of `run --shard i/n` into one run folder (results.jsonl,
-    /// results.csv, summary.json re-aggregated from the records): refused, naming the shard,
-    /// unless the folders are every shard of one plan exactly once, each finished. `report`,
-    /// `--gate` and `compare` then work on the merged folder.
+    /// Join the run folders of `run --shard i/n` into one run
+    ///
+    /// One run folder (results.jsonl, results.csv, summary.json re-aggregated from the
+    /// records): refused, naming the shard, unless the folders are every shard of one plan
+    /// exactly once, each finished. `report`, `--gate` and `compare` then work on it.
     Merge(merge::MergeArgs),
-    /// Work with recorded cassettes.
+    /// Work with recorded cassettes
     #[command(subcommand)]
     Cassette(cassette::CassetteCommand),
-    /// Print a catalog exactly as a model receives it, flat and cold, with its token footprint:
-    /// from a file, a dataset, a live MCP server over stdio (`toolscore catalog -- npx -y
-    /// @modelcontextprotocol/server-everything`) or a URL. `catalog diff OLD NEW` compares two.
+    /// Print a catalog as a model reads it; `catalog diff` compares two
+    ///
+    /// Exactly as a model receives it, flat and cold, with its token footprint: from a file, a
+    /// dataset, a live MCP server over stdio (`toolscore catalog -- npx -y
+    /// @modelcontextprotocol/server-everything`) or a URL.
     Catalog(catalog::CatalogArgs),
-    /// Deterministic edge checks of a live MCP server, each with a verdict and its evidence:
-    /// the dataset's expected calls return results valid against the tool's outputSchema (or
+    /// Deterministic edge checks of a live MCP server
+    ///
+    /// Each check has a verdict and its evidence: the dataset's expected calls return results valid against the tool's outputSchema (or
     /// well-formed content), an unknown tool gets JSON-RPC error -32602, arguments that break
     /// a tool's input schema get isError naming the field, an unsupported protocol version is
     /// refused with the supported list. Calls the server's tools: point it at a test instance.
     /// Exit 1 when a check fails.
     Probe(probe::ProbeArgs),
-    /// Load a live MCP server: parallel sessions make the dataset's expected calls directly (no
+    /// Load a live MCP server: errors, latency, leakage between sessions
+    ///
+    /// Parallel sessions make the dataset's expected calls directly (no
     /// model) for a duration, each call with a canary of its own in its free string arguments,
     /// at any depth. Per tool: calls, error rate with its interval, p50/p95/p99 latency with
     /// intervals, 429s with and without Retry-After, 5xx, dropped connections, timeouts; and
@@ -108,12 +134,24 @@ pub enum Command {
     /// call carried one. Over stdio each session is its own server process. Exit 1 on leakage,
     /// when --max-error-rate's bound is exceeded, or, with --require-leakage-test, untested.
     Stress(stress::StressArgs),
-    /// Turn outside data into datasets: `import bfcl` converts the Berkeley Function Calling
+    /// Turn BFCL or logged model calls into datasets
+    ///
+    /// `import bfcl` converts the Berkeley Function Calling
     /// Leaderboard (PyPI `bfcl-eval`), `import traffic` logged model calls (OpenAI, Anthropic,
     /// OpenTelemetry GenAI spans). Never overwrites a dataset without --force; every dataset
     /// written is loaded back as `validate` loads it.
     #[command(subcommand)]
     Import(import::ImportCommand),
+    /// Print a completion script: bash, zsh, fish, powershell, elvish
+    ///
+    /// Generated from the same definitions as --help, on stdout. For bash:
+    /// `toolscore completions bash > ~/.local/share/bash-completion/completions/toolscore`.
+    Completions(help::CompletionsArgs),
+    /// Write a man page per subcommand into a folder
+    ///
+    /// toolscore.1 and a page per subcommand (toolscore-run.1, …), generated from the same
+    /// definitions as --help; read one with `man -l DIR/toolscore-run.1`.
+    Man(help::ManArgs),
 }
 
 /// Where the suite comes from.
@@ -148,6 +186,8 @@ pub fn run(cli: Cli) -> Result<ExitCode, Error> {
         Command::Probe(args) => probe::run(&args),
         Command::Stress(args) => stress::run(&args),
         Command::Import(command) => import::run(&command),
+        Command::Completions(args) => help::completions(&args),
+        Command::Man(args) => help::man(&args),
     }
 }
 

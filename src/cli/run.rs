@@ -18,47 +18,53 @@ use crate::report::ProgressMode;
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = "Input")]
     pub suite: SuiteArgs,
     /// A provider named in the config, a kind (`openai-compat`) configured by the flags below,
     /// a kind and model as KIND:MODEL (`anthropic:claude-sonnet-4-5`, `gemini:gemini-2.5-flash`,
     /// `ollama:qwen3`), or `replay:CASSETTE` to serve recorded responses without calling any model. Repeat it to
     /// run several arms in one plan; each record names its arm.
-    #[arg(long = "provider", value_name = "NAME")]
+    #[arg(help_heading = "Provider", long = "provider", value_name = "NAME")]
     pub providers: Vec<String>,
     /// Catalog variant to show the model: `base` (the dataset's tools.json) or an overlay
     /// `DATASET/variants/NAME.json`. Repeat it to run one arm per variant on the same cases,
     /// interleaved trial by trial, for `toolscore compare` [default: base].
-    #[arg(long = "variant", value_name = "NAME")]
+    #[arg(help_heading = "Input", long = "variant", value_name = "NAME")]
     pub variants: Vec<String>,
     /// Record every raw response to this cassette (`.gz` = compressed) for later replay.
-    #[arg(long, value_name = "CASSETTE")]
+    #[arg(help_heading = "Recording", long, value_name = "CASSETTE")]
     pub record: Option<PathBuf>,
     /// With --record: what the recording is (model build, server), shown whenever it is replayed.
-    #[arg(long, value_name = "TEXT", requires = "record")]
+    #[arg(
+        help_heading = "Recording",
+        long,
+        value_name = "TEXT",
+        requires = "record"
+    )]
     pub record_note: Option<String>,
     /// With --record: overwrite the cassette if the file exists.
-    #[arg(long, requires = "record")]
+    #[arg(help_heading = "Recording", long, requires = "record")]
     pub force: bool,
     /// Base URL of the provider's API, replacing its kind's default or the config's (a proxy, a
     /// gateway, a local server), e.g. http://127.0.0.1:8080/v1.
-    #[arg(long, value_name = "URL")]
+    #[arg(help_heading = "Provider", long, value_name = "URL")]
     pub base_url: Option<String>,
     /// Model name sent to the provider.
-    #[arg(long)]
+    #[arg(help_heading = "Provider", long)]
     pub model: Option<String>,
     /// Environment variable that holds the API key (the key itself is never a flag) [default:
     /// the kind's own: ANTHROPIC_API_KEY, OPENAI_API_KEY for openai-responses, GEMINI_API_KEY,
     /// AZURE_OPENAI_API_KEY; none for openai-compat and ollama].
-    #[arg(long, value_name = "VAR")]
+    #[arg(help_heading = "Provider", long, value_name = "VAR")]
     pub api_key_env: Option<String>,
     /// Trials per case [default: the config's `trials`, else 50; a replay runs the trials its
     /// cassette holds per case].
-    #[arg(long)]
+    #[arg(help_heading = "Trials and limits", long)]
     pub trials: Option<u32>,
     /// With --sequential: the most trials a case may use before it is called inconclusive (the
     /// plan's trials per case) [default: 200].
     #[arg(
+        help_heading = "Trials and limits",
         long,
         value_name = "N",
         requires = "sequential",
@@ -66,78 +72,88 @@ pub struct RunArgs {
     )]
     pub max_trials: Option<u32>,
     /// Trials in flight at once [default: 8].
-    #[arg(long)]
+    #[arg(help_heading = "Trials and limits", long)]
     pub concurrency: Option<usize>,
     /// Sampling temperature [default: the provider's].
-    #[arg(long)]
+    #[arg(help_heading = "Provider", long)]
     pub temperature: Option<f64>,
     /// Maximum output tokens per request.
-    #[arg(long)]
+    #[arg(help_heading = "Provider", long)]
     pub max_tokens: Option<u32>,
     /// Per-request timeout in seconds [default: 60].
-    #[arg(long, value_name = "SECS")]
+    #[arg(help_heading = "Provider", long, value_name = "SECS")]
     pub timeout: Option<f64>,
     /// Retries after 429/5xx/timeouts, with capped exponential backoff and full jitter [default: 4].
-    #[arg(long)]
+    #[arg(help_heading = "Provider", long)]
     pub max_retries: Option<u32>,
     /// Requests to each provider in flight at once, over all its arms (also `max_in_flight:` in
     /// the config) [default: only --concurrency limits them].
-    #[arg(long, value_name = "N")]
+    #[arg(help_heading = "Trials and limits", long, value_name = "N")]
     pub max_in_flight: Option<usize>,
     /// Requests started per minute to each provider, evenly spaced (also
     /// `requests_per_minute:` in the config) [default: no limit].
-    #[arg(long, value_name = "N")]
+    #[arg(help_heading = "Trials and limits", long, value_name = "N")]
     pub requests_per_minute: Option<u32>,
     /// Tokens sent to each provider per minute: each request is charged its body's characters
     /// / 4 plus its max tokens before it is sent (also `tokens_per_minute:` in the config)
     /// [default: no limit].
-    #[arg(long, value_name = "N")]
+    #[arg(help_heading = "Trials and limits", long, value_name = "N")]
     pub tokens_per_minute: Option<u32>,
     /// Send `tool_choice` (also `tool_choice:` in the config): auto, required or none, in each
     /// provider's own form [default: not sent, the provider's default applies].
-    #[arg(long, value_enum, value_name = "CHOICE")]
+    #[arg(help_heading = "Provider", long, value_enum, value_name = "CHOICE")]
     pub tool_choice: Option<crate::provider::ToolChoice>,
     /// Send `parallel_tool_calls` (also `parallel_tool_calls:` in the config; Anthropic's
     /// `disable_parallel_tool_use`) [default: not sent].
-    #[arg(long, value_name = "BOOL")]
+    #[arg(help_heading = "Provider", long, value_name = "BOOL")]
     pub parallel_tool_calls: Option<bool>,
     /// Largest response body read, in bytes; a larger one is a bad_response [default: 8 MiB].
-    #[arg(long, value_name = "BYTES")]
+    #[arg(help_heading = "Provider", long, value_name = "BYTES")]
     pub max_response_bytes: Option<usize>,
     /// Confidence level of every interval [default: 0.95].
-    #[arg(long)]
+    #[arg(help_heading = "Statistics", long)]
     pub confidence: Option<f64>,
     /// Target half-width: warn when an interval is wider and say how many trials would do [default: 0.05].
-    #[arg(long)]
+    #[arg(help_heading = "Statistics", long)]
     pub precision: Option<f64>,
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = "Gates")]
     pub gate: GateArgs,
     /// Fraction of trials allowed to end in infrastructure errors before the run exits 4.
-    #[arg(long, default_value_t = 0.1, value_name = "RATE")]
+    #[arg(
+        help_heading = "Trials and limits",
+        long,
+        default_value_t = 0.1,
+        value_name = "RATE"
+    )]
     pub max_infra_error_rate: f64,
     /// Refuse to start a run whose estimated cost (printed before the first request) is over
     /// USD, and stop starting trials once spend plus the trials in flight would pass it: the
     /// rest are reported as not run (budget), never as failures. Every arm needs a price (the
     /// shipped table or `prices:` in toolscore.yaml).
-    #[arg(long, value_name = "USD")]
+    #[arg(help_heading = "Trials and limits", long, value_name = "USD")]
     pub max_cost: Option<f64>,
     /// Folder for run outputs; each run writes OUT/<run-id>/.
-    #[arg(long, default_value = "reports", value_name = "DIR")]
+    #[arg(
+        help_heading = "Output",
+        long,
+        default_value = "reports",
+        value_name = "DIR"
+    )]
     pub out: PathBuf,
     /// Run id [default: UTC timestamp plus a random suffix].
-    #[arg(long, conflicts_with = "resume")]
+    #[arg(help_heading = "Output", long, conflicts_with = "resume")]
     pub run_id: Option<String>,
     /// Finish a run that was killed or interrupted: keep its completed trials, re-run those that
     /// ended in infrastructure errors, run the missing ones. Give the same flags as the run.
-    #[arg(long, value_name = "RUN_DIR", conflicts_with_all = ["run_id", "record"])]
+    #[arg(help_heading = "Past one machine", long, value_name = "RUN_DIR", conflicts_with_all = ["run_id", "record"])]
     pub resume: Option<PathBuf>,
     /// Progress display on stderr.
-    #[arg(long, value_enum, default_value_t = ProgressMode::Auto)]
+    #[arg(help_heading = "Output", long, value_enum, default_value_t = ProgressMode::Auto)]
     pub progress: ProgressMode,
     /// With exactly two arms (e.g. --variant base --variant terse): compare them paired by case
     /// when the run ends, print it after the report and keep it in summary.json, as `toolscore
     /// compare` would (selection, --min-effect 0.05).
-    #[arg(long)]
+    #[arg(help_heading = "Statistics", long)]
     pub compare: bool,
     /// Run one deterministic slice of the plan, `INDEX/COUNT` counted from 0 (`0/4` … `3/4`):
     /// each trial belongs to the shard its key (arm, dataset, case, trial) hashes to, so the
@@ -145,7 +161,11 @@ pub struct RunArgs {
     /// JOB_COMPLETION_INDEX (Kubernetes Indexed Jobs) and the count from --shard-count. Join
     /// the shards' run folders with `toolscore merge`. Not with --sequential, --gate,
     /// --baseline, --compare or --record: those need the whole plan.
-    #[arg(long, value_name = "INDEX/COUNT|auto")]
+    #[arg(
+        help_heading = "Past one machine",
+        long,
+        value_name = "INDEX/COUNT|auto"
+    )]
     pub shard: Option<String>,
     /// Send the trials through the providers' batch APIs (OpenAI Batch for openai-compat and
     /// openai-responses, Anthropic Message Batches, Gemini batch mode) at their batch price:
@@ -153,21 +173,31 @@ pub struct RunArgs {
     /// The batch ids are kept in RUN_DIR/batches.json, so a run killed while polling is picked
     /// up with --resume without submitting again. Single-step fixtures only; no latency is
     /// measured.
-    #[arg(long)]
+    #[arg(help_heading = "Past one machine", long)]
     pub batch: bool,
     /// With --batch: the wait between two polls of a running batch (`30s`, `2m`, `500ms`)
     /// [default: 30s].
-    #[arg(long, value_name = "DURATION")]
+    #[arg(help_heading = "Past one machine", long, value_name = "DURATION")]
     pub batch_poll: Option<String>,
     /// With --shard auto: how many shards the plan is split into (the Job's `completions`).
-    #[arg(long, value_name = "N", requires = "shard")]
+    #[arg(
+        help_heading = "Past one machine",
+        long,
+        value_name = "N",
+        requires = "shard"
+    )]
     pub shard_count: Option<u32>,
     /// What to produce; repeatable: terminal (stdout), json (summary.json), csv
     /// (results.csv), md (RUN_DIR/report.md), junit (RUN_DIR/junit.xml), html
     /// (RUN_DIR/report.html) [default: terminal,
     /// json, csv]. summary.json and results.csv are written whatever is chosen: they are the
     /// run's record, which `report`, `--resume` and `--baseline` read.
-    #[arg(long = "format", value_enum, value_name = "FORMAT")]
+    #[arg(
+        help_heading = "Output",
+        long = "format",
+        value_enum,
+        value_name = "FORMAT"
+    )]
     pub formats: Vec<Format>,
 }
 
