@@ -13,6 +13,7 @@ mod cli_compare;
 mod cli_cost;
 mod cli_formats;
 mod cli_gate;
+mod cli_help;
 mod cli_history;
 mod cli_import;
 mod cli_import_traffic;

@@ -224,8 +224,29 @@ fn offline_shell_examples_run_in_order_page_by_page() {
                 if needs_more_than_the_repository(&w) {
                     continue;
                 }
+                // `~/` is a home inside the copy, and `> FILE` writes stdout there, as a shell
+                // would: an example that installs completions or man pages writes nothing
+                // outside the test.
+                let home = dir.path().join("home");
+                let w: Vec<String> = w
+                    .iter()
+                    .map(|word| match word.strip_prefix("~/") {
+                        Some(rest) => home.join(rest).display().to_string(),
+                        None => word.clone(),
+                    })
+                    .collect();
+                let (w, redirect) = match w.iter().position(|word| word == ">") {
+                    Some(i) => (&w[..i], w.get(i + 1)),
+                    None => (&w[..], None),
+                };
                 let args: Vec<&str> = w[1..].iter().map(String::as_str).collect();
                 let run = toolscore(dir.path(), &args);
+                if let Some(target) = redirect {
+                    let target = dir.path().join(target);
+                    std::fs::create_dir_all(target.parent().expect("a folder"))
+                        .expect("the redirect's folder");
+                    std::fs::write(&target, &run.stdout).expect("the redirect");
+                }
                 // Gates and comparisons may fail (1) or be inconclusive (3) by design; a usage
                 // or input error (2) or lost trials (4) means the example is broken.
                 assert!(
