@@ -71,12 +71,7 @@ pub fn result_lines(text: &[u8]) -> ParsedLines {
 }
 
 fn result_line(line: &[u8]) -> Result<(String, LineResult), String> {
-    let value: Value = serde_json::from_slice(line).map_err(|e| format!("not JSON: {e}"))?;
-    let custom_id = value
-        .get("custom_id")
-        .and_then(Value::as_str)
-        .ok_or("no `custom_id`")?
-        .to_owned();
+    let (value, custom_id) = super::line_with_custom_id(line)?;
     let result = value.get("result").ok_or("no `result`")?;
     let kind = result
         .get("type")

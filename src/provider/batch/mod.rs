@@ -483,6 +483,18 @@ fn check_id(id: &str) -> Result<(), ProviderError> {
 /// The default wait between polls.
 pub const DEFAULT_POLL: Duration = Duration::from_secs(30);
 
+/// A result line of OpenAI's or Anthropic's batch output, and the `custom_id` that names its
+/// trial.
+fn line_with_custom_id(line: &[u8]) -> Result<(Value, String), String> {
+    let value: Value = serde_json::from_slice(line).map_err(|e| format!("not JSON: {e}"))?;
+    let custom_id = value
+        .get("custom_id")
+        .and_then(Value::as_str)
+        .ok_or("no `custom_id`")?
+        .to_owned();
+    Ok((value, custom_id))
+}
+
 /// The `id` of an uploaded file or a created batch, as OpenAI and Anthropic both answer it.
 fn answer_id(body: &[u8], what: &str) -> Result<String, String> {
     let value: Value =

@@ -132,6 +132,20 @@ pub(super) fn event_attribute(span: &Value, event: &str, key: &str) -> Option<St
         .and_then(|v| v.as_str().map(str::to_owned))
 }
 
+/// The tools a span that did not fail says the model saw (`gen_ai.tool.definitions`).
+fn span_tools(span: &Value, attrs: &Map<String, Value>) -> Result<Vec<Value>, String> {
+    if span_failed(span) {
+        return Err("the span ended in error".into());
+    }
+    match structured(attrs, "gen_ai.tool.definitions")? {
+        Some(Value::Array(t)) => Ok(t),
+        Some(_) => Err("`gen_ai.tool.definitions` is not a list".into()),
+        None => Err(
+            "no gen_ai.tool.definitions: the span does not record which tools the model saw".into(),
+        ),
+    }
+}
+
 /// A span of the older conventions: the prompt as a `gen_ai.content.prompt` event holding
 /// `gen_ai.prompt` (Chat Completions messages as JSON), the reply as a
 /// `gen_ai.content.completion` event holding `gen_ai.completion` (assistant messages as JSON,
@@ -142,19 +156,7 @@ pub(super) fn older_genai_span(
     attrs: &Map<String, Value>,
     prompt: &str,
 ) -> Result<Exchange, String> {
-    if span_failed(span) {
-        return Err("the span ended in error".into());
-    }
-    let tools = match structured(attrs, "gen_ai.tool.definitions")? {
-        Some(Value::Array(t)) => t,
-        Some(_) => return Err("`gen_ai.tool.definitions` is not a list".into()),
-        None => {
-            return Err(
-                "no gen_ai.tool.definitions: the span does not record which tools the model saw"
-                    .into(),
-            );
-        }
-    };
+    let tools = span_tools(span, attrs)?;
     let messages: Value = serde_json::from_str(prompt)
         .ok()
         .filter(Value::is_array)
@@ -198,19 +200,7 @@ pub(super) fn part_text(part: &Value) -> String {
 
 // Long: one pass over the OTel GenAI span attributes, in the order the semantic conventions list them.
 pub(super) fn genai_span(span: &Value, attrs: &Map<String, Value>) -> Result<Exchange, String> {
-    if span_failed(span) {
-        return Err("the span ended in error".into());
-    }
-    let tools = match structured(attrs, "gen_ai.tool.definitions")? {
-        Some(Value::Array(t)) => t,
-        Some(_) => return Err("`gen_ai.tool.definitions` is not a list".into()),
-        None => {
-            return Err(
-                "no gen_ai.tool.definitions: the span does not record which tools the model saw"
-                    .into(),
-            );
-        }
-    };
+    let tools = span_tools(span, attrs)?;
     for t in &tools {
         if let Some(kind) = t.get("type").and_then(Value::as_str)
             && kind != "function"
