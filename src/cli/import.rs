@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use super::usage;
 use crate::error::{Error, ExitCode, InputError};
 use crate::import::bfcl::{BFCL_CATEGORIES, import_category, installed_data_dir};
-use crate::import::dataset::{put_in_place, stage_dataset, write_dataset};
+use crate::import::dataset::{CatalogFile, put_in_place, stage_dataset, write_dataset};
 
 #[derive(Debug, Subcommand)]
 pub enum ImportCommand {
@@ -118,7 +118,7 @@ fn run_bfcl(args: &BfclArgs) -> Result<ExitCode, Error> {
         let dest = args.out.join(format!("bfcl_{c}"));
         write_dataset(
             &dest,
-            &json!({"tools": imported.tools}),
+            CatalogFile::Tools(&json!({"tools": imported.tools})),
             &imported.cases,
             args.force,
         )?;
@@ -242,7 +242,7 @@ fn write_traffic_datasets(
     let mut staged = Vec::new();
     for (d, dest) in datasets.iter().zip(dests) {
         let tools = crate::catalog::to_tools_json(&d.catalog, None);
-        match stage_dataset(dest, &tools, &d.cases) {
+        match stage_dataset(dest, CatalogFile::Tools(&tools), &d.cases) {
             Ok(staging) => staged.push((staging, dest)),
             Err(e) => {
                 for (staging, _) in &staged {

@@ -7,15 +7,22 @@ use serde_json::Value;
 
 use crate::error::{Error, InputError};
 
+/// Where a written dataset's catalog comes from: a tools.json, or a dataset.yaml that names a
+/// live server (listed again when the dataset is loaded back).
+pub enum CatalogFile<'a> {
+    Tools(&'a Value),
+    Live(&'a str),
+}
+
 /// Writes the dataset into a sibling temporary folder, loads it with the loader `validate`
 /// uses, and only then puts it in place: a dataset that would not load is never left behind.
 pub fn write_dataset(
     dest: &Path,
-    tools: &Value,
+    catalog: CatalogFile<'_>,
     cases: &[Value],
     force: bool,
 ) -> Result<(), Error> {
-    let staging = stage_dataset(dest, tools, cases)?;
+    let staging = stage_dataset(dest, catalog, cases)?;
     put_in_place(&staging, dest, force)
 }
 
@@ -28,7 +35,11 @@ fn io_error(what: &str, e: std::io::Error) -> Error {
 
 /// Writes the dataset beside `dest` (`.NAME.importing`) and loads it back as `validate` does;
 /// returns the staging folder. Nothing is left behind when it does not load.
-pub fn stage_dataset(dest: &Path, tools: &Value, cases: &[Value]) -> Result<PathBuf, Error> {
+pub fn stage_dataset(
+    dest: &Path,
+    catalog: CatalogFile<'_>,
+    cases: &[Value],
+) -> Result<PathBuf, Error> {
     let io = io_error;
     if cases.is_empty() {
         return Err(Error::Input(crate::error::InputError::new(format!(
@@ -47,9 +58,18 @@ pub fn stage_dataset(dest: &Path, tools: &Value, cases: &[Value]) -> Result<Path
         std::fs::remove_dir_all(&staging).map_err(|e| io(&staging.display().to_string(), e))?;
     }
     std::fs::create_dir_all(&staging).map_err(|e| io(&staging.display().to_string(), e))?;
-    let tools = serde_json::to_string_pretty(tools).map_err(|e| Error::encode("tools.json", e))?;
-    std::fs::write(staging.join("tools.json"), tools + "\n")
-        .map_err(|e| io("writing tools.json", e))?;
+    match catalog {
+        CatalogFile::Tools(tools) => {
+            let tools =
+                serde_json::to_string_pretty(tools).map_err(|e| Error::encode("tools.json", e))?;
+            std::fs::write(staging.join("tools.json"), tools + "\n")
+                .map_err(|e| io("writing tools.json", e))?;
+        }
+        CatalogFile::Live(yaml) => {
+            std::fs::write(staging.join(crate::suite::live::DATASET_FILE), yaml)
+                .map_err(|e| io("writing dataset.yaml", e))?;
+        }
+    }
     let mut lines = String::new();
     for c in cases {
         lines.push_str(&c.to_string());
@@ -59,7 +79,7 @@ pub fn stage_dataset(dest: &Path, tools: &Value, cases: &[Value]) -> Result<Path
     if let Err(e) = crate::suite::load_dataset(&staging) {
         let _ = std::fs::remove_dir_all(&staging);
         return Err(Error::Internal(format!(
-            "the imported dataset for {} does not load: {e}",
+            "the dataset written for {} does not load: {e}",
             dest.display()
         )));
     }
