@@ -13,6 +13,7 @@ mod gate;
 mod help;
 mod history;
 mod import;
+mod init;
 mod lint;
 mod mcp_source;
 mod merge;
@@ -63,6 +64,14 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 #[expect(clippy::large_enum_variant, reason = "parsed once per process")]
 pub enum Command {
+    /// Start a dataset from an MCP server or a tool list: a starter case per tool
+    ///
+    /// From a live MCP server (a URL, or its command after `--`), an OpenAI- or Anthropic-style
+    /// tool list, or a tools.json: writes DIR/NAME/tools.json (or, with --live, a dataset.yaml
+    /// naming the server) and a cases.jsonl with one starter case per tool to edit, loads it
+    /// back as `validate` does, writes a toolscore.yaml when there is none, and prints the next
+    /// three commands. Never replaces a dataset without --force.
+    Init(init::InitArgs),
     /// Run every case N times against a provider and report
     ///
     /// Every case of the datasets and scenarios, N trials each, concurrently; every rate is
@@ -186,6 +195,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Error> {
         Command::Probe(args) => probe::run(&args),
         Command::Stress(args) => stress::run(&args),
         Command::Import(command) => import::run(&command),
+        Command::Init(args) => init::run(&args),
         Command::Completions(args) => help::completions(&args),
         Command::Man(args) => help::man(&args),
     }

@@ -17,6 +17,7 @@ mod cli_help;
 mod cli_history;
 mod cli_import;
 mod cli_import_traffic;
+mod cli_init;
 mod cli_input_errors;
 mod cli_lint;
 mod cli_plan;

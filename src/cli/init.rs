@@ -1,0 +1,354 @@
+//! `toolscore init`: start a dataset from what a user already has — a live MCP server, an
+//! OpenAI- or Anthropic-style tool list, or a tools.json — with one starter case per tool to
+//! edit, and a toolscore.yaml when there is none.
+
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use serde_json::{Value, json};
+
+use super::catalog::{Loaded, ServerFlags, is_url, live, load, server_of};
+use super::usage;
+use crate::catalog::{Catalog, to_tools_json};
+use crate::error::{Error, ExitCode};
+use crate::import::dataset::{CatalogFile, put_in_place, stage_dataset};
+use crate::mcp::client::ServerSpec;
+
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// Where the tools come from: a catalog file (an MCP tools/list result, OpenAI `tools` or
+    /// Anthropic `tools`; detected), a dataset folder, or the URL of a streamable-HTTP MCP
+    /// server. Or, instead, a stdio server's command after `--`.
+    #[arg(value_name = "SOURCE")]
+    pub source: Option<String>,
+    /// The command that starts a stdio MCP server, after `--`:
+    /// `toolscore init -- npx -y @modelcontextprotocol/server-everything`.
+    #[arg(last = true, value_name = "COMMAND")]
+    pub server_command: Vec<String>,
+    /// The dataset's name: it is written to DIR/NAME [default: the server's name, or the
+    /// file's].
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// The folder datasets live in.
+    #[arg(long, value_name = "DIR", default_value = "datasets")]
+    pub dir: PathBuf,
+    /// Name the live server in a dataset.yaml, listed afresh on every run, instead of writing
+    /// its catalog as it is now to tools.json.
+    #[arg(long)]
+    pub live: bool,
+    /// Replace a dataset of that name.
+    #[arg(long)]
+    pub force: bool,
+    /// The config to write when it does not exist (one provider to start with); an existing
+    /// one is left as it is.
+    #[arg(long, value_name = "FILE", default_value = "toolscore.yaml")]
+    pub config: PathBuf,
+    #[command(flatten)]
+    pub server: ServerFlags,
+}
+
+/// The tag every starter case carries, so a user can find the cases still to edit.
+const STARTER_TAG: &str = "starter";
+
+pub fn run(args: &InitArgs) -> Result<ExitCode, Error> {
+    check_live(args)?;
+    if let Some(name) = &args.name {
+        check_name(name)?;
+        refuse_existing(&args.dir.join(name), args.force)?;
+    }
+    let (loaded, spec) = load_source(args)?;
+    if loaded.catalog.tools.is_empty() {
+        return Err(usage(&format!(
+            "{} lists no tools: nothing to start a dataset from",
+            loaded.catalog.source
+        )));
+    }
+    let name = match &args.name {
+        Some(n) => n.clone(),
+        None => {
+            let n = default_name(args, &loaded)?;
+            refuse_existing(&args.dir.join(&n), args.force)?;
+            n
+        }
+    };
+    let dest = args.dir.join(&name);
+    let cases = starter_cases(&loaded.catalog);
+    let staging = match (&spec, args.live) {
+        (Some((spec, timeout)), true) => {
+            let yaml = dataset_yaml(spec, *timeout, &dest)?;
+            stage_dataset(&dest, CatalogFile::Live(&yaml), &cases)?
+        }
+        _ => {
+            let tools = to_tools_json(&loaded.catalog, loaded.server.as_ref());
+            stage_dataset(&dest, CatalogFile::Tools(&tools), &cases)?
+        }
+    };
+    put_in_place(&staging, &dest, args.force)?;
+    let wrote_config = write_config_if_missing(&args.config, &dest)?;
+    print_next_steps(&dest, cases.len(), args, wrote_config);
+    Ok(ExitCode::Pass)
+}
+
+/// A live server and how long to wait for it.
+type LiveServer = (ServerSpec, std::time::Duration);
+
+/// The catalog SOURCE or the command after `--` names, and the server when it is a live one.
+fn load_source(args: &InitArgs) -> Result<(Loaded, Option<LiveServer>), Error> {
+    match (&args.source, args.server_command.is_empty()) {
+        (Some(_), false) => Err(usage(
+            "give either SOURCE or a server command after `--`, not both",
+        )),
+        (None, true) => Err(usage(
+            "name what the tools come from: a catalog file, a dataset folder, a URL, or a server command after `--`",
+        )),
+        (Some(url), true) if is_url(url) => {
+            let (spec, timeout) = server_of(Some(url), &[], &args.server)?;
+            Ok((live(&spec, &args.server)?, Some((spec, timeout))))
+        }
+        (Some(source), true) => Ok((load(source, &args.server)?, None)),
+        (None, false) => {
+            let (spec, timeout) = server_of(None, &args.server_command, &args.server)?;
+            Ok((live(&spec, &args.server)?, Some((spec, timeout))))
+        }
+    }
+}
+
+/// `--live` names a server (a URL or a command), and never writes a header's value: it may
+/// be a credential. Checked before the server is contacted.
+fn check_live(args: &InitArgs) -> Result<(), Error> {
+    if !args.live {
+        return Ok(());
+    }
+    let names_server =
+        args.source.as_deref().is_some_and(is_url) || !args.server_command.is_empty();
+    if !names_server {
+        return Err(usage(
+            "--live names a server: give its URL or its command after `--`",
+        ));
+    }
+    if !args.server.headers.is_empty() {
+        return Err(usage(
+            "--live with --header: header values may be credentials, and dataset.yaml is a file; pass the token with --token-env VAR, or add `headers:` to the dataset.yaml yourself",
+        ));
+    }
+    Ok(())
+}
+
+/// A dataset name is one folder: letters, digits, `-`, `_` and `.`, not starting with `.`.
+fn check_name(name: &str) -> Result<(), Error> {
+    let ok = !name.is_empty()
+        && !name.starts_with('.')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    if ok {
+        Ok(())
+    } else {
+        Err(usage(&format!(
+            "--name {name:?}: a dataset name is one folder name of letters, digits, `-`, `_` and `.`"
+        )))
+    }
+}
+
+fn refuse_existing(dest: &Path, force: bool) -> Result<(), Error> {
+    if dest.exists() && !force {
+        return Err(usage(&format!(
+            "{} already exists; pass --force to replace it, or --name to choose another",
+            dest.display()
+        )));
+    }
+    Ok(())
+}
+
+/// The server's name (`mcp-servers/everything` → `everything`), or the file's or folder's.
+fn default_name(args: &InitArgs, loaded: &Loaded) -> Result<String, Error> {
+    let raw = match (&loaded.server, &args.source) {
+        (Some(server), _) => server
+            .name
+            .rsplit('/')
+            .next()
+            .unwrap_or_default()
+            .to_owned(),
+        (None, Some(source)) => {
+            let path = Path::new(source);
+            let stem = if path.is_dir() {
+                path.file_name()
+            } else {
+                path.file_stem()
+            };
+            stem.map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        }
+        (None, None) => String::new(),
+    };
+    let name: String = raw
+        .trim_end_matches("-server")
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '-' | '_') {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let name = name.trim_matches('-').to_owned();
+    if name.is_empty() || name == "tools" {
+        return Err(usage(
+            "cannot tell what to call this dataset; name it with --name",
+        ));
+    }
+    Ok(name)
+}
+
+/// One starter case per tool, in the catalog's order: the expected tool filled in, the
+/// request and the arguments left to the user, and marked as a starter in its tags and source.
+fn starter_cases(catalog: &Catalog) -> Vec<Value> {
+    catalog
+        .tools
+        .iter()
+        .map(|tool| {
+            let what = tool
+                .description
+                .split_terminator(['.', '\n'])
+                .next()
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map_or(String::new(), |s| format!(" ({s})"));
+            json!({
+                "id": format!("starter-{}", tool.name),
+                "messages": [{
+                    "role": "user",
+                    "content": format!("EDIT ME: write what a user would ask that needs {}{what}", tool.name),
+                }],
+                "expect": {"tool": tool.name},
+                "tags": [STARTER_TAG],
+                "source": {"toolscore init": "a starter case: write the user's request above, then add the expected \"args\""},
+            })
+        })
+        .collect()
+}
+
+/// The dataset.yaml that names the server: a stdio server's command runs from where `init`
+/// ran (its `cwd` written relative to the dataset folder); a URL server's token stays in its
+/// variable, and header values are never written ([`check_live`] refuses them).
+fn dataset_yaml(
+    spec: &ServerSpec,
+    timeout: std::time::Duration,
+    dest: &Path,
+) -> Result<String, Error> {
+    let q = |s: &str| serde_json::to_string(s).unwrap_or_default();
+    let mut yaml = String::from(
+        "# Written by `toolscore init`: this dataset's catalog is the live server below, listed\n# afresh on every run.\ncatalog:\n",
+    );
+    match spec {
+        ServerSpec::Stdio {
+            command,
+            args: server_args,
+            env,
+            cwd,
+        } => {
+            yaml.push_str(&format!("  command: {}\n", q(command)));
+            let list: Vec<String> = server_args.iter().map(|a| q(a)).collect();
+            yaml.push_str(&format!("  args: [{}]\n", list.join(", ")));
+            if !env.is_empty() {
+                let pairs: Vec<String> = env
+                    .iter()
+                    .map(|(k, v)| format!("{}: {}", q(k), q(v)))
+                    .collect();
+                yaml.push_str(&format!("  env: {{{}}}\n", pairs.join(", ")));
+            }
+            let from = cwd.clone().unwrap_or_else(|| PathBuf::from("."));
+            yaml.push_str(&format!("  cwd: {}\n", q(&relative_from(dest, &from)?)));
+        }
+        ServerSpec::Http { url, token_env, .. } => {
+            yaml.push_str(&format!("  url: {}\n", q(url)));
+            if let Some(var) = token_env {
+                yaml.push_str(&format!("  token_env: {}\n", q(var)));
+            }
+        }
+    }
+    yaml.push_str(&format!("  timeout_s: {}\n", timeout.as_secs_f64()));
+    Ok(yaml)
+}
+
+/// `target` (relative to where `init` runs) as seen from the dataset folder `dest`.
+fn relative_from(dest: &Path, target: &Path) -> Result<String, Error> {
+    if target.is_absolute() || dest.is_absolute() {
+        let absolute = std::env::current_dir()
+            .map_err(|e| Error::io("cannot read the current folder", e))?
+            .join(target);
+        return Ok(absolute.display().to_string());
+    }
+    let ups = dest.components().count();
+    let mut path = PathBuf::new();
+    for _ in 0..ups {
+        path.push("..");
+    }
+    // `.` adds nothing: `../..`, not `../../.`.
+    for part in target.components() {
+        if part != std::path::Component::CurDir {
+            path.push(part);
+        }
+    }
+    Ok(path.display().to_string())
+}
+
+/// The config `init` starts a user with: one OpenAI provider, the new dataset. Written only
+/// when `path` does not exist, after it parses as `run` will read it.
+fn write_config_if_missing(path: &Path, dest: &Path) -> Result<bool, Error> {
+    if path.exists() {
+        return Ok(false);
+    }
+    let text = format!(
+        "# Written by `toolscore init`. Flags override everything here; every key is in\n\
+         # toolscore's docs/reference/config.md.\n\
+         defaults:\n  trials: 20\n  provider: openai\n\n\
+         providers:\n  openai:\n    kind: openai-responses   # reads OPENAI_API_KEY\n    model: gpt-4.1-mini\n\n\
+         datasets:\n  - {}\n",
+        dest.display()
+    );
+    let base = path.parent().unwrap_or(Path::new("."));
+    crate::suite::parse_config(&text, &path.display().to_string(), base)?;
+    crate::atomic::write_file(path, text.as_bytes())?;
+    Ok(true)
+}
+
+fn print_next_steps(dest: &Path, cases: usize, args: &InitArgs, wrote_config: bool) {
+    let catalog = if args.live {
+        "dataset.yaml (the live server)"
+    } else {
+        "tools.json"
+    };
+    println!(
+        "wrote {} ({catalog}, cases.jsonl with {cases} starter {}, one per tool)",
+        dest.display(),
+        if cases == 1 { "case" } else { "cases" }
+    );
+    if wrote_config {
+        println!(
+            "wrote {} (provider `openai`, model gpt-4.1-mini: set OPENAI_API_KEY, or change it)",
+            args.config.display()
+        );
+    } else {
+        println!("left {} as it is", args.config.display());
+    }
+    // An existing config with a default provider needs no flag; one without, the user's pick.
+    let has_default = wrote_config
+        || crate::suite::load_config(&args.config).is_ok_and(|c| c.defaults.provider.is_some());
+    let provider = if has_default {
+        ""
+    } else {
+        " --provider PROVIDER"
+    };
+    println!("\nnext:");
+    println!(
+        "  1. edit {}: in each starter case, write the request and add the expected \"args\"",
+        dest.join("cases.jsonl").display()
+    );
+    println!("  2. toolscore validate --dataset {}", dest.display());
+    println!(
+        "  3. toolscore run --dataset {}{provider} --trials 10",
+        dest.display()
+    );
+}

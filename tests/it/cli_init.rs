@@ -1,0 +1,263 @@
+//! `toolscore init` starts a dataset from what a user has: a published MCP server (its
+//! catalog frozen to tools.json, or named live in dataset.yaml), an OpenAI or Anthropic tool
+//! list; one starter case per tool in the catalog's order, a toolscore.yaml only when there is
+//! none, `validate` passing on what it wrote, and nothing written or replaced on bad input.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::support::{published_servers, server_command, toolscore};
+
+const EVERYTHING: &str = "@modelcontextprotocol/server-everything";
+
+fn init(dir: &Path, args: &[&str], command: &[String]) -> crate::support::Run {
+    let mut all = vec!["init"];
+    all.extend_from_slice(args);
+    if !command.is_empty() {
+        all.push("--");
+        all.extend(command.iter().map(String::as_str));
+    }
+    toolscore(dir, &all)
+}
+
+fn lines(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// Every file under `dir`, with its bytes, for "nothing changed" checks.
+fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                out.push((path.display().to_string(), std::fs::read(&path).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn a_published_server_becomes_a_dataset_that_validates() {
+    let Some(modules) = published_servers() else {
+        return;
+    };
+    let command = server_command(&modules, EVERYTHING);
+    let dir = tempfile::tempdir().unwrap();
+    let run = init(dir.path(), &[], &command);
+    assert_eq!(run.code, 0, "{}", run.transcript());
+    // The dataset is named for the server, and the next three commands are printed.
+    let dataset = dir.path().join("datasets/everything");
+    for expected in [
+        "wrote datasets/everything (tools.json, cases.jsonl with",
+        "wrote toolscore.yaml (provider `openai`",
+        "1. edit datasets/everything/cases.jsonl",
+        "2. toolscore validate --dataset datasets/everything",
+        "3. toolscore run --dataset datasets/everything --trials 10",
+    ] {
+        assert!(run.stdout.contains(expected), "{expected}\n{}", run.stdout);
+    }
+    // One starter case per tool, in the server's order, each naming its tool and marked.
+    let tools: Value =
+        serde_json::from_str(&std::fs::read_to_string(dataset.join("tools.json")).unwrap())
+            .unwrap();
+    let names: Vec<&str> = tools["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"echo"), "{names:?}");
+    assert_eq!(tools["serverInfo"]["name"], "mcp-servers/everything");
+    let cases = lines(&dataset.join("cases.jsonl"));
+    let expected: Vec<&str> = cases
+        .iter()
+        .map(|c| c["expect"]["tool"].as_str().unwrap())
+        .collect();
+    assert_eq!(expected, names);
+    for c in &cases {
+        assert_eq!(c["tags"], serde_json::json!(["starter"]), "{c}");
+        assert!(c["expect"].get("args").is_none(), "{c}");
+        let ask = c["messages"][0]["content"].as_str().unwrap();
+        assert!(ask.starts_with("EDIT ME: "), "{ask}");
+    }
+    // `validate` with no flags reads the config init wrote, and passes.
+    let validate = toolscore(dir.path(), &["validate"]);
+    assert_eq!(validate.code, 0, "{}", validate.transcript());
+    assert!(
+        validate.stdout.contains(&format!(
+            "datasets/everything: {n} tools, {n} cases",
+            n = names.len()
+        )),
+        "{}",
+        validate.stdout
+    );
+    // A second init refuses to replace it, and changes nothing.
+    let before = snapshot(dir.path());
+    let again = init(dir.path(), &[], &command);
+    assert_eq!(again.code, 2, "{}", again.transcript());
+    assert!(
+        again
+            .stderr
+            .contains("datasets/everything already exists; pass --force"),
+        "{}",
+        again.stderr
+    );
+    assert_eq!(snapshot(dir.path()), before);
+    // --force replaces it, and the config, which exists now, is left as it is.
+    let forced = init(dir.path(), &["--force"], &command);
+    assert_eq!(forced.code, 0, "{}", forced.transcript());
+    assert!(forced.stdout.contains("left toolscore.yaml as it is"));
+    assert_eq!(snapshot(dir.path()), before);
+}
+
+#[test]
+fn a_live_dataset_names_the_server_and_lists_it_on_every_load() {
+    let Some(modules) = published_servers() else {
+        return;
+    };
+    let command = server_command(&modules, EVERYTHING);
+    let dir = tempfile::tempdir().unwrap();
+    let run = init(dir.path(), &["--live", "--name", "ev"], &command);
+    assert_eq!(run.code, 0, "{}", run.transcript());
+    let dataset = dir.path().join("datasets/ev");
+    assert!(!dataset.join("tools.json").exists());
+    let yaml = std::fs::read_to_string(dataset.join("dataset.yaml")).unwrap();
+    assert!(yaml.contains("  command: \"node\"\n"), "{yaml}");
+    // The server runs from where init ran, whatever folder the dataset is in.
+    assert!(yaml.contains("  cwd: \"../..\"\n"), "{yaml}");
+    let validate = toolscore(dir.path(), &["validate", "--dataset", "datasets/ev"]);
+    assert_eq!(validate.code, 0, "{}", validate.transcript());
+    assert!(
+        validate.stdout.contains("listed live from node "),
+        "{}",
+        validate.stdout
+    );
+}
+
+#[test]
+fn openai_and_anthropic_tool_lists_keep_their_order_and_wording() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("app-tools.json"),
+        r#"[{"type": "function", "function": {"name": "search_orders", "description": "Find orders.  Two spaces kept.", "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}}},
+            {"type": "function", "function": {"name": "cancel_order", "description": "Cancel one order.", "parameters": {"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]}}}]"#,
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("claude.json"),
+        r#"[{"name": "zeta", "description": "Last letter first.", "input_schema": {"type": "object", "properties": {}}},
+            {"name": "alpha", "description": "First letter last.", "input_schema": {"type": "object", "properties": {}}}]"#,
+    )
+    .unwrap();
+    // A config of the user's own, with no default provider: left alone, and the run command
+    // asks for a provider.
+    std::fs::write(
+        dir.path().join("toolscore.yaml"),
+        "defaults:\n  trials: 5\n",
+    )
+    .unwrap();
+    for (file, name, order, first_description) in [
+        (
+            "app-tools.json",
+            "app-tools",
+            ["search_orders", "cancel_order"],
+            "Find orders.  Two spaces kept.",
+        ),
+        (
+            "claude.json",
+            "claude",
+            ["zeta", "alpha"],
+            "Last letter first.",
+        ),
+    ] {
+        let run = init(dir.path(), &[file], &[]);
+        assert_eq!(run.code, 0, "{}", run.transcript());
+        assert!(
+            run.stdout.contains(&format!(
+                "3. toolscore run --dataset datasets/{name} --provider PROVIDER"
+            )),
+            "{}",
+            run.stdout
+        );
+        let tools: Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.path().join(format!("datasets/{name}/tools.json")))
+                .unwrap(),
+        )
+        .unwrap();
+        let names: Vec<&str> = tools["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, order);
+        assert_eq!(tools["tools"][0]["description"], first_description);
+        let validate = toolscore(
+            dir.path(),
+            &["validate", "--dataset", &format!("datasets/{name}")],
+        );
+        assert_eq!(validate.code, 0, "{}", validate.transcript());
+    }
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("toolscore.yaml")).unwrap(),
+        "defaults:\n  trials: 5\n"
+    );
+}
+
+#[test]
+fn bad_input_is_a_usage_error_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("empty.json"), "[]").unwrap();
+    std::fs::write(dir.path().join("broken.json"), "[{\"name\": ").unwrap();
+    std::fs::write(
+        dir.path().join("one.json"),
+        r#"[{"name": "a", "input_schema": {"type": "object"}}]"#,
+    )
+    .unwrap();
+    for (args, says) in [
+        (vec![], "name what the tools come from"),
+        (
+            vec!["one.json", "--name", "../up"],
+            "a dataset name is one folder name",
+        ),
+        (
+            vec!["one.json", "--name", ".hidden"],
+            "a dataset name is one folder name",
+        ),
+        (vec!["one.json", "--live"], "--live names a server"),
+        (vec!["empty.json"], "the catalog has no tools"),
+        (vec!["broken.json"], "broken.json"),
+        (vec!["missing.json"], "missing.json"),
+        (
+            vec![
+                "http://127.0.0.1:9/mcp",
+                "--live",
+                "--header",
+                "Authorization: Bearer s3cret",
+            ],
+            "header values may be credentials",
+        ),
+    ] {
+        let run = init(dir.path(), &args, &[]);
+        assert_eq!(run.code, 2, "{args:?}\n{}", run.transcript());
+        assert!(run.stderr.contains(says), "{args:?}: {}", run.stderr);
+        assert!(!run.stderr.contains("s3cret"), "{}", run.stderr);
+        assert!(!dir.path().join("datasets").exists(), "{args:?}");
+        assert!(!dir.path().join("toolscore.yaml").exists(), "{args:?}");
+    }
+    // Both a source and a command.
+    let run = init(dir.path(), &["one.json"], &["node".to_owned()]);
+    assert_eq!(run.code, 2, "{}", run.transcript());
+    assert!(run.stderr.contains("not both"), "{}", run.stderr);
+}
