@@ -39,6 +39,11 @@ pub struct MergeArgs {
     /// (report.html) [default: terminal].
     #[arg(long = "format", value_enum, value_name = "FORMAT")]
     pub formats: Vec<Format>,
+    /// Print the whole report: per-tool rates, the weakest and unstable cases, confusions,
+    /// schema violations, argument failures, latency by tool and tokens, with the verdict last
+    /// [default: the decision and the figures it rests on].
+    #[arg(long)]
+    pub detail: bool,
 }
 
 /// What a shard's summary.json says beyond the header `report` reads.
@@ -100,7 +105,7 @@ pub fn run(args: &MergeArgs) -> Result<ExitCode, Error> {
             args.out.display()
         ))
     })?;
-    match write_merged(&shards, &args.out, &run_id, &formats) {
+    match write_merged(&shards, &args.out, &run_id, &formats, args.detail) {
         Ok(code) => Ok(code),
         Err(e) => {
             // Nothing half-written: a merge that failed leaves no folder to be mistaken for a run.
@@ -408,6 +413,7 @@ fn write_merged(
     out: &Path,
     run_id: &str,
     formats: &[Format],
+    detail: bool,
 ) -> Result<ExitCode, Error> {
     let plan = shards[0].plan.whole();
     let merge = Merge {
@@ -444,7 +450,7 @@ fn write_merged(
     // is still kept out of the trend when the history is read.
     super::history::append_history(out, &summary, None)?;
     let files = output::write_files(&summary, out, formats)?;
-    output::print_stdout(&summary, formats)?;
+    output::print_stdout(&summary, formats, detail, out)?;
     let mut written = vec![
         results_path,
         out.join("results.csv"),

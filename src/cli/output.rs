@@ -1,5 +1,6 @@
 //! `--format`: which reports a command writes, and writing them.
 
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use crate::error::Error;
@@ -138,16 +139,37 @@ pub fn check_one_stdout(formats: &[Format]) -> Result<(), Error> {
     Ok(())
 }
 
-/// What a command prints on stdout: the summary as JSON, or the terminal report.
-pub fn print_stdout(summary: &Summary, formats: &[Format]) -> Result<(), Error> {
+/// What a command prints on stdout: the summary as JSON; the terminal report (the decision,
+/// and where the rest is, or with `detail` all of it); or, when the report went only to files,
+/// the verdict, so a gated run still says how it ended.
+pub fn print_stdout(
+    summary: &Summary,
+    formats: &[Format],
+    detail: bool,
+    run_dir: &Path,
+) -> Result<(), Error> {
+    let failed = |e| Error::io("cannot write the report", e);
+    let mut out = std::io::stdout().lock();
     if formats.contains(&Format::Json) {
         let text =
             serde_json::to_string_pretty(summary).map_err(|e| Error::encode("the summary", e))?;
-        println!("{text}");
+        writeln!(out, "{text}").map_err(failed)?;
     } else if formats.contains(&Format::Terminal) {
-        let mut out = std::io::stdout().lock();
-        crate::report::Render::render(&crate::report::Terminal, summary, &mut out)
-            .map_err(|e| Error::io("cannot write the report", e))?;
+        crate::report::Render::render(&crate::report::Terminal { detail }, summary, &mut out)
+            .map_err(failed)?;
+        if !detail {
+            writeln!(out, "\n{}", more_detail(run_dir)).map_err(failed)?;
+        }
+    } else {
+        crate::report::render_verdict(summary, &mut out).map_err(failed)?;
     }
     Ok(())
+}
+
+/// The line under the short report that says where the rest is.
+pub fn more_detail(run_dir: &Path) -> String {
+    format!(
+        "more: per-tool rates, weakest cases, confusions, argument failures, latency by tool and tokens with --detail (toolscore report {} --detail)",
+        run_dir.display()
+    )
 }

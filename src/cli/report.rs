@@ -33,6 +33,11 @@ pub struct ReportArgs {
     /// terminal].
     #[arg(long = "format", value_enum, value_name = "FORMAT")]
     pub formats: Vec<Format>,
+    /// Print the whole report: per-tool rates, the weakest and unstable cases, confusions,
+    /// schema violations, argument failures, latency by tool and tokens, with the verdict last
+    /// [default: the decision and the figures it rests on].
+    #[arg(long)]
+    pub detail: bool,
 }
 
 /// Every figure comes from the records; summary.json only supplies what records do not hold
@@ -110,7 +115,7 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode, Error> {
     for path in output::write_files(&summary, &args.run_dir, &formats)? {
         eprintln!("wrote {}", path.display());
     }
-    output::print_stdout(&summary, &formats)?;
+    output::print_stdout(&summary, &formats, args.detail, &args.run_dir)?;
     Ok(gate_exit_code(&summary))
 }
 

@@ -199,6 +199,11 @@ pub struct RunArgs {
         value_name = "FORMAT"
     )]
     pub formats: Vec<Format>,
+    /// Print the whole report: per-tool rates, the weakest and unstable cases, confusions,
+    /// schema violations, argument failures, latency by tool and tokens, with the verdict last
+    /// [default: the decision and the figures it rests on].
+    #[arg(long, help_heading = "Output")]
+    pub detail: bool,
 }
 
 /// Validates the flags into a setup (nothing is sent before it is valid) and runs it. Takes
@@ -211,6 +216,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Error> {
     let baseline = args.gate.load_baseline()?;
     let gate_args = args.gate.clone();
     let compare = args.compare;
+    let detail = args.detail;
     let formats = output::chosen(
         &args.formats,
         &[Format::Terminal, Format::Json, Format::Csv],
@@ -234,6 +240,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Error> {
         &gate_args,
         compare,
         &formats,
+        detail,
     )
 }
 
@@ -247,6 +254,7 @@ fn run_command(
     gate_args: &GateArgs,
     compare: bool,
     formats: &[Format],
+    detail: bool,
 ) -> Result<ExitCode, Error> {
     let runtime = super::async_runtime(None)?;
     let started = std::time::SystemTime::now();
@@ -327,7 +335,11 @@ fn run_command(
     append_history(&setup.out_dir, &summary, untrusted)?;
     let files = output::write_files(&summary, &setup.out_dir, formats)?;
     if formats.contains(&Format::Terminal) {
-        print_terminal(&summary, &catalogs, &setup.lint, &setup.out_dir)?;
+        print_terminal(&summary, &catalogs, &setup.lint, &setup.out_dir, detail)?;
+    } else {
+        // The report went to files only: the verdict still reaches stdout.
+        crate::report::render_verdict(&summary, &mut std::io::stdout().lock())
+            .map_err(|e| Error::io("cannot write the verdict", e))?;
     }
     let mut written = vec![
         setup.out_dir.join("results.jsonl"),
@@ -448,23 +460,28 @@ fn exit_of(
     }
 }
 
-/// The terminal report, the comparison of `--compare`, and the lint findings beside the
-/// weakest tools.
+/// The terminal report, the comparison of `--compare`, and, with `detail`, the lint findings
+/// beside the weakest tools (without it, a line saying where the rest is).
 fn print_terminal(
     summary: &crate::report::Summary,
     catalogs: &lint::RunCatalogs,
     lint_options: &crate::lint::LintOptions,
     run_dir: &std::path::Path,
+    detail: bool,
 ) -> Result<(), Error> {
     let failed = |e| Error::io("cannot write the report", e);
     let mut out = std::io::stdout().lock();
-    crate::report::Render::render(&crate::report::Terminal, summary, &mut out).map_err(failed)?;
+    crate::report::Render::render(&crate::report::Terminal { detail }, summary, &mut out)
+        .map_err(failed)?;
     if let Some(c) = &summary.comparison {
         writeln!(out).map_err(failed)?;
         crate::report::render_comparison(c, &mut out)
             .map_err(|e| Error::io("cannot write the comparison", e))?;
     }
-    println!();
+    writeln!(out).map_err(failed)?;
+    if !detail {
+        return writeln!(out, "{}", output::more_detail(run_dir)).map_err(failed);
+    }
     let lints = lint::lint_run_catalogs(catalogs, lint_options);
     lint::print_beside_weakest(summary, &lints, run_dir, &mut out).map_err(failed)
 }

@@ -52,7 +52,7 @@ pub use run_info::{
 };
 pub use scenario::{ScenarioArmSummary, ScenarioSummary};
 pub use stress::render_stress;
-pub use terminal::Terminal;
+pub use terminal::{Terminal, render_verdict};
 pub use wording::{format_percentile, format_usd};
 
 /// A run's report in one format: the terminal's text, `report.md`, `junit.xml`,

@@ -67,71 +67,153 @@ fn write_cost(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
     Ok(())
 }
 
-/// The plain-text report on stdout.
-pub struct Terminal;
+/// The plain-text report on stdout. By default it leads with the decision (the gate's
+/// verdict, else each arm's suite rates) and keeps to what a decision rests on: the rates,
+/// latency, cost, infrastructure errors and warnings. `detail` adds everything else (per-tool
+/// rates, the weakest and unstable cases, confusions, schema violations, argument failures,
+/// latency by tool, tokens), with the verdict last, after the figures it rests on.
+pub struct Terminal {
+    pub detail: bool,
+}
 
 impl super::Render for Terminal {
     fn render(&self, s: &Summary, w: &mut dyn Write) -> io::Result<()> {
-        let r = &s.run;
-        writeln!(w, "toolscore {} · run {}", r.toolscore_version, r.run_id)?;
-        for arm in &r.arms {
-            write_arm_header(arm, w)?;
+        if self.detail {
+            render_detail(s, w)
+        } else {
+            render_decision(s, w)
         }
-        for d in &r.datasets {
-            writeln!(
-                w,
-                "dataset {} · {} cases · catalog {} ({})",
-                d.name,
-                d.cases,
-                d.catalog_source,
-                short_fp(&d.catalog_fingerprint)
-            )?;
-        }
-        for sc in &r.scenarios {
-            writeln!(
-                w,
-                "scenario {} · max {} steps · catalog {} ({})",
-                sc.name,
-                sc.max_steps,
-                sc.catalog_source,
-                short_fp(&sc.catalog_fingerprint)
-            )?;
-        }
+    }
+}
+
+/// The run's header: version and id, each arm's provenance, the datasets and scenarios, and
+/// how many trials completed.
+fn write_run_header(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
+    let r = &s.run;
+    writeln!(w, "toolscore {} · run {}", r.toolscore_version, r.run_id)?;
+    for arm in &r.arms {
+        write_arm_header(arm, w)?;
+    }
+    for d in &r.datasets {
         writeln!(
             w,
-            "{} trials per case · {} of {} trials completed{}",
-            r.trials_per_case,
-            s.completed_trials,
-            s.planned_trials,
-            if s.interrupted { " (INTERRUPTED)" } else { "" }
+            "dataset {} · {} cases · catalog {} ({})",
+            d.name,
+            d.cases,
+            d.catalog_source,
+            short_fp(&d.catalog_fingerprint)
         )?;
-        let several = s.arms.len() > 1;
-        for arm in &s.arms {
-            if several {
-                writeln!(w)?;
-                writeln!(
-                    w,
-                    "=== arm {} · model {} · variant {} ===",
-                    arm.arm.provider, arm.arm.model, arm.arm.variant
-                )?;
-            }
-            let run_warnings: &[Warning] = if several { &[] } else { &s.warnings };
-            render_arm(s, arm, run_warnings, w)?;
-        }
-        if several && !s.warnings.is_empty() {
-            write_warnings(&s.warnings, w)?;
-        }
-        if !s.provider_diffs.is_empty() {
-            writeln!(w)?;
-            super::providers::render_provider_diffs(s, w)?;
-        }
-        super::scenario::write_terminal(s, w)?;
-        write_cost(s, w)?;
-        if let Some(gate) = &s.gate {
-            write_gate(gate, several, w)?;
-        }
-        Ok(())
     }
+    for sc in &r.scenarios {
+        writeln!(
+            w,
+            "scenario {} · max {} steps · catalog {} ({})",
+            sc.name,
+            sc.max_steps,
+            sc.catalog_source,
+            short_fp(&sc.catalog_fingerprint)
+        )?;
+    }
+    writeln!(
+        w,
+        "{} trials per case · {} of {} trials completed{}",
+        r.trials_per_case,
+        s.completed_trials,
+        s.planned_trials,
+        if s.interrupted { " (INTERRUPTED)" } else { "" }
+    )?;
+    Ok(())
+}
+
+/// The report that leads with the decision.
+fn render_decision(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
+    write_run_header(s, w)?;
+    let several = s.arms.len() > 1;
+    if let Some(gate) = &s.gate {
+        write_gate(gate, several, w)?;
+    }
+    let conf = format!("{:.0}%", s.confidence * 100.0);
+    for arm in &s.arms {
+        if several {
+            writeln!(w)?;
+            writeln!(
+                w,
+                "=== arm {} · model {} · variant {} ===",
+                arm.arm.provider, arm.arm.model, arm.arm.variant
+            )?;
+        }
+        write_suite_rates(arm, &conf, w)?;
+        writeln!(w)?;
+        write_overall_latency(arm, &conf, w)?;
+        write_cost_and_infrastructure(s, arm, w)?;
+        let run_warnings: &[Warning] = if several { &[] } else { &s.warnings };
+        let all: Vec<Warning> = run_warnings.iter().chain(&arm.warnings).cloned().collect();
+        if !all.is_empty() {
+            write_warnings(&all, w)?;
+        }
+    }
+    if several && !s.warnings.is_empty() {
+        write_warnings(&s.warnings, w)?;
+    }
+    if !s.provider_diffs.is_empty() {
+        writeln!(w)?;
+        super::providers::render_provider_diffs(s, w)?;
+    }
+    super::scenario::write_terminal(s, w)?;
+    write_cost(s, w)
+}
+
+/// The verdict alone, for a command whose report went to a file: the gate's block, or each
+/// arm's suite rates when no gate was given.
+pub fn render_verdict(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
+    let several = s.arms.len() > 1;
+    if let Some(gate) = &s.gate {
+        return write_gate(gate, several, w);
+    }
+    let conf = format!("{:.0}%", s.confidence * 100.0);
+    for arm in &s.arms {
+        if several {
+            writeln!(w)?;
+            writeln!(
+                w,
+                "=== arm {} · model {} · variant {} ===",
+                arm.arm.provider, arm.arm.model, arm.arm.variant
+            )?;
+        }
+        write_suite_rates(arm, &conf, w)?;
+    }
+    Ok(())
+}
+
+/// The whole report, the verdict last.
+fn render_detail(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
+    write_run_header(s, w)?;
+    let several = s.arms.len() > 1;
+    for arm in &s.arms {
+        if several {
+            writeln!(w)?;
+            writeln!(
+                w,
+                "=== arm {} · model {} · variant {} ===",
+                arm.arm.provider, arm.arm.model, arm.arm.variant
+            )?;
+        }
+        let run_warnings: &[Warning] = if several { &[] } else { &s.warnings };
+        render_arm(s, arm, run_warnings, w)?;
+    }
+    if several && !s.warnings.is_empty() {
+        write_warnings(&s.warnings, w)?;
+    }
+    if !s.provider_diffs.is_empty() {
+        writeln!(w)?;
+        super::providers::render_provider_diffs(s, w)?;
+    }
+    super::scenario::write_terminal(s, w)?;
+    write_cost(s, w)?;
+    if let Some(gate) = &s.gate {
+        write_gate(gate, several, w)?;
+    }
+    Ok(())
 }
 
 /// The verdict block: per gate, its verdict, the bound it rests on and the threshold.
@@ -571,16 +653,8 @@ fn write_schema_violations(a: &ArmSummary, w: &mut dyn Write) -> io::Result<()> 
 /// Latency percentiles with their intervals, overall and per expected tool.
 fn write_latency(a: &ArmSummary, conf: &str, w: &mut dyn Write) -> io::Result<()> {
     writeln!(w)?;
-    let l = &a.latency_ms;
+    write_overall_latency(a, conf, w)?;
     let p = format_percentile;
-    writeln!(
-        w,
-        "latency ms (n={}, nearest rank, {conf} order-statistic interval): p50 {} · p95 {} · p99 {}",
-        l.n,
-        p(&l.p50),
-        p(&l.p95),
-        p(&l.p99)
-    )?;
     if a.tool_latency.len() > 1 {
         // A chain's budget hides the one tool that regresses: each expected tool on its own.
         let width = a
@@ -614,6 +688,20 @@ fn write_latency(a: &ArmSummary, conf: &str, w: &mut dyn Write) -> io::Result<()
     Ok(())
 }
 
+/// The arm's latency percentiles with their order-statistic intervals, on one line.
+fn write_overall_latency(a: &ArmSummary, conf: &str, w: &mut dyn Write) -> io::Result<()> {
+    let l = &a.latency_ms;
+    let p = format_percentile;
+    writeln!(
+        w,
+        "latency ms (n={}, nearest rank, {conf} order-statistic interval): p50 {} · p95 {} · p99 {}",
+        l.n,
+        p(&l.p50),
+        p(&l.p95),
+        p(&l.p99)
+    )
+}
+
 /// Tokens, cost and infrastructure errors.
 fn write_usage(s: &Summary, a: &ArmSummary, w: &mut dyn Write) -> io::Result<()> {
     let t = &a.tokens;
@@ -627,6 +715,11 @@ fn write_usage(s: &Summary, a: &ArmSummary, w: &mut dyn Write) -> io::Result<()>
         mean(t.output_mean),
         t.trials_with_usage
     )?;
+    write_cost_and_infrastructure(s, a, w)
+}
+
+/// The arm's cost (when priced) and its infrastructure errors by class, with retried trials.
+fn write_cost_and_infrastructure(s: &Summary, a: &ArmSummary, w: &mut dyn Write) -> io::Result<()> {
     if shows_cost(s)
         && let Some(c) = s.cost.arms.iter().find(|c| c.arm == a.arm)
     {
@@ -769,7 +862,7 @@ mod tests {
         let s = agg.finish(run, &totals, 0.95, 0.05);
         assert_eq!(s.arms[0].suite.cases, 5);
         let mut out = Vec::new();
-        crate::report::Render::render(&Terminal, &s, &mut out).unwrap();
+        crate::report::Render::render(&Terminal { detail: false }, &s, &mut out).unwrap();
         let text = String::from_utf8(out).unwrap();
         assert!(
             text.contains(

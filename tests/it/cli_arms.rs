@@ -59,6 +59,7 @@ fn two_arms_run_in_one_plan_and_reaggregate_from_results_alone() {
         dir.path(),
         &[
             "run",
+            "--detail",
             "--provider",
             "first",
             "--provider",
@@ -129,7 +130,7 @@ fn two_arms_run_in_one_plan_and_reaggregate_from_results_alone() {
 
     // And through the binary: `toolscore report` prints the report the run printed (the
     // lint findings `run` adds under it are `toolscore lint --from`'s business afterwards).
-    let report = toolscore(dir.path(), &["report", "out/two"]);
+    let report = toolscore(dir.path(), &["report", "out/two", "--detail"]);
     assert_eq!(report.code, 0, "{}", report.transcript());
     assert!(
         run.stdout

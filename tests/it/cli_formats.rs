@@ -47,8 +47,14 @@ fn markdown_and_junit_of_a_fixed_run() {
         &["report", "run", "--format", "md", "--format", "junit"],
     );
     assert_eq!(run.code, 0, "{}", run.transcript());
-    // Only the files: no terminal report unless asked for, one line per file on stderr.
-    assert_eq!(run.stdout, "", "{}", run.transcript());
+    // The files, one line each on stderr, and on stdout the verdict alone: with no gate, the
+    // suite's rates (no terminal report was asked for).
+    assert!(
+        run.stdout.starts_with("\nsuite: 13 cases, 78 trials scored")
+            && run.stdout.lines().count() == 7,
+        "{}",
+        run.transcript()
+    );
     assert_eq!(
         run.stderr,
         "wrote run/report.md\nwrote run/junit.xml\n",
@@ -78,6 +84,13 @@ fn markdown_with_a_gate_leads_with_the_verdict() {
         ],
     );
     assert_eq!(run.code, 1, "{}", run.transcript());
+    // `--format md` alone still says how the gate ended, on stdout, and nothing else.
+    assert!(
+        run.stdout.starts_with("\ngate (95% one-sided, fixed n): FAIL\n")
+            && !run.stdout.contains("suite:"),
+        "{}",
+        run.transcript()
+    );
     let md = read(&dir.join("report.md"));
     let gate = md.find("## Gate: FAIL").expect("gate section");
     let arm = md.find("## Arm").expect("arm section");
@@ -300,8 +313,14 @@ fn run_writes_the_formats_it_is_asked_for_and_refuses_unknown_ones() {
         ],
     );
     assert_eq!(run.code, 0, "{}", run.transcript());
-    // No terminal report was asked for: stdout is empty, the files are named on stderr.
-    assert_eq!(run.stdout, "", "{}", run.transcript());
+    // No terminal report was asked for: stdout has the verdict (here the suite's rates), the
+    // files are named on stderr.
+    assert!(
+        run.stdout.starts_with("\nsuite: 61 cases, 122 trials scored")
+            && !run.stdout.contains("by expected tool"),
+        "{}",
+        run.transcript()
+    );
     assert!(
         run.stderr.contains("/fmt/report.md and ") && run.stderr.contains("/fmt/junit.xml"),
         "{}",

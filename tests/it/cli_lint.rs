@@ -298,6 +298,7 @@ fn run_lists_lint_findings_beside_its_most_missed_tools() {
         root,
         &[
             "run",
+            "--detail",
             "--provider",
             "demo-terse",
             "--progress",

@@ -18,9 +18,47 @@ fn root() -> &'static Path {
 
 #[test]
 fn terminal_report_of_a_fixed_run() {
-    let run = toolscore(root(), &["report", RUN]);
+    // The whole report, every section, with --detail.
+    let run = toolscore(root(), &["report", RUN, "--detail"]);
     assert_eq!(run.code, 0, "{}", run.transcript());
     toolscore_snapshot!("terminal_report", run);
+}
+
+#[test]
+fn the_short_report_is_the_whole_one_without_its_detail_sections() {
+    let short = toolscore(root(), &["report", RUN]);
+    let whole = toolscore(root(), &["report", RUN, "--detail"]);
+    assert_eq!(short.code, 0, "{}", short.transcript());
+    // Every line of the short report but the pointer is in the whole one, in the same order.
+    let pointer = format!(
+        "more: per-tool rates, weakest cases, confusions, argument failures, latency by tool and tokens with --detail (toolscore report {RUN} --detail)"
+    );
+    let kept: Vec<&str> = short
+        .stdout
+        .lines()
+        .filter(|l| *l != pointer && !l.is_empty())
+        .collect();
+    assert!(short.stdout.contains(&pointer), "{}", short.stdout);
+    let mut rest = whole.stdout.lines();
+    for line in &kept {
+        assert!(
+            rest.any(|w| w == *line),
+            "`{line}` is not in the whole report, in order:\n{}",
+            whole.stdout
+        );
+    }
+    // The detail sections are what the short one leaves out.
+    for section in [
+        "by expected tool (",
+        "weakest cases by pass rate",
+        "most frequent confusions",
+        "latency ms by expected tool:",
+        "tokens: input ",
+    ] {
+        assert!(whole.stdout.contains(section), "{section}");
+        assert!(!short.stdout.contains(section), "{section}: {}", short.stdout);
+    }
+    assert!(kept.len() * 3 < whole.stdout.lines().count(), "{}", short.stdout);
 }
 
 #[test]
@@ -45,7 +83,7 @@ fn summary_of_a_fixed_run_reaggregated_from_its_records() {
 
 #[test]
 fn the_same_records_at_99_percent_move_every_threshold() {
-    let run = toolscore(root(), &["report", RUN, "--confidence", "0.99"]);
+    let run = toolscore(root(), &["report", RUN, "--confidence", "0.99", "--detail"]);
     assert_eq!(run.code, 0, "{}", run.transcript());
     toolscore_snapshot!("terminal_report_99", run);
 }

@@ -531,7 +531,7 @@ fn schema_violations_are_filed_under_the_tool_actually_called() {
         )]))
     });
     let dir = project(TOOLS, CASES.lines().next().unwrap());
-    let run = run_against(dir.path(), &server, &["--trials", "4"]);
+    let run = run_against(dir.path(), &server, &["--trials", "4", "--detail"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     let summary =
         support::read_json(&support::only_run_dir(&dir.path().join("out")).join("summary.json"));
@@ -593,7 +593,11 @@ fn argument_failures_are_classified_counted_by_kind_and_recomputed_by_report() {
         FakeResponse::ok(tool_call_body(&[call]))
     });
     let dir = project(TOOLS, &cases);
-    let run = run_against(dir.path(), &server, &["--trials", "4", "--run-id", "tax"]);
+    let run = run_against(
+        dir.path(),
+        &server,
+        &["--trials", "4", "--run-id", "tax", "--detail"],
+    );
     assert_eq!(run.code, 0, "{}", run.transcript());
     let run_dir = dir.path().join("out/tax");
     let summary = support::read_json(&run_dir.join("summary.json"));
@@ -664,7 +668,7 @@ fn argument_failures_are_classified_counted_by_kind_and_recomputed_by_report() {
     assert_eq!(section(&run.stdout), expected, "{}", run.stdout);
 
     // `toolscore report` recomputes the same section from results.jsonl alone.
-    let again = toolscore(dir.path(), &["report", "out/tax"]);
+    let again = toolscore(dir.path(), &["report", "out/tax", "--detail"]);
     assert_eq!(again.code, 0, "{}", again.transcript());
     assert_eq!(section(&again.stdout), expected);
 }

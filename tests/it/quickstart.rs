@@ -80,8 +80,9 @@ fn quickstart_replays_the_shipped_recording_and_says_so() {
         .expect("a suite-level warning for selection");
     assert_eq!(suite_warning["cases_needed"], 253, "{suite_warning}");
 
-    // The whole report, which the README and docs/getting-started/quick-start.md quote in
-    // excerpt: a change is a reviewed snapshot diff.
+    // The report a newcomer sees (the decision first, the detail behind --detail), which the
+    // README and docs/getting-started/quick-start.md quote in excerpt: a change is a reviewed
+    // snapshot diff.
     insta::assert_snapshot!("quickstart_report", stdout.replace(out_dir, "[OUT]"));
 }
 
