@@ -167,6 +167,10 @@ pub enum Error {
     /// A state the checks before the run rule out: a bug in toolscore, said as such.
     #[error("internal error (a bug in toolscore): {0}")]
     Internal(String),
+    /// A provider's server on this machine does not answer: found before the run starts, so
+    /// nothing was sent or written.
+    #[error("{0}")]
+    Unreachable(String),
     /// Ctrl-C or SIGTERM before the command had anything to show, and what was left behind
     /// (a live MCP server being listed has been shut down; submitted batches keep running).
     #[error("interrupted; {0}")]
@@ -197,6 +201,7 @@ impl Error {
             | Error::Encode { .. }
             | Error::BatchApi(_)
             | Error::HttpClient(_)
+            | Error::Unreachable(_)
             | Error::Internal(_) => ExitCode::InfraErrors,
             Error::Interrupted(_) => ExitCode::Interrupted,
         }

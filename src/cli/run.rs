@@ -222,6 +222,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Error> {
         &[Format::Terminal, Format::Json, Format::Csv],
     );
     let setup = build_plan(args, &|name| std::env::var(name).ok())?;
+    super::setup::check_local_servers(&setup)?;
     if let Some((base, _)) = &baseline
         && !gate_args.intersect
     {

@@ -45,6 +45,12 @@ pub trait Adapter: Send + Sync + 'static {
         None
     }
 
+    /// The usual command that starts this kind's server on the user's machine, said when
+    /// nothing answers at a local base URL; `None` for hosted APIs.
+    fn local_start_command(&self) -> Option<&'static str> {
+        None
+    }
+
     /// The environment variable holding the API key when the config and `--api-key-env` name
     /// none. `None` for kinds that need no key or whose servers vary.
     fn default_key_env(&self) -> Option<&'static str> {

@@ -44,6 +44,10 @@ impl Adapter for Ollama {
         Some("http://localhost:11434")
     }
 
+    fn local_start_command(&self) -> Option<&'static str> {
+        Some("ollama serve")
+    }
+
     fn wire(&self) -> &'static WireFormat {
         &WIRE
     }

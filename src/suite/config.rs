@@ -90,6 +90,9 @@ pub struct ProviderEntry {
     pub tool_choice: Option<crate::record::ToolChoice>,
     /// `parallel_tool_calls` to send; unset: not sent.
     pub parallel_tool_calls: Option<bool>,
+    /// How to start this provider's server (`scripts/local-model.sh start`), said when a run
+    /// finds nothing answering at its base URL.
+    pub start: Option<String>,
 }
 
 /// The provider kind that serves a cassette instead of calling a model.

@@ -50,7 +50,8 @@ fn markdown_and_junit_of_a_fixed_run() {
     // The files, one line each on stderr, and on stdout the verdict alone: with no gate, the
     // suite's rates (no terminal report was asked for).
     assert!(
-        run.stdout.starts_with("\nsuite: 13 cases, 78 trials scored")
+        run.stdout
+            .starts_with("\nsuite: 13 cases, 78 trials scored")
             && run.stdout.lines().count() == 7,
         "{}",
         run.transcript()
@@ -86,7 +87,8 @@ fn markdown_with_a_gate_leads_with_the_verdict() {
     assert_eq!(run.code, 1, "{}", run.transcript());
     // `--format md` alone still says how the gate ended, on stdout, and nothing else.
     assert!(
-        run.stdout.starts_with("\ngate (95% one-sided, fixed n): FAIL\n")
+        run.stdout
+            .starts_with("\ngate (95% one-sided, fixed n): FAIL\n")
             && !run.stdout.contains("suite:"),
         "{}",
         run.transcript()
@@ -316,7 +318,8 @@ fn run_writes_the_formats_it_is_asked_for_and_refuses_unknown_ones() {
     // No terminal report was asked for: stdout has the verdict (here the suite's rates), the
     // files are named on stderr.
     assert!(
-        run.stdout.starts_with("\nsuite: 61 cases, 122 trials scored")
+        run.stdout
+            .starts_with("\nsuite: 61 cases, 122 trials scored")
             && !run.stdout.contains("by expected tool"),
         "{}",
         run.transcript()

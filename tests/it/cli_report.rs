@@ -56,9 +56,17 @@ fn the_short_report_is_the_whole_one_without_its_detail_sections() {
         "tokens: input ",
     ] {
         assert!(whole.stdout.contains(section), "{section}");
-        assert!(!short.stdout.contains(section), "{section}: {}", short.stdout);
+        assert!(
+            !short.stdout.contains(section),
+            "{section}: {}",
+            short.stdout
+        );
     }
-    assert!(kept.len() * 3 < whole.stdout.lines().count(), "{}", short.stdout);
+    assert!(
+        kept.len() * 3 < whole.stdout.lines().count(),
+        "{}",
+        short.stdout
+    );
 }
 
 #[test]

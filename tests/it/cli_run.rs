@@ -683,3 +683,56 @@ fn fmt_rate(x: u64, n: u64) -> String {
         iv.hi
     )
 }
+
+/// A port on this machine that nothing listens on (bound, then released).
+fn closed_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    listener.local_addr().expect("addr").port()
+}
+
+#[test]
+fn a_local_server_that_is_down_is_one_line_with_its_url_and_how_to_start_it() {
+    let dir = project(TOOLS, CASES);
+    let port = closed_port();
+    std::fs::write(
+        dir.path().join("toolscore.yaml"),
+        format!(
+            "providers:\n  mine:\n    kind: openai-compat\n    base_url: http://127.0.0.1:{port}/v1\n    model: m\n    start: my-server --port {port}\n  llama:\n    kind: ollama\n    base_url: http://localhost:{port}\n    model: qwen3\n"
+        ),
+    )
+    .unwrap();
+    let started = std::time::Instant::now();
+    for (provider, start) in [
+        ("mine", format!("my-server --port {port}")),
+        // The kind's usual command when the config names none.
+        ("llama", "ollama serve".to_owned()),
+    ] {
+        let run = toolscore(
+            dir.path(),
+            &[
+                "run",
+                "--provider",
+                provider,
+                "--dataset",
+                "data",
+                "--out",
+                "out",
+            ],
+        );
+        assert_eq!(run.code, 4, "{}", run.transcript());
+        let lines: Vec<&str> = run.stderr.lines().collect();
+        assert_eq!(lines.len(), 1, "{}", run.stderr);
+        assert!(
+            lines[0].starts_with("error: nothing answers at http://")
+                && lines[0].contains(&format!(":{port}"))
+                && lines[0].contains(&format!("(provider `{provider}`: "))
+                && lines[0].ends_with(&format!("; start it with `{start}`")),
+            "{}",
+            run.stderr
+        );
+        assert_eq!(run.stdout, "");
+        // Said before anything is sent or written.
+        assert!(!dir.path().join("out").exists());
+    }
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
+}

@@ -158,7 +158,8 @@ fn html_of_a_fixed_run() {
     assert_eq!(run.code, 0, "{}", run.transcript());
     // The page is the report; stdout has only the verdict (no gate: the suite's rates).
     assert!(
-        run.stdout.starts_with("\nsuite: 13 cases, 78 trials scored"),
+        run.stdout
+            .starts_with("\nsuite: 13 cases, 78 trials scored"),
         "{}",
         run.transcript()
     );

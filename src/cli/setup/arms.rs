@@ -120,6 +120,7 @@ fn provider_entry(name: &str, config: &Config) -> Result<ProviderEntry, Error> {
         tokens_per_minute: None,
         tool_choice: None,
         parallel_tool_calls: None,
+        start: None,
     };
     // `KIND:MODEL` (`anthropic:claude-sonnet-4-5`); split at the first colon, so a model name
     // may hold colons of its own (`ollama:qwen3:8b`).

@@ -28,6 +28,9 @@ use crate::suite::{Config, Dataset, Defaults, ProviderEntry};
 mod arms;
 mod modes;
 mod pricing;
+mod reachable;
+
+pub use reachable::check_local_servers;
 
 use arms::*;
 pub(super) use modes::sequential_gate;
@@ -53,6 +56,9 @@ pub struct RunSetup {
     pub sequential: Option<SequentialSpec>,
     /// The config's `lint:` section, for the findings `run` prints beside its weakest tools.
     pub lint: crate::lint::LintOptions,
+    /// Provider name → how to start its server (the config's `start:`), for the error when
+    /// nothing answers.
+    pub start_hints: std::collections::BTreeMap<String, String>,
 }
 
 /// Where and how to record a cassette.
@@ -341,6 +347,11 @@ pub fn build_plan(
         gate_level: args.gate.gate_level,
         sequential,
         lint: crate::lint::LintOptions::from_config(&config.lint),
+        start_hints: config
+            .providers
+            .iter()
+            .filter_map(|(name, p)| Some((name.clone(), p.start.clone()?)))
+            .collect(),
     })
 }
 
