@@ -352,8 +352,10 @@ pub struct Trend {
 
 /// The series of each arm of `summary` in the history `lines`, on the rate its gates judge
 /// (pass when they judge pass and not selection; the history keeps only those two), each run
-/// paired with the previous one as `toolscore history` pairs them.
+/// paired with the previous one as `toolscore history` pairs them. Only the runs up to this one
+/// are drawn: a report rendered again later shows the trend as it stood.
 pub fn trends(summary: &Summary, lines: &[HistoryLine]) -> Vec<Trend> {
+    let lines = runs_up_to(lines, &summary.run.run_id, &summary.run.finished_at);
     let datasets: Vec<String> = summary
         .run
         .datasets
@@ -405,6 +407,20 @@ pub fn trends(summary: &Summary, lines: &[HistoryLine]) -> Vec<Trend> {
         }
     }
     trends
+}
+
+/// The history as it stood when run `run_id` finished: up to its own line (the file is
+/// appended as runs finish), or, for a run the file does not hold, the runs that finished by
+/// `finished_at` (RFC 3339 in UTC, so the text orders as the time does).
+fn runs_up_to(lines: &[HistoryLine], run_id: &str, finished_at: &str) -> Vec<HistoryLine> {
+    match lines.iter().rposition(|l| l.run_id == run_id) {
+        Some(last) => lines[..=last].to_vec(),
+        None => lines
+            .iter()
+            .filter(|l| finished_at.is_empty() || l.finished_at.as_str() <= finished_at)
+            .cloned()
+            .collect(),
+    }
 }
 
 /// One run of a series, with its change against the previous one (none for the first).
@@ -665,6 +681,23 @@ mod tests {
             tool_p95_ms: BTreeMap::new(),
             untrusted: None,
         }
+    }
+
+    #[test]
+    fn a_report_rendered_later_draws_only_the_runs_up_to_its_own() {
+        let lines = vec![
+            line("w1", 1, &[40], "c"),
+            line("w2", 8, &[41], "c"),
+            line("w3", 15, &[42], "c"),
+        ];
+        let ids = |v: Vec<HistoryLine>| v.into_iter().map(|l| l.run_id).collect::<Vec<_>>();
+        assert_eq!(ids(runs_up_to(&lines, "w2", "")), ["w1", "w2"]);
+        assert_eq!(ids(runs_up_to(&lines, "w3", "")), ["w1", "w2", "w3"]);
+        // A run the history does not hold: those finished by its own end.
+        assert_eq!(
+            ids(runs_up_to(&lines, "elsewhere", "2026-11-09T00:00:00Z")),
+            ["w1", "w2"]
+        );
     }
 
     /// The true rates of 20 cases, spread over 0.4…0.84.

@@ -494,3 +494,93 @@ fn decode_png(bytes: &[u8]) -> (usize, usize, Vec<[u8; 3]>) {
         .collect();
     (width, height, pixels)
 }
+
+/// Measures, in the browser, every text of every chart against its chart's box, and writes
+/// the texts that stick out into `data-clipped` on the root element (the dumped DOM shows it).
+const MEASURE_CLIPPING: &str = r#"<script>
+const out = [];
+for (const svg of document.querySelectorAll('svg')) {
+  const box = svg.getBoundingClientRect();
+  for (const t of svg.querySelectorAll('text')) {
+    const r = t.getBoundingClientRect();
+    if (r.width === 0) continue;
+    if (r.left < box.left - 1 || r.right > box.right + 1 || r.top < box.top - 1 || r.bottom > box.bottom + 1) {
+      out.push(((svg.closest('figure') || {}).id || svg.getAttribute('class')) + ': ' + t.textContent.slice(0, 48));
+    }
+  }
+}
+document.documentElement.setAttribute('data-clipped', JSON.stringify(out));
+</script>"#;
+
+/// The shipped recordings run twice as two arms compared, so the page has every chart: the
+/// comparison's forest, per-tool bars, the confusion heatmap, latency and a two-run trend.
+#[test]
+fn no_chart_label_is_cut_off_and_the_comparison_comes_before_the_arms() {
+    let Some(chromium) = chromium() else { return };
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = tempfile::tempdir().expect("out");
+    let out_dir = out.path().to_str().expect("utf-8");
+    for run_id in ["week-48", "week-49"] {
+        let run = toolscore(
+            root,
+            &[
+                "run",
+                "--provider",
+                "demo",
+                "--provider",
+                "demo-terse",
+                "--trials",
+                "3",
+                "--compare",
+                "--progress",
+                "off",
+                "--run-id",
+                run_id,
+                "--out",
+                out_dir,
+                "--format",
+                "html",
+            ],
+        );
+        assert!(matches!(run.code, 0 | 3), "{}", run.transcript());
+    }
+    let report = out.path().join("week-49/report.html");
+    let html = std::fs::read_to_string(&report).expect("report.html");
+    // The decision first: the comparison sits right under the verdict, above the arms.
+    let comparison = html
+        .find("<section id=\"comparison\">")
+        .expect("comparison");
+    let first_arm = html.find("<section class=\"arm\"").expect("an arm");
+    assert!(comparison < first_arm, "the comparison is below the arms");
+    // Per-tool bars: pooled Wilson, each whisker capped at both ends.
+    let tools = html
+        .split("id=\"tools-0\"")
+        .nth(1)
+        .and_then(|s| s.split("</figure>").next())
+        .expect("per-tool bars");
+    assert_eq!(
+        tools.matches("class=\"cap\"").count(),
+        2 * tools.matches("class=\"whisker\"").count()
+    );
+    // Both runs on the trend, labelled with their day and run id.
+    assert!(html.contains(" week-48</text>") && html.contains(" week-49</text>"));
+
+    let csp =
+        regex::Regex::new(r#"<meta http-equiv="Content-Security-Policy"[^>]*/>"#).expect("regex");
+    let measured = report.with_file_name("report-measured.html");
+    let page = csp
+        .replace(&html, "")
+        .replace("</body>", &format!("{MEASURE_CLIPPING}\n</body>"));
+    std::fs::write(&measured, page).expect("write");
+    let loaded = chromium_run(&chromium, &measured, "--dump-dom");
+    let clipped = regex::Regex::new(r#"data-clipped="([^"]*)""#)
+        .expect("regex")
+        .captures(&loaded.dom)
+        .map(|c| c[1].replace("&quot;", "\""))
+        .unwrap_or_else(|| panic!("the measuring script did not run:\n{}", loaded.log));
+    let clipped: Vec<String> = serde_json::from_str(&clipped).expect("a JSON list");
+    assert!(
+        clipped.is_empty(),
+        "labels cut off by their chart: {clipped:#?}"
+    );
+}

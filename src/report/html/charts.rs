@@ -439,7 +439,7 @@ pub(super) fn tool_bars(
             id: format!("tools-{index}"),
             title: "Expected tools: selection and pass".to_owned(),
             caption: format!(
-                "each bar is the tool's mean of case rates with its {} t interval (cases are the independent units), or its pooled rate with the Wilson interval when it has one case",
+                "each bar is the tool's rate over its trials with the {} Wilson interval, as the terminal shows it; trials of one case are not independent, so the tool's case-level interval, wider, is in summary.json (arms[].tools)",
                 pct(s.confidence)
             ),
             width: WIDTH + 120.0,
@@ -465,7 +465,8 @@ pub(super) fn tool_bars(
     })
 }
 
-/// One bar of a tool's row: the metric's rate to its interval, or "n/a" without a scored trial.
+/// One bar of a tool's row: the metric's rate pooled over the tool's trials to its Wilson
+/// interval, as the terminal's table shows it, or "n/a" without a scored trial.
 fn tool_bar(
     r: &RateStat,
     m: Metric,
@@ -474,17 +475,17 @@ fn tool_bar(
     height: f64,
     scale: Scale,
 ) -> Bar {
-    match group_interval(r) {
-        Some((v, lo, hi, text)) => Bar {
+    match (r.rate, r.interval) {
+        (Some(v), Some(iv)) => Bar {
             class,
             y,
             height,
             x: Some(scale.at(v)),
-            lo: Some(scale.at(lo)),
-            hi: Some(scale.at(hi)),
-            text: format!("{}: {text}", m.label()),
+            lo: Some(scale.at(iv.lo)),
+            hi: Some(scale.at(iv.hi)),
+            text: format!("{}: {}", m.label(), crate::report::wording::format_rate(r)),
         },
-        None => Bar {
+        _ => Bar {
             class,
             y,
             height,
@@ -551,7 +552,8 @@ pub(super) fn confusion_heatmap(a: &ArmSummary, index: usize) -> Option<Heatmap>
         id: format!("confusion-{index}"),
         title: "Confusion: expected tool × chosen tool".to_owned(),
         caption: "scored trials by the tool each case expects (rows) and the tool the model chose first (columns); the colour is the share of the row's trials, green on the right tool, red elsewhere".to_owned(),
-        width: px((total_x + 70.0).max(420.0)),
+        // A 28-character column label slanted at 60° reaches about 90 px past its column.
+        width: px((total_x + 110.0).max(420.0)),
         height,
         cell_w,
         cell_h,

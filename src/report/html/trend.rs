@@ -80,8 +80,9 @@ pub(super) fn trend_view(t: &Trend, index: usize) -> TrendView {
     let metric_of = |p: &history::Point| p.line.metric(t.metric).clone();
     let skip = t.points.len().saturating_sub(TREND_RUNS);
     let points = &t.points[skip..];
+    // Room on the left and below for the slanted run labels (date and run id).
     let axes = TrendAxes {
-        x0: 70.0,
+        x0: 170.0,
         x1: 860.0,
         y0: 24.0,
         y1: 224.0,
@@ -139,7 +140,7 @@ pub(super) fn trend_view(t: &Trend, index: usize) -> TrendView {
             "each run's case-level mean {metric} rate with its interval (band); a red point is a significant drop against the previous run (paired by case, the interval of the mean difference below 0), a green one a significant rise; the ringed point is this run"
         ),
         width: 940.0,
-        height: 290.0,
+        height: 340.0,
         plot_x0: x0,
         plot_x1: x1,
         plot_y0: y0,
@@ -190,12 +191,7 @@ fn trend_mark(
             Move::None => "steady",
         },
         current: t.current_run.as_deref() == Some(point.line.run_id.as_str()),
-        date: point
-            .line
-            .finished_at
-            .get(..16)
-            .unwrap_or(&point.line.finished_at)
-            .replace('T', " "),
+        date: run_label(&point.line),
         flag: match moved {
             Move::Drop => "drop",
             Move::Rise => "rise",
@@ -210,3 +206,13 @@ fn trend_mark(
         ),
     }
 }
+
+/// A run's label under the trend: the day it finished and its run id, cut to fit the slant.
+fn run_label(line: &history::HistoryLine) -> String {
+    let day = line.finished_at.get(..10).unwrap_or(&line.finished_at);
+    cut(&format!("{day} {}", line.run_id), RUN_LABEL_CHARS)
+}
+
+/// The most characters a run label takes: 10 for the day, a space, and a run id of up to 21
+/// (toolscore's own ids: `20261205T074133Z-a3ff`).
+const RUN_LABEL_CHARS: usize = 32;
