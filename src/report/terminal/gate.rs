@@ -1,0 +1,219 @@
+//! The gate's block of the terminal report: per gate its verdict, the bound it rests on and
+//! the threshold, a sequential gate's savings, and the cases and tools that did not pass.
+
+use std::io::{self, Write};
+
+use super::*;
+
+/// The verdict block: per gate, its verdict, the bound it rests on and the threshold.
+pub(super) fn write_gate(g: &GateReport, several: bool, w: &mut dyn Write) -> io::Result<()> {
+    writeln!(w)?;
+    let design = if g.gates.iter().any(|r| r.sequential.is_some()) {
+        "sequential"
+    } else {
+        "fixed n"
+    };
+    writeln!(
+        w,
+        "gate ({:.0}% one-sided, {design}): {}",
+        g.confidence * 100.0,
+        g.verdict.label()
+    )?;
+    for r in &g.gates {
+        write_gate_line(r, several, w)?;
+        if let Some(q) = &r.sequential {
+            write_sequential(q, w)?;
+        }
+        write_not_passed(r, w)?;
+        if let Some(hint) = &r.hint {
+            writeln!(w, "      {hint}")?;
+        }
+    }
+    Ok(())
+}
+
+/// Rates to three decimals; latencies in ms to one, with a missing end unbounded.
+fn gate_bound(v: Option<f64>, latency: bool) -> String {
+    match (v, latency) {
+        (Some(v), false) => format!("{v:.3}"),
+        (Some(v), true) => format!("{v:.1}"),
+        (None, false) => "n/a".to_owned(),
+        (None, true) => "unbounded".to_owned(),
+    }
+}
+
+/// One gate's verdict, the bound it rests on and what it is measured over.
+// Long: one sentence per gate level (tool, latency, suite, baseline, case), each with its bound.
+fn write_gate_line(r: &GateResult, several: bool, w: &mut dyn Write) -> io::Result<()> {
+    let arm = if several {
+        format!(" [arm {}]", r.arm.provider)
+    } else {
+        String::new()
+    };
+    let latency = r.metric.quantile().is_some();
+    let gate = format!("{}{}{}", r.metric.label(), r.metric.op(), r.threshold);
+    let bound = |v| gate_bound(v, latency);
+    let clause = match r.verdict {
+        Verdict::Pass if latency => {
+            format!("upper bound {} <= {}", bound(r.upper), r.threshold)
+        }
+        Verdict::Fail if latency => format!("lower bound {} > {}", bound(r.lower), r.threshold),
+        Verdict::Pass => format!("lower bound {} >= {}", bound(r.lower), r.threshold),
+        Verdict::Fail => format!("upper bound {} < {}", bound(r.upper), r.threshold),
+        Verdict::Inconclusive if latency => format!(
+            "[{}, {}] straddles {}",
+            bound(r.lower),
+            bound(r.upper),
+            r.threshold
+        ),
+        Verdict::Inconclusive => format!("{} straddles {}", bound(r.lower), r.threshold),
+    };
+    let pct = r.metric.label().trim_end_matches("_ms");
+    match (r.level, latency) {
+        (GateLevel::Tool, _) => {
+            let count = |v: Verdict| r.tools.iter().filter(|t| t.verdict == v).count();
+            writeln!(
+                w,
+                "  {} {gate}{arm}, every tool: {} passed, {} failed, {} inconclusive of {} tools",
+                r.verdict.label(),
+                count(Verdict::Pass),
+                count(Verdict::Fail),
+                count(Verdict::Inconclusive),
+                r.tools.len()
+            )?;
+        }
+        (_, true) => writeln!(
+            w,
+            "  {} {gate}{arm}, arm: {clause} — {pct} {} ms of {} answered trials, bounds [{}, {}]",
+            r.verdict.label(),
+            bound(r.estimate),
+            r.trials.unwrap_or(0),
+            bound(r.lower),
+            bound(r.upper)
+        )?,
+        (GateLevel::Suite, false) => writeln!(
+            w,
+            "  {} {gate}{arm}, suite: {clause} — mean {} of {} cases, bounds [{}, {}]",
+            r.verdict.label(),
+            bound(r.estimate),
+            r.cases,
+            bound(r.lower),
+            bound(r.upper)
+        )?,
+        (GateLevel::Baseline, _) => writeln!(
+            w,
+            "  {} {} vs baseline{arm}: this run − baseline = {} [{}, {}] over {} cases; {} -{}",
+            r.verdict.label(),
+            r.metric.label().replace(' ', "_"),
+            bound(r.estimate),
+            bound(r.lower),
+            bound(r.upper),
+            r.cases,
+            match r.verdict {
+                Verdict::Pass => "lower bound above",
+                Verdict::Fail => "upper bound below",
+                Verdict::Inconclusive => "bounds straddle",
+            },
+            -r.threshold
+        )?,
+        (GateLevel::Case, false) => writeln!(
+            w,
+            "  {} {gate}{arm}, every case: {} passed, {} failed, {} inconclusive of {} cases",
+            r.verdict.label(),
+            r.passed_cases,
+            r.failed_cases,
+            r.inconclusive_cases,
+            r.cases
+        )?,
+    }
+    Ok(())
+}
+
+/// How a sequential gate decided and what it saved over the fixed-n design.
+fn write_sequential(q: &SequentialInfo, w: &mut dyn Write) -> io::Result<()> {
+    writeln!(
+        w,
+        "      sequential (SPRT, anytime-valid): p1 {}, alpha {:.3}, beta {:.4} per case{}",
+        q.p1,
+        q.alpha,
+        q.beta_per_case,
+        q.pass_boundary.map_or(String::new(), |(a, b)| format!(
+            "; a case passes once successes >= {a:.5}·n + {b:.5}"
+        ))
+    )?;
+    writeln!(
+        w,
+        "      trials used: {} (at most {} per case); the fixed-n gate with the same guarantees needs {}{}",
+        q.trials_used,
+        q.max_trials,
+        q.fixed_design_trials,
+        if q.trials_used > 0 && q.fixed_design_trials > 0 {
+            format!(
+                " ({:.1}x as many)",
+                q.fixed_design_trials as f64 / q.trials_used as f64
+            )
+        } else {
+            String::new()
+        }
+    )?;
+    Ok(())
+}
+
+/// The tools and cases that did not pass, ten of each.
+fn write_not_passed(r: &GateResult, w: &mut dyn Write) -> io::Result<()> {
+    let latency = r.metric.quantile().is_some();
+    let bound = |v| gate_bound(v, latency);
+    let pct = r.metric.label().trim_end_matches("_ms");
+    let not_passed = r.tools_not_passed();
+    for t in not_passed.iter().take(10) {
+        let figure = if latency {
+            format!("{pct} {} ms of {} answered trials", bound(t.estimate), t.n)
+        } else {
+            format!(
+                "mean {} of {} case{} ({} trials)",
+                bound(t.estimate),
+                t.cases,
+                if t.cases == 1 { "" } else { "s" },
+                t.n
+            )
+        };
+        writeln!(
+            w,
+            "      {:<12} {:<34} {figure}, bounds [{}, {}]",
+            t.verdict.label(),
+            t.tool,
+            bound(t.lower),
+            bound(t.upper)
+        )?;
+        if let Some(hint) = &t.hint {
+            writeln!(w, "          {hint}")?;
+        }
+    }
+    if not_passed.len() > 10 {
+        writeln!(w, "      … {} more in summary.json", not_passed.len() - 10)?;
+    }
+    for c in r.not_passed.iter().take(10) {
+        writeln!(
+            w,
+            "      {:<12} {:<36} {}/{} bounds [{:.3}, {:.3}]{}",
+            c.verdict.label(),
+            c.case_id,
+            c.x,
+            c.n,
+            c.lower,
+            c.upper,
+            case_verdict_notes(c, r.threshold)
+                .iter()
+                .map(|n| format!(" · {n}"))
+                .collect::<String>()
+        )?;
+    }
+    if r.not_passed.len() > 10 {
+        writeln!(
+            w,
+            "      … {} more in summary.json",
+            r.not_passed.len() - 10
+        )?;
+    }
+    Ok(())
+}
