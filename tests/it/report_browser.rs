@@ -326,8 +326,7 @@ fn hostile_strings_never_run_and_every_chart_renders_in_chromium() {
         );
     }
 
-    let csp =
-        regex::Regex::new(r#"<meta http-equiv="Content-Security-Policy"[^>]*/>"#).expect("regex");
+    let csp = csp_meta();
     for report in &reports {
         let html = std::fs::read_to_string(report).expect("report.html");
         // Every payload is in the page, as text.
@@ -495,6 +494,11 @@ fn decode_png(bytes: &[u8]) -> (usize, usize, Vec<[u8; 3]>) {
     (width, height, pixels)
 }
 
+/// The report's Content-Security-Policy, which forbids scripts: removed where the test runs one.
+fn csp_meta() -> regex::Regex {
+    regex::Regex::new(r#"<meta http-equiv="Content-Security-Policy"[^>]*/>"#).expect("regex")
+}
+
 /// Measures, in the browser, every text of every chart against its chart's box, and writes
 /// the texts that stick out into `data-clipped` on the root element (the dumped DOM shows it).
 const MEASURE_CLIPPING: &str = r#"<script>
@@ -565,10 +569,8 @@ fn no_chart_label_is_cut_off_and_the_comparison_comes_before_the_arms() {
     // Both runs on the trend, labelled with their day and run id.
     assert!(html.contains(" week-48</text>") && html.contains(" week-49</text>"));
 
-    let csp =
-        regex::Regex::new(r#"<meta http-equiv="Content-Security-Policy"[^>]*/>"#).expect("regex");
     let measured = report.with_file_name("report-measured.html");
-    let page = csp
+    let page = csp_meta()
         .replace(&html, "")
         .replace("</body>", &format!("{MEASURE_CLIPPING}\n</body>"));
     std::fs::write(&measured, page).expect("write");

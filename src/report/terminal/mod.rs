@@ -139,11 +139,7 @@ fn render_decision(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
     for arm in &s.arms {
         if several {
             writeln!(w)?;
-            writeln!(
-                w,
-                "=== arm {} · model {} · variant {} ===",
-                arm.arm.provider, arm.arm.model, arm.arm.variant
-            )?;
+            write_arm_title(arm, w)?;
         }
         write_suite_rates(arm, &conf, w)?;
         writeln!(w)?;
@@ -166,6 +162,15 @@ fn render_decision(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
     write_cost(s, w)
 }
 
+/// The line that opens an arm's part of a report of several arms.
+fn write_arm_title(arm: &ArmSummary, w: &mut dyn Write) -> io::Result<()> {
+    writeln!(
+        w,
+        "=== arm {} · model {} · variant {} ===",
+        arm.arm.provider, arm.arm.model, arm.arm.variant
+    )
+}
+
 /// The verdict alone, for a command whose report went to a file: the gate's block, or each
 /// arm's suite rates when no gate was given.
 pub fn render_verdict(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
@@ -177,11 +182,7 @@ pub fn render_verdict(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
     for arm in &s.arms {
         if several {
             writeln!(w)?;
-            writeln!(
-                w,
-                "=== arm {} · model {} · variant {} ===",
-                arm.arm.provider, arm.arm.model, arm.arm.variant
-            )?;
+            write_arm_title(arm, w)?;
         }
         write_suite_rates(arm, &conf, w)?;
     }
@@ -195,11 +196,7 @@ fn render_detail(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
     for arm in &s.arms {
         if several {
             writeln!(w)?;
-            writeln!(
-                w,
-                "=== arm {} · model {} · variant {} ===",
-                arm.arm.provider, arm.arm.model, arm.arm.variant
-            )?;
+            write_arm_title(arm, w)?;
         }
         let run_warnings: &[Warning] = if several { &[] } else { &s.warnings };
         render_arm(s, arm, run_warnings, w)?;
