@@ -72,6 +72,8 @@ pub fn run(args: &InitArgs) -> Result<ExitCode, Error> {
         }
     };
     let dest = args.dir.join(&name);
+    // Checked before anything is written: a config that would not load stops init here.
+    let config = config_to_write(&args.config, &dest)?;
     let cases = starter_cases(&loaded.catalog);
     let staging = match (&spec, args.live) {
         (Some((spec, timeout)), true) => {
@@ -84,8 +86,10 @@ pub fn run(args: &InitArgs) -> Result<ExitCode, Error> {
         }
     };
     put_in_place(&staging, &dest, args.force)?;
-    let wrote_config = write_config_if_missing(&args.config, &dest)?;
-    print_next_steps(&dest, cases.len(), args, wrote_config);
+    if let Some(text) = &config {
+        crate::atomic::write_file(&args.config, text.as_bytes())?;
+    }
+    print_next_steps(&dest, cases.len(), args, config.is_some());
     Ok(ExitCode::Pass)
 }
 
@@ -294,11 +298,11 @@ fn relative_from(dest: &Path, target: &Path) -> Result<String, Error> {
     Ok(path.display().to_string())
 }
 
-/// The config `init` starts a user with: one OpenAI provider, the new dataset. Written only
-/// when `path` does not exist, after it parses as `run` will read it.
-fn write_config_if_missing(path: &Path, dest: &Path) -> Result<bool, Error> {
+/// The config `init` starts a user with (one OpenAI provider, the new dataset), parsed as
+/// `run` will read it; None when `path` exists, which init never edits.
+fn config_to_write(path: &Path, dest: &Path) -> Result<Option<String>, Error> {
     if path.exists() {
-        return Ok(false);
+        return Ok(None);
     }
     let text = format!(
         "# Written by `toolscore init`. Flags override everything here; every key is in\n\
@@ -310,8 +314,7 @@ fn write_config_if_missing(path: &Path, dest: &Path) -> Result<bool, Error> {
     );
     let base = path.parent().unwrap_or(Path::new("."));
     crate::suite::parse_config(&text, &path.display().to_string(), base)?;
-    crate::atomic::write_file(path, text.as_bytes())?;
-    Ok(true)
+    Ok(Some(text))
 }
 
 fn print_next_steps(dest: &Path, cases: usize, args: &InitArgs, wrote_config: bool) {
