@@ -179,6 +179,11 @@ pub struct RunArgs {
     /// [default: 30s].
     #[arg(help_heading = "Past one machine", long, value_name = "DURATION")]
     pub batch_poll: Option<String>,
+    /// With --batch: the longest to wait for the batches to end before giving up (exit 4;
+    /// they keep running at the provider and `--resume` polls them again) [default: 25h, an
+    /// hour past the 24 h in which OpenAI, Anthropic and Gemini end every batch].
+    #[arg(help_heading = "Past one machine", long, value_name = "DURATION")]
+    pub batch_max_wait: Option<String>,
     /// With --shard auto: how many shards the plan is split into (the Job's `completions`).
     #[arg(
         help_heading = "Past one machine",

@@ -30,6 +30,8 @@ pub struct BatchMode {
     pub state_file: PathBuf,
     /// Wait between two polls of a running batch.
     pub poll: Duration,
+    /// The longest to poll before giving up: the batches keep running, `--resume` polls them.
+    pub max_wait: Duration,
     /// Print each poll's progress on stderr (submissions and ends are always printed).
     pub progress: bool,
 }
@@ -311,7 +313,20 @@ impl BatchRun<'_> {
                 }
             }
             if ended.iter().any(Option::is_none) {
-                tokio::time::sleep(mode.poll).await;
+                if started.elapsed() >= mode.max_wait {
+                    let waiting: Vec<&str> = open
+                        .iter()
+                        .zip(&ended)
+                        .filter(|(_, e)| e.is_none())
+                        .map(|((_, b), _)| b.id.as_str())
+                        .collect();
+                    return Err(Error::BatchApi(format!(
+                        "batches {} have not ended after {} (--batch-max-wait); they keep running at the provider: `--resume` with --batch polls them again",
+                        waiting.join(", "),
+                        humantime::format_duration(mode.max_wait)
+                    )));
+                }
+                tokio::time::sleep(mode.poll.min(mode.max_wait)).await;
             }
         }
 

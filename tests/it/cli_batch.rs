@@ -560,6 +560,73 @@ fn a_run_killed_while_polling_resumes_the_same_batch() {
 }
 
 #[test]
+fn polling_stops_at_the_max_wait_and_a_resume_collects_the_same_batch() {
+    let fake = FakeBatch::start(
+        BatchApi::OpenAi,
+        BatchScript {
+            hold: true,
+            ..Default::default()
+        },
+    );
+    let dir = project();
+    let waited = std::time::Instant::now();
+    let run = toolscore(
+        dir.path(),
+        &run_args(
+            BatchApi::OpenAi,
+            &fake,
+            2,
+            &[
+                "--run-id",
+                "slow",
+                "--batch",
+                "--batch-poll",
+                "20ms",
+                "--batch-max-wait",
+                "300ms",
+            ],
+        ),
+    );
+    assert_eq!(run.code, 4, "{}", run.transcript());
+    assert!(waited.elapsed() < Duration::from_secs(30));
+    let file = batch_file(dir.path(), "slow");
+    let id = file["batches"][0]["id"]
+        .as_str()
+        .expect("batch id kept")
+        .to_owned();
+    assert_eq!(file["batches"][0]["collected"], false);
+    assert!(
+        run.stderr.contains(&format!(
+            "batches {id} have not ended after 300ms (--batch-max-wait); they keep running at the provider"
+        )),
+        "{}",
+        run.stderr
+    );
+    let polls = fake.with(|s| s.polls);
+    assert!(
+        (2..=40).contains(&polls),
+        "{polls} polls in 300 ms at 20 ms"
+    );
+
+    fake.with(|s| s.hold = false);
+    let mut args = run_args(
+        BatchApi::OpenAi,
+        &fake,
+        2,
+        &["--batch", "--batch-poll", "20ms", "--resume", "out/slow"],
+    );
+    args.retain(|a| a != "--run-id" && a != "slow");
+    let resumed = toolscore(dir.path(), &args);
+    assert_eq!(resumed.code, 0, "{}", resumed.transcript());
+    fake.with(|s| assert_eq!(s.submissions, 1, "no second submission"));
+    assert!(
+        records(dir.path(), "slow")
+            .iter()
+            .all(|r| r["batch"]["id"] == id.as_str())
+    );
+}
+
+#[test]
 fn what_a_batch_cannot_run_is_refused_before_anything_is_sent() {
     let fake = FakeBatch::start(BatchApi::OpenAi, BatchScript::default());
     let dir = project();
@@ -625,6 +692,33 @@ fn what_a_batch_cannot_run_is_refused_before_anything_is_sent() {
                 "soon",
             ],
             "--batch-poll soon: expected a duration",
+        ),
+        (
+            vec![
+                "--provider",
+                "openai-compat",
+                "--base-url",
+                "http://127.0.0.1:9/v1",
+                "--model",
+                "m",
+                "--batch-max-wait",
+                "1h",
+            ],
+            "--batch-max-wait needs --batch",
+        ),
+        (
+            vec![
+                "--provider",
+                "openai-compat",
+                "--base-url",
+                "http://127.0.0.1:9/v1",
+                "--model",
+                "m",
+                "--batch",
+                "--batch-max-wait",
+                "0s",
+            ],
+            "--batch-max-wait 0s: expected a duration",
         ),
     ];
     for (extra, message) in cases {

@@ -316,9 +316,10 @@ pub fn build_plan(
     let shard = checked_shard(&args, env)?;
     let batch_poll = checked_batch(&args, &arms, &scenarios, &gates)?;
     let common = common_settings(&args, defaults)?;
-    let batch = batch_poll.map(|poll| crate::runner::batch::BatchMode {
+    let batch = batch_poll.map(|(poll, max_wait)| crate::runner::batch::BatchMode {
         state_file: common.out_dir.join(crate::runner::batch::STATE_FILE),
         poll,
+        max_wait,
         progress: args.progress != ProgressMode::Off,
     });
     Ok(RunSetup {

@@ -78,16 +78,20 @@ pub(super) fn checked_shard(
 
 /// `--batch`: the poll interval, once every arm has a batch API and every unit of the plan
 /// is one request (a batch answers all at once, so nothing that needs an answer before the
-/// next request, or a latency, can run in one).
+/// next request, or a latency, can run in one). Returns the wait between polls and the longest
+/// wait for the batches to end.
 pub(super) fn checked_batch(
     args: &RunArgs,
     arms: &[Arm],
     scenarios: &[Arc<Scenario>],
     gates: &[crate::decide::gate::GateSpec],
-) -> Result<Option<Duration>, Error> {
+) -> Result<Option<(Duration, Duration)>, Error> {
     if !args.batch {
         if args.batch_poll.is_some() {
             return Err(usage("--batch-poll needs --batch"));
+        }
+        if args.batch_max_wait.is_some() {
+            return Err(usage("--batch-max-wait needs --batch"));
         }
         return Ok(None);
     }
@@ -130,18 +134,25 @@ pub(super) fn checked_batch(
     if let Some((_, flag, why)) = refused.iter().find(|(given, _, _)| *given) {
         return Err(usage(&format!("--batch cannot be used with {flag}: {why}")));
     }
-    let poll = match &args.batch_poll {
-        None => crate::provider::batch::DEFAULT_POLL,
-        Some(text) => humantime::parse_duration(text.trim())
-            .ok()
-            .filter(|d| !d.is_zero())
-            .ok_or_else(|| {
-                usage(&format!(
-                    "--batch-poll {text}: expected a duration such as 30s, 2m or 500ms"
-                ))
-            })?,
-    };
-    Ok(Some(poll))
+    let poll = duration_flag("--batch-poll", args.batch_poll.as_deref())?
+        .unwrap_or(crate::provider::batch::DEFAULT_POLL);
+    let max_wait = duration_flag("--batch-max-wait", args.batch_max_wait.as_deref())?
+        .unwrap_or(crate::provider::batch::DEFAULT_MAX_WAIT);
+    Ok(Some((poll, max_wait)))
+}
+
+/// A positive duration flag (`30s`, `2m`, `500ms`), if given.
+fn duration_flag(flag: &str, text: Option<&str>) -> Result<Option<Duration>, Error> {
+    let Some(text) = text else { return Ok(None) };
+    humantime::parse_duration(text.trim())
+        .ok()
+        .filter(|d| !d.is_zero())
+        .map(Some)
+        .ok_or_else(|| {
+            usage(&format!(
+                "{flag} {text}: expected a duration such as 30s, 2m or 500ms"
+            ))
+        })
 }
 
 /// Trials per case a sequential run may use when neither --max-trials nor --trials says:

@@ -483,6 +483,10 @@ fn check_id(id: &str) -> Result<(), ProviderError> {
 /// The default wait between polls.
 pub const DEFAULT_POLL: Duration = Duration::from_secs(30);
 
+/// How long `run --batch` polls by default: OpenAI, Anthropic and Gemini each end a batch
+/// within 24 h (done or expired), and an hour more covers the last poll.
+pub const DEFAULT_MAX_WAIT: Duration = Duration::from_secs(25 * 3600);
+
 /// A result line of OpenAI's or Anthropic's batch output, and the `custom_id` that names its
 /// trial.
 fn line_with_custom_id(line: &[u8]) -> Result<(Value, String), String> {
