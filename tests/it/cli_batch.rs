@@ -535,16 +535,7 @@ fn a_run_killed_while_polling_resumes_the_same_batch() {
         refused.stderr
     );
 
-    fake.with(|s| s.hold = false);
-    let mut args = run_args(
-        BatchApi::Anthropic,
-        &fake,
-        3,
-        &["--batch", "--batch-poll", "20ms", "--resume", "out/killed"],
-    );
-    args.retain(|a| a != "--run-id" && a != "killed");
-    let resumed = toolscore(dir.path(), &args);
-    assert_eq!(resumed.code, 0, "{}", resumed.transcript());
+    let resumed = release_and_resume(&fake, BatchApi::Anthropic, dir.path(), "killed", 3, &id);
     assert!(
         resumed
             .stderr
@@ -552,11 +543,43 @@ fn a_run_killed_while_polling_resumes_the_same_batch() {
         "{}",
         resumed.stderr
     );
+    assert!(
+        records(dir.path(), "killed")
+            .iter()
+            .all(|r| r["outcome"] != "error")
+    );
+}
+
+/// Lets the held batch end, resumes run `run` with --batch, and checks it collected the same
+/// batch `id`, every trial of it, with no second submission.
+fn release_and_resume(
+    fake: &FakeBatch,
+    api: BatchApi,
+    dir: &Path,
+    run: &str,
+    trials: u32,
+    id: &str,
+) -> Run {
+    fake.with(|s| s.hold = false);
+    let resume_dir = format!("out/{run}");
+    let mut args = run_args(
+        api,
+        fake,
+        trials,
+        &["--batch", "--batch-poll", "20ms", "--resume", &resume_dir],
+    );
+    args.retain(|a| a != "--run-id" && a != run);
+    let resumed = toolscore(dir, &args);
+    assert_eq!(resumed.code, 0, "{}", resumed.transcript());
     fake.with(|s| assert_eq!(s.submissions, 1, "no second submission"));
-    let recs = records(dir.path(), "killed");
-    assert_eq!(recs.len(), 6);
-    assert!(recs.iter().all(|r| r["batch"]["id"] == id.as_str()));
-    assert!(recs.iter().all(|r| r["outcome"] != "error"));
+    let recs = records(dir, run);
+    assert_eq!(
+        recs.len(),
+        2 * trials as usize,
+        "every trial of the two cases"
+    );
+    assert!(recs.iter().all(|r| r["batch"]["id"] == id));
+    resumed
 }
 
 #[test]
@@ -608,22 +631,7 @@ fn polling_stops_at_the_max_wait_and_a_resume_collects_the_same_batch() {
         "{polls} polls in 300 ms at 20 ms"
     );
 
-    fake.with(|s| s.hold = false);
-    let mut args = run_args(
-        BatchApi::OpenAi,
-        &fake,
-        2,
-        &["--batch", "--batch-poll", "20ms", "--resume", "out/slow"],
-    );
-    args.retain(|a| a != "--run-id" && a != "slow");
-    let resumed = toolscore(dir.path(), &args);
-    assert_eq!(resumed.code, 0, "{}", resumed.transcript());
-    fake.with(|s| assert_eq!(s.submissions, 1, "no second submission"));
-    assert!(
-        records(dir.path(), "slow")
-            .iter()
-            .all(|r| r["batch"]["id"] == id.as_str())
-    );
+    release_and_resume(&fake, BatchApi::OpenAi, dir.path(), "slow", 2, &id);
 }
 
 #[test]

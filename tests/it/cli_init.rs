@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::support::{published_servers, server_command, toolscore};
+use crate::support::{published_servers, read_json, read_jsonl, server_command, toolscore};
 
 const EVERYTHING: &str = "@modelcontextprotocol/server-everything";
 
@@ -21,18 +21,20 @@ fn init(dir: &Path, args: &[&str], command: &[String]) -> crate::support::Run {
     toolscore(dir, &all)
 }
 
-fn lines(path: &Path) -> Vec<Value> {
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
 /// The command that starts the published "everything" server, or None where Node.js is missing
 /// outside CI (the test then returns early, as the support module says).
 fn everything() -> Option<Vec<String>> {
     published_servers().map(|modules| server_command(&modules, EVERYTHING))
+}
+
+/// The tool names of a tools.json, in its order.
+fn tool_names(tools: &Value) -> Vec<&str> {
+    tools["tools"]
+        .as_array()
+        .expect("a tools list")
+        .iter()
+        .map(|t| t["name"].as_str().expect("a name"))
+        .collect()
 }
 
 /// Every file under `dir`, with its bytes, for "nothing changed" checks.
@@ -73,18 +75,11 @@ fn a_published_server_becomes_a_dataset_that_validates() {
         assert!(run.stdout.contains(expected), "{expected}\n{}", run.stdout);
     }
     // One starter case per tool, in the server's order, each naming its tool and marked.
-    let tools: Value =
-        serde_json::from_str(&std::fs::read_to_string(dataset.join("tools.json")).unwrap())
-            .unwrap();
-    let names: Vec<&str> = tools["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
+    let tools = read_json(&dataset.join("tools.json"));
+    let names = tool_names(&tools);
     assert!(names.contains(&"echo"), "{names:?}");
     assert_eq!(tools["serverInfo"]["name"], "mcp-servers/everything");
-    let cases = lines(&dataset.join("cases.jsonl"));
+    let cases = read_jsonl(&dataset.join("cases.jsonl"));
     let expected: Vec<&str> = cases
         .iter()
         .map(|c| c["expect"]["tool"].as_str().unwrap())
@@ -194,18 +189,8 @@ fn openai_and_anthropic_tool_lists_keep_their_order_and_wording() {
             "{}",
             run.stdout
         );
-        let tools: Value = serde_json::from_str(
-            &std::fs::read_to_string(dir.path().join(format!("datasets/{name}/tools.json")))
-                .unwrap(),
-        )
-        .unwrap();
-        let names: Vec<&str> = tools["tools"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|t| t["name"].as_str().unwrap())
-            .collect();
-        assert_eq!(names, order);
+        let tools = read_json(&dir.path().join(format!("datasets/{name}/tools.json")));
+        assert_eq!(tool_names(&tools), order);
         assert_eq!(tools["tools"][0]["description"], first_description);
         let validate = toolscore(
             dir.path(),
