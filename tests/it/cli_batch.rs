@@ -477,13 +477,7 @@ fn gemini_failed_requests_and_an_expired_batch() {
 
 #[test]
 fn a_run_killed_while_polling_resumes_the_same_batch() {
-    let fake = FakeBatch::start(
-        BatchApi::Anthropic,
-        BatchScript {
-            hold: true,
-            ..Default::default()
-        },
-    );
+    let fake = held_batch(BatchApi::Anthropic);
     let dir = project();
     let args = run_args(
         BatchApi::Anthropic,
@@ -550,6 +544,17 @@ fn a_run_killed_while_polling_resumes_the_same_batch() {
     );
 }
 
+/// A fake batch API whose batches run until the test lets them end (`hold = false`).
+fn held_batch(api: BatchApi) -> FakeBatch {
+    FakeBatch::start(
+        api,
+        BatchScript {
+            hold: true,
+            ..Default::default()
+        },
+    )
+}
+
 /// Lets the held batch end, resumes run `run` with --batch, and checks it collected the same
 /// batch `id`, every trial of it, with no second submission.
 fn release_and_resume(
@@ -584,13 +589,7 @@ fn release_and_resume(
 
 #[test]
 fn polling_stops_at_the_max_wait_and_a_resume_collects_the_same_batch() {
-    let fake = FakeBatch::start(
-        BatchApi::OpenAi,
-        BatchScript {
-            hold: true,
-            ..Default::default()
-        },
-    );
+    let fake = held_batch(BatchApi::OpenAi);
     let dir = project();
     let waited = std::time::Instant::now();
     let run = toolscore(
@@ -768,13 +767,7 @@ fn what_a_batch_cannot_run_is_refused_before_anything_is_sent() {
 
 #[test]
 fn an_interrupt_while_polling_exits_130_and_a_refused_key_submits_nothing() {
-    let fake = FakeBatch::start(
-        BatchApi::OpenAi,
-        BatchScript {
-            hold: true,
-            ..Default::default()
-        },
-    );
+    let fake = held_batch(BatchApi::OpenAi);
     let dir = project();
     let args = run_args(
         BatchApi::OpenAi,
