@@ -127,6 +127,22 @@ pub fn thousands(n: u64) -> String {
     out
 }
 
+/// `text` cut to `max` bytes at a character boundary, saying how much was cut.
+pub fn cut_text(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!(
+        "{}… ({} more bytes cut)",
+        &text[..end],
+        thousands((text.len() - end) as u64)
+    )
+}
+
 /// Bytes of `value` as compact JSON, counted without building the text (a size bound checked
 /// on a value that may be large should not allocate a copy of it).
 pub fn compact_len(value: &Value) -> usize {
@@ -159,6 +175,12 @@ pub fn hex(bytes: &[u8]) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn cut_text_keeps_short_text_and_cuts_at_a_character_boundary_saying_how_much() {
+        assert_eq!(cut_text("short", 10), "short");
+        assert_eq!(cut_text(&"é".repeat(3), 3), "é… (4 more bytes cut)");
+    }
 
     // -- canonical JSON ------------------------------------------------------------------------
 

@@ -2,6 +2,8 @@
 
 use std::path::PathBuf;
 
+use std::io::Write;
+
 use clap::Args;
 
 use super::setup;
@@ -78,6 +80,9 @@ pub fn run(args: &CompareArgs) -> Result<ExitCode, Error> {
     let mut out = std::io::stdout().lock();
     crate::report::render_comparison(&comparison, &mut out)
         .map_err(|e| Error::io("cannot write the comparison", e))?;
+    if let Some(why) = super::output::compare_explain_hint(&comparison, &args.run_dirs) {
+        writeln!(out, "\n{why}").map_err(|e| Error::io("cannot write the comparison", e))?;
+    }
     Ok(if comparison.overall().decided() {
         ExitCode::Pass
     } else {

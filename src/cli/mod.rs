@@ -9,6 +9,7 @@ mod cassette;
 mod catalog;
 mod compare;
 mod cost;
+mod explain;
 mod gate;
 mod help;
 mod history;
@@ -92,6 +93,13 @@ pub enum Command {
     /// which scores higher, with an interval, case by case and for the suite; cases tagged
     /// `holdout` only in aggregate. Nothing is called or written (unless --json).
     Compare(compare::CompareArgs),
+    /// What the trials of one case did, grouped, beside what the model read
+    ///
+    /// The case's conversation and catalog exactly as the arm's model read them, then its
+    /// trials grouped into behaviours (the calls made, normalised), each with its share and
+    /// interval and one example of the model's own words; with --against RUN_DIR or a second
+    /// --arm, how the behaviours moved between two arms. Reads the run's files only.
+    Explain(explain::ExplainArgs),
     /// Trials and cases a precision or a gate needs, and what they cost
     ///
     /// Before spending anything: trials per case for a precision or a gate (fixed and
@@ -186,6 +194,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Error> {
         Command::Validate(args) => validate::run(&args),
         Command::Report(args) => report::run(&args),
         Command::Compare(args) => compare::run(&args),
+        Command::Explain(args) => explain::run(&args),
         Command::Plan(args) => plan::run(&args),
         Command::History(args) => history::run(&args),
         Command::Lint(args) => lint::run(&args),

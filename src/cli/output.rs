@@ -160,6 +160,9 @@ pub fn print_stdout(
         if !detail {
             writeln!(out, "\n{}", more_detail(run_dir)).map_err(failed)?;
         }
+        if let Some(why) = explain_hint(summary, run_dir) {
+            writeln!(out, "{why}").map_err(failed)?;
+        }
     } else {
         crate::report::render_verdict(summary, &mut out).map_err(failed)?;
     }
@@ -172,4 +175,50 @@ pub fn more_detail(run_dir: &Path) -> String {
         "more: per-tool rates, weakest cases, confusions, argument failures, latency by tool and tokens with --detail (toolscore report {} --detail)",
         run_dir.display()
     )
+}
+
+/// The line that says how to see what a case's trials did, naming the run's weakest case;
+/// `None` when no case was scored.
+pub fn explain_hint(summary: &Summary, run_dir: &Path) -> Option<String> {
+    let weakest = summary
+        .arms
+        .iter()
+        .find_map(|a| crate::report::weakest_cases(a).first().copied())?;
+    Some(format!(
+        "why: what the model did in a case, beside what it read (the weakest: toolscore explain {} {})",
+        run_dir.display(),
+        weakest.case_id
+    ))
+}
+
+/// The line under a comparison that says how to see what the model did differently in its
+/// first changed case (`dirs`: the one run folder, or A's then B's); `None` when no case
+/// changed.
+pub fn compare_explain_hint(
+    c: &crate::report::Comparison,
+    dirs: &[std::path::PathBuf],
+) -> Option<String> {
+    let case = c.changed_cases.first()?;
+    let arm = |a: &crate::report::ComparedArm| format!("{}/{}", a.arm.provider, a.arm.variant);
+    let command = match dirs {
+        [one] => format!(
+            "toolscore explain {} {} --arm {} --arm {}",
+            one.display(),
+            case.case_id,
+            arm(&c.a),
+            arm(&c.b)
+        ),
+        [a, b, ..] => format!(
+            "toolscore explain {} {} --arm {} --against {} --arm {}",
+            a.display(),
+            case.case_id,
+            arm(&c.a),
+            b.display(),
+            arm(&c.b)
+        ),
+        [] => return None,
+    };
+    Some(format!(
+        "why: how the model's behaviour moved in a changed case, beside what each arm read ({command})"
+    ))
 }

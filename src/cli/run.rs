@@ -485,11 +485,16 @@ fn print_terminal(
             .map_err(|e| Error::io("cannot write the comparison", e))?;
     }
     writeln!(out).map_err(failed)?;
-    if !detail {
-        return writeln!(out, "{}", output::more_detail(run_dir)).map_err(failed);
+    if detail {
+        let lints = lint::lint_run_catalogs(catalogs, lint_options);
+        lint::print_beside_weakest(summary, &lints, run_dir, &mut out).map_err(failed)?;
+    } else {
+        writeln!(out, "{}", output::more_detail(run_dir)).map_err(failed)?;
     }
-    let lints = lint::lint_run_catalogs(catalogs, lint_options);
-    lint::print_beside_weakest(summary, &lints, run_dir, &mut out).map_err(failed)
+    if let Some(why) = output::explain_hint(summary, run_dir) {
+        writeln!(out, "{why}").map_err(failed)?;
+    }
+    Ok(())
 }
 
 /// `--compare`: the run's two arms compared as `toolscore compare` does with its defaults,

@@ -191,23 +191,32 @@ fn case_differences(
 ) -> Vec<CaseComparison> {
     visible
         .iter()
-        .filter_map(|(ca, cb)| {
-            let (sa, sb) = (ca.metrics.get(opts.metric), cb.metrics.get(opts.metric));
-            let iv = stats::newcombe_interval(sb.x, sb.n, sa.x, sa.n, opts.confidence)?;
-            let difference = sb.x as f64 / sb.n as f64 - sa.x as f64 / sa.n as f64;
-            Some(CaseComparison {
-                dataset: ca.dataset.clone(),
-                case_id: ca.case_id.clone(),
-                a_x: sa.x,
-                a_n: sa.n,
-                b_x: sb.x,
-                b_n: sb.n,
-                difference,
-                lo: iv.lo,
-                hi: iv.hi,
-            })
-        })
+        .filter_map(|(ca, cb)| case_difference(ca, cb, opts.metric, opts.confidence))
         .collect()
+}
+
+/// One case's B − A on `metric` with Newcombe's interval; `None` when an arm scored none of
+/// its trials. The per-case line of a comparison, and of `toolscore explain`'s diff.
+pub fn case_difference(
+    ca: &CaseSummary,
+    cb: &CaseSummary,
+    metric: Metric,
+    confidence: f64,
+) -> Option<CaseComparison> {
+    let (sa, sb) = (ca.metrics.get(metric), cb.metrics.get(metric));
+    let iv = stats::newcombe_interval(sb.x, sb.n, sa.x, sa.n, confidence)?;
+    let difference = sb.x as f64 / sb.n as f64 - sa.x as f64 / sa.n as f64;
+    Some(CaseComparison {
+        dataset: ca.dataset.clone(),
+        case_id: ca.case_id.clone(),
+        a_x: sa.x,
+        a_n: sa.n,
+        b_x: sb.x,
+        b_n: sb.n,
+        difference,
+        lo: iv.lo,
+        hi: iv.hi,
+    })
 }
 
 /// The cases whose interval excludes 0: gains first, largest first; then losses, largest first.
@@ -360,7 +369,11 @@ pub fn choose_arms<'a>(
 
 /// Whether `--arm w` names arm `i` of run `s`: by variant, provider or `provider/variant`.
 fn arm_matches(s: &Summary, i: usize, w: &str) -> bool {
-    let id = &s.arms[i].arm;
+    arm_named(&s.arms[i].arm, w)
+}
+
+/// Whether `--arm w` names the arm `id`: by variant, provider or `provider/variant`.
+pub fn arm_named(id: &crate::record::ArmId, w: &str) -> bool {
     w == id.variant || w == id.provider || w == format!("{}/{}", id.provider, id.variant)
 }
 
@@ -422,19 +435,25 @@ fn two_arms_of<'a>(
     }
 }
 
+/// The first arm of run `s` that `--arm wanted` names: by variant, provider or
+/// `provider/variant`.
+pub fn find_arm(s: &Summary, wanted: &str) -> Result<usize, InputError> {
+    (0..s.arms.len())
+        .find(|&i| arm_matches(s, i, wanted))
+        .ok_or_else(|| {
+            InputError::new(format!(
+                "--arm {wanted}: no arm of run {} is named so (its arms: {})",
+                s.run.run_id,
+                arm_names(s)
+            ))
+        })
+}
+
 /// The arm of one of two runs: its only arm, or the one its `--arm` names.
 fn one_arm_of<'a>(s: &'a Summary, wanted: Option<&String>) -> Result<Side<'a>, InputError> {
     let arm = match (s.arms.len(), wanted) {
         (1, None) => 0,
-        (_, Some(w)) => (0..s.arms.len())
-            .find(|&i| arm_matches(s, i, w))
-            .ok_or_else(|| {
-                InputError::new(format!(
-                    "--arm {w}: no arm of run {} is named so (its arms: {})",
-                    s.run.run_id,
-                    arm_names(s)
-                ))
-            })?,
+        (_, Some(w)) => find_arm(s, w)?,
         (_, None) => {
             return Err(InputError::new(format!(
                 "run {} has {} arms ({}); name the one to compare with --arm (once per run, in order)",

@@ -8,6 +8,7 @@
 //! ([`Warning`]) that each renderer words for itself.
 
 mod aggregate;
+pub mod behaviour;
 mod comparison;
 mod cost_agg;
 mod csv;
@@ -52,8 +53,8 @@ pub use run_info::{
 };
 pub use scenario::{ScenarioArmSummary, ScenarioSummary};
 pub use stress::render_stress;
-pub use terminal::{Terminal, render_verdict};
-pub use wording::{format_percentile, format_usd};
+pub use terminal::{Terminal, render_explanation, render_verdict};
+pub use wording::{format_percentile, format_usd, weakest_cases};
 
 /// A run's report in one format: the terminal's text, `report.md`, `junit.xml`,
 /// `report.html`. Every format renders the same summary through this one signature; what a

@@ -5,6 +5,7 @@ mod config;
 pub mod live;
 pub mod scenario;
 pub mod script;
+pub mod shown;
 mod variant;
 
 use std::collections::BTreeMap;

@@ -43,22 +43,6 @@ pub fn count(n: usize) -> String {
     crate::json::thousands(n as u64)
 }
 
-/// `text` cut to `max` bytes at a character boundary, saying how much was cut.
-pub fn cut_text(text: &str, max: usize) -> String {
-    if text.len() <= max {
-        return text.to_owned();
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!(
-        "{}… ({} more bytes cut)",
-        &text[..end],
-        count(text.len() - end)
-    )
-}
-
 /// Why a stdio server's output was refused, once it was.
 #[derive(Clone, Default)]
 pub struct StdoutFault(Arc<Mutex<Option<String>>>);
@@ -481,12 +465,6 @@ mod tests {
             fault.unwrap(),
             "the server sent a message of more than 16,777,216 bytes (16 MiB), the bound on one message"
         );
-    }
-
-    #[test]
-    fn long_texts_are_cut_saying_how_much() {
-        assert_eq!(cut_text("short", 10), "short");
-        assert_eq!(cut_text(&"é".repeat(3), 3), "é… (4 more bytes cut)");
     }
 
     #[tokio::test]

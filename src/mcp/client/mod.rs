@@ -27,7 +27,8 @@ mod bounded;
 mod listing;
 mod raw;
 
-use bounded::{BoundedChild, StderrTail, StdoutFault, cut_text};
+use crate::json::cut_text;
+use bounded::{BoundedChild, StderrTail, StdoutFault};
 pub use bounded::{
     MAX_ERROR_MESSAGE_BYTES, MAX_LISTING_BYTES, MAX_MESSAGE_BYTES, MAX_PAGES, MAX_TOOLS,
     STDERR_LINE_BYTES, STDERR_LINES,

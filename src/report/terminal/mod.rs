@@ -2,7 +2,9 @@
 
 use std::io::{self, Write};
 
+mod explain;
 mod gate;
+pub use explain::render_explanation;
 use gate::write_gate;
 
 use super::wording::{

@@ -1,0 +1,389 @@
+//! `toolscore explain RUN_DIR CASE`: what the trials of one case did, grouped into behaviours
+//! with one example each, beside the conversation and catalog exactly as the arm's model read
+//! them; with `--against RUN_DIR` or a second `--arm`, how the behaviours moved between two
+//! arms. Reads the run's files only: no model is called, no server started.
+
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+
+use super::resume::{PLAN_FILE, PlanFingerprint};
+use super::{load_run, setup, usage};
+use crate::error::{Error, ExitCode};
+use crate::record::{ArmId, SCENARIO_DATASET, TrialRecord};
+use crate::report::behaviour::{
+    ArmExplanation, BehaviourTally, CaseAsShown, ExplainedDiff, Explanation,
+};
+use crate::report::{ComparedArm, Metric, Summary};
+use crate::suite::shown::{self, Recorded};
+
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    /// The run folder.
+    #[arg(value_name = "RUN_DIR")]
+    pub run_dir: PathBuf,
+    /// The case: its id, DATASET/ID when two datasets share it, or a scenario's name.
+    #[arg(value_name = "CASE")]
+    pub case: String,
+    /// The arm to explain: a variant, a provider, or PROVIDER/VARIANT [default: every arm]. A
+    /// second --arm shows how the behaviours moved from the first arm to it.
+    #[arg(long = "arm", value_name = "NAME")]
+    pub arms: Vec<String>,
+    /// Another run folder: how the behaviours moved from RUN_DIR to it (the arm a second --arm
+    /// names there, else the one the first names, else its only arm).
+    #[arg(long, value_name = "RUN_DIR")]
+    pub against: Option<PathBuf>,
+    /// The rate the case's difference is on, as in `compare`: selection, args, schema or pass.
+    #[arg(long, default_value = "selection")]
+    pub metric: String,
+    /// Two-sided confidence level of every interval [default: the run's].
+    #[arg(long)]
+    pub confidence: Option<f64>,
+    /// Also write the explanation as JSON to FILE; `-` writes it to standard output instead
+    /// of the text.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+/// One arm to explain: which run (0 = RUN_DIR, 1 = --against) and which arm.
+struct Side {
+    run: usize,
+    arm: ArmId,
+}
+
+/// Explains the case; exit 0, or 2 when the run, the case or an arm is not found.
+pub fn run(args: &ExplainArgs) -> Result<ExitCode, Error> {
+    let metric = crate::decide::gate::parse_metric(&args.metric).ok_or_else(|| {
+        usage(&format!(
+            "--metric {}: expected selection, args, schema or pass",
+            args.metric
+        ))
+    })?;
+    let mut runs = vec![load_run(&args.run_dir)?];
+    let mut dirs = vec![args.run_dir.as_path()];
+    if let Some(other) = &args.against {
+        runs.push(load_run(other)?);
+        dirs.push(other.as_path());
+    }
+    let confidence = setup::checked_confidence(args.confidence.unwrap_or(runs[0].confidence))?;
+    let (dataset, case_id) = find_case(&runs[0], &args.case)?;
+    let sides = pick_sides(&runs, &args.arms)?;
+    let mut tallies: Vec<BehaviourTally> = sides.iter().map(|_| BehaviourTally::new()).collect();
+    for (r, dir) in dirs.iter().enumerate() {
+        crate::report::for_each_record(&dir.join("results.jsonl"), &mut |record: &TrialRecord| {
+            if record.dataset != dataset || record.case_id != case_id {
+                return;
+            }
+            for (side, tally) in sides.iter().zip(tallies.iter_mut()) {
+                if side.run == r && side.arm == record.arm {
+                    tally.add(record);
+                }
+            }
+        })?;
+    }
+    let diff = (sides.len() == 2).then(|| {
+        explained_diff(
+            &runs,
+            &sides,
+            (&tallies[0], &tallies[1]),
+            (&dataset, &case_id),
+            metric,
+            confidence,
+        )
+    });
+    let arms = sides
+        .iter()
+        .zip(tallies)
+        .map(|(side, tally)| {
+            let run = &runs[side.run];
+            let (shown, not_shown) =
+                match shown_case(dirs[side.run], run, &dataset, &case_id, &side.arm.variant) {
+                    Ok(s) => (Some(s), None),
+                    Err(why) => (None, Some(why)),
+                };
+            ArmExplanation {
+                run_id: run.run.run_id.clone(),
+                behaviours: tally.finish(&dataset, &case_id, &side.arm, confidence),
+                shown,
+                not_shown,
+            }
+        })
+        .collect();
+    let explanation = Explanation { arms, diff };
+    write(&explanation, args.json.as_deref())?;
+    Ok(ExitCode::Pass)
+}
+
+/// Writes the JSON (to FILE, or to stdout for `-`) and the text (unless the JSON went to
+/// stdout).
+fn write(explanation: &Explanation, json: Option<&Path>) -> Result<(), Error> {
+    let mut out = std::io::stdout().lock();
+    match json {
+        Some(p) if p == Path::new("-") => {
+            serde_json::to_writer_pretty(&mut out, explanation)
+                .map_err(|e| Error::encode("the explanation", e))?;
+            std::io::Write::write_all(&mut out, b"\n")
+                .map_err(|e| Error::io("cannot write the explanation", e))?;
+            return Ok(());
+        }
+        Some(p) => crate::atomic::write_json(p, explanation)?,
+        None => {}
+    }
+    crate::report::render_explanation(explanation, &mut out)
+        .map_err(|e| Error::io("cannot write the explanation", e))
+}
+
+/// The (dataset, case id) `wanted` names in the run: `ID`, `DATASET/ID` or a scenario's name.
+/// An unknown one is refused naming the closest known cases.
+fn find_case(s: &Summary, wanted: &str) -> Result<(String, String), Error> {
+    let mut known: Vec<(String, String)> = s
+        .arms
+        .iter()
+        .flat_map(|a| &a.cases)
+        .map(|c| (c.dataset.clone(), c.case_id.clone()))
+        .chain(
+            s.run
+                .scenarios
+                .iter()
+                .map(|sc| (SCENARIO_DATASET.to_owned(), sc.name.clone())),
+        )
+        .collect();
+    known.sort();
+    known.dedup();
+    let matches: Vec<&(String, String)> = known
+        .iter()
+        .filter(|(d, c)| c == wanted || format!("{d}/{c}") == wanted)
+        .collect();
+    match matches.as_slice() {
+        [one] => Ok((*one).clone()),
+        [] => Err(usage(&format!(
+            "run {} has no case {wanted}; the closest of its {} cases: {}",
+            s.run.run_id,
+            known.len(),
+            closest(&known, wanted).join(", ")
+        ))),
+        several => Err(usage(&format!(
+            "case {wanted} is in {} datasets; write DATASET/ID: {}",
+            several.len(),
+            several
+                .iter()
+                .map(|(d, c)| format!("{d}/{c}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))),
+    }
+}
+
+/// Up to eight known ids, those sharing the most `-`/`_`-separated words with `wanted`
+/// first (then in id order): what a mistyped id was most likely meant to be.
+fn closest(known: &[(String, String)], wanted: &str) -> Vec<String> {
+    let words = |s: &str| -> Vec<String> {
+        s.split(['-', '_', '/', ' ', '.'])
+            .filter(|w| !w.is_empty())
+            .map(str::to_lowercase)
+            .collect()
+    };
+    let wanted = words(wanted);
+    let mut scored: Vec<(usize, String)> = known
+        .iter()
+        .map(|(_, c)| {
+            (
+                words(c).iter().filter(|w| wanted.contains(w)).count(),
+                c.clone(),
+            )
+        })
+        .collect();
+    scored.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    scored.into_iter().take(8).map(|(_, c)| c).collect()
+}
+
+/// Every arm of a run, as its records name them.
+fn arms_of(s: &Summary) -> Vec<ArmId> {
+    s.run
+        .arms
+        .iter()
+        .map(|a| ArmId {
+            variant: a.variant.clone(),
+            provider: a.identity.provider.clone(),
+            model: a.identity.model.clone(),
+        })
+        .collect()
+}
+
+/// The arm of run `s` that `wanted` names (its only arm when `None`).
+fn arm_of(s: &Summary, wanted: Option<&String>) -> Result<ArmId, Error> {
+    let arms = arms_of(s);
+    let names = || {
+        arms.iter()
+            .map(|a| format!("{}/{}", a.provider, a.variant))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    match wanted {
+        Some(w) => arms
+            .iter()
+            .find(|a| crate::decide::compare::arm_named(a, w))
+            .cloned()
+            .ok_or_else(|| {
+                usage(&format!(
+                    "--arm {w}: no arm of run {} is named so (its arms: {})",
+                    s.run.run_id,
+                    names()
+                ))
+            }),
+        None if arms.len() == 1 => Ok(arms[0].clone()),
+        None => Err(usage(&format!(
+            "run {} has {} arms ({}); name the one to explain with --arm",
+            s.run.run_id,
+            arms.len(),
+            names()
+        ))),
+    }
+}
+
+/// The arms to explain: with --against, one of each run; else the --arm(s) named, or every arm.
+fn pick_sides(runs: &[Summary], wanted: &[String]) -> Result<Vec<Side>, Error> {
+    if wanted.len() > 2 {
+        return Err(usage(
+            "--arm names one arm to explain, or two to see how the behaviours moved between them",
+        ));
+    }
+    if let [this, other] = runs {
+        let b = wanted.get(1).or(wanted.first());
+        return Ok(vec![
+            Side {
+                run: 0,
+                arm: arm_of(this, wanted.first())?,
+            },
+            Side {
+                run: 1,
+                arm: arm_of(other, b)?,
+            },
+        ]);
+    }
+    if wanted.is_empty() {
+        return Ok(arms_of(&runs[0])
+            .into_iter()
+            .map(|arm| Side { run: 0, arm })
+            .collect());
+    }
+    wanted
+        .iter()
+        .map(|w| {
+            Ok(Side {
+                run: 0,
+                arm: arm_of(&runs[0], Some(w))?,
+            })
+        })
+        .collect()
+}
+
+/// How the behaviours moved from side 0 to side 1, with the case's difference on `metric` as
+/// `compare` computes it (absent for a scenario, which `compare` does not pair).
+fn explained_diff(
+    runs: &[Summary],
+    sides: &[Side],
+    tallies: (&BehaviourTally, &BehaviourTally),
+    (dataset, case_id): (&str, &str),
+    metric: Metric,
+    confidence: f64,
+) -> ExplainedDiff {
+    let case_of = |side: &Side| {
+        runs[side.run]
+            .arms
+            .iter()
+            .find(|a| a.arm == side.arm)
+            .and_then(|a| {
+                a.cases
+                    .iter()
+                    .find(|c| c.dataset == dataset && c.case_id == case_id)
+            })
+    };
+    let case = match (case_of(&sides[0]), case_of(&sides[1])) {
+        (Some(a), Some(b)) => crate::decide::compare::case_difference(a, b, metric, confidence),
+        _ => None,
+    };
+    let compared = |side: &Side| ComparedArm {
+        run_id: runs[side.run].run.run_id.clone(),
+        arm: side.arm.clone(),
+    };
+    ExplainedDiff {
+        a: compared(&sides[0]),
+        b: compared(&sides[1]),
+        metric,
+        case,
+        behaviours: crate::report::behaviour::diff(tallies.0, tallies.1, confidence),
+    }
+}
+
+/// The case as `variant`'s model read it, from the files the run names, checked against the
+/// fingerprints it recorded; or why it cannot be shown.
+fn shown_case(
+    dir: &Path,
+    s: &Summary,
+    dataset: &str,
+    case_id: &str,
+    variant: &str,
+) -> Result<CaseAsShown, String> {
+    let plan: Option<PlanFingerprint> = std::fs::read_to_string(dir.join(PLAN_FILE))
+        .ok()
+        .and_then(|text| serde_json::from_str(&text).ok());
+    let shown = if dataset == SCENARIO_DATASET {
+        let info = s
+            .run
+            .scenarios
+            .iter()
+            .find(|sc| sc.name == case_id)
+            .ok_or_else(|| format!("the run names no file for scenario {case_id}"))?;
+        let source_digest = plan.as_ref().and_then(|p| {
+            let i = p.scenarios.iter().position(|(name, _)| name == case_id)?;
+            p.scenario_sources.get(i).map(String::as_str)
+        });
+        let recorded = Recorded {
+            catalog_fingerprint: (variant == crate::record::BASE_VARIANT)
+                .then_some(info.catalog_fingerprint.as_str()),
+            source_digest,
+        };
+        shown::scenario_case(
+            Path::new(&info.file),
+            &info.catalog_source,
+            variant,
+            recorded,
+        )?
+    } else {
+        let info = s
+            .run
+            .datasets
+            .iter()
+            .find(|d| d.name == dataset)
+            .ok_or_else(|| format!("the run names no catalog for dataset {dataset}"))?;
+        let dir = Path::new(&info.catalog_source)
+            .parent()
+            .ok_or_else(|| format!("the run's catalog {} is in no folder", info.catalog_source))?;
+        let catalog_fingerprint = if variant == crate::record::BASE_VARIANT {
+            Some(info.catalog_fingerprint.as_str())
+        } else {
+            info.variants
+                .iter()
+                .find(|v| v.name == variant)
+                .map(|v| v.catalog_fingerprint.as_str())
+        };
+        let source_digest = plan.as_ref().and_then(|p| {
+            p.datasets
+                .iter()
+                .find(|d| d.name == dataset)
+                .and_then(|d| d.fixtures.as_deref())
+        });
+        let recorded = Recorded {
+            catalog_fingerprint,
+            source_digest,
+        };
+        shown::dataset_case(dir, case_id, variant, recorded)?
+    };
+    Ok(CaseAsShown {
+        source: shown.source,
+        messages: shown.messages,
+        tools: shown.catalog.tools.clone(),
+        changed_since: shown.changed_since,
+    })
+}

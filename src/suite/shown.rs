@@ -1,0 +1,152 @@
+//! A finished run's case as the model was shown it: the conversation and the catalog of the
+//! arm's variant (renames and overlays applied), reloaded from the files the run names and
+//! checked against the fingerprints it recorded. What the model read is what is printed, or
+//! a sentence says what changed since; a live server is never started to list a catalog
+//! again (explaining a run reads files only).
+
+use std::path::Path;
+use std::sync::Arc;
+
+use crate::catalog::Catalog;
+use crate::message::Message;
+
+/// One case as an arm's model read it.
+pub struct ShownCase {
+    /// Where it comes from: `datasets/billing/cases.jsonl:28`, or the scenario file.
+    pub source: String,
+    pub messages: Vec<Message>,
+    pub catalog: Arc<Catalog>,
+    /// What differs from what the run recorded (the catalog, the fixtures): each a sentence.
+    /// Empty when both are as the run recorded them.
+    pub changed_since: Vec<String>,
+}
+
+/// What the run recorded of what it showed, to check today's files against.
+#[derive(Clone, Copy, Default)]
+pub struct Recorded<'a> {
+    /// `sha256:` of the catalog the arm's variant produced.
+    pub catalog_fingerprint: Option<&'a str>,
+    /// `sha256:` of the fixtures (`plan.json`), or of the scenario file.
+    pub source_digest: Option<&'a str>,
+}
+
+/// Case `case_id` of the dataset in `dir` under catalog `variant`.
+pub fn dataset_case(
+    dir: &Path,
+    case_id: &str,
+    variant: &str,
+    recorded: Recorded<'_>,
+) -> Result<ShownCase, String> {
+    if dir.join(super::live::DATASET_FILE).is_file() {
+        return Err(format!(
+            "its catalog is listed from a live MCP server ({}), which explaining a run does not start",
+            dir.join(super::live::DATASET_FILE).display()
+        ));
+    }
+    let dataset =
+        super::load_dataset(dir).map_err(|e| format!("its dataset cannot be read now ({e})"))?;
+    let case = dataset
+        .cases
+        .iter()
+        .find(|c| c.id == case_id)
+        .ok_or_else(|| {
+            format!(
+                "{} has no case {case_id} now",
+                dir.join("cases.jsonl").display()
+            )
+        })?;
+    let shown_variant = dataset
+        .variant(variant)
+        .ok_or_else(|| format!("the catalog variant {variant} no longer exists"))?;
+    // A case with its own catalog (imported from BFCL) is shown that one; variants do not
+    // apply to it.
+    let (catalog, messages) = match &case.catalog {
+        Some((own, _)) => (Arc::clone(own), case.messages.clone()),
+        None => (
+            Arc::clone(&shown_variant.catalog),
+            shown_variant.messages(&case.messages),
+        ),
+    };
+    let mut changed_since = Vec::new();
+    if case.catalog.is_none() {
+        check(
+            &mut changed_since,
+            "the catalog",
+            recorded.catalog_fingerprint,
+            &shown_variant.catalog.fingerprint,
+        );
+    }
+    check(
+        &mut changed_since,
+        "the fixtures (cases.jsonl)",
+        recorded.source_digest,
+        &dataset.fixtures_digest,
+    );
+    Ok(ShownCase {
+        source: format!("{}:{}", dir.join("cases.jsonl").display(), case.line),
+        messages,
+        catalog,
+        changed_since,
+    })
+}
+
+/// The scenario in `file` under catalog `variant`; `catalog_source` is where the run listed
+/// its catalog (a file, or a live server's label).
+pub fn scenario_case(
+    file: &Path,
+    catalog_source: &str,
+    variant: &str,
+    recorded: Recorded<'_>,
+) -> Result<ShownCase, String> {
+    // Loading a scenario whose catalog is a server would list it again: not for a report.
+    if !Path::new(catalog_source).exists() {
+        return Err(format!(
+            "its catalog is listed from a live MCP server ({catalog_source}), which explaining a run does not start"
+        ));
+    }
+    let scenario = super::scenario::load_scenarios(file)
+        .map_err(|e| format!("its scenario file cannot be read now ({e})"))?
+        .into_iter()
+        .next()
+        .ok_or_else(|| format!("{} holds no scenario", file.display()))?;
+    let shown_variant = scenario
+        .catalogs
+        .iter()
+        .find(|c| c.name == variant)
+        .ok_or_else(|| format!("the catalog variant {variant} no longer exists"))?;
+    let mut changed_since = Vec::new();
+    check(
+        &mut changed_since,
+        "the catalog",
+        recorded.catalog_fingerprint,
+        &shown_variant.catalog.fingerprint,
+    );
+    check(
+        &mut changed_since,
+        "the scenario file",
+        recorded.source_digest,
+        &scenario.source_digest,
+    );
+    Ok(ShownCase {
+        source: file.display().to_string(),
+        messages: shown_variant.messages(&scenario.messages),
+        catalog: Arc::clone(&shown_variant.catalog),
+        changed_since,
+    })
+}
+
+/// Notes `what` as changed when the run recorded a digest and today's differs; a run that
+/// recorded none (older runs) is not checked, and says so.
+fn check(changed: &mut Vec<String>, what: &str, recorded: Option<&str>, now: &str) {
+    match recorded {
+        Some(was) if was != now => changed.push(format!(
+            "{what} changed since the run ({} then, {} now): the model read the earlier one",
+            crate::catalog::view::short(was),
+            crate::catalog::view::short(now)
+        )),
+        Some(_) => {}
+        None => changed.push(format!(
+            "the run recorded no fingerprint of {what}, so it is shown as it is now, unchecked"
+        )),
+    }
+}
