@@ -11,6 +11,7 @@ mod cli_arms;
 mod cli_batch;
 mod cli_compare;
 mod cli_cost;
+mod cli_explain;
 mod cli_formats;
 mod cli_gate;
 mod cli_help;

@@ -1,0 +1,434 @@
+//! `toolscore explain`, through the binary, on the shipped recordings: its behaviour groups
+//! against results.jsonl regrouped here independently, the case as the arm read it, the diff
+//! of the terse-vs-base pair against `compare`'s own per-case figure, the bounds, and the
+//! errors.
+
+use crate::support;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use support::{read_json, read_jsonl, toolscore};
+
+const DEMO: &str = "datasets/billing/recordings/smollm2-135m-2026-12-02.cassette.jsonl.gz";
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Runs `toolscore run ARGS --run-id ID --out OUT` in the repository (the shipped config and
+/// recordings) and returns the run folder.
+fn replay(out: &Path, id: &str, args: &[&str]) -> PathBuf {
+    let out_dir = out.to_str().expect("utf-8 temp path");
+    let mut all = vec!["run", "--progress", "off", "--run-id", id, "--out", out_dir];
+    all.extend_from_slice(args);
+    let run = toolscore(root(), &all);
+    assert_eq!(run.code, 0, "{}", run.transcript());
+    out.join(id)
+}
+
+/// `toolscore explain ARGS --json -`, parsed.
+fn explain_json(args: &[&str]) -> Value {
+    let mut all = vec!["explain"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--json", "-"]);
+    let run = toolscore(root(), &all);
+    assert_eq!(run.code, 0, "{}", run.transcript());
+    serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("{e}: {}", run.stdout))
+}
+
+/// What a fixture trial did, regrouped from its record with nothing of toolscore's: the
+/// called tools sorted and joined with ` + `, or `(no call)`, and whether it passed.
+fn behaviour_of(record: &Value) -> (String, bool) {
+    let mut names: Vec<String> = record["turns"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|t| t["tool_calls"].as_array().cloned().unwrap_or_default())
+        .map(|c| c["name"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    names.sort();
+    let calls = if names.is_empty() {
+        "(no call)".to_owned()
+    } else {
+        names.join(" + ")
+    };
+    (calls, record["outcome"] == "pass")
+}
+
+/// Per behaviour of one (case, variant): trials and the lowest trial index.
+fn regroup(results: &[Value], case: &str, variant: &str) -> BTreeMap<(String, bool), (u64, u64)> {
+    let mut groups: BTreeMap<(String, bool), (u64, u64)> = BTreeMap::new();
+    for r in results
+        .iter()
+        .filter(|r| r["case_id"] == case && r["variant"] == variant && r["outcome"] != "error")
+    {
+        let trial = r["trial_index"].as_u64().expect("trial_index");
+        let g = groups.entry(behaviour_of(r)).or_insert((0, u64::MAX));
+        g.0 += 1;
+        g.1 = g.1.min(trial);
+    }
+    groups
+}
+
+/// Wilson's score interval, written out here (reference/stats.md §1) rather than taken from
+/// the crate.
+fn wilson(x: f64, n: f64) -> (f64, f64) {
+    let z = 1.959_963_984_540_054_f64;
+    let p = x / n;
+    let centre = (p + z * z / (2.0 * n)) / (1.0 + z * z / n);
+    let half = z / (1.0 + z * z / n) * (p * (1.0 - p) / n + z * z / (4.0 * n * n)).sqrt();
+    (centre - half, centre + half)
+}
+
+#[test]
+fn behaviours_agree_with_results_jsonl_regrouped_independently() {
+    let out = tempfile::tempdir().unwrap();
+    let dir = replay(
+        out.path(),
+        "demo",
+        &["--provider", &format!("replay:{DEMO}")],
+    );
+    let results = read_jsonl(&dir.join("results.jsonl"));
+    let dir_arg = dir.to_str().unwrap();
+    for case in [
+        "apply-credit-eur-decimal",
+        "no-call-thanks",
+        "parallel-two-quotes",
+        "create-quote-basic",
+        "server-status-region",
+    ] {
+        let json = explain_json(&[dir_arg, case]);
+        let b = &json["arms"][0]["behaviours"];
+        let expected = regroup(&results, case, "base");
+        let scored: u64 = expected.values().map(|g| g.0).sum();
+        assert_eq!(b["scored"], scored, "{case}");
+        let listed = b["behaviours"].as_array().unwrap();
+        assert!(listed.len() <= 8, "{case}: at most 8 behaviours listed");
+        let mut counted = 0;
+        for g in listed {
+            let key = (g["calls"].as_str().unwrap().to_owned(), g["passed"] == true);
+            let (trials, first) = expected[&key];
+            let share = &g["share"];
+            assert_eq!(
+                (share["x"].as_u64(), share["n"].as_u64()),
+                (Some(trials), Some(scored)),
+                "{case} {key:?}"
+            );
+            let (lo, hi) = wilson(trials as f64, scored as f64);
+            assert!(
+                (share["interval"]["lo"].as_f64().unwrap() - lo).abs() < 1e-9,
+                "{case} {key:?}"
+            );
+            assert!(
+                (share["interval"]["hi"].as_f64().unwrap() - hi).abs() < 1e-9,
+                "{case} {key:?}"
+            );
+            // The example is the behaviour's lowest trial, with that trial's calls as recorded.
+            assert_eq!(g["example"]["trial_index"], first, "{case} {key:?}");
+            let record = results
+                .iter()
+                .find(|r| r["case_id"] == case && r["trial_index"] == first)
+                .unwrap();
+            let shown: Vec<&str> = g["example"]["turns"][0]["calls"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|c| c["tool"].as_str().unwrap())
+                .collect();
+            let recorded: Vec<&str> = record["turns"][0]["tool_calls"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|c| c["name"].as_str().unwrap())
+                .collect();
+            assert_eq!(shown, recorded, "{case} {key:?}");
+            counted += trials;
+        }
+        // Listed by trials, most first; the rest counted, none lost.
+        let trials: Vec<u64> = listed
+            .iter()
+            .map(|g| g["share"]["x"].as_u64().unwrap())
+            .collect();
+        assert!(
+            trials.windows(2).all(|w| w[0] >= w[1]),
+            "{case}: {trials:?}"
+        );
+        let rest = b["not_listed"]["trials"].as_u64().unwrap_or(0);
+        assert_eq!(counted + rest, scored, "{case}");
+        assert_eq!(
+            listed.len() as u64 + b["not_listed"]["behaviours"].as_u64().unwrap_or(0),
+            expected.len() as u64,
+            "{case}"
+        );
+    }
+}
+
+#[test]
+fn the_case_is_shown_as_each_arm_read_it_and_the_diff_matches_compare() {
+    let out = tempfile::tempdir().unwrap();
+    let dir = replay(
+        out.path(),
+        "terse-vs-base",
+        &[
+            "--provider",
+            "demo",
+            "--provider",
+            "demo-terse",
+            "--trials",
+            "10",
+        ],
+    );
+    let dir_arg = dir.to_str().unwrap();
+    let case = "server-status-region";
+    let text = toolscore(
+        root(),
+        &["explain", dir_arg, case, "--arm", "base", "--arm", "terse"],
+    );
+    assert_eq!(text.code, 0, "{}", text.transcript());
+    // Each arm's catalog: the expected tool marked, its description in that arm's wording.
+    let terse: Value = read_json(&root().join("datasets/billing/variants/terse.json"));
+    let terse_words = terse["tools"]["get_server_status"]["description"]
+        .as_str()
+        .unwrap();
+    let base: Value = read_json(&root().join("datasets/billing/tools.json"));
+    let base_words = base["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "get_server_status")
+        .unwrap()["description"]
+        .as_str()
+        .unwrap();
+    let stdout = &text.stdout;
+    assert!(stdout.contains("▸ get_server_status"), "{stdout}");
+    assert!(
+        stdout.contains(&format!("get_server_status: {base_words}")),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(&format!("get_server_status: {terse_words}")),
+        "{stdout}"
+    );
+    let cases = read_jsonl(&root().join("datasets/billing/cases.jsonl"));
+    let fixture = cases.iter().find(|c| c["id"] == case).unwrap();
+    let user = fixture["messages"].as_array().unwrap().last().unwrap()["content"]
+        .as_str()
+        .unwrap();
+    assert!(stdout.contains(&format!("user       {user}")), "{stdout}");
+    assert!(
+        !stdout.contains("NOTE:"),
+        "nothing changed since the run: {stdout}"
+    );
+
+    // The case's difference is compare's own line for it.
+    let compared = out.path().join("compare.json");
+    let run = toolscore(
+        root(),
+        &["compare", dir_arg, "--json", compared.to_str().unwrap()],
+    );
+    assert!(
+        run.stdout
+            .contains(&format!("toolscore explain {dir_arg} ")),
+        "{}",
+        run.stdout
+    );
+    let compare = read_json(&compared);
+    let line = compare["case_differences"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["case_id"] == case)
+        .unwrap();
+    let json = explain_json(&[dir_arg, case, "--arm", "base", "--arm", "terse"]);
+    let diff = &json["diff"];
+    for field in ["a_x", "a_n", "b_x", "b_n", "difference", "lo", "hi"] {
+        assert_eq!(diff["case"][field], line[field], "{field}");
+    }
+    // Every behaviour's counts in each arm, as regrouped here.
+    let results = read_jsonl(&dir.join("results.jsonl"));
+    let (a, b) = (
+        regroup(&results, case, "base"),
+        regroup(&results, case, "terse"),
+    );
+    for c in diff["behaviours"]["changes"].as_array().unwrap() {
+        let key = (c["calls"].as_str().unwrap().to_owned(), c["passed"] == true);
+        assert_eq!(
+            c["a"]["x"].as_u64().unwrap(),
+            a.get(&key).map_or(0, |g| g.0),
+            "{key:?}"
+        );
+        assert_eq!(
+            c["b"]["x"].as_u64().unwrap(),
+            b.get(&key).map_or(0, |g| g.0),
+            "{key:?}"
+        );
+        let change = c["change"].as_str().unwrap();
+        let (lo, hi) = (
+            c["interval"]["lo"].as_f64().unwrap(),
+            c["interval"]["hi"].as_f64().unwrap(),
+        );
+        match change {
+            "within_noise" => assert!(lo <= 0.0 && hi >= 0.0, "{key:?}"),
+            "grew" | "new" => assert!(lo > 0.0, "{key:?}"),
+            _ => assert!(hi < 0.0, "{key:?} {change}"),
+        }
+    }
+}
+
+#[test]
+fn against_another_run_diffs_the_same_case() {
+    let out = tempfile::tempdir().unwrap();
+    let demo = replay(
+        out.path(),
+        "demo",
+        &["--provider", "demo", "--trials", "10"],
+    );
+    let greedy = replay(
+        out.path(),
+        "greedy",
+        &["--provider", "demo-greedy", "--trials", "3"],
+    );
+    let json = explain_json(&[
+        demo.to_str().unwrap(),
+        "get-customer-by-id",
+        "--against",
+        greedy.to_str().unwrap(),
+    ]);
+    assert_eq!(json["arms"][0]["run_id"], "demo");
+    assert_eq!(json["arms"][1]["run_id"], "greedy");
+    assert_eq!(json["diff"]["a"]["run_id"], "demo");
+    assert_eq!(json["diff"]["b"]["run_id"], "greedy");
+    assert_eq!(json["diff"]["case"]["a_n"], 10);
+    assert_eq!(json["diff"]["case"]["b_n"], 3);
+}
+
+#[test]
+fn a_scenario_shows_each_step_its_result_and_the_final_state() {
+    let out = tempfile::tempdir().unwrap();
+    let dir = replay(
+        out.path(),
+        "scenarios",
+        &["--scenario", "scenarios", "--provider", "demo-scenarios"],
+    );
+    let results = read_jsonl(&dir.join("results.jsonl"));
+    let json = explain_json(&[dir.to_str().unwrap(), "credit-by-email"]);
+    let b = &json["arms"][0]["behaviours"];
+    let mine: Vec<&Value> = results
+        .iter()
+        .filter(|r| r["case_id"] == "credit-by-email")
+        .collect();
+    assert_eq!(b["scored"].as_u64().unwrap(), mine.len() as u64);
+    for g in b["behaviours"].as_array().unwrap() {
+        let first = g["example"]["trial_index"].as_u64().unwrap();
+        let record = mine.iter().find(|r| r["trial_index"] == first).unwrap();
+        let tools: Vec<&str> = record["trajectory"]["calls"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["tool"].as_str().unwrap())
+            .collect();
+        let calls = g["calls"].as_str().unwrap();
+        let sequence = if tools.is_empty() {
+            "(no call)".to_owned()
+        } else {
+            tools.join(" → ")
+        };
+        assert!(
+            calls.starts_with(&format!("{sequence} · ")),
+            "{calls} vs {sequence}"
+        );
+        let results_shown = g["example"]["results"].as_array().map_or(0, Vec::len);
+        assert_eq!(results_shown, tools.len());
+        assert_eq!(
+            g["example"]["final_state"],
+            record["trajectory"]["final_state"].to_string()
+        );
+    }
+    let shown = &json["arms"][0]["shown"];
+    assert_eq!(shown["source"], "scenarios/credit-by-email.yaml");
+    assert_eq!(shown["tools"].as_array().unwrap().len(), 11);
+}
+
+#[test]
+fn a_changed_catalog_is_said_and_an_unknown_case_names_the_closest() {
+    let project = tempfile::tempdir().unwrap();
+    let copy = |rel: &str| {
+        let to = project.path().join(rel);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(root().join(rel), to).unwrap();
+    };
+    for rel in [
+        "datasets/billing/tools.json",
+        "datasets/billing/cases.jsonl",
+        DEMO,
+    ] {
+        copy(rel);
+    }
+    let run = toolscore(
+        project.path(),
+        &[
+            "run",
+            "--provider",
+            &format!("replay:{DEMO}"),
+            "--dataset",
+            "datasets/billing",
+            "--run-id",
+            "r",
+            "--progress",
+            "off",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.transcript());
+    let explain = |case: &str| toolscore(project.path(), &["explain", "reports/r", case]);
+    let before = explain("get-customer-by-id");
+    assert_eq!(before.code, 0, "{}", before.transcript());
+    assert!(!before.stdout.contains("NOTE:"), "{}", before.stdout);
+
+    let tools = project.path().join("datasets/billing/tools.json");
+    let text = std::fs::read_to_string(&tools).unwrap();
+    std::fs::write(
+        &tools,
+        text.replacen("Look up one customer", "Find one customer", 1),
+    )
+    .unwrap();
+    let after = explain("get-customer-by-id");
+    assert_eq!(after.code, 0, "{}", after.transcript());
+    assert!(
+        after
+            .stdout
+            .contains("NOTE: the catalog changed since the run"),
+        "{}",
+        after.stdout
+    );
+
+    let unknown = explain("get-customer-id");
+    assert_eq!(unknown.code, 2, "{}", unknown.transcript());
+    assert!(
+        unknown.stderr.contains("run r has no case get-customer-id"),
+        "{}",
+        unknown.stderr
+    );
+    assert!(
+        unknown.stderr.contains("get-customer-by-id"),
+        "{}",
+        unknown.stderr
+    );
+    let arm = toolscore(
+        project.path(),
+        &[
+            "explain",
+            "reports/r",
+            "get-customer-by-id",
+            "--arm",
+            "nope",
+        ],
+    );
+    assert_eq!(arm.code, 2, "{}", arm.transcript());
+    assert!(
+        arm.stderr.contains("--arm nope: no arm of run r"),
+        "{}",
+        arm.stderr
+    );
+}
