@@ -10,6 +10,11 @@ use super::super::behaviour::{
 use super::format_rate;
 use crate::message::Message;
 
+/// Bytes of a variant the terminal prints on its line (the JSON keeps
+/// [`EXAMPLE_BYTES`](super::super::behaviour::EXAMPLE_BYTES)); the example below it is the
+/// model's answer, cut only there.
+const VARIANT_LINE_BYTES: usize = 160;
+
 /// Renders an explanation: each arm's case and behaviours, then the diff when there is one.
 pub fn render_explanation(e: &Explanation, w: &mut dyn Write) -> io::Result<()> {
     for (i, arm) in e.arms.iter().enumerate() {
@@ -181,9 +186,9 @@ fn write_behaviour(i: usize, g: &Behaviour, w: &mut dyn Write) -> io::Result<()>
     )?;
     for v in &g.variants {
         let what = if v.what.is_empty() {
-            "(empty)"
+            "(empty)".to_owned()
         } else {
-            v.what.as_str()
+            crate::json::cut_text(&v.what, VARIANT_LINE_BYTES)
         };
         writeln!(w, "       {:>4}× {what}", v.trials)?;
         if let Some(f) = &v.failure {
