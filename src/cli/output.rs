@@ -24,6 +24,9 @@ pub enum Format {
     Html,
 }
 
+/// Cases per arm whose behaviours `report.md` folds under its weakest cases.
+const MARKDOWN_EXPLAINED: usize = 3;
+
 /// The formats asked for, deduplicated and in a fixed order, or `default` when none were.
 pub fn chosen(asked: &[Format], default: &[Format]) -> Vec<Format> {
     let mut formats = if asked.is_empty() {
@@ -47,7 +50,16 @@ pub fn write_files(
     let mut written = Vec::new();
     for format in formats {
         let (name, renderer): (&str, Box<dyn Render>) = match format {
-            Format::Md => ("report.md", Box::new(Markdown)),
+            Format::Md => (
+                "report.md",
+                Box::new(Markdown {
+                    explained: crate::report::behaviour::behaviours_of(
+                        &run_dir.join("results.jsonl"),
+                        &crate::report::behaviour::cases_to_explain(summary, MARKDOWN_EXPLAINED),
+                        summary.confidence,
+                    )?,
+                }),
+            ),
             Format::Junit => ("junit.xml", Box::new(Junit)),
             Format::Html => (
                 "report.html",

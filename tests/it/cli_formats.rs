@@ -211,6 +211,15 @@ fn strings_from_fixtures_and_models_cannot_break_the_markdown_or_the_xml() {
             v["case_id"] = HOSTILE_ID.into();
             v["expected"] = HOSTILE_TOOL.into();
             v["score"]["detail"] = "expected <i>x</i> | got `rm -rf`".into();
+            // What the model said and called, which report.md's behaviour block quotes: the
+            // case fails every trial, so it is the weakest and is explained.
+            v["outcome"] = "fail".into();
+            v["score"]["passed"] = false.into();
+            v["turns"] = serde_json::json!([{
+                "text": "<script>alert(2)</script>|`z`\n| c |",
+                "tool_calls": [{"name": HOSTILE_TOOL, "arguments": {"k": "<img src=x>|`w`"}}],
+                "usage": {}
+            }]);
         }
     });
     let run = toolscore(
@@ -219,7 +228,13 @@ fn strings_from_fixtures_and_models_cannot_break_the_markdown_or_the_xml() {
     );
     assert_eq!(run.code, 0, "{}", run.transcript());
     let md = read(&dir.join("report.md"));
-    for raw in ["<script>", "<b>", "<i>", "`x`", "`rm"] {
+    assert!(
+        md.contains(
+            "<details><summary>What the model did in &lt;script&gt;alert(1)&lt;/script&gt;"
+        ),
+        "{md}"
+    );
+    for raw in ["<script>", "<b>", "<i>", "<img", "`x`", "`rm", "`z`", "`w`"] {
         assert!(!md.contains(raw), "{raw} reached the Markdown:\n{md}");
     }
     assert!(
@@ -279,7 +294,7 @@ fn markdown_of_5000_cases_stays_under_github_s_limit_and_says_what_it_cut() {
     let arm2 = summary.arms[0].clone();
     summary.arms = vec![arm2; 3];
     let mut out = Vec::new();
-    toolscore::report::Render::render(&toolscore::report::Markdown, &summary, &mut out)
+    toolscore::report::Render::render(&toolscore::report::Markdown::default(), &summary, &mut out)
         .expect("render");
     let md = String::from_utf8(out).expect("utf-8");
     assert!(

@@ -395,6 +395,74 @@ impl BehaviourTally {
     }
 }
 
+/// One case of one arm.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct CaseKey {
+    pub arm: ArmId,
+    pub dataset: String,
+    pub case_id: String,
+}
+
+/// The cases a pull-request report explains, at most `per_arm` of each arm: the cases a
+/// case-level gate failed, then the weakest by pass rate (the weakest-cases table's order).
+pub fn cases_to_explain(s: &super::Summary, per_arm: usize) -> Vec<CaseKey> {
+    let mut out: Vec<CaseKey> = Vec::new();
+    for a in &s.arms {
+        let failed = s
+            .gate
+            .iter()
+            .flat_map(|g| &g.gates)
+            .filter(|g| g.arm == a.arm)
+            .flat_map(|g| &g.not_passed)
+            .filter(|c| c.verdict == super::Verdict::Fail)
+            .map(|c| (c.dataset.clone(), c.case_id.clone()));
+        let weakest = super::wording::weakest_cases(a)
+            .into_iter()
+            .map(|c| (c.dataset.clone(), c.case_id.clone()));
+        let mut mine: Vec<CaseKey> = Vec::new();
+        for (dataset, case_id) in failed.chain(weakest) {
+            let key = CaseKey {
+                arm: a.arm.clone(),
+                dataset,
+                case_id,
+            };
+            if mine.len() == per_arm {
+                break;
+            }
+            if !mine.contains(&key) {
+                mine.push(key);
+            }
+        }
+        out.extend(mine);
+    }
+    out
+}
+
+/// The behaviours of `cases`, in their order, from a run's `results.jsonl`, streamed once:
+/// memory grows with the cases asked for, not with the run.
+pub fn behaviours_of(
+    results: &std::path::Path,
+    cases: &[CaseKey],
+    confidence: f64,
+) -> Result<Vec<CaseBehaviours>, crate::error::Error> {
+    let index: BTreeMap<(&ArmId, &str, &str), usize> = cases
+        .iter()
+        .enumerate()
+        .map(|(i, k)| ((&k.arm, k.dataset.as_str(), k.case_id.as_str()), i))
+        .collect();
+    let mut tallies: Vec<BehaviourTally> = cases.iter().map(|_| BehaviourTally::new()).collect();
+    super::for_each_record(results, &mut |r| {
+        if let Some(&i) = index.get(&(&r.arm, r.dataset.as_str(), r.case_id.as_str())) {
+            tallies[i].add(r);
+        }
+    })?;
+    Ok(cases
+        .iter()
+        .zip(tallies)
+        .map(|(k, t)| t.finish(&k.dataset, &k.case_id, &k.arm, confidence))
+        .collect())
+}
+
 /// `x` of `n` with its Wilson interval: the one rate shape every report prints.
 pub(crate) fn share(x: u64, n: u64, confidence: f64) -> RateStat {
     RateStat {

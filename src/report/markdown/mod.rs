@@ -29,13 +29,20 @@ const TOOLS_SHOWN: usize = 30;
 /// one hostile fixture must not eat the document's budget.
 const STRING_CHARS: usize = 120;
 
+mod behaviours;
+
 /// `report.md`: GitHub-flavoured Markdown, at most [`MAX_CHARS`] characters.
-pub struct Markdown;
+#[derive(Default)]
+pub struct Markdown {
+    /// The behaviours of the cases the report explains (`behaviour::cases_to_explain`), read
+    /// from results.jsonl by the caller: each is a folded block under its arm's weakest cases.
+    pub explained: Vec<super::behaviour::CaseBehaviours>,
+}
 
 impl super::Render for Markdown {
     fn render(&self, s: &Summary, w: &mut dyn Write) -> io::Result<()> {
         let mut doc = String::new();
-        write_document(s, &mut doc);
+        write_document(s, &self.explained, &mut doc);
         w.write_all(cap_document(doc).as_bytes())
     }
 }
@@ -97,7 +104,7 @@ fn pct(c: f64) -> String {
     format!("{:.0}%", c * 100.0)
 }
 
-fn write_document(s: &Summary, doc: &mut String) {
+fn write_document(s: &Summary, explained: &[super::behaviour::CaseBehaviours], doc: &mut String) {
     let r = &s.run;
     doc.push_str(&format!(
         "# toolscore report · run {}\n\n",
@@ -147,7 +154,7 @@ fn write_document(s: &Summary, doc: &mut String) {
         write_gate(g, doc);
     }
     for arm in &s.arms {
-        write_arm(s, arm, doc);
+        write_arm(s, arm, explained, doc);
     }
     if let Some(c) = &s.comparison {
         write_comparison(c, doc);
@@ -401,7 +408,12 @@ fn suite_row(name: &str, r: &RateStat) -> String {
     format!("| {name} | {} | {case_level} |\n", format_rate(r))
 }
 
-fn write_arm(s: &Summary, a: &ArmSummary, doc: &mut String) {
+fn write_arm(
+    s: &Summary,
+    a: &ArmSummary,
+    explained: &[super::behaviour::CaseBehaviours],
+    doc: &mut String,
+) {
     let conf = pct(s.confidence);
     doc.push_str(&format!(
         "\n## Arm {} · model {} · variant {}\n\n",
@@ -419,6 +431,7 @@ fn write_arm(s: &Summary, a: &ArmSummary, doc: &mut String) {
     doc.push_str(&suite_row("schema valid", &m.schema_valid));
     doc.push_str(&suite_row("pass", &m.pass));
     write_worst_cases(a, doc);
+    behaviours::write_behaviours(a, explained, doc);
     if !a.warnings.is_empty() {
         doc.push_str("\n**Warnings**\n\n");
         write_warnings(&a.warnings, doc);
@@ -741,7 +754,7 @@ mod tests {
             substitutions: Vec::new(),
         });
         let mut out = Vec::new();
-        crate::report::Render::render(&Markdown, &s, &mut out).unwrap();
+        crate::report::Render::render(&Markdown::default(), &s, &mut out).unwrap();
         let md = String::from_utf8(out).unwrap();
         assert!(
             md.contains("B − A = -0.053 [-0.094, -0.011] (paired t, 50 df) · **WORSE: variant terse scores lower**"),
