@@ -7,15 +7,12 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 
-use super::resume::{PLAN_FILE, PlanFingerprint};
+use super::shown::RunFiles;
 use super::{load_run, setup, usage};
 use crate::error::{Error, ExitCode};
 use crate::record::{ArmId, SCENARIO_DATASET, TrialRecord};
-use crate::report::behaviour::{
-    ArmExplanation, BehaviourTally, CaseAsShown, ExplainedDiff, Explanation,
-};
+use crate::report::behaviour::{ArmExplanation, BehaviourTally, ExplainedDiff, Explanation};
 use crate::report::{ComparedArm, Metric, Summary};
-use crate::suite::shown::{self, Recorded};
 
 #[derive(Debug, Args)]
 pub struct ExplainArgs {
@@ -91,18 +88,22 @@ pub fn run(args: &ExplainArgs) -> Result<ExitCode, Error> {
             confidence,
         )
     });
+    let mut files: Vec<RunFiles> = runs
+        .iter()
+        .zip(&dirs)
+        .map(|(run, dir)| RunFiles::new(dir, &run.run))
+        .collect();
     let arms = sides
         .iter()
         .zip(tallies)
         .map(|(side, tally)| {
-            let run = &runs[side.run];
             let (shown, not_shown) =
-                match shown_case(dirs[side.run], run, &dataset, &case_id, &side.arm.variant) {
+                match files[side.run].case(&dataset, &case_id, &side.arm.variant) {
                     Ok(s) => (Some(s), None),
                     Err(why) => (None, Some(why)),
                 };
             ArmExplanation {
-                run_id: run.run.run_id.clone(),
+                run_id: runs[side.run].run.run_id.clone(),
                 behaviours: tally.finish(&dataset, &case_id, &side.arm, confidence),
                 shown,
                 not_shown,
@@ -314,76 +315,4 @@ fn explained_diff(
         case,
         behaviours: crate::report::behaviour::diff(tallies.0, tallies.1, confidence),
     }
-}
-
-/// The case as `variant`'s model read it, from the files the run names, checked against the
-/// fingerprints it recorded; or why it cannot be shown.
-fn shown_case(
-    dir: &Path,
-    s: &Summary,
-    dataset: &str,
-    case_id: &str,
-    variant: &str,
-) -> Result<CaseAsShown, String> {
-    let plan: Option<PlanFingerprint> = std::fs::read_to_string(dir.join(PLAN_FILE))
-        .ok()
-        .and_then(|text| serde_json::from_str(&text).ok());
-    let shown = if dataset == SCENARIO_DATASET {
-        let info = s
-            .run
-            .scenarios
-            .iter()
-            .find(|sc| sc.name == case_id)
-            .ok_or_else(|| format!("the run names no file for scenario {case_id}"))?;
-        let source_digest = plan.as_ref().and_then(|p| {
-            let i = p.scenarios.iter().position(|(name, _)| name == case_id)?;
-            p.scenario_sources.get(i).map(String::as_str)
-        });
-        let recorded = Recorded {
-            catalog_fingerprint: (variant == crate::record::BASE_VARIANT)
-                .then_some(info.catalog_fingerprint.as_str()),
-            source_digest,
-        };
-        shown::scenario_case(
-            Path::new(&info.file),
-            &info.catalog_source,
-            variant,
-            recorded,
-        )?
-    } else {
-        let info = s
-            .run
-            .datasets
-            .iter()
-            .find(|d| d.name == dataset)
-            .ok_or_else(|| format!("the run names no catalog for dataset {dataset}"))?;
-        let dir = Path::new(&info.catalog_source)
-            .parent()
-            .ok_or_else(|| format!("the run's catalog {} is in no folder", info.catalog_source))?;
-        let catalog_fingerprint = if variant == crate::record::BASE_VARIANT {
-            Some(info.catalog_fingerprint.as_str())
-        } else {
-            info.variants
-                .iter()
-                .find(|v| v.name == variant)
-                .map(|v| v.catalog_fingerprint.as_str())
-        };
-        let source_digest = plan.as_ref().and_then(|p| {
-            p.datasets
-                .iter()
-                .find(|d| d.name == dataset)
-                .and_then(|d| d.fixtures.as_deref())
-        });
-        let recorded = Recorded {
-            catalog_fingerprint,
-            source_digest,
-        };
-        shown::dataset_case(dir, case_id, variant, recorded)?
-    };
-    Ok(CaseAsShown {
-        source: shown.source,
-        messages: shown.messages,
-        tools: shown.catalog.tools.clone(),
-        changed_since: shown.changed_since,
-    })
 }

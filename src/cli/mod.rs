@@ -26,6 +26,7 @@ mod rescore;
 mod resume;
 mod run;
 mod setup;
+mod shown;
 mod stress;
 mod validate;
 

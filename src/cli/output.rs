@@ -4,6 +4,8 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use crate::error::Error;
+use crate::record::ArmId;
+use crate::report::behaviour::{self, CaseKey, Explorer};
 use crate::report::history::{self, Trend};
 use crate::report::{Html, HtmlContext, Junit, Markdown, Metric, Render, Summary};
 
@@ -118,6 +120,13 @@ fn html_context(summary: &Summary, run_dir: &Path) -> HtmlContext {
         _ => None,
     };
     ctx.comparison = summary.comparison.clone().or(computed);
+    match explorer(summary, run_dir, ctx.comparison.as_ref()) {
+        Ok(explorer) => ctx.explorer = explorer,
+        Err(e) => {
+            eprintln!("warning: report.html has no case explorer: {e}");
+            ctx.notes.push(format!("No case explorer: {e}"));
+        }
+    }
     let history = run_dir
         .parent()
         .unwrap_or_else(|| Path::new("."))
@@ -132,6 +141,80 @@ fn html_context(summary: &Summary, run_dir: &Path) -> HtmlContext {
         }
     }
     ctx
+}
+
+/// The HTML report's case explorer, read from the run folder: the behaviours of the cases
+/// its forest plots show, their conversations and catalogs as the arms' models read them, and
+/// a comparison's cases diffed (when both its arms are this run's).
+fn explorer(
+    summary: &Summary,
+    run_dir: &Path,
+    comparison: Option<&crate::report::Comparison>,
+) -> Result<Explorer, Error> {
+    let mut keys = crate::report::explored_cases(summary);
+    let explored = keys.len();
+    let compared: Vec<(String, String)> = comparison
+        .filter(|c| c.a.run_id == summary.run.run_id && c.b.run_id == summary.run.run_id)
+        .map(crate::report::compared_cases)
+        .unwrap_or_default();
+    let (a, b) = match comparison {
+        Some(c) => (Some(&c.a.arm), Some(&c.b.arm)),
+        None => (None, None),
+    };
+    // The compared cases of both arms, after the explored ones (many are the same).
+    for arm in [a, b].into_iter().flatten() {
+        for (dataset, case_id) in &compared {
+            let key = CaseKey {
+                arm: arm.clone(),
+                dataset: dataset.clone(),
+                case_id: case_id.clone(),
+            };
+            if !keys.contains(&key) {
+                keys.push(key);
+            }
+        }
+    }
+    let tallies = behaviour::tallies_of(&run_dir.join("results.jsonl"), &keys)?;
+    let at = |arm: &ArmId, d: &str, c: &str| {
+        keys.iter()
+            .position(|k| &k.arm == arm && k.dataset == d && k.case_id == c)
+    };
+    let mut out = Explorer::default();
+    if let (Some(a), Some(b)) = (a, b) {
+        for (d, c) in &compared {
+            if let (Some(i), Some(j)) = (at(a, d, c), at(b, d, c)) {
+                let moved = behaviour::diff(&tallies[i], &tallies[j], summary.confidence);
+                out.diffs.push((d.clone(), c.clone(), moved));
+            }
+        }
+    }
+    let mut files = super::shown::RunFiles::new(run_dir, &summary.run);
+    for (k, tally) in keys.iter().zip(tallies).take(explored) {
+        let shown = files.case(&k.dataset, &k.case_id, &k.arm.variant).map(|c| {
+            behaviour::ShownConversation {
+                source: c.source,
+                messages: c.messages,
+                changed_since: c.changed_since,
+            }
+        });
+        let catalog = (k.dataset.clone(), k.arm.variant.clone());
+        let listed = out
+            .catalogs
+            .iter()
+            .any(|c| (&c.dataset, &c.variant) == (&catalog.0, &catalog.1))
+            || out.catalogs_not_shown.iter().any(|(c, _)| c == &catalog);
+        if !listed && k.dataset != crate::record::SCENARIO_DATASET {
+            match files.catalog(&k.dataset, &k.arm.variant) {
+                Ok(c) => out.catalogs.push(c),
+                Err(why) => out.catalogs_not_shown.push((catalog, why)),
+            }
+        }
+        out.cases.push(behaviour::ExploredCase {
+            behaviours: tally.finish(&k.dataset, &k.case_id, &k.arm, summary.confidence),
+            shown,
+        });
+    }
+    Ok(out)
 }
 
 /// The trends of the history file beside the run, for the HTML report.

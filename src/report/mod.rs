@@ -35,7 +35,7 @@ pub use comparison::{
     MeanDifference, Substitution, render_comparison,
 };
 pub use csv::ResultsCsv;
-pub use html::{Html, HtmlContext};
+pub use html::{Html, HtmlContext, compared_cases, explored_cases};
 pub use junit::Junit;
 pub use markdown::{MAX_CHARS as MARKDOWN_MAX_CHARS, Markdown, escape as escape_markdown};
 pub use probe::render_probe;

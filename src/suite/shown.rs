@@ -2,7 +2,7 @@
 //! arm's variant (renames and overlays applied), reloaded from the files the run names and
 //! checked against the fingerprints it recorded. What the model read is what is printed, or
 //! a sentence says what changed since; a live server is never started to list a catalog
-//! again (explaining a run reads files only).
+//! again (a report reads files only).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -30,64 +30,101 @@ pub struct Recorded<'a> {
     pub source_digest: Option<&'a str>,
 }
 
-/// Case `case_id` of the dataset in `dir` under catalog `variant`.
-pub fn dataset_case(
-    dir: &Path,
-    case_id: &str,
-    variant: &str,
-    recorded: Recorded<'_>,
-) -> Result<ShownCase, String> {
-    if dir.join(super::live::DATASET_FILE).is_file() {
-        return Err(format!(
-            "its catalog is listed from a live MCP server ({}), which explaining a run does not start",
-            dir.join(super::live::DATASET_FILE).display()
-        ));
-    }
-    let dataset =
-        super::load_dataset(dir).map_err(|e| format!("its dataset cannot be read now ({e})"))?;
-    let case = dataset
-        .cases
-        .iter()
-        .find(|c| c.id == case_id)
-        .ok_or_else(|| {
-            format!(
-                "{} has no case {case_id} now",
-                dir.join("cases.jsonl").display()
-            )
-        })?;
-    let shown_variant = dataset
-        .variant(variant)
-        .ok_or_else(|| format!("the catalog variant {variant} no longer exists"))?;
-    // A case with its own catalog (imported from BFCL) is shown that one; variants do not
-    // apply to it.
-    let (catalog, messages) = match &case.catalog {
-        Some((own, _)) => (Arc::clone(own), case.messages.clone()),
-        None => (
-            Arc::clone(&shown_variant.catalog),
-            shown_variant.messages(&case.messages),
-        ),
-    };
-    let mut changed_since = Vec::new();
-    if case.catalog.is_none() {
+/// A dataset as it is now, loaded once for every case a report shows of it.
+pub struct ShownDataset {
+    dataset: super::Dataset,
+    /// Said of every case when the fixtures differ from what the run recorded.
+    fixtures_changed: Vec<String>,
+}
+
+impl ShownDataset {
+    /// The dataset in `dir`, its fixtures checked against `fixtures_digest` (`plan.json`).
+    pub fn load(dir: &Path, fixtures_digest: Option<&str>) -> Result<ShownDataset, String> {
+        if dir.join(super::live::DATASET_FILE).is_file() {
+            return Err(format!(
+                "its catalog is listed from a live MCP server ({}), which a report does not start",
+                dir.join(super::live::DATASET_FILE).display()
+            ));
+        }
+        let dataset = super::load_dataset(dir)
+            .map_err(|e| format!("its dataset cannot be read now ({e})"))?;
+        let mut fixtures_changed = Vec::new();
         check(
-            &mut changed_since,
-            "the catalog",
-            recorded.catalog_fingerprint,
-            &shown_variant.catalog.fingerprint,
+            &mut fixtures_changed,
+            "the fixtures (cases.jsonl)",
+            fixtures_digest,
+            &dataset.fixtures_digest,
         );
+        Ok(ShownDataset {
+            dataset,
+            fixtures_changed,
+        })
     }
-    check(
-        &mut changed_since,
-        "the fixtures (cases.jsonl)",
-        recorded.source_digest,
-        &dataset.fixtures_digest,
-    );
-    Ok(ShownCase {
-        source: format!("{}:{}", dir.join("cases.jsonl").display(), case.line),
-        messages,
-        catalog,
-        changed_since,
-    })
+
+    /// The catalog `variant` shows, and what changed since the run recorded `fingerprint`.
+    pub fn catalog(
+        &self,
+        variant: &str,
+        fingerprint: Option<&str>,
+    ) -> Result<(Arc<Catalog>, Vec<String>), String> {
+        let v = self
+            .dataset
+            .variant(variant)
+            .ok_or_else(|| format!("the catalog variant {variant} no longer exists"))?;
+        let mut changed = Vec::new();
+        check(
+            &mut changed,
+            "the catalog",
+            fingerprint,
+            &v.catalog.fingerprint,
+        );
+        Ok((Arc::clone(&v.catalog), changed))
+    }
+
+    /// Case `case_id` under catalog `variant`, its catalog checked against `fingerprint`.
+    pub fn case(
+        &self,
+        case_id: &str,
+        variant: &str,
+        fingerprint: Option<&str>,
+    ) -> Result<ShownCase, String> {
+        let case = self
+            .dataset
+            .cases
+            .iter()
+            .find(|c| c.id == case_id)
+            .ok_or_else(|| {
+                format!(
+                    "{} has no case {case_id} now",
+                    self.dataset.dir.join("cases.jsonl").display()
+                )
+            })?;
+        let (variant_catalog, mut changed_since) = self.catalog(variant, fingerprint)?;
+        let shown_variant = self
+            .dataset
+            .variant(variant)
+            .ok_or_else(|| format!("the catalog variant {variant} no longer exists"))?;
+        // A case with its own catalog (imported from BFCL) is shown that one; variants do not
+        // apply to it.
+        let (catalog, messages) = match &case.catalog {
+            Some((own, _)) => {
+                changed_since.clear();
+                (Arc::clone(own), case.messages.clone())
+            }
+            None => (variant_catalog, shown_variant.messages(&case.messages)),
+        };
+        changed_since.extend(self.fixtures_changed.iter().cloned());
+        Ok(ShownCase {
+            source: format!(
+                "{}:{}",
+                self.dataset.dir.join("cases.jsonl").display(),
+                case.line
+            ),
+            messages,
+            catalog,
+            changed_since,
+        })
+    }
 }
 
 /// The scenario in `file` under catalog `variant`; `catalog_source` is where the run listed
@@ -101,7 +138,7 @@ pub fn scenario_case(
     // Loading a scenario whose catalog is a server would list it again: not for a report.
     if !Path::new(catalog_source).exists() {
         return Err(format!(
-            "its catalog is listed from a live MCP server ({catalog_source}), which explaining a run does not start"
+            "its catalog is listed from a live MCP server ({catalog_source}), which a report does not start"
         ));
     }
     let scenario = super::scenario::load_scenarios(file)

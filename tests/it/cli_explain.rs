@@ -93,14 +93,26 @@ fn assert_guide_quotes(page: &str, command: &str, actual: &str) {
     }
 }
 
-/// Wilson's score interval, written out here (reference/stats.md §1) rather than taken from
-/// the crate.
-fn wilson(x: f64, n: f64) -> (f64, f64) {
+/// The interval every rate of the reports gets, written out here from reference/stats.md
+/// (§1, Wilson's score interval, and the Brown–Cai–DasGupta edge rule: for 1 ≤ x ≤ 2 when
+/// n ≤ 50, else 3, the lower bound is the Poisson one where lower; symmetrically above)
+/// rather than taken from the crate.
+fn report_interval(x: f64, n: f64) -> (f64, f64) {
+    use statrs::distribution::{ChiSquared, ContinuousCDF};
     let z = 1.959_963_984_540_054_f64;
     let p = x / n;
     let centre = (p + z * z / (2.0 * n)) / (1.0 + z * z / n);
     let half = z / (1.0 + z * z / n) * (p * (1.0 - p) / n + z * z / (4.0 * n * n)).sqrt();
-    (centre - half, centre + half)
+    let (mut lo, mut hi) = (centre - half, centre + half);
+    let edge = if n <= 50.0 { 2.0 } else { 3.0 };
+    let poisson = |k: f64| ChiSquared::new(2.0 * k).unwrap().inverse_cdf(0.025) / 2.0 / n;
+    if (1.0..=edge).contains(&x) {
+        lo = lo.min(poisson(x));
+    }
+    if (1.0..=edge).contains(&(n - x)) {
+        hi = hi.max(1.0 - poisson(n - x));
+    }
+    (lo.max(0.0), hi.min(1.0))
 }
 
 #[test]
@@ -141,7 +153,7 @@ fn behaviours_agree_with_results_jsonl_regrouped_independently() {
                 (Some(trials), Some(scored)),
                 "{case} {key:?}"
             );
-            let (lo, hi) = wilson(trials as f64, scored as f64);
+            let (lo, hi) = report_interval(trials as f64, scored as f64);
             assert!(
                 (share["interval"]["lo"].as_f64().unwrap() - lo).abs() < 1e-9,
                 "{case} {key:?}"

@@ -1,7 +1,8 @@
 //! `--format html`: report.html of the fixed run in `tests/data/report-run` read back as a
 //! document (its structure checked against the summary, its text snapshotted with timestamps
 //! redacted), and of a two-arm run with a history, which must show the paired differences and
-//! the trend. No page may name anything to fetch: no `src`, `href`, `url()` or `@import`.
+//! the trend. No page may name anything to fetch: no `src`, `url()` or `@import`, and no
+//! `href` but a `#id` link to an element of the page itself (the case explorer).
 //! The page is well-formed XML by design, so an XML parser reads it.
 
 use crate::support;
@@ -41,8 +42,9 @@ fn parse(html: &str) -> roxmltree::Document<'_> {
 }
 
 /// Asserts the page asks for nothing outside itself and can run nothing: no attribute that
-/// loads or links (`src`, `href`, …), no `url()` or `@import` in any style, no element that
-/// embeds or scripts, and no event-handler attribute.
+/// loads or links elsewhere (`src`, `href` but `#id` of one of its own elements, …), no
+/// `url()` or `@import` in any style, no element that embeds or scripts, and no
+/// event-handler attribute.
 fn assert_self_contained(html: &str) {
     let lower = html.to_lowercase();
     for needle in [
@@ -51,9 +53,23 @@ fn assert_self_contained(html: &str) {
         assert!(!lower.contains(needle), "report.html contains {needle}");
     }
     let doc = parse(html);
+    let ids: std::collections::BTreeSet<&str> = doc
+        .descendants()
+        .filter_map(|n| n.attribute("id"))
+        .collect();
     for node in doc.descendants().filter(|n| n.is_element()) {
         for attr in node.attributes() {
             let name = attr.name().to_lowercase();
+            if name == "href" {
+                let target = attr.value().strip_prefix('#');
+                assert!(
+                    target.is_some_and(|id| ids.contains(id)),
+                    "<{} href=\"{}\">: not a link to an element of the page",
+                    node.tag_name().name(),
+                    attr.value()
+                );
+                continue;
+            }
             assert!(
                 ![
                     "src",
@@ -187,9 +203,34 @@ fn html_of_a_fixed_run() {
     assert_eq!(rows.len(), arm["cases"].as_array().expect("cases").len());
     for row in &rows {
         assert!(
-            row.children()
+            row.descendants()
                 .any(|n| n.has_tag_name("line") && class_has(&n, "whisker")),
             "a case without its interval"
+        );
+        // Each row opens its case's explorer: a section whose heading names the case.
+        let label = row
+            .descendants()
+            .find(|n| n.has_tag_name("text") && class_has(n, "label"))
+            .and_then(|n| n.text())
+            .expect("a label");
+        let href = row
+            .descendants()
+            .find(|n| n.has_tag_name("a"))
+            .and_then(|a| a.attribute("href"))
+            .unwrap_or_else(|| panic!("row {label} links nowhere"));
+        let section = doc
+            .descendants()
+            .find(|n| n.attribute("id") == href.strip_prefix('#'))
+            .expect("the linked section");
+        assert!(class_has(&section, "explorer"), "{href}");
+        let heading = section
+            .children()
+            .find(|n| n.has_tag_name("h3"))
+            .and_then(|n| n.text())
+            .expect("a heading");
+        assert!(
+            heading.starts_with(label.trim_end_matches('…')),
+            "{heading} vs {label}"
         );
     }
     assert!(forest.children().any(|n| class_has(&n, "diamond")));

@@ -202,6 +202,50 @@ pub struct CaseAsShown {
     pub changed_since: Vec<String>,
 }
 
+/// A dataset's catalog as one variant showed it: the HTML report prints each once and links
+/// every case to it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ShownCatalog {
+    pub dataset: String,
+    pub variant: String,
+    /// In the author's order and wording, the variant's overlay applied.
+    pub tools: Vec<crate::catalog::Tool>,
+    /// What differs from what the run recorded, each a sentence.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub changed_since: Vec<String>,
+}
+
+/// What the HTML report's case explorer shows beside the summary, read by the command: the
+/// behaviours of the cases its charts show, each case's conversation, each catalog once, and
+/// the comparison's cases diffed.
+#[derive(Debug, Clone, Default)]
+pub struct Explorer {
+    pub cases: Vec<ExploredCase>,
+    pub catalogs: Vec<ShownCatalog>,
+    /// Why a catalog is not shown, by (dataset, variant).
+    pub catalogs_not_shown: Vec<((String, String), String)>,
+    /// The comparison's cases: (dataset, case id) and how their behaviours moved from A to B.
+    pub diffs: Vec<(String, String, BehaviourDiff)>,
+}
+
+/// One case of one arm in the explorer.
+#[derive(Debug, Clone)]
+pub struct ExploredCase {
+    pub behaviours: CaseBehaviours,
+    /// Its conversation as the arm's model read it, or why it cannot be shown.
+    pub shown: Result<ShownConversation, String>,
+}
+
+/// A case's conversation as an arm's model read it (its catalog is shown apart, once).
+#[derive(Debug, Clone)]
+pub struct ShownConversation {
+    /// `datasets/billing/cases.jsonl:28`, or the scenario file.
+    pub source: String,
+    pub messages: Vec<crate::message::Message>,
+    /// What differs from what the run recorded, each a sentence.
+    pub changed_since: Vec<String>,
+}
+
 /// How a case's behaviours moved from arm A to arm B, with the case's difference as
 /// `compare` reports it.
 #[derive(Debug, Clone, Serialize)]
@@ -445,6 +489,18 @@ pub fn behaviours_of(
     cases: &[CaseKey],
     confidence: f64,
 ) -> Result<Vec<CaseBehaviours>, crate::error::Error> {
+    Ok(cases
+        .iter()
+        .zip(tallies_of(results, cases)?)
+        .map(|(k, t)| t.finish(&k.dataset, &k.case_id, &k.arm, confidence))
+        .collect())
+}
+
+/// [`behaviours_of`] before it is finished: the tallies, which a diff reads.
+pub fn tallies_of(
+    results: &std::path::Path,
+    cases: &[CaseKey],
+) -> Result<Vec<BehaviourTally>, crate::error::Error> {
     let index: BTreeMap<(&ArmId, &str, &str), usize> = cases
         .iter()
         .enumerate()
@@ -456,20 +512,18 @@ pub fn behaviours_of(
             tallies[i].add(r);
         }
     })?;
-    Ok(cases
-        .iter()
-        .zip(tallies)
-        .map(|(k, t)| t.finish(&k.dataset, &k.case_id, &k.arm, confidence))
-        .collect())
+    Ok(tallies)
 }
 
-/// `x` of `n` with its Wilson interval: the one rate shape every report prints.
+/// `x` of `n` with the interval every single rate of the reports gets
+/// ([`crate::stats::rate_interval`]: Wilson, widened at the edges), so a case's pass rate
+/// here is the one its report row shows.
 pub(crate) fn share(x: u64, n: u64, confidence: f64) -> RateStat {
     RateStat {
         x,
         n,
         rate: (n > 0).then(|| x as f64 / n as f64),
-        interval: crate::stats::wilson_interval(x, n, confidence),
+        interval: crate::stats::rate_interval(x, n, confidence),
         case_level: None,
     }
 }
@@ -689,7 +743,7 @@ mod tests {
                 (NO_CALL, false, 2)
             ]
         );
-        let iv = crate::stats::wilson_interval(5, 10, 0.95).unwrap();
+        let iv = crate::stats::rate_interval(5, 10, 0.95).unwrap();
         assert_eq!(b.behaviours[0].share.interval, Some(iv));
         // Two argument sets, the more frequent first; answers in words differing only in
         // whitespace and case are one variant.

@@ -75,6 +75,11 @@ pub(super) struct ForestRow {
     pub(super) hi: Option<f64>,
     pub(super) text: String,
     pub(super) class: &'static str,
+    /// The case the row shows: (dataset, case id).
+    #[serde(skip)]
+    pub(super) case: Option<(String, String)>,
+    /// The element the row links to (its case's explorer), set by the page.
+    pub(super) href: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -281,7 +286,7 @@ pub(super) fn case_forest(
 }
 
 /// The arm's cases with data first, lowest rate first; then by name.
-fn worst_first(a: &ArmSummary, metric: Metric) -> Vec<&CaseSummary> {
+pub(super) fn worst_first(a: &ArmSummary, metric: Metric) -> Vec<&CaseSummary> {
     let mut cases: Vec<&CaseSummary> = a.cases.iter().collect();
     cases.sort_by(|x, y| {
         let (rx, ry) = (x.metrics.get(metric).rate, y.metrics.get(metric).rate);
@@ -361,6 +366,8 @@ fn case_row(
             hi: Some(scale.at(iv.hi)),
             text: crate::report::wording::format_rate(r),
             class,
+            case: Some((c.dataset.clone(), c.case_id.clone())),
+            href: None,
         },
         _ => ForestRow {
             y,
@@ -374,6 +381,8 @@ fn case_row(
             hi: None,
             text: format!("n/a ({}/{})", r.x, r.n),
             class: "neutral",
+            case: Some((c.dataset.clone(), c.case_id.clone())),
+            href: None,
         },
     }
 }

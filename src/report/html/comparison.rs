@@ -11,7 +11,7 @@ pub(super) struct ComparisonView {
     verdict_label: &'static str,
     /// What the badge rests on, or why it is inconclusive (`Comparison::overall`).
     verdict_reason: String,
-    forest: Forest,
+    pub(super) forest: Forest,
     substitutions: Option<Table>,
 }
 
@@ -78,13 +78,7 @@ fn group_line(c: &Comparison, b: &str, title: &str, g: &GroupComparison) -> Stri
 /// Each visible case's B − A with its interval, lowest first, and the groups' means.
 fn difference_forest(c: &Comparison) -> Forest {
     let scale = Scale::linear(-1.0, 1.0, PLOT_X0, PLOT_X1);
-    let mut cases: Vec<_> = c.case_differences.iter().collect();
-    cases.sort_by(|x, y| {
-        x.difference
-            .partial_cmp(&y.difference)
-            .unwrap_or(std::cmp::Ordering::Equal)
-            .then_with(|| (&x.dataset, &x.case_id).cmp(&(&y.dataset, &y.case_id)))
-    });
+    let cases = lowest_difference_first(c);
     let shown = cases.len().min(CASE_ROWS);
     let rows: Vec<ForestRow> = cases
         .iter()
@@ -204,6 +198,8 @@ fn difference_row(d: &crate::report::CaseComparison, y: f64, scale: Scale) -> Fo
             d.difference, d.lo, d.hi, d.a_x, d.a_n, d.b_x, d.b_n
         ),
         class,
+        case: Some((d.dataset.clone(), d.case_id.clone())),
+        href: None,
     }
 }
 
@@ -242,4 +238,27 @@ fn substitution_table(c: &Comparison) -> Option<Table> {
             Vec::new()
         },
     })
+}
+
+/// The comparison's per-case differences, lowest first (then by case): the order of its
+/// forest plot.
+fn lowest_difference_first(c: &Comparison) -> Vec<&crate::report::CaseComparison> {
+    let mut cases: Vec<_> = c.case_differences.iter().collect();
+    cases.sort_by(|x, y| {
+        x.difference
+            .partial_cmp(&y.difference)
+            .unwrap_or(std::cmp::Ordering::Equal)
+            .then_with(|| (&x.dataset, &x.case_id).cmp(&(&y.dataset, &y.case_id)))
+    });
+    cases
+}
+
+/// The cases the comparison's forest plot shows, as (dataset, case id): the ones the HTML
+/// report diffs and links.
+pub fn compared_cases(c: &Comparison) -> Vec<(String, String)> {
+    lowest_difference_first(c)
+        .into_iter()
+        .take(CASE_ROWS)
+        .map(|d| (d.dataset.clone(), d.case_id.clone()))
+        .collect()
 }

@@ -41,7 +41,10 @@ use crate::record::ArmId;
 
 mod charts;
 mod comparison;
+mod explorer;
 mod latency;
+
+pub use comparison::compared_cases;
 mod trend;
 
 use charts::*;
@@ -81,6 +84,31 @@ pub struct HtmlContext {
     /// What the reader should know that is not in the summary (a history file that could not
     /// be read).
     pub notes: Vec<String>,
+    /// The case explorer: the behaviours and conversations of the cases
+    /// [`explored_cases`] names, each catalog, and the comparison's cases diffed.
+    pub explorer: crate::report::behaviour::Explorer,
+}
+
+/// The cases the HTML report explores: the rows of each arm's forest plot (worst first on
+/// the plot's metric, at most [`CASE_ROWS`]), which link to them.
+pub fn explored_cases(s: &Summary) -> Vec<crate::report::behaviour::CaseKey> {
+    s.arms
+        .iter()
+        .flat_map(|a| {
+            let metric = arm_gate(s.gate.as_ref(), &a.arm)
+                .and_then(|g| g.metric.rate())
+                .unwrap_or(Metric::Selection);
+            worst_first(a, metric)
+                .into_iter()
+                .take(CASE_ROWS)
+                .map(|c| crate::report::behaviour::CaseKey {
+                    arm: a.arm.clone(),
+                    dataset: c.dataset.clone(),
+                    case_id: c.case_id.clone(),
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect()
 }
 
 /// `report.html`: one self-contained page, with what it shows beyond the summary.
@@ -120,6 +148,8 @@ struct Page {
     trend_note: Option<String>,
     warnings: Vec<String>,
     page_notes: Vec<String>,
+    explorer: explorer::ExplorerView,
+    explorer_caption: String,
 }
 
 #[derive(Serialize)]
@@ -264,7 +294,7 @@ fn verdict_class(v: Verdict) -> &'static str {
     }
 }
 
-fn arm_label(id: &ArmId) -> String {
+pub(super) fn arm_label(id: &ArmId) -> String {
     format!(
         "provider {} · model {} · variant {}",
         id.provider, id.model, id.variant
@@ -325,12 +355,42 @@ fn page(s: &Summary, ctx: &HtmlContext) -> Page {
         })
         .collect();
     let replays = replay_lines(r);
+    let anchors = explorer::anchors(s, &ctx.explorer);
     let arms = s
         .arms
         .iter()
         .enumerate()
-        .map(|(i, a)| arm_view(s, a, i))
+        .map(|(i, a)| {
+            let mut view = arm_view(s, a, i);
+            for row in &mut view.forest.rows {
+                row.href = row
+                    .case
+                    .as_ref()
+                    .and_then(|(d, c)| anchors.get(&(a.arm.clone(), d.clone(), c.clone())))
+                    .cloned();
+            }
+            view
+        })
         .collect();
+    let mut comparison = ctx.comparison.as_ref().map(comparison_view);
+    if let Some(view) = &mut comparison {
+        let diff_ids: BTreeMap<(&str, &str), String> = ctx
+            .explorer
+            .diffs
+            .iter()
+            .enumerate()
+            .map(|(n, (d, c, _))| ((d.as_str(), c.as_str()), format!("diff-{n}")))
+            .collect();
+        for row in &mut view.forest.rows {
+            row.href = row
+                .case
+                .as_ref()
+                .and_then(|(d, c)| diff_ids.get(&(d.as_str(), c.as_str())))
+                .cloned();
+        }
+    }
+    let compared = ctx.comparison.as_ref().map(|c| (&c.a.arm, &c.b.arm));
+    let explorer = explorer::explorer_view(s, &ctx.explorer, &anchors, compared);
     let trend_note = (ctx.trends.is_empty() && ctx.notes.is_empty()).then(|| {
         "No trend: the run folder's parent holds no history.jsonl with this run's series (every `toolscore run --out DIR` appends to DIR/history.jsonl)."
             .to_owned()
@@ -342,7 +402,7 @@ fn page(s: &Summary, ctx: &HtmlContext) -> Page {
         replays,
         verdict: verdict_view(s),
         arms,
-        comparison: ctx.comparison.as_ref().map(comparison_view),
+        comparison,
         comparison_note: ctx.comparison_note.clone(),
         trends: ctx
             .trends
@@ -358,6 +418,8 @@ fn page(s: &Summary, ctx: &HtmlContext) -> Page {
             .map(warning_text)
             .collect(),
         page_notes: ctx.notes.clone(),
+        explorer,
+        explorer_caption: explorer::index_caption(s),
     }
 }
 
