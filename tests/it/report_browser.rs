@@ -76,6 +76,17 @@ struct Loaded {
 /// Runs headless Chromium with a fresh profile and no network features; `mode` is
 /// `--dump-dom` or `--screenshot=PATH`. Killed after a minute.
 fn chromium_run(chromium: &Path, page: &Path, mode: &str) -> Loaded {
+    chromium_url(
+        chromium,
+        &format!("file://{}", page.display()),
+        mode,
+        "1200,2400",
+    )
+}
+
+/// [`chromium_run`] on a URL (a page with a `#fragment`), in a window of `size` pixels.
+fn chromium_url(chromium: &Path, url: &str, mode: &str, size: &str) -> Loaded {
+    let page = Path::new(url);
     let profile = tempfile::tempdir().expect("profile dir");
     let mut child = Command::new(chromium)
         .args([
@@ -89,11 +100,11 @@ fn chromium_run(chromium: &Path, page: &Path, mode: &str) -> Loaded {
             "--disable-sync",
             "--enable-logging=stderr",
             "--v=0",
-            "--window-size=1200,2400",
         ])
+        .arg(format!("--window-size={size}"))
         .arg(format!("--user-data-dir={}", profile.path().display()))
         .arg(mode)
-        .arg(format!("file://{}", page.display()))
+        .arg(url)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -358,6 +369,12 @@ fn hostile_strings_never_run_and_every_chart_renders_in_chromium() {
                 report.display()
             );
         }
+        // The case explorer carries the models' answers (the payloads among them) too.
+        assert!(
+            html.contains("<section class=\"explorer\""),
+            "no case explorer in {}",
+            report.display()
+        );
         // As written (with its CSP) and with the CSP removed: the escaping alone must hold.
         assert!(csp.is_match(&html), "no CSP in {}", report.display());
         let bare = report.with_file_name("report-without-csp.html");
@@ -404,6 +421,76 @@ fn hostile_strings_never_run_and_every_chart_renders_in_chromium() {
         pixels.len()
     );
     assert!(colours.len() > 20, "only {} colours", colours.len());
+}
+
+/// A forest-plot row's link opens its case's explorer with no script: in a window tall
+/// enough for the whole page (headless Chromium paints nothing when a fragment scrolls it),
+/// the page sent to the row's `#case-…` shows a section `:target` made visible, so it differs
+/// from the page as opened; sent to an id no element has, it is the page as opened (the
+/// control: a section left hidden would look the same). The shipped recording, 61 cases ×
+/// 40 trials.
+#[test]
+fn a_forest_row_opens_its_case_explorer_in_chromium() {
+    let Some(chromium) = chromium() else { return };
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = tempfile::tempdir().expect("tempdir");
+    let run = toolscore(
+        root,
+        &[
+            "run",
+            "--provider",
+            "demo",
+            "--run-id",
+            "demo",
+            "--progress",
+            "off",
+            "--format",
+            "html",
+            "--out",
+            out.path().to_str().expect("utf-8"),
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.transcript());
+    let page = out.path().join("demo/report.html");
+    let html = std::fs::read_to_string(&page).expect("report.html");
+    let link =
+        regex::Regex::new(r##"<a class="explore" href="#(case-0-[0-9]+)">"##).expect("regex");
+    let target = link.captures(&html).expect("a forest row with a link")[1].to_owned();
+    // The section it opens holds the case's conversation and its behaviours.
+    let at = html
+        .find(&format!("<section class=\"explorer\" id=\"{target}\">"))
+        .expect("its section");
+    let section = &html[at..at + html[at..].find("</section>").expect("closed")];
+    assert!(section.contains("<ol class=\"conversation\">"), "{section}");
+    assert!(section.contains("<pre class=\"example\">"), "{section}");
+
+    let url = format!("file://{}", page.display());
+    let shot = |fragment: &str, name: &str| {
+        let png = out.path().join(name);
+        chromium_url(
+            &chromium,
+            &format!("{url}{fragment}"),
+            &format!("--screenshot={}", png.display()),
+            "1200,9000",
+        );
+        decode_png(&std::fs::read(&png).expect("screenshot")).2
+    };
+    let top = shot("", "top.png");
+    let nowhere = shot("#no-such-element", "nowhere.png");
+    let opened = shot(&format!("#{target}"), "opened.png");
+    assert!(
+        top == nowhere,
+        "a fragment that names nothing moved the view"
+    );
+    assert!(
+        opened != top,
+        "following #{target} showed nothing new: its section stayed hidden"
+    );
+    let inked = opened.iter().filter(|p| p.iter().any(|&c| c < 200)).count();
+    assert!(
+        inked * 100 > opened.len(),
+        "the opened explorer is nearly blank"
+    );
 }
 
 /// Decodes an 8-bit RGB or RGBA PNG (what Chromium writes) into RGB pixels: enough to tell
