@@ -11,12 +11,15 @@
 //! Run: `cargo bench --bench aftermath` (needs about 2 GB of free disk).
 
 use std::io::Write;
-use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
+#[path = "../tests/it/support/mod.rs"]
+mod support;
+
 use serde_json::Value;
+use support::measure::wait_with_rusage;
 use toolscore::runner::shard::{shard_of, unit_seed};
 
 const SHARDS: u32 = 100;
@@ -205,18 +208,11 @@ fn measure(dir: &Path, args: &[&str], what: &str) {
         .stderr(Stdio::null())
         .spawn()
         .expect("spawn toolscore");
-    let mut status: libc::c_int = 0;
-    // SAFETY: `rusage` is plain old data; wait4 fills it for our own child.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let rc = unsafe { libc::wait4(child.id() as libc::pid_t, &mut status, 0, &mut usage) };
-    assert_eq!(rc, child.id() as libc::pid_t, "wait4 failed");
+    let (status, max_rss_kib) = wait_with_rusage(child.id() as libc::pid_t);
     let secs = t0.elapsed().as_secs_f64();
-    assert!(
-        std::process::ExitStatus::from_raw(status).success(),
-        "{what} failed"
-    );
+    assert!(status.success(), "{what} failed");
     println!(
         "  {what}: {secs:.2} s wall, peak RSS {:.1} MiB",
-        usage.ru_maxrss as f64 / 1024.0
+        max_rss_kib as f64 / 1024.0
     );
 }

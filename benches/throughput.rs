@@ -9,11 +9,11 @@
 #[path = "../tests/it/support/mod.rs"]
 mod support;
 
-use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
+use support::measure::wait_with_rusage;
 use support::{FakeResponse, FakeServer, tool_call_body};
 
 const CASES_USED: usize = 40;
@@ -105,14 +105,4 @@ fn main() {
         );
     }
     println!("  fake server answered {} requests", server.requests_seen());
-}
-
-/// Waits for the child and returns its exit status and peak resident set size in KiB.
-fn wait_with_rusage(pid: libc::pid_t) -> (std::process::ExitStatus, i64) {
-    let mut status: libc::c_int = 0;
-    // SAFETY: `rusage` is plain old data; wait4 fills it for our own child.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let rc = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-    assert_eq!(rc, pid, "wait4 failed");
-    (std::process::ExitStatus::from_raw(status), usage.ru_maxrss)
 }

@@ -10,6 +10,7 @@ pub mod fake_providers;
 pub mod files;
 pub mod mcp_http;
 pub mod mcp_servers;
+pub mod measure;
 pub mod stress_servers;
 
 pub use cli::*;
