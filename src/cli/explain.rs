@@ -36,6 +36,10 @@ pub struct ExplainArgs {
     /// Two-sided confidence level of every interval [default: the run's].
     #[arg(long)]
     pub confidence: Option<f64>,
+    /// Show each example's response body exactly as the provider sent it (cut at 16 KiB),
+    /// from the cassette the arm replayed or recorded.
+    #[arg(long)]
+    pub raw: bool,
     /// Also write the explanation as JSON to FILE; `-` writes it to standard output instead
     /// of the text.
     #[arg(long, value_name = "FILE")]
@@ -93,7 +97,7 @@ pub fn run(args: &ExplainArgs) -> Result<ExitCode, Error> {
         .zip(&dirs)
         .map(|(run, dir)| RunFiles::new(dir, &run.run))
         .collect();
-    let arms = sides
+    let arms: Vec<ArmExplanation> = sides
         .iter()
         .zip(tallies)
         .map(|(side, tally)| {
@@ -102,12 +106,17 @@ pub fn run(args: &ExplainArgs) -> Result<ExitCode, Error> {
                     Ok(s) => (Some(s), None),
                     Err(why) => (None, Some(why)),
                 };
-            ArmExplanation {
+            let mut explained = ArmExplanation {
                 run_id: runs[side.run].run.run_id.clone(),
                 behaviours: tally.finish(&dataset, &case_id, &side.arm, confidence),
                 shown,
                 not_shown,
+                raw_not_shown: None,
+            };
+            if args.raw {
+                attach_raw(&mut explained, &runs[side.run], &side.arm);
             }
+            explained
         })
         .collect();
     let explanation = Explanation { arms, diff };
@@ -314,5 +323,44 @@ fn explained_diff(
         metric,
         case,
         behaviours: crate::report::behaviour::diff(tallies.0, tallies.1, confidence),
+    }
+}
+
+/// Bytes of one raw response `--raw` prints.
+const RAW_BYTES: usize = 16 * 1024;
+
+/// Fills each example's raw responses from the cassette the arm replayed (or the run
+/// recorded), or says why there are none.
+fn attach_raw(e: &mut ArmExplanation, s: &Summary, arm: &ArmId) {
+    let replayed = s
+        .run
+        .arms
+        .iter()
+        .find(|a| a.variant == arm.variant && a.identity.provider == arm.provider)
+        .and_then(|a| a.replay.as_ref().map(|r| r.cassette.clone()));
+    let Some(path) = replayed.or_else(|| s.run.recorded_to.clone()) else {
+        e.raw_not_shown = Some(
+            "the run kept no raw response: it neither replayed nor recorded a cassette (`run --record FILE` keeps them)"
+                .to_owned(),
+        );
+        return;
+    };
+    let wanted: std::collections::BTreeSet<(String, u32)> = e
+        .behaviours
+        .behaviours
+        .iter()
+        .map(|b| (b.example.request_hash.clone(), b.example.trial_index))
+        .collect();
+    match crate::provider::cassette::Cassette::raw_bodies(Path::new(&path), &wanted, RAW_BYTES) {
+        Ok(bodies) => {
+            for b in &mut e.behaviours.behaviours {
+                let (hash, trial) = (b.example.request_hash.clone(), b.example.trial_index);
+                b.example.raw = bodies
+                    .range((hash.clone(), trial, 0)..=(hash, trial, u32::MAX))
+                    .map(|(_, body)| body.clone())
+                    .collect();
+            }
+        }
+        Err(err) => e.raw_not_shown = Some(format!("its cassette cannot be read ({err})")),
     }
 }

@@ -462,6 +462,42 @@ impl Cassette {
         })
     }
 
+    /// The raw response of every step of the trials in `wanted` ((request hash, trial)),
+    /// streamed from the cassette at `path` without loading it: each body as received (or the
+    /// infrastructure error, said so), cut at `max_bytes`, keyed (request hash, trial, step).
+    /// What `toolscore explain --raw` prints under an example.
+    pub fn raw_bodies(
+        path: &Path,
+        wanted: &std::collections::BTreeSet<(String, u32)>,
+        max_bytes: usize,
+    ) -> Result<BTreeMap<(String, u32, u32), String>, InputError> {
+        let file_name = path.display().to_string();
+        let mut out = BTreeMap::new();
+        for (i, line) in open_lines(path)?.enumerate().skip(1) {
+            let line = line.map_err(|e| {
+                InputError::at(
+                    &file_name,
+                    Some(i + 1),
+                    "",
+                    &format!("cannot read cassette: {e}"),
+                )
+            })?;
+            let Ok(entry) = serde_json::from_str::<CassetteEntry>(&line) else {
+                continue;
+            };
+            if !wanted.contains(&(entry.request_hash.clone(), entry.trial_index)) {
+                continue;
+            }
+            let text = match (&entry.body, &entry.error) {
+                (Some(body), _) => crate::json::cut_text(body, max_bytes),
+                (None, Some(e)) => format!("(no body: {} {})", e.class, e.message),
+                (None, None) => "(nothing recorded)".to_owned(),
+            };
+            out.insert((entry.request_hash, entry.trial_index, entry.step), text);
+        }
+        Ok(out)
+    }
+
     /// How many consecutive trials (0, 1, …) have their opening step recorded for this
     /// conversation.
     pub fn recorded_trials(&self, request_hash: &str) -> u32 {

@@ -475,3 +475,70 @@ fn a_changed_catalog_is_said_and_an_unknown_case_names_the_closest() {
         arm.stderr
     );
 }
+
+#[test]
+fn raw_responses_are_the_cassette_s_own_bodies_or_said_to_be_missing() {
+    let out = tempfile::tempdir().unwrap();
+    let dir = replay(out.path(), "demo", &["--provider", "demo", "--trials", "5"]);
+    let json = explain_json(&[dir.to_str().unwrap(), "get-customer-by-id", "--raw"]);
+    // The cassette, read here: (request hash, trial, step) → body.
+    let file = std::fs::File::open(root().join(DEMO)).unwrap();
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut flate2::read::MultiGzDecoder::new(file), &mut text).unwrap();
+    let bodies: BTreeMap<(String, u64, u64), String> = text
+        .lines()
+        .skip(1)
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .map(|e| {
+            let key = (
+                e["request_hash"].as_str().unwrap().to_owned(),
+                e["trial_index"].as_u64().unwrap(),
+                e["step"].as_u64().unwrap(),
+            );
+            (key, e["body"].as_str().unwrap_or_default().to_owned())
+        })
+        .collect();
+    let behaviours = json["arms"][0]["behaviours"]["behaviours"]
+        .as_array()
+        .unwrap();
+    assert!(!behaviours.is_empty());
+    for b in behaviours {
+        let e = &b["example"];
+        let key = (
+            e["request_hash"].as_str().unwrap().to_owned(),
+            e["trial_index"].as_u64().unwrap(),
+            0,
+        );
+        assert_eq!(e["raw"][0].as_str().unwrap(), bodies[&key], "{key:?}");
+    }
+
+    // A live run kept no body: said, not invented.
+    let server = support::FakeServer::start_in_background(|_| {
+        support::FakeResponse::ok(support::tool_call_body(&[("lookup", "{}")]))
+    });
+    let tools = r#"{"tools": [{"name": "lookup", "description": "Look it up.", "inputSchema": {"type": "object"}}]}"#;
+    let cases = r#"{"id": "c1", "messages": [{"role": "user", "content": "look"}], "expect": {"tool": "lookup"}}"#;
+    let project = support::fake_project(&server.base_url, tools, &format!("{cases}\n"), &[]);
+    let run = toolscore(
+        project.path(),
+        &[
+            "run",
+            "--trials",
+            "2",
+            "--run-id",
+            "live",
+            "--progress",
+            "off",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.transcript());
+    let text = toolscore(project.path(), &["explain", "reports/live", "c1", "--raw"]);
+    assert_eq!(text.code, 0, "{}", text.transcript());
+    assert!(
+        text.stdout
+            .contains("raw responses: not available: the run kept no raw response"),
+        "{}",
+        text.stdout
+    );
+    assert!(text.stdout.contains("1. lookup  pass"), "{}", text.stdout);
+}

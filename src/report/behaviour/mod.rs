@@ -126,6 +126,8 @@ pub struct ErrorGroup {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Example {
     pub trial_index: u32,
+    /// The trial's opening request: the key of its raw responses in a cassette.
+    pub request_hash: String,
     pub turns: Vec<TurnShown>,
     /// A scenario's executed calls with the results fed back, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -133,6 +135,10 @@ pub struct Example {
     /// A scenario's state after the last call, compact JSON, cut.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub final_state: Option<String>,
+    /// Each step's response body as the provider sent it, cut (`explain --raw`, from the
+    /// cassette the arm replayed or recorded); empty unless asked for.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub raw: Vec<String>,
 }
 
 /// One model turn.
@@ -187,6 +193,9 @@ pub struct ArmExplanation {
     /// Why it is not shown (its files are gone, or its catalog is a live server).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub not_shown: Option<String>,
+    /// With `--raw`, why the examples carry no raw response (no cassette holds them).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub raw_not_shown: Option<String>,
 }
 
 /// A case's conversation and catalog exactly as an arm showed them.
@@ -645,9 +654,11 @@ fn example_of(record: &TrialRecord) -> Example {
     };
     Example {
         trial_index: record.trial_index,
+        request_hash: record.request_hash.clone(),
         turns,
         results,
         final_state,
+        raw: Vec::new(),
     }
 }
 

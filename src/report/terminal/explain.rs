@@ -51,6 +51,9 @@ fn write_arm(arm: &ArmExplanation, w: &mut dyn Write) -> io::Result<()> {
         (None, None) => {}
     }
     writeln!(w)?;
+    if let Some(why) = &arm.raw_not_shown {
+        writeln!(w, "raw responses: not available: {why}")?;
+    }
     write_behaviours(b, w)
 }
 
@@ -229,6 +232,13 @@ fn write_example(e: &Example, w: &mut dyn Write) -> io::Result<()> {
     }
     if let Some(state) = &e.final_state {
         writeln!(w, "         final state  {state}")?;
+    }
+    for (step, body) in e.raw.iter().enumerate() {
+        writeln!(
+            w,
+            "         raw response, step {step}: {}",
+            one_paragraph(body)
+        )?;
     }
     Ok(())
 }
