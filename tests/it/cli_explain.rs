@@ -542,3 +542,106 @@ fn raw_responses_are_the_cassette_s_own_bodies_or_said_to_be_missing() {
     );
     assert!(text.stdout.contains("1. lookup  pass"), "{}", text.stdout);
 }
+
+/// A model that answers every trial differently and at length: 30 trials, each calling a tool
+/// of its own with a 200 KB argument, or answering 1 MB of text. Everything the explainers
+/// print stays within their stated bounds, and says what it cut.
+#[test]
+fn every_listing_and_example_is_bounded_however_the_model_answers() {
+    let seen = std::sync::atomic::AtomicUsize::new(0);
+    let server = support::FakeServer::start_in_background(move |_| {
+        let n = seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        if n % 3 == 0 {
+            support::FakeResponse::ok(support::text_body(&format!(
+                "{n} {}",
+                "words ".repeat(170_000)
+            )))
+        } else {
+            let args = format!(r#"{{"q": "{n}{}"}}"#, "x".repeat(200_000));
+            support::FakeResponse::ok(support::tool_call_body(&[(&format!("tool_{n}"), &args)]))
+        }
+    });
+    let tools: Vec<String> = (0..40)
+        .map(|i| format!(r#"{{"name": "tool_{i}", "description": "Tool {i}.", "inputSchema": {{"type": "object"}}}}"#))
+        .collect();
+    let tools = format!(r#"{{"tools": [{}]}}"#, tools.join(","));
+    let cases = r#"{"id": "c1", "messages": [{"role": "user", "content": "go"}], "expect": {"tool": "tool_0"}}"#;
+    let project = support::fake_project(&server.base_url, &tools, &format!("{cases}\n"), &[]);
+    let run = toolscore(
+        project.path(),
+        &[
+            "run",
+            "--trials",
+            "30",
+            "--concurrency",
+            "1",
+            "--run-id",
+            "big",
+            "--progress",
+            "off",
+            "--format",
+            "md",
+            "--format",
+            "html",
+        ],
+    );
+    assert!(run.code <= 1, "{}", run.transcript());
+    let out = toolscore(
+        project.path(),
+        &["explain", "reports/big", "c1", "--json", "-"],
+    );
+    assert_eq!(out.code, 0, "{}", out.transcript());
+    let json: Value = serde_json::from_str(&out.stdout).unwrap();
+    let b = &json["arms"][0]["behaviours"];
+    let listed = b["behaviours"].as_array().unwrap();
+    assert_eq!(listed.len(), 8, "at most 8 behaviours listed");
+    let rest = &b["not_listed"];
+    let counted: u64 = listed
+        .iter()
+        .map(|g| g["share"]["x"].as_u64().unwrap())
+        .sum::<u64>()
+        + rest["trials"].as_u64().unwrap();
+    assert_eq!(counted, 30, "every trial listed or counted");
+    for g in listed {
+        for v in g["variants"].as_array().unwrap() {
+            let what = v["what"].as_str().unwrap();
+            assert!(what.len() <= 600 + 40, "a variant of {} bytes", what.len());
+        }
+        for turn in g["example"]["turns"].as_array().unwrap() {
+            let text = turn["text"].as_str().unwrap_or_default();
+            assert!(
+                text.len() <= 600 + 40,
+                "an example text of {} bytes",
+                text.len()
+            );
+            for c in turn["calls"].as_array().into_iter().flatten() {
+                let args = c["arguments"].as_str().unwrap();
+                assert!(
+                    args.len() <= 600 + 40 && args.ends_with("more bytes cut)"),
+                    "{}",
+                    args.len()
+                );
+            }
+        }
+    }
+    // The terminal says what it left out; the reports stay small.
+    let text = toolscore(project.path(), &["explain", "reports/big", "c1"]);
+    assert!(
+        text.stdout.contains("more behaviours in"),
+        "{}",
+        text.stdout
+    );
+    assert!(
+        text.stdout.len() < 20_000,
+        "explain printed {} bytes",
+        text.stdout.len()
+    );
+    let md = std::fs::read_to_string(project.path().join("reports/big/report.md")).unwrap();
+    assert!(md.chars().count() <= 65_000);
+    assert!(
+        md.contains("<details><summary>What the model did in c1"),
+        "{md}"
+    );
+    let html = std::fs::read_to_string(project.path().join("reports/big/report.html")).unwrap();
+    assert!(html.len() < 200_000, "report.html is {} bytes", html.len());
+}
