@@ -252,20 +252,35 @@ pub fn print_stdout(
     } else if formats.contains(&Format::Terminal) {
         crate::report::Render::render(&crate::report::Terminal { detail }, summary, &mut out)
             .map_err(failed)?;
-        if !detail {
-            writeln!(out, "\n{}", more_detail(run_dir)).map_err(failed)?;
-        }
-        if let Some(why) = explain_hint(summary, run_dir) {
-            writeln!(out, "{why}").map_err(failed)?;
-        }
+        write_pointers(summary, run_dir, detail, &mut out).map_err(failed)?;
     } else {
         crate::report::render_verdict(summary, &mut out).map_err(failed)?;
     }
     Ok(())
 }
 
+/// The lines under the terminal report, after a blank line: where the rest is (unless it is
+/// the `detail` report) and how to see what a case's trials did. `run` and `report` print the
+/// same.
+pub fn write_pointers(
+    summary: &Summary,
+    run_dir: &Path,
+    detail: bool,
+    out: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    let mut lines = Vec::new();
+    if !detail {
+        lines.push(more_detail(run_dir));
+    }
+    lines.extend(explain_hint(summary, run_dir));
+    if lines.is_empty() {
+        return Ok(());
+    }
+    writeln!(out, "\n{}", lines.join("\n"))
+}
+
 /// The line under the short report that says where the rest is.
-pub fn more_detail(run_dir: &Path) -> String {
+fn more_detail(run_dir: &Path) -> String {
     format!(
         "more: per-tool rates, weakest cases, confusions, argument failures, latency by tool and tokens with --detail (toolscore report {} --detail)",
         run_dir.display()
@@ -274,7 +289,7 @@ pub fn more_detail(run_dir: &Path) -> String {
 
 /// The line that says how to see what a case's trials did, naming the run's weakest case;
 /// `None` when no case was scored.
-pub fn explain_hint(summary: &Summary, run_dir: &Path) -> Option<String> {
+fn explain_hint(summary: &Summary, run_dir: &Path) -> Option<String> {
     let weakest = summary
         .arms
         .iter()

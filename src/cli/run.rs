@@ -484,15 +484,12 @@ fn print_terminal(
         crate::report::render_comparison(c, &mut out)
             .map_err(|e| Error::io("cannot write the comparison", e))?;
     }
-    writeln!(out).map_err(failed)?;
+    // The lines `report` prints under the report, then the lint findings.
+    output::write_pointers(summary, run_dir, detail, &mut out).map_err(failed)?;
     if detail {
+        writeln!(out).map_err(failed)?;
         let lints = lint::lint_run_catalogs(catalogs, lint_options);
         lint::print_beside_weakest(summary, &lints, run_dir, &mut out).map_err(failed)?;
-    } else {
-        writeln!(out, "{}", output::more_detail(run_dir)).map_err(failed)?;
-    }
-    if let Some(why) = output::explain_hint(summary, run_dir) {
-        writeln!(out, "{why}").map_err(failed)?;
     }
     Ok(())
 }

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use super::charts::ForestRow;
 use super::{Summary, cut, pct};
 use crate::message::Message;
 use crate::record::ArmId;
@@ -135,6 +136,39 @@ pub(super) fn anchors(s: &Summary, e: &Explorer) -> Anchors {
     out
 }
 
+/// Links each row of an arm's forest plot to its case's section.
+pub(super) fn link_case_rows(rows: &mut [ForestRow], arm: &ArmId, anchors: &Anchors) {
+    for row in rows {
+        row.href = row
+            .case
+            .as_ref()
+            .and_then(|(d, c)| anchors.get(&(arm.clone(), d.clone(), c.clone())))
+            .cloned();
+    }
+}
+
+/// Links each row of the comparison's forest plot to its case's diff section.
+pub(super) fn link_diff_rows(rows: &mut [ForestRow], e: &Explorer) {
+    let ids: BTreeMap<(&str, &str), String> = e
+        .diffs
+        .iter()
+        .enumerate()
+        .map(|(n, (d, c, _))| ((d.as_str(), c.as_str()), diff_id(n)))
+        .collect();
+    for row in rows {
+        row.href = row
+            .case
+            .as_ref()
+            .and_then(|(d, c)| ids.get(&(d.as_str(), c.as_str())))
+            .cloned();
+    }
+}
+
+/// The element id of the `n`th diff of the explorer.
+fn diff_id(n: usize) -> String {
+    format!("diff-{n}")
+}
+
 /// The explorer's sections: per arm its catalogs and cases, then the comparison's diffs.
 pub(super) fn explorer_view(
     s: &Summary,
@@ -174,7 +208,7 @@ pub(super) fn explorer_view(
             .iter()
             .enumerate()
             .map(|(n, (dataset, case_id, d))| DiffView {
-                id: format!("diff-{n}"),
+                id: diff_id(n),
                 title: format!("{case_id}: how the behaviours moved from A to B"),
                 a_link: anchors
                     .get(&(a.clone(), dataset.clone(), case_id.clone()))

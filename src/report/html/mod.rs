@@ -362,32 +362,13 @@ fn page(s: &Summary, ctx: &HtmlContext) -> Page {
         .enumerate()
         .map(|(i, a)| {
             let mut view = arm_view(s, a, i);
-            for row in &mut view.forest.rows {
-                row.href = row
-                    .case
-                    .as_ref()
-                    .and_then(|(d, c)| anchors.get(&(a.arm.clone(), d.clone(), c.clone())))
-                    .cloned();
-            }
+            explorer::link_case_rows(&mut view.forest.rows, &a.arm, &anchors);
             view
         })
         .collect();
     let mut comparison = ctx.comparison.as_ref().map(comparison_view);
     if let Some(view) = &mut comparison {
-        let diff_ids: BTreeMap<(&str, &str), String> = ctx
-            .explorer
-            .diffs
-            .iter()
-            .enumerate()
-            .map(|(n, (d, c, _))| ((d.as_str(), c.as_str()), format!("diff-{n}")))
-            .collect();
-        for row in &mut view.forest.rows {
-            row.href = row
-                .case
-                .as_ref()
-                .and_then(|(d, c)| diff_ids.get(&(d.as_str(), c.as_str())))
-                .cloned();
-        }
+        explorer::link_diff_rows(&mut view.forest.rows, &ctx.explorer);
     }
     let compared = ctx.comparison.as_ref().map(|c| (&c.a.arm, &c.b.arm));
     let explorer = explorer::explorer_view(s, &ctx.explorer, &anchors, compared);
