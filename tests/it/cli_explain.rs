@@ -551,7 +551,7 @@ fn every_listing_and_example_is_bounded_however_the_model_answers() {
     let seen = std::sync::atomic::AtomicUsize::new(0);
     let server = support::FakeServer::start_in_background(move |_| {
         let n = seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        if n % 3 == 0 {
+        if n.is_multiple_of(3) {
             support::FakeResponse::ok(support::text_body(&format!(
                 "{n} {}",
                 "words ".repeat(170_000)
