@@ -50,6 +50,20 @@ pub struct ToolCall {
     pub thought_signature: Option<String>,
 }
 
+#[cfg(test)]
+impl ToolCall {
+    /// A call of `name` with parsed `arguments` and no id: what unit tests build.
+    pub(crate) fn for_test(name: &str, arguments: Value) -> Self {
+        ToolCall {
+            id: None,
+            name: name.into(),
+            arguments,
+            unparsed_arguments: None,
+            thought_signature: None,
+        }
+    }
+}
+
 impl ToolCall {
     /// Builds a call from arguments that arrived as a JSON-encoded string (OpenAI-style wire
     /// formats). An empty string means "no arguments" and becomes `{}`, as providers send it

@@ -365,14 +365,8 @@ mod tests {
         .unwrap()
     }
 
-    fn call(name: &str, args: Value) -> ToolCall {
-        ToolCall {
-            id: None,
-            name: name.into(),
-            arguments: args,
-            unparsed_arguments: None,
-            thought_signature: None,
-        }
+    fn call(name: &str, args: serde_json::Value) -> ToolCall {
+        ToolCall::for_test(name, args)
     }
 
     fn notes_script() -> Script {

@@ -670,13 +670,7 @@ mod tests {
     use serde_json::json;
 
     fn call(name: &str, args: serde_json::Value) -> ToolCall {
-        ToolCall {
-            id: None,
-            name: name.into(),
-            arguments: args,
-            unparsed_arguments: None,
-            thought_signature: None,
-        }
+        ToolCall::for_test(name, args)
     }
 
     /// Trial `i` of case `c`, which made `calls` (or answered `text`) and passed or failed.
