@@ -11,7 +11,9 @@ use super::shown::RunFiles;
 use super::{load_run, setup, usage};
 use crate::error::{Error, ExitCode};
 use crate::record::{ArmId, SCENARIO_DATASET, TrialRecord};
-use crate::report::behaviour::{ArmExplanation, BehaviourTally, ExplainedDiff, Explanation};
+use crate::report::behaviour::{
+    ArmExplanation, BehaviourTally, ExplainedDiff, Explanation, ToBase,
+};
 use crate::report::{ComparedArm, Metric, Summary};
 
 #[derive(Debug, Args)]
@@ -82,7 +84,16 @@ pub fn run(args: &ExplainArgs) -> Result<ExitCode, Error> {
             }
         })?;
     }
+    let mut files: Vec<RunFiles> = runs
+        .iter()
+        .zip(&dirs)
+        .map(|(run, dir)| RunFiles::new(dir, &run.run))
+        .collect();
     let diff = (sides.len() == 2).then(|| {
+        let to_base = (
+            files[sides[0].run].to_base(&dataset, &sides[0].arm.variant),
+            files[sides[1].run].to_base(&dataset, &sides[1].arm.variant),
+        );
         explained_diff(
             &runs,
             &sides,
@@ -90,13 +101,9 @@ pub fn run(args: &ExplainArgs) -> Result<ExitCode, Error> {
             (&dataset, &case_id),
             metric,
             confidence,
+            (&to_base.0, &to_base.1),
         )
     });
-    let mut files: Vec<RunFiles> = runs
-        .iter()
-        .zip(&dirs)
-        .map(|(run, dir)| RunFiles::new(dir, &run.run))
-        .collect();
     let arms: Vec<ArmExplanation> = sides
         .iter()
         .zip(tallies)
@@ -297,6 +304,7 @@ fn explained_diff(
     (dataset, case_id): (&str, &str),
     metric: Metric,
     confidence: f64,
+    to_base: (&ToBase, &ToBase),
 ) -> ExplainedDiff {
     let case_of = |side: &Side| {
         runs[side.run]
@@ -322,7 +330,7 @@ fn explained_diff(
         b: compared(&sides[1]),
         metric,
         case,
-        behaviours: crate::report::behaviour::diff(tallies.0, tallies.1, confidence),
+        behaviours: crate::report::behaviour::diff(tallies.0, tallies.1, confidence, to_base),
     }
 }
 

@@ -180,15 +180,21 @@ fn explorer(
             .position(|k| &k.arm == arm && k.dataset == d && k.case_id == c)
     };
     let mut out = Explorer::default();
+    let mut files = super::shown::RunFiles::new(run_dir, &summary.run);
     if let (Some(a), Some(b)) = (a, b) {
         for (d, c) in &compared {
             if let (Some(i), Some(j)) = (at(a, d, c), at(b, d, c)) {
-                let moved = behaviour::diff(&tallies[i], &tallies[j], summary.confidence);
+                let to_base = (files.to_base(d, &a.variant), files.to_base(d, &b.variant));
+                let moved = behaviour::diff(
+                    &tallies[i],
+                    &tallies[j],
+                    summary.confidence,
+                    (&to_base.0, &to_base.1),
+                );
                 out.diffs.push((d.clone(), c.clone(), moved));
             }
         }
     }
-    let mut files = super::shown::RunFiles::new(run_dir, &summary.run);
     for (k, tally) in keys.iter().zip(tallies).take(explored) {
         let shown = files.case(&k.dataset, &k.case_id, &k.arm.variant).map(|c| {
             behaviour::ShownConversation {

@@ -9,7 +9,7 @@ use std::path::Path;
 use super::resume::{PLAN_FILE, PlanFingerprint};
 use crate::record::{BASE_VARIANT, SCENARIO_DATASET};
 use crate::report::RunInfo;
-use crate::report::behaviour::{CaseAsShown, ShownCatalog};
+use crate::report::behaviour::{CaseAsShown, ShownCatalog, ToBase};
 use crate::suite::shown::{self, Recorded, ShownDataset};
 
 /// The files behind one run folder, read as they are asked for.
@@ -66,6 +66,23 @@ impl<'a> RunFiles<'a> {
             tools: catalog.tools.clone(),
             changed_since,
         })
+    }
+
+    /// Each tool `variant` renames in `dataset`: its name under the variant → its base name
+    /// (empty for a scenario, or a dataset that cannot be read).
+    pub fn to_base(&mut self, dataset: &str, variant: &str) -> ToBase {
+        if dataset == SCENARIO_DATASET {
+            return ToBase::new();
+        }
+        self.dataset(dataset).map_or_else(
+            |_| ToBase::new(),
+            |d| {
+                d.renames(variant)
+                    .into_iter()
+                    .map(|(base, renamed)| (renamed, base))
+                    .collect()
+            },
+        )
     }
 
     /// The fingerprint the run recorded for the catalog `variant` showed of `dataset`.

@@ -81,6 +81,14 @@ impl ShownDataset {
         Ok((Arc::clone(&v.catalog), changed))
     }
 
+    /// The tools `variant` renames: base name → its name under the variant.
+    pub fn renames(&self, variant: &str) -> std::collections::BTreeMap<String, String> {
+        self.dataset
+            .variant(variant)
+            .map(|v| v.renames.clone())
+            .unwrap_or_default()
+    }
+
     /// Case `case_id` under catalog `variant`, its catalog checked against `fingerprint`.
     pub fn case(
         &self,

@@ -645,3 +645,76 @@ fn every_listing_and_example_is_bounded_however_the_model_answers() {
     let html = std::fs::read_to_string(project.path().join("reports/big/report.html")).unwrap();
     assert!(html.len() < 200_000, "report.html is {} bytes", html.len());
 }
+
+/// A variant that renames the tool: the model calls it by each arm's name, and the diff
+/// matches the two as one behaviour, named as the base catalog names it.
+#[test]
+fn a_diff_matches_behaviours_across_a_variant_s_rename() {
+    // Calls the first tool of whatever catalog it is sent.
+    let server = support::FakeServer::start_in_background(|req| {
+        let name = req.body["tools"][0]["function"]["name"]
+            .as_str()
+            .unwrap_or("none")
+            .to_owned();
+        support::FakeResponse::ok(support::tool_call_body(&[(&name, "{}")]))
+    });
+    let tools = r#"{"tools": [{"name": "lookup", "description": "Look it up.", "inputSchema": {"type": "object"}}]}"#;
+    let cases = r#"{"id": "c1", "messages": [{"role": "user", "content": "look"}], "expect": {"tool": "lookup"}}"#;
+    let overlay = r#"{"tools": {"lookup": {"rename": "find"}}}"#;
+    let project = support::fake_project(
+        &server.base_url,
+        tools,
+        &format!("{cases}\n"),
+        &[("data/variants/renamed.json", overlay)],
+    );
+    let run = toolscore(
+        project.path(),
+        &[
+            "run",
+            "--variant",
+            "base",
+            "--variant",
+            "renamed",
+            "--trials",
+            "4",
+            "--run-id",
+            "r",
+            "--progress",
+            "off",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.transcript());
+    let out = toolscore(
+        project.path(),
+        &[
+            "explain",
+            "reports/r",
+            "c1",
+            "--arm",
+            "base",
+            "--arm",
+            "renamed",
+            "--json",
+            "-",
+        ],
+    );
+    assert_eq!(out.code, 0, "{}", out.transcript());
+    let json: Value = serde_json::from_str(&out.stdout).unwrap();
+    // Each arm shows what its model called.
+    assert_eq!(
+        json["arms"][0]["behaviours"]["behaviours"][0]["calls"],
+        "lookup"
+    );
+    assert_eq!(
+        json["arms"][1]["behaviours"]["behaviours"][0]["calls"],
+        "find"
+    );
+    let changes = json["diff"]["behaviours"]["changes"].as_array().unwrap();
+    assert_eq!(changes.len(), 1, "{changes:?}");
+    assert_eq!(changes[0]["calls"], "lookup");
+    assert_eq!(
+        (changes[0]["a"]["x"].as_u64(), changes[0]["b"]["x"].as_u64()),
+        (Some(4), Some(4))
+    );
+    assert_eq!(changes[0]["change"], "within_noise");
+}

@@ -4,7 +4,7 @@
 //! grew or shrank. Computed from the full tallies, so a behaviour past the listed ones in one
 //! arm is never reported as vanished.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
@@ -65,14 +65,34 @@ impl BehaviourChange {
     }
 }
 
-/// How the behaviours of one case moved from `a` to `b`.
-pub fn diff(a: &BehaviourTally, b: &BehaviourTally, confidence: f64) -> BehaviourDiff {
-    let keys: BTreeSet<&(String, bool)> = a.groups.keys().chain(b.groups.keys()).collect();
-    let trials = |t: &BehaviourTally, k: &(String, bool)| t.groups.get(k).map_or(0, |g| g.trials);
+/// A tool's name under a catalog variant → its name in the base catalog, for the tools the
+/// variant renames.
+pub type ToBase = BTreeMap<String, String>;
+
+/// How the behaviours of one case moved from `a` to `b`. A variant that renames tools calls
+/// them by other names: `to_base` maps each arm's names back to the base catalog's, so a
+/// behaviour is matched across the rename (and named as the base catalog names it).
+pub fn diff(
+    a: &BehaviourTally,
+    b: &BehaviourTally,
+    confidence: f64,
+    to_base: (&ToBase, &ToBase),
+) -> BehaviourDiff {
+    let counts = |t: &BehaviourTally, names: &ToBase| {
+        let mut out: BTreeMap<(String, bool), u64> = BTreeMap::new();
+        for ((calls, passed), g) in &t.groups {
+            *out.entry((base_names(calls, names), *passed)).or_default() += g.trials;
+        }
+        out
+    };
+    let (ca, cb) = (counts(a, to_base.0), counts(b, to_base.1));
+    let keys: BTreeSet<&(String, bool)> = ca.keys().chain(cb.keys()).collect();
+    let trials =
+        |c: &BTreeMap<(String, bool), u64>, k: &(String, bool)| c.get(k).copied().unwrap_or(0);
     let mut changes: Vec<ChangedBehaviour> = keys
         .into_iter()
         .map(|k| {
-            let (xa, xb) = (trials(a, k), trials(b, k));
+            let (xa, xb) = (trials(&ca, k), trials(&cb, k));
             let (sa, sb) = (
                 share(xa, a.scored, confidence),
                 share(xb, b.scored, confidence),
@@ -116,5 +136,33 @@ pub fn diff(a: &BehaviourTally, b: &BehaviourTally, confidence: f64) -> Behaviou
         confidence,
         changes,
         not_listed,
+    }
+}
+
+/// A behaviour's calls with each tool named as the base catalog names it: the tools of
+/// `a + b` (then in name order again) or of `a → b · final answer`.
+fn base_names(calls: &str, to_base: &ToBase) -> String {
+    if to_base.is_empty() {
+        return calls.to_owned();
+    }
+    let (sequence, end) = match calls.split_once(" · ") {
+        Some((sequence, end)) => (sequence, Some(end)),
+        None => (calls, None),
+    };
+    let name = |t: &str| to_base.get(t).cloned().unwrap_or_else(|| t.to_owned());
+    let renamed = if sequence.contains(" → ") {
+        sequence
+            .split(" → ")
+            .map(name)
+            .collect::<Vec<_>>()
+            .join(" → ")
+    } else {
+        let mut tools: Vec<String> = sequence.split(" + ").map(name).collect();
+        tools.sort();
+        tools.join(" + ")
+    };
+    match end {
+        Some(end) => format!("{renamed} · {end}"),
+        None => renamed,
     }
 }

@@ -29,7 +29,7 @@ use super::RateStat;
 use crate::json::cut_text;
 use crate::record::{ArmId, CallKind, LoopStop, Outcome, TrialRecord};
 
-pub use diff::{BehaviourChange, BehaviourDiff, ChangedBehaviour, diff};
+pub use diff::{BehaviourChange, BehaviourDiff, ChangedBehaviour, ToBase, diff};
 
 /// Most behaviours listed per case; the rest are counted in [`CaseBehaviours::not_listed`].
 pub const MAX_BEHAVIOURS: usize = 8;
@@ -861,7 +861,7 @@ mod tests {
                 .map(|i| trial(i, vec![if i < 20 { c() } else { s() }], None, false))
                 .collect(),
         );
-        let d = diff(&a, &b, 0.95);
+        let d = diff(&a, &b, 0.95, (&ToBase::new(), &ToBase::new()));
         let change = |calls: &str| d.changes.iter().find(|x| x.calls == calls).unwrap().change;
         assert_eq!(change("create_quote"), BehaviourChange::Vanished);
         assert_eq!(change("get_server_status"), BehaviourChange::New);
@@ -882,12 +882,41 @@ mod tests {
             trial(0, vec![q()], None, false),
             trial(1, vec![s()], None, false),
         ]);
-        let d = diff(&a, &b, 0.95);
+        let d = diff(&a, &b, 0.95, (&ToBase::new(), &ToBase::new()));
         assert!(
             d.changes
                 .iter()
                 .all(|x| x.change == BehaviourChange::WithinNoise)
         );
+    }
+
+    #[test]
+    fn a_diff_matches_behaviours_across_a_rename() {
+        let tally = |records: Vec<TrialRecord>| {
+            let mut t = BehaviourTally::new();
+            records.iter().for_each(|r| t.add(r));
+            t
+        };
+        let a = tally(vec![trial(
+            0,
+            vec![call("get_job_status", json!({})), call("zeta", json!({}))],
+            None,
+            false,
+        )]);
+        let b = tally(vec![trial(
+            0,
+            vec![call("job_progress", json!({})), call("zeta", json!({}))],
+            None,
+            false,
+        )]);
+        let to_base: ToBase = [("job_progress".to_owned(), "get_job_status".to_owned())].into();
+        let d = diff(&a, &b, 0.95, (&ToBase::new(), &to_base));
+        assert_eq!(d.changes.len(), 1, "{d:?}");
+        assert_eq!(d.changes[0].calls, "get_job_status + zeta");
+        assert_eq!((d.changes[0].a.x, d.changes[0].b.x), (1, 1));
+        // Without the map the two are different behaviours.
+        let apart = diff(&a, &b, 0.95, (&ToBase::new(), &ToBase::new()));
+        assert_eq!(apart.changes.len(), 2);
     }
 
     #[test]
@@ -903,7 +932,7 @@ mod tests {
         let (mut ta, mut tb) = (BehaviourTally::new(), BehaviourTally::new());
         a.iter().for_each(|r| ta.add(r));
         b.iter().for_each(|r| tb.add(r));
-        let d = diff(&ta, &tb, 0.95);
+        let d = diff(&ta, &tb, 0.95, (&ToBase::new(), &ToBase::new()));
         assert_eq!(d.changes[0].calls, "x");
         assert_eq!(d.changes[0].change, BehaviourChange::Vanished);
         assert_eq!(d.changes.len(), MAX_BEHAVIOURS);
