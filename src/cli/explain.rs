@@ -91,8 +91,8 @@ pub fn run(args: &ExplainArgs) -> Result<ExitCode, Error> {
         .collect();
     let diff = (sides.len() == 2).then(|| {
         let to_base = (
-            files[sides[0].run].to_base(&dataset, &sides[0].arm.variant),
-            files[sides[1].run].to_base(&dataset, &sides[1].arm.variant),
+            files[sides[0].run].base_names(&dataset, &sides[0].arm.variant),
+            files[sides[1].run].base_names(&dataset, &sides[1].arm.variant),
         );
         explained_diff(
             &runs,

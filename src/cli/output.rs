@@ -184,7 +184,10 @@ fn explorer(
     if let (Some(a), Some(b)) = (a, b) {
         for (d, c) in &compared {
             if let (Some(i), Some(j)) = (at(a, d, c), at(b, d, c)) {
-                let to_base = (files.to_base(d, &a.variant), files.to_base(d, &b.variant));
+                let to_base = (
+                    files.base_names(d, &a.variant),
+                    files.base_names(d, &b.variant),
+                );
                 let moved = behaviour::diff(
                     &tallies[i],
                     &tallies[j],

@@ -70,7 +70,7 @@ impl<'a> RunFiles<'a> {
 
     /// Each tool `variant` renames in `dataset`: its name under the variant → its base name
     /// (empty for a scenario, or a dataset that cannot be read).
-    pub fn to_base(&mut self, dataset: &str, variant: &str) -> ToBase {
+    pub fn base_names(&mut self, dataset: &str, variant: &str) -> ToBase {
         if dataset == SCENARIO_DATASET {
             return ToBase::new();
         }
