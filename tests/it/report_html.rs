@@ -343,6 +343,31 @@ fn html_with_a_case_gate_colours_each_case_by_its_verdict_against_the_threshold(
         count("pass"),
         gate["passed_cases"].as_u64().expect("passed")
     );
+    // Each case of the gate's table (in the verdict section) opens its explorer.
+    let verdict = doc
+        .descendants()
+        .find(|n| n.attribute("id") == Some("verdict"))
+        .expect("the verdict section");
+    let linked: Vec<(&str, &str)> = verdict
+        .descendants()
+        .filter(|n| n.has_tag_name("td"))
+        .filter_map(|td| td.children().find(|n| n.has_tag_name("a")))
+        .map(|a| (a.attribute("href").expect("href"), a.text().expect("case")))
+        .collect();
+    let not_passed = gate["not_passed"].as_array().expect("not passed");
+    assert_eq!(linked.len(), not_passed.len().min(12), "{linked:?}");
+    for (href, case) in linked {
+        let section = doc
+            .descendants()
+            .find(|n| n.attribute("id") == href.strip_prefix('#'))
+            .expect("the linked section");
+        let heading = section
+            .children()
+            .find(|n| n.has_tag_name("h3"))
+            .and_then(|n| n.text())
+            .expect("a heading");
+        assert!(heading.starts_with(case), "{heading} vs {case}");
+    }
 }
 
 #[test]

@@ -237,6 +237,7 @@ fn substitution_table(c: &Comparison) -> Option<Table> {
         } else {
             Vec::new()
         },
+        links: Vec::new(),
     })
 }
 

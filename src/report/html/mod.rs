@@ -174,12 +174,15 @@ struct GateRow {
 }
 
 /// A plain table: a caption, a header, rows of cells, and what was cut.
-#[derive(Serialize)]
+#[derive(Serialize, Default)]
 struct Table {
     caption: String,
     header: Vec<String>,
     rows: Vec<Vec<String>>,
     notes: Vec<String>,
+    /// Per row, the element its second cell (a gate table's case) links to: the case's
+    /// explorer. Empty when no row links.
+    links: Vec<Option<String>>,
 }
 
 #[derive(Serialize)]
@@ -381,7 +384,7 @@ fn page(s: &Summary, ctx: &HtmlContext) -> Page {
         facts,
         datasets,
         replays,
-        verdict: verdict_view(s),
+        verdict: verdict_view(s, &anchors),
         arms,
         comparison,
         comparison_note: ctx.comparison_note.clone(),
@@ -464,7 +467,7 @@ fn replay_lines(r: &super::RunInfo) -> Vec<String> {
         .collect()
 }
 
-fn verdict_view(s: &Summary) -> VerdictView {
+fn verdict_view(s: &Summary, anchors: &explorer::Anchors) -> VerdictView {
     let Some(g) = &s.gate else {
         return VerdictView {
             class: "none",
@@ -500,12 +503,16 @@ fn verdict_view(s: &Summary) -> VerdictView {
                 method: r.method.clone(),
             })
             .collect(),
-        details: g.gates.iter().filter_map(gate_details).collect(),
+        details: g
+            .gates
+            .iter()
+            .filter_map(|r| gate_details(r, anchors))
+            .collect(),
     }
 }
 
 /// What did not pass under one gate: tools, then cases, worst first, with their bounds.
-fn gate_details(r: &GateResult) -> Option<Table> {
+fn gate_details(r: &GateResult, anchors: &explorer::Anchors) -> Option<Table> {
     if !r.has_details() {
         return None;
     }
@@ -517,9 +524,7 @@ fn gate_details(r: &GateResult) -> Option<Table> {
             r.level_label(),
             cut(&r.arm.provider, TEXT_CHARS)
         ),
-        header: Vec::new(),
-        rows: Vec::new(),
-        notes: Vec::new(),
+        ..Table::default()
     };
     if let Some(q) = &r.sequential {
         table.notes.push(format!(
@@ -553,6 +558,11 @@ fn gate_details(r: &GateResult) -> Option<Table> {
             .to_vec();
         for c in r.not_passed.iter().take(TABLE_ROWS) {
             let note = case_verdict_notes(c, r.threshold);
+            table.links.push(
+                anchors
+                    .get(&(r.arm.clone(), c.dataset.clone(), c.case_id.clone()))
+                    .cloned(),
+            );
             table.rows.push(vec![
                 c.verdict.label().to_owned(),
                 cut(&c.case_id, TEXT_CHARS),
@@ -631,7 +641,7 @@ fn arm_view(s: &Summary, a: &ArmSummary, index: usize) -> ArmView {
                 format!("case-level mean [{conf} t] (m cases)"),
             ],
             rows: suite_rows,
-            notes: Vec::new(),
+            ..Table::default()
         },
         forest: case_forest(s, a, index, metric, gate),
         tools: tool_bars(s, a, index, gate),
