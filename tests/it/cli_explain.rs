@@ -353,8 +353,26 @@ fn a_scenario_shows_each_step_its_result_and_the_final_state() {
     let dir = replay(
         out.path(),
         "scenarios",
-        &["--scenario", "scenarios", "--provider", "demo-scenarios"],
+        &[
+            "--scenario",
+            "scenarios",
+            "--provider",
+            "demo-scenarios",
+            "--format",
+            "html",
+        ],
     );
+    // report.html's explorer has a section for each scenario, linked from its index, with
+    // the steps' results and the final state.
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    let sections = html.matches("<section class=\"explorer\"").count();
+    assert_eq!(sections, 7, "one per shipped scenario");
+    let at = html
+        .find("credit-by-email · dataset scenarios")
+        .expect("its section");
+    let section = &html[at..at + html[at..].find("</section>").unwrap()];
+    assert!(section.contains("final state: "), "{section}");
+    assert!(section.contains("<ol class=\"conversation\">"), "{section}");
     let results = read_jsonl(&dir.join("results.jsonl"));
     let json = explain_json(&[dir.to_str().unwrap(), "credit-by-email"]);
     let b = &json["arms"][0]["behaviours"];

@@ -116,16 +116,16 @@ pub(super) struct DiffView {
 /// The element ids of the explored cases, per arm in the order the explorer lists them.
 pub(super) fn anchors(s: &Summary, e: &Explorer) -> Anchors {
     let mut out = Anchors::new();
-    for (i, a) in s.arms.iter().enumerate() {
+    for (i, arm) in explored_arms(s).iter().enumerate() {
         for (n, c) in e
             .cases
             .iter()
-            .filter(|c| c.behaviours.arm == a.arm)
+            .filter(|c| &c.behaviours.arm == arm)
             .enumerate()
         {
             out.insert(
                 (
-                    a.arm.clone(),
+                    arm.clone(),
                     c.behaviours.dataset.clone(),
                     c.behaviours.case_id.clone(),
                 ),
@@ -134,6 +134,20 @@ pub(super) fn anchors(s: &Summary, e: &Explorer) -> Anchors {
         }
     }
     out
+}
+
+/// Every arm of the run in plan order, scenario-only arms included: an explorer section
+/// each.
+fn explored_arms(s: &Summary) -> Vec<ArmId> {
+    s.run
+        .arms
+        .iter()
+        .map(|a| ArmId {
+            variant: a.variant.clone(),
+            provider: a.identity.provider.clone(),
+            model: a.identity.model.clone(),
+        })
+        .collect()
 }
 
 /// Links each row of an arm's forest plot to its case's section.
@@ -176,27 +190,26 @@ pub(super) fn explorer_view(
     anchors: &Anchors,
     compared: Option<(&ArmId, &ArmId)>,
 ) -> ExplorerView {
-    let arms = s
-        .arms
-        .iter()
+    let arms = explored_arms(s)
+        .into_iter()
         .enumerate()
-        .filter(|(_, a)| e.cases.iter().any(|c| c.behaviours.arm == a.arm))
-        .map(|(i, a)| {
+        .filter(|(_, arm)| e.cases.iter().any(|c| &c.behaviours.arm == arm))
+        .map(|(i, arm)| {
             let catalogs: Vec<CatalogView> = e
                 .catalogs
                 .iter()
-                .filter(|c| c.variant == a.arm.variant)
+                .filter(|c| c.variant == arm.variant)
                 .map(|c| catalog_view(i, c))
                 .collect();
             let cases = e
                 .cases
                 .iter()
-                .filter(|c| c.behaviours.arm == a.arm)
+                .filter(|c| c.behaviours.arm == arm)
                 .map(|c| case_view(i, c, anchors, e))
                 .collect();
             ArmExplorer {
                 id: format!("explore-{i}"),
-                title: super::arm_label(&a.arm),
+                title: super::arm_label(&arm),
                 catalogs,
                 cases,
             }

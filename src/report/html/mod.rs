@@ -90,8 +90,19 @@ pub struct HtmlContext {
 }
 
 /// The cases the HTML report explores: the rows of each arm's forest plot (worst first on
-/// the plot's metric, at most [`CASE_ROWS`]), which link to them.
+/// the plot's metric, at most [`CASE_ROWS`]), which link to them, then each arm's scenarios
+/// (at most [`CASE_ROWS`]), listed in the explorer's index.
 pub fn explored_cases(s: &Summary) -> Vec<crate::report::behaviour::CaseKey> {
+    let scenarios = s.scenarios.iter().flat_map(|a| {
+        a.scenarios
+            .iter()
+            .take(CASE_ROWS)
+            .map(|sc| crate::report::behaviour::CaseKey {
+                arm: a.arm.clone(),
+                dataset: crate::record::SCENARIO_DATASET.to_owned(),
+                case_id: sc.name.clone(),
+            })
+    });
     s.arms
         .iter()
         .flat_map(|a| {
@@ -108,6 +119,7 @@ pub fn explored_cases(s: &Summary) -> Vec<crate::report::behaviour::CaseKey> {
                 })
                 .collect::<Vec<_>>()
         })
+        .chain(scenarios)
         .collect()
 }
 
