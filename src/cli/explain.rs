@@ -216,15 +216,7 @@ fn closest(known: &[(String, String)], wanted: &str) -> Vec<String> {
 
 /// Every arm of a run, as its records name them.
 fn arms_of(s: &Summary) -> Vec<ArmId> {
-    s.run
-        .arms
-        .iter()
-        .map(|a| ArmId {
-            variant: a.variant.clone(),
-            provider: a.identity.provider.clone(),
-            model: a.identity.model.clone(),
-        })
-        .collect()
+    s.run.arms.iter().map(crate::report::ArmInfo::id).collect()
 }
 
 /// The arm of run `s` that `wanted` names (its only arm when `None`).

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::record::ModelIdentity;
+use crate::record::{ArmId, ModelIdentity};
 
 /// What was run, for the report header and for telling runs apart later.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -100,6 +100,17 @@ pub struct ArmInfo {
     /// Set when this arm's responses were replayed from a cassette instead of fetched.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay: Option<ReplayInfo>,
+}
+
+impl ArmInfo {
+    /// The arm as its records name it.
+    pub fn id(&self) -> ArmId {
+        ArmId {
+            variant: self.variant.clone(),
+            provider: self.identity.provider.clone(),
+            model: self.identity.model.clone(),
+        }
+    }
 }
 
 /// Provenance of replayed responses, shown at the top of every report.

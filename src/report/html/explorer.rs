@@ -139,15 +139,7 @@ pub(super) fn anchors(s: &Summary, e: &Explorer) -> Anchors {
 /// Every arm of the run in plan order, scenario-only arms included: an explorer section
 /// each.
 fn explored_arms(s: &Summary) -> Vec<ArmId> {
-    s.run
-        .arms
-        .iter()
-        .map(|a| ArmId {
-            variant: a.variant.clone(),
-            provider: a.identity.provider.clone(),
-            model: a.identity.model.clone(),
-        })
-        .collect()
+    s.run.arms.iter().map(crate::report::ArmInfo::id).collect()
 }
 
 /// Links each row of an arm's forest plot to its case's section.
