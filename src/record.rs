@@ -187,6 +187,10 @@ pub struct ExecutedCall {
     pub structured: Option<serde_json::Value>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub is_error: bool,
+    /// The scenario's state right after this call, when the rule that answered it has
+    /// effects (so a reader sees each step's state); `None` when the call changed nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<serde_json::Value>,
 }
 
 /// How a call was answered.

@@ -726,6 +726,7 @@ mod tests {
                     content: "ok".into(),
                     structured: None,
                     is_error: false,
+                    state: None,
                 })
                 .collect(),
             stop: LoopStop::FinalAnswer,

@@ -271,6 +271,7 @@ async fn execute_live(
         content: String::new(),
         structured: None,
         is_error: true,
+        state: None,
     };
     if call.arguments_not_json() {
         // Nothing a server could parse was produced; answer as a server's validation would.

@@ -72,6 +72,7 @@ impl<'a> ScriptRun<'a> {
             content: String::new(),
             structured: None,
             is_error: true,
+            state: None,
         };
         if !validators.contains(&call.name) {
             out.kind = CallKind::UnknownTool;
@@ -127,6 +128,9 @@ impl<'a> ScriptRun<'a> {
         out.structured = structured;
         out.is_error = response.is_error;
         out.rule = Some(index as u32);
+        if !rule.effects.is_empty() {
+            out.state = Some(self.state.clone());
+        }
         out
     }
 

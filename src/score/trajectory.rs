@@ -548,6 +548,7 @@ mod tests {
             content: result.into(),
             structured: None,
             is_error,
+            state: None,
         }
     }
 

@@ -374,39 +374,68 @@ fn a_scenario_shows_each_step_its_result_and_the_final_state() {
     assert!(section.contains("final state: "), "{section}");
     assert!(section.contains("<ol class=\"conversation\">"), "{section}");
     let results = read_jsonl(&dir.join("results.jsonl"));
-    let json = explain_json(&[dir.to_str().unwrap(), "credit-by-email"]);
-    let b = &json["arms"][0]["behaviours"];
-    let mine: Vec<&Value> = results
-        .iter()
-        .filter(|r| r["case_id"] == "credit-by-email")
-        .collect();
-    assert_eq!(b["scored"].as_u64().unwrap(), mine.len() as u64);
-    for g in b["behaviours"].as_array().unwrap() {
-        let first = g["example"]["trial_index"].as_u64().unwrap();
-        let record = mine.iter().find(|r| r["trial_index"] == first).unwrap();
-        let tools: Vec<&str> = record["trajectory"]["calls"]
-            .as_array()
-            .unwrap()
+    let mut states_shown = 0;
+    for scenario in [
+        "credit-by-email",
+        "export-then-status",
+        "no-tool-needed",
+        "notes-ack",
+        "parallel-status",
+        "refund-validation",
+        "unknown-account",
+    ] {
+        let json = explain_json(&[dir.to_str().unwrap(), scenario]);
+        let mine: Vec<&Value> = results
             .iter()
-            .map(|c| c["tool"].as_str().unwrap())
+            .filter(|r| r["case_id"] == scenario)
             .collect();
-        let calls = g["calls"].as_str().unwrap();
-        let sequence = if tools.is_empty() {
-            "(no call)".to_owned()
-        } else {
-            tools.join(" → ")
-        };
-        assert!(
-            calls.starts_with(&format!("{sequence} · ")),
-            "{calls} vs {sequence}"
-        );
-        let results_shown = g["example"]["results"].as_array().map_or(0, Vec::len);
-        assert_eq!(results_shown, tools.len());
-        assert_eq!(
-            g["example"]["final_state"],
-            record["trajectory"]["final_state"].to_string()
-        );
+        let b = &json["arms"][0]["behaviours"];
+        assert_eq!(b["scored"].as_u64().unwrap(), mine.len() as u64);
+        for g in b["behaviours"].as_array().unwrap() {
+            let first = g["example"]["trial_index"].as_u64().unwrap();
+            let record = mine.iter().find(|r| r["trial_index"] == first).unwrap();
+            let executed = record["trajectory"]["calls"].as_array().unwrap();
+            let tools: Vec<&str> = executed
+                .iter()
+                .map(|c| c["tool"].as_str().unwrap())
+                .collect();
+            let calls = g["calls"].as_str().unwrap();
+            let sequence = if tools.is_empty() {
+                "(no call)".to_owned()
+            } else {
+                tools.join(" → ")
+            };
+            assert!(
+                calls.starts_with(&format!("{sequence} · ")),
+                "{calls} vs {sequence}"
+            );
+            // Each executed call with its result and, when it changed the state, the state
+            // right after it; then the final state.
+            let shown = g["example"]["results"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            assert_eq!(shown.len(), tools.len(), "{scenario}");
+            for (r, c) in shown.iter().zip(executed) {
+                assert_eq!(r["tool"], c["tool"]);
+                match c.get("state") {
+                    Some(state) => {
+                        assert_eq!(r["state"], state.to_string(), "{scenario}");
+                        states_shown += 1;
+                    }
+                    None => assert!(r.get("state").is_none(), "{scenario}"),
+                }
+            }
+            let recorded = &record["trajectory"]["final_state"];
+            let expected = match recorded {
+                Value::Null => Value::Null,
+                state => state.to_string().into(),
+            };
+            assert_eq!(g["example"]["final_state"], expected, "{scenario}");
+        }
     }
+    assert!(states_shown > 0, "some example changed the state");
+    let json = explain_json(&[dir.to_str().unwrap(), "credit-by-email"]);
     let shown = &json["arms"][0]["shown"];
     assert_eq!(shown["source"], "scenarios/credit-by-email.yaml");
     assert_eq!(shown["tools"].as_array().unwrap().len(), 11);

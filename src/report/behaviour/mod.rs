@@ -171,6 +171,10 @@ pub struct ResultShown {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub is_error: bool,
     pub content: String,
+    /// The scenario's state right after the call, compact JSON, cut; absent when the call
+    /// changed nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<String>,
 }
 
 /// What `toolscore explain` prints, and writes with `--json`: each arm's behaviours of one
@@ -644,6 +648,10 @@ fn example_of(record: &TrialRecord) -> Example {
                     kind: c.kind,
                     is_error: c.is_error,
                     content: cut_text(&c.content, EXAMPLE_BYTES),
+                    state: c
+                        .state
+                        .as_ref()
+                        .map(|s| cut_text(&s.to_string(), EXAMPLE_BYTES)),
                 })
                 .collect(),
             t.final_state

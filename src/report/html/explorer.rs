@@ -473,6 +473,12 @@ fn example_lines(e: &Example) -> Vec<ExampleLine> {
                 kind: if r.is_error { "error" } else { "result" },
                 text: format!("{at}{} answered: {}", r.tool, r.content),
             });
+            if let Some(state) = &r.state {
+                lines.push(ExampleLine {
+                    kind: "state",
+                    text: format!("{at}state after it: {state}"),
+                });
+            }
         }
     }
     if let Some(state) = &e.final_state {

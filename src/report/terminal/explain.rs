@@ -228,6 +228,9 @@ fn write_example(e: &Example, w: &mut dyn Write) -> io::Result<()> {
                 serde_plain(&r.kind),
                 one_paragraph(&r.content)
             )?;
+            if let Some(state) = &r.state {
+                writeln!(w, "         {prefix}state after it  {state}")?;
+            }
         }
     }
     if let Some(state) = &e.final_state {
