@@ -765,3 +765,45 @@ fn a_diff_matches_behaviours_across_a_variant_s_rename() {
     );
     assert_eq!(changes[0]["change"], "within_noise");
 }
+
+/// Behaviours are a function of the records, not of how a run was split or in which order
+/// its trials finished: the run in one piece and the same plan run as 3 shards and merged
+/// explain every case alike.
+#[test]
+fn a_merged_run_explains_every_case_as_the_whole_run_does() {
+    let out = tempfile::tempdir().unwrap();
+    let whole = replay(
+        out.path(),
+        "whole",
+        &["--provider", "demo", "--trials", "6"],
+    );
+    let mut shards = Vec::new();
+    for i in 0..3 {
+        let shard = format!("{i}/3");
+        let dir = replay(
+            out.path(),
+            &format!("s{i}"),
+            &["--provider", "demo", "--trials", "6", "--shard", &shard],
+        );
+        shards.push(dir.to_str().unwrap().to_owned());
+    }
+    let merged = out.path().join("merged");
+    let mut args: Vec<&str> = vec!["merge"];
+    args.extend(shards.iter().map(String::as_str));
+    args.extend(["--out", merged.to_str().unwrap()]);
+    let run = toolscore(root(), &args);
+    assert_eq!(run.code, 0, "{}", run.transcript());
+    for case in [
+        "apply-credit-eur-decimal",
+        "parallel-two-quotes",
+        "no-call-thanks",
+        "get-customer-by-id",
+    ] {
+        let a = explain_json(&[whole.to_str().unwrap(), case]);
+        let b = explain_json(&[merged.to_str().unwrap(), case]);
+        assert_eq!(
+            a["arms"][0]["behaviours"], b["arms"][0]["behaviours"],
+            "{case}"
+        );
+    }
+}
