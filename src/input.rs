@@ -3,7 +3,7 @@
 //! mistyped path to something huge is a clear input error instead of a hang or an exhausted
 //! memory.
 
-use std::io::Read;
+use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 
 use crate::error::InputError;
@@ -62,6 +62,90 @@ pub fn read_text(path: &Path) -> Result<String, InputError> {
     })
 }
 
+/// `path` opened for reading, when it is a regular file: opening a FIFO blocks until someone
+/// writes to it, and a device never ends. `what` names the file in the error (`a cassette`).
+pub fn open_regular_file(path: &Path, what: &str) -> Result<std::fs::File, InputError> {
+    // Checked before opening, for the FIFO's sake.
+    let meta = std::fs::metadata(path).map_err(|e| InputError::io(path, &e))?;
+    if !meta.is_file() {
+        return Err(InputError::at(
+            &path.display().to_string(),
+            None,
+            "",
+            &format!("not a regular file (a folder, a pipe or a device cannot be read as {what})"),
+        ));
+    }
+    std::fs::File::open(path).map_err(|e| InputError::io(path, &e))
+}
+
+/// The lines of the JSON-lines file at `path` (a regular file), each at most `max` bytes.
+pub fn jsonl_lines(path: &Path, what: &str, max: usize) -> Result<BoundedLines, InputError> {
+    Ok(BoundedLines::new(
+        Box::new(open_regular_file(path, what)?),
+        max,
+    ))
+}
+
+/// What a failed read of line `line` of `name` is: bad input when the line is too long or not
+/// UTF-8 (file and line said), else an I/O error.
+pub fn line_error(name: &str, line: usize, e: std::io::Error) -> crate::error::Error {
+    match e.kind() {
+        std::io::ErrorKind::InvalidData => {
+            InputError::at(name, Some(line), "", &e.to_string()).into()
+        }
+        _ => crate::error::Error::io(format!("cannot read {name}"), e),
+    }
+}
+
+/// The lines of a JSON-lines file (results.jsonl, a cassette), each at most `max` bytes: a
+/// longer one is an error, read no further than `max + 1` bytes, so one endless line cannot
+/// exhaust memory.
+pub struct BoundedLines {
+    reader: BufReader<Box<dyn Read>>,
+    max: usize,
+}
+
+impl BoundedLines {
+    pub fn new(reader: Box<dyn Read>, max: usize) -> Self {
+        BoundedLines {
+            reader: BufReader::new(reader),
+            max,
+        }
+    }
+}
+
+impl Iterator for BoundedLines {
+    type Item = std::io::Result<String>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let mut buf = Vec::new();
+        match (&mut self.reader)
+            .take(self.max as u64 + 1)
+            .read_until(b'\n', &mut buf)
+        {
+            Ok(0) => None,
+            Ok(_) => {
+                if buf.last() == Some(&b'\n') {
+                    buf.pop();
+                    if buf.last() == Some(&b'\r') {
+                        buf.pop();
+                    }
+                } else if buf.len() > self.max {
+                    return Some(Err(std::io::Error::new(
+                        std::io::ErrorKind::InvalidData,
+                        format!("a line is longer than {} MiB", self.max >> 20),
+                    )));
+                }
+                Some(
+                    String::from_utf8(buf)
+                        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e)),
+                )
+            }
+            Err(e) => Some(Err(e)),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -90,5 +174,13 @@ mod tests {
             msg.contains("not UTF-8 text (invalid byte at offset 7)"),
             "{msg}"
         );
+    }
+
+    #[test]
+    fn bounded_lines_stop_reading_a_line_past_the_limit() {
+        let text = format!("short\n{}\nafter\n", "x".repeat(100));
+        let mut lines = BoundedLines::new(Box::new(std::io::Cursor::new(text.into_bytes())), 10);
+        assert_eq!(lines.next().unwrap().unwrap(), "short");
+        assert!(lines.next().unwrap().is_err());
     }
 }

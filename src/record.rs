@@ -77,6 +77,11 @@ pub struct TrialRecord {
     pub cost: Option<TrialCost>,
 }
 
+/// The longest line of a results.jsonl read back: a record carries its turns (each response
+/// at most the providers' 8 MiB body cap) and a scenario's states (1 MiB each), so 64 MiB
+/// holds any record a run writes, while a damaged or hostile file cannot exhaust memory.
+pub const MAX_RECORD_LINE_BYTES: usize = 64 << 20;
+
 /// Which provider batch answered a trial.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BatchRef {

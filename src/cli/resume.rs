@@ -7,7 +7,7 @@
 //! exactly the rest. The summary is then the one an uninterrupted run would have written.
 
 use std::collections::{HashMap, HashSet};
-use std::io::{BufRead, BufWriter, Write};
+use std::io::{BufWriter, Write};
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -320,10 +320,14 @@ impl Resumed {
     /// aggregator (results.jsonl already holds them).
     pub fn replay_into(&self, dir: &Path, sinks: &mut Sinks) -> Result<(), Error> {
         let path = dir.join("results.jsonl");
-        let file = std::fs::File::open(&path)
-            .map_err(|e| Error::io(format!("cannot read {}", path.display()), e))?;
-        for line in std::io::BufReader::new(file).lines() {
-            let line = line.map_err(|e| Error::io(format!("cannot read {}", path.display()), e))?;
+        let name = path.display().to_string();
+        let lines = crate::input::jsonl_lines(
+            &path,
+            "a results file",
+            crate::record::MAX_RECORD_LINE_BYTES,
+        )?;
+        for (i, line) in lines.enumerate() {
+            let line = line.map_err(|e| crate::input::line_error(&name, i + 1, e))?;
             let record: TrialRecord = serde_json::from_str(&line).map_err(|e| {
                 Error::io(
                     format!("{} changed while resuming", path.display()),
@@ -402,10 +406,15 @@ struct Kept {
 fn keep_records(results: &Path, keys: &PlanKeys, out: &mut dyn Write) -> Result<Kept, Error> {
     let name = results.display().to_string();
     let mut kept = Kept::default();
-    let file = std::fs::File::open(results).map_err(|e| InputError::io(results, &e))?;
-    let mut lines = std::io::BufReader::new(file).lines().enumerate().peekable();
+    let mut lines = crate::input::jsonl_lines(
+        results,
+        "a results file",
+        crate::record::MAX_RECORD_LINE_BYTES,
+    )?
+    .enumerate()
+    .peekable();
     while let Some((i, line)) = lines.next() {
-        let line = line.map_err(|e| Error::io(format!("cannot read {name}"), e))?;
+        let line = line.map_err(|e| crate::input::line_error(&name, i + 1, e))?;
         if line.trim().is_empty() {
             continue;
         }

@@ -11,7 +11,7 @@
 //! recording is an error, not a fallback.
 
 use std::collections::{BTreeMap, HashMap};
-use std::io::{BufRead, BufReader, BufWriter, Read, Write};
+use std::io::{BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -21,6 +21,7 @@ use serde::{Deserialize, Serialize};
 use super::{ErrorClass, Exchange, Provider, ProviderError, ProviderKind, StepKey};
 use crate::error::{Error, InputError};
 use crate::event::{Control, Observer, RawResponse, RunEvent};
+use crate::input::BoundedLines;
 
 /// Bumped when the layout changes incompatibly. Format 2 added `step` to every entry.
 pub const CASSETTE_FORMAT: u32 = 2;
@@ -270,65 +271,14 @@ const MAX_LINE_BYTES: usize = 64 << 20;
 const MAX_LATENCY_MS: f64 = 3_600_000.0;
 const MAX_ATTEMPTS: u32 = 1_000;
 
-/// Lines of at most `max` bytes; a longer one is an error, read no further than `max + 1`.
-struct BoundedLines {
-    reader: BufReader<Box<dyn Read>>,
-    max: usize,
-}
-
-impl Iterator for BoundedLines {
-    type Item = std::io::Result<String>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        let mut buf = Vec::new();
-        match (&mut self.reader)
-            .take(self.max as u64 + 1)
-            .read_until(b'\n', &mut buf)
-        {
-            Ok(0) => None,
-            Ok(_) => {
-                if buf.last() == Some(&b'\n') {
-                    buf.pop();
-                    if buf.last() == Some(&b'\r') {
-                        buf.pop();
-                    }
-                } else if buf.len() > self.max {
-                    return Some(Err(std::io::Error::new(
-                        std::io::ErrorKind::InvalidData,
-                        format!("a line is longer than {} MiB", self.max >> 20),
-                    )));
-                }
-                Some(
-                    String::from_utf8(buf)
-                        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e)),
-                )
-            }
-            Err(e) => Some(Err(e)),
-        }
-    }
-}
-
 fn open_lines(path: &Path) -> Result<BoundedLines, InputError> {
-    // Checked before opening: opening a FIFO for reading blocks until someone writes to it.
-    let meta = std::fs::metadata(path).map_err(|e| InputError::io(path, &e))?;
-    if !meta.is_file() {
-        return Err(InputError::at(
-            &path.display().to_string(),
-            None,
-            "",
-            "not a regular file (a folder, a pipe or a device cannot be read as a cassette)",
-        ));
-    }
-    let file = std::fs::File::open(path).map_err(|e| InputError::io(path, &e))?;
+    let file = crate::input::open_regular_file(path, "a cassette")?;
     let reader: Box<dyn Read> = if is_gzip(path) {
         Box::new(flate2::read::MultiGzDecoder::new(file))
     } else {
         Box::new(file)
     };
-    Ok(BoundedLines {
-        reader: BufReader::new(reader),
-        max: MAX_LINE_BYTES,
-    })
+    Ok(BoundedLines::new(reader, MAX_LINE_BYTES))
 }
 
 /// The header line: a current cassette format, or why not (format 1 says how to upgrade).
@@ -782,17 +732,6 @@ mod tests {
             msg.contains("c.jsonl:4") && msg.contains("first on line 2"),
             "{msg}"
         );
-    }
-
-    #[test]
-    fn bounded_lines_stop_reading_a_line_past_the_limit() {
-        let text = format!("short\n{}\nafter\n", "x".repeat(100));
-        let mut lines = BoundedLines {
-            reader: BufReader::new(Box::new(std::io::Cursor::new(text.into_bytes()))),
-            max: 10,
-        };
-        assert_eq!(lines.next().unwrap().unwrap(), "short");
-        assert!(lines.next().unwrap().is_err());
     }
 
     #[test]

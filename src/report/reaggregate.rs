@@ -74,11 +74,14 @@ pub fn for_each_record_mut(
     results: &Path,
     f: &mut dyn FnMut(&mut TrialRecord),
 ) -> Result<(), Error> {
-    use std::io::BufRead;
-    let file = std::fs::File::open(results).map_err(|e| InputError::io(results, &e))?;
     let name = results.display().to_string();
-    for (i, line) in std::io::BufReader::new(file).lines().enumerate() {
-        let line = line.map_err(|e| Error::io(format!("cannot read {name}"), e))?;
+    let lines = crate::input::jsonl_lines(
+        results,
+        "a results file",
+        crate::record::MAX_RECORD_LINE_BYTES,
+    )?;
+    for (i, line) in lines.enumerate() {
+        let line = line.map_err(|e| crate::input::line_error(&name, i + 1, e))?;
         if line.trim().is_empty() {
             continue;
         }

@@ -95,3 +95,42 @@ fn the_same_records_at_99_percent_move_every_threshold() {
     assert_eq!(run.code, 0, "{}", run.transcript());
     toolscore_snapshot!("terminal_report_99", run);
 }
+
+/// results.jsonl is read as untrusted input: a line past the 64 MiB a record can take, or a
+/// FIFO in its place, is exit 2 naming the file (and the line), never a hang or an exhausted
+/// memory.
+#[test]
+fn an_endless_line_or_a_pipe_in_results_jsonl_is_refused() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let tmp = tempfile::tempdir().unwrap();
+    let run = tmp.path().join("run");
+    std::fs::create_dir_all(&run).unwrap();
+    std::fs::copy(
+        root.join(RUN).join("summary.json"),
+        run.join("summary.json"),
+    )
+    .unwrap();
+    let mut text = std::fs::read_to_string(root.join(RUN).join("results.jsonl")).unwrap();
+    let lines = text.lines().count();
+    text.push_str(&"x".repeat((64 << 20) + 10));
+    std::fs::write(run.join("results.jsonl"), text).unwrap();
+    let out = toolscore(tmp.path(), &["report", "run"]);
+    assert_eq!(out.code, 2, "{}", out.transcript());
+    assert!(
+        out.stderr
+            .contains(&format!("run/results.jsonl:{}", lines + 1))
+            && out.stderr.contains("longer than 64 MiB"),
+        "{}",
+        out.stderr
+    );
+    let explain = toolscore(tmp.path(), &["explain", "run", "get-customer-by-id"]);
+    assert_eq!(explain.code, 2, "{}", explain.transcript());
+
+    std::fs::remove_file(run.join("results.jsonl")).unwrap();
+    let fifo = std::ffi::CString::new(run.join("results.jsonl").to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path; mkfifo only creates the file.
+    assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+    let out = toolscore(tmp.path(), &["report", "run"]);
+    assert_eq!(out.code, 2, "{}", out.transcript());
+    assert!(out.stderr.contains("not a regular file"), "{}", out.stderr);
+}
