@@ -108,7 +108,8 @@ pub struct BoundedLines {
 impl BoundedLines {
     pub fn new(reader: Box<dyn Read>, max: usize) -> Self {
         BoundedLines {
-            reader: BufReader::new(reader),
+            // Large reads: merging shards streams gigabytes through here.
+            reader: BufReader::with_capacity(256 * 1024, reader),
             max,
         }
     }

@@ -11,7 +11,7 @@
 //! per-case counters and one bit per planned trial, whatever the number of trials.
 
 use std::collections::{BTreeMap, BinaryHeap, HashMap};
-use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use clap::Args;
@@ -370,7 +370,7 @@ struct Head {
 struct ShardReader<'a> {
     run: &'a ShardRun,
     name: String,
-    lines: BufReader<std::fs::File>,
+    lines: crate::input::BoundedLines,
     line_no: usize,
     records: u64,
 }
@@ -378,20 +378,13 @@ struct ShardReader<'a> {
 impl ShardReader<'_> {
     fn next(&mut self) -> Result<Option<Head>, Error> {
         loop {
-            let mut line = String::new();
-            let n = self
-                .lines
-                .read_line(&mut line)
-                .map_err(|e| Error::io(format!("cannot read {}", self.name), e))?;
-            if n == 0 {
+            let Some(line) = self.lines.next() else {
                 return Ok(None);
-            }
+            };
             self.line_no += 1;
+            let line = line.map_err(|e| crate::input::line_error(&self.name, self.line_no, e))?;
             if line.trim().is_empty() {
                 continue;
-            }
-            if line.ends_with('\n') {
-                line.pop();
             }
             let record: TrialRecord = serde_json::from_str(&line).map_err(|e| {
                 InputError::json_line(&self.name, self.line_no, "not a trial record", &e)
@@ -474,11 +467,14 @@ fn open_readers(shards: &[ShardRun]) -> Result<Vec<ShardReader<'_>>, Error> {
         .iter()
         .map(|s| {
             let path = s.dir.join("results.jsonl");
-            let file = std::fs::File::open(&path).map_err(|e| InputError::io(&path, &e))?;
             Ok(ShardReader {
                 run: s,
                 name: path.display().to_string(),
-                lines: BufReader::with_capacity(256 * 1024, file),
+                lines: crate::input::jsonl_lines(
+                    &path,
+                    "a results file",
+                    crate::record::MAX_RECORD_LINE_BYTES,
+                )?,
                 line_no: 0,
                 records: 0,
             })

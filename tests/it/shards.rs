@@ -357,6 +357,17 @@ fn a_missing_duplicated_or_foreign_shard_is_refused_by_name() {
         &["merge", "out/s0", "out/short-1", "out/s2", "--out", "out/m"],
         &["shard 1/3 (out/short-1) holds"],
     );
+    // A shard whose results.jsonl is not a file to read: a pipe, which would block forever.
+    copy("out/s1", "out/pipe-1");
+    let results = d.join("out/pipe-1/results.jsonl");
+    std::fs::remove_file(&results).unwrap();
+    let path = std::ffi::CString::new(results.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path; mkfifo only creates the file.
+    assert_eq!(unsafe { libc::mkfifo(path.as_ptr(), 0o600) }, 0);
+    refused(
+        &["merge", "out/s0", "out/pipe-1", "out/s2", "--out", "out/m"],
+        &["out/pipe-1/results.jsonl", "not a regular file"],
+    );
     // The good three merge.
     ok(&toolscore(
         d,
