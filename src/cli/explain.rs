@@ -222,30 +222,15 @@ fn arms_of(s: &Summary) -> Vec<ArmId> {
 /// The arm of run `s` that `wanted` names (its only arm when `None`).
 fn arm_of(s: &Summary, wanted: Option<&String>) -> Result<ArmId, Error> {
     let arms = arms_of(s);
-    let names = || {
-        arms.iter()
-            .map(|a| format!("{}/{}", a.provider, a.variant))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
+    let ids: Vec<&ArmId> = arms.iter().collect();
     match wanted {
-        Some(w) => arms
-            .iter()
-            .find(|a| crate::decide::compare::arm_named(a, w))
-            .cloned()
-            .ok_or_else(|| {
-                usage(&format!(
-                    "--arm {w}: no arm of run {} is named so (its arms: {})",
-                    s.run.run_id,
-                    names()
-                ))
-            }),
+        Some(w) => Ok(arms[crate::decide::compare::find_arm(&ids, &s.run.run_id, w)?].clone()),
         None if arms.len() == 1 => Ok(arms[0].clone()),
         None => Err(usage(&format!(
             "run {} has {} arms ({}); name the one to explain with --arm",
             s.run.run_id,
             arms.len(),
-            names()
+            crate::decide::compare::arm_list(ids.into_iter())
         ))),
     }
 }

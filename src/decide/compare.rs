@@ -379,9 +379,12 @@ pub fn arm_named(id: &crate::record::ArmId, w: &str) -> bool {
 
 /// A run's arms as `provider/variant`, for the errors that ask the user to pick one.
 fn arm_names(s: &Summary) -> String {
-    s.arms
-        .iter()
-        .map(|a| format!("{}/{}", a.arm.provider, a.arm.variant))
+    arm_list(s.arms.iter().map(|a| &a.arm))
+}
+
+/// Arms as `provider/variant`, comma-separated.
+pub fn arm_list<'a>(arms: impl Iterator<Item = &'a crate::record::ArmId>) -> String {
+    arms.map(|a| format!("{}/{}", a.provider, a.variant))
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -435,16 +438,19 @@ fn two_arms_of<'a>(
     }
 }
 
-/// The first arm of run `s` that `--arm wanted` names: by variant, provider or
-/// `provider/variant`.
-pub fn find_arm(s: &Summary, wanted: &str) -> Result<usize, InputError> {
-    (0..s.arms.len())
-        .find(|&i| arm_matches(s, i, wanted))
+/// The first of `arms` (the arms of run `run_id`) that `--arm wanted` names: by variant,
+/// provider or `provider/variant`.
+pub fn find_arm(
+    arms: &[&crate::record::ArmId],
+    run_id: &str,
+    wanted: &str,
+) -> Result<usize, InputError> {
+    arms.iter()
+        .position(|a| arm_named(a, wanted))
         .ok_or_else(|| {
             InputError::new(format!(
-                "--arm {wanted}: no arm of run {} is named so (its arms: {})",
-                s.run.run_id,
-                arm_names(s)
+                "--arm {wanted}: no arm of run {run_id} is named so (its arms: {})",
+                arm_list(arms.iter().copied())
             ))
         })
 }
@@ -453,7 +459,10 @@ pub fn find_arm(s: &Summary, wanted: &str) -> Result<usize, InputError> {
 fn one_arm_of<'a>(s: &'a Summary, wanted: Option<&String>) -> Result<Side<'a>, InputError> {
     let arm = match (s.arms.len(), wanted) {
         (1, None) => 0,
-        (_, Some(w)) => find_arm(s, w)?,
+        (_, Some(w)) => {
+            let arms: Vec<_> = s.arms.iter().map(|a| &a.arm).collect();
+            find_arm(&arms, &s.run.run_id, w)?
+        }
         (_, None) => {
             return Err(InputError::new(format!(
                 "run {} has {} arms ({}); name the one to compare with --arm (once per run, in order)",
