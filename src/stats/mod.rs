@@ -12,7 +12,8 @@
 //!   McNemar's test, the case-level paired t comparison and its case count (§3);
 //! - `exact`: the exact one-sided bounds and binomial tests fixed-n rate gates decide with;
 //! - `power`: passes needed, exact power and sample size of the fixed-n gate (§1.4, §2.3);
-//! - `sequential`: the early-stopping SPRT gate and its exact operating characteristics (§6);
+//! - `sequential`: the early-stopping case gates (the mixture SPRT and the SPRT) and their exact
+//!   operating characteristics (§6);
 //! - `binomial` (crate-internal): exact binomial tails in log space for the above.
 //!
 //! Everything here is a pure function over plain numbers: no I/O, no clocks, no randomness,
@@ -41,7 +42,8 @@ pub use paired::{
 pub use passk::{clustered_ratio_interval, pass_at_k, pass_hat_k, pass_k_intervals};
 pub use power::{GateSampleSize, gate_min_successes, gate_power, gate_sample_size};
 pub use sequential::{
-    OperatingCharacteristics, SprtDecision, SprtGate, sprt_operating_characteristics,
+    Boundaries, MixtureGate, OperatingCharacteristics, SequentialDecision, SequentialKind,
+    SequentialTest, SprtGate, operating_characteristics,
 };
 
 use serde::{Deserialize, Serialize};

@@ -1,146 +1,12 @@
-//! The sequential (early-stopping) gate of stats.md §6: a one-sided SPRT read as a test
-//! martingale, so it may be checked after every trial and stopped at the first decision.
-//!
-//! Peeking at a fixed-n Wilson bound after every trial passes a case at the threshold a
-//! quarter of the time instead of 5% (§6.1). The SPRT with Ville's thresholds keeps
-//! `P(PASS | p ≤ t) ≤ α` and `P(FAIL | p ≥ p₁) ≤ β` under any monitoring schedule, and
-//! at t = 0.90, p₁ = 0.95, α = β = 0.05 decides in 95.5 trials on average at p = 0.97
-//! against 284 for the fixed-n design with the same guarantees (§6.3).
+//! Exact operating characteristics of a sequential test (stats.md §6.3): its expected trials
+//! and its chances of PASS, FAIL and running out of budget at a true rate, by dynamic
+//! programming over (n, S_n), with no Monte Carlo error.
 
 use serde::{Deserialize, Serialize};
 
-/// One-sided SPRT gate for a pass rate (stats.md §6.2): H₀ `p ≤ t` (must not pass) against
-/// H₁ `p ≥ p₁` (should pass), with Ville's thresholds `ln(1/α)` and `ln β` on the
-/// log-likelihood ratio `Λ_n = S·ln(p₁/t) + (n−S)·ln((1−p₁)/(1−t))`.
-///
-/// Decisions are made on the integer forms of the boundaries ([`Self::pass_boundary`],
-/// [`Self::fail_boundary`]), so they depend only on the counts (S, n), never on the order
-/// trials arrived in or on a running floating-point sum, and anyone can recompute them from
-/// the printed line `S ≥ slope·n + intercept`.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct SprtGate {
-    threshold: f64,
-    p1: f64,
-    alpha: f64,
-    beta: f64,
-    /// `ln(p₁/t) > 0`: the evidence one pass adds.
-    a: f64,
-    /// `ln((1−p₁)/(1−t)) < 0`: the evidence one failure adds.
-    b: f64,
-}
+use super::Boundaries;
 
-/// What an [`SprtGate`] says after n trials with S passes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SprtDecision {
-    /// `Λ_n ≥ ln(1/α)`: the rate is above t (false-pass probability ≤ α).
-    Pass,
-    /// `Λ_n ≤ ln β`: the rate is below p₁ (false-fail probability ≤ β when p ≥ p₁).
-    Fail,
-    /// Neither boundary reached: run more trials (or, at the trial budget, report
-    /// inconclusive, which the safe side treats as FAIL).
-    Continue,
-}
-
-impl SprtGate {
-    /// A gate for threshold `t` with design alternative `p1` (the rate that should pass with
-    /// probability ≥ 1 − β; nothing is promised for rates in the indifference zone (t, p₁)),
-    /// false-pass bound `alpha` and false-fail bound `beta`.
-    ///
-    /// `None` unless `0 < t < p1 < 1` and `alpha`, `beta` are strictly inside (0, 1).
-    pub fn new(t: f64, p1: f64, alpha: f64, beta: f64) -> Option<Self> {
-        let open = |v: f64| v > 0.0 && v < 1.0;
-        if !(open(t) && open(p1) && t < p1 && open(alpha) && open(beta)) {
-            return None;
-        }
-        let a = (p1 / t).ln();
-        let b = ((1.0 - p1) / (1.0 - t)).ln();
-        (a > 0.0 && b < 0.0 && a.is_finite() && b.is_finite()).then_some(SprtGate {
-            threshold: t,
-            p1,
-            alpha,
-            beta,
-            a,
-            b,
-        })
-    }
-
-    pub fn threshold(&self) -> f64 {
-        self.threshold
-    }
-
-    pub fn p1(&self) -> f64 {
-        self.p1
-    }
-
-    pub fn alpha(&self) -> f64 {
-        self.alpha
-    }
-
-    pub fn beta(&self) -> f64 {
-        self.beta
-    }
-
-    /// `a − b`, the per-trial spread of the evidence; positive by construction.
-    fn spread(&self) -> f64 {
-        self.a - self.b
-    }
-
-    /// Slope of both boundary lines, `p* = −b/(a−b)`: the rate at which the test drifts
-    /// neither way (0.92764 for t = 0.90, p₁ = 0.95), where it takes longest.
-    pub fn slope(&self) -> f64 {
-        -self.b / self.spread()
-    }
-
-    /// Intercept of the PASS line, `ln(1/α)/(a−b)`: PASS iff `S ≥ slope·n + intercept`
-    /// (4.00920 for t = 0.90, p₁ = 0.95, α = 0.05).
-    pub fn intercept(&self) -> f64 {
-        -self.alpha.ln() / self.spread()
-    }
-
-    #[cfg(test)]
-    /// Intercept of the FAIL line, `ln β/(a−b)` (negative): FAIL iff
-    /// `S ≤ slope·n + fail_intercept`.
-    fn fail_intercept(&self) -> f64 {
-        self.beta.ln() / self.spread()
-    }
-
-    /// The fewest passes that make the gate PASS after `n` trials,
-    /// `⌈(ln(1/α) − n·b)/(a − b)⌉` (stats.md §6.2); `None` when that exceeds n, i.e. no
-    /// run of n trials can pass yet (for t = 0.90, p₁ = 0.95, α = 0.05: every n < 56).
-    pub fn pass_boundary(&self, n: u64) -> Option<u64> {
-        let v = ((-self.alpha.ln() - n as f64 * self.b) / self.spread()).ceil();
-        (v.is_finite() && v <= n as f64).then_some(v.max(0.0) as u64)
-    }
-
-    /// The most passes with which the gate FAILs after `n` trials,
-    /// `⌊(ln β − n·b)/(a − b)⌋` (stats.md §6.2); `None` when that is negative, i.e. not
-    /// even 0 of n fails yet (for β = 0.05 above: every n < 5).
-    fn fail_boundary(&self, n: u64) -> Option<u64> {
-        let v = ((self.beta.ln() - n as f64 * self.b) / self.spread()).floor();
-        (v.is_finite() && v >= 0.0).then(|| v.min(n as f64) as u64)
-    }
-
-    /// The decision after `successes` passes in `n` trials. Valid at every n however often
-    /// it is asked (Ville's inequality; stats.md §6.2); the trial budget is the caller's, and
-    /// `Continue` at the budget means inconclusive.
-    ///
-    /// `None` when `successes > n`.
-    pub fn decide(&self, successes: u64, n: u64) -> Option<SprtDecision> {
-        if successes > n {
-            return None;
-        }
-        Some(if self.pass_boundary(n).is_some_and(|b| successes >= b) {
-            SprtDecision::Pass
-        } else if self.fail_boundary(n).is_some_and(|b| successes <= b) {
-            SprtDecision::Fail
-        } else {
-            SprtDecision::Continue
-        })
-    }
-}
-
-/// Exact operating characteristics of an [`SprtGate`] run at most `n_max` trials on a case
+/// Exact operating characteristics of a sequential test run at most `n_max` trials on a case
 /// of true rate p (stats.md §6.3).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct OperatingCharacteristics {
@@ -166,14 +32,14 @@ pub struct OperatingCharacteristics {
 /// a report can state "at p = 0.97 this gate needs 95.5 trials on average" as a fact about
 /// the design.
 ///
-/// Only undecided states are carried. Between the two boundary lines there are at most
-/// `(ln(1/α) − ln β)/(a − b) + 1` of them (9 for the §6.2 gate), so the cost is
+/// Only undecided states are carried. Between the two boundaries there are a handful of
+/// them (at most `(ln(1/α) − ln β)/(a − b) + 1`, 9, for the §6.2 SPRT), so the cost is
 /// O(n_max · that width), and the loop ends as soon as no probability is left undecided.
 ///
 /// `None` when `p` is NaN or outside [0, 1], or `n_max = 0`.
 // Long: one dynamic-programming pass, kept whole to be read against its formula above.
-pub fn sprt_operating_characteristics(
-    gate: &SprtGate,
+pub fn operating_characteristics(
+    gate: &impl Boundaries,
     p: f64,
     n_max: u64,
 ) -> Option<OperatingCharacteristics> {
@@ -256,87 +122,12 @@ pub fn sprt_operating_characteristics(
 
 #[cfg(test)]
 mod tests {
-    use super::super::test_support::{close, uniforms};
+    use super::super::{MixtureGate, SequentialDecision, SprtGate};
     use super::*;
+    use crate::stats::test_support::{close, uniforms};
 
     fn reference_gate() -> SprtGate {
         SprtGate::new(0.90, 0.95, 0.05, 0.05).expect("valid")
-    }
-
-    #[test]
-    fn coefficients_match_section_6_2() {
-        let g = reference_gate();
-        close(g.a, 0.0540672, 5e-8, "a");
-        // ln((1 − 0.95)/(1 − 0.90)) = ln ½ (up to the rounding of 1 − 0.95): the table's
-        // −0.6931472.
-        close(g.b, -std::f64::consts::LN_2, 1e-12, "b");
-        close(g.spread(), 0.7472144, 5e-8, "a - b");
-        close(g.slope(), 0.9276416, 5e-8, "slope");
-        close(g.intercept(), 4.0092004, 5e-8, "pass intercept");
-        close(g.fail_intercept(), -4.0092004, 5e-8, "fail intercept");
-        // What a report prints.
-        let line = format!("S ≥ {:.5}·n + {:.5}", g.slope(), g.intercept());
-        assert_eq!(line, "S ≥ 0.92764·n + 4.00920");
-    }
-
-    #[test]
-    fn boundaries_match_the_table_of_section_6_2() {
-        let g = reference_gate();
-        // (n, PASS if S ≥, FAIL if S ≤)
-        let table: [(u64, Option<u64>, Option<u64>); 13] = [
-            (10, None, Some(5)),
-            (20, None, Some(14)),
-            (30, None, Some(23)),
-            (40, None, Some(33)),
-            (50, None, Some(42)),
-            (60, Some(60), Some(51)),
-            (80, Some(79), Some(70)),
-            (100, Some(97), Some(88)),
-            (150, Some(144), Some(135)),
-            (200, Some(190), Some(181)),
-            (300, Some(283), Some(274)),
-            (500, Some(468), Some(459)),
-            (1000, Some(932), Some(923)),
-        ];
-        for (n, pass, fail) in table {
-            assert_eq!(g.pass_boundary(n), pass, "pass at {n}");
-            assert_eq!(g.fail_boundary(n), fail, "fail at {n}");
-        }
-        // Earliest possible PASS: 56/56; earliest possible FAIL: 0/5.
-        let first_pass = (0..200).find(|&n| g.pass_boundary(n).is_some());
-        assert_eq!(first_pass, Some(56));
-        assert_eq!(g.pass_boundary(56), Some(56));
-        let first_fail = (0..200).find(|&n| g.fail_boundary(n).is_some());
-        assert_eq!(first_fail, Some(5));
-        assert_eq!(g.fail_boundary(5), Some(0));
-        assert_eq!(g.decide(56, 56), Some(SprtDecision::Pass));
-        assert_eq!(g.decide(55, 55), Some(SprtDecision::Continue));
-        assert_eq!(g.decide(0, 5), Some(SprtDecision::Fail));
-        assert_eq!(g.decide(0, 4), Some(SprtDecision::Continue));
-        assert_eq!(g.decide(0, 0), Some(SprtDecision::Continue));
-    }
-
-    #[test]
-    fn integer_boundaries_agree_with_the_log_likelihood_ratio() {
-        let g = reference_gate();
-        let (up, down) = ((1.0 / g.alpha).ln(), g.beta.ln());
-        for n in 0..=400u64 {
-            for s in 0..=n {
-                let llr = s as f64 * g.a + (n - s) as f64 * g.b;
-                // Stay away from ties, where the two routes may round differently.
-                if (llr - up).abs() < 1e-9 || (llr - down).abs() < 1e-9 {
-                    continue;
-                }
-                let want = if llr >= up {
-                    SprtDecision::Pass
-                } else if llr <= down {
-                    SprtDecision::Fail
-                } else {
-                    SprtDecision::Continue
-                };
-                assert_eq!(g.decide(s, n), Some(want), "{s}/{n}");
-            }
-        }
     }
 
     /// Rows of the "SPRT-Ville (recommended)" and "SPRT-Ville truncated at n=284" tables in
@@ -372,7 +163,7 @@ mod tests {
     fn check_rows(rows: &[Row], n_max: u64) {
         let g = reference_gate();
         for &(p, en, pass, fail, trunc, median, p90, p99) in rows {
-            let oc = sprt_operating_characteristics(&g, p, n_max).expect("defined");
+            let oc = operating_characteristics(&g, p, n_max).expect("defined");
             let what = format!("p={p} n_max={n_max}: {oc:?}");
             // The table rounds E[N] to 0.1 and probabilities to 1e-4.
             assert!((oc.expected_n - en).abs() <= 0.05 + 1e-9, "E[N] {what}");
@@ -493,17 +284,17 @@ mod tests {
             let g = SprtGate::new(0.90, p1, alpha, beta).unwrap();
             let n_max = 4 * cp_n;
             for (p, want) in [0.80, 0.90, 0.95, 0.97, 0.99].into_iter().zip(en) {
-                let oc = sprt_operating_characteristics(&g, p, n_max).unwrap();
+                let oc = operating_characteristics(&g, p, n_max).unwrap();
                 assert!(
                     (oc.expected_n - want).abs() <= 0.05 + 1e-9,
                     "α={alpha} β={beta} p1={p1} p={p}: {} vs {want}",
                     oc.expected_n
                 );
             }
-            let at_t = sprt_operating_characteristics(&g, 0.90, n_max).unwrap();
+            let at_t = operating_characteristics(&g, 0.90, n_max).unwrap();
             assert!((at_t.p_pass - pass_at_t).abs() <= 5e-5 + 1e-12, "{at_t:?}");
             assert!(at_t.p_pass <= alpha, "Ville: P(PASS | p = t) ≤ α");
-            let at_p1 = sprt_operating_characteristics(&g, p1, n_max).unwrap();
+            let at_p1 = operating_characteristics(&g, p1, n_max).unwrap();
             // This column counts an inconclusive run as FAIL (the safe-side reading of §6.2):
             // at p₁ = 0.97, N_max = 516 the decided FAILs are 0.03203 and the truncated runs
             // 0.00003, which the table shows as 0.0321.
@@ -520,59 +311,35 @@ mod tests {
     fn operating_characteristics_edges() {
         let g = reference_gate();
         // p = 1: passes at the earliest possible n, 56, with certainty.
-        let all = sprt_operating_characteristics(&g, 1.0, 1000).unwrap();
+        let all = operating_characteristics(&g, 1.0, 1000).unwrap();
         assert_eq!((all.p_pass, all.expected_n, all.median_n), (1.0, 56.0, 56));
         // p = 0: fails at n = 5.
-        let none = sprt_operating_characteristics(&g, 0.0, 1000).unwrap();
+        let none = operating_characteristics(&g, 0.0, 1000).unwrap();
         assert_eq!((none.p_fail, none.expected_n, none.p99_n), (1.0, 5.0, 5));
         // A budget too small to decide anything: all truncated at n_max.
-        let short = sprt_operating_characteristics(&g, 0.9, 4).unwrap();
+        let short = operating_characteristics(&g, 0.9, 4).unwrap();
         assert_eq!(
             (short.p_truncated, short.expected_n, short.median_n),
             (1.0, 4.0, 4)
         );
         // A huge budget costs nothing once every path has decided (p far from p*).
-        let long = sprt_operating_characteristics(&g, 0.5, u64::MAX).unwrap();
+        let long = operating_characteristics(&g, 0.5, u64::MAX).unwrap();
         close(long.p_fail, 1.0, 1e-12, "fails");
         for p in [f64::NAN, -0.1, 1.1] {
-            assert_eq!(sprt_operating_characteristics(&g, p, 1000), None);
+            assert_eq!(operating_characteristics(&g, p, 1000), None);
         }
-        assert_eq!(sprt_operating_characteristics(&g, 0.9, 0), None);
-    }
-
-    #[test]
-    fn undefined_gates_and_counts_give_none() {
-        for (t, p1, alpha, beta) in [
-            (0.9, 0.9, 0.05, 0.05),
-            (0.95, 0.9, 0.05, 0.05),
-            (0.0, 0.9, 0.05, 0.05),
-            (0.9, 1.0, 0.05, 0.05),
-            (0.9, 0.95, 0.0, 0.05),
-            (0.9, 0.95, 1.0, 0.05),
-            (0.9, 0.95, 0.05, 0.0),
-            (0.9, 0.95, 0.05, 1.0),
-            (f64::NAN, 0.95, 0.05, 0.05),
-            (0.9, f64::NAN, 0.05, 0.05),
-            (0.9, 0.95, f64::NAN, 0.05),
-            (0.9, 0.95, 0.05, f64::NAN),
-        ] {
-            assert_eq!(
-                SprtGate::new(t, p1, alpha, beta),
-                None,
-                "{t} {p1} {alpha} {beta}"
-            );
-        }
-        assert_eq!(reference_gate().decide(6, 5), None);
-        // Boundaries stay defined (and ordered) for enormous n.
-        let g = reference_gate();
-        let n = 1u64 << 40;
-        let (pass, fail) = (g.pass_boundary(n).unwrap(), g.fail_boundary(n).unwrap());
-        assert!(fail < pass && pass <= n);
+        assert_eq!(operating_characteristics(&g, 0.9, 0), None);
     }
 
     /// Runs the gate on simulated Bernoulli(p) trials until it decides or reaches n_max:
     /// (PASS, FAIL, truncated) counts and the mean and sd of the trials used.
-    fn simulate(g: &SprtGate, p: f64, n_max: u64, reps: u32, seed: u64) -> ([u32; 3], f64, f64) {
+    fn simulate(
+        g: &impl Boundaries,
+        p: f64,
+        n_max: u64,
+        reps: u32,
+        seed: u64,
+    ) -> ([u32; 3], f64, f64) {
         let mut u = uniforms(seed);
         let mut counts = [0u32; 3];
         let (mut sum, mut sum_sq) = (0.0, 0.0);
@@ -582,10 +349,10 @@ mod tests {
                 n += 1;
                 s += u64::from(u() < p);
                 match g.decide(s, n).unwrap() {
-                    SprtDecision::Pass => break 0,
-                    SprtDecision::Fail => break 1,
-                    SprtDecision::Continue if n == n_max => break 2,
-                    SprtDecision::Continue => {}
+                    SequentialDecision::Pass => break 0,
+                    SequentialDecision::Fail => break 1,
+                    SequentialDecision::Continue if n == n_max => break 2,
+                    SequentialDecision::Continue => {}
                 }
             };
             counts[outcome] += 1;
@@ -597,32 +364,27 @@ mod tests {
         (counts, mean, sd)
     }
 
-    #[test]
-    fn simulation_keeps_the_guarantees_and_agrees_with_the_exact_dp() {
-        let g = reference_gate();
+    /// Simulates `g` at rates around its threshold `t` and p₁ and checks the simulation
+    /// against the exact dynamic program, and the error rates against (α, β).
+    fn check_against_simulation(g: &impl Boundaries, t: f64, p1: f64, alpha: f64, beta: f64) {
         let (reps, n_max) = (2000u32, 1000u64);
         let r = f64::from(reps);
         let mc = |rate: f64| (rate * (1.0 - rate) / r).sqrt();
-        for (p, seed) in [(0.90, 11), (0.95, 12), (0.97, 13), (0.80, 14)] {
-            let ([pass, fail, trunc], mean_n, sd_n) = simulate(&g, p, n_max, reps, seed);
+        let rates = [t, p1, (p1 + 1.0) / 2.0, t - 0.1];
+        for (p, seed) in rates.into_iter().zip(11..) {
+            let ([pass, fail, trunc], mean_n, sd_n) = simulate(g, p, n_max, reps, seed);
             let (pass, fail, trunc) = (
                 f64::from(pass) / r,
                 f64::from(fail) / r,
                 f64::from(trunc) / r,
             );
-            if p == g.threshold() {
-                assert!(
-                    pass <= g.alpha() + 3.0 * mc(g.alpha()),
-                    "false PASS rate {pass}"
-                );
+            if p == t {
+                assert!(pass <= alpha + 3.0 * mc(alpha), "false PASS rate {pass}");
             }
-            if p == g.p1() {
-                assert!(
-                    fail <= g.beta() + 3.0 * mc(g.beta()),
-                    "false FAIL rate {fail}"
-                );
+            if p == p1 {
+                assert!(fail <= beta + 3.0 * mc(beta), "false FAIL rate {fail}");
             }
-            let oc = sprt_operating_characteristics(&g, p, n_max).unwrap();
+            let oc = operating_characteristics(g, p, n_max).unwrap();
             // Within three Monte Carlo standard errors of the exact values (plus one rep,
             // for rates so close to 0 or 1 that the binomial error vanishes).
             let tol = |exact: f64| 3.0 * mc(exact) + 1.0 / r;
@@ -645,5 +407,12 @@ mod tests {
                 oc.expected_n
             );
         }
+    }
+
+    #[test]
+    fn simulation_keeps_the_guarantees_and_agrees_with_the_exact_dp() {
+        check_against_simulation(&reference_gate(), 0.90, 0.95, 0.05, 0.05);
+        let mixture = MixtureGate::new(0.8, 0.9, 0.05, 0.0125).unwrap();
+        check_against_simulation(&mixture, 0.8, 0.9, 0.05, 0.0125);
     }
 }
