@@ -24,12 +24,14 @@ pub struct GateArgs {
     /// its own, or every expected tool on its own.
     #[arg(long, value_enum, default_value_t = GateLevel::Suite)]
     pub gate_level: GateLevel,
-    /// Judge every case after each of its trials with an anytime-valid sequential test (SPRT
-    /// with Ville thresholds) and stop running a case the moment it decides. Case level only.
+    /// Judge every case after each of its trials with an anytime-valid sequential test (the
+    /// mixture SPRT, which needs no guess of the true rate) and stop running a case the moment
+    /// it decides. Case level only.
     #[arg(long, requires = "gates")]
     pub sequential: bool,
-    /// With --sequential: the rate a case should pass at (the test's alternative) [default:
-    /// halfway from the threshold to 1].
+    /// With --sequential: run Wald's SPRT with this alternative instead of the mixture (the
+    /// rate a case should pass at; a case at P1 fails at most beta of the time) [default:
+    /// the mixture, with that guarantee at halfway from the threshold to 1].
     #[arg(long, value_name = "P1", requires = "sequential")]
     pub sprt_p1: Option<f64>,
     /// An earlier run to gate against: pass when this run is not worse than it by more than

@@ -12,6 +12,7 @@ use super::run::compare_two_arms;
 use super::usage;
 use super::{rescore, setup};
 use crate::decide::gate::GateSpec;
+use crate::decide::gate::recorded::RecordedSequential;
 use crate::error::InputError;
 use crate::error::{Error, ExitCode};
 use crate::report::GateLevel;
@@ -79,11 +80,12 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode, Error> {
         }
     }
     let gates = judging.specs;
-    if judging.sequential {
+    if let Some(q) = judging.sequential {
         let spec = crate::decide::gate::sequential::SequentialSpec {
             gates,
             confidence,
-            p1: judging.sprt_p1,
+            kind: q.kind,
+            p1: q.p1,
             max_trials: summary.run.trials_per_case,
         };
         let mut gate = setup::sequential_gate(spec, &summary.run)?;
@@ -124,8 +126,7 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode, Error> {
 struct Judging {
     specs: Vec<GateSpec>,
     level: GateLevel,
-    sequential: bool,
-    sprt_p1: Option<f64>,
+    sequential: Option<RecordedSequential>,
     /// Baseline results the run recorded, kept as judged (the baseline run is not re-read).
     kept_baseline: Vec<crate::report::GateResult>,
 }
@@ -142,16 +143,18 @@ fn judging_of(args: &ReportArgs, header: &crate::report::SummaryHeader) -> Resul
             Ok(Judging {
                 specs: r.specs,
                 level: r.level,
-                sequential: r.sequential_p1.is_some(),
-                sprt_p1: r.sequential_p1,
+                sequential: r.sequential,
                 kept_baseline: r.baseline,
             })
         }
         _ => Ok(Judging {
             specs: parse_gates(&args.gate.gates)?,
             level: args.gate.gate_level,
-            sequential: args.gate.sequential,
-            sprt_p1: args.gate.sprt_p1,
+            sequential: args.gate.sequential.then(|| RecordedSequential {
+                kind: crate::decide::gate::sequential::kind_for(args.gate.sprt_p1),
+                p1: args.gate.sprt_p1,
+                p1_at_gate: args.gate.sprt_p1.unwrap_or_default(),
+            }),
             kept_baseline: Vec::new(),
         }),
     }

@@ -166,7 +166,11 @@ pub struct GateResult {
 /// The design of a sequential gate and the trials it used against the fixed design.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SequentialInfo {
-    /// The design alternative p₁ at the gate's threshold.
+    /// The test each case ran (a summary from before the mixture existed reads as the SPRT).
+    #[serde(default)]
+    pub test: crate::stats::SequentialKind,
+    /// The rate at the gate's threshold whose false FAIL is bounded by β (for the SPRT also
+    /// its design alternative).
     pub p1: f64,
     /// Chance of passing a case whose rate is at most the threshold.
     pub alpha: f64,
@@ -178,9 +182,49 @@ pub struct SequentialInfo {
     /// Trials the exact fixed-n gate (`stats::exact`) with the same α and power 1 − β at p₁
     /// needs for the same cases (reference/stats.md §2.3, the "first" n).
     pub fixed_design_trials: u64,
-    /// At the gate's threshold: PASS once successes ≥ slope·n + intercept.
+    /// The SPRT at the gate's threshold: PASS once successes ≥ slope·n + intercept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pass_boundary: Option<(f64, f64)>,
+    /// The mixture at the gate's threshold: `(n, the fewest passes that PASS after n
+    /// trials)` at a few n up to the trial budget.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pass_at: Vec<(u64, u64)>,
+}
+
+impl SequentialInfo {
+    /// The test and its guarantees in words, the one wording every report uses:
+    /// `SPRT, anytime-valid): p1 0.9, alpha 0.050, beta 0.0125 per case` after an opening
+    /// parenthesis the caller writes.
+    pub fn design(&self) -> String {
+        let test = match self.test {
+            crate::stats::SequentialKind::Sprt => "SPRT, anytime-valid",
+            crate::stats::SequentialKind::Mixture => {
+                "mixture SPRT, anytime-valid, no guess of the true rate"
+            }
+        };
+        format!(
+            "{test}): p1 {}, alpha {:.3}, beta {:.4} per case",
+            self.p1, self.alpha, self.beta_per_case
+        )
+    }
+
+    /// When a case passes at the gate's threshold: the SPRT's line, or the mixture's
+    /// boundary at a few trial counts; `None` when the summary carries neither.
+    pub fn pass_rule(&self) -> Option<String> {
+        if let Some((slope, intercept)) = self.pass_boundary {
+            return Some(format!(
+                "a case passes once successes >= {slope:.5}·n + {intercept:.5}"
+            ));
+        }
+        (!self.pass_at.is_empty()).then(|| {
+            let points: Vec<String> = self
+                .pass_at
+                .iter()
+                .map(|(n, s)| format!("{s} of {n}"))
+                .collect();
+            format!("a case passes at {} successes", points.join(", "))
+        })
+    }
 }
 
 /// One case under a case-level gate.

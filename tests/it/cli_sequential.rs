@@ -1,5 +1,6 @@
 //! `--sequential`, through the binary, against a fake provider with known per-case rates: a
-//! clear case decides after exactly the trials the SPRT boundary says and is not run further,
+//! clear case decides after exactly the trials its test's boundary says (the mixture SPRT by
+//! default, the SPRT with `--sprt-p1`) and is not run further,
 //! the verdicts map to exit codes 0 / 1 / 3, the fixed design's cost is reported beside the
 //! trials used, and `report --sequential` reaches the same verdicts from the run's files.
 
@@ -54,30 +55,34 @@ fn project(server: &FakeServer, cases: &[&str]) -> tempfile::TempDir {
     fake_project(&server.base_url, TOOLS, &lines, &[])
 }
 
-fn sequential(dir: &std::path::Path, run_id: &str, max_trials: &str) -> support::Run {
-    toolscore(
-        dir,
-        &[
-            "run",
-            "--provider",
-            "fake",
-            "--gate",
-            "pass>=0.8",
-            "--gate-level",
-            "case",
-            "--sequential",
-            "--max-trials",
-            max_trials,
-            "--concurrency",
-            "1",
-            "--out",
-            "out",
-            "--run-id",
-            run_id,
-            "--progress",
-            "off",
-        ],
-    )
+fn sequential(
+    dir: &std::path::Path,
+    run_id: &str,
+    max_trials: &str,
+    extra: &[&str],
+) -> support::Run {
+    let mut args = vec![
+        "run",
+        "--provider",
+        "fake",
+        "--gate",
+        "pass>=0.8",
+        "--gate-level",
+        "case",
+        "--sequential",
+        "--max-trials",
+        max_trials,
+        "--concurrency",
+        "1",
+        "--out",
+        "out",
+        "--run-id",
+        run_id,
+        "--progress",
+        "off",
+    ];
+    args.extend_from_slice(extra);
+    toolscore(dir, &args)
 }
 
 fn summary(dir: &std::path::Path, run_id: &str) -> Value {
@@ -88,68 +93,109 @@ fn summary(dir: &std::path::Path, run_id: &str) -> Value {
 fn a_clear_pass_and_a_clear_fail_stop_at_their_boundaries() {
     let server = FakeServer::start_in_background(known_rates());
     let dir = project(&server, &["good", "bad"]);
-    let run = sequential(dir.path(), "s", "300");
+    let run = sequential(dir.path(), "m", "300", &[]);
     assert_eq!(run.code, 1, "{}", run.transcript());
-    // t = 0.8, p1 = 0.9, alpha = 0.05: ln(20) / ln(0.9/0.8) = 25.4, so `good` passes at its
-    // 26th straight success. beta per case = 0.05 / 2: ln(0.025) / ln(0.1/0.2) = 5.3, so `bad`
-    // fails at its 6th straight failure. A trial already started when its case decides still
-    // runs and is recorded (a worker runs ahead of the collector by at most the channel's few
-    // slots), but it cannot change the decision: `trials_used` counts up to the decision.
+    // The mixture SPRT (no --sprt-p1): t = 0.8, alternatives 0.9, 0.95, 0.975, 0.9875 with
+    // weights 8, 4, 2, 1 (/15). After n straight successes its evidence is
+    // Σ w_k (q_k/0.8)^n: 18.0 at n = 18, 21.3 at n = 19, so `good` passes at its 19th success
+    // (the SPRT at p1 = 0.9 needs 26). FAIL is the SPRT's: beta per case = 0.05 / 2,
+    // ln(0.025) / ln(0.1/0.2) = 5.3, so `bad` fails at its 6th straight failure. A trial
+    // already started when its case decides still runs and is recorded (a worker runs ahead
+    // of the collector by at most the channel's few slots), but it cannot change the
+    // decision: `trials_used` counts up to the decision.
     let requests = server.requests_seen();
-    assert!((32..=44).contains(&requests), "{requests} requests");
-    let s = summary(dir.path(), "s");
+    assert!((25..=37).contains(&requests), "{requests} requests");
+    let s = summary(dir.path(), "m");
     assert_eq!(s["completed_trials"], requests);
     assert_eq!(s["skipped_trials"], 600 - requests);
     let gate = &s["gate"]["gates"][0];
     assert_eq!(gate["verdict"], "fail");
-    assert_eq!(gate["passed_cases"], 1);
-    assert_eq!(gate["failed_cases"], 1);
+    assert_eq!(
+        (gate["passed_cases"].as_u64(), gate["failed_cases"].as_u64()),
+        (Some(1), Some(1))
+    );
     assert_eq!(gate["not_passed"][0]["case_id"], "bad");
     assert_eq!(gate["not_passed"][0]["n"], 6);
     let seq = &gate["sequential"];
-    assert_eq!(seq["trials_used"], 32);
+    assert_eq!(seq["test"], "mixture");
+    assert_eq!(seq["trials_used"], 25);
     assert_eq!(seq["p1"], 0.9);
+    // The boundary the report prints: 25 of 25, 47 of 50, 90 of 100, 176 of 200.
+    assert_eq!(seq["pass_at"][0], serde_json::json!([25, 25]));
+    assert_eq!(seq["pass_at"][3], serde_json::json!([200, 176]));
     let fixed = seq["fixed_design_trials"].as_u64().expect("fixed");
-    assert!(fixed > 32 * 4, "the fixed design needs {fixed}");
-    assert!(run.stdout.contains("trials used: 32"), "{}", run.stdout);
+    assert!(fixed > 25 * 4, "the fixed design needs {fixed}");
+    assert!(run.stdout.contains("trials used: 25"), "{}", run.stdout);
     assert!(
-        run.stdout.contains("sequential (SPRT, anytime-valid)"),
+        run.stdout.contains(
+            "sequential (mixture SPRT, anytime-valid, no guess of the true rate): p1 0.9"
+        ),
         "{}",
         run.stdout
     );
 
-    // The verdict is a function of results.jsonl, in its order.
-    let again = toolscore(
-        dir.path(),
-        &[
-            "report",
-            "out/s",
-            "--gate",
-            "pass>=0.8",
-            "--gate-level",
-            "case",
-            "--sequential",
-        ],
+    // The same cases under the SPRT with p1 = 0.9: `good` passes at its 26th success, since
+    // ln(20) / ln(0.9/0.8) = 25.4.
+    let sprt = sequential(dir.path(), "s", "300", &["--sprt-p1", "0.9"]);
+    assert_eq!(sprt.code, 1, "{}", sprt.transcript());
+    let seq = &summary(dir.path(), "s")["gate"]["gates"][0]["sequential"];
+    assert_eq!(
+        (seq["test"].as_str(), seq["trials_used"].as_u64()),
+        (Some("sprt"), Some(32))
     );
+    assert!(
+        sprt.stdout.contains("sequential (SPRT, anytime-valid)"),
+        "{}",
+        sprt.stdout
+    );
+
+    // Each verdict is a function of results.jsonl, in its order: `report` with the flags, or
+    // with none (the run's own recorded test), reaches it again.
+    let flags = [
+        "--gate",
+        "pass>=0.8",
+        "--gate-level",
+        "case",
+        "--sequential",
+    ];
+    let again = toolscore(dir.path(), &[&["report", "out/m"][..], &flags].concat());
     assert_eq!(again.code, 1, "{}", again.transcript());
-    assert!(again.stdout.contains("trials used: 32"), "{}", again.stdout);
+    assert!(again.stdout.contains("trials used: 25"), "{}", again.stdout);
+    let recorded = toolscore(dir.path(), &["report", "out/s"]);
+    assert_eq!(recorded.code, 1, "{}", recorded.transcript());
+    assert!(
+        recorded.stdout.contains("trials used: 32"),
+        "{}",
+        recorded.stdout
+    );
+    assert!(
+        recorded.stderr.contains("--sequential --sprt-p1 0.9"),
+        "{}",
+        recorded.stderr
+    );
+    let recorded = toolscore(dir.path(), &["report", "out/m"]);
+    assert!(
+        recorded.stdout.contains("trials used: 25"),
+        "{}",
+        recorded.stdout
+    );
 }
 
 #[test]
 fn every_case_passing_exits_0_and_an_undecided_case_at_the_cap_exits_3() {
     let server = FakeServer::start_in_background(known_rates());
     let dir = project(&server, &["good"]);
-    let pass = sequential(dir.path(), "p", "100");
+    let pass = sequential(dir.path(), "p", "100", &[]);
     assert_eq!(pass.code, 0, "{}", pass.transcript());
-    assert!((26..=31).contains(&server.requests_seen()));
+    assert!((19..=24).contains(&server.requests_seen()));
     assert_eq!(
         summary(dir.path(), "p")["gate"]["gates"][0]["sequential"]["trials_used"],
-        26
+        19
     );
 
     let server = FakeServer::start_in_background(known_rates());
     let dir = project(&server, &["edge"]);
-    let undecided = sequential(dir.path(), "e", "40");
+    let undecided = sequential(dir.path(), "e", "40", &[]);
     assert_eq!(undecided.code, 3, "{}", undecided.transcript());
     let s = summary(dir.path(), "e");
     let case = &s["gate"]["gates"][0]["not_passed"][0];

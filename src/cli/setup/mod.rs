@@ -490,14 +490,12 @@ fn sequential_spec(
                 "--sequential judges each case on its own: add --gate-level case (a sequential test on trials pooled across cases would not be valid)",
             ));
         }
-        let spec = SequentialSpec {
-            gates: gates.to_vec(),
-            confidence: checked_confidence(
-                args.confidence.or(defaults.confidence).unwrap_or(0.95),
-            )?,
-            p1: args.gate.sprt_p1,
-            max_trials: trials,
-        };
+        let spec = SequentialSpec::from_flags(
+            gates.to_vec(),
+            checked_confidence(args.confidence.or(defaults.confidence).unwrap_or(0.95))?,
+            args.gate.sprt_p1,
+            trials,
+        );
         let case_thresholds: Vec<f64> = datasets
             .iter()
             .flat_map(|d| d.cases.iter().filter_map(|c| c.gate))

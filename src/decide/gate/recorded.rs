@@ -4,6 +4,17 @@
 
 use super::GateSpec;
 use crate::report::{GateLevel, GateReport, GateResult};
+use crate::stats::SequentialKind;
+
+/// How a run gated sequentially: its test, and p₁ when it was not the default
+/// t + (1 − t)/2 (what `--sprt-p1` said).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RecordedSequential {
+    pub kind: SequentialKind,
+    pub p1: Option<f64>,
+    /// p₁ at the gate's threshold, default or not, for naming the SPRT's flag.
+    pub p1_at_gate: f64,
+}
 
 /// What `report` needs to judge a run again the way it was judged.
 #[derive(Debug, Clone, PartialEq)]
@@ -11,8 +22,8 @@ pub struct RecordedGates {
     /// Each (metric, threshold) once, in the order the run gave them.
     pub specs: Vec<GateSpec>,
     pub level: GateLevel,
-    /// `Some(p₁)` when the run gated sequentially (`--sequential`).
-    pub sequential_p1: Option<f64>,
+    /// `Some` when the run gated sequentially (`--sequential`).
+    pub sequential: Option<RecordedSequential>,
     /// Results against a baseline run, kept as judged: `report` does not read that run again.
     pub baseline: Vec<GateResult>,
 }
@@ -41,8 +52,11 @@ impl RecordedGates {
             };
             words.push(format!("--gate-level {level}"));
         }
-        if self.sequential_p1.is_some() {
+        if let Some(q) = self.sequential {
             words.push("--sequential".to_owned());
+            if q.kind == SequentialKind::Sprt {
+                words.push(format!("--sprt-p1 {}", q.p1_at_gate));
+            }
         }
         if !self.baseline.is_empty() {
             words.push("and its baseline verdict as recorded".to_owned());
@@ -55,7 +69,7 @@ impl RecordedGates {
 pub fn recorded(report: &GateReport) -> RecordedGates {
     let mut specs: Vec<GateSpec> = Vec::new();
     let mut level = GateLevel::Suite;
-    let mut sequential_p1 = None;
+    let mut sequential = None;
     let mut baseline = Vec::new();
     for g in &report.gates {
         if g.level == GateLevel::Baseline {
@@ -63,7 +77,14 @@ pub fn recorded(report: &GateReport) -> RecordedGates {
             continue;
         }
         level = g.level;
-        sequential_p1 = sequential_p1.or(g.sequential.as_ref().map(|s| s.p1));
+        sequential = sequential.or(g.sequential.as_ref().map(|s| {
+            let default_p1 = g.threshold + (1.0 - g.threshold) / 2.0;
+            RecordedSequential {
+                kind: s.test,
+                p1: ((s.p1 - default_p1).abs() > 1e-12).then_some(s.p1),
+                p1_at_gate: s.p1,
+            }
+        }));
         let spec = GateSpec {
             metric: g.metric,
             threshold: g.threshold,
@@ -76,7 +97,7 @@ pub fn recorded(report: &GateReport) -> RecordedGates {
     RecordedGates {
         specs,
         level,
-        sequential_p1,
+        sequential,
         baseline,
     }
 }

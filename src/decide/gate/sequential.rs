@@ -1,11 +1,15 @@
-//! The sequential case gate (`--sequential`): Wald's one-sided SPRT with Ville's thresholds
-//! (reference/stats.md §6.2), run on each case on its own after every finished trial.
+//! The sequential case gate (`--sequential`): an anytime-valid test (reference/stats.md §6) run
+//! on each case on its own after every finished trial.
 //!
-//! - H₀: p ≤ t (must not pass) against H₁: p ≥ p₁ (should pass), p₁ = t + (1 − t)/2 unless
-//!   `--sprt-p1` says otherwise. PASS when the log-likelihood ratio reaches ln(1/α), FAIL when
-//!   it falls to ln(β/m). Ville's inequality makes both guarantees hold however often the
-//!   ratio is looked at, so a case stops the moment it decides (the runner stops scheduling
-//!   it) without inflating α, unlike re-computing a Wilson bound after every trial (§6.1).
+//! - PASS means the rate is above t (false-pass chance ≤ α); FAIL means it is below p₁
+//!   (false-fail chance ≤ β/m when p ≥ p₁), p₁ = t + (1 − t)/2 unless `--sprt-p1` says
+//!   otherwise.
+//! - The test is the mixture SPRT (`stats::MixtureGate`), which needs no guess of the true
+//!   rate, unless `--sprt-p1` is given: then Wald's SPRT with p₁ as its alternative
+//!   (`stats::SprtGate`). Ville's inequality makes both guarantees hold however often the
+//!   evidence is looked at, so a case stops the moment it decides (the runner stops
+//!   scheduling it) without inflating α, unlike re-computing a Wilson bound after every
+//!   trial (§6.1).
 //! - The gate passes only when every case passes (an intersection–union test: its false-pass
 //!   rate is at most α with no correction). A FAIL uses β/m with m the cases gated (Bonferroni,
 //!   valid under Ville), so the chance of any false FAIL stays at most β.
@@ -23,7 +27,7 @@ use crate::error::Error;
 use crate::event::{Control, Observer, RunEvent, StopScope};
 use crate::record::{TrialRecord, TrialScore};
 use crate::report::{CaseVerdict, GateLevel, GateResult, Metric, SequentialInfo, Verdict};
-use crate::stats::{self, SprtDecision, SprtGate};
+use crate::stats::{self, Boundaries, SequentialDecision, SequentialKind, SequentialTest};
 
 use super::GateSpec;
 
@@ -33,7 +37,10 @@ pub struct SequentialSpec {
     pub gates: Vec<GateSpec>,
     /// One-sided confidence of a PASS: α = 1 − confidence; β = α as well.
     pub confidence: f64,
-    /// The design alternative p₁ for every case, instead of t + (1 − t)/2.
+    /// The test every case runs.
+    pub kind: SequentialKind,
+    /// The rate whose false FAIL is bounded by β, for every case, instead of t + (1 − t)/2
+    /// (for the SPRT also its alternative).
     pub p1: Option<f64>,
     /// Trials a case may use before it is called inconclusive.
     pub max_trials: u32,
@@ -43,6 +50,23 @@ impl SequentialSpec {
     /// p₁ for a threshold: halfway from t to 1 unless given.
     fn p1_for(&self, t: f64) -> f64 {
         self.p1.unwrap_or(t + (1.0 - t) / 2.0)
+    }
+
+    /// The spec of `--sequential [--sprt-p1 P1]`: the SPRT when p₁ is given, else the
+    /// mixture.
+    pub fn from_flags(
+        gates: Vec<GateSpec>,
+        confidence: f64,
+        p1: Option<f64>,
+        max_trials: u32,
+    ) -> Self {
+        SequentialSpec {
+            gates,
+            confidence,
+            kind: kind_for(p1),
+            p1,
+            max_trials,
+        }
     }
 
     /// Checks the spec before any trial, so a p₁ that cannot work is bad input.
@@ -79,7 +103,7 @@ struct CaseState {
     n: u64,
     s: u64,
     /// Decided at `n` trials: never changes after.
-    decided: Option<SprtDecision>,
+    decided: Option<SequentialDecision>,
     /// The metric does not apply to this case (args gate on a case without arguments).
     not_applicable: bool,
 }
@@ -139,9 +163,10 @@ impl SequentialGate {
             .unwrap_or(gate.threshold)
     }
 
-    fn sprt(&self, t: f64) -> Option<SprtGate> {
+    fn test(&self, t: f64) -> Option<SequentialTest> {
         let alpha = 1.0 - self.spec.confidence;
-        SprtGate::new(
+        SequentialTest::new(
+            self.spec.kind,
             t,
             self.spec.p1_for(t),
             alpha,
@@ -165,7 +190,7 @@ impl SequentialGate {
             .iter()
             .map(|g| self.threshold(&record.dataset, &record.case_id, g))
             .collect();
-        let sprts: Vec<Option<SprtGate>> = thresholds.iter().map(|&t| self.sprt(t)).collect();
+        let tests: Vec<Option<SequentialTest>> = thresholds.iter().map(|&t| self.test(t)).collect();
         if !self.states.contains_key(&key) {
             self.order.push(key.clone());
         }
@@ -177,7 +202,7 @@ impl SequentialGate {
         let Some(score) = &record.score else {
             return false;
         };
-        for ((state, gate), sprt) in states.iter_mut().zip(&gates).zip(&sprts) {
+        for ((state, gate), test) in states.iter_mut().zip(&gates).zip(&tests) {
             if state.decided.is_some() {
                 continue;
             }
@@ -192,9 +217,9 @@ impl SequentialGate {
             let Some(ok) = value else { continue };
             state.n += 1;
             state.s += u64::from(ok);
-            if let Some(sprt) = sprt {
-                match sprt.decide(state.s, state.n) {
-                    Some(SprtDecision::Continue) | None => {}
+            if let Some(test) = test {
+                match test.decide(state.s, state.n) {
+                    Some(SequentialDecision::Continue) | None => {}
                     d => state.decided = d,
                 }
             }
@@ -251,58 +276,86 @@ impl SequentialGate {
         } else {
             Verdict::Pass
         };
-        let sprt = self.sprt(gate.threshold);
         let not_passed = super::worst_first(&cases);
         GateResult {
-                metric: gate.metric,
-                threshold: gate.threshold,
-                level: GateLevel::Case,
-                arm: arm.clone(),
-                verdict,
-                method: format!(
-                    "sequential: one-sided SPRT per case with Ville thresholds (anytime-valid), alpha {alpha:.3} to pass, beta {beta_case:.4} per case to fail (Bonferroni over {} cases); every case must pass",
-                    self.cases_per_arm
-                ),
-                estimate: None,
-                lower: None,
-                upper: None,
-                cases: cases.len(),
-                passed_cases: passed,
-                failed_cases: failed,
-                inconclusive_cases: inconclusive,
-                not_passed,
-                hint: (inconclusive > 0).then(|| {
-                    format!(
-                        "{inconclusive} case(s) undecided after at most {} trials; a larger --max-trials lets them decide",
-                        self.spec.max_trials
-                    )
-                }),
-                tools: Vec::new(),
-                trials: None,
-                sequential: Some(SequentialInfo {
-                    p1: self.spec.p1_for(gate.threshold),
-                    alpha,
-                    beta_per_case: beta_case,
-                    max_trials: self.spec.max_trials,
-                    trials_used: used,
-                    fixed_design_trials: fixed_total,
-                    pass_boundary: sprt.map(|s| (s.slope(), s.intercept())),
-                }),
-            }
+            metric: gate.metric,
+            threshold: gate.threshold,
+            level: GateLevel::Case,
+            arm: arm.clone(),
+            verdict,
+            method: self.method(alpha, beta_case),
+            estimate: None,
+            lower: None,
+            upper: None,
+            cases: cases.len(),
+            passed_cases: passed,
+            failed_cases: failed,
+            inconclusive_cases: inconclusive,
+            not_passed,
+            hint: (inconclusive > 0).then(|| {
+                format!(
+                    "{inconclusive} case(s) undecided after at most {} trials; a larger --max-trials lets them decide",
+                    self.spec.max_trials
+                )
+            }),
+            tools: Vec::new(),
+            trials: None,
+            sequential: Some(self.design(gate.threshold, used, fixed_total)),
+        }
     }
 
-    /// A case's verdict as the SPRT decided it, with its Wilson bounds and, undecided, the
+    /// The gate's method line.
+    fn method(&self, alpha: f64, beta_case: f64) -> String {
+        let test = match self.spec.kind {
+            SequentialKind::Sprt => "one-sided SPRT per case with Ville thresholds (anytime-valid)",
+            SequentialKind::Mixture => {
+                "mixture SPRT per case (anytime-valid, no guess of the true rate)"
+            }
+        };
+        format!(
+            "sequential: {test}, alpha {alpha:.3} to pass, beta {beta_case:.4} per case to fail (Bonferroni over {} cases); every case must pass",
+            self.cases_per_arm
+        )
+    }
+
+    /// The test's design at the gate's threshold and what the gated cases spent.
+    fn design(&self, t: f64, trials_used: u64, fixed_design_trials: u64) -> SequentialInfo {
+        let alpha = 1.0 - self.spec.confidence;
+        let test = self.test(t);
+        SequentialInfo {
+            test: self.spec.kind,
+            p1: self.spec.p1_for(t),
+            alpha,
+            beta_per_case: alpha / self.cases_per_arm as f64,
+            max_trials: self.spec.max_trials,
+            trials_used,
+            fixed_design_trials,
+            pass_boundary: match &test {
+                Some(SequentialTest::Sprt(s)) => Some((s.slope(), s.intercept())),
+                _ => None,
+            },
+            pass_at: match &test {
+                Some(t @ SequentialTest::Mixture(_)) => pass_table(t, self.spec.max_trials),
+                _ => Vec::new(),
+            },
+        }
+    }
+
+    /// A case's verdict as its test decided it, with its Wilson bounds and, undecided, the
     /// fewest further trials that could decide it.
     fn case_verdict(&self, key: &CaseKey, state: &CaseState, t: f64) -> CaseVerdict {
         let verdict = match state.decided {
-            Some(SprtDecision::Pass) => Verdict::Pass,
-            Some(SprtDecision::Fail) => Verdict::Fail,
+            Some(SequentialDecision::Pass) => Verdict::Pass,
+            Some(SequentialDecision::Fail) => Verdict::Fail,
             _ => Verdict::Inconclusive,
         };
         let more_trials = (verdict == Verdict::Inconclusive)
-            .then(|| self.sprt(t))
+            .then(|| self.test(t))
             .flatten()
-            .map(|sprt| fewest_to_decide(&sprt, state));
+            .map(|test| {
+                test.fewest_to_decide(state.s, state.n, FEWEST_TO_DECIDE_LIMIT)
+                    .unwrap_or(FEWEST_TO_DECIDE_LIMIT)
+            });
         CaseVerdict {
             dataset: key.dataset.clone(),
             case_id: key.case_id.clone(),
@@ -317,20 +370,27 @@ impl SequentialGate {
     }
 }
 
-/// The fewest further trials that could still decide: all passes to the PASS boundary, or
-/// all failures to the FAIL boundary (searched up to 100,000).
-fn fewest_to_decide(sprt: &stats::SprtGate, state: &CaseState) -> u64 {
-    let mut extra = 1u64;
-    loop {
-        let n = state.n + extra;
-        if sprt.decide(state.s + extra, n) == Some(SprtDecision::Pass)
-            || sprt.decide(state.s, n) == Some(SprtDecision::Fail)
-            || extra >= 100_000
-        {
-            return extra;
-        }
-        extra += 1;
+/// The test `--sequential` runs: the SPRT when `--sprt-p1` gives its alternative, else the
+/// mixture, which needs none.
+pub fn kind_for(sprt_p1: Option<f64>) -> SequentialKind {
+    if sprt_p1.is_some() {
+        SequentialKind::Sprt
+    } else {
+        SequentialKind::Mixture
     }
+}
+
+/// How far `fewest_to_decide` looks for an undecided case's next possible decision.
+const FEWEST_TO_DECIDE_LIMIT: u64 = 100_000;
+
+/// Where the mixture's PASS boundary lies at a few trial counts up to `max_trials`, for the
+/// report to print (it is no straight line): `(n, fewest passes that PASS)`.
+fn pass_table(test: &SequentialTest, max_trials: u32) -> Vec<(u64, u64)> {
+    [25u64, 50, 100, 200, 500, 1000]
+        .into_iter()
+        .filter(|&n| n <= u64::from(max_trials))
+        .filter_map(|n| test.pass_boundary(n).map(|s| (n, s)))
+        .collect()
 }
 
 impl Observer for SequentialGate {

@@ -540,8 +540,10 @@ fn gate_details(r: &GateResult, anchors: &explorer::Anchors) -> Option<Table> {
     };
     if let Some(q) = &r.sequential {
         table.notes.push(format!(
-            "Sequential (SPRT, anytime-valid): p1 {}, alpha {:.3}, beta {:.4} per case; {} trials used, the fixed-n gate with the same guarantees needs {}.",
-            q.p1, q.alpha, q.beta_per_case, q.trials_used, q.fixed_design_trials
+            "Sequential ({}; {} trials used, the fixed-n gate with the same guarantees needs {}.",
+            q.design(),
+            q.trials_used,
+            q.fixed_design_trials
         ));
     }
     if !tools.is_empty() {

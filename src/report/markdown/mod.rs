@@ -249,8 +249,10 @@ fn write_gate_details(r: &GateResult, doc: &mut String) {
     doc.push_str("\n\n");
     if let Some(q) = &r.sequential {
         doc.push_str(&format!(
-            "Sequential (SPRT, anytime-valid): p1 {}, alpha {:.3}, beta {:.4} per case; {} trials used, the fixed-n gate with the same guarantees needs {}.\n\n",
-            q.p1, q.alpha, q.beta_per_case, q.trials_used, q.fixed_design_trials
+            "Sequential ({}; {} trials used, the fixed-n gate with the same guarantees needs {}.\n\n",
+            q.design(),
+            q.trials_used,
+            q.fixed_design_trials
         ));
     }
     if !tools.is_empty() {

@@ -133,13 +133,9 @@ fn write_gate_line(r: &GateResult, several: bool, w: &mut dyn Write) -> io::Resu
 fn write_sequential(q: &SequentialInfo, w: &mut dyn Write) -> io::Result<()> {
     writeln!(
         w,
-        "      sequential (SPRT, anytime-valid): p1 {}, alpha {:.3}, beta {:.4} per case{}",
-        q.p1,
-        q.alpha,
-        q.beta_per_case,
-        q.pass_boundary.map_or(String::new(), |(a, b)| format!(
-            "; a case passes once successes >= {a:.5}·n + {b:.5}"
-        ))
+        "      sequential ({}{}",
+        q.design(),
+        q.pass_rule().map_or(String::new(), |r| format!("; {r}"))
     )?;
     writeln!(
         w,
