@@ -97,9 +97,17 @@ pub struct GatePlan {
     pub metric: String,
     pub threshold: f64,
     pub rows: Vec<GateRow>,
-    /// Expected trials per case of `--sequential` at several true rates.
+    /// Expected trials per case of `--sequential` (the mixture SPRT) at several true rates.
     pub sequential: Vec<SequentialRow>,
+    /// The same for `--sequential --sprt-p1 P1` at the default p₁.
+    pub sprt: Vec<SequentialRow>,
+    /// The rate whose false FAIL both tests bound by β/m (the SPRT's alternative too).
     pub sequential_p1: f64,
+    /// β/m: the chance a case at p₁ fails.
+    pub sequential_beta: f64,
+    /// Trials per case of the fixed-n gate with the sequential tests' guarantees (α at t,
+    /// power 1 − β/m at p₁).
+    pub sequential_fixed_trials: Option<u64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -276,33 +284,88 @@ fn gate_plan(req: &PlanRequest, metric: &str, t: f64) -> GatePlan {
         })
         .collect();
     let beta_case = alpha / m.max(1.0);
-    let sequential = stats::SprtGate::new(t, p1, alpha, beta_case)
-        .map(|gate| {
-            [t - 0.1, t, p1, t + 3.0 * (1.0 - t) / 4.0]
-                .into_iter()
-                .filter(|p| *p > 0.0 && *p < 1.0)
-                .filter_map(|p| {
-                    let oc =
-                        stats::sprt_operating_characteristics(&gate, p, u64::from(req.max_trials))?;
-                    Some(SequentialRow {
-                        true_rate: round4(p),
-                        expected_trials: oc.expected_n,
-                        p90_trials: oc.p90_n,
-                        p_pass: oc.p_pass,
-                        p_fail: oc.p_fail,
-                        cost: cost(oc.expected_n * m, req),
-                    })
-                })
-                .collect()
-        })
-        .unwrap_or_default();
+    let rows_of = |kind| sequential_rows(req, kind, t, p1, beta_case);
     GatePlan {
         metric: metric.to_owned(),
         threshold: t,
         rows,
-        sequential,
+        sequential: rows_of(stats::SequentialKind::Mixture),
+        sprt: rows_of(stats::SequentialKind::Sprt),
         sequential_p1: p1,
+        sequential_beta: beta_case,
+        sequential_fixed_trials: stats::gate_sample_size(
+            t,
+            p1,
+            req.confidence,
+            1.0 - beta_case,
+            GATE_N_CAP,
+        )
+        .map(|s| s.first),
     }
+}
+
+/// A sequential test's exact expected trials per case at true rates from below the bar to
+/// well above it.
+fn sequential_rows(
+    req: &PlanRequest,
+    kind: stats::SequentialKind,
+    t: f64,
+    p1: f64,
+    beta_case: f64,
+) -> Vec<SequentialRow> {
+    let Some(test) = stats::SequentialTest::new(kind, t, p1, 1.0 - req.confidence, beta_case)
+    else {
+        return Vec::new();
+    };
+    [
+        t - 0.1,
+        t,
+        t + (1.0 - t) / 4.0,
+        p1,
+        t + 3.0 * (1.0 - t) / 4.0,
+    ]
+    .into_iter()
+    .filter(|p| *p > 0.0 && *p < 1.0)
+    .filter_map(|p| {
+        let oc = stats::operating_characteristics(&test, p, u64::from(req.max_trials))?;
+        Some(SequentialRow {
+            true_rate: round4(p),
+            expected_trials: oc.expected_n,
+            p90_trials: oc.p90_n,
+            p_pass: oc.p_pass,
+            p_fail: oc.p_fail,
+            cost: cost(oc.expected_n * req.cases as f64, req),
+        })
+    })
+    .collect()
+}
+
+/// One sequential test's rows under its heading (nothing when the test is undefined).
+fn write_sequential_rows(
+    w: &mut dyn Write,
+    heading: &str,
+    rows: &[SequentialRow],
+) -> io::Result<()> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        w,
+        "  {heading}: expected trials per case, stops as soon as a case decides:"
+    )?;
+    for r in rows {
+        writeln!(
+            w,
+            "  true rate {:<6}  {:>8.1} expected (90% within {}), pass {:.3} / fail {:.3}  {}",
+            r.true_rate,
+            r.expected_trials,
+            r.p90_trials,
+            r.p_pass,
+            r.p_fail,
+            fmt_cost(&r.cost)
+        )?;
+    }
+    Ok(())
 }
 
 fn round4(x: f64) -> f64 {
@@ -395,24 +458,28 @@ pub fn render_plan(p: &TrialPlan, w: &mut dyn Write) -> io::Result<()> {
                 fmt_cost(&r.cost)
             )?;
         }
+        write_sequential_rows(
+            w,
+            "--sequential (mixture SPRT, no guess of the true rate)",
+            &g.sequential,
+        )?;
+        write_sequential_rows(
+            w,
+            &format!("--sequential --sprt-p1 {} (SPRT)", round4(g.sequential_p1)),
+            &g.sprt,
+        )?;
         if !g.sequential.is_empty() {
             writeln!(
                 w,
-                "  --sequential (SPRT, p1 {}): expected trials per case, stops as soon as a case decides:",
-                round4(g.sequential_p1)
+                "  both: pass at {} at most {:.3} of the time, fail at {} at most {:.4}{}",
+                g.threshold,
+                1.0 - p.confidence,
+                round4(g.sequential_p1),
+                g.sequential_beta,
+                g.sequential_fixed_trials.map_or(String::new(), |n| format!(
+                    "; the fixed-n gate with these guarantees needs {n} trials per case"
+                ))
             )?;
-            for r in &g.sequential {
-                writeln!(
-                    w,
-                    "  true rate {:<6}  {:>8.1} expected (90% within {}), pass {:.3} / fail {:.3}  {}",
-                    r.true_rate,
-                    r.expected_trials,
-                    r.p90_trials,
-                    r.p_pass,
-                    r.p_fail,
-                    fmt_cost(&r.cost)
-                )?;
-            }
         }
     }
     match &p.suite_cases {

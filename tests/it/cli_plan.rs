@@ -1,7 +1,7 @@
 //! `toolscore plan`, through the binary: its numbers are the reference vectors of
 //! reference/stats.md (§2.2 Wilson sample size, §2.3 exact gate sample size for the exact
 //! (Clopper–Pearson) gate, recomputed by direct binomial sums in Python, §6.3 expected
-//! trials of the SPRT), and `--from` plans from an earlier run's spread and token usage.
+//! trials of the SPRT, and of the mixture SPRT against a separate implementation), and `--from` plans from an earlier run's spread and token usage.
 
 use crate::support;
 
@@ -58,18 +58,45 @@ fn the_plan_for_one_case_reproduces_the_reference_vectors() {
         (&row["first"], &row["stable"], &row["min_successes"]),
         (&179.into(), &203.into(), &168.into())
     );
-    // §6.3 (t 0.90, p1 0.95, alpha = beta = 0.05 with one case, N_max 1000): E[N] 34.4 at
-    // 0.80, 143.1 at 0.90, 167.0 at 0.95.
-    let seq = gate["sequential"].as_array().expect("sequential");
-    let expected = |p: f64| {
-        seq.iter()
+    // §6.3 (t 0.90, p1 0.95, alpha = beta = 0.05 with one case, N_max 1000): the SPRT's E[N]
+    // is 34.4 at 0.80, 143.1 at 0.90, 167.0 at 0.95; the fixed-n exact gate with the same
+    // guarantees needs 298 trials.
+    let expected = |test: &str, p: f64| {
+        gate[test]
+            .as_array()
+            .expect("rows")
+            .iter()
             .find(|r| r["true_rate"] == p)
             .and_then(|r| r["expected_trials"].as_f64())
             .expect("row")
     };
-    assert!((expected(0.8) - 34.4).abs() < 0.05, "{}", expected(0.8));
-    assert!((expected(0.9) - 143.1).abs() < 0.05, "{}", expected(0.9));
-    assert!((expected(0.95) - 167.0).abs() < 0.05, "{}", expected(0.95));
+    assert!((expected("sprt", 0.8) - 34.4).abs() < 0.05);
+    assert!((expected("sprt", 0.9) - 143.1).abs() < 0.05);
+    assert!((expected("sprt", 0.95) - 167.0).abs() < 0.05);
+    assert_eq!(gate["sequential_fixed_trials"], 298);
+    // The mixture SPRT, the default of --sequential, against a separate Python dynamic
+    // program: 34.3718 at 0.80, 143.2592 at 0.90, 174.5537 at 0.95, 74.4355 at 0.975.
+    for (p, want) in [
+        (0.8, 34.3718),
+        (0.9, 143.2592),
+        (0.95, 174.5537),
+        (0.975, 74.4355),
+    ] {
+        let got = expected("sequential", p);
+        assert!((got - want).abs() < 5e-4, "mixture at {p}: {got}");
+    }
+    assert!(
+        run.stdout
+            .contains("--sequential (mixture SPRT, no guess of the true rate)"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout
+            .contains("the fixed-n gate with these guarantees needs 298 trials per case"),
+        "{}",
+        run.stdout
+    );
     assert!(run.stdout.contains("stable from    203"), "{}", run.stdout);
     assert!(run.stdout.contains("give --from RUN_DIR"), "{}", run.stdout);
 }
