@@ -1,0 +1,298 @@
+//! Cost to decision: how many trials each sequential case gate spends before a verdict, and
+//! how often it errs at the boundary, measured through the binary against a seeded random
+//! fake provider whose every answer is right with a known probability p.
+//!
+//! For each procedure (the mixture SPRT, the default of `--sequential`; the SPRT with
+//! `--sprt-p1`) and each true rate of the grid t, t + 0.03, t + 0.07, t + 0.15, it runs
+//! `toolscore run --gate pass>=t --gate-level case --sequential` on 4 cases until it has
+//! `BENCH_REPS` case verdicts (2,000 by default: 500 runs), and prints the mean trials per case
+//! with its Monte Carlo standard error, the share of PASS / FAIL / inconclusive verdicts, the
+//! exact figures of the same design (`stats::operating_characteristics`) beside them, and the
+//! fixed-n gate with the same guarantees (from `toolscore plan`). It ends with the least any
+//! test with these guarantees can spend at each rate (a Wald-type bound), so a goal below it
+//! can be seen to be out of reach rather than missed.
+//!
+//! Run: `cargo bench --bench cost_to_decision` (env: BENCH_REPS=2000, BENCH_SEED=2026).
+//! Nothing else should run beside it: it is 4,000 short runs of the binary.
+
+#[path = "../tests/it/support/mod.rs"]
+mod support;
+
+use std::sync::Mutex;
+
+use serde_json::Value;
+use support::{FakeResponse, FakeServer, fake_project, text_body, tool_call_body};
+use toolscore::stats::{self, SequentialKind, SequentialTest};
+
+const THRESHOLD: f64 = 0.8;
+/// p₁ of both tests: halfway from the threshold to 1, the default.
+const P1: f64 = 0.9;
+const ALPHA: f64 = 0.05;
+const CASES: usize = 4;
+const MAX_TRIALS: u32 = 200;
+const CONCURRENCY: &str = "4";
+
+const TOOLS: &str = r#"{"tools": [
+  {"name": "lookup", "description": "Look something up.", "inputSchema": {"type": "object", "properties": {}, "additionalProperties": false}}
+]}"#;
+
+/// A splitmix64 stream: small, seeded, and good enough to draw Bernoulli outcomes.
+struct SplitMix(u64);
+
+impl SplitMix {
+    fn next_unit(&mut self) -> f64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D1_049B_B133_111E);
+        z ^= z >> 31;
+        (z >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
+/// What one cell measured: per case verdict counts and the trials each run used.
+#[derive(Default)]
+struct Cell {
+    pass: u64,
+    fail: u64,
+    inconclusive: u64,
+    /// Trials used per run (all its cases), for the mean and its standard error.
+    run_trials: Vec<f64>,
+}
+
+impl Cell {
+    fn cases(&self) -> u64 {
+        self.pass + self.fail + self.inconclusive
+    }
+
+    /// Mean trials per case and its Monte Carlo standard error (runs are the replications).
+    fn mean_trials(&self) -> (f64, f64) {
+        let runs = self.run_trials.len() as f64;
+        let per_case: Vec<f64> = self.run_trials.iter().map(|t| t / CASES as f64).collect();
+        let mean = per_case.iter().sum::<f64>() / runs;
+        let var = per_case.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (runs - 1.0);
+        (mean, (var / runs).sqrt())
+    }
+
+    fn share(&self, count: u64) -> f64 {
+        count as f64 / self.cases() as f64
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    // `cargo test --benches` runs benches with `--test`-like flags; do nothing then.
+    if !args.iter().any(|a| a == "--bench") {
+        return;
+    }
+    let reps: usize = env_or("BENCH_REPS", 2000);
+    let seed: u64 = env_or("BENCH_SEED", 2026);
+    let runs = reps.div_ceil(CASES);
+    let beta_case = ALPHA / CASES as f64;
+    let fixed = fixed_design_trials();
+    println!(
+        "cost to decision: gate pass>={THRESHOLD} per case, {CASES} cases, alpha {ALPHA} to pass, beta {beta_case} per case to fail at p1 {P1}, at most {MAX_TRIALS} trials a case; {runs} runs ({} case verdicts) per cell, seed {seed}",
+        runs * CASES
+    );
+    println!(
+        "the fixed-n gate with the same guarantees (toolscore plan): {fixed} trials per case\n"
+    );
+    println!(
+        "{:<9} {:>6}  {:>16} {:>7} {:>6}  {:>13} {:>13} {:>7}",
+        "test",
+        "true p",
+        "trials/case ± se",
+        "exact",
+        "/fixed",
+        "PASS (exact)",
+        "FAIL (exact)",
+        "undecid"
+    );
+    let procedures: [(&str, SequentialKind, &[&str]); 2] = [
+        ("mixture", SequentialKind::Mixture, &[]),
+        ("sprt", SequentialKind::Sprt, &["--sprt-p1", "0.9"]),
+    ];
+    let rates = [0.0, 0.03, 0.07, 0.15].map(|d: f64| ((THRESHOLD + d) * 100.0).round() / 100.0);
+    let mut means = Vec::new();
+    for (name, kind, flags) in procedures {
+        let design = SequentialTest::new(kind, THRESHOLD, P1, ALPHA, beta_case).expect("design");
+        for (i, &p) in rates.iter().enumerate() {
+            let cell = measure(p, flags, runs, seed.wrapping_add(i as u64));
+            let exact =
+                stats::operating_characteristics(&design, p, u64::from(MAX_TRIALS)).expect("exact");
+            let (mean, se) = cell.mean_trials();
+            means.push((name, p, mean));
+            println!(
+                "{name:<9} {p:>6.2}  {mean:>9.1} ± {se:>4.1} {:>7.1} {:>6.3}  {:>5.3} ({:.3}) {:>5.3} ({:.3}) {:>7.3}",
+                exact.expected_n,
+                mean / fixed as f64,
+                cell.share(cell.pass),
+                exact.p_pass,
+                cell.share(cell.fail),
+                exact.p_fail,
+                cell.share(cell.inconclusive),
+            );
+            if p == THRESHOLD {
+                let se_pass = (ALPHA * (1.0 - ALPHA) / cell.cases() as f64).sqrt();
+                println!(
+                    "          false PASS at t: {:.4} (alpha {ALPHA}, Monte Carlo se {se_pass:.4}): {}",
+                    cell.share(cell.pass),
+                    if cell.share(cell.pass) <= ALPHA + 2.0 * se_pass {
+                        "kept"
+                    } else {
+                        "EXCEEDED"
+                    }
+                );
+            }
+        }
+    }
+    println!("\nmixture against the SPRT (mean trials per case):");
+    for &p in &rates {
+        let of = |name: &str| {
+            means
+                .iter()
+                .find(|(n, q, _)| *n == name && *q == p)
+                .map(|m| m.2)
+                .expect("measured")
+        };
+        println!(
+            "  p {p:.2}: {:.3} of the SPRT's trials, {:.3} of the fixed design's",
+            of("mixture") / of("sprt"),
+            of("mixture") / fixed as f64
+        );
+    }
+    println!(
+        "\nthe least any test with these guarantees that always decides spends (Wald's bound):"
+    );
+    for &p in &rates[1..] {
+        let least = least_expected_trials(p, beta_case);
+        println!(
+            "  p {p:.2}: {least:.1} trials per case, {:.3} of the fixed design",
+            least / fixed as f64
+        );
+    }
+}
+
+fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// The fixed design's trials per case, as `toolscore plan` reports them for this gate.
+fn fixed_design_trials() -> u64 {
+    let server = FakeServer::start_in_background(|_| FakeResponse::ok(text_body("unused")));
+    let dir = fake_project(&server.base_url, TOOLS, &cases(), &[]);
+    let plan = support::toolscore(
+        dir.path(),
+        &[
+            "plan",
+            "--gate",
+            &format!("pass>={THRESHOLD}"),
+            "--max-trials",
+            &MAX_TRIALS.to_string(),
+            "--json",
+            "plan.json",
+        ],
+    );
+    assert_eq!(plan.code, 0, "{}", plan.transcript());
+    let json = support::read_json(&dir.path().join("plan.json"));
+    json["gates"][0]["sequential_fixed_trials"]
+        .as_u64()
+        .expect("fixed design")
+}
+
+fn cases() -> String {
+    (0..CASES)
+        .map(|i| {
+            format!(
+                "{{\"id\": \"c{i}\", \"messages\": [{{\"role\": \"user\", \"content\": \"case {i}\"}}], \"expect\": {{\"tool\": \"lookup\"}}}}\n"
+            )
+        })
+        .collect()
+}
+
+/// `runs` sequential runs at true rate `p`: every answer is right with probability p, drawn
+/// from one seeded stream (with several requests in flight the draws reach the cases in
+/// arrival order, which keeps each case's outcomes independent Bernoulli(p)).
+fn measure(p: f64, flags: &[&str], runs: usize, seed: u64) -> Cell {
+    let stream = Mutex::new(SplitMix(seed));
+    let right = tool_call_body(&[("lookup", "{}")]);
+    let wrong = text_body("no idea");
+    let server = FakeServer::start_in_background(move |_| {
+        let u = stream.lock().expect("lock").next_unit();
+        FakeResponse::ok(if u < p { right.clone() } else { wrong.clone() })
+    });
+    let dir = fake_project(&server.base_url, TOOLS, &cases(), &[]);
+    let gate = format!("pass>={THRESHOLD}");
+    let max_trials = MAX_TRIALS.to_string();
+    let mut cell = Cell::default();
+    for r in 0..runs {
+        let run_id = format!("r{r}");
+        let mut args = vec![
+            "run",
+            "--provider",
+            "fake",
+            "--gate",
+            &gate,
+            "--gate-level",
+            "case",
+            "--sequential",
+            "--max-trials",
+            &max_trials,
+            "--concurrency",
+            CONCURRENCY,
+            "--out",
+            "out",
+            "--run-id",
+            &run_id,
+            "--progress",
+            "off",
+        ];
+        args.extend_from_slice(flags);
+        let run = support::toolscore(dir.path(), &args);
+        assert!(matches!(run.code, 0 | 1 | 3), "{}", run.transcript());
+        let run_dir = dir.path().join("out").join(&run_id);
+        let summary = support::read_json(&run_dir.join("summary.json"));
+        let gate = &summary["gate"]["gates"][0];
+        let count = |key: &str| gate[key].as_u64().expect(key);
+        cell.pass += count("passed_cases");
+        cell.fail += count("failed_cases");
+        cell.inconclusive += count("inconclusive_cases");
+        let used: &Value = &gate["sequential"]["trials_used"];
+        cell.run_trials.push(used.as_f64().expect("trials used"));
+        std::fs::remove_dir_all(&run_dir).expect("remove the run");
+    }
+    cell
+}
+
+/// Binary Kullback–Leibler divergence kl(x ‖ y).
+fn kl(x: f64, y: f64) -> f64 {
+    let term = |a: f64, b: f64| if a > 0.0 { a * (a / b).ln() } else { 0.0 };
+    term(x, y) + term(1.0 - x, 1.0 - y)
+}
+
+/// The least expected trials at true rate p of any test that always decides, passes a case
+/// at t at most α of the time and fails one at p₁ at most β of the time:
+/// `E_p[N]·KL(p‖q) ≥ kl(P_p(A) ‖ P_q(A))` for q = t with A = PASS and q = p₁ with A = FAIL
+/// (the data-processing inequality at a stopping time), minimised over the test's chance of
+/// passing at p.
+fn least_expected_trials(p: f64, beta: f64) -> f64 {
+    (1..10_000)
+        .map(|i| {
+            let pass = f64::from(i) / 10_000.0;
+            let by_t = if pass > ALPHA {
+                kl(pass, ALPHA) / kl(p, THRESHOLD)
+            } else {
+                0.0
+            };
+            let by_p1 = if 1.0 - pass > beta && p != P1 {
+                kl(1.0 - pass, beta) / kl(p, P1)
+            } else {
+                0.0
+            };
+            by_t.max(by_p1)
+        })
+        .fold(f64::INFINITY, f64::min)
+}
