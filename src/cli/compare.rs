@@ -1,8 +1,7 @@
 //! `toolscore compare`: two arms of a run folder paired by case.
 
-use std::path::PathBuf;
-
 use std::io::Write;
+use std::path::{Path, PathBuf};
 
 use clap::Args;
 
@@ -62,7 +61,7 @@ pub fn run(args: &CompareArgs) -> Result<ExitCode, Error> {
     }
     let confidence = setup::checked_confidence(args.confidence.unwrap_or(summaries[0].confidence))?;
     let (a, b) = crate::decide::compare::choose_arms(&summaries, &args.arms)?;
-    let comparison = crate::decide::compare::compare(
+    let mut comparison = crate::decide::compare::compare(
         a,
         b,
         crate::decide::compare::CompareOptions {
@@ -74,6 +73,9 @@ pub fn run(args: &CompareArgs) -> Result<ExitCode, Error> {
             holdout_apart: true,
         },
     )?;
+    if let [run_dir] = args.run_dirs.as_slice() {
+        rejudge_sequential(run_dir, &summaries[0], &mut comparison)?;
+    }
     if let Some(path) = &args.json {
         crate::atomic::write_json(path, &comparison)?;
     }
@@ -88,4 +90,63 @@ pub fn run(args: &CompareArgs) -> Result<ExitCode, Error> {
     } else {
         ExitCode::Inconclusive
     })
+}
+
+/// The sequential comparison a run recorded (`run --compare --sequential`), judged again from
+/// its results.jsonl by the same observer and set on `comparison`'s groups: the verdict is a
+/// function of the records. Nothing changes when the run recorded none, or `comparison` pairs
+/// other arms or another metric than the recorded one.
+pub(super) fn rejudge_sequential(
+    run_dir: &Path,
+    summary: &crate::report::Summary,
+    comparison: &mut crate::report::Comparison,
+) -> Result<(), Error> {
+    use crate::decide::compare::HOLDOUT_TAG;
+    use crate::decide::compare::sequential::{SequentialCompare, SequentialCompareSpec};
+    let summary_path = run_dir.join("summary.json");
+    let text = crate::input::read_text(&summary_path)?;
+    let header: crate::report::SummaryHeader = serde_json::from_str(&text)
+        .map_err(|e| crate::error::InputError::json(&summary_path.display().to_string(), &e))?;
+    let Some(recorded) = header.comparison() else {
+        return Ok(());
+    };
+    let Some(sequential) = recorded.visible.sequential else {
+        return Ok(());
+    };
+    if (&recorded.a.arm, &recorded.b.arm, recorded.metric)
+        != (&comparison.a.arm, &comparison.b.arm, comparison.metric)
+    {
+        return Ok(());
+    }
+    let cases_of = |held: bool| -> Vec<(String, String)> {
+        summary
+            .arms
+            .iter()
+            .find(|a| a.arm == comparison.a.arm)
+            .map(|a| {
+                a.cases
+                    .iter()
+                    .filter(|c| c.tags.iter().any(|t| t == HOLDOUT_TAG) == held)
+                    .map(|c| (c.dataset.clone(), c.case_id.clone()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let spec = SequentialCompareSpec {
+        arms: [comparison.a.arm.clone(), comparison.b.arm.clone()],
+        metric: comparison.metric,
+        confidence: comparison.confidence,
+        min_effect: comparison.min_effect,
+        cases: cases_of(false),
+        holdout: cases_of(true),
+        max_rounds: sequential.max_rounds,
+    };
+    let Some(mut observer) = SequentialCompare::new(spec) else {
+        return Ok(());
+    };
+    crate::report::for_each_record_mut(&run_dir.join("results.jsonl"), &mut |r| {
+        observer.push(r);
+    })?;
+    observer.apply_to(comparison);
+    Ok(())
 }

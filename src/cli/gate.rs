@@ -26,8 +26,9 @@ pub struct GateArgs {
     pub gate_level: GateLevel,
     /// Judge every case after each of its trials with an anytime-valid sequential test (the
     /// mixture SPRT, which needs no guess of the true rate) and stop running a case the moment
-    /// it decides. Case level only.
-    #[arg(long, requires = "gates")]
+    /// it decides (case-level gates); with `run --compare` instead of gates, judge the
+    /// comparison after every round and stop the run the moment it decides.
+    #[arg(long)]
     pub sequential: bool,
     /// With --sequential: run Wald's SPRT with this alternative instead of the mixture (the
     /// rate a case should pass at; a case at P1 fails at most beta of the time) [default:

@@ -261,6 +261,11 @@ pub fn print_stdout(
     } else if formats.contains(&Format::Terminal) {
         crate::report::Render::render(&crate::report::Terminal { detail }, summary, &mut out)
             .map_err(failed)?;
+        // A compared run's comparison, as `run --compare` printed it.
+        if let Some(c) = &summary.comparison {
+            writeln!(out).map_err(failed)?;
+            crate::report::render_comparison(c, &mut out).map_err(failed)?;
+        }
         write_pointers(summary, run_dir, detail, &mut out).map_err(failed)?;
     } else {
         crate::report::render_verdict(summary, &mut out).map_err(failed)?;

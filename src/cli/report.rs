@@ -59,7 +59,11 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode, Error> {
     let confidence = setup::checked_confidence(args.confidence.unwrap_or(header.confidence))?;
     let precision = setup::checked_precision(args.precision.unwrap_or(header.precision))?;
     let judging = judging_of(args, &header)?;
-    let compared = header.compared();
+    // The comparison the run recorded, by its own --min-effect (0.05, `compare`'s default,
+    // when it no longer reads as one).
+    let compared = header
+        .compared()
+        .then(|| header.comparison().map_or(0.05, |c| c.min_effect));
     let mut rescorer = rescore::Rescorer::for_run(&header.run);
     let (mut summary, latency) = crate::report::reaggregate_rescored(
         &results_path,
@@ -87,15 +91,14 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode, Error> {
             kind: q.kind,
             p1: q.p1,
             max_trials: summary.run.trials_per_case,
+            level: judging.level,
         };
-        let mut gate = setup::sequential_gate(spec, &summary.run)?;
-        crate::report::for_each_record_mut(&results_path, &mut |r| {
-            if let Some(rs) = &mut rescorer {
-                rs.apply(r);
-            }
-            gate.push(r);
-        })?;
-        summary.gate = Some(crate::decide::gate::report_of(gate.results(), confidence));
+        summary.gate = Some(replay_sequential(
+            spec,
+            &summary.run,
+            &results_path,
+            rescorer.as_mut(),
+        )?);
     } else if !gates.is_empty() {
         summary.gate = Some(crate::decide::gate::evaluate(
             &summary,
@@ -111,14 +114,48 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode, Error> {
     }
     let baseline = args.gate.load_baseline()?;
     judge_baseline(&mut summary, baseline.as_ref(), &args.gate)?;
-    if compared {
-        compare_two_arms(&mut summary);
+    if let Some(min_effect) = compared {
+        compare_again(&mut summary, min_effect, &args.run_dir)?;
     }
     for path in output::write_files(&summary, &args.run_dir, &formats)? {
         eprintln!("wrote {}", path.display());
     }
     output::print_stdout(&summary, &formats, args.detail, &args.run_dir)?;
     Ok(gate_exit_code(&summary))
+}
+
+/// A sequential gate judged again on the records in their order (rescored first when the run's
+/// scorer changed), as the run judged them while they finished.
+fn replay_sequential(
+    spec: crate::decide::gate::sequential::SequentialSpec,
+    run: &crate::report::RunInfo,
+    results: &std::path::Path,
+    mut rescorer: Option<&mut rescore::Rescorer>,
+) -> Result<crate::report::GateReport, Error> {
+    let confidence = spec.confidence;
+    let mut gate = setup::sequential_gate(spec, run)?;
+    crate::report::for_each_record_mut(results, &mut |r| {
+        if let Some(rs) = rescorer.as_deref_mut() {
+            rs.apply(r);
+        }
+        gate.push(r);
+    })?;
+    Ok(crate::decide::gate::report_of(gate.results(), confidence))
+}
+
+/// A compared run's two arms compared again from the records, by the run's own
+/// `--min-effect`, and its sequential comparison replayed when it ran one.
+fn compare_again(
+    summary: &mut crate::report::Summary,
+    min_effect: f64,
+    run_dir: &std::path::Path,
+) -> Result<(), Error> {
+    compare_two_arms(summary, min_effect);
+    if let Some(mut c) = summary.comparison.take() {
+        super::compare::rejudge_sequential(run_dir, summary, &mut c)?;
+        summary.comparison = Some(c);
+    }
+    Ok(())
 }
 
 /// How `report` judges a run: by the flags when any gate flag is given, else by the gates the
@@ -147,6 +184,9 @@ fn judging_of(args: &ReportArgs, header: &crate::report::SummaryHeader) -> Resul
                 kept_baseline: r.baseline,
             })
         }
+        _ if args.gate.sequential && args.gate.gates.is_empty() => Err(usage(
+            "--sequential judges case gates: add --gate METRIC>=T --gate-level case (a run's sequential comparison is judged again by `toolscore report RUN_DIR` or `toolscore compare RUN_DIR` as it ran)",
+        )),
         _ => Ok(Judging {
             specs: parse_gates(&args.gate.gates)?,
             level: args.gate.gate_level,

@@ -341,6 +341,9 @@ impl Resumed {
             if let Some(gate) = &mut sinks.sequential {
                 gate.push(&record);
             }
+            if let Some(comparison) = &mut sinks.sequential_compare {
+                comparison.push(&record);
+            }
         }
         Ok(())
     }

@@ -61,8 +61,8 @@ pub struct RunArgs {
     /// cassette holds per case].
     #[arg(help_heading = "Trials and limits", long)]
     pub trials: Option<u32>,
-    /// With --sequential: the most trials a case may use before it is called inconclusive (the
-    /// plan's trials per case) [default: 200].
+    /// With --sequential: the most trials a case may use (the rounds of a suite gate or a
+    /// comparison) before it is called inconclusive (the plan's trials per case) [default: 200].
     #[arg(
         help_heading = "Trials and limits",
         long,
@@ -155,6 +155,15 @@ pub struct RunArgs {
     /// compare` would (selection, --min-effect 0.05).
     #[arg(help_heading = "Statistics", long)]
     pub compare: bool,
+    /// With --compare: the smallest difference worth acting on; a comparison that finds none
+    /// as large either way says so.
+    #[arg(
+        help_heading = "Statistics",
+        long,
+        default_value_t = 0.05,
+        requires = "compare"
+    )]
+    pub min_effect: f64,
     /// Run one deterministic slice of the plan, `INDEX/COUNT` counted from 0 (`0/4` … `3/4`):
     /// each trial belongs to the shard its key (arm, dataset, case, trial) hashes to, so the
     /// slices are balanced and stay put when cases are added. `auto` reads the index from
@@ -220,7 +229,10 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Error> {
     }
     let baseline = args.gate.load_baseline()?;
     let gate_args = args.gate.clone();
-    let compare = args.compare;
+    let compare = args.compare.then_some(args.min_effect);
+    if !(args.min_effect > 0.0 && args.min_effect < 1.0) {
+        return Err(usage("--min-effect must be between 0 and 1 (e.g. 0.05)"));
+    }
     let detail = args.detail;
     let formats = output::chosen(
         &args.formats,
@@ -233,7 +245,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Error> {
     {
         check_baseline_population(&setup.plan, base)?;
     }
-    if compare && setup.plan.arms.len() != 2 {
+    if compare.is_some() && setup.plan.arms.len() != 2 {
         return Err(usage(&format!(
             "--compare needs exactly two arms (two --variant or two --provider); this run has {}",
             setup.plan.arms.len()
@@ -258,7 +270,7 @@ fn run_command(
     max_infra: f64,
     baseline: Option<&(crate::report::Summary, crate::report::Metric)>,
     gate_args: &GateArgs,
-    compare: bool,
+    compare: Option<f64>,
     formats: &[Format],
     detail: bool,
 ) -> Result<ExitCode, Error> {
@@ -324,8 +336,11 @@ fn run_command(
         baseline,
         gate_args,
     );
-    if compare {
-        compare_two_arms(&mut summary);
+    if let Some(min_effect) = compare {
+        compare_two_arms(&mut summary, min_effect);
+        if let (Some(c), Some(s)) = (&mut summary.comparison, &sinks.sequential_compare) {
+            s.apply_to(c);
+        }
     }
     if !sinks.provider_stops.stops().is_empty() {
         eprintln!(
@@ -494,10 +509,11 @@ fn print_terminal(
     Ok(())
 }
 
-/// `--compare`: the run's two arms compared as `toolscore compare` does with its defaults,
+/// `--compare`: the run's two arms compared as `toolscore compare` does with its defaults
+/// and `min_effect`,
 /// kept in the summary. A comparison that cannot be made is reported, not fatal: the run
 /// happened and is on disk.
-pub(super) fn compare_two_arms(summary: &mut crate::report::Summary) {
+pub(super) fn compare_two_arms(summary: &mut crate::report::Summary, min_effect: f64) {
     if summary.arms.len() != 2 {
         return;
     }
@@ -511,7 +527,7 @@ pub(super) fn compare_two_arms(summary: &mut crate::report::Summary) {
         crate::decide::compare::CompareOptions {
             metric: crate::report::Metric::Selection,
             confidence: summary.confidence,
-            min_effect: 0.05,
+            min_effect,
             power: 0.8,
             intersect: false,
             holdout_apart: true,

@@ -5,8 +5,11 @@
 //! - [`gate`]: `--gate` verdicts (suite, case, tool; rates and latency budgets), the sequential
 //!   gate that stops decided cases, and the `--baseline` non-inferiority gate;
 //! - [`compare`]: `toolscore compare` and `run --compare`, two arms paired by case;
+//! - `rounds`: trials gathered into complete rounds for the sequential tests that judge a
+//!   fixed set of cases together;
 //! - [`sample_size`]: `toolscore plan`, the trials and cases each option needs before anything is spent.
 
 pub mod compare;
 pub mod gate;
+mod rounds;
 pub mod sample_size;

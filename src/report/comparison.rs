@@ -41,6 +41,63 @@ pub struct Comparison {
     pub substitutions: Vec<Substitution>,
 }
 
+/// The sequential comparison of a run's two arms (`decide::compare::sequential`): a
+/// confidence sequence for the mean over this suite's visible cases of B's rate − A's, judged
+/// after every complete round.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SequentialComparison {
+    /// Better, worse, no difference as large as `min_effect`, or inconclusive (undecided when
+    /// the run ended).
+    pub verdict: ComparisonVerdict,
+    /// Complete rounds judged: each is one trial of every visible case under both arms.
+    pub rounds: u64,
+    /// Rounds left out because a pair in them measured nothing (an infrastructure error, or a
+    /// metric that does not apply).
+    pub skipped_rounds: u64,
+    /// Rounds the run could hold.
+    pub max_rounds: u32,
+    pub cases: usize,
+    pub counts: crate::stats::PairCounts,
+    /// The sequence covers the true difference at every round with probability 1 − alpha.
+    pub alpha: f64,
+    /// The confidence sequence at the last round judged.
+    pub lower: f64,
+    pub upper: f64,
+}
+
+impl SequentialComparison {
+    /// The comparison's sequential line, as every report words it.
+    pub fn line(&self) -> String {
+        let state = if self.verdict == ComparisonVerdict::Inconclusive {
+            format!(
+                "undecided after {} of {} rounds",
+                self.rounds, self.max_rounds
+            )
+        } else {
+            format!("decided after {} rounds", self.rounds)
+        };
+        format!(
+            "sequential (betting confidence sequence, anytime-valid; about these {} cases, not a population of cases): {state} ({} trials): B − A in [{:+.3}, {:+.3}] at {:.0}%; pairs {} B only, {} A only, {} alike{}",
+            self.cases,
+            2 * self.rounds * self.cases as u64,
+            self.lower,
+            self.upper,
+            (1.0 - self.alpha) * 100.0,
+            self.counts.b_only,
+            self.counts.a_only,
+            self.counts.same,
+            if self.skipped_rounds > 0 {
+                format!(
+                    "; {} rounds skipped for a pair that measured nothing",
+                    self.skipped_rounds
+                )
+            } else {
+                String::new()
+            }
+        )
+    }
+}
+
 /// One side of a comparison.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ComparedArm {
@@ -124,14 +181,14 @@ impl Comparison {
     /// the held-out ones are there to confirm it, so a finding they leave undecided or
     /// contradict is not yet a finding.
     pub fn overall(&self) -> OverallVerdict {
-        let visible = self.visible.verdict;
+        let visible = self.visible.judged();
         let Some(holdout) = &self.holdout else {
             return OverallVerdict {
                 verdict: visible,
                 reason: None,
             };
         };
-        if holdout.verdict == visible {
+        if holdout.judged() == visible {
             return OverallVerdict {
                 verdict: visible,
                 reason: None,
@@ -139,7 +196,7 @@ impl Comparison {
         }
         let reason = if visible == ComparisonVerdict::Inconclusive {
             "the visible cases are undecided".to_owned()
-        } else if holdout.verdict == ComparisonVerdict::Inconclusive {
+        } else if holdout.judged() == ComparisonVerdict::Inconclusive {
             format!(
                 "the visible cases say {}, not yet confirmed on the {} held-out cases (undecided)",
                 verdict_word(visible),
@@ -150,7 +207,7 @@ impl Comparison {
                 "the visible cases say {} but the {} held-out cases say {}",
                 verdict_word(visible),
                 holdout.cases,
-                verdict_word(holdout.verdict)
+                verdict_word(holdout.judged())
             )
         };
         OverallVerdict {
@@ -197,6 +254,20 @@ pub struct GroupComparison {
     /// per-case differences.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cases_needed: Option<u64>,
+    /// `run --compare --sequential`: the anytime-valid comparison the run stopped on. When
+    /// present its verdict is the group's ([`Self::judged`]); the fixed-n figures stay as
+    /// description.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sequential: Option<SequentialComparison>,
+}
+
+impl GroupComparison {
+    /// The group's verdict: the sequential comparison's when the run stopped on one (a
+    /// fixed-n interval computed after a data-dependent stop would not hold its level), else
+    /// the fixed-n one.
+    pub fn judged(&self) -> ComparisonVerdict {
+        self.sequential.as_ref().map_or(self.verdict, |s| s.verdict)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -400,7 +471,13 @@ fn write_group(
             m.hi
         )?;
     }
-    writeln!(w, "    verdict: {}", g.verdict.describe(b, c.min_effect))?;
+    match &g.sequential {
+        Some(q) => {
+            writeln!(w, "    {}", q.line())?;
+            writeln!(w, "    verdict: {}", q.verdict.describe(b, c.min_effect))?;
+        }
+        None => writeln!(w, "    verdict: {}", g.verdict.describe(b, c.min_effect))?,
+    }
     if let Some(n) = g.cases_needed {
         writeln!(
             w,

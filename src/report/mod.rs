@@ -32,7 +32,7 @@ pub use crate::stats::{LatencyDistribution, LatencySummary, Percentile};
 pub use aggregate::Aggregator;
 pub use comparison::{
     CaseComparison, ComparedArm, Comparison, ComparisonVerdict, GroupComparison, McNemar,
-    MeanDifference, Substitution, render_comparison,
+    MeanDifference, SequentialComparison, Substitution, render_comparison,
 };
 pub use csv::ResultsCsv;
 pub use html::{Html, HtmlContext, compared_cases, explored_cases};
@@ -214,6 +214,11 @@ impl SummaryHeader {
     /// Whether the run compared its two arms.
     pub fn compared(&self) -> bool {
         self.comparison_recorded.is_some()
+    }
+
+    /// The comparison the run recorded, when it still reads as one.
+    pub fn comparison(&self) -> Option<Comparison> {
+        serde_json::from_value(self.comparison_recorded.clone()?).ok()
     }
 
     /// Why trials went unaccounted, as the run recorded it.

@@ -189,6 +189,9 @@ pub struct SequentialInfo {
     /// trials)` at a few n up to the trial budget.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pass_at: Vec<(u64, u64)>,
+    /// The suite gate: complete rounds judged, and those skipped for an infrastructure error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rounds: Option<(u64, u64)>,
 }
 
 impl SequentialInfo {
@@ -201,10 +204,48 @@ impl SequentialInfo {
             crate::stats::SequentialKind::Mixture => {
                 "mixture SPRT, anytime-valid, no guess of the true rate"
             }
+            crate::stats::SequentialKind::Betting => {
+                let (rounds, skipped) = self.rounds.unwrap_or_default();
+                return format!(
+                    "betting confidence sequence over rounds of every case, anytime-valid; about this suite's cases, not a population of cases): alpha {:.3} each way; {rounds} of at most {} rounds judged{}",
+                    self.alpha,
+                    self.max_trials,
+                    if skipped > 0 {
+                        format!(", {skipped} skipped for an infrastructure error")
+                    } else {
+                        String::new()
+                    }
+                );
+            }
         };
         format!(
             "{test}): p1 {}, alpha {:.3}, beta {:.4} per case",
             self.p1, self.alpha, self.beta_per_case
+        )
+    }
+
+    /// What the gate spent, against the fixed-n gate with the same guarantees when there is
+    /// one: `trials used: 929 (at most 40 per case); the fixed-n gate with the same guarantees
+    /// needs 7198 (7.7x as many)`.
+    pub fn spent(&self) -> String {
+        let used = format!(
+            "trials used: {} (at most {} per case)",
+            self.trials_used, self.max_trials
+        );
+        if self.fixed_design_trials == 0 {
+            return used;
+        }
+        format!(
+            "{used}; the fixed-n gate with the same guarantees needs {}{}",
+            self.fixed_design_trials,
+            if self.trials_used > 0 {
+                format!(
+                    " ({:.1}x as many)",
+                    self.fixed_design_trials as f64 / self.trials_used as f64
+                )
+            } else {
+                String::new()
+            }
         )
     }
 

@@ -30,6 +30,17 @@ impl Metric {
             Metric::Pass => "pass",
         }
     }
+
+    /// Whether one scored trial succeeded on this metric; `None` when the metric does not
+    /// apply to it (args on a case that expects none, schema on an answer without a call).
+    pub fn of(self, score: &crate::record::TrialScore) -> Option<bool> {
+        match self {
+            Metric::Selection => Some(score.selection_ok),
+            Metric::ArgsExact => score.args_ok,
+            Metric::SchemaValid => score.schema_ok,
+            Metric::Pass => Some(score.passed),
+        }
+    }
 }
 
 /// One thing the reader must know before trusting a figure.

@@ -42,8 +42,8 @@ pub use paired::{
 pub use passk::{clustered_ratio_interval, pass_at_k, pass_hat_k, pass_k_intervals};
 pub use power::{GateSampleSize, gate_min_successes, gate_power, gate_sample_size};
 pub use sequential::{
-    Boundaries, MixtureGate, OperatingCharacteristics, SequentialDecision, SequentialKind,
-    SequentialTest, SprtGate, operating_characteristics,
+    Boundaries, MixtureGate, OperatingCharacteristics, PairCounts, PairedBetting, PairedDecision,
+    SequentialDecision, SequentialKind, SequentialTest, SprtGate, operating_characteristics,
 };
 
 use serde::{Deserialize, Serialize};

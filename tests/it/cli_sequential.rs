@@ -18,7 +18,7 @@ const TOOLS: &str = r#"{"tools": [
   {"name": "lookup", "description": "Look something up.", "inputSchema": {"type": "object", "properties": {}, "additionalProperties": false}}
 ]}"#;
 
-/// `good` is always right, `bad` never, `edge` 17 times in 20 (0.85: between t = 0.8 and
+/// `good` (and every case named `good…`) is always right, `bad` never, `edge` 17 times in 20 (0.85: between t = 0.8 and
 /// p₁ = 0.9, where the test needs many trials).
 fn known_rates() -> impl Fn(&support::FakeRequest) -> FakeResponse + Send + Sync + 'static {
     let seen: Mutex<HashMap<String, u32>> = Mutex::new(HashMap::new());
@@ -31,7 +31,7 @@ fn known_rates() -> impl Fn(&support::FakeRequest) -> FakeResponse + Send + Sync
             *k - 1
         };
         let right = match case.as_str() {
-            "good" => true,
+            c if c.starts_with("good") => true,
             "bad" => false,
             _ => k % 20 < 17,
         };
@@ -208,22 +208,22 @@ fn every_case_passing_exits_0_and_an_undecided_case_at_the_cap_exits_3() {
 fn sequential_refuses_pooled_levels_and_impossible_alternatives() {
     let server = FakeServer::start_in_background(known_rates());
     let dir = project(&server, &["good"]);
-    let pooled = toolscore(
-        dir.path(),
-        &[
-            "run",
-            "--provider",
-            "fake",
-            "--gate",
-            "pass>=0.8",
-            "--sequential",
-        ],
+    let refused = |extra: &[&str], says: &str| {
+        let mut args = vec!["run", "--provider", "fake", "--sequential"];
+        args.extend_from_slice(extra);
+        let r = toolscore(dir.path(), &args);
+        assert_eq!(r.code, 2, "{}", r.transcript());
+        assert!(r.stderr.contains(says), "{}", r.stderr);
+    };
+    // A tool's rate pools cases; args and schema cannot fill a fixed round of the suite.
+    refused(
+        &["--gate", "pass>=0.8", "--gate-level", "tool"],
+        "--gate-level case",
     );
-    assert_eq!(pooled.code, 2, "{}", pooled.transcript());
-    assert!(
-        pooled.stderr.contains("--gate-level case"),
-        "{}",
-        pooled.stderr
+    refused(&["--gate", "args>=0.8"], "does not apply to every trial");
+    refused(
+        &["--gate", "pass>=0.8", "--sprt-p1", "0.9"],
+        "the sequential suite gate needs no alternative",
     );
     let p1 = toolscore(
         dir.path(),
@@ -247,4 +247,78 @@ fn sequential_refuses_pooled_levels_and_impossible_alternatives() {
         p1.stderr
     );
     assert_eq!(server.requests_seen(), 0);
+}
+
+/// Three cases always right and one never: the suite's rate is 0.75.
+#[test]
+fn the_suite_gate_stops_each_arm_at_the_round_it_decides() {
+    let server = FakeServer::start_in_background(known_rates());
+    let dir = project(&server, &["good", "good2", "good3", "bad"]);
+    let suite = |run_id: &str, gate: &str| {
+        toolscore(
+            dir.path(),
+            &[
+                "run",
+                "--provider",
+                "fake",
+                "--gate",
+                gate,
+                "--sequential",
+                "--concurrency",
+                "1",
+                "--out",
+                "out",
+                "--run-id",
+                run_id,
+                "--progress",
+                "off",
+            ],
+        )
+    };
+    // Each round adds 3 passes and 1 failure. Against 0.5 the evidence (the mean over the
+    // betting fractions f = 1/16, 1/8, 1/4, 1/2 of (1 + f)^(3r)·(1 − f)^r) first reaches
+    // 1/α = 20 at round 8 (23.8); against 0.9, the evidence the other way
+    // ((1 − f)^(3r)·(1 + 9f)^r) at round 11 (24.2). Both from a separate Python computation
+    // of the same sums.
+    let pass = suite("p", "selection>=0.5");
+    assert_eq!(pass.code, 0, "{}", pass.transcript());
+    let gate = &support::read_json(&dir.path().join("out/p/summary.json"))["gate"]["gates"][0];
+    assert_eq!(
+        (gate["verdict"].as_str(), gate["level"].as_str()),
+        (Some("pass"), Some("suite"))
+    );
+    assert_eq!(gate["sequential"]["rounds"], serde_json::json!([8, 0]));
+    assert_eq!(gate["trials"], 32);
+    assert!(gate["lower"].as_f64().expect("lower") > 0.5, "{gate}");
+    assert!(
+        gate["method"]
+            .as_str()
+            .expect("method")
+            .contains("about these 4 cases, not a population of cases"),
+        "{gate}"
+    );
+    // The arm stopped at its decision: 8 rounds of 4 cases, one request at a time.
+    assert_eq!(server.requests_seen(), 32);
+    assert!(
+        pass.stdout.contains("sequential (betting confidence sequence over rounds of every case, anytime-valid; about this suite's cases, not a population of cases): alpha 0.050 each way; 8 of at most 200 rounds judged"),
+        "{}",
+        pass.stdout
+    );
+
+    let fail = suite("f", "selection>=0.9");
+    assert_eq!(fail.code, 1, "{}", fail.transcript());
+    let summary = support::read_json(&dir.path().join("out/f/summary.json"));
+    let gate = &summary["gate"]["gates"][0];
+    assert_eq!(gate["verdict"], "fail");
+    assert_eq!(gate["sequential"]["rounds"], serde_json::json!([11, 0]));
+    assert!(gate["upper"].as_f64().expect("upper") < 0.9, "{gate}");
+
+    // `report` judges the files again by the recorded gate and reaches the same verdict.
+    let again = toolscore(dir.path(), &["report", "out/f"]);
+    assert_eq!(again.code, 1, "{}", again.transcript());
+    let rejudged = support::read_json(&dir.path().join("out/f/summary.json"));
+    assert_eq!(
+        rejudged["gate"]["gates"][0]["sequential"],
+        gate["sequential"]
+    );
 }

@@ -30,6 +30,7 @@ mod cli_rescore;
 mod cli_run;
 mod cli_scenarios;
 mod cli_sequential;
+mod cli_sequential_compare;
 mod cli_variants;
 mod coverage;
 mod docs;

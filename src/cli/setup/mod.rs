@@ -7,6 +7,7 @@ use std::time::{Duration, SystemTime};
 
 use super::run::RunArgs;
 use super::{load_suite, usage};
+use crate::decide::compare::sequential::{SequentialCompare, SequentialCompareSpec};
 use crate::decide::gate::sequential::{SequentialGate, SequentialSpec};
 use crate::error::{Error, InputError};
 use crate::event::Observer;
@@ -29,6 +30,7 @@ mod arms;
 mod modes;
 mod pricing;
 mod reachable;
+mod sequential;
 
 pub use reachable::check_local_servers;
 
@@ -37,6 +39,7 @@ pub(super) use modes::sequential_gate;
 use modes::*;
 pub(super) use pricing::plan_price;
 use pricing::*;
+use sequential::{sequential_compare_spec, sequential_spec};
 
 /// A validated `run`: the trial plan, and what to do with its events.
 pub struct RunSetup {
@@ -54,6 +57,9 @@ pub struct RunSetup {
     /// `--sequential`: the gates judged case by case while the run goes, stopping decided
     /// cases.
     pub sequential: Option<SequentialSpec>,
+    /// `--compare --sequential`: the two arms compared after every complete round, stopping
+    /// the run once the comparison decides.
+    pub sequential_compare: Option<SequentialCompareSpec>,
     /// The config's `lint:` section, for the findings `run` prints beside its weakest tools.
     pub lint: crate::lint::LintOptions,
     /// Provider name → how to start its server (the config's `start:`), for the error when
@@ -75,6 +81,7 @@ pub struct Sinks {
     pub progress: Progress,
     pub aggregator: Aggregator,
     pub sequential: Option<SequentialGate>,
+    pub sequential_compare: Option<SequentialCompare>,
     /// Stops an arm at its first auth or quota error.
     pub provider_stops: crate::provider::stop::ProviderStops,
 }
@@ -90,6 +97,9 @@ impl Sinks {
         list.push(&mut self.progress);
         list.push(&mut self.aggregator);
         if let Some(s) = &mut self.sequential {
+            list.push(s);
+        }
+        if let Some(s) = &mut self.sequential_compare {
             list.push(s);
         }
         list.push(&mut self.provider_stops);
@@ -145,6 +155,10 @@ impl RunSetup {
                 Some(spec) => Some(sequential_gate(spec.clone(), &self.run_info(started))?),
                 None => None,
             },
+            sequential_compare: self
+                .sequential_compare
+                .clone()
+                .and_then(SequentialCompare::new),
             provider_stops: crate::provider::stop::ProviderStops::new(
                 self.plan
                     .arms
@@ -312,6 +326,7 @@ pub fn build_plan(
     let trials = trials_of(&args, defaults, fewest_recorded.as_ref())?;
     check_case_trials_recorded(&arms, &datasets)?;
     let sequential = sequential_spec(&args, defaults, &gates, trials, &datasets)?;
+    let sequential_compare = sequential_compare_spec(&args, defaults, &arms, trials, &datasets)?;
     check_budget(&args, &config, &arms)?;
     let shard = checked_shard(&args, env)?;
     let batch_poll = checked_batch(&args, &arms, &scenarios, &gates)?;
@@ -347,6 +362,7 @@ pub fn build_plan(
         gates,
         gate_level: args.gate.gate_level,
         sequential,
+        sequential_compare,
         lint: crate::lint::LintOptions::from_config(&config.lint),
         start_hints: config
             .providers
@@ -474,37 +490,6 @@ fn trials_of(
         .into());
     }
     Ok(trials)
-}
-
-/// `--sequential`'s design, checked: case-level gates only, every bar within its bounds.
-fn sequential_spec(
-    args: &RunArgs,
-    defaults: &crate::suite::Defaults,
-    gates: &[crate::decide::gate::GateSpec],
-    trials: u32,
-    datasets: &[Dataset],
-) -> Result<Option<SequentialSpec>, Error> {
-    Ok(if args.gate.sequential {
-        if args.gate.gate_level != crate::report::GateLevel::Case {
-            return Err(usage(
-                "--sequential judges each case on its own: add --gate-level case (a sequential test on trials pooled across cases would not be valid)",
-            ));
-        }
-        let spec = SequentialSpec::from_flags(
-            gates.to_vec(),
-            checked_confidence(args.confidence.or(defaults.confidence).unwrap_or(0.95))?,
-            args.gate.sprt_p1,
-            trials,
-        );
-        let case_thresholds: Vec<f64> = datasets
-            .iter()
-            .flat_map(|d| d.cases.iter().filter_map(|c| c.gate))
-            .collect();
-        spec.check(&case_thresholds).map_err(|e| usage(&e))?;
-        Some(spec)
-    } else {
-        None
-    })
 }
 
 /// The `--variant`s, each present in every dataset; `base` when none is given.

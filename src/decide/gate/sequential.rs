@@ -25,11 +25,12 @@ use std::collections::HashMap;
 
 use crate::error::Error;
 use crate::event::{Control, Observer, RunEvent, StopScope};
-use crate::record::{TrialRecord, TrialScore};
+use crate::record::TrialRecord;
 use crate::report::{CaseVerdict, GateLevel, GateResult, Metric, SequentialInfo, Verdict};
 use crate::stats::{self, Boundaries, SequentialDecision, SequentialKind, SequentialTest};
 
 use super::GateSpec;
+use super::sequential_suite::SuiteRounds;
 
 /// What `--sequential` was asked for.
 #[derive(Debug, Clone)]
@@ -44,6 +45,8 @@ pub struct SequentialSpec {
     pub p1: Option<f64>,
     /// Trials a case may use before it is called inconclusive.
     pub max_trials: u32,
+    /// Case (each case on its own) or suite (the arm's rate over this suite's cases).
+    pub level: GateLevel,
 }
 
 impl SequentialSpec {
@@ -66,6 +69,7 @@ impl SequentialSpec {
             kind: kind_for(p1),
             p1,
             max_trials,
+            level: GateLevel::Case,
         }
     }
 
@@ -79,6 +83,26 @@ impl SequentialSpec {
                 "--sequential judges rates (selection, args, schema, pass), not latency budgets"
                     .to_owned(),
             );
+        }
+        match self.level {
+            GateLevel::Case => {}
+            GateLevel::Suite => {
+                if let Some(why) = SuiteRounds::refusal(&self.gates) {
+                    return Err(why);
+                }
+                if self.p1.is_some() {
+                    return Err(
+                        "--sprt-p1 sets the case gates' SPRT; the sequential suite gate needs no alternative"
+                            .to_owned(),
+                    );
+                }
+            }
+            GateLevel::Tool | GateLevel::Baseline => {
+                return Err(
+                    "--sequential judges each case (--gate-level case) or this suite's rate (--gate-level suite); a tool's rate pools cases in ways a round cannot fix in advance"
+                        .to_owned(),
+                );
+            }
         }
         if let Some(p1) = self.p1 {
             let highest = self
@@ -129,15 +153,8 @@ pub struct SequentialGate {
     /// First-seen order of the keys, so verdicts list in run order.
     order: Vec<CaseKey>,
     arms: Vec<crate::record::ArmId>,
-}
-
-fn metric_value(score: &TrialScore, metric: Metric) -> Option<bool> {
-    match metric {
-        Metric::Selection => Some(score.selection_ok),
-        Metric::ArgsExact => score.args_ok,
-        Metric::SchemaValid => score.schema_ok,
-        Metric::Pass => Some(score.passed),
-    }
+    /// `--gate-level suite`: the rounds of every (arm, gate); the case states stay empty.
+    suite: Option<SuiteRounds>,
 }
 
 impl SequentialGate {
@@ -146,7 +163,18 @@ impl SequentialGate {
         cases_per_arm: usize,
         case_gates: HashMap<(String, String), f64>,
     ) -> Self {
+        let suite = (spec.level == GateLevel::Suite)
+            .then(|| {
+                SuiteRounds::new(
+                    spec.gates.clone(),
+                    spec.confidence,
+                    cases_per_arm,
+                    spec.max_trials,
+                )
+            })
+            .flatten();
         SequentialGate {
+            suite,
             spec,
             cases_per_arm: cases_per_arm.max(1),
             case_gates,
@@ -174,8 +202,12 @@ impl SequentialGate {
         )
     }
 
-    /// Feeds one finished trial; true when every gate on its case has decided.
+    /// Feeds one finished trial; true when every gate on its case (at the suite level: on its
+    /// arm) has decided.
     pub fn push(&mut self, record: &TrialRecord) -> bool {
+        if let Some(suite) = &mut self.suite {
+            return suite.push(record);
+        }
         let key = CaseKey {
             provider: record.arm.provider.clone(),
             variant: record.arm.variant.clone(),
@@ -209,7 +241,7 @@ impl SequentialGate {
             let Some(metric) = gate.metric.rate() else {
                 continue;
             };
-            let value = metric_value(score, metric);
+            let value = metric.of(score);
             if metric == Metric::ArgsExact && value.is_none() {
                 state.not_applicable = true;
                 continue;
@@ -231,6 +263,9 @@ impl SequentialGate {
 
     /// The verdict of every gate on every arm, as data.
     pub fn results(&self) -> Vec<GateResult> {
+        if let Some(suite) = &self.suite {
+            return suite.results();
+        }
         let mut out = Vec::new();
         for arm in &self.arms {
             for (g, gate) in self.spec.gates.iter().enumerate() {
@@ -308,7 +343,8 @@ impl SequentialGate {
     fn method(&self, alpha: f64, beta_case: f64) -> String {
         let test = match self.spec.kind {
             SequentialKind::Sprt => "one-sided SPRT per case with Ville thresholds (anytime-valid)",
-            SequentialKind::Mixture => {
+            // The case gates run the mixture unless --sprt-p1 names the SPRT.
+            SequentialKind::Mixture | SequentialKind::Betting => {
                 "mixture SPRT per case (anytime-valid, no guess of the true rate)"
             }
         };
@@ -338,6 +374,7 @@ impl SequentialGate {
                 Some(t @ SequentialTest::Mixture(_)) => pass_table(t, self.spec.max_trials),
                 _ => Vec::new(),
             },
+            rounds: None,
         }
     }
 
@@ -398,9 +435,12 @@ impl Observer for SequentialGate {
         if let RunEvent::Trial { key, record, .. } = event
             && self.push(record)
         {
-            return Ok(Control::Stop(StopScope::Case {
-                arm: key.arm,
-                case: key.case,
+            return Ok(Control::Stop(match self.spec.level {
+                GateLevel::Suite => StopScope::Arm(key.arm),
+                _ => StopScope::Case {
+                    arm: key.arm,
+                    case: key.case,
+                },
             }));
         }
         Ok(Control::Continue)

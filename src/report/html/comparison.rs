@@ -68,10 +68,14 @@ fn group_line(c: &Comparison, b: &str, title: &str, g: &GroupComparison) -> Stri
             pct(c.power)
         )
     });
+    let sequential = g
+        .sequential
+        .as_ref()
+        .map_or(String::new(), |q| format!(" · {}", q.line()));
     format!(
-        "{title}: {} cases · {difference} · {}{needed}",
+        "{title}: {} cases · {difference}{sequential} · {}{needed}",
         g.cases,
-        g.verdict.describe(b, c.min_effect)
+        g.judged().describe(b, c.min_effect)
     )
 }
 

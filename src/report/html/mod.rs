@@ -539,12 +539,9 @@ fn gate_details(r: &GateResult, anchors: &explorer::Anchors) -> Option<Table> {
         ..Table::default()
     };
     if let Some(q) = &r.sequential {
-        table.notes.push(format!(
-            "Sequential ({}; {} trials used, the fixed-n gate with the same guarantees needs {}.",
-            q.design(),
-            q.trials_used,
-            q.fixed_design_trials
-        ));
+        table
+            .notes
+            .push(format!("Sequential ({}; {}.", q.design(), q.spent()));
     }
     if !tools.is_empty() {
         table.header = ["verdict", "tool", "estimate", "bounds", "cases", "trials"]

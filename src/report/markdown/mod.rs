@@ -248,12 +248,7 @@ fn write_gate_details(r: &GateResult, doc: &mut String) {
     ));
     doc.push_str("\n\n");
     if let Some(q) = &r.sequential {
-        doc.push_str(&format!(
-            "Sequential ({}; {} trials used, the fixed-n gate with the same guarantees needs {}.\n\n",
-            q.design(),
-            q.trials_used,
-            q.fixed_design_trials
-        ));
+        doc.push_str(&format!("Sequential ({}; {}.\n\n", q.design(), q.spent()));
     }
     if !tools.is_empty() {
         doc.push_str(
@@ -673,10 +668,14 @@ fn write_group(title: &str, g: &GroupComparison, c: &Comparison, b: &str, doc: &
         ),
         None => "B − A: n/a (fewer than 2 cases with data in both arms)".to_owned(),
     };
+    let sequential = g
+        .sequential
+        .as_ref()
+        .map_or(String::new(), |q| format!(" · {}", escape_long(&q.line())));
     doc.push_str(&format!(
-        "- {title}: {} · {difference} · **{}**\n",
+        "- {title}: {} · {difference}{sequential} · **{}**\n",
         g.cases,
-        escape_long(&g.verdict.describe(b, c.min_effect))
+        escape_long(&g.judged().describe(b, c.min_effect))
     ));
 }
 
@@ -729,6 +728,7 @@ mod tests {
             mcnemar: None,
             verdict: ComparisonVerdict::Worse,
             cases_needed: Some(71),
+            sequential: None,
         };
         let changed = CaseComparison {
             dataset: "d".into(),

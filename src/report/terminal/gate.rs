@@ -137,21 +137,7 @@ fn write_sequential(q: &SequentialInfo, w: &mut dyn Write) -> io::Result<()> {
         q.design(),
         q.pass_rule().map_or(String::new(), |r| format!("; {r}"))
     )?;
-    writeln!(
-        w,
-        "      trials used: {} (at most {} per case); the fixed-n gate with the same guarantees needs {}{}",
-        q.trials_used,
-        q.max_trials,
-        q.fixed_design_trials,
-        if q.trials_used > 0 && q.fixed_design_trials > 0 {
-            format!(
-                " ({:.1}x as many)",
-                q.fixed_design_trials as f64 / q.trials_used as f64
-            )
-        } else {
-            String::new()
-        }
-    )?;
+    writeln!(w, "      {}", q.spent())?;
     Ok(())
 }
 

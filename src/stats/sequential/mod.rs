@@ -11,18 +11,23 @@
 //!   best of them at whatever rate the case really has.
 //! - [`SprtGate`]: Wald's SPRT for a user who knows the rate a case should pass at.
 //!
-//! Both decide on integer boundaries of the counts (S passes of n), so a decision depends
+//! [`PairedBetting`] is the sequential comparison of two arms paired by case: a confidence
+//! sequence for their mean difference that may stop at any complete round.
+//!
+//! The case gates decide on integer boundaries of the counts (S passes of n), so a decision depends
 //! only on the counts, never on the order trials arrived in, and [`operating_characteristics`]
 //! computes either test's expected trials and error rates exactly.
 
 mod exact;
 mod mixture;
+mod paired;
 mod sprt;
 
 use serde::{Deserialize, Serialize};
 
 pub use exact::{OperatingCharacteristics, operating_characteristics};
 pub use mixture::MixtureGate;
+pub use paired::{PairCounts, PairedBetting, PairedDecision};
 pub use sprt::SprtGate;
 
 /// What a sequential test says after n trials with S passes.
@@ -87,6 +92,8 @@ pub enum SequentialKind {
     /// before the mixture existed, when every sequential gate was an SPRT.
     #[default]
     Sprt,
+    /// [`PairedBetting`] over rounds of every case: the sequential suite gate, no case test.
+    Betting,
 }
 
 /// A case gate's sequential test, either kind.
@@ -104,6 +111,7 @@ impl SequentialTest {
         match kind {
             SequentialKind::Mixture => MixtureGate::new(t, p1, alpha, beta).map(Self::Mixture),
             SequentialKind::Sprt => SprtGate::new(t, p1, alpha, beta).map(Self::Sprt),
+            SequentialKind::Betting => None,
         }
     }
 

@@ -21,8 +21,10 @@ use crate::report::{
 };
 use crate::stats;
 
+pub mod sequential;
+
 /// The tag that keeps a case out of every per-case table of a comparison.
-const HOLDOUT_TAG: &str = "holdout";
+pub const HOLDOUT_TAG: &str = "holdout";
 
 /// How to compare.
 #[derive(Debug, Clone, Copy)]
@@ -309,6 +311,7 @@ fn group(pairs: &[(&CaseSummary, &CaseSummary)], opts: CompareOptions) -> GroupC
         mcnemar,
         verdict,
         cases_needed,
+        sequential: None,
     }
 }
 

@@ -1,0 +1,260 @@
+//! `run --compare --sequential`, through the binary, against a fake provider whose answers per
+//! (variant, case) are known: the run stops at the complete round where the comparison
+//! decides (a balanced design: every visible case has the same trials under both arms), the
+//! verdict maps to exit 0 / 3, `compare RUN_DIR` and `report RUN_DIR` reach the same verdict
+//! from the files, and the flags that cannot go together are refused before any request.
+
+use crate::support;
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+use support::{
+    FakeResponse, FakeServer, fake_project, last_user_message, text_body, tool_call_body, toolscore,
+};
+
+const TOOLS: &str = r#"{"tools": [
+  {"name": "lookup", "description": "Look something up.", "inputSchema": {"type": "object", "properties": {}, "additionalProperties": false}}
+]}"#;
+
+const CLEAR: &str = r#"{"tools": {"lookup": {"description": "CLEAR: look something up."}}}"#;
+
+/// Four visible cases and one held out (last, so a stop in a round cuts it first).
+fn cases() -> String {
+    ["c0", "c1", "c2", "c3", "held"]
+        .iter()
+        .map(|id| {
+            format!(
+                "{{\"id\": \"{id}\", \"messages\": [{{\"role\": \"user\", \"content\": \"{id}\"}}], \"expect\": {{\"tool\": \"lookup\"}}{}}}\n",
+                if *id == "held" { ", \"tags\": [\"holdout\"]" } else { "" }
+            )
+        })
+        .collect()
+}
+
+/// `clear` answers right when `clear_right`, the base catalog never does; with `alike` both
+/// are right in exactly 6 of every 10 requests of a (variant, case).
+fn fake(alike: bool) -> impl Fn(&support::FakeRequest) -> FakeResponse + Send + Sync + 'static {
+    let seen = std::sync::Mutex::new(HashMap::<(bool, String), u32>::new());
+    move |req| {
+        let clear = req.body["tools"].to_string().contains("CLEAR");
+        let case = last_user_message(req).unwrap_or_default();
+        let k = {
+            let mut seen = seen.lock().expect("lock");
+            let k = seen.entry((clear, case)).or_default();
+            *k += 1;
+            *k - 1
+        };
+        let right = if alike { k % 10 < 6 } else { clear };
+        FakeResponse::ok(if right {
+            tool_call_body(&[("lookup", "{}")])
+        } else {
+            text_body("no idea")
+        })
+    }
+}
+
+fn run(dir: &std::path::Path, run_id: &str, extra: &[&str]) -> support::Run {
+    let mut args = vec![
+        "run",
+        "--provider",
+        "fake",
+        "--variant",
+        "base",
+        "--variant",
+        "clear",
+        "--compare",
+        "--sequential",
+        "--concurrency",
+        "1",
+        "--out",
+        "out",
+        "--run-id",
+        run_id,
+        "--progress",
+        "off",
+    ];
+    args.extend_from_slice(extra);
+    toolscore(dir, &args)
+}
+
+fn trials_per_case(dir: &std::path::Path, run_id: &str) -> HashMap<(String, String), u64> {
+    let text =
+        std::fs::read_to_string(dir.join(format!("out/{run_id}/results.jsonl"))).expect("results");
+    let mut counts = HashMap::new();
+    for line in text.lines() {
+        let r: Value = serde_json::from_str(line).expect("record");
+        let key = (
+            r["variant"].as_str().expect("variant").to_owned(),
+            r["case_id"].as_str().expect("case").to_owned(),
+        );
+        *counts.entry(key).or_default() += 1;
+    }
+    counts
+}
+
+#[test]
+fn a_clear_difference_stops_the_run_at_its_round_and_the_files_judge_it_again() {
+    let server = FakeServer::start_in_background(fake(false));
+    let dir = fake_project(
+        &server.base_url,
+        TOOLS,
+        &cases(),
+        &[("data/variants/clear.json", CLEAR)],
+    );
+    let r = run(dir.path(), "s", &[]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    // Every pair is +1 (clear right, base wrong), and the evidence after k such pairs is
+    // Σ_f (1 + f)^k / 4 over f = 1/16, 1/8, 1/4, 1/2: 37.6 at k = 12, 54.9 at k = 13, against
+    // 2/α = 40. The 4 visible cases decide at round 4 (16 pairs); the single held-out case, a
+    // group of its own, at round 13, and the run stops there, once both have decided.
+    let s = support::read_json(&dir.path().join("out/s/summary.json"));
+    let seq = &s["comparison"]["visible"]["sequential"];
+    assert_eq!(seq["verdict"], "better", "{seq}");
+    assert_eq!(
+        (seq["rounds"].as_u64(), seq["cases"].as_u64()),
+        (Some(4), Some(4))
+    );
+    assert_eq!(seq["counts"]["b_only"], 16);
+    assert!(seq["lower"].as_f64().expect("lower") > 0.0, "{seq}");
+    let held = &s["comparison"]["holdout"]["sequential"];
+    assert_eq!(
+        (held["verdict"].as_str(), held["rounds"].as_u64()),
+        (Some("better"), Some(13))
+    );
+    // With one request at a time the stop is exact and balanced: 13 rounds of all 5 cases
+    // under both arms, nothing more.
+    assert_eq!(server.requests_seen(), 13 * 5 * 2);
+    let counts = trials_per_case(dir.path(), "s");
+    assert_eq!(counts.len(), 10);
+    assert!(counts.values().all(|&n| n == 13), "{counts:?}");
+    assert_eq!(s["skipped_trials"], 2 * 5 * 200 - 130);
+    assert!(
+        r.stdout.contains(
+            "sequential (betting confidence sequence, anytime-valid; about these 4 cases, not a population of cases): decided after 4 rounds (32 trials)"
+        ),
+        "{}",
+        r.stdout
+    );
+    assert!(r.stdout.contains("verdict: BETTER"), "{}", r.stdout);
+
+    // The verdict is a function of results.jsonl.
+    let again = toolscore(dir.path(), &["compare", "out/s", "--json", "c.json"]);
+    assert_eq!(again.code, 0, "{}", again.transcript());
+    assert!(
+        again.stdout.contains("decided after 4 rounds"),
+        "{}",
+        again.stdout
+    );
+    let c = support::read_json(&dir.path().join("c.json"));
+    assert_eq!(c["visible"]["sequential"], *seq);
+    assert_eq!(c["holdout"]["sequential"], *held);
+    let report = toolscore(dir.path(), &["report", "out/s"]);
+    assert_eq!(report.code, 0, "{}", report.transcript());
+    assert!(
+        report.stdout.contains("decided after 4 rounds"),
+        "{}",
+        report.stdout
+    );
+}
+
+#[test]
+fn equal_arms_stay_undecided_to_the_cap_and_exit_3() {
+    let server = FakeServer::start_in_background(fake(true));
+    let dir = fake_project(
+        &server.base_url,
+        TOOLS,
+        &cases(),
+        &[("data/variants/clear.json", CLEAR)],
+    );
+    let r = run(dir.path(), "e", &["--max-trials", "10"]);
+    assert_eq!(r.code, 3, "{}", r.transcript());
+    let s = support::read_json(&dir.path().join("out/e/summary.json"));
+    let seq = &s["comparison"]["visible"]["sequential"];
+    assert_eq!(seq["verdict"], "inconclusive");
+    assert_eq!(
+        (seq["rounds"].as_u64(), seq["max_rounds"].as_u64()),
+        (Some(10), Some(10))
+    );
+    // Both arms right in the same 6 of 10: every pair alike.
+    assert_eq!(seq["counts"]["same"], 40);
+    assert!(
+        r.stdout.contains("undecided after 10 of 10 rounds"),
+        "{}",
+        r.stdout
+    );
+}
+
+#[test]
+fn flags_that_cannot_go_together_are_refused_before_any_request() {
+    let server = FakeServer::start_in_background(fake(false));
+    let dir = fake_project(
+        &server.base_url,
+        TOOLS,
+        &cases(),
+        &[("data/variants/clear.json", CLEAR)],
+    );
+    let refused = |args: &[&str], says: &str| {
+        let r = toolscore(dir.path(), args);
+        assert_eq!(r.code, 2, "{}", r.transcript());
+        assert!(r.stderr.contains(says), "{}", r.stderr);
+    };
+    refused(
+        &["run", "--provider", "fake", "--sequential"],
+        "--sequential judges gates",
+    );
+    refused(
+        &[
+            "run",
+            "--provider",
+            "fake",
+            "--variant",
+            "base",
+            "--variant",
+            "clear",
+            "--compare",
+            "--sequential",
+            "--gate",
+            "pass>=0.5",
+            "--gate-level",
+            "case",
+        ],
+        "not both",
+    );
+    refused(
+        &[
+            "run",
+            "--provider",
+            "fake",
+            "--variant",
+            "base",
+            "--variant",
+            "clear",
+            "--compare",
+            "--sequential",
+            "--sprt-p1",
+            "0.9",
+        ],
+        "needs no alternative",
+    );
+    refused(
+        &["run", "--provider", "fake", "--compare", "--sequential"],
+        "exactly two arms",
+    );
+    refused(
+        &[
+            "run",
+            "--provider",
+            "fake",
+            "--variant",
+            "base",
+            "--variant",
+            "clear",
+            "--compare",
+            "--min-effect",
+            "1.5",
+        ],
+        "--min-effect must be between 0 and 1",
+    );
+    assert_eq!(server.requests_seen(), 0);
+}
