@@ -42,6 +42,13 @@ pub struct PlanArgs {
     /// config's provider, when it has a price].
     #[arg(long, value_name = "NAME")]
     pub provider: Option<String>,
+    /// Also plan the sequential comparison of two arms (`run --compare --sequential`): its
+    /// expected rounds at no difference and at ±--min-effect, by simulation.
+    #[arg(long)]
+    pub compare: bool,
+    /// With --compare: the smallest difference worth acting on.
+    #[arg(long, default_value_t = 0.05, requires = "compare")]
+    pub min_effect: f64,
     /// Also write the plan as JSON to this file.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
@@ -68,6 +75,9 @@ pub fn run(args: &PlanArgs) -> Result<ExitCode, Error> {
     }
     if args.max_trials == 0 {
         return Err(usage("--max-trials must be at least 1"));
+    }
+    if !(args.min_effect > 0.0 && args.min_effect < 0.5) {
+        return Err(usage("--min-effect must be between 0 and 0.5 (e.g. 0.05)"));
     }
     let metric = match &args.metric {
         Some(m) => crate::decide::gate::parse_metric(m).ok_or_else(|| {
@@ -98,6 +108,7 @@ pub fn run(args: &PlanArgs) -> Result<ExitCode, Error> {
         observed_suite,
         tokens,
         max_trials: args.max_trials,
+        compare: args.compare.then_some(args.min_effect),
         price: setup::plan_price(args.provider.as_deref(), &config)?,
     });
     if let Some(path) = &args.json {

@@ -41,7 +41,13 @@ pub struct PlanRequest {
     pub max_trials: u32,
     /// The provider's price, to show each option in dollars.
     pub price: Option<PlanPrice>,
+    /// `--compare`: plan the sequential comparison of two arms at this `--min-effect`.
+    pub compare: Option<f64>,
 }
+
+/// Replications behind each simulated row: enough for a standard error of a few tenths of a
+/// round, few enough that `plan` answers in about a second.
+const SIMULATED_REPS: u32 = 400;
 
 /// A provider's price for the plan, and the output it assumes when the token basis has no
 /// measured output.
@@ -81,6 +87,37 @@ pub struct TrialPlan {
     /// Cases a suite-level claim at ±precision needs, from the earlier run's spread.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub suite_cases: Option<SuiteCases>,
+    /// `--compare`: the sequential comparison's expected rounds at several differences.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comparison: Option<ComparisonPlan>,
+}
+
+/// A simulated sequential design at one true rate (or difference): its expected rounds with
+/// their Monte Carlo standard error, how often each verdict comes, and the fixed-n design with
+/// the same α and the same power, when there is a power to match.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct SimulatedRow {
+    /// The true suite rate, or B − A.
+    pub true_value: f64,
+    pub expected_rounds: f64,
+    pub se_rounds: f64,
+    pub reps: u32,
+    /// Pass (or B better), fail (or B worse), no difference as large as the effect, undecided.
+    pub shares: [f64; 4],
+    /// Trials (all cases, both arms) the fixed-n test needs for the same α and the same chance
+    /// of the verdict this row expects.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fixed_trials: Option<f64>,
+    pub cost: Cost,
+}
+
+/// The sequential comparison of two arms, planned.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct ComparisonPlan {
+    pub min_effect: f64,
+    /// A's rate on every case.
+    pub a_rate: f64,
+    pub rows: Vec<SimulatedRow>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -108,6 +145,10 @@ pub struct GatePlan {
     /// Trials per case of the fixed-n gate with the sequential tests' guarantees (α at t,
     /// power 1 − β/m at p₁).
     pub sequential_fixed_trials: Option<u64>,
+    /// `--gate-level suite --sequential`: this suite's rate judged round by round, every case
+    /// at the row's rate (simulated).
+    #[serde(default)]
+    pub suite_sequential: Vec<SimulatedRow>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -209,6 +250,14 @@ pub fn plan(req: &PlanRequest) -> TrialPlan {
         precision_rows,
         gates,
         suite_cases,
+        comparison: req.compare.map(|min_effect| {
+            // A at the earlier run's mean case rate when there is one, else 0.8.
+            let a_rate = req
+                .observed_suite
+                .as_ref()
+                .map_or(0.8, |est| round4(est.mean));
+            comparison_plan(req, min_effect, a_rate)
+        }),
     }
 }
 
@@ -301,6 +350,111 @@ fn gate_plan(req: &PlanRequest, metric: &str, t: f64) -> GatePlan {
             GATE_N_CAP,
         )
         .map(|s| s.first),
+        suite_sequential: suite_rows(req, t),
+    }
+}
+
+/// The sequential suite gate simulated with every case at each of five true rates.
+fn suite_rows(req: &PlanRequest, t: f64) -> Vec<SimulatedRow> {
+    let alpha = 1.0 - req.confidence;
+    [
+        t - 0.1,
+        t,
+        t + (1.0 - t) / 4.0,
+        t + (1.0 - t) / 2.0,
+        t + 3.0 * (1.0 - t) / 4.0,
+    ]
+    .into_iter()
+    .filter(|p| *p > 0.0 && *p < 1.0)
+    .enumerate()
+    .filter_map(|(i, p)| {
+        let rates = vec![p; req.cases.max(1)];
+        let oc = stats::simulate_suite_gate(
+            t,
+            alpha,
+            &rates,
+            req.max_trials,
+            SIMULATED_REPS,
+            i as u64 + 1,
+        )?;
+        // The one-sided normal test of the pooled rate with the same α and power.
+        let fixed = if p > t && oc.p_up > 0.5 {
+            let (za, zb) = (
+                stats::normal_quantile(1.0 - alpha)?,
+                stats::normal_quantile(oc.p_up.min(0.9999))?,
+            );
+            Some(((za * (t * (1.0 - t)).sqrt() + zb * (p * (1.0 - p)).sqrt()) / (p - t)).powi(2))
+        } else {
+            None
+        };
+        Some(simulated_row(req, round4(p), &oc, fixed, req.cases as f64))
+    })
+    .collect()
+}
+
+/// The sequential comparison simulated with A at `a_rate` on every case and B at A + each
+/// difference: none, the effect either way, twice the effect lower.
+fn comparison_plan(req: &PlanRequest, min_effect: f64, a_rate: f64) -> ComparisonPlan {
+    let alpha = 1.0 - req.confidence;
+    let rows = [0.0, -min_effect, min_effect, -2.0 * min_effect]
+        .into_iter()
+        .filter(|d| (0.0..=1.0).contains(&(a_rate + d)))
+        .enumerate()
+        .filter_map(|(i, d)| {
+            let b = a_rate + d;
+            let rates = vec![(a_rate, b); req.cases.max(1)];
+            let oc = stats::simulate_comparison(
+                alpha,
+                min_effect,
+                &rates,
+                req.max_trials,
+                SIMULATED_REPS,
+                i as u64 + 101,
+            )?;
+            let power = if d < 0.0 { oc.p_down } else { oc.p_up };
+            let fixed = if d != 0.0 && power > 0.5 {
+                let (za, zb) = (
+                    stats::normal_quantile(1.0 - alpha / 2.0)?,
+                    stats::normal_quantile(power.min(0.9999))?,
+                );
+                let discordant = b * (1.0 - a_rate) + a_rate * (1.0 - b);
+                let sd = (discordant - d * d).sqrt();
+                Some(2.0 * ((za + zb) * sd / d).powi(2))
+            } else {
+                None
+            };
+            Some(simulated_row(
+                req,
+                round4(d),
+                &oc,
+                fixed,
+                2.0 * req.cases as f64,
+            ))
+        })
+        .collect();
+    ComparisonPlan {
+        min_effect,
+        a_rate,
+        rows,
+    }
+}
+
+/// One simulated row, its cost for `trials_per_round` trials a round.
+fn simulated_row(
+    req: &PlanRequest,
+    true_value: f64,
+    oc: &stats::SimulatedOc,
+    fixed_trials: Option<f64>,
+    trials_per_round: f64,
+) -> SimulatedRow {
+    SimulatedRow {
+        true_value,
+        expected_rounds: oc.mean_rounds,
+        se_rounds: oc.se_rounds,
+        reps: oc.reps,
+        shares: [oc.p_up, oc.p_down, oc.p_within, oc.p_undecided],
+        fixed_trials,
+        cost: cost(oc.mean_rounds * trials_per_round, req),
     }
 }
 
@@ -338,6 +492,40 @@ fn sequential_rows(
         })
     })
     .collect()
+}
+
+/// Simulated rows: expected rounds with their standard error, the shares of each verdict, the
+/// fixed-n design with the same α and power where there is one, and the cost.
+fn write_simulated_rows(
+    w: &mut dyn Write,
+    label: &str,
+    [up, down]: [&str; 2],
+    rows: &[SimulatedRow],
+) -> io::Result<()> {
+    for r in rows {
+        let [p_up, p_down, within, undecided] = r.shares;
+        writeln!(
+            w,
+            "  {label} {:<6}  {:>6.1} ± {:.1} rounds, {up} {p_up:.3} / {down} {p_down:.3}{} / undecided {undecided:.3}{}  {}",
+            if label == "B − A" {
+                format!("{:+}", r.true_value)
+            } else {
+                r.true_value.to_string()
+            },
+            r.expected_rounds,
+            r.se_rounds,
+            if within > 0.0 {
+                format!(" / within {within:.3}")
+            } else {
+                String::new()
+            },
+            r.fixed_trials.map_or(String::new(), |n| format!(
+                "; fixed-n with the same alpha and power: {n:.0} trials"
+            )),
+            fmt_cost(&r.cost)
+        )?;
+    }
+    Ok(())
 }
 
 /// One sequential test's rows under its heading (nothing when the test is undefined).
@@ -481,6 +669,24 @@ pub fn render_plan(p: &TrialPlan, w: &mut dyn Write) -> io::Result<()> {
                 ))
             )?;
         }
+        if !g.suite_sequential.is_empty() {
+            writeln!(
+                w,
+                "  --gate-level suite --sequential (this suite's rate, every case at the true rate; {} simulated runs a row, ± Monte Carlo se):",
+                g.suite_sequential[0].reps
+            )?;
+            write_simulated_rows(w, "true rate", ["pass", "fail"], &g.suite_sequential)?;
+        }
+    }
+    if let Some(c) = &p.comparison {
+        writeln!(
+            w,
+            "\nrun --compare --sequential at --min-effect {}, A at {} on every case ({} simulated runs a row, ± Monte Carlo se):",
+            c.min_effect,
+            c.a_rate,
+            c.rows.first().map_or(0, |r| r.reps)
+        )?;
+        write_simulated_rows(w, "B − A", ["better", "worse"], &c.rows)?;
     }
     match &p.suite_cases {
         Some(s) => writeln!(

@@ -43,7 +43,8 @@ pub use passk::{clustered_ratio_interval, pass_at_k, pass_hat_k, pass_k_interval
 pub use power::{GateSampleSize, gate_min_successes, gate_power, gate_sample_size};
 pub use sequential::{
     Boundaries, MixtureGate, OperatingCharacteristics, PairCounts, PairedBetting, PairedDecision,
-    SequentialDecision, SequentialKind, SequentialTest, SprtGate, operating_characteristics,
+    SequentialDecision, SequentialKind, SequentialTest, SimulatedOc, SprtGate,
+    operating_characteristics, simulate_comparison, simulate_suite_gate,
 };
 
 use serde::{Deserialize, Serialize};
@@ -78,7 +79,7 @@ fn valid_conf(conf: f64) -> bool {
 
 /// Standard-normal quantile that refuses to produce infinities; `p` very close to 1 can
 /// round to exactly 1.0 when computed from a conf like `1 − 1e-17`.
-fn normal_quantile(p: f64) -> Option<f64> {
+pub fn normal_quantile(p: f64) -> Option<f64> {
     if !(p > 0.0 && p < 1.0) {
         return None;
     }

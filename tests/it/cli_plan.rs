@@ -98,6 +98,54 @@ fn the_plan_for_one_case_reproduces_the_reference_vectors() {
         run.stdout
     );
     assert!(run.stdout.contains("stable from    203"), "{}", run.stdout);
+
+    // --compare: the sequential comparison, simulated with A at 0.8 on the one case.
+    let compare = toolscore(
+        dir.path(),
+        &[
+            "plan",
+            "--dataset",
+            "data",
+            "--compare",
+            "--min-effect",
+            "0.2",
+            "--max-trials",
+            "300",
+            "--json",
+            "cmp.json",
+        ],
+    );
+    assert_eq!(compare.code, 0, "{}", compare.transcript());
+    let c = &support::read_json(&dir.path().join("cmp.json"))["comparison"];
+    assert_eq!(
+        (c["min_effect"].as_f64(), c["a_rate"].as_f64()),
+        (Some(0.2), Some(0.8))
+    );
+    let rows = c["rows"].as_array().expect("rows");
+    let of = |d: f64| -> Vec<f64> {
+        let r = rows.iter().find(|r| r["true_value"] == d).expect("row");
+        r["shares"]
+            .as_array()
+            .expect("shares")
+            .iter()
+            .map(|x| x.as_f64().expect("share"))
+            .collect()
+    };
+    // No difference: "better" or "worse" at most α of the time, within Monte Carlo error.
+    let none = of(0.0);
+    assert!(
+        none[0] + none[1] <= 0.05 + 3.0 * (0.05f64 * 0.95 / 400.0).sqrt(),
+        "{none:?}"
+    );
+    // B 0.4 below A: found worse nearly always.
+    assert!(of(-0.4)[1] > 0.95, "{:?}", of(-0.4));
+    assert!(
+        compare
+            .stdout
+            .contains("run --compare --sequential at --min-effect 0.2, A at 0.8"),
+        "{}",
+        compare.stdout
+    );
     assert!(run.stdout.contains("give --from RUN_DIR"), "{}", run.stdout);
 }
 
