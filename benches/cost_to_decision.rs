@@ -12,8 +12,14 @@
 //! test with these guarantees can spend at each rate (a Wald-type bound), so a goal below it
 //! can be seen to be out of reach rather than missed.
 //!
-//! Run: `cargo bench --bench cost_to_decision` (env: BENCH_REPS=2000, BENCH_SEED=2026).
-//! Nothing else should run beside it: it is 4,000 short runs of the binary.
+//! Then the sequential comparison of two catalog variants (`run --variant base --variant clear
+//! --compare --sequential`) on 10 cases, A right with probability 0.8 and B with 0.7 (B worse
+//! by 0.10), and both at 0.8: `BENCH_REPS` runs each, with the rounds to a verdict, how often
+//! each verdict came, and the fixed-n paired comparison with the same α and the same power.
+//!
+//! Run: `cargo bench --bench cost_to_decision` (env: BENCH_REPS=2000, BENCH_SEED=2026,
+//! BENCH_PART=gates|compare|all). Nothing else should run beside it: it is 8,000 runs of the
+//! binary (about 6 minutes for the gates, 25 for the comparisons).
 
 #[path = "../tests/it/support/mod.rs"]
 mod support;
@@ -87,6 +93,20 @@ fn main() {
     }
     let reps: usize = env_or("BENCH_REPS", 2000);
     let seed: u64 = env_or("BENCH_SEED", 2026);
+    let part: String = env_or("BENCH_PART", "all".to_owned());
+    if part == "all" || part == "gates" {
+        case_gates(reps, seed);
+    }
+    if part == "all" || part == "compare" {
+        comparisons(reps, seed);
+    }
+    if part == "all" || part == "suite" {
+        suite_gates(reps, seed);
+    }
+}
+
+/// The case gates: the mixture SPRT and the SPRT, `reps` case verdicts per true rate.
+fn case_gates(reps: usize, seed: u64) {
     let runs = reps.div_ceil(CASES);
     let beta_case = ALPHA / CASES as f64;
     let fixed = fixed_design_trials();
@@ -295,4 +315,266 @@ fn least_expected_trials(p: f64, beta: f64) -> f64 {
             by_t.max(by_p1)
         })
         .fold(f64::INFINITY, f64::min)
+}
+
+/// Cases of the comparison benchmark.
+const COMPARE_CASES: usize = 10;
+/// Rounds a comparison may use.
+const COMPARE_ROUNDS: u32 = 100;
+/// The base catalog's rate; the `clear` variant's is this plus the difference of the cell.
+const COMPARE_A: f64 = 0.8;
+
+const CLEAR: &str = r#"{"tools": {"lookup": {"description": "CLEAR: look something up."}}}"#;
+
+/// The sequential comparison: rounds to a verdict at B − A = −0.10 and at 0, `reps` runs each.
+fn comparisons(reps: usize, seed: u64) {
+    println!(
+        "\nsequential comparison: run --variant base --variant clear --compare --sequential on {COMPARE_CASES} cases, alpha {ALPHA}, --min-effect 0.05, at most {COMPARE_ROUNDS} rounds; A right with probability {COMPARE_A}; {reps} runs per cell, seed {seed}"
+    );
+    for (i, difference) in [-0.10, 0.0].into_iter().enumerate() {
+        let b = COMPARE_A + difference;
+        let cell = measure_comparisons(b, reps, seed.wrapping_add(100 + i as u64));
+        let runs = cell.rounds.len() as f64;
+        let mean = cell.rounds.iter().sum::<f64>() / runs;
+        let var = cell.rounds.iter().map(|r| (r - mean).powi(2)).sum::<f64>() / (runs - 1.0);
+        let share = |v: &str| cell.verdicts.iter().filter(|x| *x == v).count() as f64 / runs;
+        let trials = 2.0 * COMPARE_CASES as f64 * mean;
+        println!(
+            "  B − A {difference:+.2}: {mean:.1} ± {:.1} rounds ({trials:.0} trials) to a verdict; better {:.4}, worse {:.4}, within ±0.05 {:.4}, undecided {:.4}",
+            (var / runs).sqrt(),
+            share("better"),
+            share("worse"),
+            share("equivalent"),
+            share("inconclusive")
+        );
+        if difference == 0.0 {
+            let false_rate = share("better") + share("worse");
+            let se = (ALPHA * (1.0 - ALPHA) / runs).sqrt();
+            println!(
+                "    false better/worse at equal rates: {false_rate:.4} (alpha {ALPHA}, Monte Carlo se {se:.4}): {}",
+                if false_rate <= ALPHA + 2.0 * se {
+                    "kept"
+                } else {
+                    "EXCEEDED"
+                }
+            );
+        } else {
+            let power = share("worse");
+            let fixed = fixed_paired_trials(COMPARE_A, b, power);
+            println!(
+                "    the fixed-n paired comparison with the same alpha and power {power:.4} needs {fixed:.0} trials ({:.1} rounds): the sequential one uses {:.3} of it",
+                fixed / (2.0 * COMPARE_CASES as f64),
+                trials / fixed
+            );
+            let least = 2.0 * least_pairs(COMPARE_A, b, power);
+            println!(
+                "    the least any test deciding `worse` this often at alpha/2 can spend: {least:.0} trials ({:.3} of the fixed design)",
+                least / fixed
+            );
+        }
+    }
+}
+
+/// What one comparison cell measured: each run's rounds to its verdict, and the verdict.
+#[derive(Default)]
+struct CompareCell {
+    rounds: Vec<f64>,
+    verdicts: Vec<String>,
+}
+
+/// `runs` sequential comparisons: the base catalog is answered right with probability
+/// `COMPARE_A`, the `clear` variant with `b`, every answer drawn from one seeded stream.
+fn measure_comparisons(b: f64, runs: usize, seed: u64) -> CompareCell {
+    let stream = Mutex::new(SplitMix(seed));
+    let right = tool_call_body(&[("lookup", "{}")]);
+    let wrong = text_body("no idea");
+    let server = FakeServer::start_in_background(move |req| {
+        let clear = req.body["tools"].to_string().contains("CLEAR");
+        let p = if clear { b } else { COMPARE_A };
+        let u = stream.lock().expect("lock").next_unit();
+        FakeResponse::ok(if u < p { right.clone() } else { wrong.clone() })
+    });
+    let cases: String = (0..COMPARE_CASES)
+        .map(|i| {
+            format!(
+                "{{\"id\": \"c{i}\", \"messages\": [{{\"role\": \"user\", \"content\": \"case {i}\"}}], \"expect\": {{\"tool\": \"lookup\"}}}}\n"
+            )
+        })
+        .collect();
+    let dir = fake_project(
+        &server.base_url,
+        TOOLS,
+        &cases,
+        &[("data/variants/clear.json", CLEAR)],
+    );
+    let rounds = COMPARE_ROUNDS.to_string();
+    let mut cell = CompareCell::default();
+    for r in 0..runs {
+        let run_id = format!("c{r}");
+        let run = support::toolscore(
+            dir.path(),
+            &[
+                "run",
+                "--provider",
+                "fake",
+                "--variant",
+                "base",
+                "--variant",
+                "clear",
+                "--compare",
+                "--sequential",
+                "--max-trials",
+                &rounds,
+                "--concurrency",
+                "4",
+                "--out",
+                "out",
+                "--run-id",
+                &run_id,
+                "--progress",
+                "off",
+            ],
+        );
+        assert!(matches!(run.code, 0 | 3), "{}", run.transcript());
+        let run_dir = dir.path().join("out").join(&run_id);
+        let summary = support::read_json(&run_dir.join("summary.json"));
+        let seq = &summary["comparison"]["visible"]["sequential"];
+        cell.rounds.push(seq["rounds"].as_f64().expect("rounds"));
+        cell.verdicts
+            .push(seq["verdict"].as_str().expect("verdict").to_owned());
+        std::fs::remove_dir_all(&run_dir).expect("remove the run");
+    }
+    cell
+}
+
+/// Trials (both arms) the fixed-n comparison of the mean pair difference needs to find B
+/// worse at two-sided level α with probability `power`, by the normal approximation
+/// `pairs = ((z_{1−α/2} + z_power)·σ_D / Δ)²`, `σ_D² = π₊ + π₋ − Δ²`.
+fn fixed_paired_trials(a: f64, b: f64, power: f64) -> f64 {
+    let normal = statrs::distribution::Normal::new(0.0, 1.0).expect("normal");
+    use statrs::distribution::ContinuousCDF;
+    let z = |q: f64| normal.inverse_cdf(q);
+    let delta = b - a;
+    let discordant = b * (1.0 - a) + a * (1.0 - b);
+    let sd = (discordant - delta * delta).sqrt();
+    let pairs = ((z(1.0 - ALPHA / 2.0) + z(power.min(0.9999))) * sd / delta).powi(2);
+    2.0 * pairs
+}
+
+/// The least expected pairs of any test that says "worse" with probability `power` while
+/// saying it at most α/2 of the time when B is not worse: `E[N]·KL_inf ≥ kl(power ‖ α/2)`,
+/// where `KL_inf = max_λ E ln(1 − λD)` is the information per pair against every
+/// distribution of the pair difference D with mean ≥ 0 (Honda and Takemura's dual form).
+fn least_pairs(a: f64, b: f64, power: f64) -> f64 {
+    let (up, down) = (b * (1.0 - a), a * (1.0 - b));
+    let kl_inf = (1..1000)
+        .map(|i| {
+            let l = f64::from(i) / 1000.0;
+            up * (1.0 - l).ln() + down * (1.0 + l).ln()
+        })
+        .fold(f64::NEG_INFINITY, f64::max);
+    kl(power, ALPHA / 2.0) / kl_inf
+}
+
+/// Cases of the suite-gate benchmark.
+const SUITE_CASES: usize = 10;
+/// Rounds a suite gate may use.
+const SUITE_ROUNDS: u32 = 100;
+
+/// The sequential suite gate: rounds to a verdict at true suite rates t … t + 0.15.
+fn suite_gates(reps: usize, seed: u64) {
+    println!(
+        "\nsequential suite gate: run --gate pass>={THRESHOLD} --sequential (suite level) on {SUITE_CASES} cases, alpha {ALPHA} each way, at most {SUITE_ROUNDS} rounds; {reps} runs per cell, seed {seed}"
+    );
+    let rates = [0.0, 0.03, 0.07, 0.15].map(|d: f64| ((THRESHOLD + d) * 100.0).round() / 100.0);
+    for (i, &p) in rates.iter().enumerate() {
+        let stream = Mutex::new(SplitMix(seed.wrapping_add(200 + i as u64)));
+        let right = tool_call_body(&[("lookup", "{}")]);
+        let wrong = text_body("no idea");
+        let server = FakeServer::start_in_background(move |_| {
+            let u = stream.lock().expect("lock").next_unit();
+            FakeResponse::ok(if u < p { right.clone() } else { wrong.clone() })
+        });
+        let cases: String = (0..SUITE_CASES)
+            .map(|i| {
+                format!(
+                    "{{\"id\": \"c{i}\", \"messages\": [{{\"role\": \"user\", \"content\": \"case {i}\"}}], \"expect\": {{\"tool\": \"lookup\"}}}}\n"
+                )
+            })
+            .collect();
+        let dir = fake_project(&server.base_url, TOOLS, &cases, &[]);
+        let gate = format!("pass>={THRESHOLD}");
+        let rounds_cap = SUITE_ROUNDS.to_string();
+        let (mut rounds, mut verdicts) = (Vec::new(), Vec::new());
+        for r in 0..reps {
+            let run_id = format!("s{r}");
+            let run = support::toolscore(
+                dir.path(),
+                &[
+                    "run",
+                    "--provider",
+                    "fake",
+                    "--gate",
+                    &gate,
+                    "--sequential",
+                    "--max-trials",
+                    &rounds_cap,
+                    "--concurrency",
+                    "4",
+                    "--out",
+                    "out",
+                    "--run-id",
+                    &run_id,
+                    "--progress",
+                    "off",
+                ],
+            );
+            assert!(matches!(run.code, 0 | 1 | 3), "{}", run.transcript());
+            let run_dir = dir.path().join("out").join(&run_id);
+            let summary = support::read_json(&run_dir.join("summary.json"));
+            let g = &summary["gate"]["gates"][0];
+            rounds.push(g["sequential"]["rounds"][0].as_f64().expect("rounds"));
+            verdicts.push(g["verdict"].as_str().expect("verdict").to_owned());
+            std::fs::remove_dir_all(&run_dir).expect("remove the run");
+        }
+        let runs = rounds.len() as f64;
+        let mean = rounds.iter().sum::<f64>() / runs;
+        let var = rounds.iter().map(|r| (r - mean).powi(2)).sum::<f64>() / (runs - 1.0);
+        let share = |v: &str| verdicts.iter().filter(|x| *x == v).count() as f64 / runs;
+        let trials = SUITE_CASES as f64 * mean;
+        println!(
+            "  rate {p:.2}: {mean:.1} ± {:.1} rounds ({trials:.0} trials); pass {:.4}, fail {:.4}, undecided {:.4}",
+            (var / runs).sqrt(),
+            share("pass"),
+            share("fail"),
+            share("inconclusive")
+        );
+        if p == THRESHOLD {
+            let se = (ALPHA * (1.0 - ALPHA) / runs).sqrt();
+            println!(
+                "    false PASS at t: {:.4} (alpha {ALPHA}, Monte Carlo se {se:.4}): {}",
+                share("pass"),
+                if share("pass") <= ALPHA + 2.0 * se {
+                    "kept"
+                } else {
+                    "EXCEEDED"
+                }
+            );
+        } else if share("pass") > 0.5 {
+            // The fixed-n one-sided test of this suite's pooled rate with the same alpha and
+            // the same chance of passing (normal approximation).
+            let normal = statrs::distribution::Normal::new(0.0, 1.0).expect("normal");
+            use statrs::distribution::ContinuousCDF;
+            let z = |q: f64| normal.inverse_cdf(q);
+            let power = share("pass").min(0.9999);
+            let fixed = ((z(1.0 - ALPHA) * (THRESHOLD * (1.0 - THRESHOLD)).sqrt()
+                + z(power) * (p * (1.0 - p)).sqrt())
+                / (p - THRESHOLD))
+                .powi(2);
+            println!(
+                "    the fixed-n test of this suite's rate with the same alpha and power {power:.4} needs {fixed:.0} trials: the sequential one uses {:.3} of it",
+                trials / fixed
+            );
+        }
+    }
 }
