@@ -28,7 +28,7 @@ use std::sync::Mutex;
 
 use serde_json::Value;
 use support::{FakeResponse, FakeServer, fake_project, text_body, tool_call_body};
-use toolscore::stats::{self, SequentialKind, SequentialTest};
+use toolscore::stats::{self, SeededUniform, SequentialKind, SequentialTest};
 
 const THRESHOLD: f64 = 0.8;
 /// p₁ of both tests: halfway from the threshold to 1, the default.
@@ -41,20 +41,6 @@ const CONCURRENCY: &str = "4";
 const TOOLS: &str = r#"{"tools": [
   {"name": "lookup", "description": "Look something up.", "inputSchema": {"type": "object", "properties": {}, "additionalProperties": false}}
 ]}"#;
-
-/// A splitmix64 stream: small, seeded, and good enough to draw Bernoulli outcomes.
-struct SplitMix(u64);
-
-impl SplitMix {
-    fn next_unit(&mut self) -> f64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D1_049B_B133_111E);
-        z ^= z >> 31;
-        (z >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
 
 /// What one cell measured: per case verdict counts and the trials each run used.
 #[derive(Default)]
@@ -203,7 +189,7 @@ fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
 /// The fixed design's trials per case, as `toolscore plan` reports them for this gate.
 fn fixed_design_trials() -> u64 {
     let server = FakeServer::start_in_background(|_| FakeResponse::ok(text_body("unused")));
-    let dir = fake_project(&server.base_url, TOOLS, &cases(), &[]);
+    let dir = fake_project(&server.base_url, TOOLS, &cases(CASES), &[]);
     let plan = support::toolscore(
         dir.path(),
         &[
@@ -223,8 +209,9 @@ fn fixed_design_trials() -> u64 {
         .expect("fixed design")
 }
 
-fn cases() -> String {
-    (0..CASES)
+/// `n` cases that each expect `lookup`.
+fn cases(n: usize) -> String {
+    (0..n)
         .map(|i| {
             format!(
                 "{{\"id\": \"c{i}\", \"messages\": [{{\"role\": \"user\", \"content\": \"case {i}\"}}], \"expect\": {{\"tool\": \"lookup\"}}}}\n"
@@ -233,36 +220,33 @@ fn cases() -> String {
         .collect()
 }
 
-/// `runs` sequential runs at true rate `p`: every answer is right with probability p, drawn
-/// from one seeded stream (with several requests in flight the draws reach the cases in
-/// arrival order, which keeps each case's outcomes independent Bernoulli(p)).
-fn measure(p: f64, flags: &[&str], runs: usize, seed: u64) -> Cell {
-    let stream = Mutex::new(SplitMix(seed));
+/// A fake provider that answers right with probability `rate_of(request)`, every draw from
+/// one seeded stream (with several requests in flight the draws reach the cases in arrival
+/// order, which keeps each case's outcomes independent).
+fn seeded_fake(
+    seed: u64,
+    rate_of: impl Fn(&support::FakeRequest) -> f64 + Send + Sync + 'static,
+) -> FakeServer {
+    let stream = Mutex::new(SeededUniform::new(seed));
     let right = tool_call_body(&[("lookup", "{}")]);
     let wrong = text_body("no idea");
-    let server = FakeServer::start_in_background(move |_| {
-        let u = stream.lock().expect("lock").next_unit();
-        FakeResponse::ok(if u < p { right.clone() } else { wrong.clone() })
-    });
-    let dir = fake_project(&server.base_url, TOOLS, &cases(), &[]);
-    let gate = format!("pass>={THRESHOLD}");
-    let max_trials = MAX_TRIALS.to_string();
-    let mut cell = Cell::default();
+    FakeServer::start_in_background(move |req| {
+        let u = stream.lock().expect("lock").unit();
+        FakeResponse::ok(if u < rate_of(req) {
+            right.clone()
+        } else {
+            wrong.clone()
+        })
+    })
+}
+
+/// Runs `toolscore run ARGS` `runs` times in `dir`, each into its own run folder, hands each
+/// summary.json to `read`, and removes the folder.
+fn run_many(dir: &std::path::Path, args: &[&str], runs: usize, mut read: impl FnMut(&Value)) {
     for r in 0..runs {
         let run_id = format!("r{r}");
-        let mut args = vec![
+        let mut all = vec![
             "run",
-            "--provider",
-            "fake",
-            "--gate",
-            &gate,
-            "--gate-level",
-            "case",
-            "--sequential",
-            "--max-trials",
-            &max_trials,
-            "--concurrency",
-            CONCURRENCY,
             "--out",
             "out",
             "--run-id",
@@ -270,20 +254,49 @@ fn measure(p: f64, flags: &[&str], runs: usize, seed: u64) -> Cell {
             "--progress",
             "off",
         ];
-        args.extend_from_slice(flags);
-        let run = support::toolscore(dir.path(), &args);
+        all.extend_from_slice(args);
+        let run = support::toolscore(dir, &all);
         assert!(matches!(run.code, 0 | 1 | 3), "{}", run.transcript());
-        let run_dir = dir.path().join("out").join(&run_id);
-        let summary = support::read_json(&run_dir.join("summary.json"));
+        let run_dir = dir.join("out").join(&run_id);
+        read(&support::read_json(&run_dir.join("summary.json")));
+        std::fs::remove_dir_all(&run_dir).expect("remove the run");
+    }
+}
+
+/// `runs` sequential runs at true rate `p`: every answer is right with probability p, drawn
+/// from one seeded stream (with several requests in flight the draws reach the cases in
+/// arrival order, which keeps each case's outcomes independent Bernoulli(p)).
+fn measure(p: f64, flags: &[&str], runs: usize, seed: u64) -> Cell {
+    let server = seeded_fake(seed, move |_| p);
+    let dir = fake_project(&server.base_url, TOOLS, &cases(CASES), &[]);
+    let gate = format!("pass>={THRESHOLD}");
+    let max_trials = MAX_TRIALS.to_string();
+    let mut args = vec![
+        "--provider",
+        "fake",
+        "--gate",
+        &gate,
+        "--gate-level",
+        "case",
+        "--sequential",
+        "--max-trials",
+        &max_trials,
+        "--concurrency",
+        CONCURRENCY,
+    ];
+    args.extend_from_slice(flags);
+    let mut cell = Cell::default();
+    run_many(dir.path(), &args, runs, |summary| {
         let gate = &summary["gate"]["gates"][0];
         let count = |key: &str| gate[key].as_u64().expect(key);
         cell.pass += count("passed_cases");
         cell.fail += count("failed_cases");
         cell.inconclusive += count("inconclusive_cases");
-        let used: &Value = &gate["sequential"]["trials_used"];
-        cell.run_trials.push(used.as_f64().expect("trials used"));
-        std::fs::remove_dir_all(&run_dir).expect("remove the run");
-    }
+        let used = gate["sequential"]["trials_used"]
+            .as_f64()
+            .expect("trials used");
+        cell.run_trials.push(used);
+    });
     cell
 }
 
@@ -385,65 +398,41 @@ struct CompareCell {
 /// `runs` sequential comparisons: the base catalog is answered right with probability
 /// `COMPARE_A`, the `clear` variant with `b`, every answer drawn from one seeded stream.
 fn measure_comparisons(b: f64, runs: usize, seed: u64) -> CompareCell {
-    let stream = Mutex::new(SplitMix(seed));
-    let right = tool_call_body(&[("lookup", "{}")]);
-    let wrong = text_body("no idea");
-    let server = FakeServer::start_in_background(move |req| {
-        let clear = req.body["tools"].to_string().contains("CLEAR");
-        let p = if clear { b } else { COMPARE_A };
-        let u = stream.lock().expect("lock").next_unit();
-        FakeResponse::ok(if u < p { right.clone() } else { wrong.clone() })
+    let server = seeded_fake(seed, move |req| {
+        if req.body["tools"].to_string().contains("CLEAR") {
+            b
+        } else {
+            COMPARE_A
+        }
     });
-    let cases: String = (0..COMPARE_CASES)
-        .map(|i| {
-            format!(
-                "{{\"id\": \"c{i}\", \"messages\": [{{\"role\": \"user\", \"content\": \"case {i}\"}}], \"expect\": {{\"tool\": \"lookup\"}}}}\n"
-            )
-        })
-        .collect();
     let dir = fake_project(
         &server.base_url,
         TOOLS,
-        &cases,
+        &cases(COMPARE_CASES),
         &[("data/variants/clear.json", CLEAR)],
     );
     let rounds = COMPARE_ROUNDS.to_string();
+    let args = [
+        "--provider",
+        "fake",
+        "--variant",
+        "base",
+        "--variant",
+        "clear",
+        "--compare",
+        "--sequential",
+        "--max-trials",
+        &rounds,
+        "--concurrency",
+        "4",
+    ];
     let mut cell = CompareCell::default();
-    for r in 0..runs {
-        let run_id = format!("c{r}");
-        let run = support::toolscore(
-            dir.path(),
-            &[
-                "run",
-                "--provider",
-                "fake",
-                "--variant",
-                "base",
-                "--variant",
-                "clear",
-                "--compare",
-                "--sequential",
-                "--max-trials",
-                &rounds,
-                "--concurrency",
-                "4",
-                "--out",
-                "out",
-                "--run-id",
-                &run_id,
-                "--progress",
-                "off",
-            ],
-        );
-        assert!(matches!(run.code, 0 | 3), "{}", run.transcript());
-        let run_dir = dir.path().join("out").join(&run_id);
-        let summary = support::read_json(&run_dir.join("summary.json"));
+    run_many(dir.path(), &args, runs, |summary| {
         let seq = &summary["comparison"]["visible"]["sequential"];
         cell.rounds.push(seq["rounds"].as_f64().expect("rounds"));
         cell.verdicts
             .push(seq["verdict"].as_str().expect("verdict").to_owned());
-        std::fs::remove_dir_all(&run_dir).expect("remove the run");
-    }
+    });
     cell
 }
 
@@ -488,55 +477,27 @@ fn suite_gates(reps: usize, seed: u64) {
     );
     let rates = [0.0, 0.03, 0.07, 0.15].map(|d: f64| ((THRESHOLD + d) * 100.0).round() / 100.0);
     for (i, &p) in rates.iter().enumerate() {
-        let stream = Mutex::new(SplitMix(seed.wrapping_add(200 + i as u64)));
-        let right = tool_call_body(&[("lookup", "{}")]);
-        let wrong = text_body("no idea");
-        let server = FakeServer::start_in_background(move |_| {
-            let u = stream.lock().expect("lock").next_unit();
-            FakeResponse::ok(if u < p { right.clone() } else { wrong.clone() })
-        });
-        let cases: String = (0..SUITE_CASES)
-            .map(|i| {
-                format!(
-                    "{{\"id\": \"c{i}\", \"messages\": [{{\"role\": \"user\", \"content\": \"case {i}\"}}], \"expect\": {{\"tool\": \"lookup\"}}}}\n"
-                )
-            })
-            .collect();
-        let dir = fake_project(&server.base_url, TOOLS, &cases, &[]);
+        let server = seeded_fake(seed.wrapping_add(200 + i as u64), move |_| p);
+        let dir = fake_project(&server.base_url, TOOLS, &cases(SUITE_CASES), &[]);
         let gate = format!("pass>={THRESHOLD}");
         let rounds_cap = SUITE_ROUNDS.to_string();
+        let args = [
+            "--provider",
+            "fake",
+            "--gate",
+            &gate,
+            "--sequential",
+            "--max-trials",
+            &rounds_cap,
+            "--concurrency",
+            "4",
+        ];
         let (mut rounds, mut verdicts) = (Vec::new(), Vec::new());
-        for r in 0..reps {
-            let run_id = format!("s{r}");
-            let run = support::toolscore(
-                dir.path(),
-                &[
-                    "run",
-                    "--provider",
-                    "fake",
-                    "--gate",
-                    &gate,
-                    "--sequential",
-                    "--max-trials",
-                    &rounds_cap,
-                    "--concurrency",
-                    "4",
-                    "--out",
-                    "out",
-                    "--run-id",
-                    &run_id,
-                    "--progress",
-                    "off",
-                ],
-            );
-            assert!(matches!(run.code, 0 | 1 | 3), "{}", run.transcript());
-            let run_dir = dir.path().join("out").join(&run_id);
-            let summary = support::read_json(&run_dir.join("summary.json"));
+        run_many(dir.path(), &args, reps, |summary| {
             let g = &summary["gate"]["gates"][0];
             rounds.push(g["sequential"]["rounds"][0].as_f64().expect("rounds"));
             verdicts.push(g["verdict"].as_str().expect("verdict").to_owned());
-            std::fs::remove_dir_all(&run_dir).expect("remove the run");
-        }
+        });
         let runs = rounds.len() as f64;
         let mean = rounds.iter().sum::<f64>() / runs;
         let var = rounds.iter().map(|r| (r - mean).powi(2)).sum::<f64>() / (runs - 1.0);

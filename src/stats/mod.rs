@@ -43,7 +43,7 @@ pub use passk::{clustered_ratio_interval, pass_at_k, pass_hat_k, pass_k_interval
 pub use power::{GateSampleSize, gate_min_successes, gate_power, gate_sample_size};
 pub use sequential::{
     Boundaries, MixtureGate, OperatingCharacteristics, PairCounts, PairedBetting, PairedDecision,
-    SequentialDecision, SequentialKind, SequentialTest, SimulatedOc, SprtGate,
+    SeededUniform, SequentialDecision, SequentialKind, SequentialTest, SimulatedOc, SprtGate,
     operating_characteristics, simulate_comparison, simulate_suite_gate,
 };
 

@@ -29,7 +29,7 @@ use serde::{Deserialize, Serialize};
 pub use exact::{OperatingCharacteristics, operating_characteristics};
 pub use mixture::MixtureGate;
 pub use paired::{PairCounts, PairedBetting, PairedDecision};
-pub use simulate::{SimulatedOc, simulate_comparison, simulate_suite_gate};
+pub use simulate::{SeededUniform, SimulatedOc, simulate_comparison, simulate_suite_gate};
 pub use sprt::SprtGate;
 
 /// What a sequential test says after n trials with S passes.

@@ -22,11 +22,16 @@ pub struct SimulatedOc {
     pub p_undecided: f64,
 }
 
-/// A small seeded generator (splitmix64): the plan's figures are reproducible run to run.
-struct SplitMix(u64);
+/// A small seeded generator of uniforms in [0, 1) (splitmix64): the plan's figures, and the
+/// benchmark's fake answers, are reproducible run to run.
+pub struct SeededUniform(u64);
 
-impl SplitMix {
-    fn unit(&mut self) -> f64 {
+impl SeededUniform {
+    pub fn new(seed: u64) -> Self {
+        SeededUniform(seed)
+    }
+
+    pub fn unit(&mut self) -> f64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -73,6 +78,34 @@ impl Tally {
     }
 }
 
+/// Runs `reps` replications of a round-based test: each round `round` adds one round's
+/// outcomes to the counts, then `decide` judges them, until a decision or `max_rounds`.
+fn simulate(
+    reps: u32,
+    max_rounds: u32,
+    seed: u64,
+    round: impl Fn(&mut SeededUniform, &mut PairCounts),
+    decide: impl Fn(PairCounts) -> PairedDecision,
+) -> Option<SimulatedOc> {
+    if reps < 2 {
+        return None;
+    }
+    let mut u = SeededUniform::new(seed);
+    let mut tally = Tally::default();
+    for _ in 0..reps {
+        let mut c = PairCounts::default();
+        let mut decision = PairedDecision::Continue;
+        let mut r = 0;
+        while r < max_rounds && decision == PairedDecision::Continue {
+            round(&mut u, &mut c);
+            r += 1;
+            decision = decide(c);
+        }
+        tally.add(r, decision);
+    }
+    Some(tally.finish())
+}
+
 /// The sequential suite gate at bar `t` on cases of true rates `rates` (one trial of each a
 /// round), at most `max_rounds` rounds: `p_up` is PASS, `p_down` FAIL. `None` for fewer than 2
 /// replications, no cases, or an α outside (0, 1).
@@ -85,33 +118,30 @@ pub fn simulate_suite_gate(
     seed: u64,
 ) -> Option<SimulatedOc> {
     let test = PairedBetting::new(alpha)?;
-    if reps < 2 || rates.is_empty() {
+    if rates.is_empty() {
         return None;
     }
     let (bar, mu) = ((1.0 / alpha).ln(), 2.0 * t - 1.0);
-    let mut u = SplitMix(seed);
-    let mut tally = Tally::default();
-    for _ in 0..reps {
-        let mut c = PairCounts::default();
-        let mut decision = PairedDecision::Continue;
-        let mut r = 0;
-        while r < max_rounds && decision == PairedDecision::Continue {
+    simulate(
+        reps,
+        max_rounds,
+        seed,
+        |u, c| {
             for &p in rates {
                 let ok = u.unit() < p;
                 c.add(!ok, ok);
             }
-            r += 1;
-            decision = if test.log_evidence_above(c, mu) >= bar {
+        },
+        |c| {
+            if test.log_evidence_above(c, mu) >= bar {
                 PairedDecision::Better
             } else if test.log_evidence_below(c, mu) >= bar {
                 PairedDecision::Worse
             } else {
                 PairedDecision::Continue
-            };
-        }
-        tally.add(r, decision);
-    }
-    Some(tally.finish())
+            }
+        },
+    )
 }
 
 /// The sequential comparison on cases of true rates `(a, b)` per case, judged at
@@ -126,25 +156,20 @@ pub fn simulate_comparison(
     seed: u64,
 ) -> Option<SimulatedOc> {
     let test = PairedBetting::new(alpha)?;
-    if reps < 2 || rates.is_empty() {
+    if rates.is_empty() {
         return None;
     }
-    let mut u = SplitMix(seed);
-    let mut tally = Tally::default();
-    for _ in 0..reps {
-        let mut c = PairCounts::default();
-        let mut decision = PairedDecision::Continue;
-        let mut r = 0;
-        while r < max_rounds && decision == PairedDecision::Continue {
+    simulate(
+        reps,
+        max_rounds,
+        seed,
+        |u, c| {
             for &(a, b) in rates {
                 c.add(u.unit() < a, u.unit() < b);
             }
-            r += 1;
-            decision = test.decide(c, min_effect);
-        }
-        tally.add(r, decision);
-    }
-    Some(tally.finish())
+        },
+        |c| test.decide(c, min_effect),
+    )
 }
 
 #[cfg(test)]
