@@ -1,5 +1,7 @@
-//! The sequential case gate (`--sequential`): an anytime-valid test (reference/stats.md §6) run
-//! on each case on its own after every finished trial.
+//! The sequential gates (`--sequential`). At the case level, an anytime-valid test
+//! (reference/stats.md §6) run on each case on its own after every finished trial, below; at
+//! the suite level, this suite's rate judged round by round (`sequential_suite`), behind the
+//! same observer.
 //!
 //! - PASS means the rate is above t (false-pass chance ≤ α); FAIL means it is below p₁
 //!   (false-fail chance ≤ β/m when p ≥ p₁), p₁ = t + (1 − t)/2 unless `--sprt-p1` says
