@@ -102,7 +102,7 @@ pub(super) fn rejudge_sequential(
     comparison: &mut crate::report::Comparison,
 ) -> Result<(), Error> {
     use crate::decide::compare::HOLDOUT_TAG;
-    use crate::decide::compare::sequential::{SequentialCompare, SequentialCompareSpec};
+    use crate::decide::compare::sequential::{Rule, SequentialCompare, SequentialCompareSpec};
     let summary_path = run_dir.join("summary.json");
     let text = crate::input::read_text(&summary_path)?;
     let header: crate::report::SummaryHeader = serde_json::from_str(&text)
@@ -136,7 +136,9 @@ pub(super) fn rejudge_sequential(
         arms: [comparison.a.arm.clone(), comparison.b.arm.clone()],
         metric: comparison.metric,
         confidence: comparison.confidence,
-        min_effect: comparison.min_effect,
+        rule: Rule::Compare {
+            min_effect: comparison.min_effect,
+        },
         cases: cases_of(false),
         holdout: cases_of(true),
         max_rounds: sequential.max_rounds,

@@ -135,6 +135,7 @@ pub(super) fn judge_baseline(
     summary: &mut crate::report::Summary,
     baseline: Option<&(crate::report::Summary, crate::report::Metric)>,
     args: &GateArgs,
+    sequential: Option<Vec<crate::report::GateResult>>,
 ) -> Result<(), Error> {
     let Some((base, metric)) = baseline else {
         return Ok(());
@@ -145,14 +146,17 @@ pub(super) fn judge_baseline(
         // Only scenarios ran: their drift is the comparison; there is no case rate to gate.
         return Ok(());
     }
-    let results = crate::decide::gate::baseline::baseline_gates(
-        summary,
-        base,
-        *metric,
-        args.margin,
-        summary.confidence,
-        args.intersect,
-    )?;
+    let results = match sequential {
+        Some(results) => results,
+        None => crate::decide::gate::baseline::baseline_gates(
+            summary,
+            base,
+            *metric,
+            args.margin,
+            summary.confidence,
+            args.intersect,
+        )?,
+    };
     let mut gates = summary.gate.take().map(|g| g.gates).unwrap_or_default();
     gates.extend(results);
     summary.gate = Some(crate::decide::gate::report_of(gates, summary.confidence));
@@ -187,4 +191,43 @@ pub(super) fn gate_exit_code(summary: &crate::report::Summary) -> ExitCode {
         Some(Verdict::Fail) => ExitCode::GateFailed,
         Some(Verdict::Inconclusive) => ExitCode::Inconclusive,
     }
+}
+
+/// `--baseline RUN_DIR --sequential` (with no `--gate` and no `--compare`): the observer that
+/// judges every arm against the baseline round by round, fed the baseline's trials before the
+/// run starts.
+pub(super) fn sequential_baseline(
+    setup: &super::setup::RunSetup,
+    args: &GateArgs,
+    baseline: Option<&(crate::report::Summary, crate::report::Metric)>,
+) -> Result<Option<crate::decide::gate::sequential_baseline::SequentialBaseline>, Error> {
+    use crate::decide::gate::sequential_baseline::{SequentialBaseline, SequentialBaselineSpec};
+    let (Some((base, metric)), Some(dir)) = (baseline, &args.baseline) else {
+        return Ok(None);
+    };
+    if !args.sequential || !setup.gates.is_empty() || setup.sequential_compare.is_some() {
+        return Ok(None);
+    }
+    let plan = &setup.plan;
+    let cases_with_trials = || {
+        plan.datasets.iter().flat_map(|d| {
+            d.cases.iter().map(move |c| {
+                (
+                    (d.name.clone(), c.id.clone()),
+                    c.trials.unwrap_or(plan.trials),
+                )
+            })
+        })
+    };
+    let spec = SequentialBaselineSpec {
+        metric: *metric,
+        margin: args.margin,
+        confidence: setup.confidence,
+        arms: plan.arms.iter().map(crate::runner::Arm::id).collect(),
+        cases: cases_with_trials().map(|(key, _)| key).collect(),
+        max_rounds: cases_with_trials().map(|(_, t)| t).min().unwrap_or(0),
+    };
+    let mut gate = SequentialBaseline::new(spec, base)?;
+    crate::report::for_each_record_mut(&dir.join("results.jsonl"), &mut |r| gate.push_baseline(r))?;
+    Ok(Some(gate))
 }

@@ -113,7 +113,7 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode, Error> {
         summary.gate = Some(crate::decide::gate::report_of(results, confidence));
     }
     let baseline = args.gate.load_baseline()?;
-    judge_baseline(&mut summary, baseline.as_ref(), &args.gate)?;
+    judge_baseline(&mut summary, baseline.as_ref(), &args.gate, None)?;
     if let Some(min_effect) = compared {
         compare_again(&mut summary, min_effect, &args.run_dir)?;
     }

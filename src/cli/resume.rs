@@ -344,6 +344,9 @@ impl Resumed {
             if let Some(comparison) = &mut sinks.sequential_compare {
                 comparison.push(&record);
             }
+            if let Some(gate) = &mut sinks.sequential_baseline {
+                gate.push(&record);
+            }
         }
         Ok(())
     }

@@ -12,6 +12,7 @@ use super::output::{self, Format};
 use super::setup::{RunSetup, build_plan};
 use super::{SuiteArgs, resume, usage};
 use super::{cost, lint};
+use crate::decide::gate::sequential_baseline::SequentialBaseline;
 use crate::error::{Error, ExitCode};
 use crate::event::Observers;
 use crate::report::ProgressMode;
@@ -288,6 +289,7 @@ fn run_command(
     let (estimate, show_cost) = priced(&setup)?;
     let max_cost = setup.plan.max_cost;
     let mut sinks = setup.sinks(started)?;
+    sinks.sequential_baseline = super::gate::sequential_baseline(&setup, gate_args, baseline)?;
     let catalogs = lint::run_catalogs(&setup.plan);
     if let Some(r) = &resumed {
         r.replay_into(&setup.out_dir, &mut sinks)?;
@@ -328,6 +330,13 @@ fn run_command(
     }
     let sequential = sinks.sequential.as_ref();
     let gates = (setup.gates.as_slice(), setup.gate_level);
+    let baseline = (
+        baseline,
+        sinks
+            .sequential_baseline
+            .as_ref()
+            .map(SequentialBaseline::results),
+    );
     judge(
         &mut summary,
         sequential,
@@ -431,7 +440,10 @@ fn judge(
     sequential: Option<&crate::decide::gate::sequential::SequentialGate>,
     latency: &crate::report::LatencyDistributions,
     (gates, level): (&[crate::decide::gate::GateSpec], crate::report::GateLevel),
-    baseline: Option<&(crate::report::Summary, crate::report::Metric)>,
+    (baseline, sequential_baseline): (
+        Option<&(crate::report::Summary, crate::report::Metric)>,
+        Option<Vec<crate::report::GateResult>>,
+    ),
     gate_args: &GateArgs,
 ) {
     if let Some(sequential) = sequential {
@@ -444,7 +456,7 @@ fn judge(
             summary, latency, gates, level,
         ));
     }
-    if let Err(e) = judge_baseline(summary, baseline, gate_args) {
+    if let Err(e) = judge_baseline(summary, baseline, gate_args, sequential_baseline) {
         // The run happened and is on disk; a baseline it cannot be compared with is reported,
         // and the verdict is left inconclusive rather than losing the summary.
         eprintln!("error: {e}");

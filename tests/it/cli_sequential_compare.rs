@@ -258,3 +258,76 @@ fn flags_that_cannot_go_together_are_refused_before_any_request() {
     );
     assert_eq!(server.requests_seen(), 0);
 }
+
+#[test]
+fn a_baseline_gate_stops_each_arm_at_the_round_it_decides() {
+    let server = FakeServer::start_in_background(fake(false));
+    let dir = fake_project(
+        &server.base_url,
+        TOOLS,
+        &cases(),
+        &[("data/variants/clear.json", CLEAR)],
+    );
+    let run = |variant: &str, run_id: &str, extra: &[&str]| {
+        let mut args = vec![
+            "run",
+            "--provider",
+            "fake",
+            "--variant",
+            variant,
+            "--trials",
+            "20",
+            "--concurrency",
+            "1",
+            "--out",
+            "out",
+            "--run-id",
+            run_id,
+            "--progress",
+            "off",
+        ];
+        args.extend_from_slice(extra);
+        toolscore(dir.path(), &args)
+    };
+    // The baselines: the base wording always wrong, the clear one always right.
+    assert_eq!(run("base", "wrong", &[]).code, 0);
+    assert_eq!(run("clear", "right", &[]).code, 0);
+    let before = server.requests_seen();
+
+    // Clear against the always-wrong baseline: every pair +1. Against "worse by 0.02 or
+    // more" the evidence after k pairs is Σ_f (1 + f·1.02/0.98)^k / 4, 20.3 at k = 10 ≥ 1/α:
+    // PASS after round 2 (5 cases a round), and the arm stops there.
+    let pass = run("clear", "p", &["--baseline", "out/wrong", "--sequential"]);
+    assert_eq!(pass.code, 0, "{}", pass.transcript());
+    assert_eq!(server.requests_seen() - before, 10);
+    let s = support::read_json(&dir.path().join("out/p/summary.json"));
+    let gate = &s["gate"]["gates"][0];
+    assert_eq!(
+        (gate["level"].as_str(), gate["verdict"].as_str()),
+        (Some("baseline"), Some("pass"))
+    );
+    assert_eq!(gate["sequential"]["rounds"], serde_json::json!([2, 0]));
+    assert!(gate["lower"].as_f64().expect("lower") > -0.02, "{gate}");
+    assert!(
+        gate["method"]
+            .as_str()
+            .expect("method")
+            .contains("not a population of cases"),
+        "{gate}"
+    );
+
+    // Base against the always-right baseline: every pair −1; the evidence the other way,
+    // Σ_f (1 + f·0.98/1.02)^k / 4, passes 20 at k = 11: FAIL after round 3.
+    let before = server.requests_seen();
+    let fail = run("base", "f", &["--baseline", "out/right", "--sequential"]);
+    assert_eq!(fail.code, 1, "{}", fail.transcript());
+    assert_eq!(server.requests_seen() - before, 15);
+    let s = support::read_json(&dir.path().join("out/f/summary.json"));
+    assert_eq!(
+        s["gate"]["gates"][0]["sequential"]["rounds"],
+        serde_json::json!([3, 0])
+    );
+    // `report` keeps a baseline verdict as judged.
+    let again = toolscore(dir.path(), &["report", "out/f"]);
+    assert_eq!(again.code, 1, "{}", again.transcript());
+}

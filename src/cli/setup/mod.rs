@@ -9,6 +9,7 @@ use super::run::RunArgs;
 use super::{load_suite, usage};
 use crate::decide::compare::sequential::{SequentialCompare, SequentialCompareSpec};
 use crate::decide::gate::sequential::{SequentialGate, SequentialSpec};
+use crate::decide::gate::sequential_baseline::SequentialBaseline;
 use crate::error::{Error, InputError};
 use crate::event::Observer;
 use crate::provider::cassette::{CASSETTE_FORMAT, Cassette, CassetteHeader, CassetteRecorder};
@@ -82,6 +83,8 @@ pub struct Sinks {
     pub aggregator: Aggregator,
     pub sequential: Option<SequentialGate>,
     pub sequential_compare: Option<SequentialCompare>,
+    /// `--baseline --sequential`: set by `run` once the baseline's trials are read.
+    pub sequential_baseline: Option<SequentialBaseline>,
     /// Stops an arm at its first auth or quota error.
     pub provider_stops: crate::provider::stop::ProviderStops,
 }
@@ -100,6 +103,9 @@ impl Sinks {
             list.push(s);
         }
         if let Some(s) = &mut self.sequential_compare {
+            list.push(s);
+        }
+        if let Some(s) = &mut self.sequential_baseline {
             list.push(s);
         }
         list.push(&mut self.provider_stops);
@@ -159,6 +165,7 @@ impl RunSetup {
                 .sequential_compare
                 .clone()
                 .and_then(SequentialCompare::new),
+            sequential_baseline: None,
             provider_stops: crate::provider::stop::ProviderStops::new(
                 self.plan
                     .arms

@@ -2,6 +2,7 @@
 //! while the run goes, or the comparison of two arms it stops the run on.
 
 use super::*;
+use crate::decide::compare::sequential::Rule;
 
 /// `--sequential`'s design for gates, checked: case or suite level, every bar within its
 /// bounds. `None` without --sequential, or when it judges a comparison instead.
@@ -12,9 +13,14 @@ pub(super) fn sequential_spec(
     trials: u32,
     datasets: &[Dataset],
 ) -> Result<Option<SequentialSpec>, Error> {
-    if args.gate.sequential && gates.is_empty() && !args.compare {
+    if args.gate.sequential && gates.is_empty() && !args.compare && args.gate.baseline.is_none() {
         return Err(usage(
-            "--sequential judges gates (--gate METRIC>=T --gate-level case or suite) or a comparison of two arms (--compare); give one of them",
+            "--sequential judges gates (--gate METRIC>=T --gate-level case or suite), a comparison of two arms (--compare) or a baseline (--baseline RUN_DIR); give one of them",
+        ));
+    }
+    if args.gate.sequential && gates.is_empty() && args.compare && args.gate.baseline.is_some() {
+        return Err(usage(
+            "--sequential judges either the comparison or the baseline in one run, not both: each stops the run on its own evidence",
         ));
     }
     if args.gate.sequential && !gates.is_empty() && args.compare {
@@ -94,7 +100,9 @@ pub(super) fn sequential_compare_spec(
         arms: [a.id(), b.id()],
         metric: crate::report::Metric::Selection,
         confidence: checked_confidence(args.confidence.or(defaults.confidence).unwrap_or(0.95))?,
-        min_effect: args.min_effect,
+        rule: Rule::Compare {
+            min_effect: args.min_effect,
+        },
         cases,
         holdout: keys(true),
         max_rounds,

@@ -36,13 +36,25 @@ pub struct SequentialCompareSpec {
     pub metric: Metric,
     /// Two-sided confidence of the sequence: α = 1 − confidence.
     pub confidence: f64,
-    pub min_effect: f64,
+    /// What the rounds decide.
+    pub rule: Rule,
     /// The visible cases, `(dataset, case id)`: every round holds each of them once.
     pub cases: Vec<(String, String)>,
     /// The cases tagged `holdout`, judged as a group of their own.
     pub holdout: Vec<(String, String)>,
     /// Rounds the run can hold: the fewest trials any compared case has.
     pub max_rounds: u32,
+}
+
+/// What a sequential comparison decides.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Rule {
+    /// Better, worse, or within ±`min_effect` (`run --compare --sequential`), on the two-sided
+    /// confidence sequence.
+    Compare { min_effect: f64 },
+    /// Not worse by more than `margin` ("better"), or worse by more ("worse"), one side at a
+    /// time at 1/α (`--baseline --sequential`, the non-inferiority gate).
+    NonInferiority { margin: f64 },
 }
 
 /// The rounds of one group of cases (the visible ones, or the held-out ones) and what they
@@ -85,7 +97,7 @@ impl Group {
             for (a, b) in pairs {
                 self.counts.add(a, b);
             }
-            match judge.test.decide(self.counts, judge.min_effect) {
+            match judge.decide(self.counts) {
                 PairedDecision::Continue => {}
                 d => self.decided = Some(d),
             }
@@ -93,7 +105,7 @@ impl Group {
     }
 
     fn result(&self, judge: &Judge, max_rounds: u32) -> SequentialComparison {
-        let (lower, upper) = judge.test.interval(self.counts);
+        let (lower, upper) = judge.bounds(self.counts);
         SequentialComparison {
             verdict: match self.decided {
                 Some(PairedDecision::Better) => ComparisonVerdict::Better,
@@ -113,10 +125,36 @@ impl Group {
     }
 }
 
-/// The test and the effect every group is judged by.
+/// The test and the rule every group is judged by.
 struct Judge {
     test: PairedBetting,
-    min_effect: f64,
+    rule: Rule,
+}
+
+impl Judge {
+    fn decide(&self, c: PairCounts) -> PairedDecision {
+        match self.rule {
+            Rule::Compare { min_effect } => self.test.decide(c, min_effect),
+            Rule::NonInferiority { margin } => {
+                let bar = (1.0 / self.test.alpha()).ln();
+                if self.test.log_evidence_above(c, -margin) >= bar {
+                    PairedDecision::Better
+                } else if self.test.log_evidence_below(c, -margin) >= bar {
+                    PairedDecision::Worse
+                } else {
+                    PairedDecision::Continue
+                }
+            }
+        }
+    }
+
+    /// The sequence's ends: two-sided for a comparison, each a one-sided bound for the gate.
+    fn bounds(&self, c: PairCounts) -> (f64, f64) {
+        match self.rule {
+            Rule::Compare { .. } => self.test.interval(c),
+            Rule::NonInferiority { .. } => self.test.one_sided_bounds(c),
+        }
+    }
 }
 
 /// The observer that judges the comparison after every complete round of each group, and
@@ -149,7 +187,7 @@ impl SequentialCompare {
         Some(SequentialCompare {
             judge: Judge {
                 test,
-                min_effect: spec.min_effect,
+                rule: spec.rule,
             },
             spec,
             index,
@@ -157,14 +195,20 @@ impl SequentialCompare {
         })
     }
 
-    /// Feeds one finished trial; true once every group has decided.
+    /// Feeds one finished trial of either arm; true once every group has decided.
     pub fn push(&mut self, record: &TrialRecord) -> bool {
-        if self.decided() {
+        match self.spec.arms.iter().position(|a| *a == record.arm) {
+            Some(arm) => self.push_as(record, arm),
+            None => false,
+        }
+    }
+
+    /// Feeds one finished trial as side `arm` (0 = A, 1 = B) whatever arm it names: a
+    /// baseline run's trials and this run's may carry the same arm.
+    pub fn push_as(&mut self, record: &TrialRecord, arm: usize) -> bool {
+        if self.decided() || arm > 1 {
             return false;
         }
-        let Some(arm) = self.spec.arms.iter().position(|a| *a == record.arm) else {
-            return false;
-        };
         let key = (record.dataset.clone(), record.case_id.clone());
         let Some(&(group, case)) = self.index.get(&key) else {
             return false;
@@ -228,7 +272,7 @@ mod tests {
             arms: [arm("a"), arm("b")],
             metric: Metric::Selection,
             confidence: 0.95,
-            min_effect: 0.05,
+            rule: Rule::Compare { min_effect: 0.05 },
             cases: (0..cases)
                 .map(|c| ("d".to_owned(), format!("c{c}")))
                 .collect(),

@@ -25,7 +25,7 @@ pub fn baseline_gates(
 ) -> Result<Vec<GateResult>, InputError> {
     let mut out = Vec::with_capacity(current.arms.len());
     for (i, arm) in current.arms.iter().enumerate() {
-        let base_arm = baseline_arm(baseline, arm)?;
+        let base_arm = baseline_arm(baseline, &arm.arm)?;
         let c = compare(
             Side {
                 summary: baseline,
@@ -82,20 +82,23 @@ pub fn baseline_gates(
 
 /// The baseline's arm this run's arm is held against: its only arm, or the one of the same
 /// name and variant.
-fn baseline_arm(baseline: &Summary, arm: &crate::report::ArmSummary) -> Result<usize, InputError> {
+pub(super) fn baseline_arm(
+    baseline: &Summary,
+    arm: &crate::record::ArmId,
+) -> Result<usize, InputError> {
     Ok(match baseline.arms.len() {
         1 => 0,
         _ => baseline
             .arms
             .iter()
-            .position(|b| b.arm == arm.arm)
+            .position(|b| b.arm == *arm)
             .ok_or_else(|| {
                 InputError::new(format!(
                     "--baseline {}: it has {} arms and none is {}/{}; name a baseline run with one arm or the same arms",
                     baseline.run.run_id,
                     baseline.arms.len(),
-                    arm.arm.provider,
-                    arm.arm.variant
+                    arm.provider,
+                    arm.variant
                 ))
             })?,
     })

@@ -29,6 +29,7 @@ use std::collections::BTreeMap;
 pub mod baseline;
 pub mod recorded;
 pub mod sequential;
+pub mod sequential_baseline;
 mod sequential_suite;
 
 use crate::error::InputError;
