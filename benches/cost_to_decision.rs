@@ -19,7 +19,7 @@
 //!
 //! Run: `cargo bench --bench cost_to_decision` (env: BENCH_REPS=2000, BENCH_SEED=2026,
 //! BENCH_PART=gates|compare|all). Nothing else should run beside it: it is 8,000 runs of the
-//! binary (about 6 minutes for the gates, 25 for the comparisons).
+//! binary (about 6 minutes for the gates, 12 for the comparisons, 8 for the suite gate).
 
 #[path = "../tests/it/support/mod.rs"]
 mod support;
