@@ -18,8 +18,8 @@
 //! each verdict came, and the fixed-n paired comparison with the same α and the same power.
 //!
 //! Run: `cargo bench --bench cost_to_decision` (env: BENCH_REPS=2000, BENCH_SEED=2026,
-//! BENCH_PART=gates|compare|suite|all). Nothing else should run beside it: it is 16,000 runs of the
-//! binary (about 6 minutes for the gates, 12 for the comparisons, 8 for the suite gate).
+//! BENCH_PART=gates|compare|suite|all). Nothing else should run beside it: it is 16,000 runs
+//! of the binary (about 6 minutes for the gates, 12 for the comparisons, 8 for the suite).
 
 #[path = "../tests/it/support/mod.rs"]
 mod support;
