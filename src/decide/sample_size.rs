@@ -49,6 +49,18 @@ pub struct PlanRequest {
 /// round, few enough that `plan` answers in about a second.
 const SIMULATED_REPS: u32 = 400;
 
+/// The most trials one simulated row may draw (replications × rounds × cases at worst): a
+/// suite of thousands of cases gets fewer replications, and a wider standard error that says
+/// so, rather than a `plan` that takes minutes.
+const SIMULATED_DRAWS: u64 = 40_000_000;
+
+/// Replications for a row whose replications each draw at most `rounds × cases` trials: 400,
+/// or fewer within [`SIMULATED_DRAWS`], and never fewer than 40.
+fn simulated_reps(rounds: u32, cases: usize) -> u32 {
+    let per_rep = u64::from(rounds.max(1)) * cases.max(1) as u64;
+    (SIMULATED_DRAWS / per_rep).clamp(40, u64::from(SIMULATED_REPS)) as u32
+}
+
 /// A provider's price for the plan, and the output it assumes when the token basis has no
 /// measured output.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -374,7 +386,7 @@ fn suite_rows(req: &PlanRequest, t: f64) -> Vec<SimulatedRow> {
             alpha,
             &rates,
             req.max_trials,
-            SIMULATED_REPS,
+            simulated_reps(req.max_trials, rates.len()),
             i as u64 + 1,
         )?;
         // The one-sided normal test of the pooled rate with the same α and power.
@@ -408,7 +420,7 @@ fn comparison_plan(req: &PlanRequest, min_effect: f64, a_rate: f64) -> Compariso
                 min_effect,
                 &rates,
                 req.max_trials,
-                SIMULATED_REPS,
+                simulated_reps(req.max_trials, 2 * rates.len()),
                 i as u64 + 101,
             )?;
             let power = if d < 0.0 { oc.p_down } else { oc.p_up };
@@ -701,4 +713,18 @@ pub fn render_plan(p: &TrialPlan, w: &mut dyn Write) -> io::Result<()> {
         )?,
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn large_suites_get_fewer_replications_within_the_draw_budget() {
+        assert_eq!(simulated_reps(1000, 61), 400);
+        assert_eq!(simulated_reps(1000, 200), 200);
+        // Never fewer than 40, however large the suite: the standard error says the rest.
+        assert_eq!(simulated_reps(1000, 5000), 40);
+        assert_eq!(simulated_reps(0, 0), 400);
+    }
 }
