@@ -209,14 +209,24 @@ pub(super) fn sequential_baseline(
         return Ok(None);
     }
     let plan = &setup.plan;
+    // The cases both runs have: all of them, unless --intersect let the plan differ.
+    let in_baseline: std::collections::HashSet<(&str, &str)> = base
+        .arms
+        .iter()
+        .flat_map(|a| a.cases.iter())
+        .map(|c| (c.dataset.as_str(), c.case_id.as_str()))
+        .collect();
     let cases_with_trials = || {
         plan.datasets.iter().flat_map(|d| {
-            d.cases.iter().map(move |c| {
-                (
-                    (d.name.clone(), c.id.clone()),
-                    c.trials.unwrap_or(plan.trials),
-                )
-            })
+            d.cases
+                .iter()
+                .filter(|c| in_baseline.contains(&(d.name.as_str(), c.id.as_str())))
+                .map(move |c| {
+                    (
+                        (d.name.clone(), c.id.clone()),
+                        c.trials.unwrap_or(plan.trials),
+                    )
+                })
         })
     };
     let spec = SequentialBaselineSpec {

@@ -330,4 +330,28 @@ fn a_baseline_gate_stops_each_arm_at_the_round_it_decides() {
     // `report` keeps a baseline verdict as judged.
     let again = toolscore(dir.path(), &["report", "out/f"]);
     assert_eq!(again.code, 1, "{}", again.transcript());
+
+    // A case the baseline never ran (`--intersect`) takes no part in the rounds: they
+    // complete on the five shared cases, and the verdict comes where it did, after the
+    // shared cases of round 2 (the new case, last in a round, ran once).
+    let mut cases_file =
+        std::fs::read_to_string(dir.path().join("data/cases.jsonl")).expect("cases");
+    cases_file.push_str(
+        "{\"id\": \"new\", \"messages\": [{\"role\": \"user\", \"content\": \"new\"}], \"expect\": {\"tool\": \"lookup\"}}\n",
+    );
+    std::fs::write(dir.path().join("data/cases.jsonl"), cases_file).expect("write");
+    let before = server.requests_seen();
+    let new = run(
+        "clear",
+        "n",
+        &["--baseline", "out/wrong", "--sequential", "--intersect"],
+    );
+    assert_eq!(new.code, 0, "{}", new.transcript());
+    assert_eq!(server.requests_seen() - before, 11);
+    let s = support::read_json(&dir.path().join("out/n/summary.json"));
+    let gate = &s["gate"]["gates"][0];
+    assert_eq!(
+        (gate["cases"].as_u64(), gate["verdict"].as_str()),
+        (Some(5), Some("pass"))
+    );
 }
