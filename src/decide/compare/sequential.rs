@@ -135,16 +135,7 @@ impl Judge {
     fn decide(&self, c: PairCounts) -> PairedDecision {
         match self.rule {
             Rule::Compare { min_effect } => self.test.decide(c, min_effect),
-            Rule::NonInferiority { margin } => {
-                let bar = (1.0 / self.test.alpha()).ln();
-                if self.test.log_evidence_above(c, -margin) >= bar {
-                    PairedDecision::Better
-                } else if self.test.log_evidence_below(c, -margin) >= bar {
-                    PairedDecision::Worse
-                } else {
-                    PairedDecision::Continue
-                }
-            }
+            Rule::NonInferiority { margin } => self.test.decide_one_sided(c, -margin),
         }
     }
 

@@ -18,7 +18,7 @@ use std::collections::HashMap;
 
 use crate::record::{ArmId, SCENARIO_DATASET, TrialRecord};
 use crate::report::{GateLevel, GateResult, Metric, SequentialInfo, Verdict};
-use crate::stats::{PairCounts, PairedBetting, SequentialKind};
+use crate::stats::{PairCounts, PairedBetting, PairedDecision, SequentialKind};
 
 use super::super::rounds::Rounds;
 use super::GateSpec;
@@ -198,14 +198,10 @@ impl SuiteRounds {
 /// PASS when the evidence against "rate ≤ t" reaches 1/α, FAIL when the evidence against
 /// "rate ≥ t" does.
 fn decide(test: &PairedBetting, counts: PairCounts, t: f64) -> Option<Verdict> {
-    let bar = (1.0 / test.alpha()).ln();
-    let mu = 2.0 * t - 1.0;
-    if test.log_evidence_above(counts, mu) >= bar {
-        Some(Verdict::Pass)
-    } else if test.log_evidence_below(counts, mu) >= bar {
-        Some(Verdict::Fail)
-    } else {
-        None
+    match test.decide_one_sided(counts, 2.0 * t - 1.0) {
+        PairedDecision::Better => Some(Verdict::Pass),
+        PairedDecision::Worse => Some(Verdict::Fail),
+        PairedDecision::Within | PairedDecision::Continue => None,
     }
 }
 

@@ -119,6 +119,19 @@ impl PairedBetting {
         }
     }
 
+    /// One side at a time at 1/α, for a gate against `mu`: `Better` when "Δ ≤ μ" is rejected,
+    /// `Worse` when "Δ ≥ μ" is, else `Continue`. Each claim is wrong with probability at most α.
+    pub fn decide_one_sided(&self, c: PairCounts, mu: f64) -> PairedDecision {
+        let bar = (1.0 / self.alpha).ln();
+        if self.log_evidence_above(c, mu) >= bar {
+            PairedDecision::Better
+        } else if self.log_evidence_below(c, mu) >= bar {
+            PairedDecision::Worse
+        } else {
+            PairedDecision::Continue
+        }
+    }
+
     /// Each side's bound at one-sided level 1 − α (bar 1/α), for a gate that judges one side
     /// at a time: the least μ "Δ ≤ μ" is not rejected at, and the greatest "Δ ≥ μ" is not.
     pub fn one_sided_bounds(&self, c: PairCounts) -> (f64, f64) {

@@ -121,7 +121,7 @@ pub fn simulate_suite_gate(
     if rates.is_empty() {
         return None;
     }
-    let (bar, mu) = ((1.0 / alpha).ln(), 2.0 * t - 1.0);
+    let mu = 2.0 * t - 1.0;
     simulate(
         reps,
         max_rounds,
@@ -132,15 +132,7 @@ pub fn simulate_suite_gate(
                 c.add(!ok, ok);
             }
         },
-        |c| {
-            if test.log_evidence_above(c, mu) >= bar {
-                PairedDecision::Better
-            } else if test.log_evidence_below(c, mu) >= bar {
-                PairedDecision::Worse
-            } else {
-                PairedDecision::Continue
-            }
-        },
+        |c| test.decide_one_sided(c, mu),
     )
 }
 
