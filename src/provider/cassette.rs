@@ -189,6 +189,21 @@ impl CassetteRecorder {
     }
 }
 
+impl CassetteRecorder {
+    /// Writes what is pending and closes the cassette, for a recorder that outlives one run
+    /// (tune's phases): a run's own recorder closes at its `Finished` event.
+    pub fn finish(mut self) -> Result<(), Error> {
+        match self.writer.take() {
+            Some(w) => {
+                let path = w.path().display().to_string();
+                w.finish()
+                    .map_err(|e| Error::io(format!("cannot finish cassette {path}"), e))
+            }
+            None => Ok(()),
+        }
+    }
+}
+
 impl Observer for CassetteRecorder {
     fn on_event(&mut self, event: &RunEvent<'_>) -> Result<Control, Error> {
         match event {
@@ -522,14 +537,15 @@ pub fn upgrade_v1(from: &Path, to: &Path) -> Result<u64, Error> {
 
 /// Serves trials from a cassette, decoding bodies with the adapter that recorded them.
 pub struct Replay {
-    pub cassette: Cassette,
+    /// Shared: every arm replayed from one cassette (tune's candidates) reads the same one.
+    pub cassette: std::sync::Arc<Cassette>,
     decoder: Provider,
 }
 
 impl Replay {
     /// `decoder` must be built from the cassette header's kind, model and parameters so that
     /// `prepare` yields the recorded request hashes.
-    pub fn new(cassette: Cassette, decoder: Provider) -> Replay {
+    pub fn new(cassette: std::sync::Arc<Cassette>, decoder: Provider) -> Replay {
         Replay { cassette, decoder }
     }
 

@@ -568,7 +568,6 @@ pub struct StepKey<'a> {
 }
 
 /// Where trial responses come from: a live provider, or a cassette recorded from one.
-#[expect(clippy::large_enum_variant, reason = "one per arm")]
 pub enum Backend {
     Live(Provider),
     Replay(cassette::Replay),

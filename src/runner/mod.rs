@@ -40,13 +40,14 @@ use crate::suite::scenario::{SCENARIO_DATASET, Scenario};
 use compile::{ArmUnit, CaseUnit, Judge};
 
 /// One arm: a provider (live or replayed) and the catalog variant it is shown.
+#[derive(Clone)]
 pub struct Arm {
     /// The provider; its `name` (unique within a plan) names the arm in records.
     pub settings: ProviderSettings,
     pub variant: String,
     /// Serve this arm's responses from a cassette instead of calling the provider;
     /// `settings` then hold what the cassette was recorded with.
-    pub replay: Option<Cassette>,
+    pub replay: Option<std::sync::Arc<Cassette>>,
     /// What its tokens cost; `None`: unknown (the cost of its trials is not recorded).
     pub price: Option<crate::provider::prices::ArmPrice>,
 }

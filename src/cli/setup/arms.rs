@@ -357,7 +357,7 @@ pub(super) fn replay_arm(
         Arm {
             settings,
             variant,
-            replay: Some(cassette),
+            replay: Some(Arc::new(cassette)),
             price: None,
         },
         fewest,
