@@ -11,5 +11,6 @@
 
 pub mod compare;
 pub mod gate;
+pub mod race;
 mod rounds;
 pub mod sample_size;

@@ -129,6 +129,9 @@ pub enum ComparisonVerdict {
     Equivalent,
     /// The interval holds 0 and differences of `min_effect` or more: more cases are needed.
     Inconclusive,
+    /// B is not better by `min_effect`: the interval's upper end lies below it (a race's
+    /// futility stop; B may be a little better, or worse).
+    NotBetter,
 }
 
 impl ComparisonVerdict {
@@ -142,6 +145,9 @@ impl ComparisonVerdict {
             ComparisonVerdict::Inconclusive => format!(
                 "INCONCLUSIVE: the data allow no difference and a difference of {min_effect} or more"
             ),
+            ComparisonVerdict::NotBetter => {
+                format!("NOT BETTER: {b} is not better by {min_effect} or more")
+            }
         }
     }
 }
@@ -170,6 +176,7 @@ impl OverallVerdict {
             ComparisonVerdict::Worse => "B WORSE",
             ComparisonVerdict::Equivalent => "NO DETECTABLE DIFFERENCE",
             ComparisonVerdict::Inconclusive => "INCONCLUSIVE",
+            ComparisonVerdict::NotBetter => "B NOT BETTER",
         }
     }
 }
@@ -223,6 +230,7 @@ fn verdict_word(v: ComparisonVerdict) -> &'static str {
         ComparisonVerdict::Worse => "worse",
         ComparisonVerdict::Equivalent => "no detectable difference",
         ComparisonVerdict::Inconclusive => "inconclusive",
+        ComparisonVerdict::NotBetter => "not better",
     }
 }
 

@@ -55,6 +55,9 @@ pub enum Rule {
     /// Not worse by more than `margin` ("better"), or worse by more ("worse"), one side at a
     /// time at 1/α (`--baseline --sequential`, the non-inferiority gate).
     NonInferiority { margin: f64 },
+    /// Better, worse, or not better by `min_effect` (the sequence's upper end below it), on
+    /// the two-sided sequence: a race drops a candidate as soon as it cannot improve enough.
+    Improve { min_effect: f64 },
 }
 
 /// The rounds of one group of cases (the visible ones, or the held-out ones) and what they
@@ -111,6 +114,7 @@ impl Group {
                 Some(PairedDecision::Better) => ComparisonVerdict::Better,
                 Some(PairedDecision::Worse) => ComparisonVerdict::Worse,
                 Some(PairedDecision::Within) => ComparisonVerdict::Equivalent,
+                Some(PairedDecision::NotBetter) => ComparisonVerdict::NotBetter,
                 Some(PairedDecision::Continue) | None => ComparisonVerdict::Inconclusive,
             },
             rounds: self.rounds.taken(),
@@ -136,13 +140,14 @@ impl Judge {
         match self.rule {
             Rule::Compare { min_effect } => self.test.decide(c, min_effect),
             Rule::NonInferiority { margin } => self.test.decide_one_sided(c, -margin),
+            Rule::Improve { min_effect } => self.test.decide_improvement(c, min_effect),
         }
     }
 
     /// The sequence's ends: two-sided for a comparison, each a one-sided bound for the gate.
     fn bounds(&self, c: PairCounts) -> (f64, f64) {
         match self.rule {
-            Rule::Compare { .. } => self.test.interval(c),
+            Rule::Compare { .. } | Rule::Improve { .. } => self.test.interval(c),
             Rule::NonInferiority { .. } => self.test.one_sided_bounds(c),
         }
     }
@@ -209,7 +214,8 @@ impl SequentialCompare {
         self.decided()
     }
 
-    fn decided(&self) -> bool {
+    /// Whether every group has decided.
+    pub fn decided(&self) -> bool {
         self.groups.iter().all(|g| g.decided.is_some())
     }
 

@@ -201,7 +201,7 @@ fn decide(test: &PairedBetting, counts: PairCounts, t: f64) -> Option<Verdict> {
     match test.decide_one_sided(counts, 2.0 * t - 1.0) {
         PairedDecision::Better => Some(Verdict::Pass),
         PairedDecision::Worse => Some(Verdict::Fail),
-        PairedDecision::Within | PairedDecision::Continue => None,
+        PairedDecision::Within | PairedDecision::NotBetter | PairedDecision::Continue => None,
     }
 }
 

@@ -28,7 +28,8 @@ pub(super) fn comparison_view(c: &Comparison) -> ComparisonView {
     let verdict_class = match overall.verdict {
         crate::report::ComparisonVerdict::Better => "pass",
         crate::report::ComparisonVerdict::Worse => "fail",
-        crate::report::ComparisonVerdict::Equivalent => "none",
+        crate::report::ComparisonVerdict::Equivalent
+        | crate::report::ComparisonVerdict::NotBetter => "none",
         crate::report::ComparisonVerdict::Inconclusive => "inconclusive",
     };
     let verdict_label = overall.label();

@@ -43,6 +43,14 @@ impl PairCounts {
         self.b_only + self.a_only + self.same
     }
 
+    /// The mean difference B − A over the pairs (0 with none).
+    pub fn mean_difference(&self) -> f64 {
+        match self.pairs() {
+            0 => 0.0,
+            n => (self.b_only as f64 - self.a_only as f64) / n as f64,
+        }
+    }
+
     /// Adds one pair's outcome.
     pub fn add(&mut self, a_passed: bool, b_passed: bool) {
         match (a_passed, b_passed) {
@@ -63,6 +71,9 @@ pub enum PairedDecision {
     Worse,
     /// It lies inside (−δ, δ): no difference as large as δ either way.
     Within,
+    /// Its upper end lies below δ: B is not better by δ (a futility stop: the difference may
+    /// be anything under δ).
+    NotBetter,
     /// None of these yet.
     Continue,
 }
@@ -114,6 +125,22 @@ impl PairedBetting {
             && self.log_evidence_above(c, -min_effect) >= bar
         {
             PairedDecision::Within
+        } else {
+            PairedDecision::Continue
+        }
+    }
+
+    /// For a race of candidates: `Better` when the sequence lies above 0, `Worse` when below
+    /// 0, `NotBetter` when its upper end is below `min_effect`, on the same two-sided sequence
+    /// as [`Self::decide`].
+    pub fn decide_improvement(&self, c: PairCounts, min_effect: f64) -> PairedDecision {
+        let bar = self.bar();
+        if self.log_evidence_above(c, 0.0) >= bar {
+            PairedDecision::Better
+        } else if self.log_evidence_below(c, 0.0) >= bar {
+            PairedDecision::Worse
+        } else if self.log_evidence_below(c, min_effect) >= bar {
+            PairedDecision::NotBetter
         } else {
             PairedDecision::Continue
         }
@@ -302,7 +329,7 @@ mod tests {
                 PairedDecision::Better => 0,
                 PairedDecision::Worse => 1,
                 PairedDecision::Within => 2,
-                PairedDecision::Continue => 3,
+                PairedDecision::NotBetter | PairedDecision::Continue => 3,
             }] += 1;
         }
         (tally, rounds_used / f64::from(reps))

@@ -57,7 +57,8 @@ impl Tally {
             PairedDecision::Better => self.up += 1,
             PairedDecision::Worse => self.down += 1,
             PairedDecision::Within => self.within += 1,
-            PairedDecision::Continue => {}
+            // No simulated rule stops for futility.
+            PairedDecision::NotBetter | PairedDecision::Continue => {}
         }
     }
 
