@@ -25,3 +25,4 @@ pub mod runner;
 pub mod score;
 pub mod stats;
 pub mod suite;
+pub mod tune;

@@ -141,7 +141,7 @@ const MAX_CONFUSION_CELLS: usize = 512;
 
 /// What the model chose, as selection judges it: for one expected call, the first call's tool
 /// (or "(no call)"); for parallel calls, the sorted multiset of called tools.
-fn chosen_label(record: &TrialRecord) -> String {
+pub fn chosen_label(record: &TrialRecord) -> String {
     let calls = record
         .turns
         .first()

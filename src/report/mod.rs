@@ -24,12 +24,13 @@ mod run_info;
 pub mod scenario;
 mod stress;
 mod terminal;
+pub mod tune;
 mod verdict;
 mod warning;
 mod wording;
 
 pub use crate::stats::{LatencyDistribution, LatencySummary, Percentile};
-pub use aggregate::Aggregator;
+pub use aggregate::{Aggregator, chosen_label};
 pub use comparison::{
     CaseComparison, ComparedArm, Comparison, ComparisonVerdict, GroupComparison, McNemar,
     MeanDifference, SequentialComparison, Substitution, render_comparison,

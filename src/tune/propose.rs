@@ -1,0 +1,587 @@
+//! Candidates from a diagnosis: small, explained edits of the catalog's text, each an overlay
+//! a variant file can hold, each tied to the evidence that motivated it. The operators are
+//! deterministic (no model): the same diagnosis of the same catalog proposes the same
+//! candidates, word for word, so a replayed tune replays its race.
+//!
+//! - **disambiguate**: both tools of a confused pair get a sentence naming the other and what
+//!   it is for ("For health of the service, use `server_status` instead.");
+//! - **format**: a parameter with `wrong_value` or `wrong_type` failures gets what its schema
+//!   already says about it in words: the allowed values, the pattern, the format, the range,
+//!   the type, an example;
+//! - **required**: a parameter the model omits (`missing_required`) is marked required in its
+//!   description;
+//! - **defaults**: an implicated tool's optional parameters get their schema `default` in
+//!   words.
+//!
+//! Renames are never raced: a new name breaks every client that calls the tool by name (the MCP
+//! versioning rules in docs/guides/mcp-server.md), so where lint finds names that collide the
+//! tune report suggests one for the author to weigh.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+pub use crate::report::tune::{Candidate, Operator, Suggestion, TextEdit};
+use serde_json::{Map, Value};
+
+use super::diagnose::{Diagnosis, is_required, property};
+use crate::catalog::{Catalog, Tool};
+use crate::record::ArgFailureKind;
+
+/// Every candidate the diagnosis supports, heaviest evidence first (ties by id), at most
+/// `max`; and the suggestions for the author.
+pub fn propose(
+    diagnosis: &Diagnosis,
+    catalog: &Catalog,
+    max: usize,
+) -> (Vec<Candidate>, Vec<Suggestion>) {
+    let mut out = Vec::new();
+    for pair in &diagnosis.confusions {
+        if let Some(c) = disambiguate(pair, catalog) {
+            out.push(c);
+        }
+    }
+    for failure in &diagnosis.arg_failures {
+        let c = match failure.kind {
+            ArgFailureKind::WrongValue | ArgFailureKind::WrongType => format_of(failure, catalog),
+            ArgFailureKind::MissingRequired => required(failure, catalog),
+            _ => None,
+        };
+        // One candidate per parameter and operator: wrong_type and wrong_value on the same
+        // parameter state the same format.
+        if let Some(c) = c {
+            match out.iter_mut().find(|o: &&mut Candidate| o.id == c.id) {
+                Some(o) => {
+                    o.weight += c.weight;
+                    o.evidence.extend(c.evidence);
+                }
+                None => out.push(c),
+            }
+        }
+    }
+    for tool in diagnosis.implicated(catalog) {
+        if let Some(c) = defaults(&tool, diagnosis, catalog) {
+            out.push(c);
+        }
+    }
+    out.sort_by(|a, b| b.weight.cmp(&a.weight).then_with(|| a.id.cmp(&b.id)));
+    out.truncate(max);
+    (out, suggestions(diagnosis))
+}
+
+fn disambiguate(pair: &super::diagnose::ConfusedPair, catalog: &Catalog) -> Option<Candidate> {
+    let [a, b] = &pair.tools;
+    let (ta, tb) = (catalog.get(a)?, catalog.get(b)?);
+    let sentence = |other: &Tool| match purpose(&other.description) {
+        Some(p) => format!("For {p}, use `{}` instead.", other.name),
+        None => format!("Where `{}` fits, use `{}` instead.", other.name, other.name),
+    };
+    let edits: Vec<TextEdit> = [(ta, tb), (tb, ta)]
+        .into_iter()
+        .filter_map(|(tool, other)| {
+            let add = sentence(other);
+            (!tool.description.contains(&add)).then(|| TextEdit {
+                tool: tool.name.clone(),
+                property: None,
+                before: tool.description.clone(),
+                after: append(&tool.description, &add),
+            })
+        })
+        .collect();
+    if edits.is_empty() {
+        return None;
+    }
+    Some(Candidate {
+        id: format!("disambiguate:{a}/{b}"),
+        operator: Operator::Disambiguate,
+        tools: vec![a.clone(), b.clone()],
+        edits,
+        weight: pair.count,
+        evidence: pair
+            .cases
+            .iter()
+            .map(|c| {
+                format!(
+                    "case {}: chose `{}` in {} of {} trials where `{}` was expected",
+                    c.case_id, c.chosen, c.count, c.of, c.expected
+                )
+            })
+            .collect(),
+    })
+}
+
+fn format_of(failure: &super::diagnose::ParamFailure, catalog: &Catalog) -> Option<Candidate> {
+    let tool = catalog.get(&failure.tool)?;
+    let node = property(&tool.input_schema, &failure.path)?;
+    let before = description_of(node);
+    let statement = format_statement(node, &before)?;
+    Some(param_candidate(
+        Operator::Format,
+        tool,
+        &failure.path,
+        before.clone(),
+        append(&before, &statement),
+        failure,
+    ))
+}
+
+fn required(failure: &super::diagnose::ParamFailure, catalog: &Catalog) -> Option<Candidate> {
+    let tool = catalog.get(&failure.tool)?;
+    let node = property(&tool.input_schema, &failure.path)?;
+    let before = description_of(node);
+    if !is_required(&tool.input_schema, &failure.path) || before.to_lowercase().contains("required")
+    {
+        return None;
+    }
+    Some(param_candidate(
+        Operator::Required,
+        tool,
+        &failure.path,
+        before.clone(),
+        append(&before, "Required: always give it."),
+        failure,
+    ))
+}
+
+fn param_candidate(
+    operator: Operator,
+    tool: &Tool,
+    path: &str,
+    before: String,
+    after: String,
+    failure: &super::diagnose::ParamFailure,
+) -> Candidate {
+    Candidate {
+        id: format!("{}:{}.{path}", operator.as_str(), tool.name),
+        operator,
+        tools: vec![tool.name.clone()],
+        edits: vec![TextEdit {
+            tool: tool.name.clone(),
+            property: Some(path.to_owned()),
+            before,
+            after,
+        }],
+        weight: failure.count,
+        evidence: vec![format!(
+            "`{}.{path}`: {} in {} right-tool trials (cases {})",
+            tool.name,
+            failure.kind.as_str(),
+            failure.count,
+            failure.cases.join(", ")
+        )],
+    }
+}
+
+/// The optional parameters of an implicated tool whose schema `default` its description
+/// does not state.
+fn defaults(tool_name: &str, diagnosis: &Diagnosis, catalog: &Catalog) -> Option<Candidate> {
+    let tool = catalog.get(tool_name)?;
+    let props = tool.input_schema.get("properties")?.as_object()?;
+    let edits: Vec<TextEdit> = props
+        .iter()
+        .filter(|(name, _)| !is_required(&tool.input_schema, name))
+        .filter_map(|(name, node)| {
+            let default = node.get("default")?;
+            let before = description_of(node);
+            (!before.to_lowercase().contains("default")).then(|| TextEdit {
+                tool: tool.name.clone(),
+                property: Some(name.clone()),
+                after: append(&before, &format!("Default: `{}`.", plain(default))),
+                before,
+            })
+        })
+        .collect();
+    if edits.is_empty() {
+        return None;
+    }
+    let confused: u64 = diagnosis
+        .confusions
+        .iter()
+        .filter(|c| c.tools.iter().any(|t| t == tool_name))
+        .map(|c| c.count)
+        .sum();
+    // Ranked by the argument failures a default could explain, below the operators whose
+    // evidence points at the text they change.
+    let weight: u64 = diagnosis
+        .arg_failures
+        .iter()
+        .filter(|f| f.tool == tool_name)
+        .map(|f| f.count)
+        .sum();
+    Some(Candidate {
+        id: format!("defaults:{tool_name}"),
+        operator: Operator::Defaults,
+        tools: vec![tool.name.clone()],
+        evidence: vec![format!(
+            "`{tool_name}` is in {} confused or failing training trials, and its description leaves {} optional parameter default{} unstated",
+            confused + weight,
+            edits.len(),
+            if edits.len() == 1 { "" } else { "s" }
+        )],
+        edits,
+        weight,
+    })
+}
+
+/// Lint findings the author should act on by hand: renames (breaking) and unstated
+/// behaviour when a parameter is omitted.
+fn suggestions(diagnosis: &Diagnosis) -> Vec<Suggestion> {
+    diagnosis
+        .lint
+        .iter()
+        .filter_map(|n| {
+            let breaking = n.rule.starts_with("name-");
+            (breaking || n.rule == "optional-no-default").then(|| Suggestion {
+                tool: n.tool.clone(),
+                rule: n.rule.clone(),
+                text: if breaking {
+                    format!(
+                        "{} {} A rename is breaking: clients that call `{}` by name must change.",
+                        n.message, n.fix, n.tool
+                    )
+                } else {
+                    format!("{} {}", n.message, n.fix)
+                },
+                breaking,
+            })
+        })
+        .collect()
+}
+
+/// What a parameter's schema says that its description does not, in words; `None` when the
+/// description already says all of it.
+fn format_statement(node: &Value, description: &str) -> Option<String> {
+    let mut parts = Vec::new();
+    if let Some(values) = node.get("enum").and_then(Value::as_array) {
+        let listed: Vec<String> = values.iter().map(|v| format!("`{}`", plain(v))).collect();
+        if !values.iter().all(|v| description.contains(&plain(v))) {
+            parts.push(format!("One of {}.", listed.join(", ")));
+        }
+    }
+    if let Some(p) = node.get("pattern").and_then(Value::as_str)
+        && !description.contains(p)
+    {
+        parts.push(format!("Must match `{p}`."));
+    }
+    if let Some(f) = node.get("format").and_then(Value::as_str)
+        && !description.contains(f)
+    {
+        parts.push(match f {
+            "date" => "A date, YYYY-MM-DD.".to_owned(),
+            "date-time" => "A date and time, RFC 3339 (2025-03-14T09:30:00Z).".to_owned(),
+            other => format!("Format: {other}."),
+        });
+    }
+    let (min, max) = (node.get("minimum"), node.get("maximum"));
+    match (min, max) {
+        (Some(lo), Some(hi))
+            if !description.contains(&lo.to_string()) || !description.contains(&hi.to_string()) =>
+        {
+            parts.push(format!("From {lo} to {hi}."));
+        }
+        (Some(lo), None) if !description.contains(&lo.to_string()) => {
+            parts.push(format!("At least {lo}."))
+        }
+        (None, Some(hi)) if !description.contains(&hi.to_string()) => {
+            parts.push(format!("At most {hi}."))
+        }
+        _ => {}
+    }
+    if let Some(t) = node.get("type").and_then(Value::as_str)
+        && t != "string"
+        && !description.to_lowercase().contains(t)
+    {
+        parts.push(match t {
+            "integer" => "A JSON integer, not a string.".to_owned(),
+            "number" => "A JSON number, not a string.".to_owned(),
+            "boolean" => "A JSON boolean (true or false), not a string.".to_owned(),
+            other => format!("A JSON {other}."),
+        });
+    }
+    if let Some(example) = node
+        .get("examples")
+        .and_then(Value::as_array)
+        .and_then(|e| e.first())
+        && !description.contains(&plain(example))
+    {
+        parts.push(format!("Example: `{}`.", plain(example)));
+    }
+    (!parts.is_empty()).then(|| parts.join(" "))
+}
+
+/// A JSON value as text: strings without their quotes.
+fn plain(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn description_of(node: &Value) -> String {
+    node.get("description")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// `text` then `add`, one space between (a full stop first when `text` has none).
+fn append(text: &str, add: &str) -> String {
+    let text = text.trim_end();
+    if text.is_empty() {
+        add.to_owned()
+    } else if text.ends_with(['.', '!', '?', ':']) {
+        format!("{text} {add}")
+    } else {
+        format!("{text}. {add}")
+    }
+}
+
+/// A description's first sentence as a noun phrase to follow "For": its full stop dropped,
+/// its first letter lower-cased unless the word is an acronym or identifier.
+fn purpose(description: &str) -> Option<String> {
+    let text = description.trim();
+    let end = text
+        .match_indices(['.', '\n'])
+        .map(|(i, _)| i)
+        .find(|&i| text[i + 1..].chars().next().is_none_or(char::is_whitespace))
+        .unwrap_or(text.len());
+    let first = text[..end].trim();
+    if first.is_empty() {
+        return None;
+    }
+    let mut chars = first.chars();
+    let c0 = chars.next()?;
+    let keep = chars
+        .next()
+        .is_some_and(|c| c.is_uppercase() || c.is_ascii_digit() || c == '_');
+    Some(if keep {
+        first.to_owned()
+    } else {
+        c0.to_lowercase()
+            .chain(first[c0.len_utf8()..].chars())
+            .collect()
+    })
+}
+
+/// The overlay (`variants/<name>.json`) of a set of candidates on disjoint tools, with its
+/// note.
+pub fn overlay(candidates: &[&Candidate], note: &str) -> Value {
+    let mut tools: BTreeMap<String, Map<String, Value>> = BTreeMap::new();
+    for c in candidates {
+        for e in &c.edits {
+            let entry = tools.entry(e.tool.clone()).or_default();
+            match &e.property {
+                None => {
+                    entry.insert("description".into(), Value::String(e.after.clone()));
+                }
+                Some(p) => {
+                    let props = entry
+                        .entry("properties")
+                        .or_insert_with(|| Value::Object(Map::new()));
+                    if let Value::Object(props) = props {
+                        props.insert(p.clone(), Value::String(e.after.clone()));
+                    }
+                }
+            }
+        }
+    }
+    let mut top = Map::new();
+    top.insert("note".into(), Value::String(note.to_owned()));
+    top.insert(
+        "tools".into(),
+        Value::Object(
+            tools
+                .into_iter()
+                .map(|(k, v)| (k, Value::Object(v)))
+                .collect(),
+        ),
+    );
+    Value::Object(top)
+}
+
+/// Whether two sets of candidates touch disjoint tools (so their overlays combine).
+pub fn disjoint(a: &Candidate, taken: &BTreeSet<String>) -> bool {
+    a.tools.iter().all(|t| !taken.contains(t))
+}
+
+/// Applies an overlay to the base catalog and checks it changed only text: every schema equal
+/// to the base's once descriptions are set aside, every tool kept under its name.
+pub fn validate(base: &Catalog, overlay: &Value, name: &str) -> Result<Catalog, String> {
+    let text = serde_json::to_string_pretty(overlay).map_err(|e| e.to_string())?;
+    let (catalog, _, renames) =
+        crate::suite::apply_overlay(base, &text, name).map_err(|e| e.to_string())?;
+    if !renames.is_empty() {
+        return Err(format!(
+            "{name} renames a tool; tune proposes renames only as suggestions"
+        ));
+    }
+    for (b, c) in base.tools.iter().zip(&catalog.tools) {
+        if b.name != c.name
+            || without_descriptions(&b.input_schema) != without_descriptions(&c.input_schema)
+        {
+            return Err(format!(
+                "{name} changes the schema of `{}`, not only its text",
+                b.name
+            ));
+        }
+    }
+    Ok(catalog)
+}
+
+fn without_descriptions(v: &Value) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .filter(|(k, _)| k.as_str() != "description")
+                .map(|(k, v)| (k.clone(), without_descriptions(v)))
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.iter().map(without_descriptions).collect()),
+        other => other.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tune::diagnose::{CaseConfusion, ConfusedPair, ParamFailure};
+
+    fn catalog() -> Catalog {
+        crate::catalog::parse_catalog(
+            r#"{"tools": [
+              {"name": "job_status", "description": "Progress of an export job. Returns percent done.",
+               "inputSchema": {"type": "object", "properties": {"job_id": {"type": "string", "description": "The job id."}}, "required": ["job_id"]}},
+              {"name": "server_status", "description": "Health of the billing service.",
+               "inputSchema": {"type": "object", "properties": {"region": {"type": "string", "default": "eu"}}}},
+              {"name": "refund", "description": "Refund a payment",
+               "inputSchema": {"type": "object", "properties": {
+                 "amount_minor": {"type": "integer", "minimum": 1, "description": "Amount in minor units."},
+                 "currency": {"type": "string", "enum": ["USD", "EUR"], "description": "Currency."}},
+                 "required": ["amount_minor", "currency"]}}
+            ]}"#,
+            "tools.json",
+        )
+        .unwrap()
+    }
+
+    fn diagnosis() -> Diagnosis {
+        Diagnosis {
+            scored_trials: 20,
+            selection_right: 12,
+            confusions: vec![ConfusedPair {
+                tools: ["job_status".into(), "server_status".into()],
+                count: 6,
+                cases: vec![CaseConfusion {
+                    case_id: "j1".into(),
+                    expected: "job_status".into(),
+                    chosen: "server_status".into(),
+                    count: 6,
+                    of: 10,
+                }],
+            }],
+            arg_failures: vec![
+                ParamFailure {
+                    tool: "refund".into(),
+                    path: "amount_minor".into(),
+                    kind: ArgFailureKind::WrongType,
+                    count: 3,
+                    cases: vec!["r1".into()],
+                },
+                ParamFailure {
+                    tool: "refund".into(),
+                    path: "amount_minor".into(),
+                    kind: ArgFailureKind::WrongValue,
+                    count: 1,
+                    cases: vec!["r2".into()],
+                },
+                ParamFailure {
+                    tool: "refund".into(),
+                    path: "currency".into(),
+                    kind: ArgFailureKind::MissingRequired,
+                    count: 2,
+                    cases: vec!["r3".into()],
+                },
+            ],
+            lint: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn each_operator_proposes_its_edit_with_its_evidence() {
+        let c = catalog();
+        let (cands, _) = propose(&diagnosis(), &c, 10);
+        let ids: Vec<&str> = cands.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            [
+                "disambiguate:job_status/server_status",
+                "format:refund.amount_minor",
+                "required:refund.currency",
+                "defaults:server_status"
+            ]
+        );
+        let d = &cands[0];
+        assert_eq!(
+            d.edits[0].after,
+            "Progress of an export job. Returns percent done. For health of the billing service, use `server_status` instead."
+        );
+        assert_eq!(
+            d.edits[1].after,
+            "Health of the billing service. For progress of an export job, use `job_status` instead."
+        );
+        assert_eq!(
+            d.evidence,
+            ["case j1: chose `server_status` in 6 of 10 trials where `job_status` was expected"]
+        );
+        // wrong_type and wrong_value on one parameter: one candidate, both counted.
+        assert_eq!(cands[1].weight, 4);
+        assert_eq!(
+            cands[1].edits[0].after,
+            "Amount in minor units. At least 1. A JSON integer, not a string."
+        );
+        assert_eq!(
+            cands[2].edits[0].after,
+            "Currency. Required: always give it."
+        );
+        assert_eq!(cands[3].edits[0].after, "Default: `eu`.");
+        // The cap keeps the heaviest evidence.
+        assert_eq!(propose(&diagnosis(), &c, 1).0.len(), 1);
+    }
+
+    #[test]
+    fn overlays_apply_and_change_only_text() {
+        let c = catalog();
+        let (cands, _) = propose(&diagnosis(), &c, 10);
+        let all: Vec<&Candidate> = cands.iter().collect();
+        let o = overlay(&all, "tuned");
+        let tuned = validate(&c, &o, "tuned.json").unwrap();
+        assert_eq!(
+            tuned.get("refund").unwrap().input_schema["properties"]["currency"]["description"],
+            "Currency. Required: always give it."
+        );
+        let bad = serde_json::json!({"tools": {"refund": {"input_schema": {"type": "object"}}}});
+        assert!(
+            validate(&c, &bad, "bad.json")
+                .unwrap_err()
+                .contains("changes the schema of `refund`")
+        );
+        let rename = serde_json::json!({"tools": {"refund": {"rename": "refund_payment"}}});
+        assert!(
+            validate(&c, &rename, "r.json")
+                .unwrap_err()
+                .contains("renames")
+        );
+    }
+
+    #[test]
+    fn purpose_reads_the_first_sentence_as_a_phrase() {
+        assert_eq!(
+            purpose("Progress of a job. More."),
+            Some("progress of a job".into())
+        );
+        assert_eq!(
+            purpose("MCP server health v1.2 here"),
+            Some("MCP server health v1.2 here".into())
+        );
+        assert_eq!(purpose("  "), None);
+        assert_eq!(append("Refund", "X."), "Refund. X.");
+    }
+}
