@@ -175,6 +175,10 @@ pub enum Error {
     /// (a live MCP server being listed has been shut down; submitted batches keep running).
     #[error("interrupted; {0}")]
     Interrupted(&'static str),
+    /// A step of a command that runs several (tune's phases) ended with too many
+    /// infrastructure errors to judge; its folder keeps what it measured.
+    #[error("{0}")]
+    Untrusted(String),
 }
 
 impl Error {
@@ -202,7 +206,8 @@ impl Error {
             | Error::BatchApi(_)
             | Error::HttpClient(_)
             | Error::Unreachable(_)
-            | Error::Internal(_) => ExitCode::InfraErrors,
+            | Error::Internal(_)
+            | Error::Untrusted(_) => ExitCode::InfraErrors,
             Error::Interrupted(_) => ExitCode::Interrupted,
         }
     }

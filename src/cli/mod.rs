@@ -28,6 +28,7 @@ mod run;
 mod setup;
 mod shown;
 mod stress;
+mod tune;
 mod validate;
 
 pub use output::Format;
@@ -66,7 +67,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 #[expect(clippy::large_enum_variant, reason = "parsed once per process")]
 pub enum Command {
-    /// Start a dataset from an MCP server or a tool list: a starter case per tool
+    /// Start a dataset from an MCP server or tool list, a case per tool
     ///
     /// From a live MCP server (a URL, or its command after `--`), an OpenAI- or Anthropic-style
     /// tool list, or a tools.json: writes DIR/NAME/tools.json (or, with --live, a dataset.yaml
@@ -94,13 +95,20 @@ pub enum Command {
     /// which scores higher, with an interval, case by case and for the suite; cases tagged
     /// `holdout` only in aggregate. Nothing is called or written (unless --json).
     Compare(compare::CompareArgs),
-    /// What the trials of one case did, grouped, beside what the model read
+    /// What the trials of one case did, beside what the model read
     ///
     /// The case's conversation and catalog exactly as the arm's model read them, then its
     /// trials grouped into behaviours (the calls made, normalised), each with its share and
     /// interval and one example of the model's own words; with --against RUN_DIR or a second
     /// --arm, how the behaviours moved between two arms. Reads the run's files only.
     Explain(explain::ExplainArgs),
+    /// Improve descriptions from their trials; confirm on held-out cases
+    ///
+    /// Diagnoses the base wording on the training cases (confusions, argument failures,
+    /// lint), proposes small explained edits, races them against the base with sequential
+    /// paired comparisons, confirms the winner on held-out cases it never saw, and writes
+    /// DATASET/variants/tuned-DATE.json only when they say it is better.
+    Tune(tune::TuneArgs),
     /// Trials and cases a precision or a gate needs, and what they cost
     ///
     /// Before spending anything: trials per case for a precision or a gate (fixed and
@@ -173,7 +181,7 @@ pub enum Command {
 }
 
 /// Where the suite comes from.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub struct SuiteArgs {
     /// Config file [default: toolscore.yaml when it exists].
     #[arg(long, value_name = "FILE")]
@@ -197,6 +205,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Error> {
         Command::Compare(args) => compare::run(&args),
         Command::Explain(args) => explain::run(&args),
         Command::Plan(args) => plan::run(&args),
+        Command::Tune(args) => tune::run(&args),
         Command::History(args) => history::run(&args),
         Command::Lint(args) => lint::run(&args),
         Command::Merge(args) => merge::run(&args),

@@ -221,6 +221,19 @@ pub struct RunArgs {
     pub detail: bool,
 }
 
+impl RunArgs {
+    /// A `run` given no flag (clap's own defaults), for a command whose steps are runs it sets
+    /// up itself (tune's phases).
+    pub(super) fn defaults() -> RunArgs {
+        #[derive(clap::Parser)]
+        struct Bare {
+            #[command(flatten)]
+            run: RunArgs,
+        }
+        <Bare as clap::Parser>::parse_from(["toolscore"]).run
+    }
+}
+
 /// Validates the flags into a setup (nothing is sent before it is valid) and runs it. Takes
 /// the flags by value: the setup keeps them.
 pub fn run(args: RunArgs) -> Result<ExitCode, Error> {
@@ -294,16 +307,7 @@ fn run_command(
     if let Some(r) = &resumed {
         r.replay_into(&setup.out_dir, &mut sinks)?;
     }
-    let totals = {
-        let mut observers = Observers::new();
-        for o in sinks.observers() {
-            observers.push(o);
-        }
-        runtime.block_on(crate::runner::execute(setup.plan, &mut observers))?
-    };
-    // Close every pooled connection before writing the summary: with a high --concurrency the
-    // sockets would otherwise hold the file descriptors the summary needs.
-    drop(runtime);
+    let totals = execute_plan(runtime, setup.plan, &mut sinks, &mut [])?;
     let totals = match &resumed {
         Some(r) => r.add_to(totals),
         None => totals,
@@ -392,6 +396,127 @@ fn run_command(
         eprintln!("error: {message}");
     }
     Ok(code)
+}
+
+/// Runs a plan with the sinks (then `extra`) observing it, and drops the runtime, closing every
+/// pooled connection before the caller writes the summary: with a high --concurrency the
+/// sockets would otherwise hold the file descriptors the summary needs.
+pub(super) fn execute_plan(
+    runtime: tokio::runtime::Runtime,
+    plan: crate::runner::RunPlan,
+    sinks: &mut super::setup::Sinks,
+    extra: &mut [&mut dyn crate::event::Observer],
+) -> Result<crate::event::RunTotals, Error> {
+    let totals = {
+        let mut observers = Observers::new();
+        for o in sinks.observers() {
+            observers.push(o);
+        }
+        for o in extra.iter_mut() {
+            observers.push(&mut **o);
+        }
+        runtime.block_on(crate::runner::execute(plan, &mut observers))?
+    };
+    drop(runtime);
+    Ok(totals)
+}
+
+/// Runs one setup as a step of a bigger command (tune's phases): its sinks and `observers`
+/// watch it and its summary.json is written; no report is printed. The records of
+/// `carried` (an earlier step's results.jsonl) that are trials of the plan's first arm join
+/// the run as done, as `--resume` keeps a run's trials: written to this run's files and fed to
+/// every observer first, never run again.
+pub(super) fn run_phase(
+    mut setup: RunSetup,
+    carried: Option<&std::path::Path>,
+    mut observers: Vec<&mut dyn crate::event::Observer>,
+) -> Result<PhaseRun, Error> {
+    let runtime = super::async_runtime(None)?;
+    let started = std::time::SystemTime::now();
+    let mut run = setup.run_info(started);
+    let mut sinks = setup.sinks(started)?;
+    let (kept, kept_usd) = match carried {
+        Some(results) => carry(results, &mut setup.plan, &mut sinks, &mut observers)?,
+        None => (0, 0.0),
+    };
+    let mut totals = execute_plan(runtime, setup.plan, &mut sinks, &mut observers)?;
+    totals.completed_trials += kept;
+    run.finished_at = humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string();
+    let summary = sinks
+        .aggregator
+        .finish(run, &totals, setup.confidence, setup.precision);
+    crate::atomic::write_json(&setup.out_dir.join("summary.json"), &summary)?;
+    Ok(PhaseRun {
+        sent: totals.completed_trials - kept,
+        spent: summary.cost.total.usd.map(|usd| (usd - kept_usd).max(0.0)),
+        summary,
+    })
+}
+
+/// A step's summary (of its own trials and the carried ones), and the trials it sent and the
+/// dollars they cost (the carried ones set aside).
+pub(super) struct PhaseRun {
+    pub summary: crate::report::Summary,
+    pub sent: u64,
+    pub spent: Option<f64>,
+}
+
+/// Feeds the first arm's trials in `results` of the plan's cases (within its trials) to the
+/// sinks and observers, and marks them done in the plan; how many, and what they cost.
+fn carry(
+    results: &std::path::Path,
+    plan: &mut crate::runner::RunPlan,
+    sinks: &mut super::setup::Sinks,
+    observers: &mut [&mut dyn crate::event::Observer],
+) -> Result<(u64, f64), Error> {
+    let arm = plan.arms[0].id();
+    let cases: std::collections::HashMap<(String, String), usize> = plan
+        .datasets
+        .iter()
+        .flat_map(|d| d.cases.iter().map(move |c| (d.name.clone(), c.id.clone())))
+        .enumerate()
+        .map(|(i, key)| (key, i))
+        .collect();
+    let trials = plan.trials;
+    let mut kept = 0;
+    let mut usd = 0.0;
+    let mut failed = None;
+    crate::report::for_each_record(results, &mut |record| {
+        let Some(&case) = cases.get(&(record.dataset.clone(), record.case_id.clone())) else {
+            return;
+        };
+        let key = crate::event::TrialKey {
+            arm: 0,
+            case,
+            trial: record.trial_index,
+        };
+        if record.arm != arm || key.trial >= trials || failed.is_some() || !plan.done.insert(key) {
+            return;
+        }
+        let event = crate::event::RunEvent::Trial {
+            key,
+            record,
+            raw: &[],
+        };
+        let mut fed = Ok(());
+        for o in sinks.observers() {
+            fed = fed.and_then(|()| o.on_event(&event).map(|_| ()));
+        }
+        for o in observers.iter_mut() {
+            fed = fed.and_then(|()| o.on_event(&event).map(|_| ()));
+        }
+        match fed {
+            Ok(()) => {
+                kept += 1;
+                usd += record.cost.as_ref().map_or(0.0, |c| c.usd);
+            }
+            Err(e) => failed = Some(e),
+        }
+    })?;
+    match failed {
+        Some(e) => Err(e),
+        None => Ok((kept, usd)),
+    }
 }
 
 /// A resumed run whose batches were submitted and not collected must be resumed with

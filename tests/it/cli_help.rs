@@ -52,6 +52,11 @@ fn top_level_help_is_one_line_per_command_within_80_columns() {
             sub.get_name()
         );
     }
+    // No summary wraps onto a second line.
+    assert!(
+        commands.iter().all(|l| !l.starts_with("     ")),
+        "a command's line wraps: {commands:#?}"
+    );
     // Every command's help fits too, flags and all.
     for path in command_paths(&cli(), &[]) {
         let mut args: Vec<&str> = path.iter().map(String::as_str).collect();

@@ -31,6 +31,7 @@ mod cli_run;
 mod cli_scenarios;
 mod cli_sequential;
 mod cli_sequential_compare;
+mod cli_tune;
 mod cli_variants;
 mod coverage;
 mod docs;

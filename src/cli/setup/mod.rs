@@ -176,7 +176,7 @@ impl RunSetup {
         })
     }
 
-    fn cassette_header(&self, rec: &Recording, started: SystemTime) -> CassetteHeader {
+    pub(super) fn cassette_header(&self, rec: &Recording, started: SystemTime) -> CassetteHeader {
         // `build_plan` allows recording with exactly one live arm.
         let arm = &self.plan.arms[0];
         let s = &arm.settings;
@@ -302,12 +302,29 @@ pub fn build_plan(
     args: RunArgs,
     env: &(dyn Fn(&str) -> Option<String> + Sync),
 ) -> Result<RunSetup, Error> {
+    build_plan_of_cases(args, env, None)
+}
+
+/// [`build_plan`] of only the cases `cases` names (by id) in each dataset, kept before any
+/// check that reads the cases (a replay's recordings): tune's phases each run a part of the
+/// dataset.
+// Long: every check of a run's setup in its order, each a call, before anything is sent.
+pub fn build_plan_of_cases(
+    args: RunArgs,
+    env: &(dyn Fn(&str) -> Option<String> + Sync),
+    cases: Option<&[String]>,
+) -> Result<RunSetup, Error> {
     let gates = super::gate::parse_gates(&args.gate.gates)?;
     let super::LoadedSuite {
         config,
-        datasets,
+        mut datasets,
         scenarios,
     } = load_suite(&args.suite)?;
+    if let Some(keep) = cases {
+        for d in &mut datasets {
+            d.cases.retain(|c| keep.contains(&c.id));
+        }
+    }
     let defaults = &config.defaults;
 
     let names = provider_names(&args, &config)?;
@@ -750,7 +767,7 @@ fn checked_run_id(given: Option<String>) -> Result<String, Error> {
 }
 
 /// `20261202T223500Z-3fa1`: sortable, and unique enough for runs started the same second.
-fn new_run_id() -> String {
+pub(super) fn new_run_id() -> String {
     let now = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     let compact: String = now.chars().filter(|c| c.is_ascii_alphanumeric()).collect();
     format!("{compact}-{:04x}", rand::random::<u16>())

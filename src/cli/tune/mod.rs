@@ -1,0 +1,230 @@
+//! `toolscore tune`: diagnose a wording from its own trials, propose edits, race them against
+//! the base on the training cases, confirm the winner on held-out cases it never saw, and
+//! write it as a variant overlay only when the held-out cases say it is better.
+//!
+//! Every phase is a run: its own folder under TUNE_DIR (`baseline/`, `race/`, `confirm/`)
+//! with results.jsonl and summary.json, so `report`, `explain` and `compare` read each one as
+//! they read any run, and every figure of `tune.json` is recomputed from them. This file holds
+//! the flags and the report; `phases.rs` runs the phases.
+
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+
+use super::output::Format;
+use super::run::RunArgs;
+use super::{SuiteArgs, usage};
+use crate::error::{Error, ExitCode};
+use crate::report::ProgressMode;
+use crate::report::tune::TuneOutcome;
+
+mod phases;
+
+use phases::Tuner;
+
+#[derive(Debug, Args)]
+pub struct TuneArgs {
+    #[command(flatten, next_help_heading = "Input")]
+    pub suite: SuiteArgs,
+    /// The provider every phase runs against: a name from toolscore.yaml, a kind configured
+    /// by the flags below, KIND:MODEL, or `replay:CASSETTE` [default: the config's].
+    #[arg(help_heading = "Provider", long, value_name = "NAME")]
+    pub provider: Option<String>,
+    /// Base URL of the provider's API.
+    #[arg(help_heading = "Provider", long, value_name = "URL")]
+    pub base_url: Option<String>,
+    /// Model name sent to the provider.
+    #[arg(help_heading = "Provider", long)]
+    pub model: Option<String>,
+    /// Environment variable that holds the API key.
+    #[arg(help_heading = "Provider", long, value_name = "VAR")]
+    pub api_key_env: Option<String>,
+    /// Sampling temperature [default: the provider's].
+    #[arg(help_heading = "Provider", long)]
+    pub temperature: Option<f64>,
+    /// Per-request timeout in seconds [default: 60].
+    #[arg(help_heading = "Provider", long, value_name = "SECS")]
+    pub timeout: Option<f64>,
+    /// Trials in flight at once [default: 8].
+    #[arg(help_heading = "Provider", long)]
+    pub concurrency: Option<usize>,
+    /// An earlier run of the base wording to diagnose, instead of running a baseline: only
+    /// its trials of the training cases are read.
+    #[arg(help_heading = "Tuning", long, value_name = "RUN_DIR")]
+    pub from: Option<PathBuf>,
+    /// Trials per training case of the baseline tune runs when there is no --from.
+    #[arg(help_heading = "Tuning", long, default_value_t = 10, value_name = "N")]
+    pub trials: u32,
+    /// The most rounds the race and the confirmation may each use (a round is one trial of
+    /// every case under each arm).
+    #[arg(help_heading = "Tuning", long, default_value_t = 40, value_name = "N")]
+    pub max_rounds: u32,
+    /// The most candidates proposed and raced, heaviest evidence first.
+    #[arg(help_heading = "Tuning", long, default_value_t = 6, value_name = "N")]
+    pub max_candidates: usize,
+    /// The smallest improvement worth keeping: a candidate is dropped once the race rules out
+    /// an improvement this large, and the confirmation says whether the held-out cases rule
+    /// out a difference this large either way. Ruling out 0.05 takes about four times the
+    /// trials 0.10 does.
+    #[arg(help_heading = "Tuning", long, default_value_t = 0.1)]
+    pub min_effect: f64,
+    /// Confidence of every comparison.
+    #[arg(help_heading = "Tuning", long, default_value_t = 0.95)]
+    pub confidence: f64,
+    /// Without `holdout` tags: the share of cases held back to confirm on.
+    #[arg(
+        help_heading = "Tuning",
+        long,
+        default_value_t = 0.3,
+        value_name = "FRACTION"
+    )]
+    pub holdout_fraction: f64,
+    /// Without `holdout` tags: the seed of the split (the same seed holds back the same cases).
+    #[arg(help_heading = "Tuning", long, default_value_t = 1)]
+    pub seed: u64,
+    /// Write the tuned overlay even when the held-out cases do not confirm it.
+    #[arg(help_heading = "Tuning", long)]
+    pub write_anyway: bool,
+    /// The most trials tune sends over all its phases (baseline, race, confirmation).
+    #[arg(help_heading = "Budget", long, value_name = "N")]
+    pub budget_trials: Option<u64>,
+    /// The most US dollars tune spends over all its phases, counted as `run --max-cost`
+    /// counts (every arm needs a price).
+    #[arg(help_heading = "Budget", long, value_name = "USD")]
+    pub max_cost: Option<f64>,
+    /// Folder for tune's outputs: each tune writes OUT/<tune-id>/.
+    #[arg(
+        help_heading = "Output",
+        long,
+        default_value = "reports",
+        value_name = "DIR"
+    )]
+    pub out: PathBuf,
+    /// Tune id [default: `tune-` and a UTC timestamp].
+    #[arg(help_heading = "Output", long)]
+    pub tune_id: Option<String>,
+    /// What to produce; repeatable: terminal (stdout), md (TUNE_DIR/report.md). tune.json is
+    /// always written [default: terminal].
+    #[arg(
+        help_heading = "Output",
+        long = "format",
+        value_enum,
+        value_name = "FORMAT"
+    )]
+    pub formats: Vec<Format>,
+    /// Progress display on stderr.
+    #[arg(help_heading = "Output", long, value_enum, default_value_t = ProgressMode::Auto)]
+    pub progress: ProgressMode,
+    /// Record every phase's raw responses to this one cassette (`.gz` = compressed): `tune
+    /// --provider replay:CASSETTE` with the same flags then replays the whole tune offline.
+    #[arg(help_heading = "Recording", long, value_name = "CASSETTE")]
+    pub record: Option<PathBuf>,
+    /// With --record: what the recording is (model build, server), shown whenever it is
+    /// replayed.
+    #[arg(
+        help_heading = "Recording",
+        long,
+        value_name = "TEXT",
+        requires = "record"
+    )]
+    pub record_note: Option<String>,
+    /// With --record: overwrite the cassette if the file exists.
+    #[arg(help_heading = "Recording", long, requires = "record")]
+    pub force: bool,
+}
+
+/// Runs the phases in order and reports. Exit 0 when the held-out cases confirm the tuned
+/// wording (or there is nothing to tune), 1 when they find no improvement or a worse one,
+/// 3 when the confirmation ends undecided, 4 when infrastructure errors spoil a phase.
+pub fn run(args: &TuneArgs) -> Result<ExitCode, Error> {
+    let formats = checked(args)?;
+    let env = |name: &str| std::env::var(name).ok();
+    let mut tuner = Tuner::new(args, &env)?;
+    let tuned = tuner.tune();
+    // The cassette keeps what was recorded even when a phase failed.
+    if let Some(recorder) = tuner.recorder.take() {
+        recorder.finish()?;
+    }
+    let report = tuned?;
+    crate::atomic::write_json(&tuner.dir.join("tune.json"), &report)?;
+    if formats.contains(&Format::Md) {
+        let mut text = Vec::new();
+        crate::report::tune::render_tune_markdown(&report, &mut text)
+            .map_err(|e| Error::io("cannot render the report", e))?;
+        crate::atomic::write_file(&tuner.dir.join("report.md"), &text)?;
+    }
+    if formats.contains(&Format::Terminal) {
+        crate::report::tune::render_tune(&report, &mut std::io::stdout().lock())
+            .map_err(|e| Error::io("cannot write the report", e))?;
+    }
+    println!("wrote {}", tuner.dir.join("tune.json").display());
+    Ok(match report.outcome {
+        TuneOutcome::Confirmed | TuneOutcome::NothingToTune => ExitCode::Pass,
+        TuneOutcome::NoDifference | TuneOutcome::Worse | TuneOutcome::NoFinalist => {
+            ExitCode::GateFailed
+        }
+        TuneOutcome::Undecided => ExitCode::Inconclusive,
+    })
+}
+
+/// The flags' own rules, before anything is loaded; the formats chosen.
+fn checked(args: &TuneArgs) -> Result<Vec<Format>, Error> {
+    if !args.suite.scenarios.is_empty() {
+        return Err(usage(
+            "tune works on a dataset's fixtures; --scenario is not tuned (run it with `toolscore run`)",
+        ));
+    }
+    if !(args.min_effect > 0.0 && args.min_effect < 1.0) {
+        return Err(usage("--min-effect must be between 0 and 1 (e.g. 0.05)"));
+    }
+    if !(args.confidence > 0.5 && args.confidence < 1.0) {
+        return Err(usage("--confidence must be between 0.5 and 1 (e.g. 0.95)"));
+    }
+    if !(args.holdout_fraction > 0.0 && args.holdout_fraction < 1.0) {
+        return Err(usage(
+            "--holdout-fraction must be between 0 and 1 (e.g. 0.3)",
+        ));
+    }
+    if args.trials == 0 || args.max_rounds == 0 || args.max_candidates == 0 {
+        return Err(usage(
+            "--trials, --max-rounds and --max-candidates must each be at least 1",
+        ));
+    }
+    let formats = super::output::chosen(&args.formats, &[Format::Terminal]);
+    if let Some(f) = formats
+        .iter()
+        .find(|f| !matches!(f, Format::Terminal | Format::Md | Format::Json))
+    {
+        return Err(usage(&format!(
+            "--format {f:?}: tune writes terminal, md and json (tune.json, always written)"
+        )));
+    }
+    Ok(formats)
+}
+
+/// The flags of a phase's run: tune's provider flags, the suite, `trials` per case, the
+/// phase's folder TUNE_DIR/NAME, and its share of --max-cost.
+pub(super) fn phase_args(
+    args: &TuneArgs,
+    dir: &Path,
+    name: &str,
+    trials: u32,
+    max_cost: Option<f64>,
+) -> RunArgs {
+    let mut run = RunArgs::defaults();
+    run.suite = args.suite.clone();
+    run.providers = args.provider.iter().cloned().collect();
+    run.base_url = args.base_url.clone();
+    run.model = args.model.clone();
+    run.api_key_env = args.api_key_env.clone();
+    run.temperature = args.temperature;
+    run.timeout = args.timeout;
+    run.concurrency = args.concurrency;
+    run.trials = Some(trials);
+    run.confidence = Some(args.confidence);
+    run.max_cost = max_cost;
+    run.out = dir.to_owned();
+    run.run_id = Some(name.to_owned());
+    run.progress = args.progress;
+    run
+}

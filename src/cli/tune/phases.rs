@@ -1,0 +1,568 @@
+//! tune's phases, in order: the baseline (or --from), the diagnosis and proposals, the race
+//! on the training cases, the confirmation on the held-out ones, the overlay written.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::super::setup::{RunSetup, build_plan, build_plan_of_cases};
+use super::super::usage;
+use super::{TuneArgs, phase_args};
+use crate::decide::compare::sequential::{Rule, SequentialCompare, SequentialCompareSpec};
+use crate::decide::race::{Race, RaceSpec};
+use crate::error::{Error, ExitCode};
+use crate::event::Observer;
+use crate::record::{ArmId, BASE_VARIANT};
+use crate::report::Metric;
+use crate::report::tune::{
+    CandidateStatus, Confirmation, Phase, RacedCandidate, TuneOutcome, TuneReport,
+};
+use crate::suite::{CatalogVariant, Dataset};
+use crate::tune::budget::{Allowance, Share};
+use crate::tune::diagnose::{LintNote, Tally};
+use crate::tune::propose::Candidate;
+use crate::tune::split::{Split, SplitCase};
+
+/// One tune: what every phase shares.
+pub(super) struct Tuner<'a> {
+    args: &'a TuneArgs,
+    env: &'a (dyn Fn(&str) -> Option<String> + Sync),
+    /// TUNE_DIR.
+    pub(super) dir: PathBuf,
+    /// The dataset as loaded, with its base catalog.
+    dataset: Dataset,
+    arm: ArmId,
+    split: Split,
+    allowance: Allowance,
+    /// The config's `lint:` options.
+    lint: crate::lint::LintOptions,
+    /// The provider is a replay: phases run one trial at a time, so each stops where the
+    /// recording's did and asks only for recorded trials.
+    replay: bool,
+    /// --record: the cassette to create when the first phase starts, and its header.
+    to_record: Option<(PathBuf, crate::provider::cassette::CassetteHeader)>,
+    /// The one recorder of every phase.
+    pub(super) recorder: Option<crate::provider::cassette::CassetteRecorder>,
+}
+
+impl<'a> Tuner<'a> {
+    /// Validates the provider and the dataset as `run` would (nothing is sent), splits the
+    /// cases and checks the budget can pay for the smallest tune.
+    pub(super) fn new(
+        args: &'a TuneArgs,
+        env: &'a (dyn Fn(&str) -> Option<String> + Sync),
+    ) -> Result<Self, Error> {
+        let id = match &args.tune_id {
+            Some(id) => id.clone(),
+            None => format!("tune-{}", super::super::setup::new_run_id()),
+        };
+        let dir = args.out.join(&id);
+        let mut probe_args = phase_args(args, &dir, "probe", 1, None);
+        probe_args.record = args.record.clone();
+        probe_args.record_note = args.record_note.clone();
+        probe_args.force = args.force;
+        let mut probe = build_plan(probe_args, env)?;
+        let to_record = probe.record.as_ref().map(|rec| {
+            let header = probe.cassette_header(rec, std::time::SystemTime::now());
+            (rec.path.clone(), header)
+        });
+        if probe.plan.datasets.len() != 1 || probe.plan.arms.len() != 1 {
+            return Err(usage(&format!(
+                "tune works on one dataset with one provider; this suite has {} datasets and {} arms (name them with --dataset and --provider)",
+                probe.plan.datasets.len(),
+                probe.plan.arms.len()
+            )));
+        }
+        if dir.exists() {
+            return Err(usage(&format!(
+                "{} exists; give another --tune-id or --out",
+                dir.display()
+            )));
+        }
+        let dataset = probe.plan.datasets.remove(0);
+        let arm = probe.plan.arms[0].id();
+        let replay = probe.plan.arms[0].replay.is_some();
+        let cases: Vec<SplitCase<'_>> = dataset
+            .cases
+            .iter()
+            .map(|c| SplitCase {
+                id: &c.id,
+                tags: &c.tags,
+            })
+            .collect();
+        let split = crate::tune::split::split(&cases, args.seed, args.holdout_fraction)
+            .map_err(|m| usage(&m))?;
+        let allowance = Allowance::new(
+            args.budget_trials,
+            args.max_cost,
+            (split.training.len() as u64, split.holdout.len() as u64),
+            args.from.is_none().then_some(args.trials),
+        )
+        .map_err(|m| usage(&m))?;
+        Ok(Tuner {
+            args,
+            env,
+            dir,
+            dataset,
+            arm,
+            split,
+            allowance,
+            lint: probe.lint,
+            replay,
+            to_record,
+            recorder: None,
+        })
+    }
+
+    /// Diagnose, propose, race, confirm, write.
+    pub(super) fn tune(&mut self) -> Result<TuneReport, Error> {
+        std::fs::create_dir_all(&self.dir)
+            .map_err(|e| Error::io(format!("cannot create {}", self.dir.display()), e))?;
+        if let Some((path, header)) = self.to_record.take() {
+            self.recorder = Some(crate::provider::cassette::CassetteRecorder::create(
+                &path, &header,
+            )?);
+        }
+        let (baseline, tally) = self.baseline()?;
+        let diagnosis = tally.diagnose(&self.dataset.catalog, self.lint_notes());
+        let (proposed, suggestions) = crate::tune::propose::propose(
+            &diagnosis,
+            &self.dataset.catalog,
+            self.args.max_candidates,
+        );
+        let (candidates, variants, invalid) = self.variants_of(proposed)?;
+        let mut report = TuneReport {
+            dataset: self.dataset.name.clone(),
+            arm: self.arm.clone(),
+            confidence: self.args.confidence,
+            min_effect: self.args.min_effect,
+            split: self.split.clone(),
+            baseline,
+            baseline_given: self.args.from.is_some(),
+            diagnosis,
+            candidates: Vec::new(),
+            invalid,
+            suggestions,
+            race: None,
+            confirmation: None,
+            outcome: TuneOutcome::NothingToTune,
+            budget_trials: self.args.budget_trials,
+            max_cost: self.args.max_cost,
+            written: None,
+            recheck: None,
+        };
+        if candidates.is_empty() {
+            return Ok(report);
+        }
+        let (race, raced) = self.race(candidates, variants)?;
+        report.race = Some(race);
+        report.candidates = raced;
+        let results: Vec<_> = report
+            .candidates
+            .iter()
+            .map(|r| (r.race.verdict, r.race.counts.mean_difference()))
+            .collect();
+        let all: Vec<Candidate> = report
+            .candidates
+            .iter()
+            .map(|r| r.candidate.clone())
+            .collect();
+        let finalist = crate::tune::finalist(&all, &results);
+        if finalist.is_empty() {
+            report.outcome = TuneOutcome::NoFinalist;
+            return Ok(report);
+        }
+        let chosen: Vec<&Candidate> = finalist.iter().map(|&i| &all[i]).collect();
+        let (confirmation, overlay) = self.confirm(&chosen)?;
+        report.outcome = TuneOutcome::of(confirmation.held_out.verdict);
+        report.confirmation = Some(confirmation);
+        if report.outcome == TuneOutcome::Confirmed || self.args.write_anyway {
+            let path = self.write_overlay(&overlay)?;
+            report.recheck = Some(self.recheck_command(&path));
+            report.written = Some(path.display().to_string());
+        }
+        Ok(report)
+    }
+
+    /// The baseline's tally of the training trials: tune's own run of the base wording, or
+    /// the trials of --from.
+    fn baseline(&mut self) -> Result<(Phase, Tally), Error> {
+        let training = self.split.training.clone();
+        match &self.args.from {
+            Some(from) => {
+                let mut tally = Tally::default();
+                let mut trials = 0;
+                let results = from.join("results.jsonl");
+                crate::report::for_each_record(&results, &mut |r| {
+                    if r.arm.variant == BASE_VARIANT
+                        && r.dataset == self.dataset.name
+                        && training.contains(&r.case_id)
+                    {
+                        trials += 1;
+                        tally.add(r);
+                    }
+                })?;
+                if trials == 0 {
+                    return Err(usage(&format!(
+                        "--from {}: it has no trial of the base wording of dataset `{}` on a training case",
+                        from.display(),
+                        self.dataset.name
+                    )));
+                }
+                let phase = Phase {
+                    run_dir: from.display().to_string(),
+                    trials,
+                    usd: None,
+                    allowed_trials: None,
+                };
+                Ok((phase, tally))
+            }
+            None => {
+                let trials = self.args.trials;
+                let allowed = self.allowance.baseline();
+                let mut tally = Tally::for_arm(self.arm.clone(), training.clone());
+                let (phase, _) = self.phase(
+                    "baseline",
+                    (&training, None),
+                    Vec::new(),
+                    (trials, allowed),
+                    &mut tally,
+                )?;
+                Ok((phase, tally))
+            }
+        }
+    }
+
+    /// Lint findings about the text a model reads (names and descriptions) on the base
+    /// catalog, as notes the diagnosis keeps for implicated tools.
+    fn lint_notes(&self) -> Vec<LintNote> {
+        use crate::lint::Category;
+        crate::lint::lint(&self.dataset.catalog, &self.lint)
+            .findings
+            .into_iter()
+            .filter(|f| matches!(f.category, Category::Names | Category::Descriptions))
+            .filter_map(|f| {
+                Some(LintNote {
+                    tool: f.tool?,
+                    rule: f.rule.to_owned(),
+                    path: f.path,
+                    message: f.message,
+                    fix: f.fix,
+                })
+            })
+            .collect()
+    }
+
+    /// Each proposal validated and made a variant (its overlay written beside the race, so
+    /// the race's folder names real files); the proposals that fail validation, with why.
+    fn variants_of(&self, proposed: Vec<Candidate>) -> Result<Proposals, Error> {
+        let mut candidates = Vec::new();
+        let mut variants = Vec::new();
+        let mut invalid = Vec::new();
+        for c in proposed {
+            let name = format!("candidate-{}", candidates.len() + 1);
+            let overlay = crate::tune::propose::overlay(&[&c], &c.id);
+            match self.variant(&name, &overlay, &self.dir.join("candidates"))? {
+                Ok(v) => {
+                    variants.push(v);
+                    candidates.push(c);
+                }
+                Err(why) => invalid.push(format!("{}: {why}", c.id)),
+            }
+        }
+        Ok((candidates, variants, invalid))
+    }
+
+    /// An overlay checked against the base (text only) and written to `folder/NAME.json`.
+    fn variant(
+        &self,
+        name: &str,
+        overlay: &serde_json::Value,
+        folder: &Path,
+    ) -> Result<Result<CatalogVariant, String>, Error> {
+        let path = folder.join(format!("{name}.json"));
+        let catalog = match crate::tune::propose::validate(
+            &self.dataset.catalog,
+            overlay,
+            &path.display().to_string(),
+        ) {
+            Ok(c) => c,
+            Err(why) => return Ok(Err(why)),
+        };
+        let validators = match crate::score::ToolValidators::compile(&catalog) {
+            Ok(v) => v,
+            Err((tool, why)) => return Ok(Err(format!("tool `{tool}`: {why}"))),
+        };
+        std::fs::create_dir_all(folder)
+            .map_err(|e| Error::io(format!("cannot create {}", folder.display()), e))?;
+        crate::atomic::write_json(&path, overlay)?;
+        Ok(Ok(CatalogVariant {
+            name: name.to_owned(),
+            file: Some(path.display().to_string()),
+            note: overlay["note"].as_str().map(str::to_owned),
+            catalog: Arc::new(catalog),
+            validators: Arc::new(validators),
+            renames: Default::default(),
+        }))
+    }
+
+    /// Races the candidates against the base on the training cases; each candidate with its
+    /// comparison and where it ended.
+    fn race(
+        &mut self,
+        mut candidates: Vec<Candidate>,
+        mut variants: Vec<CatalogVariant>,
+    ) -> Result<(Phase, Vec<RacedCandidate>), Error> {
+        let (kept, rounds, allowed) = self.allowance.race(candidates.len(), self.args.max_rounds);
+        candidates.truncate(kept);
+        variants.truncate(kept);
+        let names: Vec<String> = variants.iter().map(|v| v.name.clone()).collect();
+        let base = self.arm.clone();
+        let arm_of = |v: &str| ArmId {
+            variant: v.to_owned(),
+            ..base.clone()
+        };
+        let mut race = Race::new(RaceSpec {
+            base: (base.clone(), 0),
+            candidates: names
+                .iter()
+                .enumerate()
+                .map(|(i, v)| (arm_of(v), i + 1))
+                .collect(),
+            confidence: self.args.confidence,
+            min_effect: self.args.min_effect,
+            cases: self.keys(&self.split.training),
+            max_rounds: rounds,
+        })
+        .ok_or_else(|| usage("--confidence leaves no valid error rate"))?;
+        let training = self.split.training.clone();
+        // The race goes on from the baseline: the base arm's baseline trials are its first
+        // rounds (tune's own baseline only: a --from run may have another model or settings).
+        let carried = self
+            .args
+            .from
+            .is_none()
+            .then(|| self.dir.join("baseline").join("results.jsonl"));
+        let (phase, _) = self.phase(
+            "race",
+            (&training, carried),
+            variants,
+            (rounds, allowed),
+            &mut race,
+        )?;
+        let raced = candidates
+            .into_iter()
+            .zip(names)
+            .zip(race.results())
+            .map(|((candidate, variant), result)| RacedCandidate {
+                status: CandidateStatus::of(result.verdict),
+                candidate,
+                variant,
+                race: result,
+            })
+            .collect();
+        Ok((phase, raced))
+    }
+
+    /// The finalist (combined candidates) against the base on the held-out cases only.
+    fn confirm(
+        &mut self,
+        chosen: &[&Candidate],
+    ) -> Result<(Confirmation, serde_json::Value), Error> {
+        let ids: Vec<String> = chosen.iter().map(|c| c.id.clone()).collect();
+        let overlay = crate::tune::propose::overlay(
+            chosen,
+            &format!(
+                "toolscore tune of {} with {}/{}: {}",
+                self.dataset.name,
+                self.arm.provider,
+                self.arm.model,
+                ids.join(", ")
+            ),
+        );
+        let name = "tuned";
+        let variant = self
+            .variant(name, &overlay, &self.dir.join("candidates"))?
+            .map_err(|why| Error::Input(crate::error::InputError::new(why)))?;
+        let (rounds, allowed) = self.allowance.confirm(self.args.max_rounds);
+        let holdout = self.split.holdout.clone();
+        let mut compare = SequentialCompare::new(SequentialCompareSpec {
+            arms: [
+                self.arm.clone(),
+                ArmId {
+                    variant: name.to_owned(),
+                    ..self.arm.clone()
+                },
+            ],
+            metric: Metric::Selection,
+            confidence: self.args.confidence,
+            rule: Rule::Compare {
+                min_effect: self.args.min_effect,
+            },
+            cases: self.keys(&holdout),
+            holdout: Vec::new(),
+            max_rounds: rounds,
+        })
+        .ok_or_else(|| usage("--confidence leaves no valid error rate"))?;
+        let (phase, _) = self.phase(
+            "confirm",
+            (&holdout, None),
+            vec![variant],
+            (rounds, allowed),
+            &mut compare,
+        )?;
+        let confirmation = Confirmation {
+            candidates: ids,
+            held_out: compare.visible(),
+            phase,
+        };
+        Ok((confirmation, overlay))
+    }
+
+    fn keys(&self, ids: &[String]) -> Vec<(String, String)> {
+        ids.iter()
+            .map(|id| (self.dataset.name.clone(), id.clone()))
+            .collect()
+    }
+
+    /// One phase: a run of the base and `variants` on `cases`, `trials` each, in
+    /// TUNE_DIR/NAME, with `observer` watching, going on from the base trials of `carried` (a
+    /// results.jsonl); it may send at most `allowed` trials.
+    fn phase(
+        &mut self,
+        name: &str,
+        (cases, carried): (&[String], Option<PathBuf>),
+        variants: Vec<CatalogVariant>,
+        (trials, allowed): (u32, Share),
+        observer: &mut dyn Observer,
+    ) -> Result<(Phase, crate::report::Summary), Error> {
+        let mut run = phase_args(self.args, &self.dir, name, trials, allowed.1);
+        if self.replay {
+            // As many as recorded, up to `trials`; one at a time, so the phase asks for the
+            // trials the recording made, in its order.
+            run.trials = None;
+            run.concurrency = Some(1);
+        }
+        let mut setup = build_plan_of_cases(run, self.env, Some(cases))?;
+        setup.plan.trials = setup.plan.trials.min(trials);
+        add_variants(&mut setup, variants);
+        let planned = setup.plan.planned_trials();
+        if let Some(max) = allowed.0
+            && planned > max
+        {
+            // The allowance sizes `trials`; a plan over it is a bug, not bad input.
+            return Err(Error::Internal(format!(
+                "tune phase {name} plans {planned} trials, over its allowance of {max}"
+            )));
+        }
+        let mut recorder = self.recorder.as_mut().map(AcrossPhases);
+        let mut observers: Vec<&mut dyn Observer> = vec![observer];
+        if let Some(r) = &mut recorder {
+            observers.push(r);
+        }
+        let super::super::run::PhaseRun {
+            summary,
+            sent,
+            spent,
+        } = super::super::run::run_phase(setup, carried.as_deref(), observers)?;
+        match super::super::run::run_exit_code(&summary, MAX_INFRA_ERROR_RATE) {
+            (ExitCode::Interrupted, _) => {
+                return Err(Error::Interrupted(
+                    "tune stopped; each phase's folder keeps the trials it finished",
+                ));
+            }
+            (ExitCode::InfraErrors, message) => {
+                return Err(Error::Untrusted(format!(
+                    "tune's {name} phase ({}): {}",
+                    self.dir.join(name).display(),
+                    message.unwrap_or_default()
+                )));
+            }
+            _ => {}
+        }
+        let phase = Phase {
+            run_dir: self.dir.join(name).display().to_string(),
+            trials: sent,
+            usd: spent,
+            allowed_trials: allowed.0,
+        };
+        self.allowance.spend(phase.trials, phase.usd);
+        Ok((phase, summary))
+    }
+
+    /// `datasets/<name>/variants/tuned-<date>.json`, never over an existing file.
+    fn write_overlay(&self, overlay: &serde_json::Value) -> Result<PathBuf, Error> {
+        let date: String = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
+            .to_string()
+            .chars()
+            .take(10)
+            .collect();
+        let folder = self.dataset.dir.join("variants");
+        std::fs::create_dir_all(&folder)
+            .map_err(|e| Error::io(format!("cannot create {}", folder.display()), e))?;
+        let mut path = folder.join(format!("tuned-{date}.json"));
+        let mut n = 2;
+        while path.exists() {
+            path = folder.join(format!("tuned-{date}-{n}.json"));
+            n += 1;
+        }
+        crate::atomic::write_json(&path, overlay)?;
+        Ok(path)
+    }
+
+    fn recheck_command(&self, overlay: &Path) -> String {
+        let variant = overlay
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        format!(
+            "toolscore run --dataset {} --provider {} --variant base --variant {variant} --compare --sequential",
+            self.dataset.dir.display(),
+            self.args.provider.as_deref().unwrap_or(&self.arm.provider)
+        )
+    }
+}
+
+/// The share of a phase's trials that may end in infrastructure errors before tune stops: a
+/// candidate measured through errors is not measured (as `run --max-infra-error-rate`).
+const MAX_INFRA_ERROR_RATE: f64 = 0.1;
+
+/// The candidates that passed validation, their variants, and why the others did not.
+type Proposals = (Vec<Candidate>, Vec<CatalogVariant>, Vec<String>);
+
+/// The tune's recorder as an observer of one phase: every trial, but not the phase's end, so
+/// the one cassette goes on through the next phase (tune closes it once).
+struct AcrossPhases<'r>(&'r mut crate::provider::cassette::CassetteRecorder);
+
+impl Observer for AcrossPhases<'_> {
+    fn on_event(
+        &mut self,
+        event: &crate::event::RunEvent<'_>,
+    ) -> Result<crate::event::Control, Error> {
+        match event {
+            crate::event::RunEvent::Finished(_) => Ok(crate::event::Control::Continue),
+            other => self.0.on_event(other),
+        }
+    }
+
+    fn wants_raw(&self) -> bool {
+        true
+    }
+}
+
+/// A phase's plan: the base arm then one arm per variant (the same provider, live or
+/// replayed), no per-case trial counts (a round is one trial of every case).
+fn add_variants(setup: &mut RunSetup, variants: Vec<CatalogVariant>) {
+    let plan = &mut setup.plan;
+    let base = plan.arms[0].clone();
+    for v in &variants {
+        plan.arms.push(crate::runner::Arm {
+            variant: v.name.clone(),
+            ..base.clone()
+        });
+    }
+    let d = &mut plan.datasets[0];
+    for c in &mut d.cases {
+        c.trials = None;
+    }
+    d.variants.extend(variants);
+}

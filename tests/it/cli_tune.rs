@@ -1,0 +1,402 @@
+//! `toolscore tune`, through the binary, against a scripted fake model whose choice depends on
+//! the description text: it tells `job_status` from `server_status` only when the catalog
+//! carries the sentence tune's disambiguate operator writes, and ignores every other edit.
+//! tune must find that edit, confirm it on the held-out cases, write the overlay; reject the
+//! same edit when it helps on training cases only; and never send more trials than allowed.
+
+use crate::support;
+
+use std::path::Path;
+
+use serde_json::Value;
+use support::{
+    FakeResponse, FakeServer, fake_project, last_user_message, tool_call_body, toolscore,
+};
+
+const TOOLS: &str = r#"{"tools": [
+  {"name": "job_status", "description": "Progress of an export job.",
+   "inputSchema": {"type": "object", "properties": {"job_id": {"type": "string", "description": "The job id."}}, "required": ["job_id"], "additionalProperties": false}},
+  {"name": "server_status", "description": "Health of the billing service.",
+   "inputSchema": {"type": "object", "properties": {"region": {"type": "string", "description": "Region.", "default": "eu"}}, "additionalProperties": false}},
+  {"name": "refund", "description": "Refund a payment.",
+   "inputSchema": {"type": "object", "properties": {"amount_minor": {"type": "integer", "description": "Amount."}}, "required": ["amount_minor"], "additionalProperties": false}}
+]}"#;
+
+/// Job questions j1–j6, service questions s1–s3, refunds r1–r3; j5, j6 and s3 held out.
+fn cases() -> String {
+    let mut out = String::new();
+    let held = ["j5", "j6", "s3"];
+    let mut case = |id: &str, text: &str, expect: &str| {
+        let tags = if held.contains(&id) {
+            ", \"tags\": [\"holdout\"]"
+        } else {
+            ""
+        };
+        out.push_str(&format!(
+            "{{\"id\": \"{id}\", \"messages\": [{{\"role\": \"user\", \"content\": \"[{id}] {text}\"}}], \"expect\": {expect}{tags}}}\n"
+        ));
+    };
+    for i in 1..=6 {
+        case(
+            &format!("j{i}"),
+            "how far along is my export?",
+            r#"{"tool": "job_status"}"#,
+        );
+    }
+    for i in 1..=3 {
+        case(
+            &format!("s{i}"),
+            "is billing up?",
+            r#"{"tool": "server_status"}"#,
+        );
+    }
+    for i in 1..=3 {
+        case(
+            &format!("r{i}"),
+            "refund 12.50",
+            r#"{"tool": "refund", "args": {"amount_minor": 1250}}"#,
+        );
+    }
+    out
+}
+
+/// The sentence tune's disambiguate operator adds to `server_status`.
+const PHRASE: &str = "use `job_status` instead";
+
+/// The scripted model. Job questions go to `job_status` only when PHRASE is in the catalog
+/// (and, with `training_only`, only for the training ids); service questions always go right;
+/// refunds always send the amount as a string (a wrong_type failure no wording fixes here).
+fn fake(training_only: bool) -> impl Fn(&support::FakeRequest) -> FakeResponse + Send + Sync {
+    move |req| {
+        let clear = req.body["tools"].to_string().contains(PHRASE);
+        let text = last_user_message(req).unwrap_or_default();
+        let id = text
+            .split(']')
+            .next()
+            .unwrap_or_default()
+            .trim_start_matches('[');
+        let held = ["j5", "j6"].contains(&id);
+        FakeResponse::ok(if id.starts_with('j') {
+            if clear && !(training_only && held) {
+                tool_call_body(&[("job_status", r#"{"job_id": "job_000001"}"#)])
+            } else {
+                tool_call_body(&[("server_status", "{}")])
+            }
+        } else if id.starts_with('s') {
+            tool_call_body(&[("server_status", "{}")])
+        } else {
+            tool_call_body(&[("refund", r#"{"amount_minor": "1250"}"#)])
+        })
+    }
+}
+
+fn tune(dir: &Path, extra: &[&str]) -> support::Run {
+    let mut args = vec![
+        "tune",
+        "--provider",
+        "fake",
+        "--trials",
+        "4",
+        "--max-rounds",
+        "20",
+        "--concurrency",
+        "2",
+        "--out",
+        "out",
+        "--tune-id",
+        "t",
+        "--progress",
+        "off",
+        "--format",
+        "terminal",
+        "--format",
+        "md",
+    ];
+    args.extend_from_slice(extra);
+    toolscore(dir, &args)
+}
+
+/// (case id, variant) of every record in a phase's results.jsonl.
+fn records(dir: &Path, phase: &str) -> Vec<(String, String)> {
+    support::read_jsonl(&dir.join(format!("out/t/{phase}/results.jsonl")))
+        .iter()
+        .map(|r| {
+            (
+                r["case_id"].as_str().expect("case").to_owned(),
+                r["variant"].as_str().expect("variant").to_owned(),
+            )
+        })
+        .collect()
+}
+
+fn variants_written(dir: &Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(dir.join("data/variants")) else {
+        return Vec::new();
+    };
+    entries
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect()
+}
+
+#[test]
+fn tune_finds_the_disambiguating_edit_confirms_it_on_held_out_cases_and_writes_it() {
+    let server = FakeServer::start_in_background(fake(false));
+    let dir = fake_project(&server.base_url, TOOLS, &cases(), &[]);
+    let r = tune(dir.path(), &["--budget-trials", "1500"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let t = support::read_json(&dir.path().join("out/t/tune.json"));
+    assert_eq!(t["outcome"], "confirmed", "{t:#}");
+    assert_eq!(t["split"]["method"], "tagged");
+    let raced: Vec<(&str, &str)> = t["candidates"]
+        .as_array()
+        .expect("candidates")
+        .iter()
+        .map(|c| {
+            (
+                c["candidate"]["id"].as_str().expect("id"),
+                c["status"].as_str().expect("status"),
+            )
+        })
+        .collect();
+    assert!(
+        raced.contains(&("disambiguate:job_status/server_status", "better")),
+        "{raced:?}"
+    );
+    // The refund's format edit is proposed from its wrong_type failures, and the fake
+    // ignores it: never better.
+    let format = raced
+        .iter()
+        .find(|(id, _)| *id == "format:refund.amount_minor")
+        .expect("a format candidate");
+    assert_ne!(format.1, "better");
+    assert_eq!(
+        t["confirmation"]["candidates"],
+        serde_json::json!(["disambiguate:job_status/server_status"])
+    );
+    let held = &t["confirmation"]["held_out"];
+    assert_eq!(held["verdict"], "better");
+    assert!(held["lower"].as_f64().expect("lower") > 0.0);
+
+    // The held-out cases never reach the baseline or the race; only they reach the confirmation.
+    let holdout = ["j5", "j6", "s3"];
+    for phase in ["baseline", "race"] {
+        assert!(
+            records(dir.path(), phase)
+                .iter()
+                .all(|(c, _)| !holdout.contains(&c.as_str())),
+            "{phase} ran a held-out case"
+        );
+    }
+    let confirm = records(dir.path(), "confirm");
+    assert!(confirm.iter().all(|(c, _)| holdout.contains(&c.as_str())));
+    assert!(confirm.iter().any(|(_, v)| v == "tuned"));
+
+    // Every trial is counted once, and the budget holds. The race goes on from the baseline:
+    // the base wording's first 4 rounds are the baseline's trials, in both folders, sent once.
+    let sent = ["baseline", "race", "confirm"]
+        .iter()
+        .map(|p| records(dir.path(), p).len() as u64)
+        .sum::<u64>()
+        - records(dir.path(), "baseline").len() as u64;
+    let phases = t["baseline"]["trials"].as_u64().unwrap()
+        + t["race"]["trials"].as_u64().unwrap()
+        + t["confirmation"]["phase"]["trials"].as_u64().unwrap();
+    assert_eq!(phases, sent);
+    assert_eq!(server.requests_seen(), sent);
+    assert!(sent <= 1500);
+    let race = support::read_jsonl(&dir.path().join("out/t/race/results.jsonl"));
+    let base_in_race = race.iter().filter(|r| r["variant"] == "base").count();
+    let candidate_in_race = race
+        .iter()
+        .filter(|r| r["variant"] == "candidate-1")
+        .count();
+    assert!(
+        base_in_race >= candidate_in_race,
+        "{base_in_race} {candidate_in_race}"
+    );
+
+    // The overlay: the sentence on both tools, nothing else changed.
+    let written = variants_written(dir.path());
+    assert_eq!(written.len(), 1, "{written:?}");
+    assert!(written[0].starts_with("tuned-") && written[0].ends_with(".json"));
+    let overlay = support::read_json(&dir.path().join("data/variants").join(&written[0]));
+    assert_eq!(
+        overlay["tools"]["server_status"]["description"],
+        "Health of the billing service. For progress of an export job, use `job_status` instead."
+    );
+    assert_eq!(
+        overlay["tools"].as_object().unwrap().len(),
+        2,
+        "{overlay:#}"
+    );
+    // The dataset validates with it, and the reports say what happened.
+    let v = toolscore(dir.path(), &["validate"]);
+    assert_eq!(v.code, 0, "{}", v.transcript());
+    assert!(
+        r.stdout.contains("held-out confirmation: BETTER"),
+        "{}",
+        r.stdout
+    );
+    assert!(r.stdout.contains("training (optimistic"), "{}", r.stdout);
+    assert!(
+        r.stdout.contains("check it again later: toolscore run"),
+        "{}",
+        r.stdout
+    );
+    let md = std::fs::read_to_string(dir.path().join("out/t/report.md")).expect("report.md");
+    assert!(
+        md.contains("+Health of the billing service. For progress"),
+        "{md}"
+    );
+}
+
+#[test]
+fn an_edit_that_helps_only_on_training_cases_is_not_confirmed_or_written() {
+    let server = FakeServer::start_in_background(fake(true));
+    let dir = fake_project(&server.base_url, TOOLS, &cases(), &[]);
+    let r = tune(dir.path(), &[]);
+    if std::env::var("TUNE_PEEK").is_ok() {
+        eprintln!("{}", r.transcript());
+    }
+    let t = support::read_json(&dir.path().join("out/t/tune.json"));
+    let outcome = t["outcome"].as_str().expect("outcome");
+    assert!(
+        ["no_difference", "undecided"].contains(&outcome),
+        "{outcome}: {}",
+        r.transcript()
+    );
+    assert_eq!(r.code, if outcome == "undecided" { 3 } else { 1 });
+    // It raced better on training: the training figure alone would have shipped it.
+    assert_eq!(t["candidates"][0]["status"], "better", "{t:#}");
+    assert!(variants_written(dir.path()).is_empty());
+    assert!(t.get("written").is_none());
+    assert!(r.stdout.contains("training (optimistic"), "{}", r.stdout);
+}
+
+#[test]
+fn a_budget_too_small_for_the_smallest_tune_is_refused_before_any_request() {
+    let server = FakeServer::start_in_background(fake(false));
+    let dir = fake_project(&server.base_url, TOOLS, &cases(), &[]);
+    let r = tune(dir.path(), &["--budget-trials", "60"]);
+    assert_eq!(r.code, 2, "{}", r.transcript());
+    assert!(
+        r.stderr
+            .contains("--budget-trials 60 cannot pay for the smallest tune: 108 trials"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(server.requests_seen(), 0);
+    assert!(!dir.path().join("out/t").exists());
+}
+
+#[test]
+fn a_tight_budget_shrinks_the_race_and_is_never_passed() {
+    let server = FakeServer::start_in_background(fake(false));
+    let dir = fake_project(&server.base_url, TOOLS, &cases(), &[]);
+    let r = tune(dir.path(), &["--budget-trials", "200"]);
+    assert!([0, 1, 3].contains(&r.code), "{}", r.transcript());
+    let t = support::read_json(&dir.path().join("out/t/tune.json"));
+    let sent = server.requests_seen();
+    assert!(sent <= 200, "{sent}");
+    assert_eq!(
+        t["baseline"]["trials"].as_u64().unwrap()
+            + t["race"]["trials"].as_u64().unwrap()
+            + t["confirmation"]["phase"]["trials"].as_u64().unwrap_or(0),
+        sent
+    );
+    assert!(
+        r.stdout
+            .contains(&format!("spent {sent} trials of --budget-trials 200")),
+        "{}",
+        r.stdout
+    );
+    let _: &Value = &t["race"];
+}
+
+#[test]
+fn a_recorded_tune_replays_offline_to_the_same_decisions() {
+    let server = FakeServer::start_in_background(fake(false));
+    let dir = fake_project(&server.base_url, TOOLS, &cases(), &[]);
+    let r = tune(dir.path(), &["--record", "tune.cassette.jsonl.gz"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    drop(server);
+    let cassette = format!(
+        "replay:{}",
+        dir.path().join("tune.cassette.jsonl.gz").display()
+    );
+    let replayed = toolscore(
+        dir.path(),
+        &[
+            "tune",
+            "--provider",
+            &cassette,
+            "--trials",
+            "4",
+            "--max-rounds",
+            "20",
+            "--out",
+            "out",
+            "--tune-id",
+            "again",
+            "--progress",
+            "off",
+        ],
+    );
+    assert_eq!(replayed.code, 0, "{}", replayed.transcript());
+    let a = support::read_json(&dir.path().join("out/t/tune.json"));
+    let b = support::read_json(&dir.path().join("out/again/tune.json"));
+    for field in ["outcome", "split", "diagnosis"] {
+        assert_eq!(a[field], b[field], "{field}");
+    }
+    let decisions = |t: &Value| -> Vec<Value> {
+        t["candidates"]
+            .as_array()
+            .expect("candidates")
+            .iter()
+            .map(|c| {
+                serde_json::json!([
+                    c["candidate"],
+                    c["status"],
+                    c["race"]["rounds"],
+                    c["race"]["counts"]
+                ])
+            })
+            .collect()
+    };
+    assert_eq!(decisions(&a), decisions(&b));
+    assert_eq!(a["confirmation"]["held_out"], b["confirmation"]["held_out"]);
+    // Replay asks only for recorded trials: no infrastructure error anywhere.
+    for phase in ["baseline", "race", "confirm"] {
+        let s = support::read_json(&dir.path().join(format!("out/again/{phase}/summary.json")));
+        for arm in s["arms"].as_array().expect("arms") {
+            assert_eq!(arm["infra"]["errors"], 0, "{phase}: {arm:#}");
+        }
+    }
+}
+
+#[test]
+fn max_cost_caps_the_whole_tune_as_run_counts_it() {
+    let server = FakeServer::start_in_background(fake(false));
+    let dir = fake_project(&server.base_url, TOOLS, &cases(), &[]);
+    // Every fake answer uses 50 input and 10 output tokens: $0.0006 at $10 per million.
+    std::fs::write(
+        dir.path().join("toolscore.yaml"),
+        format!(
+            "providers:\n  fake:\n    kind: openai-compat\n    base_url: {}\n    model: m\n    max_tokens: 10\nprices:\n  fake: {{input: 10, output: 10}}\ndatasets: [data]\n",
+            server.base_url
+        ),
+    )
+    .expect("config");
+    let r = tune(dir.path(), &["--max-cost", "0.1"]);
+    assert!([0, 1, 3].contains(&r.code), "{}", r.transcript());
+    let t = support::read_json(&dir.path().join("out/t/tune.json"));
+    let usd: f64 = [&t["baseline"], &t["race"], &t["confirmation"]["phase"]]
+        .iter()
+        .filter_map(|p| p["usd"].as_f64())
+        .sum();
+    let sent = server.requests_seen() as f64;
+    assert!((usd - sent * 0.0006).abs() < 1e-9, "{usd} {sent}");
+    assert!(usd <= 0.1, "{usd}");
+    // Without the cap the same tune sends more than $0.1 would pay for.
+    assert!(sent < 400.0 && sent > 50.0, "{sent}");
+}
