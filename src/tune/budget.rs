@@ -80,32 +80,44 @@ impl Allowance {
         )
     }
 
-    /// The race of `candidates` at up to `max_rounds`: how many candidates it keeps (the
-    /// first, heaviest evidence first), its rounds and its share.
-    pub fn race(&self, candidates: usize, max_rounds: u32) -> (usize, u32, Share) {
-        let per_round = |k: usize| (1 + k as u64) * self.training;
+    /// The race of `candidates` at up to `max_rounds`, the base's first `free_base_rounds`
+    /// already run (the baseline it goes on from): how many candidates it keeps (the first,
+    /// heaviest evidence first), its rounds, and its share of the trials it sends.
+    pub fn race(
+        &self,
+        candidates: usize,
+        max_rounds: u32,
+        free_base_rounds: u32,
+    ) -> (usize, u32, Share) {
+        let cost = |k: usize, rounds: u32| {
+            let base = u64::from(rounds.saturating_sub(free_base_rounds));
+            self.training * (k as u64 * u64::from(rounds) + base)
+        };
         let Some(left) = self.trials_left else {
             let usd = self.usd_left.map(|u| {
-                let race = per_round(candidates) * u64::from(max_rounds);
-                u * race as f64 / (race + self.confirm_need(max_rounds)) as f64
+                let race = cost(candidates, max_rounds);
+                u * race as f64 / (race + self.confirm_need(max_rounds)).max(1) as f64
             });
             return (candidates, max_rounds, (None, usd));
         };
         let full_confirm = self.confirm_need(max_rounds);
         let mut kept = candidates;
         loop {
-            let race_full = per_round(kept) * u64::from(max_rounds);
+            let race_full = cost(kept, max_rounds);
             let for_race = if left >= race_full + full_confirm {
                 race_full
             } else {
                 // In proportion, the confirmation keeping at least its smallest share.
                 let share =
                     (left as f64 * race_full as f64 / (race_full + full_confirm) as f64) as u64;
-                share.min(left - self.confirm_need(MIN_ROUNDS))
+                share.min(left.saturating_sub(self.confirm_need(MIN_ROUNDS)))
             };
-            let rounds = (for_race / per_round(kept)).min(u64::from(max_rounds)) as u32;
+            let rounds = (0..=max_rounds)
+                .rev()
+                .find(|&r| cost(kept, r) <= for_race)
+                .unwrap_or(0);
             if rounds >= MIN_ROUNDS || kept == 1 {
-                let trials = per_round(kept) * u64::from(rounds);
+                let trials = cost(kept, rounds);
                 let usd = self
                     .usd_left
                     .map(|u| u * trials as f64 / left.max(1) as f64);
@@ -150,9 +162,19 @@ mod tests {
         assert_eq!(a.baseline(), (Some(50), None));
         a.spend(50, None);
         // 350 left: 4 candidates × 40 rounds would take 2,000; the confirmation 320.
-        let (kept, rounds, (trials, _)) = a.race(4, 40);
+        let (kept, rounds, (trials, _)) = a.race(4, 40, 0);
         let trials = trials.unwrap();
         assert!(rounds >= MIN_ROUNDS && trials == (1 + kept as u64) * 10 * u64::from(rounds));
+        // The base's first 5 rounds come from the baseline: the same trials buy more rounds.
+        let (kept_free, rounds_free, (trials_free, _)) = a.race(4, 40, 5);
+        assert_eq!(kept_free, kept);
+        assert!(rounds_free > rounds, "{rounds_free} {rounds}");
+        let base_sent = u64::from(rounds_free.saturating_sub(5));
+        assert_eq!(
+            trials_free.unwrap(),
+            10 * (kept as u64 * u64::from(rounds_free) + base_sent)
+        );
+        assert!(trials_free.unwrap() <= trials + 10 * u64::from(rounds));
         assert!(
             trials + 2 * 4 * u64::from(MIN_ROUNDS) <= 350,
             "{kept} {rounds} {trials}"
@@ -166,7 +188,7 @@ mod tests {
     #[test]
     fn without_a_budget_every_phase_gets_its_full_rounds() {
         let a = Allowance::new(None, None, (10, 4), Some(5)).unwrap();
-        assert_eq!(a.race(6, 40), (6, 40, (None, None)));
+        assert_eq!(a.race(6, 40, 5), (6, 40, (None, None)));
         assert_eq!(a.confirm(40), (40, (None, None)));
     }
 
@@ -177,7 +199,7 @@ mod tests {
         // 60 baseline trials of the 60 + 120 the smallest tune needs.
         assert!((usd.unwrap() - 1.0 / 3.0).abs() < 1e-12);
         a.spend(60, Some(0.25));
-        let (_, _, (_, race_usd)) = a.race(1, 10);
+        let (_, _, (_, race_usd)) = a.race(1, 10, 0);
         // The race: 2 × 10 × 10 = 200 of 200 + 200.
         assert!((race_usd.unwrap() - 0.375).abs() < 1e-12);
         a.spend(200, Some(0.30));

@@ -43,6 +43,8 @@ pub struct Tally {
     chosen: BTreeMap<(String, String), (BTreeMap<String, u64>, u64)>,
     /// (tool, path, kind) → (trials, cases).
     args: BTreeMap<(String, String, ArgFailureKind), (u64, BTreeSet<String>)>,
+    /// Case → trials counted, infrastructure errors included.
+    trials: BTreeMap<String, u32>,
 }
 
 /// Distinct (case, expected) or (tool, path, kind) keys kept: a model inventing parameter
@@ -60,6 +62,9 @@ impl Tally {
 
     /// Counts one scored trial (an unscored one, an infrastructure error, counts nowhere).
     pub fn add(&mut self, record: &TrialRecord) {
+        if self.trials.len() < MAX_KEYS || self.trials.contains_key(&record.case_id) {
+            *self.trials.entry(record.case_id.clone()).or_default() += 1;
+        }
         let Some(score) = &record.score else { return };
         self.scored += 1;
         self.right += u64::from(score.selection_ok);
@@ -90,6 +95,16 @@ impl Tally {
             entry.0 += 1;
             entry.1.insert(record.case_id.clone());
         }
+    }
+
+    /// The rounds every one of `cases` has complete: the fewest trials any of them has (a
+    /// run goes trial-major, so each case's trials are its first ones).
+    pub fn complete_rounds(&self, cases: &[String]) -> u32 {
+        cases
+            .iter()
+            .map(|c| self.trials.get(c).copied().unwrap_or(0))
+            .min()
+            .unwrap_or(0)
     }
 
     /// The diagnosis: confusions between two tools of the catalog, argument failures at

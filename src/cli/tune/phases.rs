@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::super::setup::{RunSetup, build_plan, build_plan_of_cases};
+use super::super::setup::{RunSetup, build_plan_of_cases};
 use super::super::usage;
 use super::{TuneArgs, phase_args};
 use crate::decide::compare::sequential::{Rule, SequentialCompare, SequentialCompareSpec};
@@ -42,11 +42,15 @@ pub(super) struct Tuner<'a> {
     to_record: Option<(PathBuf, crate::provider::cassette::CassetteHeader)>,
     /// The one recorder of every phase.
     pub(super) recorder: Option<crate::provider::cassette::CassetteRecorder>,
+    /// Rounds of the base wording tune's own baseline completed on every training case: the
+    /// race's first rounds of the base (0 with --from).
+    baseline_rounds: u32,
 }
 
 impl<'a> Tuner<'a> {
-    /// Validates the provider and the dataset as `run` would (nothing is sent), splits the
-    /// cases and checks the budget can pay for the smallest tune.
+    /// Splits the dataset's cases, validates the provider as `run` would on the training
+    /// cases (a replay must hold the baseline's; nothing is sent), and checks the budget can
+    /// pay for the smallest tune.
     pub(super) fn new(
         args: &'a TuneArgs,
         env: &'a (dyn Fn(&str) -> Option<String> + Sync),
@@ -56,31 +60,17 @@ impl<'a> Tuner<'a> {
             None => format!("tune-{}", super::super::setup::new_run_id()),
         };
         let dir = args.out.join(&id);
-        let mut probe_args = phase_args(args, &dir, "probe", 1, None);
-        probe_args.record = args.record.clone();
-        probe_args.record_note = args.record_note.clone();
-        probe_args.force = args.force;
-        let mut probe = build_plan(probe_args, env)?;
-        let to_record = probe.record.as_ref().map(|rec| {
-            let header = probe.cassette_header(rec, std::time::SystemTime::now());
-            (rec.path.clone(), header)
-        });
-        if probe.plan.datasets.len() != 1 || probe.plan.arms.len() != 1 {
+        let loaded = super::super::load_suite(&args.suite)?;
+        if loaded.datasets.len() != 1 || !loaded.scenarios.is_empty() {
             return Err(usage(&format!(
-                "tune works on one dataset with one provider; this suite has {} datasets and {} arms (name them with --dataset and --provider)",
-                probe.plan.datasets.len(),
-                probe.plan.arms.len()
+                "tune works on one dataset; this suite has {} datasets and {} scenarios (name one with --dataset)",
+                loaded.datasets.len(),
+                loaded.scenarios.len()
             )));
         }
-        if dir.exists() {
-            return Err(usage(&format!(
-                "{} exists; give another --tune-id or --out",
-                dir.display()
-            )));
-        }
-        let dataset = probe.plan.datasets.remove(0);
-        let arm = probe.plan.arms[0].id();
-        let replay = probe.plan.arms[0].replay.is_some();
+        let Some(dataset) = loaded.datasets.into_iter().next() else {
+            return Err(Error::Internal("a suite of one dataset has none".into()));
+        };
         let cases: Vec<SplitCase<'_>> = dataset
             .cases
             .iter()
@@ -91,6 +81,29 @@ impl<'a> Tuner<'a> {
             .collect();
         let split = crate::tune::split::split(&cases, args.seed, args.holdout_fraction)
             .map_err(|m| usage(&m))?;
+        let mut probe_args = phase_args(args, &dir, "probe", 1, None);
+        probe_args.record = args.record.clone();
+        probe_args.record_note = args.record_note.clone();
+        probe_args.force = args.force;
+        let probe = build_plan_of_cases(probe_args, env, Some(&split.training))?;
+        if probe.plan.arms.len() != 1 {
+            return Err(usage(&format!(
+                "tune runs against one provider; this plan has {} arms (name one with --provider)",
+                probe.plan.arms.len()
+            )));
+        }
+        let to_record = probe.record.as_ref().map(|rec| {
+            let header = probe.cassette_header(rec, std::time::SystemTime::now());
+            (rec.path.clone(), header)
+        });
+        if dir.exists() {
+            return Err(usage(&format!(
+                "{} exists; give another --tune-id or --out",
+                dir.display()
+            )));
+        }
+        let arm = probe.plan.arms[0].id();
+        let replay = probe.plan.arms[0].replay.is_some();
         let allowance = Allowance::new(
             args.budget_trials,
             args.max_cost,
@@ -110,6 +123,7 @@ impl<'a> Tuner<'a> {
             replay,
             to_record,
             recorder: None,
+            baseline_rounds: 0,
         })
     }
 
@@ -220,13 +234,14 @@ impl<'a> Tuner<'a> {
                 let trials = self.args.trials;
                 let allowed = self.allowance.baseline();
                 let mut tally = Tally::for_arm(self.arm.clone(), training.clone());
-                let (phase, _) = self.phase(
+                let phase = self.phase(
                     "baseline",
                     (&training, None),
                     Vec::new(),
                     (trials, allowed),
                     &mut tally,
                 )?;
+                self.baseline_rounds = tally.complete_rounds(&training);
                 Ok((phase, tally))
             }
         }
@@ -312,7 +327,9 @@ impl<'a> Tuner<'a> {
         mut candidates: Vec<Candidate>,
         mut variants: Vec<CatalogVariant>,
     ) -> Result<(Phase, Vec<RacedCandidate>), Error> {
-        let (kept, rounds, allowed) = self.allowance.race(candidates.len(), self.args.max_rounds);
+        let (kept, rounds, allowed) =
+            self.allowance
+                .race(candidates.len(), self.args.max_rounds, self.baseline_rounds);
         candidates.truncate(kept);
         variants.truncate(kept);
         let names: Vec<String> = variants.iter().map(|v| v.name.clone()).collect();
@@ -342,7 +359,7 @@ impl<'a> Tuner<'a> {
             .from
             .is_none()
             .then(|| self.dir.join("baseline").join("results.jsonl"));
-        let (phase, _) = self.phase(
+        let phase = self.phase(
             "race",
             (&training, carried),
             variants,
@@ -403,7 +420,7 @@ impl<'a> Tuner<'a> {
             max_rounds: rounds,
         })
         .ok_or_else(|| usage("--confidence leaves no valid error rate"))?;
-        let (phase, _) = self.phase(
+        let phase = self.phase(
             "confirm",
             (&holdout, None),
             vec![variant],
@@ -434,7 +451,7 @@ impl<'a> Tuner<'a> {
         variants: Vec<CatalogVariant>,
         (trials, allowed): (u32, Share),
         observer: &mut dyn Observer,
-    ) -> Result<(Phase, crate::report::Summary), Error> {
+    ) -> Result<Phase, Error> {
         let mut run = phase_args(self.args, &self.dir, name, trials, allowed.1);
         if self.replay {
             // As many as recorded, up to `trials`; one at a time, so the phase asks for the
@@ -445,13 +462,18 @@ impl<'a> Tuner<'a> {
         let mut setup = build_plan_of_cases(run, self.env, Some(cases))?;
         setup.plan.trials = setup.plan.trials.min(trials);
         add_variants(&mut setup, variants);
-        let planned = setup.plan.planned_trials();
+        // The base's rounds the baseline completed are carried, not sent.
+        let free = match &carried {
+            Some(_) => cases.len() as u64 * u64::from(self.baseline_rounds.min(trials)),
+            None => 0,
+        };
+        let to_send = setup.plan.planned_trials().saturating_sub(free);
         if let Some(max) = allowed.0
-            && planned > max
+            && to_send > max
         {
             // The allowance sizes `trials`; a plan over it is a bug, not bad input.
             return Err(Error::Internal(format!(
-                "tune phase {name} plans {planned} trials, over its allowance of {max}"
+                "tune phase {name} plans {to_send} trials, over its allowance of {max}"
             )));
         }
         let mut recorder = self.recorder.as_mut().map(AcrossPhases);
@@ -486,7 +508,7 @@ impl<'a> Tuner<'a> {
             allowed_trials: allowed.0,
         };
         self.allowance.spend(phase.trials, phase.usd);
-        Ok((phase, summary))
+        Ok(phase)
     }
 
     /// `datasets/<name>/variants/tuned-<date>.json`, never over an existing file.
