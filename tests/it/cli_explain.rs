@@ -72,27 +72,6 @@ fn regroup(results: &[Value], case: &str, variant: &str) -> BTreeMap<(String, bo
     groups
 }
 
-/// The `console` block after the `sh` block of `page` that runs `command` quotes `actual`:
-/// each of its lines but `…` is a line of `actual`, in order.
-fn assert_guide_quotes(page: &str, command: &str, actual: &str) {
-    let text = std::fs::read_to_string(root().join(page)).unwrap();
-    let after = &text[text
-        .find(command)
-        .unwrap_or_else(|| panic!("{page} runs no `{command}`"))..];
-    let block = after
-        .split("```console\n")
-        .nth(1)
-        .expect("a console block after the command");
-    let block = &block[..block.find("```").expect("closed")];
-    let mut lines = actual.lines();
-    for quoted in block.lines().filter(|l| *l != "…") {
-        assert!(
-            lines.any(|l| l == quoted),
-            "{page} quotes a line that `{command}` does not print (or not in this order):\n{quoted}\n--- actual ---\n{actual}"
-        );
-    }
-}
-
 /// The interval every rate of the reports gets, written out here from reference/stats.md
 /// (§1, Wilson's score interval, and the Brown–Cai–DasGupta edge rule: for 1 ≤ x ≤ 2 when
 /// n ≤ 50, else 3, the lower bound is the Poisson one where lower; symmetrically above)
@@ -124,7 +103,7 @@ fn behaviours_agree_with_results_jsonl_regrouped_independently() {
     let text = toolscore(root(), &["explain", dir_arg, "apply-credit-eur-decimal"]);
     assert_eq!(text.code, 0, "{}", text.transcript());
     insta::assert_snapshot!("explain_case", text.stdout);
-    assert_guide_quotes(
+    support::assert_guide_quotes(
         "docs/guides/weekly-score.md",
         "toolscore explain weekly/week-49 apply-credit-eur-decimal",
         &text.stdout,
@@ -240,7 +219,7 @@ fn the_case_is_shown_as_each_arm_read_it_and_the_diff_matches_compare() {
         .unwrap();
     let stdout = &text.stdout;
     insta::assert_snapshot!("explain_diff", stdout);
-    assert_guide_quotes(
+    support::assert_guide_quotes(
         "docs/guides/compare-descriptions.md",
         "toolscore explain reports/terse-vs-base server-status-region --arm base --arm terse",
         stdout,

@@ -11,36 +11,7 @@ use crate::support;
 
 use std::path::{Path, PathBuf};
 
-use support::{shell_words, toolscore};
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for entry in std::fs::read_dir(from).expect("read_dir") {
-        let entry = entry.expect("entry");
-        let path = entry.path();
-        if path.is_dir() {
-            copy_dir(&path, &to.join(entry.file_name()));
-        } else {
-            std::fs::copy(&path, to.join(entry.file_name())).expect("copy");
-        }
-    }
-}
-
-/// A copy of what the examples' commands read: the config, the datasets, the scenarios and the
-/// lint corpora.
-fn project_copy() -> tempfile::TempDir {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let dir = tempfile::tempdir().expect("tempdir");
-    std::fs::copy(
-        root.join("toolscore.yaml"),
-        dir.path().join("toolscore.yaml"),
-    )
-    .expect("config");
-    for folder in ["datasets", "scenarios", "tests/data/lint"] {
-        copy_dir(&root.join(folder), &dir.path().join(folder));
-    }
-    dir
-}
+use support::{project_copy, shell_words, toolscore};
 
 /// Every page with its fenced blocks.
 fn blocks_by_page() -> Vec<(PathBuf, Vec<Block>)> {

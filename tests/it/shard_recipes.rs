@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::Value;
-use support::{FakeResponse, FakeServer, fake_project, tool_call_body};
+use support::{FakeResponse, FakeServer, copy_dir, fake_project, tool_call_body};
 
 const TOOLS: &str = r#"{"tools": [
   {"name": "get_job_status", "description": "Status of a job.", "inputSchema": {"type": "object", "properties": {"job_id": {"type": "string"}}, "required": ["job_id"]}}
@@ -91,19 +91,6 @@ fn expand(text: &str, shard: Option<&str>) -> String {
     text.replace("${{ matrix.shard }}", shard.unwrap_or(""))
         .replace("${{ github.run_id }}", "7")
         .replace("${{ secrets.OPENAI_API_KEY }}", "test-key")
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).expect("mkdir");
-    for entry in std::fs::read_dir(from).expect("read_dir") {
-        let entry = entry.expect("entry");
-        let target = to.join(entry.file_name());
-        if entry.file_type().expect("type").is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).expect("copy");
-        }
-    }
 }
 
 /// Runs one job's steps in `workspace`: shell steps as written (the build step is the test's

@@ -1,4 +1,5 @@
-//! Reading what a run leaves behind: JSON files, JSON-lines files, the run folder.
+//! Reading what a run leaves behind (JSON files, JSON-lines files, the run folder), copies of
+//! the project for commands that write into it, and the guides' quoted outputs.
 
 use std::path::{Path, PathBuf};
 
@@ -39,4 +40,56 @@ pub fn only_run_dir(out: &Path) -> PathBuf {
         out.display()
     );
     dirs[0].clone()
+}
+
+/// Copies a folder and everything under it.
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for entry in std::fs::read_dir(from).expect("read_dir") {
+        let entry = entry.expect("entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("type").is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).expect("copy");
+        }
+    }
+}
+
+/// A copy of what the docs' commands read: the config, the datasets, the scenarios and the
+/// lint corpora; commands that write into a dataset (`tune`) write into the copy.
+pub fn project_copy() -> tempfile::TempDir {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::copy(
+        root.join("toolscore.yaml"),
+        dir.path().join("toolscore.yaml"),
+    )
+    .expect("config");
+    for folder in ["datasets", "scenarios", "tests/data/lint"] {
+        copy_dir(&root.join(folder), &dir.path().join(folder));
+    }
+    dir
+}
+
+/// The lines of the `console` block after `command` in a guide appear in `actual`, in order
+/// (a line `…` stands for lines left out): the guide quotes what the command prints.
+pub fn assert_guide_quotes(page: &str, command: &str, actual: &str) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(root.join(page)).expect("the guide");
+    let after = &text[text
+        .find(command)
+        .unwrap_or_else(|| panic!("{page} runs no `{command}`"))..];
+    let block = after
+        .split("```console\n")
+        .nth(1)
+        .expect("a console block after the command");
+    let block = &block[..block.find("```").expect("closed")];
+    let mut lines = actual.lines();
+    for quoted in block.lines().filter(|l| *l != "…") {
+        assert!(
+            lines.any(|l| l == quoted),
+            "{page} quotes a line that `{command}` does not print (or not in this order):\n{quoted}\n--- actual ---\n{actual}"
+        );
+    }
 }
