@@ -7,6 +7,8 @@ use std::io::{self, Write};
 use serde::{Deserialize, Serialize};
 
 use super::{ComparisonVerdict, SequentialComparison};
+
+pub use super::html::render_tune_html;
 use crate::record::{ArgFailureKind, ArmId};
 
 /// How the held-out cases were chosen.
@@ -91,6 +93,8 @@ pub enum Operator {
     Format,
     Required,
     Defaults,
+    /// A model's rewrite of one tool's text (`--author`).
+    Author,
 }
 
 /// One text the candidate changes: a tool's description, or one parameter's.
@@ -141,6 +145,7 @@ impl Operator {
             Operator::Format => "format",
             Operator::Required => "required",
             Operator::Defaults => "defaults",
+            Operator::Author => "author",
         }
     }
 }
@@ -216,6 +221,16 @@ pub struct Phase {
     pub allowed_trials: Option<u64>,
 }
 
+/// The author's requests (`--author`): whom tune asked, how often, at what cost.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Authoring {
+    pub provider: String,
+    pub model: String,
+    pub requests: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usd: Option<f64>,
+}
+
 /// What tune concluded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -270,6 +285,9 @@ pub struct TuneReport {
     /// Whether the baseline is a run given with --from rather than tune's own phase.
     pub baseline_given: bool,
     pub diagnosis: Diagnosis,
+    /// `--author`'s requests, when one was asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub author: Option<Authoring>,
     pub candidates: Vec<RacedCandidate>,
     /// Proposals that failed validation, with why.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -294,14 +312,17 @@ pub struct TuneReport {
 }
 
 impl TuneReport {
-    /// Trials started over every phase tune ran (a --from baseline is not tune's).
+    /// Trials sent over every phase tune ran (a --from baseline is not tune's), each author
+    /// request counted as one.
     pub fn trials_spent(&self) -> u64 {
-        self.phases().map(|p| p.trials).sum()
+        self.phases().map(|p| p.trials).sum::<u64>()
+            + self.author.as_ref().map_or(0, |a| a.requests)
     }
 
-    /// Dollars spent over tune's phases, when priced.
+    /// Dollars spent over tune's phases and its author's requests, when all are priced.
     pub fn usd_spent(&self) -> Option<f64> {
-        self.phases().map(|p| p.usd).sum()
+        let author = self.author.as_ref().map(|a| a.usd);
+        self.phases().map(|p| p.usd).chain(author).sum()
     }
 
     fn phases(&self) -> impl Iterator<Item = &Phase> {
@@ -374,6 +395,36 @@ impl TuneReport {
             .collect()
     }
 
+    /// What every renderer states beside the verdict: the split, the baseline, what was spent,
+    /// what was written and how to check it again.
+    pub fn facts(&self) -> Vec<String> {
+        let mut out = vec![self.split_line(), self.baseline_line(), self.spent_line()];
+        out.extend(self.written_lines());
+        out
+    }
+
+    fn baseline_line(&self) -> String {
+        let d = &self.diagnosis;
+        format!(
+            "baseline{}: {} ({} of {} training trials chose the right tool)",
+            if self.baseline_given { " (--from)" } else { "" },
+            self.baseline.run_dir,
+            d.selection_right,
+            d.scored_trials
+        )
+    }
+
+    fn written_lines(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if let Some(path) = &self.written {
+            out.push(format!("wrote {path}"));
+        }
+        if let Some(cmd) = &self.recheck {
+            out.push(format!("check it again later: {cmd}"));
+        }
+        out
+    }
+
     fn split_line(&self) -> String {
         let how = match &self.split.method {
             SplitMethod::Tagged => "the cases tagged `holdout`".to_owned(),
@@ -411,12 +462,7 @@ pub fn render_tune(t: &TuneReport, w: &mut dyn Write) -> io::Result<()> {
         t.dataset, t.arm.provider, t.arm.model
     )?;
     writeln!(w, "  {}", t.split_line())?;
-    let d = &t.diagnosis;
-    writeln!(
-        w,
-        "  baseline: {} ({} of {} training trials chose the right tool)",
-        t.baseline.run_dir, d.selection_right, d.scored_trials
-    )?;
+    writeln!(w, "  {}", t.baseline_line())?;
     writeln!(w)?;
     writeln!(w, "{}", t.headline())?;
     for line in t.training_lines() {
@@ -456,11 +502,8 @@ pub fn render_tune(t: &TuneReport, w: &mut dyn Write) -> io::Result<()> {
     }
     writeln!(w)?;
     writeln!(w, "{}", t.spent_line())?;
-    if let Some(path) = &t.written {
-        writeln!(w, "wrote {path}")?;
-    }
-    if let Some(cmd) = &t.recheck {
-        writeln!(w, "check it again later: {cmd}")?;
+    for line in t.written_lines() {
+        writeln!(w, "{line}")?;
     }
     Ok(())
 }
@@ -475,16 +518,8 @@ pub fn render_tune_markdown(t: &TuneReport, w: &mut dyn Write) -> io::Result<()>
     writeln!(w)?;
     writeln!(w, "**{}**", t.headline())?;
     writeln!(w)?;
-    for line in t.training_lines() {
+    for line in t.training_lines().into_iter().chain(t.facts()) {
         writeln!(w, "- {line}")?;
-    }
-    writeln!(w, "- {}", t.split_line())?;
-    writeln!(w, "- {}", t.spent_line())?;
-    if let Some(path) = &t.written {
-        writeln!(w, "- wrote `{path}`")?;
-    }
-    if let Some(cmd) = &t.recheck {
-        writeln!(w, "- check it again later: `{cmd}`")?;
     }
     writeln!(w)?;
     writeln!(w, "## Candidates")?;

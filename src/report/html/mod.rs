@@ -46,6 +46,9 @@ mod latency;
 
 pub use comparison::compared_cases;
 mod trend;
+mod tune;
+
+pub use tune::render_tune_html;
 
 use charts::*;
 use comparison::*;
