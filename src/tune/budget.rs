@@ -138,6 +138,19 @@ impl Allowance {
         (rounds, (self.trials_left.map(|_| trials), self.usd_left))
     }
 
+    /// Whether `trials` more, costing at most `worst_usd`, fit in what is left (an author's
+    /// requests, paid one at a time).
+    pub fn afford(&self, trials: u64, worst_usd: f64) -> bool {
+        self.trials_left
+            .is_none_or(|t| t >= trials + self.reserved_for_phases())
+            && self.usd_left.is_none_or(|u| u >= worst_usd)
+    }
+
+    /// The trials the race and confirmation must keep: their smallest tune.
+    fn reserved_for_phases(&self) -> u64 {
+        u64::from(MIN_ROUNDS) * 2 * (self.training + self.holdout)
+    }
+
     /// Takes what a phase spent off what is left.
     pub fn spend(&mut self, trials: u64, usd: Option<f64>) {
         if let Some(t) = &mut self.trials_left {

@@ -10,6 +10,7 @@
 //! The race and the confirmation are sequential paired comparisons
 //! (`decide::race`, `decide::compare::sequential`); `cli/tune.rs` runs the phases.
 
+pub mod author;
 pub mod budget;
 pub mod diagnose;
 pub mod propose;

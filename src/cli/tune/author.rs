@@ -1,0 +1,100 @@
+//! `--author`: one request per implicated tool to the author model, each answer made a
+//! candidate (or a line saying why not). Each request is paid from tune's budget as one trial
+//! and, with --max-cost, reserved at its worst case before it is sent, as the runner reserves
+//! a trial's.
+
+use crate::catalog::Catalog;
+use crate::error::Error;
+use crate::message::Message;
+use crate::report::tune::Authoring;
+use crate::runner::Arm;
+use crate::suite::Dataset;
+use crate::tune::budget::Allowance;
+use crate::tune::diagnose::Diagnosis;
+use crate::tune::propose::Candidate;
+
+/// The author's candidates, the tools it gave none for (and why), and what it cost.
+pub(super) struct Authored {
+    pub candidates: Vec<Candidate>,
+    pub failed: Vec<String>,
+    pub spend: Authoring,
+}
+
+/// Asks `author` to rewrite each tool the diagnosis implicates (at most `max`), quoting the
+/// training requests in `training` only.
+pub(super) fn ask(
+    author: &Arm,
+    diagnosis: &Diagnosis,
+    (dataset, training): (&Dataset, &[String]),
+    max: usize,
+    allowance: &mut Allowance,
+) -> Result<Authored, Error> {
+    let settings = &author.settings;
+    let client = crate::provider::http_client(1).map_err(Error::HttpClient)?;
+    let provider = crate::provider::Provider::new(settings.clone(), client);
+    let runtime = super::super::async_runtime(Some(1))?;
+    // No tools: the author answers in text.
+    let no_tools = Catalog::new(Vec::new(), "author".to_owned());
+    let request_of = |id: &str| -> Option<String> {
+        if !training.iter().any(|t| t == id) {
+            return None;
+        }
+        let case = dataset.cases.iter().find(|c| c.id == id)?;
+        case.messages.iter().rev().find_map(|m| match m {
+            Message::User { content } => Some(content.clone()),
+            _ => None,
+        })
+    };
+    let label = format!("{}/{}", settings.name, settings.model);
+    let bound = settings.kind.adapter().output_bound(settings).unwrap_or(0);
+    let mut out = Authored {
+        candidates: Vec::new(),
+        failed: Vec::new(),
+        spend: Authoring {
+            provider: settings.name.clone(),
+            model: settings.model.clone(),
+            requests: 0,
+            usd: author.price.as_ref().map(|_| 0.0),
+        },
+    };
+    for name in crate::tune::author::tools_to_rewrite(diagnosis, &dataset.catalog, max) {
+        let Some(tool) = dataset.catalog.get(&name) else {
+            continue;
+        };
+        let messages = crate::tune::author::prompt(tool, diagnosis, &dataset.catalog, &request_of);
+        let request = provider.prepare(&messages, &no_tools);
+        let worst = author.price.as_ref().map_or(0.0, |p| {
+            crate::runner::budget::worst_case_usd(&p.price, request.body.len(), bound)
+        });
+        if !allowance.afford(1, worst) {
+            out.failed
+                .push(format!("author:{name}: not asked: the budget is spent"));
+            continue;
+        }
+        let result = runtime.block_on(provider.complete(&request));
+        let usd = match &result {
+            Ok(ex) => author
+                .price
+                .as_ref()
+                .and_then(|p| p.price.cost_of(&ex.turn.usage)),
+            Err(_) => Some(0.0),
+        };
+        out.spend.requests += 1;
+        out.spend.usd = out.spend.usd.zip(usd).map(|(a, b)| a + b);
+        allowance.spend(1, usd);
+        match result {
+            Ok(ex) => {
+                let text = ex.turn.text.unwrap_or_default();
+                let weight = crate::tune::author::weight(diagnosis, &name);
+                match crate::tune::author::candidate(&text, tool, &label, weight) {
+                    Ok(c) => out.candidates.push(c),
+                    Err(why) => out.failed.push(format!("author:{name}: {why}")),
+                }
+            }
+            Err(e) => out
+                .failed
+                .push(format!("author:{name}: the request failed: {}", e.message)),
+        }
+    }
+    Ok(out)
+}
