@@ -62,15 +62,21 @@ pub fn propose(
             out.push(c);
         }
     }
-    out.sort_by(|a, b| b.weight.cmp(&a.weight).then_with(|| a.id.cmp(&b.id)));
-    out.truncate(max);
+    rank(&mut out, max);
     (out, suggestions(diagnosis))
+}
+
+/// Heaviest evidence first (ties by id), at most `max`.
+pub fn rank(candidates: &mut Vec<Candidate>, max: usize) {
+    candidates.sort_by(|a, b| b.weight.cmp(&a.weight).then_with(|| a.id.cmp(&b.id)));
+    candidates.truncate(max);
 }
 
 fn disambiguate(pair: &super::diagnose::ConfusedPair, catalog: &Catalog) -> Option<Candidate> {
     let [a, b] = &pair.tools;
     let (ta, tb) = (catalog.get(a)?, catalog.get(b)?);
     let sentence = |other: &Tool| match purpose(&other.description) {
+        Some(p) if starts_with_verb(&p) => format!("To {p}, use `{}` instead.", other.name),
         Some(p) => format!("For {p}, use `{}` instead.", other.name),
         None => format!("Where `{}` fits, use `{}` instead.", other.name, other.name),
     };
@@ -334,7 +340,67 @@ fn append(text: &str, add: &str) -> String {
     }
 }
 
-/// A description's first sentence as a noun phrase to follow "For": its full stop dropped,
+/// Verbs tool descriptions start with ("Search the catalog…", "Get the progress…"): such a
+/// purpose follows "To", any other "For".
+const LEADING_VERBS: &[&str] = &[
+    "add",
+    "apply",
+    "book",
+    "calculate",
+    "cancel",
+    "charge",
+    "check",
+    "close",
+    "compute",
+    "convert",
+    "copy",
+    "create",
+    "delete",
+    "download",
+    "export",
+    "fetch",
+    "find",
+    "generate",
+    "get",
+    "import",
+    "issue",
+    "list",
+    "look",
+    "make",
+    "move",
+    "open",
+    "pay",
+    "post",
+    "put",
+    "query",
+    "read",
+    "refund",
+    "remove",
+    "rename",
+    "retrieve",
+    "return",
+    "run",
+    "schedule",
+    "search",
+    "send",
+    "set",
+    "show",
+    "start",
+    "stop",
+    "submit",
+    "translate",
+    "update",
+    "upload",
+    "validate",
+    "write",
+];
+
+fn starts_with_verb(phrase: &str) -> bool {
+    let first = phrase.split_whitespace().next().unwrap_or_default();
+    LEADING_VERBS.contains(&first.to_ascii_lowercase().as_str())
+}
+
+/// A description's first sentence as a phrase to follow "For" or "To": its full stop dropped,
 /// its first letter lower-cased unless the word is an acronym or identifier.
 fn purpose(description: &str) -> Option<String> {
     let text = description.trim();
@@ -582,6 +648,24 @@ mod tests {
             Some("MCP server health v1.2 here".into())
         );
         assert_eq!(purpose("  "), None);
+        let c = catalog();
+        let tb = c.get("job_status").unwrap();
+        let verb = Tool {
+            name: "search_products".into(),
+            description: "Search the product catalog by name. Returns SKUs.".into(),
+            input_schema: serde_json::json!({"type": "object"}),
+        };
+        let pair = crate::tune::diagnose::ConfusedPair {
+            tools: ["job_status".into(), "search_products".into()],
+            count: 1,
+            cases: Vec::new(),
+        };
+        let both = Catalog::new(vec![tb.clone(), verb], "t".into());
+        let d = disambiguate(&pair, &both).unwrap();
+        assert_eq!(
+            d.edits[0].after,
+            "Progress of an export job. Returns percent done. To search the product catalog by name, use `search_products` instead."
+        );
         assert_eq!(append("Refund", "X."), "Refund. X.");
     }
 }

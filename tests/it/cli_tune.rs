@@ -111,6 +111,8 @@ fn tune(dir: &Path, extra: &[&str]) -> support::Run {
         "terminal",
         "--format",
         "md",
+        "--format",
+        "html",
     ];
     args.extend_from_slice(extra);
     toolscore(dir, &args)
@@ -248,6 +250,26 @@ fn tune_finds_the_disambiguating_edit_confirms_it_on_held_out_cases_and_writes_i
         md.contains("+Health of the billing service. For progress"),
         "{md}"
     );
+    // The page is well-formed XML, escapes the catalog's text, and fetches nothing.
+    let html = std::fs::read_to_string(dir.path().join("out/t/report.html")).expect("report.html");
+    let doc = roxmltree::Document::parse_with_options(
+        &html,
+        roxmltree::ParsingOptions {
+            allow_dtd: true,
+            ..Default::default()
+        },
+    )
+    .expect("well-formed");
+    let text: String = doc
+        .descendants()
+        .filter(|n| n.is_text())
+        .map(|n| n.text().unwrap_or_default())
+        .collect();
+    assert!(text.contains("held-out confirmation: BETTER"), "{text}");
+    assert!(text.contains(
+        "+ Health of the billing service. For progress of an export job, use `job_status` instead."
+    ));
+    assert!(!html.contains("<script") && !html.contains("src=") && !html.contains("href="));
 }
 
 #[test]
@@ -399,4 +421,104 @@ fn max_cost_caps_the_whole_tune_as_run_counts_it() {
     assert!(usd <= 0.1, "{usd}");
     // Without the cap the same tune sends more than $0.1 would pay for.
     assert!(sent < 400.0 && sent > 50.0, "{sent}");
+}
+
+/// The guide's example: the shipped recording of a tune of the billing dataset against the
+/// local SmolLM2, replayed offline in a copy of the project (a confirmed tune writes into the
+/// dataset), prints what the guide quotes.
+#[test]
+fn the_guide_s_tune_replays_the_shipped_recording() {
+    let dir = support::project_copy();
+    let command = "toolscore tune --provider demo-tune --trials 4 --max-candidates 3 --max-rounds 20 --budget-trials 1000 --tune-id billing-tune";
+    let mut args: Vec<String> = support::shell_words(command).into_iter().skip(1).collect();
+    args.extend(["--progress", "off"].map(String::from));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let r = toolscore(dir.path(), &args);
+    assert!([0, 1, 3].contains(&r.code), "{}", r.transcript());
+    support::assert_guide_quotes("docs/guides/tune-descriptions.md", command, &r.stdout);
+    let t = support::read_json(&dir.path().join("reports/billing-tune/tune.json"));
+    // Every phase replayed from the recording: nothing was lost to a missing recording.
+    for phase in ["baseline", "race", "confirm"] {
+        let path = dir
+            .path()
+            .join(format!("reports/billing-tune/{phase}/summary.json"));
+        if !path.exists() {
+            continue;
+        }
+        for arm in support::read_json(&path)["arms"].as_array().expect("arms") {
+            assert_eq!(arm["infra"]["errors"], 0, "{phase}: {arm:#}");
+        }
+    }
+    assert!(t["baseline"]["trials"].as_u64().expect("trials") > 0);
+}
+
+/// `--author`: the same fake answers a request without tools as the author, with a rewrite of
+/// `server_status` that carries the disambiguating sentence. Its rewrite is raced beside the
+/// operators' edits, and it is never shown a held-out case.
+#[test]
+fn an_author_rewrite_races_beside_the_operators_and_never_sees_a_held_out_case() {
+    let prompts = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let seen = std::sync::Arc::clone(&prompts);
+    let model = fake(false);
+    let server = FakeServer::start_in_background(move |req| {
+        if req.body.get("tools").is_some() {
+            return model(req);
+        }
+        seen.lock()
+            .expect("lock")
+            .push(req.body["messages"].to_string());
+        let rewrite = serde_json::json!({
+            "description": format!("Health of the billing service only; for an export job's progress, {PHRASE}.")
+        });
+        support::FakeResponse::ok(support::text_body(&rewrite.to_string()))
+    });
+    let dir = fake_project(&server.base_url, TOOLS, &cases(), &[]);
+    let r = tune(dir.path(), &["--author", "fake", "--budget-trials", "1500"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let t = support::read_json(&dir.path().join("out/t/tune.json"));
+    let ids: Vec<&str> = t["candidates"]
+        .as_array()
+        .expect("candidates")
+        .iter()
+        .map(|c| c["candidate"]["id"].as_str().expect("id"))
+        .collect();
+    assert!(ids.contains(&"author:server_status"), "{ids:?}");
+    let prompts = prompts.lock().expect("lock");
+    assert_eq!(t["author"]["requests"].as_u64(), Some(prompts.len() as u64));
+    assert!(!prompts.is_empty());
+    for p in prompts.iter() {
+        for held in ["[j5]", "[j6]", "[s3]"] {
+            assert!(
+                !p.contains(held),
+                "the author saw held-out case {held}: {p}"
+            );
+        }
+    }
+    // The author's requests are counted in what tune spent.
+    let sent = server.requests_seen();
+    assert!(
+        r.stdout
+            .contains(&format!("spent {sent} trials of --budget-trials 1500")),
+        "{}",
+        r.stdout
+    );
+}
+
+#[test]
+fn an_author_cannot_be_recorded_or_replayed() {
+    let server = FakeServer::start_in_background(fake(false));
+    let dir = fake_project(&server.base_url, TOOLS, &cases(), &[]);
+    let r = tune(
+        dir.path(),
+        &["--author", "fake", "--record", "x.cassette.jsonl"],
+    );
+    assert_eq!(r.code, 2, "{}", r.transcript());
+    assert!(
+        r.stderr
+            .contains("--author cannot be recorded or replayed yet"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(server.requests_seen(), 0);
+    assert!(!dir.path().join("x.cassette.jsonl").exists());
 }

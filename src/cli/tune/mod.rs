@@ -16,8 +16,9 @@ use super::run::RunArgs;
 use super::{SuiteArgs, usage};
 use crate::error::{Error, ExitCode};
 use crate::report::ProgressMode;
-use crate::report::tune::TuneOutcome;
+use crate::report::tune::{TuneOutcome, TuneReport};
 
+mod author;
 mod phases;
 
 use phases::Tuner;
@@ -48,6 +49,11 @@ pub struct TuneArgs {
     /// Trials in flight at once [default: 8].
     #[arg(help_heading = "Provider", long)]
     pub concurrency: Option<usize>,
+    /// A provider (as --provider names one) that rewrites the text of each implicated tool
+    /// from the training trials' evidence; its rewrites race beside the deterministic edits.
+    /// Each request is paid from the budget as one trial. Not with --record or a replay.
+    #[arg(help_heading = "Tuning", long, value_name = "NAME")]
+    pub author: Option<String>,
     /// An earlier run of the base wording to diagnose, instead of running a baseline: only
     /// its trials of the training cases are read.
     #[arg(help_heading = "Tuning", long, value_name = "RUN_DIR")]
@@ -103,8 +109,8 @@ pub struct TuneArgs {
     /// Tune id [default: `tune-` and a UTC timestamp].
     #[arg(help_heading = "Output", long)]
     pub tune_id: Option<String>,
-    /// What to produce; repeatable: terminal (stdout), md (TUNE_DIR/report.md). tune.json is
-    /// always written [default: terminal].
+    /// What to produce; repeatable: terminal (stdout), md (TUNE_DIR/report.md), html
+    /// (TUNE_DIR/report.html). tune.json is always written [default: terminal].
     #[arg(
         help_heading = "Output",
         long = "format",
@@ -147,11 +153,25 @@ pub fn run(args: &TuneArgs) -> Result<ExitCode, Error> {
     }
     let report = tuned?;
     crate::atomic::write_json(&tuner.dir.join("tune.json"), &report)?;
-    if formats.contains(&Format::Md) {
-        let mut text = Vec::new();
-        crate::report::tune::render_tune_markdown(&report, &mut text)
-            .map_err(|e| Error::io("cannot render the report", e))?;
-        crate::atomic::write_file(&tuner.dir.join("report.md"), &text)?;
+    type Renderer = fn(&TuneReport, &mut dyn std::io::Write) -> std::io::Result<()>;
+    let files: [(Format, &str, Renderer); 2] = [
+        (
+            Format::Md,
+            "report.md",
+            crate::report::tune::render_tune_markdown,
+        ),
+        (
+            Format::Html,
+            "report.html",
+            crate::report::tune::render_tune_html,
+        ),
+    ];
+    for (format, name, render) in files {
+        if formats.contains(&format) {
+            let mut text = Vec::new();
+            render(&report, &mut text).map_err(|e| Error::io("cannot render the report", e))?;
+            crate::atomic::write_file(&tuner.dir.join(name), &text)?;
+        }
     }
     if formats.contains(&Format::Terminal) {
         crate::report::tune::render_tune(&report, &mut std::io::stdout().lock())
@@ -191,12 +211,14 @@ fn checked(args: &TuneArgs) -> Result<Vec<Format>, Error> {
         ));
     }
     let formats = super::output::chosen(&args.formats, &[Format::Terminal]);
-    if let Some(f) = formats
-        .iter()
-        .find(|f| !matches!(f, Format::Terminal | Format::Md | Format::Json))
-    {
+    if let Some(f) = formats.iter().find(|f| {
+        !matches!(
+            f,
+            Format::Terminal | Format::Md | Format::Html | Format::Json
+        )
+    }) {
         return Err(usage(&format!(
-            "--format {f:?}: tune writes terminal, md and json (tune.json, always written)"
+            "--format {f:?}: tune writes terminal, md, html and json (tune.json, always written)"
         )));
     }
     Ok(formats)

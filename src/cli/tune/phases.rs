@@ -45,6 +45,11 @@ pub(super) struct Tuner<'a> {
     /// Rounds of the base wording tune's own baseline completed on every training case: the
     /// race's first rounds of the base (0 with --from).
     baseline_rounds: u32,
+    /// `--author`: the arm that rewrites tools' text.
+    author: Option<crate::runner::Arm>,
+    /// The provider flags of `run` that reach the tuned model live (for a replay, the recorded
+    /// kind, URL, model and sampling), for the command that checks the tuned wording later.
+    live_provider: String,
 }
 
 impl<'a> Tuner<'a> {
@@ -104,6 +109,11 @@ impl<'a> Tuner<'a> {
         }
         let arm = probe.plan.arms[0].id();
         let replay = probe.plan.arms[0].replay.is_some();
+        let live_provider = live_provider(args, &probe.plan.arms[0]);
+        let author = match &args.author {
+            Some(name) => Some(author_arm(args, name, &dir, replay, env)?),
+            None => None,
+        };
         let allowance = Allowance::new(
             args.budget_trials,
             args.max_cost,
@@ -124,6 +134,8 @@ impl<'a> Tuner<'a> {
             to_record,
             recorder: None,
             baseline_rounds: 0,
+            live_provider,
+            author,
         })
     }
 
@@ -138,12 +150,28 @@ impl<'a> Tuner<'a> {
         }
         let (baseline, tally) = self.baseline()?;
         let diagnosis = tally.diagnose(&self.dataset.catalog, self.lint_notes());
-        let (proposed, suggestions) = crate::tune::propose::propose(
+        let (mut proposed, suggestions) = crate::tune::propose::propose(
             &diagnosis,
             &self.dataset.catalog,
             self.args.max_candidates,
         );
-        let (candidates, variants, invalid) = self.variants_of(proposed)?;
+        let mut not_proposed = Vec::new();
+        let mut authoring = None;
+        if let Some(author) = &self.author {
+            let authored = super::author::ask(
+                author,
+                &diagnosis,
+                (&self.dataset, &self.split.training),
+                self.args.max_candidates,
+                &mut self.allowance,
+            )?;
+            proposed.extend(authored.candidates);
+            not_proposed = authored.failed;
+            authoring = Some(authored.spend);
+            crate::tune::propose::rank(&mut proposed, self.args.max_candidates);
+        }
+        let (candidates, variants, mut invalid) = self.variants_of(proposed)?;
+        invalid.extend(not_proposed);
         let mut report = TuneReport {
             dataset: self.dataset.name.clone(),
             arm: self.arm.clone(),
@@ -153,6 +181,7 @@ impl<'a> Tuner<'a> {
             baseline,
             baseline_given: self.args.from.is_some(),
             diagnosis,
+            author: authoring,
             candidates: Vec::new(),
             invalid,
             suggestions,
@@ -205,16 +234,32 @@ impl<'a> Tuner<'a> {
             Some(from) => {
                 let mut tally = Tally::default();
                 let mut trials = 0;
+                // The run's first arm shown the base wording: a run of several providers is
+                // diagnosed on one of them, never on their mixture.
+                let mut arm: Option<ArmId> = None;
                 let results = from.join("results.jsonl");
                 crate::report::for_each_record(&results, &mut |r| {
                     if r.arm.variant == BASE_VARIANT
                         && r.dataset == self.dataset.name
                         && training.contains(&r.case_id)
+                        && *arm.get_or_insert_with(|| r.arm.clone()) == r.arm
                     {
                         trials += 1;
                         tally.add(r);
                     }
                 })?;
+                if let Some(a) = &arm
+                    && a.model != self.arm.model
+                {
+                    eprintln!(
+                        "note: --from {} ran model {} ({}); tune races {} ({}): the diagnosis is of the other model",
+                        from.display(),
+                        a.model,
+                        a.provider,
+                        self.arm.model,
+                        self.arm.provider
+                    );
+                }
                 if trials == 0 {
                     return Err(usage(&format!(
                         "--from {}: it has no trial of the base wording of dataset `{}` on a training case",
@@ -539,9 +584,59 @@ impl<'a> Tuner<'a> {
         format!(
             "toolscore run --dataset {} --provider {} --variant base --variant {variant} --compare --sequential",
             self.dataset.dir.display(),
-            self.args.provider.as_deref().unwrap_or(&self.arm.provider)
+            self.live_provider
         )
     }
+}
+
+/// The `--author` provider, validated as `run` validates a provider (a key it needs, a price
+/// with --max-cost). Live only: its answers are not recorded, so a tune with an author could
+/// not replay.
+fn author_arm(
+    args: &TuneArgs,
+    name: &str,
+    dir: &Path,
+    replay: bool,
+    env: &(dyn Fn(&str) -> Option<String> + Sync),
+) -> Result<crate::runner::Arm, Error> {
+    if replay || args.record.is_some() {
+        return Err(usage(
+            "--author cannot be recorded or replayed yet (its rewrites are not in the cassette); tune a live --provider without --record",
+        ));
+    }
+    let mut run = super::super::run::RunArgs::defaults();
+    run.suite = args.suite.clone();
+    run.providers = vec![name.to_owned()];
+    run.trials = Some(1);
+    run.max_cost = args.max_cost;
+    run.out = dir.to_owned();
+    run.run_id = Some("author".to_owned());
+    let setup = build_plan_of_cases(run, env, Some(&[]))?;
+    let mut arms = setup.plan.arms;
+    match (arms.len(), arms.first().is_some_and(|a| a.replay.is_some())) {
+        (1, false) => Ok(arms.remove(0)),
+        (_, true) => Err(usage("--author cannot be a replay: it must write new text")),
+        (n, _) => Err(usage(&format!(
+            "--author {name} names {n} providers; name one"
+        ))),
+    }
+}
+
+/// `--provider NAME` as given (or the arm's name); for a replay, the flags of the provider it
+/// recorded, since a replay cannot show the model a new variant.
+fn live_provider(args: &TuneArgs, arm: &crate::runner::Arm) -> String {
+    let s = &arm.settings;
+    if arm.replay.is_none() {
+        return args.provider.clone().unwrap_or_else(|| s.name.clone());
+    }
+    let mut flags = format!("{} --base-url {} --model {}", s.kind, s.base_url, s.model);
+    if let Some(t) = s.temperature {
+        flags.push_str(&format!(" --temperature {t}"));
+    }
+    if let Some(m) = s.max_tokens {
+        flags.push_str(&format!(" --max-tokens {m}"));
+    }
+    flags
 }
 
 /// The share of a phase's trials that may end in infrastructure errors before tune stops: a
