@@ -39,9 +39,20 @@ pub fn propose(
             out.push(c);
         }
     }
+    // The parameters sent with the wrong JSON type: only their format states the type.
+    let wrong_type: BTreeSet<(&str, &str)> = diagnosis
+        .arg_failures
+        .iter()
+        .filter(|f| f.kind == ArgFailureKind::WrongType)
+        .map(|f| (f.tool.as_str(), f.path.as_str()))
+        .collect();
     for failure in &diagnosis.arg_failures {
         let c = match failure.kind {
-            ArgFailureKind::WrongValue | ArgFailureKind::WrongType => format_of(failure, catalog),
+            ArgFailureKind::WrongValue | ArgFailureKind::WrongType => format_of(
+                failure,
+                catalog,
+                wrong_type.contains(&(failure.tool.as_str(), failure.path.as_str())),
+            ),
             ArgFailureKind::MissingRequired => required(failure, catalog),
             _ => None,
         };
@@ -114,11 +125,15 @@ fn disambiguate(pair: &super::diagnose::ConfusedPair, catalog: &Catalog) -> Opti
     })
 }
 
-fn format_of(failure: &super::diagnose::ParamFailure, catalog: &Catalog) -> Option<Candidate> {
+fn format_of(
+    failure: &super::diagnose::ParamFailure,
+    catalog: &Catalog,
+    state_type: bool,
+) -> Option<Candidate> {
     let tool = catalog.get(&failure.tool)?;
     let node = property(&tool.input_schema, &failure.path)?;
     let before = description_of(node);
-    let statement = format_statement(node, &before)?;
+    let statement = format_statement(node, &before, state_type)?;
     Some(param_candidate(
         Operator::Format,
         tool,
@@ -204,21 +219,22 @@ fn defaults(tool_name: &str, diagnosis: &Diagnosis, catalog: &Catalog) -> Option
         .filter(|c| c.tools.iter().any(|t| t == tool_name))
         .map(|c| c.count)
         .sum();
-    // Ranked by the argument failures a default could explain, below the operators whose
-    // evidence points at the text they change.
-    let weight: u64 = diagnosis
+    let failed: u64 = diagnosis
         .arg_failures
         .iter()
         .filter(|f| f.tool == tool_name)
         .map(|f| f.count)
         .sum();
+    // Ranked after every operator whose evidence points at the text it changes: no trial
+    // shows an unstated default was the trouble.
+    let weight = 0;
     Some(Candidate {
         id: format!("defaults:{tool_name}"),
         operator: Operator::Defaults,
         tools: vec![tool.name.clone()],
         evidence: vec![format!(
             "`{tool_name}` is in {} confused or failing training trials, and its description leaves {} optional parameter default{} unstated",
-            confused + weight,
+            confused + failed,
             edits.len(),
             if edits.len() == 1 { "" } else { "s" }
         )],
@@ -241,10 +257,12 @@ fn suggestions(diagnosis: &Diagnosis) -> Vec<Suggestion> {
                 text: if breaking {
                     format!(
                         "{} {} A rename is breaking: clients that call `{}` by name must change.",
-                        n.message, n.fix, n.tool
+                        sentence(&n.message),
+                        n.fix,
+                        n.tool
                     )
                 } else {
-                    format!("{} {}", n.message, n.fix)
+                    format!("{} {}", sentence(&n.message), n.fix)
                 },
                 breaking,
             })
@@ -254,7 +272,7 @@ fn suggestions(diagnosis: &Diagnosis) -> Vec<Suggestion> {
 
 /// What a parameter's schema says that its description does not, in words; `None` when the
 /// description already says all of it.
-fn format_statement(node: &Value, description: &str) -> Option<String> {
+fn format_statement(node: &Value, description: &str, state_type: bool) -> Option<String> {
     let mut parts = Vec::new();
     if let Some(values) = node.get("enum").and_then(Value::as_array) {
         let listed: Vec<String> = values.iter().map(|v| format!("`{}`", plain(v))).collect();
@@ -292,6 +310,7 @@ fn format_statement(node: &Value, description: &str) -> Option<String> {
         _ => {}
     }
     if let Some(t) = node.get("type").and_then(Value::as_str)
+        && state_type
         && t != "string"
         && !description.to_lowercase().contains(t)
     {
@@ -311,6 +330,16 @@ fn format_statement(node: &Value, description: &str) -> Option<String> {
         parts.push(format!("Example: `{}`.", plain(example)));
     }
     (!parts.is_empty()).then(|| parts.join(" "))
+}
+
+/// `text` ending in a full stop (lint's messages are phrases; its fixes are sentences).
+fn sentence(text: &str) -> String {
+    let text = text.trim_end();
+    if text.ends_with(['.', '!', '?']) {
+        text.to_owned()
+    } else {
+        format!("{text}.")
+    }
 }
 
 /// A JSON value as text: strings without their quotes.
@@ -608,6 +637,13 @@ mod tests {
             "Currency. Required: always give it."
         );
         assert_eq!(cands[3].edits[0].after, "Default: `eu`.");
+        // wrong_value alone: the schema's type is not what went wrong, so it is not stated.
+        let mut value_only = diagnosis();
+        value_only.arg_failures.remove(0);
+        let (cands, _) = propose(&value_only, &c, 10);
+        let f = cands.iter().find(|c| c.operator == Operator::Format).unwrap();
+        assert_eq!(f.edits[0].after, "Amount in minor units. At least 1.");
+        assert_eq!(f.weight, 1);
         // The cap keeps the heaviest evidence.
         assert_eq!(propose(&diagnosis(), &c, 1).0.len(), 1);
     }

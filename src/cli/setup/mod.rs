@@ -321,8 +321,9 @@ pub fn build_plan_of_cases(
         scenarios,
     } = load_suite(&args.suite)?;
     if let Some(keep) = cases {
+        let keep: std::collections::HashSet<&str> = keep.iter().map(String::as_str).collect();
         for d in &mut datasets {
-            d.cases.retain(|c| keep.contains(&c.id));
+            d.cases.retain(|c| keep.contains(c.id.as_str()));
         }
     }
     let defaults = &config.defaults;

@@ -150,28 +150,7 @@ impl<'a> Tuner<'a> {
         }
         let (baseline, tally) = self.baseline()?;
         let diagnosis = tally.diagnose(&self.dataset.catalog, self.lint_notes());
-        let (mut proposed, suggestions) = crate::tune::propose::propose(
-            &diagnosis,
-            &self.dataset.catalog,
-            self.args.max_candidates,
-        );
-        let mut not_proposed = Vec::new();
-        let mut authoring = None;
-        if let Some(author) = &self.author {
-            let authored = super::author::ask(
-                author,
-                &diagnosis,
-                (&self.dataset, &self.split.training),
-                self.args.max_candidates,
-                &mut self.allowance,
-            )?;
-            proposed.extend(authored.candidates);
-            not_proposed = authored.failed;
-            authoring = Some(authored.spend);
-            crate::tune::propose::rank(&mut proposed, self.args.max_candidates);
-        }
-        let (candidates, variants, mut invalid) = self.variants_of(proposed)?;
-        invalid.extend(not_proposed);
+        let proposed = self.proposals(&diagnosis)?;
         let mut report = TuneReport {
             dataset: self.dataset.name.clone(),
             arm: self.arm.clone(),
@@ -181,10 +160,10 @@ impl<'a> Tuner<'a> {
             baseline,
             baseline_given: self.args.from.is_some(),
             diagnosis,
-            author: authoring,
+            author: proposed.authoring,
             candidates: Vec::new(),
-            invalid,
-            suggestions,
+            invalid: proposed.invalid,
+            suggestions: proposed.suggestions,
             race: None,
             confirmation: None,
             outcome: TuneOutcome::NothingToTune,
@@ -193,10 +172,10 @@ impl<'a> Tuner<'a> {
             written: None,
             recheck: None,
         };
-        if candidates.is_empty() {
+        if proposed.candidates.is_empty() {
             return Ok(report);
         }
-        let (race, raced) = self.race(candidates, variants)?;
+        let (race, raced) = self.race(proposed.candidates, proposed.variants)?;
         report.race = Some(race);
         report.candidates = raced;
         let results: Vec<_> = report
@@ -226,12 +205,45 @@ impl<'a> Tuner<'a> {
         Ok(report)
     }
 
+    /// The candidates to race, each validated and made a variant: the operators', and the
+    /// author's when one is asked.
+    fn proposals(&mut self, diagnosis: &crate::tune::diagnose::Diagnosis) -> Result<Proposed, Error> {
+        let (mut proposed, suggestions) =
+            crate::tune::propose::propose(diagnosis, &self.dataset.catalog, self.args.max_candidates);
+        let mut not_proposed = Vec::new();
+        let mut authoring = None;
+        if let Some(author) = &self.author {
+            let authored = super::author::ask(
+                author,
+                diagnosis,
+                (&self.dataset, &self.split.training),
+                self.args.max_candidates,
+                &mut self.allowance,
+            )?;
+            proposed.extend(authored.candidates);
+            not_proposed = authored.failed;
+            authoring = Some(authored.spend);
+            crate::tune::propose::rank(&mut proposed, self.args.max_candidates);
+        }
+        let (candidates, variants, mut invalid) = self.variants_of(proposed)?;
+        invalid.extend(not_proposed);
+        Ok(Proposed {
+            candidates,
+            variants,
+            invalid,
+            suggestions,
+            authoring,
+        })
+    }
+
     /// The baseline's tally of the training trials: tune's own run of the base wording, or
     /// the trials of --from.
     fn baseline(&mut self) -> Result<(Phase, Tally), Error> {
         let training = self.split.training.clone();
         match &self.args.from {
             Some(from) => {
+                let training: std::collections::HashSet<&str> =
+                    training.iter().map(String::as_str).collect();
                 let mut tally = Tally::default();
                 let mut trials = 0;
                 // The run's first arm shown the base wording: a run of several providers is
@@ -241,7 +253,7 @@ impl<'a> Tuner<'a> {
                 crate::report::for_each_record(&results, &mut |r| {
                     if r.arm.variant == BASE_VARIANT
                         && r.dataset == self.dataset.name
-                        && training.contains(&r.case_id)
+                        && training.contains(r.case_id.as_str())
                         && *arm.get_or_insert_with(|| r.arm.clone()) == r.arm
                     {
                         trials += 1;
@@ -645,6 +657,15 @@ const MAX_INFRA_ERROR_RATE: f64 = 0.1;
 
 /// The candidates that passed validation, their variants, and why the others did not.
 type Proposals = (Vec<Candidate>, Vec<CatalogVariant>, Vec<String>);
+
+/// What goes into the race, and what the report says of the proposals.
+struct Proposed {
+    candidates: Vec<Candidate>,
+    variants: Vec<CatalogVariant>,
+    invalid: Vec<String>,
+    suggestions: Vec<crate::tune::propose::Suggestion>,
+    authoring: Option<crate::report::tune::Authoring>,
+}
 
 /// The tune's recorder as an observer of one phase: every trial, but not the phase's end, so
 /// the one cassette goes on through the next phase (tune closes it once).
