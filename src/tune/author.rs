@@ -99,7 +99,7 @@ pub fn prompt(
     let others: Vec<String> = diagnosis
         .confusions
         .iter()
-        .filter(|c| c.tools.iter().any(|t| *t == tool.name))
+        .filter(|c| c.tools.contains(&tool.name))
         .flat_map(|c| c.tools.iter().filter(|t| **t != tool.name))
         .filter_map(|name| catalog.get(name))
         .map(|o| format!("- `{}`: {}", o.name, o.description))

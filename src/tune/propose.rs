@@ -641,7 +641,10 @@ mod tests {
         let mut value_only = diagnosis();
         value_only.arg_failures.remove(0);
         let (cands, _) = propose(&value_only, &c, 10);
-        let f = cands.iter().find(|c| c.operator == Operator::Format).unwrap();
+        let f = cands
+            .iter()
+            .find(|c| c.operator == Operator::Format)
+            .unwrap();
         assert_eq!(f.edits[0].after, "Amount in minor units. At least 1.");
         assert_eq!(f.weight, 1);
         // The cap keeps the heaviest evidence.

@@ -11,6 +11,7 @@ use crate::decide::compare::sequential::{Rule, SequentialCompare, SequentialComp
 use crate::decide::race::{Race, RaceSpec};
 use crate::error::{Error, ExitCode};
 use crate::event::Observer;
+use crate::provider::cassette::CassetteHeader;
 use crate::record::{ArmId, BASE_VARIANT};
 use crate::report::Metric;
 use crate::report::tune::{
@@ -39,7 +40,7 @@ pub(super) struct Tuner<'a> {
     /// recording's did and asks only for recorded trials.
     replay: bool,
     /// --record: the cassette to create when the first phase starts, and its header.
-    to_record: Option<(PathBuf, crate::provider::cassette::CassetteHeader)>,
+    to_record: Option<(PathBuf, CassetteHeader)>,
     /// The one recorder of every phase.
     pub(super) recorder: Option<crate::provider::cassette::CassetteRecorder>,
     /// Rounds of the base wording tune's own baseline completed on every training case: the
@@ -86,21 +87,7 @@ impl<'a> Tuner<'a> {
             .collect();
         let split = crate::tune::split::split(&cases, args.seed, args.holdout_fraction)
             .map_err(|m| usage(&m))?;
-        let mut probe_args = phase_args(args, &dir, "probe", 1, None);
-        probe_args.record = args.record.clone();
-        probe_args.record_note = args.record_note.clone();
-        probe_args.force = args.force;
-        let probe = build_plan_of_cases(probe_args, env, Some(&split.training))?;
-        if probe.plan.arms.len() != 1 {
-            return Err(usage(&format!(
-                "tune runs against one provider; this plan has {} arms (name one with --provider)",
-                probe.plan.arms.len()
-            )));
-        }
-        let to_record = probe.record.as_ref().map(|rec| {
-            let header = probe.cassette_header(rec, std::time::SystemTime::now());
-            (rec.path.clone(), header)
-        });
+        let (probe, to_record) = probe(args, &dir, &split.training, env)?;
         if dir.exists() {
             return Err(usage(&format!(
                 "{} exists; give another --tune-id or --out",
@@ -207,9 +194,15 @@ impl<'a> Tuner<'a> {
 
     /// The candidates to race, each validated and made a variant: the operators', and the
     /// author's when one is asked.
-    fn proposals(&mut self, diagnosis: &crate::tune::diagnose::Diagnosis) -> Result<Proposed, Error> {
-        let (mut proposed, suggestions) =
-            crate::tune::propose::propose(diagnosis, &self.dataset.catalog, self.args.max_candidates);
+    fn proposals(
+        &mut self,
+        diagnosis: &crate::tune::diagnose::Diagnosis,
+    ) -> Result<Proposed, Error> {
+        let (mut proposed, suggestions) = crate::tune::propose::propose(
+            diagnosis,
+            &self.dataset.catalog,
+            self.args.max_candidates,
+        );
         let mut not_proposed = Vec::new();
         let mut authoring = None;
         if let Some(author) = &self.author {
@@ -599,6 +592,32 @@ impl<'a> Tuner<'a> {
             self.live_provider
         )
     }
+}
+
+/// The provider validated as `run` would on the training cases (a replay must hold the
+/// baseline's; nothing is sent), and with --record the cassette to create and its header.
+fn probe(
+    args: &TuneArgs,
+    dir: &Path,
+    training: &[String],
+    env: &(dyn Fn(&str) -> Option<String> + Sync),
+) -> Result<(RunSetup, Option<(PathBuf, CassetteHeader)>), Error> {
+    let mut probe_args = phase_args(args, dir, "probe", 1, None);
+    probe_args.record = args.record.clone();
+    probe_args.record_note = args.record_note.clone();
+    probe_args.force = args.force;
+    let probe = build_plan_of_cases(probe_args, env, Some(training))?;
+    if probe.plan.arms.len() != 1 {
+        return Err(usage(&format!(
+            "tune runs against one provider; this plan has {} arms (name one with --provider)",
+            probe.plan.arms.len()
+        )));
+    }
+    let to_record = probe.record.as_ref().map(|rec| {
+        let header = probe.cassette_header(rec, std::time::SystemTime::now());
+        (rec.path.clone(), header)
+    });
+    Ok((probe, to_record))
 }
 
 /// The `--author` provider, validated as `run` validates a provider (a key it needs, a price
