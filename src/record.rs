@@ -513,6 +513,37 @@ impl TrialRecord {
             cost: None,
         }
     }
+
+    /// Trial `trial` of case `case_id` under arm `p`/`m`/`variant`, scored right or wrong on
+    /// selection (and pass) alike: what the sequential comparisons' tests feed.
+    pub(crate) fn scored_for_test(case_id: &str, variant: &str, trial: u32, right: bool) -> Self {
+        let mut r = TrialRecord::for_test(case_id, Outcome::Pass, 1.0);
+        r.arm = ArmId::for_test(variant);
+        r.trial_index = trial;
+        r.score = Some(TrialScore {
+            selection_ok: right,
+            args_ok: None,
+            schema_ok: None,
+            passed: right,
+            failure: None,
+            detail: None,
+            schema_violations: Vec::new(),
+            arg_failures: None,
+        });
+        r
+    }
+}
+
+#[cfg(test)]
+impl ArmId {
+    /// Arm `p`/`m` shown `variant`.
+    pub(crate) fn for_test(variant: &str) -> Self {
+        ArmId {
+            variant: variant.to_owned(),
+            provider: "p".to_owned(),
+            model: "m".to_owned(),
+        }
+    }
 }
 
 #[cfg(test)]

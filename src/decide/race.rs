@@ -118,31 +118,14 @@ impl Observer for Race {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::{Outcome, TrialRecord, TrialScore};
+    use crate::record::TrialRecord;
 
     fn arm(variant: &str) -> ArmId {
-        ArmId {
-            variant: variant.to_owned(),
-            provider: "p".to_owned(),
-            model: "m".to_owned(),
-        }
+        ArmId::for_test(variant)
     }
 
     fn record(variant: &str, case: usize, trial: u32, right: bool) -> TrialRecord {
-        let mut r = TrialRecord::for_test(&format!("c{case}"), Outcome::Pass, 1.0);
-        r.arm = arm(variant);
-        r.trial_index = trial;
-        r.score = Some(TrialScore {
-            selection_ok: right,
-            args_ok: None,
-            schema_ok: None,
-            passed: right,
-            failure: None,
-            detail: None,
-            schema_violations: Vec::new(),
-            arg_failures: None,
-        });
-        r
+        TrialRecord::scored_for_test(&format!("c{case}"), variant, trial, right)
     }
 
     /// `good` is always right where the base never is; `same` answers as the base does.

@@ -254,14 +254,10 @@ impl Observer for SequentialCompare {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::{Outcome, TrialScore};
+    use crate::record::Outcome;
 
     fn arm(variant: &str) -> ArmId {
-        ArmId {
-            variant: variant.to_owned(),
-            provider: "p".to_owned(),
-            model: "m".to_owned(),
-        }
+        ArmId::for_test(variant)
     }
 
     fn spec(cases: usize, max_rounds: u32) -> SequentialCompareSpec {
@@ -281,27 +277,12 @@ mod tests {
     /// Trial `trial` of case `c{case}` under variant `variant`: scored right or wrong, or an
     /// infrastructure error (`None`).
     fn record(variant: &str, case: usize, trial: u32, ok: Option<bool>) -> TrialRecord {
-        let mut r = TrialRecord::for_test(
-            &format!("c{case}"),
-            if ok.is_some() {
-                Outcome::Pass
-            } else {
-                Outcome::Error
-            },
-            1.0,
-        );
-        r.arm = arm(variant);
-        r.trial_index = trial;
-        r.score = ok.map(|ok| TrialScore {
-            selection_ok: ok,
-            args_ok: None,
-            schema_ok: None,
-            passed: ok,
-            failure: None,
-            detail: None,
-            schema_violations: Vec::new(),
-            arg_failures: None,
-        });
+        let mut r =
+            TrialRecord::scored_for_test(&format!("c{case}"), variant, trial, ok == Some(true));
+        if ok.is_none() {
+            r.outcome = Outcome::Error;
+            r.score = None;
+        }
         r
     }
 
