@@ -277,9 +277,6 @@ fn an_edit_that_helps_only_on_training_cases_is_not_confirmed_or_written() {
     let server = FakeServer::start_in_background(fake(true));
     let dir = fake_project(&server.base_url, TOOLS, &cases(), &[]);
     let r = tune(dir.path(), &[]);
-    if std::env::var("TUNE_PEEK").is_ok() {
-        eprintln!("{}", r.transcript());
-    }
     let t = support::read_json(&dir.path().join("out/t/tune.json"));
     let outcome = t["outcome"].as_str().expect("outcome");
     assert!(
