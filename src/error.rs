@@ -196,6 +196,11 @@ impl Error {
         }
     }
 
+    /// Writing to a reader that stopped reading (`| head`): not an error to report.
+    pub fn is_broken_pipe(&self) -> bool {
+        matches!(self, Error::Io { source, .. } if source.kind() == std::io::ErrorKind::BrokenPipe)
+    }
+
     pub fn exit_code(&self) -> ExitCode {
         match self {
             Error::Input(_) => ExitCode::BadInput,

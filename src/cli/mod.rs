@@ -49,6 +49,7 @@ const EXIT_CODES_HELP: &str = "Exit codes:
   4    too many infrastructure errors to judge (--max-infra-error-rate), or
        trials lost
   130  interrupted (Ctrl-C, SIGTERM): the summary of completed trials is written
+  141  the output's reader stopped reading (`| head`): stopped quietly
 
 `toolscore help COMMAND` shows a command's flags in full;
 guides and reference: docs/README.md";

@@ -736,3 +736,33 @@ fn a_local_server_that_is_down_is_one_line_with_its_url_and_how_to_start_it() {
     }
     assert!(started.elapsed() < std::time::Duration::from_secs(20));
 }
+
+/// `toolscore run … 2>&1 | head -0`: the reader has closed the pipe before the first line, so
+/// every print fails; the run ends quietly with the status a SIGPIPE gives (141), never a
+/// panic (101) or "cannot write the report" (4).
+#[test]
+fn a_reader_that_stops_reading_ends_the_run_quietly() {
+    let out = tempfile::tempdir().expect("tempdir");
+    let (reader, writer) = std::io::pipe().expect("pipe");
+    // The pipe's only reader is gone before the process starts.
+    drop(reader);
+    let status = support::toolscore_command()
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        // `demo-priced` prints its cost estimate to stderr (eprintln!) before the run.
+        .args([
+            "run",
+            "--provider",
+            "demo-priced",
+            "--trials",
+            "3",
+            "--progress",
+            "off",
+            "--out",
+        ])
+        .arg(out.path())
+        .stdout(writer.try_clone().expect("clone"))
+        .stderr(writer)
+        .status()
+        .expect("run");
+    assert_eq!(status.code(), Some(141), "{status:?}");
+}
