@@ -289,7 +289,8 @@ pub struct TuneReport {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub author: Option<Authoring>,
     pub candidates: Vec<RacedCandidate>,
-    /// Proposals that failed validation, with why.
+    /// Proposals not raced, with why: failed validation, an author's answer tune could not
+    /// use, or left out by the budget.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub invalid: Vec<String>,
     pub suggestions: Vec<Suggestion>,

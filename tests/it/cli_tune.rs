@@ -312,11 +312,11 @@ fn a_budget_too_small_for_the_smallest_tune_is_refused_before_any_request() {
 fn a_tight_budget_shrinks_the_race_and_is_never_passed() {
     let server = FakeServer::start_in_background(fake(false));
     let dir = fake_project(&server.base_url, TOOLS, &cases(), &[]);
-    let r = tune(dir.path(), &["--budget-trials", "200"]);
+    let r = tune(dir.path(), &["--budget-trials", "130"]);
     assert!([0, 1, 3].contains(&r.code), "{}", r.transcript());
     let t = support::read_json(&dir.path().join("out/t/tune.json"));
     let sent = server.requests_seen();
-    assert!(sent <= 200, "{sent}");
+    assert!(sent <= 130, "{sent}");
     assert_eq!(
         t["baseline"]["trials"].as_u64().unwrap()
             + t["race"]["trials"].as_u64().unwrap()
@@ -325,11 +325,25 @@ fn a_tight_budget_shrinks_the_race_and_is_never_passed() {
     );
     assert!(
         r.stdout
-            .contains(&format!("spent {sent} trials of --budget-trials 200")),
+            .contains(&format!("spent {sent} trials of --budget-trials 130")),
         "{}",
         r.stdout
     );
-    let _: &Value = &t["race"];
+    // 130 trials pay for fewer candidates than were proposed: the others are named, not
+    // silently dropped.
+    let raced = t["candidates"].as_array().expect("candidates").len();
+    let left_out: Vec<&str> = t["invalid"]
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    assert!(raced < 3, "{raced}");
+    assert_eq!(left_out.len(), 3 - raced, "{left_out:?}");
+    assert!(
+        left_out
+            .iter()
+            .all(|l| l.contains(&format!("the budget pays for {raced} of 3 candidates"))),
+        "{left_out:?}"
+    );
 }
 
 #[test]

@@ -162,9 +162,10 @@ impl<'a> Tuner<'a> {
         if proposed.candidates.is_empty() {
             return Ok(report);
         }
-        let (race, raced) = self.race(proposed.candidates, proposed.variants)?;
+        let (race, raced, left_out) = self.race(proposed.candidates, proposed.variants)?;
         report.race = Some(race);
         report.candidates = raced;
+        report.invalid.extend(left_out);
         let results: Vec<_> = report
             .candidates
             .iter()
@@ -371,15 +372,25 @@ impl<'a> Tuner<'a> {
     }
 
     /// Races the candidates against the base on the training cases; each candidate with its
-    /// comparison and where it ended.
+    /// comparison and where it ended, and a line for each the budget left out.
     fn race(
         &mut self,
         mut candidates: Vec<Candidate>,
         mut variants: Vec<CatalogVariant>,
-    ) -> Result<(Phase, Vec<RacedCandidate>), Error> {
+    ) -> Result<(Phase, Vec<RacedCandidate>, Vec<String>), Error> {
         let (kept, rounds, allowed) =
             self.allowance
                 .race(candidates.len(), self.args.max_rounds, self.baseline_rounds);
+        let left_out: Vec<String> = candidates[kept..]
+            .iter()
+            .map(|c| {
+                format!(
+                    "{}: the budget pays for {kept} of {} candidates",
+                    c.id,
+                    candidates.len()
+                )
+            })
+            .collect();
         candidates.truncate(kept);
         variants.truncate(kept);
         let names: Vec<String> = variants.iter().map(|v| v.name.clone()).collect();
@@ -427,7 +438,7 @@ impl<'a> Tuner<'a> {
                 race: result,
             })
             .collect();
-        Ok((phase, raced))
+        Ok((phase, raced, left_out))
     }
 
     /// The finalist (combined candidates) against the base on the held-out cases only.
