@@ -70,8 +70,8 @@ pub struct TuneArgs {
     pub max_candidates: usize,
     /// The smallest improvement worth keeping: a candidate is dropped once the race rules out
     /// an improvement this large, and the confirmation says whether the held-out cases rule
-    /// out a difference this large either way. Ruling out 0.05 takes about four times the
-    /// trials 0.10 does.
+    /// out a difference this large either way. A smaller effect takes many more trials to
+    /// rule out.
     #[arg(help_heading = "Tuning", long, default_value_t = 0.1)]
     pub min_effect: f64,
     /// Confidence of every comparison.
