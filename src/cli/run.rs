@@ -461,8 +461,9 @@ pub(super) struct PhaseRun {
     pub spent: Option<f64>,
 }
 
-/// Feeds the first arm's trials in `results` of the plan's cases (within its trials) to the
-/// sinks and observers, and marks them done in the plan; how many, and what they cost.
+/// Feeds the first arm's trials in `results` of the plan's cases and scenarios (within its
+/// trials) to the sinks and observers, and marks them done in the plan; how many, and what
+/// they cost.
 fn carry(
     results: &std::path::Path,
     plan: &mut crate::runner::RunPlan,
@@ -470,10 +471,16 @@ fn carry(
     observers: &mut [&mut dyn crate::event::Observer],
 ) -> Result<(u64, f64), Error> {
     let arm = plan.arms[0].id();
+    // Units in plan order: the datasets' cases, then the scenarios.
+    let scenarios = plan
+        .scenarios
+        .iter()
+        .map(|s| (crate::record::SCENARIO_DATASET.to_owned(), s.name.clone()));
     let cases: std::collections::HashMap<(String, String), usize> = plan
         .datasets
         .iter()
         .flat_map(|d| d.cases.iter().map(move |c| (d.name.clone(), c.id.clone())))
+        .chain(scenarios)
         .enumerate()
         .map(|(i, key)| (key, i))
         .collect();

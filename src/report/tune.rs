@@ -21,13 +21,18 @@ pub enum SplitMethod {
     Seeded { seed: u64, fraction: f64 },
 }
 
-/// The training cases and the held-out ones, by case id, each in the dataset's order.
+/// The training cases and the held-out ones, by case id, each in the dataset's order; and
+/// the scenarios tuned with the dataset, split the same way, by name.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Split {
     #[serde(flatten)]
     pub method: SplitMethod,
     pub training: Vec<String>,
     pub holdout: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub training_scenarios: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub holdout_scenarios: Vec<String>,
 }
 
 /// Trials of one case where the model chose `chosen` though `expected` was right.
@@ -51,7 +56,9 @@ pub struct ConfusedPair {
     pub cases: Vec<CaseConfusion>,
 }
 
-/// Right-tool trials whose arguments failed in one way at one parameter.
+/// Arguments that failed in one way at one parameter: in right-tool trials of the cases
+/// (`cases`), or in scenario calls answered with a validation error (`scenarios`; then
+/// `count` counts calls, and `cases` is empty).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ParamFailure {
     pub tool: String,
@@ -60,6 +67,79 @@ pub struct ParamFailure {
     pub kind: ArgFailureKind,
     pub count: u64,
     pub cases: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scenarios: Vec<String>,
+}
+
+/// What the training scenarios' trajectories show about one tool: the calls the model
+/// repeated and the error results it did not recover from (as a scenario's retry and
+/// recovery rates count them, per tool).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolTrajectory {
+    pub tool: String,
+    /// Calls the model made to it.
+    pub calls: u64,
+    /// Calls repeating an earlier call of the same trial (equivalent arguments) whose latest
+    /// result was a success.
+    pub repeats_after_success: u64,
+    /// Calls repeating an earlier call whose latest result was an error.
+    pub repeats_after_error: u64,
+    /// Error results followed by another call to it.
+    pub recovery_chances: u64,
+    /// Of those, the next call had valid arguments different from the failed one.
+    pub recoveries: u64,
+    /// The scenarios with a repeat or a missed recovery of it.
+    pub scenarios: Vec<String>,
+}
+
+impl ToolTrajectory {
+    /// Whether anything here is worth an edit: a repeat or a missed recovery.
+    pub fn is_signal(&self) -> bool {
+        self.repeats_after_success + self.repeats_after_error > 0
+            || self.recoveries < self.recovery_chances
+    }
+
+    /// One line of the diagnosis: what the trajectories show about the tool.
+    pub fn line(&self) -> String {
+        let mut parts = Vec::new();
+        if self.repeats_after_success > 0 {
+            parts.push(format!(
+                "repeated a call that had succeeded {} time{}",
+                self.repeats_after_success,
+                plural(self.repeats_after_success)
+            ));
+        }
+        if self.repeats_after_error > 0 {
+            parts.push(format!(
+                "repeated a call that had failed {} time{}",
+                self.repeats_after_error,
+                plural(self.repeats_after_error)
+            ));
+        }
+        if self.recovery_chances > 0 {
+            parts.push(format!(
+                "recovered after {} of {} error results",
+                self.recoveries, self.recovery_chances
+            ));
+        }
+        format!(
+            "`{}` in scenarios ({}): {} over {} call{}",
+            self.tool,
+            self.scenarios.join(", "),
+            parts.join("; "),
+            self.calls,
+            plural(self.calls)
+        )
+    }
+}
+
+fn plural(n: u64) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+/// `1 case`, `3 cases`.
+fn counted(n: usize, noun: &str) -> String {
+    format!("{n} {noun}{}", plural(n as u64))
 }
 
 /// A lint finding on a tool the diagnosis implicates.
@@ -83,6 +163,14 @@ pub struct Diagnosis {
     /// Most frequent first.
     pub arg_failures: Vec<ParamFailure>,
     pub lint: Vec<LintNote>,
+    /// Judged training scenario trials of the base arm, and how many succeeded.
+    #[serde(default)]
+    pub scenario_trials: u64,
+    #[serde(default)]
+    pub scenario_passed: u64,
+    /// The tools with a repeat or a missed recovery in those trials, the most first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub trajectories: Vec<ToolTrajectory>,
 }
 
 /// The kind of edit a candidate makes.
@@ -130,6 +218,13 @@ pub struct Suggestion {
     pub rule: String,
     pub text: String,
     pub breaking: bool,
+}
+
+impl Suggestion {
+    /// `TOOL (RULE): TEXT`, as the reports list it.
+    pub fn line(&self) -> String {
+        format!("{} ({}): {}", self.tool, self.rule, self.text)
+    }
 }
 
 impl Split {
@@ -364,11 +459,11 @@ impl TuneReport {
                     (None, _) => " (not written)",
                 };
                 format!(
-                    "held-out confirmation: {said}{kept}: tuned − base in [{:+.3}, {:+.3}] at {:.0}% on {} held-out cases, {} rounds ({} B only, {} A only, {} alike)",
+                    "held-out confirmation: {said}{kept}: tuned − base in [{:+.3}, {:+.3}] at {:.0}% on {}, {} rounds ({} B only, {} A only, {} alike)",
                     h.lower,
                     h.upper,
                     (1.0 - h.alpha) * 100.0,
-                    h.cases,
+                    self.units(&self.split.holdout, &self.split.holdout_scenarios, "held-out "),
                     h.rounds,
                     h.counts.b_only,
                     h.counts.a_only,
@@ -389,8 +484,12 @@ impl TuneReport {
             .filter(|r| c.candidates.contains(&r.candidate.id))
             .map(|r| {
                 format!(
-                    "training (optimistic: these cases shaped the edit) {}: B − A in [{:+.3}, {:+.3}], {} rounds on {} cases",
-                    r.candidate.id, r.race.lower, r.race.upper, r.race.rounds, r.race.cases
+                    "training (optimistic: these cases shaped the edit) {}: B − A in [{:+.3}, {:+.3}], {} rounds on {}",
+                    r.candidate.id,
+                    r.race.lower,
+                    r.race.upper,
+                    r.race.rounds,
+                    self.units(&self.split.training, &self.split.training_scenarios, "")
                 )
             })
             .collect()
@@ -406,13 +505,42 @@ impl TuneReport {
 
     fn baseline_line(&self) -> String {
         let d = &self.diagnosis;
+        let scenarios = if d.scenario_trials > 0 {
+            format!(
+                "; {} of {} training scenario trials succeeded",
+                d.scenario_passed, d.scenario_trials
+            )
+        } else {
+            String::new()
+        };
         format!(
-            "baseline{}: {} ({} of {} training trials chose the right tool)",
+            "baseline{}: {} ({} of {} training trials chose the right tool{scenarios})",
             if self.baseline_given { " (--from)" } else { "" },
             self.baseline.run_dir,
             d.selection_right,
             d.scored_trials
         )
+    }
+
+    /// What the training scenarios' trajectories show, a line per tool (none without
+    /// scenarios).
+    pub fn trajectory_lines(&self) -> Vec<String> {
+        self.diagnosis
+            .trajectories
+            .iter()
+            .map(ToolTrajectory::line)
+            .collect()
+    }
+
+    /// `N cases` or, with scenarios, `N cases and M scenarios`, each noun after `adjective`.
+    fn units(&self, cases: &[String], scenarios: &[String], adjective: &str) -> String {
+        let cases = counted(cases.len(), &format!("{adjective}case"));
+        if self.split.training_scenarios.is_empty() && self.split.holdout_scenarios.is_empty() {
+            cases
+        } else {
+            let scenarios = counted(scenarios.len(), &format!("{adjective}scenario"));
+            format!("{cases} and {scenarios}")
+        }
     }
 
     fn written_lines(&self) -> Vec<String> {
@@ -433,10 +561,20 @@ impl TuneReport {
                 format!("a seeded split (--seed {seed}, --holdout-fraction {fraction})")
             }
         };
+        let s = &self.split;
+        if s.training_scenarios.is_empty() && s.holdout_scenarios.is_empty() {
+            return format!(
+                "{} training cases, {} held out ({how}); the held-out cases are never used to diagnose, propose or race",
+                s.training.len(),
+                s.holdout.len()
+            );
+        }
         format!(
-            "{} training cases, {} held out ({how}); the held-out cases are never used to diagnose, propose or race",
-            self.split.training.len(),
-            self.split.holdout.len()
+            "{} and {}, {} and {} held out ({how}, cases and scenarios apart); the held-out ones are never used to diagnose, propose or race; a case counts as right when the model chooses the right tool, a scenario when it succeeds",
+            counted(s.training.len(), "training case"),
+            counted(s.training_scenarios.len(), "training scenario"),
+            counted(s.holdout.len(), "case"),
+            counted(s.holdout_scenarios.len(), "scenario"),
         )
     }
 
@@ -464,6 +602,9 @@ pub fn render_tune(t: &TuneReport, w: &mut dyn Write) -> io::Result<()> {
     )?;
     writeln!(w, "  {}", t.split_line())?;
     writeln!(w, "  {}", t.baseline_line())?;
+    for line in t.trajectory_lines() {
+        writeln!(w, "  {line}")?;
+    }
     writeln!(w)?;
     writeln!(w, "{}", t.headline())?;
     for line in t.training_lines() {
@@ -498,7 +639,7 @@ pub fn render_tune(t: &TuneReport, w: &mut dyn Write) -> io::Result<()> {
         writeln!(w)?;
         writeln!(w, "for the author (not raced):")?;
         for s in &t.suggestions {
-            writeln!(w, "  {} ({}): {}", s.tool, s.rule, s.text)?;
+            writeln!(w, "  {}", s.line())?;
         }
     }
     writeln!(w)?;
@@ -521,6 +662,15 @@ pub fn render_tune_markdown(t: &TuneReport, w: &mut dyn Write) -> io::Result<()>
     writeln!(w)?;
     for line in t.training_lines().into_iter().chain(t.facts()) {
         writeln!(w, "- {line}")?;
+    }
+    let trajectories = t.trajectory_lines();
+    if !trajectories.is_empty() {
+        writeln!(w)?;
+        writeln!(w, "## Scenario signals")?;
+        writeln!(w)?;
+        for line in trajectories {
+            writeln!(w, "- {line}")?;
+        }
     }
     writeln!(w)?;
     writeln!(w, "## Candidates")?;

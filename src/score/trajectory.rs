@@ -245,36 +245,69 @@ fn check_answer(
     }
 }
 
+/// What one call of a trajectory shows about the model's handling of results: whether it
+/// repeats an earlier call, and, when its own result was an error, whether the model's next
+/// call to that tool recovered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct CallSignal {
+    /// It repeats an earlier call (same tool, equivalent arguments): `Some(true)` when that
+    /// call's latest result was an error, `Some(false)` when it was a success.
+    pub repeats_after_error: Option<bool>,
+    /// Its result was an error and a later call to the same tool followed: whether that next
+    /// call had valid arguments different from this one.
+    pub recovered: Option<bool>,
+}
+
+/// Each call's [`CallSignal`], in call order: the one source of the retry and recovery
+/// counts (a scenario's score, and tune's diagnosis per tool).
+pub fn call_signals(calls: &[ExecutedCall], validators: &ToolValidators) -> Vec<CallSignal> {
+    calls
+        .iter()
+        .enumerate()
+        .map(|(i, call)| {
+            // A retry repeats an earlier call; what it follows is that call's latest result.
+            let repeats_after_error = calls[..i]
+                .iter()
+                .rev()
+                .find(|p| p.tool == call.tool && same_arguments(p, call))
+                .map(|prev| prev.is_error);
+            let recovered = if call.is_error {
+                calls[i + 1..]
+                    .iter()
+                    .find(|n| n.tool == call.tool)
+                    .map(|next| {
+                        let valid = next.unparsed_arguments.is_none()
+                            && validators
+                                .validate(&next.tool, &next.arguments)
+                                .is_some_and(|v| v.is_empty());
+                        valid && !same_arguments(call, next)
+                    })
+            } else {
+                None
+            };
+            CallSignal {
+                repeats_after_error,
+                recovered,
+            }
+        })
+        .collect()
+}
+
 /// The retry, recovery and unscripted counts of a trajectory (everything but the verdict).
 fn call_counts(calls: &[ExecutedCall], validators: &ToolValidators) -> ScenarioScore {
     let mut s = ScenarioScore::default();
-    for (i, call) in calls.iter().enumerate() {
+    for (call, signal) in calls.iter().zip(call_signals(calls, validators)) {
         if call.kind == CallKind::Unscripted {
             s.unscripted_calls += 1;
         }
-        // A retry repeats an earlier call; what it follows is that call's latest result.
-        if let Some(prev) = calls[..i]
-            .iter()
-            .rev()
-            .find(|p| p.tool == call.tool && same_arguments(p, call))
-        {
-            if prev.is_error {
-                s.retries_after_error += 1;
-            } else {
-                s.retries_after_success += 1;
-            }
+        match signal.repeats_after_error {
+            Some(true) => s.retries_after_error += 1,
+            Some(false) => s.retries_after_success += 1,
+            None => {}
         }
-        if call.is_error
-            && let Some(next) = calls[i + 1..].iter().find(|n| n.tool == call.tool)
-        {
+        if let Some(recovered) = signal.recovered {
             s.recovery_chances += 1;
-            let valid = next.unparsed_arguments.is_none()
-                && validators
-                    .validate(&next.tool, &next.arguments)
-                    .is_some_and(|v| v.is_empty());
-            if valid && !same_arguments(call, next) {
-                s.recoveries += 1;
-            }
+            s.recoveries += u32::from(recovered);
         }
     }
     s

@@ -35,6 +35,7 @@ use crate::record::BASE_VARIANT;
 use crate::score::{Expectation, ToolPattern, ToolValidators};
 
 /// One catalog a dataset can be shown: the base, or an overlay of it.
+#[derive(Clone)]
 pub struct CatalogVariant {
     pub name: String,
     /// The overlay file; `None` for the base catalog.

@@ -49,7 +49,13 @@ pub fn weight(d: &Diagnosis, tool: &str) -> u64 {
         .filter(|f| f.tool == tool)
         .map(|f| f.count)
         .sum();
-    confused + failed
+    let trajectories: u64 = d
+        .trajectories
+        .iter()
+        .filter(|t| t.tool == tool)
+        .map(super::diagnose::trajectory_weight)
+        .sum();
+    confused + failed + trajectories
 }
 
 /// What went wrong with `tool`, a line each, quoting the training requests by `request_of`
@@ -79,12 +85,36 @@ fn what_went_wrong(
         }
     }
     for f in d.arg_failures.iter().filter(|f| f.tool == tool) {
-        lines.push(format!(
-            "- `{tool}.{}`: {} in {} trials that chose the right tool",
-            f.path,
-            f.kind.as_str(),
-            f.count
-        ));
+        lines.push(if f.scenarios.is_empty() {
+            format!(
+                "- `{tool}.{}`: {} in {} trials that chose the right tool",
+                f.path,
+                f.kind.as_str(),
+                f.count
+            )
+        } else {
+            format!(
+                "- `{tool}.{}`: {} in {} calls of multi-step conversations, answered with a validation error",
+                f.path,
+                f.kind.as_str(),
+                f.count
+            )
+        });
+    }
+    for t in d.trajectories.iter().filter(|t| t.tool == tool) {
+        if t.repeats_after_success > 0 {
+            lines.push(format!(
+                "- in multi-step conversations, called again with the same arguments after a success {} times",
+                t.repeats_after_success
+            ));
+        }
+        if t.recoveries < t.recovery_chances {
+            lines.push(format!(
+                "- in multi-step conversations, after {} of {} error results the next call sent the same arguments again or broke the schema",
+                t.recovery_chances - t.recoveries,
+                t.recovery_chances
+            ));
+        }
     }
     lines
 }
@@ -227,8 +257,7 @@ mod tests {
                     of: 4,
                 }],
             }],
-            arg_failures: Vec::new(),
-            lint: Vec::new(),
+            ..Diagnosis::default()
         }
     }
 
@@ -250,6 +279,36 @@ mod tests {
             "{content}"
         );
         assert_eq!(tools_to_rewrite(&diagnosis(), &c, 1), vec!["job_status"]);
+    }
+
+    #[test]
+    fn the_prompt_says_what_the_scenarios_show_and_they_weigh_in_the_choice_of_tools() {
+        let c = catalog();
+        let mut d = diagnosis();
+        d.trajectories = vec![crate::tune::diagnose::ToolTrajectory {
+            tool: "server_status".into(),
+            calls: 12,
+            repeats_after_success: 5,
+            repeats_after_error: 0,
+            recovery_chances: 1,
+            recoveries: 0,
+            scenarios: vec!["health".into()],
+        }];
+        let messages = prompt(c.get("server_status").unwrap(), &d, &c, &|_| None);
+        let Message::User { content } = &messages[1] else {
+            panic!("{messages:?}")
+        };
+        assert!(
+            content.contains("- in multi-step conversations, called again with the same arguments after a success 5 times"),
+            "{content}"
+        );
+        assert!(
+            content.contains("- in multi-step conversations, after 1 of 1 error results the next call sent the same arguments again or broke the schema"),
+            "{content}"
+        );
+        // 4 confusions + 5 repeats + 1 missed recovery outweigh job_status's 4 confusions.
+        assert_eq!(weight(&d, "server_status"), 10);
+        assert_eq!(tools_to_rewrite(&d, &c, 1), vec!["server_status"]);
     }
 
     #[test]

@@ -181,13 +181,23 @@ fn param_candidate(
             after,
         }],
         weight: failure.count,
-        evidence: vec![format!(
-            "`{}.{path}`: {} in {} right-tool trials (cases {})",
-            tool.name,
-            failure.kind.as_str(),
-            failure.count,
-            failure.cases.join(", ")
-        )],
+        evidence: vec![if failure.scenarios.is_empty() {
+            format!(
+                "`{}.{path}`: {} in {} right-tool trials (cases {})",
+                tool.name,
+                failure.kind.as_str(),
+                failure.count,
+                failure.cases.join(", ")
+            )
+        } else {
+            format!(
+                "`{}.{path}`: {} in {} scenario calls answered with a validation error (scenarios {})",
+                tool.name,
+                failure.kind.as_str(),
+                failure.count,
+                failure.scenarios.join(", ")
+            )
+        }],
     }
 }
 
@@ -243,31 +253,53 @@ fn defaults(tool_name: &str, diagnosis: &Diagnosis, catalog: &Catalog) -> Option
     })
 }
 
-/// Lint findings the author should act on by hand: renames (breaking) and unstated
-/// behaviour when a parameter is omitted.
+/// What the author should act on by hand: lint's renames (breaking) and unstated behaviour
+/// when a parameter is omitted; and what the scenarios show no operator can write, since
+/// only the author knows what a result holds or an error means.
 fn suggestions(diagnosis: &Diagnosis) -> Vec<Suggestion> {
-    diagnosis
-        .lint
-        .iter()
-        .filter_map(|n| {
-            let breaking = n.rule.starts_with("name-");
-            (breaking || n.rule == "optional-no-default").then(|| Suggestion {
-                tool: n.tool.clone(),
-                rule: n.rule.clone(),
-                text: if breaking {
-                    format!(
-                        "{} {} A rename is breaking: clients that call `{}` by name must change.",
-                        sentence(&n.message),
-                        n.fix,
-                        n.tool
-                    )
-                } else {
-                    format!("{} {}", sentence(&n.message), n.fix)
-                },
-                breaking,
-            })
+    let from_lint = diagnosis.lint.iter().filter_map(|n| {
+        let breaking = n.rule.starts_with("name-");
+        (breaking || n.rule == "optional-no-default").then(|| Suggestion {
+            tool: n.tool.clone(),
+            rule: n.rule.clone(),
+            text: if breaking {
+                format!(
+                    "{} {} A rename is breaking: clients that call `{}` by name must change.",
+                    sentence(&n.message),
+                    n.fix,
+                    n.tool
+                )
+            } else {
+                format!("{} {}", sentence(&n.message), n.fix)
+            },
+            breaking,
         })
-        .collect()
+    });
+    let from_scenarios = diagnosis.trajectories.iter().flat_map(|t| {
+        let scenarios = t.scenarios.join(", ");
+        let missed = t.recovery_chances - t.recoveries;
+        let repeated = (t.repeats_after_success > 0).then(|| Suggestion {
+            tool: t.tool.clone(),
+            rule: "repeated-call".to_owned(),
+            text: format!(
+                "The model called it again with the same arguments after a success {} time{} (scenarios {scenarios}). Say what one call returns, so the model need not ask again.",
+                t.repeats_after_success,
+                if t.repeats_after_success == 1 { "" } else { "s" }
+            ),
+            breaking: false,
+        });
+        let unrecovered = (missed > 0).then(|| Suggestion {
+            tool: t.tool.clone(),
+            rule: "no-recovery".to_owned(),
+            text: format!(
+                "After {missed} of {} error results the model's next call to it sent the same arguments again or broke its schema (scenarios {scenarios}). Say what it needs, and what its errors mean.",
+                t.recovery_chances
+            ),
+            breaking: false,
+        });
+        repeated.into_iter().chain(unrecovered)
+    });
+    from_lint.chain(from_scenarios).collect()
 }
 
 /// What a parameter's schema says that its description does not, in words; `None` when the
@@ -579,6 +611,7 @@ mod tests {
                     kind: ArgFailureKind::WrongType,
                     count: 3,
                     cases: vec!["r1".into()],
+                    scenarios: Vec::new(),
                 },
                 ParamFailure {
                     tool: "refund".into(),
@@ -586,6 +619,7 @@ mod tests {
                     kind: ArgFailureKind::WrongValue,
                     count: 1,
                     cases: vec!["r2".into()],
+                    scenarios: Vec::new(),
                 },
                 ParamFailure {
                     tool: "refund".into(),
@@ -593,9 +627,10 @@ mod tests {
                     kind: ArgFailureKind::MissingRequired,
                     count: 2,
                     cases: vec!["r3".into()],
+                    scenarios: Vec::new(),
                 },
             ],
-            lint: Vec::new(),
+            ..Diagnosis::default()
         }
     }
 
@@ -649,6 +684,48 @@ mod tests {
         assert_eq!(f.weight, 1);
         // The cap keeps the heaviest evidence.
         assert_eq!(propose(&diagnosis(), &c, 1).0.len(), 1);
+    }
+
+    #[test]
+    fn scenario_evidence_joins_the_format_edit_and_becomes_suggestions() {
+        let c = catalog();
+        let mut d = diagnosis();
+        d.arg_failures.push(ParamFailure {
+            tool: "refund".into(),
+            path: "amount_minor".into(),
+            kind: ArgFailureKind::WrongType,
+            count: 5,
+            cases: Vec::new(),
+            scenarios: vec!["refund-flow".into()],
+        });
+        d.trajectories = vec![crate::tune::diagnose::ToolTrajectory {
+            tool: "job_status".into(),
+            calls: 9,
+            repeats_after_success: 2,
+            repeats_after_error: 0,
+            recovery_chances: 3,
+            recoveries: 1,
+            scenarios: vec!["export".into()],
+        }];
+        let (cands, suggestions) = propose(&d, &c, 10);
+        let format = cands
+            .iter()
+            .find(|c| c.id == "format:refund.amount_minor")
+            .unwrap();
+        assert_eq!(format.weight, 3 + 1 + 5);
+        assert_eq!(
+            format.evidence.last().unwrap(),
+            "`refund.amount_minor`: wrong_type in 5 scenario calls answered with a validation error (scenarios refund-flow)"
+        );
+        let lines: Vec<String> = suggestions.iter().map(Suggestion::line).collect();
+        assert_eq!(
+            lines,
+            [
+                "job_status (repeated-call): The model called it again with the same arguments after a success 2 times (scenarios export). Say what one call returns, so the model need not ask again.",
+                "job_status (no-recovery): After 2 of 3 error results the model's next call to it sent the same arguments again or broke its schema (scenarios export). Say what it needs, and what its errors mean.",
+            ]
+        );
+        assert!(suggestions.iter().all(|s| !s.breaking));
     }
 
     #[test]

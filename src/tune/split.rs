@@ -20,43 +20,18 @@ pub struct SplitCase<'a> {
 /// `fraction`. Errors when either side would be empty (tune needs cases to learn from and
 /// cases to confirm on).
 pub fn split(cases: &[SplitCase<'_>], seed: u64, fraction: f64) -> Result<Split, String> {
-    let tagged = cases
-        .iter()
-        .any(|c| c.tags.iter().any(|t| t == HOLDOUT_TAG));
-    let (method, held): (SplitMethod, Vec<bool>) = if tagged {
-        (
-            SplitMethod::Tagged,
-            cases
-                .iter()
-                .map(|c| c.tags.iter().any(|t| t == HOLDOUT_TAG))
-                .collect(),
-        )
+    let (tagged, training, holdout) = sides(cases, seed, fraction);
+    let method = if tagged {
+        SplitMethod::Tagged
     } else {
-        let take = ((cases.len() as f64) * fraction).round() as usize;
-        let mut ranked: Vec<(u64, usize)> = cases
-            .iter()
-            .enumerate()
-            .map(|(i, c)| (rank(seed, c.id), i))
-            .collect();
-        ranked.sort_unstable();
-        let mut held = vec![false; cases.len()];
-        for &(_, i) in ranked.iter().take(take) {
-            held[i] = true;
-        }
-        (SplitMethod::Seeded { seed, fraction }, held)
-    };
-    let pick = |want: bool| -> Vec<String> {
-        cases
-            .iter()
-            .zip(&held)
-            .filter(|(_, h)| **h == want)
-            .map(|(c, _)| c.id.to_owned())
-            .collect()
+        SplitMethod::Seeded { seed, fraction }
     };
     let out = Split {
         method,
-        training: pick(false),
-        holdout: pick(true),
+        training,
+        holdout,
+        training_scenarios: Vec::new(),
+        holdout_scenarios: Vec::new(),
     };
     match (out.training.is_empty(), out.holdout.is_empty(), tagged) {
         (true, _, true) => {
@@ -70,6 +45,54 @@ pub fn split(cases: &[SplitCase<'_>], seed: u64, fraction: f64) -> Result<Split,
         )),
         _ => Ok(out),
     }
+}
+
+/// Splits the scenarios tuned with the dataset by the same rule, on their own (their tags, or
+/// the seed on their names): `(training, held out)`. Either side may be empty; the cases'
+/// split already holds both.
+pub fn split_scenarios(
+    scenarios: &[SplitCase<'_>],
+    seed: u64,
+    fraction: f64,
+) -> (Vec<String>, Vec<String>) {
+    let (_, training, holdout) = sides(scenarios, seed, fraction);
+    (training, holdout)
+}
+
+/// Whether any unit is tagged `holdout`, and the training and held-out ids, each in the
+/// given order: the tagged units, or the seeded `fraction`.
+fn sides(cases: &[SplitCase<'_>], seed: u64, fraction: f64) -> (bool, Vec<String>, Vec<String>) {
+    let tagged = cases
+        .iter()
+        .any(|c| c.tags.iter().any(|t| t == HOLDOUT_TAG));
+    let held: Vec<bool> = if tagged {
+        cases
+            .iter()
+            .map(|c| c.tags.iter().any(|t| t == HOLDOUT_TAG))
+            .collect()
+    } else {
+        let take = ((cases.len() as f64) * fraction).round() as usize;
+        let mut ranked: Vec<(u64, usize)> = cases
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (rank(seed, c.id), i))
+            .collect();
+        ranked.sort_unstable();
+        let mut held = vec![false; cases.len()];
+        for &(_, i) in ranked.iter().take(take) {
+            held[i] = true;
+        }
+        held
+    };
+    let pick = |want: bool| -> Vec<String> {
+        cases
+            .iter()
+            .zip(&held)
+            .filter(|(_, h)| **h == want)
+            .map(|(c, _)| c.id.to_owned())
+            .collect()
+    };
+    (tagged, pick(false), pick(true))
 }
 
 /// The rank of a case in the seeded split: the first 8 bytes of SHA-256 of `seed:id`.

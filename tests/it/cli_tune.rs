@@ -350,34 +350,58 @@ fn a_tight_budget_shrinks_the_race_and_is_never_passed() {
 fn a_recorded_tune_replays_offline_to_the_same_decisions() {
     let server = FakeServer::start_in_background(fake(false));
     let dir = fake_project(&server.base_url, TOOLS, &cases(), &[]);
-    let r = tune(dir.path(), &["--record", "tune.cassette.jsonl.gz"]);
-    assert_eq!(r.code, 0, "{}", r.transcript());
-    drop(server);
-    let cassette = format!(
-        "replay:{}",
-        dir.path().join("tune.cassette.jsonl.gz").display()
-    );
-    let replayed = toolscore(
-        dir.path(),
+    assert_a_recorded_tune_replays(dir.path(), server, &[]);
+}
+
+#[test]
+fn a_recorded_tune_with_scenarios_replays_offline_to_the_same_decisions() {
+    let server = FakeServer::start_in_background(scenario_fake());
+    let dir = fake_project(
+        &server.base_url,
+        TOOLS,
+        &cases(),
         &[
-            "tune",
-            "--provider",
-            &cassette,
-            "--trials",
-            "4",
-            "--max-rounds",
-            "20",
-            "--out",
-            "out",
-            "--tune-id",
-            "again",
-            "--progress",
-            "off",
+            ("scen/sc-a.yaml", &scenario("sc-a", false)),
+            ("scen/sc-b.yaml", &scenario("sc-b", false)),
+            ("scen/sc-c.yaml", &scenario("sc-c", true)),
         ],
     );
+    assert_a_recorded_tune_replays(
+        dir.path(),
+        server,
+        &["--dataset", "data", "--scenario", "scen"],
+    );
+}
+
+/// Records a tune with `suite` flags, stops the server, replays the cassette with the same
+/// flags: the same split, diagnosis, decisions and confirmation, and no infrastructure error.
+fn assert_a_recorded_tune_replays(dir: &Path, server: FakeServer, suite: &[&str]) {
+    let mut record = vec!["--record", "tune.cassette.jsonl.gz"];
+    record.extend_from_slice(suite);
+    let r = tune(dir, &record);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    drop(server);
+    let cassette = format!("replay:{}", dir.join("tune.cassette.jsonl.gz").display());
+    let mut args = vec![
+        "tune",
+        "--provider",
+        &cassette,
+        "--trials",
+        "4",
+        "--max-rounds",
+        "20",
+        "--out",
+        "out",
+        "--tune-id",
+        "again",
+        "--progress",
+        "off",
+    ];
+    args.extend_from_slice(suite);
+    let replayed = toolscore(dir, &args);
     assert_eq!(replayed.code, 0, "{}", replayed.transcript());
-    let a = support::read_json(&dir.path().join("out/t/tune.json"));
-    let b = support::read_json(&dir.path().join("out/again/tune.json"));
+    let a = support::read_json(&dir.join("out/t/tune.json"));
+    let b = support::read_json(&dir.join("out/again/tune.json"));
     for field in ["outcome", "split", "diagnosis"] {
         assert_eq!(a[field], b[field], "{field}");
     }
@@ -400,7 +424,7 @@ fn a_recorded_tune_replays_offline_to_the_same_decisions() {
     assert_eq!(a["confirmation"]["held_out"], b["confirmation"]["held_out"]);
     // Replay asks only for recorded trials: no infrastructure error anywhere.
     for phase in ["baseline", "race", "confirm"] {
-        let s = support::read_json(&dir.path().join(format!("out/again/{phase}/summary.json")));
+        let s = support::read_json(&dir.join(format!("out/again/{phase}/summary.json")));
         for arm in s["arms"].as_array().expect("arms") {
             assert_eq!(arm["infra"]["errors"], 0, "{phase}: {arm:#}");
         }
@@ -532,4 +556,279 @@ fn an_author_cannot_be_recorded_or_replayed() {
     );
     assert_eq!(server.requests_seen(), 0);
     assert!(!dir.path().join("x.cassette.jsonl").exists());
+}
+
+/// A refund scenario (`catalog: ../data`, the dataset's own catalog); `sc-c` is held out.
+fn scenario(name: &str, held: bool) -> String {
+    format!(
+        r#"description: Refund 12.50 of a payment.
+catalog: ../data
+max_steps: 4
+{tags}messages:
+  - role: user
+    content: "[{name}] refund 12.50 of payment pay_1"
+tools:
+  refund:
+    - result: {{status: pending}}
+expect:
+  sequence:
+    calls:
+      - tool: refund
+        args: {{amount_minor: 1250}}
+"#,
+        tags = if held { "tags: [holdout]\n" } else { "" }
+    )
+}
+
+/// The statement tune's format operator adds to `refund.amount_minor` on wrong_type evidence.
+const INTEGER: &str = "A JSON integer, not a string.";
+
+/// Fixtures as `fake(false)`, except that refunds are right; in a scenario the model sends the
+/// amount as a string unless the catalog says it is an integer, repeats the refused call once
+/// (no recovery), then gives up in text.
+fn scenario_fake() -> impl Fn(&support::FakeRequest) -> FakeResponse + Send + Sync {
+    let fixtures = fake(false);
+    move |req| {
+        let text = last_user_message(req).unwrap_or_default();
+        if !text.starts_with("[sc-") {
+            if text.contains("refund") {
+                return FakeResponse::ok(tool_call_body(&[(
+                    "refund",
+                    r#"{"amount_minor": 1250}"#,
+                )]));
+            }
+            return fixtures(req);
+        }
+        let results: Vec<&Value> = req.body["messages"]
+            .as_array()
+            .map(|m| m.iter().filter(|m| m["role"] == "tool").collect())
+            .unwrap_or_default();
+        let told = req.body["tools"].to_string().contains(INTEGER);
+        FakeResponse::ok(match results.len() {
+            0 if told => tool_call_body(&[("refund", r#"{"amount_minor": 1250}"#)]),
+            0 => tool_call_body(&[("refund", r#"{"amount_minor": "1250"}"#)]),
+            1 if results[0]["content"]
+                .to_string()
+                .contains("Invalid arguments") =>
+            {
+                tool_call_body(&[("refund", r#"{"amount_minor": "1250"}"#)])
+            }
+            1 => support::text_body("Refunded."),
+            _ => support::text_body("I could not refund it."),
+        })
+    }
+}
+
+#[test]
+fn scenarios_tuned_with_the_dataset_are_diagnosed_raced_and_held_out_like_cases() {
+    let server = FakeServer::start_in_background(scenario_fake());
+    let dir = fake_project(
+        &server.base_url,
+        TOOLS,
+        &cases(),
+        &[
+            ("scen/sc-a.yaml", &scenario("sc-a", false)),
+            ("scen/sc-b.yaml", &scenario("sc-b", false)),
+            ("scen/sc-c.yaml", &scenario("sc-c", true)),
+        ],
+    );
+    let r = tune(
+        dir.path(),
+        &[
+            "--dataset",
+            "data",
+            "--scenario",
+            "scen",
+            "--budget-trials",
+            "3000",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let t = support::read_json(&dir.path().join("out/t/tune.json"));
+    assert_eq!(
+        t["split"]["training_scenarios"],
+        serde_json::json!(["sc-a", "sc-b"])
+    );
+    assert_eq!(t["split"]["holdout_scenarios"], serde_json::json!(["sc-c"]));
+
+    // The diagnosis: 4 baseline trials of each training scenario, none succeeded; each made
+    // one refused call and repeated it, so refund has 8 repeats after an error and 8 missed
+    // recoveries; the refused arguments are a wrong_type at amount_minor, seen only there.
+    let d = &t["diagnosis"];
+    assert_eq!(
+        (d["scenario_trials"].as_u64(), d["scenario_passed"].as_u64()),
+        (Some(8), Some(0)),
+        "{d:#}"
+    );
+    let refund = &d["trajectories"][0];
+    assert_eq!(refund["tool"], "refund");
+    assert_eq!(
+        (
+            refund["calls"].as_u64(),
+            refund["repeats_after_error"].as_u64(),
+            refund["recovery_chances"].as_u64(),
+            refund["recoveries"].as_u64()
+        ),
+        (Some(16), Some(8), Some(8), Some(0)),
+        "{refund:#}"
+    );
+    let failure = d["arg_failures"]
+        .as_array()
+        .expect("arg_failures")
+        .iter()
+        .find(|f| f["tool"] == "refund")
+        .expect("the scenarios' refused arguments");
+    assert_eq!(
+        (
+            failure["path"].as_str(),
+            failure["kind"].as_str(),
+            failure["count"].as_u64()
+        ),
+        (Some("amount_minor"), Some("wrong_type"), Some(16))
+    );
+    assert_eq!(failure["scenarios"], serde_json::json!(["sc-a", "sc-b"]));
+
+    // The format edit comes from the scenarios alone (the fixtures' refunds are right), and
+    // only the scenarios can show it better: the race measured them.
+    let format = t["candidates"]
+        .as_array()
+        .expect("candidates")
+        .iter()
+        .find(|c| c["candidate"]["id"] == "format:refund.amount_minor")
+        .expect("a format candidate from the scenarios");
+    assert_eq!(format["status"], "better", "{format:#}");
+    assert!(
+        format["candidate"]["evidence"][0]
+            .as_str()
+            .unwrap()
+            .contains("16 scenario calls answered with a validation error (scenarios sc-a, sc-b)"),
+        "{format:#}"
+    );
+    let suggested: Vec<&str> = t["suggestions"]
+        .as_array()
+        .expect("suggestions")
+        .iter()
+        .map(|s| s["rule"].as_str().unwrap())
+        .collect();
+    assert!(suggested.contains(&"no-recovery"), "{suggested:?}");
+
+    // The held-out scenario reaches the confirmation only; the training ones never do.
+    for phase in ["baseline", "race"] {
+        assert!(!records(dir.path(), phase).iter().any(|(c, _)| c == "sc-c"));
+    }
+    let confirm = records(dir.path(), "confirm");
+    assert!(confirm.iter().any(|(c, v)| c == "sc-c" && v == "tuned"));
+    assert!(!confirm.iter().any(|(c, _)| c == "sc-a" || c == "sc-b"));
+    assert_eq!(
+        t["confirmation"]["held_out"]["cases"], 4,
+        "3 cases and 1 scenario"
+    );
+    let overlay = support::read_json(
+        &dir.path()
+            .join("data/variants")
+            .join(&variants_written(dir.path())[0]),
+    );
+    assert!(
+        overlay["tools"]["refund"]["properties"]["amount_minor"]
+            .as_str()
+            .unwrap()
+            .contains(INTEGER),
+        "{overlay:#}"
+    );
+    assert!(
+        r.stdout.contains(
+            "`refund` in scenarios (sc-a, sc-b): repeated a call that had failed 8 times; recovered after 0 of 8 error results over 16 calls"
+        ),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout
+            .contains("0 of 8 training scenario trials succeeded"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stdout
+            .contains("on 3 held-out cases and 1 held-out scenario,"),
+        "{}",
+        r.stdout
+    );
+}
+
+#[test]
+fn from_reads_a_run_s_scenario_trials_and_a_scenario_on_another_catalog_is_refused() {
+    let server = FakeServer::start_in_background(scenario_fake());
+    let other = r#"{"tools": [{"name": "refund", "description": "Refund a payment, in cents.",
+      "inputSchema": {"type": "object", "properties": {"amount_minor": {"type": "integer"}}}}]}"#;
+    let dir = fake_project(
+        &server.base_url,
+        TOOLS,
+        &cases(),
+        &[
+            ("scen/sc-a.yaml", &scenario("sc-a", false)),
+            ("scen/sc-b.yaml", &scenario("sc-b", false)),
+            ("scen/sc-c.yaml", &scenario("sc-c", true)),
+            (
+                "elsewhere/sc-d.yaml",
+                &scenario("sc-d", false).replace("catalog: ../data", "catalog: tools.json"),
+            ),
+            ("elsewhere/tools.json", other),
+        ],
+    );
+    let r = tune(
+        dir.path(),
+        &["--dataset", "data", "--scenario", "elsewhere/sc-d.yaml"],
+    );
+    assert_eq!(r.code, 2, "{}", r.transcript());
+    assert!(
+        r.stderr.contains(
+            "--scenario elsewhere/sc-d.yaml: it shows the model another catalog than dataset `data`"
+        ),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(server.requests_seen(), 0);
+
+    let run = toolscore(
+        dir.path(),
+        &[
+            "run",
+            "--dataset",
+            "data",
+            "--scenario",
+            "scen",
+            "--provider",
+            "fake",
+            "--trials",
+            "2",
+            "--out",
+            "runs",
+            "--run-id",
+            "weekly",
+            "--progress",
+            "off",
+        ],
+    );
+    assert!([0, 1].contains(&run.code), "{}", run.transcript());
+    let r = tune(
+        dir.path(),
+        &[
+            "--dataset",
+            "data",
+            "--scenario",
+            "scen",
+            "--from",
+            "runs/weekly",
+            "--budget-trials",
+            "3000",
+        ],
+    );
+    assert!([0, 1, 3].contains(&r.code), "{}", r.transcript());
+    let t = support::read_json(&dir.path().join("out/t/tune.json"));
+    // The run's two trials of each training scenario, not of the held-out one.
+    let d = &t["diagnosis"];
+    assert_eq!(d["scenario_trials"], 4, "{d:#}");
+    assert_eq!(d["trajectories"][0]["recovery_chances"], 4, "{d:#}");
+    assert_eq!(t["baseline"]["trials"], 9 * 2 + 4);
 }

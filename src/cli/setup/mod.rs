@@ -302,29 +302,37 @@ pub fn build_plan(
     args: RunArgs,
     env: &(dyn Fn(&str) -> Option<String> + Sync),
 ) -> Result<RunSetup, Error> {
-    build_plan_of_cases(args, env, None)
+    build_plan_of_units(args, env, None)
 }
 
-/// [`build_plan`] of only the cases `cases` names (by id) in each dataset, kept before any
-/// check that reads the cases (a replay's recordings): tune's phases each run a part of the
-/// dataset.
+/// Which units of the suite a plan keeps: cases by id in each dataset, scenarios by name.
+#[derive(Debug, Clone, Copy)]
+pub struct Units<'a> {
+    pub cases: &'a [String],
+    pub scenarios: &'a [String],
+}
+
+/// [`build_plan`] of only the cases and scenarios `units` names, kept before any check that
+/// reads them (a replay's recordings): tune's phases each run a part of the suite.
 // Long: every check of a run's setup in its order, each a call, before anything is sent.
-pub fn build_plan_of_cases(
+pub fn build_plan_of_units(
     args: RunArgs,
     env: &(dyn Fn(&str) -> Option<String> + Sync),
-    cases: Option<&[String]>,
+    units: Option<Units<'_>>,
 ) -> Result<RunSetup, Error> {
     let gates = super::gate::parse_gates(&args.gate.gates)?;
     let super::LoadedSuite {
         config,
         mut datasets,
-        scenarios,
+        mut scenarios,
     } = load_suite(&args.suite)?;
-    if let Some(keep) = cases {
-        let keep: std::collections::HashSet<&str> = keep.iter().map(String::as_str).collect();
+    if let Some(keep) = units {
+        let cases: std::collections::HashSet<&str> =
+            keep.cases.iter().map(String::as_str).collect();
         for d in &mut datasets {
-            d.cases.retain(|c| keep.contains(c.id.as_str()));
+            d.cases.retain(|c| cases.contains(c.id.as_str()));
         }
+        scenarios.retain(|s| keep.scenarios.contains(&s.name));
     }
     let defaults = &config.defaults;
 

@@ -20,6 +20,7 @@ use crate::report::tune::{TuneOutcome, TuneReport};
 
 mod author;
 mod phases;
+mod provider;
 
 use phases::Tuner;
 
@@ -189,11 +190,6 @@ pub fn run(args: &TuneArgs) -> Result<ExitCode, Error> {
 
 /// The flags' own rules, before anything is loaded; the formats chosen.
 fn checked(args: &TuneArgs) -> Result<Vec<Format>, Error> {
-    if !args.suite.scenarios.is_empty() {
-        return Err(usage(
-            "tune works on a dataset's fixtures; --scenario is not tuned (run it with `toolscore run`)",
-        ));
-    }
     if !(args.min_effect > 0.0 && args.min_effect < 1.0) {
         return Err(usage("--min-effect must be between 0 and 1 (e.g. 0.05)"));
     }

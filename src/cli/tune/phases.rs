@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::super::setup::{RunSetup, build_plan_of_cases};
+use super::super::setup::{RunSetup, Units, build_plan_of_units};
 use super::super::usage;
 use super::{TuneArgs, phase_args};
 use crate::decide::compare::sequential::{Rule, SequentialCompare, SequentialCompareSpec};
@@ -12,7 +12,7 @@ use crate::decide::race::{Race, RaceSpec};
 use crate::error::{Error, ExitCode};
 use crate::event::Observer;
 use crate::provider::cassette::CassetteHeader;
-use crate::record::{ArmId, BASE_VARIANT};
+use crate::record::{ArmId, BASE_VARIANT, SCENARIO_DATASET};
 use crate::report::Metric;
 use crate::report::tune::{
     CandidateStatus, Confirmation, Phase, RacedCandidate, TuneOutcome, TuneReport,
@@ -66,28 +66,12 @@ impl<'a> Tuner<'a> {
             None => format!("tune-{}", super::super::setup::new_run_id()),
         };
         let dir = args.out.join(&id);
-        let loaded = super::super::load_suite(&args.suite)?;
-        if loaded.datasets.len() != 1 || !loaded.scenarios.is_empty() {
-            return Err(usage(&format!(
-                "tune works on one dataset; this suite has {} datasets and {} scenarios (name one with --dataset)",
-                loaded.datasets.len(),
-                loaded.scenarios.len()
-            )));
-        }
-        let Some(dataset) = loaded.datasets.into_iter().next() else {
-            return Err(Error::Internal("a suite of one dataset has none".into()));
+        let (dataset, split) = dataset_and_split(args)?;
+        let training = Units {
+            cases: &split.training,
+            scenarios: &split.training_scenarios,
         };
-        let cases: Vec<SplitCase<'_>> = dataset
-            .cases
-            .iter()
-            .map(|c| SplitCase {
-                id: &c.id,
-                tags: &c.tags,
-            })
-            .collect();
-        let split = crate::tune::split::split(&cases, args.seed, args.holdout_fraction)
-            .map_err(|m| usage(&m))?;
-        let (probe, to_record) = probe(args, &dir, &split.training, env)?;
+        let (probe, to_record) = super::provider::probe(args, &dir, training, env)?;
         if dir.exists() {
             return Err(usage(&format!(
                 "{} exists; give another --tune-id or --out",
@@ -96,15 +80,18 @@ impl<'a> Tuner<'a> {
         }
         let arm = probe.plan.arms[0].id();
         let replay = probe.plan.arms[0].replay.is_some();
-        let live_provider = live_provider(args, &probe.plan.arms[0]);
+        let live_provider = super::provider::live_provider(args, &probe.plan.arms[0]);
         let author = match &args.author {
-            Some(name) => Some(author_arm(args, name, &dir, replay, env)?),
+            Some(name) => Some(super::provider::author_arm(args, name, &dir, replay, env)?),
             None => None,
         };
         let allowance = Allowance::new(
             args.budget_trials,
             args.max_cost,
-            (split.training.len() as u64, split.holdout.len() as u64),
+            (
+                (split.training.len() + split.training_scenarios.len()) as u64,
+                (split.holdout.len() + split.holdout_scenarios.len()) as u64,
+            ),
             args.from.is_none().then_some(args.trials),
         )
         .map_err(|m| usage(&m))?;
@@ -233,12 +220,12 @@ impl<'a> Tuner<'a> {
     /// The baseline's tally of the training trials: tune's own run of the base wording, or
     /// the trials of --from.
     fn baseline(&mut self) -> Result<(Phase, Tally), Error> {
-        let training = self.split.training.clone();
+        let training = self.keys(Side::Training);
+        let validators = self.dataset.validators.clone();
         match &self.args.from {
             Some(from) => {
-                let training: std::collections::HashSet<&str> =
-                    training.iter().map(String::as_str).collect();
-                let mut tally = Tally::default();
+                let units: std::collections::HashSet<&(String, String)> = training.iter().collect();
+                let mut tally = Tally::new(validators);
                 let mut trials = 0;
                 // The run's first arm shown the base wording: a run of several providers is
                 // diagnosed on one of them, never on their mixture.
@@ -246,8 +233,7 @@ impl<'a> Tuner<'a> {
                 let results = from.join("results.jsonl");
                 crate::report::for_each_record(&results, &mut |r| {
                     if r.arm.variant == BASE_VARIANT
-                        && r.dataset == self.dataset.name
-                        && training.contains(r.case_id.as_str())
+                        && units.contains(&(r.dataset.clone(), r.case_id.clone()))
                         && *arm.get_or_insert_with(|| r.arm.clone()) == r.arm
                     {
                         trials += 1;
@@ -284,10 +270,10 @@ impl<'a> Tuner<'a> {
             None => {
                 let trials = self.args.trials;
                 let allowed = self.allowance.baseline();
-                let mut tally = Tally::for_arm(self.arm.clone(), training.clone());
+                let mut tally = Tally::for_arm(self.arm.clone(), training.clone(), validators);
                 let phase = self.phase(
                     "baseline",
-                    (&training, None),
+                    (Side::Training, None),
                     Vec::new(),
                     (trials, allowed),
                     &mut tally,
@@ -408,11 +394,10 @@ impl<'a> Tuner<'a> {
                 .collect(),
             confidence: self.args.confidence,
             min_effect: self.args.min_effect,
-            cases: self.keys(&self.split.training),
+            cases: self.keys(Side::Training),
             max_rounds: rounds,
         })
         .ok_or_else(|| usage("--confidence leaves no valid error rate"))?;
-        let training = self.split.training.clone();
         // The race goes on from the baseline: the base arm's baseline trials are its first
         // rounds (tune's own baseline only: a --from run may have another model or settings).
         let carried = self
@@ -422,7 +407,7 @@ impl<'a> Tuner<'a> {
             .then(|| self.dir.join("baseline").join("results.jsonl"));
         let phase = self.phase(
             "race",
-            (&training, carried),
+            (Side::Training, carried),
             variants,
             (rounds, allowed),
             &mut race,
@@ -462,7 +447,6 @@ impl<'a> Tuner<'a> {
             .variant(name, &overlay, &self.dir.join("candidates"))?
             .map_err(|why| Error::Input(crate::error::InputError::new(why)))?;
         let (rounds, allowed) = self.allowance.confirm(self.args.max_rounds);
-        let holdout = self.split.holdout.clone();
         let mut compare = SequentialCompare::new(SequentialCompareSpec {
             arms: [
                 self.arm.clone(),
@@ -476,14 +460,14 @@ impl<'a> Tuner<'a> {
             rule: Rule::Compare {
                 min_effect: self.args.min_effect,
             },
-            cases: self.keys(&holdout),
+            cases: self.keys(Side::Holdout),
             holdout: Vec::new(),
             max_rounds: rounds,
         })
         .ok_or_else(|| usage("--confidence leaves no valid error rate"))?;
         let phase = self.phase(
             "confirm",
-            (&holdout, None),
+            (Side::Holdout, None),
             vec![variant],
             (rounds, allowed),
             &mut compare,
@@ -496,19 +480,43 @@ impl<'a> Tuner<'a> {
         Ok((confirmation, overlay))
     }
 
-    fn keys(&self, ids: &[String]) -> Vec<(String, String)> {
-        ids.iter()
-            .map(|id| (self.dataset.name.clone(), id.clone()))
-            .collect()
+    /// The cases and scenarios of one side of the split.
+    fn units(&self, side: Side) -> Units<'_> {
+        let s = &self.split;
+        match side {
+            Side::Training => Units {
+                cases: &s.training,
+                scenarios: &s.training_scenarios,
+            },
+            Side::Holdout => Units {
+                cases: &s.holdout,
+                scenarios: &s.holdout_scenarios,
+            },
+        }
     }
 
-    /// One phase: a run of the base and `variants` on `cases`, `trials` each, in
+    /// The `(dataset, case)` keys of one side's units, as records name them: the cases, then
+    /// the scenarios.
+    fn keys(&self, side: Side) -> Vec<(String, String)> {
+        let units = self.units(side);
+        let cases = units
+            .cases
+            .iter()
+            .map(|id| (self.dataset.name.clone(), id.clone()));
+        let scenarios = units
+            .scenarios
+            .iter()
+            .map(|name| (SCENARIO_DATASET.to_owned(), name.clone()));
+        cases.chain(scenarios).collect()
+    }
+
+    /// One phase: a run of the base and `variants` on one side's units, `trials` each, in
     /// TUNE_DIR/NAME, with `observer` watching, going on from the base trials of `carried` (a
     /// results.jsonl); it may send at most `allowed` trials.
     fn phase(
         &mut self,
         name: &str,
-        (cases, carried): (&[String], Option<PathBuf>),
+        (side, carried): (Side, Option<PathBuf>),
         variants: Vec<CatalogVariant>,
         (trials, allowed): (u32, Share),
         observer: &mut dyn Observer,
@@ -520,12 +528,12 @@ impl<'a> Tuner<'a> {
             run.trials = None;
             run.concurrency = Some(1);
         }
-        let mut setup = build_plan_of_cases(run, self.env, Some(cases))?;
+        let mut setup = build_plan_of_units(run, self.env, Some(self.units(side)))?;
         setup.plan.trials = setup.plan.trials.min(trials);
         add_variants(&mut setup, variants);
         // The base's rounds the baseline completed are carried, not sent.
         let free = match &carried {
-            Some(_) => cases.len() as u64 * u64::from(self.baseline_rounds.min(trials)),
+            Some(_) => self.keys(side).len() as u64 * u64::from(self.baseline_rounds.min(trials)),
             None => 0,
         };
         let to_send = setup.plan.planned_trials().saturating_sub(free);
@@ -605,80 +613,57 @@ impl<'a> Tuner<'a> {
     }
 }
 
-/// The provider validated as `run` would on the training cases (a replay must hold the
-/// baseline's; nothing is sent), and with --record the cassette to create and its header.
-fn probe(
-    args: &TuneArgs,
-    dir: &Path,
-    training: &[String],
-    env: &(dyn Fn(&str) -> Option<String> + Sync),
-) -> Result<(RunSetup, Option<(PathBuf, CassetteHeader)>), Error> {
-    let mut probe_args = phase_args(args, dir, "probe", 1, None);
-    probe_args.record = args.record.clone();
-    probe_args.record_note = args.record_note.clone();
-    probe_args.force = args.force;
-    let probe = build_plan_of_cases(probe_args, env, Some(training))?;
-    if probe.plan.arms.len() != 1 {
+/// The one dataset of the suite and the split of its cases and of the scenarios tuned with
+/// it; every scenario must show the model the dataset's own catalog.
+fn dataset_and_split(args: &TuneArgs) -> Result<(Dataset, Split), Error> {
+    let loaded = super::super::load_suite(&args.suite)?;
+    if loaded.datasets.len() != 1 {
         return Err(usage(&format!(
-            "tune runs against one provider; this plan has {} arms (name one with --provider)",
-            probe.plan.arms.len()
+            "tune works on one dataset; this suite has {} (name one with --dataset)",
+            loaded.datasets.len()
         )));
     }
-    let to_record = probe.record.as_ref().map(|rec| {
-        let header = probe.cassette_header(rec, std::time::SystemTime::now());
-        (rec.path.clone(), header)
-    });
-    Ok((probe, to_record))
-}
-
-/// The `--author` provider, validated as `run` validates a provider (a key it needs, a price
-/// with --max-cost). Live only: its answers are not recorded, so a tune with an author could
-/// not replay.
-fn author_arm(
-    args: &TuneArgs,
-    name: &str,
-    dir: &Path,
-    replay: bool,
-    env: &(dyn Fn(&str) -> Option<String> + Sync),
-) -> Result<crate::runner::Arm, Error> {
-    if replay || args.record.is_some() {
-        return Err(usage(
-            "--author cannot be recorded or replayed yet (its rewrites are not in the cassette); tune a live --provider without --record",
-        ));
+    let Some(dataset) = loaded.datasets.into_iter().next() else {
+        return Err(Error::Internal("a suite of one dataset has none".into()));
+    };
+    // A scenario is tuned with the dataset only when the model reads the dataset's own
+    // catalog in it (the same tools, word for word): the candidates edit that text.
+    for sc in &loaded.scenarios {
+        if sc
+            .catalogs
+            .first()
+            .is_none_or(|c| c.catalog.fingerprint != dataset.catalog.fingerprint)
+        {
+            return Err(usage(&format!(
+                "--scenario {}: it shows the model another catalog than dataset `{}` ({}); tune edits that catalog, so only scenarios with `catalog: {}` can measure its edits",
+                sc.file.display(),
+                dataset.name,
+                dataset.dir.display(),
+                dataset.dir.display()
+            )));
+        }
     }
-    let mut run = super::super::run::RunArgs::defaults();
-    run.suite = args.suite.clone();
-    run.providers = vec![name.to_owned()];
-    run.trials = Some(1);
-    run.max_cost = args.max_cost;
-    run.out = dir.to_owned();
-    run.run_id = Some("author".to_owned());
-    let setup = build_plan_of_cases(run, env, Some(&[]))?;
-    let mut arms = setup.plan.arms;
-    match (arms.len(), arms.first().is_some_and(|a| a.replay.is_some())) {
-        (1, false) => Ok(arms.remove(0)),
-        (_, true) => Err(usage("--author cannot be a replay: it must write new text")),
-        (n, _) => Err(usage(&format!(
-            "--author {name} names {n} providers; name one"
-        ))),
-    }
-}
-
-/// `--provider NAME` as given (or the arm's name); for a replay, the flags of the provider it
-/// recorded, since a replay cannot show the model a new variant.
-fn live_provider(args: &TuneArgs, arm: &crate::runner::Arm) -> String {
-    let s = &arm.settings;
-    if arm.replay.is_none() {
-        return args.provider.clone().unwrap_or_else(|| s.name.clone());
-    }
-    let mut flags = format!("{} --base-url {} --model {}", s.kind, s.base_url, s.model);
-    if let Some(t) = s.temperature {
-        flags.push_str(&format!(" --temperature {t}"));
-    }
-    if let Some(m) = s.max_tokens {
-        flags.push_str(&format!(" --max-tokens {m}"));
-    }
-    flags
+    let cases: Vec<SplitCase<'_>> = dataset
+        .cases
+        .iter()
+        .map(|c| SplitCase {
+            id: &c.id,
+            tags: &c.tags,
+        })
+        .collect();
+    let scenarios: Vec<SplitCase<'_>> = loaded
+        .scenarios
+        .iter()
+        .map(|s| SplitCase {
+            id: &s.name,
+            tags: &s.tags,
+        })
+        .collect();
+    let mut split = crate::tune::split::split(&cases, args.seed, args.holdout_fraction)
+        .map_err(|m| usage(&m))?;
+    (split.training_scenarios, split.holdout_scenarios) =
+        crate::tune::split::split_scenarios(&scenarios, args.seed, args.holdout_fraction);
+    Ok((dataset, split))
 }
 
 /// The share of a phase's trials that may end in infrastructure errors before tune stops: a
@@ -718,7 +703,8 @@ impl Observer for AcrossPhases<'_> {
 }
 
 /// A phase's plan: the base arm then one arm per variant (the same provider, live or
-/// replayed), no per-case trial counts (a round is one trial of every case).
+/// replayed), each variant shown in the dataset's cases and in its scenarios, no per-case or
+/// per-scenario trial counts (a round is one trial of every unit).
 fn add_variants(setup: &mut RunSetup, variants: Vec<CatalogVariant>) {
     let plan = &mut setup.plan;
     let base = plan.arms[0].clone();
@@ -728,9 +714,21 @@ fn add_variants(setup: &mut RunSetup, variants: Vec<CatalogVariant>) {
             ..base.clone()
         });
     }
+    for scenario in &mut plan.scenarios {
+        let s = Arc::make_mut(scenario);
+        s.trials = None;
+        s.catalogs.extend(variants.iter().cloned());
+    }
     let d = &mut plan.datasets[0];
     for c in &mut d.cases {
         c.trials = None;
     }
     d.variants.extend(variants);
+}
+
+/// The cases and scenarios tune learns from, or the ones it confirms on.
+#[derive(Debug, Clone, Copy)]
+enum Side {
+    Training,
+    Holdout,
 }

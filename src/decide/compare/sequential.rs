@@ -38,7 +38,8 @@ pub struct SequentialCompareSpec {
     pub confidence: f64,
     /// What the rounds decide.
     pub rule: Rule,
-    /// The visible cases, `(dataset, case id)`: every round holds each of them once.
+    /// The visible cases, `(dataset, case id)`: every round holds each of them once. A
+    /// scenario is a case of dataset `scenarios` (`SCENARIO_DATASET`), judged on its success.
     pub cases: Vec<(String, String)>,
     /// The cases tagged `holdout`, judged as a group of their own.
     pub holdout: Vec<(String, String)>,
@@ -209,7 +210,12 @@ impl SequentialCompare {
         let Some(&(group, case)) = self.index.get(&key) else {
             return false;
         };
-        let outcome = record.score.as_ref().and_then(|s| self.spec.metric.of(s));
+        // A scenario is judged on its success: the metric names a fixture's score.
+        let outcome = match (&record.score, &record.scenario) {
+            (Some(s), _) => self.spec.metric.of(s),
+            (None, Some(scenario)) => Some(scenario.passed),
+            (None, None) => None,
+        };
         self.groups[group].add(case, arm, record.trial_index, outcome, &self.judge);
         self.decided()
     }

@@ -8,7 +8,7 @@ use std::io::{self, Write};
 use minijinja::{Environment, UndefinedBehavior, value::Serde};
 use serde::Serialize;
 
-use super::super::tune::{CandidateStatus, TuneOutcome, TuneReport};
+use super::super::tune::{CandidateStatus, Suggestion, TuneOutcome, TuneReport};
 use super::super::{ComparisonVerdict, SequentialComparison};
 
 const TEMPLATE: &str = include_str!("../templates/tune.html");
@@ -26,6 +26,7 @@ struct Page {
     confirmation: Option<Interval>,
     training: Vec<String>,
     candidates: Vec<CandidateView>,
+    trajectories: Vec<String>,
     invalid: Vec<String>,
     suggestions: Vec<String>,
 }
@@ -129,12 +130,9 @@ fn page(t: &TuneReport) -> Page {
                     .collect(),
             })
             .collect(),
+        trajectories: t.trajectory_lines(),
         invalid: t.invalid.clone(),
-        suggestions: t
-            .suggestions
-            .iter()
-            .map(|s| format!("{} ({}): {}", s.tool, s.rule, s.text))
-            .collect(),
+        suggestions: t.suggestions.iter().map(Suggestion::line).collect(),
     }
 }
 

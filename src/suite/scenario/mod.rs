@@ -36,6 +36,7 @@ pub use crate::record::SCENARIO_DATASET;
 const MAX_STEPS_LIMIT: u32 = 64;
 
 /// A loaded, validated scenario.
+#[derive(Clone)]
 pub struct Scenario {
     /// The file stem: the scenario's id in records and reports.
     pub name: String,
@@ -60,6 +61,7 @@ pub struct Scenario {
 }
 
 /// A scenario's live server: a fresh session per trial executes `tools` (all when `None`).
+#[derive(Clone)]
 pub struct LiveTools {
     pub spec: LiveCatalogSpec,
     pub identity: ServerIdentity,
