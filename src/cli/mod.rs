@@ -106,9 +106,10 @@ pub enum Command {
     /// Improve descriptions from their trials; confirm on held-out cases
     ///
     /// Diagnoses the base wording on the training cases (confusions, argument failures,
-    /// lint), proposes small explained edits, races them against the base with sequential
-    /// paired comparisons, confirms the winner on held-out cases it never saw, and writes
-    /// DATASET/variants/tuned-DATE.json only when they say it is better.
+    /// lint; with --scenario, repeated calls and missed recoveries), proposes small explained
+    /// edits, races them against the base with sequential paired comparisons, confirms the
+    /// winner on held-out cases it never saw, and writes DATASET/variants/tuned-DATE.json only
+    /// when they say it is better.
     Tune(tune::TuneArgs),
     /// Trials and cases a precision or a gate needs, and what they cost
     ///

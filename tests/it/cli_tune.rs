@@ -735,6 +735,11 @@ fn scenarios_tuned_with_the_dataset_are_diagnosed_raced_and_held_out_like_cases(
             .contains(INTEGER),
         "{overlay:#}"
     );
+    support::assert_guide_quotes(
+        "docs/guides/tune-descriptions.md",
+        "toolscore tune --dataset data --scenario scen --provider fake",
+        &r.stdout,
+    );
     assert!(
         r.stdout.contains(
             "`refund` in scenarios (sc-a, sc-b): repeated a call that had failed 8 times; recovered after 0 of 8 error results over 16 calls"

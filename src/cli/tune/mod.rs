@@ -56,7 +56,7 @@ pub struct TuneArgs {
     #[arg(help_heading = "Tuning", long, value_name = "NAME")]
     pub author: Option<String>,
     /// An earlier run of the base wording to diagnose, instead of running a baseline: only
-    /// its trials of the training cases are read.
+    /// its trials of the training cases (and training scenarios) are read.
     #[arg(help_heading = "Tuning", long, value_name = "RUN_DIR")]
     pub from: Option<PathBuf>,
     /// Trials per training case of the baseline tune runs when there is no --from.
