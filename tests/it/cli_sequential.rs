@@ -322,3 +322,64 @@ fn the_suite_gate_stops_each_arm_at_the_round_it_decides() {
         gate["sequential"]
     );
 }
+
+#[test]
+fn a_recorded_sequential_run_replays_to_the_same_verdicts_at_any_concurrency() {
+    let server = FakeServer::start_in_background(known_rates());
+    let dir = project(&server, &["good", "bad", "good2"]);
+    let recorded = sequential(dir.path(), "rec", "60", &["--record", "seq.jsonl"]);
+    assert_eq!(recorded.code, 1, "{}", recorded.transcript());
+    drop(server);
+    // Cases passed, failed and inconclusive, and each case that did not pass with its trials.
+    let verdicts = |run_id: &str| -> Value {
+        let g = &summary(dir.path(), run_id)["gate"]["gates"][0];
+        let not_passed: Vec<Value> = g["not_passed"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .map(|c| serde_json::json!([c["case_id"], c["verdict"], c["n"]]))
+                    .collect()
+            })
+            .unwrap_or_default();
+        serde_json::json!([
+            g["passed_cases"],
+            g["failed_cases"],
+            g["inconclusive_cases"],
+            not_passed
+        ])
+    };
+    let want = verdicts("rec");
+    // Each case stopped at its own count: the replay must not cap them all at the fewest.
+    assert_eq!(want[0], 2, "{want}");
+    for concurrency in ["1", "8"] {
+        let replayed = toolscore(
+            dir.path(),
+            &[
+                "run",
+                "--provider",
+                "replay:seq.jsonl",
+                "--gate",
+                "pass>=0.8",
+                "--gate-level",
+                "case",
+                "--sequential",
+                "--concurrency",
+                concurrency,
+                "--out",
+                "out",
+                "--run-id",
+                concurrency,
+                "--progress",
+                "off",
+            ],
+        );
+        assert_eq!(replayed.code, 1, "{}", replayed.transcript());
+        assert_eq!(verdicts(concurrency), want, "--concurrency {concurrency}");
+        assert!(
+            replayed.stdout.contains("trials used: 44")
+                && replayed.stdout.contains("0 infrastructure errors"),
+            "{}",
+            replayed.stdout
+        );
+    }
+}

@@ -511,6 +511,85 @@ fn fewest_recorded(
     Ok((fewest, fewest_case))
 }
 
+/// A case-level sequential gate replayed: each case and scenario runs at most the trials
+/// every replayed arm recorded for it, so each case can stop where the recording's did (the
+/// gate decides each case after its own count) and none asks for a trial the recording lacks,
+/// whatever the concurrency; the plan's cap becomes the most any unit recorded. Nothing
+/// without a replay.
+pub(super) fn cap_to_recordings(
+    arms: &[Arm],
+    datasets: &mut [Dataset],
+    scenarios: &mut [Arc<Scenario>],
+    trials: &mut u32,
+) {
+    let replays: Vec<&Arm> = arms.iter().filter(|a| a.replay.is_some()).collect();
+    if replays.is_empty() {
+        return;
+    }
+    // The fewest trials any replayed arm recorded for a unit, its request hash per arm.
+    let fewest = |hash_of: &dyn Fn(&Arm) -> Option<String>| -> u32 {
+        replays
+            .iter()
+            .map(|a| match (&a.replay, hash_of(a)) {
+                (Some(cassette), Some(hash)) => cassette.recorded_trials(&hash),
+                _ => 0,
+            })
+            .min()
+            .unwrap_or(0)
+    };
+    let case_caps: Vec<Vec<u32>> = datasets
+        .iter()
+        .map(|d| {
+            d.cases
+                .iter()
+                .map(|c| {
+                    fewest(&|a: &Arm| {
+                        let v = d.variant(&a.variant)?;
+                        Some(crate::provider::request_hash(
+                            &a.settings,
+                            &v.messages(&c.messages),
+                            &v.catalog,
+                        ))
+                    })
+                })
+                .collect()
+        })
+        .collect();
+    let scenario_caps: Vec<u32> = scenarios
+        .iter()
+        .map(|sc| {
+            fewest(&|a: &Arm| {
+                let v = sc.catalog_for(&a.variant)?;
+                Some(crate::provider::request_hash(
+                    &a.settings,
+                    &sc.messages,
+                    &v.catalog,
+                ))
+            })
+        })
+        .collect();
+    let most = case_caps
+        .iter()
+        .flatten()
+        .chain(&scenario_caps)
+        .copied()
+        .max()
+        .unwrap_or(0);
+    *trials = (*trials).min(most).max(1);
+    for (d, caps) in datasets.iter_mut().zip(&case_caps) {
+        for (c, &have) in d.cases.iter_mut().zip(caps) {
+            if have < c.trials.unwrap_or(*trials) {
+                c.trials = Some(have);
+            }
+        }
+    }
+    for (sc, &have) in scenarios.iter_mut().zip(&scenario_caps) {
+        if have < sc.trials.unwrap_or(*trials) {
+            Arc::make_mut(sc).trials = Some(have);
+        }
+    }
+}
+
 /// A case asking for more trials (`"trials": N`) than a replayed cassette holds for it stops
 /// the run before it starts, as a missing recording does.
 pub(super) fn check_case_trials_recorded(arms: &[Arm], datasets: &[Dataset]) -> Result<(), Error> {

@@ -356,8 +356,11 @@ pub fn build_plan_of_units(
         check_record_path(path, args.force)?;
     }
 
-    let trials = trials_of(&args, defaults, fewest_recorded.as_ref())?;
+    let mut trials = trials_of(&args, defaults, fewest_recorded.as_ref())?;
     check_case_trials_recorded(&arms, &datasets)?;
+    if stops_each_case(&args) {
+        arms::cap_to_recordings(&arms, &mut datasets, &mut scenarios, &mut trials);
+    }
     let sequential = sequential_spec(&args, defaults, &gates, trials, &datasets)?;
     let sequential_compare = sequential_compare_spec(&args, defaults, &arms, trials, &datasets)?;
     check_budget(&args, &config, &arms)?;
@@ -498,15 +501,27 @@ fn build_arms(
     Ok((arms, fewest_recorded))
 }
 
+/// Whether the run's sequential design stops each case on its own (case-level gates), so a
+/// recording of it holds a different number of trials per case.
+fn stops_each_case(args: &RunArgs) -> bool {
+    args.gate.sequential
+        && !args.gate.gates.is_empty()
+        && args.gate.gate_level == crate::report::GateLevel::Case
+}
+
 /// `--trials` (or `--max-trials`), else a replay's fewest recordings, else the default; a
-/// replay cannot be asked for more trials than it recorded.
+/// replay cannot be asked for more trials than it recorded. A replayed case-level sequential
+/// gate instead runs each case up to its own recordings (`arms::cap_to_recordings`): the
+/// recorded run stopped its cases at different counts.
 fn trials_of(
     args: &RunArgs,
     defaults: &crate::suite::Defaults,
     fewest_recorded: Option<&FewestRecorded>,
 ) -> Result<u32, Error> {
+    let each_case = stops_each_case(args);
     let trials = match (fewest_recorded, args.trials.or(args.max_trials)) {
         (_, Some(t)) => t,
+        (Some(_), None) if each_case => DEFAULT_MAX_TRIALS,
         (Some((fewest, _, _)), None) => *fewest,
         (None, None) if args.gate.sequential => DEFAULT_MAX_TRIALS,
         (None, None) => defaults.trials.unwrap_or(50),
@@ -516,6 +531,7 @@ fn trials_of(
     }
     if let Some((fewest, hint, _)) = fewest_recorded
         && trials > *fewest
+        && !each_case
     {
         return Err(InputError::new(format!(
             "--trials {trials} needs {trials} recordings per case, but {hint}"

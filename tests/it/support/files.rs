@@ -72,13 +72,15 @@ pub fn project_copy() -> tempfile::TempDir {
     dir
 }
 
-/// The lines of the `console` block after `command` in a guide appear in `actual`, in order
-/// (a line `…` stands for lines left out): the guide quotes what the command prints.
+/// The lines of the `console` block after the last mention of `command` in a guide appear in
+/// `actual`, in order (a line `…` stands for lines left out): the guide quotes what the
+/// command prints. The last mention, because a guide may give the command first and name it
+/// again where it shows the output.
 pub fn assert_guide_quotes(page: &str, command: &str, actual: &str) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let text = std::fs::read_to_string(root.join(page)).expect("the guide");
     let after = &text[text
-        .find(command)
+        .rfind(command)
         .unwrap_or_else(|| panic!("{page} runs no `{command}`"))..];
     let block = after
         .split("```console\n")
