@@ -60,6 +60,57 @@ pub struct CassetteHeader {
     /// JSON), and the report says which form they were made with.
     #[serde(default)]
     pub requests_as_written: bool,
+    /// tune's `--author`, when its requests are recorded here beside the trials: what a replay
+    /// needs to hash and decode them as they were sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub author: Option<RecordedProvider>,
+}
+
+/// A provider whose requests a cassette holds besides its own (tune's `--author`): its name
+/// and everything its request hash and decoder read. Never a key.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecordedProvider {
+    pub name: String,
+    pub provider_kind: ProviderKind,
+    pub model: String,
+    pub base_url: String,
+    pub temperature: Option<f64>,
+    pub max_tokens: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_choice: Option<super::ToolChoice>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parallel_tool_calls: Option<bool>,
+}
+
+impl RecordedProvider {
+    pub fn of(s: &super::ProviderSettings) -> RecordedProvider {
+        RecordedProvider {
+            name: s.name.clone(),
+            provider_kind: s.kind,
+            model: s.model.clone(),
+            base_url: s.base_url.clone(),
+            temperature: s.temperature,
+            max_tokens: s.max_tokens,
+            tool_choice: s.tool_choice,
+            parallel_tool_calls: s.parallel_tool_calls,
+        }
+    }
+
+    /// Settings that prepare the recorded requests (the same hashes) and decode their answers.
+    pub fn settings(&self) -> super::ProviderSettings {
+        let mut s = super::ProviderSettings::new(
+            self.provider_kind,
+            &self.name,
+            self.base_url.clone(),
+            self.model.clone(),
+        );
+        s.temperature = self.temperature;
+        s.max_tokens = self.max_tokens;
+        s.tool_choice = self.tool_choice;
+        s.parallel_tool_calls = self.parallel_tool_calls;
+        s
+    }
 }
 
 /// One recorded trial.
@@ -190,6 +241,20 @@ impl CassetteRecorder {
 }
 
 impl CassetteRecorder {
+    /// Records one exchange made outside a run (tune's author requests) as trial 0, step 0 of
+    /// conversation `request_hash`, under `(dataset, case_id)`.
+    pub fn record_exchange(
+        &mut self,
+        (dataset, case_id): (&str, &str),
+        request_hash: &str,
+        step: &crate::event::RawStep,
+    ) -> Result<(), Error> {
+        match &mut self.writer {
+            Some(w) => write_step(w, (request_hash, dataset, case_id, 0), step),
+            None => Ok(()),
+        }
+    }
+
     /// Writes what is pending and closes the cassette, for a recorder that outlives one run
     /// (tune's phases): a run's own recorder closes at its `Finished` event.
     pub fn finish(mut self) -> Result<(), Error> {
@@ -212,37 +277,13 @@ impl Observer for CassetteRecorder {
                     return Ok(Control::Continue);
                 };
                 for step in *raw {
-                    let (body, error) = match &step.response {
-                        RawResponse::Body(b) => {
-                            (Some(String::from_utf8_lossy(b).into_owned()), None)
-                        }
-                        RawResponse::Error {
-                            class,
-                            status,
-                            message,
-                        } => (
-                            None,
-                            Some(RecordedError {
-                                class: *class,
-                                status: *status,
-                                message: message.clone(),
-                            }),
-                        ),
-                    };
-                    let entry = CassetteEntry {
-                        request_hash: record.request_hash.clone(),
-                        dataset: record.dataset.clone(),
-                        case_id: record.case_id.clone(),
-                        trial_index: record.trial_index,
-                        step: step.step,
-                        attempts: step.attempts,
-                        latency_ms: step.latency_ms,
-                        body,
-                        error,
-                    };
-                    w.append(&entry).map_err(|e| {
-                        Error::io(format!("cannot write cassette {}", w.path().display()), e)
-                    })?;
+                    let key = (
+                        record.request_hash.as_str(),
+                        record.dataset.as_str(),
+                        record.case_id.as_str(),
+                        record.trial_index,
+                    );
+                    write_step(w, key, step)?;
                 }
             }
             RunEvent::Finished(_) => {
@@ -260,6 +301,42 @@ impl Observer for CassetteRecorder {
     fn wants_raw(&self) -> bool {
         true
     }
+}
+
+/// Appends one step's entry: `(request hash, dataset, case id, trial)` and what it got.
+fn write_step(
+    w: &mut CassetteWriter,
+    (request_hash, dataset, case_id, trial_index): (&str, &str, &str, u32),
+    step: &crate::event::RawStep,
+) -> Result<(), Error> {
+    let (body, error) = match &step.response {
+        RawResponse::Body(b) => (Some(String::from_utf8_lossy(b).into_owned()), None),
+        RawResponse::Error {
+            class,
+            status,
+            message,
+        } => (
+            None,
+            Some(RecordedError {
+                class: *class,
+                status: *status,
+                message: message.clone(),
+            }),
+        ),
+    };
+    let entry = CassetteEntry {
+        request_hash: request_hash.to_owned(),
+        dataset: dataset.to_owned(),
+        case_id: case_id.to_owned(),
+        trial_index,
+        step: step.step,
+        attempts: step.attempts,
+        latency_ms: step.latency_ms,
+        body,
+        error,
+    };
+    w.append(&entry)
+        .map_err(|e| Error::io(format!("cannot write cassette {}", w.path().display()), e))
 }
 
 /// A loaded cassette, indexed by conversation (opening request hash), then (trial, step).
@@ -624,6 +701,7 @@ mod tests {
             tool_choice: None,
             parallel_tool_calls: None,
             requests_as_written: true,
+            author: None,
         }
     }
 

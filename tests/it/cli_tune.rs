@@ -493,20 +493,7 @@ fn the_guide_s_tune_replays_the_shipped_recording() {
 #[test]
 fn an_author_rewrite_races_beside_the_operators_and_never_sees_a_held_out_case() {
     let prompts = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
-    let seen = std::sync::Arc::clone(&prompts);
-    let model = fake(false);
-    let server = FakeServer::start_in_background(move |req| {
-        if req.body.get("tools").is_some() {
-            return model(req);
-        }
-        seen.lock()
-            .expect("lock")
-            .push(req.body["messages"].to_string());
-        let rewrite = serde_json::json!({
-            "description": format!("Health of the billing service only; for an export job's progress, {PHRASE}.")
-        });
-        support::FakeResponse::ok(support::text_body(&rewrite.to_string()))
-    });
+    let server = FakeServer::start_in_background(with_author(std::sync::Arc::clone(&prompts)));
     let dir = fake_project(&server.base_url, TOOLS, &cases(), &[]);
     let r = tune(dir.path(), &["--author", "fake", "--budget-trials", "1500"]);
     assert_eq!(r.code, 0, "{}", r.transcript());
@@ -539,23 +526,74 @@ fn an_author_rewrite_races_beside_the_operators_and_never_sees_a_held_out_case()
     );
 }
 
+/// `fake(false)` for trials (requests with tools); as the author (a request without tools),
+/// a rewrite of `server_status` carrying PHRASE, each prompt kept in `prompts`.
+fn with_author(
+    prompts: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+) -> impl Fn(&support::FakeRequest) -> FakeResponse + Send + Sync {
+    let model = fake(false);
+    move |req| {
+        if req.body.get("tools").is_some() {
+            return model(req);
+        }
+        prompts
+            .lock()
+            .expect("lock")
+            .push(req.body["messages"].to_string());
+        let rewrite = serde_json::json!({
+            "description": format!("Health of the billing service only; for an export job's progress, {PHRASE}.")
+        });
+        support::FakeResponse::ok(support::text_body(&rewrite.to_string()))
+    }
+}
+
 #[test]
-fn an_author_cannot_be_recorded_or_replayed() {
-    let server = FakeServer::start_in_background(fake(false));
+fn an_author_s_rewrites_are_recorded_and_replayed_with_the_tune() {
+    let prompts = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let server = FakeServer::start_in_background(with_author(std::sync::Arc::clone(&prompts)));
     let dir = fake_project(&server.base_url, TOOLS, &cases(), &[]);
-    let r = tune(
-        dir.path(),
-        &["--author", "fake", "--record", "x.cassette.jsonl"],
-    );
-    assert_eq!(r.code, 2, "{}", r.transcript());
+    assert_a_recorded_tune_replays(dir.path(), server, &["--author", "fake"]);
+    let t = support::read_json(&dir.path().join("out/again/tune.json"));
     assert!(
-        r.stderr
-            .contains("--author cannot be recorded or replayed yet"),
-        "{}",
-        r.stderr
+        t["candidates"]
+            .as_array()
+            .expect("candidates")
+            .iter()
+            .any(|c| c["candidate"]["id"] == "author:server_status"),
+        "{t:#}"
     );
-    assert_eq!(server.requests_seen(), 0);
-    assert!(!dir.path().join("x.cassette.jsonl").exists());
+    let asked = prompts.lock().expect("lock").len() as u64;
+    assert!(asked > 0);
+    assert_eq!(t["author"]["requests"].as_u64(), Some(asked), "{t:#}");
+
+    // The recording names its author: another, or none, is refused before anything runs.
+    let cassette = format!(
+        "replay:{}",
+        dir.path().join("tune.cassette.jsonl.gz").display()
+    );
+    for (author, says) in [
+        (
+            Some("someone"),
+            "recorded the rewrites of author `fake`; replay it with --author fake",
+        ),
+        (None, "was recorded with --author fake"),
+    ] {
+        let mut args = vec![
+            "tune",
+            "--provider",
+            &cassette,
+            "--out",
+            "out",
+            "--progress",
+            "off",
+        ];
+        if let Some(a) = author {
+            args.extend(["--author", a]);
+        }
+        let r = toolscore(dir.path(), &args);
+        assert_eq!(r.code, 2, "{}", r.transcript());
+        assert!(r.stderr.contains(says), "{}", r.stderr);
+    }
 }
 
 /// A refund scenario (`catalog: ../data`, the dataset's own catalog); `sc-c` is held out.

@@ -189,6 +189,7 @@ impl RunSetup {
             tool_choice: s.tool_choice,
             parallel_tool_calls: s.parallel_tool_calls,
             requests_as_written: true,
+            author: None,
             base_url: s.base_url.clone(),
             recorded_at: humantime::format_rfc3339_seconds(started).to_string(),
             toolscore_version: env!("CARGO_PKG_VERSION").to_owned(),
@@ -499,46 +500,6 @@ fn build_arms(
         }
     }
     Ok((arms, fewest_recorded))
-}
-
-/// Whether the run's sequential design stops each case on its own (case-level gates), so a
-/// recording of it holds a different number of trials per case.
-fn stops_each_case(args: &RunArgs) -> bool {
-    args.gate.sequential
-        && !args.gate.gates.is_empty()
-        && args.gate.gate_level == crate::report::GateLevel::Case
-}
-
-/// `--trials` (or `--max-trials`), else a replay's fewest recordings, else the default; a
-/// replay cannot be asked for more trials than it recorded. A replayed case-level sequential
-/// gate instead runs each case up to its own recordings (`arms::cap_to_recordings`): the
-/// recorded run stopped its cases at different counts.
-fn trials_of(
-    args: &RunArgs,
-    defaults: &crate::suite::Defaults,
-    fewest_recorded: Option<&FewestRecorded>,
-) -> Result<u32, Error> {
-    let each_case = stops_each_case(args);
-    let trials = match (fewest_recorded, args.trials.or(args.max_trials)) {
-        (_, Some(t)) => t,
-        (Some(_), None) if each_case => DEFAULT_MAX_TRIALS,
-        (Some((fewest, _, _)), None) => *fewest,
-        (None, None) if args.gate.sequential => DEFAULT_MAX_TRIALS,
-        (None, None) => defaults.trials.unwrap_or(50),
-    };
-    if trials == 0 {
-        return Err(usage("--trials must be at least 1"));
-    }
-    if let Some((fewest, hint, _)) = fewest_recorded
-        && trials > *fewest
-        && !each_case
-    {
-        return Err(InputError::new(format!(
-            "--trials {trials} needs {trials} recordings per case, but {hint}"
-        ))
-        .into());
-    }
-    Ok(trials)
 }
 
 /// The `--variant`s, each present in every dataset; `base` when none is given.

@@ -1,4 +1,5 @@
-//! How the trials are taken: `--shard i/n`, `--batch`, and the sequential gate's budget.
+//! How the trials are taken: how many (`--trials`, or what a replay holds), `--shard i/n`,
+//! `--batch`, and the sequential gate's budget.
 
 use super::*;
 
@@ -177,4 +178,44 @@ pub(in crate::cli) fn sequential_gate(
         })
         .collect();
     Ok(SequentialGate::new(spec, cases, case_gates))
+}
+
+/// Whether the run's sequential design stops each case on its own (case-level gates), so a
+/// recording of it holds a different number of trials per case.
+pub(super) fn stops_each_case(args: &RunArgs) -> bool {
+    args.gate.sequential
+        && !args.gate.gates.is_empty()
+        && args.gate.gate_level == crate::report::GateLevel::Case
+}
+
+/// `--trials` (or `--max-trials`), else a replay's fewest recordings, else the default; a
+/// replay cannot be asked for more trials than it recorded. A replayed case-level sequential
+/// gate instead runs each case up to its own recordings (`arms::cap_to_recordings`): the
+/// recorded run stopped its cases at different counts.
+pub(super) fn trials_of(
+    args: &RunArgs,
+    defaults: &crate::suite::Defaults,
+    fewest_recorded: Option<&FewestRecorded>,
+) -> Result<u32, Error> {
+    let each_case = stops_each_case(args);
+    let trials = match (fewest_recorded, args.trials.or(args.max_trials)) {
+        (_, Some(t)) => t,
+        (Some(_), None) if each_case => DEFAULT_MAX_TRIALS,
+        (Some((fewest, _, _)), None) => *fewest,
+        (None, None) if args.gate.sequential => DEFAULT_MAX_TRIALS,
+        (None, None) => defaults.trials.unwrap_or(50),
+    };
+    if trials == 0 {
+        return Err(usage("--trials must be at least 1"));
+    }
+    if let Some((fewest, hint, _)) = fewest_recorded
+        && trials > *fewest
+        && !each_case
+    {
+        return Err(InputError::new(format!(
+            "--trials {trials} needs {trials} recordings per case, but {hint}"
+        ))
+        .into());
+    }
+    Ok(trials)
 }

@@ -5,7 +5,10 @@
 
 use crate::catalog::Catalog;
 use crate::error::Error;
+use crate::event::{RawResponse, RawStep};
 use crate::message::Message;
+use crate::provider::cassette::{CassetteRecorder, Replay};
+use crate::provider::{Backend, Cancel, Exchange, ProviderError, StepKey};
 use crate::report::tune::Authoring;
 use crate::runner::Arm;
 use crate::suite::Dataset;
@@ -20,18 +23,28 @@ pub(super) struct Authored {
     pub spend: Authoring,
 }
 
+/// The `dataset` of the author's entries in a tune's cassette (each under its tool's name).
+const AUTHOR_ENTRIES: &str = "tune-author";
+
 /// Asks `author` to rewrite each tool the diagnosis implicates (at most `max`), quoting the
-/// training requests in `training` only.
+/// training requests in `training` only: live, or served from a tune's recording when the
+/// author arm replays one; with `recorder`, each exchange is written to the tune's cassette.
+// Long: one request per tool, each paid, sent (or served), recorded and read in turn.
 pub(super) fn ask(
     author: &Arm,
     diagnosis: &Diagnosis,
     (dataset, training): (&Dataset, &[String]),
     max: usize,
     allowance: &mut Allowance,
+    mut recorder: Option<&mut CassetteRecorder>,
 ) -> Result<Authored, Error> {
     let settings = &author.settings;
     let client = crate::provider::http_client(1).map_err(Error::HttpClient)?;
     let provider = crate::provider::Provider::new(settings.clone(), client);
+    let backend = match &author.replay {
+        Some(cassette) => Backend::Replay(Replay::new(cassette.clone(), provider)),
+        None => Backend::Live(provider),
+    };
     let runtime = super::super::async_runtime(Some(1))?;
     // No tools: the author answers in text.
     let no_tools = Catalog::new(Vec::new(), "author".to_owned());
@@ -62,7 +75,7 @@ pub(super) fn ask(
             continue;
         };
         let messages = crate::tune::author::prompt(tool, diagnosis, &dataset.catalog, &request_of);
-        let request = provider.prepare(&messages, &no_tools);
+        let request = backend.prepare(&messages, &no_tools);
         let worst = author.price.as_ref().map_or(0.0, |p| {
             crate::runner::budget::worst_case_usd(&p.price, request.body.len(), bound)
         });
@@ -71,7 +84,19 @@ pub(super) fn ask(
                 .push(format!("author:{name}: not asked: the budget is spent"));
             continue;
         }
-        let result = runtime.block_on(provider.complete(&request));
+        let key = StepKey {
+            conversation: &request.request_hash,
+            trial: 0,
+            step: 0,
+        };
+        let (result, latency) = runtime.block_on(backend.step(&request, key, &Cancel::new()));
+        if let Some(r) = recorder.as_deref_mut() {
+            r.record_exchange(
+                (AUTHOR_ENTRIES, &name),
+                &request.request_hash,
+                &raw_step(&result, latency),
+            )?;
+        }
         let usd = match &result {
             Ok(ex) => author
                 .price
@@ -97,4 +122,26 @@ pub(super) fn ask(
         }
     }
     Ok(out)
+}
+
+/// The exchange as a cassette records it.
+fn raw_step(result: &Result<Exchange, ProviderError>, latency: std::time::Duration) -> RawStep {
+    let (attempts, response) = match result {
+        Ok(ex) => (ex.attempts, RawResponse::Body(ex.raw_body.clone())),
+        Err(e) => (
+            e.attempts,
+            RawResponse::Error {
+                class: e.class,
+                status: e.status,
+                message: e.message.clone(),
+            },
+        ),
+    };
+    RawStep {
+        step: 0,
+        // A request that failed before its first attempt is still one asked for.
+        attempts: attempts.max(1),
+        latency_ms: latency.as_secs_f64() * 1000.0,
+        response,
+    }
 }

@@ -52,7 +52,8 @@ pub struct TuneArgs {
     pub concurrency: Option<usize>,
     /// A provider (as --provider names one) that rewrites the text of each implicated tool
     /// from the training trials' evidence; its rewrites race beside the deterministic edits.
-    /// Each request is paid from the budget as one trial. Not with --record or a replay.
+    /// Each request is paid from the budget as one trial. --record keeps its answers in the
+    /// cassette, and a replay of it needs the same --author (served, not asked).
     #[arg(help_heading = "Tuning", long, value_name = "NAME")]
     pub author: Option<String>,
     /// An earlier run of the base wording to diagnose, instead of running a baseline: only

@@ -81,10 +81,11 @@ impl<'a> Tuner<'a> {
         let arm = probe.plan.arms[0].id();
         let replay = probe.plan.arms[0].replay.is_some();
         let live_provider = super::provider::live_provider(args, &probe.plan.arms[0]);
-        let author = match &args.author {
-            Some(name) => Some(super::provider::author_arm(args, name, &dir, replay, env)?),
-            None => None,
-        };
+        let author = super::provider::author_arm(args, &probe.plan.arms[0], &dir, env)?;
+        let mut to_record = to_record;
+        if let (Some((_, header)), Some(a)) = (&mut to_record, &author) {
+            header.author = Some(crate::provider::cassette::RecordedProvider::of(&a.settings));
+        }
         let allowance = Allowance::new(
             args.budget_trials,
             args.max_cost,
@@ -200,6 +201,7 @@ impl<'a> Tuner<'a> {
                 (&self.dataset, &self.split.training),
                 self.args.max_candidates,
                 &mut self.allowance,
+                self.recorder.as_mut(),
             )?;
             proposed.extend(authored.candidates);
             not_proposed = authored.failed;

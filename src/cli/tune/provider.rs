@@ -39,21 +39,43 @@ pub(super) fn probe(
     Ok((probe, to_record))
 }
 
-/// The `--author` provider, validated as `run` validates a provider (a key it needs, a price
-/// with --max-cost). Live only: its answers are not recorded, so a tune with an author could
-/// not replay.
+/// The `--author` provider: validated as `run` validates a provider (a key it needs, a price
+/// with --max-cost), or, when the tuned provider replays a tune's recording, the author that
+/// recording holds (its answers are served from it; no key is needed). A recording made with
+/// an author replays only with `--author` naming it, and one made without, only without.
 pub(super) fn author_arm(
     args: &TuneArgs,
-    name: &str,
+    tuned: &crate::runner::Arm,
     dir: &Path,
-    replay: bool,
     env: &(dyn Fn(&str) -> Option<String> + Sync),
-) -> Result<crate::runner::Arm, Error> {
-    if replay || args.record.is_some() {
-        return Err(usage(
-            "--author cannot be recorded or replayed yet (its rewrites are not in the cassette); tune a live --provider without --record",
-        ));
+) -> Result<Option<crate::runner::Arm>, Error> {
+    if let Some(cassette) = &tuned.replay {
+        let recorded = &cassette.header.author;
+        let file = cassette.path.display();
+        return match (&args.author, recorded) {
+            (None, None) => Ok(None),
+            (Some(name), Some(r)) if *name == r.name => Ok(Some(crate::runner::Arm {
+                settings: r.settings(),
+                variant: crate::record::BASE_VARIANT.to_owned(),
+                replay: Some(cassette.clone()),
+                price: None,
+            })),
+            (Some(name), Some(r)) => Err(usage(&format!(
+                "--author {name}: {file} recorded the rewrites of author `{}`; replay it with --author {}",
+                r.name, r.name
+            ))),
+            (Some(name), None) => Err(usage(&format!(
+                "--author {name}: {file} holds no author's rewrites (it was recorded without --author); replay it without --author"
+            ))),
+            (None, Some(r)) => Err(usage(&format!(
+                "{file} was recorded with --author {}: its race holds the author's candidates; replay it with --author {}",
+                r.name, r.name
+            ))),
+        };
     }
+    let Some(name) = &args.author else {
+        return Ok(None);
+    };
     let mut run = super::super::run::RunArgs::defaults();
     run.suite = args.suite.clone();
     run.providers = vec![name.to_owned()];
@@ -68,7 +90,7 @@ pub(super) fn author_arm(
     let setup = build_plan_of_units(run, env, Some(nothing))?;
     let mut arms = setup.plan.arms;
     match (arms.len(), arms.first().is_some_and(|a| a.replay.is_some())) {
-        (1, false) => Ok(arms.remove(0)),
+        (1, false) => Ok(Some(arms.remove(0))),
         (_, true) => Err(usage("--author cannot be a replay: it must write new text")),
         (n, _) => Err(usage(&format!(
             "--author {name} names {n} providers; name one"
