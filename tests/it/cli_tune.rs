@@ -356,21 +356,8 @@ fn a_recorded_tune_replays_offline_to_the_same_decisions() {
 #[test]
 fn a_recorded_tune_with_scenarios_replays_offline_to_the_same_decisions() {
     let server = FakeServer::start_in_background(scenario_fake());
-    let dir = fake_project(
-        &server.base_url,
-        TOOLS,
-        &cases(),
-        &[
-            ("scen/sc-a.yaml", &scenario("sc-a", false)),
-            ("scen/sc-b.yaml", &scenario("sc-b", false)),
-            ("scen/sc-c.yaml", &scenario("sc-c", true)),
-        ],
-    );
-    assert_a_recorded_tune_replays(
-        dir.path(),
-        server,
-        &["--dataset", "data", "--scenario", "scen"],
-    );
+    let dir = scenario_project(&server, &[]);
+    assert_a_recorded_tune_replays(dir.path(), server, WITH_SCENARIOS);
 }
 
 /// Records a tune with `suite` flags, stops the server, replays the cassette with the same
@@ -618,6 +605,23 @@ expect:
     )
 }
 
+/// tune's flags for the dataset with its scenarios.
+const WITH_SCENARIOS: &[&str] = &["--dataset", "data", "--scenario", "scen"];
+
+/// The dataset with scenarios `scen/sc-a`, `sc-b` and the held-out `sc-c`, and `extra` files.
+fn scenario_project(server: &FakeServer, extra: &[(&str, &str)]) -> tempfile::TempDir {
+    let scenarios: Vec<(String, String)> = [("sc-a", false), ("sc-b", false), ("sc-c", true)]
+        .iter()
+        .map(|(name, held)| (format!("scen/{name}.yaml"), scenario(name, *held)))
+        .collect();
+    let mut files: Vec<(&str, &str)> = scenarios
+        .iter()
+        .map(|(path, text)| (path.as_str(), text.as_str()))
+        .collect();
+    files.extend_from_slice(extra);
+    fake_project(&server.base_url, TOOLS, &cases(), &files)
+}
+
 /// The statement tune's format operator adds to `refund.amount_minor` on wrong_type evidence.
 const INTEGER: &str = "A JSON integer, not a string.";
 
@@ -660,26 +664,10 @@ fn scenario_fake() -> impl Fn(&support::FakeRequest) -> FakeResponse + Send + Sy
 #[test]
 fn scenarios_tuned_with_the_dataset_are_diagnosed_raced_and_held_out_like_cases() {
     let server = FakeServer::start_in_background(scenario_fake());
-    let dir = fake_project(
-        &server.base_url,
-        TOOLS,
-        &cases(),
-        &[
-            ("scen/sc-a.yaml", &scenario("sc-a", false)),
-            ("scen/sc-b.yaml", &scenario("sc-b", false)),
-            ("scen/sc-c.yaml", &scenario("sc-c", true)),
-        ],
-    );
+    let dir = scenario_project(&server, &[]);
     let r = tune(
         dir.path(),
-        &[
-            "--dataset",
-            "data",
-            "--scenario",
-            "scen",
-            "--budget-trials",
-            "3000",
-        ],
+        &[WITH_SCENARIOS, &["--budget-trials", "3000"]].concat(),
     );
     assert_eq!(r.code, 0, "{}", r.transcript());
     let t = support::read_json(&dir.path().join("out/t/tune.json"));
@@ -804,18 +792,11 @@ fn from_reads_a_run_s_scenario_trials_and_a_scenario_on_another_catalog_is_refus
     let server = FakeServer::start_in_background(scenario_fake());
     let other = r#"{"tools": [{"name": "refund", "description": "Refund a payment, in cents.",
       "inputSchema": {"type": "object", "properties": {"amount_minor": {"type": "integer"}}}}]}"#;
-    let dir = fake_project(
-        &server.base_url,
-        TOOLS,
-        &cases(),
+    let elsewhere = scenario("sc-d", false).replace("catalog: ../data", "catalog: tools.json");
+    let dir = scenario_project(
+        &server,
         &[
-            ("scen/sc-a.yaml", &scenario("sc-a", false)),
-            ("scen/sc-b.yaml", &scenario("sc-b", false)),
-            ("scen/sc-c.yaml", &scenario("sc-c", true)),
-            (
-                "elsewhere/sc-d.yaml",
-                &scenario("sc-d", false).replace("catalog: ../data", "catalog: tools.json"),
-            ),
+            ("elsewhere/sc-d.yaml", &elsewhere),
             ("elsewhere/tools.json", other),
         ],
     );
@@ -857,15 +838,10 @@ fn from_reads_a_run_s_scenario_trials_and_a_scenario_on_another_catalog_is_refus
     let r = tune(
         dir.path(),
         &[
-            "--dataset",
-            "data",
-            "--scenario",
-            "scen",
-            "--from",
-            "runs/weekly",
-            "--budget-trials",
-            "3000",
-        ],
+            WITH_SCENARIOS,
+            &["--from", "runs/weekly", "--budget-trials", "3000"],
+        ]
+        .concat(),
     );
     assert!([0, 1, 3].contains(&r.code), "{}", r.transcript());
     let t = support::read_json(&dir.path().join("out/t/tune.json"));
