@@ -639,3 +639,127 @@ fn real_model_runs_imported_bfcl_java_and_javascript() {
         }
     }
 }
+
+/// `toolscore tune` of the billing slice against the real model, recorded with the same model
+/// as its author: every trial it sent is in a phase's files and counted once, the budget holds,
+/// and the cassette replays the whole tune (author included) to the same decisions, offline.
+#[test]
+fn real_model_tune_keeps_its_budget_and_its_recording_replays_the_same_decisions() {
+    let url = local_model();
+    let dir = tempfile::tempdir().unwrap();
+    billing_slice(dir.path());
+    std::fs::write(
+        dir.path().join("toolscore.yaml"),
+        format!(
+            "providers:\n  local:\n    kind: openai-compat\n    base_url: {url}\n    model: smollm2\n    temperature: 0.8\n    max_tokens: 96\n    timeout_s: 120\n    parallel_tool_calls: true\ndatasets: [billing-slice]\n"
+        ),
+    )
+    .unwrap();
+    let budget = 60u64;
+    let tune = |provider: &str, tune_id: &str, record: bool| {
+        let budget = budget.to_string();
+        let mut args = vec![
+            "tune",
+            "--provider",
+            provider,
+            "--author",
+            "local",
+            "--concurrency",
+            "2",
+            "--trials",
+            "2",
+            "--max-rounds",
+            "3",
+            "--max-candidates",
+            "2",
+            "--budget-trials",
+            &budget,
+            // As run_local: llama-server's occasional 500 is an infrastructure error, counted.
+            "--max-infra-error-rate",
+            "1",
+            "--out",
+            "out",
+            "--tune-id",
+            tune_id,
+            "--progress",
+            "off",
+        ];
+        if record {
+            args.extend(["--record", "tune.cassette.jsonl.gz"]);
+        }
+        toolscore(dir.path(), &args)
+    };
+    let live = tune("local", "live", true);
+    assert!([0, 1, 3].contains(&live.code), "{}", live.transcript());
+    let t = support::read_json(&dir.path().join("out/live/tune.json"));
+
+    // What each phase sent is what its folder holds beyond the trials it carried, and the sum
+    // with the author's requests is what tune says it spent, within the budget.
+    let keys = |phase: &str| -> BTreeSet<(String, String, u64)> {
+        let path = dir.path().join(format!("out/live/{phase}/results.jsonl"));
+        std::fs::read_to_string(path)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| {
+                let r: Value = serde_json::from_str(l).unwrap();
+                (
+                    r["case_id"].as_str().unwrap().to_owned(),
+                    r["variant"].as_str().unwrap().to_owned(),
+                    r["trial_index"].as_u64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let baseline = keys("baseline");
+    let race_sent = keys("race").difference(&baseline).count() as u64;
+    let confirm_sent = keys("confirm").len() as u64;
+    let phase_trials = |v: &Value| v["trials"].as_u64().unwrap_or(0);
+    assert_eq!(phase_trials(&t["baseline"]), baseline.len() as u64, "{t:#}");
+    assert_eq!(phase_trials(&t["race"]), race_sent, "{t:#}");
+    assert_eq!(
+        phase_trials(&t["confirmation"]["phase"]),
+        confirm_sent,
+        "{t:#}"
+    );
+    let author = t["author"]["requests"].as_u64().unwrap_or(0);
+    assert!(author <= 2, "{t:#}");
+    let spent = baseline.len() as u64 + race_sent + confirm_sent + author;
+    assert!(spent <= budget, "{spent} > {budget}");
+    assert!(
+        live.stdout
+            .contains(&format!("spent {spent} trials of --budget-trials {budget}")),
+        "{}",
+        live.stdout
+    );
+
+    // Offline: the recording (the author's answers with it) replays to the same tune.
+    let replayed = tune("replay:tune.cassette.jsonl.gz", "again", false);
+    assert_eq!(replayed.code, live.code, "{}", replayed.transcript());
+    let again = support::read_json(&dir.path().join("out/again/tune.json"));
+    for field in ["split", "diagnosis", "author", "invalid", "outcome"] {
+        let strip = |v: &Value| {
+            let mut v = v[field].clone();
+            // A replay is named after the cassette's recorded author, priced at nothing.
+            if let Some(o) = v.as_object_mut() {
+                o.remove("usd");
+            }
+            v
+        };
+        assert_eq!(strip(&t), strip(&again), "{field}");
+    }
+    let decisions = |t: &Value| -> Vec<Value> {
+        t["candidates"]
+            .as_array()
+            .map(|c| {
+                c.iter()
+                    .map(|c| json!([c["candidate"], c["status"], c["race"]["counts"]]))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    assert_eq!(decisions(&t), decisions(&again));
+    assert_eq!(
+        t["confirmation"]["held_out"],
+        again["confirmation"]["held_out"]
+    );
+}

@@ -90,6 +90,16 @@ pub struct TuneArgs {
     /// Without `holdout` tags: the seed of the split (the same seed holds back the same cases).
     #[arg(help_heading = "Tuning", long, default_value_t = 1)]
     pub seed: u64,
+    /// The share of a phase's trials that may end in infrastructure errors before tune stops
+    /// with exit 4 (as `run --max-infra-error-rate`): a candidate measured through errors is
+    /// not measured.
+    #[arg(
+        help_heading = "Tuning",
+        long,
+        default_value_t = 0.1,
+        value_name = "RATE"
+    )]
+    pub max_infra_error_rate: f64,
     /// Write the tuned overlay even when the held-out cases do not confirm it.
     #[arg(help_heading = "Tuning", long)]
     pub write_anyway: bool,
@@ -201,6 +211,9 @@ fn checked(args: &TuneArgs) -> Result<Vec<Format>, Error> {
         return Err(usage(
             "--holdout-fraction must be between 0 and 1 (e.g. 0.3)",
         ));
+    }
+    if !(0.0..=1.0).contains(&args.max_infra_error_rate) {
+        return Err(usage("--max-infra-error-rate must be between 0 and 1"));
     }
     if args.trials == 0 || args.max_rounds == 0 || args.max_candidates == 0 {
         return Err(usage(

@@ -557,7 +557,7 @@ impl<'a> Tuner<'a> {
             sent,
             spent,
         } = super::super::run::run_phase(setup, carried.as_deref(), observers)?;
-        match super::super::run::run_exit_code(&summary, MAX_INFRA_ERROR_RATE) {
+        match super::super::run::run_exit_code(&summary, self.args.max_infra_error_rate) {
             (ExitCode::Interrupted, _) => {
                 return Err(Error::Interrupted(
                     "tune stopped; each phase's folder keeps the trials it finished",
@@ -667,10 +667,6 @@ fn dataset_and_split(args: &TuneArgs) -> Result<(Dataset, Split), Error> {
         crate::tune::split::split_scenarios(&scenarios, args.seed, args.holdout_fraction);
     Ok((dataset, split))
 }
-
-/// The share of a phase's trials that may end in infrastructure errors before tune stops: a
-/// candidate measured through errors is not measured (as `run --max-infra-error-rate`).
-const MAX_INFRA_ERROR_RATE: f64 = 0.1;
 
 /// The candidates that passed validation, their variants, and why the others did not.
 type Proposals = (Vec<Candidate>, Vec<CatalogVariant>, Vec<String>);
