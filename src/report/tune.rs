@@ -33,6 +33,9 @@ pub struct Split {
     pub training_scenarios: Vec<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub holdout_scenarios: Vec<String>,
+    /// How the scenarios were split (their own tags, or the seed): `None` without scenarios.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scenario_method: Option<SplitMethod>,
 }
 
 /// Trials of one case where the model chose `chosen` though `expected` was right.
@@ -535,7 +538,7 @@ impl TuneReport {
     /// `N cases` or, with scenarios, `N cases and M scenarios`, each noun after `adjective`.
     fn units(&self, cases: &[String], scenarios: &[String], adjective: &str) -> String {
         let cases = counted(cases.len(), &format!("{adjective}case"));
-        if self.split.training_scenarios.is_empty() && self.split.holdout_scenarios.is_empty() {
+        if self.split.scenario_method.is_none() {
             cases
         } else {
             let scenarios = counted(scenarios.len(), &format!("{adjective}scenario"));
@@ -555,26 +558,29 @@ impl TuneReport {
     }
 
     fn split_line(&self) -> String {
-        let how = match &self.split.method {
-            SplitMethod::Tagged => "the cases tagged `holdout`".to_owned(),
+        let how = |method: &SplitMethod, units: &str| match method {
+            SplitMethod::Tagged => format!("the {units} tagged `holdout`"),
             SplitMethod::Seeded { seed, fraction } => {
                 format!("a seeded split (--seed {seed}, --holdout-fraction {fraction})")
             }
         };
         let s = &self.split;
-        if s.training_scenarios.is_empty() && s.holdout_scenarios.is_empty() {
+        let Some(scenario_method) = &s.scenario_method else {
             return format!(
-                "{} training cases, {} held out ({how}); the held-out cases are never used to diagnose, propose or race",
+                "{} training cases, {} held out ({}); the held-out cases are never used to diagnose, propose or race",
                 s.training.len(),
-                s.holdout.len()
+                s.holdout.len(),
+                how(&s.method, "cases")
             );
-        }
+        };
         format!(
-            "{} and {}, {} and {} held out ({how}, cases and scenarios apart); the held-out ones are never used to diagnose, propose or race; a case counts as right when the model chooses the right tool, a scenario when it succeeds",
+            "{} and {}, {} and {} held out (cases: {}; scenarios: {}); the held-out ones are never used to diagnose, propose or race; a case counts as right when the model chooses the right tool, a scenario when it succeeds",
             counted(s.training.len(), "training case"),
             counted(s.training_scenarios.len(), "training scenario"),
             counted(s.holdout.len(), "case"),
             counted(s.holdout_scenarios.len(), "scenario"),
+            how(&s.method, "cases"),
+            how(scenario_method, "scenarios"),
         )
     }
 

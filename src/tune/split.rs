@@ -21,17 +21,13 @@ pub struct SplitCase<'a> {
 /// cases to confirm on).
 pub fn split(cases: &[SplitCase<'_>], seed: u64, fraction: f64) -> Result<Split, String> {
     let (tagged, training, holdout) = sides(cases, seed, fraction);
-    let method = if tagged {
-        SplitMethod::Tagged
-    } else {
-        SplitMethod::Seeded { seed, fraction }
-    };
     let out = Split {
-        method,
+        method: method(tagged, seed, fraction),
         training,
         holdout,
         training_scenarios: Vec::new(),
         holdout_scenarios: Vec::new(),
+        scenario_method: None,
     };
     match (out.training.is_empty(), out.holdout.is_empty(), tagged) {
         (true, _, true) => {
@@ -47,16 +43,25 @@ pub fn split(cases: &[SplitCase<'_>], seed: u64, fraction: f64) -> Result<Split,
     }
 }
 
-/// Splits the scenarios tuned with the dataset by the same rule, on their own (their tags, or
-/// the seed on their names): `(training, held out)`. Either side may be empty; the cases'
-/// split already holds both.
-pub fn split_scenarios(
-    scenarios: &[SplitCase<'_>],
-    seed: u64,
-    fraction: f64,
-) -> (Vec<String>, Vec<String>) {
-    let (_, training, holdout) = sides(scenarios, seed, fraction);
-    (training, holdout)
+/// Splits the scenarios tuned with the dataset into `split` by the same rule, on their own
+/// (their tags, or the seed on their names). Either side may be empty; the cases' split
+/// already holds both.
+pub fn add_scenarios(split: &mut Split, scenarios: &[SplitCase<'_>], seed: u64, fraction: f64) {
+    if scenarios.is_empty() {
+        return;
+    }
+    let (tagged, training, holdout) = sides(scenarios, seed, fraction);
+    split.training_scenarios = training;
+    split.holdout_scenarios = holdout;
+    split.scenario_method = Some(method(tagged, seed, fraction));
+}
+
+fn method(tagged: bool, seed: u64, fraction: f64) -> SplitMethod {
+    if tagged {
+        SplitMethod::Tagged
+    } else {
+        SplitMethod::Seeded { seed, fraction }
+    }
 }
 
 /// Whether any unit is tagged `holdout`, and the training and held-out ids, each in the
@@ -142,6 +147,42 @@ mod tests {
         let mut h = a.holdout.clone();
         h.sort();
         assert_eq!(r, h);
+    }
+
+    #[test]
+    fn scenarios_are_split_by_their_own_tags_or_the_seed_and_may_leave_a_side_empty() {
+        let ids: Vec<String> = (0..5).map(|i| format!("c{i}")).collect();
+        let mut tags = vec![Vec::new(); 5];
+        tags[0] = vec!["holdout".to_owned()];
+        let c = cases(&ids, &tags);
+        let mut s = split(&view(&c), 1, 0.3).unwrap();
+        // Untagged scenarios: the seeded fraction, recorded as such beside the tagged cases.
+        let names: Vec<String> = (0..4).map(|i| format!("sc{i}")).collect();
+        let sc = cases(&names, &vec![Vec::new(); 4]);
+        add_scenarios(&mut s, &view(&sc), 1, 0.3);
+        assert_eq!(s.method, SplitMethod::Tagged);
+        assert_eq!(
+            s.scenario_method,
+            Some(SplitMethod::Seeded {
+                seed: 1,
+                fraction: 0.3
+            })
+        );
+        assert_eq!(
+            (s.training_scenarios.len(), s.holdout_scenarios.len()),
+            (3, 1)
+        );
+        // One untagged scenario rounds to none held out: it is only learnt from.
+        let mut s = split(&view(&c), 1, 0.3).unwrap();
+        add_scenarios(&mut s, &view(&sc[..1]), 1, 0.3);
+        assert_eq!(
+            (s.training_scenarios.len(), s.holdout_scenarios.len()),
+            (1, 0)
+        );
+        // No scenario: nothing recorded.
+        let mut s = split(&view(&c), 1, 0.3).unwrap();
+        add_scenarios(&mut s, &[], 1, 0.3);
+        assert_eq!(s.scenario_method, None);
     }
 
     #[test]

@@ -676,6 +676,7 @@ fn scenarios_tuned_with_the_dataset_are_diagnosed_raced_and_held_out_like_cases(
         serde_json::json!(["sc-a", "sc-b"])
     );
     assert_eq!(t["split"]["holdout_scenarios"], serde_json::json!(["sc-c"]));
+    assert_eq!(t["split"]["scenario_method"]["method"], "tagged");
 
     // The diagnosis: 4 baseline trials of each training scenario, none succeeded; each made
     // one refused call and repeated it, so refund has 8 repeats after an error and 8 missed

@@ -663,8 +663,7 @@ fn dataset_and_split(args: &TuneArgs) -> Result<(Dataset, Split), Error> {
         .collect();
     let mut split = crate::tune::split::split(&cases, args.seed, args.holdout_fraction)
         .map_err(|m| usage(&m))?;
-    (split.training_scenarios, split.holdout_scenarios) =
-        crate::tune::split::split_scenarios(&scenarios, args.seed, args.holdout_fraction);
+    crate::tune::split::add_scenarios(&mut split, &scenarios, args.seed, args.holdout_fraction);
     Ok((dataset, split))
 }
 
