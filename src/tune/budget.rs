@@ -40,7 +40,7 @@ impl Allowance {
             && b < smallest
         {
             return Err(format!(
-                "--budget-trials {b} cannot pay for the smallest tune: {smallest} trials ({baseline} for the baseline, then {MIN_ROUNDS} rounds of one candidate on {training} training cases and of the confirmation on {holdout} held-out cases, two arms each); raise it{}",
+                "--budget-trials {b} cannot pay for the smallest tune: {smallest} trials ({baseline} for the baseline, then {MIN_ROUNDS} rounds of one candidate on the {training} training units (cases, and scenarios when given) and of the confirmation on the {holdout} held-out ones, two arms each); raise it{}",
                 if baseline > 0 {
                     ", or diagnose an earlier run with --from"
                 } else {
