@@ -197,6 +197,47 @@ pub struct SuiteArgs {
     pub scenarios: Vec<PathBuf>,
 }
 
+/// How a live provider is asked, beside its name (`--provider`): its URL, model, key variable,
+/// sampling and limits. `run` and `tune` share them; a replay refuses those a cassette fixes.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ProviderArgs {
+    /// Base URL of the provider's API, replacing its kind's default or the config's (a proxy, a
+    /// gateway, a local server), e.g. http://127.0.0.1:8080/v1.
+    #[arg(help_heading = "Provider", long, value_name = "URL")]
+    pub base_url: Option<String>,
+    /// Model name sent to the provider.
+    #[arg(help_heading = "Provider", long)]
+    pub model: Option<String>,
+    /// Environment variable that holds the API key (the key itself is never a flag) [default:
+    /// the kind's own: ANTHROPIC_API_KEY, OPENAI_API_KEY for openai-responses, GEMINI_API_KEY,
+    /// AZURE_OPENAI_API_KEY; none for openai-compat and ollama].
+    #[arg(help_heading = "Provider", long, value_name = "VAR")]
+    pub api_key_env: Option<String>,
+    /// Sampling temperature [default: the provider's].
+    #[arg(help_heading = "Provider", long)]
+    pub temperature: Option<f64>,
+    /// Maximum output tokens per request.
+    #[arg(help_heading = "Provider", long)]
+    pub max_tokens: Option<u32>,
+    /// Per-request timeout in seconds [default: 60].
+    #[arg(help_heading = "Provider", long, value_name = "SECS")]
+    pub timeout: Option<f64>,
+    /// Retries after 429/5xx/timeouts, with capped exponential backoff and full jitter [default: 4].
+    #[arg(help_heading = "Provider", long)]
+    pub max_retries: Option<u32>,
+    /// Send `tool_choice` (also `tool_choice:` in the config): auto, required or none, in each
+    /// provider's own form [default: not sent, the provider's default applies].
+    #[arg(help_heading = "Provider", long, value_enum, value_name = "CHOICE")]
+    pub tool_choice: Option<crate::provider::ToolChoice>,
+    /// Send `parallel_tool_calls` (also `parallel_tool_calls:` in the config; Anthropic's
+    /// `disable_parallel_tool_use`) [default: not sent].
+    #[arg(help_heading = "Provider", long, value_name = "BOOL")]
+    pub parallel_tool_calls: Option<bool>,
+    /// Largest response body read, in bytes; a larger one is a bad_response [default: 8 MiB].
+    #[arg(help_heading = "Provider", long, value_name = "BYTES")]
+    pub max_response_bytes: Option<usize>,
+}
+
 /// Runs the parsed command and returns the process exit code: each subcommand's file has its
 /// flags and its `run`.
 pub fn run(cli: Cli) -> Result<ExitCode, Error> {

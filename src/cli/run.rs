@@ -46,18 +46,8 @@ pub struct RunArgs {
     /// With --record: overwrite the cassette if the file exists.
     #[arg(help_heading = "Recording", long, requires = "record")]
     pub force: bool,
-    /// Base URL of the provider's API, replacing its kind's default or the config's (a proxy, a
-    /// gateway, a local server), e.g. http://127.0.0.1:8080/v1.
-    #[arg(help_heading = "Provider", long, value_name = "URL")]
-    pub base_url: Option<String>,
-    /// Model name sent to the provider.
-    #[arg(help_heading = "Provider", long)]
-    pub model: Option<String>,
-    /// Environment variable that holds the API key (the key itself is never a flag) [default:
-    /// the kind's own: ANTHROPIC_API_KEY, OPENAI_API_KEY for openai-responses, GEMINI_API_KEY,
-    /// AZURE_OPENAI_API_KEY; none for openai-compat and ollama].
-    #[arg(help_heading = "Provider", long, value_name = "VAR")]
-    pub api_key_env: Option<String>,
+    #[command(flatten)]
+    pub provider_args: super::ProviderArgs,
     /// Trials per case [default: the config's `trials`, else 50; a replay runs the trials its
     /// cassette holds per case].
     #[arg(help_heading = "Trials and limits", long)]
@@ -75,18 +65,6 @@ pub struct RunArgs {
     /// Trials in flight at once [default: 8].
     #[arg(help_heading = "Trials and limits", long)]
     pub concurrency: Option<usize>,
-    /// Sampling temperature [default: the provider's].
-    #[arg(help_heading = "Provider", long)]
-    pub temperature: Option<f64>,
-    /// Maximum output tokens per request.
-    #[arg(help_heading = "Provider", long)]
-    pub max_tokens: Option<u32>,
-    /// Per-request timeout in seconds [default: 60].
-    #[arg(help_heading = "Provider", long, value_name = "SECS")]
-    pub timeout: Option<f64>,
-    /// Retries after 429/5xx/timeouts, with capped exponential backoff and full jitter [default: 4].
-    #[arg(help_heading = "Provider", long)]
-    pub max_retries: Option<u32>,
     /// Requests to each provider in flight at once, over all its arms (also `max_in_flight:` in
     /// the config) [default: only --concurrency limits them].
     #[arg(help_heading = "Trials and limits", long, value_name = "N")]
@@ -100,17 +78,6 @@ pub struct RunArgs {
     /// [default: no limit].
     #[arg(help_heading = "Trials and limits", long, value_name = "N")]
     pub tokens_per_minute: Option<u32>,
-    /// Send `tool_choice` (also `tool_choice:` in the config): auto, required or none, in each
-    /// provider's own form [default: not sent, the provider's default applies].
-    #[arg(help_heading = "Provider", long, value_enum, value_name = "CHOICE")]
-    pub tool_choice: Option<crate::provider::ToolChoice>,
-    /// Send `parallel_tool_calls` (also `parallel_tool_calls:` in the config; Anthropic's
-    /// `disable_parallel_tool_use`) [default: not sent].
-    #[arg(help_heading = "Provider", long, value_name = "BOOL")]
-    pub parallel_tool_calls: Option<bool>,
-    /// Largest response body read, in bytes; a larger one is a bad_response [default: 8 MiB].
-    #[arg(help_heading = "Provider", long, value_name = "BYTES")]
-    pub max_response_bytes: Option<usize>,
     /// Confidence level of every interval [default: 0.95].
     #[arg(help_heading = "Statistics", long)]
     pub confidence: Option<f64>,

@@ -852,3 +852,33 @@ fn from_reads_a_run_s_scenario_trials_and_a_scenario_on_another_catalog_is_refus
     assert_eq!(d["trajectories"][0]["recovery_chances"], 4, "{d:#}");
     assert_eq!(t["baseline"]["trials"], 9 * 2 + 4);
 }
+
+#[test]
+fn the_provider_flags_of_run_reach_every_request_of_a_tune() {
+    let bodies = std::sync::Arc::new(std::sync::Mutex::new(Vec::<Value>::new()));
+    let seen = std::sync::Arc::clone(&bodies);
+    let model = fake(false);
+    let server = FakeServer::start_in_background(move |req| {
+        seen.lock().expect("lock").push(req.body.clone());
+        model(req)
+    });
+    let dir = fake_project(&server.base_url, TOOLS, &cases(), &[]);
+    let r = tune(
+        dir.path(),
+        &[
+            "--max-tokens",
+            "77",
+            "--tool-choice",
+            "required",
+            "--budget-trials",
+            "400",
+        ],
+    );
+    assert!([0, 1, 3].contains(&r.code), "{}", r.transcript());
+    let bodies = bodies.lock().expect("lock");
+    assert!(!bodies.is_empty());
+    for b in bodies.iter() {
+        assert_eq!(b["max_tokens"], 77, "{b}");
+        assert_eq!(b["tool_choice"], "required", "{b}");
+    }
+}

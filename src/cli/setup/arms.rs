@@ -14,6 +14,7 @@ pub(super) fn live_arm(
 ) -> Result<Arm, Error> {
     let defaults = &config.defaults;
     let entry = provider_entry(name, config)?;
+    let flags = &args.provider_args;
     let kind: ProviderKind = entry.kind.parse().map_err(|_| {
         usage(&format!(
             "provider `{name}`: unknown kind `{}` (known: {})",
@@ -22,14 +23,14 @@ pub(super) fn live_arm(
         ))
     })?;
     let base_url = base_url(name, kind, args, &entry)?;
-    let model = args.model.clone().unwrap_or(entry.model.clone());
+    let model = flags.model.clone().unwrap_or(entry.model.clone());
     if model.is_empty() {
         return Err(usage(&format!("provider `{name}`: no model; set --model")));
     }
     let (key_var, api_key) = api_key(name, kind, args, &entry, env)?;
     let (temperature, timeout_s) = temperature_and_timeout(args, &entry, defaults)?;
-    let tool_choice = args.tool_choice.or(entry.tool_choice);
-    let parallel_tool_calls = args.parallel_tool_calls.or(entry.parallel_tool_calls);
+    let tool_choice = flags.tool_choice.or(entry.tool_choice);
+    let parallel_tool_calls = flags.parallel_tool_calls.or(entry.parallel_tool_calls);
     check_request_fields(
         name,
         kind,
@@ -46,16 +47,19 @@ pub(super) fn live_arm(
         api_key,
         api_key_env: key_var.clone(),
         temperature,
-        max_tokens: args.max_tokens.or(entry.max_tokens).or(defaults.max_tokens),
+        max_tokens: flags
+            .max_tokens
+            .or(entry.max_tokens)
+            .or(defaults.max_tokens),
         timeout: Duration::from_secs_f64(timeout_s),
-        max_retries: args
+        max_retries: flags
             .max_retries
             .or(entry.max_retries)
             .or(defaults.max_retries)
             .unwrap_or(4),
         retry_base: Duration::from_millis(500),
         retry_cap: Duration::from_secs(30),
-        max_response_bytes: args
+        max_response_bytes: flags
             .max_response_bytes
             .unwrap_or(crate::provider::DEFAULT_MAX_RESPONSE_BYTES),
         max_in_flight: args.max_in_flight.or(entry.max_in_flight),
@@ -86,6 +90,7 @@ fn temperature_and_timeout(
     defaults: &Defaults,
 ) -> Result<(Option<f64>, f64), Error> {
     let temperature = args
+        .provider_args
         .temperature
         .or(entry.temperature)
         .or(defaults.temperature);
@@ -95,6 +100,7 @@ fn temperature_and_timeout(
         return Err(usage("--temperature must be between 0 and 2"));
     }
     let timeout_s = args
+        .provider_args
         .timeout
         .or(entry.timeout_s)
         .or(defaults.timeout_s)
@@ -153,7 +159,7 @@ fn base_url(
     args: &RunArgs,
     entry: &ProviderEntry,
 ) -> Result<String, Error> {
-    let base_url = match (&args.base_url, entry.base_url.as_str()) {
+    let base_url = match (&args.provider_args.base_url, entry.base_url.as_str()) {
         (Some(url), _) => url.clone(),
         (None, "") => match kind.adapter().default_base_url() {
             Some(url) => url.to_owned(),
@@ -188,6 +194,7 @@ fn api_key(
     env: &(dyn Fn(&str) -> Option<String> + Sync),
 ) -> Result<(Option<String>, Option<SecretString>), Error> {
     let key_var = args
+        .provider_args
         .api_key_env
         .clone()
         .or(entry.api_key_env.clone())
@@ -368,13 +375,16 @@ pub(super) fn replay_arm(
 /// The flags that set what a live provider is asked, which a cassette fixes.
 fn refuse_live_flags(args: &RunArgs) -> Result<(), Error> {
     for (flag, given) in [
-        ("--base-url", args.base_url.is_some()),
-        ("--model", args.model.is_some()),
-        ("--api-key-env", args.api_key_env.is_some()),
-        ("--temperature", args.temperature.is_some()),
-        ("--max-tokens", args.max_tokens.is_some()),
-        ("--tool-choice", args.tool_choice.is_some()),
-        ("--parallel-tool-calls", args.parallel_tool_calls.is_some()),
+        ("--base-url", args.provider_args.base_url.is_some()),
+        ("--model", args.provider_args.model.is_some()),
+        ("--api-key-env", args.provider_args.api_key_env.is_some()),
+        ("--temperature", args.provider_args.temperature.is_some()),
+        ("--max-tokens", args.provider_args.max_tokens.is_some()),
+        ("--tool-choice", args.provider_args.tool_choice.is_some()),
+        (
+            "--parallel-tool-calls",
+            args.provider_args.parallel_tool_calls.is_some(),
+        ),
         ("--record", args.record.is_some()),
     ] {
         if given {

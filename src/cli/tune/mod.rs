@@ -32,21 +32,8 @@ pub struct TuneArgs {
     /// by the flags below, KIND:MODEL, or `replay:CASSETTE` [default: the config's].
     #[arg(help_heading = "Provider", long, value_name = "NAME")]
     pub provider: Option<String>,
-    /// Base URL of the provider's API.
-    #[arg(help_heading = "Provider", long, value_name = "URL")]
-    pub base_url: Option<String>,
-    /// Model name sent to the provider.
-    #[arg(help_heading = "Provider", long)]
-    pub model: Option<String>,
-    /// Environment variable that holds the API key.
-    #[arg(help_heading = "Provider", long, value_name = "VAR")]
-    pub api_key_env: Option<String>,
-    /// Sampling temperature [default: the provider's].
-    #[arg(help_heading = "Provider", long)]
-    pub temperature: Option<f64>,
-    /// Per-request timeout in seconds [default: 60].
-    #[arg(help_heading = "Provider", long, value_name = "SECS")]
-    pub timeout: Option<f64>,
+    #[command(flatten)]
+    pub provider_args: super::ProviderArgs,
     /// Trials in flight at once [default: 8].
     #[arg(help_heading = "Provider", long)]
     pub concurrency: Option<usize>,
@@ -246,11 +233,7 @@ pub(super) fn phase_args(
     let mut run = RunArgs::defaults();
     run.suite = args.suite.clone();
     run.providers = args.provider.iter().cloned().collect();
-    run.base_url = args.base_url.clone();
-    run.model = args.model.clone();
-    run.api_key_env = args.api_key_env.clone();
-    run.temperature = args.temperature;
-    run.timeout = args.timeout;
+    run.provider_args = args.provider_args.clone();
     run.concurrency = args.concurrency;
     run.trials = Some(trials);
     run.confidence = Some(args.confidence);
