@@ -133,17 +133,25 @@ pub struct Html {
 
 impl super::Render for Html {
     fn render(&self, s: &Summary, w: &mut dyn Write) -> io::Result<()> {
-        let page = page(s, &self.context);
-        let mut env = Environment::new();
-        env.set_undefined_behavior(UndefinedBehavior::Strict);
-        let broken = |e: minijinja::Error| io::Error::other(format!("the HTML template: {e}"));
-        env.add_template("report.html", TEMPLATE).map_err(broken)?;
-        let html = env
-            .get_template("report.html")
-            .and_then(|t| t.render(Serde(&page)))
-            .map_err(broken)?;
+        let html = render_page(("report.html", TEMPLATE), &page(s, &self.context))?;
         w.write_all(html.as_bytes())
     }
+}
+
+/// The head every page includes (charset, content security policy, viewport).
+const HEAD: &str = include_str!("../templates/head.html");
+
+/// One page: `template` (named for auto-escaping, `.html`) rendered with `page`, beside the
+/// shared head; an undefined value is an error, never an empty string.
+fn render_page((name, template): (&str, &str), page: &impl Serialize) -> io::Result<String> {
+    let mut env = Environment::new();
+    env.set_undefined_behavior(UndefinedBehavior::Strict);
+    let broken = |e: minijinja::Error| io::Error::other(format!("the HTML template: {e}"));
+    env.add_template("head.html", HEAD).map_err(broken)?;
+    env.add_template(name, template).map_err(broken)?;
+    env.get_template(name)
+        .and_then(|t| t.render(Serde(page)))
+        .map_err(broken)
 }
 
 // ---------------------------------------------------------------------------------------

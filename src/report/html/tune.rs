@@ -5,7 +5,6 @@
 
 use std::io::{self, Write};
 
-use minijinja::{Environment, UndefinedBehavior, value::Serde};
 use serde::Serialize;
 
 use super::super::tune::{CandidateStatus, Suggestion, TuneOutcome, TuneReport};
@@ -138,13 +137,6 @@ fn page(t: &TuneReport) -> Page {
 
 /// Writes the page.
 pub fn render_tune_html(t: &TuneReport, w: &mut dyn Write) -> io::Result<()> {
-    let mut env = Environment::new();
-    env.set_undefined_behavior(UndefinedBehavior::Strict);
-    let broken = |e: minijinja::Error| io::Error::other(format!("the HTML template: {e}"));
-    env.add_template("tune.html", TEMPLATE).map_err(broken)?;
-    let html = env
-        .get_template("tune.html")
-        .and_then(|tpl| tpl.render(Serde(&page(t))))
-        .map_err(broken)?;
+    let html = super::render_page(("tune.html", TEMPLATE), &page(t))?;
     w.write_all(html.as_bytes())
 }
