@@ -351,6 +351,30 @@ fn a_recorded_tune_replays_offline_to_the_same_decisions() {
     let server = FakeServer::start_in_background(fake(false));
     let dir = fake_project(&server.base_url, TOOLS, &cases(), &[]);
     assert_a_recorded_tune_replays(dir.path(), server, &[]);
+    // A recording without an author's rewrites cannot serve one.
+    let cassette = format!(
+        "replay:{}",
+        dir.path().join("tune.cassette.jsonl.gz").display()
+    );
+    let r = toolscore(
+        dir.path(),
+        &[
+            "tune",
+            "--provider",
+            &cassette,
+            "--author",
+            "fake",
+            "--progress",
+            "off",
+        ],
+    );
+    assert_eq!(r.code, 2, "{}", r.transcript());
+    assert!(
+        r.stderr
+            .contains("holds no author's rewrites (it was recorded without --author)"),
+        "{}",
+        r.stderr
+    );
 }
 
 #[test]
