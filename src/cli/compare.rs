@@ -34,14 +34,15 @@ pub struct CompareArgs {
     /// Compare on the cases both arms share instead of refusing when they differ.
     #[arg(long)]
     pub intersect: bool,
-    /// Also write the comparison as JSON to this file.
+    /// Also write the comparison as JSON to this file, with the decision under `decision`.
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
 }
 
-/// Re-aggregates each run from its files, compares the chosen arms and prints the comparison.
-/// Exit 0 when the data decide (better, worse or no difference as large as --min-effect), 3
-/// when they do not yet.
+/// Re-aggregates each run from its files, compares the chosen arms and prints the decision, then
+/// the comparison. The decision is the run's (`decide::decision`): exit 0 when the data decide
+/// (better, worse or no difference as large as --min-effect), 3 when they do not yet, 4 when a
+/// run's infrastructure errors leave nothing to judge.
 pub fn run(args: &CompareArgs) -> Result<ExitCode, Error> {
     let metric = crate::decide::gate::parse_metric(&args.metric).ok_or_else(|| {
         usage(&format!(
@@ -56,8 +57,10 @@ pub fn run(args: &CompareArgs) -> Result<ExitCode, Error> {
         return Err(usage("--power must be between 0.5 and 1 (e.g. 0.8)"));
     }
     let mut summaries = Vec::with_capacity(args.run_dirs.len());
+    let mut headers = Vec::with_capacity(args.run_dirs.len());
     for dir in &args.run_dirs {
         summaries.push(load_run(dir)?);
+        headers.push(read_header(dir)?);
     }
     let confidence = setup::checked_confidence(args.confidence.unwrap_or(summaries[0].confidence))?;
     let (a, b) = crate::decide::compare::choose_arms(&summaries, &args.arms)?;
@@ -73,49 +76,91 @@ pub fn run(args: &CompareArgs) -> Result<ExitCode, Error> {
             holdout_apart: true,
         },
     )?;
-    if let [run_dir] = args.run_dirs.as_slice() {
-        rejudge_sequential(run_dir, &summaries[0], &mut comparison)?;
-    }
+    let decision = match (args.run_dirs.as_slice(), summaries.as_mut_slice()) {
+        ([run_dir], [summary]) => {
+            rejudge_sequential(
+                run_dir,
+                headers[0].comparison().as_ref(),
+                summary,
+                &mut comparison,
+            )?;
+            // The run's own decision, with this comparison: its recorded gates stand as the
+            // run judged them (`report` judges them again).
+            summary.gate = headers[0].gate();
+            summary.comparison = Some(comparison.clone());
+            crate::decide::decision::decide(summary, headers[0].max_infra_error_rate())
+        }
+        _ => {
+            let runs: Vec<_> = summaries
+                .iter()
+                .zip(&headers)
+                .map(|(s, h)| (s, h.max_infra_error_rate()))
+                .collect();
+            crate::decide::decision::decide_comparison(&runs, &comparison)
+        }
+    };
     if let Some(path) = &args.json {
-        crate::atomic::write_json(path, &comparison)?;
+        crate::atomic::write_json(
+            path,
+            &CompareJson {
+                comparison: &comparison,
+                decision: &decision,
+            },
+        )?;
     }
+    let failed = |e| Error::io("cannot write the comparison", e);
     let mut out = std::io::stdout().lock();
-    crate::report::render_comparison(&comparison, &mut out)
-        .map_err(|e| Error::io("cannot write the comparison", e))?;
+    crate::report::render_decision(&decision, &mut out).map_err(failed)?;
+    writeln!(out).map_err(failed)?;
+    crate::report::render_comparison(&comparison, &mut out).map_err(failed)?;
     if let Some(why) = super::output::compare_explain_hint(&comparison, &args.run_dirs) {
-        writeln!(out, "\n{why}").map_err(|e| Error::io("cannot write the comparison", e))?;
+        writeln!(out, "\n{why}").map_err(failed)?;
     }
-    Ok(if comparison.overall().decided() {
-        ExitCode::Pass
-    } else {
-        ExitCode::Inconclusive
-    })
+    if let Some(why) = decision.not_judged_because() {
+        eprintln!("error: {why}");
+    }
+    Ok(crate::decide::decision::exit_code(&decision))
+}
+
+/// `--json`: the comparison's fields, and the decision (the run's, under `decision`, as
+/// summary.json holds it).
+#[derive(serde::Serialize)]
+struct CompareJson<'a> {
+    #[serde(flatten)]
+    comparison: &'a crate::report::Comparison,
+    decision: &'a crate::report::Decision,
+}
+
+/// A run folder's summary.json header: what its records do not hold.
+fn read_header(run_dir: &Path) -> Result<crate::report::SummaryHeader, Error> {
+    let summary_path = run_dir.join("summary.json");
+    let text = crate::input::read_text(&summary_path)?;
+    serde_json::from_str(&text)
+        .map_err(|e| crate::error::InputError::json(&summary_path.display().to_string(), &e).into())
 }
 
 /// The sequential comparison a run recorded (`run --compare --sequential`), judged again from
 /// its results.jsonl by the same observer and set on `comparison`'s groups: the verdict is a
-/// function of the records. Nothing changes when the run recorded none, or `comparison` pairs
-/// other arms or another metric than the recorded one.
+/// function of the records, paired as `comparison` pairs its arms. Nothing changes when the run
+/// recorded none, or `comparison` pairs other arms or another metric than the recorded one.
 pub(super) fn rejudge_sequential(
     run_dir: &Path,
+    recorded: Option<&crate::report::Comparison>,
     summary: &crate::report::Summary,
     comparison: &mut crate::report::Comparison,
 ) -> Result<(), Error> {
     use crate::decide::compare::HOLDOUT_TAG;
     use crate::decide::compare::sequential::{Rule, SequentialCompare, SequentialCompareSpec};
-    let summary_path = run_dir.join("summary.json");
-    let text = crate::input::read_text(&summary_path)?;
-    let header: crate::report::SummaryHeader = serde_json::from_str(&text)
-        .map_err(|e| crate::error::InputError::json(&summary_path.display().to_string(), &e))?;
-    let Some(recorded) = header.comparison() else {
+    let Some(recorded) = recorded else {
         return Ok(());
     };
-    let Some(sequential) = recorded.visible.sequential else {
+    let Some(sequential) = &recorded.visible.sequential else {
         return Ok(());
     };
-    if (&recorded.a.arm, &recorded.b.arm, recorded.metric)
-        != (&comparison.a.arm, &comparison.b.arm, comparison.metric)
-    {
+    // The same two arms in either order: the observer pairs them as `comparison` does.
+    let same_arms = (&recorded.a.arm, &recorded.b.arm) == (&comparison.a.arm, &comparison.b.arm)
+        || (&recorded.a.arm, &recorded.b.arm) == (&comparison.b.arm, &comparison.a.arm);
+    if !same_arms || recorded.metric != comparison.metric {
         return Ok(());
     }
     let cases_of = |held: bool| -> Vec<(String, String)> {

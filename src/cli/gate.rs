@@ -7,7 +7,7 @@ use clap::Args;
 use super::load_run;
 use super::usage;
 use crate::decide::gate::GateSpec;
-use crate::error::{Error, ExitCode};
+use crate::error::Error;
 use crate::report::GateLevel;
 
 /// `--gate` and `--gate-level`, shared by `run` and `report`.
@@ -169,28 +169,6 @@ pub(crate) fn parse_gates(texts: &[String]) -> Result<Vec<GateSpec>, Error> {
         .iter()
         .map(|t| GateSpec::parse(t).map_err(Error::from))
         .collect()
-}
-
-/// 0 pass (or no gate), 1 fail, 3 inconclusive.
-///
-/// The run's decision: the worst of its gate verdict and, with `--compare`, its comparison's
-/// overall verdict (`Comparison::overall`: decided counts as a pass, undecided as
-/// inconclusive), so `run --compare` and `compare` on the same folder exit alike.
-pub(super) fn gate_exit_code(summary: &crate::report::Summary) -> ExitCode {
-    use crate::report::Verdict;
-    let comparison = summary.comparison.as_ref().map(|c| {
-        if c.overall().decided() {
-            Verdict::Pass
-        } else {
-            Verdict::Inconclusive
-        }
-    });
-    let gate = summary.gate.as_ref().map(|g| g.verdict);
-    match gate.into_iter().chain(comparison).max() {
-        None | Some(Verdict::Pass) => ExitCode::Pass,
-        Some(Verdict::Fail) => ExitCode::GateFailed,
-        Some(Verdict::Inconclusive) => ExitCode::Inconclusive,
-    }
 }
 
 /// `--baseline RUN_DIR --sequential` (with no `--gate` and no `--compare`): the observer that

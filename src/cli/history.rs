@@ -32,7 +32,6 @@ pub struct HistoryArgs {
 pub(super) fn append_history(
     run_dir: &Path,
     summary: &crate::report::Summary,
-    untrusted: Option<&str>,
 ) -> Result<(), Error> {
     // A shard is a slice of a run: the merged run is the one that enters the history.
     if summary.interrupted || summary.run.shard.is_some() {
@@ -42,7 +41,7 @@ pub(super) fn append_history(
         .parent()
         .unwrap_or_else(|| Path::new("."))
         .join(crate::report::history::FILE_NAME);
-    crate::report::history::append(&path, &crate::report::history::lines_of(summary, untrusted))
+    crate::report::history::append(&path, &crate::report::history::lines_of(summary))
         .map_err(|e| Error::io(format!("cannot append to {}", path.display()), e))
 }
 

@@ -417,7 +417,13 @@ fn write_merged(
     let results_path = out.join("results.jsonl");
     let (merged, agg) = merge.records(&mut readers, &results_path, out)?;
     merge.check_slices(&readers)?;
-    let summary = merged_summary(shards, agg, merged, run_id);
+    let mut summary = merged_summary(shards, agg, merged, run_id);
+    // The merged run decided as the whole run would be: by the first shard's limit of
+    // infrastructure errors (shards of one plan share their flags).
+    let decision =
+        crate::decide::decision::decide(&summary, shards[0].summary.header.max_infra_error_rate());
+    let code = crate::decide::decision::exit_code(&decision);
+    summary.decision = Some(decision);
 
     crate::atomic::write_json(&out.join(PLAN_FILE), &plan)?;
     crate::atomic::write_json(
@@ -439,9 +445,7 @@ fn write_merged(
         },
     )?;
     crate::atomic::write_json(&out.join("summary.json"), &summary)?;
-    // Merge does not know the shards' --max-infra-error-rate; an arm with no scored trial
-    // is still kept out of the trend when the history is read.
-    super::history::append_history(out, &summary, None)?;
+    super::history::append_history(out, &summary)?;
     let files = output::write_files(&summary, out, formats)?;
     output::print_stdout(&summary, formats, detail, out)?;
     let mut written = vec![
@@ -459,7 +463,14 @@ fn write_merged(
             .collect::<Vec<_>>()
             .join(", ")
     );
-    Ok(ExitCode::Pass)
+    if let Some(why) = summary
+        .decision
+        .as_ref()
+        .and_then(crate::report::Decision::not_judged_because)
+    {
+        eprintln!("error: {why}");
+    }
+    Ok(code)
 }
 
 fn open_readers(shards: &[ShardRun]) -> Result<Vec<ShardReader<'_>>, Error> {

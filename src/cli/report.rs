@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::gate::parse_gates;
-use super::gate::{GateArgs, gate_exit_code, judge_baseline};
+use super::gate::{GateArgs, judge_baseline};
 use super::output::{self, Format};
 use super::run::compare_two_arms;
 use super::usage;
@@ -59,11 +59,13 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode, Error> {
     let confidence = setup::checked_confidence(args.confidence.unwrap_or(header.confidence))?;
     let precision = setup::checked_precision(args.precision.unwrap_or(header.precision))?;
     let judging = judging_of(args, &header)?;
+    let max_infra = header.max_infra_error_rate();
     // The comparison the run recorded, by its own --min-effect (0.05, `compare`'s default,
     // when it no longer reads as one).
+    let recorded_comparison = header.comparison();
     let compared = header
         .compared()
-        .then(|| header.comparison().map_or(0.05, |c| c.min_effect));
+        .then(|| recorded_comparison.as_ref().map_or(0.05, |c| c.min_effect));
     let mut rescorer = rescore::Rescorer::for_run(&header.run);
     let (mut summary, latency) = crate::report::reaggregate_rescored(
         &results_path,
@@ -115,13 +117,21 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode, Error> {
     let baseline = args.gate.load_baseline()?;
     judge_baseline(&mut summary, baseline.as_ref(), &args.gate, None)?;
     if let Some(min_effect) = compared {
-        compare_again(&mut summary, min_effect, &args.run_dir)?;
+        compare_again(
+            &mut summary,
+            min_effect,
+            &args.run_dir,
+            recorded_comparison.as_ref(),
+        )?;
     }
+    let decision = crate::decide::decision::decide(&summary, max_infra);
+    let code = crate::decide::decision::exit_code(&decision);
+    summary.decision = Some(decision);
     for path in output::write_files(&summary, &args.run_dir, &formats)? {
         eprintln!("wrote {}", path.display());
     }
     output::print_stdout(&summary, &formats, args.detail, &args.run_dir)?;
-    Ok(gate_exit_code(&summary))
+    Ok(code)
 }
 
 /// A sequential gate judged again on the records in their order (rescored first when the run's
@@ -149,10 +159,11 @@ fn compare_again(
     summary: &mut crate::report::Summary,
     min_effect: f64,
     run_dir: &std::path::Path,
+    recorded: Option<&crate::report::Comparison>,
 ) -> Result<(), Error> {
     compare_two_arms(summary, min_effect);
     if let Some(mut c) = summary.comparison.take() {
-        super::compare::rejudge_sequential(run_dir, summary, &mut c)?;
+        super::compare::rejudge_sequential(run_dir, recorded, summary, &mut c)?;
         summary.comparison = Some(c);
     }
     Ok(())

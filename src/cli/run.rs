@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::gate::{GateArgs, check_baseline_population, gate_exit_code, judge_baseline};
+use super::gate::{GateArgs, check_baseline_population, judge_baseline};
 use super::history::append_history;
 use super::output::{self, Format};
 use super::setup::{RunSetup, build_plan};
@@ -328,12 +328,12 @@ fn run_command(
             totals.skipped_trials
         );
     }
+    let decision = crate::decide::decision::decide(&summary, max_infra);
+    let code = crate::decide::decision::exit_code(&decision);
+    let message = decision.not_judged_because();
+    summary.decision = Some(decision);
     crate::atomic::write_json(&setup.out_dir.join("summary.json"), &summary)?;
-    let (code, message) = exit_of(&summary, max_infra, sinks.provider_stops.stops());
-    let untrusted = (code == ExitCode::InfraErrors)
-        .then_some(message.as_deref())
-        .flatten();
-    append_history(&setup.out_dir, &summary, untrusted)?;
+    append_history(&setup.out_dir, &summary)?;
     let files = output::write_files(&summary, &setup.out_dir, formats)?;
     if formats.contains(&Format::Terminal) {
         print_terminal(&summary, &catalogs, &setup.lint, &setup.out_dir, detail)?;
@@ -568,30 +568,6 @@ fn judge(
     }
 }
 
-/// The exit code and its message. A provider stopped by an auth or quota error left its arm
-/// without figures: the run cannot be judged as a whole, whatever the other arms scored.
-fn exit_of(
-    summary: &crate::report::Summary,
-    max_infra: f64,
-    stops: &[crate::provider::stop::ProviderStop],
-) -> (ExitCode, Option<String>) {
-    let (code, message) = run_exit_code(summary, max_infra);
-    match (code, stops) {
-        (ExitCode::Interrupted | ExitCode::InfraErrors, _) | (_, []) => (code, message),
-        (_, stops) => (
-            ExitCode::InfraErrors,
-            Some(format!(
-                "{} stopped by auth or quota errors; their remaining trials were not run",
-                stops
-                    .iter()
-                    .map(|s| format!("provider `{}` ({})", s.provider, s.class))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )),
-        ),
-    }
-}
-
 /// The terminal report, the comparison of `--compare`, and, with `detail`, the lint findings
 /// beside the weakest tools (without it, a line saying where the rest is).
 fn print_terminal(
@@ -628,9 +604,11 @@ pub(super) fn compare_two_arms(summary: &mut crate::report::Summary, min_effect:
     if summary.arms.len() != 2 {
         return;
     }
-    let side = |arm| crate::decide::compare::Side {
+    // A and B in plan order, as `compare RUN_DIR` and the sequential comparison pair them.
+    let order = crate::decide::compare::plan_order(summary);
+    let side = |i: usize| crate::decide::compare::Side {
         summary: &*summary,
-        arm,
+        arm: order[i],
     };
     match crate::decide::compare::compare(
         side(0),
@@ -646,90 +624,5 @@ pub(super) fn compare_two_arms(summary: &mut crate::report::Summary, min_effect:
     ) {
         Ok(c) => summary.comparison = Some(c),
         Err(e) => eprintln!("error: --compare: {e}"),
-    }
-}
-
-/// The exit code of a finished run, and what to say on stderr when it is not 0. A run that
-/// did not account for every planned trial never exits 0.
-pub(super) fn run_exit_code(
-    summary: &crate::report::Summary,
-    max_infra: f64,
-) -> (ExitCode, Option<String>) {
-    if summary.interrupted {
-        return (ExitCode::Interrupted, None);
-    }
-    let accounted = summary.completed_trials + summary.skipped_trials;
-    if accounted < summary.planned_trials {
-        return (
-            ExitCode::InfraErrors,
-            Some(format!(
-                "{} of {} planned trials were neither run nor skipped; the scores cannot be trusted",
-                summary.planned_trials - accounted,
-                summary.planned_trials
-            )),
-        );
-    }
-    // Scenario trials lost to infrastructure errors count like any trial's: a run whose
-    // scenarios all failed cannot be trusted because its datasets (if any) went well.
-    let scenario_errors: u64 = summary
-        .scenarios
-        .iter()
-        .flat_map(|a| &a.scenarios)
-        .flat_map(|s| s.errors.values())
-        .sum();
-    let errors: u64 = summary.arms.iter().map(|a| a.infra.errors).sum::<u64>() + scenario_errors;
-    let done = summary.completed_trials.max(1) as f64;
-    if summary.completed_trials == 0 || errors as f64 / done > max_infra {
-        return (
-            ExitCode::InfraErrors,
-            Some(format!(
-                "{} of {} trials ended in infrastructure errors (limit {:.0}%); the scores cannot be trusted",
-                errors,
-                summary.completed_trials,
-                max_infra * 100.0
-            )),
-        );
-    }
-    (gate_exit_code(summary), None)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn summary(planned: u64, completed: u64, skipped: u64) -> crate::report::Summary {
-        let run = crate::report::RunInfo::for_test(1);
-        crate::report::Summary {
-            run,
-            planned_trials: planned,
-            completed_trials: completed,
-            skipped_trials: skipped,
-            interrupted: false,
-            confidence: 0.95,
-            precision: 0.05,
-            arms: Vec::new(),
-            warnings: Vec::new(),
-            gate: None,
-            comparison: None,
-            scenarios: Vec::new(),
-            scenario_drift: Vec::new(),
-            provider_diffs: Vec::new(),
-            cost: Default::default(),
-            budget: None,
-        }
-    }
-
-    #[test]
-    fn a_run_that_lost_trials_never_exits_0() {
-        assert_eq!(run_exit_code(&summary(12, 12, 0), 0.1).0, ExitCode::Pass);
-        assert_eq!(run_exit_code(&summary(12, 4, 8), 0.1).0, ExitCode::Pass);
-        let (code, message) = run_exit_code(&summary(12, 1, 0), 0.1);
-        assert_eq!(code, ExitCode::InfraErrors);
-        assert_eq!(
-            message.as_deref(),
-            Some(
-                "11 of 12 planned trials were neither run nor skipped; the scores cannot be trusted"
-            )
-        );
     }
 }

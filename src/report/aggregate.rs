@@ -486,6 +486,7 @@ impl Aggregator {
             provider_diffs,
             cost,
             budget: None,
+            decision: None,
         }
     }
 }

@@ -21,7 +21,8 @@ pub struct Comparison {
     pub a: ComparedArm,
     pub b: ComparedArm,
     /// What differs between the arms: `variant`, `provider` (provider, model or sampling
-    /// settings) or `run` (the same arm measured twice).
+    /// settings, or only the provider's name within one run) or `run` (the same arm measured
+    /// in two runs).
     pub axis: String,
     /// Cases not tagged `holdout`: per-case tables and their verdict.
     pub visible: GroupComparison,
@@ -66,6 +67,26 @@ pub struct SequentialComparison {
 }
 
 impl SequentialComparison {
+    /// The same result told as A − B: the arms swapped. A race's `NotBetter` (a one-sided
+    /// stop) has no mirror and is kept: races never swap their arms.
+    pub fn mirrored(&self) -> Self {
+        SequentialComparison {
+            verdict: match self.verdict {
+                ComparisonVerdict::Better => ComparisonVerdict::Worse,
+                ComparisonVerdict::Worse => ComparisonVerdict::Better,
+                v => v,
+            },
+            counts: crate::stats::PairCounts {
+                b_only: self.counts.a_only,
+                a_only: self.counts.b_only,
+                same: self.counts.same,
+            },
+            lower: -self.upper,
+            upper: -self.lower,
+            ..self.clone()
+        }
+    }
+
     /// The comparison's sequential line, as every report words it.
     pub fn line(&self) -> String {
         let state = if self.verdict == ComparisonVerdict::Inconclusive {

@@ -52,6 +52,56 @@ pub struct HistoryLine {
     /// apart and never becomes the run the next one is compared with.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub untrusted: Option<String>,
+    /// How the run sampled its cases: a sequential run stops cases early, so its score is not
+    /// a fixed-n score of the same trials. Absent from lines written before it was kept (read
+    /// as fixed-n).
+    #[serde(default, skip_serializing_if = "Sampling::is_fixed")]
+    pub sampling: Sampling,
+    /// The run's verdict (`Decision::verdict`), the one its exit code reported; absent from
+    /// lines written before runs recorded one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<crate::report::RunVerdict>,
+}
+
+/// How a run in the history sampled its cases.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Sampling {
+    /// A sequential gate or comparison stopped cases (or the run) once they were decided: the
+    /// score rests on fewer trials for the clearest cases, and on when each stopped.
+    #[serde(default)]
+    pub sequential: bool,
+}
+
+impl Sampling {
+    fn is_fixed(&self) -> bool {
+        !self.sequential
+    }
+
+    /// `fixed, 40 per case` or `sequential, at most 41 per case`.
+    pub fn describe(&self, trials_per_case: u32) -> String {
+        if self.sequential {
+            format!("sequential, at most {trials_per_case} per case")
+        } else {
+            format!("fixed, {trials_per_case} per case")
+        }
+    }
+
+    /// What the run sampled, from its summary: sequential when a sequential gate or comparison
+    /// judged it.
+    fn of(summary: &Summary) -> Self {
+        let gate = summary
+            .gate
+            .iter()
+            .flat_map(|g| &g.gates)
+            .any(|g| g.sequential.is_some());
+        let comparison = summary
+            .comparison
+            .as_ref()
+            .is_some_and(|c| c.visible.sequential.is_some());
+        Sampling {
+            sequential: gate || comparison,
+        }
+    }
 }
 
 /// A latency percentile with its interval (an end absent when the trials cannot bound it).
@@ -201,14 +251,16 @@ impl HistoryLine {
     }
 }
 
-/// One line per arm of a finished run; `untrusted` says why its scores cannot be trusted
-/// when the run exits 4.
-pub fn lines_of(summary: &Summary, untrusted: Option<&str>) -> Vec<HistoryLine> {
+/// One line per arm of a finished run, with the run's verdict and, when it was not judged
+/// (exit 4), why its scores cannot be trusted.
+pub fn lines_of(summary: &Summary) -> Vec<HistoryLine> {
+    let decision = summary.decision.as_ref();
     summary
         .arms
         .iter()
         .map(|arm| HistoryLine {
-            untrusted: untrusted.map(str::to_owned),
+            verdict: decision.map(|d| d.verdict),
+            untrusted: decision.and_then(crate::report::Decision::not_judged_because),
             ..line_of(summary, arm)
         })
         .collect()
@@ -274,6 +326,8 @@ fn line_of(summary: &Summary, arm: &ArmSummary) -> HistoryLine {
             })
             .collect(),
         untrusted: None,
+        sampling: Sampling::of(summary),
+        verdict: None,
     }
 }
 
@@ -334,6 +388,9 @@ pub struct Change {
     pub cases: usize,
     pub moved: Move,
     pub catalog_changed: bool,
+    /// The two runs sampled their cases differently (fixed-n against sequential, or other
+    /// trials per case): the difference compares scores of different designs.
+    pub sampling_changed: bool,
 }
 
 /// One series of the history as a report draws it: the arm's runs on the rate its gates judge,
@@ -489,6 +546,8 @@ pub fn change(previous: &HistoryLine, current: &HistoryLine, metric: Metric) -> 
         cases: diffs.len(),
         moved,
         catalog_changed: previous.catalogs != current.catalogs,
+        sampling_changed: (previous.sampling.sequential, previous.trials_per_case)
+            != (current.sampling.sequential, current.trials_per_case),
     }
 }
 
@@ -603,8 +662,11 @@ pub fn render(
             };
             write!(
                 out,
-                "  {date}  {}  {mean} ({} cases)  n {}",
-                p.line.run_id, pt.cases, pt.n
+                "  {date}  {}  {mean} ({} cases)  n {} ({})",
+                p.line.run_id,
+                pt.cases,
+                pt.n,
+                p.line.sampling.describe(p.line.trials_per_case)
             )?;
             if let Some(c) = &p.change {
                 match &c.difference {
@@ -626,6 +688,9 @@ pub fn render(
                 }
                 if c.catalog_changed {
                     write!(out, "  catalog changed")?;
+                }
+                if c.sampling_changed {
+                    write!(out, "  sampled differently")?;
                 }
             }
             writeln!(out)?;
@@ -680,6 +745,8 @@ mod tests {
             cases,
             tool_p95_ms: BTreeMap::new(),
             untrusted: None,
+            sampling: Sampling::default(),
+            verdict: None,
         }
     }
 

@@ -1,5 +1,6 @@
-//! JUnit XML (`junit.xml`) for CI systems that show test results: one `testsuite` per arm,
-//! one `testcase` per case, and one per suite-, tool- or baseline-level gate.
+//! JUnit XML (`junit.xml`) for CI systems that show test results: the run's verdict first (its
+//! own `testsuite`), then one `testsuite` per arm, one `testcase` per case, and one per
+//! suite-, tool- or baseline-level gate.
 //!
 //! JUnit knows pass, failure and skipped, not "measured", so a case's status is what a
 //! case-level gate decided about it (fail → failure; inconclusive → skipped, with what more
@@ -24,6 +25,9 @@ pub struct Junit;
 impl super::Render for Junit {
     fn render(&self, s: &Summary, w: &mut dyn Write) -> std::io::Result<()> {
         let mut report = Report::new(format!("toolscore run {}", s.run.run_id));
+        if let Some(d) = &s.decision {
+            report.add_test_suite(decision_suite(d));
+        }
         for arm in &s.arms {
             report.add_test_suite(arm_suite(s, arm));
         }
@@ -32,6 +36,37 @@ impl super::Render for Junit {
         }
         report.serialize(w).map_err(std::io::Error::other)
     }
+}
+
+/// The run's verdict first, as one testcase: passed, failed (exit 1), skipped (inconclusive,
+/// exit 3) or an error (not judged, exit 4; interrupted, 130), with what made it.
+fn decision_suite(d: &super::Decision) -> TestSuite {
+    use super::RunVerdict;
+    let headline = d.headline();
+    let grounds = d.ground_lines().join("\n");
+    let non_success = |kind: Option<NonSuccessKind>, type_: &str| {
+        let mut st = match kind {
+            Some(kind) => TestCaseStatus::non_success(kind),
+            None => TestCaseStatus::skipped(),
+        };
+        st.set_message(headline.clone())
+            .set_type(type_.to_owned())
+            .set_description(grounds.clone());
+        st
+    };
+    let status = match d.verdict {
+        RunVerdict::Pass => TestCaseStatus::success(),
+        RunVerdict::Fail => non_success(Some(NonSuccessKind::Failure), "failed"),
+        RunVerdict::Inconclusive => non_success(None, "inconclusive"),
+        RunVerdict::NotJudged => non_success(Some(NonSuccessKind::Error), "not judged"),
+        RunVerdict::Interrupted => non_success(Some(NonSuccessKind::Error), "interrupted"),
+    };
+    let mut t = TestCase::new("verdict", status);
+    t.set_classname("toolscore.decision");
+    t.set_system_out(format!("{headline}\n{grounds}"));
+    let mut suite = TestSuite::new("toolscore decision");
+    suite.add_test_case(t);
+    suite
 }
 
 fn arm_suite(s: &Summary, arm: &ArmSummary) -> TestSuite {

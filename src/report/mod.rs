@@ -54,7 +54,7 @@ pub use run_info::{
 };
 pub use scenario::{ScenarioArmSummary, ScenarioSummary};
 pub use stress::render_stress;
-pub use terminal::{Terminal, render_explanation, render_verdict};
+pub use terminal::{Terminal, render_decision, render_explanation, render_verdict};
 pub use wording::{format_percentile, format_usd, weakest_cases};
 
 /// A run's report in one format: the terminal's text, `report.md`, `junit.xml`,
@@ -68,8 +68,8 @@ pub trait Render {
 /// What every report says under a replay recorded before requests were sent as written.
 pub const LEGACY_REQUESTS: &str = "recorded when requests sent catalog properties sorted by name and always sent tool_choice auto and parallel_tool_calls true; live runs now send the author's order and only configured fields";
 pub use verdict::{
-    CaseVerdict, GateLevel, GateMetric, GateReport, GateResult, SequentialInfo, ToolVerdict,
-    Verdict,
+    CaseVerdict, Decision, GateLevel, GateMetric, GateReport, GateResult, Ground, Part, RunVerdict,
+    SequentialInfo, StoppedProvider, ToolVerdict, Verdict,
 };
 pub use warning::{Metric, Warning};
 
@@ -120,6 +120,10 @@ pub struct Summary {
     /// capped; not in the records, so kept in the header `report` reads back.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<BudgetReport>,
+    /// The run's one verdict and what made it (`decide::decision::decide`): what its exit
+    /// code reports and every renderer leads with. Set once everything it rests on is judged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision: Option<Decision>,
 }
 
 /// Dollars and tokens of a group of trials. `usd` sums the trials whose cost is known
@@ -203,6 +207,9 @@ pub struct SummaryHeader {
     /// Whether the run compared its two arms (`run --compare`).
     #[serde(default, rename = "comparison")]
     comparison_recorded: Option<serde_json::Value>,
+    /// The run's decision, as written (read leniently: see [`SummaryHeader::max_infra_error_rate`]).
+    #[serde(default, rename = "decision")]
+    decision_recorded: Option<serde_json::Value>,
 }
 
 impl SummaryHeader {
@@ -220,6 +227,17 @@ impl SummaryHeader {
     /// The comparison the run recorded, when it still reads as one.
     pub fn comparison(&self) -> Option<Comparison> {
         serde_json::from_value(self.comparison_recorded.clone()?).ok()
+    }
+
+    /// The limit of infrastructure errors the run was judged by (`--max-infra-error-rate`),
+    /// so its folder is judged again by the same rule; the default for a folder written
+    /// before decisions were recorded.
+    pub fn max_infra_error_rate(&self) -> f64 {
+        self.decision_recorded
+            .as_ref()
+            .and_then(|d| d["max_infra_error_rate"].as_f64())
+            .filter(|r| (0.0..=1.0).contains(r))
+            .unwrap_or(Decision::DEFAULT_MAX_INFRA_ERROR_RATE)
     }
 
     /// Why trials went unaccounted, as the run recorded it.

@@ -414,3 +414,250 @@ impl GateResult {
         }
     }
 }
+
+/// A run's one verdict: the one its exit code reports, and the one every surface (terminal,
+/// report.md, report.html, junit.xml, summary.json, history) leads with. Ordered from best to
+/// worst: the run's verdict is the worst of its grounds'.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunVerdict {
+    /// Every gate passed and the comparison (if any) decided: exit 0.
+    Pass,
+    /// A gate or the comparison is not decided yet: exit 3.
+    Inconclusive,
+    /// A gate failed: exit 1.
+    Fail,
+    /// Too many infrastructure errors to judge, a provider stopped by an auth or quota error,
+    /// or planned trials that were neither run nor skipped: exit 4.
+    NotJudged,
+    /// Stopped with Ctrl-C or SIGTERM before every planned trial finished: exit 130.
+    Interrupted,
+}
+
+impl RunVerdict {
+    pub fn label(self) -> &'static str {
+        match self {
+            RunVerdict::Pass => "PASS",
+            RunVerdict::Inconclusive => "INCONCLUSIVE",
+            RunVerdict::Fail => "FAIL",
+            RunVerdict::NotJudged => "NOT JUDGED",
+            RunVerdict::Interrupted => "INTERRUPTED",
+        }
+    }
+
+    /// The process exit status this verdict is reported with (docs/reference/exit-codes.md).
+    pub fn exit_status(self) -> u8 {
+        match self {
+            RunVerdict::Pass => 0,
+            RunVerdict::Fail => 1,
+            RunVerdict::Inconclusive => 3,
+            RunVerdict::NotJudged => 4,
+            RunVerdict::Interrupted => 130,
+        }
+    }
+}
+
+impl From<Verdict> for RunVerdict {
+    fn from(v: Verdict) -> Self {
+        match v {
+            Verdict::Pass => RunVerdict::Pass,
+            Verdict::Inconclusive => RunVerdict::Inconclusive,
+            Verdict::Fail => RunVerdict::Fail,
+        }
+    }
+}
+
+/// A run's decision (`decide::decision::decide`): its verdict and what made it, in the order
+/// every surface lists them. Computed once from the summary (itself a function of the records
+/// and the run's header) and the policy below, so `report` and `compare` on the run's folder
+/// reproduce it exactly.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Decision {
+    pub verdict: RunVerdict,
+    /// The exit status the verdict is reported with.
+    pub exit_code: u8,
+    /// The share of trials that may end in infrastructure errors before the run is not judged
+    /// (`--max-infra-error-rate`), kept so the folder is judged again by the same rule.
+    pub max_infra_error_rate: f64,
+    /// What the verdict rests on: an interruption or a run that cannot be trusted as a whole
+    /// first, then gates, comparison, infrastructure and budget.
+    pub grounds: Vec<Ground>,
+}
+
+/// One thing a run's verdict rests on, with the verdict it alone would give the run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Ground {
+    pub verdict: RunVerdict,
+    #[serde(flatten)]
+    pub part: Part,
+}
+
+/// The parts of a run that are judged.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "part", rename_all = "snake_case")]
+pub enum Part {
+    /// The run was stopped before every planned trial finished.
+    Interrupted { completed: u64, planned: u64 },
+    /// Planned trials that were neither run nor skipped (a failed worker).
+    Unaccounted { missing: u64, planned: u64 },
+    /// Arms whose provider answered with an auth or quota error: their remaining trials were
+    /// not run, so the run cannot be judged as a whole.
+    ProvidersStopped { providers: Vec<StoppedProvider> },
+    /// Trials (dataset and scenario) that ended in an infrastructure error, against the limit.
+    Infrastructure {
+        errors: u64,
+        trials: u64,
+        limit: f64,
+    },
+    /// The gates' combined verdict (the worst).
+    Gates {
+        gate_verdict: Verdict,
+        gates: usize,
+        passed: usize,
+        failed: usize,
+        inconclusive: usize,
+    },
+    /// The comparison's overall verdict (`Comparison::overall`): decided (better, worse, no
+    /// detectable difference, not better) or not.
+    Comparison {
+        comparison_verdict: super::ComparisonVerdict,
+        /// B, named by what differs between the arms.
+        b: String,
+        min_effect: f64,
+        /// Why the verdict is not the visible cases' own, when it is not.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+    /// `--max-cost` stopped planned trials from being sent: counted apart, never failures; a
+    /// budget stop does not change the verdict.
+    Budget {
+        not_run: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cap_usd: Option<f64>,
+    },
+}
+
+/// An arm stopped by its provider's auth or quota error.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoppedProvider {
+    pub provider: String,
+    pub variant: String,
+    /// `auth` or `quota_exceeded`.
+    pub class: String,
+}
+
+impl Decision {
+    /// `--max-infra-error-rate`'s default, also the rule for a folder written before decisions
+    /// were recorded.
+    pub const DEFAULT_MAX_INFRA_ERROR_RATE: f64 = 0.1;
+
+    /// The line every surface leads with: `verdict: INCONCLUSIVE (exit 3)`.
+    pub fn headline(&self) -> String {
+        format!(
+            "verdict: {} (exit {})",
+            self.verdict.label(),
+            self.exit_code
+        )
+    }
+
+    /// What made the verdict, one line each, in the decision's order.
+    pub fn ground_lines(&self) -> Vec<String> {
+        self.grounds.iter().map(Ground::line).collect()
+    }
+
+    /// Why the run was not judged, in one sentence (for stderr and the history), when it was
+    /// not.
+    pub fn not_judged_because(&self) -> Option<String> {
+        if self.verdict != RunVerdict::NotJudged {
+            return None;
+        }
+        self.grounds
+            .iter()
+            .find(|g| g.verdict == RunVerdict::NotJudged)
+            .map(|g| g.part.sentence())
+    }
+}
+
+impl Ground {
+    /// `gates: PASS, 2 of 2 gates passed`, `infrastructure: 0 of 1220 trials ended in …`.
+    pub fn line(&self) -> String {
+        format!("{}: {}", self.part.name(), self.part.sentence())
+    }
+}
+
+impl Part {
+    /// What the part is called in every report.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Part::Interrupted { .. } => "interrupted",
+            Part::Unaccounted { .. }
+            | Part::ProvidersStopped { .. }
+            | Part::Infrastructure { .. } => "infrastructure",
+            Part::Gates { .. } => "gates",
+            Part::Comparison { .. } => "comparison",
+            Part::Budget { .. } => "budget",
+        }
+    }
+
+    /// The part's finding in words, the one wording every report uses.
+    pub fn sentence(&self) -> String {
+        match self {
+            Part::Interrupted { completed, planned } => format!(
+                "stopped before every planned trial finished ({completed} of {planned} completed)"
+            ),
+            Part::Unaccounted { missing, planned } => format!(
+                "{missing} of {planned} planned trials were neither run nor skipped; the scores cannot be trusted"
+            ),
+            Part::ProvidersStopped { providers } => format!(
+                "{} stopped by auth or quota errors; their remaining trials were not run",
+                providers
+                    .iter()
+                    .map(|s| format!("provider `{}` ({})", s.provider, s.class))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            Part::Infrastructure {
+                errors,
+                trials,
+                limit,
+            } => {
+                let over = *trials == 0 || *errors as f64 / *trials as f64 > *limit;
+                format!(
+                    "{errors} of {trials} trials ended in infrastructure errors (limit {:.0}%){}",
+                    limit * 100.0,
+                    if over {
+                        "; the scores cannot be trusted"
+                    } else {
+                        ""
+                    }
+                )
+            }
+            Part::Gates {
+                gate_verdict,
+                gates,
+                passed,
+                failed,
+                inconclusive,
+            } => format!(
+                "{} ({passed} passed, {failed} failed, {inconclusive} inconclusive of {gates} gate{})",
+                gate_verdict.label(),
+                if *gates == 1 { "" } else { "s" }
+            ),
+            Part::Comparison {
+                comparison_verdict,
+                b,
+                min_effect,
+                reason,
+            } => match reason {
+                Some(reason) => format!("INCONCLUSIVE: {reason}"),
+                None => comparison_verdict.describe(b, *min_effect),
+            },
+            Part::Budget { not_run, cap_usd } => format!(
+                "{}{not_run} planned trials were not run (counted apart, not as failures; the verdict is the run's own)",
+                cap_usd
+                    .map(|usd| format!("--max-cost {} reached; ", super::format_usd(usd)))
+                    .unwrap_or_default()
+            ),
+        }
+    }
+}

@@ -557,17 +557,18 @@ impl<'a> Tuner<'a> {
             sent,
             spent,
         } = super::super::run::run_phase(setup, carried.as_deref(), observers)?;
-        match super::super::run::run_exit_code(&summary, self.args.max_infra_error_rate) {
-            (ExitCode::Interrupted, _) => {
+        let decision = crate::decide::decision::decide(&summary, self.args.max_infra_error_rate);
+        match crate::decide::decision::exit_code(&decision) {
+            ExitCode::Interrupted => {
                 return Err(Error::Interrupted(
                     "tune stopped; each phase's folder keeps the trials it finished",
                 ));
             }
-            (ExitCode::InfraErrors, message) => {
+            ExitCode::InfraErrors => {
                 return Err(Error::Untrusted(format!(
                     "tune's {name} phase ({}): {}",
                     self.dir.join(name).display(),
-                    message.unwrap_or_default()
+                    decision.not_judged_because().unwrap_or_default()
                 )));
             }
             _ => {}

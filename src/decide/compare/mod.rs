@@ -78,6 +78,9 @@ fn axis(a: Side<'_>, b: Side<'_>) -> Result<String, InputError> {
         ))),
         (true, false) => Ok("variant".to_owned()),
         (false, true) => Ok("provider".to_owned()),
+        // One model and its settings under two names in one run: the names are what differ,
+        // and a label by run would name the same run twice.
+        (false, false) if a.summary.run.run_id == b.summary.run.run_id => Ok("provider".to_owned()),
         (false, false) => Ok("run".to_owned()),
     }
 }
@@ -392,13 +395,35 @@ pub fn arm_list<'a>(arms: impl Iterator<Item = &'a crate::record::ArmId>) -> Str
         .join(", ")
 }
 
-/// Two arms of one run: its only two, or the two `--arm`s name.
+/// The indices of a summary's arms (sorted by identity) in the order the run's plan had them
+/// (the order of `--provider` and `--variant`): A is the first arm the user named, B the
+/// second, wherever the summary sorts them. Arms the header does not list keep their order,
+/// after the others.
+pub fn plan_order(summary: &Summary) -> Vec<usize> {
+    let mut order: Vec<usize> = summary
+        .run
+        .arms
+        .iter()
+        .filter_map(|info| {
+            let id = info.id();
+            summary.arms.iter().position(|a| a.arm == id)
+        })
+        .collect();
+    for i in 0..summary.arms.len() {
+        if !order.contains(&i) {
+            order.push(i);
+        }
+    }
+    order
+}
+
+/// Two arms of one run: its only two (in plan order), or the two `--arm`s name.
 fn two_arms_of<'a>(
     one: &'a Summary,
     wanted: &[String],
 ) -> Result<(Side<'a>, Side<'a>), InputError> {
     let picked: Vec<usize> = if wanted.is_empty() {
-        (0..one.arms.len()).collect()
+        plan_order(one)
     } else {
         wanted
             .iter()

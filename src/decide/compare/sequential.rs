@@ -237,11 +237,23 @@ impl SequentialCompare {
             .map(|g| g.result(&self.judge, self.spec.max_rounds))
     }
 
-    /// Sets both groups' sequential results on a comparison of the same two arms.
+    /// Sets both groups' sequential results on a comparison of the same two arms, by identity:
+    /// when the comparison names them the other way round, every B − A is mirrored (sign,
+    /// bounds, counts, better ↔ worse), so no result is ever told with its arms swapped. A
+    /// comparison of other arms is left as it is.
     pub fn apply_to(&self, comparison: &mut crate::report::Comparison) {
-        comparison.visible.sequential = Some(self.visible());
+        let [a, b] = &self.spec.arms;
+        let mirror = if (a, b) == (&comparison.a.arm, &comparison.b.arm) {
+            false
+        } else if (a, b) == (&comparison.b.arm, &comparison.a.arm) {
+            true
+        } else {
+            return;
+        };
+        let told = |s: SequentialComparison| if mirror { s.mirrored() } else { s };
+        comparison.visible.sequential = Some(told(self.visible()));
         if let Some(h) = &mut comparison.holdout {
-            h.sequential = self.holdout();
+            h.sequential = self.holdout().map(told);
         }
     }
 }

@@ -181,6 +181,8 @@ struct VerdictView {
     class: &'static str,
     label: String,
     subtitle: String,
+    /// What made the run's verdict, one line each (`Decision::ground_lines`).
+    grounds: Vec<String>,
     gates: Vec<GateRow>,
     details: Vec<Table>,
 }
@@ -310,6 +312,16 @@ fn nice_step(max: f64, count: f64) -> f64 {
         10.0
     };
     nice * magnitude
+}
+
+/// A run that was not judged or was interrupted is shown as a failure: CI does not pass it.
+fn run_verdict_class(v: crate::report::RunVerdict) -> &'static str {
+    use crate::report::RunVerdict;
+    match v {
+        RunVerdict::Pass => "pass",
+        RunVerdict::Inconclusive => "inconclusive",
+        RunVerdict::Fail | RunVerdict::NotJudged | RunVerdict::Interrupted => "fail",
+    }
 }
 
 fn verdict_class(v: Verdict) -> &'static str {
@@ -490,12 +502,28 @@ fn replay_lines(r: &super::RunInfo) -> Vec<String> {
         .collect()
 }
 
+/// The run's decision leads: its badge is the verdict the exit code reports, with what made it
+/// listed under it; the gates' table follows.
 fn verdict_view(s: &Summary, anchors: &explorer::Anchors) -> VerdictView {
+    let (class, label, grounds) = match &s.decision {
+        Some(d) => (
+            run_verdict_class(d.verdict),
+            format!("{} (exit {})", d.verdict.label(), d.exit_code),
+            d.ground_lines(),
+        ),
+        None => ("none", "NOT DECIDED".to_owned(), Vec::new()),
+    };
     let Some(g) = &s.gate else {
+        let subtitle = if s.comparison.is_some() {
+            "The run's verdict rests on its comparison, below, and its infrastructure.".to_owned()
+        } else {
+            "This run measures and does not judge a bar: add --gate METRIC>=T (or LATENCY<=MS) to `run` or `report` to gate it.".to_owned()
+        };
         return VerdictView {
-            class: "none",
-            label: "NO GATE".to_owned(),
-            subtitle: "This run measures and does not decide: add --gate METRIC>=T (or LATENCY<=MS) to `run` or `report` for a verdict.".to_owned(),
+            class,
+            label,
+            subtitle,
+            grounds,
             gates: Vec::new(),
             details: Vec::new(),
         };
@@ -506,13 +534,14 @@ fn verdict_view(s: &Summary, anchors: &explorer::Anchors) -> VerdictView {
         "fixed n"
     };
     VerdictView {
-        class: verdict_class(g.verdict),
-        label: g.verdict.label().to_owned(),
+        class,
+        label,
         subtitle: format!(
-            "{} gate(s), {} one-sided, {design}; the run's verdict is the worst of them",
+            "the run's verdict, the worst of what made it; {} gate(s), {} one-sided, {design}",
             g.gates.len(),
             pct(g.confidence)
         ),
+        grounds,
         gates: g
             .gates
             .iter()

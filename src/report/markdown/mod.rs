@@ -150,6 +150,9 @@ fn write_document(s: &Summary, explained: &[super::behaviour::CaseBehaviours], d
             }
         }
     }
+    if let Some(d) = &s.decision {
+        write_decision(d, doc);
+    }
     if let Some(g) = &s.gate {
         write_gate(g, doc);
     }
@@ -202,6 +205,18 @@ fn write_cost(s: &Summary, doc: &mut String) {
             super::format_usd(b.max_usd.unwrap_or_default()),
             b.not_run
         ));
+    }
+}
+
+/// The run's verdict, the one its exit code reports, then what made it.
+fn write_decision(d: &super::Decision, doc: &mut String) {
+    doc.push_str(&format!(
+        "\n## Verdict: {} (exit {})\n\n",
+        d.verdict.label(),
+        d.exit_code
+    ));
+    for line in d.ground_lines() {
+        doc.push_str(&format!("- {}\n", escape_long(&line)));
     }
 }
 

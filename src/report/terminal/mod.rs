@@ -86,7 +86,7 @@ impl super::Render for Terminal {
         if self.detail {
             render_detail(s, w)
         } else {
-            render_decision(s, w)
+            render_brief(s, w)
         }
     }
 }
@@ -130,9 +130,31 @@ fn write_run_header(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
     Ok(())
 }
 
+/// The run's decision (`Summary::decision`): the verdict its exit code reports, then what
+/// made it, one line each. Every command that decides a run leads with this block.
+pub fn render_decision(d: &super::Decision, w: &mut dyn Write) -> io::Result<()> {
+    writeln!(w, "{}", d.headline())?;
+    for line in d.ground_lines() {
+        writeln!(w, "  {line}")?;
+    }
+    Ok(())
+}
+
+/// The decision block after a blank line, when the summary holds one.
+fn write_decision(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
+    match &s.decision {
+        Some(d) => {
+            writeln!(w)?;
+            render_decision(d, w)
+        }
+        None => Ok(()),
+    }
+}
+
 /// The report that leads with the decision.
-fn render_decision(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
+fn render_brief(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
     write_run_header(s, w)?;
+    write_decision(s, w)?;
     let several = s.arms.len() > 1;
     if let Some(gate) = &s.gate {
         write_gate(gate, several, w)?;
@@ -176,6 +198,9 @@ fn write_arm_title(arm: &ArmSummary, w: &mut dyn Write) -> io::Result<()> {
 /// The verdict alone, for a command whose report went to a file: the gate's block, or each
 /// arm's suite rates when no gate was given.
 pub fn render_verdict(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
+    if let Some(d) = &s.decision {
+        render_decision(d, w)?;
+    }
     let several = s.arms.len() > 1;
     if let Some(gate) = &s.gate {
         return write_gate(gate, several, w);
@@ -194,6 +219,7 @@ pub fn render_verdict(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
 /// The whole report, the verdict last.
 fn render_detail(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
     write_run_header(s, w)?;
+    write_decision(s, w)?;
     let several = s.arms.len() > 1;
     for arm in &s.arms {
         if several {
