@@ -126,6 +126,12 @@ fn two_arms_run_in_one_plan_and_reaggregate_from_results_alone() {
         header.precision,
     )
     .expect("reaggregate");
+    // The decision is judged from the re-aggregated summary by the run's own rule.
+    let mut again = again;
+    again.decision = Some(toolscore::decide::decision::decide(
+        &again,
+        toolscore::report::Decision::DEFAULT_MAX_INFRA_ERROR_RATE,
+    ));
     assert_eq!(again, header);
 
     // And through the binary: `toolscore report` prints the report the run printed (the

@@ -183,9 +183,16 @@ fn the_same_arm_measured_twice_shows_no_detectable_difference() {
     assert_eq!(c.code, 0, "{}", c.transcript());
     let verdict =
         "verdict: NO DETECTABLE DIFFERENCE: any difference is smaller than 0.1 either way";
+    // The run's decision leads, then the comparison's own verdict.
+    assert!(
+        c.stdout.starts_with("verdict: PASS (exit 0)\n"),
+        "{}",
+        c.stdout
+    );
     let first = c
         .stdout
         .lines()
+        .skip_while(|l| !l.starts_with("compare "))
         .find(|l| l.trim_start().starts_with("verdict:"));
     assert_eq!(first.map(str::trim), Some(verdict), "{}", c.stdout);
     assert_eq!(

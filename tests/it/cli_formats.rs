@@ -51,8 +51,8 @@ fn markdown_and_junit_of_a_fixed_run() {
     // suite's rates (no terminal report was asked for).
     assert!(
         run.stdout
-            .starts_with("\nsuite: 13 cases, 78 trials scored")
-            && run.stdout.lines().count() == 7,
+            .starts_with("verdict: PASS (exit 0)\n  infrastructure: 0 of 78 trials ended in infrastructure errors (limit 10%)\n\nsuite: 13 cases, 78 trials scored")
+            && run.stdout.lines().count() == 2 + 7,
         "{}",
         run.transcript()
     );
@@ -85,16 +85,23 @@ fn markdown_with_a_gate_leads_with_the_verdict() {
         ],
     );
     assert_eq!(run.code, 1, "{}", run.transcript());
-    // `--format md` alone still says how the gate ended, on stdout, and nothing else.
+    // `--format md` alone still says the run's verdict and how the gate ended, on stdout, and
+    // nothing else.
     assert!(
-        run.stdout
-            .starts_with("\ngate (95% one-sided, fixed n): FAIL\n")
+        run.stdout.starts_with("verdict: FAIL (exit 1)\n")
+            && run
+                .stdout
+                .contains("\ngate (95% one-sided, fixed n): FAIL\n")
             && !run.stdout.contains("suite:"),
         "{}",
         run.transcript()
     );
     let md = read(&dir.join("report.md"));
+    let verdict = md
+        .find("## Verdict: FAIL (exit 1)")
+        .expect("verdict section");
     let gate = md.find("## Gate: FAIL").expect("gate section");
+    assert!(verdict < gate, "{md}");
     let arm = md.find("## Arm").expect("arm section");
     assert!(gate < arm, "{md}");
     insta::assert_snapshot!("report_md_case_gate", md);
@@ -147,11 +154,12 @@ fn junit_counts(xml: &str) -> Counts {
 #[test]
 fn junit_counts_follow_the_gate_verdicts() {
     let (tmp, dir) = copy_run(&|_| {});
-    // Without a gate every case passes: JUnit has no "measured".
+    // Without a gate every case passes: JUnit has no "measured". The run's verdict is one
+    // testcase more, first, failed when the run fails.
     let run = toolscore(tmp.path(), &["report", "run", "--format", "junit"]);
     assert_eq!(run.code, 0, "{}", run.transcript());
     let c = junit_counts(&read(&dir.join("junit.xml")));
-    assert_eq!((c.tests, c.failures, c.skipped), (13, 0, 0));
+    assert_eq!((c.tests, c.failures, c.skipped), (1 + 13, 0, 0));
 
     // A case-level gate decides each case; a suite-level gate adds one testcase.
     let run = toolscore(
@@ -177,7 +185,10 @@ fn junit_counts_follow_the_gate_verdicts() {
     assert!(failed > 0, "{gate}");
     let xml = read(&dir.join("junit.xml"));
     let c = junit_counts(&xml);
-    assert_eq!((c.tests, c.failures, c.skipped), (13, failed, inconclusive));
+    assert_eq!(
+        (c.tests, c.failures, c.skipped),
+        (1 + 13, 1 + failed, inconclusive)
+    );
     assert!(xml.contains("pass rate 0/6 ["), "{xml}");
 
     let run = toolscore(
@@ -194,7 +205,7 @@ fn junit_counts_follow_the_gate_verdicts() {
     assert_eq!(run.code, 1, "{}", run.transcript());
     let xml = read(&dir.join("junit.xml"));
     let c = junit_counts(&xml);
-    assert_eq!((c.tests, c.failures, c.skipped), (14, 1, 0));
+    assert_eq!((c.tests, c.failures, c.skipped), (1 + 14, 1 + 1, 0));
     assert!(
         xml.contains("name=\"gate selection&gt;=0.9 (suite)\""),
         "{xml}"
@@ -334,7 +345,7 @@ fn run_writes_the_formats_it_is_asked_for_and_refuses_unknown_ones() {
     // files are named on stderr.
     assert!(
         run.stdout
-            .starts_with("\nsuite: 61 cases, 122 trials scored")
+            .starts_with("verdict: PASS (exit 0)\n  infrastructure: 0 of 122 trials ended in infrastructure errors (limit 10%)\n\nsuite: 61 cases, 122 trials scored")
             && !run.stdout.contains("by expected tool"),
         "{}",
         run.transcript()
@@ -348,7 +359,7 @@ fn run_writes_the_formats_it_is_asked_for_and_refuses_unknown_ones() {
     let md = read(&dir.join("report.md"));
     assert!(md.starts_with("# toolscore report · run fmt\n"), "{md}");
     let c = junit_counts(&read(&dir.join("junit.xml")));
-    assert_eq!((c.tests, c.failures, c.skipped), (61, 0, 0));
+    assert_eq!((c.tests, c.failures, c.skipped), (1 + 61, 0, 0));
     // The run's record is written whatever the formats.
     assert!(dir.join("summary.json").is_file() && dir.join("results.csv").is_file());
 

@@ -167,10 +167,11 @@ fn re_rendering_a_gated_run_keeps_its_gates_and_verdict() {
     );
     let again: Value = serde_json::from_str(&report.stdout).expect("json");
     assert_eq!(again["gate"], summary["gate"]);
+    assert_eq!(again["decision"], summary["decision"]);
     let html = std::fs::read_to_string(dir.join("out/g/report.html")).expect("html");
     assert!(!html.contains("NO GATE"), "re-render lost the gate");
     assert!(
-        html.contains(r#"<span class="badge fail">FAIL</span>"#),
+        html.contains(r#"<span class="badge fail">FAIL (exit 1)</span>"#),
         "{html}"
     );
     // A gate given to `report` judges by that gate instead.

@@ -33,7 +33,9 @@ mod cli_sequential;
 mod cli_sequential_compare;
 mod cli_tune;
 mod cli_variants;
+
 mod coverage;
+mod decision;
 mod docs;
 mod event_stream;
 mod fuzz_corpora;

@@ -175,7 +175,7 @@ fn html_of_a_fixed_run() {
     // The page is the report; stdout has only the verdict (no gate: the suite's rates).
     assert!(
         run.stdout
-            .starts_with("\nsuite: 13 cases, 78 trials scored"),
+            .starts_with("verdict: PASS (exit 0)\n  infrastructure: 0 of 78 trials ended in infrastructure errors (limit 10%)\n\nsuite: 13 cases, 78 trials scored"),
         "{}",
         run.transcript()
     );
@@ -279,7 +279,7 @@ fn html_of_a_fixed_run() {
 
     // No gate, no comparison, no history beside this run: said, not drawn.
     let text = outline(&doc);
-    assert!(text.contains("NO GATE"), "{text}");
+    assert!(text.contains("does not judge a bar"), "{text}");
     assert!(text.contains("No trend:"), "{text}");
     insta::assert_snapshot!("report_html_outline", support::filter(&text, tmp.path()));
 }
@@ -312,7 +312,7 @@ fn html_with_a_case_gate_colours_each_case_by_its_verdict_against_the_threshold(
         .descendants()
         .find(|n| class_has(n, "badge"))
         .expect("badge");
-    assert_eq!(badge.text(), Some("FAIL"));
+    assert_eq!(badge.text(), Some("FAIL (exit 1)"));
     // The forest plot is of the gate's metric, with its threshold drawn.
     let forest = chart(&doc, "forest-0");
     let threshold = forest
