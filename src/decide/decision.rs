@@ -32,10 +32,15 @@ pub fn decide_comparison(
     runs: &[(&Summary, f64)],
     comparison: &crate::report::Comparison,
 ) -> Decision {
-    let mut grounds: Vec<Ground> = runs
-        .iter()
-        .flat_map(|(summary, limit)| run_grounds(summary, *limit))
-        .collect();
+    let mut grounds: Vec<Ground> = Vec::new();
+    for (summary, limit) in runs {
+        for mut ground in run_grounds(summary, *limit) {
+            if let Part::Infrastructure { run_id, .. } = &mut ground.part {
+                *run_id = Some(summary.run.run_id.clone());
+            }
+            grounds.push(ground);
+        }
+    }
     grounds.push(comparison_ground(comparison));
     let limit = runs
         .first()
@@ -62,7 +67,7 @@ fn decision_of(mut grounds: Vec<Ground>, max_infra_error_rate: f64) -> Decision 
         .unwrap_or(RunVerdict::Pass);
     Decision {
         verdict,
-        exit_code: verdict.exit_status(),
+        exit_code: verdict.exit_code() as u8,
         max_infra_error_rate,
         grounds,
     }
@@ -111,6 +116,7 @@ fn run_grounds(summary: &Summary, max_infra_error_rate: f64) -> Vec<Ground> {
             errors,
             trials,
             limit: max_infra_error_rate,
+            run_id: None,
         },
     });
     if let Some(budget) = summary.budget.as_ref().filter(|b| b.cut_short) {
@@ -158,15 +164,9 @@ fn comparison_ground(c: &crate::report::Comparison) -> Ground {
     }
 }
 
-/// The exit code of a decision: the one place a verdict becomes a process status.
+/// The exit code of a decision (`RunVerdict::exit_code`).
 pub fn exit_code(decision: &Decision) -> ExitCode {
-    match decision.verdict {
-        RunVerdict::Pass => ExitCode::Pass,
-        RunVerdict::Fail => ExitCode::GateFailed,
-        RunVerdict::Inconclusive => ExitCode::Inconclusive,
-        RunVerdict::NotJudged => ExitCode::InfraErrors,
-        RunVerdict::Interrupted => ExitCode::Interrupted,
-    }
+    decision.verdict.exit_code()
 }
 
 /// Dataset and scenario trials that ended in an infrastructure error: a run whose scenarios all
@@ -282,13 +282,17 @@ mod tests {
             RunVerdict::NotJudged,
             RunVerdict::Interrupted,
         ] {
-            let d = Decision {
-                verdict: v,
-                exit_code: v.exit_status(),
-                max_infra_error_rate: 0.1,
-                grounds: Vec::new(),
-            };
-            assert_eq!(exit_code(&d) as u8, v.exit_status(), "{v:?}");
+            let d = decision_of(
+                vec![Ground {
+                    verdict: v,
+                    part: Part::Interrupted {
+                        completed: 0,
+                        planned: 0,
+                    },
+                }],
+                0.1,
+            );
+            assert_eq!(exit_code(&d) as u8, d.exit_code, "{v:?}");
         }
     }
 }

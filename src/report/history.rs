@@ -943,6 +943,38 @@ mod tests {
     }
 
     #[test]
+    fn a_sequential_run_says_so_and_its_difference_is_marked_as_of_two_designs() {
+        let counts = exact(&true_rates());
+        let mut sequential = line("w2", 8, &counts, "fp");
+        sequential.sampling.sequential = true;
+        let lines = vec![line("w1", 1, &counts, "fp"), sequential];
+        let s = series(lines, Metric::Selection);
+        let change = s[0].points[1].change.as_ref().expect("change");
+        assert!(change.sampling_changed && !change.catalog_changed);
+        let mut out = Vec::new();
+        render(&s, Metric::Selection, None, &mut out).expect("render");
+        let text = String::from_utf8(out).expect("utf-8");
+        let rows: Vec<&str> = text.lines().collect();
+        assert!(rows[1].ends_with("n 1000 (fixed, 50 per case)"), "{text}");
+        assert!(
+            rows[2].contains("n 1000 (sequential, at most 50 per case)")
+                && rows[2].ends_with("on 20 cases  sampled differently"),
+            "{text}"
+        );
+        // Lines written before the field read as fixed-n, and a fixed run writes none.
+        let old: HistoryLine = serde_json::from_str(
+            &serde_json::to_string(&line("w0", 1, &counts, "fp")).expect("json"),
+        )
+        .expect("parse");
+        assert!(!old.sampling.sequential);
+        assert!(
+            !serde_json::to_string(&old)
+                .expect("json")
+                .contains("sampling")
+        );
+    }
+
+    #[test]
     fn rendering_flags_only_the_drop_and_names_the_catalog() {
         let counts = exact(&true_rates());
         let lower: Vec<f64> = true_rates().iter().map(|r| r - 0.3).collect();
@@ -964,11 +996,11 @@ mod tests {
         assert_eq!(rows[1], "  (1 older runs not shown)");
         assert_eq!(
             rows[2],
-            "  2026-11-08  w2  0.588 (20 cases)  n 1000  vs w1: +0.000 [+0.000, +0.000] on 20 cases"
+            "  2026-11-08  w2  0.588 (20 cases)  n 1000 (fixed, 50 per case)  vs w1: +0.000 [+0.000, +0.000] on 20 cases"
         );
         assert_eq!(
             rows[3],
-            "  2026-11-15  w3  0.288 (20 cases)  n 1000  vs w2: -0.300 [-0.300, -0.300] on 20 cases  SIGNIFICANT DROP  catalog changed"
+            "  2026-11-15  w3  0.288 (20 cases)  n 1000 (fixed, 50 per case)  vs w2: -0.300 [-0.300, -0.300] on 20 cases  SIGNIFICANT DROP  catalog changed"
         );
     }
 

@@ -445,14 +445,16 @@ impl RunVerdict {
         }
     }
 
-    /// The process exit status this verdict is reported with (docs/reference/exit-codes.md).
-    pub fn exit_status(self) -> u8 {
+    /// The exit code this verdict is reported with (docs/reference/exit-codes.md): the one
+    /// place a run's verdict becomes a process status.
+    pub fn exit_code(self) -> crate::error::ExitCode {
+        use crate::error::ExitCode;
         match self {
-            RunVerdict::Pass => 0,
-            RunVerdict::Fail => 1,
-            RunVerdict::Inconclusive => 3,
-            RunVerdict::NotJudged => 4,
-            RunVerdict::Interrupted => 130,
+            RunVerdict::Pass => ExitCode::Pass,
+            RunVerdict::Fail => ExitCode::GateFailed,
+            RunVerdict::Inconclusive => ExitCode::Inconclusive,
+            RunVerdict::NotJudged => ExitCode::InfraErrors,
+            RunVerdict::Interrupted => ExitCode::Interrupted,
         }
     }
 }
@@ -508,6 +510,9 @@ pub enum Part {
         errors: u64,
         trials: u64,
         limit: f64,
+        /// The run they are of, when a decision rests on two (`compare A_DIR B_DIR`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        run_id: Option<String>,
     },
     /// The gates' combined verdict (the worst).
     Gates {
@@ -579,9 +584,15 @@ impl Decision {
 }
 
 impl Ground {
-    /// `gates: PASS, 2 of 2 gates passed`, `infrastructure: 0 of 1220 trials ended in …`.
+    /// `gates: PASS (2 passed, …)`, `infrastructure: 0 of 1220 trials ended in …`, or
+    /// `infrastructure (run week-49): …` when the decision rests on two runs.
     pub fn line(&self) -> String {
-        format!("{}: {}", self.part.name(), self.part.sentence())
+        match &self.part {
+            Part::Infrastructure {
+                run_id: Some(run), ..
+            } => format!("{} (run {run}): {}", self.part.name(), self.part.sentence()),
+            part => format!("{}: {}", part.name(), part.sentence()),
+        }
     }
 }
 
@@ -620,6 +631,7 @@ impl Part {
                 errors,
                 trials,
                 limit,
+                ..
             } => {
                 let over = *trials == 0 || *errors as f64 / *trials as f64 > *limit;
                 format!(

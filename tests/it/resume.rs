@@ -66,6 +66,13 @@ fn base_args(server: &FakeServer, trials: &str) -> Vec<String> {
     .collect()
 }
 
+/// [`base_args`] with a case gate: the resumed run must decide as the whole run did.
+fn gated_args(server: &FakeServer) -> Vec<String> {
+    let mut args = base_args(server, "60");
+    args.extend(["--gate", "selection>=0.5", "--gate-level", "case"].map(str::to_owned));
+    args
+}
+
 /// The summary without what differs between any two runs: the header and latencies.
 fn comparable(dir: &Path, run: &str) -> Value {
     let mut v: Value = serde_json::from_str(
@@ -90,11 +97,12 @@ fn a_run_killed_again_and_again_resumes_to_the_uninterrupted_summary() {
     std::fs::write(dir.path().join("data/tools.json"), TOOLS).expect("tools");
     std::fs::write(dir.path().join("data/cases.jsonl"), CASES).expect("cases");
 
-    let mut reference = base_args(&server, "60");
+    let mut reference = gated_args(&server);
     reference.extend(["--run-id".into(), "reference".into()]);
     let refs: Vec<&str> = reference.iter().map(String::as_str).collect();
     let run = toolscore(dir.path(), &refs);
-    assert_eq!(run.code, 0, "{}", run.transcript());
+    // The case gate fails `server` and `thanks` (always wrong): the run's decision is FAIL.
+    assert_eq!(run.code, 1, "{}", run.transcript());
 
     // Killed at pseudo-random moments (seeded), then resumed, several times.
     let mut seed: u64 = 0x9E37_79B9_7F4A_7C15;
@@ -104,7 +112,7 @@ fn a_run_killed_again_and_again_resumes_to_the_uninterrupted_summary() {
         seed ^= seed >> 7;
         seed ^= seed << 17;
         let wait = Duration::from_millis(80 + seed % 220);
-        let mut args = base_args(&server, "60");
+        let mut args = gated_args(&server);
         if round == 0 {
             args.extend(["--run-id".into(), "killed".into()]);
         } else {
@@ -126,11 +134,16 @@ fn a_run_killed_again_and_again_resumes_to_the_uninterrupted_summary() {
     }
     assert!(kills >= 3, "the test must really kill runs ({kills} kills)");
 
-    let mut args = base_args(&server, "60");
+    let mut args = gated_args(&server);
     args.extend(["--resume".into(), "out/killed".into()]);
     let refs: Vec<&str> = args.iter().map(String::as_str).collect();
     let last = toolscore(dir.path(), &refs);
-    assert_eq!(last.code, 0, "{}", last.transcript());
+    assert_eq!(
+        last.code,
+        1,
+        "decides as the whole run: {}",
+        last.transcript()
+    );
     assert!(last.stderr.contains("resuming: "), "{}", last.stderr);
 
     // Every planned trial exactly once.
@@ -155,10 +168,13 @@ fn a_run_killed_again_and_again_resumes_to_the_uninterrupted_summary() {
         "results.csv rebuilt with the kept trials"
     );
 
-    assert_eq!(
+    // The same summary, the gates and the decision included.
+    let (killed, reference) = (
         comparable(dir.path(), "killed"),
-        comparable(dir.path(), "reference")
+        comparable(dir.path(), "reference"),
     );
+    assert_eq!(killed["decision"]["verdict"], "fail", "{killed:#}");
+    assert_eq!(killed, reference);
 }
 
 #[test]

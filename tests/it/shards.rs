@@ -218,7 +218,7 @@ fn four_shards_merged_equal_the_same_plan_run_in_one_piece() {
         let on = |run: &str| {
             let r = toolscore(d, &["report", run, "--gate", gate, "--format", "json"]);
             let v: Value = serde_json::from_str(&r.stdout).expect("gate json");
-            (r.code, v["gate"].clone())
+            (r.code, v["gate"].clone(), v["decision"].clone())
         };
         assert_eq!(on("out/merged"), on("out/whole"), "{gate}");
     }
