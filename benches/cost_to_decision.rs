@@ -121,11 +121,13 @@ fn case_gates(reps: usize, seed: u64) {
     let rates = [0.0, 0.03, 0.07, 0.15].map(|d: f64| ((THRESHOLD + d) * 100.0).round() / 100.0);
     let mut means = Vec::new();
     for (name, kind, flags) in procedures {
-        let design = SequentialTest::new(kind, THRESHOLD, P1, ALPHA, beta_case).expect("design");
+        let design =
+            SequentialTest::new(kind, THRESHOLD, P1, None, ALPHA, beta_case).expect("design");
         for (i, &p) in rates.iter().enumerate() {
             let cell = measure(p, flags, runs, seed.wrapping_add(i as u64));
             let exact =
-                stats::operating_characteristics(&design, p, u64::from(MAX_TRIALS)).expect("exact");
+                stats::curtailed_operating_characteristics(&design, p, u64::from(MAX_TRIALS))
+                    .expect("exact");
             let (mean, se) = cell.mean_trials();
             means.push((name, p, mean));
             println!(

@@ -33,6 +33,7 @@ pub(super) fn sequential_spec(
             gates.to_vec(),
             checked_confidence(args.confidence.or(defaults.confidence).unwrap_or(0.95))?,
             args.gate.sprt_p1,
+            args.gate.fail_below,
             trials,
         );
         spec.level = args.gate.gate_level;
@@ -62,6 +63,11 @@ pub(super) fn sequential_compare_spec(
     if args.gate.sprt_p1.is_some() {
         return Err(usage(
             "--sprt-p1 sets the case gates' SPRT; the sequential comparison needs no alternative",
+        ));
+    }
+    if args.gate.fail_below.is_some() {
+        return Err(usage(
+            "--fail-below sets the case gates' indifference-zone FAIL; the sequential comparison has none",
         ));
     }
     let [a, b] = arms else {
