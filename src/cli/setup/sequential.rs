@@ -23,6 +23,18 @@ pub(super) fn sequential_spec(
             "--sequential judges either the comparison or the baseline in one run, not both: each stops the run on its own evidence",
         ));
     }
+    if gates.is_empty() && args.gate.baseline.is_some() && !args.compare {
+        let flag = match (args.gate.sprt_p1, args.gate.fail_below) {
+            (Some(_), _) => Some("--sprt-p1 sets the case gates' SPRT"),
+            (None, Some(_)) => Some("--fail-below sets the case gates' indifference-zone FAIL"),
+            (None, None) => None,
+        };
+        if let Some(flag) = flag {
+            return Err(usage(&format!(
+                "{flag}; the sequential baseline gate judges rounds with its own bounds and has none"
+            )));
+        }
+    }
     if args.gate.sequential && !gates.is_empty() && args.compare {
         return Err(usage(
             "--sequential judges either the case gates or the comparison in one run, not both: a gate stops the cases it has decided, which leaves the comparison's rounds unbalanced",
