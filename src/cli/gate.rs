@@ -24,17 +24,24 @@ pub struct GateArgs {
     /// its own, or every expected tool on its own.
     #[arg(long, value_enum, default_value_t = GateLevel::Suite)]
     pub gate_level: GateLevel,
-    /// Judge every case after each of its trials with an anytime-valid sequential test (the
-    /// mixture SPRT, which needs no guess of the true rate) and stop running a case the moment
-    /// it decides (case-level gates); with `run --compare` instead of gates, judge the
-    /// comparison after every round and stop the run the moment it decides.
+    /// Judge every case after each of its trials with anytime-valid sequential tests (pass
+    /// when the lower bound clears T, by the mixture SPRT, which needs no guess of the true
+    /// rate; fail only when the upper bound is below T) and stop running a case the moment it
+    /// decides (case-level gates); with `run --compare` instead of gates, judge the comparison
+    /// after every round and stop the run the moment it decides.
     #[arg(long)]
     pub sequential: bool,
-    /// With --sequential: run Wald's SPRT with this alternative instead of the mixture (the
-    /// rate a case should pass at; a case at P1 fails at most beta of the time) [default:
-    /// the mixture, with that guarantee at halfway from the threshold to 1].
+    /// With --sequential: pass cases by Wald's SPRT with this alternative instead of the
+    /// mixture (the rate a case should pass at) [default: the mixture, which needs none].
     #[arg(long, value_name = "P1", requires = "sequential")]
     pub sprt_p1: Option<f64>,
+    /// With --sequential --gate-level case: fail a case by the indifference-zone SPRT of T
+    /// against P1 instead, faster near T but failing only "below P1": a case between T and P1
+    /// may be failed though it clears T (at most beta of the time at P1 and above). Its lines
+    /// say BELOW P1, not FAIL [default: fail only when the case's anytime-valid upper bound is
+    /// below T].
+    #[arg(long, value_name = "P1", requires = "sequential")]
+    pub fail_below: Option<f64>,
     /// An earlier run to gate against: pass when this run is not worse than it by more than
     /// --margin (the lower bound of the paired case-level difference), fail when it is.
     #[arg(long, value_name = "RUN_DIR")]

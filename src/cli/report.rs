@@ -92,6 +92,7 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode, Error> {
             confidence,
             kind: q.kind,
             p1: q.p1,
+            fail_below: q.fail_below,
             max_trials: summary.run.trials_per_case,
             level: judging.level,
         };
@@ -143,6 +144,14 @@ fn replay_sequential(
     mut rescorer: Option<&mut rescore::Rescorer>,
 ) -> Result<crate::report::GateReport, Error> {
     let confidence = spec.confidence;
+    // The flags are checked as `run` checks them (a --sprt-p1 or --fail-below at or below a
+    // bar is bad input, not a gate that silently never decides).
+    let case_thresholds: Vec<f64> = run
+        .datasets
+        .iter()
+        .flat_map(|d| d.case_gates.values().copied())
+        .collect();
+    spec.check(&case_thresholds).map_err(|e| usage(&e))?;
     let mut gate = setup::sequential_gate(spec, run)?;
     crate::report::for_each_record_mut(results, &mut |r| {
         if let Some(rs) = rescorer.as_deref_mut() {
@@ -205,6 +214,7 @@ fn judging_of(args: &ReportArgs, header: &crate::report::SummaryHeader) -> Resul
                 kind: crate::decide::gate::sequential::kind_for(args.gate.sprt_p1),
                 p1: args.gate.sprt_p1,
                 p1_at_gate: args.gate.sprt_p1.unwrap_or_default(),
+                fail_below: args.gate.fail_below,
             }),
             kept_baseline: Vec::new(),
         }),

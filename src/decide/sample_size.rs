@@ -5,7 +5,8 @@
 //!   conservative p = 0.5 and the rates tool selection usually lives at.
 //! - Trials per case for a `--gate` at a requested power (exact binomial search, §2.3, the
 //!   "first" and "stable" n), and the expected trials of the sequential gate at several true
-//!   rates (exact dynamic programming, §6.3).
+//!   rates (exact dynamic programming, §6.3, of the gate as it runs: a case also stops once it
+//!   cannot decide within `--max-trials`).
 //! - Cases for a suite-level claim at the precision, from the between-case spread of an
 //!   earlier run (§3.3): more trials per case cannot shrink that spread.
 //! - Requests and tokens of each option, from an earlier run's usage or the fixtures'
@@ -146,13 +147,20 @@ pub struct GatePlan {
     pub metric: String,
     pub threshold: f64,
     pub rows: Vec<GateRow>,
-    /// Expected trials per case of `--sequential` (the mixture SPRT) at several true rates.
+    /// Expected trials per case of `--sequential` (PASS by the mixture SPRT, FAIL when the
+    /// anytime-valid upper bound is below t) at several true rates.
     pub sequential: Vec<SequentialRow>,
-    /// The same for `--sequential --sprt-p1 P1` at the default p₁.
+    /// The same for `--sequential --sprt-p1 P1` at the default p₁ (PASS by the SPRT).
     pub sprt: Vec<SequentialRow>,
-    /// The rate whose false FAIL both tests bound by β/m (the SPRT's alternative too).
+    /// `--sequential --sprt-p1 P1 --fail-below P1` at the default p₁: Wald's SPRT on both
+    /// sides, whose FAIL means "below p₁" (the indifference zone, stats.md §6.3's design).
+    #[serde(default)]
+    pub sprt_fail_below: Vec<SequentialRow>,
+    /// t + (1 − t)/2: the SPRT's default alternative, and the rate at which the fixed design
+    /// matches power 1 − β/m.
     pub sequential_p1: f64,
-    /// β/m: the chance a case at p₁ fails.
+    /// β/m: the most chance any case at or above t has of failing (under `--fail-below P1`, at
+    /// or above p₁).
     pub sequential_beta: f64,
     /// Trials per case of the fixed-n gate with the sequential tests' guarantees (α at t,
     /// power 1 − β/m at p₁).
@@ -345,13 +353,14 @@ fn gate_plan(req: &PlanRequest, metric: &str, t: f64) -> GatePlan {
         })
         .collect();
     let beta_case = alpha / m.max(1.0);
-    let rows_of = |kind| sequential_rows(req, kind, t, p1, beta_case);
+    let rows_of = |kind, fail_below| sequential_rows(req, kind, t, p1, fail_below, beta_case);
     GatePlan {
         metric: metric.to_owned(),
         threshold: t,
         rows,
-        sequential: rows_of(stats::SequentialKind::Mixture),
-        sprt: rows_of(stats::SequentialKind::Sprt),
+        sequential: rows_of(stats::SequentialKind::Mixture, None),
+        sprt: rows_of(stats::SequentialKind::Sprt, None),
+        sprt_fail_below: rows_of(stats::SequentialKind::Sprt, Some(p1)),
         sequential_p1: p1,
         sequential_beta: beta_case,
         sequential_fixed_trials: stats::gate_sample_size(
@@ -471,16 +480,17 @@ fn simulated_row(
 }
 
 /// A sequential test's exact expected trials per case at true rates from below the bar to
-/// well above it.
+/// well above it, as the gate runs it (curtailed at `--max-trials`).
 fn sequential_rows(
     req: &PlanRequest,
     kind: stats::SequentialKind,
     t: f64,
     p1: f64,
+    fail_below: Option<f64>,
     beta_case: f64,
 ) -> Vec<SequentialRow> {
-    let Some(test) = stats::SequentialTest::new(kind, t, p1, 1.0 - req.confidence, beta_case)
-    else {
+    let alpha = 1.0 - req.confidence;
+    let Some(test) = stats::SequentialTest::new(kind, t, p1, fail_below, alpha, beta_case) else {
         return Vec::new();
     };
     [
@@ -493,7 +503,7 @@ fn sequential_rows(
     .into_iter()
     .filter(|p| *p > 0.0 && *p < 1.0)
     .filter_map(|p| {
-        let oc = stats::operating_characteristics(&test, p, u64::from(req.max_trials))?;
+        let oc = stats::curtailed_operating_characteristics(&test, p, u64::from(req.max_trials))?;
         Some(SequentialRow {
             true_rate: round4(p),
             expected_trials: oc.expected_n,
@@ -671,16 +681,26 @@ pub fn render_plan(p: &TrialPlan, w: &mut dyn Write) -> io::Result<()> {
         if !g.sequential.is_empty() {
             writeln!(
                 w,
-                "  both: pass at {} at most {:.3} of the time, fail at {} at most {:.4}{}",
+                "  both: pass a case at or below {} at most {:.3} of the time, fail one at or above it at most {:.4} (anytime-valid){}",
                 g.threshold,
                 1.0 - p.confidence,
-                round4(g.sequential_p1),
                 g.sequential_beta,
                 g.sequential_fixed_trials.map_or(String::new(), |n| format!(
-                    "; the fixed-n gate with these guarantees needs {n} trials per case"
+                    "; the fixed-n gate with these guarantees and power {:.4} at {} needs {n} trials per case",
+                    1.0 - g.sequential_beta,
+                    round4(g.sequential_p1)
                 ))
             )?;
         }
+        write_sequential_rows(
+            w,
+            &format!(
+                "--sequential --sprt-p1 {p1} --fail-below {p1} (Wald's SPRT; an indifference zone: a case below {p1} may be called BELOW {p1} though it clears {})",
+                g.threshold,
+                p1 = round4(g.sequential_p1)
+            ),
+            &g.sprt_fail_below,
+        )?;
         if !g.suite_sequential.is_empty() {
             writeln!(
                 w,

@@ -130,6 +130,13 @@ fn failure_lines(c: &CaseSummary) -> String {
     lines.join("\n")
 }
 
+/// A sequential case gate's bounds are the anytime-valid ones its test decided by.
+fn anytime_valid(g: &GateResult) -> bool {
+    g.sequential
+        .as_ref()
+        .is_some_and(|q| q.anytime_valid_bounds)
+}
+
 fn case_test(s: &Summary, c: &CaseSummary, case_gates: &[&GateResult]) -> TestCase {
     let gate_conf = s.gate.as_ref().map_or(s.confidence, |g| g.confidence);
     // A case a gate did not list among `not_passed` passed that gate; the worst verdict over
@@ -148,18 +155,39 @@ fn case_test(s: &Summary, c: &CaseSummary, case_gates: &[&GateResult]) -> TestCa
     let status = match worst {
         Some((g, v)) if v.verdict == Verdict::Fail => {
             let mut st = TestCaseStatus::non_success(NonSuccessKind::Failure);
-            st.set_message(format!(
-                "{} (case): upper bound {:.3} < {} — {}/{}, {:.0}% one-sided bounds [{:.3}, {:.3}]",
-                g.name(),
-                v.upper,
-                v.threshold,
-                v.x,
-                v.n,
-                gate_conf * 100.0,
-                v.lower,
-                v.upper
-            ));
-            st.set_type("gate failed");
+            st.set_message(match (anytime_valid(g), v.below) {
+                (false, _) => format!(
+                    "{} (case): upper bound {:.3} < {} — {}/{}, {:.0}% one-sided bounds [{:.3}, {:.3}]",
+                    g.name(),
+                    v.upper,
+                    v.threshold,
+                    v.x,
+                    v.n,
+                    gate_conf * 100.0,
+                    v.lower,
+                    v.upper
+                ),
+                (true, None) => format!(
+                    "{} (case): anytime-valid upper bound below {} — {}/{}, anytime-valid bounds {}",
+                    g.name(),
+                    v.threshold,
+                    v.x,
+                    v.n,
+                    v.bounds_text()
+                ),
+                (true, Some(rate)) => format!(
+                    "{} (case): BELOW {rate} (--fail-below: an indifference zone, not a test of the bar), anytime-valid upper bound below {rate} — {}/{}, anytime-valid bounds {}",
+                    g.name(),
+                    v.x,
+                    v.n,
+                    v.bounds_text()
+                ),
+            });
+            st.set_type(if v.below.is_some() {
+                "below the --fail-below rate"
+            } else {
+                "gate failed"
+            });
             if !failures.is_empty() {
                 st.set_description(failures.clone());
             }
@@ -167,12 +195,19 @@ fn case_test(s: &Summary, c: &CaseSummary, case_gates: &[&GateResult]) -> TestCa
         }
         Some((g, v)) => {
             let mut st = TestCaseStatus::skipped();
+            let bounds = if anytime_valid(g) {
+                format!("anytime-valid bounds {}", v.bounds_text())
+            } else {
+                format!(
+                    "{:.0}% one-sided bounds [{:.3}, {:.3}]",
+                    gate_conf * 100.0,
+                    v.lower,
+                    v.upper
+                )
+            };
             st.set_message(format!(
-                "{} (case): inconclusive, {:.0}% one-sided bounds [{:.3}, {:.3}] straddle {}{}",
+                "{} (case): inconclusive, {bounds} straddle {}{}",
                 g.name(),
-                gate_conf * 100.0,
-                v.lower,
-                v.upper,
                 v.threshold,
                 v.more_trials
                     .map_or(String::new(), |m| format!("; ~{m} more trials"))

@@ -166,16 +166,28 @@ pub struct GateResult {
 /// The design of a sequential gate and the trials it used against the fixed design.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SequentialInfo {
-    /// The test each case ran (a summary from before the mixture existed reads as the SPRT).
+    /// The test each case's PASS side ran (a summary from before the mixture existed reads as
+    /// the SPRT).
     #[serde(default)]
     pub test: crate::stats::SequentialKind,
-    /// The rate at the gate's threshold whose false FAIL is bounded by β (for the SPRT also
-    /// its design alternative).
+    /// At the gate's threshold: the SPRT's alternative (`--sprt-p1`, else t + (1 − t)/2), and
+    /// the rate at which the fixed design's power is matched.
     pub p1: f64,
     /// Chance of passing a case whose rate is at most the threshold.
     pub alpha: f64,
-    /// Chance of failing a case whose rate is at least p₁ (β/m over the gated cases).
+    /// Chance of failing a case whose rate is at least the threshold (at least `fail_below`
+    /// under `--fail-below`): β/m over the gated cases.
     pub beta_per_case: f64,
+    /// `--fail-below P1`: FAIL was the indifference-zone SPRT of t against this rate, so a
+    /// failed case is below it, not shown to be below the bar, and says `BELOW P1`. Absent, a
+    /// FAIL rules out the bar (a summary written before this field existed is judged again
+    /// that way by `report`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fail_below: Option<f64>,
+    /// The cases' bounds are the anytime-valid ones the test decided by (lower at 1 − α,
+    /// upper at 1 − β/m), not Wilson's (summaries written before they were).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub anytime_valid_bounds: bool,
     pub max_trials: u32,
     /// Scored trials the gated cases used.
     pub trials_used: u64,
@@ -218,10 +230,30 @@ impl SequentialInfo {
                 );
             }
         };
-        format!(
-            "{test}): p1 {}, alpha {:.3}, beta {:.4} per case",
-            self.p1, self.alpha, self.beta_per_case
-        )
+        // A summary from before the FAIL side ruled out the bar: its FAIL was the SPRT's at p₁.
+        if !self.anytime_valid_bounds && self.fail_below.is_none() {
+            return format!(
+                "{test}): p1 {}, alpha {:.3}, beta {:.4} per case",
+                self.p1, self.alpha, self.beta_per_case
+            );
+        }
+        let pass = match self.test {
+            crate::stats::SequentialKind::Sprt => {
+                format!("p1 {}, passes a case at alpha {:.3}", self.p1, self.alpha)
+            }
+            _ => format!("passes a case at alpha {:.3}", self.alpha),
+        };
+        let fail = match self.fail_below {
+            None => format!(
+                "fails one only when its anytime-valid upper bound is below the bar, beta {:.4} per case",
+                self.beta_per_case
+            ),
+            Some(rate) => format!(
+                "calls one BELOW {rate} when its upper bound is below {rate} (--fail-below: an indifference zone, not a test of the bar; such a case may still clear it), beta {:.4} per case at rates >= {rate}",
+                self.beta_per_case
+            ),
+        };
+        format!("{test}): {pass}; {fail}")
     }
 
     /// What the gate spent, against the fixed-n gate with the same guarantees when there is
@@ -285,6 +317,43 @@ pub struct CaseVerdict {
     /// `--sequential`: the fewest further trials that could still decide it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub more_trials: Option<u64>,
+    /// `--fail-below P1`: the case failed the indifference-zone test, its rate below this
+    /// rate (not shown below its bar); its line says `BELOW P1`, not FAIL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub below: Option<f64>,
+}
+
+impl CaseVerdict {
+    /// The word a case's line starts with: `BELOW 0.9` for a case failed under
+    /// `--fail-below`, else the verdict's (`FAIL`, `INCONCLUSIVE`, `PASS`).
+    pub fn label(&self) -> String {
+        match (self.verdict, self.below) {
+            (Verdict::Fail, Some(rate)) => format!("BELOW {rate}"),
+            (v, _) => v.label().to_owned(),
+        }
+    }
+
+    /// `[lower, upper]` to three decimals, or more where three would round a decided case's
+    /// bound onto the rate it was decided at (`FAIL` with 0.7996 shown as 0.800 beside a bar
+    /// of 0.8), so a line never reads as contradicting its verdict.
+    pub fn bounds_text(&self) -> String {
+        let clear = |v: f64, rate: f64, above: bool, digits: usize| {
+            let shown: f64 = format!("{v:.digits$}").parse().unwrap_or(v);
+            if above { shown >= rate } else { shown < rate }
+        };
+        let digits = |v: f64, rate: f64, above: bool| {
+            (3..=9).find(|&d| clear(v, rate, above, d)).unwrap_or(3)
+        };
+        let (lo_digits, hi_digits) = match self.verdict {
+            Verdict::Pass => (digits(self.lower, self.threshold, true), 3),
+            Verdict::Fail => (
+                3,
+                digits(self.upper, self.below.unwrap_or(self.threshold), false),
+            ),
+            Verdict::Inconclusive => (3, 3),
+        };
+        format!("[{:.lo_digits$}, {:.hi_digits$}]", self.lower, self.upper)
+    }
 }
 
 /// One expected tool under a tool-level gate.
@@ -381,8 +450,15 @@ impl GateResult {
     pub fn outcome(&self) -> String {
         match self.level {
             GateLevel::Case => format!(
-                "{} passed, {} failed, {} inconclusive of {} cases",
-                self.passed_cases, self.failed_cases, self.inconclusive_cases, self.cases
+                "{} passed, {} {}, {} inconclusive of {} cases",
+                self.passed_cases,
+                self.failed_cases,
+                self.sequential
+                    .as_ref()
+                    .and_then(|q| q.fail_below)
+                    .map_or("failed".to_owned(), |rate| format!("below {rate}")),
+                self.inconclusive_cases,
+                self.cases
             ),
             GateLevel::Tool => {
                 let count = |v: Verdict| self.tools.iter().filter(|t| t.verdict == v).count();
@@ -401,6 +477,19 @@ impl GateResult {
                 self.format_bound(self.lower),
                 self.format_bound(self.upper)
             ),
+        }
+    }
+
+    /// The gate's verdict word: `BELOW 0.9` for a sequential case gate that failed under
+    /// `--fail-below` (its cases are below that rate, not shown below the bar), else the
+    /// verdict's.
+    pub fn verdict_label(&self) -> String {
+        match (
+            self.verdict,
+            self.sequential.as_ref().and_then(|q| q.fail_below),
+        ) {
+            (Verdict::Fail, Some(rate)) => format!("BELOW {rate}"),
+            (v, _) => v.label().to_owned(),
         }
     }
 

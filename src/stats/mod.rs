@@ -12,8 +12,9 @@
 //!   McNemar's test, the case-level paired t comparison and its case count (§3);
 //! - `exact`: the exact one-sided bounds and binomial tests fixed-n rate gates decide with;
 //! - `power`: passes needed, exact power and sample size of the fixed-n gate (§1.4, §2.3);
-//! - `sequential`: the early-stopping case gates (the mixture SPRT and the SPRT) and their exact
-//!   operating characteristics (§6);
+//! - `sequential`: the early-stopping case gates (PASS by the mixture SPRT or the SPRT, FAIL by
+//!   an anytime-valid test that the rate is below the bar, or by name the SPRT's indifference
+//!   zone), their anytime-valid bounds and their exact operating characteristics (§6);
 //! - `binomial` (crate-internal): exact binomial tails in log space for the above.
 //!
 //! Everything here is a pure function over plain numbers: no I/O, no clocks, no randomness,
@@ -42,8 +43,9 @@ pub use paired::{
 pub use passk::{clustered_ratio_interval, pass_at_k, pass_hat_k, pass_k_intervals};
 pub use power::{GateSampleSize, gate_min_successes, gate_power, gate_sample_size};
 pub use sequential::{
-    Boundaries, MixtureGate, OperatingCharacteristics, PairCounts, PairedBetting, PairedDecision,
-    SeededUniform, SequentialDecision, SequentialKind, SequentialTest, SimulatedOc, SprtGate,
+    BelowMixture, Boundaries, FailSide, MixtureGate, OperatingCharacteristics, PairCounts,
+    PairedBetting, PairedDecision, PassSide, Reach, SeededUniform, SequentialDecision,
+    SequentialKind, SequentialTest, SimulatedOc, SprtGate, curtailed_operating_characteristics,
     operating_characteristics, simulate_comparison, simulate_suite_gate,
 };
 

@@ -1,7 +1,8 @@
 //! `toolscore plan`, through the binary: its numbers are the reference vectors of
 //! reference/stats.md (§2.2 Wilson sample size, §2.3 exact gate sample size for the exact
 //! (Clopper–Pearson) gate, recomputed by direct binomial sums in Python, §6.3 expected
-//! trials of the SPRT, and of the mixture SPRT against a separate implementation), and `--from` plans from an earlier run's spread and token usage.
+//! trials of the SPRT, and of the default sequential gate against a separate implementation),
+//! and `--from` plans from an earlier run's spread and token usage.
 
 use crate::support;
 
@@ -58,9 +59,10 @@ fn the_plan_for_one_case_reproduces_the_reference_vectors() {
         (&row["first"], &row["stable"], &row["min_successes"]),
         (&179.into(), &203.into(), &168.into())
     );
-    // §6.3 (t 0.90, p1 0.95, alpha = beta = 0.05 with one case, N_max 1000): the SPRT's E[N]
-    // is 34.4 at 0.80, 143.1 at 0.90, 167.0 at 0.95; the fixed-n exact gate with the same
-    // guarantees needs 298 trials.
+    // §6.3 (t 0.90, p1 0.95, alpha = beta = 0.05 with one case, N_max 1000): Wald's SPRT on
+    // both sides, `--sprt-p1 0.95 --fail-below 0.95`, has E[N] 34.4 at 0.80, 143.1 at 0.90,
+    // 167.0 at 0.95 (stopping a case once it cannot decide by 1,000 trials changes these by
+    // less than 0.001); the fixed-n exact gate with the same guarantees needs 298 trials.
     let expected = |test: &str, p: f64| {
         gate[test]
             .as_array()
@@ -70,21 +72,34 @@ fn the_plan_for_one_case_reproduces_the_reference_vectors() {
             .and_then(|r| r["expected_trials"].as_f64())
             .expect("row")
     };
-    assert!((expected("sprt", 0.8) - 34.4).abs() < 0.05);
-    assert!((expected("sprt", 0.9) - 143.1).abs() < 0.05);
-    assert!((expected("sprt", 0.95) - 167.0).abs() < 0.05);
+    assert!((expected("sprt_fail_below", 0.8) - 34.4).abs() < 0.05);
+    assert!((expected("sprt_fail_below", 0.9) - 143.1).abs() < 0.05);
+    assert!((expected("sprt_fail_below", 0.95) - 167.0).abs() < 0.05);
     assert_eq!(gate["sequential_fixed_trials"], 298);
-    // The mixture SPRT, the default of --sequential, against a separate Python dynamic
-    // program: 34.3718 at 0.80, 143.2592 at 0.90, 174.5537 at 0.95, 74.4355 at 0.975.
-    for (p, want) in [
-        (0.8, 34.3718),
-        (0.9, 143.2592),
-        (0.95, 174.5537),
-        (0.975, 74.4355),
+    // The default of --sequential (PASS by the mixture SPRT, FAIL only when the anytime-valid
+    // upper bound is below the bar) and --sprt-p1 0.95 (PASS by the SPRT, the same FAIL),
+    // against a separate Python dynamic program of the gate as it runs (a case stops once it
+    // cannot decide by 1,000 trials). At the bar neither side may decide often, so a case
+    // there runs long: 893 trials.
+    for (test, p, want) in [
+        ("sequential", 0.8, 83.0905),
+        ("sequential", 0.9, 893.1025),
+        ("sequential", 0.95, 189.1553),
+        ("sequential", 0.975, 74.4623),
+        ("sprt", 0.9, 895.6720),
+        ("sprt", 0.95, 180.3397),
     ] {
-        let got = expected("sequential", p);
-        assert!((got - want).abs() < 5e-4, "mixture at {p}: {got}");
+        let got = expected(test, p);
+        assert!((got - want).abs() < 5e-4, "{test} at {p}: {got}");
     }
+    let fails_at_bar = gate["sequential"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .find(|r| r["true_rate"] == 0.9)
+        .and_then(|r| r["p_fail"].as_f64())
+        .expect("row");
+    assert!((fails_at_bar - 0.033441).abs() < 5e-7, "{fails_at_bar}");
     assert!(
         run.stdout
             .contains("--sequential (mixture SPRT, no guess of the true rate)"),
@@ -92,8 +107,16 @@ fn the_plan_for_one_case_reproduces_the_reference_vectors() {
         run.stdout
     );
     assert!(
+        run.stdout.contains(
+            "both: pass a case at or below 0.9 at most 0.050 of the time, fail one at or above it at most 0.0500 (anytime-valid); the fixed-n gate with these guarantees and power 0.9500 at 0.95 needs 298 trials per case"
+        ),
+        "{}",
         run.stdout
-            .contains("the fixed-n gate with these guarantees needs 298 trials per case"),
+    );
+    assert!(
+        run.stdout.contains(
+            "--sequential --sprt-p1 0.95 --fail-below 0.95 (Wald's SPRT; an indifference zone"
+        ),
         "{}",
         run.stdout
     );

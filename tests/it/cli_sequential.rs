@@ -1,8 +1,10 @@
 //! `--sequential`, through the binary, against a fake provider with known per-case rates: a
 //! clear case decides after exactly the trials its test's boundary says (the mixture SPRT by
-//! default, the SPRT with `--sprt-p1`) and is not run further,
-//! the verdicts map to exit codes 0 / 1 / 3, the fixed design's cost is reported beside the
-//! trials used, and `report --sequential` reaches the same verdicts from the run's files.
+//! default, the SPRT with `--sprt-p1`; FAIL when the anytime-valid upper bound is below the
+//! bar, or `BELOW P1` under `--fail-below`) and is not run further, a case that can no longer
+//! decide within its budget is stopped, the verdicts map to exit codes 0 / 1 / 3, the fixed
+//! design's cost is reported beside the trials used, no line prints bounds that contradict its
+//! verdict, and `report --sequential` reaches the same verdicts from the run's files.
 
 use crate::support;
 
@@ -98,13 +100,14 @@ fn a_clear_pass_and_a_clear_fail_stop_at_their_boundaries() {
     // The mixture SPRT (no --sprt-p1): t = 0.8, alternatives 0.9, 0.95, 0.975, 0.9875 with
     // weights 8, 4, 2, 1 (/15). After n straight successes its evidence is
     // Σ w_k (q_k/0.8)^n: 18.0 at n = 18, 21.3 at n = 19, so `good` passes at its 19th success
-    // (the SPRT at p1 = 0.9 needs 26). FAIL is the SPRT's: beta per case = 0.05 / 2,
-    // ln(0.025) / ln(0.1/0.2) = 5.3, so `bad` fails at its 6th straight failure. A trial
-    // already started when its case decides still runs and is recorded (a worker runs ahead
-    // of the collector by at most the channel's few slots), but it cannot change the
-    // decision: `trials_used` counts up to the decision.
+    // (the SPRT at p1 = 0.9 needs 26). FAIL mixes alternatives 0.4, 0.6, 0.7, 0.75 (weights
+    // 1/4): after n straight failures its evidence is ¼ Σ ((1 − r_k)/0.2)^n, 26.1 at n = 4 and
+    // 71.4 at n = 5 against 1/beta = 2 / 0.05 = 40, so `bad` fails at its 5th straight
+    // failure. A trial already started when its case decides still runs and is recorded (a
+    // worker runs ahead of the collector by at most the channel's few slots), but it cannot
+    // change the decision: `trials_used` counts up to the decision.
     let requests = server.requests_seen();
-    assert!((25..=37).contains(&requests), "{requests} requests");
+    assert!((24..=36).contains(&requests), "{requests} requests");
     let s = summary(dir.path(), "m");
     assert_eq!(s["completed_trials"], requests);
     assert_eq!(s["skipped_trials"], 600 - requests);
@@ -115,33 +118,44 @@ fn a_clear_pass_and_a_clear_fail_stop_at_their_boundaries() {
         (Some(1), Some(1))
     );
     assert_eq!(gate["not_passed"][0]["case_id"], "bad");
-    assert_eq!(gate["not_passed"][0]["n"], 6);
+    assert_eq!(gate["not_passed"][0]["n"], 5);
+    // Its anytime-valid upper bound, the FAIL evidence with the bar moved to q, is below the
+    // bar: 0.76778 (a separate Python bisection of the evidence).
+    let upper = gate["not_passed"][0]["upper"].as_f64().expect("upper");
+    assert!((upper - 0.767_78).abs() < 1e-5 && upper < 0.8, "{upper}");
     let seq = &gate["sequential"];
     assert_eq!(seq["test"], "mixture");
-    assert_eq!(seq["trials_used"], 25);
+    assert_eq!(seq["trials_used"], 24);
     assert_eq!(seq["p1"], 0.9);
+    assert_eq!(seq["anytime_valid_bounds"], true);
+    assert!(seq.get("fail_below").is_none(), "{seq}");
     // The boundary the report prints: 25 of 25, 47 of 50, 90 of 100, 176 of 200.
     assert_eq!(seq["pass_at"][0], serde_json::json!([25, 25]));
     assert_eq!(seq["pass_at"][3], serde_json::json!([200, 176]));
     let fixed = seq["fixed_design_trials"].as_u64().expect("fixed");
     assert!(fixed > 25 * 4, "the fixed design needs {fixed}");
-    assert!(run.stdout.contains("trials used: 25"), "{}", run.stdout);
+    assert!(run.stdout.contains("trials used: 24"), "{}", run.stdout);
     assert!(
         run.stdout.contains(
-            "sequential (mixture SPRT, anytime-valid, no guess of the true rate): p1 0.9"
+            "sequential (mixture SPRT, anytime-valid, no guess of the true rate): passes a case at alpha 0.050; fails one only when its anytime-valid upper bound is below the bar, beta 0.0250 per case"
         ),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("FAIL         bad                                  0/5 anytime-valid bounds [0.000, 0.768]"),
         "{}",
         run.stdout
     );
 
     // The same cases under the SPRT with p1 = 0.9: `good` passes at its 26th success, since
-    // ln(20) / ln(0.9/0.8) = 25.4.
+    // ln(20) / ln(0.9/0.8) = 25.4; `bad` fails as before, at 5.
     let sprt = sequential(dir.path(), "s", "300", &["--sprt-p1", "0.9"]);
     assert_eq!(sprt.code, 1, "{}", sprt.transcript());
     let seq = &summary(dir.path(), "s")["gate"]["gates"][0]["sequential"];
     assert_eq!(
         (seq["test"].as_str(), seq["trials_used"].as_u64()),
-        (Some("sprt"), Some(32))
+        (Some("sprt"), Some(31))
     );
     assert!(
         sprt.stdout.contains("sequential (SPRT, anytime-valid)"),
@@ -160,11 +174,11 @@ fn a_clear_pass_and_a_clear_fail_stop_at_their_boundaries() {
     ];
     let again = toolscore(dir.path(), &[&["report", "out/m"][..], &flags].concat());
     assert_eq!(again.code, 1, "{}", again.transcript());
-    assert!(again.stdout.contains("trials used: 25"), "{}", again.stdout);
+    assert!(again.stdout.contains("trials used: 24"), "{}", again.stdout);
     let recorded = toolscore(dir.path(), &["report", "out/s"]);
     assert_eq!(recorded.code, 1, "{}", recorded.transcript());
     assert!(
-        recorded.stdout.contains("trials used: 32"),
+        recorded.stdout.contains("trials used: 31"),
         "{}",
         recorded.stdout
     );
@@ -175,7 +189,7 @@ fn a_clear_pass_and_a_clear_fail_stop_at_their_boundaries() {
     );
     let recorded = toolscore(dir.path(), &["report", "out/m"]);
     assert!(
-        recorded.stdout.contains("trials used: 25"),
+        recorded.stdout.contains("trials used: 24"),
         "{}",
         recorded.stdout
     );
@@ -193,6 +207,10 @@ fn every_case_passing_exits_0_and_an_undecided_case_at_the_cap_exits_3() {
         19
     );
 
+    // `edge` answers right 17 times, then wrong 3 times, in every 20. With 40 trials a case
+    // passes only with at most 2 failures (38 of 40), so after its 20th trial it cannot pass;
+    // it could still fail while it has at most 24 passes (the FAIL boundary at 40), and has 25
+    // after its 28th trial. It is stopped there, inconclusive, instead of running to 40.
     let server = FakeServer::start_in_background(known_rates());
     let dir = project(&server, &["edge"]);
     let undecided = sequential(dir.path(), "e", "40", &[]);
@@ -200,8 +218,18 @@ fn every_case_passing_exits_0_and_an_undecided_case_at_the_cap_exits_3() {
     let s = summary(dir.path(), "e");
     let case = &s["gate"]["gates"][0]["not_passed"][0];
     assert_eq!(case["verdict"], "inconclusive");
-    assert_eq!(case["n"], 40);
-    assert!(case["more_trials"].as_u64().expect("more") >= 1);
+    assert_eq!(
+        (case["x"].as_u64(), case["n"].as_u64()),
+        (Some(25), Some(28))
+    );
+    assert!(case["more_trials"].as_u64().expect("more") >= 13);
+    assert_eq!(server.requests_seen(), 28);
+    // Its anytime-valid bounds straddle the bar.
+    let (lo, hi) = (
+        case["lower"].as_f64().unwrap(),
+        case["upper"].as_f64().unwrap(),
+    );
+    assert!(lo < 0.8 && 0.8 < hi, "[{lo}, {hi}]");
 }
 
 #[test]
@@ -224,6 +252,53 @@ fn sequential_refuses_pooled_levels_and_impossible_alternatives() {
     refused(
         &["--gate", "pass>=0.8", "--sprt-p1", "0.9"],
         "the sequential suite gate needs no alternative",
+    );
+    // --fail-below names an indifference zone above the bar, for case gates only.
+    refused(
+        &["--gate", "pass>=0.8", "--fail-below", "0.9"],
+        "--fail-below sets the case gates' indifference-zone FAIL",
+    );
+    refused(
+        &[
+            "--gate",
+            "pass>=0.8",
+            "--gate-level",
+            "case",
+            "--fail-below",
+            "0.8",
+        ],
+        "--fail-below 0.8 must lie above every threshold (the highest is 0.8) and below 1",
+    );
+    refused(
+        &[
+            "--gate",
+            "pass>=0.8",
+            "--gate-level",
+            "case",
+            "--fail-below",
+            "1",
+        ],
+        "--fail-below 1 must lie above every threshold",
+    );
+    let unnamed = toolscore(
+        dir.path(),
+        &[
+            "run",
+            "--provider",
+            "fake",
+            "--gate",
+            "pass>=0.8",
+            "--gate-level",
+            "case",
+            "--fail-below",
+            "0.9",
+        ],
+    );
+    assert_eq!(unnamed.code, 2, "{}", unnamed.transcript());
+    assert!(
+        unnamed.stderr.contains("--sequential"),
+        "{}",
+        unnamed.stderr
     );
     let p1 = toolscore(
         dir.path(),
@@ -376,10 +451,235 @@ fn a_recorded_sequential_run_replays_to_the_same_verdicts_at_any_concurrency() {
         assert_eq!(replayed.code, 1, "{}", replayed.transcript());
         assert_eq!(verdicts(concurrency), want, "--concurrency {concurrency}");
         assert!(
-            replayed.stdout.contains("trials used: 44")
+            replayed.stdout.contains("trials used: 43")
                 && replayed.stdout.contains("0 infrastructure errors"),
             "{}",
             replayed.stdout
         );
     }
+}
+
+/// Cases that each answer right with probability `rate`, every case drawing from its own seeded
+/// stream (so what a case sees does not depend on how its trials interleave with others').
+fn seeded_rates(
+    rate: f64,
+    seed: u64,
+) -> impl Fn(&support::FakeRequest) -> FakeResponse + Send + Sync + 'static {
+    let streams: Mutex<HashMap<String, toolscore::stats::SeededUniform>> =
+        Mutex::new(HashMap::new());
+    move |req| {
+        let case = last_user_message(req).unwrap_or_default();
+        let u = {
+            let mut streams = streams.lock().expect("lock");
+            let salt = case.bytes().fold(seed, |h, b| {
+                h.wrapping_mul(0x100_0000_01B3).wrapping_add(u64::from(b))
+            });
+            streams
+                .entry(case)
+                .or_insert_with(|| toolscore::stats::SeededUniform::new(salt))
+                .unit()
+        };
+        if u < rate {
+            FakeResponse::ok(tool_call_body(&[("lookup", "{}")]))
+        } else {
+            FakeResponse::ok(text_body("no idea"))
+        }
+    }
+}
+
+/// The verdict lines of the cases that did not pass, as the terminal prints them:
+/// `(word, case, lower, upper)`.
+fn case_lines(stdout: &str) -> Vec<(String, String, f64, f64)> {
+    stdout
+        .lines()
+        .filter_map(|line| {
+            let (head, bounds) = line.split_once("bounds [")?;
+            let (lo, hi) = bounds.split_once(']')?.0.split_once(", ")?;
+            let words: Vec<&str> = head.split_whitespace().collect();
+            // `FAIL c3 70/96 …`, `INCONCLUSIVE c3 …`, `BELOW 0.9 c3 …`.
+            let (word, case) = match words.as_slice() {
+                ["BELOW", rate, case, ..] => (format!("BELOW {rate}"), case),
+                [word, case, ..] => ((*word).to_owned(), case),
+                _ => return None,
+            };
+            Some((word, (*case).to_owned(), lo.parse().ok()?, hi.parse().ok()?))
+        })
+        .collect()
+}
+
+/// Issue 40, item 2: a case that clears the bar (here 0.83 against 0.8) must never be called
+/// FAIL, and no verdict line may print bounds that contain the bar it claims to have ruled
+/// out. The old FAIL side (an SPRT of t against p₁ = 0.9) failed a case at 0.83 about half the
+/// time (0.51 per case with 8 cases, by exact dynamic programming), printed beside Wilson
+/// bounds around 0.8; the anytime-valid FAIL fails a case at any rate ≥ 0.8 with probability
+/// at most 0.05/8 (0.0004 at 0.83).
+#[test]
+fn a_case_above_the_bar_is_never_failed_and_no_line_contradicts_its_bounds() {
+    let server = FakeServer::start_in_background(seeded_rates(0.83, 40));
+    let cases: Vec<String> = (0..8).map(|i| format!("c{i}")).collect();
+    let ids: Vec<&str> = cases.iter().map(String::as_str).collect();
+    let dir = project(&server, &ids);
+    let run = sequential(dir.path(), "above", "200", &[]);
+    let s = summary(dir.path(), "above");
+    let gate = &s["gate"]["gates"][0];
+    assert_eq!(gate["failed_cases"], 0, "{}", run.transcript());
+    for case in gate["not_passed"].as_array().expect("cases") {
+        let (lo, hi) = (
+            case["lower"].as_f64().unwrap(),
+            case["upper"].as_f64().unwrap(),
+        );
+        match case["verdict"].as_str() {
+            Some("fail") => assert!(hi < 0.8, "{case}"),
+            Some("pass") => assert!(lo >= 0.8, "{case}"),
+            _ => assert!(lo < 0.8 && 0.8 <= hi, "{case}"),
+        }
+    }
+    let lines = case_lines(&run.stdout);
+    assert!(!lines.is_empty(), "{}", run.stdout);
+    for (word, case, lo, hi) in &lines {
+        assert_ne!(word, "FAIL", "{case} [{lo}, {hi}]: {}", run.stdout);
+        assert!(*lo < 0.8 && 0.8 <= *hi, "{word} {case} [{lo}, {hi}]");
+    }
+    // No case at 0.83 ends the run as a failure: undecided cases are inconclusive (exit 3) or
+    // every case passed (exit 0).
+    assert!(matches!(run.code, 0 | 3), "{}", run.transcript());
+}
+
+/// `--fail-below 0.9` puts back the old FAIL side by name: the SPRT of 0.8 against 0.9, which
+/// fails a case at 0.83 about half the time. Every line says so: the cases and the gate read
+/// `BELOW 0.9`, never FAIL, their upper bounds lie between the bar and 0.9, and the run still
+/// exits 1, as the user asked. The same seed as above: the same three cases the old default
+/// failed.
+#[test]
+fn fail_below_names_its_indifference_zone_on_every_line() {
+    let server = FakeServer::start_in_background(seeded_rates(0.83, 40));
+    let cases: Vec<String> = (0..8).map(|i| format!("c{i}")).collect();
+    let ids: Vec<&str> = cases.iter().map(String::as_str).collect();
+    let dir = project(&server, &ids);
+    let run = sequential(
+        dir.path(),
+        "below",
+        "200",
+        &[
+            "--fail-below",
+            "0.9",
+            "--format",
+            "terminal",
+            "--format",
+            "json",
+            "--format",
+            "md",
+            "--format",
+            "junit",
+            "--format",
+            "html",
+        ],
+    );
+    assert_eq!(run.code, 1, "{}", run.transcript());
+    let s = summary(dir.path(), "below");
+    let gate = &s["gate"]["gates"][0];
+    assert_eq!(gate["verdict"], "fail");
+    assert_eq!(gate["sequential"]["fail_below"], 0.9);
+    let below: Vec<&Value> = gate["not_passed"]
+        .as_array()
+        .expect("cases")
+        .iter()
+        .filter(|c| c["verdict"] == "fail")
+        .collect();
+    assert_eq!(below.len(), 3, "{}", run.stdout);
+    for case in &below {
+        assert_eq!(case["below"], 0.9, "{case}");
+        let upper = case["upper"].as_f64().unwrap();
+        assert!(0.8 < upper && upper < 0.9, "{case}");
+    }
+    let out = &run.stdout;
+    assert!(!out.contains("FAIL pass>=0.8"), "{out}");
+    assert!(
+        out.contains(
+            "  BELOW 0.9 pass>=0.8, every case: 3 passed, 3 below 0.9, 2 inconclusive of 8 cases"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("calls one BELOW 0.9 when its upper bound is below 0.9 (--fail-below: an indifference zone, not a test of the bar; such a case may still clear it)"),
+        "{out}"
+    );
+    let lines = case_lines(out);
+    assert_eq!(
+        lines.iter().filter(|l| l.0 == "BELOW 0.9").count(),
+        3,
+        "{out}"
+    );
+    for (word, case, lo, hi) in &lines {
+        assert_ne!(word, "FAIL", "{case}: {out}");
+        if word == "BELOW 0.9" {
+            assert!(*hi < 0.9 && *lo < 0.8, "{case} [{lo}, {hi}]");
+        }
+    }
+    // report.md, junit.xml and report.html say it the same way.
+    let file =
+        |name: &str| std::fs::read_to_string(dir.path().join("out/below").join(name)).expect(name);
+    let md = file("report.md");
+    assert!(md.contains("| **BELOW 0.9** | `pass>=0.8` |"), "{md}");
+    assert!(md.contains("| BELOW 0.9 | c"), "{md}");
+    assert!(!md.contains("| FAIL |"), "{md}");
+    let junit = file("junit.xml");
+    assert!(
+        junit.contains("pass&gt;=0.8 (case): BELOW 0.9 (--fail-below: an indifference zone, not a test of the bar)"),
+        "{junit}"
+    );
+    let html = file("report.html");
+    assert!(html.contains("BELOW 0.9"), "html");
+    // `report` judges the files again by the recorded test, --fail-below included.
+    let again = toolscore(dir.path(), &["report", "out/below"]);
+    assert_eq!(again.code, 1, "{}", again.transcript());
+    assert!(
+        again.stderr.contains("--sequential --fail-below 0.9"),
+        "{}",
+        again.stderr
+    );
+    assert!(
+        again
+            .stdout
+            .contains("BELOW 0.9 pass>=0.8, every case: 3 passed, 3 below 0.9"),
+        "{}",
+        again.stdout
+    );
+    // Judged by the default FAIL side instead, none of them is failed.
+    let valid = toolscore(
+        dir.path(),
+        &[
+            "report",
+            "out/below",
+            "--gate",
+            "pass>=0.8",
+            "--gate-level",
+            "case",
+            "--sequential",
+        ],
+    );
+    assert_eq!(valid.code, 3, "{}", valid.transcript());
+    assert!(!valid.stdout.contains("FAIL"), "{}", valid.stdout);
+    // A rate at or below the bar is refused here as in `run`.
+    let bad = toolscore(
+        dir.path(),
+        &[
+            "report",
+            "out/below",
+            "--gate",
+            "pass>=0.8",
+            "--gate-level",
+            "case",
+            "--sequential",
+            "--fail-below",
+            "0.7",
+        ],
+    );
+    assert_eq!(bad.code, 2, "{}", bad.transcript());
+    assert!(
+        bad.stderr
+            .contains("--fail-below 0.7 must lie above every threshold"),
+        "{}",
+        bad.stderr
+    );
 }

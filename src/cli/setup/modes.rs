@@ -177,7 +177,17 @@ pub(in crate::cli) fn sequential_gate(
                 .map(|(case, g)| ((d.name.clone(), case.clone()), *g))
         })
         .collect();
-    Ok(SequentialGate::new(spec, cases, case_gates))
+    // Each case's own trial budget, so a case is stopped once it cannot decide within it.
+    let case_caps = run
+        .datasets
+        .iter()
+        .flat_map(|d| {
+            d.case_trials
+                .iter()
+                .map(|(case, n)| ((d.name.clone(), case.clone()), *n))
+        })
+        .collect();
+    Ok(SequentialGate::new(spec, cases, case_gates, case_caps))
 }
 
 /// Whether the run's sequential design stops each case on its own (case-level gates), so a

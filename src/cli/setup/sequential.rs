@@ -23,6 +23,18 @@ pub(super) fn sequential_spec(
             "--sequential judges either the comparison or the baseline in one run, not both: each stops the run on its own evidence",
         ));
     }
+    if gates.is_empty() && args.gate.baseline.is_some() && !args.compare {
+        let flag = match (args.gate.sprt_p1, args.gate.fail_below) {
+            (Some(_), _) => Some("--sprt-p1 sets the case gates' SPRT"),
+            (None, Some(_)) => Some("--fail-below sets the case gates' indifference-zone FAIL"),
+            (None, None) => None,
+        };
+        if let Some(flag) = flag {
+            return Err(usage(&format!(
+                "{flag}; the sequential baseline gate judges rounds with its own bounds and has none"
+            )));
+        }
+    }
     if args.gate.sequential && !gates.is_empty() && args.compare {
         return Err(usage(
             "--sequential judges either the case gates or the comparison in one run, not both: a gate stops the cases it has decided, which leaves the comparison's rounds unbalanced",
@@ -33,6 +45,7 @@ pub(super) fn sequential_spec(
             gates.to_vec(),
             checked_confidence(args.confidence.or(defaults.confidence).unwrap_or(0.95))?,
             args.gate.sprt_p1,
+            args.gate.fail_below,
             trials,
         );
         spec.level = args.gate.gate_level;
@@ -62,6 +75,11 @@ pub(super) fn sequential_compare_spec(
     if args.gate.sprt_p1.is_some() {
         return Err(usage(
             "--sprt-p1 sets the case gates' SPRT; the sequential comparison needs no alternative",
+        ));
+    }
+    if args.gate.fail_below.is_some() {
+        return Err(usage(
+            "--fail-below sets the case gates' indifference-zone FAIL; the sequential comparison has none",
         ));
     }
     let [a, b] = arms else {

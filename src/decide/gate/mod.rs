@@ -331,6 +331,7 @@ fn case_gate(
             threshold: t,
             verdict,
             more_trials,
+            below: None,
         });
     }
     tally_case_verdicts(&mut r, &cases);

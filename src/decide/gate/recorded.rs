@@ -14,6 +14,8 @@ pub struct RecordedSequential {
     pub p1: Option<f64>,
     /// p₁ at the gate's threshold, default or not, for naming the SPRT's flag.
     pub p1_at_gate: f64,
+    /// `--fail-below`: the indifference-zone FAIL's rate, when the run asked for it.
+    pub fail_below: Option<f64>,
 }
 
 /// What `report` needs to judge a run again the way it was judged.
@@ -57,6 +59,9 @@ impl RecordedGates {
             if q.kind == SequentialKind::Sprt {
                 words.push(format!("--sprt-p1 {}", q.p1_at_gate));
             }
+            if let Some(rate) = q.fail_below {
+                words.push(format!("--fail-below {rate}"));
+            }
         }
         if !self.baseline.is_empty() {
             words.push("and its baseline verdict as recorded".to_owned());
@@ -81,8 +86,12 @@ pub fn recorded(report: &GateReport) -> RecordedGates {
             let default_p1 = g.threshold + (1.0 - g.threshold) / 2.0;
             RecordedSequential {
                 kind: s.test,
-                p1: ((s.p1 - default_p1).abs() > 1e-12).then_some(s.p1),
+                // Only the SPRT has an alternative to restore (the suite gate records its
+                // bar in this field).
+                p1: (s.test == SequentialKind::Sprt && (s.p1 - default_p1).abs() > 1e-12)
+                    .then_some(s.p1),
                 p1_at_gate: s.p1,
+                fail_below: s.fail_below,
             }
         }));
         let spec = GateSpec {

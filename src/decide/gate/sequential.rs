@@ -3,21 +3,38 @@
 //! the suite level, this suite's rate judged round by round (`sequential_suite`), behind the
 //! same observer.
 //!
-//! - PASS means the rate is above t (false-pass chance ≤ α); FAIL means it is below p₁
-//!   (false-fail chance ≤ β/m when p ≥ p₁), p₁ = t + (1 − t)/2 unless `--sprt-p1` says
-//!   otherwise.
-//! - The test is the mixture SPRT (`stats::MixtureGate`), which needs no guess of the true
-//!   rate, unless `--sprt-p1` is given: then Wald's SPRT with p₁ as its alternative
-//!   (`stats::SprtGate`). Ville's inequality makes both guarantees hold however often the
-//!   evidence is looked at, so a case stops the moment it decides (the runner stops
-//!   scheduling it) without inflating α, unlike re-computing a Wilson bound after every
-//!   trial (§6.1).
-//! - The gate passes only when every case passes (an intersection–union test: its false-pass
-//!   rate is at most α with no correction). A FAIL uses β/m with m the cases gated (Bonferroni,
-//!   valid under Ville), so the chance of any false FAIL stays at most β.
+//! What a case gate guarantees, with m the cases gated per arm, α = 1 − confidence and β = α:
+//!
+//! - **PASS** means the rate is above t: `P(PASS | p ≤ t) ≤ α` for each case. The PASS side is
+//!   the mixture SPRT (`stats::MixtureGate`), which needs no guess of the true rate, or with
+//!   `--sprt-p1 P1` Wald's SPRT with p₁ as its alternative (`stats::SprtGate`). The gate
+//!   passes only when every case passes (an intersection–union test), so its false-pass rate
+//!   is at most α with no correction.
+//! - **FAIL** means the bar is ruled out, as in the fixed-n gate: `P(FAIL | p ≥ t) ≤ β/m` for
+//!   each case, so the chance that any case clearing its bar is failed is at most β
+//!   (Bonferroni over the m cases). The FAIL side is `stats::BelowMixture`, a mixture of
+//!   likelihood ratios of four alternatives below t; a case FAILs exactly when its
+//!   anytime-valid upper confidence bound (level 1 − β/m) is below t.
+//! - **`--fail-below P1`**, asked for by name, puts back the indifference-zone FAIL: the SPRT
+//!   of t against p₁, with `P(FAIL | p ≥ p₁) ≤ β/m` and no promise between t and p₁ (with
+//!   t = 0.8, p₁ = 0.9, 4 cases and 200 trials it fails a case at 0.83 58% of the time, one at
+//!   0.87 11%). Its cases and its gate say `BELOW P1`, never FAIL, and the exit code is still
+//!   1, since the user asked for a case below p₁ to stop the gate.
+//! - Each guarantee holds at every n at once (Ville's inequality on a test supermartingale),
+//!   however often the evidence is looked at, so a case stops the moment it decides (the
+//!   runner stops scheduling it) without inflating either rate, unlike re-computing a Wilson
+//!   bound after every trial (§6.1); and it holds whatever the trial budget, since stopping at
+//!   the budget only leaves cases undecided.
+//! - The bounds printed beside a case are the anytime-valid bounds the decision used (lower
+//!   at 1 − α from the PASS evidence, upper at 1 − β/m from the FAIL evidence, the same
+//!   evidence with the bar moved), so a PASS line's lower bound is at or above t, a FAIL
+//!   line's upper bound below t, and a BELOW line's upper bound below p₁.
+//! - A case undecided at its trial budget (`--max-trials`, or its fixture's own `"trials"`) is
+//!   inconclusive, never a silent pass or fail. A case is stopped as soon as neither boundary
+//!   is reachable within that budget (curtailment): it would end inconclusive whatever its
+//!   remaining trials said, so no verdict's probability changes, only trials are saved.
 //! - Never applied to trials pooled across cases: trials of different cases are not
 //!   identically distributed (§6.2, condition 1).
-//! - A case undecided at `--max-trials` is inconclusive (never a silent pass or fail).
 //!
 //! The decision of each case is a function of its trials in the order they finished, which is
 //! the order of `results.jsonl`: `toolscore report --sequential` replays that file and reaches
@@ -29,7 +46,9 @@ use crate::error::Error;
 use crate::event::{Control, Observer, RunEvent, StopScope};
 use crate::record::TrialRecord;
 use crate::report::{CaseVerdict, GateLevel, GateResult, Metric, SequentialInfo, Verdict};
-use crate::stats::{self, Boundaries, SequentialDecision, SequentialKind, SequentialTest};
+use crate::stats::{
+    self, Boundaries, PassSide, SequentialDecision, SequentialKind, SequentialTest,
+};
 
 use super::GateSpec;
 use super::sequential_suite::SuiteRounds;
@@ -40,11 +59,13 @@ pub struct SequentialSpec {
     pub gates: Vec<GateSpec>,
     /// One-sided confidence of a PASS: α = 1 − confidence; β = α as well.
     pub confidence: f64,
-    /// The test every case runs.
+    /// The PASS side every case runs.
     pub kind: SequentialKind,
-    /// The rate whose false FAIL is bounded by β, for every case, instead of t + (1 − t)/2
-    /// (for the SPRT also its alternative).
+    /// The SPRT's alternative (`--sprt-p1`), for every case, instead of t + (1 − t)/2.
     pub p1: Option<f64>,
+    /// `--fail-below P1`: FAIL by the indifference-zone SPRT of t against this rate instead
+    /// of by the anytime-valid test that the rate is below t.
+    pub fail_below: Option<f64>,
     /// Trials a case may use before it is called inconclusive.
     pub max_trials: u32,
     /// Case (each case on its own) or suite (the arm's rate over this suite's cases).
@@ -57,12 +78,14 @@ impl SequentialSpec {
         self.p1.unwrap_or(t + (1.0 - t) / 2.0)
     }
 
-    /// The spec of `--sequential [--sprt-p1 P1]`: the SPRT when p₁ is given, else the
-    /// mixture.
+    /// The spec of `--sequential [--sprt-p1 P1] [--fail-below P1]`: the SPRT's PASS side
+    /// when p₁ is given, else the mixture's; the indifference-zone FAIL when `--fail-below`
+    /// names its rate, else the FAIL that rules out the bar.
     pub fn from_flags(
         gates: Vec<GateSpec>,
         confidence: f64,
         p1: Option<f64>,
+        fail_below: Option<f64>,
         max_trials: u32,
     ) -> Self {
         SequentialSpec {
@@ -70,6 +93,7 @@ impl SequentialSpec {
             confidence,
             kind: kind_for(p1),
             p1,
+            fail_below,
             max_trials,
             level: GateLevel::Case,
         }
@@ -98,6 +122,12 @@ impl SequentialSpec {
                             .to_owned(),
                     );
                 }
+                if self.fail_below.is_some() {
+                    return Err(
+                        "--fail-below sets the case gates' indifference-zone FAIL; the sequential suite gate fails only when its bound rules out the bar"
+                            .to_owned(),
+                    );
+                }
             }
             GateLevel::Tool | GateLevel::Baseline => {
                 return Err(
@@ -106,18 +136,25 @@ impl SequentialSpec {
                 );
             }
         }
-        if let Some(p1) = self.p1 {
-            let highest = self
-                .gates
-                .iter()
-                .map(|g| g.threshold)
-                .chain(case_thresholds.iter().copied())
-                .fold(0.0, f64::max);
-            if !(p1 > highest && p1 < 1.0) {
-                return Err(format!(
-                    "--sprt-p1 {p1} must lie above every threshold (the highest is {highest}) and below 1"
-                ));
-            }
+        let highest = self
+            .gates
+            .iter()
+            .map(|g| g.threshold)
+            .chain(case_thresholds.iter().copied())
+            .fold(0.0, f64::max);
+        if let Some(p1) = self.p1
+            && !(p1 > highest && p1 < 1.0)
+        {
+            return Err(format!(
+                "--sprt-p1 {p1} must lie above every threshold (the highest is {highest}) and below 1"
+            ));
+        }
+        if let Some(rate) = self.fail_below
+            && !(rate > highest && rate < 1.0)
+        {
+            return Err(format!(
+                "--fail-below {rate} must lie above every threshold (the highest is {highest}) and below 1: it names the indifference zone between the bar and that rate; without it a case FAILs only when its upper bound is below the bar"
+            ));
         }
         Ok(())
     }
@@ -130,6 +167,8 @@ struct CaseState {
     s: u64,
     /// Decided at `n` trials: never changes after.
     decided: Option<SequentialDecision>,
+    /// Stopped undecided at `n` trials: no decision was reachable within the case's budget.
+    curtailed: bool,
     /// The metric does not apply to this case (args gate on a case without arguments).
     not_applicable: bool,
 }
@@ -151,6 +190,8 @@ pub struct SequentialGate {
     cases_per_arm: usize,
     /// dataset/case → the fixture's own bar.
     case_gates: HashMap<(String, String), f64>,
+    /// dataset/case → the trials it may use, where not `spec.max_trials`.
+    case_caps: HashMap<(String, String), u32>,
     states: HashMap<CaseKey, Vec<CaseState>>,
     /// First-seen order of the keys, so verdicts list in run order.
     order: Vec<CaseKey>,
@@ -160,10 +201,13 @@ pub struct SequentialGate {
 }
 
 impl SequentialGate {
+    /// The gate for `spec` over `cases_per_arm` cases, with the fixtures' own bars
+    /// (`case_gates`) and their own trial budgets (`case_caps`, else `spec.max_trials`).
     pub fn new(
         spec: SequentialSpec,
         cases_per_arm: usize,
         case_gates: HashMap<(String, String), f64>,
+        case_caps: HashMap<(String, String), u32>,
     ) -> Self {
         let suite = (spec.level == GateLevel::Suite)
             .then(|| {
@@ -180,6 +224,7 @@ impl SequentialGate {
             spec,
             cases_per_arm: cases_per_arm.max(1),
             case_gates,
+            case_caps,
             states: HashMap::new(),
             order: Vec::new(),
             arms: Vec::new(),
@@ -193,12 +238,23 @@ impl SequentialGate {
             .unwrap_or(gate.threshold)
     }
 
+    /// The trials a case may use.
+    fn cap(&self, dataset: &str, case: &str) -> u64 {
+        u64::from(
+            self.case_caps
+                .get(&(dataset.to_owned(), case.to_owned()))
+                .copied()
+                .unwrap_or(self.spec.max_trials),
+        )
+    }
+
     fn test(&self, t: f64) -> Option<SequentialTest> {
         let alpha = 1.0 - self.spec.confidence;
         SequentialTest::new(
             self.spec.kind,
             t,
             self.spec.p1_for(t),
+            self.spec.fail_below,
             alpha,
             alpha / self.cases_per_arm as f64,
         )
@@ -225,6 +281,7 @@ impl SequentialGate {
             .map(|g| self.threshold(&record.dataset, &record.case_id, g))
             .collect();
         let tests: Vec<Option<SequentialTest>> = thresholds.iter().map(|&t| self.test(t)).collect();
+        let cap = self.cap(&record.dataset, &record.case_id);
         if !self.states.contains_key(&key) {
             self.order.push(key.clone());
         }
@@ -237,7 +294,7 @@ impl SequentialGate {
             return false;
         };
         for ((state, gate), test) in states.iter_mut().zip(&gates).zip(&tests) {
-            if state.decided.is_some() {
+            if state.decided.is_some() || state.curtailed {
                 continue;
             }
             let Some(metric) = gate.metric.rate() else {
@@ -253,14 +310,17 @@ impl SequentialGate {
             state.s += u64::from(ok);
             if let Some(test) = test {
                 match test.decide(state.s, state.n) {
-                    Some(SequentialDecision::Continue) | None => {}
+                    Some(SequentialDecision::Continue) => {
+                        state.curtailed = !test.can_decide_by(state.s, state.n, cap);
+                    }
+                    None => {}
                     d => state.decided = d,
                 }
             }
         }
         states
             .iter()
-            .all(|s| s.decided.is_some() || s.not_applicable)
+            .all(|s| s.decided.is_some() || s.curtailed || s.not_applicable)
     }
 
     /// The verdict of every gate on every arm, as data.
@@ -331,7 +391,7 @@ impl SequentialGate {
             not_passed,
             hint: (inconclusive > 0).then(|| {
                 format!(
-                    "{inconclusive} case(s) undecided after at most {} trials; a larger --max-trials lets them decide",
+                    "{inconclusive} case(s) undecided: none could decide within at most {} trials (each stopped once it could not); a larger --max-trials lets them decide",
                     self.spec.max_trials
                 )
             }),
@@ -350,8 +410,16 @@ impl SequentialGate {
                 "mixture SPRT per case (anytime-valid, no guess of the true rate)"
             }
         };
+        let fail = match self.spec.fail_below {
+            None => format!(
+                "beta {beta_case:.4} per case to fail a case at or above its bar (anytime-valid upper bound below it"
+            ),
+            Some(rate) => format!(
+                "beta {beta_case:.4} per case to call a case at or above {rate} below it (--fail-below: an indifference zone, not a test of the bar"
+            ),
+        };
         format!(
-            "sequential: {test}, alpha {alpha:.3} to pass, beta {beta_case:.4} per case to fail (Bonferroni over {} cases); every case must pass",
+            "sequential: {test}, alpha {alpha:.3} to pass, {fail}; Bonferroni over {} cases); every case must pass",
             self.cases_per_arm
         )
     }
@@ -365,46 +433,55 @@ impl SequentialGate {
             p1: self.spec.p1_for(t),
             alpha,
             beta_per_case: alpha / self.cases_per_arm as f64,
+            fail_below: self.spec.fail_below,
+            anytime_valid_bounds: true,
             max_trials: self.spec.max_trials,
             trials_used,
             fixed_design_trials,
-            pass_boundary: match &test {
-                Some(SequentialTest::Sprt(s)) => Some((s.slope(), s.intercept())),
+            pass_boundary: match test.as_ref().map(SequentialTest::pass_side) {
+                Some(PassSide::Sprt(s)) => Some((s.slope(), s.intercept())),
                 _ => None,
             },
             pass_at: match &test {
-                Some(t @ SequentialTest::Mixture(_)) => pass_table(t, self.spec.max_trials),
+                Some(t) if t.kind() == SequentialKind::Mixture => {
+                    pass_table(t, self.spec.max_trials)
+                }
                 _ => Vec::new(),
             },
             rounds: None,
         }
     }
 
-    /// A case's verdict as its test decided it, with its Wilson bounds and, undecided, the
-    /// fewest further trials that could decide it.
+    /// A case's verdict as its test decided it, with the anytime-valid bounds it decided by
+    /// and, undecided, the fewest further trials that could decide it.
     fn case_verdict(&self, key: &CaseKey, state: &CaseState, t: f64) -> CaseVerdict {
         let verdict = match state.decided {
             Some(SequentialDecision::Pass) => Verdict::Pass,
             Some(SequentialDecision::Fail) => Verdict::Fail,
             _ => Verdict::Inconclusive,
         };
-        let more_trials = (verdict == Verdict::Inconclusive)
-            .then(|| self.test(t))
-            .flatten()
+        let test = self.test(t);
+        let more_trials = test
+            .as_ref()
+            .filter(|_| verdict == Verdict::Inconclusive)
             .map(|test| {
                 test.fewest_to_decide(state.s, state.n, FEWEST_TO_DECIDE_LIMIT)
                     .unwrap_or(FEWEST_TO_DECIDE_LIMIT)
             });
+        let bound = |side: fn(&SequentialTest, u64, u64) -> Option<f64>| {
+            test.as_ref().and_then(|test| side(test, state.s, state.n))
+        };
         CaseVerdict {
             dataset: key.dataset.clone(),
             case_id: key.case_id.clone(),
             x: state.s,
             n: state.n,
-            lower: stats::wilson_lower_bound(state.s, state.n, self.spec.confidence).unwrap_or(0.0),
-            upper: stats::wilson_upper_bound(state.s, state.n, self.spec.confidence).unwrap_or(1.0),
+            lower: bound(SequentialTest::lower_bound).unwrap_or(0.0),
+            upper: bound(SequentialTest::upper_bound).unwrap_or(1.0),
             threshold: t,
             verdict,
             more_trials,
+            below: self.spec.fail_below.filter(|_| verdict == Verdict::Fail),
         }
     }
 }

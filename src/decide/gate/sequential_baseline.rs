@@ -140,6 +140,8 @@ impl SequentialBaseline {
                         fixed_design_trials: 0,
                         pass_boundary: None,
                         pass_at: Vec::new(),
+                        fail_below: None,
+                        anytime_valid_bounds: false,
                         rounds: Some((q.rounds, q.skipped_rounds)),
                     }),
                 }

@@ -186,6 +186,8 @@ impl SuiteRounds {
                         fixed_design_trials: 0,
                         pass_boundary: None,
                         pass_at: Vec::new(),
+                        fail_below: None,
+                        anytime_valid_bounds: false,
                         rounds: Some((rounds, state.skipped_rounds)),
                     }),
                 });

@@ -190,7 +190,7 @@ struct VerdictView {
 #[derive(Serialize)]
 struct GateRow {
     class: &'static str,
-    verdict: &'static str,
+    verdict: String,
     name: String,
     level: &'static str,
     arm: String,
@@ -547,7 +547,7 @@ fn verdict_view(s: &Summary, anchors: &explorer::Anchors) -> VerdictView {
             .iter()
             .map(|r| GateRow {
                 class: verdict_class(r.verdict),
-                verdict: r.verdict.label(),
+                verdict: r.verdict_label(),
                 name: r.name(),
                 level: r.level_label(),
                 arm: r.arm.provider.clone(),
@@ -615,10 +615,10 @@ fn gate_details(r: &GateResult, anchors: &explorer::Anchors) -> Option<Table> {
                     .cloned(),
             );
             table.rows.push(vec![
-                c.verdict.label().to_owned(),
+                c.label(),
                 cut(&c.case_id, TEXT_CHARS),
                 format!("{}/{}", c.x, c.n),
-                format!("[{:.3}, {:.3}]", c.lower, c.upper),
+                c.bounds_text(),
                 note.join(" · "),
             ]);
         }

@@ -236,7 +236,7 @@ fn write_gate(g: &GateReport, doc: &mut String) {
     for r in &g.gates {
         doc.push_str(&format!(
             "| **{}** | `{}` | {} | {} | {} | {} |\n",
-            r.verdict.label(),
+            r.verdict_label(),
             r.name(),
             r.level_label(),
             escape(&r.arm.provider),
@@ -288,13 +288,12 @@ fn write_gate_details(r: &GateResult, doc: &mut String) {
         for c in r.not_passed.iter().take(ROWS_SHOWN) {
             let note = super::wording::case_verdict_notes(c, r.threshold);
             doc.push_str(&format!(
-                "| {} | {} | {}/{} | [{:.3}, {:.3}] | {} |\n",
-                c.verdict.label(),
+                "| {} | {} | {}/{} | {} | {} |\n",
+                c.label(),
                 escape(&c.case_id),
                 c.x,
                 c.n,
-                c.lower,
-                c.upper,
+                c.bounds_text(),
                 note.join(" · ")
             ));
         }

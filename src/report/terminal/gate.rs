@@ -118,12 +118,9 @@ fn write_gate_line(r: &GateResult, several: bool, w: &mut dyn Write) -> io::Resu
         )?,
         (GateLevel::Case, false) => writeln!(
             w,
-            "  {} {gate}{arm}, every case: {} passed, {} failed, {} inconclusive of {} cases",
-            r.verdict.label(),
-            r.passed_cases,
-            r.failed_cases,
-            r.inconclusive_cases,
-            r.cases
+            "  {} {gate}{arm}, every case: {}",
+            r.verdict_label(),
+            r.outcome()
         )?,
     }
     Ok(())
@@ -174,16 +171,25 @@ fn write_not_passed(r: &GateResult, w: &mut dyn Write) -> io::Result<()> {
     if not_passed.len() > 10 {
         writeln!(w, "      … {} more in summary.json", not_passed.len() - 10)?;
     }
+    // A sequential gate's cases carry the anytime-valid bounds its test decided by.
+    let bounds = if r
+        .sequential
+        .as_ref()
+        .is_some_and(|q| q.anytime_valid_bounds)
+    {
+        "anytime-valid bounds"
+    } else {
+        "bounds"
+    };
     for c in r.not_passed.iter().take(10) {
         writeln!(
             w,
-            "      {:<12} {:<36} {}/{} bounds [{:.3}, {:.3}]{}",
-            c.verdict.label(),
+            "      {:<12} {:<36} {}/{} {bounds} {}{}",
+            c.label(),
             c.case_id,
             c.x,
             c.n,
-            c.lower,
-            c.upper,
+            c.bounds_text(),
             case_verdict_notes(c, r.threshold)
                 .iter()
                 .map(|n| format!(" · {n}"))

@@ -1,10 +1,12 @@
 //! Exact operating characteristics of a sequential test (stats.md §6.3): its expected trials
-//! and its chances of PASS, FAIL and running out of budget at a true rate, by dynamic
-//! programming over (n, S_n), with no Monte Carlo error.
+//! and its chances of PASS, FAIL and ending undecided at a true rate, by dynamic programming
+//! over (n, S_n), with no Monte Carlo error: as the reference runs it (to the budget), or as
+//! the case gate runs it (also stopping a case once no decision is reachable within the
+//! budget).
 
 use serde::{Deserialize, Serialize};
 
-use super::Boundaries;
+use super::{Boundaries, Reach};
 
 /// Exact operating characteristics of a sequential test run at most `n_max` trials on a case
 /// of true rate p (stats.md §6.3).
@@ -16,8 +18,8 @@ pub struct OperatingCharacteristics {
     pub p_pass: f64,
     /// Probability of a decided FAIL within the budget.
     pub p_fail: f64,
-    /// Probability of reaching `n_max` undecided (inconclusive; counts as FAIL on the safe
-    /// side, and adds to the miss rate at p ≥ p₁ beyond β).
+    /// Probability of ending undecided (inconclusive): at `n_max`, or, curtailed, as soon as
+    /// no decision was reachable by `n_max`. It adds to the miss rate beyond β.
     pub p_truncated: f64,
     /// Median trials used: the smallest n with `P(N ≤ n) ≥ ½`.
     pub median_n: u64,
@@ -30,23 +32,45 @@ pub struct OperatingCharacteristics {
 /// Exact operating characteristics of `gate` at true rate `p` with a budget of `n_max`
 /// trials, by dynamic programming over (n, S_n) (stats.md §6.3): no Monte Carlo error, so
 /// a report can state "at p = 0.97 this gate needs 95.5 trials on average" as a fact about
-/// the design.
+/// the design. Every undecided path runs to `n_max`, as in the reference's tables.
 ///
 /// Only undecided states are carried. Between the two boundaries there are a handful of
 /// them (at most `(ln(1/α) − ln β)/(a − b) + 1`, 9, for the §6.2 SPRT), so the cost is
 /// O(n_max · that width), and the loop ends as soon as no probability is left undecided.
 ///
 /// `None` when `p` is NaN or outside [0, 1], or `n_max = 0`.
-// Long: one dynamic-programming pass, kept whole to be read against its formula above.
 pub fn operating_characteristics(
     gate: &impl Boundaries,
     p: f64,
     n_max: u64,
 ) -> Option<OperatingCharacteristics> {
+    dynamic_program(gate, p, n_max, false)
+}
+
+/// [`operating_characteristics`] of the gate as `--sequential` runs it: a path also stops,
+/// undecided, as soon as neither boundary is reachable by `n_max`
+/// ([`Boundaries::can_decide_by`]). The chances of PASS, FAIL and no decision are the same;
+/// only the trials spent on cases that could no longer decide are saved.
+pub fn curtailed_operating_characteristics(
+    gate: &impl Boundaries,
+    p: f64,
+    n_max: u64,
+) -> Option<OperatingCharacteristics> {
+    dynamic_program(gate, p, n_max, true)
+}
+
+// Long: one dynamic-programming pass, kept whole to be read against its formula above.
+fn dynamic_program(
+    gate: &impl Boundaries,
+    p: f64,
+    n_max: u64,
+    curtail: bool,
+) -> Option<OperatingCharacteristics> {
     if !(0.0..=1.0).contains(&p) || n_max == 0 {
         return None;
     }
     let q = 1.0 - p;
+    let reach = curtail.then(|| Reach::of(gate, n_max));
     // mass[i] = P(undecided after n trials with S_n = lo + i).
     let mut lo: u64 = 0;
     let mut mass: Vec<f64> = vec![1.0];
@@ -55,6 +79,7 @@ pub fn operating_characteristics(
     let targets = [0.5, 0.9, 0.99];
     let mut quantiles: [Option<u64>; 3] = [None; 3];
     let mut last_stop = 0;
+    let mut p_undecided_early = 0.0_f64;
     let mut n = 0;
     while n < n_max && !mass.is_empty() {
         n += 1;
@@ -90,6 +115,26 @@ pub fn operating_characteristics(
             mass.remove(0);
             lo += 1;
         }
+        // Curtailed: states from which no decision is reachable by n_max stop here,
+        // undecided. The reachable ones are the highest S (toward PASS) and the lowest (toward
+        // FAIL); those between may hold a gap of zeros, which the loop carries harmlessly.
+        if let Some(reach) = reach.filter(|_| n < n_max) {
+            let mut undecided = 0.0;
+            for (i, m) in mass.iter_mut().enumerate() {
+                if *m > 0.0 && !reach.can_decide(lo + i as u64, n) {
+                    undecided += *m;
+                    *m = 0.0;
+                }
+            }
+            while mass.last() == Some(&0.0) {
+                mass.pop();
+            }
+            let zeros = mass.iter().take_while(|&&m| m == 0.0).count();
+            mass.drain(..zeros);
+            lo += zeros as u64;
+            p_undecided_early += undecided;
+            stopped += undecided;
+        }
         if stopped > 0.0 {
             expected_n += n as f64 * stopped;
             cumulative += stopped;
@@ -101,11 +146,12 @@ pub fn operating_characteristics(
             }
         }
     }
-    let p_truncated: f64 = mass.iter().sum();
-    if p_truncated > 0.0 {
-        expected_n += n_max as f64 * p_truncated;
+    let at_budget: f64 = mass.iter().sum();
+    if at_budget > 0.0 {
+        expected_n += n_max as f64 * at_budget;
         last_stop = n_max;
     }
+    let p_truncated = at_budget + p_undecided_early;
     // A quantile the stopped mass did not reach (the rest is truncated, or rounding left
     // the cumulative sum a hair short of it) is the last n at which anything stopped.
     let [median_n, p90_n, p99_n] = quantiles.map(|q| q.unwrap_or(last_stop));
@@ -122,7 +168,10 @@ pub fn operating_characteristics(
 
 #[cfg(test)]
 mod tests {
-    use super::super::{MixtureGate, SequentialDecision, SprtGate};
+    use super::super::{
+        MixtureGate, SequentialDecision, SequentialKind, SequentialTest, SprtGate,
+        curtailed_operating_characteristics,
+    };
     use super::*;
     use crate::stats::test_support::{close, uniforms};
 
@@ -340,6 +389,19 @@ mod tests {
         reps: u32,
         seed: u64,
     ) -> ([u32; 3], f64, f64) {
+        simulate_run(g, p, n_max, reps, seed, false)
+    }
+
+    /// As [`simulate`]; with `curtail`, also stopping (undecided) the way the case gate does,
+    /// once `can_decide_by` says no decision is reachable by n_max.
+    fn simulate_run(
+        g: &impl Boundaries,
+        p: f64,
+        n_max: u64,
+        reps: u32,
+        seed: u64,
+        curtail: bool,
+    ) -> ([u32; 3], f64, f64) {
         let mut u = uniforms(seed);
         let mut counts = [0u32; 3];
         let (mut sum, mut sum_sq) = (0.0, 0.0);
@@ -352,6 +414,9 @@ mod tests {
                     SequentialDecision::Pass => break 0,
                     SequentialDecision::Fail => break 1,
                     SequentialDecision::Continue if n == n_max => break 2,
+                    SequentialDecision::Continue if curtail && !g.can_decide_by(s, n, n_max) => {
+                        break 2;
+                    }
                     SequentialDecision::Continue => {}
                 }
             };
@@ -404,6 +469,33 @@ mod tests {
                 (mean_n - oc.expected_n).abs() <= 3.0 * sd_n / r.sqrt(),
                 "p={p} E[N] {mean_n} ± {} vs {}",
                 sd_n / r.sqrt(),
+                oc.expected_n
+            );
+        }
+    }
+
+    #[test]
+    fn the_gate_as_it_runs_agrees_with_the_curtailed_dp() {
+        // The default case gate (mixture PASS, FAIL below the bar) stopping as the gate does:
+        // at a decision, at the budget, or once neither boundary is reachable by it.
+        let gate =
+            SequentialTest::new(SequentialKind::Mixture, 0.8, 0.9, None, 0.05, 0.0125).unwrap();
+        let (reps, n_max) = (3000u32, 200u64);
+        let r = f64::from(reps);
+        for (p, seed) in [(0.7, 31), (0.8, 32), (0.83, 33), (0.87, 34), (0.95, 35)] {
+            let (counts, mean_n, sd_n) = simulate_run(&gate, p, n_max, reps, seed, true);
+            let oc = curtailed_operating_characteristics(&gate, p, n_max).unwrap();
+            let shares = counts.map(|c| f64::from(c) / r);
+            for (share, exact) in shares
+                .into_iter()
+                .zip([oc.p_pass, oc.p_fail, oc.p_truncated])
+            {
+                let tol = 3.0 * (exact * (1.0 - exact) / r).sqrt() + 1.0 / r;
+                assert!((share - exact).abs() <= tol, "p={p}: {shares:?} vs {oc:?}");
+            }
+            assert!(
+                (mean_n - oc.expected_n).abs() <= 3.0 * sd_n / r.sqrt(),
+                "p={p} E[N] {mean_n} vs {}",
                 oc.expected_n
             );
         }

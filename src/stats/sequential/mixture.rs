@@ -1,5 +1,6 @@
-//! The mixture SPRT (Robbins 1970; the "testing by betting" view of Ramdas et al.): the
-//! default sequential case gate, because it needs no guess of the rate a case really has.
+//! The mixture SPRT (Robbins 1970; the "testing by betting" view of Ramdas et al.): the PASS
+//! side of the default sequential case gate, because it needs no guess of the rate a case
+//! really has.
 //!
 //! The SPRT's PASS evidence is the likelihood ratio of one alternative p₁ against t; it
 //! drifts up fastest when the case's true rate is p₁ and slowest just above t, so its cost
@@ -16,13 +17,19 @@
 //! SPRT's PASS. Whatever the true rate, the term whose q_k is nearest it grows almost as
 //! fast as that SPRT would, and costs only `ln(1/w_k)` more evidence.
 //!
-//! FAIL is the SPRT's own: the likelihood ratio of t against p₁ reaching 1/β. That is the
-//! fastest test there is for a case at the threshold, and p₁ enters it only as the rate whose
-//! false FAIL is bounded by β (`P(FAIL | p ≥ p₁) ≤ β`): a requirement the user states, not a
-//! guess of the true rate.
+//! With the bar moved to q (alternatives `1 − (1−q)/2^k`) the same evidence tests `p ≤ q` for
+//! every q at once; it falls as q grows, so the rates it rules out are those at or below
+//! [`MixtureGate::lower_bound`], an anytime-valid lower confidence bound at level 1 − α, and
+//! PASS at t is exactly "that bound is at or above t".
+//!
+//! [`MixtureGate`]'s own FAIL boundary is the SPRT's of t against p₁ (the likelihood ratio of t
+//! against p₁ reaching 1/β), whose FAIL means "below p₁", not "below t": the case gates use it
+//! only under `--fail-below P1`, the indifference zone asked for by name, and otherwise pair
+//! this PASS side with [`super::BelowMixture`] ([`super::SequentialTest`]).
 
 use serde::{Deserialize, Serialize};
 
+use super::below::{bisect, log_sum_exp};
 use super::{Boundaries, SprtGate};
 
 /// How many alternatives the PASS evidence mixes.
@@ -88,6 +95,35 @@ impl MixtureGate {
 
     fn passes(&self, successes: u64, n: u64) -> bool {
         self.log_evidence(successes, n) >= -self.alpha.ln()
+    }
+
+    /// `ln E_n` with the bar moved to `q` (alternatives `1 − (1−q)/2^k`, the same weights);
+    /// `−∞` for q outside (0, 1). At q = t it is [`Self::log_evidence`] up to rounding.
+    pub fn log_evidence_at(&self, q: f64, successes: u64, n: u64) -> f64 {
+        if !(q > 0.0 && q < 1.0) {
+            return f64::NEG_INFINITY;
+        }
+        let (s, f) = (successes as f64, n.saturating_sub(successes) as f64);
+        let mut logs = [0.0; COMPONENTS];
+        for (k, (log, (ln_w, _, _))) in logs.iter_mut().zip(self.terms).enumerate() {
+            let shrink = 0.5f64.powi(k as i32 + 1);
+            // ln(q_k/q) and ln((1 − q_k)/(1 − q)) = ln 2^−k.
+            let q_k = 1.0 - (1.0 - q) * shrink;
+            *log = ln_w + s * (q_k / q).ln() + f * shrink.ln();
+        }
+        log_sum_exp(&logs)
+    }
+
+    /// The anytime-valid lower confidence bound (level 1 − α) after `successes` of `n`: the
+    /// greatest rate q the PASS evidence rules out (`E_n ≥ 1/α` with the bar at q), 0 when it
+    /// rules out none. It is at or above t exactly when the gate PASSes at t
+    /// (`passes_at_bar`, the decision taken on the integer boundary).
+    pub fn lower_bound(&self, successes: u64, n: u64, passes_at_bar: bool) -> f64 {
+        let t = self.threshold;
+        let (kept, ruled_out) = if passes_at_bar { (1.0, t) } else { (t, 0.0) };
+        bisect(kept, ruled_out, |q| {
+            self.log_evidence_at(q, successes, n) >= -self.alpha.ln()
+        })
     }
 }
 

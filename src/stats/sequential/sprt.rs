@@ -1,13 +1,18 @@
-//! Wald's one-sided SPRT with Ville's thresholds (stats.md §6.2): the sequential gate for a
-//! user who knows the rate a case should pass at (`--sprt-p1`).
+//! Wald's one-sided SPRT with Ville's thresholds (stats.md §6.2): the PASS side of the
+//! sequential gate for a user who knows the rate a case should pass at (`--sprt-p1`), and the
+//! indifference-zone FAIL side `--fail-below P` asks for by name.
 //!
 //! It keeps `P(PASS | p ≤ t) ≤ α` and `P(FAIL | p ≥ p₁) ≤ β` under any monitoring schedule,
 //! and at t = 0.90, p₁ = 0.95, α = β = 0.05 decides in 95.5 trials on average at p = 0.97
-//! against 284 for the fixed-n design with the same guarantees (§6.3).
+//! against 284 for the fixed-n design with the same guarantees (§6.3). Its FAIL means "below
+//! p₁", not "below t": between t and p₁ it fails cases that clear the bar (58% of the time at
+//! 0.83 against t = 0.8, p₁ = 0.9), so the case gates FAIL with [`super::BelowMixture`] unless
+//! `--fail-below` names p₁.
 
 use serde::{Deserialize, Serialize};
 
 use super::Boundaries;
+use super::below::bisect;
 
 /// One-sided SPRT gate for a pass rate (stats.md §6.2): H₀ `p ≤ t` (must not pass) against
 /// H₁ `p ≥ p₁` (should pass), with Ville's thresholds `ln(1/α)` and `ln β` on the
@@ -83,6 +88,56 @@ impl SprtGate {
     /// (4.00920 for t = 0.90, p₁ = 0.95, α = 0.05).
     pub fn intercept(&self) -> f64 {
         -self.alpha.ln() / self.spread()
+    }
+
+    /// `ln` of the PASS evidence with the bar moved to `q < p₁`: the likelihood ratio of p₁
+    /// against q, `S·ln(p₁/q) + (n−S)·ln((1−p₁)/(1−q))`.
+    fn log_pass_evidence_at(&self, q: f64, successes: u64, n: u64) -> f64 {
+        let (s, f) = (successes as f64, n.saturating_sub(successes) as f64);
+        s * (self.p1 / q).ln() + f * ((1.0 - self.p1) / (1.0 - q)).ln()
+    }
+
+    /// `ln` of the FAIL evidence with the rate moved to `q > t`: the likelihood ratio of t
+    /// against q, which tests `p ≥ q`.
+    fn log_fail_evidence_at(&self, q: f64, successes: u64, n: u64) -> f64 {
+        let (s, f) = (successes as f64, n.saturating_sub(successes) as f64);
+        s * (self.threshold / q).ln() + f * ((1.0 - self.threshold) / (1.0 - q)).ln()
+    }
+
+    /// The anytime-valid lower confidence bound (level 1 − α) of the PASS side after
+    /// `successes` of `n`: the greatest q below p₁ that the likelihood ratio of p₁ against q
+    /// rules out (each q its own test of `p ≤ q`), 0 when none is. The ruled-out rates are an
+    /// interval from 0 (the ratio falls in q below S/n and stays under 1 between S/n and p₁),
+    /// and the bound is at or above t exactly when the gate PASSes (`passes_at_bar`, the
+    /// decision on the integer boundary).
+    pub fn lower_bound(&self, successes: u64, n: u64, passes_at_bar: bool) -> f64 {
+        let t = self.threshold;
+        let (kept, ruled_out) = if passes_at_bar {
+            (self.p1, t)
+        } else {
+            (t, 0.0)
+        };
+        bisect(kept, ruled_out, |q| {
+            q > 0.0 && self.log_pass_evidence_at(q, successes, n) >= -self.alpha.ln()
+        })
+    }
+
+    /// The anytime-valid upper confidence bound (level 1 − β) of the FAIL side after
+    /// `successes` of `n`: the least q above t that the likelihood ratio of t against q rules
+    /// out (each q its own test of `p ≥ q`), 1 when none is. The ruled-out rates are an
+    /// interval up to 1 (the ratio stays under 1 between t and S/n and grows in q above it);
+    /// the bound is at or below p₁ exactly when the SPRT FAILs (`fails_at_p1`), and it is
+    /// always above t: this FAIL never rules out the bar itself.
+    pub fn upper_bound(&self, successes: u64, n: u64, fails_at_p1: bool) -> f64 {
+        let floor = self.threshold.max(successes as f64 / n.max(1) as f64);
+        let (kept, ruled_out) = if fails_at_p1 {
+            (floor.min(self.p1), self.p1)
+        } else {
+            (self.p1, 1.0)
+        };
+        bisect(kept, ruled_out, |q| {
+            q < 1.0 && self.log_fail_evidence_at(q, successes, n) >= -self.beta.ln()
+        })
     }
 
     #[cfg(test)]
