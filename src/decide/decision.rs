@@ -131,17 +131,25 @@ fn run_grounds(summary: &Summary, max_infra_error_rate: f64) -> Vec<Ground> {
     grounds
 }
 
+/// The gates' combined verdict. A sequential case gate that failed under `--fail-below P1`
+/// found its cases below P1, not below the bar: when every failed gate is such a gate, the
+/// gates say `BELOW P1` (the run still exits 1, as the user asked).
 fn gate_ground(gate: Option<&crate::report::GateReport>) -> Option<Ground> {
     let gate = gate?;
     let count = |v: Verdict| gate.gates.iter().filter(|g| g.verdict == v).count();
+    let below = gate.below();
     Some(Ground {
-        verdict: gate.verdict.into(),
+        verdict: match (gate.verdict, below) {
+            (Verdict::Fail, Some(_)) => RunVerdict::Below,
+            (v, _) => v.into(),
+        },
         part: Part::Gates {
             gate_verdict: gate.verdict,
             gates: gate.gates.len(),
             passed: count(Verdict::Pass),
             failed: count(Verdict::Fail),
             inconclusive: count(Verdict::Inconclusive),
+            below,
         },
     })
 }
@@ -278,6 +286,7 @@ mod tests {
         for v in [
             RunVerdict::Pass,
             RunVerdict::Inconclusive,
+            RunVerdict::Below,
             RunVerdict::Fail,
             RunVerdict::NotJudged,
             RunVerdict::Interrupted,

@@ -57,6 +57,7 @@ fn decision_suite(d: &super::Decision) -> TestSuite {
     let status = match d.verdict {
         RunVerdict::Pass => TestCaseStatus::success(),
         RunVerdict::Fail => non_success(Some(NonSuccessKind::Failure), "failed"),
+        RunVerdict::Below => non_success(Some(NonSuccessKind::Failure), "below"),
         RunVerdict::Inconclusive => non_success(None, "inconclusive"),
         RunVerdict::NotJudged => non_success(Some(NonSuccessKind::Error), "not judged"),
         RunVerdict::Interrupted => non_success(Some(NonSuccessKind::Error), "interrupted"),

@@ -120,6 +120,32 @@ pub struct GateReport {
     pub gates: Vec<GateResult>,
 }
 
+impl GateReport {
+    /// The rate of `--fail-below` when every gate that failed is a sequential case gate that
+    /// called its cases below that rate (not below the bar): the gates' word is then
+    /// `BELOW P1`, never FAIL.
+    pub fn below(&self) -> Option<f64> {
+        let failed: Vec<Option<f64>> = self
+            .gates
+            .iter()
+            .filter(|g| g.verdict == Verdict::Fail)
+            .map(|g| g.sequential.as_ref().and_then(|q| q.fail_below))
+            .collect();
+        match failed.as_slice() {
+            [first, rest @ ..] if rest.iter().all(|r| r == first) => *first,
+            _ => None,
+        }
+    }
+
+    /// The gates' word: `PASS`, `FAIL`, `INCONCLUSIVE`, or `BELOW 0.9` (see [`Self::below`]).
+    pub fn label(&self) -> String {
+        match self.below() {
+            Some(rate) => format!("BELOW {rate}"),
+            None => self.verdict.label().to_owned(),
+        }
+    }
+}
+
 /// One gate (`metric >= threshold`, or `p95_ms <= budget`) on one arm.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct GateResult {
@@ -514,7 +540,11 @@ pub enum RunVerdict {
     Pass,
     /// A gate or the comparison is not decided yet: exit 3.
     Inconclusive,
-    /// A gate failed: exit 1.
+    /// A sequential case gate under `--fail-below P1` called a case below P1 (an
+    /// indifference-zone test the user asked for by name, not a test of the bar): exit 1, and
+    /// said `BELOW P1`, never FAIL.
+    Below,
+    /// A gate failed: its bar is ruled out. Exit 1.
     Fail,
     /// Too many infrastructure errors to judge, a provider stopped by an auth or quota error,
     /// or planned trials that were neither run nor skipped: exit 4.
@@ -528,6 +558,7 @@ impl RunVerdict {
         match self {
             RunVerdict::Pass => "PASS",
             RunVerdict::Inconclusive => "INCONCLUSIVE",
+            RunVerdict::Below => "BELOW",
             RunVerdict::Fail => "FAIL",
             RunVerdict::NotJudged => "NOT JUDGED",
             RunVerdict::Interrupted => "INTERRUPTED",
@@ -540,7 +571,7 @@ impl RunVerdict {
         use crate::error::ExitCode;
         match self {
             RunVerdict::Pass => ExitCode::Pass,
-            RunVerdict::Fail => ExitCode::GateFailed,
+            RunVerdict::Below | RunVerdict::Fail => ExitCode::GateFailed,
             RunVerdict::Inconclusive => ExitCode::Inconclusive,
             RunVerdict::NotJudged => ExitCode::InfraErrors,
             RunVerdict::Interrupted => ExitCode::Interrupted,
@@ -610,6 +641,10 @@ pub enum Part {
         passed: usize,
         failed: usize,
         inconclusive: usize,
+        /// Every failed gate failed under `--fail-below` this rate: the gates' word is
+        /// `BELOW` it, not FAIL.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        below: Option<f64>,
     },
     /// The comparison's overall verdict (`Comparison::overall`): decided (better, worse, no
     /// detectable difference, not better) or not.
@@ -647,11 +682,21 @@ impl Decision {
 
     /// The line every surface leads with: `verdict: INCONCLUSIVE (exit 3)`.
     pub fn headline(&self) -> String {
-        format!(
-            "verdict: {} (exit {})",
-            self.verdict.label(),
-            self.exit_code
-        )
+        format!("verdict: {} (exit {})", self.label(), self.exit_code)
+    }
+
+    /// The verdict's word: `BELOW 0.9` under `--fail-below 0.9`, else the verdict's label.
+    pub fn label(&self) -> String {
+        let below = self.grounds.iter().find_map(|g| match g.part {
+            Part::Gates {
+                below: Some(rate), ..
+            } => Some(rate),
+            _ => None,
+        });
+        match (self.verdict, below) {
+            (RunVerdict::Below, Some(rate)) => format!("BELOW {rate}"),
+            (v, _) => v.label().to_owned(),
+        }
     }
 
     /// What made the verdict, one line each, in the decision's order.
@@ -739,9 +784,11 @@ impl Part {
                 passed,
                 failed,
                 inconclusive,
+                below,
             } => format!(
-                "{} ({passed} passed, {failed} failed, {inconclusive} inconclusive of {gates} gate{})",
-                gate_verdict.label(),
+                "{} ({passed} passed, {failed} {}, {inconclusive} inconclusive of {gates} gate{})",
+                below.map_or_else(|| gate_verdict.label().to_owned(), |r| format!("BELOW {r}")),
+                below.map_or_else(|| "failed".to_owned(), |r| format!("below {r}")),
                 if *gates == 1 { "" } else { "s" }
             ),
             Part::Comparison {

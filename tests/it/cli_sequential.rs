@@ -594,6 +594,12 @@ fn fail_below_names_its_indifference_zone_on_every_line() {
     }
     let out = &run.stdout;
     assert!(!out.contains("FAIL pass>=0.8"), "{out}");
+    // The run's verdict says it too: exit 1 as asked, in the words of the test asked for.
+    assert!(
+        out.contains("verdict: BELOW 0.9 (exit 1)\n  gates: BELOW 0.9 (0 passed, 1 below 0.9, 0 inconclusive of 1 gate)"),
+        "{out}"
+    );
+    assert!(!out.contains("FAIL"), "no FAIL anywhere: {out}");
     assert!(
         out.contains(
             "  BELOW 0.9 pass>=0.8, every case: 3 passed, 3 below 0.9, 2 inconclusive of 8 cases"
@@ -620,6 +626,7 @@ fn fail_below_names_its_indifference_zone_on_every_line() {
     let file =
         |name: &str| std::fs::read_to_string(dir.path().join("out/below").join(name)).expect(name);
     let md = file("report.md");
+    assert!(md.contains("## Verdict: BELOW 0.9 (exit 1)"), "{md}");
     assert!(md.contains("| **BELOW 0.9** | `pass>=0.8` |"), "{md}");
     assert!(md.contains("| BELOW 0.9 | c"), "{md}");
     assert!(!md.contains("| FAIL |"), "{md}");
@@ -629,7 +636,10 @@ fn fail_below_names_its_indifference_zone_on_every_line() {
         "{junit}"
     );
     let html = file("report.html");
-    assert!(html.contains("BELOW 0.9"), "html");
+    assert!(
+        html.contains(r#"<span class="badge fail">BELOW 0.9 (exit 1)</span>"#),
+        "html"
+    );
     // `report` judges the files again by the recorded test, --fail-below included.
     let again = toolscore(dir.path(), &["report", "out/below"]);
     assert_eq!(again.code, 1, "{}", again.transcript());
@@ -681,5 +691,36 @@ fn fail_below_names_its_indifference_zone_on_every_line() {
             .contains("--fail-below 0.7 must lie above every threshold"),
         "{}",
         bad.stderr
+    );
+}
+
+/// The gate guide's sequential example, on the shipped recording: its quoted output holds,
+/// and a replay's undecided cases say the recording stopped them, not `--max-trials`, which
+/// cannot raise a replay (the same trials and verdicts at `--max-trials 100`).
+#[test]
+fn a_replayed_sequential_gate_says_its_recording_stopped_the_undecided_cases() {
+    let dir = support::project_copy();
+    let command =
+        "toolscore run --gate 'selection>=0.6' --gate-level case --sequential --concurrency 1";
+    let args: Vec<String> = support::shell_words(command).into_iter().skip(1).collect();
+    let mut args: Vec<&str> = args.iter().map(String::as_str).collect();
+    args.extend(["--progress", "off", "--out", "out", "--run-id", "guide"]);
+    let run = toolscore(dir.path(), &args);
+    assert_eq!(run.code, 1, "{}", run.transcript());
+    support::assert_guide_quotes("docs/guides/gate-pull-request.md", command, &run.stdout);
+    assert!(
+        !run.stdout.contains("a larger --max-trials"),
+        "{}",
+        run.stdout
+    );
+    args.truncate(args.len() - 1);
+    args.extend(["more", "--max-trials", "100"]);
+    let more = toolscore(dir.path(), &args);
+    assert_eq!(more.code, 1, "{}", more.transcript());
+    let used = |id: &str| summary(dir.path(), id)["gate"]["gates"][0].clone();
+    assert_eq!(
+        used("more"),
+        used("guide"),
+        "--max-trials cannot raise a replay"
     );
 }

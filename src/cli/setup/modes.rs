@@ -2,6 +2,7 @@
 //! `--batch`, and the sequential gate's budget.
 
 use super::*;
+use crate::decide::gate::sequential::TrialBudget;
 
 pub(super) fn checked_shard(
     args: &RunArgs,
@@ -187,7 +188,13 @@ pub(in crate::cli) fn sequential_gate(
                 .map(|(case, n)| ((d.name.clone(), case.clone()), *n))
         })
         .collect();
-    Ok(SequentialGate::new(spec, cases, case_gates, case_caps))
+    // A replay runs each case up to its recorded trials: the recording is the budget.
+    let budget = if !run.arms.is_empty() && run.arms.iter().all(|a| a.replay.is_some()) {
+        TrialBudget::Recording
+    } else {
+        TrialBudget::Flags
+    };
+    Ok(SequentialGate::new(spec, cases, case_gates, case_caps).with_budget(budget))
 }
 
 /// Whether the run's sequential design stops each case on its own (case-level gates), so a

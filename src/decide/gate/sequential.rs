@@ -198,6 +198,20 @@ pub struct SequentialGate {
     arms: Vec<crate::record::ArmId>,
     /// `--gate-level suite`: the rounds of every (arm, gate); the case states stay empty.
     suite: Option<SuiteRounds>,
+    /// Where the cases' trial budgets come from, for saying what would let an undecided case
+    /// decide.
+    budget: TrialBudget,
+}
+
+/// What caps the trials of a case, and so what a user changes to let an undecided case decide.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TrialBudget {
+    /// `--max-trials` (or the fixtures' own `"trials"`).
+    #[default]
+    Flags,
+    /// A replay: each case runs up to the trials its recording holds, whatever `--max-trials`
+    /// says.
+    Recording,
 }
 
 impl SequentialGate {
@@ -228,7 +242,13 @@ impl SequentialGate {
             states: HashMap::new(),
             order: Vec::new(),
             arms: Vec::new(),
+            budget: TrialBudget::Flags,
         }
+    }
+
+    /// The gate with its cases' budgets coming from `budget` (a replay's recording).
+    pub fn with_budget(self, budget: TrialBudget) -> Self {
+        SequentialGate { budget, ..self }
     }
 
     fn threshold(&self, dataset: &str, case: &str, gate: &GateSpec) -> f64 {
@@ -390,10 +410,15 @@ impl SequentialGate {
             inconclusive_cases: inconclusive,
             not_passed,
             hint: (inconclusive > 0).then(|| {
-                format!(
-                    "{inconclusive} case(s) undecided: none could decide within at most {} trials (each stopped once it could not); a larger --max-trials lets them decide",
-                    self.spec.max_trials
-                )
+                match self.budget {
+                    TrialBudget::Flags => format!(
+                        "{inconclusive} case(s) undecided: none could decide within at most {} trials (each stopped once it could not); a larger --max-trials lets them decide",
+                        self.spec.max_trials
+                    ),
+                    TrialBudget::Recording => format!(
+                        "{inconclusive} case(s) undecided: none could decide within the trials its recording holds (each stopped once it could not); --max-trials cannot raise a replay: a live run or a longer recording lets them decide"
+                    ),
+                }
             }),
             tools: Vec::new(),
             trials: None,

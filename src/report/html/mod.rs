@@ -320,7 +320,9 @@ fn run_verdict_class(v: crate::report::RunVerdict) -> &'static str {
     match v {
         RunVerdict::Pass => "pass",
         RunVerdict::Inconclusive => "inconclusive",
-        RunVerdict::Fail | RunVerdict::NotJudged | RunVerdict::Interrupted => "fail",
+        RunVerdict::Below | RunVerdict::Fail | RunVerdict::NotJudged | RunVerdict::Interrupted => {
+            "fail"
+        }
     }
 }
 
@@ -508,7 +510,7 @@ fn verdict_view(s: &Summary, anchors: &explorer::Anchors) -> VerdictView {
     let (class, label, grounds) = match &s.decision {
         Some(d) => (
             run_verdict_class(d.verdict),
-            format!("{} (exit {})", d.verdict.label(), d.exit_code),
+            format!("{} (exit {})", d.label(), d.exit_code),
             d.ground_lines(),
         ),
         None => ("none", "NOT DECIDED".to_owned(), Vec::new()),

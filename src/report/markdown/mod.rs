@@ -212,7 +212,7 @@ fn write_cost(s: &Summary, doc: &mut String) {
 fn write_decision(d: &super::Decision, doc: &mut String) {
     doc.push_str(&format!(
         "\n## Verdict: {} (exit {})\n\n",
-        d.verdict.label(),
+        d.label(),
         d.exit_code
     ));
     for line in d.ground_lines() {
@@ -228,7 +228,7 @@ fn write_gate(g: &GateReport, doc: &mut String) {
     };
     doc.push_str(&format!(
         "\n## Gate: {} ({} one-sided, {design})\n\n",
-        g.verdict.label(),
+        g.label(),
         pct(g.confidence)
     ));
     doc.push_str("| verdict | gate | level | arm | result | method |\n");

@@ -17,7 +17,7 @@ pub(super) fn write_gate(g: &GateReport, several: bool, w: &mut dyn Write) -> io
         w,
         "gate ({:.0}% one-sided, {design}): {}",
         g.confidence * 100.0,
-        g.verdict.label()
+        g.label()
     )?;
     for r in &g.gates {
         write_gate_line(r, several, w)?;

@@ -88,7 +88,7 @@ pub fn assert_guide_quotes(page: &str, command: &str, actual: &str) {
         .expect("a console block after the command");
     let block = &block[..block.find("```").expect("closed")];
     let mut lines = actual.lines();
-    for quoted in block.lines().filter(|l| *l != "…") {
+    for quoted in block.lines().filter(|l| l.trim() != "…") {
         assert!(
             lines.any(|l| l == quoted),
             "{page} quotes a line that `{command}` does not print (or not in this order):\n{quoted}\n--- actual ---\n{actual}"
