@@ -469,3 +469,45 @@ fn swapping_the_arms_mirrors_every_difference_and_changes_no_decision() {
         );
     }
 }
+
+/// Two arms of one run that differ only in the provider's name (one recording replayed under
+/// two names) are labelled by those names, not twice by the run's id.
+#[test]
+fn arms_that_differ_only_in_name_are_labelled_by_name() {
+    let dir = support::project_copy();
+    let run = toolscore(
+        dir.path(),
+        &[
+            "run",
+            "--provider",
+            "demo",
+            "--provider",
+            "demo-priced",
+            "--trials",
+            "2",
+            "--compare",
+            "--progress",
+            "off",
+            "--out",
+            "out",
+            "--run-id",
+            "names",
+        ],
+    );
+    assert!(
+        run.stdout.contains(
+            "compare selection · A = demo (smollm2) · B = demo-priced (smollm2) · 95% intervals"
+        ),
+        "{}",
+        run.transcript()
+    );
+    assert!(!run.stdout.contains("A = run names"), "{}", run.stdout);
+    let compare = toolscore(dir.path(), &["compare", "out/names"]);
+    assert!(
+        compare
+            .stdout
+            .contains("A = demo (smollm2) · B = demo-priced (smollm2)"),
+        "{}",
+        compare.transcript()
+    );
+}
