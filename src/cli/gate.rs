@@ -221,6 +221,7 @@ pub(super) fn sequential_baseline(
         arms: plan.arms.iter().map(crate::runner::Arm::id).collect(),
         cases: cases_with_trials().map(|(key, _)| key).collect(),
         max_rounds: cases_with_trials().map(|(_, t)| t).min().unwrap_or(0),
+        budget: super::setup::trial_budget(&setup.run_info(std::time::SystemTime::now())),
     };
     let mut gate = SequentialBaseline::new(spec, base)?;
     crate::report::for_each_record_mut(&dir.join("results.jsonl"), &mut |r| gate.push_baseline(r))?;

@@ -724,3 +724,33 @@ fn a_replayed_sequential_gate_says_its_recording_stopped_the_undecided_cases() {
         "--max-trials cannot raise a replay"
     );
 }
+
+/// The gate guide's sequential baseline example, on the shipped recordings: its quoted output
+/// holds, and the rounds the recordings hold, not `--max-trials`, are named as what left it
+/// undecided.
+#[test]
+fn a_replayed_sequential_baseline_says_its_recording_ran_out() {
+    let dir = support::project_copy();
+    let base = toolscore(
+        dir.path(),
+        &[
+            "run",
+            "--provider",
+            "demo",
+            "--trials",
+            "10",
+            "--run-id",
+            "main-week",
+            "--progress",
+            "off",
+        ],
+    );
+    assert_eq!(base.code, 0, "{}", base.transcript());
+    let command = "toolscore run --provider demo-terse --baseline reports/main-week --baseline-metric selection --sequential --concurrency 1";
+    let words = support::shell_words(command);
+    let mut args: Vec<&str> = words.iter().skip(1).map(String::as_str).collect();
+    args.extend(["--progress", "off"]);
+    let run = toolscore(dir.path(), &args);
+    assert_eq!(run.code, 3, "{}", run.transcript());
+    support::assert_guide_quotes("docs/guides/gate-pull-request.md", command, &run.stdout);
+}

@@ -36,8 +36,8 @@ mod sequential;
 pub use reachable::check_local_servers;
 
 use arms::*;
-pub(super) use modes::sequential_gate;
 use modes::*;
+pub(super) use modes::{sequential_gate, trial_budget};
 pub(super) use pricing::plan_price;
 use pricing::*;
 use sequential::{sequential_compare_spec, sequential_spec};

@@ -188,13 +188,17 @@ pub(in crate::cli) fn sequential_gate(
                 .map(|(case, n)| ((d.name.clone(), case.clone()), *n))
         })
         .collect();
-    // A replay runs each case up to its recorded trials: the recording is the budget.
-    let budget = if !run.arms.is_empty() && run.arms.iter().all(|a| a.replay.is_some()) {
+    Ok(SequentialGate::new(spec, cases, case_gates, case_caps).with_budget(trial_budget(run)))
+}
+
+/// What caps a run's trials per case: a replay runs each case up to its recorded trials, so
+/// the recording is the budget when every arm replays; else the flags.
+pub(in crate::cli) fn trial_budget(run: &RunInfo) -> TrialBudget {
+    if !run.arms.is_empty() && run.arms.iter().all(|a| a.replay.is_some()) {
         TrialBudget::Recording
     } else {
         TrialBudget::Flags
-    };
-    Ok(SequentialGate::new(spec, cases, case_gates, case_caps).with_budget(budget))
+    }
 }
 
 /// Whether the run's sequential design stops each case on its own (case-level gates), so a

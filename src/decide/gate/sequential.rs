@@ -214,6 +214,19 @@ pub enum TrialBudget {
     Recording,
 }
 
+impl TrialBudget {
+    /// What lets a test judged over rounds decide when its rounds ran out: `undecided after 10
+    /// of 10 rounds; {remedy}`.
+    pub fn rounds_remedy(self) -> &'static str {
+        match self {
+            TrialBudget::Flags => "a larger --max-trials lets it decide",
+            TrialBudget::Recording => {
+                "the recording holds no more rounds, and --max-trials cannot raise a replay: a live run or a longer recording lets it decide"
+            }
+        }
+    }
+}
+
 impl SequentialGate {
     /// The gate for `spec` over `cases_per_arm` cases, with the fixtures' own bars
     /// (`case_gates`) and their own trial budgets (`case_caps`, else `spec.max_trials`).
@@ -346,7 +359,7 @@ impl SequentialGate {
     /// The verdict of every gate on every arm, as data.
     pub fn results(&self) -> Vec<GateResult> {
         if let Some(suite) = &self.suite {
-            return suite.results();
+            return suite.results(self.budget);
         }
         let mut out = Vec::new();
         for arm in &self.arms {

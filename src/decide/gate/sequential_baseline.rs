@@ -33,6 +33,8 @@ pub struct SequentialBaselineSpec {
     /// Every case, `(dataset, case id)`.
     pub cases: Vec<(String, String)>,
     pub max_rounds: u32,
+    /// What caps the rounds: the flags, or a replay's recordings.
+    pub budget: super::sequential::TrialBudget,
 }
 
 /// The observer: one paired comparison per arm of this run, against its baseline arm.
@@ -124,8 +126,10 @@ impl SequentialBaseline {
                     not_passed: Vec::new(),
                     hint: (verdict == Verdict::Inconclusive).then(|| {
                         format!(
-                            "undecided after {} of {} rounds; a larger --max-trials lets it decide",
-                            q.rounds, q.max_rounds
+                            "undecided after {} of {} rounds; {}",
+                            q.rounds,
+                            q.max_rounds,
+                            self.spec.budget.rounds_remedy()
                         )
                     }),
                     tools: Vec::new(),

@@ -142,7 +142,7 @@ impl SuiteRounds {
     }
 
     /// Every gate on every arm seen, as data.
-    pub(super) fn results(&self) -> Vec<GateResult> {
+    pub(super) fn results(&self, budget: super::sequential::TrialBudget) -> Vec<GateResult> {
         let alpha = self.test.alpha();
         let mut out = Vec::new();
         for ArmRounds { arm, states, .. } in &self.arms {
@@ -170,8 +170,9 @@ impl SuiteRounds {
                     not_passed: Vec::new(),
                     hint: state.decided.is_none().then(|| {
                         format!(
-                            "undecided after {rounds} of {} rounds; a larger --max-trials lets it decide",
-                            self.max_rounds
+                            "undecided after {rounds} of {} rounds; {}",
+                            self.max_rounds,
+                            budget.rounds_remedy()
                         )
                     }),
                     tools: Vec::new(),
