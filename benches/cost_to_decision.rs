@@ -595,6 +595,22 @@ fn suite_gates(reps: usize, seed: u64) {
             share("fail"),
             share("inconclusive")
         );
+        if let Some(exact) = toolscore::decide::gate::sequential_suite::exact_characteristics(
+            SUITE_CASES as u64,
+            p,
+            THRESHOLD,
+            1.0 - ALPHA,
+            SUITE_ROUNDS,
+        ) {
+            println!(
+                "    exact: {:.2} rounds ({:.1} trials); pass {:.4}, fail {:.4}, undecided {:.4}",
+                exact.expected_rounds,
+                SUITE_CASES as f64 * exact.expected_rounds,
+                exact.pass,
+                exact.fail,
+                exact.undecided
+            );
+        }
         if p == THRESHOLD {
             let se = (ALPHA * (1.0 - ALPHA) / runs).sqrt();
             println!(

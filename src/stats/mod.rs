@@ -24,6 +24,7 @@
 //! functions and the McNemar p-values, whose signatures cannot say "no answer").
 
 mod binomial;
+pub(crate) use binomial::binomial_pmf;
 mod exact;
 mod latency;
 mod paired;

@@ -30,7 +30,7 @@ pub mod baseline;
 pub mod recorded;
 pub mod sequential;
 pub mod sequential_baseline;
-mod sequential_suite;
+pub mod sequential_suite;
 
 use crate::error::InputError;
 use crate::report::{

@@ -198,6 +198,71 @@ impl SuiteRounds {
     }
 }
 
+/// What a sequential suite gate does when every one of its cases is right with the same
+/// probability: the design `cargo bench --bench cost_to_decision` measures (`BENCH_PART=suite`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SuiteCharacteristics {
+    /// Rounds used, a run undecided at the cap counting the cap.
+    pub expected_rounds: f64,
+    pub pass: f64,
+    pub fail: f64,
+    pub undecided: f64,
+}
+
+/// The gate's exact operating characteristics for `cases` cases each right with probability
+/// `p`, bar `t`, at most `max_rounds` rounds: a dynamic program over the passes after each
+/// round (a round's passes are Binomial(cases, p)), judged at every round boundary by the same
+/// rule as the gate, so no simulation error. `None` when α or p is not in (0, 1).
+pub fn exact_characteristics(
+    cases: u64,
+    p: f64,
+    t: f64,
+    confidence: f64,
+    max_rounds: u32,
+) -> Option<SuiteCharacteristics> {
+    let test = PairedBetting::new(1.0 - confidence)?;
+    if !(p > 0.0 && p < 1.0) || cases == 0 {
+        return None;
+    }
+    let round: Vec<f64> = (0..=cases)
+        .map(|k| crate::stats::binomial_pmf(k, cases, p))
+        .collect::<Option<_>>()?;
+    // alive[s]: the chance of s passes so far with no verdict yet.
+    let mut alive = vec![1.0];
+    let (mut pass, mut fail, mut expected_rounds) = (0.0, 0.0, 0.0);
+    for r in 1..=u64::from(max_rounds) {
+        let mut next = vec![0.0; alive.len() + cases as usize];
+        for (s, &mass) in alive.iter().enumerate() {
+            for (k, &q) in round.iter().enumerate() {
+                next[s + k] += mass * q;
+            }
+        }
+        let n = r * cases;
+        for (s, mass) in next.iter_mut().enumerate() {
+            let counts = PairCounts {
+                b_only: s as u64,
+                a_only: n - s as u64,
+                same: 0,
+            };
+            match decide(&test, counts, t) {
+                Some(Verdict::Pass) => pass += *mass,
+                Some(Verdict::Fail) => fail += *mass,
+                _ => continue,
+            }
+            expected_rounds += r as f64 * *mass;
+            *mass = 0.0;
+        }
+        alive = next;
+    }
+    let undecided: f64 = alive.iter().sum();
+    Some(SuiteCharacteristics {
+        expected_rounds: expected_rounds + undecided * f64::from(max_rounds),
+        pass,
+        fail,
+        undecided,
+    })
+}
+
 /// PASS when the evidence against "rate ≤ t" reaches 1/α, FAIL when the evidence against
 /// "rate ≥ t" does.
 fn decide(test: &PairedBetting, counts: PairCounts, t: f64) -> Option<Verdict> {
@@ -212,4 +277,73 @@ fn decide(test: &PairedBetting, counts: PairCounts, t: f64) -> Option<Verdict> {
 fn bounds(test: &PairedBetting, counts: PairCounts) -> (f64, f64) {
     let (lo, hi) = test.one_sided_bounds(counts);
     ((lo + 1.0) / 2.0, (hi + 1.0) / 2.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The same rule simulated: `runs` suites of `cases` cases at rate p, judged every round.
+    fn simulated(cases: u64, p: f64, t: f64, max_rounds: u32, runs: u32) -> SuiteCharacteristics {
+        let test = PairedBetting::new(0.05).unwrap();
+        let mut rng = crate::stats::SeededUniform::new(7);
+        let (mut pass, mut fail, mut rounds) = (0.0, 0.0, 0.0);
+        for _ in 0..runs {
+            let mut counts = PairCounts::default();
+            let mut verdict = None;
+            let mut used = max_rounds;
+            for r in 1..=max_rounds {
+                for _ in 0..cases {
+                    let ok = rng.unit() < p;
+                    counts.add(!ok, ok);
+                }
+                verdict = decide(&test, counts, t);
+                if verdict.is_some() {
+                    used = r;
+                    break;
+                }
+            }
+            rounds += f64::from(used);
+            match verdict {
+                Some(Verdict::Pass) => pass += 1.0,
+                Some(Verdict::Fail) => fail += 1.0,
+                _ => {}
+            }
+        }
+        let n = f64::from(runs);
+        SuiteCharacteristics {
+            expected_rounds: rounds / n,
+            pass: pass / n,
+            fail: fail / n,
+            undecided: 1.0 - (pass + fail) / n,
+        }
+    }
+
+    #[test]
+    fn the_exact_characteristics_agree_with_the_rule_simulated_and_keep_alpha_at_the_bar() {
+        for p in [0.8, 0.83, 0.87] {
+            let exact = exact_characteristics(10, p, 0.8, 0.95, 100).unwrap();
+            assert!(
+                (exact.pass + exact.fail + exact.undecided - 1.0).abs() < 1e-9,
+                "{exact:?}"
+            );
+            let sim = simulated(10, p, 0.8, 100, 4000);
+            // Four Monte Carlo standard errors (rounds' sd is at most the cap's half).
+            let share_se = |q: f64| 4.0 * (q * (1.0 - q) / 4000.0).sqrt() + 1e-3;
+            assert!(
+                (sim.pass - exact.pass).abs() <= share_se(exact.pass),
+                "{p}: {sim:?} {exact:?}"
+            );
+            assert!(
+                (sim.fail - exact.fail).abs() <= share_se(exact.fail),
+                "{p}: {sim:?} {exact:?}"
+            );
+            assert!(
+                (sim.expected_rounds - exact.expected_rounds).abs() <= 4.0 * 50.0 / 4000f64.sqrt(),
+                "{p}: {sim:?} {exact:?}"
+            );
+        }
+        let at_bar = exact_characteristics(10, 0.8, 0.8, 0.95, 100).unwrap();
+        assert!(at_bar.pass <= 0.05, "{at_bar:?}");
+    }
 }
