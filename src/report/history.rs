@@ -660,9 +660,15 @@ pub fn render(
                 (Some(m), _, _) => format!("{m:.3}"),
                 _ => "–".to_owned(),
             };
+            // The run's verdict leads its figures, as in every report of the run (lines
+            // written before runs recorded one have none to show).
+            let verdict = p
+                .line
+                .verdict
+                .map_or(String::new(), |v| format!("{}  ", v.label()));
             write!(
                 out,
-                "  {date}  {}  {mean} ({} cases)  n {} ({})",
+                "  {date}  {}  {verdict}{mean} ({} cases)  n {} ({})",
                 p.line.run_id,
                 pt.cases,
                 pt.n,
@@ -947,6 +953,7 @@ mod tests {
         let counts = exact(&true_rates());
         let mut sequential = line("w2", 8, &counts, "fp");
         sequential.sampling.sequential = true;
+        sequential.verdict = Some(crate::report::RunVerdict::Inconclusive);
         let lines = vec![line("w1", 1, &counts, "fp"), sequential];
         let s = series(lines, Metric::Selection);
         let change = s[0].points[1].change.as_ref().expect("change");
@@ -956,6 +963,10 @@ mod tests {
         let text = String::from_utf8(out).expect("utf-8");
         let rows: Vec<&str> = text.lines().collect();
         assert!(rows[1].ends_with("n 1000 (fixed, 50 per case)"), "{text}");
+        assert!(
+            rows[2].contains("  w2  INCONCLUSIVE  0.588 (20 cases)"),
+            "{text}"
+        );
         assert!(
             rows[2].contains("n 1000 (sequential, at most 50 per case)")
                 && rows[2].ends_with("on 20 cases  sampled differently"),
