@@ -472,6 +472,22 @@ fn ctrl_c_stops_scheduling_and_writes_the_summary_of_what_completed() {
     let run_dir = support::only_run_dir(&dir.path().join("out"));
     let summary = support::read_json(&run_dir.join("summary.json"));
     assert_eq!(summary["interrupted"], true);
+    // The run's one verdict says so, and `report` on the folder reproduces it.
+    assert_eq!(summary["decision"]["verdict"], "interrupted", "{summary:#}");
+    assert_eq!(summary["decision"]["exit_code"], 130);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("verdict: INTERRUPTED (exit 130)"),
+        "{stdout}"
+    );
+    let rel = run_dir.strip_prefix(dir.path()).expect("under the project");
+    let report = toolscore(
+        dir.path(),
+        &["report", rel.to_str().unwrap(), "--format", "json"],
+    );
+    assert_eq!(report.code, 130, "{}", report.transcript());
+    let reported: serde_json::Value = serde_json::from_str(&report.stdout).expect("json");
+    assert_eq!(reported["decision"], summary["decision"]);
     let completed = summary["completed_trials"].as_u64().unwrap();
     assert!(completed > 0 && completed < 1000, "completed {completed}");
     let lines = std::fs::read_to_string(run_dir.join("results.jsonl"))

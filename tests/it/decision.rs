@@ -159,7 +159,7 @@ fn project(cases_n: usize) -> (FakeServer, tempfile::TempDir) {
     std::fs::write(
         dir.path().join("toolscore.yaml"),
         format!(
-            "providers:\n{providers}prices:\n  good: {{input: 10000, output: 10000}}\ndatasets: [data]\n"
+            "providers:\n{providers}prices:\n  good: {{input: 10000, output: 10000}}\n  bad: {{input: 10000, output: 10000}}\ndatasets: [data]\n"
         ),
     )
     .expect("config");
@@ -274,6 +274,20 @@ fn every_surface_leads_with_the_verdict_the_exit_code_reports() {
             &["--provider", "good", "--trials", "8", "--max-cost", BUDGET],
             0,
         ),
+        (
+            "budget-under-a-failing-gate",
+            &[
+                "--provider",
+                "bad",
+                "--trials",
+                "8",
+                "--max-cost",
+                BUDGET,
+                "--gate",
+                "selection>=0.5",
+            ],
+            1,
+        ),
     ];
     for (id, flags, code) in runs {
         let (run, run_dir) = run_in(dir, id, flags);
@@ -301,6 +315,12 @@ fn every_surface_leads_with_the_verdict_the_exit_code_reports() {
                 run.stderr
             ),
             "budget" => assert_eq!(parts, ["infrastructure", "budget"], "{id}: {summary:#}"),
+            // A budget stop changes nothing: the failed gate is the verdict.
+            "budget-under-a-failing-gate" => assert_eq!(
+                parts,
+                ["gates", "infrastructure", "budget"],
+                "{id}: {summary:#}"
+            ),
             _ => {}
         }
     }
