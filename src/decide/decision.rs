@@ -1,13 +1,14 @@
 //! A run's one decision: its verdict, computed once from its summary (the records and the run's
-//! header) and the one policy the records do not hold (`--max-infra-error-rate`), and the one
-//! mapping of that verdict to an exit code. `run`, `report`, `compare` and `tune`'s phases call
-//! [`decide`]; every renderer formats the [`Decision`] it returns and decides nothing.
+//! header) and the one policy the records do not hold (`--max-infra-error-rate`). `run`,
+//! `report`, `compare`, `merge` and `tune`'s phases call [`decide`] (or [`decide_comparison`]
+//! for two runs) and [`exit_code`]; every renderer formats the [`Decision`] and decides nothing.
 //!
 //! The rule, in order: a run stopped before its planned trials finished is interrupted (130); a
 //! run that cannot be trusted as a whole is not judged (4): planned trials neither run nor
 //! skipped, a provider stopped by an auth or quota error, no trial completed, or more than the
-//! limit of trials lost to infrastructure errors; otherwise the worst of the gates' verdict and
-//! the comparison's (decided counts as a pass, undecided as inconclusive). A budget stop is
+//! limit of trials lost to infrastructure errors; otherwise the worst of the gates' verdict
+//! (FAIL 1, or BELOW 1 when every failed gate failed under `--fail-below`) and the
+//! comparison's (decided counts as a pass, undecided as inconclusive, 3). A budget stop is
 //! listed and changes nothing: the trials it left unsent are neither failures nor errors.
 
 use crate::error::ExitCode;
