@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 
 use super::setup;
-use super::{load_run, usage};
+use super::{read_header, reaggregate_run, usage};
 use crate::error::{Error, ExitCode};
 
 #[derive(Debug, Args)]
@@ -59,8 +59,9 @@ pub fn run(args: &CompareArgs) -> Result<ExitCode, Error> {
     let mut summaries = Vec::with_capacity(args.run_dirs.len());
     let mut headers = Vec::with_capacity(args.run_dirs.len());
     for dir in &args.run_dirs {
-        summaries.push(load_run(dir)?);
-        headers.push(read_header(dir)?);
+        let header = read_header(dir)?;
+        summaries.push(reaggregate_run(dir, header.clone())?);
+        headers.push(header);
     }
     let confidence = setup::checked_confidence(args.confidence.unwrap_or(summaries[0].confidence))?;
     let (a, b) = crate::decide::compare::choose_arms(&summaries, &args.arms)?;
@@ -129,14 +130,6 @@ struct CompareJson<'a> {
     #[serde(flatten)]
     comparison: &'a crate::report::Comparison,
     decision: &'a crate::report::Decision,
-}
-
-/// A run folder's summary.json header: what its records do not hold.
-fn read_header(run_dir: &Path) -> Result<crate::report::SummaryHeader, Error> {
-    let summary_path = run_dir.join("summary.json");
-    let text = crate::input::read_text(&summary_path)?;
-    serde_json::from_str(&text)
-        .map_err(|e| crate::error::InputError::json(&summary_path.display().to_string(), &e).into())
 }
 
 /// The sequential comparison a run recorded (`run --compare --sequential`), judged again from

@@ -265,10 +265,23 @@ pub fn run(cli: Cli) -> Result<ExitCode, Error> {
 
 /// A finished run, re-aggregated from its results.jsonl at its own confidence.
 fn load_run(dir: &Path) -> Result<crate::report::Summary, Error> {
+    reaggregate_run(dir, read_header(dir)?)
+}
+
+/// A run folder's summary.json header: what its records do not hold.
+fn read_header(dir: &Path) -> Result<crate::report::SummaryHeader, Error> {
     let path = dir.join("summary.json");
     let text = crate::input::read_text(&path)?;
-    let header: crate::report::SummaryHeader = serde_json::from_str(&text)
-        .map_err(|e| InputError::json(&path.display().to_string(), &e))?;
+    serde_json::from_str(&text)
+        .map_err(|e| InputError::json(&path.display().to_string(), &e).into())
+}
+
+/// A run folder re-aggregated from its records under `header`, at the run's own confidence
+/// and precision.
+fn reaggregate_run(
+    dir: &Path,
+    header: crate::report::SummaryHeader,
+) -> Result<crate::report::Summary, Error> {
     let (conf, prec) = (header.confidence, header.precision);
     crate::report::reaggregate(&dir.join("results.jsonl"), header, conf, prec)
 }

@@ -7,7 +7,6 @@ use clap::Args;
 use super::gate::parse_gates;
 use super::{LoadedSuite, setup};
 use super::{SuiteArgs, load_suite, usage};
-use crate::error::InputError;
 use crate::error::{Error, ExitCode};
 use crate::suite::Dataset;
 
@@ -135,9 +134,7 @@ fn observed_in(
     ),
     Error,
 > {
-    let text = crate::input::read_text(&dir.join("summary.json"))?;
-    let header: crate::report::SummaryHeader = serde_json::from_str(&text)
-        .map_err(|e| InputError::json(&dir.join("summary.json").display().to_string(), &e))?;
+    let header = super::read_header(dir)?;
     let summary =
         crate::report::reaggregate(&dir.join("results.jsonl"), header, confidence, precision)?;
     let arm = summary

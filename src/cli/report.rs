@@ -13,7 +13,6 @@ use super::usage;
 use super::{rescore, setup};
 use crate::decide::gate::GateSpec;
 use crate::decide::gate::recorded::RecordedSequential;
-use crate::error::InputError;
 use crate::error::{Error, ExitCode};
 use crate::report::GateLevel;
 
@@ -51,11 +50,8 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode, Error> {
         ));
     }
     output::check_one_stdout(&formats)?;
-    let summary_path = args.run_dir.join("summary.json");
     let results_path = args.run_dir.join("results.jsonl");
-    let text = crate::input::read_text(&summary_path)?;
-    let header: crate::report::SummaryHeader = serde_json::from_str(&text)
-        .map_err(|e| InputError::json(&summary_path.display().to_string(), &e))?;
+    let header = super::read_header(&args.run_dir)?;
     let confidence = setup::checked_confidence(args.confidence.unwrap_or(header.confidence))?;
     let precision = setup::checked_precision(args.precision.unwrap_or(header.precision))?;
     let judging = judging_of(args, &header)?;

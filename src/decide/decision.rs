@@ -15,10 +15,6 @@ use crate::error::ExitCode;
 use crate::record::ErrorClass;
 use crate::report::{Decision, Ground, Part, RunVerdict, StoppedProvider, Summary, Verdict};
 
-/// `--max-infra-error-rate`'s default, also the rule for a folder written before decisions were
-/// recorded.
-pub const DEFAULT_MAX_INFRA_ERROR_RATE: f64 = Decision::DEFAULT_MAX_INFRA_ERROR_RATE;
-
 /// The run's decision. Pure: a function of `summary` and the limit.
 pub fn decide(summary: &Summary, max_infra_error_rate: f64) -> Decision {
     let mut grounds = run_grounds(summary, max_infra_error_rate);
@@ -45,7 +41,7 @@ pub fn decide_comparison(
     grounds.push(comparison_ground(comparison));
     let limit = runs
         .first()
-        .map_or(DEFAULT_MAX_INFRA_ERROR_RATE, |(_, l)| *l);
+        .map_or(Decision::DEFAULT_MAX_INFRA_ERROR_RATE, |(_, l)| *l);
     decision_of(grounds, limit)
 }
 

@@ -682,7 +682,13 @@ impl Decision {
 
     /// The line every surface leads with: `verdict: INCONCLUSIVE (exit 3)`.
     pub fn headline(&self) -> String {
-        format!("verdict: {} (exit {})", self.label(), self.exit_code)
+        format!("verdict: {}", self.verdict_text())
+    }
+
+    /// The verdict with its exit code, `INCONCLUSIVE (exit 3)`: the headline without its word,
+    /// for a heading or a badge.
+    pub fn verdict_text(&self) -> String {
+        format!("{} (exit {})", self.label(), self.exit_code)
     }
 
     /// The verdict's word: `BELOW 0.9` under `--fail-below 0.9`, else the verdict's label.

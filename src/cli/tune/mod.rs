@@ -83,7 +83,7 @@ pub struct TuneArgs {
     #[arg(
         help_heading = "Tuning",
         long,
-        default_value_t = 0.1,
+        default_value_t = crate::report::Decision::DEFAULT_MAX_INFRA_ERROR_RATE,
         value_name = "RATE"
     )]
     pub max_infra_error_rate: f64,

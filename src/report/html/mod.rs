@@ -510,7 +510,7 @@ fn verdict_view(s: &Summary, anchors: &explorer::Anchors) -> VerdictView {
     let (class, label, grounds) = match &s.decision {
         Some(d) => (
             run_verdict_class(d.verdict),
-            format!("{} (exit {})", d.label(), d.exit_code),
+            d.verdict_text(),
             d.ground_lines(),
         ),
         None => ("none", "NOT DECIDED".to_owned(), Vec::new()),

@@ -210,11 +210,7 @@ fn write_cost(s: &Summary, doc: &mut String) {
 
 /// The run's verdict, the one its exit code reports, then what made it.
 fn write_decision(d: &super::Decision, doc: &mut String) {
-    doc.push_str(&format!(
-        "\n## Verdict: {} (exit {})\n\n",
-        d.label(),
-        d.exit_code
-    ));
+    doc.push_str(&format!("\n## Verdict: {}\n\n", d.verdict_text()));
     for line in d.ground_lines() {
         doc.push_str(&format!("- {}\n", escape_long(&line)));
     }
