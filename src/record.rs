@@ -20,6 +20,18 @@ pub enum Outcome {
     Fail,
     /// No usable answer (timeout, 5xx after retries, quota…): not scored.
     Error,
+    /// `--max-cost` could not cover the trial's next request, so it ended between two steps of
+    /// its conversation: neither judged nor an infrastructure error (the run's budget, not
+    /// the provider, stopped it). Its spend so far is in `cost`.
+    BudgetStopped,
+}
+
+impl Outcome {
+    /// Whether the trial was judged (passed or failed): neither an infrastructure error nor
+    /// stopped by the budget.
+    pub fn is_judged(self) -> bool {
+        matches!(self, Outcome::Pass | Outcome::Fail)
+    }
 }
 
 /// One line of `results.jsonl`: self-describing, enough to re-score and re-aggregate a run
@@ -137,6 +149,12 @@ pub struct TrialCost {
     /// Where the price comes from: `toolscore.yaml prices.NAME`, or the shipped table with its
     /// date.
     pub price_source: String,
+    /// Under `--max-cost`: the most the trial's requests could have been billed, each at its
+    /// worst case (every byte of its body an input token, its whole output bound). `usd` above
+    /// it means the provider billed usage no request of that size could produce, and the cap
+    /// was held by a reservation that was too small.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worst_case_usd: Option<f64>,
 }
 
 /// What a scenario trial did besides the model's turns (which are in `TrialRecord::turns`,
@@ -168,6 +186,9 @@ pub enum LoopStop {
     /// The scenario's state or a scripted result grew past its size cap
     /// (`runner::script::MAX_SCRIPT_BYTES`): the trial stops and fails, saying so.
     StateLimit,
+    /// `--max-cost` could not cover the next request (the record's outcome is
+    /// `budget_stopped`).
+    Budget,
 }
 
 /// One tool call of a trajectory and the result fed back to the model.

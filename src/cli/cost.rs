@@ -1,7 +1,7 @@
 //! The cost estimate printed before the first request, and the budget line of the summary.
 
 use crate::lint::thousands;
-use crate::report::{BudgetReport, format_usd};
+use crate::report::{BudgetReport, CostFigures, format_usd};
 use crate::runner::budget::Estimate;
 
 /// The estimate as printed on stderr: the run's total, then each arm's share and what its
@@ -44,14 +44,23 @@ pub fn describe_estimate(e: &Estimate) -> String {
     out
 }
 
-/// The summary's budget record: the estimate, the cap and what it left unstarted.
-pub fn budget_report(e: &Estimate, max_usd: Option<f64>, not_run: u64) -> BudgetReport {
+/// The summary's budget record: the estimate, the cap, what it left unstarted or stopped
+/// between steps (counted from the records, in `cost`), and what was spent.
+pub fn budget_report(
+    e: &Estimate,
+    max_usd: Option<f64>,
+    not_run: u64,
+    cost: &CostFigures,
+) -> BudgetReport {
+    let stopped = cost.budget_stopped_trials;
     BudgetReport {
         max_usd,
         estimate_usd: e.usd,
         estimate_trials: e.trials,
         not_run,
-        cut_short: not_run > 0,
+        stopped,
+        spent_usd: cost.usd,
+        cut_short: not_run + stopped > 0,
     }
 }
 
@@ -106,7 +115,7 @@ mod tests {
             text.contains("no price for openai-compat:smollm2"),
             "{text}"
         );
-        let b = budget_report(&e, Some(1.0), 3);
+        let b = budget_report(&e, Some(1.0), 3, &CostFigures::default());
         assert!(b.cut_short && b.not_run == 3 && b.estimate_usd.is_none());
     }
 }

@@ -719,7 +719,9 @@ fn merged_summary(
             },
             estimate_trials: budgets.iter().map(|b| b.estimate_trials).sum(),
             not_run: totals.budget_not_run,
-            cut_short: totals.budget_not_run > 0,
+            stopped: summary.cost.total.budget_stopped_trials,
+            spent_usd: summary.cost.total.usd,
+            cut_short: totals.budget_not_run + summary.cost.total.budget_stopped_trials > 0,
         });
     }
     summary

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use super::setup::{RunSetup, Sinks};
 use crate::error::{Error, InputError};
 use crate::event::{RunTotals, TrialKey};
-use crate::record::{ModelIdentity, Outcome, TrialRecord};
+use crate::record::{ModelIdentity, TrialRecord};
 use crate::runner::RunPlan;
 use crate::runner::shard::Shard;
 use sha2::Digest;
@@ -437,7 +437,8 @@ fn keep_records(results: &Path, keys: &PlanKeys, out: &mut dyn Write) -> Result<
         let key = keys
             .key_of(&record)
             .map_err(|(field, what)| InputError::at(&name, Some(i + 1), field, &what))?;
-        if record.outcome == Outcome::Error {
+        // Errors and trials the budget stopped were not judged: the resumed run runs them again.
+        if !record.outcome.is_judged() {
             kept.rerun_errors += 1;
             continue;
         }

@@ -289,15 +289,11 @@ fn run_command(
             &estimate,
             max_cost,
             totals.budget_not_run,
+            &summary.cost.total,
         ));
     }
-    if totals.budget_not_run > 0 {
-        eprintln!(
-            "budget: --max-cost {} reached ({} spent); {} planned trials were not run (not counted as failures)",
-            crate::report::format_usd(max_cost.unwrap_or_default()),
-            crate::report::format_usd(summary.cost.total.usd.unwrap_or_default()),
-            totals.budget_not_run
-        );
+    if let Some(b) = summary.budget.as_ref().filter(|b| b.cut_short) {
+        eprintln!("budget: {}", b.stop_text());
     }
     let sequential = sinks.sequential.as_ref();
     let gates = (setup.gates.as_slice(), setup.gate_level);

@@ -101,7 +101,11 @@ fn run_grounds(summary: &Summary, max_infra_error_rate: f64) -> Vec<Ground> {
         });
     }
     let errors = infrastructure_errors(summary);
-    let trials = summary.completed_trials;
+    // A trial the budget stopped between steps is neither judged nor an error: the rate is of
+    // the trials the providers were left to finish.
+    let trials = summary
+        .completed_trials
+        .saturating_sub(summary.cost.total.budget_stopped_trials);
     let untrusted = trials == 0 || errors as f64 / trials as f64 > max_infra_error_rate;
     grounds.push(Ground {
         verdict: if untrusted && !summary.interrupted {
@@ -116,12 +120,18 @@ fn run_grounds(summary: &Summary, max_infra_error_rate: f64) -> Vec<Ground> {
             run_id: None,
         },
     });
-    if let Some(budget) = summary.budget.as_ref().filter(|b| b.cut_short) {
+    if let Some(budget) = summary
+        .budget
+        .as_ref()
+        .filter(|b| b.cut_short || b.passed_by().is_some())
+    {
         grounds.push(Ground {
             verdict: RunVerdict::Pass,
             part: Part::Budget {
                 not_run: budget.not_run,
+                stopped: budget.stopped,
                 cap_usd: budget.max_usd,
+                spent_usd: budget.spent_usd,
             },
         });
     }

@@ -469,6 +469,15 @@ impl Aggregator {
                 reasons: totals.failures.clone(),
             });
         }
+        for arm in &cost.arms {
+            if let Some(beyond) = arm.figures.billed_beyond_worst_case {
+                warnings.push(Warning::BilledBeyondWorstCase {
+                    arm: arm.arm.clone(),
+                    trials: beyond.trials,
+                    usd: beyond.usd,
+                });
+            }
+        }
         Summary {
             run,
             planned_trials: totals.planned_trials,

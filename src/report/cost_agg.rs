@@ -14,6 +14,10 @@ struct CostCounts {
     output: u64,
     cache_read: u64,
     cache_write: u64,
+    /// Trials whose bill passed the worst case recorded for their requests, and by how much.
+    beyond_trials: u64,
+    beyond_usd: f64,
+    budget_stopped: u64,
 }
 
 impl CostCounts {
@@ -22,6 +26,15 @@ impl CostCounts {
         if let Some(c) = &record.cost {
             self.priced += 1;
             self.usd += c.usd;
+            if let Some(worst) = c.worst_case_usd
+                && c.usd > worst
+            {
+                self.beyond_trials += 1;
+                self.beyond_usd += c.usd - worst;
+            }
+        }
+        if record.outcome == crate::record::Outcome::BudgetStopped {
+            self.budget_stopped += 1;
         }
         let u = &record.usage;
         self.input += u.input_tokens.unwrap_or(0);
@@ -38,6 +51,9 @@ impl CostCounts {
         self.output += o.output;
         self.cache_read += o.cache_read;
         self.cache_write += o.cache_write;
+        self.beyond_trials += o.beyond_trials;
+        self.beyond_usd += o.beyond_usd;
+        self.budget_stopped += o.budget_stopped;
     }
 
     fn usd(&self) -> Option<f64> {
@@ -53,6 +69,11 @@ impl CostCounts {
             output_tokens: self.output,
             cache_read_tokens: self.cache_read,
             cache_write_tokens: self.cache_write,
+            budget_stopped_trials: self.budget_stopped,
+            billed_beyond_worst_case: (self.beyond_trials > 0).then_some(super::BeyondWorstCase {
+                trials: self.beyond_trials,
+                usd: self.beyond_usd,
+            }),
         }
     }
 }

@@ -137,6 +137,26 @@ pub struct CostFigures {
     pub output_tokens: u64,
     pub cache_read_tokens: u64,
     pub cache_write_tokens: u64,
+    /// Trials `--max-cost` stopped between two steps (outcome `budget_stopped`): their spend is
+    /// in `usd`, but they were neither judged nor infrastructure errors.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub budget_stopped_trials: u64,
+    /// Trials billed more than the worst case recorded for their requests under `--max-cost`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub billed_beyond_worst_case: Option<BeyondWorstCase>,
+}
+
+/// Trials a provider billed beyond what their requests could cost (each byte of the body an
+/// input token, the whole output bound): usage the `--max-cost` reservations cannot bound.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct BeyondWorstCase {
+    pub trials: u64,
+    /// Dollars billed above the worst case, summed over those trials.
+    pub usd: f64,
+}
+
+pub(crate) fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// What the run cost, and each arm.
@@ -181,8 +201,41 @@ pub struct BudgetReport {
     pub estimate_trials: u64,
     /// Planned trials the cap left unstarted (counted apart, never as failures).
     pub not_run: u64,
-    /// The cap stopped the run before every planned trial started.
+    /// Trials the cap stopped between two steps (outcome `budget_stopped`): neither judged nor
+    /// infrastructure errors.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub stopped: u64,
+    /// Dollars spent, when some trial's cost is known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spent_usd: Option<f64>,
+    /// The cap stopped the run before every planned trial started or finished.
     pub cut_short: bool,
+}
+
+impl BudgetReport {
+    /// How far spend passed the cap, when it did (a provider billed beyond the worst case of
+    /// requests in flight).
+    pub fn passed_by(&self) -> Option<f64> {
+        let (spent, cap) = (self.spent_usd?, self.max_usd?);
+        (spent > cap).then_some(spent - cap)
+    }
+
+    /// The word a report's budget line leads with, when there is one: the cap passed, or the
+    /// run cut short by it.
+    pub fn headline(&self) -> Option<&'static str> {
+        if self.passed_by().is_some() {
+            Some("OVER BUDGET")
+        } else if self.cut_short {
+            Some("CUT SHORT BY BUDGET")
+        } else {
+            None
+        }
+    }
+
+    /// What the cap stopped, in the words every report uses.
+    pub fn stop_text(&self) -> String {
+        wording::budget_stop_text(self.not_run, self.stopped, self.max_usd, self.spent_usd)
+    }
 }
 
 /// What `toolscore report` reads from a run's summary.json: only what the records do not hold,

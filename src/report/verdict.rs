@@ -657,12 +657,17 @@ pub enum Part {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
     },
-    /// `--max-cost` stopped planned trials from being sent: counted apart, never failures; a
-    /// budget stop does not change the verdict.
+    /// `--max-cost` stopped planned trials from being sent, or between two steps: counted
+    /// apart, never failures or infrastructure errors; a budget stop does not change the
+    /// verdict.
     Budget {
         not_run: u64,
+        #[serde(default, skip_serializing_if = "super::is_zero")]
+        stopped: u64,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         cap_usd: Option<f64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        spent_usd: Option<f64>,
     },
 }
 
@@ -767,6 +772,9 @@ impl Part {
                     .collect::<Vec<_>>()
                     .join(", ")
             ),
+            Part::Infrastructure { trials: 0, .. } => {
+                "no trial finished, so nothing was judged (trials the budget stopped are not counted)".to_owned()
+            }
             Part::Infrastructure {
                 errors,
                 trials,
@@ -806,11 +814,14 @@ impl Part {
                 Some(reason) => format!("INCONCLUSIVE: {reason}"),
                 None => comparison_verdict.describe(b, *min_effect),
             },
-            Part::Budget { not_run, cap_usd } => format!(
-                "{}{not_run} planned trials were not run (counted apart, not as failures; the verdict is the run's own)",
-                cap_usd
-                    .map(|usd| format!("--max-cost {} reached; ", super::format_usd(usd)))
-                    .unwrap_or_default()
+            Part::Budget {
+                not_run,
+                stopped,
+                cap_usd,
+                spent_usd,
+            } => format!(
+                "{}; the verdict is the run's own",
+                super::wording::budget_stop_text(*not_run, *stopped, *cap_usd, *spent_usd)
             ),
         }
     }

@@ -56,6 +56,16 @@ pub enum Warning {
         planned: u64,
         reasons: Vec<String>,
     },
+    /// Under `--max-cost`, trials an arm's provider billed beyond the worst case of their
+    /// requests (each byte of the body an input token, the whole output bound): usage no
+    /// request of that size can produce, which reservations cannot bound, so spend may pass
+    /// the cap by what the requests in flight were billed beyond it.
+    BilledBeyondWorstCase {
+        arm: crate::record::ArmId,
+        trials: u64,
+        /// Dollars billed above the worst case, summed over those trials.
+        usd: f64,
+    },
     /// Trials that ended in infrastructure errors: counted apart, not scored.
     InfraErrors { errors: u64 },
     /// Too few cases behind the suite-level rates for their case-level interval.

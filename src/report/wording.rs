@@ -72,6 +72,36 @@ pub(crate) fn describe_cost(c: &super::CostFigures) -> String {
     }
 }
 
+/// What `--max-cost` stopped, and whether spend passed it (`cap` is `None` for merged shards,
+/// each of which had its own).
+pub fn budget_stop_text(
+    not_run: u64,
+    stopped: u64,
+    cap: Option<f64>,
+    spent: Option<f64>,
+) -> String {
+    let spent_text = spent.map_or("unknown".to_owned(), format_usd);
+    let cap_text = match (cap, spent) {
+        (Some(cap), Some(spent)) if spent > cap => format!(
+            "--max-cost {} PASSED by {} ({spent_text} spent: a provider billed beyond the worst case of its requests in flight)",
+            format_usd(cap),
+            format_usd(spent - cap)
+        ),
+        (Some(cap), _) => format!(
+            "--max-cost {} reached ({spent_text} spent)",
+            format_usd(cap)
+        ),
+        (None, _) => format!("each shard's --max-cost reached ({spent_text} spent)"),
+    };
+    let trials = match stopped {
+        0 => format!("{not_run} planned trials were not run"),
+        _ => format!(
+            "{not_run} planned trials were not run and {stopped} were stopped between two steps"
+        ),
+    };
+    format!("{cap_text}; {trials} (counted apart, not as failures or infrastructure errors)")
+}
+
 /// A warning in the terminal's words.
 pub fn warning_text(warning: &Warning) -> String {
     let pct = |c: f64| format!("{:.0}%", c * 100.0);
@@ -90,6 +120,13 @@ pub fn warning_text(warning: &Warning) -> String {
             } else {
                 format!(" ({})", reasons.join("; "))
             }
+        ),
+        Warning::BilledBeyondWorstCase { arm, trials, usd } => format!(
+            "provider `{}` ({}, {}) billed {} beyond the worst case of {trials} trials' requests (every byte of a body an input token, the whole output bound): usage no request of that size can produce, which --max-cost cannot bound; check what it reports as usage",
+            arm.provider,
+            arm.model,
+            arm.variant,
+            format_usd(*usd)
         ),
         Warning::InfraErrors { errors } => format!(
             "{errors} trials ended in infrastructure errors; they are counted apart and not scored"

@@ -31,6 +31,16 @@ pub(super) struct CaseView {
     pub(super) validators: Arc<ToolValidators>,
 }
 
+impl CaseView {
+    /// The most requests one trial makes: one for a fixture, `max_steps` for a scenario.
+    pub(super) fn requests(&self) -> u32 {
+        match &self.judge {
+            Judge::Fixture(_) => 1,
+            Judge::Scenario { scenario, .. } => scenario.max_steps.max(1),
+        }
+    }
+}
+
 /// How a unit's trials run and are judged.
 pub(super) enum Judge {
     /// One request, scored against the fixture's expectation.

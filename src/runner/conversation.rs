@@ -4,7 +4,9 @@
 
 use super::compile::ArmUnit;
 use super::script::ScriptRun;
-use super::{Shared, TrialKey, record_step, total_usage};
+use super::{
+    Shared, TrialKey, budget::TrialHold, cover_request, record_step, settle_request, total_usage,
+};
 use crate::catalog::Catalog;
 use crate::event::RawStep;
 use crate::mcp::client::McpSession;
@@ -28,7 +30,11 @@ pub(super) async fn run_scenario_loop(
     opening: &PreparedRequest,
     (scenario, catalog, wording): (&Scenario, &Catalog, Option<&str>),
     validators: &ToolValidators,
-    (record, raw, reserved): (&mut TrialRecord, &mut Vec<RawStep>, &mut f64),
+    (record, raw, hold): (
+        &mut TrialRecord,
+        &mut Vec<RawStep>,
+        &mut Option<TrialHold<'_>>,
+    ),
 ) -> Option<()> {
     let mut messages = scenario.messages.clone();
     let mut script = ScriptRun::new(&scenario.script, wording);
@@ -53,17 +59,11 @@ pub(super) async fn run_scenario_loop(
     let mut later: Option<PreparedRequest> = None;
     for step in 0..scenario.max_steps {
         let request = later.as_ref().unwrap_or(opening);
-        // The opening request was reserved by the worker; each later one at its own worst
-        // case, now that its body (the conversation so far) is known.
-        if let (Some(budget), true) = (&shared.budget, step > 0) {
-            let worst = arm.worst_case_usd(request);
-            if !budget.reserve(worst) {
-                record.error_class = Some(ErrorClass::Budget);
-                record.error = Some(over_budget(step, worst));
-                stop = LoopStop::Error;
-                break;
-            }
-            *reserved += worst;
+        // Each request is covered by the trial's hold on `--max-cost` now that its body (the
+        // conversation so far) is known, and settled as soon as it is billed.
+        if !cover_request(hold, arm, request, record, step) {
+            stop = LoopStop::Budget;
+            break;
         }
         let step_key = StepKey {
             conversation: &opening.request_hash,
@@ -72,7 +72,9 @@ pub(super) async fn run_scenario_loop(
         };
         let (result, latency) = arm.backend.step(request, step_key, &shared.cancel).await;
         step_latency_ms.push(latency.as_secs_f64() * 1000.0);
-        if !record_step(shared, record, raw, step, result, latency)? {
+        let answered = record_step(shared, record, raw, step, result, latency)?;
+        settle_request(hold, arm, record, answered);
+        if !answered {
             stop = LoopStop::Error;
             break;
         }
@@ -156,12 +158,6 @@ async fn open_session(
         s = McpSession::connect(&live.spec.spec, live.spec.timeout, &env) => Some(s.map(Some)),
         () = shared.cancel.cancelled() => None,
     }
-}
-
-fn over_budget(step: u32, worst: f64) -> String {
-    format!(
-        "--max-cost: step {step} would cost up to ${worst:.6} and pass the cap; the trial ends here, not scored"
-    )
 }
 
 /// The trial's outcome and scenario score, from its trajectory and final answer.

@@ -9,7 +9,8 @@
 //! progress, aggregator…). The runner knows none of them; an observer's `Stop` answer stops
 //! scheduling a case, an arm or the run. `--max-cost` is checked by the scheduler itself
 //! ([`budget`]), not by an observer: observers hear of a trial when it ends, but the cap must
-//! count a trial's cost from the moment it starts, so each trial reserves its estimate first.
+//! count a trial's cost from the moment it starts, so each trial holds its worst case first and
+//! settles each request as it is billed.
 
 pub mod batch;
 pub mod budget;
@@ -233,8 +234,10 @@ pub async fn execute(plan: RunPlan, observer: &mut dyn Observer) -> Result<RunTo
     let case_trials = plan.case_trials();
     let max_trials = plan.max_trials();
     let shard = plan.shard.map(|s| (s, plan.shard_seeds()));
-    let budget = plan.max_cost.map(budget::Budget::new);
     let compiled = compile::compile(plan.arms, &plan.datasets, &plan.scenarios, &client)?;
+    let budget = plan
+        .max_cost
+        .map(|max| budget::Budget::new(max, compiled.arms.len()));
     let batch = match &plan.batch {
         None => None,
         Some(mode) => {
@@ -515,28 +518,39 @@ async fn worker(shared: Arc<Shared>, tx: mpsc::Sender<Finished>) {
             shared.not_returned.fetch_add(1, Ordering::Relaxed);
             continue;
         }
-        // The first request is reserved here; a scenario reserves each later one before
-        // sending it (`run_scenario_loop`), adding to `reserved`.
-        let mut reserved = 0.0;
+        // The trial is held at its worst case over every request it may make before it
+        // starts; each request then draws on the hold and is settled when billed.
+        let mut hold = None;
         if let Some(budget) = &shared.budget {
             let opening = &shared.prepared[key.arm * cases + key.case];
             let worst = shared.arms[key.arm].worst_case_usd(opening);
-            if !budget.reserve(worst) {
-                // The cap is reached: this trial and every later one are not run.
-                shared.budget_not_run.fetch_add(1, Ordering::Relaxed);
+            let requests = shared.units[key.case].views[shared.arms[key.arm].variant].requests();
+            match budget.admit(key.arm, worst, requests, &shared.cancel).await {
+                budget::Admission::Admitted(h) => hold = Some(h),
+                budget::Admission::Refused => {
+                    // The cap is reached: this trial and every later one are not run.
+                    shared.budget_not_run.fetch_add(1, Ordering::Relaxed);
+                    continue;
+                }
+                budget::Admission::Cancelled => return,
+            }
+            // The wait for room may have outlasted the case: a sequential gate stops cases.
+            if shared.stopped(key) {
+                shared.skipped.fetch_add(1, Ordering::Relaxed);
                 continue;
             }
-            reserved = worst;
         }
         // A trial abandoned by Ctrl-C measured nothing: it is not reported (a resumed run
         // runs it again), and the run is marked interrupted.
-        let finished = run_trial(&shared, key, &mut reserved).await;
-        if let Some(budget) = &shared.budget {
-            let actual = finished
-                .as_ref()
-                .and_then(|(r, _)| r.cost.as_ref().map(|c| c.usd));
-            budget.settle(reserved, actual);
-        }
+        let finished = match run_trial(&shared, key, &mut hold).await {
+            TrialRun::Ran(record, raw) => Some((record, raw)),
+            TrialRun::NotRunByBudget => {
+                shared.budget_not_run.fetch_add(1, Ordering::Relaxed);
+                continue;
+            }
+            TrialRun::Abandoned => None,
+        };
+        drop(hold);
         let Some((record, raw)) = finished else {
             return;
         };
@@ -553,13 +567,22 @@ async fn worker(shared: Arc<Shared>, tx: mpsc::Sender<Finished>) {
     }
 }
 
+/// How one trial's run ended.
+enum TrialRun {
+    Ran(TrialRecord, Vec<RawStep>),
+    /// `--max-cost` could not cover its first request: nothing was sent, the trial is not run.
+    NotRunByBudget,
+    /// Ctrl-C.
+    Abandoned,
+}
+
 /// Runs one trial as a conversation, one step at a time. A single-call fixture is one step:
 /// its opening request, encoded once per case, answered and scored.
 async fn run_trial(
     shared: &Shared,
     key: TrialKey,
-    reserved: &mut f64,
-) -> Option<(TrialRecord, Vec<RawStep>)> {
+    hold: &mut Option<budget::TrialHold<'_>>,
+) -> TrialRun {
     let unit = &shared.units[key.case];
     let arm = &shared.arms[key.arm];
     let view = &unit.views[arm.variant];
@@ -591,35 +614,46 @@ async fn run_trial(
     let mut raw = Vec::new();
     match &view.judge {
         Judge::Fixture(expect) => {
-            run_fixture(
+            let ran = run_fixture(
                 shared,
                 key,
                 (arm, opening),
                 (expect, &view.validators),
-                &mut record,
-                &mut raw,
+                (&mut record, &mut raw, hold),
             )
-            .await?;
+            .await;
+            if ran.is_none() {
+                return TrialRun::Abandoned;
+            }
         }
         Judge::Scenario {
             scenario,
             catalog,
             wording,
         } => {
-            conversation::run_scenario_loop(
+            let ran = conversation::run_scenario_loop(
                 shared,
                 key,
                 arm,
                 opening,
                 (scenario, catalog, wording.as_deref()),
                 &view.validators,
-                (&mut record, &mut raw, reserved),
+                (&mut record, &mut raw, hold),
             )
-            .await?;
+            .await;
+            if ran.is_none() {
+                return TrialRun::Abandoned;
+            }
         }
     }
+    if record.outcome == Outcome::BudgetStopped && record.turns.is_empty() {
+        return TrialRun::NotRunByBudget;
+    }
     record.cost = trial_cost(arm.price.as_ref(), &record);
-    Some((record, raw))
+    if let (Some(cost), Some(hold)) = (&mut record.cost, hold.as_ref()) {
+        cost.worst_case_usd = Some(hold.worst_usd());
+    }
+    TrialRun::Ran(record, raw)
 }
 
 /// A single-call fixture's one step: the batch's answer or the provider's, scored.
@@ -628,8 +662,11 @@ async fn run_fixture(
     key: TrialKey,
     (arm, opening): (&ArmUnit, &PreparedRequest),
     (expect, validators): (&crate::score::Expectation, &crate::score::ToolValidators),
-    record: &mut TrialRecord,
-    raw: &mut Vec<RawStep>,
+    (record, raw, hold): (
+        &mut TrialRecord,
+        &mut Vec<RawStep>,
+        &mut Option<budget::TrialHold<'_>>,
+    ),
 ) -> Option<()> {
     let step = StepKey {
         conversation: &opening.request_hash,
@@ -642,9 +679,17 @@ async fn run_fixture(
             record.batch = Some(reference.clone());
             (result.clone(), std::time::Duration::ZERO)
         }
-        None => arm.backend.step(opening, step, &shared.cancel).await,
+        None => {
+            if !cover_request(hold, arm, opening, record, 0) {
+                return Some(());
+            }
+            arm.backend.step(opening, step, &shared.cancel).await
+        }
     };
-    record_step(shared, record, raw, 0, result, latency)?;
+    let answered = record_step(shared, record, raw, 0, result, latency)?;
+    if record.batch.is_none() {
+        settle_request(hold, arm, record, answered);
+    }
     record.usage = total_usage(&record.turns);
     if record.error_class.is_none() {
         let score = score_trial(expect, &record.turns, validators);
@@ -660,6 +705,52 @@ async fn run_fixture(
 
 /// What the trial cost at its arm's price; a trial a provider batch answered is billed at the
 /// batch price.
+/// Covers a request with the trial's hold on `--max-cost` before it is sent; when the cap
+/// cannot, the trial ends here, stopped by the budget (`false`). Without a cap, every request
+/// is covered.
+fn cover_request(
+    hold: &mut Option<budget::TrialHold<'_>>,
+    arm: &ArmUnit,
+    request: &PreparedRequest,
+    record: &mut TrialRecord,
+    step: u32,
+) -> bool {
+    let Some(hold) = hold.as_mut() else {
+        return true;
+    };
+    let worst = arm.worst_case_usd(request);
+    if hold.before_request(worst) {
+        return true;
+    }
+    record.outcome = Outcome::BudgetStopped;
+    record.error_class = Some(ErrorClass::Budget);
+    record.error = Some(format!(
+        "--max-cost: step {step} would cost up to ${worst:.6} and pass the cap; the trial ends here, neither judged nor an infrastructure error"
+    ));
+    false
+}
+
+/// Settles the request just answered (or failed) against the cap at what it was billed: its
+/// turn's usage at the arm's price; nothing for an error, which reports no usage.
+fn settle_request(
+    hold: &mut Option<budget::TrialHold<'_>>,
+    arm: &ArmUnit,
+    record: &TrialRecord,
+    answered: bool,
+) {
+    let Some(hold) = hold.as_mut() else {
+        return;
+    };
+    let billed = match record.turns.last() {
+        Some(turn) if answered => arm
+            .price
+            .as_ref()
+            .and_then(|p| p.price.cost_of(&turn.usage)),
+        _ => Some(0.0),
+    };
+    hold.after_request(billed);
+}
+
 fn trial_cost(
     price: Option<&crate::provider::prices::ArmPrice>,
     record: &TrialRecord,
@@ -678,6 +769,7 @@ fn trial_cost(
                 usd: usd * (1.0 - discount),
                 price: p.price,
                 price_source: source,
+                worst_case_usd: None,
             })
     })
 }

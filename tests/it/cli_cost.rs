@@ -312,28 +312,32 @@ fn the_budget_cap_stops_scheduling_on_time_and_accounts_for_every_trial() {
     assert!(
         r.stderr.contains("budget: --max-cost $0.100 reached ($")
             && r.stderr
+                .contains("(counted apart, not as failures or infrastructure errors)")
+            && r.stderr
                 .contains(&format!("{not_run} planned trials were not run")),
         "{}",
         r.stderr
     );
     assert!(
-        r.stdout.contains(&format!(
-            "CUT SHORT BY BUDGET: {not_run} planned trials were not run"
-        )),
+        r.stdout
+            .contains("CUT SHORT BY BUDGET: --max-cost $0.100 reached ($")
+            && r.stdout
+                .contains(&format!("; {not_run} planned trials were not run (")),
         "{}",
         r.stdout
     );
     let md = std::fs::read_to_string(run_dir(dir.path()).join("report.md")).expect("report.md");
     assert!(
-        md.contains("## Cost") && md.contains(&format!("**Cut short by budget**: --max-cost $0.100 was reached; {not_run} planned trials were not run")),
+        md.contains("## Cost")
+            && md.contains("**CUT SHORT BY BUDGET**: --max-cost $0.100 reached ($")
+            && md.contains(&format!("; {not_run} planned trials were not run (")),
         "{md}"
     );
     let html =
         std::fs::read_to_string(run_dir(dir.path()).join("report.html")).expect("report.html");
     assert!(
-        html.contains(&format!(
-            "CUT SHORT BY BUDGET: --max-cost $0.100 reached, {not_run} planned trials not run"
-        )),
+        html.contains("CUT SHORT BY BUDGET: --max-cost $0.100 reached ($")
+            && html.contains(&format!("; {not_run} planned trials were not run (")),
         "the HTML report says so too"
     );
     // `report` reads the budget back from the run folder.
@@ -576,4 +580,302 @@ fn the_cap_holds_with_256_requests_in_flight() {
     assert!(spent <= cap, "spent {spent} over the cap {cap}");
     assert!(completed > 0 && completed < 400, "{completed}");
     assert_eq!(server.requests_seen(), completed as u64);
+}
+
+/// An OpenAI-compatible answer carrying `usage`: a tool call until the request holds a tool
+/// result (or always, with `keep_calling`), then text.
+fn answer_with_usage(req: &FakeRequest, keep_calling: bool, prompt_tokens: u64) -> FakeResponse {
+    let after_result = req.body["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .is_some_and(|m| m["role"] == "tool");
+    let message = if after_result && !keep_calling {
+        json!({"role": "assistant", "content": "Done."})
+    } else {
+        json!({"role": "assistant", "content": null, "tool_calls": [{"id": "call_0", "type": "function",
+            "function": {"name": "get_weather", "arguments": "{\"location\": \"Paris, France\"}"}}]})
+    };
+    let output = req.body["max_tokens"].as_u64().unwrap_or(10);
+    FakeResponse::ok(
+        json!({"id": "chatcmpl-fake", "object": "chat.completion", "created": 1_700_000_000u64, "model": "m",
+          "choices": [{"index": 0, "message": message, "finish_reason": if message["content"].is_null() { "tool_calls" } else { "stop" }}],
+          "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": output,
+                    "total_tokens": prompt_tokens + output}})
+        .to_string(),
+    )
+}
+
+/// A provider that bills $1 a request at $10 per million tokens: 100,000 prompt tokens for a
+/// request of a few hundred bytes, usage no request of that size can produce.
+fn dollar_a_request(req: &FakeRequest) -> FakeResponse {
+    answer_with_usage(req, false, 100_000 - 10).delayed(std::time::Duration::from_millis(100))
+}
+
+/// One provider `NAME: gateway` per name, all at the fake, priced $10 per million in and out.
+fn priced_gateways(base_url: &str, names: &[&str]) -> String {
+    let mut config = "providers:\n".to_owned();
+    for n in names {
+        config.push_str(&format!(
+            "  {n}:\n    kind: openai-compat\n    base_url: {base_url}\n    model: m\n    max_tokens: 10\n"
+        ));
+    }
+    config.push_str("prices:\n");
+    for n in names {
+        config.push_str(&format!("  {n}: {{input: 10, output: 10}}\n"));
+    }
+    config
+}
+
+fn spent(dir: &Path) -> f64 {
+    summary(dir)["cost"]["usd"].as_f64().expect("priced")
+}
+
+/// A provider billing far beyond what any request could cost at concurrency 256: the arm's
+/// first request goes alone, the bill scales every later reservation, so spend stops at the
+/// cap (the old reservations let 260 requests through a $5 cap), and the run names the
+/// provider and the dollars billed beyond the worst case.
+#[test]
+fn impossible_usage_stops_at_the_cap_and_the_run_names_the_provider() {
+    let server = FakeServer::start_in_background(dollar_a_request);
+    let dir = project(&priced_gateways(&server.base_url, &["gateway"]));
+    let r = run(
+        dir.path(),
+        "gateway",
+        &["--trials", "200", "--concurrency", "256", "--max-cost", "5"],
+        &[],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let records = records(dir.path());
+    let s = summary(dir.path());
+    let spent = spent(dir.path());
+    println!(
+        "hostile provider at concurrency 256: spent ${spent:.2} of a $5 cap over {} requests",
+        server.requests_seen()
+    );
+    assert!(spent <= 5.0 + 1e-9, "spent {spent} over the $5 cap");
+    assert!(spent >= 1.0, "the probe at least was billed: {spent}");
+    assert_eq!(server.requests_seen(), records.len() as u64);
+    assert_eq!(
+        records.len() as u64 + s["budget"]["not_run"].as_u64().unwrap(),
+        400,
+        "{}",
+        s["budget"]
+    );
+    let warning = s["warnings"]
+        .as_array()
+        .and_then(|w| w.iter().find(|w| w["kind"] == "billed_beyond_worst_case"))
+        .unwrap_or_else(|| panic!("no warning: {}", s["warnings"]));
+    assert_eq!(warning["arm"]["provider"], "gateway");
+    assert_eq!(warning["trials"], records.len());
+    assert!(
+        r.stdout.contains("provider `gateway` (m, base) billed $")
+            && r.stdout.contains("beyond the worst case of"),
+        "{}",
+        r.stdout
+    );
+    // `report` on the folder says the same from the records alone.
+    let again = toolscore(
+        dir.path(),
+        &["report", run_dir(dir.path()).to_str().unwrap()],
+    );
+    assert!(
+        again
+            .stdout
+            .contains("provider `gateway` (m, base) billed $"),
+        "{}",
+        again.stdout
+    );
+}
+
+/// Two arms' first requests go out together and each is billed $1 against a $1.50 cap: the
+/// cap is passed, and every surface says by how much instead of printing the cap as if it held.
+#[test]
+fn a_cap_passed_by_requests_in_flight_is_said_to_be_passed() {
+    let server = FakeServer::start_in_background(dollar_a_request);
+    let dir = project(&priced_gateways(&server.base_url, &["a", "b"]));
+    let r = run(
+        dir.path(),
+        "a",
+        &[
+            "--provider",
+            "b",
+            "--trials",
+            "5",
+            "--concurrency",
+            "16",
+            "--max-cost",
+            "1.5",
+            "--format",
+            "terminal",
+            "--format",
+            "md",
+        ],
+        &[],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert_eq!(server.requests_seen(), 2, "one probe per arm, then nothing");
+    assert!(close(spent(dir.path()), 2.0), "{}", spent(dir.path()));
+    assert!(
+        r.stdout.contains("--max-cost $1.50 (PASSED by $0.500)")
+            && r.stdout
+                .contains("OVER BUDGET: --max-cost $1.50 PASSED by $0.500 ($2.00 spent"),
+        "{}",
+        r.stdout
+    );
+    assert!(
+        r.stderr
+            .contains("budget: --max-cost $1.50 PASSED by $0.500"),
+        "{}",
+        r.stderr
+    );
+    let md = std::fs::read_to_string(run_dir(dir.path()).join("report.md")).expect("report.md");
+    assert!(
+        md.contains("**OVER BUDGET**: --max-cost $1.50 PASSED by $0.500"),
+        "{md}"
+    );
+    let ground = summary(dir.path())["decision"]["grounds"]
+        .as_array()
+        .and_then(|g| g.iter().find(|g| g["part"] == "budget").cloned())
+        .expect("a budget ground");
+    assert_eq!(ground["spent_usd"], 2.0);
+}
+
+/// A project with one scenario over get_weather (`max_steps` 5) besides the fixtures.
+fn scenario_project(config: &str) -> tempfile::TempDir {
+    let dir = project(config);
+    std::fs::create_dir_all(dir.path().join("scenarios")).expect("mkdir");
+    std::fs::write(
+        dir.path().join("scenarios/weather.yaml"),
+        "description: Ask for the weather, answer from the result.\ncatalog: ../data/tools.json\nmax_steps: 5\nmessages:\n  - role: user\n    content: \"Weather in Paris?\"\ntools:\n  get_weather:\n    - content: \"18 degrees\"\nexpect:\n  max_calls: 5\n",
+    )
+    .expect("scenario");
+    dir
+}
+
+fn run_scenario(dir: &Path, extra: &[&str]) -> Run {
+    let mut args = vec![
+        "run",
+        "--provider",
+        "gateway",
+        "--scenario",
+        "scenarios",
+        "--out",
+        "out",
+        "--progress",
+        "off",
+    ];
+    args.extend(extra);
+    toolscore(dir, &args)
+}
+
+/// Scenario steps billed $1 each (five a trial) against a $20 cap at concurrency 256: each
+/// step is covered before it is sent and settled when billed, so spend stops at the cap (a $5
+/// cap spent $200 when steps were settled only at the end of their trial), and a trial cut
+/// between two steps is `budget_stopped`: neither judged nor an infrastructure error.
+#[test]
+fn scenario_steps_stop_at_the_cap_and_a_cut_trial_is_not_an_error() {
+    let server = FakeServer::start_in_background(|req: &FakeRequest| {
+        answer_with_usage(req, true, 100_000 - 10).delayed(std::time::Duration::from_millis(20))
+    });
+    let dir = scenario_project(&priced_gateways(&server.base_url, &["gateway"]));
+    let r = run_scenario(
+        dir.path(),
+        &[
+            "--trials",
+            "100",
+            "--concurrency",
+            "256",
+            "--max-cost",
+            "20",
+        ],
+    );
+    let records = records(dir.path());
+    let s = summary(dir.path());
+    let spent = spent(dir.path());
+    println!(
+        "$1 scenario steps at concurrency 256: spent ${spent:.2} of a $20 cap, {} requests, {} trials recorded",
+        server.requests_seen(),
+        records.len()
+    );
+    assert!(spent <= 20.0 + 1e-9, "spent {spent} over the $20 cap");
+    assert!(
+        records.iter().all(|r| r["outcome"] != "error"),
+        "no infrastructure error"
+    );
+    assert!(
+        records
+            .iter()
+            .any(|r| r["outcome"] == "fail" || r["outcome"] == "pass"),
+        "some trial finished and was judged"
+    );
+    let stopped = records
+        .iter()
+        .filter(|r| r["outcome"] == "budget_stopped")
+        .count() as u64;
+    for r in records.iter().filter(|r| r["outcome"] == "budget_stopped") {
+        assert_eq!(r["trajectory"]["stop"], "budget", "{r}");
+        assert!(
+            r["error"]
+                .as_str()
+                .unwrap()
+                .starts_with("--max-cost: step "),
+            "{r}"
+        );
+        assert!(r["scenario"].is_null(), "not judged: {r}");
+    }
+    assert_eq!(s["budget"]["stopped"].as_u64().unwrap_or(0), stopped);
+    assert_eq!(
+        records.len() as u64 + s["budget"]["not_run"].as_u64().unwrap(),
+        100,
+        "{}",
+        s["budget"]
+    );
+    assert_eq!(
+        r.code,
+        0,
+        "a budget stop is not an infrastructure failure: {}",
+        r.transcript()
+    );
+}
+
+/// At the realistic worst case (every byte of the body an input token, the whole max_tokens
+/// out) a scenario trial is admitted only while the cap can hold every step it may make: the
+/// trials that start finish and are judged, the rest are not run, and the run exits 0 (it used
+/// to start all 12, cut each between steps as an infrastructure error, and exit 4).
+#[test]
+fn scenario_trials_under_a_cap_are_admitted_only_when_they_can_finish() {
+    let server = FakeServer::start_in_background(|req: &FakeRequest| {
+        answer_with_usage(req, false, req.raw_body.len() as u64)
+    });
+    let dir = scenario_project(&priced_gateways(&server.base_url, &["gateway"]));
+    // One trial, uncapped, for what a trial costs at this billing.
+    let one = run_scenario(dir.path(), &["--trials", "1", "--run-id", "one"]);
+    assert_eq!(one.code, 0, "{}", one.transcript());
+    let per_trial = support::read_json(&dir.path().join("out/one/summary.json"))["cost"]["usd"]
+        .as_f64()
+        .expect("priced");
+    std::fs::remove_dir_all(dir.path().join("out")).expect("rm");
+    // Room for every step of a few trials, far from all 12.
+    let cap = format!("{:.6}", per_trial * 12.0);
+    let r = run_scenario(
+        dir.path(),
+        &["--trials", "12", "--concurrency", "256", "--max-cost", &cap],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let records = records(dir.path());
+    let s = summary(dir.path());
+    let judged = records
+        .iter()
+        .filter(|r| r["outcome"] == "pass" || r["outcome"] == "fail")
+        .count();
+    println!(
+        "worst-case scenario at concurrency 256: {judged} judged, {} recorded, not run {}, spent ${:.6} of ${cap}",
+        records.len(),
+        s["budget"]["not_run"],
+        spent(dir.path())
+    );
+    assert!(judged >= 2, "{judged} judged: {}", r.transcript());
+    assert!(records.iter().all(|r| r["outcome"] != "error"));
+    assert!(spent(dir.path()) <= per_trial * 12.0 + 1e-9);
+    assert_eq!(s["decision"]["verdict"], "pass", "{}", s["decision"]);
 }

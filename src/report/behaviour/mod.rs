@@ -313,6 +313,9 @@ impl BehaviourTally {
             self.add_error(record);
             return;
         }
+        if !record.outcome.is_judged() {
+            return;
+        }
         self.scored += 1;
         let passed = record.outcome == Outcome::Pass;
         self.passed += u64::from(passed);
@@ -577,6 +580,7 @@ fn scenario_calls<'a>(tools: impl Iterator<Item = &'a str>, stop: LoopStop) -> S
         LoopStop::StepLimit => "step limit",
         LoopStop::Error => "error",
         LoopStop::StateLimit => "state limit",
+        LoopStop::Budget => "budget",
     };
     format!("{sequence} · {end}")
 }

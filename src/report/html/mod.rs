@@ -472,12 +472,8 @@ fn run_facts(s: &Summary) -> Vec<String> {
             super::wording::describe_cost(&s.cost.total)
         ));
     }
-    if let Some(b) = s.budget.as_ref().filter(|b| b.cut_short) {
-        facts.push(format!(
-            "CUT SHORT BY BUDGET: --max-cost {} reached, {} planned trials not run (not failures)",
-            super::format_usd(b.max_usd.unwrap_or_default()),
-            b.not_run
-        ));
+    if let Some((b, headline)) = s.budget.as_ref().and_then(|b| Some((b, b.headline()?))) {
+        facts.push(format!("{headline}: {}", b.stop_text()));
     }
     facts.push(format!("finished {}", r.finished_at));
     facts

@@ -199,11 +199,10 @@ fn write_cost(s: &Summary, doc: &mut String) {
             }
         ));
     }
-    if let Some(b) = s.budget.as_ref().filter(|b| b.cut_short) {
+    if let Some((b, headline)) = s.budget.as_ref().and_then(|b| Some((b, b.headline()?))) {
         doc.push_str(&format!(
-            "\n**Cut short by budget**: --max-cost {} was reached; {} planned trials were not run (counted apart, not as failures).\n",
-            super::format_usd(b.max_usd.unwrap_or_default()),
-            b.not_run
+            "\n**{headline}**: {}.\n",
+            escape_long(&b.stop_text())
         ));
     }
 }

@@ -54,19 +54,18 @@ fn write_cost(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
     if let Some(b) = &s.budget {
         let estimate = b.estimate_usd.map_or("unknown".to_owned(), format_usd);
         let cap = b.max_usd.map_or(String::new(), |m| {
-            format!(" · --max-cost {}", format_usd(m))
+            let passed = b.passed_by().map_or(String::new(), |by| {
+                format!(" (PASSED by {})", format_usd(by))
+            });
+            format!(" · --max-cost {}{passed}", format_usd(m))
         });
         writeln!(
             w,
             "estimated before the run: {estimate} for {} trials{cap}",
             b.estimate_trials
         )?;
-        if b.cut_short {
-            writeln!(
-                w,
-                "CUT SHORT BY BUDGET: {} planned trials were not run (counted apart, not as failures)",
-                b.not_run
-            )?;
+        if let Some(headline) = b.headline() {
+            writeln!(w, "{headline}: {}", b.stop_text())?;
         }
     }
     Ok(())
