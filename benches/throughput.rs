@@ -4,6 +4,11 @@
 //! concurrency 64, for 2,000 and 20,000 trials, and prints trials per second and the child's
 //! peak RSS (from `wait4`). Memory must not grow with the number of trials.
 //!
+//! Then the memory one trial in flight holds at its worst: a scenario whose template appends
+//! the whole state to itself on every call (`${state}`), run with as many trials as workers at
+//! concurrency 2, 16 and 64. Peak RSS must grow by a few MiB a worker (the state's 1 MiB and
+//! 16,384-value caps, the snapshot and result budgets), not by the 48 MB a worker it once took.
+//!
 //! Run: `cargo bench --bench throughput` (optional env: BENCH_TRIALS=20000, BENCH_CONCURRENCY=64).
 
 #[path = "../tests/it/support/mod.rs"]
@@ -105,4 +110,58 @@ fn main() {
         );
     }
     println!("  fake server answered {} requests", server.requests_seen());
+    state_growth(dir.path());
+}
+
+/// Peak RSS of the self-copying state scenario at several concurrencies, a trial per worker.
+fn state_growth(dir: &Path) {
+    std::fs::create_dir_all(dir.join("scenarios")).expect("mkdir");
+    std::fs::write(
+        dir.join("scenarios/doubling.yaml"),
+        "description: Each note appends the whole state to itself.\ncatalog: ../bench/tools.json\nmax_steps: 40\nmessages:\n  - role: user\n    content: Keep noting.\nstate:\n  calls: [start]\ntools:\n  get_job_status:\n    - effects:\n        - append: {path: calls, value: \"${state}\"}\n      content: '{\"ok\": true}'\nexpect:\n  max_calls: 100\n",
+    )
+    .expect("scenario");
+    let body = tool_call_body(&[("get_job_status", r#"{"job_id":"job_a1b2c3"}"#)]);
+    let server = FakeServer::start_in_background(move |_| FakeResponse::ok(body.clone()));
+    println!("state growth: a ${{state}} template doubling the state on every call, 40 steps");
+    for concurrency in [2u32, 16, 64] {
+        let t0 = Instant::now();
+        #[expect(
+            clippy::zombie_processes,
+            reason = "reaped by wait4 below, which also reads its rusage"
+        )]
+        let child = Command::new(env!("CARGO_BIN_EXE_toolscore"))
+            .current_dir(dir)
+            .args([
+                "run",
+                "--provider",
+                "openai-compat",
+                "--base-url",
+                &server.base_url,
+                "--model",
+                "bench",
+                "--scenario",
+                "scenarios",
+                "--trials",
+                &concurrency.to_string(),
+                "--concurrency",
+                &concurrency.to_string(),
+                "--out",
+                "out-state",
+                "--progress",
+                "off",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn toolscore");
+        let pid = child.id() as libc::pid_t;
+        let (status, max_rss_kib) = wait_with_rusage(pid);
+        assert!(status.success(), "toolscore failed: {status:?}");
+        println!(
+            "  concurrency {concurrency:>2}: {:>5.2} s wall, peak RSS {:.1} MiB",
+            t0.elapsed().as_secs_f64(),
+            max_rss_kib as f64 / 1024.0
+        );
+    }
 }

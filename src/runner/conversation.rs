@@ -134,7 +134,7 @@ pub(super) async fn run_scenario_loop(
     let trajectory = Trajectory {
         calls,
         stop,
-        final_state: script.final_state(),
+        final_state: script.into_final_state(),
         step_latency_ms,
     };
     if record.error_class.is_none() {

@@ -21,22 +21,100 @@ pub use crate::suite::script::{
 /// fails with the reason, so it is accounted for like any other.
 pub const MAX_SCRIPT_BYTES: usize = 1 << 20;
 
+/// The most JSON values (objects, arrays, strings, numbers…) the state may hold. In memory a
+/// value costs tens of bytes more than its text, so a state of many tiny values (the doubling
+/// template makes one of 98,304 in 655 KB) would hold 15 MB per trial in flight under the
+/// byte cap alone; this keeps it near the byte cap.
+pub const MAX_STATE_VALUES: usize = 16_384;
+
+/// The most one trial's scripted results may add up to, as text: the conversation a trial
+/// holds (and sends back at every step) stays within a few times [`MAX_SCRIPT_BYTES`] however
+/// many steps it takes; past it the trial stops and fails with the reason.
+pub const MAX_TRIAL_RESULT_BYTES: usize = 2 * MAX_SCRIPT_BYTES;
+
+/// The most one trial's per-call state snapshots (`ExecutedCall::state`) may add up to, in
+/// bytes of compact JSON and in values. Past it a call's snapshot is replaced by a note (the
+/// final state is always kept): without it, a state near the cap copied after each of 40
+/// calls would hold 40 times the cap in one trial.
+pub const MAX_TRIAL_SNAPSHOT: JsonSize = JsonSize {
+    bytes: MAX_SCRIPT_BYTES / 4,
+    values: MAX_STATE_VALUES,
+};
+
+/// A JSON document's size: its compact text in bytes, and how many values it holds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct JsonSize {
+    pub bytes: usize,
+    pub values: usize,
+}
+
+impl JsonSize {
+    fn of(value: &Value) -> JsonSize {
+        JsonSize {
+            bytes: crate::json::compact_len(value),
+            values: value_count(value),
+        }
+    }
+
+    fn text(bytes: usize) -> JsonSize {
+        JsonSize { bytes, values: 1 }
+    }
+
+    fn fits(self, cap: JsonSize) -> bool {
+        self.bytes <= cap.bytes && self.values <= cap.values
+    }
+}
+
+impl std::ops::Add for JsonSize {
+    type Output = JsonSize;
+    fn add(self, o: JsonSize) -> JsonSize {
+        JsonSize {
+            bytes: self.bytes + o.bytes,
+            values: self.values + o.values,
+        }
+    }
+}
+
+/// The state's cap.
+const STATE_CAP: JsonSize = JsonSize {
+    bytes: MAX_SCRIPT_BYTES,
+    values: MAX_STATE_VALUES,
+};
+
+/// How many values a JSON document holds, itself included.
+fn value_count(value: &Value) -> usize {
+    match value {
+        Value::Array(items) => 1 + items.iter().map(value_count).sum::<usize>(),
+        Value::Object(map) => 1 + map.values().map(value_count).sum::<usize>(),
+        _ => 1,
+    }
+}
+
 /// The script of one trial as it runs: its state, and which result wording it answers with.
 pub struct ScriptRun<'a> {
     script: &'a Script,
     variant: Option<&'a str>,
     state: Value,
-    /// Set once the state or a result passed [`MAX_SCRIPT_BYTES`]: the trial must stop.
+    /// The state's size, kept current after every effect.
+    state_size: JsonSize,
+    /// What the trial's results and state snapshots added up to so far.
+    result_bytes: usize,
+    snapshots: JsonSize,
+    /// Set once the state or a result passed its cap: the trial must stop.
     over_limit: bool,
 }
 
 impl<'a> ScriptRun<'a> {
     /// A fresh run: the initial state, answering in `variant`'s wording where a rule has one.
     pub fn new(script: &'a Script, variant: Option<&'a str>) -> Self {
+        let state = script.initial_state.clone().unwrap_or(Value::Null);
         ScriptRun {
             script,
             variant,
-            state: script.initial_state.clone().unwrap_or(Value::Null),
+            state_size: JsonSize::of(&state),
+            state,
+            result_bytes: 0,
+            snapshots: JsonSize::default(),
             over_limit: false,
         }
     }
@@ -53,6 +131,11 @@ impl<'a> ScriptRun<'a> {
             .initial_state
             .as_ref()
             .map(|_| self.state.clone())
+    }
+
+    /// The state at the end of the trial, moved out rather than copied.
+    pub fn into_final_state(self) -> Option<Value> {
+        self.script.initial_state.as_ref().map(|_| self.state)
     }
 
     /// Answers one call of step `step`.
@@ -101,18 +184,48 @@ impl<'a> ScriptRun<'a> {
         };
         let args = &call.arguments;
         for effect in &rule.effects {
+            // What the effect would add is measured before it is rendered: a template that
+            // copies the state into itself must not materialise twice the cap to find out.
+            let adds = match effect {
+                Effect::Set { value, .. } | Effect::Append { value, .. } => {
+                    rendered_size(value, args, &self.state)
+                }
+                Effect::Increment { .. } => JsonSize::default(),
+            };
+            let would_be = self.state_size + adds;
+            if !would_be.fits(STATE_CAP) {
+                return self.stopped(out, &format!("the scenario's state would grow to about {} bytes and {} values with this call's effects, past the cap of {MAX_SCRIPT_BYTES} bytes and {MAX_STATE_VALUES} values; a template that copies the state into itself doubles it on every call", would_be.bytes, would_be.values));
+            }
             self.apply(effect, args);
-            let size = crate::json::compact_len(&self.state);
-            if size > MAX_SCRIPT_BYTES {
+            self.state_size = JsonSize::of(&self.state);
+            if !self.state_size.fits(STATE_CAP) {
+                let size = self.state_size;
                 // Dropped rather than kept: it would be written into results.jsonl.
-                self.state = Value::String(format!("(dropped: {size} bytes)"));
-                return self.stopped(out, &format!("the scenario's state grew to {size} bytes after this call's effects, past the cap of {MAX_SCRIPT_BYTES}; a template that copies the state into itself doubles it on every call"));
+                self.state = Value::String(format!("(dropped: {} bytes)", size.bytes));
+                self.state_size = JsonSize::of(&self.state);
+                return self.stopped(out, &format!("the scenario's state grew to {} bytes and {} values after this call's effects, past the cap of {MAX_SCRIPT_BYTES} bytes and {MAX_STATE_VALUES} values; a template that copies the state into itself doubles it on every call", size.bytes, size.values));
             }
         }
         let response = self
             .variant
             .and_then(|v| rule.variants.get(v))
             .unwrap_or(&rule.response);
+        let structured_len = response
+            .structured
+            .as_ref()
+            .map_or(0, |s| rendered_size(s, args, &self.state).bytes);
+        let content_len = match &response.content {
+            Some(text) => rendered_text_len(text, args, &self.state),
+            None => structured_len,
+        };
+        if content_len + structured_len > MAX_SCRIPT_BYTES {
+            let size = content_len + structured_len;
+            return self.stopped(out, &format!("this call's scripted result would render to about {size} bytes, past the cap of {MAX_SCRIPT_BYTES}"));
+        }
+        if self.result_bytes + content_len > MAX_TRIAL_RESULT_BYTES {
+            let size = self.result_bytes + content_len;
+            return self.stopped(out, &format!("this trial's scripted results would add up to about {size} bytes with this call's, past the cap of {MAX_TRIAL_RESULT_BYTES} a trial"));
+        }
         let structured = response
             .structured
             .as_ref()
@@ -121,17 +234,27 @@ impl<'a> ScriptRun<'a> {
             Some(text) => render_text(text, args, &self.state),
             None => structured.as_ref().map(canonical_json).unwrap_or_default(),
         };
-        let size = out.content.len() + structured.as_ref().map_or(0, crate::json::compact_len);
-        if size > MAX_SCRIPT_BYTES {
-            return self.stopped(out, &format!("this call's scripted result rendered to {size} bytes, past the cap of {MAX_SCRIPT_BYTES}"));
-        }
+        self.result_bytes += out.content.len();
         out.structured = structured;
         out.is_error = response.is_error;
         out.rule = Some(index as u32);
         if !rule.effects.is_empty() {
-            out.state = Some(self.state.clone());
+            out.state = Some(self.snapshot());
         }
         out
+    }
+
+    /// The state as a call's snapshot, or a note once the trial's snapshots passed
+    /// [`MAX_TRIAL_SNAPSHOT_BYTES`].
+    fn snapshot(&mut self) -> Value {
+        if !(self.snapshots + self.state_size).fits(MAX_TRIAL_SNAPSHOT) {
+            return Value::String(format!(
+                "(not kept: {} bytes; this trial's state snapshots passed {} bytes or {} values, and the final state is in final_state)",
+                self.state_size.bytes, MAX_TRIAL_SNAPSHOT.bytes, MAX_TRIAL_SNAPSHOT.values
+            ));
+        }
+        self.snapshots = self.snapshots + self.state_size;
+        self.state.clone()
     }
 
     /// The first of the tool's rules whose condition the call's arguments meet, with its index.
@@ -248,15 +371,14 @@ fn number(x: f64) -> Value {
 /// `value: "${args}"` appends the arguments as an object, not as text).
 pub fn render(template: &Value, args: &Value, state: &Value) -> Value {
     match template {
-        Value::String(s) => {
-            if let Some(expr) = s.strip_prefix("${").and_then(|r| r.strip_suffix('}'))
-                && !expr.contains("${")
-                && !expr.contains('}')
-            {
-                return lookup(expr, args, state).unwrap_or(Value::Null);
-            }
-            Value::String(render_text(s, args, state))
-        }
+        Value::String(s) => match whole_expression(s) {
+            Some(expr) => match lookup(expr, args, state) {
+                Some(Found::Value(v)) => v.clone(),
+                Some(Found::Length(n)) => Value::from(n),
+                None => Value::Null,
+            },
+            None => Value::String(render_text(s, args, state)),
+        },
         Value::Array(items) => Value::Array(items.iter().map(|v| render(v, args, state)).collect()),
         Value::Object(map) => Value::Object(
             map.iter()
@@ -267,30 +389,104 @@ pub fn render(template: &Value, args: &Value, state: &Value) -> Value {
     }
 }
 
+/// The size [`render`] would give `template`, without rendering it (strings counted
+/// unescaped: close enough to bound what a render may hold).
+fn rendered_size(template: &Value, args: &Value, state: &Value) -> JsonSize {
+    let container = |bytes| JsonSize { bytes, values: 1 };
+    let punctuation = |bytes| JsonSize { bytes, values: 0 };
+    match template {
+        Value::String(s) => match whole_expression(s) {
+            Some(expr) => match lookup(expr, args, state) {
+                Some(Found::Value(v)) => JsonSize::of(v),
+                Some(Found::Length(n)) => JsonSize::text(n.to_string().len()),
+                None => JsonSize::text(4),
+            },
+            None => JsonSize::text(rendered_text_len(s, args, state) + 2),
+        },
+        Value::Array(items) => items
+            .iter()
+            .map(|v| rendered_size(v, args, state) + punctuation(1))
+            .fold(container(2), |a, b| a + b),
+        Value::Object(map) => map
+            .iter()
+            .map(|(k, v)| rendered_size(v, args, state) + punctuation(k.len() + 4))
+            .fold(container(2), |a, b| a + b),
+        other => JsonSize::of(other),
+    }
+}
+
+/// The `EXPR` of a string that is exactly one `${EXPR}`.
+fn whole_expression(s: &str) -> Option<&str> {
+    s.strip_prefix("${")
+        .and_then(|r| r.strip_suffix('}'))
+        .filter(|expr| !expr.contains("${") && !expr.contains('}'))
+}
+
 /// Replaces each `${args.PATH}`, `${state.PATH}` (strings bare, other values as compact JSON,
 /// absent as empty) and `${#state.PATH}` (the length of an array, object or string) in text.
 fn render_text(text: &str, args: &Value, state: &Value) -> String {
     let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(start) = rest.find("${") {
-        out.push_str(&rest[..start]);
-        let after = &rest[start + 2..];
-        let Some(end) = after.find('}') else {
-            out.push_str(&rest[start..]);
-            return out;
-        };
-        match lookup(&after[..end], args, state) {
-            Some(Value::String(s)) => out.push_str(&s),
-            Some(v) => out.push_str(&canonical_json(&v)),
-            None => {}
-        }
-        rest = &after[end + 1..];
-    }
-    out.push_str(rest);
+    each_piece(text, args, state, |piece| match piece {
+        Piece::Text(t) => out.push_str(t),
+        Piece::Found(Found::Value(Value::String(s))) => out.push_str(s),
+        Piece::Found(Found::Value(v)) => out.push_str(&canonical_json(v)),
+        Piece::Found(Found::Length(n)) => out.push_str(&n.to_string()),
+    });
     out
 }
 
-fn lookup(expr: &str, args: &Value, state: &Value) -> Option<Value> {
+/// The length [`render_text`] would give `text`, without rendering it.
+fn rendered_text_len(text: &str, args: &Value, state: &Value) -> usize {
+    let mut len = 0;
+    each_piece(text, args, state, |piece| {
+        len += match piece {
+            Piece::Text(t) => t.len(),
+            Piece::Found(Found::Value(Value::String(s))) => s.len(),
+            Piece::Found(Found::Value(v)) => crate::json::compact_len(v),
+            Piece::Found(Found::Length(n)) => n.to_string().len(),
+        }
+    });
+    len
+}
+
+/// A piece of a text template: literal text, or what an expression found.
+enum Piece<'t, 'v> {
+    Text(&'t str),
+    Found(Found<'v>),
+}
+
+/// Walks a text template's literal pieces and expressions in order (an expression that finds
+/// nothing renders as nothing).
+fn each_piece<'t, 'v>(
+    text: &'t str,
+    args: &'v Value,
+    state: &'v Value,
+    mut f: impl FnMut(Piece<'t, 'v>),
+) {
+    let mut rest = text;
+    while let Some(start) = rest.find("${") {
+        f(Piece::Text(&rest[..start]));
+        let after = &rest[start + 2..];
+        let Some(end) = after.find('}') else {
+            f(Piece::Text(&rest[start..]));
+            return;
+        };
+        if let Some(found) = lookup(&after[..end], args, state) {
+            f(Piece::Found(found));
+        }
+        rest = &after[end + 1..];
+    }
+    f(Piece::Text(rest));
+}
+
+/// What an expression refers to: a value of the arguments or the state (borrowed, so a
+/// lookup copies nothing), or the length `${#…}` asks for.
+enum Found<'v> {
+    Value(&'v Value),
+    Length(usize),
+}
+
+fn lookup<'v>(expr: &str, args: &'v Value, state: &'v Value) -> Option<Found<'v>> {
     let (length, e) = match expr.strip_prefix('#') {
         Some(rest) => (true, rest),
         None => (false, expr),
@@ -303,15 +499,14 @@ fn lookup(expr: &str, args: &Value, state: &Value) -> Option<Value> {
     };
     let v = value_at_path(doc, path)?;
     if length {
-        let n = match v {
+        return Some(Found::Length(match v {
             Value::Array(a) => a.len(),
             Value::Object(o) => o.len(),
             Value::String(s) => s.chars().count(),
-            _ => return Some(Value::from(0)),
-        };
-        return Some(Value::from(n));
+            _ => 0,
+        }));
     }
-    Some(v.clone())
+    Some(Found::Value(v))
 }
 
 /// What the tool answers a call whose arguments break its schema: the first three
@@ -562,5 +757,105 @@ mod tests {
         let mut s = json!(null);
         *slot(&mut s, "a.0.b") = json!(1);
         assert_eq!(s, json!({"a": {"0": {"b": 1}}}));
+    }
+
+    /// One tool whose every call runs `effects` and answers `content`.
+    fn one_rule_script(effects: Vec<Effect>, content: &str, state: serde_json::Value) -> Script {
+        let mut tools = BTreeMap::new();
+        tools.insert(
+            "append_note".to_owned(),
+            vec![ScriptRule {
+                when: RuleCondition::default(),
+                effects,
+                response: RuleResponse {
+                    content: Some(content.into()),
+                    ..Default::default()
+                },
+                variants: BTreeMap::new(),
+            }],
+        );
+        Script {
+            tools,
+            validate_arguments: false,
+            initial_state: Some(state),
+        }
+    }
+
+    #[test]
+    fn a_state_that_copies_itself_stops_before_it_is_materialised_past_the_cap() {
+        let script = one_rule_script(
+            vec![Effect::Append {
+                path: "calls".into(),
+                value: json!("${state}"),
+            }],
+            "{\"ok\": true}",
+            json!({"calls": ["start"]}),
+        );
+        let mut run = ScriptRun::new(&script, None);
+        let v = validators();
+        let mut calls = 0;
+        while !run.over_limit() {
+            let out = run.execute(calls, &call("append_note", json!({"text": "again"})), &v);
+            calls += 1;
+            // The state never holds more than its cap, not even for one effect.
+            assert!(run.state_size.fits(STATE_CAP), "{:?}", run.state_size);
+            if run.over_limit() {
+                assert!(
+                    out.content.contains("would grow to about")
+                        && out.content.contains("16384 values"),
+                    "{}",
+                    out.content
+                );
+            }
+        }
+        // Doubling from 3 values (3·2^12 = 12,288 after 12 calls): the value cap (16,384) stops
+        // the 13th call, long before 1 MiB of text (the byte cap alone let 98,304 through).
+        assert_eq!(calls, 13);
+        assert!(run.state_size.values <= MAX_STATE_VALUES);
+    }
+
+    #[test]
+    fn a_trials_snapshots_and_results_are_bounded_however_many_calls_it_makes() {
+        // Each call adds 2,000 characters to the state and answers with the whole list.
+        let script = one_rule_script(
+            vec![Effect::Append {
+                path: "notes".into(),
+                value: json!("${args.text}"),
+            }],
+            "${state.notes}",
+            json!({"notes": []}),
+        );
+        let mut run = ScriptRun::new(&script, None);
+        let v = validators();
+        let text = "x".repeat(2_000);
+        let mut kept = 0;
+        let mut noted = 0;
+        let mut step = 0;
+        while !run.over_limit() && step < 10_000 {
+            let out = run.execute(step, &call("append_note", json!({ "text": text })), &v);
+            step += 1;
+            match out.state {
+                Some(serde_json::Value::Object(_)) => kept += 1,
+                Some(serde_json::Value::String(note)) => {
+                    assert!(note.starts_with("(not kept: "), "{note}");
+                    noted += 1;
+                }
+                other => assert!(run.over_limit(), "{other:?}"),
+            }
+        }
+        assert!(run.over_limit(), "the results' cap stopped the trial");
+        // Snapshots stop being kept near 256 KiB in all; the results stop near 2 MiB.
+        assert!(kept > 0 && noted > 0, "{kept} kept, {noted} noted");
+        assert!(
+            run.snapshots.fits(MAX_TRIAL_SNAPSHOT),
+            "{:?}",
+            run.snapshots
+        );
+        assert!(
+            run.result_bytes <= MAX_TRIAL_RESULT_BYTES,
+            "{}",
+            run.result_bytes
+        );
+        assert!(run.result_bytes > MAX_TRIAL_RESULT_BYTES / 2);
     }
 }
