@@ -608,8 +608,17 @@ impl<'a> Tuner<'a> {
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
+        // The config the tune read, when it was not the default one: the provider may be
+        // named there, and `run` would not find it otherwise.
+        let config = self
+            .args
+            .suite
+            .config
+            .as_ref()
+            .map(|c| format!(" --config {}", c.display()))
+            .unwrap_or_default();
         format!(
-            "toolscore run --dataset {} --provider {} --variant base --variant {variant} --compare --sequential",
+            "toolscore run{config} --dataset {} --provider {} --variant base --variant {variant} --compare --sequential",
             self.dataset.dir.display(),
             self.live_provider
         )
