@@ -457,7 +457,10 @@ const SECRET_PATTERNS: &[(&str, &str)] = &[
         r"sk-[A-Za-z0-9_-]{20,}|[rsp]k_(?:live|test)_[A-Za-z0-9]{16,}",
     ),
     // Exactly 20 characters: a longer run of letters and digits is some other word.
-    ("aws_key", r"(?:AKIA|ASIA)[0-9A-Z]{16}(?P<longer>[\p{L}\p{N}]*)"),
+    (
+        "aws_key",
+        r"(?:AKIA|ASIA)[0-9A-Z]{16}(?P<longer>[\p{L}\p{N}]*)",
+    ),
     (
         "github_token",
         r"gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,}",
@@ -603,20 +606,50 @@ mod tests {
             (format!("id-{key}"), "id-[REDACTED:api_key]".to_owned()),
             (format!("v1.{key}"), "v1.[REDACTED:api_key]".to_owned()),
             (format!("key:{key}"), "key:[REDACTED:api_key]".to_owned()),
-            (format!("https://h/{key}"), "https://h/[REDACTED:api_key]".to_owned()),
+            (
+                format!("https://h/{key}"),
+                "https://h/[REDACTED:api_key]".to_owned(),
+            ),
             (format!("k={key}"), "k=[REDACTED:api_key]".to_owned()),
             (format!("\"{key}\""), "\"[REDACTED:api_key]\"".to_owned()),
             (format!("a {key} b"), "a [REDACTED:api_key] b".to_owned()),
-            (format!("{key},{key}"), "[REDACTED:api_key],[REDACTED:api_key]".to_owned()),
+            (
+                format!("{key},{key}"),
+                "[REDACTED:api_key],[REDACTED:api_key]".to_owned(),
+            ),
             (format!("é_{key}"), "é_[REDACTED:api_key]".to_owned()),
-            ("stripe_sk_live_0123456789abcdef".into(), "stripe_[REDACTED:api_key]".into()),
-            ("aws_AKIAIOSFODNN7EXAMPLE_prod".into(), "aws_[REDACTED:aws_key]_prod".into()),
-            ("AKIAIOSFODNN7EXAMPLE,AKIAIOSFODNN7EXAMPLE".into(), "[REDACTED:aws_key],[REDACTED:aws_key]".into()),
-            ("gh_ghp_0123456789abcdefghijABCDEFGHIJ012345".into(), "gh_[REDACTED:github_token]".into()),
-            ("env_xoxb-0123456789-abcdef".into(), "env_[REDACTED:slack_token]".into()),
-            ("g_AIzaSyA0123456789abcdefghijklmnopqrstuv".into(), "g_[REDACTED:google_api_key]".into()),
-            ("t_eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTYifQ.c2lnbmF0dXJlX3NpZw".into(), "t_[REDACTED:jwt]".into()),
-            ("auth_Bearer abc123def456ghi789".into(), "auth_[REDACTED:bearer_token]".into()),
+            (
+                "stripe_sk_live_0123456789abcdef".into(),
+                "stripe_[REDACTED:api_key]".into(),
+            ),
+            (
+                "aws_AKIAIOSFODNN7EXAMPLE_prod".into(),
+                "aws_[REDACTED:aws_key]_prod".into(),
+            ),
+            (
+                "AKIAIOSFODNN7EXAMPLE,AKIAIOSFODNN7EXAMPLE".into(),
+                "[REDACTED:aws_key],[REDACTED:aws_key]".into(),
+            ),
+            (
+                "gh_ghp_0123456789abcdefghijABCDEFGHIJ012345".into(),
+                "gh_[REDACTED:github_token]".into(),
+            ),
+            (
+                "env_xoxb-0123456789-abcdef".into(),
+                "env_[REDACTED:slack_token]".into(),
+            ),
+            (
+                "g_AIzaSyA0123456789abcdefghijklmnopqrstuv".into(),
+                "g_[REDACTED:google_api_key]".into(),
+            ),
+            (
+                "t_eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTYifQ.c2lnbmF0dXJlX3NpZw".into(),
+                "t_[REDACTED:jwt]".into(),
+            ),
+            (
+                "auth_Bearer abc123def456ghi789".into(),
+                "auth_[REDACTED:bearer_token]".into(),
+            ),
         ];
         for (text, want) in &redacted {
             let mut tally = Tally::new();
