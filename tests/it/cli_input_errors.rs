@@ -484,5 +484,8 @@ fn numeric_settings_of_a_config_are_refused_by_validate_and_run_alike() {
     args.extend(["--max-tokens", "0"]);
     let run = toolscore(dir.path(), &args);
     assert_eq!(run.code, 2, "{}", run.transcript());
-    assert_eq!(run.stderr.trim_end(), "error: --max-tokens must be at least 1");
+    assert_eq!(
+        run.stderr.trim_end(),
+        "error: --max-tokens must be at least 1"
+    );
 }
