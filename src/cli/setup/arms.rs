@@ -65,6 +65,7 @@ pub(super) fn live_arm(
         max_in_flight: args.max_in_flight.or(entry.max_in_flight),
         requests_per_minute: args.requests_per_minute.or(entry.requests_per_minute),
         tokens_per_minute: args.tokens_per_minute.or(entry.tokens_per_minute),
+        omitted: Vec::new(),
     };
     check_provider_limits(name, &settings)?;
     settings.check().map_err(|e| usage(&e))?;
