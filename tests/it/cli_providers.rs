@@ -730,6 +730,96 @@ expect:
     }
 }
 
+/// In a scenario, a call Ollama sent without an id (servers before November 2025) goes back
+/// without one, on the assistant's call and on the tool result, which names the tool; a call
+/// that came with an id goes back with that id on both.
+#[test]
+fn an_ollama_scenario_sends_back_no_call_id_the_model_did_not_issue() {
+    const SCENARIO: &str = r#"description: One lookup, then an answer.
+catalog: ../data/tools.json
+max_steps: 3
+messages:
+  - role: user
+    content: "Weather in Paris?"
+tools:
+  get_weather:
+    - result: {temperature: 18}
+expect:
+  max_calls: 2
+"#;
+    for issued in [None, Some("call_k3x9v2")] {
+        let bodies = std::sync::Arc::new(std::sync::Mutex::new(Vec::<Value>::new()));
+        let seen = bodies.clone();
+        let server = FakeServer::start_in_background(move |req: &FakeRequest| {
+            seen.lock().expect("lock").push(req.body.clone());
+            let answer = ollama_model(req);
+            let after_result = req.body["messages"]
+                .as_array()
+                .and_then(|m| m.last())
+                .is_some_and(|m| m["role"] == "tool");
+            match issued {
+                Some(id) if answer.status == 200 && !after_result => {
+                    FakeResponse::ok(ollama_call_body(Some(id)))
+                }
+                _ => answer,
+            }
+        });
+        let dir = project();
+        std::fs::create_dir_all(dir.path().join("scenarios")).expect("mkdir");
+        std::fs::write(dir.path().join("scenarios/weather.yaml"), SCENARIO).expect("scenario");
+        let url = format!("http://{}", server.addr);
+        let r = toolscore(
+            dir.path(),
+            &[
+                "run",
+                "--provider",
+                "ollama:qwen3",
+                "--base-url",
+                &url,
+                "--scenario",
+                "scenarios",
+                "--trials",
+                "1",
+                "--out",
+                "out",
+                "--progress",
+                "off",
+            ],
+        );
+        assert_eq!(r.code, 0, "{issued:?}: {}", r.transcript());
+        let bodies = bodies.lock().expect("lock");
+        assert_eq!(bodies.len(), 2, "a call, then the answer after its result");
+        let messages = bodies[1]["messages"].as_array().expect("messages");
+        let call = messages
+            .iter()
+            .find(|m| m["role"] == "assistant")
+            .and_then(|m| m["tool_calls"].get(0))
+            .unwrap_or_else(|| panic!("no assistant call sent back: {}", bodies[1]));
+        let result = messages
+            .iter()
+            .find(|m| m["role"] == "tool")
+            .unwrap_or_else(|| panic!("no tool result sent: {}", bodies[1]));
+        assert_eq!(call["function"]["name"], "get_weather");
+        assert_eq!(result["tool_name"], "get_weather");
+        match issued {
+            None => {
+                assert!(
+                    call.get("id").is_none(),
+                    "an id the model never issued: {call}"
+                );
+                assert!(
+                    result.get("tool_call_id").is_none(),
+                    "an id the model never issued: {result}"
+                );
+            }
+            Some(id) => {
+                assert_eq!(call["id"], id, "{call}");
+                assert_eq!(result["tool_call_id"], id, "{result}");
+            }
+        }
+    }
+}
+
 /// A model the capability table says refuses `temperature` is not sent one, and the run says
 /// so before its first request; other models get the temperature configured.
 #[test]
