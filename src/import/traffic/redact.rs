@@ -599,7 +599,7 @@ mod tests {
         let key = "sk-proj-Abc123def456ghi789jkl012";
         // (text, what it becomes): every separator a key may be glued after.
         let redacted = [
-            (format!("{key}"), "[REDACTED:api_key]".to_owned()),
+            (key.to_owned(), "[REDACTED:api_key]".to_owned()),
             (format!("call_{key}"), "call_[REDACTED:api_key]".to_owned()),
             (format!("key_{key}"), "key_[REDACTED:api_key]".to_owned()),
             (format!("__{key}__"), "__[REDACTED:api_key]".to_owned()),
