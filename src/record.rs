@@ -301,6 +301,21 @@ pub struct ModelIdentity {
     /// `parallel_tool_calls` as configured: sent only when set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parallel_tool_calls: Option<bool>,
+    /// Settings the user configured that the model's API refuses, so they were not sent (the
+    /// fields above show what was sent): which, the value configured, and why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub omitted: Vec<OmittedSetting>,
+}
+
+/// A configured request setting that was not sent because the model's API refuses it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OmittedSetting {
+    /// The request field (`temperature`, `tool_choice`, `parallel_tool_calls`).
+    pub field: String,
+    /// The value the user configured (a number, a string or a boolean).
+    pub configured: serde_json::Value,
+    /// Why it is refused: the capability table's date and source.
+    pub reason: String,
 }
 
 /// `tool_choice` as a user configures it, in OpenAI's words; each adapter writes it in its

@@ -34,8 +34,8 @@ use sha2::{Digest, Sha256};
 
 use crate::catalog::Catalog;
 use crate::message::{Message, ModelTurn};
-use crate::record::ModelIdentity;
 pub use crate::record::ToolChoice;
+use crate::record::{ModelIdentity, OmittedSetting};
 pub use adapter::{Adapter, ProviderKind, WireFormat};
 pub use auth::{InvalidHeader, bearer_auth, key_header};
 
@@ -76,6 +76,9 @@ pub struct ProviderSettings {
     pub requests_per_minute: Option<u32>,
     /// Tokens per minute (estimated input plus `max_tokens`), over every arm that calls it.
     pub tokens_per_minute: Option<u32>,
+    /// Configured fields not sent because the model refuses them
+    /// ([`capabilities::CapabilityTable::omit_rejected`]); recorded in the arm's identity.
+    pub omitted: Vec<OmittedSetting>,
 }
 
 /// Default cap on a response body: far above any tool-calling answer, far below what would
@@ -109,6 +112,7 @@ impl ProviderSettings {
             max_in_flight: None,
             requests_per_minute: None,
             tokens_per_minute: None,
+            omitted: Vec::new(),
         }
     }
 
@@ -182,6 +186,7 @@ impl ProviderSettings {
             max_tokens: self.max_tokens,
             tool_choice: self.tool_choice.map(|c| c.as_str().to_owned()),
             parallel_tool_calls: self.parallel_tool_calls,
+            omitted: self.omitted.clone(),
         }
     }
 }

@@ -3,7 +3,8 @@
 //! - Sent with `"stream": false`; arguments travel as JSON objects both ways; results are
 //!   `role: "tool"` messages naming the tool (`tool_name`) and the call (`tool_call_id`, ids
 //!   exist since Ollama of November 2025; older servers send none, so results are paired with
-//!   calls by id when there is one and by position otherwise).
+//!   calls by id when there is one and by position otherwise). An id goes back only when the
+//!   call came with one: none is invented for a call the model sent without, as for Gemini.
 //! - `done_reason` is `"stop"` for tool calls too; the calls decide.
 //! - `tool_choice` does not exist here; `max_tokens` is `options.num_predict`.
 //! - Errors are `{"error": "text"}`, also inside a 200 (a streamed error line): both are
@@ -75,17 +76,22 @@ pub(crate) fn encode_request(
                 content,
                 tool_calls,
             } => {
-                let ids = pending.open_turn(tool_calls);
+                // Only ids the call came with are sent: an id the model never issued would be
+                // put in its mouth (the tool result names the tool, and pairs by position).
+                pending.open_turn(tool_calls);
                 let calls: Vec<Value> = tool_calls
                     .iter()
-                    .zip(ids)
                     .enumerate()
-                    .map(|(index, (call, id))| {
+                    .map(|(index, call)| {
                         let arguments = match &call.arguments {
                             v @ Value::Object(_) => v.clone(),
                             _ => json!({}),
                         };
-                        json!({"id": id, "function": {"index": index, "name": call.name, "arguments": arguments}})
+                        let mut wire_call = json!({"function": {"index": index, "name": call.name, "arguments": arguments}});
+                        if let Some(id) = call.id.as_deref().filter(|id| !id.is_empty()) {
+                            wire_call["id"] = json!(id);
+                        }
+                        wire_call
                     })
                     .collect();
                 let mut m = Map::new();
@@ -100,9 +106,15 @@ pub(crate) fn encode_request(
                 call_id, content, ..
             } => {
                 let answered = pending.answer(call_id);
-                let (name, id) =
-                    answered.map_or((String::new(), call_id.clone()), |p| (p.name, p.wire_id));
-                wire.push(json!({"role": "tool", "tool_name": name, "tool_call_id": id, "content": content}));
+                let (name, id) = match answered {
+                    Some(p) => (p.name, p.given_id),
+                    None => (String::new(), Some(call_id.clone())),
+                };
+                let mut result = json!({"role": "tool", "tool_name": name, "content": content});
+                if let Some(id) = id.filter(|id| !id.is_empty()) {
+                    result["tool_call_id"] = json!(id);
+                }
+                wire.push(result);
             }
         }
     }
@@ -304,7 +316,9 @@ mod tests {
         );
         assert_eq!(m[2]["role"], "tool");
         assert_eq!(m[2]["tool_name"], "get_weather");
-        assert_eq!(m[2]["tool_call_id"], m[1]["tool_calls"][0]["id"]);
+        // The call came without an id: none is invented on either side.
+        assert!(m[1]["tool_calls"][0].get("id").is_none(), "{}", m[1]);
+        assert!(m[2].get("tool_call_id").is_none(), "{}", m[2]);
     }
 
     #[test]

@@ -456,7 +456,7 @@ impl Aggregator {
         let provider_diffs = super::providers::provider_diffs(&arms, confidence);
         let scenarios = self.scenarios.finish(confidence, precision);
         let cost = cost_summary(self.cost);
-        let mut warnings = Vec::new();
+        let mut warnings = settings_not_sent(&run);
         if totals.interrupted {
             warnings.push(Warning::RunInterrupted {
                 completed: totals.completed_trials,
@@ -710,6 +710,28 @@ fn group(name: &str, idx: &[usize], counts: &[CaseCounts], conf: f64) -> GroupSu
 
 /// Cases below which a suite-level interval is not to be trusted (stats.md §3.3).
 const MIN_CASES_FOR_SUITE_CLAIM: usize = 30;
+
+/// A warning for each configured setting an arm did not send (its model refuses it), from the
+/// run header, so `report` on the folder says it as the run did. Once per provider and model:
+/// the arms of several catalog variants share their settings.
+fn settings_not_sent(run: &RunInfo) -> Vec<Warning> {
+    let mut warnings: Vec<Warning> = Vec::new();
+    for arm in &run.arms {
+        for o in &arm.identity.omitted {
+            let warning = Warning::SettingNotSent {
+                provider: arm.identity.provider.clone(),
+                model: arm.identity.model.clone(),
+                field: o.field.clone(),
+                configured: o.configured.clone(),
+                reason: o.reason.clone(),
+            };
+            if !warnings.contains(&warning) {
+                warnings.push(warning);
+            }
+        }
+    }
+    warnings
+}
 
 fn arm_warnings(s: &ArmSummary, conf: f64, e: f64) -> Vec<Warning> {
     let mut w = Vec::new();

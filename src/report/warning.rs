@@ -91,6 +91,18 @@ pub enum Warning {
         precision: f64,
         cases_needed: u64,
     },
+    /// A request setting the user configured was not sent to an arm's model, which refuses
+    /// it (the capability table): the arm ran at the provider's default instead.
+    SettingNotSent {
+        provider: String,
+        model: String,
+        /// The request field (`temperature`, `tool_choice`, `parallel_tool_calls`).
+        field: String,
+        /// The value configured.
+        configured: serde_json::Value,
+        /// Why: the capability table's date and source.
+        reason: String,
+    },
     /// Too few answered trials to bound latency p99 from above at this confidence.
     LatencyP99Unbounded {
         answered: u64,

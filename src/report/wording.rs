@@ -166,6 +166,19 @@ pub fn warning_text(warning: &Warning) -> String {
                 ""
             }
         ),
+        Warning::SettingNotSent {
+            provider,
+            model,
+            field,
+            configured,
+            reason,
+        } => format!(
+            "provider `{provider}`, model {model}: `{field}` {} was configured but not sent: the model refuses it, so it ran at the provider's default ({reason})",
+            match configured {
+                serde_json::Value::String(s) => s.clone(),
+                other => other.to_string(),
+            }
+        ),
         Warning::LatencyP99Unbounded {
             answered,
             min_answered,

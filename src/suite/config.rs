@@ -131,6 +131,7 @@ pub fn parse_config(text: &str, file: &str, base: &Path) -> Result<Config, Input
         ));
     }
     check_prices(&config, text, file)?;
+    check_numbers(&config, text, file)?;
     if let Some(d) = &config.defaults.provider
         && !config.providers.contains_key(d)
     {
@@ -246,6 +247,182 @@ fn check_prices(config: &Config, text: &str, file: &str) -> Result<(), InputErro
         }
     }
     Ok(())
+}
+
+/// A sampling temperature every provider accepts; `run` checks `--temperature` by it too.
+pub fn temperature_ok(t: f64) -> bool {
+    (0.0..=2.0).contains(&t)
+}
+
+/// What [`temperature_ok`] accepts, in words.
+pub const TEMPERATURE_RANGE: &str = "between 0 and 2";
+
+/// Trials in flight at once; `run` checks `--concurrency` by it too.
+pub fn concurrency_ok(n: usize) -> bool {
+    (1..=4096).contains(&n)
+}
+
+/// What [`concurrency_ok`] accepts, in words.
+pub const CONCURRENCY_RANGE: &str = "between 1 and 4096";
+
+/// A confidence level every interval can use; `run` checks `--confidence` by it too.
+pub fn confidence_ok(c: f64) -> bool {
+    c > 0.5 && c < 1.0
+}
+
+/// A target half-width the sample-size warnings can use; `run` checks `--precision` by it too.
+pub fn precision_ok(p: f64) -> bool {
+    p > 0.0 && p < 0.5
+}
+
+/// One numeric setting of the file that is out of its range: where it is and why.
+struct BadNumber {
+    /// Keys from the root to the setting (`["providers", "local", "timeout_s"]`).
+    path: Vec<String>,
+    /// What the value must be; the value as written is put before it when `quote` is set.
+    rule: String,
+    quote: bool,
+}
+
+/// Every numeric run and provider setting within the range `run` takes it in, so `validate`
+/// refuses what `run` would, with the file, line and field rather than a flag's name.
+fn check_numbers(config: &Config, text: &str, file: &str) -> Result<(), InputError> {
+    let mut bad: Vec<BadNumber> = Vec::new();
+    let d = &config.defaults;
+    provider_like(
+        &mut bad,
+        &["defaults"],
+        d.temperature,
+        d.max_tokens,
+        d.timeout_s,
+    );
+    for (name, p) in &config.providers {
+        let section = ["providers", name.as_str()];
+        provider_like(&mut bad, &section, p.temperature, p.max_tokens, p.timeout_s);
+        let limits = [
+            ("max_in_flight", p.max_in_flight.map(|n| n as u64)),
+            ("requests_per_minute", p.requests_per_minute.map(u64::from)),
+            ("tokens_per_minute", p.tokens_per_minute.map(u64::from)),
+        ];
+        for (field, value) in limits {
+            if value == Some(0) {
+                bad.push(BadNumber {
+                    path: at(&section, field),
+                    rule: "must be at least 1".into(),
+                    quote: false,
+                });
+            }
+        }
+    }
+    if d.trials == Some(0) {
+        bad.push(BadNumber {
+            path: at(&["defaults"], "trials"),
+            rule: "must be at least 1".into(),
+            quote: false,
+        });
+    }
+    if let Some(n) = d.concurrency
+        && !concurrency_ok(n)
+    {
+        bad.push(BadNumber {
+            path: at(&["defaults"], "concurrency"),
+            rule: format!("is not a concurrency: {CONCURRENCY_RANGE}"),
+            quote: true,
+        });
+    }
+    if let Some(c) = d.confidence
+        && !confidence_ok(c)
+    {
+        bad.push(BadNumber {
+            path: at(&["defaults"], "confidence"),
+            rule: "is not a confidence level: above 0.5 and below 1 (e.g. 0.95)".into(),
+            quote: true,
+        });
+    }
+    if let Some(p) = d.precision
+        && !precision_ok(p)
+    {
+        bad.push(BadNumber {
+            path: at(&["defaults"], "precision"),
+            rule: "is not a precision: a half-width above 0 and below 0.5 (e.g. 0.05)".into(),
+            quote: true,
+        });
+    }
+    let Some(first) = bad.into_iter().next() else {
+        return Ok(());
+    };
+    let keys: Vec<&str> = first.path.iter().map(String::as_str).collect();
+    let line = line_of_key_path(text, &keys);
+    let field = first.path.last().map_or("", String::as_str);
+    let message = match line.and_then(|l| written_value(text, l, field)) {
+        Some(value) if first.quote => format!("{value} {}", first.rule),
+        _ => first.rule,
+    };
+    Err(InputError::at(file, line, &first.path.join("."), &message))
+}
+
+fn at(section: &[&str], field: &str) -> Vec<String> {
+    section
+        .iter()
+        .map(|s| (*s).to_owned())
+        .chain([field.to_owned()])
+        .collect()
+}
+
+/// The settings a provider entry and the defaults share.
+fn provider_like(
+    bad: &mut Vec<BadNumber>,
+    section: &[&str],
+    temperature: Option<f64>,
+    max_tokens: Option<u32>,
+    timeout_s: Option<f64>,
+) {
+    if let Some(t) = timeout_s
+        && crate::input::timeout_from_seconds(t).is_none()
+    {
+        bad.push(BadNumber {
+            path: at(section, "timeout_s"),
+            rule: format!("is not a timeout: {}", crate::input::TIMEOUT_RANGE),
+            quote: true,
+        });
+    }
+    if let Some(t) = temperature
+        && !temperature_ok(t)
+    {
+        bad.push(BadNumber {
+            path: at(section, "temperature"),
+            rule: format!("is not a temperature: {TEMPERATURE_RANGE}"),
+            quote: true,
+        });
+    }
+    if max_tokens == Some(0) {
+        bad.push(BadNumber {
+            path: at(section, "max_tokens"),
+            rule: "must be at least 1".into(),
+            quote: false,
+        });
+    }
+}
+
+/// The line of the last key of `keys`, found as each key after the line of the one before it
+/// (`defaults:` then `timeout_s:`), so a field is found in its own section.
+fn line_of_key_path(text: &str, keys: &[&str]) -> Option<usize> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut from = 0;
+    for key in keys {
+        let needle = format!("{key}:");
+        from += lines[from..].iter().position(|l| l.contains(&needle))?;
+    }
+    Some(from + 1)
+}
+
+/// The value of `field` as written on line `line` (1-based): what the author typed, so
+/// `1e-300` is quoted as such rather than as 300 zeros.
+fn written_value(text: &str, line: usize, field: &str) -> Option<String> {
+    let l = text.lines().nth(line.checked_sub(1)?)?;
+    let (_, rest) = l.split_once(&format!("{field}:"))?;
+    let value = rest.split([',', '}', '#']).next()?.trim();
+    (!value.is_empty()).then(|| value.to_owned())
 }
 
 #[cfg(test)]

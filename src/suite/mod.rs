@@ -14,7 +14,10 @@ use serde_json::Value;
 
 use crate::message::Message;
 
-pub use config::{Config, Defaults, ProviderEntry, REPLAY_KIND, load_config, parse_config};
+pub use config::{
+    CONCURRENCY_RANGE, Config, Defaults, ProviderEntry, REPLAY_KIND, TEMPERATURE_RANGE,
+    concurrency_ok, confidence_ok, load_config, parse_config, precision_ok, temperature_ok,
+};
 pub use variant::{CatalogVariant, apply_overlay};
 
 /// One fixture: the conversation up to the decision and what should happen next.

@@ -684,3 +684,66 @@ fn ids_keys_in_every_naming_style_and_json_inside_strings_are_redacted() {
     assert_eq!(pairs[0].1, "get_order");
     assert!(pairs[0].0.starts_with("redacted_"), "{text_reply}");
 }
+
+/// Keys glued to the text before them, as a probe found written whole: after `_` in a call
+/// id and in text, and after the other separators (`-`, `.`, `:`, `/`, `=`) that never were.
+const GLUED: &[&str] = &[
+    "sk-proj-Glu3dCallId0000111122223333444455",
+    "sk-proj-Glu3dTextKey000011112222333344446",
+    "sk-proj-Glu3dHyphen000011112222333344447",
+    "sk-proj-Glu3dDotted000011112222333344448",
+    "sk-proj-Glu3dColon0000011112222333344449",
+    "sk-proj-Glu3dSlash0000011112222333344450",
+    "sk_live_Glu3dStripe0000111122223333",
+];
+
+#[test]
+fn keys_glued_after_an_underscore_or_a_separator_are_redacted_and_words_stay() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let chat_tools: Vec<Value> = probe_tools()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| serde_json::json!({"type": "function", "function": t}))
+        .collect();
+    let call_id = format!("call_{}", GLUED[0]);
+    let user = format!(
+        "Is order ord_5512 shipped? My key_{} and id-{} and v1.{} and key:{} and \
+         https://api.example/{} and stripe_{} leaked; the desk-mounted-monitor-stand-holder \
+         and the task-force-alpha-bravo-charlie-delta are ordinary words.",
+        GLUED[1], GLUED[2], GLUED[3], GLUED[4], GLUED[5], GLUED[6]
+    );
+    let line = serde_json::json!({"request": {"messages": [
+        {"role": "user", "content": user},
+        {"role": "assistant", "content": null, "tool_calls": [
+            {"id": call_id, "type": "function", "function": {"name": "get_order", "arguments": "{\"order_id\": \"ord_5512\"}"}}
+        ]},
+        {"role": "tool", "tool_call_id": call_id, "content": "{\"status\": \"shipped\"}"}
+    ], "tools": chat_tools},
+    "response": {"choices": [{"message": {"role": "assistant", "content": "It shipped."}}]}});
+    std::fs::write(dir.path().join("glued.jsonl"), format!("{line}\n")).unwrap();
+    let run = toolscore(dir.path(), &["import", "traffic", "glued.jsonl"]);
+    assert_eq!(run.code, 0, "{}", run.transcript());
+    for file in files_under(&dir.path().join("datasets")) {
+        let text = std::fs::read_to_string(&file).expect("text");
+        for secret in GLUED {
+            assert!(!text.contains(secret), "{} holds {secret}", file.display());
+        }
+    }
+    let cases = cases(&dir.path().join("datasets/traffic"));
+    assert_eq!(cases.len(), 1);
+    let messages = &cases[0]["messages"];
+    assert_eq!(
+        messages[0]["content"],
+        "Is order ord_5512 shipped? My key_[REDACTED:api_key] and id-[REDACTED:api_key] and \
+         v1.[REDACTED:api_key] and key:[REDACTED:api_key] and \
+         https://api.example/[REDACTED:api_key] and stripe_[REDACTED:api_key] leaked; the \
+         desk-mounted-monitor-stand-holder and the task-force-alpha-bravo-charlie-delta are \
+         ordinary words."
+    );
+    // The call id is replaced whole, and the result still answers the call.
+    let pairs = results_by_call(&cases[0]);
+    assert_eq!(pairs.len(), 1, "{}", cases[0]);
+    assert!(pairs[0].0.starts_with("redacted_api_key_"), "{}", cases[0]);
+    assert_eq!(pairs[0].1, "get_order");
+}

@@ -380,3 +380,112 @@ fn a_pipe_or_a_byte_order_mark_as_input_is_named_not_waited_on() {
         "error: data/cases.jsonl:1: starts with a UTF-8 byte-order mark (bytes EF BB BF); save the file as UTF-8 without a BOM"
     );
 }
+
+/// Every numeric setting of a config that `run` would refuse is refused when the config is
+/// read, by `validate` and `run` alike, naming the file, the line and the field (`run` used to
+/// name the flag, and `validate` said nothing).
+#[test]
+fn numeric_settings_of_a_config_are_refused_by_validate_and_run_alike() {
+    let provider = |fields: &str| {
+        format!(
+            "providers:\n  local:\n    kind: openai-compat\n    base_url: http://127.0.0.1:9/v1\n    model: m\n{fields}"
+        )
+    };
+    // (config, the error's first line)
+    let cases = [
+        (
+            "defaults:\n  trials: 3\n  timeout_s: 1e-300\n".to_owned(),
+            "error: toolscore.yaml:3: defaults.timeout_s: 1e-300 is not a timeout: between 0.1 and 3600 seconds",
+        ),
+        (
+            provider("    timeout_s: 3601\n"),
+            "error: toolscore.yaml:6: providers.local.timeout_s: 3601 is not a timeout: between 0.1 and 3600 seconds",
+        ),
+        (
+            provider("    temperature: 2.5\n"),
+            "error: toolscore.yaml:6: providers.local.temperature: 2.5 is not a temperature: between 0 and 2",
+        ),
+        (
+            "defaults:\n  temperature: -1\n".to_owned(),
+            "error: toolscore.yaml:2: defaults.temperature: -1 is not a temperature: between 0 and 2",
+        ),
+        (
+            provider("    max_tokens: 0\n"),
+            "error: toolscore.yaml:6: providers.local.max_tokens: must be at least 1",
+        ),
+        (
+            "defaults:\n  max_tokens: 0\n".to_owned(),
+            "error: toolscore.yaml:2: defaults.max_tokens: must be at least 1",
+        ),
+        (
+            provider("    max_in_flight: 0\n"),
+            "error: toolscore.yaml:6: providers.local.max_in_flight: must be at least 1",
+        ),
+        (
+            provider("    requests_per_minute: 0\n"),
+            "error: toolscore.yaml:6: providers.local.requests_per_minute: must be at least 1",
+        ),
+        (
+            provider("    tokens_per_minute: 0\n"),
+            "error: toolscore.yaml:6: providers.local.tokens_per_minute: must be at least 1",
+        ),
+        (
+            "defaults:\n  trials: 0\n".to_owned(),
+            "error: toolscore.yaml:2: defaults.trials: must be at least 1",
+        ),
+        (
+            "defaults:\n  concurrency: 5000\n".to_owned(),
+            "error: toolscore.yaml:2: defaults.concurrency: 5000 is not a concurrency: between 1 and 4096",
+        ),
+        (
+            "defaults:\n  confidence: 95\n".to_owned(),
+            "error: toolscore.yaml:2: defaults.confidence: 95 is not a confidence level: above 0.5 and below 1 (e.g. 0.95)",
+        ),
+        (
+            "defaults:\n  precision: 0.5\n".to_owned(),
+            "error: toolscore.yaml:2: defaults.precision: 0.5 is not a precision: a half-width above 0 and below 0.5 (e.g. 0.05)",
+        ),
+    ];
+    for (config, expected) in &cases {
+        let dir = project(TOOLS, CASE);
+        std::fs::write(dir.path().join("toolscore.yaml"), config).unwrap();
+        let validate = toolscore(dir.path(), &["validate", "--dataset", "data"]);
+        assert_eq!(validate.code, 2, "{config}{}", validate.transcript());
+        assert_eq!(
+            validate.stderr.lines().next().unwrap_or_default(),
+            *expected,
+            "{config}"
+        );
+        let mut args = vec!["run", "--dataset", "data", "--out", "out"];
+        if config.contains("providers:") {
+            args.extend(["--provider", "local"]);
+        } else {
+            args.extend([
+                "--provider",
+                "openai-compat",
+                "--base-url",
+                "http://127.0.0.1:9/v1",
+                "--model",
+                "m",
+            ]);
+        }
+        let run = toolscore(dir.path(), &args);
+        assert_eq!(run.code, 2, "{config}{}", run.transcript());
+        assert_eq!(
+            run.stderr.lines().next().unwrap_or_default(),
+            *expected,
+            "{config}"
+        );
+        assert!(!dir.path().join("out").exists(), "{config}");
+    }
+    // The flag is held to the same rule as the field.
+    let dir = project(TOOLS, CASE);
+    let mut args = run_args();
+    args.extend(["--max-tokens", "0"]);
+    let run = toolscore(dir.path(), &args);
+    assert_eq!(run.code, 2, "{}", run.transcript());
+    assert_eq!(
+        run.stderr.trim_end(),
+        "error: --max-tokens must be at least 1"
+    );
+}

@@ -730,6 +730,96 @@ expect:
     }
 }
 
+/// In a scenario, a call Ollama sent without an id (servers before November 2025) goes back
+/// without one, on the assistant's call and on the tool result, which names the tool; a call
+/// that came with an id goes back with that id on both.
+#[test]
+fn an_ollama_scenario_sends_back_no_call_id_the_model_did_not_issue() {
+    const SCENARIO: &str = r#"description: One lookup, then an answer.
+catalog: ../data/tools.json
+max_steps: 3
+messages:
+  - role: user
+    content: "Weather in Paris?"
+tools:
+  get_weather:
+    - result: {temperature: 18}
+expect:
+  max_calls: 2
+"#;
+    for issued in [None, Some("call_k3x9v2")] {
+        let bodies = std::sync::Arc::new(std::sync::Mutex::new(Vec::<Value>::new()));
+        let seen = bodies.clone();
+        let server = FakeServer::start_in_background(move |req: &FakeRequest| {
+            seen.lock().expect("lock").push(req.body.clone());
+            let answer = ollama_model(req);
+            let after_result = req.body["messages"]
+                .as_array()
+                .and_then(|m| m.last())
+                .is_some_and(|m| m["role"] == "tool");
+            match issued {
+                Some(id) if answer.status == 200 && !after_result => {
+                    FakeResponse::ok(ollama_call_body(Some(id)))
+                }
+                _ => answer,
+            }
+        });
+        let dir = project();
+        std::fs::create_dir_all(dir.path().join("scenarios")).expect("mkdir");
+        std::fs::write(dir.path().join("scenarios/weather.yaml"), SCENARIO).expect("scenario");
+        let url = format!("http://{}", server.addr);
+        let r = toolscore(
+            dir.path(),
+            &[
+                "run",
+                "--provider",
+                "ollama:qwen3",
+                "--base-url",
+                &url,
+                "--scenario",
+                "scenarios",
+                "--trials",
+                "1",
+                "--out",
+                "out",
+                "--progress",
+                "off",
+            ],
+        );
+        assert_eq!(r.code, 0, "{issued:?}: {}", r.transcript());
+        let bodies = bodies.lock().expect("lock");
+        assert_eq!(bodies.len(), 2, "a call, then the answer after its result");
+        let messages = bodies[1]["messages"].as_array().expect("messages");
+        let call = messages
+            .iter()
+            .find(|m| m["role"] == "assistant")
+            .and_then(|m| m["tool_calls"].get(0))
+            .unwrap_or_else(|| panic!("no assistant call sent back: {}", bodies[1]));
+        let result = messages
+            .iter()
+            .find(|m| m["role"] == "tool")
+            .unwrap_or_else(|| panic!("no tool result sent: {}", bodies[1]));
+        assert_eq!(call["function"]["name"], "get_weather");
+        assert_eq!(result["tool_name"], "get_weather");
+        match issued {
+            None => {
+                assert!(
+                    call.get("id").is_none(),
+                    "an id the model never issued: {call}"
+                );
+                assert!(
+                    result.get("tool_call_id").is_none(),
+                    "an id the model never issued: {result}"
+                );
+            }
+            Some(id) => {
+                assert_eq!(call["id"], id, "{call}");
+                assert_eq!(result["tool_call_id"], id, "{result}");
+            }
+        }
+    }
+}
+
 /// A model the capability table says refuses `temperature` is not sent one, and the run says
 /// so before its first request; other models get the temperature configured.
 #[test]
@@ -781,6 +871,140 @@ fn a_field_the_model_refuses_is_omitted_and_said() {
             summary["run"]["arms"][0]["temperature"].is_null(),
             !sent,
             "{summary}"
+        );
+    }
+}
+
+/// Opus from 4.7 on, matched by the version in the model's name (later versions, dated
+/// snapshots), is not sent `temperature`; earlier Opus and other Claude models are. A setting
+/// not sent is recorded in plan.json and summary.json (the arm's `omitted`, and a
+/// `setting_not_sent` warning naming the provider, the model and why) and said by `report`
+/// in the terminal and in report.md.
+#[test]
+fn sampling_settings_are_dropped_for_opus_from_4_7_on_and_every_output_says_so() {
+    let bodies = std::sync::Arc::new(std::sync::Mutex::new(Vec::<Value>::new()));
+    let seen = bodies.clone();
+    let server = FakeServer::start_in_background(move |req: &FakeRequest| {
+        seen.lock().expect("lock").push(req.body.clone());
+        anthropic_model(req)
+    });
+    let models = [
+        ("claude-opus-4-7", false),
+        ("claude-opus-4-7-20260101", false),
+        ("claude-opus-4-8", false),
+        ("claude-opus-5", false),
+        ("claude-opus-5-1-20270301", false),
+        ("claude-opus-4-6", true),
+        ("claude-opus-4-1-20250805", true),
+        // Opus 4's dated snapshot: the date is not a minor version.
+        ("claude-opus-4-20250514", true),
+        ("claude-sonnet-4-5", true),
+        ("claude-sonnet-5", true),
+    ];
+    for (model, sent) in models {
+        let dir = project();
+        let provider = format!("anthropic:{model}");
+        let r = toolscore_env(
+            dir.path(),
+            &[
+                "run",
+                "--provider",
+                &provider,
+                "--base-url",
+                &server.base_url,
+                "--dataset",
+                "data",
+                "--trials",
+                "1",
+                "--temperature",
+                "0.5",
+                "--out",
+                "out",
+                "--progress",
+                "off",
+            ],
+            &[("ANTHROPIC_API_KEY", FAKE_KEY)],
+        );
+        assert_eq!(r.code, 0, "{model}: {}", r.transcript());
+        let sent_bodies: Vec<Value> = bodies.lock().expect("lock").drain(..).collect();
+        assert_eq!(sent_bodies.len(), 2, "{model}");
+        for b in &sent_bodies {
+            assert_eq!(b.get("temperature").is_some(), sent, "{model}: {b}");
+            if sent {
+                assert_eq!(b["temperature"], 0.5, "{model}: {b}");
+            }
+        }
+        let folder = run_dir(dir.path());
+        let read = |name: &str| -> Value {
+            serde_json::from_str(&std::fs::read_to_string(folder.join(name)).expect(name))
+                .expect(name)
+        };
+        let summary = read("summary.json");
+        let plan = read("plan.json");
+        let warnings: Vec<&Value> = summary["warnings"]
+            .as_array()
+            .expect("warnings")
+            .iter()
+            .filter(|w| w["kind"] == "setting_not_sent")
+            .collect();
+        let folder_arg = folder.display().to_string();
+        let report = toolscore(dir.path(), &["report", &folder_arg]);
+        assert_eq!(report.code, 0, "{model}: {}", report.transcript());
+        let md = toolscore(dir.path(), &["report", &folder_arg, "--format", "md"]);
+        assert_eq!(md.code, 0, "{model}: {}", md.transcript());
+        let markdown = std::fs::read_to_string(folder.join("report.md")).expect("report.md");
+        let said = format!(
+            "provider `{provider}`, model {model}: `temperature` 0.5 was configured but not sent: the model refuses it"
+        );
+        if sent {
+            assert!(warnings.is_empty(), "{model}: {summary}");
+            assert!(
+                summary["run"]["arms"][0].get("omitted").is_none(),
+                "{model}"
+            );
+            assert!(plan["arms"][0].get("omitted").is_none(), "{model}: {plan}");
+            assert!(
+                !report.stdout.contains("not sent"),
+                "{model}: {}",
+                report.stdout
+            );
+            assert!(!markdown.contains("not sent"), "{model}");
+            continue;
+        }
+        let omitted = serde_json::json!([{"field": "temperature", "configured": 0.5}]);
+        for (file, arm) in [
+            ("summary.json", &summary["run"]["arms"][0]),
+            ("plan.json", &plan["arms"][0]),
+        ] {
+            let got = &arm["omitted"];
+            assert_eq!(
+                got[0]["field"], omitted[0]["field"],
+                "{model} {file}: {arm}"
+            );
+            assert_eq!(
+                got[0]["configured"], omitted[0]["configured"],
+                "{model} {file}: {arm}"
+            );
+            assert!(
+                got[0]["reason"]
+                    .as_str()
+                    .is_some_and(|r| r.contains("Opus 4.7")),
+                "{model} {file}: {arm}"
+            );
+            assert!(arm["temperature"].is_null(), "{model} {file}: {arm}");
+        }
+        assert_eq!(warnings.len(), 1, "{model}: {summary}");
+        assert_eq!(warnings[0]["provider"], provider.as_str());
+        assert_eq!(warnings[0]["model"], model);
+        assert_eq!(warnings[0]["field"], "temperature");
+        assert_eq!(warnings[0]["configured"], 0.5);
+        // The run's own terminal report, `report` in the terminal, and report.md say it.
+        assert!(r.stdout.contains(&said), "{model}: {}", r.stdout);
+        assert!(report.stdout.contains(&said), "{model}: {}", report.stdout);
+        // report.md writes a backtick as an entity, so a name cannot open a code span.
+        assert!(
+            markdown.contains(&said.replace('`', "&#96;")),
+            "{model}: {markdown}"
         );
     }
 }

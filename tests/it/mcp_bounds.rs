@@ -223,3 +223,42 @@ fn a_100_kb_error_message_is_cut_saying_how_much() {
     );
     assert!(run.stderr.len() < 2_500, "{} bytes", run.stderr.len());
 }
+
+#[test]
+fn a_blocked_server_is_killed_when_the_timeout_passes_not_seconds_later() {
+    // It answers initialize, then never answers tools/list and ignores its closed stdin and
+    // SIGTERM: the old shutdown waited 3 s after closing stdin and 3 s after SIGTERM.
+    let timeout = 2;
+    let Some(run) = catalog_of_hostile("blocked", timeout) else {
+        return;
+    };
+    assert_eq!(run.code, 2, "{}", head(&run.stderr));
+    assert!(
+        run.stderr
+            .contains(&format!(": no answer to tools/list within {timeout}s")),
+        "{}",
+        head(&run.stderr)
+    );
+    let limit = Duration::from_secs(timeout.into());
+    assert!(
+        run.elapsed >= limit,
+        "{:?}: before the timeout",
+        run.elapsed
+    );
+    assert!(
+        run.elapsed < limit + Duration::from_millis(1500),
+        "{:?}: the shutdown took more than a short grace after the {timeout} s timeout",
+        run.elapsed
+    );
+    // Its last words are quoted, and the process is gone.
+    let pid: i32 = run
+        .stderr
+        .split("blocked server pid ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| panic!("no pid quoted: {}", head(&run.stderr)));
+    // SAFETY: signal 0 only checks that the process exists.
+    let alive = unsafe { libc::kill(pid, 0) } == 0;
+    assert!(!alive, "the blocked server {pid} outlived toolscore");
+}

@@ -65,6 +65,7 @@ pub(super) fn live_arm(
         max_in_flight: args.max_in_flight.or(entry.max_in_flight),
         requests_per_minute: args.requests_per_minute.or(entry.requests_per_minute),
         tokens_per_minute: args.tokens_per_minute.or(entry.tokens_per_minute),
+        omitted: Vec::new(),
     };
     check_provider_limits(name, &settings)?;
     settings.check().map_err(|e| usage(&e))?;
@@ -95,9 +96,12 @@ fn temperature_and_timeout(
         .or(entry.temperature)
         .or(defaults.temperature);
     if let Some(t) = temperature
-        && !(0.0..=2.0).contains(&t)
+        && !crate::suite::temperature_ok(t)
     {
-        return Err(usage("--temperature must be between 0 and 2"));
+        return Err(usage(&format!(
+            "--temperature must be {}",
+            crate::suite::TEMPERATURE_RANGE
+        )));
     }
     let timeout_s = args
         .provider_args
@@ -260,6 +264,9 @@ fn check_provider_limits(name: &str, settings: &ProviderSettings) -> Result<(), 
         return Err(usage(&format!(
             "provider `{name}`: tokens_per_minute (--tokens-per-minute) must be at least 1"
         )));
+    }
+    if settings.max_tokens == Some(0) {
+        return Err(usage("--max-tokens must be at least 1"));
     }
     if settings.max_response_bytes < 1024 {
         return Err(usage("--max-response-bytes must be at least 1024"));

@@ -558,8 +558,11 @@ struct CommonSettings {
 
 fn common_settings(args: &RunArgs, defaults: &Defaults) -> Result<CommonSettings, Error> {
     let concurrency = args.concurrency.or(defaults.concurrency).unwrap_or(8);
-    if concurrency == 0 || concurrency > 4096 {
-        return Err(usage("--concurrency must be between 1 and 4096"));
+    if !crate::suite::concurrency_ok(concurrency) {
+        return Err(usage(&format!(
+            "--concurrency must be {}",
+            crate::suite::CONCURRENCY_RANGE
+        )));
     }
     ensure_file_descriptors(concurrency)?;
     let confidence = checked_confidence(args.confidence.or(defaults.confidence).unwrap_or(0.95))?;
@@ -605,7 +608,7 @@ fn common_settings(args: &RunArgs, defaults: &Defaults) -> Result<CommonSettings
 
 /// A confidence level every interval can use.
 pub(super) fn checked_confidence(confidence: f64) -> Result<f64, Error> {
-    if confidence > 0.5 && confidence < 1.0 {
+    if crate::suite::confidence_ok(confidence) {
         Ok(confidence)
     } else {
         Err(usage("--confidence must be between 0.5 and 1 (e.g. 0.95)"))
@@ -614,7 +617,7 @@ pub(super) fn checked_confidence(confidence: f64) -> Result<f64, Error> {
 
 /// A target half-width the sample-size warnings can use.
 pub(super) fn checked_precision(precision: f64) -> Result<f64, Error> {
-    if precision > 0.0 && precision < 0.5 {
+    if crate::suite::precision_ok(precision) {
         Ok(precision)
     } else {
         Err(usage(

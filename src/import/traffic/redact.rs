@@ -87,7 +87,9 @@ enum Segment {
     Index(usize),
 }
 
-/// Text patterns and the kind each one reports.
+/// Text patterns and the kind each one reports. A match's `before` group (the character a
+/// token starts after) is kept; a match with a non-empty `longer` group is a longer word and
+/// kept whole.
 struct Pattern {
     kind: &'static str,
     regex: Regex,
@@ -175,12 +177,19 @@ impl Redactor {
                 let mut n = 0;
                 out = p
                     .regex
-                    .replace_all(&out, |_: &Captures| {
+                    .replace_all(&out, |c: &Captures| {
+                        let whole = c.get(0).map_or("", |m| m.as_str());
+                        if c.name("longer").is_some_and(|m| !m.is_empty()) {
+                            return whole.to_owned();
+                        }
                         n += 1;
-                        placeholder(p.kind)
+                        let before = c.name("before").map_or("", |m| m.as_str());
+                        format!("{before}{}", placeholder(p.kind))
                     })
                     .into_owned();
-                *tally.entry(p.kind.to_owned()).or_default() += n;
+                if n > 0 {
+                    *tally.entry(p.kind.to_owned()).or_default() += n;
+                }
             }
         }
         if let Some(phone) = &self.phone {
@@ -422,6 +431,13 @@ fn merge(tally: &mut Tally, other: Tally) {
 
 /// The kinds of secrets looked for in every string, whatever was named, and their patterns.
 /// Most specific first: a JWT inside a bearer header is reported as the header.
+///
+/// A token pattern (every one but the private key's armour) matches only where a token can
+/// start: at the start of the text or after a character that is not a letter or digit. That
+/// is wider than a regex `\b`, which counts `_` as part of a word and so kept `call_sk-proj-…`
+/// and `key_sk-proj-…` whole; `-`, `.`, `:`, `/`, `=`, quotes and spaces were boundaries
+/// already. A letter or digit before the prefix still makes it part of a word:
+/// `desk-mounted-monitor-stand` is not a key.
 const SECRET_PATTERNS: &[(&str, &str)] = &[
     (
         "private_key",
@@ -430,30 +446,45 @@ const SECRET_PATTERNS: &[(&str, &str)] = &[
     // A token has a digit somewhere; "the bearer responsibilities" has none.
     (
         "bearer_token",
-        r"(?i)\bbearer\s+[A-Za-z._~+/=-]*\d[A-Za-z0-9._~+/=-]{11,}",
+        r"(?i:bearer)\s+[A-Za-z._~+/=-]*\d[A-Za-z0-9._~+/=-]{11,}",
     ),
     (
         "jwt",
-        r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
+        r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
     ),
     (
         "api_key",
-        r"\bsk-[A-Za-z0-9_-]{20,}|\b[rsp]k_(?:live|test)_[A-Za-z0-9]{16,}",
+        r"sk-[A-Za-z0-9_-]{20,}|[rsp]k_(?:live|test)_[A-Za-z0-9]{16,}",
     ),
-    ("aws_key", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
+    // Exactly 20 characters: a longer run of letters and digits is some other word.
+    (
+        "aws_key",
+        r"(?:AKIA|ASIA)[0-9A-Z]{16}(?P<longer>[\p{L}\p{N}]*)",
+    ),
     (
         "github_token",
-        r"\bgh[pousr]_[A-Za-z0-9]{36,}|\bgithub_pat_[A-Za-z0-9_]{22,}",
+        r"gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,}",
     ),
-    ("slack_token", r"\bxox[abposr]-[A-Za-z0-9-]{10,}"),
-    ("google_api_key", r"\bAIza[0-9A-Za-z_-]{35}"),
+    ("slack_token", r"xox[abposr]-[A-Za-z0-9-]{10,}"),
+    ("google_api_key", r"AIza[0-9A-Za-z_-]{35}"),
 ];
+
+/// Where a token may start: the start of the text, or the one character before it (kept in
+/// the output) when that is not a letter or digit. Consuming that character instead of
+/// looking behind keeps the regex crate's linear-time matching; two tokens never share it,
+/// since each token ends before a character outside its own class.
+const TOKEN_START: &str = r"(?:^|(?P<before>[^\p{L}\p{N}]))";
 
 fn secret_patterns() -> Result<Vec<Pattern>, String> {
     SECRET_PATTERNS
         .iter()
         .map(|&(kind, p)| {
-            let regex = Regex::new(p).map_err(|e| format!("internal pattern {p}: {e}"))?;
+            let p = if kind == "private_key" {
+                format!("(?P<secret>{p})")
+            } else {
+                format!("{TOKEN_START}(?P<secret>{p})")
+            };
+            let regex = Regex::new(&p).map_err(|e| format!("internal pattern {p}: {e}"))?;
             Ok(Pattern { kind, regex })
         })
         .collect()
@@ -560,6 +591,88 @@ mod tests {
         assert_eq!(jwt, "token=[REDACTED:jwt]");
         let prose = "the bearer responsibilities of a courier";
         assert_eq!(r.text(prose, &mut tally), prose);
+    }
+
+    #[test]
+    fn keys_are_redacted_wherever_a_token_can_start_and_words_stay() {
+        let r = redactor(&[]);
+        let key = "sk-proj-Abc123def456ghi789jkl012";
+        // (text, what it becomes): every separator a key may be glued after.
+        let redacted = [
+            (key.to_owned(), "[REDACTED:api_key]".to_owned()),
+            (format!("call_{key}"), "call_[REDACTED:api_key]".to_owned()),
+            (format!("key_{key}"), "key_[REDACTED:api_key]".to_owned()),
+            (format!("__{key}__"), "__[REDACTED:api_key]".to_owned()),
+            (format!("id-{key}"), "id-[REDACTED:api_key]".to_owned()),
+            (format!("v1.{key}"), "v1.[REDACTED:api_key]".to_owned()),
+            (format!("key:{key}"), "key:[REDACTED:api_key]".to_owned()),
+            (
+                format!("https://h/{key}"),
+                "https://h/[REDACTED:api_key]".to_owned(),
+            ),
+            (format!("k={key}"), "k=[REDACTED:api_key]".to_owned()),
+            (format!("\"{key}\""), "\"[REDACTED:api_key]\"".to_owned()),
+            (format!("a {key} b"), "a [REDACTED:api_key] b".to_owned()),
+            (
+                format!("{key},{key}"),
+                "[REDACTED:api_key],[REDACTED:api_key]".to_owned(),
+            ),
+            (format!("é_{key}"), "é_[REDACTED:api_key]".to_owned()),
+            (
+                "stripe_sk_live_0123456789abcdef".into(),
+                "stripe_[REDACTED:api_key]".into(),
+            ),
+            (
+                "aws_AKIAIOSFODNN7EXAMPLE_prod".into(),
+                "aws_[REDACTED:aws_key]_prod".into(),
+            ),
+            (
+                "AKIAIOSFODNN7EXAMPLE,AKIAIOSFODNN7EXAMPLE".into(),
+                "[REDACTED:aws_key],[REDACTED:aws_key]".into(),
+            ),
+            (
+                "gh_ghp_0123456789abcdefghijABCDEFGHIJ012345".into(),
+                "gh_[REDACTED:github_token]".into(),
+            ),
+            (
+                "env_xoxb-0123456789-abcdef".into(),
+                "env_[REDACTED:slack_token]".into(),
+            ),
+            (
+                "g_AIzaSyA0123456789abcdefghijklmnopqrstuv".into(),
+                "g_[REDACTED:google_api_key]".into(),
+            ),
+            (
+                "t_eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTYifQ.c2lnbmF0dXJlX3NpZw".into(),
+                "t_[REDACTED:jwt]".into(),
+            ),
+            (
+                "auth_Bearer abc123def456ghi789".into(),
+                "auth_[REDACTED:bearer_token]".into(),
+            ),
+        ];
+        for (text, want) in &redacted {
+            let mut tally = Tally::new();
+            assert_eq!(&r.text(text, &mut tally), want, "{text}");
+            assert!(total(&tally) >= 1, "{text}");
+        }
+        // A letter or digit before the prefix makes it part of a word.
+        let kept = [
+            "the desk-mounted-monitor-stand-holder",
+            "a task-force-alpha-bravo-charlie-delta",
+            "risk-adjusted-return-on-capital-2024",
+            "disk_live_0123456789abcdef0123",
+            "xAKIAIOSFODNN7EXAMPLE",
+            "AKIAIOSFODNN7EXAMPLE1234",
+            "thegh_0123456789abcdefghijABCDEFGHIJ012345",
+            "the bearer responsibilities of a courier",
+            "call_0 and tool_use_id toolu_01A09q90qw90lq917835lq9",
+        ];
+        for text in kept {
+            let mut tally = Tally::new();
+            assert_eq!(r.text(text, &mut tally), text);
+            assert!(tally.is_empty(), "{text}: {tally:?}");
+        }
     }
 
     #[test]

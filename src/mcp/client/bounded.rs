@@ -172,9 +172,11 @@ impl<R: AsyncRead + Unpin> AsyncRead for BoundedStdout<R> {
     }
 }
 
-/// How long the child may take to exit after its stdin closes, and again after SIGTERM (the
-/// SDK's own child transport waits the same).
-const EXIT_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
+/// How long a server that answered may take to exit after its stdin closes, and again after
+/// SIGTERM, before SIGKILL. Short (the SDK's own child transport waits 3 s each), so a server
+/// deaf to both adds at most twice this to a command; a server that stopped answering gets
+/// no grace at all ([`super::McpSession`] kills its group when the timeout passes).
+pub(super) const EXIT_GRACE: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// A stdio server as the SDK's child-process transport runs it, but read through
 /// [`BoundedStdout`].
@@ -228,9 +230,16 @@ impl BoundedChild {
         // A server whose output was refused is likely blocked writing the rest of it, deaf
         // to a closed stdin: go straight to SIGTERM rather than wait for it.
         let refused = self.fault.get().is_some();
-        if refused || tokio::time::timeout(EXIT_WAIT, child.wait()).await.is_err() {
+        if refused
+            || tokio::time::timeout(EXIT_GRACE, child.wait())
+                .await
+                .is_err()
+        {
             let _ = child.signal(libc::SIGTERM);
-            if tokio::time::timeout(EXIT_WAIT, child.wait()).await.is_err() {
+            if tokio::time::timeout(EXIT_GRACE, child.wait())
+                .await
+                .is_err()
+            {
                 Box::into_pin(child.kill()).await?;
             }
         }

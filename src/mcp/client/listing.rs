@@ -36,12 +36,7 @@ impl McpSession {
     pub async fn list_tool_definitions(&self) -> Result<Vec<Value>, McpError> {
         match tokio::time::timeout(self.timeout, self.list_pages()).await {
             Ok(listed) => listed,
-            Err(_) => Err(McpError::Timeout {
-                server: self.server.clone(),
-                what: "tools/list".into(),
-                after: self.timeout,
-                stderr: self.stderr_settled().await,
-            }),
+            Err(_) => Err(self.timed_out("tools/list".into()).await),
         }
     }
 

@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::time::Duration;
 
 use reqwest::header::{HeaderName, HeaderValue};
@@ -28,7 +28,7 @@ mod listing;
 mod raw;
 
 use crate::json::cut_text;
-use bounded::{BoundedChild, StderrTail, StdoutFault};
+use bounded::{BoundedChild, EXIT_GRACE, StderrTail, StdoutFault};
 pub use bounded::{
     MAX_ERROR_MESSAGE_BYTES, MAX_LISTING_BYTES, MAX_MESSAGE_BYTES, MAX_PAGES, MAX_TOOLS,
     STDERR_LINE_BYTES, STDERR_LINES,
@@ -266,6 +266,9 @@ pub struct McpSession {
     /// Process group of a stdio child, to end it if a graceful shutdown does not.
     child_group: Option<i32>,
     timeout: Duration,
+    /// A request went unanswered for the whole timeout: the server is not shut down
+    /// gracefully (its stdio child was killed then), only closed.
+    unresponsive: AtomicBool,
 }
 
 /// A connection under way: `initialize` within the timeout (the outer `Err`) or not.
@@ -502,6 +505,7 @@ impl McpSession {
             fault,
             child_group,
             timeout,
+            unresponsive: AtomicBool::new(false),
         };
         match session.service.peer_info() {
             Some(info) => {
@@ -566,12 +570,30 @@ impl McpSession {
                 is_error: result.is_error.unwrap_or(false),
             }),
             Ok(Err(e)) => Err(self.request_error(&what, e).await),
-            Err(_) => Err(McpError::Timeout {
-                server: self.server.clone(),
-                what,
-                after: self.timeout,
-                stderr: self.stderr_settled().await,
-            }),
+            Err(_) => Err(self.timed_out(what).await),
+        }
+    }
+
+    /// A request got no answer within the timeout: the deadline has passed, so a stdio
+    /// child's process group is killed now rather than after a graceful shutdown it is
+    /// unlikely to heed, and the error quotes its stderr up to its death.
+    pub(super) async fn timed_out(&self, what: String) -> McpError {
+        self.unresponsive.store(true, Ordering::SeqCst);
+        let stderr = match self.child_group {
+            Some(group) => {
+                signal_group(group, libc::SIGKILL);
+                match &self.stderr {
+                    Some(tail) => tail.text(EXIT_GRACE).await,
+                    None => String::new(),
+                }
+            }
+            None => self.stderr_settled().await,
+        };
+        McpError::Timeout {
+            server: self.server.clone(),
+            what,
+            after: self.timeout,
+            stderr,
         }
     }
 
@@ -582,11 +604,15 @@ impl McpSession {
     }
 
     async fn close(&mut self) {
-        // rmcp's own sequence waits 3 s after closing stdin and 3 s after SIGTERM.
-        let closed = self
-            .service
-            .close_with_timeout(Duration::from_secs(8))
-            .await;
+        // A server that answered gets [`EXIT_GRACE`] after its stdin closes and again after
+        // SIGTERM (the transport's sequence); one that stopped answering was killed already
+        // (stdio) or gets no more than one grace to end its session (HTTP).
+        let bound = if self.unresponsive.load(Ordering::SeqCst) {
+            EXIT_GRACE
+        } else {
+            EXIT_GRACE * 4
+        };
+        let closed = self.service.close_with_timeout(bound).await;
         if !matches!(closed, Ok(Some(_))) {
             terminate_group(self.child_group).await;
         } else if let Some(group) = self.child_group {
@@ -718,14 +744,15 @@ fn signal_group(group: i32, signal: i32) -> bool {
 }
 
 /// Ends a child's process group when it could not be shut down through the transport:
-/// SIGTERM, up to 3 s to exit, then SIGKILL.
+/// SIGTERM, up to [`EXIT_GRACE`] to exit, then SIGKILL.
 async fn terminate_group(group: Option<i32>) {
     let Some(group) = group else { return };
     if !signal_group(group, libc::SIGTERM) {
         return;
     }
-    for _ in 0..30 {
-        tokio::time::sleep(Duration::from_millis(100)).await;
+    let step = Duration::from_millis(50);
+    for _ in 0..(EXIT_GRACE.as_millis() / step.as_millis()) {
+        tokio::time::sleep(step).await;
         if !signal_group(group, 0) {
             return;
         }

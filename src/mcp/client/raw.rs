@@ -10,7 +10,8 @@ use tokio::io::AsyncBufReadExt as _;
 
 use super::bounded::{BoundedStdout, StderrTail, StdoutFault, count};
 use super::{
-    MAX_MESSAGE_BYTES, McpError, STDERR_GRACE, ServerSpec, spawn_message, terminate_group,
+    EXIT_GRACE, MAX_MESSAGE_BYTES, McpError, STDERR_GRACE, ServerSpec, spawn_message,
+    terminate_group,
 };
 
 /// Sends one `initialize` request asking for `protocol_version`, outside the SDK (which only
@@ -96,8 +97,25 @@ async fn raw_stdio(
     let exchange = exchange(&mut stdin, stdout, request, fault.clone());
     let answer = tokio::time::timeout(timeout, exchange).await;
     drop(stdin);
-    terminate_group(group).await;
-    let _ = child.wait().await;
+    // A server that answered gets SIGTERM and a short grace; one that did not answer within
+    // the deadline gets none. The leader is waited for here, not polled for: until it is
+    // reaped its group still exists.
+    let group = group.unwrap_or(0);
+    let first = if answer.is_err() {
+        libc::SIGKILL
+    } else {
+        libc::SIGTERM
+    };
+    super::signal_group(group, first);
+    if tokio::time::timeout(EXIT_GRACE, child.wait())
+        .await
+        .is_err()
+    {
+        super::signal_group(group, libc::SIGKILL);
+        let _ = child.wait().await;
+    }
+    // Anything the leader left in its group goes too.
+    super::signal_group(group, libc::SIGKILL);
     let stderr = match &tail {
         Some(t) => t.text(STDERR_GRACE).await,
         None => String::new(),

@@ -1,8 +1,12 @@
 # A stdio MCP server that answers initialize properly and tools/list in the hostile way
 # argv[1] says (tests/mcp_bounds.rs): too many tools, endless or slow pages, a flood of stderr, an
-# answer too large for one message, bytes that are not UTF-8, an enormous JSON-RPC error.
+# answer too large for one message, bytes that are not UTF-8, an enormous JSON-RPC error, or no
+# answer at all from a server deaf to its closed stdin and to SIGTERM.
 import json
+import os
+import signal
 import sys
+import time
 
 mode = sys.argv[1]
 out = sys.stdout.buffer
@@ -26,7 +30,6 @@ def tools_list(msg):
         page = int(cursor or "0") + 1
         send({"jsonrpc": "2.0", "id": rid, "result": {"tools": [tool(f"t{page}")], "nextCursor": str(page)}})
     elif mode == "slow-pages":
-        import time
         time.sleep(0.5)
         page = int(cursor or "0") + 1
         send({"jsonrpc": "2.0", "id": rid, "result": {"tools": [tool(f"t{page}")], "nextCursor": str(page)}})
@@ -44,6 +47,13 @@ def tools_list(msg):
     elif mode == "bad-utf8":
         out.write(b'{"jsonrpc": "2.0", "id": %d, "result": {"tools": [{"name": "\xff\xfe", "inputSchema": {}}]}}\n' % rid)
         out.flush()
+    elif mode == "blocked":
+        # Only SIGKILL ends it; its pid on stderr lets the test check that it is gone.
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        sys.stderr.write(f"blocked server pid {os.getpid()}\n")
+        sys.stderr.flush()
+        while True:
+            time.sleep(1)
     elif mode == "huge-error":
         send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32603, "message": "E" * 100_000}})
 
