@@ -20,6 +20,9 @@ pub struct Allowance {
     training: u64,
     holdout: u64,
     baseline_trials: u64,
+    /// The baseline's rounds the race goes on from (its trials per case; 0 with `--from`): the
+    /// base wording's first rounds of the race cost nothing more.
+    baseline_rounds: u32,
 }
 
 /// A phase's share: at most this many trials, at most this many dollars.
@@ -34,13 +37,29 @@ impl Allowance {
         (training, holdout): (u64, u64),
         baseline_trials: Option<u32>,
     ) -> Result<Allowance, String> {
-        let baseline = training * u64::from(baseline_trials.unwrap_or(0));
-        let smallest = baseline + u64::from(MIN_ROUNDS) * 2 * (training + holdout);
+        let baseline_rounds = baseline_trials.unwrap_or(0);
+        let baseline = training * u64::from(baseline_rounds);
+        let shape = Allowance {
+            trials_left: budget_trials,
+            usd_left: max_cost,
+            training,
+            holdout,
+            baseline_trials: baseline,
+            baseline_rounds,
+        };
+        let race = shape.race_cost(1, MIN_ROUNDS, baseline_rounds);
+        let confirm = shape.confirm_need(MIN_ROUNDS);
+        let smallest = baseline + race + confirm;
         if let Some(b) = budget_trials
             && b < smallest
         {
             return Err(format!(
-                "--budget-trials {b} cannot pay for the smallest tune: {smallest} trials ({baseline} for the baseline, then {MIN_ROUNDS} rounds of one candidate on the {training} training units (cases, and scenarios when given) and of the confirmation on the {holdout} held-out ones, two arms each); raise it{}",
+                "--budget-trials {b} cannot pay for the smallest tune: {smallest} trials ({baseline} for the baseline; {race} for {MIN_ROUNDS} rounds of one candidate on the {training} training units (cases, and scenarios when given){}; {confirm} for {MIN_ROUNDS} rounds of the confirmation on the {holdout} held-out ones, two arms each); raise it{}",
+                if baseline_rounds >= MIN_ROUNDS {
+                    ", the base wording's rounds taken from the baseline"
+                } else {
+                    ""
+                },
                 if baseline > 0 {
                     ", or diagnose an earlier run with --from"
                 } else {
@@ -55,13 +74,19 @@ impl Allowance {
                 "--max-cost must be a positive amount of US dollars (e.g. 5 or 0.50)".into(),
             );
         }
-        Ok(Allowance {
-            trials_left: budget_trials,
-            usd_left: max_cost,
-            training,
-            holdout,
-            baseline_trials: baseline,
-        })
+        Ok(shape)
+    }
+
+    /// The trials a race of `candidates` sends in `rounds` rounds, the base wording's first
+    /// `free_base_rounds` taken from the baseline.
+    fn race_cost(&self, candidates: usize, rounds: u32, free_base_rounds: u32) -> u64 {
+        let base = u64::from(rounds.saturating_sub(free_base_rounds));
+        self.training * (candidates as u64 * u64::from(rounds) + base)
+    }
+
+    /// What the race and the confirmation need at the least, after the baseline.
+    fn smallest_after_baseline(&self) -> u64 {
+        self.race_cost(1, MIN_ROUNDS, self.baseline_rounds) + self.confirm_need(MIN_ROUNDS)
     }
 
     /// The most the confirmation would use at `max_rounds`.
@@ -72,7 +97,7 @@ impl Allowance {
     /// The baseline's share: its trials, and the dollars in proportion to the trials it is
     /// of the least the whole tune needs.
     pub fn baseline(&self) -> Share {
-        let rest = u64::from(MIN_ROUNDS) * 2 * (self.training + self.holdout);
+        let rest = self.smallest_after_baseline();
         let fraction = self.baseline_trials as f64 / (self.baseline_trials + rest) as f64;
         (
             self.trials_left.map(|t| t.min(self.baseline_trials)),
@@ -89,10 +114,7 @@ impl Allowance {
         max_rounds: u32,
         free_base_rounds: u32,
     ) -> (usize, u32, Share) {
-        let cost = |k: usize, rounds: u32| {
-            let base = u64::from(rounds.saturating_sub(free_base_rounds));
-            self.training * (k as u64 * u64::from(rounds) + base)
-        };
+        let cost = |k: usize, rounds: u32| self.race_cost(k, rounds, free_base_rounds);
         let Some(left) = self.trials_left else {
             let usd = self.usd_left.map(|u| {
                 let race = cost(candidates, max_rounds);
@@ -148,7 +170,7 @@ impl Allowance {
 
     /// The trials the race and confirmation must keep: their smallest tune.
     fn reserved_for_phases(&self) -> u64 {
-        u64::from(MIN_ROUNDS) * 2 * (self.training + self.holdout)
+        self.smallest_after_baseline()
     }
 
     /// Takes what a phase spent off what is left.
@@ -168,8 +190,10 @@ mod tests {
 
     #[test]
     fn the_phases_never_plan_past_the_budget() {
-        // 10 training cases, 4 held out, a baseline of 5 trials per case: 50 trials.
-        let smallest = 50 + 3 * 2 * 14;
+        // 10 training cases, 4 held out, a baseline of 5 trials per case: 50 trials; then 3
+        // rounds of one candidate (the base's 3 come from the baseline) and of the
+        // confirmation's two arms.
+        let smallest = 50 + 3 * 10 + 3 * 2 * 4;
         assert!(Allowance::new(Some(smallest - 1), None, (10, 4), Some(5)).is_err());
         let mut a = Allowance::new(Some(400), None, (10, 4), Some(5)).unwrap();
         assert_eq!(a.baseline(), (Some(50), None));
@@ -209,8 +233,8 @@ mod tests {
     fn dollars_are_shared_and_what_is_left_goes_on() {
         let mut a = Allowance::new(None, Some(1.0), (10, 10), Some(6)).unwrap();
         let (_, usd) = a.baseline();
-        // 60 baseline trials of the 60 + 120 the smallest tune needs.
-        assert!((usd.unwrap() - 1.0 / 3.0).abs() < 1e-12);
+        // 60 baseline trials of the 60 + 30 + 60 the smallest tune needs.
+        assert!((usd.unwrap() - 60.0 / 150.0).abs() < 1e-12);
         a.spend(60, Some(0.25));
         let (_, _, (_, race_usd)) = a.race(1, 10, 0);
         // The race: 2 × 10 × 10 = 200 of 200 + 200.

@@ -300,7 +300,7 @@ fn a_budget_too_small_for_the_smallest_tune_is_refused_before_any_request() {
     assert_eq!(r.code, 2, "{}", r.transcript());
     assert!(
         r.stderr
-            .contains("--budget-trials 60 cannot pay for the smallest tune: 108 trials"),
+            .contains("--budget-trials 60 cannot pay for the smallest tune: 81 trials"),
         "{}",
         r.stderr
     );
@@ -941,4 +941,43 @@ fn the_provider_flags_of_run_reach_every_request_of_a_tune() {
         assert_eq!(b["max_tokens"], 77, "{b}");
         assert_eq!(b["tool_choice"], "required", "{b}");
     }
+}
+
+/// The smallest tune is what the guide says: the baseline, then 3 rounds of one candidate
+/// (the base wording's rounds come from the baseline) and of the confirmation's two arms. On
+/// the project's 51 training and 10 held-out units at 4 trials: 204 + 153 + 60 = 417 (the
+/// check once asked for 570, pricing the base's race rounds the baseline already ran).
+#[test]
+fn the_smallest_tune_is_the_guides_rule() {
+    let dir = support::project_copy();
+    let args = |budget: &str| {
+        vec![
+            "tune",
+            "--provider",
+            "demo-tune",
+            "--trials",
+            "4",
+            "--budget-trials",
+            budget,
+            "--progress",
+            "off",
+            "--out",
+            "out",
+        ]
+        .into_iter()
+        .map(str::to_owned)
+        .collect::<Vec<_>>()
+    };
+    let short = args("416");
+    let r = toolscore(
+        dir.path(),
+        &short.iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    assert_eq!(r.code, 2, "{}", r.transcript());
+    assert!(
+        r.stderr.contains("--budget-trials 416 cannot pay for the smallest tune: 417 trials (204 for the baseline; 153 for 3 rounds of one candidate on the 51 training units (cases, and scenarios when given), the base wording's rounds taken from the baseline; 60 for 3 rounds of the confirmation on the 10 held-out ones"),
+        "{}",
+        r.stderr
+    );
+    assert!(!dir.path().join("out").exists(), "nothing written");
 }
