@@ -172,8 +172,9 @@ pub enum Command {
     Import(import::ImportCommand),
     /// Print a completion script: bash, zsh, fish, powershell, elvish
     ///
-    /// Generated from the same definitions as --help, on stdout. For bash:
-    /// `toolscore completions bash > ~/.local/share/bash-completion/completions/toolscore`.
+    /// Generated from the same definitions as --help, on stdout. For bash: `mkdir -p
+    /// ~/.local/share/bash-completion/completions && toolscore completions bash >
+    /// ~/.local/share/bash-completion/completions/toolscore`.
     Completions(help::CompletionsArgs),
     /// Write a man page per subcommand into a folder
     ///
