@@ -316,9 +316,14 @@ pub(crate) fn checked_timeout(seconds: f64) -> Result<std::time::Duration, Error
 
 /// Loads the config (if any) and every dataset, fully validated.
 pub(crate) fn load_suite(args: &SuiteArgs) -> Result<LoadedSuite, Error> {
-    let config = match &args.config {
+    let default_config = Path::new("toolscore.yaml");
+    let config_file = match &args.config {
+        Some(path) => Some(path.as_path()),
+        None if default_config.is_file() => Some(default_config),
+        None => None,
+    };
+    let config = match config_file {
         Some(path) => load_config(path)?,
-        None if Path::new("toolscore.yaml").is_file() => load_config(Path::new("toolscore.yaml"))?,
         None => Config::default(),
     };
     // Flags name the whole suite; without them, the config's lists do.
@@ -328,9 +333,18 @@ pub(crate) fn load_suite(args: &SuiteArgs) -> Result<LoadedSuite, Error> {
         (args.datasets.clone(), args.scenarios.clone())
     };
     if dirs.is_empty() && scenario_paths.is_empty() {
-        return Err(usage(
-            "no dataset: pass --dataset DIR (or --scenario FILE) or list `datasets` in toolscore.yaml",
-        ));
+        return Err(usage(&match config_file {
+            Some(path) => format!(
+                "no dataset: {} lists no `datasets` (or `scenarios`); list one there, or pass --dataset DIR (or --scenario FILE)",
+                path.display()
+            ),
+            // Outside a project: say where toolscore looked, and how a project starts.
+            None => format!(
+                "no dataset: no toolscore.yaml in {} (the current folder, the only place it is looked for) and no --dataset or --scenario; run this in your project's folder, pass --dataset DIR, or start a project here with `toolscore init` (from an MCP server or a tool list: `toolscore help init`)",
+                std::env::current_dir()
+                    .map_or_else(|_| ".".to_owned(), |d| d.display().to_string())
+            ),
+        }));
     }
     let mut datasets: Vec<Dataset> = Vec::with_capacity(dirs.len());
     for dir in &dirs {
