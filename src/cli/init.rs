@@ -13,6 +13,7 @@ use crate::catalog::{Catalog, to_tools_json};
 use crate::error::{Error, ExitCode};
 use crate::import::dataset::{CatalogFile, put_in_place, stage_dataset};
 use crate::mcp::client::ServerSpec;
+use crate::suite::{STARTER_PLACEHOLDER, STARTER_TAG};
 
 #[derive(Debug, Args)]
 pub struct InitArgs {
@@ -46,9 +47,6 @@ pub struct InitArgs {
     #[command(flatten)]
     pub server: ServerFlags,
 }
-
-/// The tag every starter case carries, so a user can find the cases still to edit.
-const STARTER_TAG: &str = "starter";
 
 pub fn run(args: &InitArgs) -> Result<ExitCode, Error> {
     check_live(args)?;
@@ -223,7 +221,7 @@ fn starter_cases(catalog: &Catalog) -> Vec<Value> {
                 "id": format!("starter-{}", tool.name),
                 "messages": [{
                     "role": "user",
-                    "content": format!("EDIT ME: write what a user would ask that needs {}{what}", tool.name),
+                    "content": format!("{STARTER_PLACEHOLDER} write what a user would ask that needs {}{what}", tool.name),
                 }],
                 "expect": {"tool": tool.name},
                 "tags": [STARTER_TAG],

@@ -378,6 +378,70 @@ pub(crate) fn load_suite(args: &SuiteArgs) -> Result<LoadedSuite, Error> {
     })
 }
 
+/// The starter cases of `datasets` that nobody has edited yet (as
+/// [`crate::suite::Case::is_unedited_starter`] decides), one line each: `  FILE:LINE  ID`.
+fn unedited_starters(datasets: &[Dataset]) -> Vec<String> {
+    datasets
+        .iter()
+        .flat_map(|d| {
+            let file = d.dir.join("cases.jsonl");
+            d.cases
+                .iter()
+                .filter(|c| c.is_unedited_starter())
+                .map(move |c| format!("  {}:{}  {}", file.display(), c.line, c.id))
+        })
+        .collect()
+}
+
+/// What makes a starter case unedited, in the words every message about them uses.
+const UNEDITED_RULE: &str = "tagged `starter` and the request still beginning \"EDIT ME:\", as `toolscore init` wrote it";
+
+/// `validate`'s warning about unedited starter cases, None when there are none.
+pub(crate) fn unedited_starters_warning(datasets: &[Dataset]) -> Option<String> {
+    let found = unedited_starters(datasets);
+    if found.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "warning: {} unedited starter case{} ({UNEDITED_RULE}); `run` and `tune` refuse to score {} until the request is written (or with --allow-starter-cases):\n{}",
+        found.len(),
+        if found.len() == 1 { "" } else { "s" },
+        if found.len() == 1 { "it" } else { "them" },
+        found.join("\n")
+    ))
+}
+
+/// What `run` and `tune` say when --allow-starter-cases lets unedited starter cases be scored.
+pub(crate) fn allowed_starters_note(datasets: &[Dataset]) -> Option<String> {
+    let n = unedited_starters(datasets).len();
+    (n > 0).then(|| {
+        format!(
+            "warning: scoring {n} unedited starter case{} as {} (--allow-starter-cases)",
+            if n == 1 { "" } else { "s" },
+            if n == 1 { "it is" } else { "they are" }
+        )
+    })
+}
+
+/// Refuses to score a suite that still holds unedited starter cases, unless `allowed`
+/// (`--allow-starter-cases`): a placeholder request scored as a real one gives a rate that
+/// measures nothing, and looks like a result.
+pub(crate) fn refuse_unedited_starters(datasets: &[Dataset], allowed: bool) -> Result<(), Error> {
+    let found = unedited_starters(datasets);
+    if found.is_empty() {
+        return Ok(());
+    }
+    if allowed {
+        return Ok(());
+    }
+    Err(usage(&format!(
+        "{n} unedited starter case{s} ({UNEDITED_RULE}) would be scored as if real:\n{}\nwrite the request a user would make in each (and its expected \"args\"), or delete the case; a case whose request is written counts, tag or not. To score them as they are, pass --allow-starter-cases.",
+        found.join("\n"),
+        n = found.len(),
+        s = if found.len() == 1 { "" } else { "s" },
+    )))
+}
+
 /// What a command runs on: the config, its datasets and its scenarios, all validated.
 pub(crate) struct LoadedSuite {
     pub config: Config,

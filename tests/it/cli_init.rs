@@ -250,3 +250,97 @@ fn bad_input_is_a_usage_error_and_writes_nothing() {
     assert_eq!(run.code, 2, "{}", run.transcript());
     assert!(run.stderr.contains("not both"), "{}", run.stderr);
 }
+
+/// A project whose dataset `init` started from a two-tool list, with a config naming a fake
+/// OpenAI-compatible server that always calls `search_orders`.
+fn starter_project(server: &crate::support::FakeServer) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("app-tools.json"),
+        r#"[{"type": "function", "function": {"name": "search_orders", "description": "Find orders.", "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}}},
+            {"type": "function", "function": {"name": "cancel_order", "description": "Cancel one order.", "parameters": {"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]}}}]"#,
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("toolscore.yaml"),
+        format!(
+            "defaults:\n  provider: fake\n  trials: 2\nproviders:\n  fake:\n    kind: openai-compat\n    base_url: {}\n    model: m\ndatasets: [datasets/app-tools]\n",
+            server.base_url
+        ),
+    )
+    .unwrap();
+    let run = init(dir.path(), &["app-tools.json"], &[]);
+    assert_eq!(run.code, 0, "{}", run.transcript());
+    dir
+}
+
+#[test]
+fn unedited_starter_cases_are_named_by_validate_and_refused_by_run_and_tune() {
+    let server = crate::support::FakeServer::start_in_background(|_| {
+        crate::support::FakeResponse::ok(crate::support::tool_call_body(&[(
+            "search_orders",
+            r#"{"q": "x"}"#,
+        )]))
+    });
+    let dir = starter_project(&server);
+    let cases = dir.path().join("datasets/app-tools/cases.jsonl");
+    // validate passes, and names each unedited case with its file and line.
+    let validate = toolscore(dir.path(), &["validate"]);
+    assert_eq!(validate.code, 0, "{}", validate.transcript());
+    assert_eq!(
+        validate.stderr,
+        "warning: 2 unedited starter cases (tagged `starter` and the request still beginning \"EDIT ME:\", as `toolscore init` wrote it); `run` and `tune` refuse to score them until the request is written (or with --allow-starter-cases):\n  datasets/app-tools/cases.jsonl:1  starter-search_orders\n  datasets/app-tools/cases.jsonl:2  starter-cancel_order\n"
+    );
+    // run and tune refuse, naming them, before any request or file.
+    for args in [
+        vec!["run", "--out", "out"],
+        vec!["tune", "--out", "out", "--budget-trials", "100"],
+    ] {
+        let refused = toolscore(dir.path(), &args);
+        assert_eq!(refused.code, 2, "{args:?}\n{}", refused.transcript());
+        assert!(
+            refused.stderr.starts_with(
+                "error: 2 unedited starter cases (tagged `starter` and the request still beginning \"EDIT ME:\", as `toolscore init` wrote it) would be scored as if real:\n  datasets/app-tools/cases.jsonl:1  starter-search_orders\n  datasets/app-tools/cases.jsonl:2  starter-cancel_order\n"
+            ),
+            "{args:?}\n{}",
+            refused.stderr
+        );
+        assert!(refused.stderr.contains("pass --allow-starter-cases"));
+        assert!(!dir.path().join("out").exists(), "{args:?}");
+    }
+    assert_eq!(server.requests_seen(), 0);
+
+    // The first request written, its tag kept: it counts; the other is still named.
+    let text = std::fs::read_to_string(&cases).unwrap();
+    let edited = text.replacen(
+        "EDIT ME: write what a user would ask that needs search_orders (Find orders)",
+        "Where is my order for the blue lamp?",
+        1,
+    );
+    assert_ne!(edited, text);
+    std::fs::write(&cases, edited).unwrap();
+    let refused = toolscore(dir.path(), &["run", "--out", "out"]);
+    assert_eq!(refused.code, 2, "{}", refused.transcript());
+    assert!(
+        refused.stderr.starts_with(
+            "error: 1 unedited starter case (tagged `starter` and the request still beginning \"EDIT ME:\", as `toolscore init` wrote it) would be scored as if real:\n  datasets/app-tools/cases.jsonl:2  starter-cancel_order\n"
+        ),
+        "{}",
+        refused.stderr
+    );
+
+    // Said explicitly, they are scored, and the run says so.
+    let allowed = toolscore(
+        dir.path(),
+        &["run", "--out", "out", "--allow-starter-cases", "--progress", "off"],
+    );
+    assert_eq!(allowed.code, 0, "{}", allowed.transcript());
+    assert!(
+        allowed
+            .stderr
+            .contains("warning: scoring 1 unedited starter case as it is (--allow-starter-cases)"),
+        "{}",
+        allowed.stderr
+    );
+    assert_eq!(server.requests_seen(), 4);
+}
