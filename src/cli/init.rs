@@ -334,13 +334,10 @@ fn print_next_steps(dest: &Path, cases: usize, args: &InitArgs, wrote_config: bo
     } else {
         println!("left {} as it is", args.config.display());
     }
-    // An existing config with a default provider needs no flag; one without, the user's pick.
-    let has_default = wrote_config
-        || crate::suite::load_config(&args.config).is_ok_and(|c| c.defaults.provider.is_some());
-    let provider = if has_default {
-        ""
+    let (provider, why) = if wrote_config {
+        (String::new(), None)
     } else {
-        " --provider PROVIDER"
+        run_provider(&args.config)
     };
     println!("\nnext:");
     println!(
@@ -352,4 +349,97 @@ fn print_next_steps(dest: &Path, cases: usize, args: &InitArgs, wrote_config: bo
         "  3. toolscore run --dataset {}{provider} --trials 10",
         dest.display()
     );
+    if let Some(why) = why {
+        println!("     ({why})");
+    }
+}
+
+/// The model a new dataset is first run against when no config names one: the provider
+/// `init` writes into a new config, as KIND:MODEL.
+const STARTER_MODEL: &str = "openai-responses:gpt-4.1-mini";
+
+/// The `--provider` flag (with its leading space; empty when none is needed) that makes `run`
+/// call a model on a new dataset with the existing config at `path`, and why it is that one.
+/// `run` without `--provider` uses the config's default provider (or its only one); a replay
+/// serves only what its cassette recorded, never a dataset made a moment ago, so the printed
+/// command names a provider of the config that calls a model instead, or a KIND:MODEL.
+fn run_provider(path: &Path) -> (String, Option<String>) {
+    let file = path.display();
+    let config = match crate::suite::load_config(path) {
+        Ok(config) => config,
+        Err(_) => {
+            return (
+                " --provider PROVIDER".to_owned(),
+                Some(format!(
+                    "{file} does not load, so which provider to name is yours to say; `toolscore validate` shows why"
+                )),
+            );
+        }
+    };
+    let replays = |name: &str| {
+        config
+            .providers
+            .get(name)
+            .is_some_and(|p| p.kind == crate::suite::REPLAY_KIND)
+    };
+    let chosen = config.defaults.provider.clone().or_else(|| {
+        (config.providers.len() == 1)
+            .then(|| config.providers.keys().next().cloned())
+            .flatten()
+    });
+    let why_not_chosen = match &chosen {
+        Some(name) if !replays(name) => return (String::new(), None),
+        Some(name) => format!(
+            "`{name}`, {file}'s default provider, replays recorded responses, and has none for this dataset"
+        ),
+        None => format!("{file} names no default provider"),
+    };
+    let callers: Vec<&String> = config
+        .providers
+        .iter()
+        .filter(|(_, p)| p.kind != crate::suite::REPLAY_KIND)
+        .map(|(name, _)| name)
+        .collect();
+    match callers.split_first() {
+        Some((first, others)) => {
+            let entry = &config.providers[first.as_str()];
+            let needs = match (&entry.start, key_variable(entry)) {
+                (Some(start), _) => format!(" (start it first: `{start}`)"),
+                (None, Some(var)) => format!(" (it reads {var})"),
+                (None, None) => String::new(),
+            };
+            let also = match others {
+                [] => String::new(),
+                [only] => format!("; so does `{only}`"),
+                [rest @ .., last] => {
+                    let names: Vec<String> = rest.iter().map(|n| format!("`{n}`")).collect();
+                    format!("; so do {} and `{last}`", names.join(", "))
+                }
+            };
+            (
+                format!(" --provider {first}"),
+                Some(format!(
+                    "{why_not_chosen}; `{first}` calls a model{needs}{also}"
+                )),
+            )
+        }
+        None => (
+            format!(" --provider {STARTER_MODEL}"),
+            Some(format!(
+                "{why_not_chosen}, and no provider of it calls a model; {STARTER_MODEL} reads OPENAI_API_KEY, and any KIND:MODEL will do (docs/guides/providers.md)"
+            )),
+        ),
+    }
+}
+
+/// The environment variable a provider of the config reads its key from, if any.
+fn key_variable(entry: &crate::suite::ProviderEntry) -> Option<String> {
+    entry.api_key_env.clone().or_else(|| {
+        entry
+            .kind
+            .parse::<crate::provider::ProviderKind>()
+            .ok()
+            .and_then(|k| k.adapter().default_key_env())
+            .map(str::to_owned)
+    })
 }

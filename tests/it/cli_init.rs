@@ -7,7 +7,10 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::support::{published_servers, read_json, read_jsonl, server_command, toolscore};
+use crate::support::{
+    FakeServer, project_copy, published_servers, read_json, read_jsonl, server_command,
+    shell_words, toolscore, toolscore_env,
+};
 
 const EVERYTHING: &str = "@modelcontextprotocol/server-everything";
 
@@ -159,8 +162,8 @@ fn openai_and_anthropic_tool_lists_keep_their_order_and_wording() {
             {"name": "alpha", "description": "First letter last.", "input_schema": {"type": "object", "properties": {}}}]"#,
     )
     .unwrap();
-    // A config of the user's own, with no default provider: left alone, and the run command
-    // asks for a provider.
+    // A config of the user's own, naming no provider: left alone, and the run command names
+    // a KIND:MODEL that calls a model, and says why.
     std::fs::write(
         dir.path().join("toolscore.yaml"),
         "defaults:\n  trials: 5\n",
@@ -184,7 +187,7 @@ fn openai_and_anthropic_tool_lists_keep_their_order_and_wording() {
         assert_eq!(run.code, 0, "{}", run.transcript());
         assert!(
             run.stdout.contains(&format!(
-                "3. toolscore run --dataset datasets/{name} --provider PROVIDER"
+                "3. toolscore run --dataset datasets/{name} --provider openai-responses:gpt-4.1-mini --trials 10\n     (toolscore.yaml names no default provider, and no provider of it calls a model; openai-responses:gpt-4.1-mini reads OPENAI_API_KEY, and any KIND:MODEL will do (docs/guides/providers.md))\n"
             )),
             "{}",
             run.stdout
@@ -343,4 +346,95 @@ fn unedited_starter_cases_are_named_by_validate_and_refused_by_run_and_tune() {
         allowed.stderr
     );
     assert_eq!(server.requests_seen(), 4);
+}
+
+/// Step 3 of what `init` printed, as words after `toolscore`.
+fn printed_run_command(stdout: &str) -> Vec<String> {
+    let line = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("  3. toolscore "))
+        .unwrap_or_else(|| panic!("no step 3 in:\n{stdout}"));
+    shell_words(line)
+}
+
+/// Writes a request into every starter case of `cases` (the step 1 `init` asks for), keeping
+/// the `starter` tag.
+fn write_every_request(cases: &Path) {
+    let mut text = String::new();
+    for mut case in read_jsonl(cases) {
+        let tool = case["expect"]["tool"].as_str().unwrap().to_owned();
+        case["messages"][0]["content"] = format!("Please use {tool} for me.").into();
+        text.push_str(&format!("{case}\n"));
+    }
+    std::fs::write(cases, text).unwrap();
+}
+
+/// The printed command, pointed at `base_url` (the tests' fake in place of the provider's
+/// real address; every other word as printed), with its output kept in the project.
+fn at_fake(command: &[String], base_url: &str) -> Vec<String> {
+    let mut words = command.to_vec();
+    words.extend(
+        ["--base-url", base_url, "--progress", "off", "--out", "out"].map(str::to_owned),
+    );
+    words
+}
+
+#[test]
+fn the_printed_run_command_runs_where_init_printed_it() {
+    let Some(command) = everything() else {
+        return;
+    };
+    // In the repository: its config's default provider is a replay, which has nothing for a
+    // new dataset, so the command names a provider of the config that calls a model.
+    let repo = project_copy();
+    let run = init(repo.path(), &[], &command);
+    assert_eq!(run.code, 0, "{}", run.transcript());
+    assert!(
+        run.stdout.contains(
+            "  3. toolscore run --dataset datasets/everything --provider local --trials 10\n     (`demo`, toolscore.yaml's default provider, replays recorded responses, and has none for this dataset; `local` calls a model (start it first: `scripts/local-model.sh start`); so do `local-greedy` and `openai`)\n"
+        ),
+        "{}",
+        run.stdout
+    );
+    write_every_request(&repo.path().join("datasets/everything/cases.jsonl"));
+    let chat = FakeServer::start_in_background(|_| {
+        crate::support::FakeResponse::ok(crate::support::tool_call_body(&[(
+            "echo",
+            r#"{"message": "hi"}"#,
+        )]))
+    });
+    let printed = printed_run_command(&run.stdout);
+    let words = at_fake(&printed, &chat.base_url);
+    let args: Vec<&str> = words.iter().map(String::as_str).collect();
+    let scored = toolscore(repo.path(), &args);
+    assert_eq!(scored.code, 0, "{args:?}\n{}", scored.transcript());
+    assert_eq!(chat.requests_seen(), 13 * 10);
+
+    // In an empty folder: init writes the config, whose provider needs OPENAI_API_KEY; as
+    // printed, the command says so, and with a key it runs.
+    let empty = tempfile::tempdir().unwrap();
+    let run = init(empty.path(), &[], &command);
+    assert_eq!(run.code, 0, "{}", run.transcript());
+    write_every_request(&empty.path().join("datasets/everything/cases.jsonl"));
+    let printed = printed_run_command(&run.stdout);
+    let args: Vec<&str> = printed.iter().map(String::as_str).collect();
+    let keyless = toolscore(empty.path(), &args);
+    assert_eq!(keyless.code, 2, "{}", keyless.transcript());
+    assert!(
+        keyless
+            .stderr
+            .contains("environment variable OPENAI_API_KEY is not set"),
+        "{}",
+        keyless.stderr
+    );
+    let responses = FakeServer::start_in_background(crate::support::responses_model);
+    let words = at_fake(&printed, &responses.base_url);
+    let args: Vec<&str> = words.iter().map(String::as_str).collect();
+    let scored = toolscore_env(
+        empty.path(),
+        &args,
+        &[("OPENAI_API_KEY", crate::support::FAKE_KEY)],
+    );
+    assert_eq!(scored.code, 0, "{}", scored.transcript());
+    assert_eq!(responses.requests_seen(), 13 * 10);
 }
