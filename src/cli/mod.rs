@@ -74,7 +74,8 @@ pub enum Command {
     /// tool list, or a tools.json: writes DIR/NAME/tools.json (or, with --live, a dataset.yaml
     /// naming the server) and a cases.jsonl with one starter case per tool to edit, loads it
     /// back as `validate` does, writes a toolscore.yaml when there is none, and prints the next
-    /// three commands. Never replaces a dataset without --force.
+    /// three commands. An existing dataset is left alone, or with --force refreshed: its
+    /// catalog replaced, its cases kept, those that do not fit reported.
     Init(init::InitArgs),
     /// Run every case N times against a provider and report
     ///

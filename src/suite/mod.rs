@@ -2,6 +2,7 @@
 //! that name the file, the line and the field.
 
 mod config;
+pub mod fit;
 pub mod live;
 pub mod scenario;
 pub mod script;
@@ -52,11 +53,16 @@ impl Case {
     /// was written is real even if it keeps its tag, and a real request that happens to begin
     /// "EDIT ME:" (a case for an editing tool) is not taken for a placeholder.
     pub fn is_unedited_starter(&self) -> bool {
-        self.tags.iter().any(|t| t == STARTER_TAG)
-            && self.messages.iter().any(|m| {
-                matches!(m, Message::User { content } if content.trim_start().starts_with(STARTER_PLACEHOLDER))
-            })
+        unedited_starter(&self.tags, &self.messages)
     }
+}
+
+/// [`Case::is_unedited_starter`]'s rule, for a case that may not load.
+fn unedited_starter(tags: &[String], messages: &[Message]) -> bool {
+    tags.iter().any(|t| t == STARTER_TAG)
+        && messages.iter().any(|m| {
+            matches!(m, Message::User { content } if content.trim_start().starts_with(STARTER_PLACEHOLDER))
+        })
 }
 
 // ---------------------------------------------------------------------------------------------

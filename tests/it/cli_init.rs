@@ -438,3 +438,153 @@ fn the_printed_run_command_runs_where_init_printed_it() {
     assert_eq!(scored.code, 0, "{}", scored.transcript());
     assert_eq!(responses.requests_seen(), 13 * 10);
 }
+
+/// An OpenAI tool list of `(name, parameters)`.
+fn tool_list(tools: &[(&str, &str)]) -> String {
+    let items: Vec<String> = tools
+        .iter()
+        .map(|(name, parameters)| {
+            format!(
+                r#"{{"type": "function", "function": {{"name": "{name}", "description": "{name} things.", "parameters": {parameters}}}}}"#
+            )
+        })
+        .collect();
+    format!("[{}]", items.join(",\n"))
+}
+
+#[test]
+fn a_refresh_keeps_every_written_case_and_names_those_that_no_longer_fit() {
+    let dir = tempfile::tempdir().unwrap();
+    let id_string = r#"{"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]}"#;
+    let id_integer = r#"{"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"]}"#;
+    let none = r#"{"type": "object", "properties": {}}"#;
+    std::fs::write(
+        dir.path().join("v1.json"),
+        tool_list(&[
+            ("search_orders", none),
+            ("cancel_order", id_string),
+            ("refund", none),
+            ("gift_wrap", none),
+        ]),
+    )
+    .unwrap();
+    let run = init(dir.path(), &["v1.json", "--name", "shop"], &[]);
+    assert_eq!(run.code, 0, "{}", run.transcript());
+    // The user writes two starter requests (refund's among them), leaves gift_wrap's and
+    // cancel_order's as init wrote them, adds a case of their own, and a note.
+    let dataset = dir.path().join("datasets/shop");
+    let cases = dataset.join("cases.jsonl");
+    let written = std::fs::read_to_string(&cases)
+        .unwrap()
+        .replace(
+            "EDIT ME: write what a user would ask that needs search_orders (search_orders things)",
+            "Where is my lamp?",
+        )
+        .replace(
+            "EDIT ME: write what a user would ask that needs refund (refund things)",
+            "I want my money back",
+        )
+        + "{\"id\": \"cancel-42\", \"messages\": [{\"role\": \"user\", \"content\": \"Cancel order 42\"}], \"expect\": {\"tool\": \"cancel_order\", \"args\": {\"id\": \"42\"}}}\n";
+    std::fs::write(&cases, &written).unwrap();
+    std::fs::write(dataset.join("NOTES.md"), "why these cases\n").unwrap();
+
+    // The server changed: refund and gift_wrap are gone, cancel_order takes an integer, track
+    // is new.
+    std::fs::write(
+        dir.path().join("v2.json"),
+        tool_list(&[
+            ("search_orders", none),
+            ("cancel_order", id_integer),
+            ("track", none),
+        ]),
+    )
+    .unwrap();
+    let refreshed = init(dir.path(), &["v2.json", "--name", "shop", "--force"], &[]);
+    assert_eq!(refreshed.code, 0, "{}", refreshed.transcript());
+    assert!(
+        refreshed.stdout.starts_with(
+            "refreshed datasets/shop/tools.json: 3 tools (was 4; new: track; gone: refund, gift_wrap)\n\
+             kept datasets/shop/cases.jsonl: 4 cases as they were; removed 1 unedited starter case of a tool that is gone (starter-gift_wrap); added a starter case for each tool no case expects (track)\n\
+             2 cases do not fit the new catalog (fix or delete each):\n  \
+             datasets/shop/cases.jsonl:3  starter-refund  tool `refund`: gone from the catalog\n  \
+             datasets/shop/cases.jsonl:4  cancel-42  tool `cancel_order`: its args do not fit the tool's input schema: `args.id`: \"42\" is not of type \"integer\"\n"
+        ),
+        "{}",
+        refreshed.stdout
+    );
+    assert!(
+        refreshed.stdout.contains(
+            "  1. edit datasets/shop/cases.jsonl: fix or delete each case above that does not fit; in each new starter case, write the request and add the expected \"args\"\n"
+        ),
+        "{}",
+        refreshed.stdout
+    );
+    // Every line the user wrote or kept is there byte for byte, in order; gift_wrap's
+    // untouched starter is gone and track's is added at the end.
+    let after = std::fs::read_to_string(&cases).unwrap();
+    let kept: String = written
+        .lines()
+        .filter(|l| !l.contains("\"starter-gift_wrap\""))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let added = after.strip_prefix(&kept).unwrap_or_else(|| panic!("{after}"));
+    assert_eq!(added.lines().count(), 1, "{added}");
+    let starter: Value = serde_json::from_str(added).unwrap();
+    assert_eq!(starter["id"], "starter-track");
+    assert_eq!(starter["tags"], serde_json::json!(["starter"]));
+    assert_eq!(
+        std::fs::read_to_string(dataset.join("NOTES.md")).unwrap(),
+        "why these cases\n"
+    );
+    assert_eq!(
+        tool_names(&read_json(&dataset.join("tools.json"))),
+        ["search_orders", "cancel_order", "track"]
+    );
+    // validate then names the case whose tool is gone, with its file and line.
+    let validate = toolscore(dir.path(), &["validate", "--dataset", "datasets/shop"]);
+    assert_eq!(validate.code, 2, "{}", validate.transcript());
+    assert!(
+        validate
+            .stderr
+            .starts_with("error: datasets/shop/cases.jsonl:3: expect.tool: case `starter-refund`: tool `refund` is not in the catalog"),
+        "{}",
+        validate.stderr
+    );
+}
+
+#[test]
+fn a_refresh_from_a_newer_release_of_a_server_keeps_the_cases() {
+    let Some(modules) = published_servers() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let old = server_command(&modules, "server-everything-2026.1.26");
+    let run = init(dir.path(), &["--name", "everything"], &old);
+    assert_eq!(run.code, 0, "{}", run.transcript());
+    let cases = dir.path().join("datasets/everything/cases.jsonl");
+    let written = std::fs::read_to_string(&cases).unwrap()
+        + "{\"id\": \"add\", \"messages\": [{\"role\": \"user\", \"content\": \"What is 2 + 3?\"}], \"expect\": {\"tool\": \"get-sum\", \"args\": {\"a\": 2, \"b\": 3}}}\n";
+    std::fs::write(&cases, &written).unwrap();
+    let new = everything().expect("installed above");
+    let refreshed = init(dir.path(), &["--name", "everything", "--force"], &new);
+    assert_eq!(refreshed.code, 0, "{}", refreshed.transcript());
+    assert!(
+        refreshed.stdout.starts_with(
+            "refreshed datasets/everything/tools.json: 13 tools (was 13; new: none; gone: none)\n\
+             kept datasets/everything/cases.jsonl: 14 cases as they were\n\
+             every case fits the new catalog\n"
+        ),
+        "{}",
+        refreshed.stdout
+    );
+    assert_eq!(std::fs::read_to_string(&cases).unwrap(), written);
+    // The catalog is the new release's.
+    let listed = toolscore(dir.path(), &["catalog", "datasets/everything"]);
+    assert!(
+        listed
+            .stdout
+            .contains("fingerprint sha256:e11ae112d6d660f1f35485e06c49a3264a78641fc79efd68991a46cb33f9139e"),
+        "{}",
+        listed.stdout
+    );
+}

@@ -15,6 +15,8 @@ use crate::import::dataset::{CatalogFile, put_in_place, stage_dataset};
 use crate::mcp::client::ServerSpec;
 use crate::suite::{STARTER_PLACEHOLDER, STARTER_TAG};
 
+mod refresh;
+
 #[derive(Debug, Args)]
 pub struct InitArgs {
     /// Where the tools come from: a catalog file (an MCP tools/list result, OpenAI `tools` or
@@ -37,7 +39,10 @@ pub struct InitArgs {
     /// its catalog as it is now to tools.json.
     #[arg(long)]
     pub live: bool,
-    /// Replace a dataset of that name.
+    /// Refresh a dataset of that name: its catalog is replaced by the one listed now; its cases
+    /// are kept as they are (a starter case is added for each tool no case expects, and an
+    /// unedited starter case of a tool that is gone is removed), and each case that does not
+    /// fit (its tool gone, its args refused by the new schema) is reported.
     #[arg(long)]
     pub force: bool,
     /// The config to write when it does not exist (one provider to start with); an existing
@@ -83,11 +88,35 @@ pub fn run(args: &InitArgs) -> Result<ExitCode, Error> {
             stage_dataset(&dest, CatalogFile::Tools(&tools), &cases)?
         }
     };
-    put_in_place(&staging, &dest, args.force)?;
+    // Only --force reaches here with a dataset in place (refuse_existing): a refresh.
+    let refreshed = if dest.exists() {
+        Some(refresh::refresh(&staging, &dest, &loaded.catalog, &cases)?)
+    } else {
+        put_in_place(&staging, &dest, false)?;
+        None
+    };
     if let Some(text) = &config {
         crate::atomic::write_file(&args.config, text.as_bytes())?;
     }
-    print_next_steps(&dest, cases.len(), args, config.is_some());
+    match &refreshed {
+        Some(r) => {
+            for line in refresh::describe(r) {
+                println!("{line}");
+            }
+        }
+        None => println!(
+            "wrote {} ({}, cases.jsonl with {} starter {}, one per tool)",
+            dest.display(),
+            if args.live {
+                "dataset.yaml (the live server)"
+            } else {
+                "tools.json"
+            },
+            cases.len(),
+            if cases.len() == 1 { "case" } else { "cases" }
+        ),
+    }
+    print_next_steps(&dest, refreshed.as_ref(), args, config.is_some());
     Ok(ExitCode::Pass)
 }
 
@@ -155,7 +184,7 @@ fn check_name(name: &str) -> Result<(), Error> {
 fn refuse_existing(dest: &Path, force: bool) -> Result<(), Error> {
     if dest.exists() && !force {
         return Err(usage(&format!(
-            "{} already exists; pass --force to replace it, or --name to choose another",
+            "{} already exists; pass --force to refresh its catalog from this source (its cases are kept, and those that do not fit it are reported), or --name to choose another",
             dest.display()
         )));
     }
@@ -315,17 +344,12 @@ fn config_to_write(path: &Path, dest: &Path) -> Result<Option<String>, Error> {
     Ok(Some(text))
 }
 
-fn print_next_steps(dest: &Path, cases: usize, args: &InitArgs, wrote_config: bool) {
-    let catalog = if args.live {
-        "dataset.yaml (the live server)"
-    } else {
-        "tools.json"
-    };
-    println!(
-        "wrote {} ({catalog}, cases.jsonl with {cases} starter {}, one per tool)",
-        dest.display(),
-        if cases == 1 { "case" } else { "cases" }
-    );
+fn print_next_steps(
+    dest: &Path,
+    refreshed: Option<&refresh::Refreshed>,
+    args: &InitArgs,
+    wrote_config: bool,
+) {
     if wrote_config {
         println!(
             "wrote {} (provider `openai`, model gpt-4.1-mini: set OPENAI_API_KEY, or change it)",
@@ -340,10 +364,26 @@ fn print_next_steps(dest: &Path, cases: usize, args: &InitArgs, wrote_config: bo
         run_provider(&args.config)
     };
     println!("\nnext:");
-    println!(
-        "  1. edit {}: in each starter case, write the request and add the expected \"args\"",
-        dest.join("cases.jsonl").display()
-    );
+    let cases_file = dest.join("cases.jsonl");
+    match refreshed {
+        None => println!(
+            "  1. edit {}: in each starter case, write the request and add the expected \"args\"",
+            cases_file.display()
+        ),
+        Some(r) if r.stale.is_empty() && r.added_starters.is_empty() => {
+            println!("  1. nothing to edit: every case fits the new catalog");
+        }
+        Some(r) => {
+            let mut work = Vec::new();
+            if !r.stale.is_empty() {
+                work.push("fix or delete each case above that does not fit");
+            }
+            if !r.added_starters.is_empty() {
+                work.push("in each new starter case, write the request and add the expected \"args\"");
+            }
+            println!("  1. edit {}: {}", cases_file.display(), work.join("; "));
+        }
+    }
     println!("  2. toolscore validate --dataset {}", dest.display());
     println!(
         "  3. toolscore run --dataset {}{provider} --trials 10",
