@@ -395,7 +395,8 @@ fn unedited_starters(datasets: &[Dataset]) -> Vec<String> {
 }
 
 /// What makes a starter case unedited, in the words every message about them uses.
-const UNEDITED_RULE: &str = "tagged `starter` and the request still beginning \"EDIT ME:\", as `toolscore init` wrote it";
+const UNEDITED_RULE: &str =
+    "tagged `starter` and the request still beginning \"EDIT ME:\", as `toolscore init` wrote it";
 
 /// `validate`'s warning about unedited starter cases, None when there are none.
 pub(crate) fn unedited_starters_warning(datasets: &[Dataset]) -> Option<String> {

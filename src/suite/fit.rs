@@ -245,7 +245,9 @@ mod tests {
         ]
         .join("\n");
         let fits = fit_cases(&text, "cases.jsonl", &c, &v);
-        let summary: Vec<(usize, &str, Vec<&str>, Vec<Option<&str>>)> = fits
+        // (line, id, tools, the tool of each stale entry)
+        type Row<'a> = (usize, &'a str, Vec<&'a str>, Vec<Option<&'a str>>);
+        let summary: Vec<Row<'_>> = fits
             .iter()
             .map(|f| {
                 (

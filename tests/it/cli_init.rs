@@ -335,7 +335,14 @@ fn unedited_starter_cases_are_named_by_validate_and_refused_by_run_and_tune() {
     // Said explicitly, they are scored, and the run says so.
     let allowed = toolscore(
         dir.path(),
-        &["run", "--out", "out", "--allow-starter-cases", "--progress", "off"],
+        &[
+            "run",
+            "--out",
+            "out",
+            "--allow-starter-cases",
+            "--progress",
+            "off",
+        ],
     );
     assert_eq!(allowed.code, 0, "{}", allowed.transcript());
     assert!(
@@ -373,9 +380,7 @@ fn write_every_request(cases: &Path) {
 /// real address; every other word as printed), with its output kept in the project.
 fn at_fake(command: &[String], base_url: &str) -> Vec<String> {
     let mut words = command.to_vec();
-    words.extend(
-        ["--base-url", base_url, "--progress", "off", "--out", "out"].map(str::to_owned),
-    );
+    words.extend(["--base-url", base_url, "--progress", "off", "--out", "out"].map(str::to_owned));
     words
 }
 
@@ -455,8 +460,10 @@ fn tool_list(tools: &[(&str, &str)]) -> String {
 #[test]
 fn a_refresh_keeps_every_written_case_and_names_those_that_no_longer_fit() {
     let dir = tempfile::tempdir().unwrap();
-    let id_string = r#"{"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]}"#;
-    let id_integer = r#"{"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"]}"#;
+    let id_string =
+        r#"{"type": "object", "properties": {"id": {"type": "string"}}, "required": ["id"]}"#;
+    let id_integer =
+        r#"{"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"]}"#;
     let none = r#"{"type": "object", "properties": {}}"#;
     std::fs::write(
         dir.path().join("v1.json"),
@@ -527,7 +534,9 @@ fn a_refresh_keeps_every_written_case_and_names_those_that_no_longer_fit() {
         .filter(|l| !l.contains("\"starter-gift_wrap\""))
         .map(|l| format!("{l}\n"))
         .collect();
-    let added = after.strip_prefix(&kept).unwrap_or_else(|| panic!("{after}"));
+    let added = after
+        .strip_prefix(&kept)
+        .unwrap_or_else(|| panic!("{after}"));
     assert_eq!(added.lines().count(), 1, "{added}");
     let starter: Value = serde_json::from_str(added).unwrap();
     assert_eq!(starter["id"], "starter-track");
@@ -581,9 +590,9 @@ fn a_refresh_from_a_newer_release_of_a_server_keeps_the_cases() {
     // The catalog is the new release's.
     let listed = toolscore(dir.path(), &["catalog", "datasets/everything"]);
     assert!(
-        listed
-            .stdout
-            .contains("fingerprint sha256:e11ae112d6d660f1f35485e06c49a3264a78641fc79efd68991a46cb33f9139e"),
+        listed.stdout.contains(
+            "fingerprint sha256:e11ae112d6d660f1f35485e06c49a3264a78641fc79efd68991a46cb33f9139e"
+        ),
         "{}",
         listed.stdout
     );

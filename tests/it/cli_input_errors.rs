@@ -395,7 +395,11 @@ fn outside_a_project_says_no_toolscore_yaml_was_found_and_how_to_start_one() {
     }
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     // A config that lists nothing is named instead.
-    std::fs::write(dir.path().join("toolscore.yaml"), "defaults:\n  trials: 5\n").unwrap();
+    std::fs::write(
+        dir.path().join("toolscore.yaml"),
+        "defaults:\n  trials: 5\n",
+    )
+    .unwrap();
     let run = toolscore(dir.path(), &["run"]);
     assert_eq!(run.code, 2, "{}", run.transcript());
     assert_eq!(

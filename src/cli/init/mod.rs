@@ -379,7 +379,9 @@ fn print_next_steps(
                 work.push("fix or delete each case above that does not fit");
             }
             if !r.added_starters.is_empty() {
-                work.push("in each new starter case, write the request and add the expected \"args\"");
+                work.push(
+                    "in each new starter case, write the request and add the expected \"args\"",
+                );
             }
             println!("  1. edit {}: {}", cases_file.display(), work.join("; "));
         }

@@ -203,7 +203,10 @@ pub(super) fn describe(r: &Refreshed) -> Vec<String> {
         if now == 1 { "" } else { "s" }
     ));
     if let Some(replaced) = &r.replaced_file {
-        out.push(format!("removed {} (replaced by the file above)", replaced.display()));
+        out.push(format!(
+            "removed {} (replaced by the file above)",
+            replaced.display()
+        ));
     }
     let mut kept = format!(
         "kept {}: {} case{} as {}",
@@ -216,7 +219,11 @@ pub(super) fn describe(r: &Refreshed) -> Vec<String> {
         kept.push_str(&format!(
             "; removed {} unedited starter case{} of a tool that is gone ({})",
             r.removed_starters.len(),
-            if r.removed_starters.len() == 1 { "" } else { "s" },
+            if r.removed_starters.len() == 1 {
+                ""
+            } else {
+                "s"
+            },
             r.removed_starters.join(", ")
         ));
     }

@@ -138,13 +138,16 @@ async fn raw_http(
     if let Some(token) = &target.token {
         req = req.bearer_auth(token);
     }
-    let mut resp = req.send().await.map_err(|e| match super::connect_failure(&e) {
-        Some(reason) => McpError::Unreachable {
-            server: server.clone(),
-            reason,
-        },
-        None => start_error(e.without_url().to_string()),
-    })?;
+    let mut resp = req
+        .send()
+        .await
+        .map_err(|e| match super::connect_failure(&e) {
+            Some(reason) => McpError::Unreachable {
+                server: server.clone(),
+                reason,
+            },
+            None => start_error(e.without_url().to_string()),
+        })?;
     let status = resp.status();
     let session = resp
         .headers()
