@@ -94,10 +94,34 @@ fn side(c: &Catalog, server: Option<&ServerIdentity>) -> Side {
     }
 }
 
+/// A schema's JSON for a diff hunk: indented, and every object's keys sorted, so a server
+/// that writes the same schema with its keys in another order (`$schema` first or last) shows
+/// no change there; which keys a schema has and what they hold is the change a reader wants.
+/// Arrays keep their order: in `required` or `enum` order is the server's own data.
 fn pretty(v: &serde_json::Value) -> String {
-    let mut s = serde_json::to_string_pretty(v).unwrap_or_default();
+    let mut s = serde_json::to_string_pretty(&keys_sorted(v)).unwrap_or_default();
     s.push('\n');
     s
+}
+
+/// `v` with every object's keys in sorted order, at any depth.
+fn keys_sorted(v: &serde_json::Value) -> serde_json::Value {
+    match v {
+        serde_json::Value::Object(map) => {
+            let mut entries: Vec<(&String, &serde_json::Value)> = map.iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(b.0));
+            serde_json::Value::Object(
+                entries
+                    .into_iter()
+                    .map(|(k, v)| (k.clone(), keys_sorted(v)))
+                    .collect(),
+            )
+        }
+        serde_json::Value::Array(items) => {
+            serde_json::Value::Array(items.iter().map(keys_sorted).collect())
+        }
+        other => other.clone(),
+    }
 }
 
 fn unified(old: &str, new: &str, old_name: &str, new_name: &str) -> String {
@@ -436,9 +460,45 @@ mod tests {
         assert!(
             d.changed[0]
                 .diff
-                .contains("+  \"additionalProperties\": false\n"),
+                .contains("+  \"additionalProperties\": false,\n"),
             "{}",
             d.changed[0].diff
+        );
+    }
+
+    #[test]
+    fn a_schema_hunk_shows_no_key_reordering() {
+        // The same schema with `$schema` moved from last to first, and a real change beside
+        // it: the hunk holds the change alone.
+        let mut o = tool("a", "d");
+        o.input_schema = serde_json::from_str(
+            r#"{"type": "object", "properties": {"m": {"type": "string", "description": "x"}}, "required": ["m"], "additionalProperties": false, "$schema": "http://json-schema.org/draft-07/schema#"}"#,
+        )
+        .unwrap();
+        let mut n = tool("a", "d");
+        n.input_schema = serde_json::from_str(
+            r#"{"$schema": "http://json-schema.org/draft-07/schema#", "type": "object", "properties": {"m": {"description": "x", "type": "string"}}, "required": ["m"]}"#,
+        )
+        .unwrap();
+        let d = diff(
+            &Catalog::new(vec![o], "o".into()),
+            None,
+            &Catalog::new(vec![n], "n".into()),
+            None,
+        );
+        let hunk = &d.changed[0].diff;
+        let changed_lines: Vec<&str> = hunk
+            .lines()
+            .filter(|l| {
+                (l.starts_with('-') || l.starts_with('+'))
+                    && !l.starts_with("---")
+                    && !l.starts_with("+++")
+            })
+            .collect();
+        assert_eq!(
+            changed_lines,
+            ["-  \"additionalProperties\": false,"],
+            "{hunk}"
         );
     }
 

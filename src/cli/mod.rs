@@ -74,7 +74,8 @@ pub enum Command {
     /// tool list, or a tools.json: writes DIR/NAME/tools.json (or, with --live, a dataset.yaml
     /// naming the server) and a cases.jsonl with one starter case per tool to edit, loads it
     /// back as `validate` does, writes a toolscore.yaml when there is none, and prints the next
-    /// three commands. Never replaces a dataset without --force.
+    /// three commands. An existing dataset is left alone, or with --force refreshed: its
+    /// catalog replaced, its cases kept, those that do not fit reported.
     Init(init::InitArgs),
     /// Run every case N times against a provider and report
     ///
@@ -172,8 +173,9 @@ pub enum Command {
     Import(import::ImportCommand),
     /// Print a completion script: bash, zsh, fish, powershell, elvish
     ///
-    /// Generated from the same definitions as --help, on stdout. For bash:
-    /// `toolscore completions bash > ~/.local/share/bash-completion/completions/toolscore`.
+    /// Generated from the same definitions as --help, on stdout. For bash: `mkdir -p
+    /// ~/.local/share/bash-completion/completions && toolscore completions bash >
+    /// ~/.local/share/bash-completion/completions/toolscore`.
     Completions(help::CompletionsArgs),
     /// Write a man page per subcommand into a folder
     ///
@@ -315,9 +317,14 @@ pub(crate) fn checked_timeout(seconds: f64) -> Result<std::time::Duration, Error
 
 /// Loads the config (if any) and every dataset, fully validated.
 pub(crate) fn load_suite(args: &SuiteArgs) -> Result<LoadedSuite, Error> {
-    let config = match &args.config {
+    let default_config = Path::new("toolscore.yaml");
+    let config_file = match &args.config {
+        Some(path) => Some(path.as_path()),
+        None if default_config.is_file() => Some(default_config),
+        None => None,
+    };
+    let config = match config_file {
         Some(path) => load_config(path)?,
-        None if Path::new("toolscore.yaml").is_file() => load_config(Path::new("toolscore.yaml"))?,
         None => Config::default(),
     };
     // Flags name the whole suite; without them, the config's lists do.
@@ -327,9 +334,18 @@ pub(crate) fn load_suite(args: &SuiteArgs) -> Result<LoadedSuite, Error> {
         (args.datasets.clone(), args.scenarios.clone())
     };
     if dirs.is_empty() && scenario_paths.is_empty() {
-        return Err(usage(
-            "no dataset: pass --dataset DIR (or --scenario FILE) or list `datasets` in toolscore.yaml",
-        ));
+        return Err(usage(&match config_file {
+            Some(path) => format!(
+                "no dataset: {} lists no `datasets` (or `scenarios`); list one there, or pass --dataset DIR (or --scenario FILE)",
+                path.display()
+            ),
+            // Outside a project: say where toolscore looked, and how a project starts.
+            None => format!(
+                "no dataset: no toolscore.yaml in {} (the current folder, the only place it is looked for) and no --dataset or --scenario; run this in your project's folder, pass --dataset DIR, or start a project here with `toolscore init` (from an MCP server or a tool list: `toolscore help init`)",
+                std::env::current_dir()
+                    .map_or_else(|_| ".".to_owned(), |d| d.display().to_string())
+            ),
+        }));
     }
     let mut datasets: Vec<Dataset> = Vec::with_capacity(dirs.len());
     for dir in &dirs {
@@ -361,6 +377,71 @@ pub(crate) fn load_suite(args: &SuiteArgs) -> Result<LoadedSuite, Error> {
         datasets,
         scenarios,
     })
+}
+
+/// The starter cases of `datasets` that nobody has edited yet (as
+/// [`crate::suite::Case::is_unedited_starter`] decides), one line each: `  FILE:LINE  ID`.
+fn unedited_starters(datasets: &[Dataset]) -> Vec<String> {
+    datasets
+        .iter()
+        .flat_map(|d| {
+            let file = d.dir.join("cases.jsonl");
+            d.cases
+                .iter()
+                .filter(|c| c.is_unedited_starter())
+                .map(move |c| format!("  {}:{}  {}", file.display(), c.line, c.id))
+        })
+        .collect()
+}
+
+/// What makes a starter case unedited, in the words every message about them uses.
+const UNEDITED_RULE: &str =
+    "tagged `starter` and the request still beginning \"EDIT ME:\", as `toolscore init` wrote it";
+
+/// `validate`'s warning about unedited starter cases, None when there are none.
+pub(crate) fn unedited_starters_warning(datasets: &[Dataset]) -> Option<String> {
+    let found = unedited_starters(datasets);
+    if found.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "warning: {} unedited starter case{} ({UNEDITED_RULE}); `run` and `tune` refuse to score {} until the request is written (or with --allow-starter-cases):\n{}",
+        found.len(),
+        if found.len() == 1 { "" } else { "s" },
+        if found.len() == 1 { "it" } else { "them" },
+        found.join("\n")
+    ))
+}
+
+/// What `run` and `tune` say when --allow-starter-cases lets unedited starter cases be scored.
+pub(crate) fn allowed_starters_note(datasets: &[Dataset]) -> Option<String> {
+    let n = unedited_starters(datasets).len();
+    (n > 0).then(|| {
+        format!(
+            "warning: scoring {n} unedited starter case{} as {} (--allow-starter-cases)",
+            if n == 1 { "" } else { "s" },
+            if n == 1 { "it is" } else { "they are" }
+        )
+    })
+}
+
+/// Refuses to score a suite that still holds unedited starter cases, unless `allowed`
+/// (`--allow-starter-cases`): a placeholder request scored as a real one gives a rate that
+/// measures nothing, and looks like a result.
+pub(crate) fn refuse_unedited_starters(datasets: &[Dataset], allowed: bool) -> Result<(), Error> {
+    let found = unedited_starters(datasets);
+    if found.is_empty() {
+        return Ok(());
+    }
+    if allowed {
+        return Ok(());
+    }
+    Err(usage(&format!(
+        "{n} unedited starter case{s} ({UNEDITED_RULE}) would be scored as if real:\n{}\nwrite the request a user would make in each (and its expected \"args\"), or delete the case; a case whose request is written counts, tag or not. To score them as they are, pass --allow-starter-cases.",
+        found.join("\n"),
+        n = found.len(),
+        s = if found.len() == 1 { "" } else { "s" },
+    )))
 }
 
 /// What a command runs on: the config, its datasets and its scenarios, all validated.

@@ -32,6 +32,11 @@ pub struct RunArgs {
     /// interleaved trial by trial, for `toolscore compare` [default: base].
     #[arg(help_heading = "Input", long = "variant", value_name = "NAME")]
     pub variants: Vec<String>,
+    /// Score starter cases that `toolscore init` wrote and nobody edited (tagged `starter`, the
+    /// request still beginning "EDIT ME:"); without it a suite that holds any is refused (exit
+    /// 2), naming each. A placeholder request measures nothing.
+    #[arg(help_heading = "Input", long)]
+    pub allow_starter_cases: bool,
     /// Record every raw response to this cassette (`.gz` = compressed) for later replay.
     #[arg(help_heading = "Recording", long, value_name = "CASSETTE")]
     pub record: Option<PathBuf>,
@@ -220,6 +225,9 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Error> {
         &[Format::Terminal, Format::Json, Format::Csv],
     );
     let setup = build_plan(args, &|name| std::env::var(name).ok())?;
+    if let Some(note) = super::allowed_starters_note(&setup.plan.datasets) {
+        eprintln!("{note}");
+    }
     super::setup::check_local_servers(&setup)?;
     if let Some((base, _)) = &baseline
         && !gate_args.intersect

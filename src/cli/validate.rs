@@ -48,5 +48,8 @@ pub fn run(args: &SuiteArgs) -> Result<ExitCode, Error> {
             println!("  result variants: {}", s.result_variants.join(", "));
         }
     }
+    if let Some(warning) = super::unedited_starters_warning(&suite.datasets) {
+        eprintln!("{warning}");
+    }
     Ok(ExitCode::Pass)
 }

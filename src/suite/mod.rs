@@ -2,6 +2,7 @@
 //! that name the file, the line and the field.
 
 mod config;
+pub mod fit;
 pub mod live;
 pub mod scenario;
 pub mod script;
@@ -41,6 +42,30 @@ pub struct Case {
     pub catalog: Option<(Arc<Catalog>, Arc<ToolValidators>)>,
     /// `"source"`: where an imported case came from (free-form JSON, kept for provenance).
     pub source: Option<Value>,
+}
+
+/// The tag `toolscore init` puts on each starter case, so a user can find the cases to edit.
+pub const STARTER_TAG: &str = "starter";
+
+/// How `toolscore init` begins each starter case's request: the text the user replaces.
+pub const STARTER_PLACEHOLDER: &str = "EDIT ME:";
+
+impl Case {
+    /// Whether this is a starter case as `toolscore init` wrote it: still tagged `starter`, and
+    /// a user message still beginning with the placeholder. Both marks, so a case whose request
+    /// was written is real even if it keeps its tag, and a real request that happens to begin
+    /// "EDIT ME:" (a case for an editing tool) is not taken for a placeholder.
+    pub fn is_unedited_starter(&self) -> bool {
+        unedited_starter(&self.tags, &self.messages)
+    }
+}
+
+/// [`Case::is_unedited_starter`]'s rule, for a case that may not load.
+fn unedited_starter(tags: &[String], messages: &[Message]) -> bool {
+    tags.iter().any(|t| t == STARTER_TAG)
+        && messages.iter().any(|m| {
+            matches!(m, Message::User { content } if content.trim_start().starts_with(STARTER_PLACEHOLDER))
+        })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -676,6 +701,28 @@ mod tests {
         assert_eq!(cases[1].tags, vec!["x".to_string()]);
         assert_eq!(cases[2].expect.tool_label(), "get_quote + send_invoice");
         assert!(cases[0].expect.checks_args());
+    }
+
+    #[test]
+    fn a_starter_case_is_unedited_only_while_it_keeps_both_marks() {
+        let text = [
+            // As init wrote it.
+            r#"{"id":"a","messages":[{"role":"user","content":"EDIT ME: write what a user would ask"}],"expect":{"tool":"get_quote"},"tags":["starter"]}"#,
+            // A system prompt added before it changes nothing.
+            r#"{"id":"b","messages":[{"role":"system","content":"be brief"},{"role":"user","content":"  EDIT ME: write it"}],"expect":{"tool":"get_quote"},"tags":["billing","starter"]}"#,
+            // The request written, the tag kept: real.
+            r#"{"id":"c","messages":[{"role":"user","content":"show quote qt_1"}],"expect":{"tool":"get_quote"},"tags":["starter"]}"#,
+            // A real request that begins so, untagged: real.
+            r#"{"id":"d","messages":[{"role":"user","content":"EDIT ME: is the title of my draft"}],"expect":{"tool":"get_quote"}}"#,
+        ]
+        .join("\n");
+        let cases = parse_cases(&text, "cases.jsonl", &catalog()).unwrap();
+        let unedited: Vec<&str> = cases
+            .iter()
+            .filter(|c| c.is_unedited_starter())
+            .map(|c| c.id.as_str())
+            .collect();
+        assert_eq!(unedited, ["a", "b"]);
     }
 
     #[test]

@@ -489,3 +489,30 @@ fn numeric_settings_of_a_config_are_refused_by_validate_and_run_alike() {
         "error: --max-tokens must be at least 1"
     );
 }
+
+#[test]
+fn outside_a_project_says_no_toolscore_yaml_was_found_and_how_to_start_one() {
+    let dir = tempfile::tempdir().unwrap();
+    for command in ["run", "validate", "plan"] {
+        let run = toolscore(dir.path(), &[command]);
+        assert_eq!(run.code, 2, "{command}\n{}", run.transcript());
+        assert_eq!(
+            run.stderr,
+            "error: no dataset: no toolscore.yaml in [TMP] (the current folder, the only place it is looked for) and no --dataset or --scenario; run this in your project's folder, pass --dataset DIR, or start a project here with `toolscore init` (from an MCP server or a tool list: `toolscore help init`)\n",
+            "{command}"
+        );
+    }
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    // A config that lists nothing is named instead.
+    std::fs::write(
+        dir.path().join("toolscore.yaml"),
+        "defaults:\n  trials: 5\n",
+    )
+    .unwrap();
+    let run = toolscore(dir.path(), &["run"]);
+    assert_eq!(run.code, 2, "{}", run.transcript());
+    assert_eq!(
+        run.stderr,
+        "error: no dataset: toolscore.yaml lists no `datasets` (or `scenarios`); list one there, or pass --dataset DIR (or --scenario FILE)\n"
+    );
+}

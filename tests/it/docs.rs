@@ -326,6 +326,21 @@ const JOBS: [(&str, &str); 3] = [
     ),
 ];
 
+/// Every `cargo install` the pages show builds with the versions Cargo.lock pins (`--locked`):
+/// without it Cargo resolves the newest compatible crates, which the tests never ran with.
+#[test]
+fn every_cargo_install_is_locked() {
+    let mut unlocked = Vec::new();
+    for page in pages() {
+        for (i, line) in read(&page).lines().enumerate() {
+            if line.contains("cargo install") && !line.contains("--locked") {
+                unlocked.push(format!("{}:{}: {line}", page.display(), i + 1));
+            }
+        }
+    }
+    assert!(unlocked.is_empty(), "{}", unlocked.join("\n"));
+}
+
 #[test]
 fn readme_is_a_front_door() {
     let readme = read(Path::new("README.md"));
@@ -335,7 +350,7 @@ fn readme_is_a_front_door() {
         "README.md has {lines} lines; keep it at most 300 and move the detail to docs/"
     );
     for command in [
-        "cargo install --path .",
+        "cargo install --path . --locked",
         "cargo build --release && ./target/release/toolscore run",
         "cargo test --all-targets",
     ] {

@@ -188,6 +188,17 @@ fn diff_of_two_published_versions_flags_changes_under_the_same_version() {
         "{}",
         run.stdout
     );
+    // The new release also writes `$schema` first instead of last: key order is no change, so
+    // no hunk line adds or removes it.
+    let moved: Vec<&str> = run
+        .stdout
+        .lines()
+        .filter(|l| {
+            let l = l.trim_start();
+            (l.starts_with("-  ") || l.starts_with("+  ")) && l.contains("\"$schema\"")
+        })
+        .collect();
+    assert!(moved.is_empty(), "{moved:?}\n{}", run.stdout);
     assert!(
         run.stderr
             .contains("error: 9 tool(s) changed while the server kept its name and version"),
@@ -282,6 +293,33 @@ fn a_server_that_exits_at_once_is_a_clear_error_quoting_its_stderr() {
         "{}",
         run.stderr
     );
+}
+
+#[test]
+fn a_url_nothing_listens_at_says_it_cannot_connect_and_why() {
+    // A port that was free a moment ago: connecting to it is refused.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let dir = tempfile::tempdir().unwrap();
+    let said = format!(
+        "error: MCP server {url}: cannot connect: connection refused: nothing is listening at that host and port (is the server running, and is the URL right?)\n"
+    );
+    // Listing it, starting a dataset from it and probing it say the same, and nothing about
+    // a stderr an HTTP server does not have.
+    for args in [
+        vec!["catalog", url.as_str()],
+        vec!["init", url.as_str()],
+        vec!["probe", url.as_str()],
+    ] {
+        let run = toolscore(dir.path(), &args);
+        assert_eq!(run.code, 2, "{args:?}\n{}", run.transcript());
+        assert_eq!(run.stderr, said, "{args:?}");
+    }
+    assert!(!dir.path().join("datasets").exists());
 }
 
 #[test]

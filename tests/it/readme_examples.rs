@@ -187,25 +187,31 @@ fn offline_shell_examples_run_in_order_page_by_page() {
         let mut ran = 0;
         for block in sh {
             for command in commands(&block.text) {
-                let w = shell_words(&command);
-                let Some(first) = w.first() else { continue };
-                if !(first == "toolscore" || first.ends_with("/toolscore")) {
-                    continue;
-                }
-                if needs_more_than_the_repository(&w) {
-                    continue;
-                }
-                // `~/` is a home inside the copy, and `> FILE` writes stdout there, as a shell
-                // would: an example that installs completions or man pages writes nothing
-                // outside the test.
+                // `~/` is a home inside the copy, empty as on a fresh machine; `mkdir -p` and
+                // `> FILE` act there as a shell would: an example that installs completions or
+                // man pages writes nothing outside the test, and fails as it would for a user
+                // when it writes into a folder nothing created.
                 let home = dir.path().join("home");
-                let w: Vec<String> = w
+                let w: Vec<String> = shell_words(&command)
                     .iter()
                     .map(|word| match word.strip_prefix("~/") {
                         Some(rest) => home.join(rest).display().to_string(),
                         None => word.clone(),
                     })
                     .collect();
+                let Some(first) = w.first() else { continue };
+                if first == "mkdir" && w.get(1).is_some_and(|flag| flag == "-p") {
+                    for folder in &w[2..] {
+                        std::fs::create_dir_all(dir.path().join(folder)).expect("mkdir -p");
+                    }
+                    continue;
+                }
+                if !(first == "toolscore" || first.ends_with("/toolscore")) {
+                    continue;
+                }
+                if needs_more_than_the_repository(&w) {
+                    continue;
+                }
                 let (w, redirect) = match w.iter().position(|word| word == ">") {
                     Some(i) => (&w[..i], w.get(i + 1)),
                     None => (&w[..], None),
@@ -214,8 +220,14 @@ fn offline_shell_examples_run_in_order_page_by_page() {
                 let run = toolscore(dir.path(), &args);
                 if let Some(target) = redirect {
                     let target = dir.path().join(target);
-                    std::fs::create_dir_all(target.parent().expect("a folder"))
-                        .expect("the redirect's folder");
+                    let folder = target.parent().expect("a folder");
+                    assert!(
+                        folder.is_dir(),
+                        "{}:{}: `{command}` writes into {}, which no earlier command of the page creates; a shell would fail there (add `mkdir -p` first)",
+                        page.display(),
+                        block.line,
+                        folder.display()
+                    );
                     std::fs::write(&target, &run.stdout).expect("the redirect");
                 }
                 // Gates and comparisons may fail (1) or be inconclusive (3) by design; a usage

@@ -327,6 +327,7 @@ pub fn build_plan_of_units(
         mut datasets,
         mut scenarios,
     } = load_suite(&args.suite)?;
+    super::refuse_unedited_starters(&datasets, args.allow_starter_cases)?;
     if let Some(keep) = units {
         let cases: std::collections::HashSet<&str> =
             keep.cases.iter().map(String::as_str).collect();

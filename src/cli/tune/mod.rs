@@ -28,6 +28,11 @@ use phases::Tuner;
 pub struct TuneArgs {
     #[command(flatten, next_help_heading = "Input")]
     pub suite: SuiteArgs,
+    /// Score starter cases that `toolscore init` wrote and nobody edited (tagged `starter`, the
+    /// request still beginning "EDIT ME:"); without it a suite that holds any is refused (exit
+    /// 2), naming each. A placeholder request measures nothing.
+    #[arg(help_heading = "Input", long)]
+    pub allow_starter_cases: bool,
     /// The provider every phase runs against: a name from toolscore.yaml, a kind configured
     /// by the flags below, KIND:MODEL, or `replay:CASSETTE` [default: the config's].
     #[arg(help_heading = "Provider", long, value_name = "NAME")]
@@ -232,6 +237,7 @@ pub(super) fn phase_args(
 ) -> RunArgs {
     let mut run = RunArgs::defaults();
     run.suite = args.suite.clone();
+    run.allow_starter_cases = args.allow_starter_cases;
     run.providers = args.provider.iter().cloned().collect();
     run.provider_args = args.provider_args.clone();
     run.concurrency = args.concurrency;

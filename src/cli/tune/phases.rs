@@ -629,6 +629,10 @@ impl<'a> Tuner<'a> {
 /// it; every scenario must show the model the dataset's own catalog.
 fn dataset_and_split(args: &TuneArgs) -> Result<(Dataset, Split), Error> {
     let loaded = super::super::load_suite(&args.suite)?;
+    super::super::refuse_unedited_starters(&loaded.datasets, args.allow_starter_cases)?;
+    if let Some(note) = super::super::allowed_starters_note(&loaded.datasets) {
+        eprintln!("{note}");
+    }
     if loaded.datasets.len() != 1 {
         return Err(usage(&format!(
             "tune works on one dataset; this suite has {} (name one with --dataset)",

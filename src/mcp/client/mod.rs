@@ -152,7 +152,8 @@ impl ToolResult {
 }
 
 /// Why talking to a server failed. Every variant names the server; those that can quote the
-/// server's stderr do.
+/// server's stderr do. `stderr` is None for a server reached over HTTP: it has no stderr of
+/// ours to quote, so its errors say nothing about one.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum McpError {
     /// Bad settings, found before anything was started (a missing token variable).
@@ -161,6 +162,9 @@ pub enum McpError {
     /// The command could not be run at all.
     #[error("MCP server {server}: failed to start: {message}")]
     Spawn { server: String, message: String },
+    /// An HTTP server's address could not be reached: refused, unresolvable, timed out.
+    #[error("MCP server {server}: cannot connect: {reason}")]
+    Unreachable { server: String, reason: String },
     /// The server did not complete `initialize`.
     #[error(
         "MCP server {server}: failed to start: {message}{}",
@@ -169,14 +173,14 @@ pub enum McpError {
     Start {
         server: String,
         message: String,
-        stderr: String,
+        stderr: Option<String>,
     },
     #[error("MCP server {server}: no answer to {what} within {}s{}", after.as_secs_f64(), stderr_block(stderr))]
     Timeout {
         server: String,
         what: String,
         after: Duration,
-        stderr: String,
+        stderr: Option<String>,
     },
     /// The server answered with something that is not a catalog.
     #[error(
@@ -186,7 +190,7 @@ pub enum McpError {
     Malformed {
         server: String,
         message: String,
-        stderr: String,
+        stderr: Option<String>,
     },
     /// A listing passed one of the bounds on pages, tools or bytes ([`MAX_PAGES`],
     /// [`MAX_TOOLS`], [`MAX_LISTING_BYTES`]).
@@ -223,13 +227,16 @@ pub enum McpError {
         server: String,
         what: String,
         message: String,
-        stderr: String,
+        stderr: Option<String>,
     },
     #[error("interrupted")]
     Interrupted,
 }
 
-fn stderr_block(stderr: &str) -> String {
+fn stderr_block(stderr: &Option<String>) -> String {
+    let Some(stderr) = stderr else {
+        return String::new();
+    };
     if stderr.trim().is_empty() {
         return "\n  (the server wrote nothing to stderr)".to_owned();
     }
@@ -282,10 +289,10 @@ struct Started {
     child_group: Option<i32>,
 }
 
-async fn stderr_text(tail: &Option<StderrTail>) -> String {
+async fn stderr_text(tail: &Option<StderrTail>) -> Option<String> {
     match tail {
-        Some(t) => t.text(STDERR_GRACE).await,
-        None => String::new(),
+        Some(t) => Some(t.text(STDERR_GRACE).await),
+        None => None,
     }
 }
 
@@ -473,6 +480,13 @@ impl McpSession {
         let service = match started.service {
             Ok(Ok(service)) => service,
             Ok(Err(e)) => {
+                // An HTTP server that could not be reached has no stderr and never started:
+                // say why the address failed.
+                if child_group.is_none()
+                    && let Some(reason) = unreachable_reason(&e)
+                {
+                    return Err(McpError::Unreachable { server, reason });
+                }
                 terminate_group(child_group).await;
                 return Err(McpError::Start {
                     // What our reader refused explains the failure better than the SDK can.
@@ -583,8 +597,8 @@ impl McpSession {
             Some(group) => {
                 signal_group(group, libc::SIGKILL);
                 match &self.stderr {
-                    Some(tail) => tail.text(EXIT_GRACE).await,
-                    None => String::new(),
+                    Some(tail) => Some(tail.text(EXIT_GRACE).await),
+                    None => None,
                 }
             }
             None => self.stderr_settled().await,
@@ -622,10 +636,10 @@ impl McpSession {
     }
 
     /// The server's stderr to quote in an error, once its reader has caught up.
-    async fn stderr_settled(&self) -> String {
+    async fn stderr_settled(&self) -> Option<String> {
         match &self.stderr {
-            Some(tail) => tail.settled().await,
-            None => String::new(),
+            Some(tail) => Some(tail.settled().await),
+            None => None,
         }
     }
 
@@ -662,10 +676,7 @@ impl McpSession {
                     ServiceError::TransportClosed => "the connection closed".to_owned(),
                     _ => other.to_string(),
                 },
-                stderr: match &self.stderr {
-                    Some(t) => t.text(STDERR_GRACE).await,
-                    None => String::new(),
-                },
+                stderr: stderr_text(&self.stderr).await,
             },
         }
     }
@@ -704,6 +715,60 @@ fn http_status_of(e: &ServiceError) -> Option<(u16, Option<String>)> {
 fn status_in_message(text: &str) -> Option<u16> {
     let code = text.strip_prefix("HTTP ")?.get(..3)?;
     code.parse().ok().filter(|c| (100..=599).contains(c))
+}
+
+/// Why an HTTP server's address could not be reached, when that is why `initialize` failed
+/// (the SDK keeps reqwest's error inside its transport error).
+fn unreachable_reason(e: &rmcp::service::ClientInitializeError) -> Option<String> {
+    use rmcp::service::ClientInitializeError as E;
+    use rmcp::transport::streamable_http_client::StreamableHttpError;
+    let E::TransportError { error, .. } = e else {
+        return None;
+    };
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error.error.as_ref());
+    while let Some(current) = source {
+        if let Some(StreamableHttpError::<reqwest::Error>::Client(client)) = current.downcast_ref()
+        {
+            return connect_failure(client);
+        }
+        if let Some(client) = current.downcast_ref::<reqwest::Error>() {
+            return connect_failure(client);
+        }
+        source = current.source();
+    }
+    None
+}
+
+/// Why a request never reached the server (refused, a host name that does not resolve, a
+/// timeout, TLS), in the user's terms; None when it did reach it.
+pub(super) fn connect_failure(e: &reqwest::Error) -> Option<String> {
+    if !e.is_connect() && !e.is_timeout() {
+        return None;
+    }
+    let (mut refused, mut dns, mut timed_out) = (false, false, e.is_timeout());
+    // The innermost cause says it in the system's words ("Connection refused (os error 111)",
+    // "failed to lookup address information: Name or service not known").
+    let mut innermost = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(current) = source {
+        if let Some(io) = current.downcast_ref::<std::io::Error>() {
+            refused |= io.kind() == std::io::ErrorKind::ConnectionRefused;
+            timed_out |= io.kind() == std::io::ErrorKind::TimedOut;
+        }
+        let text = current.to_string();
+        dns |= text.starts_with("dns error");
+        innermost = text;
+        source = current.source();
+    }
+    Some(if refused {
+        "connection refused: nothing is listening at that host and port (is the server running, and is the URL right?)".to_owned()
+    } else if dns {
+        format!("the host name does not resolve ({innermost}); is the URL right?")
+    } else if timed_out {
+        format!("timed out connecting ({innermost})")
+    } else {
+        innermost
+    })
 }
 
 /// Why `initialize` failed, in the user's terms rather than rmcp's type names.
@@ -838,7 +903,7 @@ mod tests {
         let e = McpError::Start {
             server: "srv".into(),
             message: "connection closed".into(),
-            stderr: "boom\nline 2\n".into(),
+            stderr: Some("boom\nline 2\n".into()),
         };
         assert_eq!(
             e.to_string(),

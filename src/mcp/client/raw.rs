@@ -33,7 +33,7 @@ pub async fn raw_initialize(
             "clientInfo": {"name": "toolscore-probe", "version": env!("CARGO_PKG_VERSION")},
         },
     });
-    let timed_out = |stderr: String| McpError::Timeout {
+    let timed_out = |stderr: Option<String>| McpError::Timeout {
         server: spec.label(),
         what: format!("initialize at protocol version {protocol_version}"),
         after: timeout,
@@ -46,7 +46,7 @@ pub async fn raw_initialize(
             match answer {
                 Ok(Ok(v)) => Ok(v),
                 Ok(Err(e)) => Err(e),
-                Err(_) => Err(timed_out(String::new())),
+                Err(_) => Err(timed_out(None)),
             }
         }
     }
@@ -57,7 +57,7 @@ async fn raw_stdio(
     request: &Value,
     protocol_version: &str,
     timeout: Duration,
-    timed_out: &dyn Fn(String) -> McpError,
+    timed_out: &dyn Fn(Option<String>) -> McpError,
 ) -> Result<Value, McpError> {
     let server = spec.label();
     let super::StdioParts {
@@ -117,8 +117,8 @@ async fn raw_stdio(
     // Anything the leader left in its group goes too.
     super::signal_group(group, libc::SIGKILL);
     let stderr = match &tail {
-        Some(t) => t.text(STDERR_GRACE).await,
-        None => String::new(),
+        Some(t) => Some(t.text(STDERR_GRACE).await),
+        None => None,
     };
     match answer {
         Ok(Some(v)) => Ok(v),
@@ -142,7 +142,7 @@ async fn raw_http(
     let start_error = |message: String| McpError::Start {
         server: server.clone(),
         message,
-        stderr: String::new(),
+        stderr: None,
     };
     let client = reqwest::Client::new();
     let mut req = client
@@ -159,7 +159,13 @@ async fn raw_http(
     let mut resp = req
         .send()
         .await
-        .map_err(|e| start_error(e.without_url().to_string()))?;
+        .map_err(|e| match super::connect_failure(&e) {
+            Some(reason) => McpError::Unreachable {
+                server: server.clone(),
+                reason,
+            },
+            None => start_error(e.without_url().to_string()),
+        })?;
     let status = resp.status();
     let session = resp
         .headers()

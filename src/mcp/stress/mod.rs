@@ -410,7 +410,7 @@ mod tests {
             server: server(),
             what: what(),
             message: "connection closed".into(),
-            stderr: String::new(),
+            stderr: None,
         });
         assert_eq!(classify(&dropped), CallOutcome::Dropped);
         assert!(CallOutcome::Dropped.breaks_session() && !CallOutcome::Dropped.answered());
@@ -418,7 +418,7 @@ mod tests {
             server: server(),
             what: what(),
             after: Duration::from_secs(1),
-            stderr: String::new(),
+            stderr: None,
         });
         assert_eq!(classify(&timeout), CallOutcome::Timeout);
     }

@@ -13,6 +13,9 @@ use crate::catalog::{Catalog, to_tools_json};
 use crate::error::{Error, ExitCode};
 use crate::import::dataset::{CatalogFile, put_in_place, stage_dataset};
 use crate::mcp::client::ServerSpec;
+use crate::suite::{STARTER_PLACEHOLDER, STARTER_TAG};
+
+mod refresh;
 
 #[derive(Debug, Args)]
 pub struct InitArgs {
@@ -36,7 +39,10 @@ pub struct InitArgs {
     /// its catalog as it is now to tools.json.
     #[arg(long)]
     pub live: bool,
-    /// Replace a dataset of that name.
+    /// Refresh a dataset of that name: its catalog is replaced by the one listed now; its cases
+    /// are kept as they are (a starter case is added for each tool no case expects, and an
+    /// unedited starter case of a tool that is gone is removed), and each case that does not
+    /// fit (its tool gone, its args refused by the new schema) is reported.
     #[arg(long)]
     pub force: bool,
     /// The config to write when it does not exist (one provider to start with); an existing
@@ -46,9 +52,6 @@ pub struct InitArgs {
     #[command(flatten)]
     pub server: ServerFlags,
 }
-
-/// The tag every starter case carries, so a user can find the cases still to edit.
-const STARTER_TAG: &str = "starter";
 
 pub fn run(args: &InitArgs) -> Result<ExitCode, Error> {
     check_live(args)?;
@@ -85,11 +88,35 @@ pub fn run(args: &InitArgs) -> Result<ExitCode, Error> {
             stage_dataset(&dest, CatalogFile::Tools(&tools), &cases)?
         }
     };
-    put_in_place(&staging, &dest, args.force)?;
+    // Only --force reaches here with a dataset in place (refuse_existing): a refresh.
+    let refreshed = if dest.exists() {
+        Some(refresh::refresh(&staging, &dest, &loaded.catalog, &cases)?)
+    } else {
+        put_in_place(&staging, &dest, false)?;
+        None
+    };
     if let Some(text) = &config {
         crate::atomic::write_file(&args.config, text.as_bytes())?;
     }
-    print_next_steps(&dest, cases.len(), args, config.is_some());
+    match &refreshed {
+        Some(r) => {
+            for line in refresh::describe(r) {
+                println!("{line}");
+            }
+        }
+        None => println!(
+            "wrote {} ({}, cases.jsonl with {} starter {}, one per tool)",
+            dest.display(),
+            if args.live {
+                "dataset.yaml (the live server)"
+            } else {
+                "tools.json"
+            },
+            cases.len(),
+            if cases.len() == 1 { "case" } else { "cases" }
+        ),
+    }
+    print_next_steps(&dest, refreshed.as_ref(), args, config.is_some());
     Ok(ExitCode::Pass)
 }
 
@@ -157,7 +184,7 @@ fn check_name(name: &str) -> Result<(), Error> {
 fn refuse_existing(dest: &Path, force: bool) -> Result<(), Error> {
     if dest.exists() && !force {
         return Err(usage(&format!(
-            "{} already exists; pass --force to replace it, or --name to choose another",
+            "{} already exists; pass --force to refresh its catalog from this source (its cases are kept, and those that do not fit it are reported), or --name to choose another",
             dest.display()
         )));
     }
@@ -223,7 +250,7 @@ fn starter_cases(catalog: &Catalog) -> Vec<Value> {
                 "id": format!("starter-{}", tool.name),
                 "messages": [{
                     "role": "user",
-                    "content": format!("EDIT ME: write what a user would ask that needs {}{what}", tool.name),
+                    "content": format!("{STARTER_PLACEHOLDER} write what a user would ask that needs {}{what}", tool.name),
                 }],
                 "expect": {"tool": tool.name},
                 "tags": [STARTER_TAG],
@@ -317,17 +344,12 @@ fn config_to_write(path: &Path, dest: &Path) -> Result<Option<String>, Error> {
     Ok(Some(text))
 }
 
-fn print_next_steps(dest: &Path, cases: usize, args: &InitArgs, wrote_config: bool) {
-    let catalog = if args.live {
-        "dataset.yaml (the live server)"
-    } else {
-        "tools.json"
-    };
-    println!(
-        "wrote {} ({catalog}, cases.jsonl with {cases} starter {}, one per tool)",
-        dest.display(),
-        if cases == 1 { "case" } else { "cases" }
-    );
+fn print_next_steps(
+    dest: &Path,
+    refreshed: Option<&refresh::Refreshed>,
+    args: &InitArgs,
+    wrote_config: bool,
+) {
     if wrote_config {
         println!(
             "wrote {} (provider `openai`, model gpt-4.1-mini: set OPENAI_API_KEY, or change it)",
@@ -336,22 +358,130 @@ fn print_next_steps(dest: &Path, cases: usize, args: &InitArgs, wrote_config: bo
     } else {
         println!("left {} as it is", args.config.display());
     }
-    // An existing config with a default provider needs no flag; one without, the user's pick.
-    let has_default = wrote_config
-        || crate::suite::load_config(&args.config).is_ok_and(|c| c.defaults.provider.is_some());
-    let provider = if has_default {
-        ""
+    let (provider, why) = if wrote_config {
+        (String::new(), None)
     } else {
-        " --provider PROVIDER"
+        run_provider(&args.config)
     };
     println!("\nnext:");
-    println!(
-        "  1. edit {}: in each starter case, write the request and add the expected \"args\"",
-        dest.join("cases.jsonl").display()
-    );
+    let cases_file = dest.join("cases.jsonl");
+    match refreshed {
+        None => println!(
+            "  1. edit {}: in each starter case, write the request and add the expected \"args\"",
+            cases_file.display()
+        ),
+        Some(r) if r.stale.is_empty() && r.added_starters.is_empty() => {
+            println!("  1. nothing to edit: every case fits the new catalog");
+        }
+        Some(r) => {
+            let mut work = Vec::new();
+            if !r.stale.is_empty() {
+                work.push("fix or delete each case above that does not fit");
+            }
+            if !r.added_starters.is_empty() {
+                work.push(
+                    "in each new starter case, write the request and add the expected \"args\"",
+                );
+            }
+            println!("  1. edit {}: {}", cases_file.display(), work.join("; "));
+        }
+    }
     println!("  2. toolscore validate --dataset {}", dest.display());
     println!(
         "  3. toolscore run --dataset {}{provider} --trials 10",
         dest.display()
     );
+    if let Some(why) = why {
+        println!("     ({why})");
+    }
+}
+
+/// The model a new dataset is first run against when no config names one: the provider
+/// `init` writes into a new config, as KIND:MODEL.
+const STARTER_MODEL: &str = "openai-responses:gpt-4.1-mini";
+
+/// The `--provider` flag (with its leading space; empty when none is needed) that makes `run`
+/// call a model on a new dataset with the existing config at `path`, and why it is that one.
+/// `run` without `--provider` uses the config's default provider (or its only one); a replay
+/// serves only what its cassette recorded, never a dataset made a moment ago, so the printed
+/// command names a provider of the config that calls a model instead, or a KIND:MODEL.
+fn run_provider(path: &Path) -> (String, Option<String>) {
+    let file = path.display();
+    let config = match crate::suite::load_config(path) {
+        Ok(config) => config,
+        Err(_) => {
+            return (
+                " --provider PROVIDER".to_owned(),
+                Some(format!(
+                    "{file} does not load, so which provider to name is yours to say; `toolscore validate` shows why"
+                )),
+            );
+        }
+    };
+    let replays = |name: &str| {
+        config
+            .providers
+            .get(name)
+            .is_some_and(|p| p.kind == crate::suite::REPLAY_KIND)
+    };
+    let chosen = config.defaults.provider.clone().or_else(|| {
+        (config.providers.len() == 1)
+            .then(|| config.providers.keys().next().cloned())
+            .flatten()
+    });
+    let why_not_chosen = match &chosen {
+        Some(name) if !replays(name) => return (String::new(), None),
+        Some(name) => format!(
+            "`{name}`, {file}'s default provider, replays recorded responses, and has none for this dataset"
+        ),
+        None => format!("{file} names no default provider"),
+    };
+    let callers: Vec<&String> = config
+        .providers
+        .iter()
+        .filter(|(_, p)| p.kind != crate::suite::REPLAY_KIND)
+        .map(|(name, _)| name)
+        .collect();
+    match callers.split_first() {
+        Some((first, others)) => {
+            let entry = &config.providers[first.as_str()];
+            let needs = match (&entry.start, key_variable(entry)) {
+                (Some(start), _) => format!(" (start it first: `{start}`)"),
+                (None, Some(var)) => format!(" (it reads {var})"),
+                (None, None) => String::new(),
+            };
+            let also = match others {
+                [] => String::new(),
+                [only] => format!("; so does `{only}`"),
+                [rest @ .., last] => {
+                    let names: Vec<String> = rest.iter().map(|n| format!("`{n}`")).collect();
+                    format!("; so do {} and `{last}`", names.join(", "))
+                }
+            };
+            (
+                format!(" --provider {first}"),
+                Some(format!(
+                    "{why_not_chosen}; `{first}` calls a model{needs}{also}"
+                )),
+            )
+        }
+        None => (
+            format!(" --provider {STARTER_MODEL}"),
+            Some(format!(
+                "{why_not_chosen}, and no provider of it calls a model; {STARTER_MODEL} reads OPENAI_API_KEY, and any KIND:MODEL will do (docs/guides/providers.md)"
+            )),
+        ),
+    }
+}
+
+/// The environment variable a provider of the config reads its key from, if any.
+fn key_variable(entry: &crate::suite::ProviderEntry) -> Option<String> {
+    entry.api_key_env.clone().or_else(|| {
+        entry
+            .kind
+            .parse::<crate::provider::ProviderKind>()
+            .ok()
+            .and_then(|k| k.adapter().default_key_env())
+            .map(str::to_owned)
+    })
 }
