@@ -408,6 +408,61 @@ pub struct TuneReport {
     /// The command that checks the written wording again later.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recheck: Option<String>,
+    /// When the held-out set is too small to ever confirm "no difference": said before
+    /// anything was spent (`tune::confirmation_plan`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirmation_plan: Option<ConfirmationPlan>,
+}
+
+/// A held-out set too small to confirm "no difference as large as ±min_effect" within
+/// `--max-rounds`: with every pair agreeing (`disagreement` 0: it never can), or with the
+/// share of disagreeing pairs the baseline showed (it most likely ends undecided).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ConfirmationPlan {
+    pub holdout_units: u64,
+    pub max_rounds: u32,
+    pub min_effect: f64,
+    /// The share of pairs assumed to disagree (half each way).
+    pub disagreement: f64,
+    /// The pairs that rule the effect out at that share (`None`: not even 10⁸).
+    pub pairs_needed: Option<u64>,
+}
+
+impl ConfirmationPlan {
+    pub fn line(&self) -> String {
+        let (h, r) = (self.holdout_units, self.max_rounds);
+        let have = format!(
+            "{h} held-out units × --max-rounds {r} = {} pairs",
+            h * u64::from(r)
+        );
+        let (can, when) = if self.disagreement == 0.0 {
+            (
+                "cannot",
+                "at least {n} even if every pair agrees".to_owned(),
+            )
+        } else {
+            (
+                "is unlikely to",
+                format!(
+                    "about {{n}} when {:.0}% of pairs disagree, as the baseline's trials did",
+                    self.disagreement * 100.0
+                ),
+            )
+        };
+        match self.pairs_needed {
+            Some(n) => format!(
+                "the held-out set {can} confirm \"no difference\": {have}, and ruling out ±{} takes {}; {} held-out units would at --max-rounds {r}, or --max-rounds {} with these {h}",
+                self.min_effect,
+                when.replace("{n}", &n.to_string()),
+                n.div_ceil(u64::from(r.max(1))),
+                n.div_ceil(h.max(1))
+            ),
+            None => format!(
+                "the held-out set {can} confirm \"no difference\": {have}, and ±{} is too small to rule out with any number of pairs; raise --min-effect",
+                self.min_effect
+            ),
+        }
+    }
 }
 
 impl TuneReport {
@@ -501,7 +556,9 @@ impl TuneReport {
     /// What every renderer states beside the verdict: the split, the baseline, what was spent,
     /// what was written and how to check it again.
     pub fn facts(&self) -> Vec<String> {
-        let mut out = vec![self.split_line(), self.baseline_line(), self.spent_line()];
+        let mut out = vec![self.split_line()];
+        out.extend(self.confirmation_plan.as_ref().map(ConfirmationPlan::line));
+        out.extend([self.baseline_line(), self.spent_line()]);
         out.extend(self.written_lines());
         out
     }
@@ -607,6 +664,9 @@ pub fn render_tune(t: &TuneReport, w: &mut dyn Write) -> io::Result<()> {
         t.dataset, t.arm.provider, t.arm.model
     )?;
     writeln!(w, "  {}", t.split_line())?;
+    if let Some(plan) = &t.confirmation_plan {
+        writeln!(w, "  note: {}", plan.line())?;
+    }
     writeln!(w, "  {}", t.baseline_line())?;
     for line in t.trajectory_lines() {
         writeln!(w, "  {line}")?;

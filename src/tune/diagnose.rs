@@ -184,6 +184,24 @@ impl Tally {
         }
     }
 
+    /// The share of pairs of two trials of the same case that would disagree on the tool
+    /// chosen, at each case's observed rate (`2·p·(1 − p)`, unbiased: `·t/(t − 1)`), averaged
+    /// over the cases with two or more scored trials; `None` without one. What a comparison
+    /// of two wordings the model reads alike would see.
+    pub fn pair_disagreement(&self) -> Option<f64> {
+        let per_case: Vec<f64> = self
+            .chosen
+            .values()
+            .filter(|(_, t)| *t >= 2)
+            .map(|(wrong, t)| {
+                let t = *t as f64;
+                let p = (t - wrong.values().sum::<u64>() as f64) / t;
+                (2.0 * p * (1.0 - p) * t / (t - 1.0)).min(1.0)
+            })
+            .collect();
+        (!per_case.is_empty()).then(|| per_case.iter().sum::<f64>() / per_case.len() as f64)
+    }
+
     /// The rounds every one of the `(dataset, case)` units has complete: the fewest trials
     /// any of them has (a run goes trial-major, so each unit's trials are its first ones).
     pub fn complete_rounds(&self, units: &[(String, String)]) -> u32 {

@@ -21,6 +21,31 @@ use std::collections::BTreeSet;
 use crate::report::ComparisonVerdict;
 use propose::Candidate;
 
+/// Whether the held-out set can confirm "no difference" at `min_effect` within `max_rounds`
+/// when a share `disagreement` of pairs disagree (0: every pair agrees, a floor no held-out set
+/// can beat, known before anything is spent; after the baseline, its own disagreement rate):
+/// `None` when `holdout_units` × `max_rounds` pairs reach what the test needs
+/// ([`crate::stats::PairedBetting::pairs_to_rule_out`]), else what it lacks and what would.
+pub fn confirmation_plan(
+    holdout_units: u64,
+    (max_rounds, min_effect, confidence): (u32, f64, f64),
+    disagreement: f64,
+) -> Option<crate::report::tune::ConfirmationPlan> {
+    let test = crate::stats::PairedBetting::new(1.0 - confidence)?;
+    let needed = test.pairs_to_rule_out(min_effect, disagreement);
+    let pairs = holdout_units * u64::from(max_rounds);
+    if needed.is_some_and(|f| pairs >= f) {
+        return None;
+    }
+    Some(crate::report::tune::ConfirmationPlan {
+        holdout_units,
+        max_rounds,
+        min_effect,
+        disagreement,
+        pairs_needed: needed,
+    })
+}
+
 /// The candidates to confirm: every one the race found better on the training cases, the
 /// largest training effect first, each combined with those before it when it touches other
 /// tools. When none was found better, the one with the largest positive training effect that

@@ -981,3 +981,83 @@ fn the_smallest_tune_is_the_guides_rule() {
     );
     assert!(!dir.path().join("out").exists(), "nothing written");
 }
+
+/// Before anything is spent, a held-out set too small to ever confirm "no difference" is said
+/// so, with what would be enough; after the baseline, one too small at the disagreement its
+/// trials showed (a model that picks a job question's tool at random).
+#[test]
+fn the_confirmation_is_planned_before_the_trials_are_spent() {
+    let server = FakeServer::start_in_background(fake(false));
+    let dir = fake_project(&server.base_url, TOOLS, &cases(), &[]);
+    let r = tune(dir.path(), &[]);
+    let note = r
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("note: the held-out set cannot confirm"))
+        .unwrap_or_else(|| panic!("no plan: {}", r.transcript()));
+    assert!(
+        note.contains(
+            "3 held-out units × --max-rounds 20 = 60 pairs, and ruling out ±0.1 takes at least "
+        ) && note.contains(" even if every pair agrees; "),
+        "{note}"
+    );
+    let plan = &support::read_json(&dir.path().join("out/t/tune.json"))["confirmation_plan"];
+    let needed = plan["pairs_needed"].as_u64().expect("pairs");
+    assert!(needed > 60, "{plan}");
+    assert!(
+        note.contains(&format!(
+            "; {} held-out units would at --max-rounds 20, or --max-rounds {} with these 3",
+            needed.div_ceil(20),
+            needed.div_ceil(3)
+        )),
+        "{note}"
+    );
+    assert!(r.stdout.contains(&note["note: ".len()..]), "{}", r.stdout);
+
+    // A model that answers job questions with either tool in turn: two trials of a case
+    // disagree about half the time, and 3 held-out units at 40 rounds cannot keep up.
+    let turn = std::sync::atomic::AtomicU64::new(0);
+    let coin = FakeServer::start_in_background(move |req: &support::FakeRequest| {
+        let text = last_user_message(req).unwrap_or_default();
+        let body = if text.contains("export") {
+            if turn.fetch_add(1, std::sync::atomic::Ordering::SeqCst) % 2 == 0 {
+                tool_call_body(&[("job_status", r#"{"job_id": "job_000001"}"#)])
+            } else {
+                tool_call_body(&[("server_status", "{}")])
+            }
+        } else {
+            fake(false)(req).body
+        };
+        FakeResponse::ok(body)
+    });
+    let dir = fake_project(&coin.base_url, TOOLS, &cases(), &[]);
+    let r = toolscore(
+        dir.path(),
+        &[
+            "tune",
+            "--provider",
+            "fake",
+            "--trials",
+            "6",
+            "--max-rounds",
+            "40",
+            "--budget-trials",
+            "300",
+            "--out",
+            "out",
+            "--tune-id",
+            "t",
+            "--progress",
+            "off",
+        ],
+    );
+    assert!(
+        r.stderr.contains("note: the held-out set is unlikely to confirm \"no difference\": 3 held-out units × --max-rounds 40 = 120 pairs, and ruling out ±0.1 takes about "),
+        "{}",
+        r.transcript()
+    );
+    assert!(
+        r.stderr
+            .contains("% of pairs disagree, as the baseline's trials did")
+    );
+}

@@ -123,7 +123,28 @@ impl<'a> Tuner<'a> {
                 &path, &header,
             )?);
         }
+        // Said before anything is spent: a held-out set too small to confirm "no difference"
+        // even if every pair agrees ends undecided whatever the candidates do; after the
+        // baseline, before the race, the same at the disagreement its trials showed.
+        let holdout = (self.split.holdout.len() + self.split.holdout_scenarios.len()) as u64;
+        let test = (
+            self.args.max_rounds,
+            self.args.min_effect,
+            self.args.confidence,
+        );
+        let mut confirmation_plan = crate::tune::confirmation_plan(holdout, test, 0.0);
+        if let Some(plan) = &confirmation_plan {
+            eprintln!("note: {}", plan.line());
+        }
         let (baseline, tally) = self.baseline()?;
+        if confirmation_plan.is_none()
+            && let Some(d) = tally.pair_disagreement()
+        {
+            confirmation_plan = crate::tune::confirmation_plan(holdout, test, d);
+            if let Some(plan) = &confirmation_plan {
+                eprintln!("note: {}", plan.line());
+            }
+        }
         let diagnosis = tally.diagnose(&self.dataset.catalog, self.lint_notes());
         let proposed = self.proposals(&diagnosis)?;
         let mut report = TuneReport {
@@ -146,6 +167,7 @@ impl<'a> Tuner<'a> {
             max_cost: self.args.max_cost,
             written: None,
             recheck: None,
+            confirmation_plan,
         };
         if proposed.candidates.is_empty() {
             return Ok(report);

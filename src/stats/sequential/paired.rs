@@ -130,6 +130,39 @@ impl PairedBetting {
         }
     }
 
+    /// The pairs it takes to decide [`PairedDecision::Within`] at `min_effect` when the arms
+    /// do not differ and a share `disagreement` of pairs disagree, half each way: the count at
+    /// which pairs in exactly those proportions first decide it. With `disagreement` 0 (every
+    /// pair agrees, the evidence most in its favour) it is a floor: fewer pairs can never rule
+    /// out a difference of `min_effect`, however they come out. `None` when not even 10⁸
+    /// would (a `min_effect` too small to rule out).
+    pub fn pairs_to_rule_out(&self, min_effect: f64, disagreement: f64) -> Option<u64> {
+        let within = |n: u64| {
+            let each_way = (n as f64 * disagreement.clamp(0.0, 1.0) / 2.0).round() as u64;
+            let c = PairCounts {
+                b_only: each_way,
+                a_only: each_way,
+                same: n.saturating_sub(2 * each_way),
+            };
+            self.decide(c, min_effect) == PairedDecision::Within
+        };
+        let mut hi = 1u64;
+        while !within(hi) {
+            hi = hi.checked_mul(2).filter(|&h| h <= 100_000_000)?;
+        }
+        let mut lo = hi / 2;
+        // within(lo) is false (or lo = 0), within(hi) true: the evidence grows with n.
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
+            if within(mid) {
+                hi = mid;
+            } else {
+                lo = mid;
+            }
+        }
+        Some(hi)
+    }
+
     /// For a race of candidates: `Better` when the sequence lies above 0, `Worse` when below
     /// 0, `NotBetter` when its upper end is below `min_effect`, on the same two-sided sequence
     /// as [`Self::decide`].
@@ -358,5 +391,36 @@ mod tests {
         assert_eq!((better, within), (0, 0));
         assert!(worse >= 290, "{worse}");
         assert!(rounds < 60.0, "{rounds}");
+    }
+
+    #[test]
+    fn fewer_agreeing_pairs_than_the_floor_never_rule_out_the_effect() {
+        let b = PairedBetting::new(0.05).unwrap();
+        let floor = b.pairs_to_rule_out(0.05, 0.0).unwrap();
+        let at = |n| PairCounts {
+            same: n,
+            ..PairCounts::default()
+        };
+        assert_eq!(b.decide(at(floor), 0.05), PairedDecision::Within);
+        assert_eq!(b.decide(at(floor - 1), 0.05), PairedDecision::Continue);
+        // Disagreeing pairs only take evidence from one side or the other: at the floor's
+        // count minus one, no split of the pairs rules the effect out either.
+        let n = floor - 1;
+        for b_only in 0..=n.min(40) {
+            for a_only in 0..=(n - b_only).min(40) {
+                let c = PairCounts {
+                    b_only,
+                    a_only,
+                    same: n - b_only - a_only,
+                };
+                assert_ne!(b.decide(c, 0.05), PairedDecision::Within, "{c:?}");
+            }
+        }
+        // A smaller effect needs more pairs, and so do disagreeing ones; an effect too small
+        // for 10⁸ pairs is said so.
+        assert!(b.pairs_to_rule_out(0.02, 0.0).unwrap() > floor);
+        let noisy = b.pairs_to_rule_out(0.05, 0.3).unwrap();
+        assert!(noisy > 2 * floor, "{noisy} {floor}");
+        assert_eq!(b.pairs_to_rule_out(1e-9, 0.0), None);
     }
 }
