@@ -4,7 +4,7 @@
 //! against it, each dataset loaded once.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::resume::{PLAN_FILE, PlanFingerprint};
 use crate::record::{BASE_VARIANT, SCENARIO_DATASET};
@@ -14,6 +14,9 @@ use crate::suite::shown::{self, Recorded, ShownDataset};
 
 /// The files behind one run folder, read as they are asked for.
 pub struct RunFiles<'a> {
+    /// The run's folder: the paths the run recorded are relative to where it was made, which
+    /// is one of the folder's ancestors when `explain` runs from elsewhere.
+    dir: PathBuf,
     run: &'a RunInfo,
     plan: Option<PlanFingerprint>,
     datasets: BTreeMap<String, Result<ShownDataset, String>>,
@@ -26,6 +29,7 @@ impl<'a> RunFiles<'a> {
             .ok()
             .and_then(|text| serde_json::from_str(&text).ok());
         RunFiles {
+            dir: dir.to_path_buf(),
             run,
             plan,
             datasets: BTreeMap::new(),
@@ -117,7 +121,8 @@ impl<'a> RunFiles<'a> {
             .iter()
             .find(|d| d.name == name)
             .ok_or_else(|| format!("the run names no catalog for dataset {name}"))?;
-        let dir = Path::new(&info.catalog_source)
+        let catalog = self.locate(&info.catalog_source);
+        let dir = catalog
             .parent()
             .ok_or_else(|| format!("the run's catalog {} is in no folder", info.catalog_source))?;
         let fixtures = self.plan.as_ref().and_then(|p| {
@@ -126,7 +131,28 @@ impl<'a> RunFiles<'a> {
                 .find(|d| d.name == name)
                 .and_then(|d| d.fixtures.clone())
         });
-        ShownDataset::load(dir, fixtures.as_deref())
+        let variants: Vec<(String, PathBuf)> = info
+            .variants
+            .iter()
+            .map(|v| (v.name.clone(), self.locate(&v.file)))
+            .collect();
+        ShownDataset::load(dir, fixtures.as_deref(), &variants)
+    }
+
+    /// A path the run recorded: as it is when it names something from here (absolute, or
+    /// run from the folder the run was made in), else from the nearest ancestor of the run's
+    /// folder it names something from (the project the run was made in holds its folder).
+    fn locate(&self, recorded: &str) -> PathBuf {
+        let path = Path::new(recorded);
+        if path.is_absolute() || path.exists() {
+            return path.to_path_buf();
+        }
+        let dir = std::path::absolute(&self.dir).unwrap_or_else(|_| self.dir.clone());
+        dir.ancestors()
+            .skip(1)
+            .map(|a| a.join(path))
+            .find(|p| p.exists())
+            .unwrap_or_else(|| path.to_path_buf())
     }
 
     fn scenario(&self, name: &str, variant: &str) -> Result<shown::ShownCase, String> {
@@ -145,9 +171,10 @@ impl<'a> RunFiles<'a> {
                 .then_some(info.catalog_fingerprint.as_str()),
             source_digest,
         };
+        let catalog_source = self.locate(&info.catalog_source);
         shown::scenario_case(
-            Path::new(&info.file),
-            &info.catalog_source,
+            &self.locate(&info.file),
+            &catalog_source.display().to_string(),
             variant,
             recorded,
         )

@@ -38,16 +38,33 @@ pub struct ShownDataset {
 }
 
 impl ShownDataset {
-    /// The dataset in `dir`, its fixtures checked against `fixtures_digest` (`plan.json`).
-    pub fn load(dir: &Path, fixtures_digest: Option<&str>) -> Result<ShownDataset, String> {
+    /// The dataset in `dir`, its fixtures checked against `fixtures_digest` (`plan.json`), with
+    /// the overlay files the run recorded for its variants (`name`, file): a variant is shown
+    /// from the file the run read (a tune's candidates are in the tune's folder, not the
+    /// dataset's), the dataset's own `variants/NAME.json` when that file is gone.
+    pub fn load(
+        dir: &Path,
+        fixtures_digest: Option<&str>,
+        recorded_variants: &[(String, std::path::PathBuf)],
+    ) -> Result<ShownDataset, String> {
         if dir.join(super::live::DATASET_FILE).is_file() {
             return Err(format!(
                 "its catalog is listed from a live MCP server ({}), which a report does not start",
                 dir.join(super::live::DATASET_FILE).display()
             ));
         }
-        let dataset = super::load_dataset(dir)
+        let mut dataset = super::load_dataset(dir)
             .map_err(|e| format!("its dataset cannot be read now ({e})"))?;
+        for (name, file) in recorded_variants {
+            let Ok(variant) = super::variant::load_variant_file(file, &dataset.catalog) else {
+                continue;
+            };
+            if variant.name != *name {
+                continue;
+            }
+            dataset.variants.retain(|v| v.name != *name);
+            dataset.variants.push(variant);
+        }
         let mut fixtures_changed = Vec::new();
         check(
             &mut fixtures_changed,

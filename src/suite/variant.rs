@@ -157,40 +157,46 @@ pub fn load_variants(dir: &Path, base: &Catalog) -> Result<Vec<CatalogVariant>, 
     files.sort();
     let mut out = Vec::with_capacity(files.len());
     for path in files {
-        let file = path.display().to_string();
-        let name = path
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        check_name(&name).map_err(|m| InputError::at(&file, None, "", &m))?;
-        if name == BASE_VARIANT {
-            return Err(InputError::at(
-                &file,
-                None,
-                "",
-                "`base` is the dataset's own catalog (tools.json); name the overlay otherwise",
-            ));
-        }
-        let text = crate::input::read_text(&path)?;
-        let (catalog, note, renames) = apply_overlay(base, &text, &file)?;
-        let validators = ToolValidators::compile(&catalog).map_err(|(tool, message)| {
-            InputError::at(
-                &file,
-                line_of(&text, "\"input_schema\""),
-                &format!("tools.{tool}.input_schema"),
-                &format!("tool `{tool}` has an invalid JSON Schema: {message}"),
-            )
-        })?;
-        out.push(CatalogVariant {
-            name,
-            file: Some(file),
-            note,
-            catalog: Arc::new(catalog),
-            validators: Arc::new(validators),
-            renames,
-        });
+        out.push(load_variant_file(&path, base)?);
     }
     Ok(out)
+}
+
+/// One overlay file (`NAME.json`), named by its file, checked against the base catalog and
+/// compiled.
+pub fn load_variant_file(path: &Path, base: &Catalog) -> Result<CatalogVariant, InputError> {
+    let file = path.display().to_string();
+    let name = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    check_name(&name).map_err(|m| InputError::at(&file, None, "", &m))?;
+    if name == BASE_VARIANT {
+        return Err(InputError::at(
+            &file,
+            None,
+            "",
+            "`base` is the dataset's own catalog (tools.json); name the overlay otherwise",
+        ));
+    }
+    let text = crate::input::read_text(path)?;
+    let (catalog, note, renames) = apply_overlay(base, &text, &file)?;
+    let validators = ToolValidators::compile(&catalog).map_err(|(tool, message)| {
+        InputError::at(
+            &file,
+            line_of(&text, "\"input_schema\""),
+            &format!("tools.{tool}.input_schema"),
+            &format!("tool `{tool}` has an invalid JSON Schema: {message}"),
+        )
+    })?;
+    Ok(CatalogVariant {
+        name,
+        file: Some(file),
+        note,
+        catalog: Arc::new(catalog),
+        validators: Arc::new(validators),
+        renames,
+    })
 }
 
 /// An overlay applied: the catalog it produces, its note, and its renames (base → new name).

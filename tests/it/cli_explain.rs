@@ -786,3 +786,38 @@ fn a_merged_run_explains_every_case_as_the_whole_run_does() {
         );
     }
 }
+
+/// `explain RUN CASE` from another folder: the paths a run records are relative to where it
+/// was made, and are found from the run folder's ancestors (the project that holds it).
+#[test]
+fn a_run_is_explained_from_any_folder() {
+    let project = support::project_copy();
+    let run = toolscore(
+        project.path(),
+        &[
+            "run",
+            "--provider",
+            "demo",
+            "--trials",
+            "2",
+            "--run-id",
+            "r",
+            "--progress",
+            "off",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.transcript());
+    let run_dir = project.path().join("reports/r");
+    let elsewhere = tempfile::tempdir().unwrap();
+    let text = toolscore(
+        elsewhere.path(),
+        &["explain", run_dir.to_str().unwrap(), "server-status-region"],
+    );
+    assert_eq!(text.code, 0, "{}", text.transcript());
+    assert!(!text.stdout.contains("not available"), "{}", text.stdout);
+    assert!(
+        text.stdout.contains("▸ get_server_status"),
+        "{}",
+        text.stdout
+    );
+}

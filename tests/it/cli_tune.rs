@@ -1061,3 +1061,33 @@ fn the_confirmation_is_planned_before_the_trials_are_spent() {
             .contains("% of pairs disagree, as the baseline's trials did")
     );
 }
+
+/// `explain TUNE/race CASE` shows each candidate's wording as its arm read it, from the overlay
+/// the race recorded (in the tune's `candidates/`, not the dataset's `variants/`).
+#[test]
+fn a_race_is_explained_with_the_candidates_wording() {
+    let server = FakeServer::start_in_background(fake(false));
+    let dir = fake_project(&server.base_url, TOOLS, &cases(), &[]);
+    let r = tune(dir.path(), &["--budget-trials", "1500"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    // Every candidate the race ran, one at a time; the disambiguating one says PHRASE.
+    let candidates: Vec<String> = std::fs::read_dir(dir.path().join("out/t/candidates"))
+        .expect("candidates")
+        .map(|e| e.expect("entry").path())
+        .filter_map(|p| Some(p.file_stem()?.to_str()?.to_owned()))
+        .filter(|n| n.starts_with("candidate-"))
+        .collect();
+    assert!(candidates.len() >= 2, "{candidates:?}");
+    let mut said = 0;
+    for c in &candidates {
+        let text = toolscore(dir.path(), &["explain", "out/t/race", "s1", "--arm", c]);
+        assert_eq!(text.code, 0, "{}", text.transcript());
+        assert!(
+            !text.stdout.contains("not available"),
+            "{c}: {}",
+            text.stdout
+        );
+        said += usize::from(text.stdout.contains(PHRASE));
+    }
+    assert_eq!(said, 1, "one candidate disambiguates");
+}
