@@ -3,8 +3,12 @@
 //! deterministic (no model): the same diagnosis of the same catalog proposes the same
 //! candidates, word for word, so a replayed tune replays its race.
 //!
-//! - **disambiguate**: both tools of a confused pair get a sentence naming the other and what
-//!   it is for ("For health of the service, use `server_status` instead.");
+//! - **disambiguate**: both tools of a confused pair get a sentence naming the other
+//!   ("Requests for what `server_status` does belong to `server_status`, not to this tool."):
+//!   the same words whatever the catalog says, so it is grammatical in any catalog; it copies
+//!   none of the other's description (quoting it made 698 of 759 neighbouring pairs of the
+//!   shipped catalogs near-duplicates to lint) and gives no order naming another tool (which
+//!   lint's `injection-conduct` reads as shadowing);
 //! - **format**: a parameter with `wrong_value` or `wrong_type` failures gets what its schema
 //!   already says about it in words: the allowed values, the pattern, the format, the range,
 //!   the type, an example;
@@ -86,10 +90,11 @@ pub fn rank(candidates: &mut Vec<Candidate>, max: usize) {
 fn disambiguate(pair: &super::diagnose::ConfusedPair, catalog: &Catalog) -> Option<Candidate> {
     let [a, b] = &pair.tools;
     let (ta, tb) = (catalog.get(a)?, catalog.get(b)?);
-    let sentence = |other: &Tool| match purpose(&other.description) {
-        Some(p) if starts_with_verb(&p) => format!("To {p}, use `{}` instead.", other.name),
-        Some(p) => format!("For {p}, use `{}` instead.", other.name),
-        None => format!("Where `{}` fits, use `{}` instead.", other.name, other.name),
+    let sentence = |other: &Tool| {
+        format!(
+            "Requests for what `{}` does belong to `{}`, not to this tool.",
+            other.name, other.name
+        )
     };
     let edits: Vec<TextEdit> = [(ta, tb), (tb, ta)]
         .into_iter()
@@ -401,93 +406,6 @@ fn append(text: &str, add: &str) -> String {
     }
 }
 
-/// Verbs tool descriptions start with ("Search the catalog…", "Get the progress…"): such a
-/// purpose follows "To", any other "For".
-const LEADING_VERBS: &[&str] = &[
-    "add",
-    "apply",
-    "book",
-    "calculate",
-    "cancel",
-    "charge",
-    "check",
-    "close",
-    "compute",
-    "convert",
-    "copy",
-    "create",
-    "delete",
-    "download",
-    "export",
-    "fetch",
-    "find",
-    "generate",
-    "get",
-    "import",
-    "issue",
-    "list",
-    "look",
-    "make",
-    "move",
-    "open",
-    "pay",
-    "post",
-    "put",
-    "query",
-    "read",
-    "refund",
-    "remove",
-    "rename",
-    "retrieve",
-    "return",
-    "run",
-    "schedule",
-    "search",
-    "send",
-    "set",
-    "show",
-    "start",
-    "stop",
-    "submit",
-    "translate",
-    "update",
-    "upload",
-    "validate",
-    "write",
-];
-
-fn starts_with_verb(phrase: &str) -> bool {
-    let first = phrase.split_whitespace().next().unwrap_or_default();
-    LEADING_VERBS.contains(&first.to_ascii_lowercase().as_str())
-}
-
-/// A description's first sentence as a phrase to follow "For" or "To": its full stop dropped,
-/// its first letter lower-cased unless the word is an acronym or identifier.
-fn purpose(description: &str) -> Option<String> {
-    let text = description.trim();
-    let end = text
-        .match_indices(['.', '\n'])
-        .map(|(i, _)| i)
-        .find(|&i| text[i + 1..].chars().next().is_none_or(char::is_whitespace))
-        .unwrap_or(text.len());
-    let first = text[..end].trim();
-    if first.is_empty() {
-        return None;
-    }
-    let mut chars = first.chars();
-    let c0 = chars.next()?;
-    let keep = chars
-        .next()
-        .is_some_and(|c| c.is_uppercase() || c.is_ascii_digit() || c == '_');
-    Some(if keep {
-        first.to_owned()
-    } else {
-        c0.to_lowercase()
-            .chain(first[c0.len_utf8()..].chars())
-            .collect()
-    })
-}
-
 /// The overlay (`variants/<name>.json`) of a set of candidates on disjoint tools, with its
 /// note.
 pub fn overlay(candidates: &[&Candidate], note: &str) -> Value {
@@ -651,11 +569,11 @@ mod tests {
         let d = &cands[0];
         assert_eq!(
             d.edits[0].after,
-            "Progress of an export job. Returns percent done. For health of the billing service, use `server_status` instead."
+            "Progress of an export job. Returns percent done. Requests for what `server_status` does belong to `server_status`, not to this tool."
         );
         assert_eq!(
             d.edits[1].after,
-            "Health of the billing service. For progress of an export job, use `job_status` instead."
+            "Health of the billing service. Requests for what `job_status` does belong to `job_status`, not to this tool."
         );
         assert_eq!(
             d.evidence,
@@ -754,16 +672,7 @@ mod tests {
     }
 
     #[test]
-    fn purpose_reads_the_first_sentence_as_a_phrase() {
-        assert_eq!(
-            purpose("Progress of a job. More."),
-            Some("progress of a job".into())
-        );
-        assert_eq!(
-            purpose("MCP server health v1.2 here"),
-            Some("MCP server health v1.2 here".into())
-        );
-        assert_eq!(purpose("  "), None);
+    fn the_disambiguating_sentence_names_the_other_tool() {
         let c = catalog();
         let tb = c.get("job_status").unwrap();
         let verb = Tool {
@@ -780,8 +689,135 @@ mod tests {
         let d = disambiguate(&pair, &both).unwrap();
         assert_eq!(
             d.edits[0].after,
-            "Progress of an export job. Returns percent done. To search the product catalog by name, use `search_products` instead."
+            "Progress of an export job. Returns percent done. Requests for what `search_products` does belong to `search_products`, not to this tool."
+        );
+        assert_eq!(
+            d.edits[1].after,
+            "Search the product catalog by name. Returns SKUs. Requests for what `job_status` does belong to `job_status`, not to this tool."
         );
         assert_eq!(append("Refund", "X."), "Refund. X.");
+    }
+
+    /// The sentence disambiguate adds for `other`, and the tool it was added to, as a catalog.
+    fn disambiguated(tool: &Tool, other: &Tool) -> (String, Catalog) {
+        let pair = crate::tune::diagnose::ConfusedPair {
+            tools: [tool.name.clone(), other.name.clone()],
+            count: 1,
+            cases: Vec::new(),
+        };
+        let both = Catalog::new(vec![tool.clone(), other.clone()], "t".into());
+        let c = disambiguate(&pair, &both).expect("a candidate");
+        let mut tuned = both.clone();
+        for e in &c.edits {
+            if let Some(t) = tuned.tools.iter_mut().find(|t| t.name == e.tool) {
+                t.description = e.after.clone();
+            }
+        }
+        (c.edits[0].after.clone(), tuned)
+    }
+
+    /// Whatever the other tool's description says (a verb phrase, a noun phrase, another
+    /// language), the sentence is the same fixed one with its name: it never puts the author's
+    /// words after "For" or "To" (which wrote "For change the shipping or postal address on
+    /// file, use …" into a catalog).
+    #[test]
+    fn any_description_gets_the_same_grammatical_sentence() {
+        let verbs = [
+            "Change", "Email", "Archive", "Summarize", "Refund", "Ping", "Escalate", "Snooze",
+            "Reconcile", "Text", "Bulk-update", "Re-send",
+        ];
+        let objects = [
+            "the shipping or postal address on file",
+            "a nudge about an overdue balance",
+            "every open ticket older than a week",
+            "the customer",
+        ];
+        let mut descriptions: Vec<String> = verbs
+            .iter()
+            .flat_map(|v| objects.iter().map(move |o| format!("{v} {o}. More about it.")))
+            .collect();
+        descriptions.extend(
+            [
+                "Progress of an export job.",
+                "Health of the billing service",
+                "MCP server health v1.2 here",
+                "Données météo actuelles pour une ville.",
+                "",
+            ]
+            .map(str::to_owned),
+        );
+        let tool = Tool {
+            name: "a".into(),
+            description: "Does one thing.".into(),
+            input_schema: serde_json::json!({"type": "object"}),
+        };
+        for description in descriptions {
+            let other = Tool {
+                name: "b".into(),
+                description: description.clone(),
+                input_schema: serde_json::json!({"type": "object"}),
+            };
+            let (after, _) = disambiguated(&tool, &other);
+            assert_eq!(
+                after,
+                "Does one thing. Requests for what `b` does belong to `b`, not to this tool.",
+                "{description}"
+            );
+        }
+    }
+
+    /// On every catalog the project ships, the disambiguating sentences of each pair of
+    /// neighbours add no lint finding but, rarely, a near-duplicate warning (a tune must not
+    /// write what toolscore's own lint flags: an order naming another tool is read as
+    /// shadowing, and quoting each other's first sentence made 698 of 759 pairs
+    /// near-duplicates).
+    #[test]
+    fn on_every_shipped_catalog_the_sentence_adds_no_lint_error() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let catalogs = [
+            "datasets/billing/tools.json",
+            "examples/batch/weather/tools.json",
+            "examples/bfcl/bfcl_irrelevance/tools.json",
+            "examples/bfcl/bfcl_simple_python/tools.json",
+            "examples/bfcl/bfcl_simple_java/tools.json",
+            "examples/bfcl/bfcl_simple_javascript/tools.json",
+        ];
+        let options = crate::lint::LintOptions::default();
+        let findings = |c: &Catalog| -> BTreeSet<(String, Option<String>)> {
+            crate::lint::lint(c, &options)
+                .findings
+                .into_iter()
+                .map(|f| (f.rule.to_owned(), f.tool))
+                .collect()
+        };
+        let (mut checked, mut near_duplicates) = (0, 0);
+        for file in catalogs {
+            let catalog = crate::catalog::load_catalog_file(&root.join(file)).expect(file);
+            for pair in catalog.tools.windows(2) {
+                let [tool, other] = pair else { continue };
+                if tool.name == other.name {
+                    continue;
+                }
+                let (_, tuned) = disambiguated(tool, other);
+                let before = Catalog::new(vec![tool.clone(), other.clone()], "t".into());
+                let added: Vec<_> = findings(&tuned).difference(&findings(&before)).cloned().collect();
+                let (near, other_rules): (Vec<_>, Vec<_>) = added
+                    .into_iter()
+                    .partition(|(rule, _)| rule == "description-near-duplicate");
+                assert!(
+                    other_rules.is_empty(),
+                    "{file}: {} and {}: {other_rules:?}",
+                    tool.name,
+                    other.name
+                );
+                near_duplicates += usize::from(!near.is_empty());
+                checked += 1;
+            }
+        }
+        assert!(checked > 700, "{checked} pairs");
+        // The same nine words added to two short descriptions that already share boilerplate
+        // ("Note that the provided function is in Python 3 syntax.") can reach the 0.8
+        // similarity lint warns at: 26 of 759 BFCL pairs, never a billing one.
+        assert!(near_duplicates * 20 < checked, "{near_duplicates} of {checked}");
     }
 }

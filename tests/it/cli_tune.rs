@@ -61,7 +61,7 @@ fn cases() -> String {
 }
 
 /// The sentence tune's disambiguate operator adds to `server_status`.
-const PHRASE: &str = "use `job_status` instead";
+const PHRASE: &str = "belong to `job_status`, not to this tool";
 
 /// The scripted model. Job questions go to `job_status` only when PHRASE is in the catalog
 /// (and, with `training_only`, only for the training ids); service questions always go right;
@@ -224,7 +224,7 @@ fn tune_finds_the_disambiguating_edit_confirms_it_on_held_out_cases_and_writes_i
     let overlay = support::read_json(&dir.path().join("data/variants").join(&written[0]));
     assert_eq!(
         overlay["tools"]["server_status"]["description"],
-        "Health of the billing service. For progress of an export job, use `job_status` instead."
+        "Health of the billing service. Requests for what `job_status` does belong to `job_status`, not to this tool."
     );
     assert_eq!(
         overlay["tools"].as_object().unwrap().len(),
@@ -247,7 +247,7 @@ fn tune_finds_the_disambiguating_edit_confirms_it_on_held_out_cases_and_writes_i
     );
     let md = std::fs::read_to_string(dir.path().join("out/t/report.md")).expect("report.md");
     assert!(
-        md.contains("+Health of the billing service. For progress"),
+        md.contains("+Health of the billing service. Requests for what `job_status` does"),
         "{md}"
     );
     // The page is well-formed XML, escapes the catalog's text, and fetches nothing.
@@ -267,7 +267,7 @@ fn tune_finds_the_disambiguating_edit_confirms_it_on_held_out_cases_and_writes_i
         .collect();
     assert!(text.contains("held-out confirmation: BETTER"), "{text}");
     assert!(text.contains(
-        "+ Health of the billing service. For progress of an export job, use `job_status` instead."
+        "+ Health of the billing service. Requests for what `job_status` does belong to `job_status`, not to this tool."
     ));
     assert!(!html.contains("<script") && !html.contains("src=") && !html.contains("href="));
 }
