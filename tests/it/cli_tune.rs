@@ -588,7 +588,7 @@ fn with_author(
             .expect("lock")
             .push(req.body["messages"].to_string());
         let rewrite = serde_json::json!({
-            "description": format!("Health of the billing service only; for an export job's progress, {PHRASE}.")
+            "description": format!("Health of the billing service only; requests about an export job's progress {PHRASE}.")
         });
         support::FakeResponse::ok(support::text_body(&rewrite.to_string()))
     }
