@@ -543,7 +543,7 @@ async fn worker(shared: Arc<Shared>, tx: mpsc::Sender<Finished>) {
         // A trial abandoned by Ctrl-C measured nothing: it is not reported (a resumed run
         // runs it again), and the run is marked interrupted.
         let finished = match run_trial(&shared, key, &mut hold).await {
-            TrialRun::Ran(record, raw) => Some((record, raw)),
+            TrialRun::Ran(ran) => Some(*ran),
             TrialRun::NotRunByBudget => {
                 shared.budget_not_run.fetch_add(1, Ordering::Relaxed);
                 continue;
@@ -569,7 +569,8 @@ async fn worker(shared: Arc<Shared>, tx: mpsc::Sender<Finished>) {
 
 /// How one trial's run ended.
 enum TrialRun {
-    Ran(TrialRecord, Vec<RawStep>),
+    /// Boxed: a record is large beside the other two outcomes.
+    Ran(Box<(TrialRecord, Vec<RawStep>)>),
     /// `--max-cost` could not cover its first request: nothing was sent, the trial is not run.
     NotRunByBudget,
     /// Ctrl-C.
@@ -653,7 +654,7 @@ async fn run_trial(
     if let (Some(cost), Some(hold)) = (&mut record.cost, hold.as_ref()) {
         cost.worst_case_usd = Some(hold.worst_usd());
     }
-    TrialRun::Ran(record, raw)
+    TrialRun::Ran(Box::new((record, raw)))
 }
 
 /// A single-call fixture's one step: the batch's answer or the provider's, scored.

@@ -723,8 +723,18 @@ mod tests {
     #[test]
     fn any_description_gets_the_same_grammatical_sentence() {
         let verbs = [
-            "Change", "Email", "Archive", "Summarize", "Refund", "Ping", "Escalate", "Snooze",
-            "Reconcile", "Text", "Bulk-update", "Re-send",
+            "Change",
+            "Email",
+            "Archive",
+            "Summarize",
+            "Refund",
+            "Ping",
+            "Escalate",
+            "Snooze",
+            "Reconcile",
+            "Text",
+            "Bulk-update",
+            "Re-send",
         ];
         let objects = [
             "the shipping or postal address on file",
@@ -734,7 +744,11 @@ mod tests {
         ];
         let mut descriptions: Vec<String> = verbs
             .iter()
-            .flat_map(|v| objects.iter().map(move |o| format!("{v} {o}. More about it.")))
+            .flat_map(|v| {
+                objects
+                    .iter()
+                    .map(move |o| format!("{v} {o}. More about it."))
+            })
             .collect();
         descriptions.extend(
             [
@@ -800,7 +814,10 @@ mod tests {
                 }
                 let (_, tuned) = disambiguated(tool, other);
                 let before = Catalog::new(vec![tool.clone(), other.clone()], "t".into());
-                let added: Vec<_> = findings(&tuned).difference(&findings(&before)).cloned().collect();
+                let added: Vec<_> = findings(&tuned)
+                    .difference(&findings(&before))
+                    .cloned()
+                    .collect();
                 let (near, other_rules): (Vec<_>, Vec<_>) = added
                     .into_iter()
                     .partition(|(rule, _)| rule == "description-near-duplicate");
@@ -818,6 +835,9 @@ mod tests {
         // The same nine words added to two short descriptions that already share boilerplate
         // ("Note that the provided function is in Python 3 syntax.") can reach the 0.8
         // similarity lint warns at: 26 of 759 BFCL pairs, never a billing one.
-        assert!(near_duplicates * 20 < checked, "{near_duplicates} of {checked}");
+        assert!(
+            near_duplicates * 20 < checked,
+            "{near_duplicates} of {checked}"
+        );
     }
 }

@@ -1020,7 +1020,10 @@ fn the_confirmation_is_planned_before_the_trials_are_spent() {
     let coin = FakeServer::start_in_background(move |req: &support::FakeRequest| {
         let text = last_user_message(req).unwrap_or_default();
         let body = if text.contains("export") {
-            if turn.fetch_add(1, std::sync::atomic::Ordering::SeqCst) % 2 == 0 {
+            if turn
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+                .is_multiple_of(2)
+            {
                 tool_call_body(&[("job_status", r#"{"job_id": "job_000001"}"#)])
             } else {
                 tool_call_body(&[("server_status", "{}")])
