@@ -210,7 +210,7 @@ pub fn worst_case_usd(price: &Price, body_bytes: usize, output_bound: u32) -> f6
 /// only limited: an arm's first request goes alone, and every later reservation of the arm is
 /// scaled by the largest factor its requests were billed over their worst case. Such a run
 /// passes the cap by at most what its requests in flight were billed beyond their reservations,
-/// and the run says so ([`crate::report::Warning`]).
+/// and the run says so (a warning in its report, recomputed from the records).
 #[derive(Debug)]
 pub struct Budget {
     max_usd: f64,
