@@ -520,38 +520,9 @@ impl Provider {
     }
 }
 
-/// A signal that abandons every request and backoff sleep it is handed to (Ctrl-C, SIGTERM).
-#[derive(Clone, Debug)]
-pub struct Cancel {
-    tx: std::sync::Arc<tokio::sync::watch::Sender<bool>>,
-}
-
-impl Default for Cancel {
-    fn default() -> Self {
-        Cancel::new()
-    }
-}
-
-impl Cancel {
-    pub fn new() -> Self {
-        Cancel {
-            tx: std::sync::Arc::new(tokio::sync::watch::channel(false).0),
-        }
-    }
-
-    /// Fires the signal; every current and later `cancelled()` completes.
-    pub fn cancel(&self) {
-        self.tx.send_replace(true);
-    }
-
-    /// Completes once the signal has fired.
-    pub async fn cancelled(&self) {
-        let mut rx = self.tx.subscribe();
-        // `wait_for` sees a value set before the call too; an error means the sender is gone,
-        // which cannot happen while `self` holds it.
-        let _ = rx.wait_for(|fired| *fired).await;
-    }
-}
+/// A signal that abandons every request and backoff sleep it is handed to (Ctrl-C, SIGTERM):
+/// `cancel()` fires it, and every current and later `cancelled()` completes.
+pub type Cancel = tokio_util::sync::CancellationToken;
 
 fn cancelled(attempts: u32) -> ProviderError {
     ProviderError {

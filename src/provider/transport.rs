@@ -2,7 +2,7 @@
 //! `Retry-After` / `retry-after-ms` parsing.
 
 use std::error::Error as _;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime};
 
 use bytes::Bytes;
 use reqwest::header::HeaderMap;
@@ -220,67 +220,18 @@ fn secs_capped(secs: f64) -> Duration {
     }
 }
 
-/// Parses an IMF-fixdate such as `Sun, 06 Nov 1994 08:49:37 GMT` (the form RFC 9110 requires
-/// senders to use). The obsolete RFC 850 and asctime forms are not accepted.
+/// Parses an HTTP-date (RFC 9110 §5.6.7): the IMF-fixdate senders must use
+/// (`Sun, 06 Nov 1994 08:49:37 GMT`), and the obsolete RFC 850 and asctime forms a recipient
+/// must still accept.
 fn parse_http_date(s: &str) -> Option<SystemTime> {
-    let rest = s.trim();
-    // The weekday is redundant; skip it when present.
-    let rest = match rest.split_once(',') {
-        Some((_, r)) => r.trim_start(),
-        None => rest,
-    };
-    let mut parts = rest.split_ascii_whitespace();
-    let day: u32 = parts.next()?.parse().ok()?;
-    let month = match parts.next()?.to_ascii_lowercase().as_str() {
-        "jan" => 1,
-        "feb" => 2,
-        "mar" => 3,
-        "apr" => 4,
-        "may" => 5,
-        "jun" => 6,
-        "jul" => 7,
-        "aug" => 8,
-        "sep" => 9,
-        "oct" => 10,
-        "nov" => 11,
-        "dec" => 12,
-        _ => return None,
-    };
-    let year: i64 = parts.next()?.parse().ok()?;
-    let mut hms = parts.next()?.split(':');
-    let h: u64 = hms.next()?.parse().ok()?;
-    let m: u64 = hms.next()?.parse().ok()?;
-    let sec: u64 = hms.next()?.parse().ok()?;
-    let zone = parts.next()?;
-    if hms.next().is_some()
-        || parts.next().is_some()
-        || !(zone.eq_ignore_ascii_case("GMT") || zone.eq_ignore_ascii_case("UTC"))
-    {
-        return None;
-    }
-    if !(1..=31).contains(&day) || h > 23 || m > 59 || sec > 60 || !(1970..=9999).contains(&year) {
-        return None;
-    }
-    let days = days_from_civil(year, month, day);
-    let secs = u64::try_from(days).ok()? * 86_400 + h * 3600 + m * 60 + sec;
-    UNIX_EPOCH.checked_add(Duration::from_secs(secs))
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm).
-fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let m = i64::from(m);
-    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + i64::from(d) - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
+    httpdate::parse_http_date(s.trim()).ok()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use reqwest::header::HeaderValue;
+    use std::time::UNIX_EPOCH;
 
     #[test]
     fn server_errors_are_retried_except_those_a_retry_cannot_change() {
@@ -397,6 +348,10 @@ mod tests {
         );
         assert_eq!(parse_http_date("Sun, 06 Nov 1994 08:49:37 PST"), None);
         assert_eq!(parse_http_date("garbage"), None);
+        // The obsolete forms RFC 9110 says a recipient must accept.
+        let fixdate = parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT");
+        assert_eq!(parse_http_date("Sunday, 06-Nov-94 08:49:37 GMT"), fixdate);
+        assert_eq!(parse_http_date("Sun Nov  6 08:49:37 1994"), fixdate);
         let now = UNIX_EPOCH + Duration::from_secs(784_111_777 - 30);
         assert_eq!(
             retry_after(
