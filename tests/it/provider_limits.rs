@@ -179,14 +179,24 @@ async fn requests_in_flight_are_capped() {
     }
     let t = arrivals.lock().unwrap().clone();
     assert_eq!(t.len(), 6);
-    // Never more than 2 arrivals within one 300 ms answer time (250 ms leaves room for jitter).
+    // Never more than 2 arrivals within one 300 ms answer time (250 ms leaves room for jitter)…
+    let mut most = 0;
     for (i, start) in t.iter().enumerate() {
         let within = t[i..]
             .iter()
             .filter(|x| x.duration_since(*start) < Duration::from_millis(250))
             .count();
         assert!(within <= 2, "{within} requests in flight at once");
+        most = most.max(within);
     }
+    // …and the cap is used, not undercut: two at a time, three waves of 300 ms (a cap of 1
+    // would take five gaps, 1.5 s).
+    assert_eq!(most, 2, "never two requests in flight together");
+    let span = t[5].duration_since(t[0]);
+    assert!(
+        span >= Duration::from_millis(550) && span < Duration::from_millis(1100),
+        "{span:?} from the first arrival to the last"
+    );
 }
 
 #[test]
@@ -236,11 +246,17 @@ fn the_binary_spaces_requests_per_minute() {
     let mut t = arrivals.lock().unwrap().clone();
     t.sort();
     assert_eq!(t.len(), 5);
-    // 600 a minute: one every 100 ms, however many trials are in flight.
+    // 600 a minute: one every 100 ms, however many trials are in flight; not faster, and not
+    // much slower (four gaps of 100 ms; ten times too slow would take 4 s).
     for w in t.windows(2) {
         let gap = w[1].duration_since(w[0]);
         assert!(gap >= Duration::from_millis(90), "{gap:?}");
     }
+    let span = t[4].duration_since(t[0]);
+    assert!(
+        span < Duration::from_millis(1200),
+        "{span:?} for four gaps of 100 ms"
+    );
 }
 
 /// A 429 halves the requests in flight before the retries go out: eight requests meet a 429
