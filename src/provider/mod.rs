@@ -4,7 +4,7 @@
 //!
 //! A case's opening request is encoded once by [`Provider::prepare`] and reused by every
 //! trial; [`Provider::complete`] only sends bytes and decodes the answer. Adding a wire format
-//! means one file implementing [`Adapter`] and one line in [`ADAPTERS`].
+//! means one file implementing [`Adapter`] and one line in [`adapter::ADAPTERS`].
 
 mod adapter;
 pub mod anthropic;

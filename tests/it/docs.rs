@@ -421,3 +421,66 @@ fn links_in_code_are_not_links() {
     let targets: Vec<String> = links(text).into_iter().map(|(_, t)| t).collect();
     assert_eq!(targets, ["a.md", "d.png"]);
 }
+
+/// Where a `module::path::Item` the architecture page names would be: the deepest module file
+/// its leading segments reach, and the item names left after them.
+fn resolve_code_path(path: &str) -> Option<(PathBuf, Vec<String>)> {
+    let src = root().join("src");
+    let segments: Vec<&str> = path.split("::").filter(|s| !s.is_empty()).collect();
+    let mut file = None;
+    let mut used = 0;
+    for i in 1..=segments.len() {
+        let rel = segments[..i].join("/");
+        let candidates = [src.join(format!("{rel}.rs")), src.join(&rel).join("mod.rs")];
+        match candidates.into_iter().find(|c| c.is_file()) {
+            Some(found) => {
+                file = Some(found);
+                used = i;
+            }
+            None => break,
+        }
+    }
+    Some((
+        file?,
+        segments[used..].iter().map(|s| (*s).to_owned()).collect(),
+    ))
+}
+
+/// Every `module::Item` docs/contributing/architecture.md names exists: the module as a file
+/// under src/, each item after it defined (or re-exported) in that module's file.
+#[test]
+fn every_path_the_architecture_page_names_exists() {
+    let page = std::fs::read_to_string(root().join("docs/contributing/architecture.md")).unwrap();
+    let mut checked = 0;
+    let mut missing = Vec::new();
+    for span in page.split('`').skip(1).step_by(2) {
+        let looks_like_path = span.contains("::")
+            && span
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':');
+        if !looks_like_path || span == "crate::" {
+            continue;
+        }
+        checked += 1;
+        let Some((file, items)) = resolve_code_path(span) else {
+            missing.push(format!("`{span}`: no module file under src/"));
+            continue;
+        };
+        let text = std::fs::read_to_string(&file).unwrap();
+        for item in &items {
+            let defined = [
+                "fn", "struct", "enum", "trait", "const", "static", "type", "mod",
+            ]
+            .iter()
+            .any(|kind| text.contains(&format!("{kind} {item}")))
+                || text
+                    .lines()
+                    .any(|l| l.trim_start().starts_with("pub use") && l.contains(item.as_str()));
+            if !defined {
+                missing.push(format!("`{span}`: no `{item}` in {}", file.display()));
+            }
+        }
+    }
+    assert!(checked >= 20, "the page was read: {checked} paths");
+    assert!(missing.is_empty(), "{}", missing.join("\n"));
+}
