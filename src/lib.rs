@@ -4,7 +4,7 @@
 //! Data flows one way: `suite` loads and validates inputs, `runner` plans and executes trials
 //! through a `provider`, `score` judges each model turn, the runner streams `TrialRecord`s to
 //! disk and into `report::Aggregator`, and `report` renders a `Summary` whose intervals come
-//! from `stats`. See DESIGN.md for the map.
+//! from `stats`. The map, and the arrows between modules: docs/contributing/architecture.md.
 
 pub mod atomic;
 pub mod catalog;
