@@ -67,42 +67,20 @@ fn main() {
     for total in [big / 10, big] {
         let trials_per_case = total.div_ceil(CASES_USED as u64);
         let planned = trials_per_case * CASES_USED as u64;
-        let t0 = Instant::now();
-        #[expect(
-            clippy::zombie_processes,
-            reason = "reaped by wait4 below, which also reads its rusage"
-        )]
-        let child = Command::new(env!("CARGO_BIN_EXE_toolscore"))
-            .current_dir(dir.path())
-            .args([
-                "run",
-                "--provider",
-                "openai-compat",
-                "--base-url",
-                &server.base_url,
-                "--model",
-                "bench",
+        let (secs, max_rss_kib) = run_toolscore(
+            dir.path(),
+            &[
                 "--dataset",
                 "bench",
-            ])
-            .args([
                 "--trials",
                 &trials_per_case.to_string(),
                 "--concurrency",
                 &concurrency.to_string(),
                 "--out",
                 "out",
-                "--progress",
-                "off",
-            ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn toolscore");
-        let pid = child.id() as libc::pid_t;
-        let (status, max_rss_kib) = wait_with_rusage(pid);
-        let secs = t0.elapsed().as_secs_f64();
-        assert!(status.success(), "toolscore failed: {status:?}");
+            ],
+            &server.base_url,
+        );
         println!(
             "  {planned:>6} trials: {secs:>6.2} s wall, {:>7.0} trials/s, peak RSS {:.1} MiB",
             planned as f64 / secs,
@@ -125,43 +103,57 @@ fn state_growth(dir: &Path) {
     let server = FakeServer::start_in_background(move |_| FakeResponse::ok(body.clone()));
     println!("state growth: a ${{state}} template doubling the state on every call, 40 steps");
     for concurrency in [2u32, 16, 64] {
-        let t0 = Instant::now();
-        #[expect(
-            clippy::zombie_processes,
-            reason = "reaped by wait4 below, which also reads its rusage"
-        )]
-        let child = Command::new(env!("CARGO_BIN_EXE_toolscore"))
-            .current_dir(dir)
-            .args([
-                "run",
-                "--provider",
-                "openai-compat",
-                "--base-url",
-                &server.base_url,
-                "--model",
-                "bench",
+        let n = concurrency.to_string();
+        let (secs, max_rss_kib) = run_toolscore(
+            dir,
+            &[
                 "--scenario",
                 "scenarios",
                 "--trials",
-                &concurrency.to_string(),
+                &n,
                 "--concurrency",
-                &concurrency.to_string(),
+                &n,
                 "--out",
                 "out-state",
-                "--progress",
-                "off",
-            ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn toolscore");
-        let pid = child.id() as libc::pid_t;
-        let (status, max_rss_kib) = wait_with_rusage(pid);
-        assert!(status.success(), "toolscore failed: {status:?}");
+            ],
+            &server.base_url,
+        );
         println!(
-            "  concurrency {concurrency:>2}: {:>5.2} s wall, peak RSS {:.1} MiB",
-            t0.elapsed().as_secs_f64(),
+            "  concurrency {concurrency:>2}: {secs:>5.2} s wall, peak RSS {:.1} MiB",
             max_rss_kib as f64 / 1024.0
         );
     }
+}
+
+/// `toolscore run` against the fake at `base_url` in `dir` with `args`, as a user would run
+/// it: its wall time in seconds and its peak RSS in KiB (from `wait4`). Panics when it fails.
+fn run_toolscore(dir: &Path, args: &[&str], base_url: &str) -> (f64, i64) {
+    let t0 = Instant::now();
+    #[expect(
+        clippy::zombie_processes,
+        reason = "reaped by wait4 below, which also reads its rusage"
+    )]
+    let child = Command::new(env!("CARGO_BIN_EXE_toolscore"))
+        .current_dir(dir)
+        .args([
+            "run",
+            "--provider",
+            "openai-compat",
+            "--base-url",
+            base_url,
+            "--model",
+            "bench",
+            "--progress",
+            "off",
+        ])
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn toolscore");
+    let pid = child.id() as libc::pid_t;
+    let (status, max_rss_kib) = wait_with_rusage(pid);
+    let secs = t0.elapsed().as_secs_f64();
+    assert!(status.success(), "toolscore failed: {status:?}");
+    (secs, max_rss_kib)
 }

@@ -332,11 +332,13 @@ impl Budget {
     }
 
     /// Whether spend reached the cap or a request could not be covered.
-    pub fn exhausted(&self) -> bool {
+    #[cfg(test)]
+    fn exhausted(&self) -> bool {
         self.lock().exhausted
     }
 
-    pub fn spent(&self) -> f64 {
+    #[cfg(test)]
+    fn spent(&self) -> f64 {
         self.lock().spent
     }
 }

@@ -47,7 +47,7 @@ pub(super) async fn run_scenario_loop(
             record.trajectory = Some(Trajectory {
                 calls: Vec::new(),
                 stop: LoopStop::Error,
-                final_state: script.final_state(),
+                final_state: script.into_final_state(),
                 step_latency_ms: Vec::new(),
             });
             return Some(());

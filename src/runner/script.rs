@@ -126,14 +126,16 @@ impl<'a> ScriptRun<'a> {
     }
 
     /// The state now; `None` when the scenario declares none.
-    pub fn final_state(&self) -> Option<Value> {
+    #[cfg(test)]
+    fn final_state(&self) -> Option<Value> {
         self.script
             .initial_state
             .as_ref()
             .map(|_| self.state.clone())
     }
 
-    /// The state at the end of the trial, moved out rather than copied.
+    /// The state at the end of the trial (`None` when the scenario declares none), moved out
+    /// rather than copied.
     pub fn into_final_state(self) -> Option<Value> {
         self.script.initial_state.as_ref().map(|_| self.state)
     }

@@ -230,30 +230,10 @@ fn a_cap_below_the_estimate_refuses_the_run_and_writes_nothing() {
     assert_eq!(server.requests_seen(), 0, "nothing is sent");
 }
 
-/// An OpenAI-compatible server that counts far more prompt tokens than the fixtures hold (a
-/// long system prompt of its own, say): 2000 in and 10 out per answer.
 /// A provider that bills every request the most it could: each byte of the body an input
 /// token, and the whole `max_tokens` as output.
 fn heavy_usage_model(req: &FakeRequest) -> FakeResponse {
-    let after_result = req.body["messages"]
-        .as_array()
-        .and_then(|m| m.last())
-        .is_some_and(|m| m["role"] == "tool");
-    let message = if after_result {
-        json!({"role": "assistant", "content": "9 degrees in Berlin."})
-    } else {
-        json!({"role": "assistant", "content": null, "tool_calls": [{"id": "call_0", "type": "function",
-            "function": {"name": "get_weather", "arguments": "{\"location\": \"Paris, France\"}"}}]})
-    };
-    // Without max_tokens there is no bound: 10 tokens stand in.
-    let output = req.body["max_tokens"].as_u64().unwrap_or(10);
-    FakeResponse::ok(
-        json!({"id": "chatcmpl-fake", "object": "chat.completion", "created": 1_700_000_000u64, "model": "m",
-          "choices": [{"index": 0, "message": message, "finish_reason": if after_result { "stop" } else { "tool_calls" }}],
-          "usage": {"prompt_tokens": req.raw_body.len(), "completion_tokens": output,
-                    "total_tokens": req.raw_body.len() as u64 + output}})
-        .to_string(),
-    )
+    answer_with_usage(req, false, req.raw_body.len() as u64)
 }
 
 #[test]
@@ -590,11 +570,12 @@ fn answer_with_usage(req: &FakeRequest, keep_calling: bool, prompt_tokens: u64) 
         .and_then(|m| m.last())
         .is_some_and(|m| m["role"] == "tool");
     let message = if after_result && !keep_calling {
-        json!({"role": "assistant", "content": "Done."})
+        json!({"role": "assistant", "content": "9 degrees in Berlin."})
     } else {
         json!({"role": "assistant", "content": null, "tool_calls": [{"id": "call_0", "type": "function",
             "function": {"name": "get_weather", "arguments": "{\"location\": \"Paris, France\"}"}}]})
     };
+    // Without max_tokens there is no bound: 10 tokens stand in.
     let output = req.body["max_tokens"].as_u64().unwrap_or(10);
     FakeResponse::ok(
         json!({"id": "chatcmpl-fake", "object": "chat.completion", "created": 1_700_000_000u64, "model": "m",
@@ -844,9 +825,7 @@ fn scenario_steps_stop_at_the_cap_and_a_cut_trial_is_not_an_error() {
 /// to start all 12, cut each between steps as an infrastructure error, and exit 4).
 #[test]
 fn scenario_trials_under_a_cap_are_admitted_only_when_they_can_finish() {
-    let server = FakeServer::start_in_background(|req: &FakeRequest| {
-        answer_with_usage(req, false, req.raw_body.len() as u64)
-    });
+    let server = FakeServer::start_in_background(heavy_usage_model);
     let dir = scenario_project(&priced_gateways(&server.base_url, &["gateway"]));
     // One trial, uncapped, for what a trial costs at this billing.
     let one = run_scenario(dir.path(), &["--trials", "1", "--run-id", "one"]);
