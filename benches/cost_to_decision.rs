@@ -33,7 +33,7 @@ use std::sync::Mutex;
 
 use serde_json::Value;
 use support::{FakeResponse, FakeServer, fake_project, text_body, tool_call_body};
-use toolscore::stats::{self, SeededUniform, SequentialKind, SequentialTest};
+use toolscore_stats::{self as stats, SeededUniform, SequentialKind, SequentialTest};
 
 const THRESHOLD: f64 = 0.8;
 /// p₁: halfway from the threshold to 1, the SPRT's alternative in `--sprt-p1 0.9`, the rate of
@@ -595,7 +595,7 @@ fn suite_gates(reps: usize, seed: u64) {
             share("fail"),
             share("inconclusive")
         );
-        if let Some(exact) = toolscore::decide::gate::sequential_suite::exact_characteristics(
+        if let Some(exact) = toolscore_decide::gate::sequential_suite::exact_characteristics(
             SUITE_CASES as u64,
             p,
             THRESHOLD,

@@ -11,8 +11,8 @@
 use std::time::Instant;
 
 use serde_json::json;
-use toolscore::catalog::{Catalog, Tool};
-use toolscore::lint::{LintOptions, lint};
+use toolscore_core::catalog::{Catalog, Tool};
+use toolscore_lint::{LintOptions, lint};
 
 const VOCABULARY: usize = 5_000;
 

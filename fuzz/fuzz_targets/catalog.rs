@@ -5,8 +5,8 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(text) = std::str::from_utf8(data)
-        && let Ok(catalog) = toolscore::catalog::parse_catalog(text, "tools.json")
+        && let Ok(catalog) = toolscore_core::catalog::parse_catalog(text, "tools.json")
     {
-        let _ = toolscore::score::ToolValidators::compile(&catalog);
+        let _ = toolscore_score::ToolValidators::compile(&catalog);
     }
 });

@@ -4,7 +4,7 @@
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
-use toolscore::catalog::{Catalog, parse_catalog};
+use toolscore_core::catalog::{Catalog, parse_catalog};
 
 const FIXED_TOOLS_JSON: &str = include_str!("../../datasets/billing/tools.json");
 
@@ -17,6 +17,6 @@ fn catalog() -> &'static Catalog {
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(text) = std::str::from_utf8(data) {
-        let _ = toolscore::suite::parse_cases(text, "cases.jsonl", catalog());
+        let _ = toolscore_suite::parse_cases(text, "cases.jsonl", catalog());
     }
 });

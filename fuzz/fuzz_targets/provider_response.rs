@@ -2,8 +2,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use toolscore::provider::Adapter;
-use toolscore::provider::openai_compat::KIND;
+use toolscore_provider::Adapter;
+use toolscore_provider::openai_compat::KIND;
 
 fuzz_target!(|data: &[u8]| {
     let adapter: &dyn Adapter = KIND.adapter();

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use clap::Subcommand;
 
 use super::usage;
-use crate::error::{Error, ExitCode};
+use toolscore_core::error::{Error, ExitCode};
 
 #[derive(Debug, Subcommand)]
 pub enum CassetteCommand {
@@ -21,7 +21,7 @@ pub enum CassetteCommand {
     },
 }
 
-pub fn run(command: &CassetteCommand) -> Result<ExitCode, Error> {
+pub(super) fn run(command: &CassetteCommand) -> Result<ExitCode, Error> {
     match command {
         CassetteCommand::Upgrade { from, to } => {
             if to.exists() {
@@ -30,12 +30,12 @@ pub fn run(command: &CassetteCommand) -> Result<ExitCode, Error> {
                     to.display()
                 )));
             }
-            let n = crate::provider::cassette::upgrade_v1(from, to)?;
+            let n = toolscore_provider::cassette::upgrade_v1(from, to)?;
             println!(
                 "converted {n} entries from {} to {} (format {})",
                 from.display(),
                 to.display(),
-                crate::provider::cassette::CASSETTE_FORMAT
+                toolscore_provider::cassette::CASSETTE_FORMAT
             );
             Ok(ExitCode::Pass)
         }

@@ -8,10 +8,10 @@ use std::time::Duration;
 use clap::{Args, Subcommand};
 
 use super::usage;
-use crate::catalog::source::ServerIdentity;
-use crate::catalog::{Catalog, load_catalog_document, to_tools_json};
-use crate::error::{Error, ExitCode};
-use crate::mcp::client::{ServerSpec, list_catalog_blocking};
+use toolscore_core::catalog::source::ServerIdentity;
+use toolscore_core::catalog::{Catalog, load_catalog_document, to_tools_json};
+use toolscore_core::error::{Error, ExitCode};
+use toolscore_mcp::client::{ServerSpec, list_catalog_blocking};
 
 /// `toolscore catalog`.
 #[derive(Debug, Args)]
@@ -88,7 +88,7 @@ pub(super) struct Loaded {
     header: Vec<(String, String)>,
 }
 
-pub fn run(args: &CatalogArgs) -> Result<ExitCode, Error> {
+pub(super) fn run(args: &CatalogArgs) -> Result<ExitCode, Error> {
     if let Some(CatalogCommand::Diff(d)) = &args.command {
         return diff(d);
     }
@@ -110,13 +110,13 @@ pub fn run(args: &CatalogArgs) -> Result<ExitCode, Error> {
         }
     };
     if let Some(path) = &args.json {
-        crate::atomic::write_json(
+        toolscore_core::atomic::write_json(
             path,
             &to_tools_json(&loaded.catalog, loaded.server.as_ref()),
         )?;
     }
     let mut text = String::new();
-    crate::catalog::view::render(&loaded.catalog, &loaded.header, &mut text);
+    toolscore_core::catalog::view::render(&loaded.catalog, &loaded.header, &mut text);
     print!("{text}");
     if let Some(path) = &args.json {
         eprintln!("wrote {}", path.display());
@@ -127,16 +127,16 @@ pub fn run(args: &CatalogArgs) -> Result<ExitCode, Error> {
 fn diff(args: &DiffArgs) -> Result<ExitCode, Error> {
     let old = load(&args.old, &args.server)?;
     let new = load(&args.new, &args.server)?;
-    let d = crate::catalog::diff::diff(
+    let d = toolscore_core::catalog::diff::diff(
         &old.catalog,
         old.server.as_ref(),
         &new.catalog,
         new.server.as_ref(),
     );
     if let Some(path) = &args.json {
-        crate::atomic::write_json(path, &d)?;
+        toolscore_core::atomic::write_json(path, &d)?;
     }
-    print!("{}", crate::catalog::diff::render(&d));
+    print!("{}", toolscore_core::catalog::diff::render(&d));
     let flagged = d.flagged();
     if flagged > 0 {
         eprintln!(
@@ -195,7 +195,7 @@ pub(super) fn load(source: &str, flags: &ServerFlags) -> Result<Loaded, Error> {
     }
     let path = Path::new(source);
     if path.is_dir() {
-        if let Some(spec) = crate::suite::live::load_dataset_file(path)? {
+        if let Some(spec) = toolscore_suite::live::load_dataset_file(path)? {
             let mut loaded = live(
                 &spec.spec,
                 &ServerFlags {

@@ -7,7 +7,7 @@ use clap::Args;
 
 use super::setup;
 use super::{read_header, reaggregate_run, usage};
-use crate::error::{Error, ExitCode};
+use toolscore_core::error::{Error, ExitCode};
 
 #[derive(Debug, Args)]
 pub struct CompareArgs {
@@ -43,8 +43,8 @@ pub struct CompareArgs {
 /// the comparison. The decision is the run's (`decide::decision`): exit 0 when the data decide
 /// (better, worse or no difference as large as --min-effect), 3 when they do not yet, 4 when a
 /// run's infrastructure errors leave nothing to judge.
-pub fn run(args: &CompareArgs) -> Result<ExitCode, Error> {
-    let metric = crate::decide::gate::parse_metric(&args.metric).ok_or_else(|| {
+pub(super) fn run(args: &CompareArgs) -> Result<ExitCode, Error> {
+    let metric = toolscore_decide::gate::parse_metric(&args.metric).ok_or_else(|| {
         usage(&format!(
             "--metric {}: expected selection, args, schema or pass",
             args.metric
@@ -64,11 +64,11 @@ pub fn run(args: &CompareArgs) -> Result<ExitCode, Error> {
         headers.push(header);
     }
     let confidence = setup::checked_confidence(args.confidence.unwrap_or(summaries[0].confidence))?;
-    let (a, b) = crate::decide::compare::choose_arms(&summaries, &args.arms)?;
-    let mut comparison = crate::decide::compare::compare(
+    let (a, b) = toolscore_decide::compare::choose_arms(&summaries, &args.arms)?;
+    let mut comparison = toolscore_decide::compare::compare(
         a,
         b,
-        crate::decide::compare::CompareOptions {
+        toolscore_decide::compare::CompareOptions {
             metric,
             confidence,
             min_effect: args.min_effect,
@@ -89,7 +89,7 @@ pub fn run(args: &CompareArgs) -> Result<ExitCode, Error> {
             // run judged them (`report` judges them again).
             summary.gate = headers[0].gate();
             summary.comparison = Some(comparison.clone());
-            crate::decide::decision::decide(summary, headers[0].max_infra_error_rate())
+            toolscore_decide::decision::decide(summary, headers[0].max_infra_error_rate())
         }
         _ => {
             let runs: Vec<_> = summaries
@@ -97,11 +97,11 @@ pub fn run(args: &CompareArgs) -> Result<ExitCode, Error> {
                 .zip(&headers)
                 .map(|(s, h)| (s, h.max_infra_error_rate()))
                 .collect();
-            crate::decide::decision::decide_comparison(&runs, &comparison)
+            toolscore_decide::decision::decide_comparison(&runs, &comparison)
         }
     };
     if let Some(path) = &args.json {
-        crate::atomic::write_json(
+        toolscore_core::atomic::write_json(
             path,
             &CompareJson {
                 comparison: &comparison,
@@ -111,16 +111,16 @@ pub fn run(args: &CompareArgs) -> Result<ExitCode, Error> {
     }
     let failed = |e| Error::io("cannot write the comparison", e);
     let mut out = std::io::stdout().lock();
-    crate::report::render_decision(&decision, &mut out).map_err(failed)?;
+    toolscore_report::render_decision(&decision, &mut out).map_err(failed)?;
     writeln!(out).map_err(failed)?;
-    crate::report::render_comparison(&comparison, &mut out).map_err(failed)?;
+    toolscore_report::render_comparison(&comparison, &mut out).map_err(failed)?;
     if let Some(why) = super::output::compare_explain_hint(&comparison, &args.run_dirs) {
         writeln!(out, "\n{why}").map_err(failed)?;
     }
     if let Some(why) = decision.not_judged_because() {
         eprintln!("error: {why}");
     }
-    Ok(crate::decide::decision::exit_code(&decision))
+    Ok(toolscore_decide::decision::exit_code(&decision))
 }
 
 /// `--json`: the comparison's fields, and the decision (the run's, under `decision`, as
@@ -128,8 +128,8 @@ pub fn run(args: &CompareArgs) -> Result<ExitCode, Error> {
 #[derive(serde::Serialize)]
 struct CompareJson<'a> {
     #[serde(flatten)]
-    comparison: &'a crate::report::Comparison,
-    decision: &'a crate::report::Decision,
+    comparison: &'a toolscore_report::Comparison,
+    decision: &'a toolscore_report::Decision,
 }
 
 /// The sequential comparison a run recorded (`run --compare --sequential`), judged again from
@@ -138,12 +138,12 @@ struct CompareJson<'a> {
 /// recorded none, or `comparison` pairs other arms or another metric than the recorded one.
 pub(super) fn rejudge_sequential(
     run_dir: &Path,
-    recorded: Option<&crate::report::Comparison>,
-    summary: &crate::report::Summary,
-    comparison: &mut crate::report::Comparison,
+    recorded: Option<&toolscore_report::Comparison>,
+    summary: &toolscore_report::Summary,
+    comparison: &mut toolscore_report::Comparison,
 ) -> Result<(), Error> {
-    use crate::decide::compare::HOLDOUT_TAG;
-    use crate::decide::compare::sequential::{Rule, SequentialCompare, SequentialCompareSpec};
+    use toolscore_decide::compare::HOLDOUT_TAG;
+    use toolscore_decide::compare::sequential::{Rule, SequentialCompare, SequentialCompareSpec};
     let Some(recorded) = recorded else {
         return Ok(());
     };
@@ -184,7 +184,7 @@ pub(super) fn rejudge_sequential(
     let Some(mut observer) = SequentialCompare::new(spec) else {
         return Ok(());
     };
-    crate::report::for_each_record_mut(&run_dir.join("results.jsonl"), &mut |r| {
+    toolscore_report::for_each_record_mut(&run_dir.join("results.jsonl"), &mut |r| {
         observer.push(r);
     })?;
     observer.apply_to(comparison);

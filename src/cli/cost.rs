@@ -1,12 +1,12 @@
 //! The cost estimate printed before the first request, and the budget line of the summary.
 
-use crate::lint::thousands;
-use crate::report::{BudgetReport, CostFigures, format_usd};
-use crate::runner::budget::Estimate;
+use toolscore_lint::thousands;
+use toolscore_report::{BudgetReport, CostFigures, format_usd};
+use toolscore_runner::budget::Estimate;
 
 /// The estimate as printed on stderr: the run's total, then each arm's share and what its
 /// output figure assumes.
-pub fn describe_estimate(e: &Estimate) -> String {
+pub(super) fn describe_estimate(e: &Estimate) -> String {
     let total = match e.usd {
         Some(usd) => format_usd(usd),
         None => "unknown (an arm has no price)".to_owned(),
@@ -46,7 +46,7 @@ pub fn describe_estimate(e: &Estimate) -> String {
 
 /// The summary's budget record: the estimate, the cap, what it left unstarted or stopped
 /// between steps (counted from the records, in `cost`), and what was spent.
-pub fn budget_report(
+pub(super) fn budget_report(
     e: &Estimate,
     max_usd: Option<f64>,
     not_run: u64,
@@ -67,7 +67,7 @@ pub fn budget_report(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runner::budget::ArmEstimate;
+    use toolscore_runner::budget::ArmEstimate;
 
     #[test]
     fn the_estimate_names_each_arm_its_price_and_an_unknown_cost() {

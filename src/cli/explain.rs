@@ -9,12 +9,12 @@ use clap::Args;
 
 use super::shown::RunFiles;
 use super::{load_run, setup, usage};
-use crate::error::{Error, ExitCode};
-use crate::record::{ArmId, SCENARIO_DATASET, TrialRecord};
-use crate::report::behaviour::{
+use toolscore_core::error::{Error, ExitCode};
+use toolscore_core::record::{ArmId, SCENARIO_DATASET, TrialRecord};
+use toolscore_report::behaviour::{
     ArmExplanation, BehaviourTally, ExplainedDiff, Explanation, ToBase,
 };
-use crate::report::{ComparedArm, Metric, Summary};
+use toolscore_report::{ComparedArm, Metric, Summary};
 
 #[derive(Debug, Args)]
 pub struct ExplainArgs {
@@ -55,8 +55,8 @@ struct Side {
 }
 
 /// Explains the case; exit 0, or 2 when the run, the case or an arm is not found.
-pub fn run(args: &ExplainArgs) -> Result<ExitCode, Error> {
-    let metric = crate::decide::gate::parse_metric(&args.metric).ok_or_else(|| {
+pub(super) fn run(args: &ExplainArgs) -> Result<ExitCode, Error> {
+    let metric = toolscore_decide::gate::parse_metric(&args.metric).ok_or_else(|| {
         usage(&format!(
             "--metric {}: expected selection, args, schema or pass",
             args.metric
@@ -73,16 +73,19 @@ pub fn run(args: &ExplainArgs) -> Result<ExitCode, Error> {
     let sides = pick_sides(&runs, &args.arms)?;
     let mut tallies: Vec<BehaviourTally> = sides.iter().map(|_| BehaviourTally::new()).collect();
     for (r, dir) in dirs.iter().enumerate() {
-        crate::report::for_each_record(&dir.join("results.jsonl"), &mut |record: &TrialRecord| {
-            if record.dataset != dataset || record.case_id != case_id {
-                return;
-            }
-            for (side, tally) in sides.iter().zip(tallies.iter_mut()) {
-                if side.run == r && side.arm == record.arm {
-                    tally.add(record);
+        toolscore_report::for_each_record(
+            &dir.join("results.jsonl"),
+            &mut |record: &TrialRecord| {
+                if record.dataset != dataset || record.case_id != case_id {
+                    return;
                 }
-            }
-        })?;
+                for (side, tally) in sides.iter().zip(tallies.iter_mut()) {
+                    if side.run == r && side.arm == record.arm {
+                        tally.add(record);
+                    }
+                }
+            },
+        )?;
     }
     let mut files: Vec<RunFiles> = runs
         .iter()
@@ -143,10 +146,10 @@ fn write(explanation: &Explanation, json: Option<&Path>) -> Result<(), Error> {
                 .map_err(|e| Error::io("cannot write the explanation", e))?;
             return Ok(());
         }
-        Some(p) => crate::atomic::write_json(p, explanation)?,
+        Some(p) => toolscore_core::atomic::write_json(p, explanation)?,
         None => {}
     }
-    crate::report::render_explanation(explanation, &mut out)
+    toolscore_report::render_explanation(explanation, &mut out)
         .map_err(|e| Error::io("cannot write the explanation", e))
 }
 
@@ -216,7 +219,11 @@ fn closest(known: &[(String, String)], wanted: &str) -> Vec<String> {
 
 /// Every arm of a run, as its records name them.
 fn arms_of(s: &Summary) -> Vec<ArmId> {
-    s.run.arms.iter().map(crate::report::ArmInfo::id).collect()
+    s.run
+        .arms
+        .iter()
+        .map(toolscore_report::ArmInfo::id)
+        .collect()
 }
 
 /// The arm of run `s` that `wanted` names (its only arm when `None`).
@@ -224,13 +231,13 @@ fn arm_of(s: &Summary, wanted: Option<&String>) -> Result<ArmId, Error> {
     let arms = arms_of(s);
     let ids: Vec<&ArmId> = arms.iter().collect();
     match wanted {
-        Some(w) => Ok(arms[crate::decide::compare::find_arm(&ids, &s.run.run_id, w)?].clone()),
+        Some(w) => Ok(arms[toolscore_decide::compare::find_arm(&ids, &s.run.run_id, w)?].clone()),
         None if arms.len() == 1 => Ok(arms[0].clone()),
         None => Err(usage(&format!(
             "run {} has {} arms ({}); name the one to explain with --arm",
             s.run.run_id,
             arms.len(),
-            crate::decide::compare::arm_list(ids.into_iter())
+            toolscore_decide::compare::arm_list(ids.into_iter())
         ))),
     }
 }
@@ -295,7 +302,7 @@ fn explained_diff(
             })
     };
     let case = match (case_of(&sides[0]), case_of(&sides[1])) {
-        (Some(a), Some(b)) => crate::decide::compare::case_difference(a, b, metric, confidence),
+        (Some(a), Some(b)) => toolscore_decide::compare::case_difference(a, b, metric, confidence),
         _ => None,
     };
     let compared = |side: &Side| ComparedArm {
@@ -307,7 +314,7 @@ fn explained_diff(
         b: compared(&sides[1]),
         metric,
         case,
-        behaviours: crate::report::behaviour::diff(tallies.0, tallies.1, confidence, to_base),
+        behaviours: toolscore_report::behaviour::diff(tallies.0, tallies.1, confidence, to_base),
     }
 }
 
@@ -336,7 +343,7 @@ fn attach_raw(e: &mut ArmExplanation, s: &Summary, arm: &ArmId) {
         .iter()
         .map(|b| (b.example.request_hash.clone(), b.example.trial_index))
         .collect();
-    match crate::provider::cassette::Cassette::raw_bodies(Path::new(&path), &wanted, RAW_BYTES) {
+    match toolscore_provider::cassette::Cassette::raw_bodies(Path::new(&path), &wanted, RAW_BYTES) {
         Ok(bodies) => {
             for b in &mut e.behaviours.behaviours {
                 let (hash, trial) = (b.example.request_hash.clone(), b.example.trial_index);

@@ -6,9 +6,9 @@ use clap::Args;
 
 use super::load_run;
 use super::usage;
-use crate::decide::gate::GateSpec;
-use crate::error::Error;
-use crate::report::GateLevel;
+use toolscore_core::error::Error;
+use toolscore_decide::gate::GateSpec;
+use toolscore_report::GateLevel;
 
 /// `--gate` and `--gate-level`, shared by `run` and `report`.
 #[derive(Debug, Clone, Args)]
@@ -62,16 +62,17 @@ impl GateArgs {
     /// The baseline to gate against, read and checked before any work.
     pub(crate) fn load_baseline(
         &self,
-    ) -> Result<Option<(crate::report::Summary, crate::report::Metric)>, Error> {
+    ) -> Result<Option<(toolscore_report::Summary, toolscore_report::Metric)>, Error> {
         let Some(dir) = &self.baseline else {
             return Ok(None);
         };
-        let metric = crate::decide::gate::parse_metric(&self.baseline_metric).ok_or_else(|| {
-            usage(&format!(
-                "--baseline-metric {}: expected selection, args, schema or pass",
-                self.baseline_metric
-            ))
-        })?;
+        let metric =
+            toolscore_decide::gate::parse_metric(&self.baseline_metric).ok_or_else(|| {
+                usage(&format!(
+                    "--baseline-metric {}: expected selection, args, schema or pass",
+                    self.baseline_metric
+                ))
+            })?;
         if !(self.margin >= 0.0 && self.margin < 1.0) {
             return Err(usage("--margin must be between 0 and 1 (e.g. 0.02)"));
         }
@@ -82,8 +83,8 @@ impl GateArgs {
 /// The plan runs the baseline's cases with its trials per case: checked before any request, so
 /// a baseline that cannot be compared is bad input (exit 2), not a run spent for nothing.
 pub(super) fn check_baseline_population(
-    plan: &crate::runner::RunPlan,
-    base: &crate::report::Summary,
+    plan: &toolscore_runner::RunPlan,
+    base: &toolscore_report::Summary,
 ) -> Result<(), Error> {
     let planned: Vec<(String, String, u32)> = plan
         .datasets
@@ -139,23 +140,23 @@ pub(super) fn check_baseline_population(
 
 /// Adds the `--baseline` verdicts to the summary's gate report.
 pub(super) fn judge_baseline(
-    summary: &mut crate::report::Summary,
-    baseline: Option<&(crate::report::Summary, crate::report::Metric)>,
+    summary: &mut toolscore_report::Summary,
+    baseline: Option<&(toolscore_report::Summary, toolscore_report::Metric)>,
     args: &GateArgs,
-    sequential: Option<Vec<crate::report::GateResult>>,
+    sequential: Option<Vec<toolscore_report::GateResult>>,
 ) -> Result<(), Error> {
     let Some((base, metric)) = baseline else {
         return Ok(());
     };
     summary.scenario_drift =
-        crate::report::scenario::scenario_drift(&summary.scenarios, &base.scenarios);
+        toolscore_report::scenario::scenario_drift(&summary.scenarios, &base.scenarios);
     if summary.arms.is_empty() {
         // Only scenarios ran: their drift is the comparison; there is no case rate to gate.
         return Ok(());
     }
     let results = match sequential {
         Some(results) => results,
-        None => crate::decide::gate::baseline::baseline_gates(
+        None => toolscore_decide::gate::baseline::baseline_gates(
             summary,
             base,
             *metric,
@@ -166,7 +167,7 @@ pub(super) fn judge_baseline(
     };
     let mut gates = summary.gate.take().map(|g| g.gates).unwrap_or_default();
     gates.extend(results);
-    summary.gate = Some(crate::decide::gate::report_of(gates, summary.confidence));
+    summary.gate = Some(toolscore_decide::gate::report_of(gates, summary.confidence));
     Ok(())
 }
 
@@ -184,9 +185,9 @@ pub(crate) fn parse_gates(texts: &[String]) -> Result<Vec<GateSpec>, Error> {
 pub(super) fn sequential_baseline(
     setup: &super::setup::RunSetup,
     args: &GateArgs,
-    baseline: Option<&(crate::report::Summary, crate::report::Metric)>,
-) -> Result<Option<crate::decide::gate::sequential_baseline::SequentialBaseline>, Error> {
-    use crate::decide::gate::sequential_baseline::{SequentialBaseline, SequentialBaselineSpec};
+    baseline: Option<&(toolscore_report::Summary, toolscore_report::Metric)>,
+) -> Result<Option<toolscore_decide::gate::sequential_baseline::SequentialBaseline>, Error> {
+    use toolscore_decide::gate::sequential_baseline::{SequentialBaseline, SequentialBaselineSpec};
     let (Some((base, metric)), Some(dir)) = (baseline, &args.baseline) else {
         return Ok(None);
     };
@@ -218,12 +219,14 @@ pub(super) fn sequential_baseline(
         metric: *metric,
         margin: args.margin,
         confidence: setup.confidence,
-        arms: plan.arms.iter().map(crate::runner::Arm::id).collect(),
+        arms: plan.arms.iter().map(toolscore_runner::Arm::id).collect(),
         cases: cases_with_trials().map(|(key, _)| key).collect(),
         max_rounds: cases_with_trials().map(|(_, t)| t).min().unwrap_or(0),
         budget: super::setup::trial_budget(&setup.run_info(std::time::SystemTime::now())),
     };
     let mut gate = SequentialBaseline::new(spec, base)?;
-    crate::report::for_each_record_mut(&dir.join("results.jsonl"), &mut |r| gate.push_baseline(r))?;
+    toolscore_report::for_each_record_mut(&dir.join("results.jsonl"), &mut |r| {
+        gate.push_baseline(r)
+    })?;
     Ok(Some(gate))
 }

@@ -8,7 +8,7 @@ use clap::{Args, CommandFactory};
 use clap_complete::Shell;
 
 use super::Cli;
-use crate::error::{Error, ExitCode};
+use toolscore_core::error::{Error, ExitCode};
 
 #[derive(Debug, Args)]
 pub struct CompletionsArgs {
@@ -25,7 +25,7 @@ pub struct ManArgs {
 }
 
 /// Prints the completion script of one shell on stdout.
-pub fn completions(args: &CompletionsArgs) -> Result<ExitCode, Error> {
+pub(super) fn completions(args: &CompletionsArgs) -> Result<ExitCode, Error> {
     let mut script = Vec::new();
     clap_complete::generate(args.shell, &mut Cli::command(), "toolscore", &mut script);
     std::io::stdout()
@@ -37,12 +37,12 @@ pub fn completions(args: &CompletionsArgs) -> Result<ExitCode, Error> {
 
 /// Writes toolscore.1 and one page per subcommand, at any depth (toolscore-catalog-diff.1),
 /// each rendered whole before it is written and written atomically.
-pub fn man(args: &ManArgs) -> Result<ExitCode, Error> {
+pub(super) fn man(args: &ManArgs) -> Result<ExitCode, Error> {
     let pages = man_pages().map_err(|e| Error::io("cannot render the man pages", e))?;
     std::fs::create_dir_all(&args.dir)
         .map_err(|e| Error::io(format!("cannot create {}", args.dir.display()), e))?;
     for (name, roff) in &pages {
-        crate::atomic::write_file(&args.dir.join(name), roff)?;
+        toolscore_core::atomic::write_file(&args.dir.join(name), roff)?;
     }
     let mut out = std::io::stdout().lock();
     writeln!(

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 
 use super::usage;
-use crate::error::{Error, ExitCode};
+use toolscore_core::error::{Error, ExitCode};
 
 #[derive(Debug, Args)]
 pub struct HistoryArgs {
@@ -31,7 +31,7 @@ pub struct HistoryArgs {
 /// does: its lines are kept, marked, and left out of every trend.
 pub(super) fn append_history(
     run_dir: &Path,
-    summary: &crate::report::Summary,
+    summary: &toolscore_report::Summary,
 ) -> Result<(), Error> {
     // A shard is a slice of a run: the merged run is the one that enters the history.
     if summary.interrupted || summary.run.shard.is_some() {
@@ -40,17 +40,17 @@ pub(super) fn append_history(
     let path = run_dir
         .parent()
         .unwrap_or_else(|| Path::new("."))
-        .join(crate::report::history::FILE_NAME);
-    crate::report::history::append(&path, &crate::report::history::lines_of(summary))
+        .join(toolscore_report::history::FILE_NAME);
+    toolscore_report::history::append(&path, &toolscore_report::history::lines_of(summary))
         .map_err(|e| Error::io(format!("cannot append to {}", path.display()), e))
 }
 
 /// Reads DIR/history.jsonl and prints every series with its moves. Exit 1 with --fail-on-drop
 /// when the newest run of a series dropped significantly, else 0.
-pub fn run(args: &HistoryArgs) -> Result<ExitCode, Error> {
+pub(super) fn run(args: &HistoryArgs) -> Result<ExitCode, Error> {
     let metric = match args.metric.as_str() {
-        "selection" => crate::report::Metric::Selection,
-        "pass" => crate::report::Metric::Pass,
+        "selection" => toolscore_report::Metric::Selection,
+        "pass" => toolscore_report::Metric::Pass,
         other => {
             return Err(usage(&format!(
                 "--metric {other}: history follows selection or pass"
@@ -60,7 +60,7 @@ pub fn run(args: &HistoryArgs) -> Result<ExitCode, Error> {
     if args.last == Some(0) {
         return Err(usage("--last must be at least 1"));
     }
-    let path = args.dir.join(crate::report::history::FILE_NAME);
+    let path = args.dir.join(toolscore_report::history::FILE_NAME);
     if !path.is_file() {
         return Err(usage(&format!(
             "{}: no history yet; every `toolscore run --out {}` appends to it",
@@ -68,15 +68,15 @@ pub fn run(args: &HistoryArgs) -> Result<ExitCode, Error> {
             args.dir.display()
         )));
     }
-    let text = crate::input::read_text(&path)?;
-    let lines = crate::report::history::parse(&text, &path.display().to_string())?;
-    let series = crate::report::history::series(lines, metric);
+    let text = toolscore_core::input::read_text(&path)?;
+    let lines = toolscore_report::history::parse(&text, &path.display().to_string())?;
+    let series = toolscore_report::history::series(lines, metric);
     let mut out = std::io::stdout().lock();
-    crate::report::history::render(&series, metric, args.last, &mut out)
+    toolscore_report::history::render(&series, metric, args.last, &mut out)
         .map_err(|e| Error::io("cannot write the history", e))?;
     let dropped = series
         .iter()
-        .any(crate::report::history::Series::newest_dropped);
+        .any(toolscore_report::history::Series::newest_dropped);
     Ok(if dropped && args.fail_on_drop {
         ExitCode::GateFailed
     } else {

@@ -1,7 +1,7 @@
 //! `toolscore import`: datasets from outside data. `import bfcl`: the Berkeley Function Calling
 //! Leaderboard's data (PyPI `bfcl-eval`), one per category, judged by a port of BFCL's own
-//! checker ([`crate::score::bfcl`]). `import traffic`: logged model calls
-//! ([`crate::import::traffic`]), one dataset per catalog.
+//! checker ([`toolscore_score::bfcl`]). `import traffic`: logged model calls
+//! ([`toolscore_import::traffic`]), one dataset per catalog.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -10,9 +10,9 @@ use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 
 use super::usage;
-use crate::error::{Error, ExitCode, InputError};
-use crate::import::bfcl::{BFCL_CATEGORIES, import_category, installed_data_dir};
-use crate::import::dataset::{CatalogFile, put_in_place, stage_dataset, write_dataset};
+use toolscore_core::error::{Error, ExitCode, InputError};
+use toolscore_import::bfcl::{BFCL_CATEGORIES, import_category, installed_data_dir};
+use toolscore_import::dataset::{CatalogFile, put_in_place, stage_dataset, write_dataset};
 
 #[derive(Debug, Subcommand)]
 pub enum ImportCommand {
@@ -83,7 +83,7 @@ pub struct BfclArgs {
     pub force: bool,
 }
 
-pub fn run(command: &ImportCommand) -> Result<ExitCode, Error> {
+pub(super) fn run(command: &ImportCommand) -> Result<ExitCode, Error> {
     match command {
         ImportCommand::Bfcl(args) => run_bfcl(args),
         ImportCommand::Traffic(args) => run_traffic(args),
@@ -134,7 +134,7 @@ fn run_traffic(args: &TrafficArgs) -> Result<ExitCode, Error> {
     for path in &args.logs {
         records.extend(read_records(path)?);
     }
-    let imported = crate::import::traffic::import(&records, &options)?;
+    let imported = toolscore_import::traffic::import(&records, &options)?;
     let dests: Vec<PathBuf> = imported
         .datasets
         .iter()
@@ -165,8 +165,8 @@ fn run_traffic(args: &TrafficArgs) -> Result<ExitCode, Error> {
 }
 
 /// `import traffic`'s flags, checked, as the importer's options.
-fn traffic_options(args: &TrafficArgs) -> Result<crate::import::traffic::Options, Error> {
-    use crate::import::traffic::{Options, formats::Format, redact::Redactor};
+fn traffic_options(args: &TrafficArgs) -> Result<toolscore_import::traffic::Options, Error> {
+    use toolscore_import::traffic::{Options, formats::Format, redact::Redactor};
     if args.name.is_empty()
         || !args
             .name
@@ -191,7 +191,11 @@ fn traffic_options(args: &TrafficArgs) -> Result<crate::import::traffic::Options
 
 /// Where one imported catalog's dataset goes: `--name`, or, when the log held several
 /// catalogs, `--name` and the start of each catalog's fingerprint.
-fn traffic_dest(args: &TrafficArgs, many: bool, catalog: &crate::catalog::Catalog) -> PathBuf {
+fn traffic_dest(
+    args: &TrafficArgs,
+    many: bool,
+    catalog: &toolscore_core::catalog::Catalog,
+) -> PathBuf {
     if !many {
         return args.out.join(&args.name);
     }
@@ -204,7 +208,7 @@ fn traffic_dest(args: &TrafficArgs, many: bool, catalog: &crate::catalog::Catalo
 }
 
 /// What the logs held: exchanges per format, spans ignored, values redacted, exchanges skipped.
-fn print_traffic_read(logs: &[PathBuf], imported: &crate::import::traffic::TrafficImport) {
+fn print_traffic_read(logs: &[PathBuf], imported: &toolscore_import::traffic::TrafficImport) {
     let logs: Vec<String> = logs.iter().map(|p| p.display().to_string()).collect();
     println!(
         "read {} exchanges from {} ({})",
@@ -235,13 +239,13 @@ fn print_traffic_read(logs: &[PathBuf], imported: &crate::import::traffic::Traff
 /// Every dataset is staged and loaded before any is put in place: an import that fails
 /// half-way leaves none of its datasets behind.
 fn write_traffic_datasets(
-    datasets: &[crate::import::traffic::TrafficDataset],
+    datasets: &[toolscore_import::traffic::TrafficDataset],
     dests: &[PathBuf],
     force: bool,
 ) -> Result<(), Error> {
     let mut staged = Vec::new();
     for (d, dest) in datasets.iter().zip(dests) {
-        let tools = crate::catalog::to_tools_json(&d.catalog, None);
+        let tools = toolscore_core::catalog::to_tools_json(&d.catalog, None);
         match stage_dataset(dest, CatalogFile::Tools(&tools), &d.cases) {
             Ok(staging) => staged.push((staging, dest)),
             Err(e) => {
@@ -297,14 +301,14 @@ fn table_row(name: &str, imported: usize, skipped: &BTreeMap<String, usize>) -> 
 
 /// A log's records: one JSON value per line, or the whole file when it is one JSON document
 /// (an OTLP export written pretty-printed).
-fn read_records(path: &Path) -> Result<Vec<crate::import::traffic::Record>, Error> {
-    let text = crate::input::read_text(path)?;
+fn read_records(path: &Path) -> Result<Vec<toolscore_import::traffic::Record>, Error> {
+    let text = toolscore_core::input::read_text(path)?;
     let file = path.display().to_string();
     let non_blank = text.lines().filter(|l| !l.trim().is_empty()).count();
     if non_blank > 1
         && let Ok(value) = serde_json::from_str::<Value>(&text)
     {
-        return Ok(vec![crate::import::traffic::Record {
+        return Ok(vec![toolscore_import::traffic::Record {
             file,
             line: 1,
             value,
@@ -317,7 +321,7 @@ fn read_records(path: &Path) -> Result<Vec<crate::import::traffic::Record>, Erro
         }
         let value: Value = serde_json::from_str(line)
             .map_err(|e| InputError::json_line(&file, i + 1, "not a JSON line", &e))?;
-        records.push(crate::import::traffic::Record {
+        records.push(toolscore_import::traffic::Record {
             file: file.clone(),
             line: i + 1,
             value,

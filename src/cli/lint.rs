@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use clap::{Args, ValueEnum};
 
 use super::usage;
-use crate::error::{Error, ExitCode, InputError};
-use crate::lint::{LintOptions, LintReport, RULES, render};
+use toolscore_core::error::{Error, ExitCode, InputError};
+use toolscore_lint::{LintOptions, LintReport, RULES, render};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum LintFormat {
@@ -84,7 +84,7 @@ impl Source {
         }
         let path = Path::new(arg);
         if path.is_dir() {
-            if path.join(crate::suite::live::DATASET_FILE).is_file() {
+            if path.join(toolscore_suite::live::DATASET_FILE).is_file() {
                 return Ok(Source::Live(LiveSource::Named(arg.to_owned())));
             }
             let tools = path.join("tools.json");
@@ -105,10 +105,12 @@ impl Source {
 }
 
 /// A catalog file's name, text and catalog.
-fn read_catalog_file(path: &Path) -> Result<(String, String, crate::catalog::Catalog), Error> {
+fn read_catalog_file(
+    path: &Path,
+) -> Result<(String, String, toolscore_core::catalog::Catalog), Error> {
     let name = path.display().to_string();
-    let text = crate::input::read_text(path)?;
-    let catalog = crate::catalog::parse_catalog(&text, &name)?;
+    let text = toolscore_core::input::read_text(path)?;
+    let catalog = toolscore_core::catalog::parse_catalog(&text, &name)?;
     Ok((name, text, catalog))
 }
 
@@ -134,7 +136,8 @@ fn lint_source(
                 }
             };
             // The listing as a tools.json: what SARIF locations and inline allows read.
-            let document = crate::catalog::to_tools_json(&loaded.catalog, loaded.server.as_ref());
+            let document =
+                toolscore_core::catalog::to_tools_json(&loaded.catalog, loaded.server.as_ref());
             let text = serde_json::to_string_pretty(&document)
                 .map_err(|e| Error::encode("the catalog", e))?;
             (loaded.catalog.source.clone(), text, loaded.catalog)
@@ -145,13 +148,13 @@ fn lint_source(
     let document: serde_json::Value =
         serde_json::from_str(&text).map_err(|e| InputError::json(&name, &e))?;
     let mut options = base.clone();
-    let inline = crate::lint::tool_inline_allows(&document)
+    let inline = toolscore_lint::tool_inline_allows(&document)
         .map_err(|e| InputError::at(&name, None, "", &e))?;
     for (tool, ids) in inline {
         options.allow_for(&tool, ids);
     }
     check_schema_allows(&catalog, &name)?;
-    let report = crate::lint::lint(&catalog, &options);
+    let report = toolscore_lint::lint(&catalog, &options);
     Ok(Linted {
         uri: name.replace('\\', "/"),
         text,
@@ -161,14 +164,17 @@ fn lint_source(
 
 /// An `x-toolscore-lint` inside a schema that is malformed or names an unknown rule is bad
 /// input, like one on a tool.
-fn check_schema_allows(catalog: &crate::catalog::Catalog, file: &str) -> Result<(), Error> {
+fn check_schema_allows(
+    catalog: &toolscore_core::catalog::Catalog,
+    file: &str,
+) -> Result<(), Error> {
     fn visit(v: &serde_json::Value, path: &str, out: &mut Option<(String, String)>) {
         match v {
             serde_json::Value::Object(m) => {
                 for (k, child) in m {
                     let p = format!("{path}.{k}");
-                    if k == crate::lint::INLINE_KEY {
-                        if let Err(e) = crate::lint::parse_inline(child)
+                    if k == toolscore_lint::INLINE_KEY {
+                        if let Err(e) = toolscore_lint::parse_inline(child)
                             && out.is_none()
                         {
                             *out = Some((p.clone(), e));
@@ -196,7 +202,7 @@ fn check_schema_allows(catalog: &crate::catalog::Catalog, file: &str) -> Result<
     Ok(())
 }
 
-pub fn run(args: &LintArgs) -> Result<ExitCode, Error> {
+pub(super) fn run(args: &LintArgs) -> Result<ExitCode, Error> {
     if args.rules {
         print_rules();
         return Ok(ExitCode::Pass);
@@ -228,7 +234,7 @@ pub fn run(args: &LintArgs) -> Result<ExitCode, Error> {
     let buffer = rendered(&linted, format)?;
     match &args.output {
         Some(path) => {
-            crate::atomic::write_file(path, &buffer)?;
+            toolscore_core::atomic::write_file(path, &buffer)?;
             eprintln!("wrote {}", path.display());
         }
         None => {
@@ -241,7 +247,7 @@ pub fn run(args: &LintArgs) -> Result<ExitCode, Error> {
     }
     let errors: usize = linted
         .iter()
-        .map(|l| l.report.count(crate::lint::Severity::Error))
+        .map(|l| l.report.count(toolscore_lint::Severity::Error))
         .sum();
     if errors > 0 && (args.output.is_some() || format != LintFormat::Text) {
         eprintln!("{errors} error-level finding(s)");
@@ -256,11 +262,11 @@ pub fn run(args: &LintArgs) -> Result<ExitCode, Error> {
 /// The lint options: the config's (`--config`, else ./toolscore.yaml), then the flags.
 fn lint_options(args: &LintArgs) -> Result<LintOptions, Error> {
     let config = match &args.config {
-        Some(path) => crate::suite::load_config(path)?,
+        Some(path) => toolscore_suite::load_config(path)?,
         None if Path::new("toolscore.yaml").is_file() => {
-            crate::suite::load_config(Path::new("toolscore.yaml"))?
+            toolscore_suite::load_config(Path::new("toolscore.yaml"))?
         }
-        None => crate::suite::Config::default(),
+        None => toolscore_suite::Config::default(),
     };
     let mut options = LintOptions::from_config(&config.lint);
     if let Some(r) = args.requests_per_month {
@@ -278,7 +284,7 @@ fn lint_options(args: &LintArgs) -> Result<LintOptions, Error> {
 /// The catalogs to lint: SOURCEs, the command after `--`, or the catalogs of `--from`'s run.
 fn lint_sources(
     args: &LintArgs,
-    run: Option<&crate::report::Summary>,
+    run: Option<&toolscore_report::Summary>,
 ) -> Result<Vec<Source>, Error> {
     if !args.server_command.is_empty() && !args.sources.is_empty() {
         return Err(usage(
@@ -328,7 +334,7 @@ fn rendered(linted: &[Linted], format: LintFormat) -> Result<Vec<u8>, Error> {
         LintFormat::Sarif => {
             let line_of = |l: &Linted| {
                 let text = l.text.clone();
-                move |f: &crate::lint::Finding| render::line_in(&text, f)
+                move |f: &toolscore_lint::Finding| render::line_in(&text, f)
             };
             let line_fns: Vec<_> = linted.iter().map(line_of).collect();
             let runs: Vec<(&LintReport, String, render::LineOf<'_>)> = linted
@@ -347,7 +353,7 @@ fn rendered(linted: &[Linted], format: LintFormat) -> Result<Vec<u8>, Error> {
 /// Prints each catalog's findings ranked by the run's measured selection misses per expected
 /// tool (the first arm that expected it), and exits as a plain lint would.
 fn ranked_by_run(
-    summary: &crate::report::Summary,
+    summary: &toolscore_report::Summary,
     linted: &[Linted],
     dir: &Path,
 ) -> Result<ExitCode, Error> {
@@ -368,7 +374,7 @@ fn ranked_by_run(
             );
         }
         for arm in &summary.arms {
-            let ranked = crate::lint::rank::rank(&l.report, &measured_tools(arm, &l.report));
+            let ranked = toolscore_lint::rank::rank(&l.report, &measured_tools(arm, &l.report));
             let heading = format!(
                 "{}: findings ranked by measured selection misses in run {} ({}, arm {}/{}; {:.0}% intervals from the run's summary)",
                 l.report.source,
@@ -378,7 +384,7 @@ fn ranked_by_run(
                 arm.arm.variant,
                 summary.confidence * 100.0
             );
-            crate::lint::rank::render(&ranked, &heading, &mut out).map_err(w)?;
+            toolscore_lint::rank::render(&ranked, &heading, &mut out).map_err(w)?;
             writeln!(out).map_err(w)?;
         }
         let others: Vec<_> = l
@@ -401,7 +407,7 @@ fn ranked_by_run(
     }
     let errors: usize = linted
         .iter()
-        .map(|l| l.report.count(crate::lint::Severity::Error))
+        .map(|l| l.report.count(toolscore_lint::Severity::Error))
         .sum();
     Ok(if errors > 0 {
         ExitCode::GateFailed
@@ -412,9 +418,9 @@ fn ranked_by_run(
 
 /// The selection recall the run measured for each tool of the linted catalog that it expected.
 fn measured_tools(
-    arm: &crate::report::ArmSummary,
+    arm: &toolscore_report::ArmSummary,
     report: &LintReport,
-) -> Vec<crate::lint::rank::MeasuredTool> {
+) -> Vec<toolscore_lint::rank::MeasuredTool> {
     arm.tool_accuracy
         .iter()
         .filter(|t| t.recall.n > 0)
@@ -423,9 +429,9 @@ fn measured_tools(
                 .findings
                 .iter()
                 .any(|f| f.tool.as_deref() == Some(&t.tool))
-                || crate::lint::rank::known_tool(report, &t.tool)
+                || toolscore_lint::rank::known_tool(report, &t.tool)
         })
-        .map(|t| crate::lint::rank::MeasuredTool {
+        .map(|t| toolscore_lint::rank::MeasuredTool {
             tool: t.tool.clone(),
             x: t.recall.x,
             n: t.recall.n,
@@ -450,12 +456,12 @@ pub(crate) struct RunCatalogs(Vec<RunCatalog>);
 struct RunCatalog {
     dataset: String,
     variant: String,
-    catalog: std::sync::Arc<crate::catalog::Catalog>,
+    catalog: std::sync::Arc<toolscore_core::catalog::Catalog>,
     base_file: String,
 }
 
 /// Every (dataset, variant) catalog the plan's arms are shown, with the base catalog's file.
-pub(crate) fn run_catalogs(plan: &crate::runner::RunPlan) -> RunCatalogs {
+pub(crate) fn run_catalogs(plan: &toolscore_runner::RunPlan) -> RunCatalogs {
     let mut variants: Vec<&str> = plan.arms.iter().map(|a| a.variant.as_str()).collect();
     variants.sort_unstable();
     variants.dedup();
@@ -484,10 +490,10 @@ pub(crate) fn lint_run_catalogs(catalogs: &RunCatalogs, options: &LintOptions) -
         .iter()
         .map(|c| {
             let mut options = options.clone();
-            let inline = crate::input::read_text(Path::new(&c.base_file))
+            let inline = toolscore_core::input::read_text(Path::new(&c.base_file))
                 .ok()
                 .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-                .and_then(|doc| crate::lint::tool_inline_allows(&doc).ok())
+                .and_then(|doc| toolscore_lint::tool_inline_allows(&doc).ok())
                 .unwrap_or_default();
             for (tool, ids) in inline {
                 options.allow_for(&tool, ids);
@@ -495,7 +501,7 @@ pub(crate) fn lint_run_catalogs(catalogs: &RunCatalogs, options: &LintOptions) -
             CatalogLint {
                 dataset: c.dataset.clone(),
                 variant: c.variant.clone(),
-                report: crate::lint::lint(&c.catalog, &options),
+                report: toolscore_lint::lint(&c.catalog, &options),
             }
         })
         .collect()
@@ -504,14 +510,14 @@ pub(crate) fn lint_run_catalogs(catalogs: &RunCatalogs, options: &LintOptions) -
 /// Under `run`'s report: per arm and dataset, the three most-missed tools lint has findings
 /// on, with their first findings, so a low recall sits next to what may explain it.
 pub(crate) fn print_beside_weakest(
-    summary: &crate::report::Summary,
+    summary: &toolscore_report::Summary,
     lints: &[CatalogLint],
     run_dir: &Path,
     out: &mut dyn std::io::Write,
 ) -> std::io::Result<()> {
     for arm in &summary.arms {
         for l in lints.iter().filter(|l| l.variant == arm.arm.variant) {
-            let ranked = crate::lint::rank::rank(&l.report, &measured_tools(arm, &l.report));
+            let ranked = toolscore_lint::rank::rank(&l.report, &measured_tools(arm, &l.report));
             let heading = format!(
                 "lint beside the most-missed tools · arm {} · variant {} · dataset {} (all of them: toolscore lint --from {})",
                 arm.arm.provider,
@@ -520,7 +526,7 @@ pub(crate) fn print_beside_weakest(
                 run_dir.display()
             );
             let mut block = Vec::new();
-            if crate::lint::rank::render_beside(&ranked, 3, 3, &heading, &mut block)? {
+            if toolscore_lint::rank::render_beside(&ranked, 3, 3, &heading, &mut block)? {
                 out.write_all(&block)?;
                 writeln!(out)?;
             }

@@ -9,10 +9,10 @@ use clap::Args;
 
 use super::catalog::{ServerFlags, server_of};
 use super::usage;
-use crate::error::Error;
-use crate::mcp::DatasetCall;
-use crate::mcp::client::ServerSpec;
-use crate::score::Expectation;
+use toolscore_core::error::Error;
+use toolscore_mcp::DatasetCall;
+use toolscore_mcp::client::ServerSpec;
+use toolscore_score::Expectation;
 
 #[derive(Debug, Args)]
 pub struct McpSourceArgs {
@@ -55,10 +55,10 @@ impl McpSourceArgs {
             }
             (Some(source), true) if Path::new(source).is_dir() => {
                 let dir = Path::new(source);
-                let Some(live) = crate::suite::live::load_dataset_file(dir)? else {
+                let Some(live) = toolscore_suite::live::load_dataset_file(dir)? else {
                     return Err(usage(&format!(
                         "{source} has no {}: {command} needs a live server",
-                        crate::suite::live::DATASET_FILE
+                        toolscore_suite::live::DATASET_FILE
                     )));
                 };
                 (live.spec, live.timeout, Some(dir.to_owned()))
@@ -82,7 +82,7 @@ impl McpSourceArgs {
 
 /// The dataset's expected calls that state their arguments, once each.
 pub(super) fn expected_calls(dir: &Path) -> Result<Vec<DatasetCall>, Error> {
-    let dataset = crate::suite::load_dataset(dir)?;
+    let dataset = toolscore_suite::load_dataset(dir)?;
     let mut seen = BTreeSet::new();
     let mut out = Vec::new();
     for case in &dataset.cases {
@@ -91,7 +91,10 @@ pub(super) fn expected_calls(dir: &Path) -> Result<Vec<DatasetCall>, Error> {
         };
         for call in calls {
             let Some(args) = &call.args else { continue };
-            if seen.insert((call.tool.clone(), crate::json::canonical_json(args))) {
+            if seen.insert((
+                call.tool.clone(),
+                toolscore_core::json::canonical_json(args),
+            )) {
                 out.push(DatasetCall {
                     case: case.id.clone(),
                     tool: call.tool.clone(),

@@ -20,11 +20,11 @@ use serde::{Deserialize, Serialize};
 use super::output::{self, Format};
 use super::resume::{PLAN_FILE, PlanFingerprint};
 use super::usage;
-use crate::error::{Error, ExitCode, InputError};
-use crate::event::RunTotals;
-use crate::record::TrialRecord;
-use crate::report::{Aggregator, ResultsCsv, SummaryHeader};
-use crate::runner::shard::{Shard, shard_of, unit_seed};
+use toolscore_core::error::{Error, ExitCode, InputError};
+use toolscore_core::event::RunTotals;
+use toolscore_core::record::TrialRecord;
+use toolscore_report::{Aggregator, ResultsCsv, SummaryHeader};
+use toolscore_runner::shard::{Shard, shard_of, unit_seed};
 
 #[derive(Debug, Args)]
 pub struct MergeArgs {
@@ -79,7 +79,7 @@ struct ShardProvenance<'a> {
     trials: u64,
 }
 
-pub fn run(args: &MergeArgs) -> Result<ExitCode, Error> {
+pub(super) fn run(args: &MergeArgs) -> Result<ExitCode, Error> {
     let formats = output::chosen(&args.formats, &[Format::Terminal]);
     output::check_one_stdout(&formats)?;
     let mut shards = Vec::with_capacity(args.shard_dirs.len());
@@ -123,7 +123,7 @@ fn read_shard(dir: &Path) -> Result<ShardRun, Error> {
             dir.display()
         )));
     }
-    let text = crate::input::read_text(&plan_path)?;
+    let text = toolscore_core::input::read_text(&plan_path)?;
     let plan: PlanFingerprint = serde_json::from_str(&text)
         .map_err(|e| InputError::json(&plan_path.display().to_string(), &e))?;
     let Some(shard) = plan.shard else {
@@ -140,7 +140,7 @@ fn read_shard(dir: &Path) -> Result<ShardRun, Error> {
             dir.display()
         )));
     }
-    let text = crate::input::read_text(&summary_path)?;
+    let text = toolscore_core::input::read_text(&summary_path)?;
     let summary: ShardSummary = serde_json::from_str(&text)
         .map_err(|e| InputError::json(&summary_path.display().to_string(), &e))?;
     if summary.header.interrupted {
@@ -299,7 +299,7 @@ struct PlanIndex {
 
 impl PlanIndex {
     /// `run` supplies what plan.json does not hold: each scenario's own `trials`.
-    fn new(plan: &PlanFingerprint, run: &crate::report::RunInfo) -> PlanIndex {
+    fn new(plan: &PlanFingerprint, run: &toolscore_report::RunInfo) -> PlanIndex {
         let mut cases = HashMap::new();
         let mut case_trials = Vec::new();
         let mut units: Vec<(String, String)> = Vec::new();
@@ -311,7 +311,10 @@ impl PlanIndex {
             }
         }
         for (name, _) in &plan.scenarios {
-            let key = (crate::record::SCENARIO_DATASET.to_owned(), name.clone());
+            let key = (
+                toolscore_core::record::SCENARIO_DATASET.to_owned(),
+                name.clone(),
+            );
             cases.insert(key.clone(), units.len());
             case_trials.push(run.planned_trials(&key.0, name));
             units.push(key);
@@ -370,7 +373,7 @@ struct Head {
 struct ShardReader<'a> {
     run: &'a ShardRun,
     name: String,
-    lines: crate::input::BoundedLines,
+    lines: toolscore_core::input::BoundedLines,
     line_no: usize,
     records: u64,
 }
@@ -382,7 +385,8 @@ impl ShardReader<'_> {
                 return Ok(None);
             };
             self.line_no += 1;
-            let line = line.map_err(|e| crate::input::line_error(&self.name, self.line_no, e))?;
+            let line =
+                line.map_err(|e| toolscore_core::input::line_error(&self.name, self.line_no, e))?;
             if line.trim().is_empty() {
                 continue;
             }
@@ -420,13 +424,15 @@ fn write_merged(
     let mut summary = merged_summary(shards, agg, merged, run_id);
     // The merged run decided as the whole run would be: by the first shard's limit of
     // infrastructure errors (shards of one plan share their flags).
-    let decision =
-        crate::decide::decision::decide(&summary, shards[0].summary.header.max_infra_error_rate());
-    let code = crate::decide::decision::exit_code(&decision);
+    let decision = toolscore_decide::decision::decide(
+        &summary,
+        shards[0].summary.header.max_infra_error_rate(),
+    );
+    let code = toolscore_decide::decision::exit_code(&decision);
     summary.decision = Some(decision);
 
-    crate::atomic::write_json(&out.join(PLAN_FILE), &plan)?;
-    crate::atomic::write_json(
+    toolscore_core::atomic::write_json(&out.join(PLAN_FILE), &plan)?;
+    toolscore_core::atomic::write_json(
         &out.join("shards.json"),
         &Provenance {
             plan: plan.digest(),
@@ -444,7 +450,7 @@ fn write_merged(
                 .collect(),
         },
     )?;
-    crate::atomic::write_json(&out.join("summary.json"), &summary)?;
+    toolscore_core::atomic::write_json(&out.join("summary.json"), &summary)?;
     super::history::append_history(out, &summary)?;
     let files = output::write_files(&summary, out, formats)?;
     output::print_stdout(&summary, formats, detail, out)?;
@@ -466,7 +472,7 @@ fn write_merged(
     if let Some(why) = summary
         .decision
         .as_ref()
-        .and_then(crate::report::Decision::not_judged_because)
+        .and_then(toolscore_report::Decision::not_judged_because)
     {
         eprintln!("error: {why}");
     }
@@ -481,10 +487,10 @@ fn open_readers(shards: &[ShardRun]) -> Result<Vec<ShardReader<'_>>, Error> {
             Ok(ShardReader {
                 run: s,
                 name: path.display().to_string(),
-                lines: crate::input::jsonl_lines(
+                lines: toolscore_core::input::jsonl_lines(
                     &path,
                     "a results file",
-                    crate::record::MAX_RECORD_LINE_BYTES,
+                    toolscore_core::record::MAX_RECORD_LINE_BYTES,
                 )?,
                 line_no: 0,
                 records: 0,
@@ -675,7 +681,7 @@ fn merged_summary(
     agg: Aggregator,
     merged: u64,
     run_id: &str,
-) -> crate::report::Summary {
+) -> toolscore_report::Summary {
     let first = &shards[0].summary.header;
     let mut run = first.run.clone();
     run.run_id = run_id.to_owned();
@@ -705,12 +711,12 @@ fn merged_summary(
     let mut summary = agg.finish(run, &totals, first.confidence, first.precision);
     // Each shard priced its own slice; the merged run's estimate is their sum. A cap was per
     // shard process, so the merged run names none.
-    let budgets: Vec<&crate::report::BudgetReport> = shards
+    let budgets: Vec<&toolscore_report::BudgetReport> = shards
         .iter()
         .filter_map(|s| s.summary.header.budget.as_ref())
         .collect();
     if !budgets.is_empty() {
-        summary.budget = Some(crate::report::BudgetReport {
+        summary.budget = Some(toolscore_report::BudgetReport {
             max_usd: None,
             estimate_usd: if budgets.len() == shards.len() {
                 budgets.iter().map(|b| b.estimate_usd).sum()

@@ -35,9 +35,9 @@ pub use output::Format;
 
 pub use setup::{Recording, RunSetup, Sinks, build_plan};
 
-use crate::error::{Error, ExitCode, InputError};
-use crate::suite::scenario::{Scenario, load_scenarios};
-use crate::suite::{Config, Dataset, load_config, load_dataset};
+use toolscore_core::error::{Error, ExitCode, InputError};
+use toolscore_suite::scenario::{Scenario, load_scenarios};
+use toolscore_suite::{Config, Dataset, load_config, load_dataset};
 
 const EXIT_CODES_HELP: &str = "Exit codes:
   0    completed, and every gate passed
@@ -230,7 +230,7 @@ pub struct ProviderArgs {
     /// Send `tool_choice` (also `tool_choice:` in the config): auto, required or none, in each
     /// provider's own form [default: not sent, the provider's default applies].
     #[arg(help_heading = "Provider", long, value_enum, value_name = "CHOICE")]
-    pub tool_choice: Option<crate::provider::ToolChoice>,
+    pub tool_choice: Option<toolscore_provider::ToolChoice>,
     /// Send `parallel_tool_calls` (also `parallel_tool_calls:` in the config; Anthropic's
     /// `disable_parallel_tool_use`) [default: not sent].
     #[arg(help_heading = "Provider", long, value_name = "BOOL")]
@@ -266,14 +266,14 @@ pub fn run(cli: Cli) -> Result<ExitCode, Error> {
 }
 
 /// A finished run, re-aggregated from its results.jsonl at its own confidence.
-fn load_run(dir: &Path) -> Result<crate::report::Summary, Error> {
+fn load_run(dir: &Path) -> Result<toolscore_report::Summary, Error> {
     reaggregate_run(dir, read_header(dir)?)
 }
 
 /// A run folder's summary.json header: what its records do not hold.
-fn read_header(dir: &Path) -> Result<crate::report::SummaryHeader, Error> {
+fn read_header(dir: &Path) -> Result<toolscore_report::SummaryHeader, Error> {
     let path = dir.join("summary.json");
-    let text = crate::input::read_text(&path)?;
+    let text = toolscore_core::input::read_text(&path)?;
     serde_json::from_str(&text)
         .map_err(|e| InputError::json(&path.display().to_string(), &e).into())
 }
@@ -282,10 +282,10 @@ fn read_header(dir: &Path) -> Result<crate::report::SummaryHeader, Error> {
 /// and precision.
 fn reaggregate_run(
     dir: &Path,
-    header: crate::report::SummaryHeader,
-) -> Result<crate::report::Summary, Error> {
+    header: toolscore_report::SummaryHeader,
+) -> Result<toolscore_report::Summary, Error> {
     let (conf, prec) = (header.confidence, header.precision);
-    crate::report::reaggregate(&dir.join("results.jsonl"), header, conf, prec)
+    toolscore_report::reaggregate(&dir.join("results.jsonl"), header, conf, prec)
 }
 
 /// The async runtime a subcommand runs its work on; `workers` caps its threads.
@@ -305,12 +305,12 @@ pub(crate) fn usage(msg: &str) -> Error {
 }
 
 /// `--timeout` (or a config's `timeout_s`) in seconds, checked by the one rule every command
-/// and config file shares ([`crate::input::timeout_from_seconds`]).
+/// and config file shares ([`toolscore_core::input::timeout_from_seconds`]).
 pub(crate) fn checked_timeout(seconds: f64) -> Result<std::time::Duration, Error> {
-    crate::input::timeout_from_seconds(seconds).ok_or_else(|| {
+    toolscore_core::input::timeout_from_seconds(seconds).ok_or_else(|| {
         usage(&format!(
             "--timeout must be {} (got {seconds:?})",
-            crate::input::TIMEOUT_RANGE
+            toolscore_core::input::TIMEOUT_RANGE
         ))
     })
 }
@@ -380,7 +380,7 @@ pub(crate) fn load_suite(args: &SuiteArgs) -> Result<LoadedSuite, Error> {
 }
 
 /// The starter cases of `datasets` that nobody has edited yet (as
-/// [`crate::suite::Case::is_unedited_starter`] decides), one line each: `  FILE:LINE  ID`.
+/// [`toolscore_suite::Case::is_unedited_starter`] decides), one line each: `  FILE:LINE  ID`.
 fn unedited_starters(datasets: &[Dataset]) -> Vec<String> {
     datasets
         .iter()

@@ -3,11 +3,11 @@
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-use crate::error::Error;
-use crate::record::ArmId;
-use crate::report::behaviour::{self, CaseKey, Explorer};
-use crate::report::history::{self, Trend};
-use crate::report::{Html, HtmlContext, Junit, Markdown, Metric, Render, Summary};
+use toolscore_core::error::Error;
+use toolscore_core::record::ArmId;
+use toolscore_report::behaviour::{self, CaseKey, Explorer};
+use toolscore_report::history::{self, Trend};
+use toolscore_report::{Html, HtmlContext, Junit, Markdown, Metric, Render, Summary};
 
 /// A report format. clap validates the names before any work starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum)]
@@ -30,7 +30,7 @@ pub enum Format {
 const MARKDOWN_EXPLAINED: usize = 3;
 
 /// The formats asked for, deduplicated and in a fixed order, or `default` when none were.
-pub fn chosen(asked: &[Format], default: &[Format]) -> Vec<Format> {
+pub(super) fn chosen(asked: &[Format], default: &[Format]) -> Vec<Format> {
     let mut formats = if asked.is_empty() {
         default.to_vec()
     } else {
@@ -44,7 +44,7 @@ pub fn chosen(asked: &[Format], default: &[Format]) -> Vec<Format> {
 /// Writes the file formats among `formats` (`md`, `junit`, `html`) into `run_dir` and returns the
 /// paths written; terminal, JSON and CSV output are the commands' own business because
 /// `run` and `report` treat them differently.
-pub fn write_files(
+pub(super) fn write_files(
     summary: &Summary,
     run_dir: &Path,
     formats: &[Format],
@@ -55,9 +55,9 @@ pub fn write_files(
             Format::Md => (
                 "report.md",
                 Box::new(Markdown {
-                    explained: crate::report::behaviour::behaviours_of(
+                    explained: toolscore_report::behaviour::behaviours_of(
                         &run_dir.join("results.jsonl"),
-                        &crate::report::behaviour::cases_to_explain(summary, MARKDOWN_EXPLAINED),
+                        &toolscore_report::behaviour::cases_to_explain(summary, MARKDOWN_EXPLAINED),
                         summary.confidence,
                     )?,
                 }),
@@ -76,7 +76,7 @@ pub fn write_files(
             .render(summary, &mut text)
             .map_err(|e| Error::io(format!("cannot render {name}"), e))?;
         let path = run_dir.join(name);
-        crate::atomic::write_file(&path, &text)?;
+        toolscore_core::atomic::write_file(&path, &text)?;
         written.push(path);
     }
     Ok(written)
@@ -91,11 +91,11 @@ fn html_context(summary: &Summary, run_dir: &Path) -> HtmlContext {
     let mut ctx = HtmlContext::default();
     let computed = match (&summary.comparison, summary.arms.len()) {
         (None, 2) => {
-            let side = |arm| crate::decide::compare::Side { summary, arm };
-            match crate::decide::compare::compare(
+            let side = |arm| toolscore_decide::compare::Side { summary, arm };
+            match toolscore_decide::compare::compare(
                 side(0),
                 side(1),
-                crate::decide::compare::CompareOptions {
+                toolscore_decide::compare::CompareOptions {
                     metric: Metric::Selection,
                     confidence: summary.confidence,
                     min_effect: 0.05,
@@ -149,13 +149,13 @@ fn html_context(summary: &Summary, run_dir: &Path) -> HtmlContext {
 fn explorer(
     summary: &Summary,
     run_dir: &Path,
-    comparison: Option<&crate::report::Comparison>,
+    comparison: Option<&toolscore_report::Comparison>,
 ) -> Result<Explorer, Error> {
-    let mut keys = crate::report::explored_cases(summary);
+    let mut keys = toolscore_report::explored_cases(summary);
     let explored = keys.len();
     let compared: Vec<(String, String)> = comparison
         .filter(|c| c.a.run_id == summary.run.run_id && c.b.run_id == summary.run.run_id)
-        .map(crate::report::compared_cases)
+        .map(toolscore_report::compared_cases)
         .unwrap_or_default();
     let (a, b) = match comparison {
         Some(c) => (Some(&c.a.arm), Some(&c.b.arm)),
@@ -212,7 +212,7 @@ fn explorer(
             .iter()
             .any(|c| (&c.dataset, &c.variant) == (&catalog.0, &catalog.1))
             || out.catalogs_not_shown.iter().any(|(c, _)| c == &catalog);
-        if !listed && k.dataset != crate::record::SCENARIO_DATASET {
+        if !listed && k.dataset != toolscore_core::record::SCENARIO_DATASET {
             match files.catalog(&k.dataset, &k.arm.variant) {
                 Ok(c) => out.catalogs.push(c),
                 Err(why) => out.catalogs_not_shown.push((catalog, why)),
@@ -228,13 +228,13 @@ fn explorer(
 
 /// The trends of the history file beside the run, for the HTML report.
 fn trends(summary: &Summary, path: &Path) -> Result<Vec<Trend>, Error> {
-    let text = crate::input::read_text(path)?;
+    let text = toolscore_core::input::read_text(path)?;
     let lines = history::parse(&text, &path.display().to_string())?;
     Ok(history::trends(summary, &lines))
 }
 
 /// Refuses two formats that would both print to stdout.
-pub fn check_one_stdout(formats: &[Format]) -> Result<(), Error> {
+pub(super) fn check_one_stdout(formats: &[Format]) -> Result<(), Error> {
     if formats.contains(&Format::Terminal) && formats.contains(&Format::Json) {
         return Err(super::usage(
             "--format terminal and --format json both print to stdout; choose one",
@@ -246,7 +246,7 @@ pub fn check_one_stdout(formats: &[Format]) -> Result<(), Error> {
 /// What a command prints on stdout: the summary as JSON; the terminal report (the decision,
 /// and where the rest is, or with `detail` all of it); or, when the report went only to files,
 /// the verdict, so a gated run still says how it ended.
-pub fn print_stdout(
+pub(super) fn print_stdout(
     summary: &Summary,
     formats: &[Format],
     detail: bool,
@@ -259,16 +259,16 @@ pub fn print_stdout(
             serde_json::to_string_pretty(summary).map_err(|e| Error::encode("the summary", e))?;
         writeln!(out, "{text}").map_err(failed)?;
     } else if formats.contains(&Format::Terminal) {
-        crate::report::Render::render(&crate::report::Terminal { detail }, summary, &mut out)
+        toolscore_report::Render::render(&toolscore_report::Terminal { detail }, summary, &mut out)
             .map_err(failed)?;
         // A compared run's comparison, as `run --compare` printed it.
         if let Some(c) = &summary.comparison {
             writeln!(out).map_err(failed)?;
-            crate::report::render_comparison(c, &mut out).map_err(failed)?;
+            toolscore_report::render_comparison(c, &mut out).map_err(failed)?;
         }
         write_pointers(summary, run_dir, detail, &mut out).map_err(failed)?;
     } else {
-        crate::report::render_verdict(summary, &mut out).map_err(failed)?;
+        toolscore_report::render_verdict(summary, &mut out).map_err(failed)?;
     }
     Ok(())
 }
@@ -276,7 +276,7 @@ pub fn print_stdout(
 /// The lines under the terminal report, after a blank line: where the rest is (unless it is
 /// the `detail` report) and how to see what a case's trials did. `run` and `report` print the
 /// same.
-pub fn write_pointers(
+pub(super) fn write_pointers(
     summary: &Summary,
     run_dir: &Path,
     detail: bool,
@@ -307,7 +307,7 @@ fn explain_hint(summary: &Summary, run_dir: &Path) -> Option<String> {
     let weakest = summary
         .arms
         .iter()
-        .find_map(|a| crate::report::weakest_cases(a).first().copied())?;
+        .find_map(|a| toolscore_report::weakest_cases(a).first().copied())?;
     Some(format!(
         "why: what the model did in a case, beside what it read (the weakest: toolscore explain {} {})",
         run_dir.display(),
@@ -318,12 +318,12 @@ fn explain_hint(summary: &Summary, run_dir: &Path) -> Option<String> {
 /// The line under a comparison that says how to see what the model did differently in its
 /// first changed case (`dirs`: the one run folder, or A's then B's); `None` when no case
 /// changed.
-pub fn compare_explain_hint(
-    c: &crate::report::Comparison,
+pub(super) fn compare_explain_hint(
+    c: &toolscore_report::Comparison,
     dirs: &[std::path::PathBuf],
 ) -> Option<String> {
     let case = c.changed_cases.first()?;
-    let arm = |a: &crate::report::ComparedArm| format!("{}/{}", a.arm.provider, a.arm.variant);
+    let arm = |a: &toolscore_report::ComparedArm| format!("{}/{}", a.arm.provider, a.arm.variant);
     let command = match dirs {
         [one] => format!(
             "toolscore explain {} {} --arm {} --arm {}",

@@ -7,8 +7,8 @@ use clap::Args;
 use super::gate::parse_gates;
 use super::{LoadedSuite, setup};
 use super::{SuiteArgs, load_suite, usage};
-use crate::error::{Error, ExitCode};
-use crate::suite::Dataset;
+use toolscore_core::error::{Error, ExitCode};
+use toolscore_suite::Dataset;
 
 #[derive(Debug, Args)]
 pub struct PlanArgs {
@@ -55,7 +55,7 @@ pub struct PlanArgs {
 
 /// Prints how many trials and cases each option needs, and what it costs in requests and
 /// tokens. Reads the suite (and an earlier run) only; calls nothing.
-pub fn run(args: &PlanArgs) -> Result<ExitCode, Error> {
+pub(super) fn run(args: &PlanArgs) -> Result<ExitCode, Error> {
     let gates = parse_gates(&args.gates)?;
     if let Some(g) = gates.iter().find(|g| g.metric.rate().is_none()) {
         return Err(usage(&format!(
@@ -79,7 +79,7 @@ pub fn run(args: &PlanArgs) -> Result<ExitCode, Error> {
         return Err(usage("--min-effect must be between 0 and 0.5 (e.g. 0.05)"));
     }
     let metric = match &args.metric {
-        Some(m) => crate::decide::gate::parse_metric(m).ok_or_else(|| {
+        Some(m) => toolscore_decide::gate::parse_metric(m).ok_or_else(|| {
             usage(&format!(
                 "--metric {m}: expected selection, args, schema or pass"
             ))
@@ -87,34 +87,35 @@ pub fn run(args: &PlanArgs) -> Result<ExitCode, Error> {
         None => gates
             .first()
             .and_then(|g| g.metric.rate())
-            .unwrap_or(crate::report::Metric::Selection),
+            .unwrap_or(toolscore_report::Metric::Selection),
     };
     let cases: usize = datasets.iter().map(|d| d.cases.len()).sum();
     let (observed_case_rates, observed_suite, tokens) = match &args.from {
         Some(dir) => observed_in(dir, metric, confidence, precision)?,
         None => (Vec::new(), None, fixture_tokens(&datasets)),
     };
-    let trial_plan = crate::decide::sample_size::plan(&crate::decide::sample_size::PlanRequest {
-        confidence,
-        precision,
-        power: args.power,
-        gates: gates
-            .iter()
-            .map(|g| (g.metric.label().replace(' ', "_"), g.threshold))
-            .collect(),
-        cases,
-        observed_case_rates,
-        observed_suite,
-        tokens,
-        max_trials: args.max_trials,
-        compare: args.compare.then_some(args.min_effect),
-        price: setup::plan_price(args.provider.as_deref(), &config)?,
-    });
+    let trial_plan =
+        toolscore_decide::sample_size::plan(&toolscore_decide::sample_size::PlanRequest {
+            confidence,
+            precision,
+            power: args.power,
+            gates: gates
+                .iter()
+                .map(|g| (g.metric.label().replace(' ', "_"), g.threshold))
+                .collect(),
+            cases,
+            observed_case_rates,
+            observed_suite,
+            tokens,
+            max_trials: args.max_trials,
+            compare: args.compare.then_some(args.min_effect),
+            price: setup::plan_price(args.provider.as_deref(), &config)?,
+        });
     if let Some(path) = &args.json {
-        crate::atomic::write_json(path, &trial_plan)?;
+        toolscore_core::atomic::write_json(path, &trial_plan)?;
     }
     let mut out = std::io::stdout().lock();
-    crate::decide::sample_size::render_plan(&trial_plan, &mut out)
+    toolscore_decide::sample_size::render_plan(&trial_plan, &mut out)
         .map_err(|e| Error::io("cannot write the plan", e))?;
     Ok(ExitCode::Pass)
 }
@@ -123,29 +124,29 @@ pub fn run(args: &PlanArgs) -> Result<ExitCode, Error> {
 /// case-level estimate, and the tokens per request.
 fn observed_in(
     dir: &std::path::Path,
-    metric: crate::report::Metric,
+    metric: toolscore_report::Metric,
     confidence: f64,
     precision: f64,
 ) -> Result<
     (
         Vec<f64>,
-        Option<crate::stats::ClusteredEstimate>,
-        crate::decide::sample_size::TokenBasis,
+        Option<toolscore_stats::ClusteredEstimate>,
+        toolscore_decide::sample_size::TokenBasis,
     ),
     Error,
 > {
     let header = super::read_header(dir)?;
     let summary =
-        crate::report::reaggregate(&dir.join("results.jsonl"), header, confidence, precision)?;
+        toolscore_report::reaggregate(&dir.join("results.jsonl"), header, confidence, precision)?;
     let arm = summary
         .arms
         .first()
         .ok_or_else(|| usage(&format!("--from {}: the run has no arms", dir.display())))?;
-    let rate = |c: &crate::report::CaseSummary| {
+    let rate = |c: &toolscore_report::CaseSummary| {
         let s = c.metrics.get(metric);
         (s.n > 0).then(|| s.x as f64 / s.n as f64)
     };
-    let tokens = crate::decide::sample_size::TokenBasis {
+    let tokens = toolscore_decide::sample_size::TokenBasis {
         source: format!("run {}", summary.run.run_id),
         input_per_request: arm.tokens.input_mean.unwrap_or(0.0),
         output_per_request: arm.tokens.output_mean,
@@ -157,7 +158,7 @@ fn observed_in(
 /// Input tokens per request estimated from what the model reads: the catalog and a case's
 /// messages, at about 4 characters a token (the usual figure for English with BPE tokenizers;
 /// an earlier run's measured usage, `--from`, replaces it).
-fn fixture_tokens(datasets: &[Dataset]) -> crate::decide::sample_size::TokenBasis {
+fn fixture_tokens(datasets: &[Dataset]) -> toolscore_decide::sample_size::TokenBasis {
     let mut chars = 0usize;
     let mut requests = 0usize;
     for d in datasets {
@@ -168,7 +169,7 @@ fn fixture_tokens(datasets: &[Dataset]) -> crate::decide::sample_size::TokenBasi
             requests += 1;
         }
     }
-    crate::decide::sample_size::TokenBasis {
+    toolscore_decide::sample_size::TokenBasis {
         source: "fixtures (characters / 4)".to_owned(),
         input_per_request: chars as f64 / requests.max(1) as f64 / 4.0,
         output_per_request: None,

@@ -1,5 +1,5 @@
 //! `toolscore probe SOURCE`: deterministic edge checks of a live MCP server (see
-//! [`crate::mcp::probe`]).
+//! [`toolscore_mcp::probe`]).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -7,10 +7,10 @@ use std::time::Duration;
 use clap::Args;
 
 use super::mcp_source::{McpSourceArgs, expected_calls};
-use crate::error::{Error, ExitCode};
-use crate::mcp::DatasetCall;
-use crate::mcp::client::ServerSpec;
-use crate::mcp::probe::CheckVerdict;
+use toolscore_core::error::{Error, ExitCode};
+use toolscore_mcp::DatasetCall;
+use toolscore_mcp::client::ServerSpec;
+use toolscore_mcp::probe::CheckVerdict;
 
 #[derive(Debug, Args)]
 pub struct ProbeArgs {
@@ -22,7 +22,7 @@ pub struct ProbeArgs {
     pub json: Option<PathBuf>,
 }
 
-pub fn run(args: &ProbeArgs) -> Result<ExitCode, Error> {
+pub(super) fn run(args: &ProbeArgs) -> Result<ExitCode, Error> {
     let source = args.source.resolve("probe")?;
     let expected = match &source.dataset {
         Some(dir) => Some(expected_calls(dir)?),
@@ -30,9 +30,9 @@ pub fn run(args: &ProbeArgs) -> Result<ExitCode, Error> {
     };
     let report = run_probe(&source.spec, source.timeout, expected.as_deref())?;
     if let Some(path) = &args.json {
-        crate::atomic::write_json(path, &report)?;
+        toolscore_core::atomic::write_json(path, &report)?;
     }
-    crate::report::render_probe(&report, &mut std::io::stdout().lock())
+    toolscore_report::render_probe(&report, &mut std::io::stdout().lock())
         .map_err(|e| Error::io("cannot write the report", e))?;
     Ok(if report.count(CheckVerdict::Fail) > 0 {
         ExitCode::GateFailed
@@ -45,13 +45,13 @@ fn run_probe(
     spec: &ServerSpec,
     timeout: Duration,
     expected: Option<&[DatasetCall]>,
-) -> Result<crate::mcp::probe::ProbeReport, Error> {
+) -> Result<toolscore_mcp::probe::ProbeReport, Error> {
     let runtime = super::async_runtime(Some(2))?;
     let env = |name: &str| std::env::var(name).ok();
     runtime.block_on(async {
         let finished = tokio::select! {
-            r = crate::mcp::probe::probe(spec, timeout, &env, expected) => Some(r),
-            () = crate::mcp::client::shutdown_signal() => None,
+            r = toolscore_mcp::probe::probe(spec, timeout, &env, expected) => Some(r),
+            () = toolscore_mcp::client::shutdown_signal() => None,
         };
         match finished {
             Some(r) => r.map_err(Error::from),
@@ -59,7 +59,7 @@ fn run_probe(
                 // The abandoned sessions kill their process groups from tasks of this
                 // runtime: give those tasks a moment before the runtime ends.
                 tokio::time::sleep(Duration::from_millis(500)).await;
-                Err(Error::Interrupted(crate::mcp::client::MCP_SHUT_DOWN))
+                Err(Error::Interrupted(toolscore_mcp::client::MCP_SHUT_DOWN))
             }
         }
     })

@@ -11,10 +11,10 @@ use super::output::{self, Format};
 use super::run::compare_two_arms;
 use super::usage;
 use super::{rescore, setup};
-use crate::decide::gate::GateSpec;
-use crate::decide::gate::recorded::RecordedSequential;
-use crate::error::{Error, ExitCode};
-use crate::report::GateLevel;
+use toolscore_core::error::{Error, ExitCode};
+use toolscore_decide::gate::GateSpec;
+use toolscore_decide::gate::recorded::RecordedSequential;
+use toolscore_report::GateLevel;
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {
@@ -42,7 +42,7 @@ pub struct ReportArgs {
 
 /// Every figure comes from the records; summary.json only supplies what records do not hold
 /// (the run header: when, how, which cassette; how many trials were planned).
-pub fn run(args: &ReportArgs) -> Result<ExitCode, Error> {
+pub(super) fn run(args: &ReportArgs) -> Result<ExitCode, Error> {
     let formats = output::chosen(&args.formats, &[Format::Terminal]);
     if formats.contains(&Format::Csv) {
         return Err(usage(
@@ -63,7 +63,7 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode, Error> {
         .compared()
         .then(|| recorded_comparison.as_ref().map_or(0.05, |c| c.min_effect));
     let mut rescorer = rescore::Rescorer::for_run(&header.run);
-    let (mut summary, latency) = crate::report::reaggregate_rescored(
+    let (mut summary, latency) = toolscore_report::reaggregate_rescored(
         &results_path,
         header,
         confidence,
@@ -83,7 +83,7 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode, Error> {
     }
     let gates = judging.specs;
     if let Some(q) = judging.sequential {
-        let spec = crate::decide::gate::sequential::SequentialSpec {
+        let spec = toolscore_decide::gate::sequential::SequentialSpec {
             gates,
             confidence,
             kind: q.kind,
@@ -99,7 +99,7 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode, Error> {
             rescorer.as_mut(),
         )?);
     } else if !gates.is_empty() {
-        summary.gate = Some(crate::decide::gate::evaluate(
+        summary.gate = Some(toolscore_decide::gate::evaluate(
             &summary,
             &latency,
             &gates,
@@ -109,7 +109,7 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode, Error> {
     if !judging.kept_baseline.is_empty() {
         let mut results = summary.gate.take().map(|g| g.gates).unwrap_or_default();
         results.extend(judging.kept_baseline);
-        summary.gate = Some(crate::decide::gate::report_of(results, confidence));
+        summary.gate = Some(toolscore_decide::gate::report_of(results, confidence));
     }
     let baseline = args.gate.load_baseline()?;
     judge_baseline(&mut summary, baseline.as_ref(), &args.gate, None)?;
@@ -121,8 +121,8 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode, Error> {
             recorded_comparison.as_ref(),
         )?;
     }
-    let decision = crate::decide::decision::decide(&summary, max_infra);
-    let code = crate::decide::decision::exit_code(&decision);
+    let decision = toolscore_decide::decision::decide(&summary, max_infra);
+    let code = toolscore_decide::decision::exit_code(&decision);
     summary.decision = Some(decision);
     for path in output::write_files(&summary, &args.run_dir, &formats)? {
         eprintln!("wrote {}", path.display());
@@ -134,11 +134,11 @@ pub fn run(args: &ReportArgs) -> Result<ExitCode, Error> {
 /// A sequential gate judged again on the records in their order (rescored first when the run's
 /// scorer changed), as the run judged them while they finished.
 fn replay_sequential(
-    spec: crate::decide::gate::sequential::SequentialSpec,
-    run: &crate::report::RunInfo,
+    spec: toolscore_decide::gate::sequential::SequentialSpec,
+    run: &toolscore_report::RunInfo,
     results: &std::path::Path,
     mut rescorer: Option<&mut rescore::Rescorer>,
-) -> Result<crate::report::GateReport, Error> {
+) -> Result<toolscore_report::GateReport, Error> {
     let confidence = spec.confidence;
     // The flags are checked as `run` checks them (a --sprt-p1 or --fail-below at or below a
     // bar is bad input, not a gate that silently never decides).
@@ -149,22 +149,25 @@ fn replay_sequential(
         .collect();
     spec.check(&case_thresholds).map_err(|e| usage(&e))?;
     let mut gate = setup::sequential_gate(spec, run)?;
-    crate::report::for_each_record_mut(results, &mut |r| {
+    toolscore_report::for_each_record_mut(results, &mut |r| {
         if let Some(rs) = rescorer.as_deref_mut() {
             rs.apply(r);
         }
         gate.push(r);
     })?;
-    Ok(crate::decide::gate::report_of(gate.results(), confidence))
+    Ok(toolscore_decide::gate::report_of(
+        gate.results(),
+        confidence,
+    ))
 }
 
 /// A compared run's two arms compared again from the records, by the run's own
 /// `--min-effect`, and its sequential comparison replayed when it ran one.
 fn compare_again(
-    summary: &mut crate::report::Summary,
+    summary: &mut toolscore_report::Summary,
     min_effect: f64,
     run_dir: &std::path::Path,
-    recorded: Option<&crate::report::Comparison>,
+    recorded: Option<&toolscore_report::Comparison>,
 ) -> Result<(), Error> {
     compare_two_arms(summary, min_effect);
     if let Some(mut c) = summary.comparison.take() {
@@ -181,14 +184,17 @@ struct Judging {
     level: GateLevel,
     sequential: Option<RecordedSequential>,
     /// Baseline results the run recorded, kept as judged (the baseline run is not re-read).
-    kept_baseline: Vec<crate::report::GateResult>,
+    kept_baseline: Vec<toolscore_report::GateResult>,
 }
 
-fn judging_of(args: &ReportArgs, header: &crate::report::SummaryHeader) -> Result<Judging, Error> {
+fn judging_of(
+    args: &ReportArgs,
+    header: &toolscore_report::SummaryHeader,
+) -> Result<Judging, Error> {
     let flags_given = !args.gate.gates.is_empty() || args.gate.baseline.is_some();
     match header.gate() {
         Some(report) if !flags_given => {
-            let r = crate::decide::gate::recorded::recorded(&report);
+            let r = toolscore_decide::gate::recorded::recorded(&report);
             eprintln!(
                 "report: judged again by the run's own gates ({}); give --gate to judge by others",
                 r.as_flags()
@@ -207,7 +213,7 @@ fn judging_of(args: &ReportArgs, header: &crate::report::SummaryHeader) -> Resul
             specs: parse_gates(&args.gate.gates)?,
             level: args.gate.gate_level,
             sequential: args.gate.sequential.then(|| RecordedSequential {
-                kind: crate::decide::gate::sequential::kind_for(args.gate.sprt_p1),
+                kind: toolscore_decide::gate::sequential::kind_for(args.gate.sprt_p1),
                 p1: args.gate.sprt_p1,
                 p1_at_gate: args.gate.sprt_p1.unwrap_or_default(),
                 fail_below: args.gate.fail_below,

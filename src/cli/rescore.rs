@@ -10,13 +10,13 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::record::{Outcome, TrialRecord};
-use crate::report::RunInfo;
-use crate::score::{Expectation, ToolValidators, score_trial};
-use crate::suite::load_dataset;
+use toolscore_core::record::{Outcome, TrialRecord};
+use toolscore_report::RunInfo;
+use toolscore_score::{Expectation, ToolValidators, score_trial};
+use toolscore_suite::load_dataset;
 
 /// The current fixtures of a run's cases, and what re-scoring found.
-pub struct Rescorer {
+pub(super) struct Rescorer {
     /// (dataset, variant, case id) → the expectation under that variant and its validators.
     cases: HashMap<(String, String, String), (Expectation, Arc<ToolValidators>)>,
     /// Scored trials judged again.
@@ -30,7 +30,7 @@ pub struct Rescorer {
 impl Rescorer {
     /// Loads the datasets a run names (the folder of each catalog file) as they are now. None
     /// when no dataset could be used.
-    pub fn for_run(run: &RunInfo) -> Option<Rescorer> {
+    pub(super) fn for_run(run: &RunInfo) -> Option<Rescorer> {
         let mut cases = HashMap::new();
         let mut skipped = Vec::new();
         for d in &run.datasets {
@@ -44,7 +44,7 @@ impl Rescorer {
             };
             // Re-scoring would mean starting the server again to list its catalog; a report
             // reads files only.
-            if dir.join(crate::suite::live::DATASET_FILE).is_file() {
+            if dir.join(toolscore_suite::live::DATASET_FILE).is_file() {
                 skipped.push(format!(
                     "dataset {}: its catalog is a live MCP server, which report does not start again",
                     d.name
@@ -62,7 +62,7 @@ impl Rescorer {
                 }
             };
             for arm in &run.arms {
-                let recorded = if arm.variant == crate::record::BASE_VARIANT {
+                let recorded = if arm.variant == toolscore_core::record::BASE_VARIANT {
                     Some(d.catalog_fingerprint.as_str())
                 } else {
                     d.variants
@@ -108,7 +108,7 @@ impl Rescorer {
 
     /// Scores a record again against the current fixture of its case (infrastructure errors
     /// and cases no longer in the fixtures are left as recorded).
-    pub fn apply(&mut self, record: &mut TrialRecord) {
+    pub(super) fn apply(&mut self, record: &mut TrialRecord) {
         let Some(old) = &record.score else {
             return;
         };
@@ -139,7 +139,7 @@ impl Rescorer {
     }
 
     /// What to say above the report, if anything changed or could not be checked.
-    pub fn notice(&self) -> Option<String> {
+    pub(super) fn notice(&self) -> Option<String> {
         let mut lines = Vec::new();
         if self.changed > 0 {
             lines.push(format!(

@@ -13,15 +13,15 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::setup::{RunSetup, Sinks};
-use crate::error::{Error, InputError};
-use crate::event::{RunTotals, TrialKey};
-use crate::record::{ModelIdentity, TrialRecord};
-use crate::runner::RunPlan;
-use crate::runner::shard::Shard;
 use sha2::Digest;
+use toolscore_core::error::{Error, InputError};
+use toolscore_core::event::{RunTotals, TrialKey};
+use toolscore_core::record::{ModelIdentity, TrialRecord};
+use toolscore_runner::RunPlan;
+use toolscore_runner::shard::Shard;
 
 /// The file in a run folder that says what the run planned.
-pub const PLAN_FILE: &str = "plan.json";
+pub(super) const PLAN_FILE: &str = "plan.json";
 
 /// What a run planned, as far as resuming it (or merging its shards) must match.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -83,16 +83,16 @@ impl PlanFingerprint {
     /// `sha256:` of the canonical JSON of the whole plan (no shard, no digest).
     pub(super) fn digest(&self) -> String {
         let value = serde_json::to_value(self.whole()).unwrap_or_default();
-        let text = crate::json::canonical_json(&value);
+        let text = toolscore_core::json::canonical_json(&value);
         format!(
             "sha256:{}",
-            crate::json::hex(&sha2::Sha256::digest(text.as_bytes()))
+            toolscore_core::json::hex(&sha2::Sha256::digest(text.as_bytes()))
         )
     }
 }
 
 /// `sha256:` of a plan without its shard: what every shard of it records.
-pub fn plan_digest(plan: &RunPlan) -> String {
+pub(super) fn plan_digest(plan: &RunPlan) -> String {
     fingerprint(plan).digest()
 }
 
@@ -152,8 +152,8 @@ fn recorded_fingerprint(plan: &RunPlan) -> PlanFingerprint {
 }
 
 /// Writes `plan.json` into a new run folder.
-pub fn write_plan_file(dir: &Path, plan: &RunPlan) -> Result<(), Error> {
-    crate::atomic::write_json(&dir.join(PLAN_FILE), &recorded_fingerprint(plan))
+pub(super) fn write_plan_file(dir: &Path, plan: &RunPlan) -> Result<(), Error> {
+    toolscore_core::atomic::write_json(&dir.join(PLAN_FILE), &recorded_fingerprint(plan))
 }
 
 /// The first difference between the recorded plan and the one the flags give, in words.
@@ -296,14 +296,14 @@ fn variant_list(variants: &[(String, String)]) -> String {
 }
 
 /// What an earlier process of the run left, kept and checked.
-pub struct Resumed {
+pub(super) struct Resumed {
     kept: u64,
     rerun_errors: u64,
     torn_line: bool,
 }
 
 impl Resumed {
-    pub fn describe(&self) -> String {
+    pub(super) fn describe(&self) -> String {
         format!(
             "resuming: {} completed trials kept, {} that ended in infrastructure errors will run again{}",
             self.kept,
@@ -318,16 +318,16 @@ impl Resumed {
 
     /// Feeds the kept records to the sinks that rebuild from them: results.csv and the
     /// aggregator (results.jsonl already holds them).
-    pub fn replay_into(&self, dir: &Path, sinks: &mut Sinks) -> Result<(), Error> {
+    pub(super) fn replay_into(&self, dir: &Path, sinks: &mut Sinks) -> Result<(), Error> {
         let path = dir.join("results.jsonl");
         let name = path.display().to_string();
-        let lines = crate::input::jsonl_lines(
+        let lines = toolscore_core::input::jsonl_lines(
             &path,
             "a results file",
-            crate::record::MAX_RECORD_LINE_BYTES,
+            toolscore_core::record::MAX_RECORD_LINE_BYTES,
         )?;
         for (i, line) in lines.enumerate() {
-            let line = line.map_err(|e| crate::input::line_error(&name, i + 1, e))?;
+            let line = line.map_err(|e| toolscore_core::input::line_error(&name, i + 1, e))?;
             let record: TrialRecord = serde_json::from_str(&line).map_err(|e| {
                 Error::io(
                     format!("{} changed while resuming", path.display()),
@@ -352,7 +352,7 @@ impl Resumed {
     }
 
     /// The totals of the whole run: this process's and the kept ones.
-    pub fn add_to(&self, mut totals: RunTotals) -> RunTotals {
+    pub(super) fn add_to(&self, mut totals: RunTotals) -> RunTotals {
         totals.completed_trials += self.kept;
         totals
     }
@@ -360,10 +360,10 @@ impl Resumed {
 
 /// Checks the run folder against the plan, rewrites `results.jsonl` to the trials to keep, and
 /// marks them done in the plan.
-pub fn prepare(setup: &mut RunSetup) -> Result<Resumed, Error> {
+pub(super) fn prepare(setup: &mut RunSetup) -> Result<Resumed, Error> {
     let dir = setup.out_dir.clone();
     let plan_path = dir.join(PLAN_FILE);
-    let text = crate::input::read_text(&plan_path)?;
+    let text = toolscore_core::input::read_text(&plan_path)?;
     let was: PlanFingerprint = serde_json::from_str(&text)
         .map_err(|e| InputError::json(&plan_path.display().to_string(), &e))?;
     let now = fingerprint(&setup.plan);
@@ -412,15 +412,15 @@ struct Kept {
 fn keep_records(results: &Path, keys: &PlanKeys, out: &mut dyn Write) -> Result<Kept, Error> {
     let name = results.display().to_string();
     let mut kept = Kept::default();
-    let mut lines = crate::input::jsonl_lines(
+    let mut lines = toolscore_core::input::jsonl_lines(
         results,
         "a results file",
-        crate::record::MAX_RECORD_LINE_BYTES,
+        toolscore_core::record::MAX_RECORD_LINE_BYTES,
     )?
     .enumerate()
     .peekable();
     while let Some((i, line)) = lines.next() {
-        let line = line.map_err(|e| crate::input::line_error(&name, i + 1, e))?;
+        let line = line.map_err(|e| toolscore_core::input::line_error(&name, i + 1, e))?;
         if line.trim().is_empty() {
             continue;
         }
@@ -469,11 +469,11 @@ struct PlanKeys {
     case_of: HashMap<(String, String), usize>,
     case_trials: Vec<u32>,
     seeds: Vec<u64>,
-    shard: Option<crate::runner::shard::Shard>,
+    shard: Option<toolscore_runner::shard::Shard>,
 }
 
 impl PlanKeys {
-    fn new(plan: &crate::runner::RunPlan) -> PlanKeys {
+    fn new(plan: &toolscore_runner::RunPlan) -> PlanKeys {
         let arm_of = plan
             .arms
             .iter()
@@ -489,7 +489,7 @@ impl PlanKeys {
         }
         for sc in &plan.scenarios {
             let next = case_of.len();
-            let dataset = crate::suite::scenario::SCENARIO_DATASET.to_owned();
+            let dataset = toolscore_suite::scenario::SCENARIO_DATASET.to_owned();
             case_of.insert((dataset, sc.name.clone()), next);
         }
         PlanKeys {

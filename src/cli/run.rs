@@ -12,10 +12,10 @@ use super::output::{self, Format};
 use super::setup::{RunSetup, build_plan};
 use super::{SuiteArgs, resume, usage};
 use super::{cost, lint};
-use crate::decide::gate::sequential_baseline::SequentialBaseline;
-use crate::error::{Error, ExitCode};
-use crate::event::Observers;
-use crate::report::ProgressMode;
+use toolscore_core::error::{Error, ExitCode};
+use toolscore_core::event::Observers;
+use toolscore_decide::gate::sequential_baseline::SequentialBaseline;
+use toolscore_report::ProgressMode;
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -95,7 +95,7 @@ pub struct RunArgs {
     #[arg(
         help_heading = "Trials and limits",
         long,
-        default_value_t = crate::report::Decision::DEFAULT_MAX_INFRA_ERROR_RATE,
+        default_value_t = toolscore_report::Decision::DEFAULT_MAX_INFRA_ERROR_RATE,
         value_name = "RATE"
     )]
     pub max_infra_error_rate: f64,
@@ -208,7 +208,7 @@ impl RunArgs {
 
 /// Validates the flags into a setup (nothing is sent before it is valid) and runs it. Takes
 /// the flags by value: the setup keeps them.
-pub fn run(args: RunArgs) -> Result<ExitCode, Error> {
+pub(super) fn run(args: RunArgs) -> Result<ExitCode, Error> {
     let max_infra = args.max_infra_error_rate;
     if !(0.0..=1.0).contains(&max_infra) {
         return Err(usage("--max-infra-error-rate must be between 0 and 1"));
@@ -257,7 +257,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, Error> {
 fn run_command(
     mut setup: RunSetup,
     max_infra: f64,
-    baseline: Option<&(crate::report::Summary, crate::report::Metric)>,
+    baseline: Option<&(toolscore_report::Summary, toolscore_report::Metric)>,
     gate_args: &GateArgs,
     compare: Option<f64>,
     formats: &[Format],
@@ -332,18 +332,18 @@ fn run_command(
             totals.skipped_trials
         );
     }
-    let decision = crate::decide::decision::decide(&summary, max_infra);
-    let code = crate::decide::decision::exit_code(&decision);
+    let decision = toolscore_decide::decision::decide(&summary, max_infra);
+    let code = toolscore_decide::decision::exit_code(&decision);
     let message = decision.not_judged_because();
     summary.decision = Some(decision);
-    crate::atomic::write_json(&setup.out_dir.join("summary.json"), &summary)?;
+    toolscore_core::atomic::write_json(&setup.out_dir.join("summary.json"), &summary)?;
     append_history(&setup.out_dir, &summary)?;
     let files = output::write_files(&summary, &setup.out_dir, formats)?;
     if formats.contains(&Format::Terminal) {
         print_terminal(&summary, &catalogs, &setup.lint, &setup.out_dir, detail)?;
     } else {
         // The report went to files only: the verdict still reaches stdout.
-        crate::report::render_verdict(&summary, &mut std::io::stdout().lock())
+        toolscore_report::render_verdict(&summary, &mut std::io::stdout().lock())
             .map_err(|e| Error::io("cannot write the verdict", e))?;
     }
     let mut written = vec![
@@ -374,10 +374,10 @@ fn run_command(
 /// sockets would otherwise hold the file descriptors the summary needs.
 pub(super) fn execute_plan(
     runtime: tokio::runtime::Runtime,
-    plan: crate::runner::RunPlan,
+    plan: toolscore_runner::RunPlan,
     sinks: &mut super::setup::Sinks,
-    extra: &mut [&mut dyn crate::event::Observer],
-) -> Result<crate::event::RunTotals, Error> {
+    extra: &mut [&mut dyn toolscore_core::event::Observer],
+) -> Result<toolscore_core::event::RunTotals, Error> {
     let totals = {
         let mut observers = Observers::new();
         for o in sinks.observers() {
@@ -386,7 +386,7 @@ pub(super) fn execute_plan(
         for o in extra.iter_mut() {
             observers.push(&mut **o);
         }
-        runtime.block_on(crate::runner::execute(plan, &mut observers))?
+        runtime.block_on(toolscore_runner::execute(plan, &mut observers))?
     };
     drop(runtime);
     Ok(totals)
@@ -400,7 +400,7 @@ pub(super) fn execute_plan(
 pub(super) fn run_phase(
     mut setup: RunSetup,
     carried: Option<&std::path::Path>,
-    mut observers: Vec<&mut dyn crate::event::Observer>,
+    mut observers: Vec<&mut dyn toolscore_core::event::Observer>,
 ) -> Result<PhaseRun, Error> {
     let runtime = super::async_runtime(None)?;
     let started = std::time::SystemTime::now();
@@ -416,7 +416,7 @@ pub(super) fn run_phase(
     let summary = sinks
         .aggregator
         .finish(run, &totals, setup.confidence, setup.precision);
-    crate::atomic::write_json(&setup.out_dir.join("summary.json"), &summary)?;
+    toolscore_core::atomic::write_json(&setup.out_dir.join("summary.json"), &summary)?;
     Ok(PhaseRun {
         sent: totals.completed_trials - kept,
         spent: summary.cost.total.usd.map(|usd| (usd - kept_usd).max(0.0)),
@@ -427,7 +427,7 @@ pub(super) fn run_phase(
 /// A step's summary (of its own trials and the carried ones), and the trials it sent and the
 /// dollars they cost (the carried ones set aside).
 pub(super) struct PhaseRun {
-    pub summary: crate::report::Summary,
+    pub summary: toolscore_report::Summary,
     pub sent: u64,
     pub spent: Option<f64>,
 }
@@ -437,16 +437,18 @@ pub(super) struct PhaseRun {
 /// they cost.
 fn carry(
     results: &std::path::Path,
-    plan: &mut crate::runner::RunPlan,
+    plan: &mut toolscore_runner::RunPlan,
     sinks: &mut super::setup::Sinks,
-    observers: &mut [&mut dyn crate::event::Observer],
+    observers: &mut [&mut dyn toolscore_core::event::Observer],
 ) -> Result<(u64, f64), Error> {
     let arm = plan.arms[0].id();
     // Units in plan order: the datasets' cases, then the scenarios.
-    let scenarios = plan
-        .scenarios
-        .iter()
-        .map(|s| (crate::record::SCENARIO_DATASET.to_owned(), s.name.clone()));
+    let scenarios = plan.scenarios.iter().map(|s| {
+        (
+            toolscore_core::record::SCENARIO_DATASET.to_owned(),
+            s.name.clone(),
+        )
+    });
     let cases: std::collections::HashMap<(String, String), usize> = plan
         .datasets
         .iter()
@@ -459,11 +461,11 @@ fn carry(
     let mut kept = 0;
     let mut usd = 0.0;
     let mut failed = None;
-    crate::report::for_each_record(results, &mut |record| {
+    toolscore_report::for_each_record(results, &mut |record| {
         let Some(&case) = cases.get(&(record.dataset.clone(), record.case_id.clone())) else {
             return;
         };
-        let key = crate::event::TrialKey {
+        let key = toolscore_core::event::TrialKey {
             arm: 0,
             case,
             trial: record.trial_index,
@@ -471,7 +473,7 @@ fn carry(
         if record.arm != arm || key.trial >= trials || failed.is_some() || !plan.done.insert(key) {
             return;
         }
-        let event = crate::event::RunEvent::Trial {
+        let event = toolscore_core::event::RunEvent::Trial {
             key,
             record,
             raw: &[],
@@ -501,8 +503,8 @@ fn carry(
 /// `--batch`: running them again one request at a time would pay for them twice.
 fn refuse_uncollected_batches(setup: &RunSetup) -> Result<(), Error> {
     if setup.resume && setup.plan.batch.is_none() {
-        let state_file = setup.out_dir.join(crate::runner::batch::STATE_FILE);
-        let running = crate::runner::batch::uncollected(&state_file)?;
+        let state_file = setup.out_dir.join(toolscore_runner::batch::STATE_FILE);
+        let running = toolscore_runner::batch::uncollected(&state_file)?;
         if !running.is_empty() {
             return Err(usage(&format!(
                 "--resume {}: its batches {} were submitted and not collected yet; resume with --batch to poll and collect them",
@@ -516,8 +518,8 @@ fn refuse_uncollected_batches(setup: &RunSetup) -> Result<(), Error> {
 
 /// The run priced before the first request and before any file: a cap the estimate passes
 /// is bad input (exit 2), and nothing is written. Also whether the run shows its cost.
-fn priced(setup: &RunSetup) -> Result<(crate::runner::budget::Estimate, bool), Error> {
-    let estimate = crate::runner::budget::estimate(&setup.plan);
+fn priced(setup: &RunSetup) -> Result<(toolscore_runner::budget::Estimate, bool), Error> {
+    let estimate = toolscore_runner::budget::estimate(&setup.plan);
     let max_cost = setup.plan.max_cost;
     let show_cost = max_cost.is_some() || estimate.arms.iter().any(|a| a.usd.is_some());
     if show_cost {
@@ -528,9 +530,9 @@ fn priced(setup: &RunSetup) -> Result<(crate::runner::budget::Estimate, bool), E
     {
         return Err(usage(&format!(
             "the estimated cost {} of {} trials is over --max-cost {}; lower --trials, run fewer cases or providers, or raise the cap",
-            crate::report::format_usd(usd),
+            toolscore_report::format_usd(usd),
             estimate.trials,
-            crate::report::format_usd(max)
+            toolscore_report::format_usd(max)
         )));
     }
     Ok((estimate, show_cost))
@@ -539,23 +541,26 @@ fn priced(setup: &RunSetup) -> Result<(crate::runner::budget::Estimate, bool), E
 /// The gates' verdict: the sequential gate's, or the fixed-n gates' over the summary, and
 /// the comparison with a baseline.
 fn judge(
-    summary: &mut crate::report::Summary,
-    sequential: Option<&crate::decide::gate::sequential::SequentialGate>,
-    latency: &crate::report::LatencyDistributions,
-    (gates, level): (&[crate::decide::gate::GateSpec], crate::report::GateLevel),
+    summary: &mut toolscore_report::Summary,
+    sequential: Option<&toolscore_decide::gate::sequential::SequentialGate>,
+    latency: &toolscore_report::LatencyDistributions,
+    (gates, level): (
+        &[toolscore_decide::gate::GateSpec],
+        toolscore_report::GateLevel,
+    ),
     (baseline, sequential_baseline): (
-        Option<&(crate::report::Summary, crate::report::Metric)>,
-        Option<Vec<crate::report::GateResult>>,
+        Option<&(toolscore_report::Summary, toolscore_report::Metric)>,
+        Option<Vec<toolscore_report::GateResult>>,
     ),
     gate_args: &GateArgs,
 ) {
     if let Some(sequential) = sequential {
-        summary.gate = Some(crate::decide::gate::report_of(
+        summary.gate = Some(toolscore_decide::gate::report_of(
             sequential.results(),
             summary.confidence,
         ));
     } else if !gates.is_empty() {
-        summary.gate = Some(crate::decide::gate::evaluate(
+        summary.gate = Some(toolscore_decide::gate::evaluate(
             summary, latency, gates, level,
         ));
     }
@@ -564,8 +569,8 @@ fn judge(
         // and the verdict is left inconclusive rather than losing the summary.
         eprintln!("error: {e}");
         let gates = summary.gate.take().map(|g| g.gates).unwrap_or_default();
-        summary.gate = Some(crate::report::GateReport {
-            verdict: crate::report::Verdict::Inconclusive,
+        summary.gate = Some(toolscore_report::GateReport {
+            verdict: toolscore_report::Verdict::Inconclusive,
             confidence: summary.confidence,
             gates,
         });
@@ -575,19 +580,19 @@ fn judge(
 /// The terminal report, the comparison of `--compare`, and, with `detail`, the lint findings
 /// beside the weakest tools (without it, a line saying where the rest is).
 fn print_terminal(
-    summary: &crate::report::Summary,
+    summary: &toolscore_report::Summary,
     catalogs: &lint::RunCatalogs,
-    lint_options: &crate::lint::LintOptions,
+    lint_options: &toolscore_lint::LintOptions,
     run_dir: &std::path::Path,
     detail: bool,
 ) -> Result<(), Error> {
     let failed = |e| Error::io("cannot write the report", e);
     let mut out = std::io::stdout().lock();
-    crate::report::Render::render(&crate::report::Terminal { detail }, summary, &mut out)
+    toolscore_report::Render::render(&toolscore_report::Terminal { detail }, summary, &mut out)
         .map_err(failed)?;
     if let Some(c) = &summary.comparison {
         writeln!(out).map_err(failed)?;
-        crate::report::render_comparison(c, &mut out)
+        toolscore_report::render_comparison(c, &mut out)
             .map_err(|e| Error::io("cannot write the comparison", e))?;
     }
     // The lines `report` prints under the report, then the lint findings.
@@ -604,21 +609,21 @@ fn print_terminal(
 /// and `min_effect`,
 /// kept in the summary. A comparison that cannot be made is reported, not fatal: the run
 /// happened and is on disk.
-pub(super) fn compare_two_arms(summary: &mut crate::report::Summary, min_effect: f64) {
+pub(super) fn compare_two_arms(summary: &mut toolscore_report::Summary, min_effect: f64) {
     if summary.arms.len() != 2 {
         return;
     }
     // A and B in plan order, as `compare RUN_DIR` and the sequential comparison pair them.
-    let order = crate::decide::compare::plan_order(summary);
-    let side = |i: usize| crate::decide::compare::Side {
+    let order = toolscore_decide::compare::plan_order(summary);
+    let side = |i: usize| toolscore_decide::compare::Side {
         summary: &*summary,
         arm: order[i],
     };
-    match crate::decide::compare::compare(
+    match toolscore_decide::compare::compare(
         side(0),
         side(1),
-        crate::decide::compare::CompareOptions {
-            metric: crate::report::Metric::Selection,
+        toolscore_decide::compare::CompareOptions {
+            metric: toolscore_report::Metric::Selection,
             confidence: summary.confidence,
             min_effect,
             power: 0.8,

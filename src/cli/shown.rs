@@ -7,13 +7,13 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::resume::{PLAN_FILE, PlanFingerprint};
-use crate::record::{BASE_VARIANT, SCENARIO_DATASET};
-use crate::report::RunInfo;
-use crate::report::behaviour::{CaseAsShown, ShownCatalog, ToBase};
-use crate::suite::shown::{self, Recorded, ShownDataset};
+use toolscore_core::record::{BASE_VARIANT, SCENARIO_DATASET};
+use toolscore_report::RunInfo;
+use toolscore_report::behaviour::{CaseAsShown, ShownCatalog, ToBase};
+use toolscore_suite::shown::{self, Recorded, ShownDataset};
 
 /// The files behind one run folder, read as they are asked for.
-pub struct RunFiles<'a> {
+pub(super) struct RunFiles<'a> {
     /// The run's folder: the paths the run recorded are relative to where it was made, which
     /// is one of the folder's ancestors when `explain` runs from elsewhere.
     dir: PathBuf,
@@ -24,7 +24,7 @@ pub struct RunFiles<'a> {
 
 impl<'a> RunFiles<'a> {
     /// The run in `dir` (its plan.json, when readable) with `run` its summary's run info.
-    pub fn new(dir: &Path, run: &'a RunInfo) -> Self {
+    pub(super) fn new(dir: &Path, run: &'a RunInfo) -> Self {
         let plan = std::fs::read_to_string(dir.join(PLAN_FILE))
             .ok()
             .and_then(|text| serde_json::from_str(&text).ok());
@@ -37,7 +37,7 @@ impl<'a> RunFiles<'a> {
     }
 
     /// The case as `variant`'s model read it, or why it cannot be shown.
-    pub fn case(
+    pub(super) fn case(
         &mut self,
         dataset: &str,
         case_id: &str,
@@ -59,7 +59,7 @@ impl<'a> RunFiles<'a> {
     }
 
     /// The dataset's catalog as `variant` showed it, or why it cannot be shown.
-    pub fn catalog(&mut self, dataset: &str, variant: &str) -> Result<ShownCatalog, String> {
+    pub(super) fn catalog(&mut self, dataset: &str, variant: &str) -> Result<ShownCatalog, String> {
         let fingerprint = self.catalog_fingerprint(dataset, variant);
         let (catalog, changed_since) = self
             .dataset(dataset)?
@@ -74,7 +74,7 @@ impl<'a> RunFiles<'a> {
 
     /// Each tool `variant` renames in `dataset`: its name under the variant → its base name
     /// (empty for a scenario, or a dataset that cannot be read).
-    pub fn base_names(&mut self, dataset: &str, variant: &str) -> ToBase {
+    pub(super) fn base_names(&mut self, dataset: &str, variant: &str) -> ToBase {
         if dataset == SCENARIO_DATASET {
             return ToBase::new();
         }

@@ -2,11 +2,11 @@
 //! was found; nothing is run.
 
 use super::{SuiteArgs, load_suite};
-use crate::error::{Error, ExitCode};
+use toolscore_core::error::{Error, ExitCode};
 
 /// Loads everything a run with these flags would load and prints one line per dataset,
 /// variant and scenario.
-pub fn run(args: &SuiteArgs) -> Result<ExitCode, Error> {
+pub(super) fn run(args: &SuiteArgs) -> Result<ExitCode, Error> {
     let suite = load_suite(args)?;
     for d in &suite.datasets {
         println!(

@@ -11,9 +11,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::Value;
-use toolscore::message::{ModelTurn, ToolCall};
-use toolscore::score::Expectation;
-use toolscore::score::bfcl::BfclVerdict;
+use toolscore_core::message::{ModelTurn, ToolCall};
+use toolscore_score::Expectation;
+use toolscore_score::bfcl::BfclVerdict;
 
 const BFCL_EVAL: &str = "bfcl-eval==2026.3.23";
 const CATEGORIES: &[&str] = &[
@@ -204,7 +204,7 @@ fn toolscore_agrees_with_bfcls_checker_on_every_rule() {
 
     let mut expectations = HashMap::new();
     for c in CATEGORIES {
-        let dataset = toolscore::suite::load_dataset(&out.join(format!("bfcl_{c}")))
+        let dataset = toolscore_suite::load_dataset(&out.join(format!("bfcl_{c}")))
             .unwrap_or_else(|e| panic!("imported {c} does not load: {e}"));
         for case in dataset.cases {
             let validators = case
@@ -235,12 +235,12 @@ fn toolscore_agrees_with_bfcls_checker_on_every_rule() {
             t[5] += 1;
             let raises = match expect {
                 Expectation::Bfcl(e) => matches!(
-                    toolscore::score::bfcl::verdict(e, &turn_of(&row).tool_calls),
+                    toolscore_score::bfcl::verdict(e, &turn_of(&row).tool_calls),
                     BfclVerdict::Raises(_)
                 ),
                 _ => false,
             };
-            let ours = toolscore::score::score_trial(expect, &[turn_of(&row)], validators).passed;
+            let ours = toolscore_score::score_trial(expect, &[turn_of(&row)], validators).passed;
             if !raises || ours {
                 disagreements.push(format!(
                     "{} {} {}: BFCL raised ({}), toolscore {}",
@@ -253,7 +253,7 @@ fn toolscore_agrees_with_bfcls_checker_on_every_rule() {
             }
             continue;
         };
-        let ours = toolscore::score::score_trial(expect, &[turn_of(&row)], validators).passed;
+        let ours = toolscore_score::score_trial(expect, &[turn_of(&row)], validators).passed;
         t[2] += usize::from(bfcl);
         t[3] += usize::from(ours);
         if ours == bfcl {

@@ -117,9 +117,9 @@ fn two_arms_run_in_one_plan_and_reaggregate_from_results_alone() {
 
     // The summary is a function of results.jsonl: re-aggregated from the records alone (the
     // header aside), it is the same value, field for field.
-    let header: toolscore::report::Summary =
+    let header: toolscore_report::Summary =
         serde_json::from_value(summary.clone()).expect("summary parses");
-    let again = toolscore::report::reaggregate(
+    let again = toolscore_report::reaggregate(
         &run_dir.join("results.jsonl"),
         serde_json::from_value(summary.clone()).expect("header"),
         header.confidence,
@@ -128,9 +128,9 @@ fn two_arms_run_in_one_plan_and_reaggregate_from_results_alone() {
     .expect("reaggregate");
     // The decision is judged from the re-aggregated summary by the run's own rule.
     let mut again = again;
-    again.decision = Some(toolscore::decide::decision::decide(
+    again.decision = Some(toolscore_decide::decision::decide(
         &again,
-        toolscore::report::Decision::DEFAULT_MAX_INFRA_ERROR_RATE,
+        toolscore_report::Decision::DEFAULT_MAX_INFRA_ERROR_RATE,
     ));
     assert_eq!(again, header);
 
@@ -182,7 +182,7 @@ fn report_at_another_confidence_recomputes_every_interval_from_the_records() {
         "{}",
         report.stdout
     );
-    let iv = toolscore::stats::rate_interval(20, 30, 0.99).expect("interval");
+    let iv = toolscore_stats::rate_interval(20, 30, 0.99).expect("interval");
     let want = format!("0.667 [{:.3}, {:.3}] (20/30)", iv.lo, iv.hi);
     assert!(report.stdout.contains(&want), "{want}\n{}", report.stdout);
     // Nothing was written by `report`.

@@ -276,9 +276,9 @@ fn strings_from_fixtures_and_models_cannot_break_the_markdown_or_the_xml() {
 #[test]
 fn markdown_of_5000_cases_stays_under_github_s_limit_and_says_what_it_cut() {
     let text = read(&root().join(RUN).join("summary.json"));
-    let header: toolscore::report::SummaryHeader = serde_json::from_str(&text).expect("header");
+    let header: toolscore_report::SummaryHeader = serde_json::from_str(&text).expect("header");
     let (confidence, precision) = (header.confidence, header.precision);
-    let mut summary = toolscore::report::reaggregate(
+    let mut summary = toolscore_report::reaggregate(
         &root().join(RUN).join("results.jsonl"),
         header,
         confidence,
@@ -305,11 +305,11 @@ fn markdown_of_5000_cases_stays_under_github_s_limit_and_says_what_it_cut() {
     let arm2 = summary.arms[0].clone();
     summary.arms = vec![arm2; 3];
     let mut out = Vec::new();
-    toolscore::report::Render::render(&toolscore::report::Markdown::default(), &summary, &mut out)
+    toolscore_report::Render::render(&toolscore_report::Markdown::default(), &summary, &mut out)
         .expect("render");
     let md = String::from_utf8(out).expect("utf-8");
     assert!(
-        md.chars().count() <= toolscore::report::MARKDOWN_MAX_CHARS,
+        md.chars().count() <= toolscore_report::MARKDOWN_MAX_CHARS,
         "{} characters",
         md.chars().count()
     );

@@ -105,7 +105,7 @@ fn suite_gate_passes_fails_and_is_inconclusive_with_its_exit_codes() {
         assert_eq!(r["cases"], 6);
         // The bounds are the suite interval of the case counts, two-sided at 90% = one-sided 95%.
         let counts: Vec<(u64, u64)> = RIGHT_OF_20.iter().map(|&r| (2 * r, 40)).collect();
-        let iv = toolscore::stats::suite_interval(&counts, 0.90)
+        let iv = toolscore_stats::suite_interval(&counts, 0.90)
             .expect("interval")
             .interval;
         assert!((r["lower"].as_f64().unwrap() - iv.lo).abs() < 1e-12, "{r}");
@@ -329,7 +329,7 @@ fn tool_level_rate_gate_names_the_failing_tool_and_passes_only_when_every_tool_d
     assert_eq!(tool_verdict(&g, "ping")["verdict"], "pass", "{g}");
     // The slow tool's bounds are the suite interval of its three cases alone (never pooled
     // trials), two-sided at 90% = one-sided 95%.
-    let iv = toolscore::stats::suite_interval(&[(SLOW_RIGHT_OF_20, 20); 3], 0.90)
+    let iv = toolscore_stats::suite_interval(&[(SLOW_RIGHT_OF_20, 20); 3], 0.90)
         .expect("interval")
         .interval;
     assert!(

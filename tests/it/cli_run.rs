@@ -14,7 +14,7 @@ use support::{
     FakeRequest, FakeResponse, FakeServer, Run, last_user_message, text_body, tool_call_body,
     toolscore, toolscore_env,
 };
-use toolscore::stats::rate_interval;
+use toolscore_stats::rate_interval;
 
 /// `toolscore run` against the fake server on the `data` dataset, writing under `out/`.
 fn run_against(dir: &Path, server: &FakeServer, extra: &[&str]) -> Run {

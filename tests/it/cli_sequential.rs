@@ -465,7 +465,7 @@ fn seeded_rates(
     rate: f64,
     seed: u64,
 ) -> impl Fn(&support::FakeRequest) -> FakeResponse + Send + Sync + 'static {
-    let streams: Mutex<HashMap<String, toolscore::stats::SeededUniform>> =
+    let streams: Mutex<HashMap<String, toolscore_stats::SeededUniform>> =
         Mutex::new(HashMap::new());
     move |req| {
         let case = last_user_message(req).unwrap_or_default();
@@ -476,7 +476,7 @@ fn seeded_rates(
             });
             streams
                 .entry(case)
-                .or_insert_with(|| toolscore::stats::SeededUniform::new(salt))
+                .or_insert_with(|| toolscore_stats::SeededUniform::new(salt))
                 .unit()
         };
         if u < rate {

@@ -14,7 +14,7 @@
 //! --test it coverage:: -- --nocapture` and prints the table docs/concepts/reading-the-report.md
 //! quotes.
 
-use toolscore::stats::{newcombe_interval, paired_mean_difference, rate_interval, suite_interval};
+use toolscore_stats::{newcombe_interval, paired_mean_difference, rate_interval, suite_interval};
 
 /// SplitMix64: small, fast, and good enough for Monte Carlo with a fixed seed.
 struct Rng(u64);

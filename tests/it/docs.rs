@@ -13,7 +13,7 @@ fn root() -> &'static Path {
 
 /// `README.md` and every Markdown page under `docs/`, as paths relative to the repository,
 /// README first, then the pages in path order.
-pub fn pages() -> Vec<PathBuf> {
+pub(crate) fn pages() -> Vec<PathBuf> {
     fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
         for entry in std::fs::read_dir(dir).expect("read docs/") {
             let path = entry.expect("dir entry").path();
@@ -39,7 +39,7 @@ pub fn pages() -> Vec<PathBuf> {
     pages
 }
 
-pub fn read(page: &Path) -> String {
+pub(crate) fn read(page: &Path) -> String {
     std::fs::read_to_string(root().join(page)).unwrap_or_else(|e| panic!("{}: {e}", page.display()))
 }
 
@@ -47,7 +47,7 @@ pub fn read(page: &Path) -> String {
 /// second if any (a file name: ```` ```yaml dataset.yaml ````), and its text, with the fence's
 /// own indentation removed (blocks inside list items are indented).
 #[derive(Debug)]
-pub struct Block {
+pub(crate) struct Block {
     pub lang: String,
     pub name: Option<String>,
     pub text: String,
@@ -57,7 +57,7 @@ pub struct Block {
 
 /// The fenced blocks of a page, in order; and the page with every block's lines blanked, for
 /// readers of the prose.
-pub fn split_blocks(text: &str) -> (Vec<Block>, String) {
+pub(crate) fn split_blocks(text: &str) -> (Vec<Block>, String) {
     let mut blocks = Vec::new();
     let mut prose = String::new();
     let mut open: Option<(usize, Block)> = None;
@@ -423,14 +423,23 @@ fn links_in_code_are_not_links() {
 }
 
 /// Where a `module::path::Item` the architecture page names would be: the deepest module file
-/// its leading segments reach, and the item names left after them.
+/// its leading segments reach, and the item names left after them. The first segment is a
+/// layer crate (`report::…` is crates/report/src/lib.rs and below), a module of the core crate
+/// (`record::…` is crates/core/src/record.rs) or the binary's `cli`.
 fn resolve_code_path(path: &str) -> Option<(PathBuf, Vec<String>)> {
-    let src = root().join("src");
     let segments: Vec<&str> = path.split("::").filter(|s| !s.is_empty()).collect();
-    let mut file = None;
-    let mut used = 0;
-    for i in 1..=segments.len() {
-        let rel = segments[..i].join("/");
+    let crate_root = root().join("crates").join(segments.first()?).join("src");
+    let (src, first) = if crate_root.join("lib.rs").is_file() {
+        (crate_root, 1)
+    } else if segments[0] == "cli" {
+        (root().join("src"), 0)
+    } else {
+        (root().join("crates/core/src"), 0)
+    };
+    let mut file = (first == 1).then(|| src.join("lib.rs"));
+    let mut used = first;
+    for i in first + 1..=segments.len() {
+        let rel = segments[first..i].join("/");
         let candidates = [src.join(format!("{rel}.rs")), src.join(&rel).join("mod.rs")];
         match candidates.into_iter().find(|c| c.is_file()) {
             Some(found) => {
@@ -447,7 +456,7 @@ fn resolve_code_path(path: &str) -> Option<(PathBuf, Vec<String>)> {
 }
 
 /// Every `module::Item` docs/contributing/architecture.md names exists: the module as a file
-/// under src/, each item after it defined (or re-exported) in that module's file.
+/// of the workspace, each item after it defined (or re-exported) in that module's file.
 #[test]
 fn every_path_the_architecture_page_names_exists() {
     let page = std::fs::read_to_string(root().join("docs/contributing/architecture.md")).unwrap();
@@ -463,7 +472,7 @@ fn every_path_the_architecture_page_names_exists() {
         }
         checked += 1;
         let Some((file, items)) = resolve_code_path(span) else {
-            missing.push(format!("`{span}`: no module file under src/"));
+            missing.push(format!("`{span}`: no module file in the workspace"));
             continue;
         };
         let text = std::fs::read_to_string(&file).unwrap();

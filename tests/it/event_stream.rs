@@ -7,11 +7,11 @@ use crate::support;
 use std::collections::HashMap;
 
 use support::{FakeResponse, FakeServer, tool_call_body};
-use toolscore::error::Error;
-use toolscore::event::{Control, Observer, RunEvent, RunTotals, StopScope};
-use toolscore::provider::ProviderSettings;
-use toolscore::provider::openai_compat::KIND;
-use toolscore::runner::{Arm, RunPlan, execute};
+use toolscore_core::error::Error;
+use toolscore_core::event::{Control, Observer, RunEvent, RunTotals, StopScope};
+use toolscore_provider::ProviderSettings;
+use toolscore_provider::openai_compat::KIND;
+use toolscore_runner::{Arm, RunPlan, execute};
 
 const TOOLS: &str = r#"{"tools": [{"name": "ping", "description": "Ping.", "inputSchema": {"type": "object", "properties": {}}}]}"#;
 
@@ -30,7 +30,7 @@ fn plan(server: &FakeServer, dir: &std::path::Path, arms: &[&str], trials: u32) 
     std::fs::create_dir_all(dir.join("data")).expect("mkdir");
     std::fs::write(dir.join("data/tools.json"), TOOLS).expect("tools");
     std::fs::write(dir.join("data/cases.jsonl"), cases(3)).expect("cases");
-    let dataset = toolscore::suite::load_dataset(&dir.join("data")).expect("dataset");
+    let dataset = toolscore_suite::load_dataset(&dir.join("data")).expect("dataset");
     RunPlan {
         run_id: "events".into(),
         trials,

@@ -8,12 +8,12 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 
-use toolscore::catalog::parse_catalog;
-use toolscore::provider::Adapter;
-use toolscore::provider::cassette::Cassette;
-use toolscore::provider::openai_compat::KIND;
-use toolscore::score::ToolValidators;
-use toolscore::suite::{parse_cases, parse_config};
+use toolscore_core::catalog::parse_catalog;
+use toolscore_provider::Adapter;
+use toolscore_provider::cassette::Cassette;
+use toolscore_provider::openai_compat::KIND;
+use toolscore_score::ToolValidators;
+use toolscore_suite::{parse_cases, parse_config};
 
 /// The catalog the `fixtures` target validates cases against.
 const FIXED_TOOLS_JSON: &str = include_str!("../../datasets/billing/tools.json");

@@ -16,8 +16,8 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use toolscore::catalog::{Catalog, parse_catalog};
-use toolscore::lint::{Category, LintOptions, Severity, lint};
+use toolscore_core::catalog::{Catalog, parse_catalog};
+use toolscore_lint::{Category, LintOptions, Severity, lint};
 
 fn data() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/lint")
@@ -100,7 +100,7 @@ fn per_tool(catalogs: &[Catalog]) -> Vec<(String, bool, Vec<&'static str>, Vec<S
 }
 
 fn interval(x: u64, n: u64) -> String {
-    let iv = toolscore::stats::wilson_interval(x, n, 0.95).expect("n > 0");
+    let iv = toolscore_stats::wilson_interval(x, n, 0.95).expect("n > 0");
     format!(
         "{x}/{n} = {:.4} (95% Wilson {:.4}-{:.4})",
         x as f64 / n as f64,

@@ -398,7 +398,7 @@ mod http_server {
 
     /// Three tools over two pages, so the client must follow the cursor.
     #[derive(Clone)]
-    pub struct Pager;
+    pub(super) struct Pager;
 
     fn tool(name: &str, description: &str) -> Tool {
         let schema = serde_json::json!({
@@ -480,11 +480,11 @@ mod http_server {
     }
 
     /// (Authorization, X-Team) of every request the server received.
-    pub type SeenHeaders = Arc<Mutex<Vec<(String, String)>>>;
+    pub(super) type SeenHeaders = Arc<Mutex<Vec<(String, String)>>>;
 
     /// Serves on a free local port from a thread of its own, answering 401 to a request
     /// without `Bearer {token}`; returns the URL and the headers it sees.
-    pub fn start(token: &'static str) -> (String, SeenHeaders) {
+    pub(super) fn start(token: &'static str) -> (String, SeenHeaders) {
         let seen = Arc::new(Mutex::new(Vec::new()));
         let seen_by_server = Arc::clone(&seen);
         let front: Front = Arc::new(move |parts, _| {
@@ -736,7 +736,7 @@ fn the_readme_dataset_yaml_example_parses() {
     let fence = "```yaml dataset.yaml\n";
     let start = page.find(fence).expect("a dataset.yaml example") + fence.len();
     let end = start + page[start..].find("```").unwrap();
-    let spec = toolscore::suite::live::parse_dataset_file(
+    let spec = toolscore_suite::live::parse_dataset_file(
         &page[start..end],
         Path::new("datasets/everything/dataset.yaml"),
         Path::new("datasets/everything"),
@@ -752,7 +752,7 @@ fn the_readme_dataset_yaml_example_parses() {
 /// The session type scenarios and probes use: one server, several calls, a clean shutdown.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_calls_tools_on_a_published_server() {
-    use toolscore::mcp::client::{McpError, McpSession, ServerSpec};
+    use toolscore_mcp::client::{McpError, McpSession, ServerSpec};
     let Some(modules) = published_servers() else {
         return;
     };

@@ -1,56 +1,130 @@
-//! The library's module graph, read from the `crate::` paths in `src/`: it has no cycle, and
-//! its arrows point the way docs/contributing/architecture.md says. A change that adds a
-//! forbidden import fails here, naming the file.
+//! The layers are crates (docs/contributing/architecture.md), so an import against the arrows
+//! does not compile. Two things the compiler cannot keep are checked here: that no crate's
+//! Cargo.toml gains a dependency the page does not draw, and the arrows between the modules of
+//! the core crate, which share one crate.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-/// Top-level module → the modules it refers to (outside its unit tests), with one file that
-/// does, for the message.
-fn module_graph() -> BTreeMap<String, BTreeMap<String, PathBuf>> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
+fn workspace() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Layer crate (its folder under crates/) → the layer crates its `[dependencies]` name.
+fn crate_graph() -> BTreeMap<String, BTreeSet<String>> {
+    let mut graph = BTreeMap::new();
+    for entry in std::fs::read_dir(workspace().join("crates")).expect("read crates/") {
+        let dir = entry.expect("dir entry").path();
+        let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).expect("read Cargo.toml");
+        let mut section = "";
+        let mut deps = BTreeSet::new();
+        for line in manifest.lines() {
+            if line.starts_with('[') {
+                section = line;
+            } else if section == "[dependencies]"
+                && let Some(rest) = line.strip_prefix("toolscore-")
+            {
+                let name: String = rest
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                deps.insert(name);
+            }
+        }
+        let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+        graph.insert(name, deps);
+    }
+    graph
+}
+
+/// The arrows of the architecture page's table, crate by crate: each layer and the layers it
+/// may use. A new arrow is a decision to write on the page first, then here.
+const LAYERS: &[(&str, &[&str])] = &[
+    ("stats", &[]),
+    ("core", &[]),
+    ("mcp", &["core", "stats"]),
+    ("provider", &["core"]),
+    ("score", &["core"]),
+    ("lint", &["core"]),
+    ("suite", &["core", "lint", "mcp", "score"]),
+    (
+        "runner",
+        &["core", "lint", "mcp", "provider", "score", "suite"],
+    ),
+    ("report", &["core", "mcp", "stats"]),
+    ("decide", &["core", "report", "stats"]),
+    (
+        "tune",
+        &["core", "decide", "report", "score", "stats", "suite"],
+    ),
+    ("import", &["core", "provider", "score", "suite"]),
+];
+
+#[test]
+fn each_crate_depends_only_on_the_layers_the_architecture_page_draws() {
+    let graph = crate_graph();
+    let drawn: BTreeMap<String, BTreeSet<String>> = LAYERS
+        .iter()
+        .map(|(c, deps)| {
+            (
+                (*c).to_owned(),
+                deps.iter().map(|d| (*d).to_owned()).collect(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        graph.keys().collect::<Vec<_>>(),
+        drawn.keys().collect::<Vec<_>>(),
+        "the crates under crates/ are the layers the page names"
+    );
+    let mut broken = Vec::new();
+    for (name, deps) in &graph {
+        for extra in deps.difference(&drawn[name]) {
+            broken.push(format!(
+                "crates/{name}/Cargo.toml depends on toolscore-{extra}"
+            ));
+        }
+    }
+    assert!(
+        broken.is_empty(),
+        "arrows the page does not draw:\n{}",
+        broken.join("\n")
+    );
+}
+
+/// Module of the core crate → the other core modules its code names (outside unit tests), with
+/// one file that does, for the message.
+fn core_module_graph() -> BTreeMap<String, BTreeMap<String, String>> {
+    let src = workspace().join("crates/core/src");
+    let mut graph: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
     let mut stack = vec![src.clone()];
     while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).expect("read src") {
+        for entry in std::fs::read_dir(&dir).expect("read dir") {
             let path = entry.expect("dir entry").path();
             if path.is_dir() {
                 stack.push(path);
-            } else if path.extension().is_some_and(|e| e == "rs") {
-                files.push(path);
+                continue;
             }
-        }
-    }
-    let mut graph: BTreeMap<String, BTreeMap<String, PathBuf>> = BTreeMap::new();
-    for path in files {
-        let rel = path.strip_prefix(&src).expect("under src");
-        let first = rel
-            .components()
-            .next()
-            .expect("a component")
-            .as_os_str()
-            .to_string_lossy()
-            .trim_end_matches(".rs")
-            .to_owned();
-        if first == "lib" || first == "main" {
-            continue;
-        }
-        let text = std::fs::read_to_string(&path).expect("read source");
-        // Unit tests may reach anywhere; only the code they test is held to the arrows.
-        let code = match text.find("#[cfg(test)]\nmod tests") {
-            Some(i) => &text[..i],
-            None => &text,
-        };
-        let deps = graph.entry(first.clone()).or_default();
-        let mut rest = code;
-        while let Some(i) = rest.find("crate::") {
-            rest = &rest[i + "crate::".len()..];
-            let name: String = rest
-                .chars()
-                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                .collect();
-            if !name.is_empty() && name != first {
-                deps.entry(name).or_insert_with(|| rel.to_owned());
+            let rel = path
+                .strip_prefix(&src)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            let module = rel.split(['/', '.']).next().unwrap().to_owned();
+            if module == "lib" {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).expect("read source");
+            let code = text.split("#[cfg(test)]\nmod tests").next().unwrap();
+            let deps = graph.entry(module.clone()).or_default();
+            for (i, _) in code.match_indices("crate::") {
+                let name: String = code[i + "crate::".len()..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                if !name.is_empty() && name != module {
+                    deps.entry(name).or_insert_with(|| rel.clone());
+                }
             }
         }
     }
@@ -58,100 +132,34 @@ fn module_graph() -> BTreeMap<String, BTreeMap<String, PathBuf>> {
 }
 
 #[test]
-fn modules_form_no_cycle() {
-    let graph = module_graph();
-    // Depth-first search for a back edge; report the cycle it closes.
-    fn visit(
-        m: &str,
-        graph: &BTreeMap<String, BTreeMap<String, PathBuf>>,
-        path: &mut Vec<String>,
-        done: &mut BTreeSet<String>,
-    ) {
-        if done.contains(m) {
-            return;
-        }
-        if let Some(i) = path.iter().position(|p| p == m) {
-            panic!("module cycle: {} -> {m}", path[i..].join(" -> "));
-        }
-        path.push(m.to_owned());
-        for dep in graph.get(m).into_iter().flat_map(|d| d.keys()) {
-            visit(dep, graph, path, done);
-        }
-        path.pop();
-        done.insert(m.to_owned());
-    }
-    let mut done = BTreeSet::new();
-    for m in graph.keys() {
-        visit(m, &graph, &mut Vec::new(), &mut done);
-    }
-    assert!(done.len() >= 12, "the graph was read: {done:?}");
-}
-
-#[test]
-fn arrows_point_one_way() {
-    let graph = module_graph();
-    // (module, modules it must not import)
-    let forbidden: &[(&str, &[&str])] = &[
-        ("json", &["*"]),
-        ("atomic", &["*except error"]),
-        ("stats", &["*"]),
-        ("record", &["*except message"]),
-        ("event", &["*except record error"]),
-        ("score", &["provider", "runner", "report", "cli", "suite"]),
-        (
-            "catalog",
-            &[
-                "provider", "runner", "report", "cli", "score", "suite", "mcp",
-            ],
-        ),
-        ("provider", &["score", "report", "runner", "cli", "suite"]),
-        (
-            "report",
-            &["provider", "runner", "cli", "score", "suite", "decide"],
-        ),
-        // Decisions read summaries and the event stream, never the machinery that made them.
-        (
-            "decide",
-            &["provider", "runner", "cli", "score", "suite", "lint"],
-        ),
-        ("runner", &["report", "cli"]),
-        // MCP servers, live: the client, probe and stress know no model, run or report.
-        (
-            "mcp",
-            &[
-                "provider", "runner", "cli", "score", "suite", "decide", "report", "lint",
-            ],
-        ),
-        ("suite", &["provider", "runner", "report", "cli"]),
-        (
-            "lint",
-            &[
-                "provider", "runner", "report", "cli", "suite", "score", "decide",
-            ],
-        ),
-        // Importers make datasets without any run machinery; they read a logged reply with
-        // the adapters' own decoders (pure functions of the body), nothing else of provider's.
-        ("import", &["runner", "report", "cli", "decide"]),
-        // Tuning's pure parts (split, diagnosis, proposals, budget shares): the phases that
-        // call a model are cli/tune.rs's.
-        ("tune", &["provider", "runner", "cli", "mcp", "import"]),
+fn core_modules_point_one_way() {
+    let graph = core_module_graph();
+    // (module, the core modules it may use)
+    let allowed: &[(&str, &[&str])] = &[
+        ("json", &[]),
+        ("message", &[]),
+        ("error", &[]),
+        ("input", &["error"]),
+        ("atomic", &["error"]),
+        ("record", &["message"]),
+        ("event", &["record", "error"]),
+        ("catalog", &["json", "input", "error"]),
     ];
+    assert_eq!(
+        graph.keys().collect::<BTreeSet<_>>(),
+        allowed
+            .iter()
+            .map(|(m, _)| m.to_string())
+            .collect::<BTreeSet<_>>()
+            .iter()
+            .collect(),
+        "every core module has its row"
+    );
     let mut broken = Vec::new();
-    for (module, rules) in forbidden {
-        let deps = graph
-            .get(*module)
-            .unwrap_or_else(|| panic!("no module {module}"));
-        for (dep, file) in deps {
-            let bad = rules.iter().any(|r| match r.strip_prefix('*') {
-                Some("") => true,
-                Some(allowed) => !allowed
-                    .trim_start_matches("except")
-                    .split_whitespace()
-                    .any(|a| a == dep),
-                None => r == dep,
-            });
-            if bad {
-                broken.push(format!("{module} imports {dep} (src/{})", file.display()));
+    for (module, may) in allowed {
+        for (dep, file) in &graph[*module] {
+            if !may.contains(&dep.as_str()) {
+                broken.push(format!("{module} uses {dep} (crates/core/src/{file})"));
             }
         }
     }

@@ -10,9 +10,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use support::*;
-use toolscore::catalog::{Catalog, Tool};
-use toolscore::message::{FinishReason, Message, ModelTurn};
-use toolscore::provider::{
+use toolscore_core::catalog::{Catalog, Tool};
+use toolscore_core::message::{FinishReason, Message, ModelTurn};
+use toolscore_provider::{
     ErrorClass, Provider, ProviderError, ProviderKind, ProviderSettings, SecretString, http_client,
 };
 

@@ -9,9 +9,9 @@ use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::json;
 use support::*;
-use toolscore::catalog::{Catalog, Tool};
-use toolscore::message::Message;
-use toolscore::provider::{Provider, ProviderKind, ProviderSettings, SecretString, http_client};
+use toolscore_core::catalog::{Catalog, Tool};
+use toolscore_core::message::Message;
+use toolscore_provider::{Provider, ProviderKind, ProviderSettings, SecretString, http_client};
 
 fn catalog() -> Catalog {
     Catalog::new(

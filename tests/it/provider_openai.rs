@@ -11,9 +11,9 @@ use serde_json::{Value, json};
 use support::{
     FakeRequest, FakeResponse, FakeServer, error_body, last_user_message, text_body, tool_call_body,
 };
-use toolscore::catalog::{Catalog, Tool};
-use toolscore::message::{FinishReason, Message, ToolCall};
-use toolscore::provider::{ErrorClass, Provider, ProviderSettings, SecretString, http_client};
+use toolscore_core::catalog::{Catalog, Tool};
+use toolscore_core::message::{FinishReason, Message, ToolCall};
+use toolscore_provider::{ErrorClass, Provider, ProviderSettings, SecretString, http_client};
 
 const KEY: &str = "sk-test-0123456789abcdef-SECRET";
 
@@ -48,7 +48,7 @@ fn ask(text: &str) -> Vec<Message> {
 
 fn settings(base_url: &str) -> ProviderSettings {
     let mut s = ProviderSettings::new(
-        toolscore::provider::openai_compat::KIND,
+        toolscore_provider::openai_compat::KIND,
         "fake",
         base_url,
         "fake-model",
@@ -69,7 +69,7 @@ async fn serve(body: String) -> FakeServer {
     FakeServer::start(move |_| FakeResponse::ok(body.clone())).await
 }
 
-async fn complete_once(body: String) -> toolscore::message::ModelTurn {
+async fn complete_once(body: String) -> toolscore_core::message::ModelTurn {
     let server = serve(body).await;
     let p = provider(settings(&server.base_url));
     let req = p.prepare(&ask("Weather in Paris?"), &catalog());
@@ -79,7 +79,7 @@ async fn complete_once(body: String) -> toolscore::message::ModelTurn {
 }
 
 /// The error of one "hi" asked of the server with the default settings.
-async fn asked_once_failing(server: &FakeServer) -> toolscore::provider::ProviderError {
+async fn asked_once_failing(server: &FakeServer) -> toolscore_provider::ProviderError {
     let p = provider(settings(&server.base_url));
     p.complete(&p.prepare(&ask("hi"), &catalog()))
         .await
@@ -533,7 +533,7 @@ async fn request_body_and_headers_have_the_wire_shape() {
     s.api_key = Some(SecretString::new(KEY.into()));
     s.temperature = Some(0.5);
     s.max_tokens = Some(256);
-    s.tool_choice = Some(toolscore::provider::ToolChoice::Required);
+    s.tool_choice = Some(toolscore_provider::ToolChoice::Required);
     s.parallel_tool_calls = Some(false);
     let p = provider(s);
     p.complete(&p.prepare(&messages, &catalog()))

@@ -79,7 +79,7 @@ fn json_and_yaml_examples_parse_and_validate() {
                     }
                 }
                 "yaml" if block.name.as_deref() == Some("dataset.yaml") => {
-                    toolscore::suite::live::parse_dataset_file(
+                    toolscore_suite::live::parse_dataset_file(
                         &block.text,
                         Path::new("datasets/example/dataset.yaml"),
                         Path::new("datasets/example"),
@@ -94,18 +94,13 @@ fn json_and_yaml_examples_parse_and_validate() {
                     // A scenario file, read from where the shipped scenarios live.
                     let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
                     let file = at(block);
-                    toolscore::suite::scenario::parse_scenario(
-                        &block.text,
-                        &file,
-                        "example",
-                        &base,
-                    )
-                    .unwrap_or_else(|e| panic!("{file}: the scenario does not load: {e}"));
+                    toolscore_suite::scenario::parse_scenario(&block.text, &file, "example", &base)
+                        .unwrap_or_else(|e| panic!("{file}: the scenario does not load: {e}"));
                     scenarios += 1;
                 }
                 "yaml" => {
                     let file = at(block);
-                    toolscore::suite::parse_config(&block.text, &file, Path::new("."))
+                    toolscore_suite::parse_config(&block.text, &file, Path::new("."))
                         .unwrap_or_else(|e| panic!("{file}: the config does not parse: {e}"));
                     configs += 1;
                 }

@@ -16,7 +16,7 @@ use std::sync::OnceLock;
 
 use serde_json::{Value, json};
 use support::{Run, toolscore};
-use toolscore::stats::rate_interval;
+use toolscore_stats::rate_interval;
 
 /// Loopback port of the test model; override with TOOLSCORE_TEST_MODEL_PORT.
 fn port() -> String {

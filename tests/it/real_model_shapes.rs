@@ -6,18 +6,18 @@
 use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
-use toolscore::catalog::{Catalog, parse_catalog};
-use toolscore::message::{FinishReason, ModelTurn};
-use toolscore::provider::{Provider, ProviderSettings, http_client};
-use toolscore::score::{ArgMatcher, Expectation, ExpectedCall};
-use toolscore::score::{FailureKind, ToolValidators, score_turn};
+use toolscore_core::catalog::{Catalog, parse_catalog};
+use toolscore_core::message::{FinishReason, ModelTurn};
+use toolscore_provider::{Provider, ProviderSettings, http_client};
+use toolscore_score::{ArgMatcher, Expectation, ExpectedCall};
+use toolscore_score::{FailureKind, ToolValidators, score_turn};
 
 const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/llama-server");
 
 fn decode(name: &str) -> ModelTurn {
     let body = std::fs::read(format!("{DATA}/{name}.json")).expect("captured response");
     let settings = ProviderSettings::new(
-        toolscore::provider::openai_compat::KIND,
+        toolscore_provider::openai_compat::KIND,
         "local",
         "http://127.0.0.1:9/v1",
         "smollm2",

@@ -9,11 +9,11 @@ use serde_json::{Value, json};
 
 use super::catalog::{Loaded, ServerFlags, is_url, live, load, server_of};
 use super::usage;
-use crate::catalog::{Catalog, to_tools_json};
-use crate::error::{Error, ExitCode};
-use crate::import::dataset::{CatalogFile, put_in_place, stage_dataset};
-use crate::mcp::client::ServerSpec;
-use crate::suite::{STARTER_PLACEHOLDER, STARTER_TAG};
+use toolscore_core::catalog::{Catalog, to_tools_json};
+use toolscore_core::error::{Error, ExitCode};
+use toolscore_import::dataset::{CatalogFile, put_in_place, stage_dataset};
+use toolscore_mcp::client::ServerSpec;
+use toolscore_suite::{STARTER_PLACEHOLDER, STARTER_TAG};
 
 mod refresh;
 
@@ -53,7 +53,7 @@ pub struct InitArgs {
     pub server: ServerFlags,
 }
 
-pub fn run(args: &InitArgs) -> Result<ExitCode, Error> {
+pub(super) fn run(args: &InitArgs) -> Result<ExitCode, Error> {
     check_live(args)?;
     if let Some(name) = &args.name {
         check_name(name)?;
@@ -96,7 +96,7 @@ pub fn run(args: &InitArgs) -> Result<ExitCode, Error> {
         None
     };
     if let Some(text) = &config {
-        crate::atomic::write_file(&args.config, text.as_bytes())?;
+        toolscore_core::atomic::write_file(&args.config, text.as_bytes())?;
     }
     match &refreshed {
         Some(r) => {
@@ -340,7 +340,7 @@ fn config_to_write(path: &Path, dest: &Path) -> Result<Option<String>, Error> {
         dest.display()
     );
     let base = path.parent().unwrap_or(Path::new("."));
-    crate::suite::parse_config(&text, &path.display().to_string(), base)?;
+    toolscore_suite::parse_config(&text, &path.display().to_string(), base)?;
     Ok(Some(text))
 }
 
@@ -407,7 +407,7 @@ const STARTER_MODEL: &str = "openai-responses:gpt-4.1-mini";
 /// command names a provider of the config that calls a model instead, or a KIND:MODEL.
 fn run_provider(path: &Path) -> (String, Option<String>) {
     let file = path.display();
-    let config = match crate::suite::load_config(path) {
+    let config = match toolscore_suite::load_config(path) {
         Ok(config) => config,
         Err(_) => {
             return (
@@ -422,7 +422,7 @@ fn run_provider(path: &Path) -> (String, Option<String>) {
         config
             .providers
             .get(name)
-            .is_some_and(|p| p.kind == crate::suite::REPLAY_KIND)
+            .is_some_and(|p| p.kind == toolscore_suite::REPLAY_KIND)
     };
     let chosen = config.defaults.provider.clone().or_else(|| {
         (config.providers.len() == 1)
@@ -439,7 +439,7 @@ fn run_provider(path: &Path) -> (String, Option<String>) {
     let callers: Vec<&String> = config
         .providers
         .iter()
-        .filter(|(_, p)| p.kind != crate::suite::REPLAY_KIND)
+        .filter(|(_, p)| p.kind != toolscore_suite::REPLAY_KIND)
         .map(|(name, _)| name)
         .collect();
     match callers.split_first() {
@@ -475,11 +475,11 @@ fn run_provider(path: &Path) -> (String, Option<String>) {
 }
 
 /// The environment variable a provider of the config reads its key from, if any.
-fn key_variable(entry: &crate::suite::ProviderEntry) -> Option<String> {
+fn key_variable(entry: &toolscore_suite::ProviderEntry) -> Option<String> {
     entry.api_key_env.clone().or_else(|| {
         entry
             .kind
-            .parse::<crate::provider::ProviderKind>()
+            .parse::<toolscore_provider::ProviderKind>()
             .ok()
             .and_then(|k| k.adapter().default_key_env())
             .map(str::to_owned)

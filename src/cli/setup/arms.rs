@@ -2,8 +2,8 @@
 //! replayed, each with the catalog variant it is shown.
 
 use super::*;
-use crate::provider::cassette::CassetteHeader;
-use crate::suite::CatalogVariant;
+use toolscore_provider::cassette::CassetteHeader;
+use toolscore_suite::CatalogVariant;
 
 /// A live arm: a provider named in the config, or a kind configured by the flags.
 pub(super) fn live_arm(
@@ -61,7 +61,7 @@ pub(super) fn live_arm(
         retry_cap: Duration::from_secs(30),
         max_response_bytes: flags
             .max_response_bytes
-            .unwrap_or(crate::provider::DEFAULT_MAX_RESPONSE_BYTES),
+            .unwrap_or(toolscore_provider::DEFAULT_MAX_RESPONSE_BYTES),
         max_in_flight: args.max_in_flight.or(entry.max_in_flight),
         requests_per_minute: args.requests_per_minute.or(entry.requests_per_minute),
         tokens_per_minute: args.tokens_per_minute.or(entry.tokens_per_minute),
@@ -71,7 +71,7 @@ pub(super) fn live_arm(
     settings.check().map_err(|e| usage(&e))?;
     // A field the model's API refuses is not sent (every trial would be refused), and the run
     // says so before its first request.
-    for note in crate::provider::capabilities::shipped().omit_rejected(&mut settings) {
+    for note in toolscore_provider::capabilities::shipped().omit_rejected(&mut settings) {
         eprintln!("note: {note}");
     }
     let price = arm_price(name, &settings, config);
@@ -96,11 +96,11 @@ fn temperature_and_timeout(
         .or(entry.temperature)
         .or(defaults.temperature);
     if let Some(t) = temperature
-        && !crate::suite::temperature_ok(t)
+        && !toolscore_suite::temperature_ok(t)
     {
         return Err(usage(&format!(
             "--temperature must be {}",
-            crate::suite::TEMPERATURE_RANGE
+            toolscore_suite::TEMPERATURE_RANGE
         )));
     }
     let timeout_s = args
@@ -170,7 +170,7 @@ fn base_url(
             None => {
                 return Err(usage(&format!(
                     "provider `{name}`: kind `{kind}` has no default base URL; set base_url in the config or --base-url{}",
-                    if kind == crate::provider::azure_openai::KIND {
+                    if kind == toolscore_provider::azure_openai::KIND {
                         " (https://RESOURCE.openai.azure.com)"
                     } else {
                         ""
@@ -290,7 +290,7 @@ pub(super) fn variant_with_replay(
     let recorded: Vec<(&String, String)> = config
         .providers
         .iter()
-        .filter(|(_, e)| e.kind == crate::suite::REPLAY_KIND)
+        .filter(|(_, e)| e.kind == toolscore_suite::REPLAY_KIND)
         .filter_map(|(name, e)| {
             let header = Cassette::read_header(e.cassette.as_deref()?)?;
             Some((name, header.variant))
@@ -484,7 +484,7 @@ fn fewest_recorded(
     let mut fewest_case = String::new();
     for (d, variant) in datasets.iter().zip(shown) {
         for c in &d.cases {
-            let have = cassette.recorded_trials(&crate::provider::request_hash(
+            let have = cassette.recorded_trials(&toolscore_provider::request_hash(
                 settings,
                 &variant.messages(&c.messages),
                 &variant.catalog,
@@ -512,7 +512,7 @@ fn fewest_recorded(
                 return Err(InputError::at(file, None, "", &format!("the cassette has no recordings for scenario `{}`; record it with `toolscore run --scenario {} --provider <live provider> --record {file}`", sc.name, sc.file.display())).into());
             }
         }
-        let have = cassette.recorded_trials(&crate::provider::request_hash(
+        let have = cassette.recorded_trials(&toolscore_provider::request_hash(
             settings,
             &sc.messages,
             &shown.catalog,
@@ -562,7 +562,7 @@ pub(super) fn cap_to_recordings(
                 .map(|c| {
                     fewest(&|a: &Arm| {
                         let v = d.variant(&a.variant)?;
-                        Some(crate::provider::request_hash(
+                        Some(toolscore_provider::request_hash(
                             &a.settings,
                             &v.messages(&c.messages),
                             &v.catalog,
@@ -577,7 +577,7 @@ pub(super) fn cap_to_recordings(
         .map(|sc| {
             fewest(&|a: &Arm| {
                 let v = sc.catalog_for(&a.variant)?;
-                Some(crate::provider::request_hash(
+                Some(toolscore_provider::request_hash(
                     &a.settings,
                     &sc.messages,
                     &v.catalog,
@@ -620,7 +620,7 @@ pub(super) fn check_case_trials_recorded(arms: &[Arm], datasets: &[Dataset]) -> 
             };
             for c in &d.cases {
                 let Some(want) = c.trials else { continue };
-                let have = cassette.recorded_trials(&crate::provider::request_hash(
+                let have = cassette.recorded_trials(&toolscore_provider::request_hash(
                     &arm.settings,
                     &variant.messages(&c.messages),
                     &variant.catalog,

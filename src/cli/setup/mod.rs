@@ -7,25 +7,25 @@ use std::time::{Duration, SystemTime};
 
 use super::run::RunArgs;
 use super::{load_suite, usage};
-use crate::decide::compare::sequential::{SequentialCompare, SequentialCompareSpec};
-use crate::decide::gate::sequential::{SequentialGate, SequentialSpec};
-use crate::decide::gate::sequential_baseline::SequentialBaseline;
-use crate::error::{Error, InputError};
-use crate::event::Observer;
-use crate::provider::cassette::{CASSETTE_FORMAT, Cassette, CassetteHeader, CassetteRecorder};
-use crate::provider::prices::ArmPrice;
-use crate::provider::{ProviderKind, ProviderSettings, SecretString};
-use crate::record::{BASE_VARIANT, Price};
-use crate::report::{
+use std::sync::Arc;
+use toolscore_core::error::{Error, InputError};
+use toolscore_core::event::Observer;
+use toolscore_core::record::{BASE_VARIANT, Price};
+use toolscore_decide::compare::sequential::{SequentialCompare, SequentialCompareSpec};
+use toolscore_decide::gate::sequential::{SequentialGate, SequentialSpec};
+use toolscore_decide::gate::sequential_baseline::SequentialBaseline;
+use toolscore_provider::cassette::{CASSETTE_FORMAT, Cassette, CassetteHeader, CassetteRecorder};
+use toolscore_provider::prices::ArmPrice;
+use toolscore_provider::{ProviderKind, ProviderSettings, SecretString};
+use toolscore_report::{
     Aggregator, ArmInfo, DatasetInfo, Progress, ProgressMode, ReplayInfo, ResultsCsv, RunInfo,
     ScenarioInfo, VariantInfo,
 };
-use crate::runner::store::ResultsStore;
-use crate::runner::{Arm, RunPlan};
-use std::sync::Arc;
+use toolscore_runner::store::ResultsStore;
+use toolscore_runner::{Arm, RunPlan};
 
-use crate::suite::scenario::Scenario;
-use crate::suite::{Config, Dataset, Defaults, ProviderEntry};
+use toolscore_suite::scenario::Scenario;
+use toolscore_suite::{Config, Dataset, Defaults, ProviderEntry};
 
 mod arms;
 mod modes;
@@ -33,7 +33,7 @@ mod pricing;
 mod reachable;
 mod sequential;
 
-pub use reachable::check_local_servers;
+pub(super) use reachable::check_local_servers;
 
 use arms::*;
 use modes::*;
@@ -53,8 +53,8 @@ pub struct RunSetup {
     pub progress: ProgressMode,
     pub record: Option<Recording>,
     /// `--gate`s, judged on the summary when the run ends.
-    pub gates: Vec<crate::decide::gate::GateSpec>,
-    pub gate_level: crate::report::GateLevel,
+    pub gates: Vec<toolscore_decide::gate::GateSpec>,
+    pub gate_level: toolscore_report::GateLevel,
     /// `--sequential`: the gates judged case by case while the run goes, stopping decided
     /// cases.
     pub sequential: Option<SequentialSpec>,
@@ -62,7 +62,7 @@ pub struct RunSetup {
     /// the run once the comparison decides.
     pub sequential_compare: Option<SequentialCompareSpec>,
     /// The config's `lint:` section, for the findings `run` prints beside its weakest tools.
-    pub lint: crate::lint::LintOptions,
+    pub lint: toolscore_lint::LintOptions,
     /// Provider name → how to start its server (the config's `start:`), for the error when
     /// nothing answers.
     pub start_hints: std::collections::BTreeMap<String, String>,
@@ -86,7 +86,7 @@ pub struct Sinks {
     /// `--baseline --sequential`: set by `run` once the baseline's trials are read.
     pub sequential_baseline: Option<SequentialBaseline>,
     /// Stops an arm at its first auth or quota error.
-    pub provider_stops: crate::provider::stop::ProviderStops,
+    pub provider_stops: toolscore_provider::stop::ProviderStops,
 }
 
 impl Sinks {
@@ -155,7 +155,7 @@ impl RunSetup {
             csv: ResultsCsv::create(&self.out_dir.join("results.csv"))?,
             recorder,
             progress: Progress::new(self.progress)
-                .with_retry_waits(crate::provider::limits::retry_after_waits),
+                .with_retry_waits(toolscore_provider::limits::retry_after_waits),
             aggregator: Aggregator::new(),
             sequential: match &self.sequential {
                 Some(spec) => Some(sequential_gate(spec.clone(), &self.run_info(started))?),
@@ -166,7 +166,7 @@ impl RunSetup {
                 .clone()
                 .and_then(SequentialCompare::new),
             sequential_baseline: None,
-            provider_stops: crate::provider::stop::ProviderStops::new(
+            provider_stops: toolscore_provider::stop::ProviderStops::new(
                 self.plan
                     .arms
                     .iter()
@@ -287,7 +287,7 @@ impl RunSetup {
                     expects: sc.expect.label(),
                 })
                 .collect(),
-            shard: p.shard.map(|s| crate::report::ShardInfo {
+            shard: p.shard.map(|s| toolscore_report::ShardInfo {
                 index: s.index,
                 count: s.count,
                 plan: super::resume::plan_digest(p),
@@ -308,7 +308,7 @@ pub fn build_plan(
 
 /// Which units of the suite a plan keeps: cases by id in each dataset, scenarios by name.
 #[derive(Debug, Clone, Copy)]
-pub struct Units<'a> {
+pub(super) struct Units<'a> {
     pub cases: &'a [String],
     pub scenarios: &'a [String],
 }
@@ -316,7 +316,7 @@ pub struct Units<'a> {
 /// [`build_plan`] of only the cases and scenarios `units` names, kept before any check that
 /// reads them (a replay's recordings): tune's phases each run a part of the suite.
 // Long: every check of a run's setup in its order, each a call, before anything is sent.
-pub fn build_plan_of_units(
+pub(super) fn build_plan_of_units(
     args: RunArgs,
     env: &(dyn Fn(&str) -> Option<String> + Sync),
     units: Option<Units<'_>>,
@@ -369,8 +369,8 @@ pub fn build_plan_of_units(
     let shard = checked_shard(&args, env)?;
     let batch_poll = checked_batch(&args, &arms, &scenarios, &gates)?;
     let common = common_settings(&args, defaults)?;
-    let batch = batch_poll.map(|(poll, max_wait)| crate::runner::batch::BatchMode {
-        state_file: common.out_dir.join(crate::runner::batch::STATE_FILE),
+    let batch = batch_poll.map(|(poll, max_wait)| toolscore_runner::batch::BatchMode {
+        state_file: common.out_dir.join(toolscore_runner::batch::STATE_FILE),
         poll,
         max_wait,
         progress: args.progress != ProgressMode::Off,
@@ -401,7 +401,7 @@ pub fn build_plan_of_units(
         gate_level: args.gate.gate_level,
         sequential,
         sequential_compare,
-        lint: crate::lint::LintOptions::from_config(&config.lint),
+        lint: toolscore_lint::LintOptions::from_config(&config.lint),
         start_hints: config
             .providers
             .iter()
@@ -450,7 +450,7 @@ fn build_arms(
             None => config
                 .providers
                 .get(name)
-                .filter(|e| e.kind == crate::suite::REPLAY_KIND)
+                .filter(|e| e.kind == toolscore_suite::REPLAY_KIND)
                 .and_then(|e| e.cassette.clone())
                 .map(|c| (c, name.as_str())),
         };
@@ -545,7 +545,7 @@ fn checked_variants(
 
 /// The key of a scenario's catalog in a cassette header's `catalogs` (beside dataset names).
 pub(crate) fn scenario_catalog_key(scenario: &str) -> String {
-    format!("{}/{scenario}", crate::suite::scenario::SCENARIO_DATASET)
+    format!("{}/{scenario}", toolscore_suite::scenario::SCENARIO_DATASET)
 }
 
 /// Settings every run has, live or replayed.
@@ -559,10 +559,10 @@ struct CommonSettings {
 
 fn common_settings(args: &RunArgs, defaults: &Defaults) -> Result<CommonSettings, Error> {
     let concurrency = args.concurrency.or(defaults.concurrency).unwrap_or(8);
-    if !crate::suite::concurrency_ok(concurrency) {
+    if !toolscore_suite::concurrency_ok(concurrency) {
         return Err(usage(&format!(
             "--concurrency must be {}",
-            crate::suite::CONCURRENCY_RANGE
+            toolscore_suite::CONCURRENCY_RANGE
         )));
     }
     ensure_file_descriptors(concurrency)?;
@@ -609,7 +609,7 @@ fn common_settings(args: &RunArgs, defaults: &Defaults) -> Result<CommonSettings
 
 /// A confidence level every interval can use.
 pub(super) fn checked_confidence(confidence: f64) -> Result<f64, Error> {
-    if crate::suite::confidence_ok(confidence) {
+    if toolscore_suite::confidence_ok(confidence) {
         Ok(confidence)
     } else {
         Err(usage("--confidence must be between 0.5 and 1 (e.g. 0.95)"))
@@ -618,7 +618,7 @@ pub(super) fn checked_confidence(confidence: f64) -> Result<f64, Error> {
 
 /// A target half-width the sample-size warnings can use.
 pub(super) fn checked_precision(precision: f64) -> Result<f64, Error> {
-    if crate::suite::precision_ok(precision) {
+    if toolscore_suite::precision_ok(precision) {
         Ok(precision)
     } else {
         Err(usage(

@@ -2,13 +2,13 @@
 //! `--batch`, and the sequential gate's budget.
 
 use super::*;
-use crate::decide::gate::sequential::TrialBudget;
+use toolscore_decide::gate::sequential::TrialBudget;
 
 pub(super) fn checked_shard(
     args: &RunArgs,
     env: &dyn Fn(&str) -> Option<String>,
-) -> Result<Option<crate::runner::shard::Shard>, Error> {
-    use crate::runner::shard::Shard;
+) -> Result<Option<toolscore_runner::shard::Shard>, Error> {
+    use toolscore_runner::shard::Shard;
     let Some(text) = &args.shard else {
         return Ok(None);
     };
@@ -86,7 +86,7 @@ pub(super) fn checked_batch(
     args: &RunArgs,
     arms: &[Arm],
     scenarios: &[Arc<Scenario>],
-    gates: &[crate::decide::gate::GateSpec],
+    gates: &[toolscore_decide::gate::GateSpec],
 ) -> Result<Option<(Duration, Duration)>, Error> {
     if !args.batch {
         if args.batch_poll.is_some() {
@@ -109,7 +109,7 @@ pub(super) fn checked_batch(
                 "--batch sends requests to a provider's batch API; a replayed cassette has none",
             ));
         }
-        if let Err(why) = crate::provider::batch::BatchApi::for_kind(arm.settings.kind) {
+        if let Err(why) = toolscore_provider::batch::BatchApi::for_kind(arm.settings.kind) {
             return Err(usage(&format!(
                 "--batch: provider `{}` ({}) has no batch API toolscore can use: {why}; batch mode covers openai-compat and openai-responses (OpenAI Batch), anthropic (Message Batches) and gemini (batch mode)",
                 arm.settings.name, arm.settings.kind
@@ -137,9 +137,9 @@ pub(super) fn checked_batch(
         return Err(usage(&format!("--batch cannot be used with {flag}: {why}")));
     }
     let poll = duration_flag("--batch-poll", args.batch_poll.as_deref())?
-        .unwrap_or(crate::provider::batch::DEFAULT_POLL);
+        .unwrap_or(toolscore_provider::batch::DEFAULT_POLL);
     let max_wait = duration_flag("--batch-max-wait", args.batch_max_wait.as_deref())?
-        .unwrap_or(crate::provider::batch::DEFAULT_MAX_WAIT);
+        .unwrap_or(toolscore_provider::batch::DEFAULT_MAX_WAIT);
     Ok(Some((poll, max_wait)))
 }
 
@@ -206,7 +206,7 @@ pub(in crate::cli) fn trial_budget(run: &RunInfo) -> TrialBudget {
 pub(super) fn stops_each_case(args: &RunArgs) -> bool {
     args.gate.sequential
         && !args.gate.gates.is_empty()
-        && args.gate.gate_level == crate::report::GateLevel::Case
+        && args.gate.gate_level == toolscore_report::GateLevel::Case
 }
 
 /// `--trials` (or `--max-trials`), else a replay's fewest recordings, else the default; a
@@ -215,7 +215,7 @@ pub(super) fn stops_each_case(args: &RunArgs) -> bool {
 /// recorded run stopped its cases at different counts.
 pub(super) fn trials_of(
     args: &RunArgs,
-    defaults: &crate::suite::Defaults,
+    defaults: &toolscore_suite::Defaults,
     fewest_recorded: Option<&FewestRecorded>,
 ) -> Result<u32, Error> {
     let each_case = stops_each_case(args);

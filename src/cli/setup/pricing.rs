@@ -26,7 +26,7 @@ pub(super) fn arm_price(name: &str, s: &ProviderSettings, config: &Config) -> Op
             });
         }
     }
-    crate::provider::prices::shipped().lookup(s.kind.as_str(), &s.model, &s.base_url)
+    toolscore_provider::prices::shipped().lookup(s.kind.as_str(), &s.model, &s.base_url)
 }
 
 /// The price `toolscore plan` shows options at: `--provider`, else the provider `run` would
@@ -35,7 +35,7 @@ pub(super) fn arm_price(name: &str, s: &ProviderSettings, config: &Config) -> Op
 pub(in crate::cli) fn plan_price(
     given: Option<&str>,
     config: &Config,
-) -> Result<Option<crate::decide::sample_size::PlanPrice>, Error> {
+) -> Result<Option<toolscore_decide::sample_size::PlanPrice>, Error> {
     let name = match given {
         Some(n) => n.to_owned(),
         None => match (&config.defaults.provider, config.providers.len()) {
@@ -53,12 +53,12 @@ pub(in crate::cli) fn plan_price(
                 "note: no price for {}:{} in the price table of {} or toolscore.yaml; options are shown in tokens only",
                 settings.kind,
                 settings.model,
-                crate::provider::prices::shipped().as_of
+                toolscore_provider::prices::shipped().as_of
             );
         }
         return Ok(None);
     };
-    Ok(Some(crate::decide::sample_size::PlanPrice {
+    Ok(Some(toolscore_decide::sample_size::PlanPrice {
         provider: if name == format!("{}:{}", settings.kind, settings.model) {
             name.clone()
         } else {
@@ -68,7 +68,7 @@ pub(in crate::cli) fn plan_price(
         source: price.source,
         assumed_output_per_request: settings
             .max_tokens
-            .map_or(crate::runner::budget::ASSUMED_OUTPUT_TOKENS, u64::from)
+            .map_or(toolscore_runner::budget::ASSUMED_OUTPUT_TOKENS, u64::from)
             as f64,
     }))
 }
@@ -77,7 +77,7 @@ pub(in crate::cli) fn plan_price(
 /// price depends on it; None for a replay without a cassette.
 fn settings_to_price(name: &str, config: &Config) -> Result<Option<ProviderSettings>, Error> {
     Ok(Some(match config.providers.get(name) {
-        Some(e) if e.kind == crate::suite::REPLAY_KIND => {
+        Some(e) if e.kind == toolscore_suite::REPLAY_KIND => {
             let Some(path) = &e.cassette else {
                 return Ok(None);
             };
@@ -155,7 +155,7 @@ pub(super) fn check_budget(args: &RunArgs, config: &Config, arms: &[Arm]) -> Res
             arm.settings.name,
             arm.settings.kind,
             arm.settings.model,
-            crate::provider::prices::shipped().as_of,
+            toolscore_provider::prices::shipped().as_of,
             arm.settings.name
         )));
     }

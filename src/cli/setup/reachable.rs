@@ -9,14 +9,14 @@ use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
 use super::RunSetup;
-use crate::error::Error;
+use toolscore_core::error::Error;
 
 /// How long one connection attempt may take: a server on this machine answers in far less.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Fails with one line per unreachable server, naming the provider, its URL and how to start
 /// it (the config's `start:`, else the kind's usual command when it has one).
-pub fn check_local_servers(setup: &RunSetup) -> Result<(), Error> {
+pub(crate) fn check_local_servers(setup: &RunSetup) -> Result<(), Error> {
     if setup.plan.batch.is_some() {
         return Ok(());
     }

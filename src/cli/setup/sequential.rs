@@ -2,14 +2,14 @@
 //! while the run goes, or the comparison of two arms it stops the run on.
 
 use super::*;
-use crate::decide::compare::sequential::Rule;
+use toolscore_decide::compare::sequential::Rule;
 
 /// `--sequential`'s design for gates, checked: case or suite level, every bar within its
 /// bounds. `None` without --sequential, or when it judges a comparison instead.
 pub(super) fn sequential_spec(
     args: &RunArgs,
-    defaults: &crate::suite::Defaults,
-    gates: &[crate::decide::gate::GateSpec],
+    defaults: &toolscore_suite::Defaults,
+    gates: &[toolscore_decide::gate::GateSpec],
     trials: u32,
     datasets: &[Dataset],
 ) -> Result<Option<SequentialSpec>, Error> {
@@ -64,8 +64,8 @@ pub(super) fn sequential_spec(
 /// `holdout`, which `compare` judges apart) and the rounds the plan holds.
 pub(super) fn sequential_compare_spec(
     args: &RunArgs,
-    defaults: &crate::suite::Defaults,
-    arms: &[crate::runner::Arm],
+    defaults: &toolscore_suite::Defaults,
+    arms: &[toolscore_runner::Arm],
     trials: u32,
     datasets: &[Dataset],
 ) -> Result<Option<SequentialCompareSpec>, Error> {
@@ -88,10 +88,10 @@ pub(super) fn sequential_compare_spec(
             arms.len()
         )));
     };
-    let is_holdout = |c: &crate::suite::Case| {
+    let is_holdout = |c: &toolscore_suite::Case| {
         c.tags
             .iter()
-            .any(|t| t == crate::decide::compare::HOLDOUT_TAG)
+            .any(|t| t == toolscore_decide::compare::HOLDOUT_TAG)
     };
     let keys = |held: bool| -> Vec<(String, String)> {
         datasets
@@ -116,7 +116,7 @@ pub(super) fn sequential_compare_spec(
     }
     Ok(Some(SequentialCompareSpec {
         arms: [a.id(), b.id()],
-        metric: crate::report::Metric::Selection,
+        metric: toolscore_report::Metric::Selection,
         confidence: checked_confidence(args.confidence.or(defaults.confidence).unwrap_or(0.95))?,
         rule: Rule::Compare {
             min_effect: args.min_effect,

@@ -3,18 +3,18 @@
 //! and, with --max-cost, reserved at its worst case before it is sent, as the runner reserves
 //! a trial's.
 
-use crate::catalog::Catalog;
-use crate::error::Error;
-use crate::event::{RawResponse, RawStep};
-use crate::message::Message;
-use crate::provider::cassette::{CassetteRecorder, Replay};
-use crate::provider::{Backend, Cancel, Exchange, ProviderError, StepKey};
-use crate::report::tune::Authoring;
-use crate::runner::Arm;
-use crate::suite::Dataset;
-use crate::tune::budget::Allowance;
-use crate::tune::diagnose::Diagnosis;
-use crate::tune::propose::Candidate;
+use toolscore_core::catalog::Catalog;
+use toolscore_core::error::Error;
+use toolscore_core::event::{RawResponse, RawStep};
+use toolscore_core::message::Message;
+use toolscore_provider::cassette::{CassetteRecorder, Replay};
+use toolscore_provider::{Backend, Cancel, Exchange, ProviderError, StepKey};
+use toolscore_report::tune::Authoring;
+use toolscore_runner::Arm;
+use toolscore_suite::Dataset;
+use toolscore_tune::budget::Allowance;
+use toolscore_tune::diagnose::Diagnosis;
+use toolscore_tune::propose::Candidate;
 
 /// The author's candidates, the tools it gave none for (and why), and what it cost.
 pub(super) struct Authored {
@@ -39,8 +39,8 @@ pub(super) fn ask(
     mut recorder: Option<&mut CassetteRecorder>,
 ) -> Result<Authored, Error> {
     let settings = &author.settings;
-    let client = crate::provider::http_client(1).map_err(Error::HttpClient)?;
-    let provider = crate::provider::Provider::new(settings.clone(), client);
+    let client = toolscore_provider::http_client(1).map_err(Error::HttpClient)?;
+    let provider = toolscore_provider::Provider::new(settings.clone(), client);
     let backend = match &author.replay {
         Some(cassette) => Backend::Replay(Replay::new(cassette.clone(), provider)),
         None => Backend::Live(provider),
@@ -70,14 +70,15 @@ pub(super) fn ask(
             usd: author.price.as_ref().map(|_| 0.0),
         },
     };
-    for name in crate::tune::author::tools_to_rewrite(diagnosis, &dataset.catalog, max) {
+    for name in toolscore_tune::author::tools_to_rewrite(diagnosis, &dataset.catalog, max) {
         let Some(tool) = dataset.catalog.get(&name) else {
             continue;
         };
-        let messages = crate::tune::author::prompt(tool, diagnosis, &dataset.catalog, &request_of);
+        let messages =
+            toolscore_tune::author::prompt(tool, diagnosis, &dataset.catalog, &request_of);
         let request = backend.prepare(&messages, &no_tools);
         let worst = author.price.as_ref().map_or(0.0, |p| {
-            crate::runner::budget::worst_case_usd(&p.price, request.body.len(), bound)
+            toolscore_runner::budget::worst_case_usd(&p.price, request.body.len(), bound)
         });
         if !allowance.afford(1, worst) {
             out.failed
@@ -110,8 +111,8 @@ pub(super) fn ask(
         match result {
             Ok(ex) => {
                 let text = ex.turn.text.unwrap_or_default();
-                let weight = crate::tune::author::weight(diagnosis, &name);
-                match crate::tune::author::candidate(&text, tool, &label, weight) {
+                let weight = toolscore_tune::author::weight(diagnosis, &name);
+                match toolscore_tune::author::candidate(&text, tool, &label, weight) {
                     Ok(c) => out.candidates.push(c),
                     Err(why) => out.failed.push(format!("author:{name}: {why}")),
                 }

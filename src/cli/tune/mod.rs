@@ -14,9 +14,9 @@ use clap::Args;
 use super::output::Format;
 use super::run::RunArgs;
 use super::{SuiteArgs, usage};
-use crate::error::{Error, ExitCode};
-use crate::report::ProgressMode;
-use crate::report::tune::{TuneOutcome, TuneReport};
+use toolscore_core::error::{Error, ExitCode};
+use toolscore_report::ProgressMode;
+use toolscore_report::tune::{TuneOutcome, TuneReport};
 
 mod author;
 mod phases;
@@ -88,7 +88,7 @@ pub struct TuneArgs {
     #[arg(
         help_heading = "Tuning",
         long,
-        default_value_t = crate::report::Decision::DEFAULT_MAX_INFRA_ERROR_RATE,
+        default_value_t = toolscore_report::Decision::DEFAULT_MAX_INFRA_ERROR_RATE,
         value_name = "RATE"
     )]
     pub max_infra_error_rate: f64,
@@ -146,7 +146,7 @@ pub struct TuneArgs {
 /// Runs the phases in order and reports. Exit 0 when the held-out cases confirm the tuned
 /// wording (or there is nothing to tune), 1 when they find no improvement or a worse one,
 /// 3 when the confirmation ends undecided, 4 when infrastructure errors spoil a phase.
-pub fn run(args: &TuneArgs) -> Result<ExitCode, Error> {
+pub(super) fn run(args: &TuneArgs) -> Result<ExitCode, Error> {
     let formats = checked(args)?;
     let env = |name: &str| std::env::var(name).ok();
     let mut tuner = Tuner::new(args, &env)?;
@@ -156,29 +156,29 @@ pub fn run(args: &TuneArgs) -> Result<ExitCode, Error> {
         recorder.finish()?;
     }
     let report = tuned?;
-    crate::atomic::write_json(&tuner.dir.join("tune.json"), &report)?;
+    toolscore_core::atomic::write_json(&tuner.dir.join("tune.json"), &report)?;
     type Renderer = fn(&TuneReport, &mut dyn std::io::Write) -> std::io::Result<()>;
     let files: [(Format, &str, Renderer); 2] = [
         (
             Format::Md,
             "report.md",
-            crate::report::tune::render_tune_markdown,
+            toolscore_report::tune::render_tune_markdown,
         ),
         (
             Format::Html,
             "report.html",
-            crate::report::tune::render_tune_html,
+            toolscore_report::tune::render_tune_html,
         ),
     ];
     for (format, name, render) in files {
         if formats.contains(&format) {
             let mut text = Vec::new();
             render(&report, &mut text).map_err(|e| Error::io("cannot render the report", e))?;
-            crate::atomic::write_file(&tuner.dir.join(name), &text)?;
+            toolscore_core::atomic::write_file(&tuner.dir.join(name), &text)?;
         }
     }
     if formats.contains(&Format::Terminal) {
-        crate::report::tune::render_tune(&report, &mut std::io::stdout().lock())
+        toolscore_report::tune::render_tune(&report, &mut std::io::stdout().lock())
             .map_err(|e| Error::io("cannot write the report", e))?;
     }
     println!("wrote {}", tuner.dir.join("tune.json").display());

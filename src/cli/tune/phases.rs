@@ -7,21 +7,21 @@ use std::sync::Arc;
 use super::super::setup::{RunSetup, Units, build_plan_of_units};
 use super::super::usage;
 use super::{TuneArgs, phase_args};
-use crate::decide::compare::sequential::{Rule, SequentialCompare, SequentialCompareSpec};
-use crate::decide::race::{Race, RaceSpec};
-use crate::error::{Error, ExitCode};
-use crate::event::Observer;
-use crate::provider::cassette::CassetteHeader;
-use crate::record::{ArmId, BASE_VARIANT, SCENARIO_DATASET};
-use crate::report::Metric;
-use crate::report::tune::{
+use toolscore_core::error::{Error, ExitCode};
+use toolscore_core::event::Observer;
+use toolscore_core::record::{ArmId, BASE_VARIANT, SCENARIO_DATASET};
+use toolscore_decide::compare::sequential::{Rule, SequentialCompare, SequentialCompareSpec};
+use toolscore_decide::race::{Race, RaceSpec};
+use toolscore_provider::cassette::CassetteHeader;
+use toolscore_report::Metric;
+use toolscore_report::tune::{
     CandidateStatus, Confirmation, Phase, RacedCandidate, TuneOutcome, TuneReport,
 };
-use crate::suite::{CatalogVariant, Dataset};
-use crate::tune::budget::{Allowance, Share};
-use crate::tune::diagnose::{LintNote, Tally};
-use crate::tune::propose::Candidate;
-use crate::tune::split::{Split, SplitCase};
+use toolscore_suite::{CatalogVariant, Dataset};
+use toolscore_tune::budget::{Allowance, Share};
+use toolscore_tune::diagnose::{LintNote, Tally};
+use toolscore_tune::propose::Candidate;
+use toolscore_tune::split::{Split, SplitCase};
 
 /// One tune: what every phase shares.
 pub(super) struct Tuner<'a> {
@@ -35,19 +35,19 @@ pub(super) struct Tuner<'a> {
     split: Split,
     allowance: Allowance,
     /// The config's `lint:` options.
-    lint: crate::lint::LintOptions,
+    lint: toolscore_lint::LintOptions,
     /// The provider is a replay: phases run one trial at a time, so each stops where the
     /// recording's did and asks only for recorded trials.
     replay: bool,
     /// --record: the cassette to create when the first phase starts, and its header.
     to_record: Option<(PathBuf, CassetteHeader)>,
     /// The one recorder of every phase.
-    pub(super) recorder: Option<crate::provider::cassette::CassetteRecorder>,
+    pub(super) recorder: Option<toolscore_provider::cassette::CassetteRecorder>,
     /// Rounds of the base wording tune's own baseline completed on every training case: the
     /// race's first rounds of the base (0 with --from).
     baseline_rounds: u32,
     /// `--author`: the arm that rewrites tools' text.
-    author: Option<crate::runner::Arm>,
+    author: Option<toolscore_runner::Arm>,
     /// The provider flags of `run` that reach the tuned model live (for a replay, the recorded
     /// kind, URL, model and sampling), for the command that checks the tuned wording later.
     live_provider: String,
@@ -84,7 +84,9 @@ impl<'a> Tuner<'a> {
         let author = super::provider::author_arm(args, &probe.plan.arms[0], &dir, env)?;
         let mut to_record = to_record;
         if let (Some((_, header)), Some(a)) = (&mut to_record, &author) {
-            header.author = Some(crate::provider::cassette::RecordedProvider::of(&a.settings));
+            header.author = Some(toolscore_provider::cassette::RecordedProvider::of(
+                &a.settings,
+            ));
         }
         let allowance = Allowance::new(
             args.budget_trials,
@@ -119,7 +121,7 @@ impl<'a> Tuner<'a> {
         std::fs::create_dir_all(&self.dir)
             .map_err(|e| Error::io(format!("cannot create {}", self.dir.display()), e))?;
         if let Some((path, header)) = self.to_record.take() {
-            self.recorder = Some(crate::provider::cassette::CassetteRecorder::create(
+            self.recorder = Some(toolscore_provider::cassette::CassetteRecorder::create(
                 &path, &header,
             )?);
         }
@@ -132,7 +134,7 @@ impl<'a> Tuner<'a> {
             self.args.min_effect,
             self.args.confidence,
         );
-        let mut confirmation_plan = crate::tune::confirmation_plan(holdout, test, 0.0);
+        let mut confirmation_plan = toolscore_tune::confirmation_plan(holdout, test, 0.0);
         if let Some(plan) = &confirmation_plan {
             eprintln!("note: {}", plan.line());
         }
@@ -140,7 +142,7 @@ impl<'a> Tuner<'a> {
         if confirmation_plan.is_none()
             && let Some(d) = tally.pair_disagreement()
         {
-            confirmation_plan = crate::tune::confirmation_plan(holdout, test, d);
+            confirmation_plan = toolscore_tune::confirmation_plan(holdout, test, d);
             if let Some(plan) = &confirmation_plan {
                 eprintln!("note: {}", plan.line());
             }
@@ -186,7 +188,7 @@ impl<'a> Tuner<'a> {
             .iter()
             .map(|r| r.candidate.clone())
             .collect();
-        let finalist = crate::tune::finalist(&all, &results);
+        let finalist = toolscore_tune::finalist(&all, &results);
         if finalist.is_empty() {
             report.outcome = TuneOutcome::NoFinalist;
             return Ok(report);
@@ -207,9 +209,9 @@ impl<'a> Tuner<'a> {
     /// author's when one is asked.
     fn proposals(
         &mut self,
-        diagnosis: &crate::tune::diagnose::Diagnosis,
+        diagnosis: &toolscore_tune::diagnose::Diagnosis,
     ) -> Result<Proposed, Error> {
-        let (mut proposed, suggestions) = crate::tune::propose::propose(
+        let (mut proposed, suggestions) = toolscore_tune::propose::propose(
             diagnosis,
             &self.dataset.catalog,
             self.args.max_candidates,
@@ -228,7 +230,7 @@ impl<'a> Tuner<'a> {
             proposed.extend(authored.candidates);
             not_proposed = authored.failed;
             authoring = Some(authored.spend);
-            crate::tune::propose::rank(&mut proposed, self.args.max_candidates);
+            toolscore_tune::propose::rank(&mut proposed, self.args.max_candidates);
         }
         let (candidates, variants, mut invalid) = self.variants_of(proposed)?;
         invalid.extend(not_proposed);
@@ -255,7 +257,7 @@ impl<'a> Tuner<'a> {
                 // diagnosed on one of them, never on their mixture.
                 let mut arm: Option<ArmId> = None;
                 let results = from.join("results.jsonl");
-                crate::report::for_each_record(&results, &mut |r| {
+                toolscore_report::for_each_record(&results, &mut |r| {
                     if r.arm.variant == BASE_VARIANT
                         && units.contains(&(r.dataset.clone(), r.case_id.clone()))
                         && *arm.get_or_insert_with(|| r.arm.clone()) == r.arm
@@ -311,8 +313,8 @@ impl<'a> Tuner<'a> {
     /// Lint findings about the text a model reads (names and descriptions) on the base
     /// catalog, as notes the diagnosis keeps for implicated tools.
     fn lint_notes(&self) -> Vec<LintNote> {
-        use crate::lint::Category;
-        crate::lint::lint(&self.dataset.catalog, &self.lint)
+        use toolscore_lint::Category;
+        toolscore_lint::lint(&self.dataset.catalog, &self.lint)
             .findings
             .into_iter()
             .filter(|f| matches!(f.category, Category::Names | Category::Descriptions))
@@ -336,7 +338,7 @@ impl<'a> Tuner<'a> {
         let mut invalid = Vec::new();
         for c in proposed {
             let name = format!("candidate-{}", candidates.len() + 1);
-            let overlay = crate::tune::propose::overlay(&[&c], &c.id);
+            let overlay = toolscore_tune::propose::overlay(&[&c], &c.id);
             match self.variant(&name, &overlay, &self.dir.join("candidates"))? {
                 Ok(v) => {
                     variants.push(v);
@@ -356,7 +358,7 @@ impl<'a> Tuner<'a> {
         folder: &Path,
     ) -> Result<Result<CatalogVariant, String>, Error> {
         let path = folder.join(format!("{name}.json"));
-        let catalog = match crate::tune::propose::validate(
+        let catalog = match toolscore_tune::propose::validate(
             &self.dataset.catalog,
             overlay,
             &path.display().to_string(),
@@ -364,13 +366,13 @@ impl<'a> Tuner<'a> {
             Ok(c) => c,
             Err(why) => return Ok(Err(why)),
         };
-        let validators = match crate::score::ToolValidators::compile(&catalog) {
+        let validators = match toolscore_score::ToolValidators::compile(&catalog) {
             Ok(v) => v,
             Err((tool, why)) => return Ok(Err(format!("tool `{tool}`: {why}"))),
         };
         std::fs::create_dir_all(folder)
             .map_err(|e| Error::io(format!("cannot create {}", folder.display()), e))?;
-        crate::atomic::write_json(&path, overlay)?;
+        toolscore_core::atomic::write_json(&path, overlay)?;
         Ok(Ok(CatalogVariant {
             name: name.to_owned(),
             file: Some(path.display().to_string()),
@@ -456,7 +458,7 @@ impl<'a> Tuner<'a> {
         chosen: &[&Candidate],
     ) -> Result<(Confirmation, serde_json::Value), Error> {
         let ids: Vec<String> = chosen.iter().map(|c| c.id.clone()).collect();
-        let overlay = crate::tune::propose::overlay(
+        let overlay = toolscore_tune::propose::overlay(
             chosen,
             &format!(
                 "toolscore tune of {} with {}/{}: {}",
@@ -469,7 +471,7 @@ impl<'a> Tuner<'a> {
         let name = "tuned";
         let variant = self
             .variant(name, &overlay, &self.dir.join("candidates"))?
-            .map_err(|why| Error::Input(crate::error::InputError::new(why)))?;
+            .map_err(|why| Error::Input(toolscore_core::error::InputError::new(why)))?;
         let (rounds, allowed) = self.allowance.confirm(self.args.max_rounds);
         let mut compare = SequentialCompare::new(SequentialCompareSpec {
             arms: [
@@ -579,8 +581,8 @@ impl<'a> Tuner<'a> {
             sent,
             spent,
         } = super::super::run::run_phase(setup, carried.as_deref(), observers)?;
-        let decision = crate::decide::decision::decide(&summary, self.args.max_infra_error_rate);
-        match crate::decide::decision::exit_code(&decision) {
+        let decision = toolscore_decide::decision::decide(&summary, self.args.max_infra_error_rate);
+        match toolscore_decide::decision::exit_code(&decision) {
             ExitCode::Interrupted => {
                 return Err(Error::Interrupted(
                     "tune stopped; each phase's folder keeps the trials it finished",
@@ -621,7 +623,7 @@ impl<'a> Tuner<'a> {
             path = folder.join(format!("tuned-{date}-{n}.json"));
             n += 1;
         }
-        crate::atomic::write_json(&path, overlay)?;
+        toolscore_core::atomic::write_json(&path, overlay)?;
         Ok(path)
     }
 
@@ -697,9 +699,9 @@ fn dataset_and_split(args: &TuneArgs) -> Result<(Dataset, Split), Error> {
             tags: &s.tags,
         })
         .collect();
-    let mut split = crate::tune::split::split(&cases, args.seed, args.holdout_fraction)
+    let mut split = toolscore_tune::split::split(&cases, args.seed, args.holdout_fraction)
         .map_err(|m| usage(&m))?;
-    crate::tune::split::add_scenarios(&mut split, &scenarios, args.seed, args.holdout_fraction);
+    toolscore_tune::split::add_scenarios(&mut split, &scenarios, args.seed, args.holdout_fraction);
     Ok((dataset, split))
 }
 
@@ -711,21 +713,23 @@ struct Proposed {
     candidates: Vec<Candidate>,
     variants: Vec<CatalogVariant>,
     invalid: Vec<String>,
-    suggestions: Vec<crate::tune::propose::Suggestion>,
-    authoring: Option<crate::report::tune::Authoring>,
+    suggestions: Vec<toolscore_tune::propose::Suggestion>,
+    authoring: Option<toolscore_report::tune::Authoring>,
 }
 
 /// The tune's recorder as an observer of one phase: every trial, but not the phase's end, so
 /// the one cassette goes on through the next phase (tune closes it once).
-struct AcrossPhases<'r>(&'r mut crate::provider::cassette::CassetteRecorder);
+struct AcrossPhases<'r>(&'r mut toolscore_provider::cassette::CassetteRecorder);
 
 impl Observer for AcrossPhases<'_> {
     fn on_event(
         &mut self,
-        event: &crate::event::RunEvent<'_>,
-    ) -> Result<crate::event::Control, Error> {
+        event: &toolscore_core::event::RunEvent<'_>,
+    ) -> Result<toolscore_core::event::Control, Error> {
         match event {
-            crate::event::RunEvent::Finished(_) => Ok(crate::event::Control::Continue),
+            toolscore_core::event::RunEvent::Finished(_) => {
+                Ok(toolscore_core::event::Control::Continue)
+            }
             other => self.0.on_event(other),
         }
     }
@@ -742,7 +746,7 @@ fn add_variants(setup: &mut RunSetup, variants: Vec<CatalogVariant>) {
     let plan = &mut setup.plan;
     let base = plan.arms[0].clone();
     for v in &variants {
-        plan.arms.push(crate::runner::Arm {
+        plan.arms.push(toolscore_runner::Arm {
             variant: v.name.clone(),
             ..base.clone()
         });

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use super::super::setup::{RunSetup, Units, build_plan_of_units};
 use super::super::usage;
 use super::{TuneArgs, phase_args};
-use crate::error::Error;
-use crate::provider::cassette::CassetteHeader;
+use toolscore_core::error::Error;
+use toolscore_provider::cassette::CassetteHeader;
 
 /// The provider validated as `run` would on the training units (a replay must hold the
 /// baseline's; nothing is sent), and with --record the cassette to create and its header,
@@ -45,18 +45,18 @@ pub(super) fn probe(
 /// an author replays only with `--author` naming it, and one made without, only without.
 pub(super) fn author_arm(
     args: &TuneArgs,
-    tuned: &crate::runner::Arm,
+    tuned: &toolscore_runner::Arm,
     dir: &Path,
     env: &(dyn Fn(&str) -> Option<String> + Sync),
-) -> Result<Option<crate::runner::Arm>, Error> {
+) -> Result<Option<toolscore_runner::Arm>, Error> {
     if let Some(cassette) = &tuned.replay {
         let recorded = &cassette.header.author;
         let file = cassette.path.display();
         return match (&args.author, recorded) {
             (None, None) => Ok(None),
-            (Some(name), Some(r)) if *name == r.name => Ok(Some(crate::runner::Arm {
+            (Some(name), Some(r)) if *name == r.name => Ok(Some(toolscore_runner::Arm {
                 settings: r.settings(),
-                variant: crate::record::BASE_VARIANT.to_owned(),
+                variant: toolscore_core::record::BASE_VARIANT.to_owned(),
                 replay: Some(cassette.clone()),
                 price: None,
             })),
@@ -100,7 +100,7 @@ pub(super) fn author_arm(
 
 /// `--provider NAME` as given (or the arm's name); for a replay, the flags of the provider it
 /// recorded, since a replay cannot show the model a new variant.
-pub(super) fn live_provider(args: &TuneArgs, arm: &crate::runner::Arm) -> String {
+pub(super) fn live_provider(args: &TuneArgs, arm: &toolscore_runner::Arm) -> String {
     let s = &arm.settings;
     if arm.replay.is_none() {
         return args.provider.clone().unwrap_or_else(|| s.name.clone());

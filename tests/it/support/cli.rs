@@ -8,7 +8,7 @@ use std::process::Command;
 
 /// Exit code, stdout and stderr of one invocation, filtered by [`filter`].
 #[derive(Debug)]
-pub struct Run {
+pub(crate) struct Run {
     pub code: i32,
     pub stdout: String,
     pub stderr: String,
@@ -16,7 +16,7 @@ pub struct Run {
 
 impl Run {
     /// Exit code, stdout and stderr in one text, the shape snapshots take.
-    pub fn transcript(&self) -> String {
+    pub(crate) fn transcript(&self) -> String {
         format!(
             "exit code: {}\n----- stdout -----\n{}\n----- stderr -----\n{}",
             self.code, self.stdout, self.stderr
@@ -36,7 +36,7 @@ const CLEARED_ENV: &[&str] = &[
 
 /// The binary as a `Command` with the developer's keys and log settings cleared, for tests that
 /// drive the process themselves (stdin, signals, timing); the others use [`toolscore`].
-pub fn toolscore_command() -> Command {
+pub(crate) fn toolscore_command() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_toolscore"));
     clear_user_env(&mut cmd);
     cmd
@@ -44,7 +44,7 @@ pub fn toolscore_command() -> Command {
 
 /// Removes the developer's keys and log settings from what `cmd` (a shell or a measuring
 /// parent that runs toolscore) passes on.
-pub fn clear_user_env(cmd: &mut Command) -> &mut Command {
+pub(crate) fn clear_user_env(cmd: &mut Command) -> &mut Command {
     for var in CLEARED_ENV {
         cmd.env_remove(var);
     }
@@ -52,13 +52,13 @@ pub fn clear_user_env(cmd: &mut Command) -> &mut Command {
 }
 
 /// Runs `toolscore ARGS` in `dir`.
-pub fn toolscore(dir: &Path, args: &[&str]) -> Run {
+pub(crate) fn toolscore(dir: &Path, args: &[&str]) -> Run {
     toolscore_env(dir, args, &[])
 }
 
 /// Runs `toolscore ARGS` in `dir` with extra environment variables. Fails the test if the
 /// binary panicked: a panic is a bug whatever the input.
-pub fn toolscore_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
+pub(crate) fn toolscore_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
     let mut cmd = toolscore_command();
     cmd.current_dir(dir).args(args);
     for (k, v) in env {
@@ -76,7 +76,7 @@ pub fn toolscore_env(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Run {
 
 /// Replaces `dir` with `[TMP]`, generated run ids with `[RUN_ID]` and RFC 3339 timestamps
 /// with `[TIME]`.
-pub fn filter(text: &str, dir: &Path) -> String {
+pub(crate) fn filter(text: &str, dir: &Path) -> String {
     let text = text.replace(&dir.display().to_string(), "[TMP]");
     let run_id = regex::Regex::new(r"\b\d{8}T\d{6}Z-[0-9a-f]{4}\b").expect("regex");
     let time =
@@ -97,7 +97,7 @@ macro_rules! toolscore_snapshot {
 /// A project folder for the binary: `data/tools.json`, `data/cases.jsonl`, any `extra` files
 /// (path relative to the folder, text), and a toolscore.yaml naming one provider, `fake`, at
 /// `base_url` (model `m`) and the dataset `data`.
-pub fn fake_project(
+pub(crate) fn fake_project(
     base_url: &str,
     tools: &str,
     cases: &str,
@@ -127,7 +127,7 @@ pub fn fake_project(
 
 /// Splits a command line into words, honouring single and double quotes (enough for the
 /// commands the README, docs/ and the CI recipes show; no escapes or expansions).
-pub fn shell_words(line: &str) -> Vec<String> {
+pub(crate) fn shell_words(line: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut word = String::new();
     let mut quote: Option<char> = None;

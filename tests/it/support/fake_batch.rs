@@ -22,7 +22,7 @@ use super::fake_providers::{
 
 /// Which batch API a fake speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BatchApi {
+pub(crate) enum BatchApi {
     OpenAi,
     Anthropic,
     Gemini,
@@ -30,7 +30,7 @@ pub enum BatchApi {
 
 /// What a test controls, and what the fake saw.
 #[derive(Debug, Default)]
-pub struct BatchScript {
+pub(crate) struct BatchScript {
     /// Keep every batch running (polls answer in progress) until set to false.
     pub hold: bool,
     /// Polls a batch answers "running" before it ends.
@@ -53,7 +53,7 @@ pub struct BatchScript {
 }
 
 #[derive(Debug, Clone)]
-pub struct Job {
+pub(crate) struct Job {
     /// (custom id, request body), in the order sent.
     requests: Vec<(String, Value)>,
     polls: u32,
@@ -62,13 +62,13 @@ pub struct Job {
 }
 
 /// A running fake batch API; `script` is shared with the server.
-pub struct FakeBatch {
+pub(crate) struct FakeBatch {
     pub server: FakeServer,
     pub script: Arc<Mutex<BatchScript>>,
 }
 
 impl FakeBatch {
-    pub fn start(api: BatchApi, script: BatchScript) -> FakeBatch {
+    pub(crate) fn start(api: BatchApi, script: BatchScript) -> FakeBatch {
         let script = Arc::new(Mutex::new(script));
         let shared = Arc::clone(&script);
         let server = FakeServer::start_in_background(move |req: &FakeRequest| {
@@ -82,7 +82,7 @@ impl FakeBatch {
         FakeBatch { server, script }
     }
 
-    pub fn with<T>(&self, f: impl FnOnce(&mut BatchScript) -> T) -> T {
+    pub(crate) fn with<T>(&self, f: impl FnOnce(&mut BatchScript) -> T) -> T {
         f(&mut self.script.lock().expect("script lock"))
     }
 }

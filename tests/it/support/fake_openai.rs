@@ -26,7 +26,7 @@ use tokio::sync::{oneshot, watch};
 
 /// One request as the fake received it.
 #[derive(Debug, Clone)]
-pub struct FakeRequest {
+pub(crate) struct FakeRequest {
     /// The method (`GET`, `POST`).
     pub method: String,
     pub path: String,
@@ -44,7 +44,7 @@ pub struct FakeRequest {
 
 impl FakeRequest {
     /// The first value of a header (name compared case-insensitively).
-    pub fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
             .find(|(k, _)| k.eq_ignore_ascii_case(name))
@@ -54,7 +54,7 @@ impl FakeRequest {
 
 /// What the fake answers.
 #[derive(Debug, Clone)]
-pub struct FakeResponse {
+pub(crate) struct FakeResponse {
     pub status: u16,
     pub headers: Vec<(String, String)>,
     pub body: String,
@@ -64,7 +64,7 @@ pub struct FakeResponse {
 
 impl FakeResponse {
     /// 200 with a JSON body.
-    pub fn ok(body: impl Into<String>) -> Self {
+    pub(crate) fn ok(body: impl Into<String>) -> Self {
         FakeResponse {
             status: 200,
             headers: Vec::new(),
@@ -73,7 +73,7 @@ impl FakeResponse {
         }
     }
 
-    pub fn status(status: u16, body: impl Into<String>) -> Self {
+    pub(crate) fn status(status: u16, body: impl Into<String>) -> Self {
         FakeResponse {
             status,
             headers: Vec::new(),
@@ -82,12 +82,12 @@ impl FakeResponse {
         }
     }
 
-    pub fn header(mut self, name: &str, value: &str) -> Self {
+    pub(crate) fn header(mut self, name: &str, value: &str) -> Self {
         self.headers.push((name.to_owned(), value.to_owned()));
         self
     }
 
-    pub fn delayed(mut self, delay: Duration) -> Self {
+    pub(crate) fn delayed(mut self, delay: Duration) -> Self {
         self.delay = Some(delay);
         self
     }
@@ -119,7 +119,7 @@ impl Drop for Guard {
 }
 
 /// A running fake server; stops when dropped.
-pub struct FakeServer {
+pub(crate) struct FakeServer {
     /// `http://127.0.0.1:PORT/v1`
     pub base_url: String,
     pub addr: SocketAddr,
@@ -129,7 +129,7 @@ pub struct FakeServer {
 
 impl FakeServer {
     /// Starts on the current tokio runtime, on a free local port.
-    pub async fn start(
+    pub(crate) async fn start(
         handler: impl Fn(&FakeRequest) -> FakeResponse + Send + Sync + 'static,
     ) -> FakeServer {
         let listener = TcpListener::bind("127.0.0.1:0")
@@ -157,7 +157,7 @@ impl FakeServer {
 
     /// Starts on a background thread with its own runtime, for tests that drive a child
     /// process or otherwise have no runtime of their own.
-    pub fn start_in_background(
+    pub(crate) fn start_in_background(
         handler: impl Fn(&FakeRequest) -> FakeResponse + Send + Sync + 'static,
     ) -> FakeServer {
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
@@ -193,7 +193,7 @@ impl FakeServer {
     }
 
     /// How many requests have arrived so far.
-    pub fn requests_seen(&self) -> u64 {
+    pub(crate) fn requests_seen(&self) -> u64 {
         self.state.seq.load(Ordering::SeqCst)
     }
 }
@@ -287,7 +287,7 @@ fn usage() -> Value {
 
 /// An OpenAI-shaped response with these tool calls (`(name, raw arguments string)`), ids
 /// `call_0`, `call_1`, …, finish_reason `tool_calls`.
-pub fn tool_call_body(calls: &[(&str, &str)]) -> String {
+pub(crate) fn tool_call_body(calls: &[(&str, &str)]) -> String {
     let tool_calls: Vec<Value> = calls
         .iter()
         .enumerate()
@@ -302,7 +302,7 @@ pub fn tool_call_body(calls: &[(&str, &str)]) -> String {
 }
 
 /// An OpenAI-shaped text answer, finish_reason `stop`.
-pub fn text_body(text: &str) -> String {
+pub(crate) fn text_body(text: &str) -> String {
     json!({
         "id": "chatcmpl-fake", "object": "chat.completion", "created": 1_700_000_000u64, "model": "fake-model",
         "choices": [{"index": 0, "message": {"role": "assistant", "content": text, "refusal": null}, "logprobs": null, "finish_reason": "stop"}],
@@ -312,12 +312,12 @@ pub fn text_body(text: &str) -> String {
 }
 
 /// An OpenAI error envelope `{"error": {message, type, param, code}}`.
-pub fn error_body(message: &str, kind: &str, code: Option<&str>) -> String {
+pub(crate) fn error_body(message: &str, kind: &str, code: Option<&str>) -> String {
     json!({"error": {"message": message, "type": kind, "param": null, "code": code}}).to_string()
 }
 
 /// The text of the last `role: "user"` message of the request (string or text parts).
-pub fn last_user_message(req: &FakeRequest) -> Option<String> {
+pub(crate) fn last_user_message(req: &FakeRequest) -> Option<String> {
     let messages = req.body.get("messages")?.as_array()?;
     let last = messages
         .iter()

@@ -14,22 +14,22 @@ use serde_json::{Value, json};
 use super::fake_openai::{FakeRequest, FakeResponse};
 
 /// The key every fake expects.
-pub const FAKE_KEY: &str = "fake-key-0123456789abcdef";
+pub(crate) const FAKE_KEY: &str = "fake-key-0123456789abcdef";
 /// The final answer every fake gives once the tool result is in.
-pub const FINAL_TEXT: &str = "It's 15 degrees in Paris.";
+pub(crate) const FINAL_TEXT: &str = "It's 15 degrees in Paris.";
 /// The arguments every fake calls `get_weather` with.
-pub fn paris() -> Value {
+pub(crate) fn paris() -> Value {
     json!({"location": "Paris, France"})
 }
 
 // ---------------------------------------------------------------- Anthropic
 
-pub fn anthropic_error(kind: &str, message: &str) -> String {
+pub(crate) fn anthropic_error(kind: &str, message: &str) -> String {
     json!({"type": "error", "error": {"type": kind, "message": message}, "request_id": "req_011CSHoEeqs5C35K2UUqR7Fy"}).to_string()
 }
 
 /// The docs' tool_use response (text block first, then the call; cache usage fields).
-pub fn anthropic_tool_use_body(id: &str) -> String {
+pub(crate) fn anthropic_tool_use_body(id: &str) -> String {
     json!({
         "id": "msg_01Aq9w938a90dw8q", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
         "content": [
@@ -44,7 +44,7 @@ pub fn anthropic_tool_use_body(id: &str) -> String {
     .to_string()
 }
 
-pub fn anthropic_text_body(text: &str) -> String {
+pub(crate) fn anthropic_text_body(text: &str) -> String {
     json!({"id": "msg_02", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
       "content": [{"type": "text", "text": text}], "stop_reason": "end_turn", "stop_sequence": null,
       "usage": {"input_tokens": 520, "output_tokens": 14}})
@@ -146,7 +146,7 @@ fn anthropic_refusal(req: &FakeRequest) -> Option<FakeResponse> {
 }
 
 /// Answers like the Messages API.
-pub fn anthropic_model(req: &FakeRequest) -> FakeResponse {
+pub(crate) fn anthropic_model(req: &FakeRequest) -> FakeResponse {
     if let Some(refused) = anthropic_refusal(req) {
         return refused;
     }
@@ -167,12 +167,12 @@ pub fn anthropic_model(req: &FakeRequest) -> FakeResponse {
 
 // ---------------------------------------------------------------- OpenAI Responses
 
-pub fn openai_error(message: &str, kind: &str, code: Option<&str>) -> String {
+pub(crate) fn openai_error(message: &str, kind: &str, code: Option<&str>) -> String {
     json!({"error": {"message": message, "type": kind, "param": null, "code": code}}).to_string()
 }
 
 /// The spec's function_call response (two ids: `id` is the item, `call_id` the call).
-pub fn responses_call_body(call_id: &str) -> String {
+pub(crate) fn responses_call_body(call_id: &str) -> String {
     json!({
         "id": "resp_67ca09c5efe0819096d0511c92b8c890096610f474011cc0", "object": "response",
         "created_at": 1741294021, "status": "completed", "completed_at": 1741294022,
@@ -186,7 +186,7 @@ pub fn responses_call_body(call_id: &str) -> String {
     .to_string()
 }
 
-pub fn responses_text_body(text: &str) -> String {
+pub(crate) fn responses_text_body(text: &str) -> String {
     json!({"id": "resp_2", "object": "response", "status": "completed", "error": null, "incomplete_details": null,
       "output": [{"type": "message", "id": "msg_1", "status": "completed", "role": "assistant",
         "content": [{"type": "output_text", "text": text, "annotations": []}]}],
@@ -196,7 +196,7 @@ pub fn responses_text_body(text: &str) -> String {
 }
 
 /// Answers like the Responses API.
-pub fn responses_model(req: &FakeRequest) -> FakeResponse {
+pub(crate) fn responses_model(req: &FakeRequest) -> FakeResponse {
     let bad = |m: &str| FakeResponse::status(400, openai_error(m, "invalid_request_error", None));
     if !req.path.ends_with("/responses") {
         return FakeResponse::status(
@@ -259,14 +259,14 @@ pub fn responses_model(req: &FakeRequest) -> FakeResponse {
 
 // ---------------------------------------------------------------- Gemini
 
-pub const THOUGHT_SIGNATURE: &str = "CiEBjz1rX0ilumvPg6k0sMMUtISoQCLJv2bPJ7Vv9r+Xw0o=";
+pub(crate) const THOUGHT_SIGNATURE: &str = "CiEBjz1rX0ilumvPg6k0sMMUtISoQCLJv2bPJ7Vv9r+Xw0o=";
 
-pub fn gemini_error(code: u16, status: &str, message: &str) -> String {
+pub(crate) fn gemini_error(code: u16, status: &str, message: &str) -> String {
     json!({"error": {"code": code, "message": message, "status": status}}).to_string()
 }
 
 /// The bad-key answer: a 400, not a 401.
-pub fn gemini_bad_key() -> String {
+pub(crate) fn gemini_bad_key() -> String {
     json!({"error": {"code": 400, "message": "API key not valid. Please pass a valid API key.", "status": "INVALID_ARGUMENT",
       "details": [{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "API_KEY_INVALID", "domain": "googleapis.com",
         "metadata": {"service": "generativelanguage.googleapis.com"}}]}})
@@ -274,7 +274,7 @@ pub fn gemini_bad_key() -> String {
 }
 
 /// The cookbook's call shape: no id, `finishReason: STOP`, a thought signature beside the call.
-pub fn gemini_call_body() -> String {
+pub(crate) fn gemini_call_body() -> String {
     json!({
         "candidates": [{"content": {"role": "model", "parts": [
             {"functionCall": {"name": "get_weather", "args": paris()}, "thoughtSignature": THOUGHT_SIGNATURE}
@@ -286,7 +286,7 @@ pub fn gemini_call_body() -> String {
     .to_string()
 }
 
-pub fn gemini_text_body(text: &str) -> String {
+pub(crate) fn gemini_text_body(text: &str) -> String {
     json!({"candidates": [{"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": "STOP", "index": 0}],
       "usageMetadata": {"promptTokenCount": 30, "candidatesTokenCount": 9, "totalTokenCount": 39},
       "modelVersion": "gemini-2.5-flash"})
@@ -294,7 +294,7 @@ pub fn gemini_text_body(text: &str) -> String {
 }
 
 /// Answers like generateContent.
-pub fn gemini_model(req: &FakeRequest) -> FakeResponse {
+pub(crate) fn gemini_model(req: &FakeRequest) -> FakeResponse {
     let bad = |m: &str| FakeResponse::status(400, gemini_error(400, "INVALID_ARGUMENT", m));
     if !req.path.ends_with(":generateContent") || !req.path.contains("/models/") {
         return FakeResponse::status(404, gemini_error(404, "NOT_FOUND", "not found"));
@@ -377,7 +377,7 @@ pub fn gemini_model(req: &FakeRequest) -> FakeResponse {
 
 /// The docs' tool-call response: arguments an object, `done_reason: "stop"`; `id` only when
 /// given (servers before November 2025 send none).
-pub fn ollama_call_body(id: Option<&str>) -> String {
+pub(crate) fn ollama_call_body(id: Option<&str>) -> String {
     let mut call = json!({"function": {"index": 0, "name": "get_weather", "arguments": paris()}});
     if let Some(id) = id {
         call["id"] = json!(id);
@@ -389,7 +389,7 @@ pub fn ollama_call_body(id: Option<&str>) -> String {
     .to_string()
 }
 
-pub fn ollama_text_body(text: &str) -> String {
+pub(crate) fn ollama_text_body(text: &str) -> String {
     json!({"model": "qwen3", "created_at": "2025-07-07T20:33:00Z",
       "message": {"role": "assistant", "content": text}, "done_reason": "stop", "done": true,
       "prompt_eval_count": 190, "eval_count": 9})
@@ -397,7 +397,7 @@ pub fn ollama_text_body(text: &str) -> String {
 }
 
 /// Answers like /api/chat.
-pub fn ollama_model(req: &FakeRequest) -> FakeResponse {
+pub(crate) fn ollama_model(req: &FakeRequest) -> FakeResponse {
     let bad = |m: &str| FakeResponse::status(400, json!({"error": m}).to_string());
     if req.path != "/api/chat" {
         return FakeResponse::status(404, "404 page not found");
@@ -442,7 +442,7 @@ pub fn ollama_model(req: &FakeRequest) -> FakeResponse {
 // ---------------------------------------------------------------- Azure OpenAI
 
 /// Answers like an Azure OpenAI deployment (the OpenAI Chat body).
-pub fn azure_model(req: &FakeRequest, deployment: &str) -> FakeResponse {
+pub(crate) fn azure_model(req: &FakeRequest, deployment: &str) -> FakeResponse {
     if req.path != format!("/openai/deployments/{deployment}/chat/completions") {
         return FakeResponse::status(
             404,

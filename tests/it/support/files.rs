@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 /// A JSON file, parsed; panics naming the file.
-pub fn read_json(path: &Path) -> Value {
+pub(crate) fn read_json(path: &Path) -> Value {
     let text = std::fs::read_to_string(path)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()))
@@ -14,7 +14,7 @@ pub fn read_json(path: &Path) -> Value {
 
 /// A JSON-lines file (results.jsonl, history.jsonl), one value a line; panics naming the file
 /// and line.
-pub fn read_jsonl(path: &Path) -> Vec<Value> {
+pub(crate) fn read_jsonl(path: &Path) -> Vec<Value> {
     let text = std::fs::read_to_string(path)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
     text.lines()
@@ -27,7 +27,7 @@ pub fn read_jsonl(path: &Path) -> Vec<Value> {
 }
 
 /// The one run folder in `out` (beside the history.jsonl every run appends to).
-pub fn only_run_dir(out: &Path) -> PathBuf {
+pub(crate) fn only_run_dir(out: &Path) -> PathBuf {
     let dirs: Vec<PathBuf> = std::fs::read_dir(out)
         .unwrap_or_else(|e| panic!("cannot list {}: {e}", out.display()))
         .map(|e| e.expect("entry").path())
@@ -43,7 +43,7 @@ pub fn only_run_dir(out: &Path) -> PathBuf {
 }
 
 /// Copies a folder and everything under it.
-pub fn copy_dir(from: &Path, to: &Path) {
+pub(crate) fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).expect("mkdir");
     for entry in std::fs::read_dir(from).expect("read_dir") {
         let entry = entry.expect("entry");
@@ -58,7 +58,7 @@ pub fn copy_dir(from: &Path, to: &Path) {
 
 /// A copy of what the docs' commands read: the config, the datasets, the scenarios and the
 /// lint corpora; commands that write into a dataset (`tune`) write into the copy.
-pub fn project_copy() -> tempfile::TempDir {
+pub(crate) fn project_copy() -> tempfile::TempDir {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let dir = tempfile::tempdir().expect("tempdir");
     std::fs::copy(
@@ -76,7 +76,7 @@ pub fn project_copy() -> tempfile::TempDir {
 /// `actual`, in order (a line `…` stands for lines left out): the guide quotes what the
 /// command prints. The last mention, because a guide may give the command first and name it
 /// again where it shows the output.
-pub fn assert_guide_quotes(page: &str, command: &str, actual: &str) {
+pub(crate) fn assert_guide_quotes(page: &str, command: &str, actual: &str) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let text = std::fs::read_to_string(root.join(page)).expect("the guide");
     let after = &text[text

@@ -14,7 +14,7 @@ use rmcp::transport::streamable_http_server::{
 };
 
 /// What the front answers in place of the MCP service.
-pub enum FrontAnswer {
+pub(crate) enum FrontAnswer {
     /// This status, with its reason as a plain-text body and, when given, a `Retry-After`
     /// header.
     Status(hyper::StatusCode, Option<&'static str>),
@@ -24,12 +24,12 @@ pub enum FrontAnswer {
 
 /// Reads each request (its headers and its JSON-RPC message) before the service does;
 /// `None` lets it through.
-pub type Front = Arc<
+pub(crate) type Front = Arc<
     dyn Fn(&hyper::http::request::Parts, &serde_json::Value) -> Option<FrontAnswer> + Send + Sync,
 >;
 
 /// A front that lets everything through.
-pub fn no_front() -> Front {
+pub(crate) fn no_front() -> Front {
     Arc::new(|_, _| None)
 }
 
@@ -52,7 +52,7 @@ fn plain(status: hyper::StatusCode, retry_after: Option<&str>) -> hyper::Respons
 
 /// Serves the handlers `make` builds (rmcp calls it for each new MCP session) behind `front`
 /// and returns the URL.
-pub fn serve_mcp<H, M>(make: M, front: Front) -> String
+pub(crate) fn serve_mcp<H, M>(make: M, front: Front) -> String
 where
     H: ServerHandler,
     M: Fn() -> H + Send + Sync + 'static,
@@ -115,7 +115,11 @@ where
 }
 
 /// A tool named `name` with input schema `schema` (a JSON object).
-pub fn mcp_tool(name: &str, description: &str, schema: serde_json::Value) -> rmcp::model::Tool {
+pub(crate) fn mcp_tool(
+    name: &str,
+    description: &str,
+    schema: serde_json::Value,
+) -> rmcp::model::Tool {
     let serde_json::Value::Object(schema) = schema else {
         panic!("an input schema is an object: {schema}")
     };

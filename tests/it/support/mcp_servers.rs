@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 /// The node_modules folder holding the servers, or None when Node.js or npm is missing on a
 /// developer's machine (the test then returns early and says so). Under `CI=true` a missing
 /// Node.js, npm or install fails the test: CI must exercise the real servers.
-pub fn published_servers() -> Option<PathBuf> {
+pub(crate) fn published_servers() -> Option<PathBuf> {
     static INSTALLED: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     let installed = INSTALLED.get_or_init(|| {
         let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -39,7 +39,7 @@ pub fn published_servers() -> Option<PathBuf> {
 }
 
 /// `node ENTRY` for a server package under `modules` (`@modelcontextprotocol/server-everything`).
-pub fn server_command(modules: &Path, package: &str) -> Vec<String> {
+pub(crate) fn server_command(modules: &Path, package: &str) -> Vec<String> {
     vec![
         "node".to_owned(),
         modules

@@ -3,19 +3,19 @@
 //! helper.
 #![allow(dead_code, unused_imports)]
 
-pub mod cli;
-pub mod fake_batch;
-pub mod fake_openai;
-pub mod fake_providers;
-pub mod files;
-pub mod mcp_http;
-pub mod mcp_servers;
-pub mod measure;
-pub mod stress_servers;
+pub(crate) mod cli;
+pub(crate) mod fake_batch;
+pub(crate) mod fake_openai;
+pub(crate) mod fake_providers;
+pub(crate) mod files;
+pub(crate) mod mcp_http;
+pub(crate) mod mcp_servers;
+pub(crate) mod measure;
+pub(crate) mod stress_servers;
 
-pub use cli::*;
-pub use fake_openai::*;
-pub use fake_providers::*;
-pub use files::*;
-pub use mcp_servers::*;
-pub use stress_servers::*;
+pub(crate) use cli::*;
+pub(crate) use fake_openai::*;
+pub(crate) use fake_providers::*;
+pub(crate) use files::*;
+pub(crate) use mcp_servers::*;
+pub(crate) use stress_servers::*;

@@ -36,7 +36,7 @@ struct Faulty {
     last: Arc<Mutex<String>>,
 }
 
-pub const FAULTY_TOOLS: [&str; 7] = [
+pub(crate) const FAULTY_TOOLS: [&str; 7] = [
     "echo",
     "remember",
     "slow_down",
@@ -47,7 +47,7 @@ pub const FAULTY_TOOLS: [&str; 7] = [
 ];
 
 /// The schema every faulty tool takes.
-pub fn text_schema() -> serde_json::Value {
+pub(crate) fn text_schema() -> serde_json::Value {
     json!({
         "type": "object",
         "properties": {"text": {"type": "string"}},
@@ -116,7 +116,7 @@ fn faulty_front(
 }
 
 /// Serves the faulty server; returns its URL.
-pub fn start_faulty_server() -> String {
+pub(crate) fn start_faulty_server() -> String {
     let last = Arc::new(Mutex::new(String::new()));
     serve_mcp(
         move || Faulty {
@@ -133,7 +133,7 @@ pub fn start_faulty_server() -> String {
 
 /// How the graph server keeps its store, and which tools it lists.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum GraphServer {
+pub(crate) enum GraphServer {
     /// One store for every session: what one session creates, the others read back. Its only
     /// free strings are nested (no top-level string parameter at all).
     Shared,
@@ -154,7 +154,7 @@ struct Graph {
 }
 
 /// The tools of `kind`.
-pub fn graph_tools(kind: GraphServer) -> Vec<Tool> {
+pub(crate) fn graph_tools(kind: GraphServer) -> Vec<Tool> {
     let read = mcp_tool(
         "read_graph",
         "Every entity",
@@ -235,7 +235,7 @@ impl ServerHandler for Graph {
 }
 
 /// Serves a graph server of `kind`; returns its URL.
-pub fn start_graph_server(kind: GraphServer) -> String {
+pub(crate) fn start_graph_server(kind: GraphServer) -> String {
     let shared = Arc::new(Mutex::new(Vec::new()));
     serve_mcp(
         move || Graph {

@@ -1,0 +1,201 @@
+//! The shipped price table (`prices.yaml`, dated, one entry per model with where its figures
+//! came from) and how an arm finds its price in it.
+//!
+//! A model matches an entry named exactly like it, or like it followed by a dated snapshot
+//! suffix (`claude-sonnet-4-5-20250929`, `gpt-4.1-2025-04-14`); no looser prefix, so a model
+//! the table does not know stays unpriced instead of borrowing a sibling's price. Local
+//! models are never priced from the table: `ollama`, and `openai-compat` on a loopback
+//! address, cost what `prices:` in toolscore.yaml says, and are unknown otherwise.
+
+use std::sync::OnceLock;
+
+use serde::Deserialize;
+
+use toolscore_core::record::Price;
+
+/// The table as shipped: compiled into the binary, so a run prices the same on any machine.
+const SHIPPED: &str = include_str!("prices.yaml");
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PriceTable {
+    /// The day the figures were read from their sources.
+    pub as_of: String,
+    pub models: Vec<TableEntry>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TableEntry {
+    /// Provider kinds the price applies to (`openai-compat` and `openai-responses` share
+    /// OpenAI's prices).
+    pub kinds: Vec<String>,
+    pub model: String,
+    pub input: f64,
+    pub output: f64,
+    #[serde(default)]
+    pub cache_read: Option<f64>,
+    #[serde(default)]
+    pub cache_write: Option<f64>,
+    /// Share taken off input and output by the provider's batch API.
+    #[serde(default)]
+    pub batch_discount: Option<f64>,
+    pub source: String,
+}
+
+/// The price an arm is charged at, and where it comes from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ArmPrice {
+    pub price: Price,
+    pub batch_discount: Option<f64>,
+    /// `price table 2026-12-03 (SOURCE)` or `toolscore.yaml prices.KEY`.
+    pub source: String,
+}
+
+/// The shipped table. Its parse is checked by a unit test, so a failure here is a build
+/// defect, not bad input.
+pub fn shipped() -> &'static PriceTable {
+    static TABLE: OnceLock<PriceTable> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        serde_saphyr::from_str(SHIPPED).expect("src/provider/prices.yaml parses (unit-tested)")
+    })
+}
+
+impl PriceTable {
+    /// The price of `model` served by a provider of `kind` at `base_url`, if the table has it.
+    pub fn lookup(&self, kind: &str, model: &str, base_url: &str) -> Option<ArmPrice> {
+        if kind == "ollama" || (kind == "openai-compat" && is_loopback(base_url)) {
+            return None;
+        }
+        let entry = self
+            .models
+            .iter()
+            .find(|e| e.kinds.iter().any(|k| k == kind) && model_matches(&e.model, model))?;
+        Some(ArmPrice {
+            price: Price {
+                input: entry.input,
+                output: entry.output,
+                cache_read: entry.cache_read,
+                cache_write: entry.cache_write,
+            },
+            batch_discount: entry.batch_discount,
+            source: format!("price table {} ({})", self.as_of, entry.source),
+        })
+    }
+}
+
+/// `model` is `name`, or `name` and a dated snapshot suffix (`-YYYYMMDD`, `-YYYY-MM-DD`).
+pub(super) fn model_matches(name: &str, model: &str) -> bool {
+    let Some(rest) = model.strip_prefix(name) else {
+        return false;
+    };
+    let Some(date) = rest.strip_prefix('-') else {
+        return rest.is_empty();
+    };
+    let digits = |s: &str, n: usize| s.len() == n && s.bytes().all(|b| b.is_ascii_digit());
+    digits(date, 8)
+        || matches!(date.split('-').collect::<Vec<_>>().as_slice(),
+            [y, m, d] if digits(y, 4) && digits(m, 2) && digits(d, 2))
+}
+
+/// A base URL on this machine (`localhost`, `127.x`, `::1`): a local model server.
+fn is_loopback(base_url: &str) -> bool {
+    let rest = base_url
+        .split_once("://")
+        .map_or(base_url, |(_, rest)| rest);
+    let authority = rest.split('/').next().unwrap_or_default();
+    let host = match authority.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or_default(),
+        None => authority.split(':').next().unwrap_or_default(),
+    };
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_shipped_table_parses_is_dated_and_every_price_is_sane() {
+        let t = shipped();
+        assert!(
+            t.as_of.len() == 10 && t.as_of.starts_with("20"),
+            "{}",
+            t.as_of
+        );
+        assert!(t.models.len() >= 10);
+        for e in &t.models {
+            let rates = [Some(e.input), Some(e.output), e.cache_read, e.cache_write];
+            assert!(
+                rates.iter().flatten().all(|r| r.is_finite() && *r >= 0.0),
+                "{}",
+                e.model
+            );
+            assert!(e.batch_discount.is_none_or(|d| (0.0..1.0).contains(&d)));
+            assert!(!e.source.is_empty() && !e.kinds.is_empty(), "{}", e.model);
+            for k in &e.kinds {
+                assert!(k.parse::<crate::ProviderKind>().is_ok(), "{k}");
+            }
+        }
+    }
+
+    #[test]
+    fn dated_snapshots_match_but_siblings_do_not() {
+        let t = shipped();
+        let sonnet = t
+            .lookup(
+                "anthropic",
+                "claude-sonnet-4-5-20250929",
+                "https://api.anthropic.com",
+            )
+            .expect("a dated snapshot is priced");
+        assert_eq!(sonnet.price.input, 3.0);
+        assert_eq!(sonnet.price.cache_write, Some(3.75));
+        assert!(
+            sonnet.source.starts_with("price table 2026-"),
+            "{}",
+            sonnet.source
+        );
+        // claude-sonnet-4-5 is not claude-sonnet-4 with a suffix.
+        assert_eq!(
+            t.lookup("anthropic", "claude-sonnet-4-5", "")
+                .map(|p| p.price.output),
+            Some(15.0)
+        );
+        assert!(t.lookup("openai-responses", "gpt-5.4-pro", "").is_none());
+        assert_eq!(
+            t.lookup(
+                "openai-compat",
+                "gpt-4.1-mini-2025-04-14",
+                "https://api.openai.com/v1"
+            )
+            .map(|p| p.price.input),
+            Some(0.40)
+        );
+        // A kind the entry does not name.
+        assert!(t.lookup("gemini", "gpt-4.1", "").is_none());
+    }
+
+    #[test]
+    fn local_models_are_never_priced_from_the_table() {
+        let t = shipped();
+        for url in [
+            "http://127.0.0.1:8089/v1",
+            "http://localhost:11434/v1",
+            "http://[::1]:8000/v1",
+        ] {
+            assert!(t.lookup("openai-compat", "gpt-4.1", url).is_none(), "{url}");
+        }
+        assert!(
+            t.lookup("ollama", "gpt-4.1", "https://example.com")
+                .is_none()
+        );
+        assert!(
+            t.lookup("openai-compat", "gpt-4.1", "https://gateway.example.com/v1")
+                .is_some()
+        );
+    }
+}

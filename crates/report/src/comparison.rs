@@ -1,0 +1,519 @@
+//! A paired comparison of two arms as data (what `decide::compare` decided), and its terminal
+//! rendering. Computed by the compare module; every renderer only formats these numbers.
+
+use std::io::{self, Write};
+
+use serde::{Deserialize, Serialize};
+
+use super::Metric;
+use toolscore_core::record::ArmId;
+
+/// Two arms compared on the cases they share: B − A, paired by case.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    pub metric: Metric,
+    /// Two-sided confidence level of every interval.
+    pub confidence: f64,
+    /// The smallest difference worth acting on (`--min-effect`).
+    pub min_effect: f64,
+    /// Power the planned number of cases is computed for.
+    pub power: f64,
+    pub a: ComparedArm,
+    pub b: ComparedArm,
+    /// What differs between the arms: `variant`, `provider` (provider, model or sampling
+    /// settings, or only the provider's name within one run) or `run` (the same arm measured
+    /// in two runs).
+    pub axis: String,
+    /// Cases not tagged `holdout`: per-case tables and their verdict.
+    pub visible: GroupComparison,
+    /// Cases tagged `holdout`: reported only in aggregate, with a verdict of their own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub holdout: Option<GroupComparison>,
+    /// Visible cases whose Newcombe interval of the difference excludes 0, better first
+    /// (largest gain), then worse (largest loss).
+    pub changed_cases: Vec<CaseComparison>,
+    /// Every visible case with data in both arms, B − A with its Newcombe interval, in case
+    /// order (dataset, case id): the paired per-case differences the HTML report plots.
+    /// Absent from comparisons written before it was added.
+    #[serde(default)]
+    pub case_differences: Vec<CaseComparison>,
+    /// Expected tool → tool chosen instead, scored trials of each arm (all cases, holdout
+    /// included: counts only, no case names).
+    pub substitutions: Vec<Substitution>,
+}
+
+/// The sequential comparison of a run's two arms (`decide::compare::sequential`): a
+/// confidence sequence for the mean over this suite's visible cases of B's rate − A's, judged
+/// after every complete round.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SequentialComparison {
+    /// Better, worse, no difference as large as `min_effect`, or inconclusive (undecided when
+    /// the run ended).
+    pub verdict: ComparisonVerdict,
+    /// Complete rounds judged: each is one trial of every visible case under both arms.
+    pub rounds: u64,
+    /// Rounds left out because a pair in them measured nothing (an infrastructure error, or a
+    /// metric that does not apply).
+    pub skipped_rounds: u64,
+    /// Rounds the run could hold.
+    pub max_rounds: u32,
+    pub cases: usize,
+    pub counts: toolscore_stats::PairCounts,
+    /// The sequence covers the true difference at every round with probability 1 − alpha.
+    pub alpha: f64,
+    /// The confidence sequence at the last round judged.
+    pub lower: f64,
+    pub upper: f64,
+}
+
+impl SequentialComparison {
+    /// The same result told as A − B: the arms swapped. A race's `NotBetter` (a one-sided
+    /// stop) has no mirror and is kept: races never swap their arms.
+    pub fn mirrored(&self) -> Self {
+        SequentialComparison {
+            verdict: match self.verdict {
+                ComparisonVerdict::Better => ComparisonVerdict::Worse,
+                ComparisonVerdict::Worse => ComparisonVerdict::Better,
+                v => v,
+            },
+            counts: toolscore_stats::PairCounts {
+                b_only: self.counts.a_only,
+                a_only: self.counts.b_only,
+                same: self.counts.same,
+            },
+            lower: -self.upper,
+            upper: -self.lower,
+            ..self.clone()
+        }
+    }
+
+    /// The comparison's sequential line, as every report words it.
+    pub fn line(&self) -> String {
+        let state = if self.verdict == ComparisonVerdict::Inconclusive {
+            format!(
+                "undecided after {} of {} rounds",
+                self.rounds, self.max_rounds
+            )
+        } else {
+            format!("decided after {} rounds", self.rounds)
+        };
+        format!(
+            "sequential (betting confidence sequence, anytime-valid; about these {} cases, not a population of cases): {state} ({} trials): B − A in [{:+.3}, {:+.3}] at {:.0}%; pairs {} B only, {} A only, {} alike{}",
+            self.cases,
+            2 * self.rounds * self.cases as u64,
+            self.lower,
+            self.upper,
+            (1.0 - self.alpha) * 100.0,
+            self.counts.b_only,
+            self.counts.a_only,
+            self.counts.same,
+            if self.skipped_rounds > 0 {
+                format!(
+                    "; {} rounds skipped for a pair that measured nothing",
+                    self.skipped_rounds
+                )
+            } else {
+                String::new()
+            }
+        )
+    }
+}
+
+/// One side of a comparison.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ComparedArm {
+    pub run_id: String,
+    pub arm: ArmId,
+}
+
+impl ComparedArm {
+    /// `variant terse`, `provider local-greedy (smollm2)`, or `run 2026…` depending on the axis.
+    pub fn label(&self, axis: &str) -> String {
+        match axis {
+            "variant" => format!("variant {}", self.arm.variant),
+            "provider" => format!("{} ({})", self.arm.provider, self.arm.model),
+            _ => format!("run {}", self.run_id),
+        }
+    }
+}
+
+/// The verdict of a comparison at `--min-effect`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ComparisonVerdict {
+    /// B is better: the interval of the mean difference lies above 0.
+    Better,
+    /// B is worse: the interval lies below 0.
+    Worse,
+    /// No difference as large as `min_effect` either way: the interval lies inside
+    /// (−min_effect, +min_effect).
+    Equivalent,
+    /// The interval holds 0 and differences of `min_effect` or more: more cases are needed.
+    Inconclusive,
+    /// B is not better by `min_effect`: the interval's upper end lies below it (a race's
+    /// futility stop; B may be a little better, or worse).
+    NotBetter,
+}
+
+impl ComparisonVerdict {
+    pub fn describe(self, b: &str, min_effect: f64) -> String {
+        match self {
+            ComparisonVerdict::Better => format!("BETTER: {b} scores higher"),
+            ComparisonVerdict::Worse => format!("WORSE: {b} scores lower"),
+            ComparisonVerdict::Equivalent => format!(
+                "NO DETECTABLE DIFFERENCE: any difference is smaller than {min_effect} either way"
+            ),
+            ComparisonVerdict::Inconclusive => format!(
+                "INCONCLUSIVE: the data allow no difference and a difference of {min_effect} or more"
+            ),
+            ComparisonVerdict::NotBetter => {
+                format!("NOT BETTER: {b} is not better by {min_effect} or more")
+            }
+        }
+    }
+}
+
+/// A comparison's one verdict: what `compare`'s and `run --compare`'s exit codes, the terminal,
+/// Markdown and the HTML badge all say. See [`Comparison::overall`] for the rule.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OverallVerdict {
+    pub verdict: ComparisonVerdict,
+    /// Why the verdict is not simply the visible cases' (held-out cases undecided or
+    /// disagreeing), in words for every renderer.
+    pub reason: Option<String>,
+}
+
+impl OverallVerdict {
+    /// Whether the comparison is decided: exit 0 when it is, 3 when it is not.
+    pub fn decided(&self) -> bool {
+        self.verdict != ComparisonVerdict::Inconclusive
+    }
+
+    /// A short label for a badge: `B BETTER`, `B WORSE`, `NO DETECTABLE DIFFERENCE`,
+    /// `INCONCLUSIVE`.
+    pub fn label(&self) -> &'static str {
+        match self.verdict {
+            ComparisonVerdict::Better => "B BETTER",
+            ComparisonVerdict::Worse => "B WORSE",
+            ComparisonVerdict::Equivalent => "NO DETECTABLE DIFFERENCE",
+            ComparisonVerdict::Inconclusive => "INCONCLUSIVE",
+            ComparisonVerdict::NotBetter => "B NOT BETTER",
+        }
+    }
+}
+
+impl Comparison {
+    /// The rule, stated once: the verdict of the visible cases stands when there are no
+    /// held-out cases, or when the held-out cases reach the same verdict. Otherwise the
+    /// comparison is inconclusive: a wording may have been tuned on the visible cases, and
+    /// the held-out ones are there to confirm it, so a finding they leave undecided or
+    /// contradict is not yet a finding.
+    pub fn overall(&self) -> OverallVerdict {
+        let visible = self.visible.judged();
+        let Some(holdout) = &self.holdout else {
+            return OverallVerdict {
+                verdict: visible,
+                reason: None,
+            };
+        };
+        if holdout.judged() == visible {
+            return OverallVerdict {
+                verdict: visible,
+                reason: None,
+            };
+        }
+        let reason = if visible == ComparisonVerdict::Inconclusive {
+            "the visible cases are undecided".to_owned()
+        } else if holdout.judged() == ComparisonVerdict::Inconclusive {
+            format!(
+                "the visible cases say {}, not yet confirmed on the {} held-out cases (undecided)",
+                verdict_word(visible),
+                holdout.cases
+            )
+        } else {
+            format!(
+                "the visible cases say {} but the {} held-out cases say {}",
+                verdict_word(visible),
+                holdout.cases,
+                verdict_word(holdout.judged())
+            )
+        };
+        OverallVerdict {
+            verdict: ComparisonVerdict::Inconclusive,
+            reason: Some(reason),
+        }
+    }
+}
+
+fn verdict_word(v: ComparisonVerdict) -> &'static str {
+    match v {
+        ComparisonVerdict::Better => "better",
+        ComparisonVerdict::Worse => "worse",
+        ComparisonVerdict::Equivalent => "no detectable difference",
+        ComparisonVerdict::Inconclusive => "inconclusive",
+        ComparisonVerdict::NotBetter => "not better",
+    }
+}
+
+/// The comparison's overall line, as the terminal and Markdown print it.
+pub(crate) fn overall_line(c: &Comparison) -> String {
+    let o = c.overall();
+    let b = c.b.label(&c.axis);
+    match o.reason {
+        None => format!("verdict: {}", o.verdict.describe(&b, c.min_effect)),
+        Some(reason) => format!("verdict: INCONCLUSIVE: {reason}"),
+    }
+}
+
+/// The suite-level comparison of a group of cases.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GroupComparison {
+    /// Cases with data for the metric in both arms.
+    pub cases: usize,
+    pub a_mean: Option<f64>,
+    pub b_mean: Option<f64>,
+    /// Mean of the per-case differences B − A with its t(m−1) interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub difference: Option<MeanDifference>,
+    /// With one trial per case in each arm: McNemar's test on the discordant cases.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcnemar: Option<McNemar>,
+    pub verdict: ComparisonVerdict,
+    /// Cases that would detect `min_effect` with `power`, at the observed spread of the
+    /// per-case differences.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cases_needed: Option<u64>,
+    /// `run --compare --sequential`: the anytime-valid comparison the run stopped on. When
+    /// present its verdict is the group's ([`Self::judged`]); the fixed-n figures stay as
+    /// description.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sequential: Option<SequentialComparison>,
+}
+
+impl GroupComparison {
+    /// The group's verdict: the sequential comparison's when the run stopped on one (a
+    /// fixed-n interval computed after a data-dependent stop would not hold its level), else
+    /// the fixed-n one.
+    pub fn judged(&self) -> ComparisonVerdict {
+        self.sequential.as_ref().map_or(self.verdict, |s| s.verdict)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MeanDifference {
+    pub mean: f64,
+    pub lo: f64,
+    pub hi: f64,
+    /// Standard deviation of the per-case differences.
+    pub sd: f64,
+    pub df: u64,
+    /// Two-sided p-value of the paired t test of no difference.
+    pub p_value: f64,
+    pub method: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct McNemar {
+    pub both_pass: u64,
+    pub a_only: u64,
+    pub b_only: u64,
+    pub neither: u64,
+    pub exact_p: f64,
+    pub mid_p: f64,
+    /// Newcombe's paired square-and-add interval of B − A.
+    pub lo: f64,
+    pub hi: f64,
+}
+
+/// One case in both arms.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CaseComparison {
+    pub dataset: String,
+    pub case_id: String,
+    pub a_x: u64,
+    pub a_n: u64,
+    pub b_x: u64,
+    pub b_n: u64,
+    /// B − A with Newcombe's hybrid score interval.
+    pub difference: f64,
+    pub lo: f64,
+    pub hi: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Substitution {
+    pub expected: String,
+    pub chosen: String,
+    pub a: u64,
+    pub b: u64,
+}
+
+/// How many changed cases and substitutions the terminal lists (all are in the JSON).
+const SHOWN: usize = 12;
+
+/// Renders a comparison for a terminal or a log.
+// Long: one line per figure, in the order the report shows them.
+pub fn render_comparison(c: &Comparison, w: &mut dyn Write) -> io::Result<()> {
+    let a = c.a.label(&c.axis);
+    let b = c.b.label(&c.axis);
+    writeln!(
+        w,
+        "compare {} · A = {a} · B = {b} · {:.0}% intervals, B − A paired by case",
+        c.metric.label(),
+        c.confidence * 100.0
+    )?;
+    if c.axis == "variant" {
+        if c.a.arm.provider == c.b.arm.provider {
+            writeln!(
+                w,
+                "        both: provider {} · model {}",
+                c.a.arm.provider, c.a.arm.model
+            )?;
+        } else {
+            writeln!(
+                w,
+                "        A: provider {} · B: provider {} · both model {}",
+                c.a.arm.provider, c.b.arm.provider, c.a.arm.model
+            )?;
+        }
+    }
+    writeln!(w)?;
+    writeln!(w, "  {}", overall_line(c))?;
+    writeln!(w)?;
+    write_group(w, "visible cases", &c.visible, c, &b)?;
+    if !c.changed_cases.is_empty() {
+        writeln!(
+            w,
+            "\n  cases that changed (Newcombe interval of B − A excludes 0; per case, not adjusted for {} cases):",
+            c.visible.cases
+        )?;
+        writeln!(
+            w,
+            "    {:<8} {:<34} {:>9} {:>9}  B − A",
+            "", "case", "A", "B"
+        )?;
+        for cc in c.changed_cases.iter().take(SHOWN) {
+            writeln!(
+                w,
+                "    {:<8} {:<34} {:>9} {:>9}  {:+.3} [{:+.3}, {:+.3}]",
+                if cc.difference > 0.0 {
+                    "better"
+                } else {
+                    "worse"
+                },
+                cc.case_id,
+                format!("{}/{}", cc.a_x, cc.a_n),
+                format!("{}/{}", cc.b_x, cc.b_n),
+                cc.difference,
+                cc.lo,
+                cc.hi
+            )?;
+        }
+        if c.changed_cases.len() > SHOWN {
+            writeln!(
+                w,
+                "    … {} more in the JSON",
+                c.changed_cases.len() - SHOWN
+            )?;
+        }
+    } else {
+        writeln!(w, "\n  no visible case changed beyond its interval")?;
+    }
+    if let Some(h) = &c.holdout {
+        writeln!(w)?;
+        write_group(
+            w,
+            "holdout cases (tagged `holdout`; aggregate only)",
+            h,
+            c,
+            &b,
+        )?;
+    }
+    if !c.substitutions.is_empty() {
+        writeln!(
+            w,
+            "\n  substitutions (expected → chosen instead, scored trials; largest change first):"
+        )?;
+        let shown: Vec<(String, &Substitution)> = c
+            .substitutions
+            .iter()
+            .take(SHOWN)
+            .map(|s| (format!("{} → {}", s.expected, s.chosen), s))
+            .collect();
+        let width = shown
+            .iter()
+            .map(|(label, _)| label.chars().count())
+            .max()
+            .unwrap_or(0)
+            .max(20);
+        writeln!(w, "    {:<width$} {:>7} {:>7}", "", "A", "B")?;
+        for (label, s) in &shown {
+            writeln!(w, "    {label:<width$} {:>7} {:>7}", s.a, s.b)?;
+        }
+        if c.substitutions.len() > SHOWN {
+            writeln!(
+                w,
+                "    … {} more in the JSON",
+                c.substitutions.len() - SHOWN
+            )?;
+        }
+    }
+    Ok(())
+}
+
+fn write_group(
+    w: &mut dyn Write,
+    title: &str,
+    g: &GroupComparison,
+    c: &Comparison,
+    b: &str,
+) -> io::Result<()> {
+    let mean = |m: Option<f64>| m.map_or("n/a".to_owned(), |m| format!("{m:.3}"));
+    writeln!(
+        w,
+        "  {title}: {} · mean of case rates A {} · B {}",
+        g.cases,
+        mean(g.a_mean),
+        mean(g.b_mean)
+    )?;
+    match &g.difference {
+        Some(d) => writeln!(
+            w,
+            "    B − A = {:+.3} [{:+.3}, {:+.3}] (paired t on {} case differences, {} df, sd {:.3}, p = {:.4})",
+            d.mean, d.lo, d.hi, g.cases, d.df, d.sd, d.p_value
+        )?,
+        None => writeln!(
+            w,
+            "    B − A: n/a (fewer than 2 cases with data in both arms)"
+        )?,
+    }
+    if let Some(m) = &g.mcnemar {
+        writeln!(
+            w,
+            "    one trial per case: McNemar on {} discordant cases (A only {}, B only {}): exact p = {:.4}, mid-p = {:.4}; Newcombe paired [{:+.3}, {:+.3}]",
+            m.a_only + m.b_only,
+            m.a_only,
+            m.b_only,
+            m.exact_p,
+            m.mid_p,
+            m.lo,
+            m.hi
+        )?;
+    }
+    match &g.sequential {
+        Some(q) => {
+            writeln!(w, "    {}", q.line())?;
+            writeln!(w, "    verdict: {}", q.verdict.describe(b, c.min_effect))?;
+        }
+        None => writeln!(w, "    verdict: {}", g.verdict.describe(b, c.min_effect))?,
+    }
+    if let Some(n) = g.cases_needed {
+        writeln!(
+            w,
+            "    about {n} cases with this spread would detect a difference of {} with {:.0}% power",
+            c.min_effect,
+            c.power * 100.0
+        )?;
+    }
+    Ok(())
+}

@@ -1,0 +1,223 @@
+//! The words every report says the same way: a rate with its interval and count, a
+//! percentile with its order-statistic interval, dollars, the cost line, the suite sentence
+//! and each warning.
+//! The terminal, report.md, report.html and the scenario and stress reports take them from
+//! here, so a change of wording is made once (verdict labels live beside the verdicts, in
+//! `verdict.rs` and `comparison.rs`).
+
+use super::{Metric, RateStat, Summary, Warning};
+
+/// How many of the worst cases the terminal report lists (all are in summary.json).
+pub(crate) const WORST_CASES_SHOWN: usize = 10;
+
+/// What an arm's suite counts: `12 cases, 480 trials scored, 2 infrastructure errors (not
+/// scored)`.
+pub(crate) fn suite_sentence(a: &super::ArmSummary) -> String {
+    format!(
+        "{} cases, {} trials scored, {} infrastructure errors (not scored)",
+        a.suite.cases, a.suite.scored_trials, a.infra.errors
+    )
+}
+
+/// `0.853 [0.838, 0.867] (1877/2200)`, or `n/a (0/0)` when nothing was measured.
+pub(crate) fn format_rate(r: &RateStat) -> String {
+    match (r.rate, r.interval) {
+        (Some(p), Some(iv)) => format!("{p:.3} [{:.3}, {:.3}] ({}/{})", iv.lo, iv.hi, r.x, r.n),
+        _ => format!("n/a ({}/{})", r.x, r.n),
+    }
+}
+
+/// `812.0 [640.5, 990.1]`: a nearest-rank percentile in ms with its order-statistic interval;
+/// an end the data cannot bound is `unbounded`.
+pub fn format_percentile(x: &Option<super::Percentile>) -> String {
+    let end = |v: Option<f64>| v.map_or("unbounded".to_owned(), |v| format!("{v:.1}"));
+    match x {
+        Some(p) => format!("{:.1} [{}, {}]", p.value, end(p.lo), end(p.hi)),
+        None => "n/a".to_owned(),
+    }
+}
+
+/// Renders the whole summary: the run header, then each arm's figures. With one arm the run's
+/// warnings and the arm's are listed together under the arm.
+/// Dollars to the cent from $1 up, else to three significant digits (`$12.35`, `$0.0139`,
+/// `$0.00231`): a small run's cost must not round to $0.00.
+pub fn format_usd(usd: f64) -> String {
+    if usd >= 1.0 || usd <= 0.0 || !usd.is_finite() {
+        return format!("${usd:.2}");
+    }
+    let decimals = (2 - usd.log10().floor() as i32).clamp(2, 12) as usize;
+    format!("${usd:.decimals$}")
+}
+
+/// Whether the run says anything about cost: some trial was priced, or a budget was set. A
+/// run with no price anywhere prints no cost lines (summary.json still says `usd: null`).
+pub(crate) fn shows_cost(s: &Summary) -> bool {
+    s.cost.total.priced_trials > 0 || s.budget.is_some()
+}
+
+/// `$0.0375 over 10 trials ($0.00375 per trial)`, or why it is unknown or partial.
+pub(crate) fn describe_cost(c: &super::CostFigures) -> String {
+    let (trials, priced) = (c.trials, c.priced_trials);
+    match c.usd {
+        None => format!("unknown for {trials} trials (no price, or no usage reported)"),
+        Some(usd) if priced == trials => format!(
+            "{} over {trials} trials ({} per trial)",
+            format_usd(usd),
+            format_usd(usd / priced.max(1) as f64)
+        ),
+        Some(usd) => format!(
+            "at least {} ({priced} of {trials} trials priced; the rest unknown)",
+            format_usd(usd)
+        ),
+    }
+}
+
+/// What `--max-cost` stopped, and whether spend passed it (`cap` is `None` for merged shards,
+/// each of which had its own).
+pub(crate) fn budget_stop_text(
+    not_run: u64,
+    stopped: u64,
+    cap: Option<f64>,
+    spent: Option<f64>,
+) -> String {
+    let spent_text = spent.map_or("unknown".to_owned(), format_usd);
+    let cap_text = match (cap, spent) {
+        (Some(cap), Some(spent)) if spent > cap => format!(
+            "--max-cost {} PASSED by {} ({spent_text} spent: a provider billed beyond the worst case of its requests in flight)",
+            format_usd(cap),
+            format_usd(spent - cap)
+        ),
+        (Some(cap), _) => format!(
+            "--max-cost {} reached ({spent_text} spent)",
+            format_usd(cap)
+        ),
+        (None, _) => format!("each shard's --max-cost reached ({spent_text} spent)"),
+    };
+    let trials = match stopped {
+        0 => format!("{not_run} planned trials were not run"),
+        _ => format!(
+            "{not_run} planned trials were not run and {stopped} were stopped between two steps"
+        ),
+    };
+    format!("{cap_text}; {trials} (counted apart, not as failures or infrastructure errors)")
+}
+
+/// A warning in the terminal's words.
+pub(crate) fn warning_text(warning: &Warning) -> String {
+    let pct = |c: f64| format!("{:.0}%", c * 100.0);
+    match warning {
+        Warning::RunInterrupted { completed, planned } => format!(
+            "run interrupted: {completed} of {planned} planned trials completed; the figures cover only those"
+        ),
+        Warning::TrialsUnaccounted {
+            missing,
+            planned,
+            reasons,
+        } => format!(
+            "{missing} of {planned} planned trials were neither run nor skipped{}; the figures cover only those that completed",
+            if reasons.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", reasons.join("; "))
+            }
+        ),
+        Warning::BilledBeyondWorstCase { arm, trials, usd } => format!(
+            "provider `{}` ({}, {}) billed {} beyond the worst case of {trials} trials' requests (every byte of a body an input token, the whole output bound): usage no request of that size can produce, which --max-cost cannot bound; check what it reports as usage",
+            arm.provider,
+            arm.model,
+            arm.variant,
+            format_usd(*usd)
+        ),
+        Warning::InfraErrors { errors } => format!(
+            "{errors} trials ended in infrastructure errors; they are counted apart and not scored"
+        ),
+        Warning::FewCases { cases, min_cases } => format!(
+            "only {cases} cases back the suite-level rates; case-level intervals need at least {min_cases} cases to be reliable, so treat suite figures as indicative"
+        ),
+        Warning::CasesImprecise {
+            metric,
+            wide_cases,
+            cases_with_data,
+            confidence,
+            precision: e,
+            trials_per_case_needed,
+        } => format!(
+            "{}: {wide_cases} of {cases_with_data} cases have a {} interval wider than ±{e}; about {trials_per_case_needed} trials per case would reach ±{e} at the observed rates{}",
+            metric.label(),
+            pct(*confidence),
+            if *metric == Metric::SchemaValid {
+                " and call rates (schema validity counts only trials that make a call)"
+            } else {
+                ""
+            }
+        ),
+        Warning::SuiteImprecise {
+            metric,
+            half_width,
+            clipped,
+            precision: e,
+            cases_needed,
+        } => format!(
+            "{}: the suite's case-level interval is ±{half_width:.3}{}, wider than ±{e}; between-case spread dominates, so about {cases_needed} cases (not more trials) would be needed",
+            metric.label(),
+            if *clipped {
+                " (before clipping to [0, 1])"
+            } else {
+                ""
+            }
+        ),
+        Warning::SettingNotSent {
+            provider,
+            model,
+            field,
+            configured,
+            reason,
+        } => format!(
+            "provider `{provider}`, model {model}: `{field}` {} was configured but not sent: the model refuses it, so it ran at the provider's default ({reason})",
+            match configured {
+                serde_json::Value::String(s) => s.clone(),
+                other => other.to_string(),
+            }
+        ),
+        Warning::LatencyP99Unbounded {
+            answered,
+            min_answered,
+            confidence,
+        } => format!(
+            "latency p99 has no upper confidence bound with {answered} answered trials (needs at least {min_answered} at {})",
+            pct(*confidence)
+        ),
+    }
+}
+
+/// What a gated case's verdict line adds: its own bar when its fixture sets one, and the trials
+/// an inconclusive case would need. `gate_threshold` is the gate's bar.
+pub(crate) fn case_verdict_notes(c: &super::CaseVerdict, gate_threshold: f64) -> Vec<String> {
+    let mut notes = Vec::new();
+    if c.threshold > 0.0 && c.threshold != gate_threshold {
+        notes.push(format!("its own bar {}", c.threshold));
+    }
+    if let Some(m) = c.more_trials {
+        notes.push(format!("~{m} more trials"));
+    }
+    notes
+}
+
+/// An arm's cases with a pass rate, lowest first (ties by case id): the weakest cases every
+/// report lists.
+pub fn weakest_cases(a: &super::ArmSummary) -> Vec<&super::CaseSummary> {
+    let mut cases: Vec<_> = a
+        .cases
+        .iter()
+        .filter(|c| c.metrics.pass.rate.is_some())
+        .collect();
+    cases.sort_by(|a, b| {
+        a.metrics
+            .pass
+            .rate
+            .partial_cmp(&b.metrics.pass.rate)
+            .unwrap_or(std::cmp::Ordering::Equal)
+            .then_with(|| a.case_id.cmp(&b.case_id))
+    });
+    cases
+}

@@ -1,0 +1,940 @@
+//! Trial planning and execution.
+//!
+//! A plan holds **arms** (provider × catalog variant) and cases; [`decode_job`] turns a job
+//! number into (arm, case, trial) in trial-major order (every case's trial 0 in every arm, then
+//! every trial 1, …) so a run stopped early still covers every case and arm evenly.
+//! `concurrency` workers pull job numbers from one atomic counter, so nothing is allocated per
+//! planned trial. Finished trials flow through one channel to a single collector that emits
+//! them as [`RunEvent`]s to the observer the command composed (results store, CSV, cassette,
+//! progress, aggregator…). The runner knows none of them; an observer's `Stop` answer stops
+//! scheduling a case, an arm or the run. `--max-cost` is checked by the scheduler itself
+//! ([`budget`]), not by an observer: observers hear of a trial when it ends, but the cap must
+//! count a trial's cost from the moment it starts, so each trial holds its worst case first and
+//! settles each request as it is billed.
+
+pub mod batch;
+pub mod budget;
+mod compile;
+mod conversation;
+mod script;
+pub mod shard;
+pub mod store;
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::SystemTime;
+
+use tokio::sync::{mpsc, oneshot};
+
+use compile::{ArmUnit, CaseUnit, Judge};
+use toolscore_core::error::Error;
+use toolscore_core::event::{
+    ArmStart, Control, Observer, RawResponse, RawStep, RunEvent, RunTotals, StopScope, TrialKey,
+};
+use toolscore_core::message::{ModelTurn, Usage};
+use toolscore_core::record::{ArmId, Outcome, TrialRecord};
+use toolscore_provider::cassette::Cassette;
+use toolscore_provider::{Backend, Cancel, ErrorClass, PreparedRequest, ProviderSettings, StepKey};
+use toolscore_score::score_trial;
+use toolscore_suite::Dataset;
+use toolscore_suite::scenario::{SCENARIO_DATASET, Scenario};
+
+/// One arm: a provider (live or replayed) and the catalog variant it is shown.
+#[derive(Clone)]
+pub struct Arm {
+    /// The provider; its `name` (unique within a plan) names the arm in records.
+    pub settings: ProviderSettings,
+    pub variant: String,
+    /// Serve this arm's responses from a cassette instead of calling the provider;
+    /// `settings` then hold what the cassette was recorded with.
+    pub replay: Option<std::sync::Arc<Cassette>>,
+    /// What its tokens cost; `None`: unknown (the cost of its trials is not recorded).
+    pub price: Option<toolscore_provider::prices::ArmPrice>,
+}
+
+impl Arm {
+    pub fn id(&self) -> ArmId {
+        ArmId {
+            variant: self.variant.clone(),
+            provider: self.settings.name.clone(),
+            model: self.settings.model.clone(),
+        }
+    }
+}
+
+/// A validated run: everything is known before the first request.
+pub struct RunPlan {
+    pub run_id: String,
+    pub trials: u32,
+    pub concurrency: usize,
+    pub arms: Vec<Arm>,
+    pub datasets: Vec<Dataset>,
+    /// Multi-step scenarios, run after the datasets' cases in every round.
+    pub scenarios: Vec<Arc<Scenario>>,
+    /// Trials already completed by an earlier process of this run (`--resume`): not run
+    /// again, not reported again.
+    pub done: HashSet<TrialKey>,
+    /// `--shard i/n`: run only the trials whose key hashes into this slice ([`shard`]).
+    pub shard: Option<shard::Shard>,
+    /// `--batch`: the trials go to the providers' batch APIs ([`batch`]).
+    pub batch: Option<batch::BatchMode>,
+    /// `--max-cost`: stop starting trials once spend plus the trials in flight would pass
+    /// this many dollars ([`budget`]).
+    pub max_cost: Option<f64>,
+}
+
+impl RunPlan {
+    /// Dataset cases and scenarios: the units a job can name.
+    pub fn case_count(&self) -> usize {
+        self.datasets.iter().map(|d| d.cases.len()).sum::<usize>() + self.scenarios.len()
+    }
+
+    /// Trials of each case (then each scenario), in plan order: its own `trials` or the
+    /// plan's.
+    pub fn case_trials(&self) -> Vec<u32> {
+        self.datasets
+            .iter()
+            .flat_map(|d| d.cases.iter().map(|c| c.trials.unwrap_or(self.trials)))
+            .chain(
+                self.scenarios
+                    .iter()
+                    .map(|s| s.trials.unwrap_or(self.trials)),
+            )
+            .collect()
+    }
+
+    /// The most trials any case has: the jobs span this many rounds.
+    pub fn max_trials(&self) -> u32 {
+        self.case_trials().into_iter().max().unwrap_or(0)
+    }
+
+    /// Trials the plan runs: with a shard, those of its slice.
+    pub fn planned_trials(&self) -> u64 {
+        let case_trials = self.case_trials();
+        let Some(shard) = self.shard else {
+            return self.arms.len() as u64 * case_trials.iter().map(|&t| u64::from(t)).sum::<u64>();
+        };
+        let seeds = self.shard_seeds();
+        let cases = case_trials.len();
+        (0..self.arms.len())
+            .flat_map(|arm| (0..cases).map(move |case| (arm, case)))
+            .map(|(arm, case)| {
+                let seed = seeds[arm * cases + case];
+                (0..case_trials[case])
+                    .filter(|&t| shard.contains(seed, t))
+                    .count() as u64
+            })
+            .sum()
+    }
+
+    /// The shard hash seed of every (arm, case), at `arm * case_count + case`.
+    pub fn shard_seeds(&self) -> Vec<u64> {
+        let units: Vec<(&str, &str)> = self
+            .datasets
+            .iter()
+            .flat_map(|d| d.cases.iter().map(|c| (d.name.as_str(), c.id.as_str())))
+            .chain(
+                self.scenarios
+                    .iter()
+                    .map(|s| (SCENARIO_DATASET, s.name.as_str())),
+            )
+            .collect();
+        self.arms
+            .iter()
+            .flat_map(|a| {
+                units.iter().map(|(dataset, case)| {
+                    shard::unit_seed(&a.settings.name, &a.variant, dataset, case)
+                })
+            })
+            .collect()
+    }
+}
+
+/// Job `job` of a plan with `arms` arms and `cases` cases: trial-major, then case, then arm,
+/// so the arms of one case run side by side and a run stopped early is balanced.
+fn decode_job(job: u64, arms: usize, cases: usize) -> TrialKey {
+    let arms = arms.max(1) as u64;
+    let cases = cases.max(1) as u64;
+    TrialKey {
+        arm: (job % arms) as usize,
+        case: ((job / arms) % cases) as usize,
+        trial: (job / (arms * cases)) as u32,
+    }
+}
+
+/// Shared, read-only state of the workers, plus the stop flags observers set.
+struct Shared {
+    run_id: String,
+    arms: Vec<ArmUnit>,
+    units: Vec<CaseUnit>,
+    /// Opening request of each (arm, case), at `arm * cases + case`: encoded once.
+    prepared: Vec<PreparedRequest>,
+    /// Rounds of jobs: the most trials any case has.
+    trials: u32,
+    /// Trials of each case; a round beyond a case's count has no job for it.
+    case_trials: Vec<u32>,
+    done: HashSet<TrialKey>,
+    /// `--shard`: the slice, and the hash seed of every (arm, case).
+    shard: Option<(shard::Shard, Vec<u64>)>,
+    /// `--batch`: the answers, served in place of requests.
+    batch: Option<batch::Answers>,
+    /// Trials a batch returned no answer for: not run.
+    not_returned: AtomicU64,
+    keep_raw: bool,
+    next_job: AtomicU64,
+    skipped: AtomicU64,
+    /// Ctrl-C, SIGTERM, or a sink that failed.
+    interrupted: Arc<AtomicBool>,
+    /// Fired with `interrupted`: abandons requests in flight and backoff sleeps.
+    cancel: Cancel,
+    stop_run: AtomicBool,
+    stop_arm: Vec<AtomicBool>,
+    stop_case: Vec<AtomicBool>,
+    /// `--max-cost`, and the trials it left unstarted.
+    budget: Option<budget::Budget>,
+    budget_not_run: AtomicU64,
+}
+
+impl Shared {
+    fn stopped(&self, key: TrialKey) -> bool {
+        self.stop_run.load(Ordering::Relaxed)
+            || self.stop_arm[key.arm].load(Ordering::Relaxed)
+            || self.stop_case[key.arm * self.units.len() + key.case].load(Ordering::Relaxed)
+    }
+
+    fn apply(&self, scope: StopScope) {
+        match scope {
+            StopScope::Run => self.stop_run.store(true, Ordering::SeqCst),
+            StopScope::Arm(a) => {
+                if let Some(flag) = self.stop_arm.get(a) {
+                    flag.store(true, Ordering::SeqCst);
+                }
+            }
+            StopScope::Case { arm, case } => {
+                if case < self.units.len()
+                    && let Some(flag) = self.stop_case.get(arm * self.units.len() + case)
+                {
+                    flag.store(true, Ordering::SeqCst);
+                }
+            }
+        }
+    }
+}
+
+/// Runs every planned trial and feeds each to `observer`. Ctrl-C stops scheduling; in-flight
+/// trials finish or time out and are still reported (`interrupted: true`).
+///
+/// Three steps: compile the plan into case views and prepared requests ([`compile`]), schedule
+/// the trials over the workers while the observer sees each one ([`schedule`]), then account
+/// for what ran ([`finish`]).
+pub async fn execute(plan: RunPlan, observer: &mut dyn Observer) -> Result<RunTotals, Error> {
+    let client = toolscore_provider::http_client(plan.concurrency).map_err(Error::HttpClient)?;
+    let planned = plan.planned_trials();
+    let case_trials = plan.case_trials();
+    let max_trials = plan.max_trials();
+    let shard = plan.shard.map(|s| (s, plan.shard_seeds()));
+    let compiled = compile::compile(plan.arms, &plan.datasets, &plan.scenarios, &client)?;
+    let budget = plan
+        .max_cost
+        .map(|max| budget::Budget::new(max, compiled.arms.len()));
+    let batch = match &plan.batch {
+        None => None,
+        Some(mode) => {
+            let wanted = wanted_trials(
+                compiled.arms.len(),
+                &case_trials,
+                max_trials,
+                shard.as_ref(),
+                &plan.done,
+            );
+            Some(batch_answers(mode, &plan.run_id, &compiled, &wanted).await?)
+        }
+    };
+    let first = announce(observer, &plan.run_id, planned, &compiled.arms)?;
+    let interrupted = Arc::new(AtomicBool::new(false));
+    let cancel = Cancel::new();
+    spawn_signal_handler(Arc::clone(&interrupted), cancel.clone());
+    let arm_count = compiled.arms.len();
+    let case_count = compiled.units.len();
+    let shared = Arc::new(Shared {
+        run_id: plan.run_id,
+        stop_arm: (0..arm_count).map(|_| AtomicBool::new(false)).collect(),
+        stop_case: (0..arm_count * case_count)
+            .map(|_| AtomicBool::new(false))
+            .collect(),
+        arms: compiled.arms,
+        units: compiled.units,
+        prepared: compiled.prepared,
+        trials: max_trials,
+        case_trials,
+        done: plan.done,
+        shard,
+        batch,
+        not_returned: AtomicU64::new(0),
+        keep_raw: observer.wants_raw(),
+        next_job: AtomicU64::new(0),
+        skipped: AtomicU64::new(0),
+        interrupted,
+        cancel,
+        budget,
+        budget_not_run: AtomicU64::new(0),
+        stop_run: AtomicBool::new(false),
+    });
+    if let Control::Stop(scope) = first {
+        shared.apply(scope);
+    }
+    let workers = plan.concurrency.max(1).min(planned.max(1) as usize);
+    let (completed, handles) = schedule(&shared, workers, observer).await?;
+    finish(&shared, handles, planned, completed, observer).await
+}
+
+/// Every trial the plan still has to run: in the shard, not done by an earlier process.
+fn wanted_trials(
+    arms: usize,
+    case_trials: &[u32],
+    max_trials: u32,
+    shard: Option<&(shard::Shard, Vec<u64>)>,
+    done: &HashSet<TrialKey>,
+) -> Vec<TrialKey> {
+    let cases = case_trials.len();
+    (0..(arms * cases) as u64 * u64::from(max_trials))
+        .map(|job| decode_job(job, arms, cases))
+        .filter(|k| k.trial < case_trials[k.case])
+        .filter(|k| {
+            shard.is_none_or(|(s, seeds)| s.contains(seeds[k.arm * cases + k.case], k.trial))
+        })
+        .filter(|k| !done.contains(k))
+        .collect()
+}
+
+/// `--batch`: submits (or, on `--resume`, polls) the wanted trials' requests to the providers'
+/// batch APIs and waits for the answers; Ctrl-C leaves the batches running.
+async fn batch_answers(
+    mode: &batch::BatchMode,
+    run_id: &str,
+    compiled: &compile::Compiled,
+    wanted: &[TrialKey],
+) -> Result<batch::Answers, Error> {
+    let batch_arms = compiled
+        .arms
+        .iter()
+        .map(|a| match &a.backend {
+            Backend::Live(provider) => Ok(batch::BatchArm {
+                provider,
+                name: &a.id.provider,
+                variant: &a.id.variant,
+            }),
+            Backend::Replay(_) => Err(Error::Internal(format!(
+                "arm `{}` replays a cassette; --batch sends to a provider",
+                a.id.provider
+            ))),
+        })
+        .collect::<Result<Vec<_>, Error>>()?;
+    let gathered = batch::gather(
+        mode,
+        run_id,
+        &batch_arms,
+        &compiled.prepared,
+        compiled.units.len(),
+        wanted,
+    );
+    tokio::select! {
+        answers = gathered => answers,
+        () = interrupt_signal() => Err(Error::Interrupted(
+            "the submitted batches keep running at their providers (ids in batches.json); `--resume` polls them and collects their answers",
+        )),
+    }
+}
+
+/// The `Started` event: the plan's size and every arm's identity.
+fn announce(
+    observer: &mut dyn Observer,
+    run_id: &str,
+    planned: u64,
+    arms: &[compile::ArmUnit],
+) -> Result<Control, Error> {
+    let arm_starts: Vec<ArmStart<'_>> = arms
+        .iter()
+        .map(|a| ArmStart {
+            name: &a.id.provider,
+            variant: &a.id.variant,
+            identity: &a.identity,
+        })
+        .collect();
+    observer.on_event(&RunEvent::Started {
+        run_id,
+        planned_trials: planned,
+        arms: &arm_starts,
+    })
+}
+
+/// Runs `workers` workers over the jobs and hands each finished trial to `observer`, applying
+/// the stops it answers. A sink that fails stops the run (records that cannot be stored must
+/// not be reported as measured) and is the error returned, once the workers have drained.
+async fn schedule(
+    shared: &Arc<Shared>,
+    workers: usize,
+    observer: &mut dyn Observer,
+) -> Result<(u64, Vec<tokio::task::JoinHandle<()>>), Error> {
+    let (tx, mut rx) = mpsc::channel::<Finished>(workers);
+    let mut handles = Vec::with_capacity(workers);
+    for _ in 0..workers {
+        let shared = Arc::clone(shared);
+        let tx = tx.clone();
+        handles.push(tokio::spawn(async move { worker(shared, tx).await }));
+    }
+    drop(tx);
+    let mut completed = 0u64;
+    let mut sink_error = None;
+    while let Some(Finished {
+        key,
+        record,
+        raw,
+        observed,
+    }) = rx.recv().await
+    {
+        completed += 1;
+        if sink_error.is_none() {
+            match observer.on_event(&RunEvent::Trial {
+                key,
+                record: &record,
+                raw: &raw,
+            }) {
+                Ok(Control::Continue) => {}
+                Ok(Control::Stop(scope)) => shared.apply(scope),
+                Err(e) => {
+                    shared.interrupted.store(true, Ordering::SeqCst);
+                    shared.cancel.cancel();
+                    sink_error = Some(e);
+                }
+            }
+        }
+        // The worker waits for this before it takes its next job, so a stop answered here
+        // holds for every trial not yet started: none begins after it.
+        let _ = observed.send(());
+    }
+    match sink_error {
+        Some(e) => Err(e),
+        None => Ok((completed, handles)),
+    }
+}
+
+/// Accounts for the run once the workers are done: batches marked collected, worker panics
+/// named, skipped trials counted, and the `Finished` event.
+async fn finish(
+    shared: &Shared,
+    handles: Vec<tokio::task::JoinHandle<()>>,
+    planned: u64,
+    completed: u64,
+    observer: &mut dyn Observer,
+) -> Result<RunTotals, Error> {
+    let interrupted = shared.interrupted.load(Ordering::SeqCst);
+    if let Some(answers) = &shared.batch
+        && !interrupted
+    {
+        answers.mark_collected()?;
+        let not_returned = shared.not_returned.load(Ordering::SeqCst);
+        if not_returned > 0 {
+            eprintln!(
+                "{not_returned} trials were not run: their batch returned no answer for them (`--resume` submits them again)"
+            );
+        }
+    }
+    // A worker that panicked took its trial with it; the others went on with the remaining
+    // jobs. Say so: the totals then do not account for every planned trial.
+    let mut failures = Vec::new();
+    for handle in handles {
+        if let Err(e) = handle.await
+            && e.is_panic()
+        {
+            let payload = e.into_panic();
+            let message = payload
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".to_owned());
+            failures.push(format!("a worker failed: {message}"));
+        }
+    }
+    let interrupted = shared.interrupted.load(Ordering::SeqCst);
+    let budget_not_run = shared.budget_not_run.load(Ordering::SeqCst);
+    let mut skipped = shared.skipped.load(Ordering::SeqCst) + budget_not_run;
+    if !interrupted && shared.stop_run.load(Ordering::SeqCst) {
+        // An observer stopped the run: the jobs never taken were skipped on its word.
+        skipped = planned.saturating_sub(completed + shared.done.len() as u64);
+    }
+    let totals = RunTotals {
+        planned_trials: planned,
+        completed_trials: completed,
+        skipped_trials: skipped,
+        budget_not_run,
+        interrupted,
+        failures,
+    };
+    observer.on_event(&RunEvent::Finished(&totals))?;
+    Ok(totals)
+}
+
+/// One finished trial on its way to the collector.
+struct Finished {
+    key: TrialKey,
+    record: TrialRecord,
+    /// The raw steps, when an observer wants them.
+    raw: Vec<RawStep>,
+    /// Fired once the observer has seen the trial and its answer is applied.
+    observed: oneshot::Sender<()>,
+}
+
+async fn worker(shared: Arc<Shared>, tx: mpsc::Sender<Finished>) {
+    let cases = shared.units.len();
+    let arms = shared.arms.len();
+    let total = (cases * arms) as u64 * u64::from(shared.trials);
+    loop {
+        if shared.interrupted.load(Ordering::Relaxed) || shared.stop_run.load(Ordering::Relaxed) {
+            return;
+        }
+        let job = shared.next_job.fetch_add(1, Ordering::Relaxed);
+        if job >= total {
+            return;
+        }
+        let key = decode_job(job, arms, cases);
+        if key.trial >= shared.case_trials[key.case] {
+            continue;
+        }
+        if let Some((shard, seeds)) = &shared.shard
+            && !shard.contains(seeds[key.arm * cases + key.case], key.trial)
+        {
+            continue;
+        }
+        if shared.done.contains(&key) {
+            continue;
+        }
+        if shared.stopped(key) {
+            shared.skipped.fetch_add(1, Ordering::Relaxed);
+            continue;
+        }
+        if shared.batch.as_ref().is_some_and(|b| b.get(key).is_none()) {
+            shared.not_returned.fetch_add(1, Ordering::Relaxed);
+            continue;
+        }
+        // The trial is held at its worst case over every request it may make before it
+        // starts; each request then draws on the hold and is settled when billed.
+        let mut hold = None;
+        if let Some(budget) = &shared.budget {
+            let opening = &shared.prepared[key.arm * cases + key.case];
+            let worst = shared.arms[key.arm].worst_case_usd(opening);
+            let requests = shared.units[key.case].views[shared.arms[key.arm].variant].requests();
+            match budget.admit(key.arm, worst, requests, &shared.cancel).await {
+                budget::Admission::Admitted(h) => hold = Some(h),
+                budget::Admission::Refused => {
+                    // The cap is reached: this trial and every later one are not run.
+                    shared.budget_not_run.fetch_add(1, Ordering::Relaxed);
+                    continue;
+                }
+                budget::Admission::Cancelled => return,
+            }
+            // The wait for room may have outlasted the case: a sequential gate stops cases.
+            if shared.stopped(key) {
+                shared.skipped.fetch_add(1, Ordering::Relaxed);
+                continue;
+            }
+        }
+        // A trial abandoned by Ctrl-C measured nothing: it is not reported (a resumed run
+        // runs it again), and the run is marked interrupted.
+        let finished = match run_trial(&shared, key, &mut hold).await {
+            TrialRun::Ran(ran) => Some(*ran),
+            TrialRun::NotRunByBudget => {
+                shared.budget_not_run.fetch_add(1, Ordering::Relaxed);
+                continue;
+            }
+            TrialRun::Abandoned => None,
+        };
+        drop(hold);
+        let Some((record, raw)) = finished else {
+            return;
+        };
+        let (observed, seen) = oneshot::channel();
+        let finished = Finished {
+            key,
+            record,
+            raw,
+            observed,
+        };
+        if tx.send(finished).await.is_err() || seen.await.is_err() {
+            return;
+        }
+    }
+}
+
+/// How one trial's run ended.
+enum TrialRun {
+    /// Boxed: a record is large beside the other two outcomes.
+    Ran(Box<(TrialRecord, Vec<RawStep>)>),
+    /// `--max-cost` could not cover its first request: nothing was sent, the trial is not run.
+    NotRunByBudget,
+    /// Ctrl-C.
+    Abandoned,
+}
+
+/// Runs one trial as a conversation, one step at a time. A single-call fixture is one step:
+/// its opening request, encoded once per case, answered and scored.
+async fn run_trial(
+    shared: &Shared,
+    key: TrialKey,
+    hold: &mut Option<budget::TrialHold<'_>>,
+) -> TrialRun {
+    let unit = &shared.units[key.case];
+    let arm = &shared.arms[key.arm];
+    let view = &unit.views[arm.variant];
+    let opening = &shared.prepared[key.arm * shared.units.len() + key.case];
+    let started_at = humantime::format_rfc3339_millis(SystemTime::now()).to_string();
+    let mut record = TrialRecord {
+        run_id: shared.run_id.clone(),
+        dataset: unit.dataset.clone(),
+        case_id: unit.case_id.clone(),
+        arm: arm.id.clone(),
+        trial_index: key.trial,
+        expected: view.expected.clone(),
+        tags: unit.tags.clone(),
+        outcome: Outcome::Error,
+        score: None,
+        turns: Vec::new(),
+        usage: Usage::default(),
+        latency_ms: 0.0,
+        attempts: 0,
+        error_class: None,
+        error: None,
+        started_at,
+        request_hash: opening.request_hash.clone(),
+        trajectory: None,
+        scenario: None,
+        batch: None,
+        cost: None,
+    };
+    let mut raw = Vec::new();
+    match &view.judge {
+        Judge::Fixture(expect) => {
+            let ran = run_fixture(
+                shared,
+                key,
+                (arm, opening),
+                (expect, &view.validators),
+                (&mut record, &mut raw, hold),
+            )
+            .await;
+            if ran.is_none() {
+                return TrialRun::Abandoned;
+            }
+        }
+        Judge::Scenario {
+            scenario,
+            catalog,
+            wording,
+        } => {
+            let ran = conversation::run_scenario_loop(
+                shared,
+                key,
+                arm,
+                opening,
+                (scenario, catalog, wording.as_deref()),
+                &view.validators,
+                (&mut record, &mut raw, hold),
+            )
+            .await;
+            if ran.is_none() {
+                return TrialRun::Abandoned;
+            }
+        }
+    }
+    if record.outcome == Outcome::BudgetStopped && record.turns.is_empty() {
+        return TrialRun::NotRunByBudget;
+    }
+    record.cost = trial_cost(arm.price.as_ref(), &record);
+    if let (Some(cost), Some(hold)) = (&mut record.cost, hold.as_ref()) {
+        cost.worst_case_usd = Some(hold.worst_usd());
+    }
+    TrialRun::Ran(Box::new((record, raw)))
+}
+
+/// A single-call fixture's one step: the batch's answer or the provider's, scored.
+async fn run_fixture(
+    shared: &Shared,
+    key: TrialKey,
+    (arm, opening): (&ArmUnit, &PreparedRequest),
+    (expect, validators): (
+        &toolscore_score::Expectation,
+        &toolscore_score::ToolValidators,
+    ),
+    (record, raw, hold): (
+        &mut TrialRecord,
+        &mut Vec<RawStep>,
+        &mut Option<budget::TrialHold<'_>>,
+    ),
+) -> Option<()> {
+    let step = StepKey {
+        conversation: &opening.request_hash,
+        trial: key.trial,
+        step: 0,
+    };
+    let answered = shared.batch.as_ref().and_then(|b| b.get(key));
+    let (result, latency) = match answered {
+        Some((result, reference)) => {
+            record.batch = Some(reference.clone());
+            (result.clone(), std::time::Duration::ZERO)
+        }
+        None => {
+            if !cover_request(hold, arm, opening, record, 0) {
+                return Some(());
+            }
+            arm.backend.step(opening, step, &shared.cancel).await
+        }
+    };
+    let answered = record_step(shared, record, raw, 0, result, latency)?;
+    if record.batch.is_none() {
+        settle_request(hold, arm, record, answered);
+    }
+    record.usage = total_usage(&record.turns);
+    if record.error_class.is_none() {
+        let score = score_trial(expect, &record.turns, validators);
+        record.outcome = if score.passed {
+            Outcome::Pass
+        } else {
+            Outcome::Fail
+        };
+        record.score = Some(score);
+    }
+    Some(())
+}
+
+/// What the trial cost at its arm's price; a trial a provider batch answered is billed at the
+/// batch price.
+/// Covers a request with the trial's hold on `--max-cost` before it is sent; when the cap
+/// cannot, the trial ends here, stopped by the budget (`false`). Without a cap, every request
+/// is covered.
+fn cover_request(
+    hold: &mut Option<budget::TrialHold<'_>>,
+    arm: &ArmUnit,
+    request: &PreparedRequest,
+    record: &mut TrialRecord,
+    step: u32,
+) -> bool {
+    let Some(hold) = hold.as_mut() else {
+        return true;
+    };
+    let worst = arm.worst_case_usd(request);
+    if hold.before_request(worst) {
+        return true;
+    }
+    record.outcome = Outcome::BudgetStopped;
+    record.error_class = Some(ErrorClass::Budget);
+    record.error = Some(format!(
+        "--max-cost: step {step} would cost up to ${worst:.6} and pass the cap; the trial ends here, neither judged nor an infrastructure error"
+    ));
+    false
+}
+
+/// Settles the request just answered (or failed) against the cap at what it was billed: its
+/// turn's usage at the arm's price; nothing for an error, which reports no usage.
+fn settle_request(
+    hold: &mut Option<budget::TrialHold<'_>>,
+    arm: &ArmUnit,
+    record: &TrialRecord,
+    answered: bool,
+) {
+    let Some(hold) = hold.as_mut() else {
+        return;
+    };
+    let billed = match record.turns.last() {
+        Some(turn) if answered => arm
+            .price
+            .as_ref()
+            .and_then(|p| p.price.cost_of(&turn.usage)),
+        _ => Some(0.0),
+    };
+    hold.after_request(billed);
+}
+
+fn trial_cost(
+    price: Option<&toolscore_provider::prices::ArmPrice>,
+    record: &TrialRecord,
+) -> Option<toolscore_core::record::TrialCost> {
+    price.and_then(|p| {
+        let (discount, source) = match (&record.batch, p.batch_discount) {
+            (Some(_), Some(d)) => (
+                d,
+                format!("{} at the batch price (-{:.0}%)", p.source, d * 100.0),
+            ),
+            _ => (0.0, p.source.clone()),
+        };
+        p.price
+            .cost_of_turns(&record.turns)
+            .map(|usd| toolscore_core::record::TrialCost {
+                usd: usd * (1.0 - discount),
+                price: p.price,
+                price_source: source,
+                worst_case_usd: None,
+            })
+    })
+}
+
+/// Records one step's answer (or error) in the trial record and the raw steps. `Some(true)`
+/// when the step answered, `Some(false)` on an error, `None` when Ctrl-C abandoned it.
+fn record_step(
+    shared: &Shared,
+    record: &mut TrialRecord,
+    raw: &mut Vec<RawStep>,
+    step: u32,
+    result: Result<toolscore_provider::Exchange, toolscore_provider::ProviderError>,
+    latency: std::time::Duration,
+) -> Option<bool> {
+    if result
+        .as_ref()
+        .is_err_and(|e| e.class == ErrorClass::Cancelled)
+    {
+        return None;
+    }
+    let latency_ms = latency.as_secs_f64() * 1000.0;
+    record.latency_ms += latency_ms;
+    let (attempts, response, answered) = match result {
+        Ok(exchange) => {
+            record.turns.push(exchange.turn);
+            (
+                exchange.attempts,
+                RawResponse::Body(exchange.raw_body),
+                true,
+            )
+        }
+        Err(e) => {
+            record.error_class = Some(e.class);
+            record.error = Some(e.to_string());
+            let response = RawResponse::Error {
+                class: e.class,
+                status: e.status,
+                message: e.message,
+            };
+            (e.attempts, response, false)
+        }
+    };
+    record.attempts += attempts;
+    if shared.keep_raw {
+        raw.push(RawStep {
+            step,
+            attempts,
+            latency_ms,
+            response,
+        });
+    }
+    Some(answered)
+}
+
+/// Token counts summed over the turns; a count stays unknown when no turn reported it.
+fn total_usage(turns: &[ModelTurn]) -> Usage {
+    let sum = |pick: fn(&Usage) -> Option<u64>| {
+        turns
+            .iter()
+            .filter_map(|t| pick(&t.usage))
+            .reduce(|a, b| a + b)
+    };
+    Usage {
+        input_tokens: sum(|u| u.input_tokens),
+        output_tokens: sum(|u| u.output_tokens),
+        cache_read_tokens: sum(|u| u.cache_read_tokens),
+        cache_write_tokens: sum(|u| u.cache_write_tokens),
+    }
+}
+
+/// Completes at the first Ctrl-C or SIGTERM.
+async fn interrupt_signal() {
+    let Ok(mut term) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+    else {
+        std::future::pending::<()>().await;
+        return;
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+}
+
+/// First Ctrl-C or SIGTERM (what CI runners and Kubernetes send): stop scheduling and abandon
+/// requests in flight and backoff sleeps, so the summary of what completed is written at once.
+/// A second one exits at once.
+fn spawn_signal_handler(stop: Arc<AtomicBool>, cancel: Cancel) {
+    tokio::spawn(async move {
+        let Ok(mut term) =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        else {
+            return;
+        };
+        let first = tokio::select! {
+            r = tokio::signal::ctrl_c() => r.is_ok(),
+            r = term.recv() => r.is_some(),
+        };
+        if !first {
+            return;
+        }
+        stop.store(true, Ordering::SeqCst);
+        cancel.cancel();
+        eprintln!(
+            "\ninterrupted: no new trials will start and those in flight are abandoned; writing the summary of what completed (again to abort at once)"
+        );
+        let again = tokio::select! {
+            r = tokio::signal::ctrl_c() => r.is_ok(),
+            r = term.recv() => r.is_some(),
+        };
+        if again {
+            eprintln!(
+                "aborted: results.jsonl holds every trial finished so far; no summary was written"
+            );
+            std::process::exit(130);
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jobs_decode_trial_major_then_case_then_arm_and_cover_the_plan_once() {
+        // One arm: job = trial * cases + case, as before arms existed.
+        assert_eq!(
+            decode_job(7, 1, 3),
+            TrialKey {
+                arm: 0,
+                case: 1,
+                trial: 2
+            }
+        );
+        let (arms, cases, trials) = (2usize, 3usize, 4u32);
+        let mut seen = std::collections::HashSet::new();
+        let mut last_trial = 0;
+        for job in 0..(arms * cases) as u64 * u64::from(trials) {
+            let k = decode_job(job, arms, cases);
+            assert!(k.trial >= last_trial, "trial-major");
+            last_trial = k.trial;
+            assert!(seen.insert((k.arm, k.case, k.trial)));
+        }
+        assert_eq!(seen.len(), arms * cases * trials as usize);
+        // The arms of one case are adjacent.
+        assert_eq!(decode_job(0, 2, 3).case, decode_job(1, 2, 3).case);
+    }
+
+    #[test]
+    fn usage_sums_known_counts_only() {
+        let turn = |i: Option<u64>, o: Option<u64>| ModelTurn {
+            tool_calls: Vec::new(),
+            text: None,
+            usage: Usage {
+                input_tokens: i,
+                output_tokens: o,
+                ..Usage::default()
+            },
+            finish: None,
+        };
+        let u = total_usage(&[turn(Some(3), None), turn(Some(4), None)]);
+        assert_eq!(u.input_tokens, Some(7));
+        assert_eq!(u.output_tokens, None);
+    }
+}

@@ -1,0 +1,214 @@
+//! A finished run's case as the model was shown it: the conversation and the catalog of the
+//! arm's variant (renames and overlays applied), reloaded from the files the run names and
+//! checked against the fingerprints it recorded. What the model read is what is printed, or
+//! a sentence says what changed since; a live server is never started to list a catalog
+//! again (a report reads files only).
+
+use std::path::Path;
+use std::sync::Arc;
+
+use toolscore_core::catalog::Catalog;
+use toolscore_core::message::Message;
+
+/// One case as an arm's model read it.
+pub struct ShownCase {
+    /// Where it comes from: `datasets/billing/cases.jsonl:28`, or the scenario file.
+    pub source: String,
+    pub messages: Vec<Message>,
+    pub catalog: Arc<Catalog>,
+    /// What differs from what the run recorded (the catalog, the fixtures): each a sentence.
+    /// Empty when both are as the run recorded them.
+    pub changed_since: Vec<String>,
+}
+
+/// What the run recorded of what it showed, to check today's files against.
+#[derive(Clone, Copy, Default)]
+pub struct Recorded<'a> {
+    /// `sha256:` of the catalog the arm's variant produced.
+    pub catalog_fingerprint: Option<&'a str>,
+    /// `sha256:` of the fixtures (`plan.json`), or of the scenario file.
+    pub source_digest: Option<&'a str>,
+}
+
+/// A dataset as it is now, loaded once for every case a report shows of it.
+pub struct ShownDataset {
+    dataset: super::Dataset,
+    /// Said of every case when the fixtures differ from what the run recorded.
+    fixtures_changed: Vec<String>,
+}
+
+impl ShownDataset {
+    /// The dataset in `dir`, its fixtures checked against `fixtures_digest` (`plan.json`), with
+    /// the overlay files the run recorded for its variants (`name`, file): a variant is shown
+    /// from the file the run read (a tune's candidates are in the tune's folder, not the
+    /// dataset's), the dataset's own `variants/NAME.json` when that file is gone.
+    pub fn load(
+        dir: &Path,
+        fixtures_digest: Option<&str>,
+        recorded_variants: &[(String, std::path::PathBuf)],
+    ) -> Result<ShownDataset, String> {
+        if dir.join(super::live::DATASET_FILE).is_file() {
+            return Err(format!(
+                "its catalog is listed from a live MCP server ({}), which a report does not start",
+                dir.join(super::live::DATASET_FILE).display()
+            ));
+        }
+        let mut dataset = super::load_dataset(dir)
+            .map_err(|e| format!("its dataset cannot be read now ({e})"))?;
+        for (name, file) in recorded_variants {
+            let Ok(variant) = super::variant::load_variant_file(file, &dataset.catalog) else {
+                continue;
+            };
+            if variant.name != *name {
+                continue;
+            }
+            dataset.variants.retain(|v| v.name != *name);
+            dataset.variants.push(variant);
+        }
+        let mut fixtures_changed = Vec::new();
+        check(
+            &mut fixtures_changed,
+            "the fixtures (cases.jsonl)",
+            fixtures_digest,
+            &dataset.fixtures_digest,
+        );
+        Ok(ShownDataset {
+            dataset,
+            fixtures_changed,
+        })
+    }
+
+    /// The catalog `variant` shows, and what changed since the run recorded `fingerprint`.
+    pub fn catalog(
+        &self,
+        variant: &str,
+        fingerprint: Option<&str>,
+    ) -> Result<(Arc<Catalog>, Vec<String>), String> {
+        let v = self
+            .dataset
+            .variant(variant)
+            .ok_or_else(|| format!("the catalog variant {variant} no longer exists"))?;
+        let mut changed = Vec::new();
+        check(
+            &mut changed,
+            "the catalog",
+            fingerprint,
+            &v.catalog.fingerprint,
+        );
+        Ok((Arc::clone(&v.catalog), changed))
+    }
+
+    /// The tools `variant` renames: base name → its name under the variant.
+    pub fn renames(&self, variant: &str) -> std::collections::BTreeMap<String, String> {
+        self.dataset
+            .variant(variant)
+            .map(|v| v.renames.clone())
+            .unwrap_or_default()
+    }
+
+    /// Case `case_id` under catalog `variant`, its catalog checked against `fingerprint`.
+    pub fn case(
+        &self,
+        case_id: &str,
+        variant: &str,
+        fingerprint: Option<&str>,
+    ) -> Result<ShownCase, String> {
+        let case = self
+            .dataset
+            .cases
+            .iter()
+            .find(|c| c.id == case_id)
+            .ok_or_else(|| {
+                format!(
+                    "{} has no case {case_id} now",
+                    self.dataset.dir.join("cases.jsonl").display()
+                )
+            })?;
+        let (variant_catalog, mut changed_since) = self.catalog(variant, fingerprint)?;
+        let shown_variant = self
+            .dataset
+            .variant(variant)
+            .ok_or_else(|| format!("the catalog variant {variant} no longer exists"))?;
+        // A case with its own catalog (imported from BFCL) is shown that one; variants do not
+        // apply to it.
+        let (catalog, messages) = match &case.catalog {
+            Some((own, _)) => {
+                changed_since.clear();
+                (Arc::clone(own), case.messages.clone())
+            }
+            None => (variant_catalog, shown_variant.messages(&case.messages)),
+        };
+        changed_since.extend(self.fixtures_changed.iter().cloned());
+        Ok(ShownCase {
+            source: format!(
+                "{}:{}",
+                self.dataset.dir.join("cases.jsonl").display(),
+                case.line
+            ),
+            messages,
+            catalog,
+            changed_since,
+        })
+    }
+}
+
+/// The scenario in `file` under catalog `variant`; `catalog_source` is where the run listed
+/// its catalog (a file, or a live server's label).
+pub fn scenario_case(
+    file: &Path,
+    catalog_source: &str,
+    variant: &str,
+    recorded: Recorded<'_>,
+) -> Result<ShownCase, String> {
+    // Loading a scenario whose catalog is a server would list it again: not for a report.
+    if !Path::new(catalog_source).exists() {
+        return Err(format!(
+            "its catalog is listed from a live MCP server ({catalog_source}), which a report does not start"
+        ));
+    }
+    let scenario = super::scenario::load_scenarios(file)
+        .map_err(|e| format!("its scenario file cannot be read now ({e})"))?
+        .into_iter()
+        .next()
+        .ok_or_else(|| format!("{} holds no scenario", file.display()))?;
+    let shown_variant = scenario
+        .catalogs
+        .iter()
+        .find(|c| c.name == variant)
+        .ok_or_else(|| format!("the catalog variant {variant} no longer exists"))?;
+    let mut changed_since = Vec::new();
+    check(
+        &mut changed_since,
+        "the catalog",
+        recorded.catalog_fingerprint,
+        &shown_variant.catalog.fingerprint,
+    );
+    check(
+        &mut changed_since,
+        "the scenario file",
+        recorded.source_digest,
+        &scenario.source_digest,
+    );
+    Ok(ShownCase {
+        source: file.display().to_string(),
+        messages: shown_variant.messages(&scenario.messages),
+        catalog: Arc::clone(&shown_variant.catalog),
+        changed_since,
+    })
+}
+
+/// Notes `what` as changed when the run recorded a digest and today's differs; a run that
+/// recorded none (older runs) is not checked, and says so.
+fn check(changed: &mut Vec<String>, what: &str, recorded: Option<&str>, now: &str) {
+    match recorded {
+        Some(was) if was != now => changed.push(format!(
+            "{what} changed since the run ({} then, {} now): the model read the earlier one",
+            toolscore_core::catalog::view::short(was),
+            toolscore_core::catalog::view::short(now)
+        )),
+        Some(_) => {}
+        None => changed.push(format!(
+            "the run recorded no fingerprint of {what}, so it is shown as it is now, unchecked"
+        )),
+    }
+}
