@@ -10,6 +10,12 @@
 //!
 //! Run: `cargo bench --bench aftermath` (needs about 2 GB of free disk).
 
+#![allow(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a test or benchmark program reports what it measured on the terminal"
+)]
+
 use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};

@@ -26,6 +26,12 @@
 //! BENCH_PART=gates|compare|suite|all). Nothing else should run beside it: it is 18,000 runs
 //! of the binary (about 15 minutes for the gates, 12 for the comparisons, 8 for the suite).
 
+#![allow(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a test or benchmark program reports what it measured on the terminal"
+)]
+
 #[path = "../tests/it/support/mod.rs"]
 mod support;
 

@@ -9,6 +9,12 @@
 //!
 //! Run: `cargo bench --bench explorer` (needs /usr/bin/chromium for the load times).
 
+#![allow(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a test or benchmark program reports what it measured on the terminal"
+)]
+
 #[path = "../tests/it/support/mod.rs"]
 mod support;
 

@@ -8,6 +8,12 @@
 //!
 //! Run: `cargo bench --bench lint` (`BENCH_LINT_TOOLS=10000,20000` for other sizes).
 
+#![allow(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a test or benchmark program reports what it measured on the terminal"
+)]
+
 use std::time::Instant;
 
 use serde_json::json;

@@ -11,6 +11,12 @@
 //!
 //! Run: `cargo bench --bench throughput` (optional env: BENCH_TRIALS=20000, BENCH_CONCURRENCY=64).
 
+#![allow(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a test or benchmark program reports what it measured on the terminal"
+)]
+
 #[path = "../tests/it/support/mod.rs"]
 mod support;
 

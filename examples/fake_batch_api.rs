@@ -12,6 +12,12 @@
 //! inside the batch; `--drop ID`: a request the results leave out; `--expire`: the batch
 //! expires before running any request.
 
+#![allow(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a test or benchmark program reports what it measured on the terminal"
+)]
+
 // The fakes themselves, without the test helpers that need the binary's path.
 #[path = "../tests/it/support/fake_batch.rs"]
 mod fake_batch;

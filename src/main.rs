@@ -1,5 +1,11 @@
 //! The `toolscore` binary: parse flags, run, map the outcome to an exit code.
 
+#![allow(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "the binary is where toolscore talks to the terminal; the layer crates may not"
+)]
+
 use clap::Parser;
 
 fn main() -> std::process::ExitCode {
@@ -43,6 +49,7 @@ fn quiet_on_closed_pipe() {
             .or_else(|| info.payload().downcast_ref::<&str>().copied())
             .unwrap_or_default();
         if message.starts_with("failed printing to std") && message.contains("Broken pipe") {
+            #[expect(clippy::exit, reason = "a panic hook cannot return an exit code")]
             std::process::exit(i32::from(CLOSED_PIPE));
         }
         default(info);

@@ -15,6 +15,7 @@ mod help;
 mod history;
 mod import;
 mod init;
+mod interrupt;
 mod lint;
 mod mcp_source;
 mod merge;

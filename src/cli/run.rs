@@ -386,7 +386,11 @@ pub(super) fn execute_plan(
         for o in extra.iter_mut() {
             observers.push(&mut **o);
         }
-        runtime.block_on(toolscore_runner::execute(plan, &mut observers))?
+        let interrupt = toolscore_provider::Cancel::new();
+        runtime.block_on(async {
+            super::interrupt::on_signals(interrupt.clone());
+            toolscore_runner::execute(plan, &mut observers, &interrupt).await
+        })?
     };
     drop(runtime);
     Ok(totals)

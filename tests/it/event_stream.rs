@@ -1,6 +1,7 @@
 //! The runner's event stream, driven through the library against the fake provider: observers
 //! see `Started`, one `Trial` per finished trial and `Finished`; a `Stop` answer stops
-//! scheduling exactly the scope it names, and the totals account for every planned trial.
+//! scheduling exactly the scope it names, and the totals account for every planned trial. The
+//! caller's interrupt stops the run, and the runner says so as a notice, never on stderr.
 
 use crate::support;
 
@@ -8,8 +9,8 @@ use std::collections::HashMap;
 
 use support::{FakeResponse, FakeServer, tool_call_body};
 use toolscore_core::error::Error;
-use toolscore_core::event::{Control, Observer, RunEvent, RunTotals, StopScope};
-use toolscore_provider::ProviderSettings;
+use toolscore_core::event::{Control, Notice, Observer, RunEvent, RunTotals, StopScope};
+use toolscore_provider::{Cancel, ProviderSettings};
 use toolscore_provider::openai_compat::KIND;
 use toolscore_runner::{Arm, RunPlan, execute};
 
@@ -62,6 +63,9 @@ struct Stopper {
     started: u32,
     finished: Option<RunTotals>,
     seen: HashMap<(usize, usize), u32>,
+    /// Cancelled once `after` trials of the watched case were seen, instead of answering a stop.
+    interrupt: Option<Cancel>,
+    notices: Vec<Notice>,
 }
 
 impl Observer for Stopper {
@@ -73,9 +77,13 @@ impl Observer for Stopper {
                 let n = self.seen.entry((key.arm, key.case)).or_default();
                 *n += 1;
                 if (key.arm, key.case) == self.watch && *n == self.after {
-                    return Ok(Control::Stop(self.scope));
+                    match &self.interrupt {
+                        Some(token) => token.cancel(),
+                        None => return Ok(Control::Stop(self.scope)),
+                    }
                 }
             }
+            RunEvent::Notice(notice) => self.notices.push((*notice).clone()),
             RunEvent::Finished(t) => self.finished = Some((*t).clone()),
         }
         Ok(Control::Continue)
@@ -83,11 +91,12 @@ impl Observer for Stopper {
 }
 
 fn run(plan: RunPlan, observer: &mut Stopper) -> RunTotals {
+    let interrupt = observer.interrupt.clone().unwrap_or_default();
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .expect("runtime")
-        .block_on(execute(plan, observer))
+        .block_on(execute(plan, observer, &interrupt))
         .expect("run")
 }
 
@@ -99,6 +108,8 @@ fn stopper(scope: StopScope, watch: (usize, usize), after: u32) -> Stopper {
         started: 0,
         finished: None,
         seen: HashMap::new(),
+        interrupt: None,
+        notices: Vec::new(),
     }
 }
 
@@ -172,4 +183,23 @@ fn stopping_an_arm_or_the_run_skips_the_rest_of_it() {
         "an observer's stop is not an interruption"
     );
     assert!(obs.finished.is_some());
+}
+
+#[test]
+fn the_callers_interrupt_stops_the_run_and_is_told_as_one_notice() {
+    let server = server();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut obs = stopper(StopScope::Run, (0, 0), 2);
+    obs.interrupt = Some(Cancel::new());
+    let totals = run(plan(&server, dir.path(), &["a"], 40), &mut obs);
+    assert!(totals.interrupted, "{totals:?}");
+    assert!(totals.completed_trials < 120, "{totals:?}");
+    assert_eq!(obs.notices, [Notice::Interrupted]);
+    assert_eq!(obs.finished.as_ref(), Some(&totals));
+
+    // Without an interrupt the run tells nothing beside its trials.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut obs = stopper(StopScope::Run, (9, 9), 1);
+    run(plan(&server, dir.path(), &["a"], 2), &mut obs);
+    assert!(obs.notices.is_empty(), "{:?}", obs.notices);
 }

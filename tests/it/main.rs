@@ -3,6 +3,12 @@
 //! filters, fake provider and MCP servers), and the crate is linked once instead of once per
 //! file.
 
+#![allow(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a test or benchmark program reports what it measured on the terminal"
+)]
+
 mod support;
 
 mod bfcl_agreement;

@@ -46,8 +46,61 @@ pub enum RunEvent<'a> {
         /// ([`Observer::wants_raw`]); empty otherwise.
         raw: &'a [RawStep],
     },
+    /// Something the run has to tell that is not a trial: what its batches are doing, trials
+    /// a batch left unanswered. It may come before `Started` (batches are submitted and
+    /// polled before the first trial runs); the runner ignores an observer's answer to it.
+    Notice(&'a Notice),
     /// Every scheduled trial has finished (or the run was stopped and in-flight trials ended).
     Finished(&'a RunTotals),
+}
+
+/// What the run tells its user between trials. Data, not text: the terminal observer words
+/// it, so the runner never prints.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Notice {
+    /// `--batch`: trials already in batches an earlier attempt submitted; those are polled,
+    /// not sent again.
+    BatchesResumed { trials: usize },
+    /// `--batch`: a batch was submitted for an arm.
+    BatchSubmitted {
+        api: String,
+        id: String,
+        arm: String,
+        variant: String,
+        requests: usize,
+    },
+    /// `--batch`: a poll of a running batch found it changed (`ended` once it is over).
+    BatchPolled {
+        batch: BatchProgress,
+        /// Time since polling began, once the batch has ended.
+        ended_after: Option<std::time::Duration>,
+    },
+    /// `--batch`: a line of a batch's results that could not be read.
+    BatchUnreadableResult { batch: String, problem: String },
+    /// `--batch`: an answer under a request id the batch did not send, ignored.
+    BatchStrayAnswer { batch: String, id: String },
+    /// `--batch`: requests of a completed batch that came back without an answer; their trials
+    /// are not run (`--resume` submits them again).
+    BatchUnanswered { batch: String, requests: usize },
+    /// `--batch`: trials not run at the end because their batch returned no answer for them.
+    TrialsNotReturned { trials: u64 },
+    /// The command's interrupt fired (Ctrl-C, SIGTERM): no new trial starts, those in flight
+    /// are abandoned, and the summary of what completed is written.
+    Interrupted,
+}
+
+/// Where a batch stands, as the provider's status says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BatchProgress {
+    pub id: String,
+    pub api: String,
+    /// The arm's provider name.
+    pub provider: String,
+    /// The provider's own word (`in_progress`, `ended`, `BATCH_STATE_RUNNING`).
+    pub state: String,
+    pub done: u64,
+    pub failed: u64,
+    pub total: u64,
 }
 
 /// How a run ended, as counted by the runner.

@@ -293,7 +293,7 @@ impl Observer for CassetteRecorder {
                         .map_err(|e| Error::io(format!("cannot finish cassette {path}"), e))?;
                 }
             }
-            RunEvent::Started { .. } => {}
+            RunEvent::Started { .. } | RunEvent::Notice(_) => {}
         }
         Ok(Control::Continue)
     }

@@ -2,6 +2,8 @@
 //! would fail the same way, so its remaining trials are not run (counted as skipped, never as
 //! failures), while the other providers of the run go on.
 
+use std::io::Write;
+
 use toolscore_core::error::Error;
 use toolscore_core::event::{Control, Observer, RunEvent, StopScope};
 use toolscore_core::record::ErrorClass;
@@ -32,21 +34,25 @@ impl ProviderStop {
     }
 }
 
-/// The observer: one stop per arm, announced on stderr when it happens.
-#[derive(Debug, Default)]
+/// The observer: one stop per arm, announced on the command's stream (stderr) when it
+/// happens.
 pub struct ProviderStops {
     /// Per arm: the environment variable its key comes from, if any.
     key_env: Vec<Option<String>>,
     variants: Vec<String>,
     stopped: Vec<ProviderStop>,
+    out: Box<dyn Write + Send>,
 }
 
 impl ProviderStops {
-    /// `key_env[arm]` names the variable each arm's key is read from.
-    pub fn new(key_env: Vec<Option<String>>) -> Self {
+    /// `key_env[arm]` names the variable each arm's key is read from; each stop is told on
+    /// `out` as it happens.
+    pub fn new(key_env: Vec<Option<String>>, out: Box<dyn Write + Send>) -> Self {
         ProviderStops {
             key_env,
-            ..Default::default()
+            variants: Vec::new(),
+            stopped: Vec::new(),
+            out,
         }
     }
 
@@ -86,11 +92,12 @@ impl Observer for ProviderStops {
                     class,
                     message: record.error.clone().unwrap_or_default(),
                 };
-                eprintln!("{}", stop.describe(self.key_env(key.arm)));
+                writeln!(self.out, "{}", stop.describe(self.key_env(key.arm)))
+                    .map_err(|e| Error::io("cannot write a provider's stop", e))?;
                 self.stopped.push(stop);
                 Ok(Control::Stop(StopScope::Arm(key.arm)))
             }
-            RunEvent::Finished(_) => Ok(Control::Continue),
+            RunEvent::Notice(_) | RunEvent::Finished(_) => Ok(Control::Continue),
         }
     }
 }
@@ -119,7 +126,10 @@ mod tests {
 
     #[test]
     fn auth_and_quota_stop_their_arm_only() {
-        let mut stops = ProviderStops::new(vec![Some("ANTHROPIC_API_KEY".into()), None]);
+        let mut stops = ProviderStops::new(
+            vec![Some("ANTHROPIC_API_KEY".into()), None],
+            Box::new(std::io::sink()),
+        );
         let mut record = TrialRecord::for_test("c", Outcome::Error, 1.0);
         record.error_class = Some(ErrorClass::RateLimited);
         assert_eq!(trial(&mut stops, 0, &record), Control::Continue);

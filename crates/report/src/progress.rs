@@ -1,18 +1,21 @@
-//! Progress on stderr while trials run: an observer of the run.
+//! Progress while trials run, and the run's notices: an observer of the run, writing to the
+//! stream the command gives it (stderr).
 //!
 //! On a terminal, an indicatif bar. Otherwise (a CI log, a pipe) a line every 5 seconds on a
 //! timer, whether or not a trial finished in between, so a slow run still shows it is alive;
 //! `--progress bar` off a terminal draws the bar as text on those lines. The last line is
-//! printed once, when the run ends.
+//! printed once, when the run ends. The runner's [`Notice`]s (batches, interruption) are
+//! worded here, whatever the mode: only a running batch's changes are left out with
+//! `--progress off`.
 
-use std::io::IsTerminal;
+use std::io::{self, Write};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use toolscore_core::error::Error;
-use toolscore_core::event::{Control, Observer, RunEvent};
+use toolscore_core::event::{Control, Notice, Observer, RunEvent};
 use toolscore_core::record::Outcome;
 
 /// How progress is shown while trials run.
@@ -39,6 +42,18 @@ struct Counts {
     last_printed: Mutex<Option<u64>>,
     /// Provider-asked waits honoured so far (count, total), when the run can tell.
     waits: Option<RetryWaits>,
+    out: Out,
+    /// The first write the ticker thread could not make, for the next event to return.
+    write_error: Mutex<Option<io::Error>>,
+}
+
+/// Where progress and notices go, shared with the ticker thread.
+type Out = Arc<Mutex<Box<dyn Write + Send>>>;
+
+fn write_line(out: &Out, line: &str) -> io::Result<()> {
+    let mut w = out.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    writeln!(w, "{line}")?;
+    w.flush()
 }
 
 /// Reads the waits providers asked for (Retry-After) that the run honoured: how many, and
@@ -88,16 +103,21 @@ impl Counts {
         Some(self.line())
     }
 
-    fn print(&self, force: bool) {
-        if let Some(line) = self.next_line(force) {
-            eprintln!("{line}");
+    fn print(&self, force: bool) -> io::Result<()> {
+        match self.next_line(force) {
+            Some(line) => write_line(&self.out, &line),
+            None => Ok(()),
         }
     }
 }
 
-/// Progress on stderr: an indicatif bar on a terminal, a line every few seconds otherwise.
+/// Progress on the command's stream: an indicatif bar on a terminal, a line every few seconds
+/// otherwise.
 pub struct Progress {
     mode: ProgressMode,
+    out: Out,
+    /// Whether `out` is a terminal (a bar is drawn in place only there).
+    terminal: bool,
     bar: Option<indicatif::ProgressBar>,
     /// Infrastructure errors so far, for the bar's message.
     bar_errors: u64,
@@ -110,10 +130,13 @@ pub struct Progress {
 const PROGRESS_LINE_EVERY: Duration = Duration::from_secs(5);
 
 impl Progress {
-    /// The planned count is taken from the run's `Started` event; nothing is drawn before.
-    pub fn new(mode: ProgressMode) -> Self {
+    /// Progress on `out`, a terminal or not. The planned count is taken from the run's
+    /// `Started` event; nothing is drawn before.
+    pub fn new(mode: ProgressMode, out: Box<dyn Write + Send>, terminal: bool) -> Self {
         Progress {
             mode,
+            out: Arc::new(Mutex::new(out)),
+            terminal,
             bar: None,
             bar_errors: 0,
             counts: None,
@@ -129,7 +152,7 @@ impl Progress {
     }
 
     fn start(&mut self, planned: u64) {
-        let tty = std::io::stderr().is_terminal();
+        let tty = self.terminal;
         let draw_bar = match self.mode {
             ProgressMode::Bar | ProgressMode::Auto => tty,
             ProgressMode::Lines | ProgressMode::Off => false,
@@ -155,6 +178,8 @@ impl Progress {
             text_bar: self.mode == ProgressMode::Bar,
             last_printed: Mutex::new(None),
             waits: self.waits,
+            out: Arc::clone(&self.out),
+            write_error: Mutex::new(None),
         });
         let (stop, stopped) = mpsc::channel::<()>();
         let shared = Arc::clone(&counts);
@@ -165,7 +190,12 @@ impl Progress {
                 while let Err(mpsc::RecvTimeoutError::Timeout) =
                     stopped.recv_timeout(PROGRESS_LINE_EVERY)
                 {
-                    shared.print(true);
+                    if let Err(e) = shared.print(true) {
+                        if let Ok(mut slot) = shared.write_error.lock() {
+                            slot.get_or_insert(e);
+                        }
+                        break;
+                    }
                 }
             });
         if let Ok(handle) = handle {
@@ -188,7 +218,7 @@ impl Progress {
         }
     }
 
-    fn finish(&mut self) {
+    fn finish(&mut self) -> io::Result<()> {
         if let Some(pb) = self.bar.take() {
             pb.finish_and_clear();
         }
@@ -196,10 +226,73 @@ impl Progress {
             let _ = stop.send(());
             let _ = handle.join();
         }
-        if let Some(c) = &self.counts {
-            c.print(false);
+        match &self.counts {
+            Some(c) => c.print(false),
+            None => Ok(()),
         }
     }
+
+    /// A notice on its own line, above the bar when one is drawn.
+    fn tell(&self, notice: &Notice) -> io::Result<()> {
+        let Some(line) = notice_line(notice, self.mode) else {
+            return Ok(());
+        };
+        match &self.bar {
+            Some(pb) => pb.suspend(|| write_line(&self.out, &line)),
+            None => write_line(&self.out, &line),
+        }
+    }
+
+    /// A write the ticker thread could not make (a closed pipe), once.
+    fn ticker_error(&self) -> Option<io::Error> {
+        self.counts.as_ref()?.write_error.lock().ok()?.take()
+    }
+}
+
+/// How a notice reads on the terminal; `None` for a running batch's change with progress off.
+fn notice_line(notice: &Notice, mode: ProgressMode) -> Option<String> {
+    Some(match notice {
+        Notice::BatchesResumed { trials } => {
+            format!("batch: {trials} trials are in batches submitted earlier; polling those")
+        }
+        Notice::BatchSubmitted {
+            api,
+            id,
+            arm,
+            variant,
+            requests,
+        } => format!("batch: submitted {api} {id} for arm {arm} ({variant}): {requests} requests"),
+        Notice::BatchPolled { batch, ended_after } => {
+            if ended_after.is_none() && mode == ProgressMode::Off {
+                return None;
+            }
+            let failed = if batch.failed > 0 {
+                format!(" ({} failed)", batch.failed)
+            } else {
+                String::new()
+            };
+            let after = ended_after
+                .map(|d| format!(" after {}", humantime::format_duration(d)))
+                .unwrap_or_default();
+            format!(
+                "batch {} ({}, arm {}): {}, {} of {} done{failed}{after}",
+                batch.id, batch.api, batch.provider, batch.state, batch.done, batch.total
+            )
+        }
+        Notice::BatchUnreadableResult { batch, problem } => {
+            format!("warning: batch {batch}: unreadable result {problem}")
+        }
+        Notice::BatchStrayAnswer { batch, id } => format!(
+            "warning: batch {batch}: an answer for `{id}`, which this batch did not send, was ignored"
+        ),
+        Notice::BatchUnanswered { batch, requests } => format!(
+            "batch {batch}: {requests} requests came back without an answer; those trials are not run (`--resume` submits them again)"
+        ),
+        Notice::TrialsNotReturned { trials } => format!(
+            "{trials} trials were not run: their batch returned no answer for them (`--resume` submits them again)"
+        ),
+        Notice::Interrupted => "interrupted: no new trials will start and those in flight are abandoned; writing the summary of what completed (again to abort at once)".to_owned(),
+    })
 }
 
 impl Drop for Progress {
@@ -213,12 +306,22 @@ impl Drop for Progress {
 
 impl Observer for Progress {
     fn on_event(&mut self, event: &RunEvent<'_>) -> Result<Control, Error> {
-        match event {
-            RunEvent::Started { planned_trials, .. } => self.start(*planned_trials),
-            RunEvent::Trial { record, .. } => self.record(record.outcome == Outcome::Error),
+        let written = match event {
+            RunEvent::Started { planned_trials, .. } => {
+                self.start(*planned_trials);
+                Ok(())
+            }
+            RunEvent::Trial { record, .. } => {
+                self.record(record.outcome == Outcome::Error);
+                Ok(())
+            }
+            RunEvent::Notice(notice) => self.tell(notice),
             RunEvent::Finished(_) => self.finish(),
+        };
+        match written.err().or_else(|| self.ticker_error()) {
+            Some(e) => Err(Error::io("cannot write progress", e)),
+            None => Ok(Control::Continue),
         }
-        Ok(Control::Continue)
     }
 }
 
@@ -235,6 +338,8 @@ mod tests {
             text_bar,
             last_printed: Mutex::new(None),
             waits: None,
+            out: Arc::new(Mutex::new(Box::new(Vec::new()))),
+            write_error: Mutex::new(None),
         }
     }
 

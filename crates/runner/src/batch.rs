@@ -13,7 +13,7 @@ use std::time::{Duration, Instant, SystemTime};
 use serde::{Deserialize, Serialize};
 
 use toolscore_core::error::{Error, InputError};
-use toolscore_core::event::TrialKey;
+use toolscore_core::event::{BatchProgress, Notice, Observer, RunEvent, TrialKey};
 use toolscore_core::record::BatchRef;
 use toolscore_provider::batch::{
     BatchApi, BatchClient, BatchEnd, BatchLine, BatchStatus, chunk_lines,
@@ -32,8 +32,6 @@ pub struct BatchMode {
     pub poll: Duration,
     /// The longest to poll before giving up: the batches keep running, `--resume` polls them.
     pub max_wait: Duration,
-    /// Print each poll's progress on stderr (submissions and ends are always printed).
-    pub progress: bool,
 }
 
 /// `batches.json`: every batch this run submitted.
@@ -124,7 +122,8 @@ pub struct BatchArm<'a> {
 
 /// Submits what no batch holds yet, polls every batch of the run until it ends, and gathers
 /// the answers. `wanted` are the trials to run, `prepared` the opening request of each
-/// (arm, case) at `arm * cases + case`.
+/// (arm, case) at `arm * cases + case`. What the batches do is told to `observer` as
+/// [`Notice`]s.
 pub async fn gather(
     mode: &BatchMode,
     run_id: &str,
@@ -132,16 +131,18 @@ pub async fn gather(
     prepared: &[PreparedRequest],
     cases: usize,
     wanted: &[TrialKey],
+    observer: &mut dyn Observer,
 ) -> Result<Answers, Error> {
     let mut file = read_state(&mode.state_file)?;
     let apis: Vec<BatchApi> = arms
         .iter()
         .map(|a| BatchApi::for_kind(a.provider.settings().kind).map_err(Error::BatchApi))
         .collect::<Result<_, _>>()?;
-    let run = BatchRun {
+    let mut run = BatchRun {
         mode,
         arms,
         apis: &apis,
+        observer,
     };
     run.submit_new(&mut file, run_id, prepared, cases, wanted)
         .await?;
@@ -163,13 +164,19 @@ struct BatchRun<'a> {
     mode: &'a BatchMode,
     arms: &'a [BatchArm<'a>],
     apis: &'a [BatchApi],
+    observer: &'a mut dyn Observer,
 }
 
 impl BatchRun<'_> {
+    /// Tells the observer; its answer to a notice is not a stop (trials have not begun).
+    fn tell(&mut self, notice: Notice) -> Result<(), Error> {
+        self.observer.on_event(&RunEvent::Notice(&notice)).map(drop)
+    }
+
     /// Submits the wanted trials no running batch holds, arm by arm, each batch written to
     /// the state file before the next is sent.
     async fn submit_new(
-        &self,
+        &mut self,
         file: &mut BatchFile,
         run_id: &str,
         prepared: &[PreparedRequest],
@@ -188,7 +195,7 @@ impl BatchRun<'_> {
             .filter(|k| pending.contains(&custom_id(**k)))
             .count();
         if waiting > 0 {
-            eprintln!("batch: {waiting} trials are in batches submitted earlier; polling those");
+            self.tell(Notice::BatchesResumed { trials: waiting })?;
         }
         for (arm_index, arm) in arms.iter().enumerate() {
             let lines: Vec<BatchLine> = wanted
@@ -212,13 +219,13 @@ impl BatchRun<'_> {
                         arm.name
                     ))
                 })?;
-                eprintln!(
-                    "batch: submitted {} {id} for arm {} ({}): {} requests",
-                    api.name(),
-                    arm.name,
-                    arm.variant,
-                    chunk.len()
-                );
+                self.tell(Notice::BatchSubmitted {
+                    api: api.name().to_owned(),
+                    id: id.clone(),
+                    arm: arm.name.to_owned(),
+                    variant: arm.variant.to_owned(),
+                    requests: chunk.len(),
+                })?;
                 file.batches.push(Submitted {
                     provider: arm.name.to_owned(),
                     variant: arm.variant.to_owned(),
@@ -277,13 +284,13 @@ impl BatchRun<'_> {
 
     /// Polls every open batch until each has ended, printing each one's progress as it moves.
     async fn poll_until_ended(
-        &self,
+        &mut self,
         open: &[(usize, Submitted)],
     ) -> Result<Vec<BatchStatus>, Error> {
         let (mode, arms, apis) = (self.mode, self.arms, self.apis);
         let started = Instant::now();
         let mut ended: Vec<Option<BatchStatus>> = vec![None; open.len()];
-        let mut last_seen: Vec<String> = vec![String::new(); open.len()];
+        let mut last_seen: Vec<Option<BatchProgress>> = vec![None; open.len()];
         while ended.iter().any(Option::is_none) {
             for (i, (arm, b)) in open.iter().enumerate() {
                 if ended[i].is_some() {
@@ -296,20 +303,19 @@ impl BatchRun<'_> {
                         b.id
                     ))
                 })?;
-                let line = progress_line(b, &status);
+                let batch = progress_of(b, &status);
                 if status.end.is_some() {
-                    eprintln!(
-                        "{line} after {}",
-                        humantime::format_duration(Duration::from_secs(
-                            started.elapsed().as_secs()
-                        ))
-                    );
+                    self.tell(Notice::BatchPolled {
+                        batch,
+                        ended_after: Some(Duration::from_secs(started.elapsed().as_secs())),
+                    })?;
                     ended[i] = Some(status);
-                } else {
-                    if mode.progress && line != last_seen[i] {
-                        eprintln!("{line}");
-                    }
-                    last_seen[i] = line;
+                } else if last_seen[i].as_ref() != Some(&batch) {
+                    last_seen[i] = Some(batch.clone());
+                    self.tell(Notice::BatchPolled {
+                        batch,
+                        ended_after: None,
+                    })?;
                 }
             }
             if ended.iter().any(Option::is_none) {
@@ -336,7 +342,7 @@ impl BatchRun<'_> {
     /// Gathers one ended batch's answers under their trial keys; a request it left unanswered
     /// is an error when the batch's end says why, and is not run otherwise.
     async fn collect(
-        &self,
+        &mut self,
         arm: usize,
         b: &Submitted,
         status: &BatchStatus,
@@ -351,7 +357,10 @@ impl BatchRun<'_> {
             ))
         })?;
         for problem in &parsed.problems {
-            eprintln!("warning: batch {}: unreadable result {problem}", b.id);
+            self.tell(Notice::BatchUnreadableResult {
+                batch: b.id.clone(),
+                problem: problem.clone(),
+            })?;
         }
         let reference = BatchRef {
             api: b.api.clone(),
@@ -361,10 +370,10 @@ impl BatchRun<'_> {
         let mut answered: HashSet<String> = HashSet::new();
         for (id, line) in parsed.answers {
             let Some(key) = parse_custom_id(&id).filter(|_| sent.contains(id.as_str())) else {
-                eprintln!(
-                    "warning: batch {}: an answer for `{id}`, which this batch did not send, was ignored",
-                    b.id
-                );
+                self.tell(Notice::BatchStrayAnswer {
+                    batch: b.id.clone(),
+                    id,
+                })?;
                 continue;
             };
             if !answered.insert(id) {
@@ -391,11 +400,10 @@ impl BatchRun<'_> {
                         .insert(*key, (Err(error.clone()), reference.clone()));
                 }
             }
-            None if !unanswered.is_empty() => eprintln!(
-                "batch {}: {} requests came back without an answer; those trials are not run (`--resume` submits them again)",
-                b.id,
-                unanswered.len()
-            ),
+            None if !unanswered.is_empty() => self.tell(Notice::BatchUnanswered {
+                batch: b.id.clone(),
+                requests: unanswered.len(),
+            })?,
             None => {}
         }
         Ok(())
@@ -427,18 +435,16 @@ fn unanswered_error(end: Option<&BatchEnd>) -> Option<ProviderError> {
 }
 
 /// `batch msgbatch_…: in_progress, 3 of 12 done (1 failed)`.
-fn progress_line(b: &Submitted, s: &BatchStatus) -> String {
-    let total = s.counts.total.unwrap_or(b.requests.len() as u64);
-    let done = s.counts.succeeded + s.counts.failed;
-    let failed = if s.counts.failed > 0 {
-        format!(" ({} failed)", s.counts.failed)
-    } else {
-        String::new()
-    };
-    format!(
-        "batch {} ({}, arm {}): {}, {done} of {total} done{failed}",
-        b.id, b.api, b.provider, s.state
-    )
+fn progress_of(b: &Submitted, s: &BatchStatus) -> BatchProgress {
+    BatchProgress {
+        id: b.id.clone(),
+        api: b.api.clone(),
+        provider: b.provider.clone(),
+        state: s.state.clone(),
+        done: s.counts.succeeded + s.counts.failed,
+        failed: s.counts.failed,
+        total: s.counts.total.unwrap_or(b.requests.len() as u64),
+    }
 }
 
 fn read_state(path: &Path) -> Result<BatchFile, Error> {

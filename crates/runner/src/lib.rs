@@ -30,7 +30,8 @@ use tokio::sync::{mpsc, oneshot};
 use compile::{ArmUnit, CaseUnit, Judge};
 use toolscore_core::error::Error;
 use toolscore_core::event::{
-    ArmStart, Control, Observer, RawResponse, RawStep, RunEvent, RunTotals, StopScope, TrialKey,
+    ArmStart, Control, Notice, Observer, RawResponse, RawStep, RunEvent, RunTotals, StopScope,
+    TrialKey,
 };
 use toolscore_core::message::{ModelTurn, Usage};
 use toolscore_core::record::{ArmId, Outcome, TrialRecord};
@@ -184,9 +185,9 @@ struct Shared {
     keep_raw: bool,
     next_job: AtomicU64,
     skipped: AtomicU64,
-    /// Ctrl-C, SIGTERM, or a sink that failed.
-    interrupted: Arc<AtomicBool>,
-    /// Fired with `interrupted`: abandons requests in flight and backoff sleeps.
+    /// Cancelled by the caller's interrupt (Ctrl-C, SIGTERM) or by a sink that failed: no new
+    /// trial starts, and requests in flight and backoff sleeps are abandoned. A run whose
+    /// token is cancelled is `interrupted`.
     cancel: Cancel,
     stop_run: AtomicBool,
     stop_arm: Vec<AtomicBool>,
@@ -222,13 +223,18 @@ impl Shared {
     }
 }
 
-/// Runs every planned trial and feeds each to `observer`. Ctrl-C stops scheduling; in-flight
-/// trials finish or time out and are still reported (`interrupted: true`).
+/// Runs every planned trial and feeds each to `observer`. Cancelling `interrupt` (the command
+/// does on Ctrl-C or SIGTERM) stops scheduling and abandons requests in flight; the run says
+/// so with [`Notice::Interrupted`], and reports what completed (`interrupted: true`).
 ///
 /// Three steps: compile the plan into case views and prepared requests ([`compile`]), schedule
 /// the trials over the workers while the observer sees each one ([`schedule`]), then account
 /// for what ran ([`finish`]).
-pub async fn execute(plan: RunPlan, observer: &mut dyn Observer) -> Result<RunTotals, Error> {
+pub async fn execute(
+    plan: RunPlan,
+    observer: &mut dyn Observer,
+    interrupt: &Cancel,
+) -> Result<RunTotals, Error> {
     let client = toolscore_provider::http_client(plan.concurrency).map_err(Error::HttpClient)?;
     let planned = plan.planned_trials();
     let case_trials = plan.case_trials();
@@ -248,13 +254,11 @@ pub async fn execute(plan: RunPlan, observer: &mut dyn Observer) -> Result<RunTo
                 shard.as_ref(),
                 &plan.done,
             );
-            Some(batch_answers(mode, &plan.run_id, &compiled, &wanted).await?)
+            Some(batch_answers(mode, &plan.run_id, &compiled, &wanted, observer, interrupt).await?)
         }
     };
     let first = announce(observer, &plan.run_id, planned, &compiled.arms)?;
-    let interrupted = Arc::new(AtomicBool::new(false));
-    let cancel = Cancel::new();
-    spawn_signal_handler(Arc::clone(&interrupted), cancel.clone());
+    let cancel = interrupt.child_token();
     let arm_count = compiled.arms.len();
     let case_count = compiled.units.len();
     let shared = Arc::new(Shared {
@@ -275,7 +279,6 @@ pub async fn execute(plan: RunPlan, observer: &mut dyn Observer) -> Result<RunTo
         keep_raw: observer.wants_raw(),
         next_job: AtomicU64::new(0),
         skipped: AtomicU64::new(0),
-        interrupted,
         cancel,
         budget,
         budget_not_run: AtomicU64::new(0),
@@ -285,7 +288,7 @@ pub async fn execute(plan: RunPlan, observer: &mut dyn Observer) -> Result<RunTo
         shared.apply(scope);
     }
     let workers = plan.concurrency.max(1).min(planned.max(1) as usize);
-    let (completed, handles) = schedule(&shared, workers, observer).await?;
+    let (completed, handles) = schedule(&shared, workers, observer, interrupt).await?;
     finish(&shared, handles, planned, completed, observer).await
 }
 
@@ -315,6 +318,8 @@ async fn batch_answers(
     run_id: &str,
     compiled: &compile::Compiled,
     wanted: &[TrialKey],
+    observer: &mut dyn Observer,
+    interrupt: &Cancel,
 ) -> Result<batch::Answers, Error> {
     let batch_arms = compiled
         .arms
@@ -338,10 +343,11 @@ async fn batch_answers(
         &compiled.prepared,
         compiled.units.len(),
         wanted,
+        observer,
     );
     tokio::select! {
         answers = gathered => answers,
-        () = interrupt_signal() => Err(Error::Interrupted(
+        () = interrupt.cancelled() => Err(Error::Interrupted(
             "the submitted batches keep running at their providers (ids in batches.json); `--resume` polls them and collects their answers",
         )),
     }
@@ -376,6 +382,7 @@ async fn schedule(
     shared: &Arc<Shared>,
     workers: usize,
     observer: &mut dyn Observer,
+    interrupt: &Cancel,
 ) -> Result<(u64, Vec<tokio::task::JoinHandle<()>>), Error> {
     let (tx, mut rx) = mpsc::channel::<Finished>(workers);
     let mut handles = Vec::with_capacity(workers);
@@ -387,13 +394,27 @@ async fn schedule(
     drop(tx);
     let mut completed = 0u64;
     let mut sink_error = None;
-    while let Some(Finished {
-        key,
-        record,
-        raw,
-        observed,
-    }) = rx.recv().await
-    {
+    let mut told_interrupted = false;
+    loop {
+        let next = tokio::select! {
+            next = rx.recv() => next,
+            () = interrupt.cancelled(), if !told_interrupted => {
+                told_interrupted = true;
+                if let Err(e) = observer.on_event(&RunEvent::Notice(&Notice::Interrupted)) {
+                    sink_error.get_or_insert(e);
+                }
+                continue;
+            }
+        };
+        let Some(Finished {
+            key,
+            record,
+            raw,
+            observed,
+        }) = next
+        else {
+            break;
+        };
         completed += 1;
         if sink_error.is_none() {
             match observer.on_event(&RunEvent::Trial {
@@ -404,7 +425,6 @@ async fn schedule(
                 Ok(Control::Continue) => {}
                 Ok(Control::Stop(scope)) => shared.apply(scope),
                 Err(e) => {
-                    shared.interrupted.store(true, Ordering::SeqCst);
                     shared.cancel.cancel();
                     sink_error = Some(e);
                 }
@@ -429,16 +449,13 @@ async fn finish(
     completed: u64,
     observer: &mut dyn Observer,
 ) -> Result<RunTotals, Error> {
-    let interrupted = shared.interrupted.load(Ordering::SeqCst);
     if let Some(answers) = &shared.batch
-        && !interrupted
+        && !shared.cancel.is_cancelled()
     {
         answers.mark_collected()?;
-        let not_returned = shared.not_returned.load(Ordering::SeqCst);
-        if not_returned > 0 {
-            eprintln!(
-                "{not_returned} trials were not run: their batch returned no answer for them (`--resume` submits them again)"
-            );
+        let trials = shared.not_returned.load(Ordering::SeqCst);
+        if trials > 0 {
+            observer.on_event(&RunEvent::Notice(&Notice::TrialsNotReturned { trials }))?;
         }
     }
     // A worker that panicked took its trial with it; the others went on with the remaining
@@ -457,7 +474,7 @@ async fn finish(
             failures.push(format!("a worker failed: {message}"));
         }
     }
-    let interrupted = shared.interrupted.load(Ordering::SeqCst);
+    let interrupted = shared.cancel.is_cancelled();
     let budget_not_run = shared.budget_not_run.load(Ordering::SeqCst);
     let mut skipped = shared.skipped.load(Ordering::SeqCst) + budget_not_run;
     if !interrupted && shared.stop_run.load(Ordering::SeqCst) {
@@ -491,7 +508,7 @@ async fn worker(shared: Arc<Shared>, tx: mpsc::Sender<Finished>) {
     let arms = shared.arms.len();
     let total = (cases * arms) as u64 * u64::from(shared.trials);
     loop {
-        if shared.interrupted.load(Ordering::Relaxed) || shared.stop_run.load(Ordering::Relaxed) {
+        if shared.cancel.is_cancelled() || shared.stop_run.load(Ordering::Relaxed) {
             return;
         }
         let job = shared.next_job.fetch_add(1, Ordering::Relaxed);
@@ -842,54 +859,6 @@ fn total_usage(turns: &[ModelTurn]) -> Usage {
         cache_read_tokens: sum(|u| u.cache_read_tokens),
         cache_write_tokens: sum(|u| u.cache_write_tokens),
     }
-}
-
-/// Completes at the first Ctrl-C or SIGTERM.
-async fn interrupt_signal() {
-    let Ok(mut term) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-    else {
-        std::future::pending::<()>().await;
-        return;
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = term.recv() => {}
-    }
-}
-
-/// First Ctrl-C or SIGTERM (what CI runners and Kubernetes send): stop scheduling and abandon
-/// requests in flight and backoff sleeps, so the summary of what completed is written at once.
-/// A second one exits at once.
-fn spawn_signal_handler(stop: Arc<AtomicBool>, cancel: Cancel) {
-    tokio::spawn(async move {
-        let Ok(mut term) =
-            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        else {
-            return;
-        };
-        let first = tokio::select! {
-            r = tokio::signal::ctrl_c() => r.is_ok(),
-            r = term.recv() => r.is_some(),
-        };
-        if !first {
-            return;
-        }
-        stop.store(true, Ordering::SeqCst);
-        cancel.cancel();
-        eprintln!(
-            "\ninterrupted: no new trials will start and those in flight are abandoned; writing the summary of what completed (again to abort at once)"
-        );
-        let again = tokio::select! {
-            r = tokio::signal::ctrl_c() => r.is_ok(),
-            r = term.recv() => r.is_some(),
-        };
-        if again {
-            eprintln!(
-                "aborted: results.jsonl holds every trial finished so far; no summary was written"
-            );
-            std::process::exit(130);
-        }
-    });
 }
 
 #[cfg(test)]

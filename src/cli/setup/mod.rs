@@ -2,6 +2,7 @@
 //! check that can fail happens here, before any request or output file. The setup then builds
 //! the run's observers, so the command only wires them.
 
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
@@ -154,8 +155,12 @@ impl RunSetup {
             store: ResultsStore::open(&self.out_dir.join("results.jsonl"))?,
             csv: ResultsCsv::create(&self.out_dir.join("results.csv"))?,
             recorder,
-            progress: Progress::new(self.progress)
-                .with_retry_waits(toolscore_provider::limits::retry_after_waits),
+            progress: Progress::new(
+                self.progress,
+                Box::new(std::io::stderr()),
+                std::io::stderr().is_terminal(),
+            )
+            .with_retry_waits(toolscore_provider::limits::retry_after_waits),
             aggregator: Aggregator::new(),
             sequential: match &self.sequential {
                 Some(spec) => Some(sequential_gate(spec.clone(), &self.run_info(started))?),
@@ -172,6 +177,7 @@ impl RunSetup {
                     .iter()
                     .map(|a| a.settings.api_key_env.clone())
                     .collect(),
+                Box::new(std::io::stderr()),
             ),
         })
     }
@@ -373,7 +379,6 @@ pub(super) fn build_plan_of_units(
         state_file: common.out_dir.join(toolscore_runner::batch::STATE_FILE),
         poll,
         max_wait,
-        progress: args.progress != ProgressMode::Off,
     });
     Ok(RunSetup {
         plan: RunPlan {

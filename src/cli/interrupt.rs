@@ -1,0 +1,41 @@
+//! Ctrl-C and SIGTERM (what CI runners and Kubernetes send) while a run goes. The first
+//! cancels the run's token: the runner stops scheduling, abandons requests in flight and
+//! backoff sleeps, says so (`Notice::Interrupted`), and the command writes the summary of what
+//! completed. A second ends the process at once, before any summary is written.
+
+use toolscore_provider::Cancel;
+
+/// The exit status of a run aborted by a second signal, as a shell reports a SIGINT.
+const ABORTED: i32 = 130;
+
+/// Watches for the signals on the current runtime, cancelling `interrupt` at the first.
+pub(super) fn on_signals(interrupt: Cancel) {
+    tokio::spawn(async move {
+        let Ok(mut term) =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        else {
+            return;
+        };
+        let first = tokio::select! {
+            r = tokio::signal::ctrl_c() => r.is_ok(),
+            r = term.recv() => r.is_some(),
+        };
+        if !first {
+            return;
+        }
+        interrupt.cancel();
+        let again = tokio::select! {
+            r = tokio::signal::ctrl_c() => r.is_ok(),
+            r = term.recv() => r.is_some(),
+        };
+        if again {
+            eprintln!(
+                "aborted: results.jsonl holds every trial finished so far; no summary was written"
+            );
+            // Abort means now: the summary being written may take long, and the user asked
+            // twice. Nothing is half-written: results.jsonl is appended a whole line at a time.
+            #[expect(clippy::exit, reason = "a second Ctrl-C ends the process at once")]
+            std::process::exit(ABORTED);
+        }
+    });
+}
