@@ -8,16 +8,20 @@ use toolscore_provider::Cancel;
 /// The exit status of a run aborted by a second signal, as a shell reports a SIGINT.
 const ABORTED: i32 = 130;
 
-/// Watches for the signals on the current runtime, cancelling `interrupt` at the first.
+/// Watches for the signals on the current runtime, cancelling `interrupt` at the first. The
+/// handlers are in place when this returns, so a signal sent once the run has begun is never
+/// met by the default action (a silent kill with no summary).
 pub(super) fn on_signals(interrupt: Cancel) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut int), Ok(mut term)) = (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) else {
+        return;
+    };
     tokio::spawn(async move {
-        let Ok(mut term) =
-            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        else {
-            return;
-        };
         let first = tokio::select! {
-            r = tokio::signal::ctrl_c() => r.is_ok(),
+            r = int.recv() => r.is_some(),
             r = term.recv() => r.is_some(),
         };
         if !first {
@@ -25,7 +29,7 @@ pub(super) fn on_signals(interrupt: Cancel) {
         }
         interrupt.cancel();
         let again = tokio::select! {
-            r = tokio::signal::ctrl_c() => r.is_ok(),
+            r = int.recv() => r.is_some(),
             r = term.recv() => r.is_some(),
         };
         if again {

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::process::Command;
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use support::{
@@ -456,7 +456,12 @@ fn ctrl_c_stops_scheduling_and_writes_the_summary_of_what_completed() {
         &server,
         &["--trials", "1000", "--concurrency", "2"],
     );
-    std::thread::sleep(Duration::from_millis(1500));
+    // Once requests flow the run has begun (its handlers are in place); then a few trials more.
+    let waited = Instant::now();
+    while server.requests_seen() < 4 && waited.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(server.requests_seen() >= 4, "the run never started");
     let status = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()

@@ -10,8 +10,8 @@ use std::collections::HashMap;
 use support::{FakeResponse, FakeServer, tool_call_body};
 use toolscore_core::error::Error;
 use toolscore_core::event::{Control, Notice, Observer, RunEvent, RunTotals, StopScope};
-use toolscore_provider::{Cancel, ProviderSettings};
 use toolscore_provider::openai_compat::KIND;
+use toolscore_provider::{Cancel, ProviderSettings};
 use toolscore_runner::{Arm, RunPlan, execute};
 
 const TOOLS: &str = r#"{"tools": [{"name": "ping", "description": "Ping.", "inputSchema": {"type": "object", "properties": {}}}]}"#;

@@ -396,8 +396,9 @@ async fn schedule(
     let mut sink_error = None;
     let mut told_interrupted = false;
     loop {
+        // The interrupt first: told as soon as it fires, before the trials it abandons drain.
         let next = tokio::select! {
-            next = rx.recv() => next,
+            biased;
             () = interrupt.cancelled(), if !told_interrupted => {
                 told_interrupted = true;
                 if let Err(e) = observer.on_event(&RunEvent::Notice(&Notice::Interrupted)) {
@@ -405,6 +406,7 @@ async fn schedule(
                 }
                 continue;
             }
+            next = rx.recv() => next,
         };
         let Some(Finished {
             key,
@@ -433,6 +435,13 @@ async fn schedule(
         // The worker waits for this before it takes its next job, so a stop answered here
         // holds for every trial not yet started: none begins after it.
         let _ = observed.send(());
+    }
+    // Fired as the last trial ended: the run still counts as interrupted, so it says so.
+    if interrupt.is_cancelled()
+        && !told_interrupted
+        && let Err(e) = observer.on_event(&RunEvent::Notice(&Notice::Interrupted))
+    {
+        sink_error.get_or_insert(e);
     }
     match sink_error {
         Some(e) => Err(e),
