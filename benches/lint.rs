@@ -107,7 +107,7 @@ fn time_lint(label: &str, catalog: &Catalog) {
     let near = report
         .findings
         .iter()
-        .filter(|f| f.rule == "description-near-duplicate")
+        .filter(|f| f.rule == toolscore_lint::RuleId::DescriptionNearDuplicate)
         .count();
     println!(
         "  {label:>24}: {secs:>7.2} s, {} findings ({near} near-duplicates), peak RSS {:.0} MiB",

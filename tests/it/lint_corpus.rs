@@ -82,7 +82,7 @@ fn per_tool(catalogs: &[Catalog]) -> Vec<(String, bool, Vec<&'static str>, Vec<S
                 })
                 .collect();
             let injection = mine.iter().any(|f| f.category == Category::Injection);
-            let rules = mine.iter().map(|f| f.rule).collect();
+            let rules = mine.iter().map(|f| f.rule.as_str()).collect();
             let messages = mine
                 .iter()
                 .filter(|f| f.category == Category::Injection)
@@ -149,7 +149,7 @@ fn recall_on_the_adversarial_corpus_and_false_positives_on_the_benign_corpus() {
             any_error += 1;
         }
         let mut rules = t.2.clone();
-        rules.sort();
+        rules.sort_unstable();
         rules.dedup();
         for r in rules {
             *errors_by_rule.entry(r).or_default() += 1;

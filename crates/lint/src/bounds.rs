@@ -5,6 +5,7 @@
 //! longer than the bound is linted on its first [`MAX_TEXT_BYTES`] and a `lint-bound` finding
 //! says so; the token estimate still counts the whole text, since the model pays for all of it.
 
+use crate::RuleId;
 use std::borrow::Cow;
 
 use serde_json::{Map, Value};
@@ -40,7 +41,7 @@ pub(crate) fn capped<'a>(catalog: &'a Catalog, out: &mut Vec<Raw>) -> Cow<'a, Ca
         let schema = cut_value(&tool.input_schema, "inputSchema", &mut cuts);
         for (path, len) in cuts {
             out.push(Raw::new(
-                "lint-bound",
+                RuleId::LintBound,
                 Some(&name),
                 path,
                 format!(

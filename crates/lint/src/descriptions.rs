@@ -2,6 +2,7 @@
 //! optional parameters whose omission is explained and bounded, tools the model can tell apart,
 //! and write tools that say what they return.
 
+use crate::RuleId;
 use serde_json::Value;
 
 use super::schema::properties;
@@ -56,7 +57,7 @@ pub(crate) fn check(catalog: &Catalog, options: &LintOptions, out: &mut Vec<Raw>
         let desc = tool.description.trim();
         if desc.is_empty() {
             out.push(Raw::new(
-                "description-missing",
+                RuleId::DescriptionMissing,
                 t,
                 "description",
                 "the tool has no description; the model chooses it by its name alone",
@@ -67,7 +68,7 @@ pub(crate) fn check(catalog: &Catalog, options: &LintOptions, out: &mut Vec<Raw>
             ));
         } else if desc.chars().count() < options.min_tool_description {
             out.push(Raw::new(
-                "description-too-short",
+                RuleId::DescriptionTooShort,
                 t,
                 "description",
                 format!(
@@ -88,7 +89,7 @@ pub(crate) fn check(catalog: &Catalog, options: &LintOptions, out: &mut Vec<Raw>
             if pdesc.is_empty() {
                 if !p.schema.contains_key("$ref") {
                     out.push(Raw::new(
-                        "property-description-missing",
+                        RuleId::PropertyDescriptionMissing,
                         t,
                         p.path.clone(),
                         format!("`{}` has no description", p.name),
@@ -100,7 +101,7 @@ pub(crate) fn check(catalog: &Catalog, options: &LintOptions, out: &mut Vec<Raw>
                 }
             } else if pdesc.chars().count() < options.min_property_description {
                 out.push(Raw::new(
-                    "description-too-short",
+                    RuleId::DescriptionTooShort,
                     t,
                     p.path.clone(),
                     format!(
@@ -115,7 +116,7 @@ pub(crate) fn check(catalog: &Catalog, options: &LintOptions, out: &mut Vec<Raw>
             let lname = p.name.to_lowercase();
             if GENERIC_PARAMS.contains(&lname.as_str()) {
                 out.push(Raw::new(
-                    "param-generic-name",
+                    RuleId::ParamGenericName,
                     t,
                     p.path.clone(),
                     format!(
@@ -135,7 +136,7 @@ pub(crate) fn check(catalog: &Catalog, options: &LintOptions, out: &mut Vec<Raw>
             && !says_what_it_returns(desc)
         {
             out.push(Raw::new(
-                "write-no-return",
+                RuleId::WriteNoReturn,
                 t,
                 "description",
                 format!("`{}` changes something but its description does not say what it returns on success", tool.name),
@@ -201,7 +202,7 @@ fn optional(tool: &str, p: &super::schema::Property<'_>, pdesc: &str, out: &mut 
         };
         if (numeric || default.is_some()) && unbounded_default {
             out.push(Raw::new(
-                "unbounded-default",
+                RuleId::UnboundedDefault,
                 t,
                 p.path.clone(),
                 match default {
@@ -215,7 +216,7 @@ fn optional(tool: &str, p: &super::schema::Property<'_>, pdesc: &str, out: &mut 
     }
     if default.is_none() && !EXPLAINED.is_match(pdesc) && !p.schema.contains_key("const") {
         out.push(Raw::new(
-            "optional-no-default",
+            RuleId::OptionalNoDefault,
             t,
             p.path.clone(),
             format!("`{}` is optional, but neither a `default` nor the description says what happens when it is omitted", p.name),
@@ -247,16 +248,16 @@ mod tests {
     #[test]
     fn tool_descriptions_present_and_long_enough() {
         let c = catalog(vec![tool("get_invoice", "", json!({"type": "object"}))]);
-        assert_eq!(findings_of(&c, "description-missing").len(), 1);
+        assert_eq!(findings_of(&c, RuleId::DescriptionMissing).len(), 1);
         let c = catalog(vec![tool(
             "get_invoice",
             "Gets it.",
             json!({"type": "object"}),
         )]);
-        assert_eq!(findings_of(&c, "description-too-short").len(), 1);
+        assert_eq!(findings_of(&c, RuleId::DescriptionTooShort).len(), 1);
         let c = catalog(vec![clean_tool("get_invoice")]);
-        assert!(findings_of(&c, "description-missing").is_empty());
-        assert!(findings_of(&c, "description-too-short").is_empty());
+        assert!(findings_of(&c, RuleId::DescriptionMissing).is_empty());
+        assert!(findings_of(&c, RuleId::DescriptionTooShort).is_empty());
     }
 
     #[test]
@@ -274,7 +275,7 @@ mod tests {
             !super::super::lint(&c, &o)
                 .findings
                 .iter()
-                .any(|f| f.rule == "description-too-short")
+                .any(|f| f.rule == RuleId::DescriptionTooShort)
         );
     }
 
@@ -285,18 +286,18 @@ mod tests {
             json!({"invoice_id": {"type": "string"}}),
             &["invoice_id"],
         );
-        let f = findings_of(&c, "property-description-missing");
+        let f = findings_of(&c, RuleId::PropertyDescriptionMissing);
         assert_eq!(f[0].path, "inputSchema.properties.invoice_id");
         let c = with_props(
             "get_invoice",
             json!({"invoice_id": {"type": "string", "description": "Inv."}}),
             &["invoice_id"],
         );
-        assert_eq!(findings_of(&c, "description-too-short").len(), 1);
+        assert_eq!(findings_of(&c, RuleId::DescriptionTooShort).len(), 1);
         assert!(
             findings_of(
                 &catalog(vec![clean_tool("a")]),
-                "property-description-missing"
+                RuleId::PropertyDescriptionMissing
             )
             .is_empty()
         );
@@ -309,13 +310,13 @@ mod tests {
             json!({"id": {"type": "string", "description": "The invoice id."}}),
             &["id"],
         );
-        let f = findings_of(&c, "param-generic-name");
+        let f = findings_of(&c, RuleId::ParamGenericName);
         assert_eq!(f.len(), 1);
         assert!(f[0].fix.contains("invoice_id"), "{}", f[0].fix);
         assert!(
             findings_of(
                 &catalog(vec![clean_tool("get_invoice")]),
-                "param-generic-name"
+                RuleId::ParamGenericName
             )
             .is_empty()
         );
@@ -331,7 +332,7 @@ mod tests {
             }),
             &["invoice_id"],
         );
-        assert_eq!(findings_of(&c, "optional-no-default").len(), 1);
+        assert_eq!(findings_of(&c, RuleId::OptionalNoDefault).len(), 1);
         for ok in [
             json!({"type": "string", "description": "Currency to show amounts in.", "default": "USD"}),
             json!({"type": "string", "description": "Currency to show amounts in; omit for the invoice's own."}),
@@ -341,7 +342,7 @@ mod tests {
                 json!({"invoice_id": {"type": "string", "description": "The invoice id, e.g. in_1."}, "currency": ok}),
                 &["invoice_id"],
             );
-            assert!(findings_of(&c, "optional-no-default").is_empty());
+            assert!(findings_of(&c, RuleId::OptionalNoDefault).is_empty());
         }
     }
 
@@ -353,15 +354,15 @@ mod tests {
             json!({"type": "integer", "description": "How many invoices to return.", "default": -1, "maximum": 100}),
         ] {
             let c = with_props("list_invoices", json!({"limit": bad}), &[]);
-            assert_eq!(findings_of(&c, "unbounded-default").len(), 1);
+            assert_eq!(findings_of(&c, RuleId::UnboundedDefault).len(), 1);
         }
         let c = with_props(
             "list_invoices",
             json!({"limit": {"type": "integer", "description": "How many invoices to return.", "default": 20, "maximum": 100}}),
             &[],
         );
-        assert!(findings_of(&c, "unbounded-default").is_empty());
-        assert!(findings_of(&c, "optional-no-default").is_empty());
+        assert!(findings_of(&c, RuleId::UnboundedDefault).is_empty());
+        assert!(findings_of(&c, RuleId::OptionalNoDefault).is_empty());
     }
 
     #[test]
@@ -384,7 +385,7 @@ mod tests {
                 schema,
             ),
         ]);
-        let f = findings_of(&c, "description-near-duplicate");
+        let f = findings_of(&c, RuleId::DescriptionNearDuplicate);
         assert_eq!(f.len(), 1);
         assert_eq!(f[0].tool.as_deref(), Some("fetch_invoice"));
         assert!(f[0].message.contains("get_invoice"));
@@ -398,18 +399,18 @@ mod tests {
             "Create a draft invoice for a customer from their open orders.",
             schema.clone(),
         )]);
-        assert_eq!(findings_of(&c, "write-no-return").len(), 1);
+        assert_eq!(findings_of(&c, RuleId::WriteNoReturn).len(), 1);
         let c = catalog(vec![tool(
             "create_invoice",
             "Create a draft invoice for a customer. Returns the invoice with its id.",
             schema.clone(),
         )]);
-        assert!(findings_of(&c, "write-no-return").is_empty());
+        assert!(findings_of(&c, RuleId::WriteNoReturn).is_empty());
         let c = catalog(vec![tool(
             "get_invoice",
             "Look up an invoice for a customer by its number, with lines.",
             schema,
         )]);
-        assert!(findings_of(&c, "write-no-return").is_empty());
+        assert!(findings_of(&c, RuleId::WriteNoReturn).is_empty());
     }
 }

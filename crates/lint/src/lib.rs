@@ -86,283 +86,196 @@ impl Category {
 /// checks, and the general fix (each finding also carries its own, concrete one).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Rule {
-    pub id: &'static str,
+    pub id: RuleId,
     pub category: Category,
     pub severity: Severity,
     pub summary: &'static str,
     pub fix: &'static str,
 }
 
-macro_rules! rule {
-    ($id:literal, $cat:ident, $sev:ident, $summary:literal, $fix:literal) => {
-        Rule {
-            id: $id,
-            category: Category::$cat,
-            severity: Severity::$sev,
-            summary: $summary,
-            fix: $fix,
+/// Declares every rule once: its [`RuleId`] variant and id, category, default severity,
+/// summary and fix. The enum, its ids and [`RULES`] all come from this one list, so a check
+/// can only name a rule that exists.
+macro_rules! rules {
+    ($($variant:ident = $id:literal, $cat:ident, $sev:ident, $summary:literal, $fix:literal;)*) => {
+        /// A lint rule. Ids a user writes (config, inline allows) are parsed into it at the
+        /// boundary ([`RuleId::parse`]); the checks name variants, which cannot be misspelt.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum RuleId {
+            $($variant,)*
         }
+
+        impl RuleId {
+            /// The id config and reports use (`name-invalid`).
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(RuleId::$variant => $id,)*
+                }
+            }
+        }
+
+        /// Every rule, in the order the table of docs/guides/lint.md lists them.
+        pub const RULES: &[Rule] = &[
+            $(Rule {
+                id: RuleId::$variant,
+                category: Category::$cat,
+                severity: Severity::$sev,
+                summary: $summary,
+                fix: $fix,
+            },)*
+        ];
     };
 }
 
-/// Every rule, in the order the table of docs/guides/lint.md lists them.
-pub const RULES: &[Rule] = &[
-    rule!(
-        "name-invalid",
-        Names,
-        Error,
+rules! {
+    NameInvalid = "name-invalid", Names, Error,
         "Tool name outside MCP's rule: 1-128 characters of ASCII letters, digits, `_`, `-`, `.`",
-        "Rename the tool using only A-Z a-z 0-9 _ - . (at most 128 characters)."
-    ),
-    rule!(
-        "name-duplicate",
-        Names,
-        Error,
+        "Rename the tool using only A-Z a-z 0-9 _ - . (at most 128 characters).";
+    NameDuplicate = "name-duplicate", Names, Error,
         "Two tools share a name (names are case-sensitive and must be unique)",
-        "Give every tool its own name."
-    ),
-    rule!(
-        "name-case-collision",
-        Names,
-        Warning,
+        "Give every tool its own name.";
+    NameCaseCollision = "name-case-collision", Names, Warning,
         "Names that differ only in letter case (clients that fold case see one tool)",
-        "Rename one of them so the names differ in more than case."
-    ),
-    rule!(
-        "name-convention",
-        Names,
-        Warning,
+        "Rename one of them so the names differ in more than case.";
+    NameConvention = "name-convention", Names, Warning,
         "A name that breaks the naming convention most of the catalog follows",
-        "Rename it in the catalog's convention (snake_case, camelCase, kebab-case…)."
-    ),
-    rule!(
-        "name-common-collision",
-        Names,
-        Warning,
+        "Rename it in the catalog's convention (snake_case, camelCase, kebab-case…).";
+    NameCommonCollision = "name-common-collision", Names, Warning,
         "A name other servers commonly expose (`search`, `fetch`, `get_status`…): with several servers connected the model cannot tell them apart, and one may shadow another",
-        "Prefix or qualify the name with what the tool acts on (`search_invoices`)."
-    ),
-    rule!(
-        "name-too-generic",
-        Names,
-        Warning,
+        "Prefix or qualify the name with what the tool acts on (`search_invoices`).";
+    NameTooGeneric = "name-too-generic", Names, Warning,
         "A name made only of generic words while the description says what it acts on (`get_status` returning a job's status)",
-        "Put the object the description names into the name (`get_job_status`)."
-    ),
-    rule!(
-        "description-missing",
-        Descriptions,
-        Error,
+        "Put the object the description names into the name (`get_job_status`).";
+    DescriptionMissing = "description-missing", Descriptions, Error,
         "A tool without a description: the model has only its name to choose it by",
-        "Describe what the tool does, when to use it and what it returns."
-    ),
-    rule!(
-        "property-description-missing",
-        Descriptions,
-        Warning,
+        "Describe what the tool does, when to use it and what it returns.";
+    PropertyDescriptionMissing = "property-description-missing", Descriptions, Warning,
         "A parameter without a description",
-        "Say what the parameter is, its unit or format, and an example."
-    ),
-    rule!(
-        "description-too-short",
-        Descriptions,
-        Warning,
+        "Say what the parameter is, its unit or format, and an example.";
+    DescriptionTooShort = "description-too-short", Descriptions, Warning,
         "A tool or parameter description shorter than the configured minimum",
-        "Say what it does or holds, in a full sentence."
-    ),
-    rule!(
-        "param-generic-name",
-        Descriptions,
-        Warning,
+        "Say what it does or holds, in a full sentence.";
+    ParamGenericName = "param-generic-name", Descriptions, Warning,
         "A parameter named with a generic word (`id`, `user`, `data`, `path`…) and no qualifier",
-        "Qualify the name with what it identifies (`customer_id`, `file_path`)."
-    ),
-    rule!(
-        "optional-no-default",
-        Descriptions,
-        Warning,
+        "Qualify the name with what it identifies (`customer_id`, `file_path`).";
+    OptionalNoDefault = "optional-no-default", Descriptions, Warning,
         "An optional parameter with no `default` and no stated behaviour when omitted",
-        "Add `default`, or say in the description what happens when it is omitted."
-    ),
-    rule!(
-        "unbounded-default",
-        Descriptions,
-        Warning,
+        "Add `default`, or say in the description what happens when it is omitted.";
+    UnboundedDefault = "unbounded-default", Descriptions, Warning,
         "An optional size/limit parameter whose default (or absence) returns unbounded output",
-        "Give it a bounded `default` and a `maximum`."
-    ),
-    rule!(
-        "description-near-duplicate",
-        Descriptions,
-        Warning,
+        "Give it a bounded `default` and a `maximum`.";
+    DescriptionNearDuplicate = "description-near-duplicate", Descriptions, Warning,
         "Two tools whose descriptions are nearly the same: the model cannot tell them apart",
-        "Say in each description what distinguishes it from the other and when to prefer it."
-    ),
-    rule!(
-        "write-no-return",
-        Descriptions,
-        Warning,
+        "Say in each description what distinguishes it from the other and when to prefer it.";
+    WriteNoReturn = "write-no-return", Descriptions, Warning,
         "A tool that changes something but does not say what it returns on success",
-        "Say what the tool returns when it succeeds (the new object, its id, a confirmation)."
-    ),
-    rule!(
-        "schema-invalid",
-        Schema,
-        Error,
+        "Say what the tool returns when it succeeds (the new object, its id, a confirmation).";
+    SchemaInvalid = "schema-invalid", Schema, Error,
         "The input schema is not valid JSON Schema for its draft (`$schema`, default 2020-12)",
-        "Fix the schema so it validates against its meta-schema."
-    ),
-    rule!(
-        "schema-root-not-object",
-        Schema,
-        Error,
+        "Fix the schema so it validates against its meta-schema.";
+    SchemaRootNotObject = "schema-root-not-object", Schema, Error,
         "The input schema's root is not `type: object` (MCP and every provider expect an object)",
-        "Make the root `{\"type\": \"object\", \"properties\": {…}}`."
-    ),
-    rule!(
-        "required-unknown",
-        Schema,
-        Warning,
+        "Make the root `{\"type\": \"object\", \"properties\": {…}}`.";
+    RequiredUnknown = "required-unknown", Schema, Warning,
         "`required` names a property that `properties` does not define",
-        "Define the property or remove it from `required`."
-    ),
-    rule!(
-        "constraint-in-prose",
-        Schema,
-        Warning,
+        "Define the property or remove it from `required`.";
+    ConstraintInProse = "constraint-in-prose", Schema, Warning,
         "A constraint stated only in prose (\"one of …\", \"format YYYY-MM-DD\", \"between 1 and 100\") that belongs in the schema",
-        "Express it with `enum`, `format`/`pattern`, or `minimum`/`maximum`/`maxLength`."
-    ),
-    rule!(
-        "header-sensitive",
-        Schema,
-        Error,
+        "Express it with `enum`, `format`/`pattern`, or `minimum`/`maximum`/`maxLength`.";
+    HeaderSensitive = "header-sensitive", Schema, Error,
         "A parameter mirrored into an HTTP header (`x-mcp-header`) that looks like a credential: it travels in clear headers and logs",
-        "Do not mirror credentials; take them from the server's own configuration."
-    ),
-    rule!(
-        "header-mirror-invalid",
-        Schema,
-        Error,
+        "Do not mirror credentials; take them from the server's own configuration.";
+    HeaderMirrorInvalid = "header-mirror-invalid", Schema, Error,
         "An `x-mcp-header` annotation that clients must reject (not a header token, on a non-primitive, not reachable through `properties`, or duplicated)",
-        "Put `x-mcp-header: Name` only on string, integer or boolean properties reached through `properties`, with unique token names."
-    ),
-    rule!(
-        "provider-openai-strict",
-        Providers,
-        Warning,
+        "Put `x-mcp-header: Name` only on string, integer or boolean properties reached through `properties`, with unique token names.";
+    ProviderOpenaiStrict = "provider-openai-strict", Providers, Warning,
         "A construct OpenAI strict mode rejects (function calling with `strict: true`, and the Responses API by default)",
-        "Close every object, require every key (optional = `[T, \"null\"]`), drop unsupported keywords."
-    ),
-    rule!(
-        "provider-gemini",
-        Providers,
-        Warning,
+        "Close every object, require every key (optional = `[T, \"null\"]`), drop unsupported keywords.";
+    ProviderGemini = "provider-gemini", Providers, Warning,
         "A construct Gemini's `parameters` (OpenAPI 3.0 subset) rejects with a 400",
-        "Strip it for Gemini, or send the schema as `parametersJsonSchema`."
-    ),
-    rule!(
-        "provider-anthropic",
-        Providers,
-        Warning,
+        "Strip it for Gemini, or send the schema as `parametersJsonSchema`.";
+    ProviderAnthropic = "provider-anthropic", Providers, Warning,
         "A construct the Anthropic Messages API rejects, or its strict tool use drops",
-        "Keep names to ^[a-zA-Z0-9_-]{1,64}$ and the root an object."
-    ),
-    rule!(
-        "tokens-tool-large",
-        Tokens,
-        Warning,
+        "Keep names to ^[a-zA-Z0-9_-]{1,64}$ and the root an object.";
+    TokensToolLarge = "tokens-tool-large", Tokens, Warning,
         "One tool's definition is larger than the configured token budget",
-        "Shorten the description, move reference material out of the schema."
-    ),
-    rule!(
-        "tokens-catalog",
-        Tokens,
-        Info,
+        "Shorten the description, move reference material out of the schema.";
+    TokensCatalog = "tokens-catalog", Tokens, Info,
         "The catalog's input tokens per request, and per month at the configured volume and price",
-        "Drop tools the agent does not need, or shorten the largest."
-    ),
-    rule!(
-        "lint-bound",
-        Tokens,
-        Warning,
+        "Drop tools the agent does not need, or shorten the largest.";
+    LintBound = "lint-bound", Tokens, Warning,
         "Lint hit one of its work bounds and read part of the catalog only: a text over 64 KiB (its first 64 KiB are read), or the near-duplicate check's limit on candidate pairs",
-        "Shorten the text; the model pays for all of it on every request."
-    ),
-    rule!(
-        "injection-instruction",
-        Injection,
-        Error,
+        "Shorten the text; the model pays for all of it on every request.";
+    InjectionInstruction = "injection-instruction", Injection, Error,
         "Instructions aimed at the model (\"ignore previous instructions\", \"do not tell the user\", \"before using this tool, read …\")",
-        "Remove the instruction; a tool description says what the tool does, never what the model must do behind the user's back."
-    ),
-    rule!(
-        "injection-hidden-unicode",
-        Injection,
-        Error,
+        "Remove the instruction; a tool description says what the tool does, never what the model must do behind the user's back.";
+    InjectionHiddenUnicode = "injection-hidden-unicode", Injection, Error,
         "Invisible or deceptive characters: zero-width, bidirectional controls, Unicode tag characters, variation-selector payloads",
-        "Remove the characters; they hide text from reviewers while the model still reads it."
-    ),
-    rule!(
-        "injection-homoglyph",
-        Injection,
-        Error,
+        "Remove the characters; they hide text from reviewers while the model still reads it.";
+    InjectionHomoglyph = "injection-homoglyph", Injection, Error,
         "A name or word mixing look-alike letters from other scripts (Cyrillic `а` for Latin `a`)",
-        "Use plain ASCII letters in names; retype the word."
-    ),
-    rule!(
-        "injection-directive-tag",
-        Injection,
-        Error,
+        "Use plain ASCII letters in names; retype the word.";
+    InjectionDirectiveTag = "injection-directive-tag", Injection, Error,
         "HTML/XML-style directive tags or chat-template markers (`<IMPORTANT>`, `<system>`, `[INST]`, `<!-- -->`)",
-        "Remove the tag and its hidden instruction."
-    ),
-    rule!(
-        "injection-exfiltration",
-        Injection,
-        Error,
+        "Remove the tag and its hidden instruction.";
+    InjectionExfiltration = "injection-exfiltration", Injection, Error,
         "A pattern that sends data out: conversation or secrets to a URL, templated query parameters, markdown images to remote hosts",
-        "Remove it; a tool's own endpoint belongs in the server's code, not in text the model reads."
-    ),
-    rule!(
-        "injection-secret-reference",
-        Injection,
-        Error,
+        "Remove it; a tool's own endpoint belongs in the server's code, not in text the model reads.";
+    InjectionSecretReference = "injection-secret-reference", Injection, Error,
         "A reference to secrets or credential files (`~/.ssh`, `.env`, private keys, environment variables)",
-        "Remove it; a tool never needs the model to read or pass the user's secrets."
-    ),
-    rule!(
-        "injection-tool-reference",
-        Injection,
-        Error,
+        "Remove it; a tool never needs the model to read or pass the user's secrets.";
+    InjectionToolReference = "injection-tool-reference", Injection, Error,
         "Text that changes how other tools behave or replaces them (tool shadowing)",
-        "Describe only this tool; never instruct how other tools are to be called."
-    ),
-    rule!(
-        "injection-conduct",
-        Injection,
-        Error,
+        "Describe only this tool; never instruct how other tools are to be called.";
+    InjectionConduct = "injection-conduct", Injection, Error,
         "A sentence that directs the model's conduct beyond calling this tool, read from what it asks for rather than its wording: concealment, misreporting, changing other tools, sending data out, collecting secrets, a new role, privileges, authority claims, tampering with the user's values",
-        "Describe what the tool does and what its parameters mean; never what the model must do about the user, other tools or its replies."
-    ),
-    rule!(
-        "injection-url",
-        Injection,
-        Warning,
+        "Describe what the tool does and what its parameters mean; never what the model must do about the user, other tools or its replies.";
+    InjectionUrl = "injection-url", Injection, Warning,
         "A URL in text the model reads (often documentation; sometimes a payload's destination)",
-        "Check the URL is needed and points where it should; prefer none in descriptions."
-    ),
-];
+        "Check the URL is needed and points where it should; prefer none in descriptions.";
+}
+
+impl RuleId {
+    /// The rule a user named, if there is one.
+    pub fn parse(id: &str) -> Option<RuleId> {
+        RULES.iter().map(|r| r.id).find(|r| r.as_str() == id)
+    }
+}
+
+impl std::fmt::Display for RuleId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for RuleId {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+/// Rule ids sort by their text, as reports have always listed them.
+impl Ord for RuleId {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.as_str().cmp(other.as_str())
+    }
+}
+
+impl PartialOrd for RuleId {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
 
 /// The rule with this id.
-pub fn rule(id: &str) -> Option<&'static Rule> {
-    RULES.iter().find(|r| r.id == id)
+pub fn rule(id: RuleId) -> &'static Rule {
+    &RULES[id as usize]
 }
 
 /// One finding: a rule, where (tool and JSON path inside it), what, and how to fix it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Finding {
-    pub rule: &'static str,
+    pub rule: RuleId,
     pub severity: Severity,
     pub category: Category,
     /// The tool, or None for a finding about the whole catalog.
@@ -390,7 +303,7 @@ impl Finding {
 /// come from [`RULES`] (and the config) when [`lint`] collects them.
 #[derive(Debug, Clone)]
 pub(crate) struct Raw {
-    pub rule: &'static str,
+    pub rule: RuleId,
     pub tool: Option<String>,
     pub path: String,
     pub message: String,
@@ -399,7 +312,7 @@ pub(crate) struct Raw {
 
 impl Raw {
     pub(crate) fn new(
-        rule: &'static str,
+        rule: RuleId,
         tool: Option<&str>,
         path: impl Into<String>,
         message: impl Into<String>,
@@ -442,13 +355,13 @@ impl LintConfig {
     pub fn unknown_rules(&self) -> Vec<(String, String)> {
         let mut out = Vec::new();
         for id in self.rules.keys() {
-            if rule(id).is_none() {
+            if RuleId::parse(id).is_none() {
                 out.push((format!("lint.rules.{id}"), id.clone()));
             }
         }
         for (tool, ids) in &self.allow {
             for id in ids {
-                if rule(id).is_none() {
+                if RuleId::parse(id).is_none() {
                     out.push((format!("lint.allow.{tool}"), id.clone()));
                 }
             }
@@ -460,9 +373,9 @@ impl LintConfig {
 /// Everything a lint needs besides the catalog.
 #[derive(Debug, Clone)]
 pub struct LintOptions {
-    pub levels: BTreeMap<String, Level>,
-    /// Tool name → accepted rule ids (from the config and from each tool's `x-toolscore-lint`).
-    pub allow: BTreeMap<String, BTreeSet<String>>,
+    pub levels: BTreeMap<RuleId, Level>,
+    /// Tool name → accepted rules (from the config and from each tool's `x-toolscore-lint`).
+    pub allow: BTreeMap<String, BTreeSet<RuleId>>,
     pub min_tool_description: usize,
     pub min_property_description: usize,
     pub max_tool_tokens: u64,
@@ -485,15 +398,26 @@ impl Default for LintOptions {
 }
 
 impl LintOptions {
-    /// The options a config section gives, before any inline allow.
+    /// The options a config section gives, before any inline allow. Ids that name no rule
+    /// are left out: the config's validation refused them already
+    /// ([`LintConfig::unknown_rules`]).
     pub fn from_config(config: &LintConfig) -> LintOptions {
         let d = LintOptions::default();
         LintOptions {
-            levels: config.rules.clone(),
+            levels: config
+                .rules
+                .iter()
+                .filter_map(|(id, level)| Some((RuleId::parse(id)?, *level)))
+                .collect(),
             allow: config
                 .allow
                 .iter()
-                .map(|(t, ids)| (t.clone(), ids.iter().cloned().collect()))
+                .map(|(t, ids)| {
+                    (
+                        t.clone(),
+                        ids.iter().filter_map(|id| RuleId::parse(id)).collect(),
+                    )
+                })
                 .collect(),
             min_tool_description: config
                 .min_tool_description
@@ -508,7 +432,7 @@ impl LintOptions {
     }
 
     /// Adds tool-level allows (e.g. from `x-toolscore-lint` keys).
-    pub fn allow_for(&mut self, tool: &str, rules: impl IntoIterator<Item = String>) {
+    pub fn allow_for(&mut self, tool: &str, rules: impl IntoIterator<Item = RuleId>) {
         self.allow.entry(tool.to_owned()).or_default().extend(rules);
     }
 }
@@ -520,7 +444,7 @@ pub const INLINE_KEY: &str = "x-toolscore-lint";
 /// A finding accepted by an allow, kept so the report can say how many were accepted.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Suppressed {
-    pub rule: &'static str,
+    pub rule: RuleId,
     pub location: String,
     /// `config` or `inline`.
     pub by: &'static str,
@@ -610,7 +534,7 @@ pub fn lint(catalog: &Catalog, options: &LintOptions) -> LintReport {
 }
 
 /// Inline allows by tool: (schema path, accepted rule ids).
-type InlineAllows = BTreeMap<String, Vec<(String, BTreeSet<String>)>>;
+type InlineAllows = BTreeMap<String, Vec<(String, BTreeSet<RuleId>)>>;
 
 /// The raw findings with their severities from the config, less duplicates and those an
 /// allow accepts (returned apart).
@@ -623,8 +547,8 @@ fn settle(
     let mut suppressed = Vec::new();
     let mut seen = BTreeSet::new();
     for r in raw {
-        let Some(rule) = rule(r.rule) else { continue };
-        let severity = match options.levels.get(r.rule) {
+        let rule = rule(r.rule);
+        let severity = match options.levels.get(&r.rule) {
             Some(Level::Off) => continue,
             Some(Level::Info) => Severity::Info,
             Some(Level::Warning) => Severity::Warning,
@@ -653,7 +577,7 @@ fn settle(
             if options
                 .allow
                 .get(tool)
-                .is_some_and(|ids| ids.contains(finding.rule))
+                .is_some_and(|ids| ids.contains(&finding.rule))
             {
                 suppressed.push(Suppressed {
                     rule: finding.rule,
@@ -663,7 +587,7 @@ fn settle(
                 continue;
             }
             let inline_hit = inline.get(tool).into_iter().flatten().any(|(path, ids)| {
-                ids.contains(finding.rule)
+                ids.contains(&finding.rule)
                     && (finding.path == *path || finding.path.starts_with(&format!("{path}.")))
             });
             if inline_hit {
@@ -681,7 +605,7 @@ fn settle(
 }
 
 /// The rule ids of an `x-toolscore-lint` value (`{"allow": [...]}`), or an error message.
-pub fn parse_inline(value: &Value) -> Result<Vec<String>, String> {
+pub fn parse_inline(value: &Value) -> Result<Vec<RuleId>, String> {
     let allow = value
         .as_object()
         .and_then(|o| o.get("allow"))
@@ -694,10 +618,9 @@ pub fn parse_inline(value: &Value) -> Result<Vec<String>, String> {
         let id = item
             .as_str()
             .ok_or_else(|| format!("`{INLINE_KEY}.allow` holds rule ids (strings)"))?;
-        if rule(id).is_none() {
-            return Err(format!("`{INLINE_KEY}.allow`: unknown rule `{id}`"));
-        }
-        out.push(id.to_owned());
+        let rule = RuleId::parse(id)
+            .ok_or_else(|| format!("`{INLINE_KEY}.allow`: unknown rule `{id}`"))?;
+        out.push(rule);
     }
     Ok(out)
 }
@@ -705,7 +628,7 @@ pub fn parse_inline(value: &Value) -> Result<Vec<String>, String> {
 /// Tool-level inline allows from a raw catalog document (the tool objects themselves, which
 /// `Catalog` does not keep): tool name → rule ids. Accepts the same shapes as
 /// `catalog::parse_catalog`. Err names the tool and what is wrong.
-pub fn tool_inline_allows(document: &Value) -> Result<Vec<(String, Vec<String>)>, String> {
+pub fn tool_inline_allows(document: &Value) -> Result<Vec<(String, Vec<RuleId>)>, String> {
     let list = match document {
         Value::Array(items) => items,
         Value::Object(map) => match map.get("tools") {
@@ -732,7 +655,7 @@ pub fn tool_inline_allows(document: &Value) -> Result<Vec<(String, Vec<String>)>
 
 /// `x-toolscore-lint` keys inside input schemas: (tool, path of the node, rule ids). A malformed
 /// one allows nothing (the command line refuses it before linting, naming the tool).
-fn inline_schema_allows(catalog: &Catalog) -> Vec<(String, String, BTreeSet<String>)> {
+fn inline_schema_allows(catalog: &Catalog) -> Vec<(String, String, BTreeSet<RuleId>)> {
     let mut out = Vec::new();
     for tool in &catalog.tools {
         schema::walk(&tool.input_schema, "inputSchema", &mut |node, path| {

@@ -1,6 +1,7 @@
 //! Name rules: MCP's character set and length, uniqueness, one convention, names other servers
 //! commonly use, and names more generic than the tool.
 
+use crate::RuleId;
 use std::collections::BTreeMap;
 
 use super::Raw;
@@ -244,7 +245,7 @@ pub(crate) fn check(catalog: &Catalog, out: &mut Vec<Raw>) {
                 .collect();
             let len = name.chars().count();
             out.push(Raw::new(
-                "name-invalid",
+                RuleId::NameInvalid,
                 t,
                 "name",
                 if len > 128 {
@@ -269,7 +270,7 @@ pub(crate) fn check(catalog: &Catalog, out: &mut Vec<Raw>) {
         }
         if COMMON_NAMES.contains(&name) {
             out.push(Raw::new(
-                "name-common-collision",
+                RuleId::NameCommonCollision,
                 t,
                 "name",
                 format!("`{name}` is a name many other servers expose; with several servers connected the model cannot tell them apart"),
@@ -283,7 +284,7 @@ pub(crate) fn check(catalog: &Catalog, out: &mut Vec<Raw>) {
             && !w.contains(&object)
         {
             out.push(Raw::new(
-                "name-too-generic",
+                RuleId::NameTooGeneric,
                 t,
                 "name",
                 format!(
@@ -296,7 +297,7 @@ pub(crate) fn check(catalog: &Catalog, out: &mut Vec<Raw>) {
     for (name, n) in &by_name {
         if *n > 1 {
             out.push(Raw::new(
-                "name-duplicate",
+                RuleId::NameDuplicate,
                 Some(name),
                 "name",
                 format!("{n} tools are named `{name}`; the model and the client see only one"),
@@ -307,7 +308,7 @@ pub(crate) fn check(catalog: &Catalog, out: &mut Vec<Raw>) {
     for names in by_folded.values().filter(|v| v.len() > 1) {
         for name in &names[1..] {
             out.push(Raw::new(
-                "name-case-collision",
+                RuleId::NameCaseCollision,
                 Some(name),
                 "name",
                 format!("`{name}` differs from `{}` only in letter case", names[0]),
@@ -333,7 +334,7 @@ pub(crate) fn check(catalog: &Catalog, out: &mut Vec<Raw>) {
                 && c != main
             {
                 out.push(Raw::new(
-                    "name-convention",
+                    RuleId::NameConvention,
                     Some(&tool.name),
                     "name",
                     format!(
@@ -393,26 +394,42 @@ mod tests {
     fn mcp_name_rules() {
         let f = findings_of(
             &named(&["get invoice", &"a".repeat(129), "ok.name-1_x"]),
-            "name-invalid",
+            RuleId::NameInvalid,
         );
         assert_eq!(f.len(), 2, "{f:?}");
         assert!(f.iter().any(|f| f.message.contains("129 characters")));
         assert!(
-            findings_of(&named(&["get_invoice", "ns.get-invoice_2"]), "name-invalid").is_empty()
+            findings_of(
+                &named(&["get_invoice", "ns.get-invoice_2"]),
+                RuleId::NameInvalid
+            )
+            .is_empty()
         );
     }
 
     #[test]
     fn duplicate_and_case_colliding_names() {
-        let f = findings_of(&named(&["get_invoice", "get_invoice"]), "name-duplicate");
+        let f = findings_of(
+            &named(&["get_invoice", "get_invoice"]),
+            RuleId::NameDuplicate,
+        );
         assert_eq!(f.len(), 1);
-        let f = findings_of(&named(&["getInvoice", "getinvoice"]), "name-case-collision");
+        let f = findings_of(
+            &named(&["getInvoice", "getinvoice"]),
+            RuleId::NameCaseCollision,
+        );
         assert_eq!(f.len(), 1);
-        assert!(findings_of(&named(&["get_invoice", "get_refund"]), "name-duplicate").is_empty());
         assert!(
             findings_of(
                 &named(&["get_invoice", "get_refund"]),
-                "name-case-collision"
+                RuleId::NameDuplicate
+            )
+            .is_empty()
+        );
+        assert!(
+            findings_of(
+                &named(&["get_invoice", "get_refund"]),
+                RuleId::NameCaseCollision
             )
             .is_empty()
         );
@@ -422,14 +439,14 @@ mod tests {
     fn one_convention_across_the_server() {
         let f = findings_of(
             &named(&["get_invoice", "list_invoices", "createRefund"]),
-            "name-convention",
+            RuleId::NameConvention,
         );
         assert_eq!(f.len(), 1);
         assert_eq!(f[0].tool.as_deref(), Some("createRefund"));
         assert!(
             findings_of(
                 &named(&["get_invoice", "list_invoices", "refund"]),
-                "name-convention"
+                RuleId::NameConvention
             )
             .is_empty()
         );
@@ -438,10 +455,10 @@ mod tests {
     #[test]
     fn common_names_of_other_servers() {
         assert_eq!(
-            findings_of(&named(&["search"]), "name-common-collision").len(),
+            findings_of(&named(&["search"]), RuleId::NameCommonCollision).len(),
             1
         );
-        assert!(findings_of(&named(&["search_invoices"]), "name-common-collision").is_empty());
+        assert!(findings_of(&named(&["search_invoices"]), RuleId::NameCommonCollision).is_empty());
     }
 
     #[test]
@@ -451,7 +468,7 @@ mod tests {
             "Return the current status of a job: queued, running, done or failed, with its progress.",
             json!({"type": "object", "properties": {}}),
         )]);
-        let f = findings_of(&c, "name-too-generic");
+        let f = findings_of(&c, RuleId::NameTooGeneric);
         assert_eq!(f.len(), 1);
         assert!(f[0].fix.contains("get_job_status"), "{}", f[0].fix);
         let c = catalog(vec![tool(
@@ -459,6 +476,6 @@ mod tests {
             "Return the current status of a job: queued, running, done or failed, with its progress.",
             json!({"type": "object", "properties": {}}),
         )]);
-        assert!(findings_of(&c, "name-too-generic").is_empty());
+        assert!(findings_of(&c, RuleId::NameTooGeneric).is_empty());
     }
 }

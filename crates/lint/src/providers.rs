@@ -1,15 +1,16 @@
 //! Provider compatibility: one finding per construct and provider, for what OpenAI strict
 //! mode, Gemini's `parameters` and the Anthropic API reject (reference: providers.md §9).
 
+use crate::RuleId;
 use serde_json::{Map, Value};
 
 use super::schema::walk;
 use super::{Raw, child_path};
 use toolscore_core::catalog::{Catalog, Tool};
 
-const OPENAI: &str = "provider-openai-strict";
-const GEMINI: &str = "provider-gemini";
-const ANTHROPIC: &str = "provider-anthropic";
+const OPENAI: RuleId = RuleId::ProviderOpenaiStrict;
+const GEMINI: RuleId = RuleId::ProviderGemini;
+const ANTHROPIC: RuleId = RuleId::ProviderAnthropic;
 
 /// String formats OpenAI strict mode accepts.
 const OPENAI_FORMATS: &[&str] = &[
@@ -382,7 +383,7 @@ mod tests {
     use super::super::test_support::*;
     use serde_json::json;
 
-    fn rules_for(schema: serde_json::Value, rule: &str) -> Vec<String> {
+    fn rules_for(schema: serde_json::Value, rule: RuleId) -> Vec<String> {
         let c = catalog(vec![tool(
             "get_invoice",
             "Look up one invoice by its id and return its lines and totals.",
@@ -400,7 +401,7 @@ mod tests {
             "a": {"type": "string", "description": "First thing.", "format": "uri"},
             "b": {"oneOf": [{"type": "string"}, {"type": "integer"}], "description": "Second thing."}
         }, "required": ["a"]});
-        let f = rules_for(loose, "provider-openai-strict");
+        let f = rules_for(loose, RuleId::ProviderOpenaiStrict);
         let joined = f.join("\n");
         assert!(
             joined.contains("inputSchema additionalProperties")
@@ -411,13 +412,13 @@ mod tests {
         assert!(joined.contains("`oneOf`"), "{joined}");
         assert!(joined.contains("format: uri"), "{joined}");
         let strict = json!({"type": "object", "properties": {"a": {"type": ["string", "null"], "description": "First thing.", "format": "date"}}, "required": ["a"], "additionalProperties": false});
-        assert!(rules_for(strict, "provider-openai-strict").is_empty());
+        assert!(rules_for(strict, RuleId::ProviderOpenaiStrict).is_empty());
         let c = catalog(vec![tool(
             "ns.get",
             "Look up one invoice by its id and return its lines and totals.",
             json!({"type": "object", "properties": {}, "required": [], "additionalProperties": false}),
         )]);
-        assert_eq!(findings_of(&c, "provider-openai-strict").len(), 1);
+        assert_eq!(findings_of(&c, RuleId::ProviderOpenaiStrict).len(), 1);
     }
 
     #[test]
@@ -427,7 +428,7 @@ mod tests {
             "b": {"const": "x", "description": "Second thing."},
             "c": {"type": "integer", "enum": [1, 2], "exclusiveMinimum": 0, "description": "Third thing."}
         }, "required": ["a"]});
-        let f = rules_for(bad, "provider-gemini");
+        let f = rules_for(bad, RuleId::ProviderGemini);
         let joined = f.join("\n");
         for want in [
             "$schema",
@@ -440,7 +441,7 @@ mod tests {
             assert!(joined.contains(want), "{want} in {joined}");
         }
         let ok = json!({"type": "object", "properties": {"a": {"type": "string", "nullable": true, "enum": ["x", "y"], "description": "First thing."}}, "required": ["a"]});
-        assert!(rules_for(ok, "provider-gemini").is_empty());
+        assert!(rules_for(ok, RuleId::ProviderGemini).is_empty());
     }
 
     #[test]
@@ -451,12 +452,12 @@ mod tests {
             json!({"type": "object", "properties": {
             "tags": {"type": "array", "minItems": 2, "items": {"type": "string"}, "description": "Tags to match."}}, "required": ["tags"]}),
         )]);
-        let f = findings_of(&c, "provider-anthropic");
+        let f = findings_of(&c, RuleId::ProviderAnthropic);
         assert_eq!(f.len(), 2, "{f:?}");
         assert!(
             findings_of(
                 &catalog(vec![clean_tool("get_invoice")]),
-                "provider-anthropic"
+                RuleId::ProviderAnthropic
             )
             .is_empty()
         );

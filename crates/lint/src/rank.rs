@@ -212,7 +212,7 @@ mod tests {
             ranked[0]
                 .findings
                 .iter()
-                .any(|f| f.rule == "property-description-missing")
+                .any(|f| f.rule == RuleId::PropertyDescriptionMissing)
         );
         let mut out = Vec::new();
         render(&ranked, "ranked:", &mut out).unwrap();

@@ -85,7 +85,8 @@ pub fn sarif(reports: &[(&LintReport, String, LineOf<'_>)], version: &str) -> Va
     let mut results = Vec::new();
     for (report, uri, line_of) in reports {
         for f in &report.findings {
-            let index = RULES.iter().position(|r| r.id == f.rule).unwrap_or(0);
+            // RULES lists every rule in the enum's order, so the index is the rule's own.
+            let index = f.rule as usize;
             let mut physical = json!({"artifactLocation": {"uri": uri}});
             physical["region"] = json!({"startLine": line_of(f).unwrap_or(1)});
             let logical = json!({

@@ -1,6 +1,7 @@
 //! Schema rules: valid JSON Schema for its draft, an object at the root, `required` naming
 //! defined properties, constraints stated only in prose, and `x-mcp-header` mirroring.
 
+use crate::RuleId;
 use serde_json::{Map, Value};
 
 use super::{Raw, child_path};
@@ -147,7 +148,7 @@ pub(crate) fn check(catalog: &Catalog, out: &mut Vec<Raw>) {
         match schema.get("type") {
             Some(Value::String(s)) if s == "object" => {}
             other => out.push(Raw::new(
-                "schema-root-not-object",
+                RuleId::SchemaRootNotObject,
                 t,
                 "inputSchema.type",
                 match other {
@@ -166,7 +167,7 @@ pub(crate) fn check(catalog: &Catalog, out: &mut Vec<Raw>) {
             for name in req.iter().filter_map(Value::as_str) {
                 if !defined.is_some_and(|d| d.contains_key(name)) {
                     out.push(Raw::new(
-                        "required-unknown",
+                        RuleId::RequiredUnknown,
                         t,
                         child_path(path, "required"),
                         format!("`required` lists `{name}`, which `properties` does not define"),
@@ -198,7 +199,7 @@ fn validity(tool: &str, schema: &Value, out: &mut Vec<Raw>) {
         });
         if !known {
             out.push(Raw::new(
-                "schema-invalid",
+                RuleId::SchemaInvalid,
                 t,
                 "inputSchema.$schema",
                 format!(
@@ -213,7 +214,7 @@ fn validity(tool: &str, schema: &Value, out: &mut Vec<Raw>) {
         Ok(m) => m,
         Err(e) => {
             out.push(Raw::new(
-                "schema-invalid",
+                RuleId::SchemaInvalid,
                 t,
                 "inputSchema",
                 format!("the meta-schema cannot be loaded: {e}"),
@@ -239,7 +240,7 @@ fn validity(tool: &str, schema: &Value, out: &mut Vec<Raw>) {
             }
         }
         out.push(Raw::new(
-            "schema-invalid",
+            RuleId::SchemaInvalid,
             t,
             path,
             format!("not valid JSON Schema: {}", truncate(&e.to_string(), 200)),
@@ -251,7 +252,7 @@ fn validity(tool: &str, schema: &Value, out: &mut Vec<Raw>) {
     }
     if let Err(e) = jsonschema::options().build(schema) {
         out.push(Raw::new(
-            "schema-invalid",
+            RuleId::SchemaInvalid,
             t,
             "inputSchema",
             format!("the schema does not compile: {}", truncate(&e.to_string(), 200)),
@@ -306,7 +307,7 @@ fn prose_constraints(tool: &str, p: &Property<'_>, out: &mut Vec<Raw>) {
     let types = type_of(p.schema);
     if ENUM.is_match(desc) && !(has("enum") || has("const") || has("anyOf") || has("oneOf")) {
         out.push(Raw::new(
-            "constraint-in-prose",
+            RuleId::ConstraintInProse,
             Some(tool),
             p.path.clone(),
             format!(
@@ -321,7 +322,7 @@ fn prose_constraints(tool: &str, p: &Property<'_>, out: &mut Vec<Raw>) {
         && !(has("format") || has("pattern") || has("enum"))
     {
         out.push(Raw::new(
-            "constraint-in-prose",
+            RuleId::ConstraintInProse,
             Some(tool),
             p.path.clone(),
             format!("`{}`: the description states a format ({}) but the schema has no `format` or `pattern`", p.name, m.as_str()),
@@ -350,7 +351,7 @@ fn prose_constraints(tool: &str, p: &Property<'_>, out: &mut Vec<Raw>) {
                 "`minItems`/`maxItems`"
             };
             out.push(Raw::new(
-                "constraint-in-prose",
+                RuleId::ConstraintInProse,
                 Some(tool),
                 p.path.clone(),
                 format!(
@@ -391,7 +392,7 @@ fn headers(tool: &str, schema: &Value, props: &[Property<'_>], out: &mut Vec<Raw
         let hpath = child_path(&p.path, "x-mcp-header");
         let Some(name) = h.as_str().filter(|s| is_token(s)) else {
             out.push(Raw::new(
-                "header-mirror-invalid",
+                RuleId::HeaderMirrorInvalid,
                 t,
                 hpath,
                 format!("`x-mcp-header` on `{}` is {h}, not an HTTP header token; clients drop the whole tool", p.name),
@@ -406,7 +407,7 @@ fn headers(tool: &str, schema: &Value, props: &[Property<'_>], out: &mut Vec<Raw
                 .all(|t| matches!(*t, "string" | "integer" | "boolean"))
         {
             out.push(Raw::new(
-                "header-mirror-invalid",
+                RuleId::HeaderMirrorInvalid,
                 t,
                 hpath.clone(),
                 format!("`x-mcp-header` sits on `{}` of type {:?}; only string, integer and boolean parameters can be mirrored", p.name, types),
@@ -415,7 +416,7 @@ fn headers(tool: &str, schema: &Value, props: &[Property<'_>], out: &mut Vec<Raw
         }
         if !p.direct {
             out.push(Raw::new(
-                "header-mirror-invalid",
+                RuleId::HeaderMirrorInvalid,
                 t,
                 hpath.clone(),
                 format!("`x-mcp-header` on `{}` is not reached through `properties` alone (it is under items, a combinator or $defs)", p.name),
@@ -424,7 +425,7 @@ fn headers(tool: &str, schema: &Value, props: &[Property<'_>], out: &mut Vec<Raw
         }
         if let Some(other) = seen.get(&name.to_ascii_lowercase()) {
             out.push(Raw::new(
-                "header-mirror-invalid",
+                RuleId::HeaderMirrorInvalid,
                 t,
                 hpath.clone(),
                 format!(
@@ -437,7 +438,7 @@ fn headers(tool: &str, schema: &Value, props: &[Property<'_>], out: &mut Vec<Raw
             .or_insert_with(|| p.name.to_owned());
         if SENSITIVE.is_match(name) || SENSITIVE.is_match(p.name) {
             out.push(Raw::new(
-                "header-sensitive",
+                RuleId::HeaderSensitive,
                 t,
                 hpath,
                 format!("`{}` looks like a credential and is mirrored into the header `Mcp-Param-{name}`, where proxies and logs see it", p.name),
@@ -448,7 +449,7 @@ fn headers(tool: &str, schema: &Value, props: &[Property<'_>], out: &mut Vec<Raw
     // An annotation on the root itself is never reachable as a parameter.
     if schema.get("x-mcp-header").is_some() {
         out.push(Raw::new(
-            "header-mirror-invalid",
+            RuleId::HeaderMirrorInvalid,
             t,
             "inputSchema.x-mcp-header",
             "`x-mcp-header` on the root schema names no parameter",
@@ -475,16 +476,16 @@ mod tests {
         let bad = one(
             json!({"type": "object", "properties": {"n": {"type": "integr", "description": "A number of things."}}, "required": ["n"]}),
         );
-        let f = findings_of(&bad, "schema-invalid");
+        let f = findings_of(&bad, RuleId::SchemaInvalid);
         assert_eq!(f.len(), 1, "{f:?}");
         assert_eq!(f[0].path, "inputSchema.properties.n.type");
         let bad_regex = one(
             json!({"type": "object", "properties": {"n": {"type": "string", "pattern": "(", "description": "A pattern thing."}}, "required": ["n"]}),
         );
-        assert!(!findings_of(&bad_regex, "schema-invalid").is_empty());
+        assert!(!findings_of(&bad_regex, RuleId::SchemaInvalid).is_empty());
         let unknown = one(json!({"$schema": "http://example.com/my-draft", "type": "object"}));
         assert!(
-            findings_of(&unknown, "schema-invalid")[0]
+            findings_of(&unknown, RuleId::SchemaInvalid)[0]
                 .message
                 .contains("not a JSON Schema draft")
         );
@@ -492,30 +493,36 @@ mod tests {
         let d4 = one(
             json!({"$schema": "http://json-schema.org/draft-04/schema#", "type": "object", "properties": {"n": {"type": "number", "minimum": 0, "exclusiveMinimum": true, "description": "A number of things."}}, "required": ["n"]}),
         );
-        assert!(findings_of(&d4, "schema-invalid").is_empty());
+        assert!(findings_of(&d4, RuleId::SchemaInvalid).is_empty());
         let d2020 = one(
             json!({"type": "object", "properties": {"n": {"type": "number", "minimum": 0, "exclusiveMinimum": true, "description": "A number of things."}}, "required": ["n"]}),
         );
-        assert!(!findings_of(&d2020, "schema-invalid").is_empty());
-        assert!(findings_of(&catalog(vec![clean_tool("a")]), "schema-invalid").is_empty());
+        assert!(!findings_of(&d2020, RuleId::SchemaInvalid).is_empty());
+        assert!(findings_of(&catalog(vec![clean_tool("a")]), RuleId::SchemaInvalid).is_empty());
     }
 
     #[test]
     fn root_must_be_an_object() {
-        assert!(!findings_of(&one(json!({"type": "array"})), "schema-root-not-object").is_empty());
-        assert!(!findings_of(&one(json!({"properties": {}})), "schema-root-not-object").is_empty());
-        assert!(findings_of(&catalog(vec![clean_tool("a")]), "schema-root-not-object").is_empty());
+        assert!(
+            !findings_of(&one(json!({"type": "array"})), RuleId::SchemaRootNotObject).is_empty()
+        );
+        assert!(
+            !findings_of(&one(json!({"properties": {}})), RuleId::SchemaRootNotObject).is_empty()
+        );
+        assert!(
+            findings_of(&catalog(vec![clean_tool("a")]), RuleId::SchemaRootNotObject).is_empty()
+        );
     }
 
     #[test]
     fn required_names_defined_properties() {
         let f = findings_of(
             &one(json!({"type": "object", "properties": {}, "required": ["ghost"]})),
-            "required-unknown",
+            RuleId::RequiredUnknown,
         );
         assert_eq!(f.len(), 1);
         assert!(f[0].message.contains("ghost"));
-        assert!(findings_of(&catalog(vec![clean_tool("a")]), "required-unknown").is_empty());
+        assert!(findings_of(&catalog(vec![clean_tool("a")]), RuleId::RequiredUnknown).is_empty());
     }
 
     #[test]
@@ -525,7 +532,7 @@ mod tests {
             "day": {"type": "string", "description": "Invoice day, format YYYY-MM-DD."},
             "limit": {"type": "integer", "description": "How many, between 1 and 100.", "default": 10}
         }, "required": ["status", "day"]}));
-        let f = findings_of(&prose, "constraint-in-prose");
+        let f = findings_of(&prose, RuleId::ConstraintInProse);
         let paths: Vec<_> = f.iter().map(|f| f.path.as_str()).collect();
         assert_eq!(
             paths,
@@ -540,7 +547,7 @@ mod tests {
             "day": {"type": "string", "format": "date", "description": "Invoice day, format YYYY-MM-DD."},
             "limit": {"type": "integer", "minimum": 1, "maximum": 100, "description": "How many, between 1 and 100.", "default": 10}
         }, "required": ["status", "day"]}));
-        assert!(findings_of(&schema, "constraint-in-prose").is_empty());
+        assert!(findings_of(&schema, RuleId::ConstraintInProse).is_empty());
     }
 
     #[test]
@@ -549,10 +556,10 @@ mod tests {
             "api_key": {"type": "string", "description": "The caller's key.", "x-mcp-header": "Api-Key"},
             "region": {"type": "string", "description": "Cloud region, e.g. us-west1.", "x-mcp-header": "Region"}
         }, "required": ["api_key", "region"]}));
-        let f = findings_of(&c, "header-sensitive");
+        let f = findings_of(&c, RuleId::HeaderSensitive);
         assert_eq!(f.len(), 1);
         assert_eq!(f[0].path, "inputSchema.properties.api_key.x-mcp-header");
-        assert!(findings_of(&c, "header-mirror-invalid").is_empty());
+        assert!(findings_of(&c, RuleId::HeaderMirrorInvalid).is_empty());
     }
 
     #[test]
@@ -565,12 +572,12 @@ mod tests {
             "items": {"type": "array", "description": "Nested things.", "items": {"type": "object", "properties": {
                 "zone": {"type": "string", "description": "Zone of a thing.", "x-mcp-header": "Zone"}}}}
         }, "required": ["ratio", "bad", "a", "b", "items"]}));
-        let f = findings_of(&c, "header-mirror-invalid");
+        let f = findings_of(&c, RuleId::HeaderMirrorInvalid);
         let msgs: Vec<_> = f.iter().map(|f| f.message.as_str()).collect();
         assert_eq!(f.len(), 4, "{msgs:?}");
         let ok = one(json!({"type": "object", "properties": {
             "region": {"type": "string", "description": "Cloud region, e.g. us-west1.", "x-mcp-header": "Region"}}, "required": ["region"]}));
-        assert!(findings_of(&ok, "header-mirror-invalid").is_empty());
-        assert!(findings_of(&ok, "header-sensitive").is_empty());
+        assert!(findings_of(&ok, RuleId::HeaderMirrorInvalid).is_empty());
+        assert!(findings_of(&ok, RuleId::HeaderSensitive).is_empty());
     }
 }

@@ -9,6 +9,7 @@
 //! compared, with the same arithmetic as the pairwise loop, so the findings are the same: a
 //! finding on tool `j` against the first earlier tool `i` that matches.
 
+use crate::RuleId;
 use std::collections::{BTreeSet, BinaryHeap, HashMap};
 
 use super::Raw;
@@ -161,7 +162,7 @@ pub(crate) fn near_duplicates(catalog: &Catalog, out: &mut Vec<Raw>) {
             Some((i, sim)) => out.push(finding(catalog, i, j, sim)),
             None if budget == 0 => {
                 out.push(Raw::new(
-                    "lint-bound",
+                    RuleId::LintBound,
                     None,
                     "",
                     format!(
@@ -183,7 +184,7 @@ pub(crate) fn near_duplicates(catalog: &Catalog, out: &mut Vec<Raw>) {
 
 fn finding(catalog: &Catalog, i: usize, j: usize, sim: f64) -> Raw {
     Raw::new(
-        "description-near-duplicate",
+        RuleId::DescriptionNearDuplicate,
         Some(&catalog.tools[j].name),
         "description",
         format!(

@@ -3,6 +3,9 @@
 use serde_json::Value;
 use toolscore_core::catalog::{Catalog, Tool};
 
+// The tests name rules as the checks do.
+pub(crate) use crate::RuleId;
+
 pub(crate) fn tool(name: &str, description: &str, schema: Value) -> Tool {
     Tool {
         name: name.to_owned(),
@@ -20,12 +23,12 @@ pub(crate) fn rules_of(c: &Catalog) -> Vec<&'static str> {
     super::lint(c, &super::LintOptions::default())
         .findings
         .iter()
-        .map(|f| f.rule)
+        .map(|f| f.rule.as_str())
         .collect()
 }
 
 /// The findings of one rule.
-pub(crate) fn findings_of(c: &Catalog, rule: &str) -> Vec<super::Finding> {
+pub(crate) fn findings_of(c: &Catalog, rule: RuleId) -> Vec<super::Finding> {
     super::lint(c, &super::LintOptions::default())
         .findings
         .into_iter()

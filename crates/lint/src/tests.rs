@@ -5,16 +5,22 @@ use super::*;
 use serde_json::json;
 
 #[test]
-fn every_rule_id_is_unique_and_kebab_case() {
+fn every_rule_id_is_unique_kebab_case_and_parses_back_to_its_rule() {
     let mut seen = BTreeSet::new();
-    for r in RULES {
-        assert!(seen.insert(r.id), "duplicate {}", r.id);
+    for (index, r) in RULES.iter().enumerate() {
+        let id = r.id.as_str();
+        assert!(seen.insert(id), "duplicate {id}");
         assert!(
-            r.id.chars().all(|c| c.is_ascii_lowercase() || c == '-'),
-            "{}",
-            r.id
+            id.chars().all(|c| c.is_ascii_lowercase() || c == '-'),
+            "{id}"
         );
+        assert_eq!(RuleId::parse(id), Some(r.id));
+        // `rule()` and SARIF's ruleIndex read the table at the enum's position.
+        assert_eq!(r.id as usize, index, "{id}");
+        assert_eq!(rule(r.id).id, r.id);
     }
+    assert_eq!(RuleId::parse("name-invalid "), None);
+    assert_eq!(RuleId::parse("no-such-rule"), None);
 }
 
 #[test]
@@ -33,24 +39,23 @@ fn config_levels_turn_rules_off_and_relevel_them() {
     assert!(
         r.findings
             .iter()
-            .any(|f| f.rule == "description-missing" && f.severity == Severity::Error)
+            .any(|f| f.rule == RuleId::DescriptionMissing && f.severity == Severity::Error)
     );
-    o.levels
-        .insert("description-missing".into(), Level::Warning);
+    o.levels.insert(RuleId::DescriptionMissing, Level::Warning);
     let r = lint(&c, &o);
     let f = r
         .findings
         .iter()
-        .find(|f| f.rule == "description-missing")
+        .find(|f| f.rule == RuleId::DescriptionMissing)
         .unwrap();
     assert_eq!(f.severity, Severity::Warning);
     assert!(!r.has_errors());
-    o.levels.insert("description-missing".into(), Level::Off);
+    o.levels.insert(RuleId::DescriptionMissing, Level::Off);
     assert!(
         !lint(&c, &o)
             .findings
             .iter()
-            .any(|f| f.rule == "description-missing")
+            .any(|f| f.rule == RuleId::DescriptionMissing)
     );
 }
 
@@ -61,12 +66,12 @@ fn config_allow_suppresses_only_the_named_tool_and_rule() {
         tool("get_refund", "", json!({"type": "object"})),
     ]);
     let mut o = LintOptions::default();
-    o.allow_for("get_invoice", ["description-missing".to_owned()]);
+    o.allow_for("get_invoice", [RuleId::DescriptionMissing]);
     let r = lint(&c, &o);
     let missing: Vec<_> = r
         .findings
         .iter()
-        .filter(|f| f.rule == "description-missing")
+        .filter(|f| f.rule == RuleId::DescriptionMissing)
         .map(|f| f.tool.clone().unwrap())
         .collect();
     assert_eq!(missing, vec!["get_refund"]);
@@ -89,7 +94,7 @@ fn inline_allow_on_a_property_covers_that_property_only() {
     let generic: Vec<_> = r
         .findings
         .iter()
-        .filter(|f| f.rule == "param-generic-name")
+        .filter(|f| f.rule == RuleId::ParamGenericName)
         .map(|f| f.path.clone())
         .collect();
     assert_eq!(generic, vec!["inputSchema.properties.data"]);
@@ -106,8 +111,8 @@ fn tool_level_inline_allows_are_read_from_the_document() {
     assert_eq!(
         got,
         vec![
-            ("a".to_owned(), vec!["description-missing".to_owned()]),
-            ("b".to_owned(), vec!["name-too-generic".to_owned()])
+            ("a".to_owned(), vec![RuleId::DescriptionMissing]),
+            ("b".to_owned(), vec![RuleId::NameTooGeneric])
         ]
     );
     let bad = json!([{"name": "a", "x-toolscore-lint": {"allow": ["no-such-rule"]}}]);
@@ -154,7 +159,7 @@ fn a_huge_description_is_linted_on_its_first_64_kib_and_says_so() {
     let bound: Vec<&Finding> = r
         .findings
         .iter()
-        .filter(|f| f.rule == "lint-bound")
+        .filter(|f| f.rule == RuleId::LintBound)
         .collect();
     assert_eq!(bound.len(), 1, "{:?}", r.findings);
     assert_eq!(bound[0].location(), "get_invoice.description");
@@ -163,7 +168,11 @@ fn a_huge_description_is_linted_on_its_first_64_kib_and_says_so() {
         "{}",
         bound[0].message
     );
-    assert!(r.findings.iter().any(|f| f.rule == "injection-instruction"));
+    assert!(
+        r.findings
+            .iter()
+            .any(|f| f.rule == RuleId::InjectionInstruction)
+    );
     // The token estimate counts the whole description.
     assert!(r.footprint.per_request > 2_000_000, "{:?}", r.footprint);
 }

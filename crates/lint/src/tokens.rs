@@ -7,6 +7,7 @@
 //! also wrap each tool in a few tokens of their own, which this leaves out. A run's measured
 //! `usage` is the ground truth.
 
+use crate::RuleId;
 use serde::Serialize;
 use toolscore_core::json::thousands;
 
@@ -93,7 +94,7 @@ pub(crate) fn check(catalog: &Catalog, options: &LintOptions, f: &Footprint, out
     for (name, n) in &f.per_tool {
         if *n > options.max_tool_tokens {
             out.push(Raw::new(
-                "tokens-tool-large",
+                RuleId::TokensToolLarge,
                 Some(name),
                 "",
                 format!("`{name}` is about {} tokens (budget {}), sent with every request", thousands(*n), options.max_tool_tokens),
@@ -108,7 +109,7 @@ pub(crate) fn check(catalog: &Catalog, options: &LintOptions, f: &Footprint, out
         .map(|(name, n)| format!("The largest is `{name}` ({} tokens).", thousands(*n)))
         .unwrap_or_default();
     out.push(Raw::new(
-        "tokens-catalog",
+        RuleId::TokensCatalog,
         None,
         "",
         describe(f, catalog.tools.len()),
@@ -179,27 +180,27 @@ mod tests {
             json!({"type": "object", "properties": {}}),
         );
         assert_eq!(
-            findings_of(&catalog(vec![big]), "tokens-tool-large").len(),
+            findings_of(&catalog(vec![big]), RuleId::TokensToolLarge).len(),
             1
         );
         assert!(
             findings_of(
                 &catalog(vec![clean_tool("get_invoice")]),
-                "tokens-tool-large"
+                RuleId::TokensToolLarge
             )
             .is_empty()
         );
         // The catalog summary is there by default, as info, and goes when turned off.
         let c = catalog(vec![clean_tool("get_invoice")]);
-        assert_eq!(findings_of(&c, "tokens-catalog").len(), 1);
+        assert_eq!(findings_of(&c, RuleId::TokensCatalog).len(), 1);
         let mut o = LintOptions::default();
         o.levels
-            .insert("tokens-catalog".into(), super::super::Level::Off);
+            .insert(RuleId::TokensCatalog, super::super::Level::Off);
         assert!(
             !super::super::lint(&c, &o)
                 .findings
                 .iter()
-                .any(|f| f.rule == "tokens-catalog")
+                .any(|f| f.rule == RuleId::TokensCatalog)
         );
     }
 }

@@ -802,7 +802,7 @@ mod tests {
             toolscore_lint::lint(c, &options)
                 .findings
                 .into_iter()
-                .map(|f| (f.rule.to_owned(), f.tool))
+                .map(|f| (f.rule.as_str().to_owned(), f.tool))
                 .collect()
         };
         let (mut checked, mut near_duplicates) = (0, 0);

@@ -321,7 +321,7 @@ impl<'a> Tuner<'a> {
             .filter_map(|f| {
                 Some(LintNote {
                     tool: f.tool?,
-                    rule: f.rule.to_owned(),
+                    rule: f.rule.as_str().to_owned(),
                     path: f.path,
                     message: f.message,
                     fix: f.fix,
