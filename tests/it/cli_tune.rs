@@ -220,7 +220,12 @@ fn tune_finds_the_disambiguating_edit_confirms_it_on_held_out_cases_and_writes_i
     // The overlay: the sentence on both tools, nothing else changed.
     let written = variants_written(dir.path());
     assert_eq!(written.len(), 1, "{written:?}");
-    assert!(written[0].starts_with("tuned-") && written[0].ends_with(".json"));
+    assert!(
+        written[0].starts_with("tuned-")
+            && std::path::Path::new(&written[0])
+                .extension()
+                .is_some_and(|e| e == "json")
+    );
     let overlay = support::read_json(&dir.path().join("data/variants").join(&written[0]));
     assert_eq!(
         overlay["tools"]["server_status"]["description"],

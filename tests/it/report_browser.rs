@@ -553,13 +553,13 @@ fn decode_png(bytes: &[u8]) -> (usize, usize, Vec<[u8; 3]>) {
                 0 => 0,
                 1 => a,
                 2 => b,
-                3 => ((a as u16 + b as u16) / 2) as u8,
+                3 => ((u16::from(a) + u16::from(b)) / 2) as u8,
                 4 => {
-                    let p = a as i16 + b as i16 - c as i16;
+                    let p = i16::from(a) + i16::from(b) - i16::from(c);
                     let (pa, pb, pc) = (
-                        (p - a as i16).abs(),
-                        (p - b as i16).abs(),
-                        (p - c as i16).abs(),
+                        (p - i16::from(a)).abs(),
+                        (p - i16::from(b)).abs(),
+                        (p - i16::from(c)).abs(),
                     );
                     if pa <= pb && pa <= pc {
                         a

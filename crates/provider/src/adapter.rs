@@ -7,7 +7,10 @@ use std::time::Duration;
 
 use reqwest::header::HeaderMap;
 
-use super::*;
+use super::{
+    InvalidHeader, ProviderError, ProviderSettings, RequestFields, anthropic, azure_openai,
+    bearer_auth, gemini, ollama, openai_compat, openai_responses, transport,
+};
 use toolscore_core::catalog::Catalog;
 use toolscore_core::message::{Message, ModelTurn};
 

@@ -842,7 +842,7 @@ mod tests {
         let mut agg = Aggregator::new();
         // Arrival order must not matter.
         for ms in (1..=100).rev() {
-            agg.add(&record(ms as f64, Outcome::Pass));
+            agg.add(&record(f64::from(ms), Outcome::Pass));
         }
         agg.add(&record(5000.0, Outcome::Error));
         let s = agg.finish(run_info(), &totals(101, 101), 0.95, 0.05);

@@ -775,7 +775,7 @@ mod tests {
 
     /// The true rates of 20 cases, spread over 0.4…0.84.
     fn true_rates() -> Vec<f64> {
-        (0..20).map(|k| 0.4 + 0.04 * (k % 12) as f64).collect()
+        (0..20).map(|k| 0.4 + 0.04 * f64::from(k % 12)).collect()
     }
 
     /// Each case's count drawn as TRIALS Bernoulli trials at its rate (splitmix64), so two

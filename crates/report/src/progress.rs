@@ -51,7 +51,9 @@ struct Counts {
 type Out = Arc<Mutex<Box<dyn Write + Send>>>;
 
 fn write_line(out: &Out, line: &str) -> io::Result<()> {
-    let mut w = out.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut w = out
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     writeln!(w, "{line}")?;
     w.flush()
 }

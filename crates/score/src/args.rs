@@ -2,7 +2,10 @@
 //! path by path, each path judged by its matcher (exact, canonical, numeric tolerance,
 //! regex, any) or by canonical equality.
 
-use super::*;
+use super::{
+    ArgMatcher, BTreeMap, BTreeSet, ExpectedCall, MAX_VALUE_CHARS, Value, json_equal, short, show,
+    truncate, type_name,
+};
 
 /// First mismatch as (dotted path, reason), or Ok.
 ///

@@ -21,7 +21,7 @@ use toolscore_core::message::{ModelTurn, ToolCall};
 
 pub use args::check_matcher;
 pub use args::match_args;
-use args::*;
+use args::{apply_matcher, args_path, has_matcher_below, join, matcher_children};
 pub use expect::{ArgMatcher, Expectation, ExpectedCall, ToolPattern};
 pub use taxonomy::{classify_call, classify_parallel};
 pub use toolscore_core::record::{

@@ -1,7 +1,11 @@
 //! The arms of a run: live providers with their settings and secrets, or recordings
 //! replayed, each with the catalog variant it is shown.
 
-use super::*;
+use super::{
+    Arc, Arm, BASE_VARIANT, Cassette, Config, Dataset, Defaults, Duration, Error, InputError, Path,
+    ProviderEntry, ProviderKind, ProviderSettings, RunArgs, Scenario, SecretString, arm_price,
+    scenario_catalog_key, usage,
+};
 use toolscore_provider::cassette::CassetteHeader;
 use toolscore_suite::CatalogVariant;
 

@@ -36,11 +36,11 @@ mod sequential;
 
 pub(super) use reachable::check_local_servers;
 
-use arms::*;
-use modes::*;
+use arms::{check_case_trials_recorded, live_arm, replay_arm, variant_with_replay};
+use modes::{checked_batch, checked_shard, stops_each_case, trials_of};
 pub(super) use modes::{sequential_gate, trial_budget};
 pub(super) use pricing::plan_price;
-use pricing::*;
+use pricing::{arm_price, check_budget};
 use sequential::{sequential_compare_spec, sequential_spec};
 
 /// A validated `run`: the trial plan, and what to do with its events.

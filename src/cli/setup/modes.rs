@@ -1,7 +1,10 @@
 //! How the trials are taken: how many (`--trials`, or what a replay holds), `--shard i/n`,
 //! `--batch`, and the sequential gate's budget.
 
-use super::*;
+use super::{
+    Arc, Arm, Duration, Error, FewestRecorded, InputError, RunArgs, RunInfo, Scenario,
+    SequentialGate, SequentialSpec, usage,
+};
 use toolscore_decide::gate::sequential::TrialBudget;
 
 pub(super) fn checked_shard(

@@ -1,7 +1,9 @@
 //! What an arm's tokens cost, and `--max-cost` checked against the plan's estimate before
 //! anything is sent.
 
-use super::*;
+use super::{
+    Arm, ArmPrice, Cassette, Config, Error, Price, ProviderKind, ProviderSettings, RunArgs, usage,
+};
 
 /// `--shard i/n` or `--shard auto` (index from `JOB_COMPLETION_INDEX`, count from
 /// `--shard-count`), refused beside the flags that need the whole plan in one process.

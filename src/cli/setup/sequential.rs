@@ -1,7 +1,9 @@
 //! `--sequential`'s designs, checked before anything is sent: the case or suite gates it judges
 //! while the run goes, or the comparison of two arms it stops the run on.
 
-use super::*;
+use super::{
+    Dataset, Error, RunArgs, SequentialCompareSpec, SequentialSpec, checked_confidence, usage,
+};
 use toolscore_decide::compare::sequential::Rule;
 
 /// `--sequential`'s design for gates, checked: case or suite level, every bar within its

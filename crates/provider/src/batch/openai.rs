@@ -260,11 +260,11 @@ mod tests {
                 assert_eq!(e.class, ErrorClass::RateLimited);
                 assert_eq!(e.status, Some(429));
             }
-            other => panic!("{other:?}"),
+            other @ LineResult::Body(_) => panic!("{other:?}"),
         }
         match &parsed.answers[2].1 {
             LineResult::Failed(e) => assert_eq!(e.class, ErrorClass::BatchExpired),
-            other => panic!("{other:?}"),
+            other @ LineResult::Body(_) => panic!("{other:?}"),
         }
         assert_eq!(parsed.problems.len(), 1);
         assert!(parsed.problems[0].starts_with("line 5: not JSON"));

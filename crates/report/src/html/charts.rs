@@ -1,7 +1,11 @@
 //! The charts of report.html drawn as SVG from the summary: the forest plot of case rates,
 //! per-tool bars, the confusion heatmap and the latency chart.
 
-use super::*;
+use super::{
+    ArmSummary, BTreeMap, BTreeSet, CASE_ROWS, CaseSummary, GateLevel, GateResult, HEATMAP_COLS,
+    HEATMAP_ROWS, Metric, RateStat, Scale, Serialize, Summary, TEXT_CHARS, TOOL_ROWS, Verdict, cut,
+    group_interval, pct, px, short, verdict_class,
+};
 
 #[derive(Serialize)]
 pub(super) struct Tick {

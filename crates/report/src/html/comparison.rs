@@ -1,7 +1,11 @@
 //! The comparison section of report.html: the verdict badge and the forest of per-case
 //! differences.
 
-use super::*;
+use super::{
+    CASE_ROWS, ChartFrame, Comparison, Diamond, Forest, ForestRow, GroupComparison, PLOT_X0,
+    PLOT_X1, ROW_H, RefLine, Scale, Serialize, TABLE_ROWS, TEXT_CHARS, TOP, Table, Tick, WIDTH,
+    cut, diamond_points, pct, px, short,
+};
 
 #[derive(Serialize)]
 pub(super) struct ComparisonView {

@@ -1,7 +1,11 @@
 //! The latency chart of report.html: p50, p95 and p99 per expected tool with their
 //! order-statistic intervals, against any latency gate's budget.
 
-use super::*;
+use super::{
+    ArmSummary, ChartFrame, GateResult, LatencySummary, PLOT_X0, PLOT_X1, Percentile, RefLine,
+    Scale, Serialize, Summary, TEXT_CHARS, TOOL_ROWS, TOP, Tick, WIDTH, cut, format_ms,
+    format_percentile, nice_step, pct, px, short,
+};
 
 #[derive(Serialize)]
 pub(super) struct LatencyChart {
@@ -148,11 +152,12 @@ fn latency_axis(bottom: f64, top: f64) -> (Scale, Vec<Tick>) {
         (scale, ticks)
     } else {
         let step = nice_step(top, 5.0);
-        let max = (top / step).ceil().max(1.0) * step;
+        let steps = (top / step).ceil().max(1.0);
+        let max = steps * step;
         let scale = Scale::linear(0.0, max, PLOT_X0, PLOT_X1);
-        let ticks = (0..)
-            .map(|k| k as f64 * step)
-            .take_while(|v| *v <= max + step / 2.0)
+        // One tick per step from 0 to the top: a count, so no step size can make it endless.
+        let ticks = (0..=steps as u32)
+            .map(|k| f64::from(k) * step)
             .map(|v| Tick {
                 x: scale.at(v),
                 label: format_ms(v),

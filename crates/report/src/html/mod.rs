@@ -50,10 +50,13 @@ mod tune;
 
 pub use tune::render_tune_html;
 
-use charts::*;
-use comparison::*;
-use latency::*;
-use trend::*;
+use charts::{
+    Bars, ChartFrame, Diamond, Forest, ForestRow, Heatmap, PLOT_X0, PLOT_X1, ROW_H, RefLine, TOP,
+    Tick, WIDTH, case_forest, confusion_heatmap, diamond_points, tool_bars, worst_first,
+};
+use comparison::{ComparisonView, comparison_view};
+use latency::{LatencyChart, latency_chart};
+use trend::{TrendView, trend_view};
 
 const TEMPLATE: &str = include_str!("../templates/report.html");
 
@@ -707,6 +710,7 @@ fn arm_view(s: &Summary, a: &ArmSummary, index: usize) -> ArmView {
 
 #[cfg(test)]
 mod tests {
+    use super::charts::rate_scale;
     use super::*;
 
     #[test]

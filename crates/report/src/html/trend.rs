@@ -1,6 +1,6 @@
 //! The trend chart of report.html: each run of a series with its interval band.
 
-use super::*;
+use super::{Move, Serialize, TEXT_CHARS, TREND_RUNS, Tick, Trend, arm_label, cut, history, px};
 
 #[derive(Serialize)]
 pub(super) struct TrendView {

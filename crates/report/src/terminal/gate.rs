@@ -3,7 +3,7 @@
 
 use std::io::{self, Write};
 
-use super::*;
+use super::{GateLevel, GateReport, GateResult, SequentialInfo, Verdict, case_verdict_notes};
 
 /// The verdict block: per gate, its verdict, the bound it rests on and the threshold.
 pub(super) fn write_gate(g: &GateReport, several: bool, w: &mut dyn Write) -> io::Result<()> {

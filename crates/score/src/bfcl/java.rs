@@ -15,7 +15,7 @@ use super::{Py, Raised};
 /// type's converted value must have. `Set` (Python `set`) has no JSON counterpart; its
 /// converter raises anyway.
 pub(super) fn python_type(java: &str) -> Option<super::PyType> {
-    use super::PyType::*;
+    use super::PyType::{Bool, Dict, Float, Int, List, Set, Str};
     Some(match java {
         "byte" | "short" | "integer" | "long" => Int,
         "float" | "double" => Float,

@@ -14,7 +14,7 @@ use super::{Py, Raised};
 
 /// `JS_TYPE_CONVERSION` of bfcl_eval/constants/type_mappings.py.
 pub(super) fn python_type(js: &str) -> Option<super::PyType> {
-    use super::PyType::*;
+    use super::PyType::{Bool, Dict, Float, Int, List, Str};
     Some(match js {
         "String" | "any" => Str,
         "integer" | "Bigint" => Int,

@@ -1,7 +1,10 @@
 //! A scenario's expectations built from its file: the tool patterns and argument matchers
 //! of the expected sequence, the state checks and the final answer.
 
-use super::*;
+use super::{
+    ArgMatcher, BTreeMap, ExpectedCall, Map, RawAnswer, RawExpect, RawSequence, ResultRef,
+    ScenarioExpect, SequenceItem, SequenceMode, StateCheck, ToolPattern, Value,
+};
 
 pub(super) fn matchers(
     raw: Option<BTreeMap<String, Value>>,

@@ -27,8 +27,10 @@ use toolscore_score::{ArgMatcher, ExpectedCall, ToolValidators};
 mod expect;
 mod raw;
 
-use expect::*;
-use raw::*;
+use expect::{build_expect, matchers};
+use raw::{
+    RawAnswer, RawCatalog, RawEffect, RawExpect, RawLive, RawRule, RawScenario, RawSequence,
+};
 
 pub use toolscore_core::record::SCENARIO_DATASET;
 

@@ -1,6 +1,6 @@
 //! A scenario file as written: the YAML shape serde reads, before any check.
 
-use super::*;
+use super::{BTreeMap, Deserialize, Map, Message, PathBuf, Value};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -1,7 +1,10 @@
 //! OpenTelemetry GenAI spans (OTLP JSON): the exchange read from a span's attributes and
 //! events, in the current semantic conventions and the older ones.
 
-use super::*;
+use super::{
+    Decoded, Exchange, Format, Map, Message, Skip, Value, arguments_of, chat, history_call,
+    no_tools, push_call,
+};
 
 /// An OTLP `AnyValue` as plain JSON: `{"stringValue": "x"}` is `"x"`, a kvlist an object.
 pub(super) fn any_value(v: &Value) -> Value {
