@@ -1019,16 +1019,18 @@ fn the_confirmation_is_planned_before_the_trials_are_spent() {
     );
     assert!(r.stdout.contains(&note["note: ".len()..]), "{}", r.stdout);
 
-    // A model that answers job questions with either tool in turn: two trials of a case
-    // disagree about half the time, and 3 held-out units at 40 rounds cannot keep up.
-    let turn = std::sync::atomic::AtomicU64::new(0);
+    // A model that answers each job question with either tool in turn: half of a case's trials
+    // choose each, however the requests of different cases interleave, so two trials of a
+    // case disagree about half the time and 3 held-out units at 40 rounds cannot keep up. (A
+    // turn shared by every case let the interleaving skew a case's split: flaky.)
+    let turns = std::sync::Mutex::new(std::collections::HashMap::<String, u64>::new());
     let coin = FakeServer::start_in_background(move |req: &support::FakeRequest| {
         let text = last_user_message(req).unwrap_or_default();
         let body = if text.contains("export") {
-            if turn
-                .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
-                .is_multiple_of(2)
-            {
+            let mut turns = turns.lock().unwrap();
+            let turn = turns.entry(text.clone()).or_default();
+            *turn += 1;
+            if turn.is_multiple_of(2) {
                 tool_call_body(&[("job_status", r#"{"job_id": "job_000001"}"#)])
             } else {
                 tool_call_body(&[("server_status", "{}")])
