@@ -2,6 +2,7 @@
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use toolscore_core::metric::Metric;
 
 use clap::Args;
 
@@ -18,9 +19,9 @@ pub struct CompareArgs {
     /// arms in plan order].
     #[arg(long = "arm", value_name = "NAME")]
     pub arms: Vec<String>,
-    /// The rate compared: selection, args, schema or pass.
-    #[arg(long, default_value = "selection")]
-    pub metric: String,
+    /// The rate compared.
+    #[arg(long, value_enum, default_value_t = Metric::Selection)]
+    pub metric: Metric,
     /// The smallest difference worth acting on: the verdict says whether one that large is
     /// ruled out, and how many cases would detect it.
     #[arg(long, default_value_t = 0.05)]
@@ -44,12 +45,7 @@ pub struct CompareArgs {
 /// (better, worse or no difference as large as --min-effect), 3 when they do not yet, 4 when a
 /// run's infrastructure errors leave nothing to judge.
 pub(super) fn run(args: &CompareArgs) -> Result<ExitCode, Error> {
-    let metric = toolscore_decide::gate::parse_metric(&args.metric).ok_or_else(|| {
-        usage(&format!(
-            "--metric {}: expected selection, args, schema or pass",
-            args.metric
-        ))
-    })?;
+    let metric = args.metric;
     if !(args.min_effect > 0.0 && args.min_effect < 1.0) {
         return Err(usage("--min-effect must be between 0 and 1 (e.g. 0.05)"));
     }

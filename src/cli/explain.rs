@@ -4,6 +4,7 @@
 //! arms. Reads the run's files only: no model is called, no server started.
 
 use std::path::{Path, PathBuf};
+use toolscore_core::metric::Metric;
 
 use clap::Args;
 
@@ -14,7 +15,7 @@ use toolscore_core::record::{ArmId, SCENARIO_DATASET, TrialRecord};
 use toolscore_report::behaviour::{
     ArmExplanation, BehaviourTally, ExplainedDiff, Explanation, ToBase,
 };
-use toolscore_report::{ComparedArm, Metric, Summary};
+use toolscore_report::{ComparedArm, Summary};
 
 #[derive(Debug, Args)]
 pub struct ExplainArgs {
@@ -32,9 +33,9 @@ pub struct ExplainArgs {
     /// names there, else the one the first names, else its only arm).
     #[arg(long, value_name = "RUN_DIR")]
     pub against: Option<PathBuf>,
-    /// The rate the case's difference is on, as in `compare`: selection, args, schema or pass.
-    #[arg(long, default_value = "selection")]
-    pub metric: String,
+    /// The rate the case's difference is on, as in `compare`.
+    #[arg(long, value_enum, default_value_t = Metric::Selection)]
+    pub metric: Metric,
     /// Two-sided confidence level of every interval [default: the run's].
     #[arg(long)]
     pub confidence: Option<f64>,
@@ -56,12 +57,7 @@ struct Side {
 
 /// Explains the case; exit 0, or 2 when the run, the case or an arm is not found.
 pub(super) fn run(args: &ExplainArgs) -> Result<ExitCode, Error> {
-    let metric = toolscore_decide::gate::parse_metric(&args.metric).ok_or_else(|| {
-        usage(&format!(
-            "--metric {}: expected selection, args, schema or pass",
-            args.metric
-        ))
-    })?;
+    let metric = args.metric;
     let mut runs = vec![load_run(&args.run_dir)?];
     let mut dirs = vec![args.run_dir.as_path()];
     if let Some(other) = &args.against {

@@ -1,6 +1,7 @@
 //! The `--gate` and `--baseline` flags `run` and `report` share, and judging a summary by them.
 
 use std::path::PathBuf;
+use toolscore_core::metric::Metric;
 
 use clap::Args;
 
@@ -49,9 +50,9 @@ pub struct GateArgs {
     /// With --baseline: the loss that is tolerated.
     #[arg(long, default_value_t = 0.02, requires = "baseline")]
     pub margin: f64,
-    /// With --baseline: the rate compared (selection, args, schema or pass).
-    #[arg(long, default_value = "pass", requires = "baseline")]
-    pub baseline_metric: String,
+    /// With --baseline: the rate compared.
+    #[arg(long, value_enum, default_value_t = Metric::Pass, requires = "baseline")]
+    pub baseline_metric: Metric,
     /// With --baseline: compare on the cases both runs have instead of refusing when they
     /// differ.
     #[arg(long, requires = "baseline")]
@@ -66,13 +67,7 @@ impl GateArgs {
         let Some(dir) = &self.baseline else {
             return Ok(None);
         };
-        let metric =
-            toolscore_decide::gate::parse_metric(&self.baseline_metric).ok_or_else(|| {
-                usage(&format!(
-                    "--baseline-metric {}: expected selection, args, schema or pass",
-                    self.baseline_metric
-                ))
-            })?;
+        let metric = self.baseline_metric;
         if !(self.margin >= 0.0 && self.margin < 1.0) {
             return Err(usage("--margin must be between 0 and 1 (e.g. 0.02)"));
         }

@@ -1,6 +1,7 @@
 //! `toolscore history`: the weekly trend from `history.jsonl`, and appending a run to it.
 
 use std::path::{Path, PathBuf};
+use toolscore_core::metric::Metric;
 
 use clap::Args;
 
@@ -12,9 +13,9 @@ pub struct HistoryArgs {
     /// The --out folder of the runs, holding history.jsonl.
     #[arg(long, default_value = "reports", value_name = "DIR")]
     pub dir: PathBuf,
-    /// The rate followed: selection or pass.
-    #[arg(long, default_value = "selection")]
-    pub metric: String,
+    /// The rate followed; history.jsonl keeps two, selection and pass.
+    #[arg(long, value_enum, default_value_t = Metric::Selection)]
+    pub metric: Metric,
     /// Show only the newest N runs of each series (each still compared with the run before it).
     #[arg(long, value_name = "N")]
     pub last: Option<usize>,
@@ -48,12 +49,13 @@ pub(super) fn append_history(
 /// Reads DIR/history.jsonl and prints every series with its moves. Exit 1 with --fail-on-drop
 /// when the newest run of a series dropped significantly, else 0.
 pub(super) fn run(args: &HistoryArgs) -> Result<ExitCode, Error> {
-    let metric = match args.metric.as_str() {
-        "selection" => toolscore_report::Metric::Selection,
-        "pass" => toolscore_report::Metric::Pass,
+    // history.jsonl keeps the two rates a weekly score follows.
+    let metric = match args.metric {
+        m @ (Metric::Selection | Metric::Pass) => m,
         other => {
             return Err(usage(&format!(
-                "--metric {other}: history follows selection or pass"
+                "--metric {}: history follows selection or pass",
+                other.name()
             )));
         }
     };

@@ -67,7 +67,6 @@ pub struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
-#[expect(clippy::large_enum_variant, reason = "parsed once per process")]
 pub enum Command {
     /// Start a dataset from an MCP server or tool list, a case per tool
     ///

@@ -1,6 +1,7 @@
 //! `toolscore plan`: how many trials and cases each option needs, before anything is spent.
 
 use std::path::PathBuf;
+use toolscore_core::metric::Metric;
 
 use clap::Args;
 
@@ -31,8 +32,8 @@ pub struct PlanArgs {
     #[arg(long, value_name = "RUN_DIR")]
     pub from: Option<PathBuf>,
     /// The rate read from --from [default: the first gate's metric, or selection].
-    #[arg(long)]
-    pub metric: Option<String>,
+    #[arg(long, value_enum)]
+    pub metric: Option<Metric>,
     /// The most trials per case the sequential gate may use.
     #[arg(long, default_value_t = 1000, value_name = "N")]
     pub max_trials: u32,
@@ -78,12 +79,8 @@ pub(super) fn run(args: &PlanArgs) -> Result<ExitCode, Error> {
     if !(args.min_effect > 0.0 && args.min_effect < 0.5) {
         return Err(usage("--min-effect must be between 0 and 0.5 (e.g. 0.05)"));
     }
-    let metric = match &args.metric {
-        Some(m) => toolscore_decide::gate::parse_metric(m).ok_or_else(|| {
-            usage(&format!(
-                "--metric {m}: expected selection, args, schema or pass"
-            ))
-        })?,
+    let metric = match args.metric {
+        Some(m) => m,
         None => gates
             .first()
             .and_then(|g| g.metric.rate())

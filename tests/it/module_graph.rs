@@ -144,6 +144,7 @@ fn core_modules_point_one_way() {
         ("record", &["message"]),
         ("event", &["record", "error"]),
         ("catalog", &["json", "input", "error"]),
+        ("metric", &["record"]),
     ];
     assert_eq!(
         graph.keys().collect::<BTreeSet<_>>(),

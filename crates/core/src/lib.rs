@@ -1,7 +1,7 @@
 //! The types every layer of toolscore shares: neutral conversation messages (`message`), the
 //! trial record and its values (`record`), the run's event stream (`event`), tool catalogs
 //! (`catalog`), canonical JSON (`json`), reading user files (`input`), atomic writes
-//! (`atomic`), and the errors and exit codes (`error`).
+//! (`atomic`), the rate metrics (`metric`), and the errors and exit codes (`error`).
 
 pub mod atomic;
 pub mod catalog;
@@ -10,4 +10,5 @@ pub mod event;
 pub mod input;
 pub mod json;
 pub mod message;
+pub mod metric;
 pub mod record;

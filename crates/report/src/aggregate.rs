@@ -3,6 +3,7 @@
 //! `results.jsonl` alone re-aggregates into the same summary (`report::reaggregate`).
 
 use std::collections::BTreeMap;
+use toolscore_core::metric::PerMetric;
 
 use super::cost_agg::{ArmCostAgg, cost_summary};
 use super::run_info::RunInfo;
@@ -45,10 +46,7 @@ impl Count {
 struct CaseCounts {
     scored: u64,
     errors: u64,
-    selection: Count,
-    args: Count,
-    schema: Count,
-    pass: Count,
+    metrics: PerMetric<Count>,
     failures: BTreeMap<String, u64>,
     /// What the model chose (as selection judges it) → scored trials.
     chosen: BTreeMap<String, u64>,
@@ -287,10 +285,9 @@ impl ArmAgg {
         }
         let c = &mut self.case(record).counts;
         c.scored += 1;
-        c.selection.add(Some(score.selection_ok));
-        c.args.add(score.args_ok);
-        c.schema.add(score.schema_ok);
-        c.pass.add(Some(score.passed));
+        for metric in Metric::ALL {
+            c.metrics[metric].add(metric.of(score));
+        }
         if let Some(detail) = score.detail.as_ref().filter(|_| !score.passed) {
             let key = if c.failures.len() < MAX_FAILURE_TRACKED || c.failures.contains_key(detail) {
                 detail.clone()
@@ -554,12 +551,7 @@ fn case_summaries(
                 tags: agg.tags,
                 scored_trials: c.scored,
                 infra_errors: c.errors,
-                metrics: Metrics {
-                    selection: rate(c.selection, conf, None),
-                    args_exact: rate(c.args, conf, None),
-                    schema_valid: rate(c.schema, conf, None),
-                    pass: rate(c.pass, conf, None),
-                },
+                metrics: PerMetric::from_fn(|m| rate(c.metrics[m], conf, None)),
                 failures: most_frequent_failures(&c.failures),
                 chosen: most_frequent_failures(&c.chosen),
             });
@@ -586,15 +578,14 @@ fn unstable_cases(cases: &[CaseSummary]) -> Vec<super::UnstableCase> {
     cases
         .iter()
         .filter(|c| {
-            c.metrics
-                .pass
+            c.metrics[Metric::Pass]
                 .interval
                 .is_some_and(|iv| iv.lo > super::UNSTABLE_BAND.0 && iv.hi < super::UNSTABLE_BAND.1)
         })
         .map(|c| super::UnstableCase {
             dataset: c.dataset.clone(),
             case_id: c.case_id.clone(),
-            pass: c.metrics.pass.clone(),
+            pass: c.metrics[Metric::Pass].clone(),
         })
         .collect()
 }
@@ -683,11 +674,11 @@ fn rate(c: Count, conf: f64, case_level: Option<stats::ClusteredEstimate>) -> Ra
 
 /// Pooled counts plus the case-level (clustered) estimate over the cases in `idx`.
 fn group(name: &str, idx: &[usize], counts: &[CaseCounts], conf: f64) -> GroupSummary {
-    let metric = |pick: fn(&CaseCounts) -> Count| {
+    let metric = |metric: Metric| {
         let mut pooled = Count::default();
         let mut case_counts = Vec::with_capacity(idx.len());
         for &i in idx {
-            let c = pick(&counts[i]);
+            let c = counts[i].metrics[metric];
             pooled.x += c.x;
             pooled.n += c.n;
             case_counts.push((c.x, c.n));
@@ -699,12 +690,7 @@ fn group(name: &str, idx: &[usize], counts: &[CaseCounts], conf: f64) -> GroupSu
         cases: idx.len(),
         scored_trials: idx.iter().map(|&i| counts[i].scored).sum(),
         infra_errors: idx.iter().map(|&i| counts[i].errors).sum(),
-        metrics: Metrics {
-            selection: metric(|c| c.selection),
-            args_exact: metric(|c| c.args),
-            schema_valid: metric(|c| c.schema),
-            pass: metric(|c| c.pass),
-        },
+        metrics: PerMetric::from_fn(metric),
     }
 }
 
@@ -747,14 +733,7 @@ fn arm_warnings(s: &ArmSummary, conf: f64, e: f64) -> Vec<Warning> {
         });
     }
     for metric in Metric::ALL {
-        let pick = |m: &Metrics| -> RateStat {
-            match metric {
-                Metric::Selection => m.selection.clone(),
-                Metric::ArgsExact => m.args_exact.clone(),
-                Metric::SchemaValid => m.schema_valid.clone(),
-                Metric::Pass => m.pass.clone(),
-            }
-        };
+        let pick = |m: &Metrics| -> RateStat { m[metric].clone() };
         // Per case: how many trials per case would bring each interval within ±precision.
         let mut wide = 0;
         let mut with_data = 0;
@@ -978,10 +957,7 @@ mod tests {
             }
         }
         let s = agg.finish(run_info(), &totals(100, 100), 0.95, 0.05);
-        let cl = s.arms[0]
-            .suite
-            .metrics
-            .selection
+        let cl = s.arms[0].suite.metrics[Metric::Selection]
             .case_level
             .expect("case level");
         assert!(cl.clipped && cl.interval.hi == 1.0, "{cl:?}");
@@ -1076,7 +1052,10 @@ mod tests {
         let tool_a = arm.tools.iter().find(|t| t.name == "a").unwrap();
         assert_eq!(
             (a.recall.x, a.recall.n),
-            (tool_a.metrics.selection.x, tool_a.metrics.selection.n)
+            (
+                tool_a.metrics[Metric::Selection].x,
+                tool_a.metrics[Metric::Selection].n
+            )
         );
     }
 
@@ -1167,9 +1146,9 @@ mod tests {
         assert_eq!(f, g);
         assert_eq!(f.arms.len(), 2);
         assert_eq!(f.arms[0].arm.provider, "p");
-        assert_eq!(f.arms[0].suite.metrics.pass.x, 2);
-        assert_eq!(f.arms[1].suite.metrics.pass.x, 0);
-        assert_eq!(f.arms[1].suite.metrics.pass.n, 2);
+        assert_eq!(f.arms[0].suite.metrics[Metric::Pass].x, 2);
+        assert_eq!(f.arms[1].suite.metrics[Metric::Pass].x, 0);
+        assert_eq!(f.arms[1].suite.metrics[Metric::Pass].n, 2);
     }
 
     /// A scored trial of `provider` on `case` whose first call is `chosen` (None: no call).
@@ -1287,6 +1266,6 @@ mod tests {
         let summary = agg.finish(run_info(), &totals(2, 2), 0.95, 0.05);
         let arm = &summary.arms[0];
         assert_eq!(arm.latency_ms.n, 1);
-        assert_eq!(arm.cases[0].metrics.pass.n, 2);
+        assert_eq!(arm.cases[0].metrics[Metric::Pass].n, 2);
     }
 }

@@ -285,7 +285,7 @@ fn line_of(summary: &Summary, arm: &ArmSummary) -> HistoryLine {
         .cases
         .iter()
         .map(|c| {
-            let (s, p) = (&c.metrics.selection, &c.metrics.pass);
+            let (s, p) = (&c.metrics[Metric::Selection], &c.metrics[Metric::Pass]);
             (format!("{}/{}", c.dataset, c.case_id), [s.x, s.n, p.x, p.n])
         })
         .collect();
@@ -305,8 +305,8 @@ fn line_of(summary: &Summary, arm: &ArmSummary) -> HistoryLine {
         trials_per_case: summary.run.trials_per_case,
         confidence: summary.confidence,
         metrics: HistoryMetrics {
-            selection: MetricPoint::of(&arm.suite.metrics.selection, arm.cases.len()),
-            pass: MetricPoint::of(&arm.suite.metrics.pass, arm.cases.len()),
+            selection: MetricPoint::of(&arm.suite.metrics[Metric::Selection], arm.cases.len()),
+            pass: MetricPoint::of(&arm.suite.metrics[Metric::Pass], arm.cases.len()),
         },
         cases,
         tool_p95_ms: arm

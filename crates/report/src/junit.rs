@@ -9,6 +9,7 @@
 //! the [`Summary`] holds are written; quick-junit does the XML escaping.
 
 use std::io::Write;
+use toolscore_core::metric::Metric;
 
 use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestSuite};
 
@@ -224,8 +225,8 @@ fn case_test(s: &Summary, c: &CaseSummary, case_gates: &[&GateResult]) -> TestCa
     let conf = format!("{:.0}% Wilson", s.confidence * 100.0);
     let mut out = format!(
         "pass rate {} ({conf})\nselection {} ({conf})\nexpected {}\ninfrastructure errors {}",
-        rate_text(&m.pass),
-        rate_text(&m.selection),
+        rate_text(&m[Metric::Pass]),
+        rate_text(&m[Metric::Selection]),
         c.expected,
         c.infra_errors
     );

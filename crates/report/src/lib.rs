@@ -67,11 +67,12 @@ pub trait Render {
 
 /// What every report says under a replay recorded before requests were sent as written.
 pub const LEGACY_REQUESTS: &str = "recorded when requests sent catalog properties sorted by name and always sent tool_choice auto and parallel_tool_calls true; live runs now send the author's order and only configured fields";
+pub use toolscore_core::metric::{Metric, PerMetric};
 pub use verdict::{
-    CaseVerdict, Decision, GateLevel, GateMetric, GateReport, GateResult, Ground, Part, RunVerdict,
-    SequentialInfo, StoppedProvider, ToolVerdict, Verdict,
+    CaseVerdict, Decision, GateLevel, GateMetric, GateReport, GateResult, Ground, LatencyQuantile,
+    Part, RunVerdict, SequentialInfo, StoppedProvider, ToolVerdict, Verdict,
 };
-pub use warning::{Metric, Warning};
+pub use warning::Warning;
 
 use std::collections::BTreeMap;
 
@@ -417,32 +418,8 @@ pub struct RateStat {
     pub case_level: Option<ClusteredEstimate>,
 }
 
-/// The four scored metrics of a group of trials.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Metrics {
-    /// Right tool on the first call, or correctly no call.
-    pub selection: RateStat,
-    /// Right tool(s) with arguments matching exactly (canonical JSON, per-field matchers), over
-    /// trials of cases that state arguments.
-    pub args_exact: RateStat,
-    /// Every produced call names a catalog tool and its arguments validate against the tool's
-    /// schema, over trials with at least one call.
-    pub schema_valid: RateStat,
-    /// Selection, arguments (where stated) and schema all correct.
-    pub pass: RateStat,
-}
-
-impl Metrics {
-    /// The figures of one metric.
-    pub fn get(&self, metric: Metric) -> &RateStat {
-        match metric {
-            Metric::Selection => &self.selection,
-            Metric::ArgsExact => &self.args_exact,
-            Metric::SchemaValid => &self.schema_valid,
-            Metric::Pass => &self.pass,
-        }
-    }
-}
+/// The rates of a group of trials, one per [`Metric`] (what each measures is on its variant).
+pub type Metrics = PerMetric<RateStat>;
 
 /// The suite, or the cases expecting one tool.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::io::{self, Write};
+use toolscore_core::metric::Metric;
 
 use serde::{Deserialize, Serialize};
 
@@ -129,7 +130,7 @@ fn diff_of(variant: &str, arms: &[&ArmSummary], confidence: f64) -> ProviderDiff
         }
         let pass: Vec<(u64, u64)> = per_arm
             .iter()
-            .map(|c| (c.metrics.pass.x, c.metrics.pass.n))
+            .map(|c| (c.metrics[Metric::Pass].x, c.metrics[Metric::Pass].n))
             .collect();
         let (pairs, compared) = significant_pairs(&pass, confidence);
         pass_comparisons += compared;
@@ -234,37 +235,36 @@ pub fn side_by_side_rows(arms: &[&ArmSummary]) -> Vec<(String, Vec<String>)> {
     let metric = |name: &str, f: &dyn Fn(&ArmSummary) -> String| {
         (name.to_owned(), arms.iter().map(|a| f(a)).collect())
     };
-    vec![
-        metric("selection", &|a| rate_cell(&a.suite.metrics.selection)),
-        metric("args exact", &|a| rate_cell(&a.suite.metrics.args_exact)),
-        metric("schema valid", &|a| {
-            rate_cell(&a.suite.metrics.schema_valid)
-        }),
-        metric("pass", &|a| rate_cell(&a.suite.metrics.pass)),
-        metric("infra errors", &|a| {
-            format!(
-                "{} of {} trials",
-                a.infra.errors,
-                a.infra.errors + a.suite.scored_trials
-            )
-        }),
-        metric("latency p50", &|a| match &a.latency_ms.p50 {
-            Some(p) => format!(
-                "{:.0} ms [{}, {}]",
-                p.value,
-                p.lo.map_or("—".to_owned(), |v| format!("{v:.0}")),
-                p.hi.map_or("unbounded".to_owned(), |v| format!("{v:.0}"))
+    let rates = Metric::ALL
+        .into_iter()
+        .map(|m| metric(m.label(), &|a| rate_cell(&a.suite.metrics[m])));
+    rates
+        .chain([
+            metric("infra errors", &|a| {
+                format!(
+                    "{} of {} trials",
+                    a.infra.errors,
+                    a.infra.errors + a.suite.scored_trials
+                )
+            }),
+            metric("latency p50", &|a| match &a.latency_ms.p50 {
+                Some(p) => format!(
+                    "{:.0} ms [{}, {}]",
+                    p.value,
+                    p.lo.map_or("—".to_owned(), |v| format!("{v:.0}")),
+                    p.hi.map_or("unbounded".to_owned(), |v| format!("{v:.0}"))
+                ),
+                None => "—".to_owned(),
+            }),
+            metric(
+                "tokens/trial",
+                &|a| match (a.tokens.input_mean, a.tokens.output_mean) {
+                    (Some(i), Some(o)) => format!("{i:.0} in · {o:.0} out"),
+                    _ => "not reported".to_owned(),
+                },
             ),
-            None => "—".to_owned(),
-        }),
-        metric(
-            "tokens/trial",
-            &|a| match (a.tokens.input_mean, a.tokens.output_mean) {
-                (Some(i), Some(o)) => format!("{i:.0} in · {o:.0} out"),
-                _ => "not reported".to_owned(),
-            },
-        ),
-    ]
+        ])
+        .collect()
 }
 
 /// Terminal rendering of every provider diff of the summary.

@@ -40,73 +40,96 @@ pub enum GateLevel {
     Baseline,
 }
 
-/// What a gate judges: one of the four rates (`>=` a threshold) or a latency percentile in
-/// milliseconds (`<=` a budget). Serialized as the rate metrics always were, so summaries
-/// written before latency gates still parse.
+/// What a gate judges: a rate (`>=` a threshold) or a latency percentile in milliseconds
+/// (`<=` a budget). Serialized as the metric's key (`args_exact`) or the percentile's name
+/// (`p95_ms`), as summaries always spelled them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum GateMetric {
+    Rate(Metric),
+    Latency(LatencyQuantile),
+}
+
+/// A latency percentile a gate can hold to a budget.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum GateMetric {
-    Selection,
-    ArgsExact,
-    SchemaValid,
-    Pass,
+pub enum LatencyQuantile {
     P50Ms,
     P95Ms,
     P99Ms,
 }
 
-impl From<Metric> for GateMetric {
-    fn from(m: Metric) -> Self {
-        match m {
-            Metric::Selection => GateMetric::Selection,
-            Metric::ArgsExact => GateMetric::ArgsExact,
-            Metric::SchemaValid => GateMetric::SchemaValid,
-            Metric::Pass => GateMetric::Pass,
+impl LatencyQuantile {
+    pub const ALL: [LatencyQuantile; 3] = [
+        LatencyQuantile::P50Ms,
+        LatencyQuantile::P95Ms,
+        LatencyQuantile::P99Ms,
+    ];
+
+    /// As written on the command line and in summaries: `p95_ms`.
+    pub fn name(self) -> &'static str {
+        match self {
+            LatencyQuantile::P50Ms => "p50_ms",
+            LatencyQuantile::P95Ms => "p95_ms",
+            LatencyQuantile::P99Ms => "p99_ms",
+        }
+    }
+
+    pub fn quantile(self) -> f64 {
+        match self {
+            LatencyQuantile::P50Ms => 0.5,
+            LatencyQuantile::P95Ms => 0.95,
+            LatencyQuantile::P99Ms => 0.99,
         }
     }
 }
 
+impl From<Metric> for GateMetric {
+    fn from(m: Metric) -> Self {
+        GateMetric::Rate(m)
+    }
+}
+
 impl GateMetric {
+    /// The gate a user named: a metric's name or key, or a latency percentile's name.
+    pub fn parse(name: &str) -> Option<GateMetric> {
+        Metric::parse(name).map(GateMetric::Rate).or_else(|| {
+            LatencyQuantile::ALL
+                .into_iter()
+                .find(|q| q.name() == name)
+                .map(GateMetric::Latency)
+        })
+    }
+
     /// The rate this gate judges, if it is a rate gate.
     pub fn rate(self) -> Option<Metric> {
         match self {
-            GateMetric::Selection => Some(Metric::Selection),
-            GateMetric::ArgsExact => Some(Metric::ArgsExact),
-            GateMetric::SchemaValid => Some(Metric::SchemaValid),
-            GateMetric::Pass => Some(Metric::Pass),
-            GateMetric::P50Ms | GateMetric::P95Ms | GateMetric::P99Ms => None,
+            GateMetric::Rate(m) => Some(m),
+            GateMetric::Latency(_) => None,
         }
     }
 
     /// The latency quantile this gate judges, if it is a latency gate.
     pub fn quantile(self) -> Option<f64> {
         match self {
-            GateMetric::P50Ms => Some(0.5),
-            GateMetric::P95Ms => Some(0.95),
-            GateMetric::P99Ms => Some(0.99),
-            _ => None,
+            GateMetric::Rate(_) => None,
+            GateMetric::Latency(q) => Some(q.quantile()),
         }
     }
 
-    /// As written on the command line: `pass`, `args_exact`, `p95_ms`.
+    /// As summaries spell it: `pass`, `args_exact`, `p95_ms`.
     pub fn label(self) -> &'static str {
         match self {
-            GateMetric::Selection => "selection",
-            GateMetric::ArgsExact => "args_exact",
-            GateMetric::SchemaValid => "schema_valid",
-            GateMetric::Pass => "pass",
-            GateMetric::P50Ms => "p50_ms",
-            GateMetric::P95Ms => "p95_ms",
-            GateMetric::P99Ms => "p99_ms",
+            GateMetric::Rate(m) => m.key(),
+            GateMetric::Latency(q) => q.name(),
         }
     }
 
     /// `>=` for rates (a floor), `<=` for latency (a ceiling).
     pub fn op(self) -> &'static str {
-        if self.quantile().is_some() {
-            "<="
-        } else {
-            ">="
+        match self {
+            GateMetric::Rate(_) => ">=",
+            GateMetric::Latency(_) => "<=",
         }
     }
 }

@@ -3,45 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-/// The four scored metrics.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Metric {
-    Selection,
-    ArgsExact,
-    SchemaValid,
-    Pass,
-}
-
-impl Metric {
-    pub const ALL: [Metric; 4] = [
-        Metric::Selection,
-        Metric::ArgsExact,
-        Metric::SchemaValid,
-        Metric::Pass,
-    ];
-
-    /// The label reports print.
-    pub fn label(self) -> &'static str {
-        match self {
-            Metric::Selection => "selection",
-            Metric::ArgsExact => "args exact",
-            Metric::SchemaValid => "schema valid",
-            Metric::Pass => "pass",
-        }
-    }
-
-    /// Whether one scored trial succeeded on this metric; `None` when the metric does not
-    /// apply to it (args on a case that expects none, schema on an answer without a call).
-    pub fn of(self, score: &toolscore_core::record::TrialScore) -> Option<bool> {
-        match self {
-            Metric::Selection => Some(score.selection_ok),
-            Metric::ArgsExact => score.args_ok,
-            Metric::SchemaValid => score.schema_ok,
-            Metric::Pass => Some(score.passed),
-        }
-    }
-}
+use toolscore_core::metric::Metric;
 
 /// One thing the reader must know before trusting a figure.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -209,13 +209,12 @@ pub fn weakest_cases(a: &super::ArmSummary) -> Vec<&super::CaseSummary> {
     let mut cases: Vec<_> = a
         .cases
         .iter()
-        .filter(|c| c.metrics.pass.rate.is_some())
+        .filter(|c| c.metrics[Metric::Pass].rate.is_some())
         .collect();
     cases.sort_by(|a, b| {
-        a.metrics
-            .pass
+        a.metrics[Metric::Pass]
             .rate
-            .partial_cmp(&b.metrics.pass.rate)
+            .partial_cmp(&b.metrics[Metric::Pass].rate)
             .unwrap_or(std::cmp::Ordering::Equal)
             .then_with(|| a.case_id.cmp(&b.case_id))
     });

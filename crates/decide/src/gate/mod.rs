@@ -35,20 +35,10 @@ pub mod sequential_suite;
 use toolscore_core::error::InputError;
 use toolscore_report::{
     ArmLatencyDistribution, ArmSummary, CaseVerdict, DatasetInfo, GateLevel, GateMetric,
-    GateReport, GateResult, LatencyDistributions, Metric, RateStat, Summary, ToolVerdict, Verdict,
+    GateReport, GateResult, LatencyDistributions, LatencyQuantile, Metric, RateStat, Summary,
+    ToolVerdict, Verdict,
 };
 use toolscore_stats as stats;
-
-/// A rate's name as users write it: selection, args, schema, pass.
-pub fn parse_metric(name: &str) -> Option<Metric> {
-    match name {
-        "selection" => Some(Metric::Selection),
-        "args" | "args_exact" => Some(Metric::ArgsExact),
-        "schema" | "schema_valid" => Some(Metric::SchemaValid),
-        "pass" => Some(Metric::Pass),
-        _ => None,
-    }
-}
 
 /// A gate as the user wrote it: `METRIC>=THRESHOLD` for a rate, `LATENCY<=BUDGET_MS` for a
 /// latency percentile.
@@ -60,14 +50,21 @@ pub struct GateSpec {
 }
 
 /// The forms a `--gate` takes, quoted in every parse error.
-const GATE_FORMS: &str = "write METRIC>=THRESHOLD, METRIC one of selection, args, schema, pass, e.g. pass>=0.8; or LATENCY<=MS, LATENCY one of p50_ms, p95_ms, p99_ms, e.g. p95_ms<=2000";
+fn gate_forms() -> String {
+    let names = |list: &mut dyn Iterator<Item = &'static str>| list.collect::<Vec<_>>().join(", ");
+    format!(
+        "write METRIC>=THRESHOLD, METRIC one of {}, e.g. pass>=0.8; or LATENCY<=MS, LATENCY one of {}, e.g. p95_ms<=2000",
+        names(&mut Metric::ALL.iter().map(|m| m.name())),
+        names(&mut LatencyQuantile::ALL.iter().map(|q| q.name())),
+    )
+}
 
 impl GateSpec {
     /// Parses `pass>=0.8` (metrics: selection, args, schema, pass) or `p95_ms<=2000`
     /// (p50_ms, p95_ms, p99_ms). A rate only takes `>=` (a floor) and a latency only `<=` (a
     /// budget): the other direction would be a gate nobody means, so it is refused.
     pub fn parse(text: &str) -> Result<GateSpec, InputError> {
-        let bad = |why: &str| InputError::new(format!("--gate `{text}`: {why} ({GATE_FORMS})"));
+        let bad = |why: &str| InputError::new(format!("--gate `{text}`: {why} ({})", gate_forms()));
         let (name, op, value) = if let Some((n, v)) = text.split_once(">=") {
             (n, ">=", v)
         } else if let Some((n, v)) = text.split_once("<=") {
@@ -75,16 +72,8 @@ impl GateSpec {
         } else {
             return Err(bad("no `>=` or `<=`"));
         };
-        let metric = match name.trim() {
-            "selection" => GateMetric::Selection,
-            "args" | "args_exact" => GateMetric::ArgsExact,
-            "schema" | "schema_valid" => GateMetric::SchemaValid,
-            "pass" => GateMetric::Pass,
-            "p50_ms" => GateMetric::P50Ms,
-            "p95_ms" => GateMetric::P95Ms,
-            "p99_ms" => GateMetric::P99Ms,
-            other => return Err(bad(&format!("unknown metric `{other}`"))),
-        };
+        let metric = GateMetric::parse(name.trim())
+            .ok_or_else(|| bad(&format!("unknown metric `{}`", name.trim())))?;
         let value = value.trim();
         let latency = metric.quantile().is_some();
         if latency && op == ">=" {
@@ -733,13 +722,13 @@ mod tests {
         assert_eq!(
             GateSpec::parse("pass>=0.8").unwrap(),
             GateSpec {
-                metric: GateMetric::Pass,
+                metric: GateMetric::Rate(Metric::Pass),
                 threshold: 0.8
             }
         );
         assert_eq!(
             GateSpec::parse(" args >= 0.5").unwrap().metric,
-            GateMetric::ArgsExact
+            GateMetric::Rate(Metric::ArgsExact)
         );
         for bad in ["pass>0.8", "speed>=0.8", "pass>=1", "pass>=x"] {
             let msg = GateSpec::parse(bad).unwrap_err().to_string();
@@ -900,7 +889,7 @@ mod tests {
         assert_eq!(
             GateSpec::parse("p95_ms<=2000").unwrap(),
             GateSpec {
-                metric: GateMetric::P95Ms,
+                metric: GateMetric::Latency(LatencyQuantile::P95Ms),
                 threshold: 2000.0
             }
         );
@@ -926,7 +915,7 @@ mod tests {
             "passed_cases": 0, "failed_cases": 0, "inconclusive_cases": 0
         });
         let r: GateResult = serde_json::from_value(old).unwrap();
-        assert_eq!(r.metric, GateMetric::Pass);
+        assert_eq!(r.metric, GateMetric::Rate(Metric::Pass));
         assert!(r.tools.is_empty() && r.trials.is_none());
     }
 

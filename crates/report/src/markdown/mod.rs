@@ -9,6 +9,8 @@
 
 use std::io::{self, Write};
 
+use toolscore_core::metric::Metric;
+
 use super::wording::{WORST_CASES_SHOWN, format_percentile, format_rate, warning_text};
 use super::{
     ArmSummary, CaseSummary, Comparison, GateReport, GateResult, GroupComparison, RateStat,
@@ -432,10 +434,9 @@ fn write_arm(
         "| metric | rate [{conf} Wilson] (x/n) | case-level mean [{conf} t] (m cases) |\n|---|---|---|\n"
     ));
     let m = &a.suite.metrics;
-    doc.push_str(&suite_row("selection", &m.selection));
-    doc.push_str(&suite_row("args exact", &m.args_exact));
-    doc.push_str(&suite_row("schema valid", &m.schema_valid));
-    doc.push_str(&suite_row("pass", &m.pass));
+    for (metric, rate) in m.iter() {
+        doc.push_str(&suite_row(metric.label(), rate));
+    }
     write_worst_cases(a, doc);
     behaviours::write_behaviours(a, explained, doc);
     if !a.warnings.is_empty() {
@@ -471,7 +472,7 @@ fn write_worst_cases(a: &ArmSummary, doc: &mut String) {
             "| {} | {} | {} | {} |\n",
             escape(&c.case_id),
             escape(&c.expected),
-            format_rate(&c.metrics.pass),
+            format_rate(&c.metrics[Metric::Pass]),
             top_failure(c)
         ));
     }
@@ -494,17 +495,19 @@ fn write_tools(a: &ArmSummary, conf: &str, doc: &mut String) {
         "\n<details><summary>By expected tool ({} tools, {conf} Wilson over trials)</summary>\n\n",
         a.tools.len()
     ));
-    doc.push_str("| tool | cases | selection | args exact | schema valid | pass |\n|---|---|---|---|---|---|\n");
+    let labels: Vec<&str> = Metric::ALL.iter().map(|m| m.label()).collect();
+    doc.push_str(&format!(
+        "| tool | cases | {} |\n|---|---|{}\n",
+        labels.join(" | "),
+        "---|".repeat(labels.len())
+    ));
     for t in a.tools.iter().take(TOOLS_SHOWN) {
-        let m = &t.metrics;
+        let rates: Vec<String> = t.metrics.iter().map(|(_, r)| format_rate(r)).collect();
         doc.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} |\n",
+            "| {} | {} | {} |\n",
             escape(&t.name),
             t.cases,
-            format_rate(&m.selection),
-            format_rate(&m.args_exact),
-            format_rate(&m.schema_valid),
-            format_rate(&m.pass)
+            rates.join(" | ")
         ));
     }
     more(doc, a.tools.len(), TOOLS_SHOWN, "tools");

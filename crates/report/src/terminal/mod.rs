@@ -2,6 +2,8 @@
 
 use std::io::{self, Write};
 
+use toolscore_core::metric::Metric;
+
 mod explain;
 mod gate;
 pub use explain::render_explanation;
@@ -27,13 +29,8 @@ fn format_case_level(r: &RateStat) -> String {
     }
 }
 
-fn metric_rows(m: &Metrics) -> [(&'static str, &RateStat); 4] {
-    [
-        ("selection", &m.selection),
-        ("args exact", &m.args_exact),
-        ("schema valid", &m.schema_valid),
-        ("pass", &m.pass),
-    ]
+fn metric_rows(m: &Metrics) -> impl Iterator<Item = (&'static str, &RateStat)> {
+    m.iter().map(|(metric, rate)| (metric.label(), rate))
 }
 
 /// The run's cost and budget lines, under the arms.
@@ -340,9 +337,9 @@ fn write_tool_rates(a: &ArmSummary, conf: &str, w: &mut dyn Write) -> io::Result
             "  {:<width$} {:>5}  {:<34} {:<34} {:<34}",
             t.name,
             t.cases,
-            format_rate(&m.selection),
-            format_rate(&m.args_exact),
-            format_rate(&m.schema_valid)
+            format_rate(&m[Metric::Selection]),
+            format_rate(&m[Metric::ArgsExact]),
+            format_rate(&m[Metric::SchemaValid])
         )?;
     }
     Ok(())
@@ -363,7 +360,7 @@ fn write_weakest_cases(a: &ArmSummary, w: &mut dyn Write) -> io::Result<()> {
             w,
             "  {:<34} pass {:<34} expected {}",
             c.case_id,
-            format_rate(&c.metrics.pass),
+            format_rate(&c.metrics[Metric::Pass]),
             c.expected
         )?;
         let mut top: Vec<_> = c.failures.iter().collect();
