@@ -240,17 +240,26 @@ impl CassetteRecorder {
     }
 }
 
+/// Where a recorded step belongs: its conversation (the request hash), the case it was made
+/// for, and the trial.
+#[derive(Debug, Clone, Copy)]
+pub struct EntryKey<'a> {
+    pub request_hash: &'a str,
+    pub dataset: &'a str,
+    pub case_id: &'a str,
+    pub trial_index: u32,
+}
+
 impl CassetteRecorder {
-    /// Records one exchange made outside a run (tune's author requests) as trial 0, step 0 of
-    /// conversation `request_hash`, under `(dataset, case_id)`.
+    /// Records one exchange made outside a run (tune's author requests) under `key`, as its
+    /// conversation's step 0.
     pub fn record_exchange(
         &mut self,
-        (dataset, case_id): (&str, &str),
-        request_hash: &str,
+        key: EntryKey<'_>,
         step: &toolscore_core::event::RawStep,
     ) -> Result<(), Error> {
         match &mut self.writer {
-            Some(w) => write_step(w, (request_hash, dataset, case_id, 0), step),
+            Some(w) => write_step(w, key, step),
             None => Ok(()),
         }
     }
@@ -277,12 +286,12 @@ impl Observer for CassetteRecorder {
                     return Ok(Control::Continue);
                 };
                 for step in *raw {
-                    let key = (
-                        record.request_hash.as_str(),
-                        record.dataset.as_str(),
-                        record.case_id.as_str(),
-                        record.trial_index,
-                    );
+                    let key = EntryKey {
+                        request_hash: &record.request_hash,
+                        dataset: &record.dataset,
+                        case_id: &record.case_id,
+                        trial_index: record.trial_index,
+                    };
                     write_step(w, key, step)?;
                 }
             }
@@ -303,10 +312,15 @@ impl Observer for CassetteRecorder {
     }
 }
 
-/// Appends one step's entry: `(request hash, dataset, case id, trial)` and what it got.
+/// Appends one step's entry: where it belongs and what it got.
 fn write_step(
     w: &mut CassetteWriter,
-    (request_hash, dataset, case_id, trial_index): (&str, &str, &str, u32),
+    EntryKey {
+        request_hash,
+        dataset,
+        case_id,
+        trial_index,
+    }: EntryKey<'_>,
     step: &toolscore_core::event::RawStep,
 ) -> Result<(), Error> {
     let (body, error) = match &step.response {

@@ -5,10 +5,9 @@
 use super::compile::ArmUnit;
 use super::script::ScriptRun;
 use super::{
-    Shared, TrialKey, budget::TrialHold, cover_request, record_step, settle_request, total_usage,
+    Shared, TrialKey, TrialState, cover_request, record_step, settle_request, total_usage,
 };
 use toolscore_core::catalog::Catalog;
-use toolscore_core::event::RawStep;
 use toolscore_core::message::{Message, ToolCall};
 use toolscore_core::record::{LoopStop, Outcome, Trajectory, TrialRecord};
 use toolscore_mcp::client::McpSession;
@@ -16,6 +15,16 @@ use toolscore_provider::{ErrorClass, PreparedRequest, StepKey};
 use toolscore_score::ToolValidators;
 use toolscore_score::trajectory::score_trajectory;
 use toolscore_suite::scenario::Scenario;
+
+/// What a scenario trial's arm reads and is judged by: the scenario, the catalog of the arm's
+/// variant, the variant's wording of the script's results (if it has one), and the
+/// catalog's validators.
+pub(super) struct ScenarioView<'a> {
+    pub(super) scenario: &'a Scenario,
+    pub(super) catalog: &'a Catalog,
+    pub(super) wording: Option<&'a str>,
+    pub(super) validators: &'a ToolValidators,
+}
 
 /// The agent loop of one scenario trial: ask the model, answer every tool call it makes (in
 /// order) from the script, feed the results back, and repeat until it answers without a tool
@@ -26,15 +35,14 @@ use toolscore_suite::scenario::Scenario;
 pub(super) async fn run_scenario_loop(
     shared: &Shared,
     key: TrialKey,
-    arm: &ArmUnit,
-    opening: &PreparedRequest,
-    (scenario, catalog, wording): (&Scenario, &Catalog, Option<&str>),
-    validators: &ToolValidators,
-    (record, raw, hold): (
-        &mut TrialRecord,
-        &mut Vec<RawStep>,
-        &mut Option<TrialHold<'_>>,
-    ),
+    (arm, opening): (&ArmUnit, &PreparedRequest),
+    ScenarioView {
+        scenario,
+        catalog,
+        wording,
+        validators,
+    }: ScenarioView<'_>,
+    TrialState { record, raw, hold }: TrialState<'_, '_>,
 ) -> Option<()> {
     let mut messages = scenario.messages.clone();
     let mut script = ScriptRun::new(&scenario.script, wording);

@@ -603,6 +603,26 @@ enum TrialRun {
     Abandoned,
 }
 
+/// What a trial has gathered so far, passed whole to the code that runs its steps: its record,
+/// the raw steps kept for recording, and its hold on `--max-cost`.
+pub(crate) struct TrialState<'t, 'b> {
+    pub(crate) record: &'t mut TrialRecord,
+    pub(crate) raw: &'t mut Vec<RawStep>,
+    pub(crate) hold: &'t mut Option<budget::TrialHold<'b>>,
+}
+
+/// Which arm asks, and the opening request of the case it asks.
+struct ArmRequest<'a> {
+    arm: &'a ArmUnit,
+    opening: &'a PreparedRequest,
+}
+
+/// How a fixture's answer is judged: its expectation and the catalog's validators.
+struct FixtureJudge<'a> {
+    expect: &'a toolscore_score::Expectation,
+    validators: &'a toolscore_score::ToolValidators,
+}
+
 /// Runs one trial as a conversation, one step at a time. A single-call fixture is one step:
 /// its opening request, encoded once per case, answered and scored.
 async fn run_trial(
@@ -644,9 +664,16 @@ async fn run_trial(
             let ran = run_fixture(
                 shared,
                 key,
-                (arm, opening),
-                (expect, &view.validators),
-                (&mut record, &mut raw, hold),
+                ArmRequest { arm, opening },
+                FixtureJudge {
+                    expect,
+                    validators: &view.validators,
+                },
+                TrialState {
+                    record: &mut record,
+                    raw: &mut raw,
+                    hold,
+                },
             )
             .await;
             if ran.is_none() {
@@ -661,11 +688,18 @@ async fn run_trial(
             let ran = conversation::run_scenario_loop(
                 shared,
                 key,
-                arm,
-                opening,
-                (scenario, catalog, wording.as_deref()),
-                &view.validators,
-                (&mut record, &mut raw, hold),
+                (arm, opening),
+                conversation::ScenarioView {
+                    scenario,
+                    catalog,
+                    wording: wording.as_deref(),
+                    validators: &view.validators,
+                },
+                TrialState {
+                    record: &mut record,
+                    raw: &mut raw,
+                    hold,
+                },
             )
             .await;
             if ran.is_none() {
@@ -687,16 +721,9 @@ async fn run_trial(
 async fn run_fixture(
     shared: &Shared,
     key: TrialKey,
-    (arm, opening): (&ArmUnit, &PreparedRequest),
-    (expect, validators): (
-        &toolscore_score::Expectation,
-        &toolscore_score::ToolValidators,
-    ),
-    (record, raw, hold): (
-        &mut TrialRecord,
-        &mut Vec<RawStep>,
-        &mut Option<budget::TrialHold<'_>>,
-    ),
+    ArmRequest { arm, opening }: ArmRequest<'_>,
+    FixtureJudge { expect, validators }: FixtureJudge<'_>,
+    TrialState { record, raw, hold }: TrialState<'_, '_>,
 ) -> Option<()> {
     let step = StepKey {
         conversation: &opening.request_hash,

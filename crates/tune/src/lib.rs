@@ -21,6 +21,17 @@ use std::collections::BTreeSet;
 use propose::Candidate;
 use toolscore_report::ComparisonVerdict;
 
+/// The held-out confirmation's test, as tune's flags set it.
+#[derive(Debug, Clone, Copy)]
+pub struct ConfirmationTest {
+    /// `--max-rounds`: the most rounds of every held-out unit.
+    pub max_rounds: u32,
+    /// `--min-effect`: the difference "no difference" rules out.
+    pub min_effect: f64,
+    /// `--confidence`, two-sided.
+    pub confidence: f64,
+}
+
 /// Whether the held-out set can confirm "no difference" at `min_effect` within `max_rounds`
 /// when a share `disagreement` of pairs disagree (0: every pair agrees, a floor no held-out set
 /// can beat, known before anything is spent; after the baseline, its own disagreement rate):
@@ -28,7 +39,11 @@ use toolscore_report::ComparisonVerdict;
 /// ([`toolscore_stats::PairedBetting::pairs_to_rule_out`]), else what it lacks and what would.
 pub fn confirmation_plan(
     holdout_units: u64,
-    (max_rounds, min_effect, confidence): (u32, f64, f64),
+    ConfirmationTest {
+        max_rounds,
+        min_effect,
+        confidence,
+    }: ConfirmationTest,
     disagreement: f64,
 ) -> Option<toolscore_report::tune::ConfirmationPlan> {
     let test = toolscore_stats::PairedBetting::new(1.0 - confidence)?;

@@ -92,11 +92,13 @@ pub(super) fn ask(
         };
         let (result, latency) = runtime.block_on(backend.step(&request, key, &Cancel::new()));
         if let Some(r) = recorder.as_deref_mut() {
-            r.record_exchange(
-                (AUTHOR_ENTRIES, &name),
-                &request.request_hash,
-                &raw_step(&result, latency),
-            )?;
+            let key = toolscore_provider::cassette::EntryKey {
+                request_hash: &request.request_hash,
+                dataset: AUTHOR_ENTRIES,
+                case_id: &name,
+                trial_index: 0,
+            };
+            r.record_exchange(key, &raw_step(&result, latency))?;
         }
         let usd = match &result {
             Ok(ex) => author

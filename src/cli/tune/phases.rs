@@ -129,11 +129,11 @@ impl<'a> Tuner<'a> {
         // even if every pair agrees ends undecided whatever the candidates do; after the
         // baseline, before the race, the same at the disagreement its trials showed.
         let holdout = (self.split.holdout.len() + self.split.holdout_scenarios.len()) as u64;
-        let test = (
-            self.args.max_rounds,
-            self.args.min_effect,
-            self.args.confidence,
-        );
+        let test = toolscore_tune::ConfirmationTest {
+            max_rounds: self.args.max_rounds,
+            min_effect: self.args.min_effect,
+            confidence: self.args.confidence,
+        };
         let mut confirmation_plan = toolscore_tune::confirmation_plan(holdout, test, 0.0);
         if let Some(plan) = &confirmation_plan {
             eprintln!("note: {}", plan.line());
