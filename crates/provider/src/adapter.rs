@@ -11,6 +11,7 @@ use super::{
     InvalidHeader, ProviderError, ProviderSettings, RequestFields, anthropic, azure_openai,
     bearer_auth, gemini, ollama, openai_compat, openai_responses, transport,
 };
+use crate::batch::BatchApi;
 use toolscore_core::catalog::Catalog;
 use toolscore_core::message::{Message, ModelTurn};
 
@@ -81,6 +82,17 @@ pub trait Adapter: Send + Sync + 'static {
     /// decides what is sent). `--max-cost` reserves each request at this bound.
     fn output_bound(&self, settings: &ProviderSettings) -> Option<u32> {
         settings.max_tokens
+    }
+
+    /// The batch API this kind's requests can go to (`run --batch`), or why there is none.
+    fn batch_api(&self) -> Result<BatchApi, String> {
+        Err(format!("{} has no batch API", self.kind()))
+    }
+
+    /// Whether a server of this kind at `base_url` bills nothing, so no price is looked up
+    /// (a model on this machine).
+    fn serves_free(&self, _base_url: &str) -> bool {
+        false
     }
 
     /// The functions that are this provider's wire format.
@@ -190,4 +202,20 @@ impl<'de> serde::Deserialize<'de> for ProviderKind {
         let name = String::deserialize(d)?;
         name.parse().map_err(serde::de::Error::custom)
     }
+}
+
+/// A base URL on this machine (`localhost`, `127.x`, `::1`): a local model server.
+pub(crate) fn is_loopback(base_url: &str) -> bool {
+    let rest = base_url
+        .split_once("://")
+        .map_or(base_url, |(_, rest)| rest);
+    let authority = rest.split('/').next().unwrap_or_default();
+    let host = match authority.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or_default(),
+        None => authority.split(':').next().unwrap_or_default(),
+    };
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }

@@ -18,6 +18,7 @@ use super::pairing::{PendingCalls, RoleRun, push_grouped};
 use super::{
     Adapter, ErrorClass, InvalidHeader, ProviderError, ProviderKind, ProviderSettings, WireFormat,
 };
+use crate::batch::BatchApi;
 use toolscore_core::catalog::Catalog;
 use toolscore_core::message::{FinishReason, Message, ModelTurn, ToolCall, Usage};
 
@@ -34,6 +35,10 @@ pub const API_VERSION: &str = "2023-06-01";
 const DEFAULT_MAX_TOKENS: u32 = 4096;
 
 impl Adapter for Anthropic {
+    fn batch_api(&self) -> Result<BatchApi, String> {
+        Ok(BatchApi::Anthropic)
+    }
+
     fn output_bound(&self, settings: &ProviderSettings) -> Option<u32> {
         // The API requires max_tokens: every request sends one.
         Some(settings.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS))

@@ -12,6 +12,7 @@ use reqwest::header::{HeaderMap, HeaderName};
 
 use super::openai_compat;
 use super::{Adapter, InvalidHeader, ProviderKind, WireFormat};
+use crate::batch::BatchApi;
 
 /// The Azure OpenAI adapter.
 pub struct AzureOpenAi;
@@ -23,6 +24,10 @@ pub const KIND: ProviderKind = ProviderKind(&AzureOpenAi);
 pub const API_VERSION: &str = "2024-10-21";
 
 impl Adapter for AzureOpenAi {
+    fn batch_api(&self) -> Result<BatchApi, String> {
+        Err("azure-openai batches need a Global Batch deployment and Azure's own file API, which toolscore does not speak".to_owned())
+    }
+
     fn kind(&self) -> &'static str {
         "azure-openai"
     }

@@ -29,6 +29,7 @@ use super::pairing::{PendingCalls, RoleRun, push_grouped};
 use super::{
     Adapter, ErrorClass, InvalidHeader, ProviderError, ProviderKind, ProviderSettings, WireFormat,
 };
+use crate::batch::BatchApi;
 use toolscore_core::catalog::Catalog;
 use toolscore_core::message::{FinishReason, Message, ModelTurn, Usage};
 
@@ -39,6 +40,10 @@ pub struct Gemini;
 pub const KIND: ProviderKind = ProviderKind(&Gemini);
 
 impl Adapter for Gemini {
+    fn batch_api(&self) -> Result<BatchApi, String> {
+        Ok(BatchApi::Gemini)
+    }
+
     fn kind(&self) -> &'static str {
         "gemini"
     }

@@ -25,6 +25,12 @@ pub struct Ollama;
 pub const KIND: ProviderKind = ProviderKind(&Ollama);
 
 impl Adapter for Ollama {
+    /// Ollama serves models on the user's machine (its cloud models are billed by Ollama's
+    /// plan, not per token).
+    fn serves_free(&self, _base_url: &str) -> bool {
+        true
+    }
+
     fn kind(&self) -> &'static str {
         "ollama"
     }

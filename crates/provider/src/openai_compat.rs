@@ -9,6 +9,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::{Adapter, ErrorClass, ProviderError, ProviderKind, ProviderSettings, WireFormat};
+use crate::adapter::is_loopback;
+use crate::batch::BatchApi;
 use toolscore_core::catalog::Catalog;
 use toolscore_core::message::{FinishReason, Message, ModelTurn, ToolCall, Usage};
 
@@ -22,6 +24,17 @@ pub struct OpenAiCompat;
 pub const KIND: ProviderKind = ProviderKind(&OpenAiCompat);
 
 impl Adapter for OpenAiCompat {
+    fn batch_api(&self) -> Result<BatchApi, String> {
+        Ok(BatchApi::OpenAi {
+            url: "/v1/chat/completions",
+        })
+    }
+
+    /// A compatible server on this machine (llama.cpp, vLLM, LM Studio) bills nothing.
+    fn serves_free(&self, base_url: &str) -> bool {
+        is_loopback(base_url)
+    }
+
     fn kind(&self) -> &'static str {
         "openai-compat"
     }

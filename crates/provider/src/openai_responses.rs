@@ -14,6 +14,7 @@ use serde_json::{Map, Value, json};
 
 use super::openai_compat::{self as chat, excerpt_text, malformed};
 use super::{Adapter, ProviderError, ProviderKind, ProviderSettings, WireFormat};
+use crate::batch::BatchApi;
 use toolscore_core::catalog::Catalog;
 use toolscore_core::message::{FinishReason, Message, ModelTurn, Usage};
 
@@ -24,6 +25,12 @@ pub struct OpenAiResponses;
 pub const KIND: ProviderKind = ProviderKind(&OpenAiResponses);
 
 impl Adapter for OpenAiResponses {
+    fn batch_api(&self) -> Result<BatchApi, String> {
+        Ok(BatchApi::OpenAi {
+            url: "/v1/responses",
+        })
+    }
+
     fn kind(&self) -> &'static str {
         "openai-responses"
     }

@@ -4,14 +4,17 @@
 //! A model matches an entry named exactly like it, or like it followed by a dated snapshot
 //! suffix (`claude-sonnet-4-5-20250929`, `gpt-4.1-2025-04-14`); no looser prefix, so a model
 //! the table does not know stays unpriced instead of borrowing a sibling's price. Local
-//! models are never priced from the table: `ollama`, and `openai-compat` on a loopback
-//! address, cost what `prices:` in toolscore.yaml says, and are unknown otherwise.
+//! models are never priced from the table: a kind whose adapter says it serves for free there
+//! (`ollama`, and `openai-compat` on a loopback address) costs what `prices:` in toolscore.yaml
+//! says, and is unknown otherwise.
 
 use std::sync::OnceLock;
 
 use serde::Deserialize;
 
 use toolscore_core::record::Price;
+
+use crate::ProviderKind;
 
 /// The table as shipped: compiled into the binary, so a run prices the same on any machine.
 const SHIPPED: &str = include_str!("prices.yaml");
@@ -62,11 +65,13 @@ pub fn shipped() -> &'static PriceTable {
 }
 
 impl PriceTable {
-    /// The price of `model` served by a provider of `kind` at `base_url`, if the table has it.
-    pub fn lookup(&self, kind: &str, model: &str, base_url: &str) -> Option<ArmPrice> {
-        if kind == "ollama" || (kind == "openai-compat" && is_loopback(base_url)) {
+    /// The price of `model` served by a provider of `kind` at `base_url`, if the table has it
+    /// (none for a server its adapter says bills nothing).
+    pub fn lookup(&self, kind: ProviderKind, model: &str, base_url: &str) -> Option<ArmPrice> {
+        if kind.adapter().serves_free(base_url) {
             return None;
         }
+        let kind = kind.as_str();
         let entry = self
             .models
             .iter()
@@ -98,25 +103,13 @@ pub(super) fn model_matches(name: &str, model: &str) -> bool {
             [y, m, d] if digits(y, 4) && digits(m, 2) && digits(d, 2))
 }
 
-/// A base URL on this machine (`localhost`, `127.x`, `::1`): a local model server.
-fn is_loopback(base_url: &str) -> bool {
-    let rest = base_url
-        .split_once("://")
-        .map_or(base_url, |(_, rest)| rest);
-    let authority = rest.split('/').next().unwrap_or_default();
-    let host = match authority.strip_prefix('[') {
-        Some(v6) => v6.split(']').next().unwrap_or_default(),
-        None => authority.split(':').next().unwrap_or_default(),
-    };
-    host.eq_ignore_ascii_case("localhost")
-        || host
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn kind(name: &str) -> ProviderKind {
+        name.parse().expect("a provider kind")
+    }
 
     #[test]
     fn the_shipped_table_parses_is_dated_and_every_price_is_sane() {
@@ -147,7 +140,7 @@ mod tests {
         let t = shipped();
         let sonnet = t
             .lookup(
-                "anthropic",
+                kind("anthropic"),
                 "claude-sonnet-4-5-20250929",
                 "https://api.anthropic.com",
             )
@@ -161,14 +154,17 @@ mod tests {
         );
         // claude-sonnet-4-5 is not claude-sonnet-4 with a suffix.
         assert_eq!(
-            t.lookup("anthropic", "claude-sonnet-4-5", "")
+            t.lookup(kind("anthropic"), "claude-sonnet-4-5", "")
                 .map(|p| p.price.output),
             Some(15.0)
         );
-        assert!(t.lookup("openai-responses", "gpt-5.4-pro", "").is_none());
+        assert!(
+            t.lookup(kind("openai-responses"), "gpt-5.4-pro", "")
+                .is_none()
+        );
         assert_eq!(
             t.lookup(
-                "openai-compat",
+                kind("openai-compat"),
                 "gpt-4.1-mini-2025-04-14",
                 "https://api.openai.com/v1"
             )
@@ -176,7 +172,7 @@ mod tests {
             Some(0.40)
         );
         // A kind the entry does not name.
-        assert!(t.lookup("gemini", "gpt-4.1", "").is_none());
+        assert!(t.lookup(kind("gemini"), "gpt-4.1", "").is_none());
     }
 
     #[test]
@@ -187,15 +183,22 @@ mod tests {
             "http://localhost:11434/v1",
             "http://[::1]:8000/v1",
         ] {
-            assert!(t.lookup("openai-compat", "gpt-4.1", url).is_none(), "{url}");
+            assert!(
+                t.lookup(kind("openai-compat"), "gpt-4.1", url).is_none(),
+                "{url}"
+            );
         }
         assert!(
-            t.lookup("ollama", "gpt-4.1", "https://example.com")
+            t.lookup(kind("ollama"), "gpt-4.1", "https://example.com")
                 .is_none()
         );
         assert!(
-            t.lookup("openai-compat", "gpt-4.1", "https://gateway.example.com/v1")
-                .is_some()
+            t.lookup(
+                kind("openai-compat"),
+                "gpt-4.1",
+                "https://gateway.example.com/v1"
+            )
+            .is_some()
         );
     }
 }

@@ -28,7 +28,7 @@ pub(super) fn arm_price(name: &str, s: &ProviderSettings, config: &Config) -> Op
             });
         }
     }
-    toolscore_provider::prices::shipped().lookup(s.kind.as_str(), &s.model, &s.base_url)
+    toolscore_provider::prices::shipped().lookup(s.kind, &s.model, &s.base_url)
 }
 
 /// The price `toolscore plan` shows options at: `--provider`, else the provider `run` would

@@ -30,23 +30,10 @@ pub enum BatchApi {
 }
 
 impl BatchApi {
-    /// The batch API of a provider kind, or why it has none toolscore can use.
+    /// The batch API of a provider kind, or why it has none toolscore can use: the kind's
+    /// adapter says ([`crate::Adapter::batch_api`]).
     pub fn for_kind(kind: ProviderKind) -> Result<BatchApi, String> {
-        match kind.as_str() {
-            "openai-compat" => Ok(BatchApi::OpenAi {
-                url: "/v1/chat/completions",
-            }),
-            "openai-responses" => Ok(BatchApi::OpenAi {
-                url: "/v1/responses",
-            }),
-            "anthropic" => Ok(BatchApi::Anthropic),
-            "gemini" => Ok(BatchApi::Gemini),
-            "azure-openai" => Err(
-                "azure-openai batches need a Global Batch deployment and Azure's own file API, which toolscore does not speak".to_owned(),
-            ),
-            "ollama" => Err("ollama has no batch API".to_owned()),
-            other => Err(format!("{other} has no batch API")),
-        }
+        kind.adapter().batch_api()
     }
 
     /// The API's name in records and messages.
