@@ -13,30 +13,16 @@ use crate::record::TrialScore;
 /// A rate metric. Its flag name (`args`) is what users write, with the summary's key
 /// (`args_exact`) accepted as an alias; its label (`args exact`) is what reports print; its
 /// key is how `summary.json` spells it.
-#[derive(
-    Debug,
-    Clone,
-    Copy,
-    PartialEq,
-    Eq,
-    PartialOrd,
-    Ord,
-    Hash,
-    Serialize,
-    Deserialize,
-    clap::ValueEnum,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Metric {
     /// Right tool on the first call, or correctly no call.
     Selection,
     /// Right tool(s) with arguments matching exactly (canonical JSON, per-field matchers), over
     /// trials of cases that state arguments.
-    #[value(name = "args", alias = "args_exact")]
     ArgsExact,
     /// Every produced call names a catalog tool and its arguments validate against the tool's
     /// schema, over trials with at least one call.
-    #[value(name = "schema", alias = "schema_valid")]
     SchemaValid,
     /// Selection, arguments (where stated) and schema all correct.
     Pass,
@@ -81,11 +67,10 @@ impl Metric {
         }
     }
 
-    /// The metric a user named, by its name or its key.
+    /// The metric a user named, by its name or its key: the flags' parser, so `--gate` and
+    /// `--metric` accept the same spellings.
     pub fn parse(name: &str) -> Option<Metric> {
-        Metric::ALL
-            .into_iter()
-            .find(|m| m.name() == name || m.key() == name)
+        <Metric as clap::ValueEnum>::from_str(name, false).ok()
     }
 
     /// Whether one scored trial succeeded on this metric; `None` when the metric does not
@@ -97,6 +82,22 @@ impl Metric {
             Metric::SchemaValid => score.schema_ok,
             Metric::Pass => Some(score.passed),
         }
+    }
+}
+
+/// The flags take a metric by its name, or by its key as an alias.
+impl clap::ValueEnum for Metric {
+    fn value_variants<'a>() -> &'a [Self] {
+        &Metric::ALL
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        let value = clap::builder::PossibleValue::new(self.name());
+        Some(if self.key() == self.name() {
+            value
+        } else {
+            value.alias(self.key())
+        })
     }
 }
 
