@@ -5,10 +5,4 @@
 //! under `crates/`, one per layer, so an import against the arrows does not compile. The map,
 //! and the arrows between crates: docs/contributing/architecture.md.
 
-#![allow(
-    clippy::print_stdout,
-    clippy::print_stderr,
-    reason = "the binary is where toolscore talks to the terminal; the layer crates may not"
-)]
-
 pub mod cli;

@@ -1,10 +1,6 @@
 //! The `toolscore` binary: parse flags, run, map the outcome to an exit code.
 
-#![allow(
-    clippy::print_stdout,
-    clippy::print_stderr,
-    reason = "the binary is where toolscore talks to the terminal; the layer crates may not"
-)]
+use std::io::Write as _;
 
 use clap::Parser;
 
@@ -19,13 +15,15 @@ fn main() -> std::process::ExitCode {
         )
         .with_writer(std::io::stderr)
         .init();
-    quiet_on_closed_pipe();
     let cli = toolscore::cli::Cli::parse();
     match toolscore::cli::run(cli) {
         Ok(code) => std::process::ExitCode::from(code as u8),
+        // A reader that stopped reading (`toolscore … | head`): every print comes back as an
+        // error (`cli::say`), and the command ends quietly as a SIGPIPE would end it.
         Err(err) if err.is_broken_pipe() => std::process::ExitCode::from(CLOSED_PIPE),
         Err(err) => {
-            eprintln!("error: {err}");
+            // Said if stderr still reads; the exit code says it either way.
+            let _ = writeln!(std::io::stderr(), "error: {err}");
             std::process::ExitCode::from(err.exit_code() as u8)
         }
     }
@@ -33,25 +31,3 @@ fn main() -> std::process::ExitCode {
 
 /// The status of a process a closed pipe stopped (128 + SIGPIPE), as a shell reports it.
 const CLOSED_PIPE: u8 = 141;
-
-/// A reader that stops reading (`toolscore run … 2>&1 | head`) closes the pipe, and the next
-/// print fails. Rust ignores SIGPIPE, so that print panics; toolscore keeps it ignored, since
-/// it talks to MCP servers over pipes where EPIPE must stay an error it reports. So a panic
-/// from printing to a closed stdout or stderr ends the process quietly with the status a
-/// SIGPIPE would give, and any other panic goes to the default hook.
-fn quiet_on_closed_pipe() {
-    let default = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        let message = info
-            .payload()
-            .downcast_ref::<String>()
-            .map(String::as_str)
-            .or_else(|| info.payload().downcast_ref::<&str>().copied())
-            .unwrap_or_default();
-        if message.starts_with("failed printing to std") && message.contains("Broken pipe") {
-            #[expect(clippy::exit, reason = "a panic hook cannot return an exit code")]
-            std::process::exit(i32::from(CLOSED_PIPE));
-        }
-        default(info);
-    }));
-}

@@ -5,7 +5,8 @@ use std::path::PathBuf;
 use clap::Subcommand;
 
 use super::usage;
-use toolscore_core::error::{Error, ExitCode};
+use crate::cli::Error;
+use toolscore_core::error::ExitCode;
 
 #[derive(Debug, Subcommand)]
 pub enum CassetteCommand {
@@ -31,12 +32,12 @@ pub(super) fn run(command: &CassetteCommand) -> Result<ExitCode, Error> {
                 )));
             }
             let n = toolscore_provider::cassette::upgrade_v1(from, to)?;
-            println!(
+            outln!(
                 "converted {n} entries from {} to {} (format {})",
                 from.display(),
                 to.display(),
                 toolscore_provider::cassette::CASSETTE_FORMAT
-            );
+            )?;
             Ok(ExitCode::Pass)
         }
     }

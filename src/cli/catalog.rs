@@ -8,9 +8,10 @@ use std::time::Duration;
 use clap::{Args, Subcommand};
 
 use super::usage;
+use crate::cli::Error;
 use toolscore_core::catalog::source::ServerIdentity;
 use toolscore_core::catalog::{Catalog, load_catalog_document, to_tools_json};
-use toolscore_core::error::{Error, ExitCode};
+use toolscore_core::error::ExitCode;
 use toolscore_mcp::client::{ServerSpec, list_catalog_blocking};
 
 /// `toolscore catalog`.
@@ -117,9 +118,9 @@ pub(super) fn run(args: &CatalogArgs) -> Result<ExitCode, Error> {
     }
     let mut text = String::new();
     toolscore_core::catalog::view::render(&loaded.catalog, &loaded.header, &mut text);
-    print!("{text}");
+    out!("{text}")?;
     if let Some(path) = &args.json {
-        eprintln!("wrote {}", path.display());
+        errln!("wrote {}", path.display())?;
     }
     Ok(ExitCode::Pass)
 }
@@ -136,12 +137,12 @@ fn diff(args: &DiffArgs) -> Result<ExitCode, Error> {
     if let Some(path) = &args.json {
         toolscore_core::atomic::write_json(path, &d)?;
     }
-    print!("{}", toolscore_core::catalog::diff::render(&d));
+    out!("{}", toolscore_core::catalog::diff::render(&d))?;
     let flagged = d.flagged();
     if flagged > 0 {
-        eprintln!(
+        errln!(
             "error: {flagged} tool(s) changed while the server kept its name and version; clients that cache the catalog by version will not see it"
-        );
+        )?;
         return Ok(ExitCode::GateFailed);
     }
     Ok(ExitCode::Pass)

@@ -8,7 +8,8 @@ use clap::Args;
 
 use super::setup;
 use super::{read_header, reaggregate_run, usage};
-use toolscore_core::error::{Error, ExitCode};
+use crate::cli::Error;
+use toolscore_core::error::ExitCode;
 
 #[derive(Debug, Args)]
 pub struct CompareArgs {
@@ -114,7 +115,7 @@ pub(super) fn run(args: &CompareArgs) -> Result<ExitCode, Error> {
         writeln!(out, "\n{why}").map_err(failed)?;
     }
     if let Some(why) = decision.not_judged_because() {
-        eprintln!("error: {why}");
+        errln!("error: {why}")?;
     }
     Ok(toolscore_decide::decision::exit_code(&decision))
 }

@@ -10,7 +10,8 @@ use clap::Args;
 
 use super::shown::RunFiles;
 use super::{load_run, setup, usage};
-use toolscore_core::error::{Error, ExitCode};
+use crate::cli::Error;
+use toolscore_core::error::ExitCode;
 use toolscore_core::record::{ArmId, SCENARIO_DATASET, TrialRecord};
 use toolscore_report::behaviour::{
     ArmExplanation, BehaviourTally, ExplainedDiff, Explanation, ToBase,
@@ -110,7 +111,7 @@ pub(super) fn run(args: &ExplainArgs) -> Result<ExitCode, Error> {
             let (shown, not_shown) =
                 match files[side.run].case(&dataset, &case_id, &side.arm.variant) {
                     Ok(s) => (Some(s), None),
-                    Err(why) => (None, Some(why)),
+                    Err(why) => (None, Some(why.to_string())),
                 };
             let mut explained = ArmExplanation {
                 run_id: runs[side.run].run.run_id.clone(),

@@ -7,7 +7,7 @@ use clap::Args;
 
 use super::load_run;
 use super::usage;
-use toolscore_core::error::Error;
+use crate::cli::Error;
 use toolscore_decide::gate::GateSpec;
 use toolscore_report::GateLevel;
 

@@ -8,7 +8,8 @@ use clap::{Args, CommandFactory};
 use clap_complete::Shell;
 
 use super::Cli;
-use toolscore_core::error::{Error, ExitCode};
+use crate::cli::Error;
+use toolscore_core::error::ExitCode;
 
 #[derive(Debug, Args)]
 pub struct CompletionsArgs {

@@ -6,7 +6,8 @@ use toolscore_core::metric::Metric;
 use clap::Args;
 
 use super::usage;
-use toolscore_core::error::{Error, ExitCode};
+use crate::cli::Error;
+use toolscore_core::error::ExitCode;
 
 #[derive(Debug, Args)]
 pub struct HistoryArgs {

@@ -10,7 +10,8 @@ use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 
 use super::usage;
-use toolscore_core::error::{Error, ExitCode, InputError};
+use crate::cli::Error;
+use toolscore_core::error::{ExitCode, InputError};
 use toolscore_import::bfcl::{BFCL_CATEGORIES, import_category, installed_data_dir};
 use toolscore_import::dataset::{CatalogFile, put_in_place, stage_dataset, write_dataset};
 
@@ -111,8 +112,8 @@ fn run_bfcl(args: &BfclArgs) -> Result<ExitCode, Error> {
         .map(|c| args.out.join(format!("bfcl_{c}")))
         .collect();
     refuse_existing(&dests, args.force)?;
-    println!("importing BFCL from {}", data.display());
-    println!("{}", table_header("category"));
+    outln!("importing BFCL from {}", data.display())?;
+    outln!("{}", table_header("category"))?;
     for c in &categories {
         let imported = import_category(&data, c)?;
         let dest = args.out.join(format!("bfcl_{c}"));
@@ -122,9 +123,9 @@ fn run_bfcl(args: &BfclArgs) -> Result<ExitCode, Error> {
             &imported.cases,
             args.force,
         )?;
-        println!("{}", table_row(c, imported.cases.len(), &imported.skipped));
+        outln!("{}", table_row(c, imported.cases.len(), &imported.skipped))?;
     }
-    println!("written under {}", args.out.display());
+    outln!("written under {}", args.out.display())?;
     Ok(ExitCode::Pass)
 }
 
@@ -141,26 +142,26 @@ fn run_traffic(args: &TrafficArgs) -> Result<ExitCode, Error> {
         .map(|d| traffic_dest(args, imported.datasets.len() > 1, &d.catalog))
         .collect();
     refuse_existing(&dests, args.force)?;
-    print_traffic_read(&args.logs, &imported);
+    print_traffic_read(&args.logs, &imported)?;
     if imported.datasets.is_empty() {
         return Err(usage("nothing to import: every exchange was skipped"));
     }
     write_traffic_datasets(&imported.datasets, &dests, args.force)?;
     for (d, dest) in imported.datasets.iter().zip(&dests) {
-        println!();
+        outln!()?;
         let tools = d.catalog.tools.len();
-        println!(
+        outln!(
             "{}: {tools} tool{}, catalog {}",
             dest.display(),
             if tools == 1 { "" } else { "s" },
             d.catalog.fingerprint
-        );
-        println!("{}", table_header("expected tool"));
+        )?;
+        outln!("{}", table_header("expected tool"))?;
         for (tool, row) in &d.rows {
-            println!("{}", table_row(tool, row.imported, &row.skipped));
+            outln!("{}", table_row(tool, row.imported, &row.skipped))?;
         }
     }
-    println!("written under {}", args.out.display());
+    outln!("written under {}", args.out.display())?;
     Ok(ExitCode::Pass)
 }
 
@@ -208,32 +209,36 @@ fn traffic_dest(
 }
 
 /// What the logs held: exchanges per format, spans ignored, values redacted, exchanges skipped.
-fn print_traffic_read(logs: &[PathBuf], imported: &toolscore_import::traffic::TrafficImport) {
+fn print_traffic_read(
+    logs: &[PathBuf],
+    imported: &toolscore_import::traffic::TrafficImport,
+) -> Result<(), Error> {
     let logs: Vec<String> = logs.iter().map(|p| p.display().to_string()).collect();
-    println!(
+    outln!(
         "read {} exchanges from {} ({})",
         imported.read.values().sum::<usize>(),
         logs.join(", "),
         counted(&imported.read, |f, n| format!("{n} {f}")).join(", ")
-    );
+    )?;
     if imported.other_spans > 0 {
-        println!(
+        outln!(
             "ignored {} spans that are not model calls (no gen_ai.input.messages)",
             imported.other_spans
-        );
+        )?;
     }
     if imported.redacted.is_empty() {
-        println!("redacted: nothing");
+        outln!("redacted: nothing")?;
     } else {
-        println!(
+        outln!(
             "redacted {} values: {}",
             imported.redacted.values().sum::<usize>(),
             counted(&imported.redacted, |k, n| format!("{k} {n}")).join(", ")
-        );
+        )?;
     }
     for (reason, n) in &imported.unassigned {
-        println!("skipped {n}: {reason}");
+        outln!("skipped {n}: {reason}")?;
     }
+    Ok(())
 }
 
 /// Every dataset is staged and loaded before any is put in place: an import that fails
@@ -252,7 +257,7 @@ fn write_traffic_datasets(
                 for (staging, _) in &staged {
                     let _ = std::fs::remove_dir_all(staging);
                 }
-                return Err(e);
+                return Err(e.into());
             }
         }
     }

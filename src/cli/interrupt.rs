@@ -33,7 +33,8 @@ pub(super) fn on_signals(interrupt: Cancel) {
             r = term.recv() => r.is_some(),
         };
         if again {
-            eprintln!(
+            // Said if stderr still reads; the process ends either way.
+            let _ = errln!(
                 "aborted: results.jsonl holds every trial finished so far; no summary was written"
             );
             // Abort means now: the summary being written may take long, and the user asked

@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 use clap::{Args, ValueEnum};
 
 use super::usage;
-use toolscore_core::error::{Error, ExitCode, InputError};
+use crate::cli::Error;
+use toolscore_core::error::{ExitCode, InputError};
 use toolscore_lint::{LintOptions, LintReport, RULES, render};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -204,7 +205,7 @@ fn check_schema_allows(
 
 pub(super) fn run(args: &LintArgs) -> Result<ExitCode, Error> {
     if args.rules {
-        print_rules();
+        print_rules()?;
         return Ok(ExitCode::Pass);
     }
     let options = lint_options(args)?;
@@ -235,7 +236,7 @@ pub(super) fn run(args: &LintArgs) -> Result<ExitCode, Error> {
     match &args.output {
         Some(path) => {
             toolscore_core::atomic::write_file(path, &buffer)?;
-            eprintln!("wrote {}", path.display());
+            errln!("wrote {}", path.display())?;
         }
         None => {
             use std::io::Write;
@@ -250,7 +251,7 @@ pub(super) fn run(args: &LintArgs) -> Result<ExitCode, Error> {
         .map(|l| l.report.count(toolscore_lint::Severity::Error))
         .sum();
     if errors > 0 && (args.output.is_some() || format != LintFormat::Text) {
-        eprintln!("{errors} error-level finding(s)");
+        errln!("{errors} error-level finding(s)")?;
     }
     Ok(if errors > 0 {
         ExitCode::GateFailed
@@ -368,10 +369,13 @@ fn ranked_by_run(
             .find(|d| d.catalog_source == l.report.source)
             && d.catalog_fingerprint != l.report.fingerprint
         {
-            eprintln!(
+            errln!(
                 "note: {} changed since run {} (fingerprint {} then, {} now)",
-                l.report.source, summary.run.run_id, d.catalog_fingerprint, l.report.fingerprint
-            );
+                l.report.source,
+                summary.run.run_id,
+                d.catalog_fingerprint,
+                l.report.fingerprint
+            )?;
         }
         for arm in &summary.arms {
             let ranked = toolscore_lint::rank::rank(&l.report, &measured_tools(arm, &l.report));
@@ -535,15 +539,16 @@ pub(crate) fn print_beside_weakest(
     Ok(())
 }
 
-fn print_rules() {
-    println!("{:<30} {:<13} {:<8} checks", "rule", "category", "default");
+fn print_rules() -> Result<(), Error> {
+    outln!("{:<30} {:<13} {:<8} checks", "rule", "category", "default")?;
     for r in RULES {
-        println!(
+        outln!(
             "{:<30} {:<13} {:<8} {}",
             r.id,
             r.category.label(),
             r.severity.label(),
             r.summary
-        );
+        )?;
     }
+    Ok(())
 }

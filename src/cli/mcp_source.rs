@@ -9,7 +9,7 @@ use clap::Args;
 
 use super::catalog::{ServerFlags, server_of};
 use super::usage;
-use toolscore_core::error::Error;
+use crate::cli::Error;
 use toolscore_mcp::DatasetCall;
 use toolscore_mcp::client::ServerSpec;
 use toolscore_score::Expectation;

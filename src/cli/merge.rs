@@ -20,7 +20,8 @@ use serde::{Deserialize, Serialize};
 use super::output::{self, Format};
 use super::resume::{PLAN_FILE, PlanFingerprint};
 use super::usage;
-use toolscore_core::error::{Error, ExitCode, InputError};
+use crate::cli::Error;
+use toolscore_core::error::{ExitCode, InputError};
 use toolscore_core::event::RunTotals;
 use toolscore_core::record::TrialRecord;
 use toolscore_report::{Aggregator, ResultsCsv, SummaryHeader};
@@ -460,7 +461,7 @@ fn write_merged(
         out.join("summary.json"),
     ];
     written.extend(files);
-    eprintln!(
+    errln!(
         "merged {} shards ({merged} trials) into {}",
         shards.len(),
         written
@@ -468,13 +469,13 @@ fn write_merged(
             .map(|p| p.display().to_string())
             .collect::<Vec<_>>()
             .join(", ")
-    );
+    )?;
     if let Some(why) = summary
         .decision
         .as_ref()
         .and_then(toolscore_report::Decision::not_judged_because)
     {
-        eprintln!("error: {why}");
+        errln!("error: {why}")?;
     }
     Ok(code)
 }

@@ -5,10 +5,14 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, Parser, Subcommand};
 
+#[macro_use]
+mod say;
+
 mod cassette;
 mod catalog;
 mod compare;
 mod cost;
+mod error;
 mod explain;
 mod gate;
 mod help;
@@ -36,7 +40,8 @@ pub use output::Format;
 
 pub use setup::{Recording, RunSetup, Sinks, build_plan};
 
-use toolscore_core::error::{Error, ExitCode, InputError};
+pub use error::{Error, LocalServerDown};
+use toolscore_core::error::{ExitCode, InputError};
 use toolscore_suite::scenario::{Scenario, load_scenarios};
 use toolscore_suite::{Config, Dataset, load_config, load_dataset};
 
@@ -285,7 +290,12 @@ fn reaggregate_run(
     header: toolscore_report::SummaryHeader,
 ) -> Result<toolscore_report::Summary, Error> {
     let (conf, prec) = (header.confidence, header.precision);
-    toolscore_report::reaggregate(&dir.join("results.jsonl"), header, conf, prec)
+    Ok(toolscore_report::reaggregate(
+        &dir.join("results.jsonl"),
+        header,
+        conf,
+        prec,
+    )?)
 }
 
 /// The async runtime a subcommand runs its work on; `workers` caps its threads.
@@ -301,7 +311,7 @@ fn async_runtime(workers: Option<usize>) -> Result<tokio::runtime::Runtime, Erro
 }
 
 pub(crate) fn usage(msg: &str) -> Error {
-    Error::Input(InputError::new(msg))
+    InputError::new(msg).into()
 }
 
 /// `--timeout` (or a config's `timeout_s`) in seconds, checked by the one rule every command

@@ -3,7 +3,7 @@
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-use toolscore_core::error::Error;
+use crate::cli::Error;
 use toolscore_core::record::ArmId;
 use toolscore_report::behaviour::{self, CaseKey, Explorer};
 use toolscore_report::history::{self, Trend};
@@ -66,7 +66,7 @@ pub(super) fn write_files(
             Format::Html => (
                 "report.html",
                 Box::new(Html {
-                    context: html_context(summary, run_dir),
+                    context: html_context(summary, run_dir)?,
                 }),
             ),
             Format::Terminal | Format::Json | Format::Csv => continue,
@@ -87,7 +87,7 @@ pub(super) fn write_files(
 /// would), and each arm's trend from the history.jsonl beside the run folder. A history that
 /// cannot be read is named on stderr and in the page, and the report is written without it:
 /// the run's own figures do not depend on it.
-fn html_context(summary: &Summary, run_dir: &Path) -> HtmlContext {
+fn html_context(summary: &Summary, run_dir: &Path) -> Result<HtmlContext, Error> {
     let mut ctx = HtmlContext::default();
     let computed = match (&summary.comparison, summary.arms.len()) {
         (None, 2) => {
@@ -123,7 +123,7 @@ fn html_context(summary: &Summary, run_dir: &Path) -> HtmlContext {
     match explorer(summary, run_dir, ctx.comparison.as_ref()) {
         Ok(explorer) => ctx.explorer = explorer,
         Err(e) => {
-            eprintln!("warning: report.html has no case explorer: {e}");
+            errln!("warning: report.html has no case explorer: {e}")?;
             ctx.notes.push(format!("No case explorer: {e}"));
         }
     }
@@ -135,12 +135,12 @@ fn html_context(summary: &Summary, run_dir: &Path) -> HtmlContext {
         match trends(summary, &history) {
             Ok(trends) => ctx.trends = trends,
             Err(e) => {
-                eprintln!("warning: report.html shows no trend: {e}");
+                errln!("warning: report.html shows no trend: {e}")?;
                 ctx.notes.push(format!("No trend: {e}"));
             }
         }
     }
-    ctx
+    Ok(ctx)
 }
 
 /// The HTML report's case explorer, read from the run folder: the behaviours of the cases
@@ -199,13 +199,15 @@ fn explorer(
         }
     }
     for (k, tally) in keys.iter().zip(tallies).take(explored) {
-        let shown = files.case(&k.dataset, &k.case_id, &k.arm.variant).map(|c| {
-            behaviour::ShownConversation {
+        // The report says why in place of the case: the reason's text is what it shows.
+        let shown = files
+            .case(&k.dataset, &k.case_id, &k.arm.variant)
+            .map(|c| behaviour::ShownConversation {
                 source: c.source,
                 messages: c.messages,
                 changed_since: c.changed_since,
-            }
-        });
+            })
+            .map_err(|why| why.to_string());
         let catalog = (k.dataset.clone(), k.arm.variant.clone());
         let listed = out
             .catalogs
@@ -215,7 +217,7 @@ fn explorer(
         if !listed && k.dataset != toolscore_core::record::SCENARIO_DATASET {
             match files.catalog(&k.dataset, &k.arm.variant) {
                 Ok(c) => out.catalogs.push(c),
-                Err(why) => out.catalogs_not_shown.push((catalog, why)),
+                Err(why) => out.catalogs_not_shown.push((catalog, why.to_string())),
             }
         }
         out.cases.push(behaviour::ExploredCase {

@@ -8,7 +8,8 @@ use clap::Args;
 use super::gate::parse_gates;
 use super::{LoadedSuite, setup};
 use super::{SuiteArgs, load_suite, usage};
-use toolscore_core::error::{Error, ExitCode};
+use crate::cli::Error;
+use toolscore_core::error::ExitCode;
 use toolscore_suite::Dataset;
 
 #[derive(Debug, Args)]

@@ -7,7 +7,8 @@ use std::time::Duration;
 use clap::Args;
 
 use super::mcp_source::{McpSourceArgs, expected_calls};
-use toolscore_core::error::{Error, ExitCode};
+use crate::cli::Error;
+use toolscore_core::error::ExitCode;
 use toolscore_mcp::DatasetCall;
 use toolscore_mcp::client::ServerSpec;
 use toolscore_mcp::probe::CheckVerdict;
@@ -59,7 +60,7 @@ fn run_probe(
                 // The abandoned sessions kill their process groups from tasks of this
                 // runtime: give those tasks a moment before the runtime ends.
                 tokio::time::sleep(Duration::from_millis(500)).await;
-                Err(Error::Interrupted(toolscore_mcp::client::MCP_SHUT_DOWN))
+                Err(Error::interrupted(toolscore_mcp::client::MCP_SHUT_DOWN))
             }
         }
     })

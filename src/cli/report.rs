@@ -11,7 +11,8 @@ use super::output::{self, Format};
 use super::run::compare_two_arms;
 use super::usage;
 use super::{rescore, setup};
-use toolscore_core::error::{Error, ExitCode};
+use crate::cli::Error;
+use toolscore_core::error::ExitCode;
 use toolscore_decide::gate::GateSpec;
 use toolscore_decide::gate::recorded::RecordedSequential;
 use toolscore_report::GateLevel;
@@ -76,9 +77,9 @@ pub(super) fn run(args: &ReportArgs) -> Result<ExitCode, Error> {
     )?;
     if let Some(notice) = rescorer.as_ref().and_then(rescore::Rescorer::notice) {
         if formats.contains(&Format::Terminal) {
-            println!("{notice}");
+            outln!("{notice}")?;
         } else {
-            eprintln!("{notice}");
+            errln!("{notice}")?;
         }
     }
     let gates = judging.specs;
@@ -125,7 +126,7 @@ pub(super) fn run(args: &ReportArgs) -> Result<ExitCode, Error> {
     let code = toolscore_decide::decision::exit_code(&decision);
     summary.decision = Some(decision);
     for path in output::write_files(&summary, &args.run_dir, &formats)? {
-        eprintln!("wrote {}", path.display());
+        errln!("wrote {}", path.display())?;
     }
     output::print_stdout(&summary, &formats, args.detail, &args.run_dir)?;
     Ok(code)
@@ -169,7 +170,7 @@ fn compare_again(
     run_dir: &std::path::Path,
     recorded: Option<&toolscore_report::Comparison>,
 ) -> Result<(), Error> {
-    compare_two_arms(summary, min_effect);
+    compare_two_arms(summary, min_effect)?;
     if let Some(mut c) = summary.comparison.take() {
         super::compare::rejudge_sequential(run_dir, recorded, summary, &mut c)?;
         summary.comparison = Some(c);
@@ -195,10 +196,10 @@ fn judging_of(
     match header.gate() {
         Some(report) if !flags_given => {
             let r = toolscore_decide::gate::recorded::recorded(&report);
-            eprintln!(
+            errln!(
                 "report: judged again by the run's own gates ({}); give --gate to judge by others",
                 r.as_flags()
-            );
+            )?;
             Ok(Judging {
                 specs: r.specs,
                 level: r.level,

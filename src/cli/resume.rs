@@ -13,8 +13,9 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::setup::{RunSetup, Sinks};
+use crate::cli::Error;
 use sha2::Digest;
-use toolscore_core::error::{Error, InputError};
+use toolscore_core::error::InputError;
 use toolscore_core::event::{RunTotals, TrialKey};
 use toolscore_core::record::{ModelIdentity, TrialRecord};
 use toolscore_runner::RunPlan;
@@ -153,7 +154,10 @@ fn recorded_fingerprint(plan: &RunPlan) -> PlanFingerprint {
 
 /// Writes `plan.json` into a new run folder.
 pub(super) fn write_plan_file(dir: &Path, plan: &RunPlan) -> Result<(), Error> {
-    toolscore_core::atomic::write_json(&dir.join(PLAN_FILE), &recorded_fingerprint(plan))
+    Ok(toolscore_core::atomic::write_json(
+        &dir.join(PLAN_FILE),
+        &recorded_fingerprint(plan),
+    )?)
 }
 
 /// The first difference between the recorded plan and the one the flags give, in words.

@@ -12,7 +12,8 @@ use super::output::{self, Format};
 use super::setup::{RunSetup, build_plan};
 use super::{SuiteArgs, resume, usage};
 use super::{cost, lint};
-use toolscore_core::error::{Error, ExitCode};
+use crate::cli::Error;
+use toolscore_core::error::ExitCode;
 use toolscore_core::event::Observers;
 use toolscore_decide::gate::sequential_baseline::SequentialBaseline;
 use toolscore_report::ProgressMode;
@@ -226,7 +227,7 @@ pub(super) fn run(args: RunArgs) -> Result<ExitCode, Error> {
     );
     let setup = build_plan(args, &|name| std::env::var(name).ok())?;
     if let Some(note) = super::allowed_starters_note(&setup.plan.datasets) {
-        eprintln!("{note}");
+        errln!("{note}")?;
     }
     super::setup::check_local_servers(&setup)?;
     if let Some((base, _)) = &baseline
@@ -269,7 +270,7 @@ fn run_command(
     refuse_uncollected_batches(&setup)?;
     let resumed = if setup.resume {
         let r = resume::prepare(&mut setup)?;
-        eprintln!("{}", r.describe());
+        errln!("{}", r.describe())?;
         Some(r)
     } else {
         None
@@ -301,36 +302,34 @@ fn run_command(
         ));
     }
     if let Some(b) = summary.budget.as_ref().filter(|b| b.cut_short) {
-        eprintln!("budget: {}", b.stop_text());
+        errln!("budget: {}", b.stop_text())?;
     }
-    let sequential = sinks.sequential.as_ref();
-    let gates = (setup.gates.as_slice(), setup.gate_level);
-    let baseline = (
-        baseline,
-        sinks
-            .sequential_baseline
-            .as_ref()
-            .map(SequentialBaseline::results),
-    );
     judge(
         &mut summary,
-        sequential,
         &latency,
-        gates,
-        baseline,
-        gate_args,
-    );
+        Judging {
+            sequential: sinks.sequential.as_ref(),
+            gates: &setup.gates,
+            level: setup.gate_level,
+            baseline,
+            sequential_baseline: sinks
+                .sequential_baseline
+                .as_ref()
+                .map(SequentialBaseline::results),
+            gate_args,
+        },
+    )?;
     if let Some(min_effect) = compare {
-        compare_two_arms(&mut summary, min_effect);
+        compare_two_arms(&mut summary, min_effect)?;
         if let (Some(c), Some(s)) = (&mut summary.comparison, &sinks.sequential_compare) {
             s.apply_to(c);
         }
     }
     if !sinks.provider_stops.stops().is_empty() {
-        eprintln!(
+        errln!(
             "{} planned trials were not run (skipped, not counted as failures)",
             totals.skipped_trials
-        );
+        )?;
     }
     let decision = toolscore_decide::decision::decide(&summary, max_infra);
     let code = toolscore_decide::decision::exit_code(&decision);
@@ -359,12 +358,12 @@ fn run_command(
     };
     // On stdout under the terminal report, as before; on stderr when stdout carries no report.
     if formats.contains(&Format::Terminal) {
-        println!("{line}");
+        outln!("{line}")?;
     } else {
-        eprintln!("{line}");
+        errln!("{line}")?;
     }
     if let Some(message) = message {
-        eprintln!("error: {message}");
+        errln!("error: {message}")?;
     }
     Ok(code)
 }
@@ -498,7 +497,7 @@ fn carry(
         }
     })?;
     match failed {
-        Some(e) => Err(e),
+        Some(e) => Err(e.into()),
         None => Ok((kept, usd)),
     }
 }
@@ -527,7 +526,7 @@ fn priced(setup: &RunSetup) -> Result<(toolscore_runner::budget::Estimate, bool)
     let max_cost = setup.plan.max_cost;
     let show_cost = max_cost.is_some() || estimate.arms.iter().any(|a| a.usd.is_some());
     if show_cost {
-        eprintln!("{}", cost::describe_estimate(&estimate));
+        errln!("{}", cost::describe_estimate(&estimate))?;
     }
     if let (Some(max), Some(usd)) = (max_cost, estimate.usd)
         && usd > max
@@ -546,18 +545,17 @@ fn priced(setup: &RunSetup) -> Result<(toolscore_runner::budget::Estimate, bool)
 /// the comparison with a baseline.
 fn judge(
     summary: &mut toolscore_report::Summary,
-    sequential: Option<&toolscore_decide::gate::sequential::SequentialGate>,
     latency: &toolscore_report::LatencyDistributions,
-    (gates, level): (
-        &[toolscore_decide::gate::GateSpec],
-        toolscore_report::GateLevel,
-    ),
-    (baseline, sequential_baseline): (
-        Option<&(toolscore_report::Summary, toolscore_report::Metric)>,
-        Option<Vec<toolscore_report::GateResult>>,
-    ),
-    gate_args: &GateArgs,
-) {
+    judging: Judging<'_>,
+) -> Result<(), Error> {
+    let Judging {
+        sequential,
+        gates,
+        level,
+        baseline,
+        sequential_baseline,
+        gate_args,
+    } = judging;
     if let Some(sequential) = sequential {
         summary.gate = Some(toolscore_decide::gate::report_of(
             sequential.results(),
@@ -571,7 +569,7 @@ fn judge(
     if let Err(e) = judge_baseline(summary, baseline, gate_args, sequential_baseline) {
         // The run happened and is on disk; a baseline it cannot be compared with is reported,
         // and the verdict is left inconclusive rather than losing the summary.
-        eprintln!("error: {e}");
+        errln!("error: {e}")?;
         let gates = summary.gate.take().map(|g| g.gates).unwrap_or_default();
         summary.gate = Some(toolscore_report::GateReport {
             verdict: toolscore_report::Verdict::Inconclusive,
@@ -579,6 +577,19 @@ fn judge(
             gates,
         });
     }
+    Ok(())
+}
+
+/// What a run's gates are judged with: the sequential gate that watched it or the fixed-n
+/// gates at their level, and the baseline run it is compared with.
+struct Judging<'a> {
+    sequential: Option<&'a toolscore_decide::gate::sequential::SequentialGate>,
+    gates: &'a [toolscore_decide::gate::GateSpec],
+    level: toolscore_report::GateLevel,
+    baseline: Option<&'a (toolscore_report::Summary, toolscore_report::Metric)>,
+    /// The sequential gate's verdicts against the baseline, when it ran beside the run.
+    sequential_baseline: Option<Vec<toolscore_report::GateResult>>,
+    gate_args: &'a GateArgs,
 }
 
 /// The terminal report, the comparison of `--compare`, and, with `detail`, the lint findings
@@ -613,9 +624,12 @@ fn print_terminal(
 /// and `min_effect`,
 /// kept in the summary. A comparison that cannot be made is reported, not fatal: the run
 /// happened and is on disk.
-pub(super) fn compare_two_arms(summary: &mut toolscore_report::Summary, min_effect: f64) {
+pub(super) fn compare_two_arms(
+    summary: &mut toolscore_report::Summary,
+    min_effect: f64,
+) -> Result<(), Error> {
     if summary.arms.len() != 2 {
-        return;
+        return Ok(());
     }
     // A and B in plan order, as `compare RUN_DIR` and the sequential comparison pair them.
     let order = toolscore_decide::compare::plan_order(summary);
@@ -636,6 +650,7 @@ pub(super) fn compare_two_arms(summary: &mut toolscore_report::Summary, min_effe
         },
     ) {
         Ok(c) => summary.comparison = Some(c),
-        Err(e) => eprintln!("error: --compare: {e}"),
+        Err(e) => errln!("error: --compare: {e}")?,
     }
+    Ok(())
 }

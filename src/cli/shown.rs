@@ -10,7 +10,7 @@ use super::resume::{PLAN_FILE, PlanFingerprint};
 use toolscore_core::record::{BASE_VARIANT, SCENARIO_DATASET};
 use toolscore_report::RunInfo;
 use toolscore_report::behaviour::{CaseAsShown, ShownCatalog, ToBase};
-use toolscore_suite::shown::{self, Recorded, ShownDataset};
+use toolscore_suite::shown::{self, NotShown, Recorded, ShownDataset};
 
 /// The files behind one run folder, read as they are asked for.
 pub(super) struct RunFiles<'a> {
@@ -19,7 +19,7 @@ pub(super) struct RunFiles<'a> {
     dir: PathBuf,
     run: &'a RunInfo,
     plan: Option<PlanFingerprint>,
-    datasets: BTreeMap<String, Result<ShownDataset, String>>,
+    datasets: BTreeMap<String, Result<ShownDataset, NotShown>>,
 }
 
 impl<'a> RunFiles<'a> {
@@ -42,7 +42,7 @@ impl<'a> RunFiles<'a> {
         dataset: &str,
         case_id: &str,
         variant: &str,
-    ) -> Result<CaseAsShown, String> {
+    ) -> Result<CaseAsShown, NotShown> {
         let shown = if dataset == SCENARIO_DATASET {
             self.scenario(case_id, variant)?
         } else {
@@ -59,7 +59,11 @@ impl<'a> RunFiles<'a> {
     }
 
     /// The dataset's catalog as `variant` showed it, or why it cannot be shown.
-    pub(super) fn catalog(&mut self, dataset: &str, variant: &str) -> Result<ShownCatalog, String> {
+    pub(super) fn catalog(
+        &mut self,
+        dataset: &str,
+        variant: &str,
+    ) -> Result<ShownCatalog, NotShown> {
         let fingerprint = self.catalog_fingerprint(dataset, variant);
         let (catalog, changed_since) = self
             .dataset(dataset)?
@@ -103,7 +107,7 @@ impl<'a> RunFiles<'a> {
     }
 
     /// The dataset, loaded on first use from the folder of the catalog the run names.
-    fn dataset(&mut self, name: &str) -> Result<&ShownDataset, String> {
+    fn dataset(&mut self, name: &str) -> Result<&ShownDataset, NotShown> {
         if !self.datasets.contains_key(name) {
             let loaded = self.load_dataset(name);
             self.datasets.insert(name.to_owned(), loaded);
@@ -114,17 +118,21 @@ impl<'a> RunFiles<'a> {
         }
     }
 
-    fn load_dataset(&self, name: &str) -> Result<ShownDataset, String> {
+    fn load_dataset(&self, name: &str) -> Result<ShownDataset, NotShown> {
         let info = self
             .run
             .datasets
             .iter()
             .find(|d| d.name == name)
-            .ok_or_else(|| format!("the run names no catalog for dataset {name}"))?;
+            .ok_or_else(|| NotShown::NoCatalogRecorded {
+                dataset: name.to_owned(),
+            })?;
         let catalog = self.locate(&info.catalog_source);
         let dir = catalog
             .parent()
-            .ok_or_else(|| format!("the run's catalog {} is in no folder", info.catalog_source))?;
+            .ok_or_else(|| NotShown::CatalogInNoFolder {
+                catalog_source: info.catalog_source.clone(),
+            })?;
         let fixtures = self.plan.as_ref().and_then(|p| {
             p.datasets
                 .iter()
@@ -155,13 +163,15 @@ impl<'a> RunFiles<'a> {
             .unwrap_or_else(|| path.to_path_buf())
     }
 
-    fn scenario(&self, name: &str, variant: &str) -> Result<shown::ShownCase, String> {
+    fn scenario(&self, name: &str, variant: &str) -> Result<shown::ShownCase, NotShown> {
         let info = self
             .run
             .scenarios
             .iter()
             .find(|sc| sc.name == name)
-            .ok_or_else(|| format!("the run names no file for scenario {name}"))?;
+            .ok_or_else(|| NotShown::NoScenarioRecorded {
+                scenario: name.to_owned(),
+            })?;
         let source_digest = self.plan.as_ref().and_then(|p| {
             let i = p.scenarios.iter().position(|(n, _)| n == name)?;
             p.scenario_sources.get(i).map(String::as_str)

@@ -9,7 +9,8 @@ use clap::Args;
 
 use super::mcp_source::{McpSourceArgs, expected_calls};
 use super::usage;
-use toolscore_core::error::{Error, ExitCode};
+use crate::cli::Error;
+use toolscore_core::error::ExitCode;
 use toolscore_mcp::DatasetCall;
 use toolscore_mcp::client::ServerSpec;
 use toolscore_mcp::stress::{ArgSelector, PeakLoad, StressPlan, StressRun, StressSettings};
@@ -96,7 +97,7 @@ pub(super) fn run(args: &StressArgs) -> Result<ExitCode, Error> {
     toolscore_report::render_stress(&report, &mut std::io::stdout().lock())
         .map_err(|e| Error::io("cannot write the report", e))?;
     if report.interrupted {
-        return Err(Error::Interrupted(toolscore_mcp::client::MCP_SHUT_DOWN));
+        return Err(Error::interrupted(toolscore_mcp::client::MCP_SHUT_DOWN));
     }
     let gate_failed = report.gate.as_ref().is_some_and(|g| !g.passed);
     let untested_but_required = report.leakage.required && !report.leakage.tested;

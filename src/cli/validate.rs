@@ -2,25 +2,26 @@
 //! was found; nothing is run.
 
 use super::{SuiteArgs, load_suite};
-use toolscore_core::error::{Error, ExitCode};
+use crate::cli::Error;
+use toolscore_core::error::ExitCode;
 
 /// Loads everything a run with these flags would load and prints one line per dataset,
 /// variant and scenario.
 pub(super) fn run(args: &SuiteArgs) -> Result<ExitCode, Error> {
     let suite = load_suite(args)?;
     for d in &suite.datasets {
-        println!(
+        outln!(
             "{}: {} tools, {} cases, catalog {}",
             d.dir.display(),
             d.catalog.tools.len(),
             d.cases.len(),
             d.catalog.fingerprint
-        );
+        )?;
         if let Some(live) = &d.live {
-            println!("  listed live from {}: {}", live.source, live.server);
+            outln!("  listed live from {}: {}", live.source, live.server)?;
         }
         for v in d.variants.iter().filter(|v| v.file.is_some()) {
-            println!(
+            outln!(
                 "  variant {}: {}, catalog {}{}",
                 v.name,
                 v.file.as_deref().unwrap_or_default(),
@@ -28,12 +29,12 @@ pub(super) fn run(args: &SuiteArgs) -> Result<ExitCode, Error> {
                 v.note
                     .as_deref()
                     .map_or(String::new(), |n| format!(" ({n})"))
-            );
+            )?;
         }
     }
     for s in &suite.scenarios {
         let rules: usize = s.script.tools.values().map(Vec::len).sum();
-        println!(
+        outln!(
             "{}: scenario {}, {} scripted tool{} ({rules} rule{}), max {} steps, expects {}, catalog {}",
             s.file.display(),
             s.name,
@@ -43,13 +44,13 @@ pub(super) fn run(args: &SuiteArgs) -> Result<ExitCode, Error> {
             s.max_steps,
             s.expect.label(),
             s.catalogs[0].catalog.fingerprint
-        );
+        )?;
         if !s.result_variants.is_empty() {
-            println!("  result variants: {}", s.result_variants.join(", "));
+            outln!("  result variants: {}", s.result_variants.join(", "))?;
         }
     }
     if let Some(warning) = super::unedited_starters_warning(&suite.datasets) {
-        eprintln!("{warning}");
+        errln!("{warning}")?;
     }
     Ok(ExitCode::Pass)
 }

@@ -759,18 +759,17 @@ fn a_local_server_that_is_down_is_one_line_with_its_url_and_how_to_start_it() {
 }
 
 /// `toolscore run … 2>&1 | head -0`: the reader has closed the pipe before the first line, so
-/// every print fails; the run ends quietly with the status a SIGPIPE gives (141), never a
-/// panic (101) or "cannot write the report" (4).
+/// every print fails; each command ends quietly with the status a SIGPIPE gives (141), never a
+/// panic (101) or "cannot write the report" (4). The commands are ones whose first words go to
+/// stdout or stderr from different places: a run's cost estimate (stderr) and report, the
+/// `validate` summary, `plan`'s table, and `lint --rules`.
 #[test]
-fn a_reader_that_stops_reading_ends_the_run_quietly() {
+fn a_reader_that_stops_reading_ends_each_command_quietly() {
     let out = tempfile::tempdir().expect("tempdir");
-    let (reader, writer) = std::io::pipe().expect("pipe");
-    // The pipe's only reader is gone before the process starts.
-    drop(reader);
-    let status = support::toolscore_command()
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        // `demo-priced` prints its cost estimate to stderr (eprintln!) before the run.
-        .args([
+    let run_dir = out.path().join("run");
+    let run_dir = run_dir.to_str().expect("utf-8 path");
+    let commands: [&[&str]; 4] = [
+        &[
             "run",
             "--provider",
             "demo-priced",
@@ -779,11 +778,23 @@ fn a_reader_that_stops_reading_ends_the_run_quietly() {
             "--progress",
             "off",
             "--out",
-        ])
-        .arg(out.path())
-        .stdout(writer.try_clone().expect("clone"))
-        .stderr(writer)
-        .status()
-        .expect("run");
-    assert_eq!(status.code(), Some(141), "{status:?}");
+            run_dir,
+        ],
+        &["validate"],
+        &["plan", "--provider", "demo-priced"],
+        &["lint", "--rules"],
+    ];
+    for args in commands {
+        let (reader, writer) = std::io::pipe().expect("pipe");
+        // The pipe's only reader is gone before the process starts.
+        drop(reader);
+        let status = support::toolscore_command()
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .args(args)
+            .stdout(writer.try_clone().expect("clone"))
+            .stderr(writer)
+            .status()
+            .expect("run");
+        assert_eq!(status.code(), Some(141), "{args:?}: {status:?}");
+    }
 }

@@ -157,28 +157,14 @@ pub enum Error {
         what: String,
         source: serde_json::Error,
     },
-    /// A provider's batch API refused or failed a submission, a poll or a download; the
-    /// message says what `--resume` does about it.
-    #[error("{0}")]
-    BatchApi(String),
-    /// The HTTP client could not be built (TLS roots, the machine's resources).
-    #[error("{0}")]
-    HttpClient(String),
-    /// A state the checks before the run rule out: a bug in toolscore, said as such.
+    /// A state the checks before the run rule out: a bug in toolscore, said as such. The
+    /// text is the data: what was found, for the bug report.
     #[error("internal error (a bug in toolscore): {0}")]
     Internal(String),
-    /// A provider's server on this machine does not answer: found before the run starts, so
-    /// nothing was sent or written.
-    #[error("{0}")]
-    Unreachable(String),
     /// Ctrl-C or SIGTERM before the command had anything to show, and what was left behind
     /// (a live MCP server being listed has been shut down; submitted batches keep running).
     #[error("interrupted; {0}")]
     Interrupted(&'static str),
-    /// A step of a command that runs several (tune's phases) ended with too many
-    /// infrastructure errors to judge; its folder keeps what it measured.
-    #[error("{0}")]
-    Untrusted(String),
 }
 
 impl Error {
@@ -198,7 +184,7 @@ impl Error {
 
     /// Writing to a reader that stopped reading (`| head`): not an error to report.
     pub fn is_broken_pipe(&self) -> bool {
-        matches!(self, Error::Io { source, .. } if source.kind() == std::io::ErrorKind::BrokenPipe)
+        is_broken_pipe(self)
     }
 
     pub fn exit_code(&self) -> ExitCode {
@@ -206,16 +192,25 @@ impl Error {
             Error::Input(_) => ExitCode::BadInput,
             // Failing to write reports or reach the machine's own resources is not a verdict on
             // the model; 4 says "could not judge".
-            Error::Io { .. }
-            | Error::Encode { .. }
-            | Error::BatchApi(_)
-            | Error::HttpClient(_)
-            | Error::Unreachable(_)
-            | Error::Internal(_)
-            | Error::Untrusted(_) => ExitCode::InfraErrors,
+            Error::Io { .. } | Error::Encode { .. } | Error::Internal(_) => ExitCode::InfraErrors,
             Error::Interrupted(_) => ExitCode::Interrupted,
         }
     }
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Whether `err` or any error in its chain of sources is a write to a reader that stopped
+/// reading (`toolscore … | head`), which ends a command quietly rather than as an error.
+pub fn is_broken_pipe(err: &(dyn std::error::Error + 'static)) -> bool {
+    let mut next = Some(err);
+    while let Some(e) = next {
+        if e.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+        {
+            return true;
+        }
+        next = e.source();
+    }
+    false
+}

@@ -11,7 +11,7 @@ use super::{
     InvalidHeader, ProviderError, ProviderSettings, RequestFields, anthropic, azure_openai,
     bearer_auth, gemini, ollama, openai_compat, openai_responses, transport,
 };
-use crate::batch::BatchApi;
+use crate::batch::{BatchApi, NoBatchApi};
 use toolscore_core::catalog::Catalog;
 use toolscore_core::message::{Message, ModelTurn};
 
@@ -85,8 +85,8 @@ pub trait Adapter: Send + Sync + 'static {
     }
 
     /// The batch API this kind's requests can go to (`run --batch`), or why there is none.
-    fn batch_api(&self) -> Result<BatchApi, String> {
-        Err(format!("{} has no batch API", self.kind()))
+    fn batch_api(&self) -> Result<BatchApi, NoBatchApi> {
+        Err(NoBatchApi::None { kind: self.kind() })
     }
 
     /// Whether a server of this kind at `base_url` bills nothing, so no price is looked up

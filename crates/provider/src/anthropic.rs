@@ -18,7 +18,7 @@ use super::pairing::{PendingCalls, RoleRun, push_grouped};
 use super::{
     Adapter, ErrorClass, InvalidHeader, ProviderError, ProviderKind, ProviderSettings, WireFormat,
 };
-use crate::batch::BatchApi;
+use crate::batch::{BatchApi, NoBatchApi};
 use toolscore_core::catalog::Catalog;
 use toolscore_core::message::{FinishReason, Message, ModelTurn, ToolCall, Usage};
 
@@ -35,7 +35,7 @@ pub const API_VERSION: &str = "2023-06-01";
 const DEFAULT_MAX_TOKENS: u32 = 4096;
 
 impl Adapter for Anthropic {
-    fn batch_api(&self) -> Result<BatchApi, String> {
+    fn batch_api(&self) -> Result<BatchApi, NoBatchApi> {
         Ok(BatchApi::Anthropic)
     }
 

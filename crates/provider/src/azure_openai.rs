@@ -12,7 +12,7 @@ use reqwest::header::{HeaderMap, HeaderName};
 
 use super::openai_compat;
 use super::{Adapter, InvalidHeader, ProviderKind, WireFormat};
-use crate::batch::BatchApi;
+use crate::batch::{BatchApi, NoBatchApi};
 
 /// The Azure OpenAI adapter.
 pub struct AzureOpenAi;
@@ -24,8 +24,10 @@ pub const KIND: ProviderKind = ProviderKind(&AzureOpenAi);
 pub const API_VERSION: &str = "2024-10-21";
 
 impl Adapter for AzureOpenAi {
-    fn batch_api(&self) -> Result<BatchApi, String> {
-        Err("azure-openai batches need a Global Batch deployment and Azure's own file API, which toolscore does not speak".to_owned())
+    fn batch_api(&self) -> Result<BatchApi, NoBatchApi> {
+        Err(NoBatchApi::Unsupported(
+            "azure-openai batches need a Global Batch deployment and Azure's own file API, which toolscore does not speak",
+        ))
     }
 
     fn kind(&self) -> &'static str {

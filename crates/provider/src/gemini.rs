@@ -29,7 +29,7 @@ use super::pairing::{PendingCalls, RoleRun, push_grouped};
 use super::{
     Adapter, ErrorClass, InvalidHeader, ProviderError, ProviderKind, ProviderSettings, WireFormat,
 };
-use crate::batch::BatchApi;
+use crate::batch::{BatchApi, NoBatchApi};
 use toolscore_core::catalog::Catalog;
 use toolscore_core::message::{FinishReason, Message, ModelTurn, Usage};
 
@@ -40,7 +40,7 @@ pub struct Gemini;
 pub const KIND: ProviderKind = ProviderKind(&Gemini);
 
 impl Adapter for Gemini {
-    fn batch_api(&self) -> Result<BatchApi, String> {
+    fn batch_api(&self) -> Result<BatchApi, NoBatchApi> {
         Ok(BatchApi::Gemini)
     }
 

@@ -41,7 +41,7 @@ use toolscore_core::record::{ModelIdentity, OmittedSetting};
 
 pub use secret::SecretString;
 pub use toolscore_core::record::ErrorClass;
-pub use transport::http_client;
+pub use transport::{HttpClientError, http_client};
 
 /// Everything needed to talk to one configured provider.
 #[derive(Debug, Clone)]
@@ -119,42 +119,32 @@ impl ProviderSettings {
     /// Whether requests can be built at all (a parseable endpoint, a key usable in a header),
     /// so a bad setting is reported as bad input before a run rather than as an error on every
     /// trial.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), SettingsError> {
         self.endpoint_url()?;
         self.request_headers().map(drop)
     }
 
-    fn endpoint_url(&self) -> Result<reqwest::Url, String> {
+    fn endpoint_url(&self) -> Result<reqwest::Url, SettingsError> {
+        let bad_url = |problem| SettingsError::BaseUrl {
+            provider: self.name.clone(),
+            base_url: self.base_url.clone(),
+            problem,
+        };
         // `http://` alone would otherwise become `http:///chat/completions`, whose first path
         // segment a URL parser takes for the host.
         match reqwest::Url::parse(self.base_url.trim()) {
             Ok(base) if base.host_str().is_some_and(|h| !h.is_empty()) => {}
-            Ok(_) => {
-                return Err(format!(
-                    "invalid base URL `{}` for provider `{}`: it names no host",
-                    self.base_url, self.name
-                ));
-            }
-            Err(e) => {
-                return Err(format!(
-                    "invalid base URL `{}` for provider `{}`: {e}",
-                    self.base_url, self.name
-                ));
-            }
+            Ok(_) => return Err(bad_url(UrlProblem::NoHost)),
+            Err(e) => return Err(bad_url(UrlProblem::Unparsable(e))),
         }
         let text = self
             .kind
             .adapter()
             .endpoint(self.base_url.trim(), &self.model);
-        reqwest::Url::parse(&text).map_err(|e| {
-            format!(
-                "invalid base URL `{}` for provider `{}`: {e}",
-                self.base_url, self.name
-            )
-        })
+        reqwest::Url::parse(&text).map_err(|e| bad_url(UrlProblem::Unparsable(e)))
     }
 
-    fn request_headers(&self) -> Result<HeaderMap, String> {
+    fn request_headers(&self) -> Result<HeaderMap, SettingsError> {
         let mut headers = HeaderMap::new();
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         headers.insert(ACCEPT, HeaderValue::from_static("application/json"));
@@ -164,11 +154,8 @@ impl ProviderSettings {
                 self.kind
                     .adapter()
                     .auth_headers(key, &mut headers)
-                    .map_err(|_| {
-                        format!(
-                            "the API key of provider `{}` contains characters that cannot be sent in an HTTP header",
-                            self.name
-                        )
+                    .map_err(|_| SettingsError::KeyNotAHeader {
+                        provider: self.name.clone(),
                     })?;
             }
         }
@@ -189,6 +176,31 @@ impl ProviderSettings {
             omitted: self.omitted.clone(),
         }
     }
+}
+
+/// A provider setting no request can be built from, found before anything is sent.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SettingsError {
+    #[error("invalid base URL `{base_url}` for provider `{provider}`: {problem}")]
+    BaseUrl {
+        provider: String,
+        base_url: String,
+        #[source]
+        problem: UrlProblem,
+    },
+    #[error(
+        "the API key of provider `{provider}` contains characters that cannot be sent in an HTTP header"
+    )]
+    KeyNotAHeader { provider: String },
+}
+
+/// What is wrong with a base URL.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum UrlProblem {
+    #[error("it names no host")]
+    NoHost,
+    #[error(transparent)]
+    Unparsable(url::ParseError),
 }
 
 /// Which optional request fields a provider's API has ([`Adapter::request_fields`]).
@@ -254,10 +266,10 @@ pub struct Exchange {
 pub struct Provider {
     settings: ProviderSettings,
     client: reqwest::Client,
-    endpoint: Result<reqwest::Url, String>,
+    endpoint: Result<reqwest::Url, SettingsError>,
     headers: HeaderMap,
     /// A configuration problem found in `new` (bad URL, key not usable in a header).
-    setup_error: Option<String>,
+    setup_error: Option<SettingsError>,
     /// Shared with every other `Provider` of the same name, base URL and caps.
     limits: std::sync::Arc<limits::Limits>,
 }
@@ -311,7 +323,7 @@ impl Provider {
             Some(msg) => Err(ProviderError {
                 class: ErrorClass::ClientError,
                 status: None,
-                message: self.redact(msg),
+                message: self.redact(&msg.to_string()),
                 attempts: 0,
             }),
             None => Ok(()),
@@ -716,7 +728,10 @@ mod tests {
         for hostless in ["http://", "http://:8080/v1"] {
             let s = ProviderSettings::new(openai_compat::KIND, "t", hostless, "m");
             let err = s.check().unwrap_err();
-            assert!(err.contains("invalid base URL"), "{hostless}: {err}");
+            assert!(
+                err.to_string().contains("invalid base URL"),
+                "{hostless}: {err}"
+            );
         }
         let mut s = ProviderSettings::new(openai_compat::KIND, "t", "http://x/v1", "m");
         s.api_key = Some(SecretString::new("bad\nkey-material".into()));

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::{Adapter, ErrorClass, ProviderError, ProviderKind, ProviderSettings, WireFormat};
 use crate::adapter::is_loopback;
-use crate::batch::BatchApi;
+use crate::batch::{BatchApi, NoBatchApi};
 use toolscore_core::catalog::Catalog;
 use toolscore_core::message::{FinishReason, Message, ModelTurn, ToolCall, Usage};
 
@@ -24,7 +24,7 @@ pub struct OpenAiCompat;
 pub const KIND: ProviderKind = ProviderKind(&OpenAiCompat);
 
 impl Adapter for OpenAiCompat {
-    fn batch_api(&self) -> Result<BatchApi, String> {
+    fn batch_api(&self) -> Result<BatchApi, NoBatchApi> {
         Ok(BatchApi::OpenAi {
             url: "/v1/chat/completions",
         })

@@ -14,7 +14,7 @@ use serde_json::{Map, Value, json};
 
 use super::openai_compat::{self as chat, excerpt_text, malformed};
 use super::{Adapter, ProviderError, ProviderKind, ProviderSettings, WireFormat};
-use crate::batch::BatchApi;
+use crate::batch::{BatchApi, NoBatchApi};
 use toolscore_core::catalog::Catalog;
 use toolscore_core::message::{FinishReason, Message, ModelTurn, Usage};
 
@@ -25,7 +25,7 @@ pub struct OpenAiResponses;
 pub const KIND: ProviderKind = ProviderKind(&OpenAiResponses);
 
 impl Adapter for OpenAiResponses {
-    fn batch_api(&self) -> Result<BatchApi, String> {
+    fn batch_api(&self) -> Result<BatchApi, NoBatchApi> {
         Ok(BatchApi::OpenAi {
             url: "/v1/responses",
         })

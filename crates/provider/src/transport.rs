@@ -15,7 +15,7 @@ pub(crate) const MAX_RETRY_AFTER: Duration = Duration::from_secs(120);
 /// Builds the one HTTP client a run shares (connection pooling and keep-alive).
 ///
 /// Redirects are not followed: a redirected POST would silently turn into a GET without a body.
-pub fn http_client(max_idle_per_host: usize) -> Result<reqwest::Client, String> {
+pub fn http_client(max_idle_per_host: usize) -> Result<reqwest::Client, HttpClientError> {
     reqwest::Client::builder()
         .user_agent(concat!("toolscore/", env!("CARGO_PKG_VERSION")))
         .pool_max_idle_per_host(max_idle_per_host)
@@ -23,7 +23,15 @@ pub fn http_client(max_idle_per_host: usize) -> Result<reqwest::Client, String> 
         .tcp_nodelay(true)
         .redirect(reqwest::redirect::Policy::none())
         .build()
-        .map_err(|e| format!("cannot build the HTTP client: {}", error_chain(&e)))
+        .map_err(|source| HttpClientError { source })
+}
+
+/// The HTTP client could not be built (TLS roots, the machine's resources).
+#[derive(Debug, thiserror::Error)]
+#[error("cannot build the HTTP client: {}", error_chain(source))]
+pub struct HttpClientError {
+    #[source]
+    source: reqwest::Error,
 }
 
 /// One HTTP response, read in full.

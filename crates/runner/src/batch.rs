@@ -13,6 +13,8 @@ use std::time::{Duration, Instant, SystemTime};
 use serde::{Deserialize, Serialize};
 
 use toolscore_core::error::{Error, InputError};
+
+use crate::{BatchError, RunError};
 use toolscore_core::event::{BatchProgress, Notice, Observer, RunEvent, TrialKey};
 use toolscore_core::record::BatchRef;
 use toolscore_provider::batch::{
@@ -132,11 +134,11 @@ pub async fn gather(
     cases: usize,
     wanted: &[TrialKey],
     observer: &mut dyn Observer,
-) -> Result<Answers, Error> {
+) -> Result<Answers, RunError> {
     let mut file = read_state(&mode.state_file)?;
     let apis: Vec<BatchApi> = arms
         .iter()
-        .map(|a| BatchApi::for_kind(a.provider.settings().kind).map_err(Error::BatchApi))
+        .map(|a| BatchApi::for_kind(a.provider.settings().kind).map_err(BatchError::from))
         .collect::<Result<_, _>>()?;
     let mut run = BatchRun {
         mode,
@@ -182,7 +184,7 @@ impl BatchRun<'_> {
         prepared: &[PreparedRequest],
         cases: usize,
         wanted: &[TrialKey],
-    ) -> Result<(), Error> {
+    ) -> Result<(), RunError> {
         let (mode, arms, apis) = (self.mode, self.arms, self.apis);
         let pending: HashSet<String> = file
             .batches
@@ -212,13 +214,15 @@ impl BatchRun<'_> {
             let client = BatchClient::new(arm.provider, api);
             for chunk in chunk_lines(lines, max_requests, max_bytes) {
                 let label = format!("toolscore-{run_id}");
-                let id = client.submit(&chunk, &label).await.map_err(|e| {
-                    Error::BatchApi(format!(
-                        "submitting a batch of {} requests to provider `{}`: {e}",
-                        chunk.len(),
-                        arm.name
-                    ))
-                })?;
+                let id =
+                    client
+                        .submit(&chunk, &label)
+                        .await
+                        .map_err(|source| BatchError::Submit {
+                            requests: chunk.len(),
+                            provider: arm.name.to_owned(),
+                            source,
+                        })?;
                 self.tell(Notice::BatchSubmitted {
                     api: api.name().to_owned(),
                     id: id.clone(),
@@ -286,7 +290,7 @@ impl BatchRun<'_> {
     async fn poll_until_ended(
         &mut self,
         open: &[(usize, Submitted)],
-    ) -> Result<Vec<BatchStatus>, Error> {
+    ) -> Result<Vec<BatchStatus>, RunError> {
         let (mode, arms, apis) = (self.mode, self.arms, self.apis);
         let started = Instant::now();
         let mut ended: Vec<Option<BatchStatus>> = vec![None; open.len()];
@@ -297,12 +301,13 @@ impl BatchRun<'_> {
                     continue;
                 }
                 let client = BatchClient::new(arms[*arm].provider, apis[*arm]);
-                let status = client.status(&b.id).await.map_err(|e| {
-                    Error::BatchApi(format!(
-                        "polling batch {}: {e}; it keeps running at the provider: `--resume` polls it again",
-                        b.id
-                    ))
-                })?;
+                let status = client
+                    .status(&b.id)
+                    .await
+                    .map_err(|source| BatchError::Poll {
+                        id: b.id.clone(),
+                        source,
+                    })?;
                 let batch = progress_of(b, &status);
                 if status.end.is_some() {
                     self.tell(Notice::BatchPolled {
@@ -320,17 +325,17 @@ impl BatchRun<'_> {
             }
             if ended.iter().any(Option::is_none) {
                 if started.elapsed() >= mode.max_wait {
-                    let waiting: Vec<&str> = open
+                    let ids = open
                         .iter()
                         .zip(&ended)
                         .filter(|(_, e)| e.is_none())
-                        .map(|((_, b), _)| b.id.as_str())
+                        .map(|((_, b), _)| b.id.clone())
                         .collect();
-                    return Err(Error::BatchApi(format!(
-                        "batches {} have not ended after {} (--batch-max-wait); they keep running at the provider: `--resume` with --batch polls them again",
-                        waiting.join(", "),
-                        humantime::format_duration(mode.max_wait)
-                    )));
+                    return Err(BatchError::NotEnded {
+                        ids,
+                        waited: mode.max_wait,
+                    }
+                    .into());
                 }
                 tokio::time::sleep(mode.poll.min(mode.max_wait)).await;
             }
@@ -348,14 +353,15 @@ impl BatchRun<'_> {
         status: &BatchStatus,
         wanted: &HashSet<TrialKey>,
         answers: &mut Answers,
-    ) -> Result<(), Error> {
+    ) -> Result<(), RunError> {
         let client = BatchClient::new(self.arms[arm].provider, self.apis[arm]);
-        let parsed = client.results(status, &b.requests).await.map_err(|e| {
-            Error::BatchApi(format!(
-                "downloading the results of batch {}: {e}; `--resume` tries again",
-                b.id
-            ))
-        })?;
+        let parsed = client
+            .results(status, &b.requests)
+            .await
+            .map_err(|source| BatchError::Download {
+                id: b.id.clone(),
+                source,
+            })?;
         for problem in &parsed.problems {
             self.tell(Notice::BatchUnreadableResult {
                 batch: b.id.clone(),

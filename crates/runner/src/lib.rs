@@ -16,6 +16,7 @@ pub mod batch;
 pub mod budget;
 mod compile;
 mod conversation;
+mod error;
 mod script;
 pub mod shard;
 pub mod store;
@@ -40,6 +41,8 @@ use toolscore_provider::{Backend, Cancel, ErrorClass, PreparedRequest, ProviderS
 use toolscore_score::score_trial;
 use toolscore_suite::Dataset;
 use toolscore_suite::scenario::{SCENARIO_DATASET, Scenario};
+
+pub use error::{BatchError, RunError};
 
 /// One arm: a provider (live or replayed) and the catalog variant it is shown.
 #[derive(Clone)]
@@ -234,8 +237,8 @@ pub async fn execute(
     plan: RunPlan,
     observer: &mut dyn Observer,
     interrupt: &Cancel,
-) -> Result<RunTotals, Error> {
-    let client = toolscore_provider::http_client(plan.concurrency).map_err(Error::HttpClient)?;
+) -> Result<RunTotals, RunError> {
+    let client = toolscore_provider::http_client(plan.concurrency)?;
     let planned = plan.planned_trials();
     let case_trials = plan.case_trials();
     let max_trials = plan.max_trials();
@@ -289,7 +292,7 @@ pub async fn execute(
     }
     let workers = plan.concurrency.max(1).min(planned.max(1) as usize);
     let (completed, handles) = schedule(&shared, workers, observer, interrupt).await?;
-    finish(&shared, handles, planned, completed, observer).await
+    Ok(finish(&shared, handles, planned, completed, observer).await?)
 }
 
 /// Every trial the plan still has to run: in the shard, not done by an earlier process.
@@ -320,7 +323,7 @@ async fn batch_answers(
     wanted: &[TrialKey],
     observer: &mut dyn Observer,
     interrupt: &Cancel,
-) -> Result<batch::Answers, Error> {
+) -> Result<batch::Answers, RunError> {
     let batch_arms = compiled
         .arms
         .iter()
@@ -349,7 +352,7 @@ async fn batch_answers(
         answers = gathered => answers,
         () = interrupt.cancelled() => Err(Error::Interrupted(
             "the submitted batches keep running at their providers (ids in batches.json); `--resume` polls them and collects their answers",
-        )),
+        ).into()),
     }
 }
 

@@ -4,11 +4,41 @@
 //! a sentence says what changed since; a live server is never started to list a catalog
 //! again (a report reads files only).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use toolscore_core::catalog::Catalog;
+use toolscore_core::error::Error;
 use toolscore_core::message::Message;
+
+/// Why a run's case or catalog cannot be shown as its model read it. A report says it in
+/// place of the case, so each is a sentence that reads after "cannot show it:".
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum NotShown {
+    #[error(
+        "its catalog is listed from a live MCP server ({source_label}), which a report does not start"
+    )]
+    LiveCatalog { source_label: String },
+    #[error("its dataset cannot be read now ({0})")]
+    DatasetUnreadable(#[source] Arc<Error>),
+    #[error("its scenario file cannot be read now ({0})")]
+    ScenarioUnreadable(#[source] Arc<Error>),
+    #[error("{} holds no scenario", .file.display())]
+    NoScenario { file: PathBuf },
+    #[error("the catalog variant {variant} no longer exists")]
+    NoVariant { variant: String },
+    #[error("{} has no case {case_id} now", .cases_file.display())]
+    NoCase {
+        cases_file: PathBuf,
+        case_id: String,
+    },
+    #[error("the run names no catalog for dataset {dataset}")]
+    NoCatalogRecorded { dataset: String },
+    #[error("the run's catalog {catalog_source} is in no folder")]
+    CatalogInNoFolder { catalog_source: String },
+    #[error("the run names no file for scenario {scenario}")]
+    NoScenarioRecorded { scenario: String },
+}
 
 /// One case as an arm's model read it.
 pub struct ShownCase {
@@ -46,15 +76,14 @@ impl ShownDataset {
         dir: &Path,
         fixtures_digest: Option<&str>,
         recorded_variants: &[(String, std::path::PathBuf)],
-    ) -> Result<ShownDataset, String> {
+    ) -> Result<ShownDataset, NotShown> {
         if dir.join(super::live::DATASET_FILE).is_file() {
-            return Err(format!(
-                "its catalog is listed from a live MCP server ({}), which a report does not start",
-                dir.join(super::live::DATASET_FILE).display()
-            ));
+            return Err(NotShown::LiveCatalog {
+                source_label: dir.join(super::live::DATASET_FILE).display().to_string(),
+            });
         }
-        let mut dataset = super::load_dataset(dir)
-            .map_err(|e| format!("its dataset cannot be read now ({e})"))?;
+        let mut dataset =
+            super::load_dataset(dir).map_err(|e| NotShown::DatasetUnreadable(Arc::new(e)))?;
         for (name, file) in recorded_variants {
             let Ok(variant) = super::variant::load_variant_file(file, &dataset.catalog) else {
                 continue;
@@ -83,11 +112,11 @@ impl ShownDataset {
         &self,
         variant: &str,
         fingerprint: Option<&str>,
-    ) -> Result<(Arc<Catalog>, Vec<String>), String> {
+    ) -> Result<(Arc<Catalog>, Vec<String>), NotShown> {
         let v = self
             .dataset
             .variant(variant)
-            .ok_or_else(|| format!("the catalog variant {variant} no longer exists"))?;
+            .ok_or_else(|| no_variant(variant))?;
         let mut changed = Vec::new();
         check(
             &mut changed,
@@ -112,23 +141,21 @@ impl ShownDataset {
         case_id: &str,
         variant: &str,
         fingerprint: Option<&str>,
-    ) -> Result<ShownCase, String> {
+    ) -> Result<ShownCase, NotShown> {
         let case = self
             .dataset
             .cases
             .iter()
             .find(|c| c.id == case_id)
-            .ok_or_else(|| {
-                format!(
-                    "{} has no case {case_id} now",
-                    self.dataset.dir.join("cases.jsonl").display()
-                )
+            .ok_or_else(|| NotShown::NoCase {
+                cases_file: self.dataset.dir.join("cases.jsonl"),
+                case_id: case_id.to_owned(),
             })?;
         let (variant_catalog, mut changed_since) = self.catalog(variant, fingerprint)?;
         let shown_variant = self
             .dataset
             .variant(variant)
-            .ok_or_else(|| format!("the catalog variant {variant} no longer exists"))?;
+            .ok_or_else(|| no_variant(variant))?;
         // A case with its own catalog (imported from BFCL) is shown that one; variants do not
         // apply to it.
         let (catalog, messages) = match &case.catalog {
@@ -159,23 +186,25 @@ pub fn scenario_case(
     catalog_source: &str,
     variant: &str,
     recorded: Recorded<'_>,
-) -> Result<ShownCase, String> {
+) -> Result<ShownCase, NotShown> {
     // Loading a scenario whose catalog is a server would list it again: not for a report.
     if !Path::new(catalog_source).exists() {
-        return Err(format!(
-            "its catalog is listed from a live MCP server ({catalog_source}), which a report does not start"
-        ));
+        return Err(NotShown::LiveCatalog {
+            source_label: catalog_source.to_owned(),
+        });
     }
     let scenario = super::scenario::load_scenarios(file)
-        .map_err(|e| format!("its scenario file cannot be read now ({e})"))?
+        .map_err(|e| NotShown::ScenarioUnreadable(Arc::new(e)))?
         .into_iter()
         .next()
-        .ok_or_else(|| format!("{} holds no scenario", file.display()))?;
+        .ok_or_else(|| NotShown::NoScenario {
+            file: file.to_path_buf(),
+        })?;
     let shown_variant = scenario
         .catalogs
         .iter()
         .find(|c| c.name == variant)
-        .ok_or_else(|| format!("the catalog variant {variant} no longer exists"))?;
+        .ok_or_else(|| no_variant(variant))?;
     let mut changed_since = Vec::new();
     check(
         &mut changed_since,
@@ -195,6 +224,12 @@ pub fn scenario_case(
         catalog: Arc::clone(&shown_variant.catalog),
         changed_since,
     })
+}
+
+fn no_variant(variant: &str) -> NotShown {
+    NotShown::NoVariant {
+        variant: variant.to_owned(),
+    }
 }
 
 /// Notes `what` as changed when the run recorded a digest and today's differs; a run that

@@ -9,8 +9,9 @@ use serde_json::{Value, json};
 
 use super::catalog::{Loaded, ServerFlags, is_url, live, load, server_of};
 use super::usage;
+use crate::cli::Error;
 use toolscore_core::catalog::{Catalog, to_tools_json};
-use toolscore_core::error::{Error, ExitCode};
+use toolscore_core::error::ExitCode;
 use toolscore_import::dataset::{CatalogFile, put_in_place, stage_dataset};
 use toolscore_mcp::client::ServerSpec;
 use toolscore_suite::{STARTER_PLACEHOLDER, STARTER_TAG};
@@ -101,10 +102,10 @@ pub(super) fn run(args: &InitArgs) -> Result<ExitCode, Error> {
     match &refreshed {
         Some(r) => {
             for line in refresh::describe(r) {
-                println!("{line}");
+                outln!("{line}")?;
             }
         }
-        None => println!(
+        None => outln!(
             "wrote {} ({}, cases.jsonl with {} starter {}, one per tool)",
             dest.display(),
             if args.live {
@@ -114,9 +115,9 @@ pub(super) fn run(args: &InitArgs) -> Result<ExitCode, Error> {
             },
             cases.len(),
             if cases.len() == 1 { "case" } else { "cases" }
-        ),
+        )?,
     }
-    print_next_steps(&dest, refreshed.as_ref(), args, config.is_some());
+    print_next_steps(&dest, refreshed.as_ref(), args, config.is_some())?;
     Ok(ExitCode::Pass)
 }
 
@@ -349,29 +350,29 @@ fn print_next_steps(
     refreshed: Option<&refresh::Refreshed>,
     args: &InitArgs,
     wrote_config: bool,
-) {
+) -> Result<(), Error> {
     if wrote_config {
-        println!(
+        outln!(
             "wrote {} (provider `openai`, model gpt-4.1-mini: set OPENAI_API_KEY, or change it)",
             args.config.display()
-        );
+        )?;
     } else {
-        println!("left {} as it is", args.config.display());
+        outln!("left {} as it is", args.config.display())?;
     }
     let (provider, why) = if wrote_config {
         (String::new(), None)
     } else {
         run_provider(&args.config)
     };
-    println!("\nnext:");
+    outln!("\nnext:")?;
     let cases_file = dest.join("cases.jsonl");
     match refreshed {
-        None => println!(
+        None => outln!(
             "  1. edit {}: in each starter case, write the request and add the expected \"args\"",
             cases_file.display()
-        ),
+        )?,
         Some(r) if r.stale.is_empty() && r.added_starters.is_empty() => {
-            println!("  1. nothing to edit: every case fits the new catalog");
+            outln!("  1. nothing to edit: every case fits the new catalog")?;
         }
         Some(r) => {
             let mut work = Vec::new();
@@ -383,17 +384,18 @@ fn print_next_steps(
                     "in each new starter case, write the request and add the expected \"args\"",
                 );
             }
-            println!("  1. edit {}: {}", cases_file.display(), work.join("; "));
+            outln!("  1. edit {}: {}", cases_file.display(), work.join("; "))?;
         }
     }
-    println!("  2. toolscore validate --dataset {}", dest.display());
-    println!(
+    outln!("  2. toolscore validate --dataset {}", dest.display())?;
+    outln!(
         "  3. toolscore run --dataset {}{provider} --trials 10",
         dest.display()
-    );
+    )?;
     if let Some(why) = why {
-        println!("     ({why})");
+        outln!("     ({why})")?;
     }
+    Ok(())
 }
 
 /// The model a new dataset is first run against when no config names one: the provider

@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
+use crate::cli::Error;
 use toolscore_core::catalog::Catalog;
-use toolscore_core::error::Error;
 use toolscore_score::ToolValidators;
 use toolscore_suite::fit::{CaseFit, fit_cases};
 
@@ -62,7 +62,7 @@ fn refresh_from(
         ("tools.json", live_file)
     };
     let validators = ToolValidators::compile(catalog)
-        .map_err(|(tool, e)| Error::Internal(format!("tool `{tool}`: {e}")))?;
+        .map_err(|(tool, e)| Error::internal(format!("tool `{tool}`: {e}")))?;
     let cases_file = dest.join("cases.jsonl");
     let file_label = cases_file.display().to_string();
     let old_text = if cases_file.exists() {

@@ -72,11 +72,11 @@ pub(super) fn live_arm(
         omitted: Vec::new(),
     };
     check_provider_limits(name, &settings)?;
-    settings.check().map_err(|e| usage(&e))?;
+    settings.check()?;
     // A field the model's API refuses is not sent (every trial would be refused), and the run
     // says so before its first request.
     for note in toolscore_provider::capabilities::shipped().omit_rejected(&mut settings) {
-        eprintln!("note: {note}");
+        errln!("note: {note}")?;
     }
     let price = arm_price(name, &settings, config);
     Ok(Arm {
@@ -349,7 +349,7 @@ pub(super) fn replay_arm(
     refuse_live_flags(args)?;
     let cassette = Cassette::load(path)?;
     for warning in &cassette.warnings {
-        eprintln!("warning: {warning}");
+        errln!("warning: {warning}")?;
     }
     let h = &cassette.header;
     let file = path.display().to_string();

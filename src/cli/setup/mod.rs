@@ -8,8 +8,9 @@ use std::time::{Duration, SystemTime};
 
 use super::run::RunArgs;
 use super::{load_suite, usage};
+use crate::cli::Error;
 use std::sync::Arc;
-use toolscore_core::error::{Error, InputError};
+use toolscore_core::error::InputError;
 use toolscore_core::event::Observer;
 use toolscore_core::record::{BASE_VARIANT, Price};
 use toolscore_decide::compare::sequential::{SequentialCompare, SequentialCompareSpec};
@@ -130,8 +131,8 @@ impl RunSetup {
                 let _ = std::fs::remove_file(&rec.path);
             }
             match e {
-                Error::Io { context, source } => {
-                    Error::Input(InputError::new(format!("{context}: {source}")))
+                Error::Core(toolscore_core::error::Error::Io { context, source }) => {
+                    InputError::new(format!("{context}: {source}")).into()
                 }
                 other => other,
             }

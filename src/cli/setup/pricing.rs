@@ -51,12 +51,12 @@ pub(in crate::cli) fn plan_price(
     };
     let Some(price) = arm_price(&name, &settings, config) else {
         if given.is_some() {
-            eprintln!(
+            errln!(
                 "note: no price for {}:{} in the price table of {} or toolscore.yaml; options are shown in tokens only",
                 settings.kind,
                 settings.model,
                 toolscore_provider::prices::shipped().as_of
-            );
+            )?;
         }
         return Ok(None);
     };

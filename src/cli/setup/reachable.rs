@@ -9,7 +9,7 @@ use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
 use super::RunSetup;
-use toolscore_core::error::Error;
+use crate::cli::{Error, LocalServerDown};
 
 /// How long one connection attempt may take: a server on this machine answers in far less.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
@@ -37,22 +37,18 @@ pub(crate) fn check_local_servers(setup: &RunSetup) -> Result<(), Error> {
                 .get(&s.name)
                 .map(String::as_str)
                 .or_else(|| s.kind.adapter().local_start_command());
-            down.push(match start {
-                Some(command) => format!(
-                    "nothing answers at {} (provider `{}`: {e}); start it with `{command}`",
-                    s.base_url, s.name
-                ),
-                None => format!(
-                    "nothing answers at {} (provider `{}`: {e}); start its server, or point --base-url at one that runs",
-                    s.base_url, s.name
-                ),
+            down.push(LocalServerDown {
+                base_url: s.base_url.clone(),
+                provider: s.name.clone(),
+                source: e,
+                start: start.map(str::to_owned),
             });
         }
     }
     if down.is_empty() {
         Ok(())
     } else {
-        Err(Error::Unreachable(down.join("\nerror: ")))
+        Err(Error::Unreachable(down))
     }
 }
 

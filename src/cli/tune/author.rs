@@ -3,8 +3,8 @@
 //! and, with --max-cost, reserved at its worst case before it is sent, as the runner reserves
 //! a trial's.
 
+use crate::cli::Error;
 use toolscore_core::catalog::Catalog;
-use toolscore_core::error::Error;
 use toolscore_core::event::{RawResponse, RawStep};
 use toolscore_core::message::Message;
 use toolscore_provider::cassette::{CassetteRecorder, Replay};

@@ -14,7 +14,8 @@ use clap::Args;
 use super::output::Format;
 use super::run::RunArgs;
 use super::{SuiteArgs, usage};
-use toolscore_core::error::{Error, ExitCode};
+use crate::cli::Error;
+use toolscore_core::error::ExitCode;
 use toolscore_report::ProgressMode;
 use toolscore_report::tune::{TuneOutcome, TuneReport};
 
@@ -181,7 +182,7 @@ pub(super) fn run(args: &TuneArgs) -> Result<ExitCode, Error> {
         toolscore_report::tune::render_tune(&report, &mut std::io::stdout().lock())
             .map_err(|e| Error::io("cannot write the report", e))?;
     }
-    println!("wrote {}", tuner.dir.join("tune.json").display());
+    outln!("wrote {}", tuner.dir.join("tune.json").display())?;
     Ok(match report.outcome {
         TuneOutcome::Confirmed | TuneOutcome::NothingToTune => ExitCode::Pass,
         TuneOutcome::NoDifference | TuneOutcome::Worse | TuneOutcome::NoFinalist => {

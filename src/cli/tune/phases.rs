@@ -7,7 +7,8 @@ use std::sync::Arc;
 use super::super::setup::{RunSetup, Units, build_plan_of_units};
 use super::super::usage;
 use super::{TuneArgs, phase_args};
-use toolscore_core::error::{Error, ExitCode};
+use crate::cli::Error;
+use toolscore_core::error::ExitCode;
 use toolscore_core::event::Observer;
 use toolscore_core::record::{ArmId, BASE_VARIANT, SCENARIO_DATASET};
 use toolscore_decide::compare::sequential::{Rule, SequentialCompare, SequentialCompareSpec};
@@ -136,7 +137,7 @@ impl<'a> Tuner<'a> {
         };
         let mut confirmation_plan = toolscore_tune::confirmation_plan(holdout, test, 0.0);
         if let Some(plan) = &confirmation_plan {
-            eprintln!("note: {}", plan.line());
+            errln!("note: {}", plan.line())?;
         }
         let (baseline, tally) = self.baseline()?;
         if confirmation_plan.is_none()
@@ -144,7 +145,7 @@ impl<'a> Tuner<'a> {
         {
             confirmation_plan = toolscore_tune::confirmation_plan(holdout, test, d);
             if let Some(plan) = &confirmation_plan {
-                eprintln!("note: {}", plan.line());
+                errln!("note: {}", plan.line())?;
             }
         }
         let diagnosis = tally.diagnose(&self.dataset.catalog, self.lint_notes());
@@ -269,14 +270,14 @@ impl<'a> Tuner<'a> {
                 if let Some(a) = &arm
                     && a.model != self.arm.model
                 {
-                    eprintln!(
+                    errln!(
                         "note: --from {} ran model {} ({}); tune races {} ({}): the diagnosis is of the other model",
                         from.display(),
                         a.model,
                         a.provider,
                         self.arm.model,
                         self.arm.provider
-                    );
+                    )?;
                 }
                 if trials == 0 {
                     return Err(usage(&format!(
@@ -471,7 +472,7 @@ impl<'a> Tuner<'a> {
         let name = "tuned";
         let variant = self
             .variant(name, &overlay, &self.dir.join("candidates"))?
-            .map_err(|why| Error::Input(toolscore_core::error::InputError::new(why)))?;
+            .map_err(|why| Error::from(toolscore_core::error::InputError::new(why)))?;
         let (rounds, allowed) = self.allowance.confirm(self.args.max_rounds);
         let mut compare = SequentialCompare::new(SequentialCompareSpec {
             arms: [
@@ -567,7 +568,7 @@ impl<'a> Tuner<'a> {
             && to_send > max
         {
             // The allowance sizes `trials`; a plan over it is a bug, not bad input.
-            return Err(Error::Internal(format!(
+            return Err(Error::internal(format!(
                 "tune phase {name} plans {to_send} trials, over its allowance of {max}"
             )));
         }
@@ -584,16 +585,16 @@ impl<'a> Tuner<'a> {
         let decision = toolscore_decide::decision::decide(&summary, self.args.max_infra_error_rate);
         match toolscore_decide::decision::exit_code(&decision) {
             ExitCode::Interrupted => {
-                return Err(Error::Interrupted(
+                return Err(Error::interrupted(
                     "tune stopped; each phase's folder keeps the trials it finished",
                 ));
             }
             ExitCode::InfraErrors => {
-                return Err(Error::Untrusted(format!(
-                    "tune's {name} phase ({}): {}",
-                    self.dir.join(name).display(),
-                    decision.not_judged_because().unwrap_or_default()
-                )));
+                return Err(Error::Untrusted {
+                    phase: name.to_owned(),
+                    folder: self.dir.join(name),
+                    why: decision.not_judged_because().unwrap_or_default(),
+                });
             }
             _ => {}
         }
@@ -655,7 +656,7 @@ fn dataset_and_split(args: &TuneArgs) -> Result<(Dataset, Split), Error> {
     let loaded = super::super::load_suite(&args.suite)?;
     super::super::refuse_unedited_starters(&loaded.datasets, args.allow_starter_cases)?;
     if let Some(note) = super::super::allowed_starters_note(&loaded.datasets) {
-        eprintln!("{note}");
+        errln!("{note}")?;
     }
     if loaded.datasets.len() != 1 {
         return Err(usage(&format!(
@@ -664,7 +665,7 @@ fn dataset_and_split(args: &TuneArgs) -> Result<(Dataset, Split), Error> {
         )));
     }
     let Some(dataset) = loaded.datasets.into_iter().next() else {
-        return Err(Error::Internal("a suite of one dataset has none".into()));
+        return Err(Error::internal("a suite of one dataset has none".into()));
     };
     // A scenario is tuned with the dataset only when the model reads the dataset's own
     // catalog in it (the same tools, word for word): the candidates edit that text.
@@ -725,7 +726,7 @@ impl Observer for AcrossPhases<'_> {
     fn on_event(
         &mut self,
         event: &toolscore_core::event::RunEvent<'_>,
-    ) -> Result<toolscore_core::event::Control, Error> {
+    ) -> Result<toolscore_core::event::Control, toolscore_core::error::Error> {
         match event {
             toolscore_core::event::RunEvent::Finished(_) => {
                 Ok(toolscore_core::event::Control::Continue)

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use super::super::setup::{RunSetup, Units, build_plan_of_units};
 use super::super::usage;
 use super::{TuneArgs, phase_args};
-use toolscore_core::error::Error;
+use crate::cli::Error;
 use toolscore_provider::cassette::CassetteHeader;
 
 /// The provider validated as `run` would on the training units (a replay must hold the

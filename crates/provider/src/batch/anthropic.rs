@@ -6,30 +6,41 @@
 use bytes::Bytes;
 use serde_json::{Value, json};
 
-use super::{BatchEnd, BatchLine, BatchStatus, Counts, LineResult, Output, ParsedLines};
+use super::{
+    BatchEnd, BatchLine, BatchStatus, BatchWireError, Counts, LineResult, Output, ParsedLines,
+};
 use crate::{ErrorClass, ProviderError};
 
 /// The create body: each request's Messages body as its `params`.
-pub fn create_body(lines: &[BatchLine]) -> Result<Value, String> {
+pub fn create_body(lines: &[BatchLine]) -> Result<Value, BatchWireError> {
     let requests = lines
         .iter()
         .map(|line| {
-            let params: Value = serde_json::from_slice(&line.body)
-                .map_err(|e| format!("request {} is not JSON: {e}", line.custom_id))?;
+            let params: Value = serde_json::from_slice(&line.body).map_err(|source| {
+                BatchWireError::RequestNotJson {
+                    custom_id: line.custom_id.clone(),
+                    source,
+                }
+            })?;
             Ok(json!({"custom_id": line.custom_id, "params": params}))
         })
-        .collect::<Result<Vec<Value>, String>>()?;
+        .collect::<Result<Vec<Value>, BatchWireError>>()?;
     Ok(json!({ "requests": requests }))
 }
 
 /// A `MessageBatch` as a neutral status. An ended batch is `Completed` whatever happened to
 /// its requests: each result line says that on its own.
-pub fn status(body: &[u8]) -> Result<BatchStatus, String> {
+pub fn status(body: &[u8]) -> Result<BatchStatus, BatchWireError> {
     let (value, state) = super::status_state(body, &["/processing_status"])?;
     let end = match state.as_str() {
         "in_progress" | "canceling" => None,
         "ended" => Some(BatchEnd::Completed),
-        other => return Err(format!("unknown processing_status `{other}`")),
+        other => {
+            return Err(BatchWireError::UnknownState {
+                field: "processing_status",
+                state: other.to_owned(),
+            });
+        }
     };
     let count = |k: &str| {
         value

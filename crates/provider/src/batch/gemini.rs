@@ -9,18 +9,24 @@
 use bytes::Bytes;
 use serde_json::{Value, json};
 
-use super::{BatchEnd, BatchLine, BatchStatus, Counts, LineResult, Output, ParsedLines};
+use super::{
+    BatchEnd, BatchLine, BatchStatus, BatchWireError, Counts, LineResult, Output, ParsedLines,
+};
 
 /// The create body: every request inline with its key in `metadata`.
-pub fn create_body(lines: &[BatchLine], label: &str) -> Result<Value, String> {
+pub fn create_body(lines: &[BatchLine], label: &str) -> Result<Value, BatchWireError> {
     let requests = lines
         .iter()
         .map(|line| {
-            let request: Value = serde_json::from_slice(&line.body)
-                .map_err(|e| format!("request {} is not JSON: {e}", line.custom_id))?;
+            let request: Value = serde_json::from_slice(&line.body).map_err(|source| {
+                BatchWireError::RequestNotJson {
+                    custom_id: line.custom_id.clone(),
+                    source,
+                }
+            })?;
             Ok(json!({"request": request, "metadata": {"key": line.custom_id}}))
         })
-        .collect::<Result<Vec<Value>, String>>()?;
+        .collect::<Result<Vec<Value>, BatchWireError>>()?;
     Ok(json!({
         "batch": {
             "displayName": label,
@@ -30,15 +36,21 @@ pub fn create_body(lines: &[BatchLine], label: &str) -> Result<Value, String> {
 }
 
 /// The batch's resource name (`batches/…`), its id for polling.
-pub fn batch_name(body: &[u8]) -> Result<String, String> {
+pub fn batch_name(body: &[u8]) -> Result<String, BatchWireError> {
     let value: Value =
-        serde_json::from_slice(body).map_err(|e| format!("batch answer is not JSON: {e}"))?;
+        serde_json::from_slice(body).map_err(|source| BatchWireError::AnswerNotJson {
+            what: "batch answer",
+            source,
+        })?;
     value
         .get("name")
         .and_then(Value::as_str)
         .filter(|n| n.starts_with("batches/") && n.len() > "batches/".len())
         .map(str::to_owned)
-        .ok_or_else(|| "batch answer has no `name` of the form batches/…".to_owned())
+        .ok_or(BatchWireError::NoField {
+            what: "batch answer",
+            field: "`name` of the form batches/…",
+        })
 }
 
 /// An int64 in proto JSON: a string, or a number from lenient servers.
@@ -50,7 +62,7 @@ fn int64(v: Option<&Value>) -> Option<u64> {
 }
 
 /// The polled operation as a neutral status, with the inline answers once it has them.
-pub fn status(body: &[u8]) -> Result<BatchStatus, String> {
+pub fn status(body: &[u8]) -> Result<BatchStatus, BatchWireError> {
     let (value, state) = super::status_state(body, &["/metadata/state", "/state"])?;
     let word = state
         .strip_prefix("BATCH_STATE_")
@@ -68,7 +80,12 @@ pub fn status(body: &[u8]) -> Result<BatchStatus, String> {
                 .unwrap_or("the batch failed (no reason given)")
                 .to_owned(),
         )),
-        _ => return Err(format!("unknown batch state `{state}`")),
+        _ => {
+            return Err(BatchWireError::UnknownState {
+                field: "state",
+                state,
+            });
+        }
     };
     let stats = value
         .pointer("/metadata/batchStats")

@@ -29,10 +29,69 @@ pub enum BatchApi {
     Gemini,
 }
 
+/// A batch request toolscore could not encode, or a batch API answer it cannot read. It
+/// reaches the run as a [`ProviderError`] of the class [`BatchWireError::class`] names, whose
+/// message is this error's text.
+#[derive(Debug, thiserror::Error)]
+pub enum BatchWireError {
+    #[error("request {custom_id} is not JSON: {source}")]
+    RequestNotJson {
+        custom_id: String,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("{what} is not JSON: {source}")]
+    AnswerNotJson {
+        what: &'static str,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("{what} has no {field}")]
+    NoField {
+        what: &'static str,
+        field: &'static str,
+    },
+    #[error("batch status has no `{field}`")]
+    NoState { field: String },
+    #[error("unknown batch {field} `{state}`")]
+    UnknownState { field: &'static str, state: String },
+}
+
+impl BatchWireError {
+    /// A request toolscore built is a client-side failure; an answer it cannot read is a bad
+    /// response.
+    pub fn class(&self) -> ErrorClass {
+        match self {
+            BatchWireError::RequestNotJson { .. } => ErrorClass::ClientError,
+            BatchWireError::AnswerNotJson { .. }
+            | BatchWireError::NoField { .. }
+            | BatchWireError::NoState { .. }
+            | BatchWireError::UnknownState { .. } => ErrorClass::BadResponse,
+        }
+    }
+}
+
+impl From<BatchWireError> for ProviderError {
+    fn from(e: BatchWireError) -> Self {
+        ProviderError::new(e.class(), None, e.to_string())
+    }
+}
+
+/// Why a provider kind has no batch API toolscore can use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum NoBatchApi {
+    /// The provider offers none.
+    #[error("{kind} has no batch API")]
+    None { kind: &'static str },
+    /// The provider has one, in a form toolscore does not speak; the text says which.
+    #[error("{0}")]
+    Unsupported(&'static str),
+}
+
 impl BatchApi {
     /// The batch API of a provider kind, or why it has none toolscore can use: the kind's
     /// adapter says ([`crate::Adapter::batch_api`]).
-    pub fn for_kind(kind: ProviderKind) -> Result<BatchApi, String> {
+    pub fn for_kind(kind: ProviderKind) -> Result<BatchApi, NoBatchApi> {
         kind.adapter().batch_api()
     }
 
@@ -180,11 +239,9 @@ impl<'a> BatchClient<'a> {
     /// Submits the requests as one batch and returns its id. `label` names the run in the
     /// batch's metadata, so it can be found in the provider's console.
     pub async fn submit(&self, lines: &[BatchLine], label: &str) -> Result<String, ProviderError> {
-        let bad = |e: String| ProviderError::new(ErrorClass::BadResponse, None, e);
-        let client_side = |e: String| ProviderError::new(ErrorClass::ClientError, None, e);
         match self.api {
             BatchApi::OpenAi { url } => {
-                let jsonl = openai::input_file(lines, url).map_err(client_side)?;
+                let jsonl = openai::input_file(lines, url)?;
                 let boundary = format!("toolscore-{:016x}", rand::random::<u64>());
                 let (form, content_type) =
                     openai::upload_form(&format!("{label}.jsonl"), &jsonl, &boundary);
@@ -195,15 +252,15 @@ impl<'a> BatchClient<'a> {
                         Some((Bytes::from(form), content_type)),
                     )
                     .await?;
-                let file_id = answer_id(&uploaded, "file upload").map_err(bad)?;
+                let file_id = answer_id(&uploaded, "file upload answer")?;
                 let body = openai::create_body(&file_id, url, label);
                 let created = self
                     .send_json(Method::POST, &format!("{}/batches", self.base()), &body)
                     .await?;
-                answer_id(&created, "batch").map_err(bad)
+                Ok(answer_id(&created, "batch answer")?)
             }
             BatchApi::Anthropic => {
-                let body = anthropic::create_body(lines).map_err(client_side)?;
+                let body = anthropic::create_body(lines)?;
                 let created = self
                     .send_json(
                         Method::POST,
@@ -211,10 +268,10 @@ impl<'a> BatchClient<'a> {
                         &body,
                     )
                     .await?;
-                answer_id(&created, "batch").map_err(bad)
+                Ok(answer_id(&created, "batch answer")?)
             }
             BatchApi::Gemini => {
-                let body = gemini::create_body(lines, label).map_err(client_side)?;
+                let body = gemini::create_body(lines, label)?;
                 let model = self
                     .provider
                     .settings
@@ -228,7 +285,7 @@ impl<'a> BatchClient<'a> {
                         &body,
                     )
                     .await?;
-                gemini::batch_name(&created).map_err(bad)
+                Ok(gemini::batch_name(&created)?)
             }
         }
     }
@@ -247,7 +304,7 @@ impl<'a> BatchClient<'a> {
             BatchApi::Anthropic => anthropic::status(&body),
             BatchApi::Gemini => gemini::status(&body),
         };
-        parsed.map_err(|e| ProviderError::new(ErrorClass::BadResponse, None, e))
+        Ok(parsed?)
     }
 
     /// The answers of a finished batch. `submitted` is the batch's custom ids in the order
@@ -430,16 +487,18 @@ impl<'a> BatchClient<'a> {
 /// A URL's path, for error messages (the host is in the run header already).
 /// A polled batch's body and its state, read at the first of `pointers` it has (JSON
 /// pointers; the first one names the field in the error).
-fn status_state(body: &[u8], pointers: &[&str]) -> Result<(Value, String), String> {
+fn status_state(body: &[u8], pointers: &[&str]) -> Result<(Value, String), BatchWireError> {
     let value: Value =
-        serde_json::from_slice(body).map_err(|e| format!("batch status is not JSON: {e}"))?;
+        serde_json::from_slice(body).map_err(|source| BatchWireError::AnswerNotJson {
+            what: "batch status",
+            source,
+        })?;
     let state = pointers
         .iter()
         .find_map(|p| value.pointer(p).and_then(Value::as_str))
         .map(str::to_owned)
-        .ok_or_else(|| {
-            let field = pointers[0].trim_start_matches('/').replace('/', ".");
-            format!("batch status has no `{field}`")
+        .ok_or_else(|| BatchWireError::NoState {
+            field: pointers[0].trim_start_matches('/').replace('/', "."),
         })?;
     Ok((value, state))
 }
@@ -487,15 +546,18 @@ fn line_with_custom_id(line: &[u8]) -> Result<(Value, String), String> {
 }
 
 /// The `id` of an uploaded file or a created batch, as OpenAI and Anthropic both answer it.
-fn answer_id(body: &[u8], what: &str) -> Result<String, String> {
-    let value: Value =
-        serde_json::from_slice(body).map_err(|e| format!("{what} answer is not JSON: {e}"))?;
+fn answer_id(body: &[u8], what: &'static str) -> Result<String, BatchWireError> {
+    let value: Value = serde_json::from_slice(body)
+        .map_err(|source| BatchWireError::AnswerNotJson { what, source })?;
     value
         .get("id")
         .and_then(Value::as_str)
         .filter(|id| !id.is_empty())
         .map(str::to_owned)
-        .ok_or_else(|| format!("{what} answer has no `id`"))
+        .ok_or(BatchWireError::NoField {
+            what,
+            field: "`id`",
+        })
 }
 
 #[cfg(test)]
@@ -526,10 +588,14 @@ mod tests {
         );
         assert_eq!(BatchApi::for_kind(anthropic::KIND), Ok(BatchApi::Anthropic));
         assert_eq!(BatchApi::for_kind(gemini::KIND), Ok(BatchApi::Gemini));
-        assert!(BatchApi::for_kind(ollama::KIND).is_err());
+        assert_eq!(
+            BatchApi::for_kind(ollama::KIND),
+            Err(NoBatchApi::None { kind: "ollama" })
+        );
         assert!(
             BatchApi::for_kind(crate::azure_openai::KIND)
                 .unwrap_err()
+                .to_string()
                 .contains("Global Batch")
         );
     }

@@ -7,17 +7,23 @@
 use bytes::Bytes;
 use serde_json::{Value, json};
 
-use super::{BatchEnd, BatchLine, BatchStatus, Counts, LineResult, Output, ParsedLines};
+use super::{
+    BatchEnd, BatchLine, BatchStatus, BatchWireError, Counts, LineResult, Output, ParsedLines,
+};
 use crate::openai_compat::{ErrorInfo, class_from_code};
 use crate::{Adapter, ErrorClass, ProviderError};
 
 /// The input file: one `{"custom_id","method","url","body"}` line per request, `url` the
 /// endpoint every line targets (`/v1/chat/completions` or `/v1/responses`).
-pub fn input_file(lines: &[BatchLine], url: &str) -> Result<Vec<u8>, String> {
+pub fn input_file(lines: &[BatchLine], url: &str) -> Result<Vec<u8>, BatchWireError> {
     let mut out = Vec::new();
     for line in lines {
-        let body: Value = serde_json::from_slice(&line.body)
-            .map_err(|e| format!("request {} is not JSON: {e}", line.custom_id))?;
+        let body: Value = serde_json::from_slice(&line.body).map_err(|source| {
+            BatchWireError::RequestNotJson {
+                custom_id: line.custom_id.clone(),
+                source,
+            }
+        })?;
         let wire = json!({"custom_id": line.custom_id, "method": "POST", "url": url, "body": body});
         out.extend_from_slice(wire.to_string().as_bytes());
         out.push(b'\n');
@@ -52,7 +58,7 @@ pub fn create_body(input_file_id: &str, url: &str, label: &str) -> Value {
 }
 
 /// A `Batch` object as a neutral status.
-pub fn status(body: &[u8]) -> Result<BatchStatus, String> {
+pub fn status(body: &[u8]) -> Result<BatchStatus, BatchWireError> {
     let (value, state) = super::status_state(body, &["/status"])?;
     let end = match state.as_str() {
         "validating" | "in_progress" | "finalizing" | "cancelling" => None,
@@ -79,7 +85,12 @@ pub fn status(body: &[u8]) -> Result<BatchStatus, String> {
                 why.join("; ")
             }))
         }
-        other => return Err(format!("unknown batch status `{other}`")),
+        other => {
+            return Err(BatchWireError::UnknownState {
+                field: "status",
+                state: other.to_owned(),
+            });
+        }
     };
     let count = |k: &str| {
         value
