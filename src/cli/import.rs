@@ -180,7 +180,7 @@ fn traffic_options(args: &TrafficArgs) -> Result<toolscore_import::traffic::Opti
         )));
     }
     Ok(Options {
-        redactor: Redactor::new(&args.redact).map_err(|e| usage(&e))?,
+        redactor: Redactor::new(&args.redact).map_err(toolscore_core::error::Error::from)?,
         format: args.format.as_deref().and_then(Format::from_label),
         sample: args
             .sample

@@ -28,6 +28,7 @@ pub use toolscore_report::tune::{Candidate, Operator, Suggestion, TextEdit};
 
 use super::diagnose::{Diagnosis, is_required, property};
 use toolscore_core::catalog::{Catalog, Tool};
+use toolscore_core::error::InputError;
 use toolscore_core::record::ArgFailureKind;
 
 /// Every candidate the diagnosis supports, heaviest evidence first (ties by id), at most
@@ -447,25 +448,37 @@ pub fn disjoint(a: &Candidate, taken: &BTreeSet<String>) -> bool {
     a.tools.iter().all(|t| !taken.contains(t))
 }
 
+/// Why an overlay tune made is not tried: tune lists it with this reason and goes on.
+#[derive(Debug, thiserror::Error)]
+pub enum OverlayRefused {
+    /// It does not apply to the base catalog as an overlay file would.
+    #[error(transparent)]
+    NotAnOverlay(#[from] InputError),
+    #[error("{name} renames a tool; tune proposes renames only as suggestions")]
+    Renames { name: String },
+    #[error("{name} changes the schema of `{tool}`, not only its text")]
+    ChangesSchema { name: String, tool: String },
+}
+
 /// Applies an overlay to the base catalog and checks it changed only text: every schema equal
 /// to the base's once descriptions are set aside, every tool kept under its name.
-pub fn validate(base: &Catalog, overlay: &Value, name: &str) -> Result<Catalog, String> {
-    let text = serde_json::to_string_pretty(overlay).map_err(|e| e.to_string())?;
-    let (catalog, _, renames) =
-        toolscore_suite::apply_overlay(base, &text, name).map_err(|e| e.to_string())?;
+pub fn validate(base: &Catalog, overlay: &Value, name: &str) -> Result<Catalog, OverlayRefused> {
+    // A Value always encodes; the overlay is read back as the file tune writes would be.
+    let text = serde_json::to_string_pretty(overlay).unwrap_or_default();
+    let (catalog, _, renames) = toolscore_suite::apply_overlay(base, &text, name)?;
     if !renames.is_empty() {
-        return Err(format!(
-            "{name} renames a tool; tune proposes renames only as suggestions"
-        ));
+        return Err(OverlayRefused::Renames {
+            name: name.to_owned(),
+        });
     }
     for (b, c) in base.tools.iter().zip(&catalog.tools) {
         if b.name != c.name
             || without_descriptions(&b.input_schema) != without_descriptions(&c.input_schema)
         {
-            return Err(format!(
-                "{name} changes the schema of `{}`, not only its text",
-                b.name
-            ));
+            return Err(OverlayRefused::ChangesSchema {
+                name: name.to_owned(),
+                tool: b.name.clone(),
+            });
         }
     }
     Ok(catalog)
@@ -658,17 +671,15 @@ mod tests {
             "Currency. Required: always give it."
         );
         let bad = serde_json::json!({"tools": {"refund": {"input_schema": {"type": "object"}}}});
-        assert!(
-            validate(&c, &bad, "bad.json")
-                .unwrap_err()
-                .contains("changes the schema of `refund`")
-        );
+        assert!(matches!(
+            validate(&c, &bad, "bad.json"),
+            Err(OverlayRefused::ChangesSchema { tool, .. }) if tool == "refund"
+        ));
         let rename = serde_json::json!({"tools": {"refund": {"rename": "refund_payment"}}});
-        assert!(
-            validate(&c, &rename, "r.json")
-                .unwrap_err()
-                .contains("renames")
-        );
+        assert!(matches!(
+            validate(&c, &rename, "r.json"),
+            Err(OverlayRefused::Renames { .. })
+        ));
     }
 
     #[test]

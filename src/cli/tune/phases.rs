@@ -365,7 +365,7 @@ impl<'a> Tuner<'a> {
             &path.display().to_string(),
         ) {
             Ok(c) => c,
-            Err(why) => return Ok(Err(why)),
+            Err(why) => return Ok(Err(why.to_string())),
         };
         let validators = match toolscore_score::ToolValidators::compile(&catalog) {
             Ok(v) => v,

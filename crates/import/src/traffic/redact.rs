@@ -14,6 +14,8 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use regex::{Captures, Regex};
 use serde_json::Value;
 
+use toolscore_core::error::InputError;
+
 /// The start every placeholder shares, so later steps can tell a redacted value.
 pub const PLACEHOLDER_PREFIX: &str = "[REDACTED:";
 
@@ -108,10 +110,40 @@ pub struct Redactor {
 /// How many values were redacted, by kind.
 pub type Tally = BTreeMap<String, usize>;
 
+/// Why a redactor cannot be built: an item of `--redact` (bad input), or one of toolscore's
+/// own patterns (a bug).
+#[derive(Debug, thiserror::Error)]
+pub enum RedactError {
+    #[error("--redact {item}: {problem}")]
+    Field { item: String, problem: &'static str },
+    #[error("internal pattern {pattern}: {source}")]
+    Pattern {
+        pattern: String,
+        #[source]
+        source: regex::Error,
+    },
+}
+
+impl From<RedactError> for toolscore_core::error::Error {
+    fn from(e: RedactError) -> Self {
+        match e {
+            RedactError::Field { .. } => InputError::new(e.to_string()).into(),
+            RedactError::Pattern { .. } => toolscore_core::error::Error::Internal(e.to_string()),
+        }
+    }
+}
+
+fn compiled(pattern: &str) -> Result<Regex, RedactError> {
+    Regex::new(pattern).map_err(|source| RedactError::Pattern {
+        pattern: pattern.to_owned(),
+        source,
+    })
+}
+
 impl Redactor {
     /// `named`: the items of `--redact`: key names (`email`), or JSON paths (`$.user.address`).
-    pub fn new(named: &[String]) -> Result<Redactor, String> {
-        let re = |p: &str| Regex::new(p).map_err(|e| format!("internal pattern {p}: {e}"));
+    pub fn new(named: &[String]) -> Result<Redactor, RedactError> {
+        let re = compiled;
         let mut keys: BTreeMap<String, String> = SECRET_KEYS
             .iter()
             .map(|k| ((*k).to_owned(), "secret".to_owned()))
@@ -125,7 +157,10 @@ impl Redactor {
                 continue;
             }
             if let Some(path) = item.strip_prefix('$') {
-                let segments = parse_path(path).map_err(|e| format!("--redact {item}: {e}"))?;
+                let segments = parse_path(path).map_err(|problem| RedactError::Field {
+                    item: item.to_owned(),
+                    problem,
+                })?;
                 let kind = segments
                     .iter()
                     .rev()
@@ -141,9 +176,10 @@ impl Redactor {
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'))
             {
-                return Err(format!(
-                    "--redact {item}: a field is a key name (letters, digits, `_`, `-`) or a JSON path starting with `$.`"
-                ));
+                return Err(RedactError::Field {
+                    item: item.to_owned(),
+                    problem: "a field is a key name (letters, digits, `_`, `-`) or a JSON path starting with `$.`",
+                });
             }
             let lower = item.to_ascii_lowercase();
             match lower.as_str() {
@@ -475,7 +511,7 @@ const SECRET_PATTERNS: &[(&str, &str)] = &[
 /// since each token ends before a character outside its own class.
 const TOKEN_START: &str = r"(?:^|(?P<before>[^\p{L}\p{N}]))";
 
-fn secret_patterns() -> Result<Vec<Pattern>, String> {
+fn secret_patterns() -> Result<Vec<Pattern>, RedactError> {
     SECRET_PATTERNS
         .iter()
         .map(|&(kind, p)| {
@@ -484,8 +520,10 @@ fn secret_patterns() -> Result<Vec<Pattern>, String> {
             } else {
                 format!("{TOKEN_START}(?P<secret>{p})")
             };
-            let regex = Regex::new(&p).map_err(|e| format!("internal pattern {p}: {e}"))?;
-            Ok(Pattern { kind, regex })
+            Ok(Pattern {
+                kind,
+                regex: compiled(&p)?,
+            })
         })
         .collect()
 }
@@ -495,7 +533,8 @@ fn is_placeholder(v: &Value) -> bool {
         .is_some_and(|s| s.starts_with(PLACEHOLDER_PREFIX))
 }
 
-fn parse_path(path: &str) -> Result<Vec<Segment>, String> {
+/// The segments of a JSON path after its `$`, or what is wrong with it.
+fn parse_path(path: &str) -> Result<Vec<Segment>, &'static str> {
     let mut segments = Vec::new();
     let mut rest = path;
     while !rest.is_empty() {
@@ -503,7 +542,7 @@ fn parse_path(path: &str) -> Result<Vec<Segment>, String> {
             let end = r.find(['.', '[']).unwrap_or(r.len());
             let key = &r[..end];
             if key.is_empty() {
-                return Err("empty key in the path".into());
+                return Err("empty key in the path");
             }
             segments.push(if key == "*" {
                 Segment::Any
@@ -523,11 +562,11 @@ fn parse_path(path: &str) -> Result<Vec<Segment>, String> {
             });
             rest = &r[end + 1..];
         } else {
-            return Err("a path is `$.key.key`, with `[n]` or `[*]` for array items".into());
+            return Err("a path is `$.key.key`, with `[n]` or `[*]` for array items");
         }
     }
     if segments.is_empty() {
-        return Err("the path names no field".into());
+        return Err("the path names no field");
     }
     Ok(segments)
 }
@@ -838,7 +877,12 @@ mod tests {
 
     #[test]
     fn bad_names_and_paths_are_refused() {
-        let err = |s: &str| Redactor::new(&[s.to_owned()]).err().unwrap_or_default();
+        let err = |s: &str| {
+            Redactor::new(&[s.to_owned()])
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default()
+        };
         assert!(err("$.a[").contains("`[` without `]`"));
         assert!(err("$").contains("names no field"));
         assert!(err("e mail").contains("a field is a key name"));
