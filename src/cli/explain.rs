@@ -66,14 +66,15 @@ pub(super) fn run(args: &ExplainArgs) -> Result<ExitCode, Error> {
         dirs.push(other.as_path());
     }
     let confidence = setup::checked_confidence(args.confidence.unwrap_or(runs[0].confidence))?;
-    let (dataset, case_id) = find_case(&runs[0], &args.case)?;
+    let case = find_case(&runs[0], &args.case)?;
+    let CaseName { dataset, case_id } = &case;
     let sides = pick_sides(&runs, &args.arms)?;
     let mut tallies: Vec<BehaviourTally> = sides.iter().map(|_| BehaviourTally::new()).collect();
     for (r, dir) in dirs.iter().enumerate() {
         toolscore_report::for_each_record(
             &dir.join("results.jsonl"),
             &mut |record: &TrialRecord| {
-                if record.dataset != dataset || record.case_id != case_id {
+                if record.dataset != *dataset || record.case_id != *case_id {
                     return;
                 }
                 for (side, tally) in sides.iter().zip(tallies.iter_mut()) {
@@ -91,14 +92,14 @@ pub(super) fn run(args: &ExplainArgs) -> Result<ExitCode, Error> {
         .collect();
     let diff = (sides.len() == 2).then(|| {
         let to_base = (
-            files[sides[0].run].base_names(&dataset, &sides[0].arm.variant),
-            files[sides[1].run].base_names(&dataset, &sides[1].arm.variant),
+            files[sides[0].run].base_names(dataset, &sides[0].arm.variant),
+            files[sides[1].run].base_names(dataset, &sides[1].arm.variant),
         );
         explained_diff(
             &runs,
             &sides,
             (&tallies[0], &tallies[1]),
-            (&dataset, &case_id),
+            &case,
             metric,
             confidence,
             (&to_base.0, &to_base.1),
@@ -108,14 +109,14 @@ pub(super) fn run(args: &ExplainArgs) -> Result<ExitCode, Error> {
         .iter()
         .zip(tallies)
         .map(|(side, tally)| {
-            let (shown, not_shown) =
-                match files[side.run].case(&dataset, &case_id, &side.arm.variant) {
-                    Ok(s) => (Some(s), None),
-                    Err(why) => (None, Some(why.to_string())),
-                };
+            let (shown, not_shown) = match files[side.run].case(dataset, case_id, &side.arm.variant)
+            {
+                Ok(s) => (Some(s), None),
+                Err(why) => (None, Some(why.to_string())),
+            };
             let mut explained = ArmExplanation {
                 run_id: runs[side.run].run.run_id.clone(),
-                behaviours: tally.finish(&dataset, &case_id, &side.arm, confidence),
+                behaviours: tally.finish(dataset, case_id, &side.arm, confidence),
                 shown,
                 not_shown,
                 raw_not_shown: None,
@@ -152,7 +153,13 @@ fn write(explanation: &Explanation, json: Option<&Path>) -> Result<(), Error> {
 
 /// The (dataset, case id) `wanted` names in the run: `ID`, `DATASET/ID` or a scenario's name.
 /// An unknown one is refused naming the closest known cases.
-fn find_case(s: &Summary, wanted: &str) -> Result<(String, String), Error> {
+/// A case as a run names it: its dataset (`scenario` for a scenario) and its id there.
+struct CaseName {
+    dataset: String,
+    case_id: String,
+}
+
+fn find_case(s: &Summary, wanted: &str) -> Result<CaseName, Error> {
     let mut known: Vec<(String, String)> = s
         .arms
         .iter()
@@ -172,7 +179,10 @@ fn find_case(s: &Summary, wanted: &str) -> Result<(String, String), Error> {
         .filter(|(d, c)| c == wanted || format!("{d}/{c}") == wanted)
         .collect();
     match matches.as_slice() {
-        [one] => Ok((*one).clone()),
+        [(dataset, case_id)] => Ok(CaseName {
+            dataset: dataset.clone(),
+            case_id: case_id.clone(),
+        }),
         [] => Err(usage(&format!(
             "run {} has no case {wanted}; the closest of its {} cases: {}",
             s.run.run_id,
@@ -282,7 +292,7 @@ fn explained_diff(
     runs: &[Summary],
     sides: &[Side],
     tallies: (&BehaviourTally, &BehaviourTally),
-    (dataset, case_id): (&str, &str),
+    case: &CaseName,
     metric: Metric,
     confidence: f64,
     to_base: (&ToBase, &ToBase),
@@ -295,7 +305,7 @@ fn explained_diff(
             .and_then(|a| {
                 a.cases
                     .iter()
-                    .find(|c| c.dataset == dataset && c.case_id == case_id)
+                    .find(|c| c.dataset == case.dataset && c.case_id == case.case_id)
             })
     };
     let case = match (case_of(&sides[0]), case_of(&sides[1])) {

@@ -101,7 +101,12 @@ pub fn estimate(plan: &RunPlan) -> Estimate {
                     })
                 }),
             };
-            let n = trials_to_run(plan, seeds.as_deref(), (a, case, cases), case_trials[case]);
+            let unit = PlannedUnit {
+                arm: a,
+                case,
+                shard_seed: seeds.as_deref().map(|s| s[a * cases + case]),
+            };
+            let n = trials_to_run(plan, &unit, case_trials[case]);
             arm_trials += n;
             input_tokens += n * one.input_tokens;
             output_tokens += n * one.output_tokens;
@@ -161,23 +166,26 @@ fn reads_per_case(plan: &RunPlan, variant_name: &str) -> Vec<(u64, u64)> {
     reads
 }
 
-/// How many of case `case`'s trials (of `cases` an arm) this run makes under arm `arm`: those
-/// in the shard, when the run is one, and not done before a resume.
-fn trials_to_run(
-    plan: &RunPlan,
-    seeds: Option<&[u64]>,
-    (arm, case, cases): (usize, usize, usize),
-    trials: u32,
-) -> u64 {
+/// One case under one arm, as the estimate counts its trials.
+struct PlannedUnit {
+    arm: usize,
+    case: usize,
+    /// The seed that places the unit's trials in shards, when the run is one.
+    shard_seed: Option<u64>,
+}
+
+/// How many of `unit`'s trials this run makes: those in the shard, when the run is one, and
+/// not done before a resume.
+fn trials_to_run(plan: &RunPlan, unit: &PlannedUnit, trials: u32) -> u64 {
     (0..trials)
         .filter(|&t| {
             let key = toolscore_core::event::TrialKey {
-                arm,
-                case,
+                arm: unit.arm,
+                case: unit.case,
                 trial: t,
             };
-            let in_shard = match (plan.shard, seeds) {
-                (Some(s), Some(seeds)) => s.contains(seeds[arm * cases + case], t),
+            let in_shard = match (plan.shard, unit.shard_seed) {
+                (Some(s), Some(seed)) => s.contains(seed, t),
                 _ => true,
             };
             in_shard && !plan.done.contains(&key)
