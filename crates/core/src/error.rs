@@ -141,7 +141,8 @@ impl fmt::Display for InputError {
 
 impl std::error::Error for InputError {}
 
-/// Every error that ends a command early.
+/// The errors every layer shares; a layer with failures of its own has its own type, and the
+/// command line's `cli::Error` wraps them all.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error(transparent)]
@@ -201,7 +202,9 @@ impl Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Whether `err` or any error in its chain of sources is a write to a reader that stopped
-/// reading (`toolscore … | head`), which ends a command quietly rather than as an error.
+/// reading (`toolscore … | head`), which ends a command quietly rather than as an error. Only
+/// toolscore's own output reaches here as an I/O error of that kind: an MCP server's closed
+/// pipe is an `McpError`, said in words, so it is still reported.
 pub fn is_broken_pipe(err: &(dyn std::error::Error + 'static)) -> bool {
     let mut next = Some(err);
     while let Some(e) = next {

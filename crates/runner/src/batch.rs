@@ -13,14 +13,14 @@ use std::time::{Duration, Instant, SystemTime};
 use serde::{Deserialize, Serialize};
 
 use toolscore_core::error::{Error, InputError};
-
-use crate::{BatchError, RunError};
 use toolscore_core::event::{BatchProgress, Notice, Observer, RunEvent, TrialKey};
 use toolscore_core::record::BatchRef;
 use toolscore_provider::batch::{
     BatchApi, BatchClient, BatchEnd, BatchLine, BatchStatus, chunk_lines,
 };
 use toolscore_provider::{ErrorClass, Exchange, PreparedRequest, Provider, ProviderError};
+
+use crate::{BatchError, RunError};
 
 /// The run folder's file of submitted batches.
 pub const STATE_FILE: &str = "batches.json";
