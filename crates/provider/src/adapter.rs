@@ -25,15 +25,6 @@ pub(super) static ADAPTERS: &[&dyn Adapter] = &[
     &azure_openai::AzureOpenAi,
 ];
 
-/// A provider's wire format as three plain functions (each adapter's module defines them and
-/// its tests call them directly): the request body for a conversation, a 2xx body decoded into
-/// a neutral turn, and an error status classified from its body.
-pub struct WireFormat {
-    pub encode: fn(&ProviderSettings, &[Message], &Catalog) -> Vec<u8>,
-    pub decode: fn(&[u8]) -> Result<ModelTurn, ProviderError>,
-    pub error: fn(u16, &[u8]) -> ProviderError,
-}
-
 /// One provider wire format: everything that differs between providers, and nothing else.
 /// The transport (timeouts, retries, backoff, redaction) is shared and lives in [`Provider`].
 pub trait Adapter: Send + Sync + 'static {
@@ -95,28 +86,20 @@ pub trait Adapter: Send + Sync + 'static {
         false
     }
 
-    /// The functions that are this provider's wire format.
-    fn wire(&self) -> &'static WireFormat;
-
     /// The request body for a conversation over a catalog.
     fn encode_request(
         &self,
         settings: &ProviderSettings,
         messages: &[Message],
         catalog: &Catalog,
-    ) -> Vec<u8> {
-        (self.wire().encode)(settings, messages, catalog)
-    }
+    ) -> Vec<u8>;
 
     /// A 2xx body as a neutral turn, or the error it carries.
-    fn decode_response(&self, body: &[u8]) -> Result<ModelTurn, ProviderError> {
-        (self.wire().decode)(body)
-    }
+    fn decode_response(&self, body: &[u8]) -> Result<ModelTurn, ProviderError>;
 
-    /// A non-2xx response as an error with its class, read from the provider's error body.
-    fn error_from_status(&self, status: u16, body: &[u8]) -> ProviderError {
-        (self.wire().error)(status, body)
-    }
+    /// A non-2xx response as an error with its class, read from the provider's error body
+    /// (most adapters read it with [`crate::wire::error_from_status`]).
+    fn error_from_status(&self, status: u16, body: &[u8]) -> ProviderError;
 
     /// The wait an error body asks for, for providers that say it in the body rather than in
     /// a `Retry-After` header (Gemini's `google.rpc.RetryInfo`). A header wins when both exist.

@@ -13,12 +13,13 @@
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Map, Value, json};
 
-use super::openai_compat::{self as chat, ErrorInfo, classify_status, excerpt_text, malformed};
 use super::pairing::{PendingCalls, RoleRun, push_grouped};
-use super::{
-    Adapter, ErrorClass, InvalidHeader, ProviderError, ProviderKind, ProviderSettings, WireFormat,
-};
+use super::{Adapter, ErrorClass, InvalidHeader, ProviderError, ProviderKind, ProviderSettings};
 use crate::batch::{BatchApi, NoBatchApi};
+use crate::wire::{
+    ErrorInfo, call_id, classify_status, decode_arguments, excerpt_text, http_error, malformed,
+    parse_object,
+};
 use toolscore_core::catalog::Catalog;
 use toolscore_core::message::{FinishReason, Message, ModelTurn, ToolCall, Usage};
 
@@ -69,17 +70,23 @@ impl Adapter for Anthropic {
         Ok(())
     }
 
-    fn wire(&self) -> &'static WireFormat {
-        &WIRE
+    fn encode_request(
+        &self,
+        settings: &ProviderSettings,
+        messages: &[Message],
+        catalog: &Catalog,
+    ) -> Vec<u8> {
+        encode_request(settings, messages, catalog)
+    }
+
+    fn decode_response(&self, body: &[u8]) -> Result<ModelTurn, ProviderError> {
+        decode_response(body)
+    }
+
+    fn error_from_status(&self, status: u16, body: &[u8]) -> ProviderError {
+        error_from_status(status, body)
     }
 }
-
-/// This adapter's wire format, read by the `Adapter` methods that encode, decode and classify.
-static WIRE: WireFormat = WireFormat {
-    encode: encode_request,
-    decode: decode_response,
-    error: error_from_status,
-};
 
 // Long: one pass over the wire format's fields in the order its documentation gives them.
 pub(crate) fn encode_request(
@@ -212,7 +219,7 @@ fn input_object(call: &ToolCall) -> Value {
 }
 
 pub fn decode_response(raw: &[u8]) -> Result<ModelTurn, ProviderError> {
-    let value = chat::parse_object(raw)?;
+    let value = parse_object(raw)?;
     if value.get("type").and_then(Value::as_str) == Some("error") || value.get("error").is_some() {
         return Err(error_in_body(&value));
     }
@@ -236,13 +243,9 @@ pub fn decode_response(raw: &[u8]) -> Result<ModelTurn, ProviderError> {
                 if name.is_empty() {
                     return Err(malformed(format!("content[{i}] (tool_use) has no name")));
                 }
-                let id = chat::call_id(block.get("id"));
+                let id = call_id(block.get("id"));
                 // `input` is documented as an object; a string is decoded as JSON text.
-                tool_calls.push(chat::decode_arguments(
-                    id,
-                    name.to_owned(),
-                    block.get("input"),
-                ));
+                tool_calls.push(decode_arguments(id, name.to_owned(), block.get("input")));
             }
             // thinking, redacted_thinking, server tool blocks: not part of the answer.
             _ => {}
@@ -351,7 +354,7 @@ pub(crate) fn error_from_status(status: u16, body: &[u8]) -> ProviderError {
     let info = ErrorInfo::from_body(body);
     let value = serde_json::from_slice::<Value>(body).unwrap_or(Value::Null);
     let class = classify(Some(status), &info, &value);
-    chat::http_error(class, status, &info.code_suffix(), &info)
+    http_error(class, status, &info.code_suffix(), &info)
 }
 
 #[cfg(test)]

@@ -11,8 +11,10 @@
 use reqwest::header::{HeaderMap, HeaderName};
 
 use super::openai_compat;
-use super::{Adapter, InvalidHeader, ProviderKind, WireFormat};
+use super::{Adapter, InvalidHeader, ProviderError, ProviderKind, ProviderSettings};
 use crate::batch::{BatchApi, NoBatchApi};
+use toolscore_core::catalog::Catalog;
+use toolscore_core::message::{Message, ModelTurn};
 
 /// The Azure OpenAI adapter.
 pub struct AzureOpenAi;
@@ -59,17 +61,23 @@ impl Adapter for AzureOpenAi {
         Ok(())
     }
 
-    fn wire(&self) -> &'static WireFormat {
-        &WIRE
+    fn encode_request(
+        &self,
+        settings: &ProviderSettings,
+        messages: &[Message],
+        catalog: &Catalog,
+    ) -> Vec<u8> {
+        openai_compat::encode_request(settings, messages, catalog)
+    }
+
+    fn decode_response(&self, body: &[u8]) -> Result<ModelTurn, ProviderError> {
+        openai_compat::decode_response(body)
+    }
+
+    fn error_from_status(&self, status: u16, body: &[u8]) -> ProviderError {
+        crate::wire::error_from_status(status, body)
     }
 }
-
-/// This adapter's wire format, read by the `Adapter` methods that encode, decode and classify.
-static WIRE: WireFormat = WireFormat {
-    encode: openai_compat::encode_request,
-    decode: openai_compat::decode_response,
-    error: openai_compat::error_from_status,
-};
 
 #[cfg(test)]
 mod tests {

@@ -24,12 +24,13 @@ use std::time::Duration;
 use reqwest::header::{HeaderMap, HeaderName};
 use serde_json::{Map, Value, json};
 
-use super::openai_compat::{self as chat, ErrorInfo, classify_status, excerpt_text, malformed};
 use super::pairing::{PendingCalls, RoleRun, push_grouped};
-use super::{
-    Adapter, ErrorClass, InvalidHeader, ProviderError, ProviderKind, ProviderSettings, WireFormat,
-};
+use super::{Adapter, ErrorClass, InvalidHeader, ProviderError, ProviderKind, ProviderSettings};
 use crate::batch::{BatchApi, NoBatchApi};
+use crate::wire::{
+    ErrorInfo, call_id, classify_status, decode_arguments, excerpt_text, http_error, malformed,
+    parse_object,
+};
 use toolscore_core::catalog::Catalog;
 use toolscore_core::message::{FinishReason, Message, ModelTurn, Usage};
 
@@ -78,21 +79,27 @@ impl Adapter for Gemini {
         Ok(())
     }
 
-    fn wire(&self) -> &'static WireFormat {
-        &WIRE
+    fn encode_request(
+        &self,
+        settings: &ProviderSettings,
+        messages: &[Message],
+        catalog: &Catalog,
+    ) -> Vec<u8> {
+        encode_request(settings, messages, catalog)
+    }
+
+    fn decode_response(&self, body: &[u8]) -> Result<ModelTurn, ProviderError> {
+        decode_response(body)
+    }
+
+    fn error_from_status(&self, status: u16, body: &[u8]) -> ProviderError {
+        error_from_status(status, body)
     }
 
     fn retry_after_in_body(&self, body: &[u8]) -> Option<Duration> {
         retry_delay(body)
     }
 }
-
-/// This adapter's wire format, read by the `Adapter` methods that encode, decode and classify.
-static WIRE: WireFormat = WireFormat {
-    encode: encode_request,
-    decode: decode_response,
-    error: error_from_status,
-};
 
 /// `retryDelay` of a `google.rpc.RetryInfo` detail (a protobuf Duration in JSON: `"19s"`,
 /// `"0.5s"`), which Gemini sends on a 429 instead of a `Retry-After` header.
@@ -247,7 +254,7 @@ pub(crate) fn encode_request(
 
 // Long: one pass over the wire format's fields in the order its documentation gives them.
 pub(crate) fn decode_response(raw: &[u8]) -> Result<ModelTurn, ProviderError> {
-    let value = chat::parse_object(raw)?;
+    let value = parse_object(raw)?;
     if matches!(value.get("error"), Some(e) if !e.is_null()) {
         let info = ErrorInfo::from_json(&value);
         let status = info.numeric_code;
@@ -304,8 +311,8 @@ pub(crate) fn decode_response(raw: &[u8]) -> Result<ModelTurn, ProviderError> {
             if name.is_empty() {
                 return Err(malformed(format!("parts[{i}].functionCall has no name")));
             }
-            let id = chat::call_id(call.get("id"));
-            let mut decoded = chat::decode_arguments(id, name.to_owned(), call.get("args"));
+            let id = call_id(call.get("id"));
+            let mut decoded = decode_arguments(id, name.to_owned(), call.get("args"));
             decoded.thought_signature = part
                 .get("thoughtSignature")
                 .and_then(Value::as_str)
@@ -467,7 +474,7 @@ pub(crate) fn error_from_status(status: u16, body: &[u8]) -> ProviderError {
     let info = ErrorInfo::from_body(body);
     let value = serde_json::from_slice::<Value>(body).unwrap_or(Value::Null);
     let class = classify(Some(status), &info, &value);
-    chat::http_error(class, status, &status_suffix(&value), &info)
+    http_error(class, status, &status_suffix(&value), &info)
 }
 
 #[cfg(test)]

@@ -23,6 +23,7 @@ pub mod prices;
 mod secret;
 pub mod stop;
 mod transport;
+mod wire;
 
 use std::fmt;
 use std::time::Duration;
@@ -32,7 +33,7 @@ use reqwest::header::{ACCEPT, CONTENT_TYPE, HeaderMap, HeaderValue};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 
-pub use adapter::{Adapter, ProviderKind, WireFormat};
+pub use adapter::{Adapter, ProviderKind};
 pub use auth::{InvalidHeader, bearer_auth, key_header};
 use toolscore_core::catalog::Catalog;
 use toolscore_core::message::{Message, ModelTurn};

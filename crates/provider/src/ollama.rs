@@ -12,9 +12,11 @@
 
 use serde_json::{Map, Value, json};
 
-use super::openai_compat::{self as chat, ErrorInfo, excerpt_text, malformed};
 use super::pairing::PendingCalls;
-use super::{Adapter, ErrorClass, ProviderError, ProviderKind, ProviderSettings, WireFormat};
+use super::{Adapter, ErrorClass, ProviderError, ProviderKind, ProviderSettings};
+use crate::wire::{
+    ErrorInfo, call_id, class_from_code, decode_arguments, excerpt_text, malformed, parse_object,
+};
 use toolscore_core::catalog::Catalog;
 use toolscore_core::message::{FinishReason, Message, ModelTurn, Usage};
 
@@ -55,17 +57,23 @@ impl Adapter for Ollama {
         Some("ollama serve")
     }
 
-    fn wire(&self) -> &'static WireFormat {
-        &WIRE
+    fn encode_request(
+        &self,
+        settings: &ProviderSettings,
+        messages: &[Message],
+        catalog: &Catalog,
+    ) -> Vec<u8> {
+        encode_request(settings, messages, catalog)
+    }
+
+    fn decode_response(&self, body: &[u8]) -> Result<ModelTurn, ProviderError> {
+        decode_response(body)
+    }
+
+    fn error_from_status(&self, status: u16, body: &[u8]) -> ProviderError {
+        crate::wire::error_from_status(status, body)
     }
 }
-
-/// This adapter's wire format, read by the `Adapter` methods that encode, decode and classify.
-static WIRE: WireFormat = WireFormat {
-    encode: encode_request,
-    decode: decode_response,
-    error: chat::error_from_status,
-};
 
 pub(crate) fn encode_request(
     settings: &ProviderSettings,
@@ -159,7 +167,7 @@ fn error_in_body(value: &Value) -> ProviderError {
     let class = if text.contains("not found") {
         ErrorClass::ClientError
     } else {
-        chat::class_from_code(&info).unwrap_or(ErrorClass::BadResponse)
+        class_from_code(&info).unwrap_or(ErrorClass::BadResponse)
     };
     ProviderError::new(
         class,
@@ -188,7 +196,7 @@ pub(crate) fn decode_response(raw: &[u8]) -> Result<ModelTurn, ProviderError> {
                 Ok(lines) if !lines.is_empty() => lines,
                 // Neither whole nor line by line: report it as the whole body's parse error.
                 _ => {
-                    return Err(chat::parse_object(raw).err().unwrap_or_else(|| {
+                    return Err(parse_object(raw).err().unwrap_or_else(|| {
                         malformed("response body is neither JSON nor JSON lines".to_owned())
                     }));
                 }
@@ -224,8 +232,8 @@ pub(crate) fn decode_response(raw: &[u8]) -> Result<ModelTurn, ProviderError> {
                     if name.is_empty() {
                         return Err(malformed(format!("tool_calls[{i}] has no name")));
                     }
-                    let id = chat::call_id(call.get("id"));
-                    tool_calls.push(chat::decode_arguments(
+                    let id = call_id(call.get("id"));
+                    tool_calls.push(decode_arguments(
                         id,
                         name.to_owned(),
                         function.and_then(|f| f.get("arguments")),

@@ -12,9 +12,12 @@
 
 use serde_json::{Map, Value, json};
 
-use super::openai_compat::{self as chat, excerpt_text, malformed};
-use super::{Adapter, ProviderError, ProviderKind, ProviderSettings, WireFormat};
+use super::openai_compat;
+use super::{Adapter, ProviderError, ProviderKind, ProviderSettings};
 use crate::batch::{BatchApi, NoBatchApi};
+use crate::wire::{
+    call_id, decode_arguments, encode_arguments, excerpt_text, malformed, parse_object,
+};
 use toolscore_core::catalog::Catalog;
 use toolscore_core::message::{FinishReason, Message, ModelTurn, Usage};
 
@@ -47,17 +50,23 @@ impl Adapter for OpenAiResponses {
         Some("OPENAI_API_KEY")
     }
 
-    fn wire(&self) -> &'static WireFormat {
-        &WIRE
+    fn encode_request(
+        &self,
+        settings: &ProviderSettings,
+        messages: &[Message],
+        catalog: &Catalog,
+    ) -> Vec<u8> {
+        encode_request(settings, messages, catalog)
+    }
+
+    fn decode_response(&self, body: &[u8]) -> Result<ModelTurn, ProviderError> {
+        decode_response(body)
+    }
+
+    fn error_from_status(&self, status: u16, body: &[u8]) -> ProviderError {
+        crate::wire::error_from_status(status, body)
     }
 }
-
-/// This adapter's wire format, read by the `Adapter` methods that encode, decode and classify.
-static WIRE: WireFormat = WireFormat {
-    encode: encode_request,
-    decode: decode_response,
-    error: chat::error_from_status,
-};
 
 // Long: one pass over the wire format's fields in the order its documentation gives them.
 pub(crate) fn encode_request(
@@ -85,7 +94,7 @@ pub(crate) fn encode_request(
                         "type": "function_call",
                         "call_id": call_id,
                         "name": call.name,
-                        "arguments": chat::encode_arguments(call),
+                        "arguments": encode_arguments(call),
                     }));
                 }
             }
@@ -145,8 +154,8 @@ pub(crate) fn encode_request(
 
 // Long: one pass over the wire format's fields in the order its documentation gives them.
 pub fn decode_response(raw: &[u8]) -> Result<ModelTurn, ProviderError> {
-    let value = chat::parse_object(raw)?;
-    if let Some(err) = chat::error_in_body(&value) {
+    let value = parse_object(raw)?;
+    if let Some(err) = openai_compat::error_in_body(&value) {
         return Err(err);
     }
     let Some(Value::Array(output)) = value.get("output") else {
@@ -166,8 +175,8 @@ pub fn decode_response(raw: &[u8]) -> Result<ModelTurn, ProviderError> {
                         "output[{i}] (function_call) has no name"
                     )));
                 }
-                let call_id = chat::call_id(item.get("call_id"));
-                tool_calls.push(chat::decode_arguments(
+                let call_id = call_id(item.get("call_id"));
+                tool_calls.push(decode_arguments(
                     call_id,
                     name.to_owned(),
                     item.get("arguments"),

@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 
 use toolscore_core::message::ToolCall;
 
-use super::openai_compat::fallback_call_id;
+use crate::wire::fallback_call_id;
 
 /// One wire message being built: its role and its blocks (Anthropic content blocks, Gemini
 /// parts).

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use super::{
     BatchEnd, BatchLine, BatchStatus, BatchWireError, Counts, LineResult, Output, ParsedLines,
 };
-use crate::openai_compat::{ErrorInfo, class_from_code};
+use crate::wire::{ErrorInfo, class_from_code};
 use crate::{Adapter, ErrorClass, ProviderError};
 
 /// The input file: one `{"custom_id","method","url","body"}` line per request, `url` the
