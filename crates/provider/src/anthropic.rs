@@ -30,7 +30,7 @@ pub struct Anthropic;
 pub const KIND: ProviderKind = ProviderKind(&Anthropic);
 
 /// The only `anthropic-version` the official SDK sends.
-pub const API_VERSION: &str = "2023-06-01";
+pub(crate) const API_VERSION: &str = "2023-06-01";
 
 /// `max_tokens` is required by this API; used when the run sets none.
 const DEFAULT_MAX_TOKENS: u32 = 4096;

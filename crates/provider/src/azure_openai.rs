@@ -17,13 +17,13 @@ use toolscore_core::catalog::Catalog;
 use toolscore_core::message::{Message, ModelTurn};
 
 /// The Azure OpenAI adapter.
-pub struct AzureOpenAi;
+pub(crate) struct AzureOpenAi;
 
 /// Its kind, for code that names it directly.
 pub const KIND: ProviderKind = ProviderKind(&AzureOpenAi);
 
 /// The GA data-plane version sent when the base URL names none.
-pub const API_VERSION: &str = "2024-10-21";
+pub(crate) const API_VERSION: &str = "2024-10-21";
 
 impl Adapter for AzureOpenAi {
     fn batch_api(&self) -> Result<BatchApi, NoBatchApi> {

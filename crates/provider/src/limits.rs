@@ -29,14 +29,14 @@ use super::transport::MAX_RETRY_AFTER;
 /// Waits the providers asked for (Retry-After, or the same hint in an error body) that this
 /// process honoured: how many and how long in all. Progress reads it, so a run that sits out a
 /// long wait says so instead of looking stalled.
-pub struct RetryAfterWaits {
+pub(crate) struct RetryAfterWaits {
     count: std::sync::atomic::AtomicU64,
     total_ms: std::sync::atomic::AtomicU64,
 }
 
 /// The process's [`RetryAfterWaits`]: one run per process, and progress lives outside the
 /// provider module, so a shared counter is simpler than threading one through every arm.
-pub static RETRY_AFTER_WAITS: RetryAfterWaits = RetryAfterWaits {
+pub(crate) static RETRY_AFTER_WAITS: RetryAfterWaits = RetryAfterWaits {
     count: std::sync::atomic::AtomicU64::new(0),
     total_ms: std::sync::atomic::AtomicU64::new(0),
 };
@@ -48,7 +48,7 @@ pub fn retry_after_waits() -> (u64, Duration) {
 
 impl RetryAfterWaits {
     /// A wait of `wait` was honoured.
-    pub fn note(&self, wait: Duration) {
+    pub(crate) fn note(&self, wait: Duration) {
         use std::sync::atomic::Ordering;
         self.count.fetch_add(1, Ordering::Relaxed);
         self.total_ms.fetch_add(
@@ -58,7 +58,7 @@ impl RetryAfterWaits {
     }
 
     /// Waits honoured so far, and their total length.
-    pub fn snapshot(&self) -> (u64, Duration) {
+    pub(crate) fn snapshot(&self) -> (u64, Duration) {
         use std::sync::atomic::Ordering;
         (
             self.count.load(Ordering::Relaxed),
@@ -101,7 +101,7 @@ impl std::fmt::Debug for Limits {
 
 /// A request's place under the limits, held for one attempt: its slot in flight, its place
 /// in the adaptive window and the window's epoch when it started.
-pub struct Slot<'a> {
+pub(crate) struct Slot<'a> {
     limits: &'a Limits,
     _permit: Option<OwnedSemaphorePermit>,
     epoch: u64,
@@ -110,7 +110,7 @@ pub struct Slot<'a> {
 impl Slot<'_> {
     /// The provider answered 429 or overloaded: halve the window, unless it was already
     /// halved since this request started.
-    pub fn pushed_back(&self) {
+    pub(crate) fn pushed_back(&self) {
         let mut w = self.limits.window();
         if w.epoch == self.epoch {
             let now = w.in_flight.max(1);
@@ -123,7 +123,7 @@ impl Slot<'_> {
     }
 
     /// The provider answered: after a window's worth of successes, widen it by one.
-    pub fn succeeded(&self) {
+    pub(crate) fn succeeded(&self) {
         let mut w = self.limits.window();
         if let Some(limit) = w.limit {
             w.successes += 1;
@@ -184,7 +184,7 @@ impl Limits {
     /// Waits until a request of about `tokens` tokens may start: past any pause, inside the
     /// adaptive window, with a slot in flight, and within the requests- and tokens-per-minute
     /// budgets. The returned slot is held for the attempt.
-    pub async fn acquire(&self, tokens: u32) -> Slot<'_> {
+    pub(crate) async fn acquire(&self, tokens: u32) -> Slot<'_> {
         self.wait_out_pause().await;
         let epoch = self.enter_window().await;
         let mut slot = Slot {
@@ -243,7 +243,7 @@ impl Limits {
 
     /// No request starts for `wait` from now (capped at [`MAX_RETRY_AFTER`]); a longer pause
     /// already in force stays.
-    pub fn pause_for(&self, wait: Duration) {
+    pub(crate) fn pause_for(&self, wait: Duration) {
         let until = Instant::now() + wait.min(MAX_RETRY_AFTER);
         let mut slot = self
             .paused_until

@@ -21,7 +21,7 @@ use toolscore_core::catalog::Catalog;
 use toolscore_core::message::{FinishReason, Message, ModelTurn, ToolCall, Usage};
 
 /// The Chat Completions adapter.
-pub struct OpenAiCompat;
+pub(crate) struct OpenAiCompat;
 
 /// Its kind, for code that names it directly (tests, defaults).
 pub const KIND: ProviderKind = ProviderKind(&OpenAiCompat);

@@ -66,7 +66,7 @@ pub trait Render {
 }
 
 /// What every report says under a replay recorded before requests were sent as written.
-pub const LEGACY_REQUESTS: &str = "recorded when requests sent catalog properties sorted by name and always sent tool_choice auto and parallel_tool_calls true; live runs now send the author's order and only configured fields";
+pub(crate) const LEGACY_REQUESTS: &str = "recorded when requests sent catalog properties sorted by name and always sent tool_choice auto and parallel_tool_calls true; live runs now send the author's order and only configured fields";
 pub use toolscore_core::metric::{Metric, PerMetric};
 pub use verdict::{
     CaseVerdict, Decision, GateLevel, GateMetric, GateReport, GateResult, Ground, LatencyQuantile,
@@ -402,7 +402,7 @@ pub struct UnstableCase {
 }
 
 /// Bounds between which a case's whole pass interval marks it unstable.
-pub const UNSTABLE_BAND: (f64, f64) = (0.1, 0.9);
+pub(crate) const UNSTABLE_BAND: (f64, f64) = (0.1, 0.9);
 
 /// A rate with its interval and its count. `rate` and `interval` are absent when `n` is 0.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -419,7 +419,7 @@ pub struct RateStat {
 }
 
 /// The rates of a group of trials, one per [`Metric`] (what each measures is on its variant).
-pub type Metrics = PerMetric<RateStat>;
+pub(crate) type Metrics = PerMetric<RateStat>;
 
 /// The suite, or the cases expecting one tool.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -36,7 +36,7 @@ pub struct ProviderDiff {
 impl ProviderDiff {
     /// About how many case comparisons would differ beyond their intervals by chance alone
     /// if the providers were alike: each comparison's interval misses with 1 − confidence.
-    pub fn differences_by_chance(&self) -> f64 {
+    pub(crate) fn differences_by_chance(&self) -> f64 {
         self.pass_comparisons as f64 * (1.0 - self.confidence)
     }
 }

@@ -470,13 +470,13 @@ impl ConfirmationPlan {
 impl TuneReport {
     /// Trials sent over every phase tune ran (a --from baseline is not tune's), each author
     /// request counted as one.
-    pub fn trials_spent(&self) -> u64 {
+    pub(crate) fn trials_spent(&self) -> u64 {
         self.phases().map(|p| p.trials).sum::<u64>()
             + self.author.as_ref().map_or(0, |a| a.requests)
     }
 
     /// Dollars spent over tune's phases and its author's requests, when all are priced.
-    pub fn usd_spent(&self) -> Option<f64> {
+    pub(crate) fn usd_spent(&self) -> Option<f64> {
         let author = self.author.as_ref().map(|a| a.usd);
         self.phases().map(|p| p.usd).chain(author).sum()
     }
@@ -535,7 +535,7 @@ impl TuneReport {
     }
 
     /// The training figure of each confirmed candidate, labelled for what it is.
-    pub fn training_lines(&self) -> Vec<String> {
+    pub(crate) fn training_lines(&self) -> Vec<String> {
         let Some(c) = &self.confirmation else {
             return Vec::new();
         };
@@ -586,7 +586,7 @@ impl TuneReport {
 
     /// What the training scenarios' trajectories show, a line per tool (none without
     /// scenarios).
-    pub fn trajectory_lines(&self) -> Vec<String> {
+    pub(crate) fn trajectory_lines(&self) -> Vec<String> {
         self.diagnosis
             .trajectories
             .iter()

@@ -95,7 +95,7 @@ impl Answers {
 
     /// Marks every batch collected once the run has stored its trials, so a later `--resume`
     /// submits again only the trials still missing or errored.
-    pub fn mark_collected(&self) -> Result<(), Error> {
+    pub(crate) fn mark_collected(&self) -> Result<(), Error> {
         let mut file = read_state(&self.state_file)?;
         for b in &mut file.batches {
             b.collected = true;

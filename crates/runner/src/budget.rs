@@ -266,7 +266,7 @@ impl ArmBilling {
 
 /// How an admission ended.
 #[derive(Debug)]
-pub enum Admission<'a> {
+pub(crate) enum Admission<'a> {
     Admitted(TrialHold<'a>),
     /// The cap cannot cover the trial: it is not run, nor is any later one.
     Refused,
@@ -305,7 +305,7 @@ impl Budget {
     /// the holds in flight leave no room but spend alone would (they settle at what was
     /// billed, usually far below their worst case), or while the arm's first request is out;
     /// refuses, for good, once spend alone leaves no room.
-    pub async fn admit(
+    pub(crate) async fn admit(
         &self,
         arm: usize,
         opening_worst: f64,
@@ -369,7 +369,7 @@ impl Budget {
 /// requests it sent (recorded, so a bill beyond it shows in the run's files). Released when
 /// dropped, however the trial ended.
 #[derive(Debug)]
-pub struct TrialHold<'a> {
+pub(crate) struct TrialHold<'a> {
     budget: &'a Budget,
     arm: usize,
     held: f64,
@@ -385,7 +385,7 @@ impl TrialHold<'_> {
     /// Covers a request whose worst case is `worst` before it is sent: from the hold, and the
     /// difference from the cap when the hold is short. `false` when the cap cannot cover it:
     /// the trial ends, and no trial starts any more.
-    pub fn before_request(&mut self, worst: f64) -> bool {
+    pub(crate) fn before_request(&mut self, worst: f64) -> bool {
         let mut s = self.budget.lock();
         if s.spent >= self.budget.max_usd {
             return false;
@@ -412,7 +412,7 @@ impl TrialHold<'_> {
     /// dollars (`None`: answered with no usage to price, counted at what it drew). Spend is
     /// current from here on; a bill beyond the request's worst case scales the arm's later
     /// reservations.
-    pub fn after_request(&mut self, billed: Option<f64>) {
+    pub(crate) fn after_request(&mut self, billed: Option<f64>) {
         let mut s = self.budget.lock();
         let drawn = self.step_amount.min(self.held);
         self.held -= drawn;
@@ -436,7 +436,7 @@ impl TrialHold<'_> {
     }
 
     /// The unscaled worst case of every request the trial sent.
-    pub fn worst_usd(&self) -> f64 {
+    pub(crate) fn worst_usd(&self) -> f64 {
         self.worst_usd
     }
 }

@@ -89,11 +89,6 @@ pub struct RunPlan {
 }
 
 impl RunPlan {
-    /// Dataset cases and scenarios: the units a job can name.
-    pub fn case_count(&self) -> usize {
-        self.datasets.iter().map(|d| d.cases.len()).sum::<usize>() + self.scenarios.len()
-    }
-
     /// Trials of each case (then each scenario), in plan order: its own `trials` or the
     /// plan's.
     pub fn case_trials(&self) -> Vec<u32> {

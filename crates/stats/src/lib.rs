@@ -193,8 +193,9 @@ pub fn rate_interval(x: u64, n: u64, conf: f64) -> Option<Interval> {
 ///
 /// `None` when `n == 0`, `x > n`, or `conf` is not in [0.5, 1): below 50% the "lower bound"
 /// would sit above the observed rate, which is never what a gate means. Exactly 0.0 when
-/// `x == 0`.
-pub fn wilson_lower_bound(x: u64, n: u64, conf: f64) -> Option<f64> {
+/// `x == 0`. Only the tests use it now, as the reference the gates' bounds are checked against.
+#[cfg(test)]
+fn wilson_lower_bound(x: u64, n: u64, conf: f64) -> Option<f64> {
     if conf.is_nan() || conf < 0.5 {
         return None;
     }
@@ -202,7 +203,8 @@ pub fn wilson_lower_bound(x: u64, n: u64, conf: f64) -> Option<f64> {
 }
 
 /// One-sided Wilson upper bound at level `conf`: the observed rate is significantly below
-/// `t` when this is below `t`. `None` as for [`wilson_lower_bound`]; exactly 1.0 when `x == n`.
+/// `t` when this is below `t`. `None` when `n == 0`, `x > n` or `conf` is not in [0.5, 1);
+/// exactly 1.0 when `x == n`.
 pub fn wilson_upper_bound(x: u64, n: u64, conf: f64) -> Option<f64> {
     if conf.is_nan() || conf < 0.5 {
         return None;
@@ -280,14 +282,14 @@ fn beta_quantile(a: f64, b: f64, p: f64) -> Option<f64> {
 /// enough somewhere between 2·10⁷ and 5·10⁷ trials at rates near ½ (the "interval" comes out
 /// inverted). Up to 10⁷ the results track Wilson to the expected O(1/n) everywhere checked;
 /// no eval run gets near that many trials of one rate or latency samples of one series.
-pub const MAX_EXACT_N: u64 = 10_000_000;
+pub(crate) const MAX_EXACT_N: u64 = 10_000_000;
 
 /// Two-sided Clopper–Pearson ("exact") interval: guaranteed coverage ≥ conf, wider than
 /// Wilson. Use it where a guarantee is needed rather than nominal coverage.
 ///
 /// `None` when `n == 0`, `n > MAX_EXACT_N`, `x > n`, or `conf` is not strictly inside
 /// (0, 1). `lo` is exactly 0.0 when `x == 0` and `hi` exactly 1.0 when `x == n`.
-pub fn clopper_pearson_interval(x: u64, n: u64, conf: f64) -> Option<Interval> {
+pub(crate) fn clopper_pearson_interval(x: u64, n: u64, conf: f64) -> Option<Interval> {
     if n == 0 || n > MAX_EXACT_N || x > n || !valid_conf(conf) {
         return None;
     }

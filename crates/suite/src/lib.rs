@@ -266,7 +266,7 @@ struct RawCall {
 }
 
 /// Most trials one case may ask for: a million requests is already a budget decision.
-pub const MAX_CASE_TRIALS: u32 = 1_000_000;
+pub(crate) const MAX_CASE_TRIALS: u32 = 1_000_000;
 
 /// Parses `cases.jsonl` text: one fixture per non-blank line.
 pub fn parse_cases(text: &str, file: &str, catalog: &Catalog) -> Result<Vec<Case>, InputError> {

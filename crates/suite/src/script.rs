@@ -18,7 +18,7 @@ pub struct Script {
 }
 
 /// Each scripted tool's rules, in the order they are tried.
-pub type ToolRules = BTreeMap<String, Vec<ScriptRule>>;
+pub(crate) type ToolRules = BTreeMap<String, Vec<ScriptRule>>;
 
 /// One rule: when it applies, what it does to the state, and what it answers.
 #[derive(Debug, Clone)]

@@ -16,7 +16,7 @@ use toolscore_core::message::Message;
 use toolscore_report::tune::{Candidate, Operator, TextEdit};
 
 /// Longest description taken from an author, in characters: a rewrite is a few sentences.
-pub const MAX_TEXT_CHARS: usize = 2_000;
+pub(crate) const MAX_TEXT_CHARS: usize = 2_000;
 /// Failing training requests quoted to the author, per tool, and characters of each.
 const MAX_QUOTED_CASES: usize = 6;
 const MAX_QUOTE_CHARS: usize = 300;

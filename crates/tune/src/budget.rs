@@ -10,7 +10,7 @@
 
 /// The fewest rounds a race or a confirmation is given: the betting sequence cannot decide
 /// in fewer.
-pub const MIN_ROUNDS: u32 = 3;
+pub(crate) const MIN_ROUNDS: u32 = 3;
 
 /// What is left to spend, and on how many cases.
 #[derive(Debug, Clone)]

@@ -314,7 +314,7 @@ fn param_failures(
 }
 
 /// The repeats and missed recoveries of a tool: its weight as evidence.
-pub fn trajectory_weight(t: &ToolTrajectory) -> u64 {
+pub(crate) fn trajectory_weight(t: &ToolTrajectory) -> u64 {
     t.repeats_after_success + t.repeats_after_error + (t.recovery_chances - t.recoveries)
 }
 
@@ -353,7 +353,7 @@ fn invalid_arguments(
 }
 
 /// An argument path as the schema names it: `lines.0.sku` → `lines.sku`.
-pub fn schema_path(path: &str) -> String {
+pub(crate) fn schema_path(path: &str) -> String {
     path.split('.')
         .filter(|p| !p.is_empty() && !p.bytes().all(|b| b.is_ascii_digit()))
         .collect::<Vec<_>>()
@@ -380,7 +380,7 @@ pub fn property<'a>(schema: &'a serde_json::Value, path: &str) -> Option<&'a ser
 }
 
 /// Whether the property at `path` is required by its parent object.
-pub fn is_required(schema: &serde_json::Value, path: &str) -> bool {
+pub(crate) fn is_required(schema: &serde_json::Value, path: &str) -> bool {
     let (parent, name) = match path.rsplit_once('.') {
         Some((parent, name)) => match property(schema, parent) {
             Some(p) => (

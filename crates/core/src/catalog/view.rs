@@ -34,7 +34,7 @@ pub fn catalog_tokens(catalog: &Catalog) -> usize {
 
 /// `sha256:` of the canonical JSON of one tool: changes exactly when what the model reads
 /// about it changes.
-pub fn tool_fingerprint(tool: &Tool) -> String {
+pub(crate) fn tool_fingerprint(tool: &Tool) -> String {
     let canonical = crate::json::canonical_json(&serde_json::to_value(tool).unwrap_or(Value::Null));
     format!(
         "sha256:{}",
@@ -171,7 +171,7 @@ fn render_tool(tool: &Tool, out: &mut String) {
 
 /// What the model reads about one tool, without the footprint line: the text `catalog diff`
 /// compares.
-pub fn tool_text(tool: &Tool) -> String {
+pub(crate) fn tool_text(tool: &Tool) -> String {
     let mut out = String::new();
     if tool.description.trim().is_empty() {
         out.push_str("  (no description)\n");

@@ -379,7 +379,7 @@ fn arm_matches(s: &Summary, i: usize, w: &str) -> bool {
 }
 
 /// Whether `--arm w` names the arm `id`: by variant, provider or `provider/variant`.
-pub fn arm_named(id: &toolscore_core::record::ArmId, w: &str) -> bool {
+pub(crate) fn arm_named(id: &toolscore_core::record::ArmId, w: &str) -> bool {
     w == id.variant || w == id.provider || w == format!("{}/{}", id.provider, id.variant)
 }
 

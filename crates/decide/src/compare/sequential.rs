@@ -202,7 +202,7 @@ impl SequentialCompare {
 
     /// Feeds one finished trial as side `arm` (0 = A, 1 = B) whatever arm it names: a
     /// baseline run's trials and this run's may carry the same arm.
-    pub fn push_as(&mut self, record: &TrialRecord, arm: usize) -> bool {
+    pub(crate) fn push_as(&mut self, record: &TrialRecord, arm: usize) -> bool {
         if self.decided() || arm > 1 {
             return false;
         }

@@ -218,7 +218,7 @@ pub enum TrialBudget {
 impl TrialBudget {
     /// What lets a test judged over rounds decide when its rounds ran out: `undecided after 10
     /// of 10 rounds; {remedy}`.
-    pub fn rounds_remedy(self) -> &'static str {
+    pub(crate) fn rounds_remedy(self) -> &'static str {
         match self {
             TrialBudget::Flags => "a larger --max-trials lets it decide",
             TrialBudget::Recording => {

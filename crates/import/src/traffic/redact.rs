@@ -17,7 +17,7 @@ use serde_json::Value;
 use toolscore_core::error::InputError;
 
 /// The start every placeholder shares, so later steps can tell a redacted value.
-pub const PLACEHOLDER_PREFIX: &str = "[REDACTED:";
+pub(crate) const PLACEHOLDER_PREFIX: &str = "[REDACTED:";
 
 /// Keys that only ever hold secrets, normalized (see [`normalize_key`]): their value goes
 /// whatever it is, a number (a numeric PIN under `password`) included.
@@ -355,7 +355,7 @@ impl Redactor {
 
     /// Redacts text that may hold a JSON document (a tool result): as a document when it
     /// parses as an object or array, else as free text.
-    pub fn text_or_json(&self, text: &str, tally: &mut Tally) -> String {
+    pub(crate) fn text_or_json(&self, text: &str, tally: &mut Tally) -> String {
         // Not size-bounded: the result is a field of a log line already parsed whole, so
         // parsing it again costs no more; the bound is for strings nested inside it.
         match json_container(text) {

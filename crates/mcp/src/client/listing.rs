@@ -33,7 +33,7 @@ impl McpSession {
     /// all): what a probe checks beyond what the model reads. One deadline covers the whole
     /// listing, and it stops at [`MAX_PAGES`] pages, [`MAX_TOOLS`] tools or
     /// [`MAX_LISTING_BYTES`] of definitions.
-    pub async fn list_tool_definitions(&self) -> Result<Vec<Value>, McpError> {
+    pub(crate) async fn list_tool_definitions(&self) -> Result<Vec<Value>, McpError> {
         match tokio::time::timeout(self.timeout, self.list_pages()).await {
             Ok(listed) => listed,
             Err(_) => Err(self.timed_out("tools/list".into()).await),

@@ -461,7 +461,7 @@ impl McpSession {
 
     /// [`McpSession::connect`], storing a stdio child's process group in `group` as soon as
     /// it is spawned, so a caller that abandons the connection (Ctrl-C) can still end it.
-    pub async fn connect_noting_group(
+    pub(crate) async fn connect_noting_group(
         spec: &ServerSpec,
         timeout: Duration,
         env: &(dyn Fn(&str) -> Option<String> + Sync),

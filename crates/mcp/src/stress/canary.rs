@@ -48,7 +48,7 @@ static CANARY: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 /// Every canary in `text`, in order of appearance.
-pub fn find_canaries(text: &str) -> Vec<Canary> {
+pub(crate) fn find_canaries(text: &str) -> Vec<Canary> {
     CANARY
         .captures_iter(text)
         .filter_map(|c| {
@@ -67,7 +67,7 @@ pub fn find_canaries(text: &str) -> Vec<Canary> {
 
 /// The canaries in `text` that belong to another session than `session` of run `run`, once
 /// each.
-pub fn foreign_canaries(text: &str, run: u32, session: u32) -> Vec<Canary> {
+pub(crate) fn foreign_canaries(text: &str, run: u32, session: u32) -> Vec<Canary> {
     let mut found: Vec<Canary> = find_canaries(text)
         .into_iter()
         .filter(|c| (c.run, c.session) != (run, session))
@@ -254,7 +254,7 @@ pub struct Placement {
 
 /// Where `args`' canary goes, given the tool's input `schema` and the `--no-canary` paths
 /// of the tool.
-pub fn place_canaries(args: &Value, schema: &Value, excluded: &[ArgSelector]) -> Placement {
+pub(crate) fn place_canaries(args: &Value, schema: &Value, excluded: &[ArgSelector]) -> Placement {
     let mut walk = Walk {
         root: schema,
         excluded,
@@ -436,7 +436,7 @@ fn constraint(schema: &Value) -> Option<KeptReason> {
 
 /// `args` with `canary` appended (after a space) to the string at each of `at`, each with its
 /// slot.
-pub fn plant_canary(args: &Value, at: &[ArgPath], canary: Canary) -> Value {
+pub(crate) fn plant_canary(args: &Value, at: &[ArgPath], canary: Canary) -> Value {
     let mut out = args.clone();
     for (slot, path) in at.iter().enumerate() {
         if let Some(s) = path.string_in(&mut out) {

@@ -57,7 +57,7 @@ pub struct CallPlan {
 
 /// Which of `calls` calls the session's `call`-th call makes: sessions start on different
 /// calls, so each tool is under concurrent load.
-pub fn call_in_turn(session: u32, call: u64, calls: usize) -> usize {
+pub(crate) fn call_in_turn(session: u32, call: u64, calls: usize) -> usize {
     ((u64::from(session) + call) % calls.max(1) as u64) as usize
 }
 
@@ -81,7 +81,7 @@ pub struct LeakSource {
 }
 
 /// Most sources listed for one leak (every canary found is in `found`).
-pub const SOURCES_LISTED: usize = 8;
+pub(crate) const SOURCES_LISTED: usize = 8;
 
 /// The answers a reader session got with canaries of a writer session.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -128,7 +128,7 @@ pub struct Leakage {
 }
 
 /// The leakage verdict of a run.
-pub fn judge_leakage(run: &StressRun, required: bool) -> Leakage {
+pub(crate) fn judge_leakage(run: &StressRun, required: bool) -> Leakage {
     let observations = &run.observations;
     let calls_with_canary = observations.iter().filter(|o| o.planted).count() as u64;
     let results_with_canary = observations
@@ -189,7 +189,7 @@ fn writer_of(canary: &Canary, run: &StressRun) -> Option<LeakWriter> {
 }
 
 /// The sources of one leaked answer, the first [`SOURCES_LISTED`].
-pub fn sources_of(observation: &CallObservation, run: &StressRun) -> Vec<LeakSource> {
+pub(crate) fn sources_of(observation: &CallObservation, run: &StressRun) -> Vec<LeakSource> {
     observation
         .leaked
         .iter()

@@ -47,7 +47,7 @@ impl CallOutcome {
     }
 
     /// Whether the session has to be opened again after it.
-    pub fn breaks_session(self) -> bool {
+    pub(crate) fn breaks_session(self) -> bool {
         matches!(self, CallOutcome::Dropped | CallOutcome::Timeout)
     }
 }
@@ -76,7 +76,7 @@ pub fn classify(result: &Result<ToolResult, McpError>) -> CallOutcome {
 
 /// The text of an answer that is searched for canaries: every content block, the structured
 /// content, or a JSON-RPC error's message.
-pub fn answer_text(result: &Result<ToolResult, McpError>) -> String {
+pub(crate) fn answer_text(result: &Result<ToolResult, McpError>) -> String {
     match result {
         Ok(r) => {
             let mut text: String = r.content.iter().map(Value::to_string).collect();

@@ -12,7 +12,7 @@ use super::{
 use crate::{ErrorClass, ProviderError};
 
 /// The create body: each request's Messages body as its `params`.
-pub fn create_body(lines: &[BatchLine]) -> Result<Value, BatchWireError> {
+pub(crate) fn create_body(lines: &[BatchLine]) -> Result<Value, BatchWireError> {
     let requests = lines
         .iter()
         .map(|line| {
@@ -67,7 +67,7 @@ pub fn status(body: &[u8]) -> Result<BatchStatus, BatchWireError> {
 }
 
 /// The lines of the results file.
-pub fn result_lines(text: &[u8]) -> ParsedLines {
+pub(crate) fn result_lines(text: &[u8]) -> ParsedLines {
     let mut parsed = ParsedLines::default();
     for (i, line) in text.split(|&b| b == b'\n').enumerate() {
         if line.iter().all(u8::is_ascii_whitespace) {

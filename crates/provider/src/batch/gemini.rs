@@ -14,7 +14,7 @@ use super::{
 };
 
 /// The create body: every request inline with its key in `metadata`.
-pub fn create_body(lines: &[BatchLine], label: &str) -> Result<Value, BatchWireError> {
+pub(crate) fn create_body(lines: &[BatchLine], label: &str) -> Result<Value, BatchWireError> {
     let requests = lines
         .iter()
         .map(|line| {
@@ -36,7 +36,7 @@ pub fn create_body(lines: &[BatchLine], label: &str) -> Result<Value, BatchWireE
 }
 
 /// The batch's resource name (`batches/…`), its id for polling.
-pub fn batch_name(body: &[u8]) -> Result<String, BatchWireError> {
+pub(crate) fn batch_name(body: &[u8]) -> Result<String, BatchWireError> {
     let value: Value =
         serde_json::from_slice(body).map_err(|source| BatchWireError::AnswerNotJson {
             what: "batch answer",
@@ -126,7 +126,7 @@ pub fn status(body: &[u8]) -> Result<BatchStatus, BatchWireError> {
 
 /// The inline answers, matched by `metadata.key`; an answer without one is matched by its
 /// position, which the API keeps in request order.
-pub fn inline_answers(items: &[Value], submitted: &[String]) -> ParsedLines {
+pub(crate) fn inline_answers(items: &[Value], submitted: &[String]) -> ParsedLines {
     let mut parsed = ParsedLines::default();
     for (i, item) in items.iter().enumerate() {
         let key = item

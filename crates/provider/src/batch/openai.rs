@@ -15,7 +15,7 @@ use crate::{Adapter, ErrorClass, ProviderError};
 
 /// The input file: one `{"custom_id","method","url","body"}` line per request, `url` the
 /// endpoint every line targets (`/v1/chat/completions` or `/v1/responses`).
-pub fn input_file(lines: &[BatchLine], url: &str) -> Result<Vec<u8>, BatchWireError> {
+pub(crate) fn input_file(lines: &[BatchLine], url: &str) -> Result<Vec<u8>, BatchWireError> {
     let mut out = Vec::new();
     for line in lines {
         let body: Value = serde_json::from_slice(&line.body).map_err(|source| {
@@ -32,7 +32,7 @@ pub fn input_file(lines: &[BatchLine], url: &str) -> Result<Vec<u8>, BatchWireEr
 }
 
 /// A `multipart/form-data` body with the `purpose` field and the file, and its content type.
-pub fn upload_form(file_name: &str, jsonl: &[u8], boundary: &str) -> (Vec<u8>, String) {
+pub(crate) fn upload_form(file_name: &str, jsonl: &[u8], boundary: &str) -> (Vec<u8>, String) {
     let mut body = Vec::with_capacity(jsonl.len() + 512);
     body.extend_from_slice(
         format!(
@@ -48,7 +48,7 @@ pub fn upload_form(file_name: &str, jsonl: &[u8], boundary: &str) -> (Vec<u8>, S
 }
 
 /// `POST /v1/batches` over an uploaded file.
-pub fn create_body(input_file_id: &str, url: &str, label: &str) -> Value {
+pub(crate) fn create_body(input_file_id: &str, url: &str, label: &str) -> Value {
     json!({
         "input_file_id": input_file_id,
         "endpoint": url,
@@ -121,7 +121,7 @@ pub fn status(body: &[u8]) -> Result<BatchStatus, BatchWireError> {
 
 /// The lines of an output or error file. A line that cannot be read is reported, not
 /// guessed at: its trial is then one the batch did not return.
-pub fn result_lines(text: &[u8], adapter: &dyn Adapter) -> ParsedLines {
+pub(crate) fn result_lines(text: &[u8], adapter: &dyn Adapter) -> ParsedLines {
     let mut parsed = ParsedLines::default();
     for (i, line) in text.split(|&b| b == b'\n').enumerate() {
         if line.iter().all(u8::is_ascii_whitespace) {

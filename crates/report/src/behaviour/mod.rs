@@ -32,11 +32,11 @@ use toolscore_core::record::{ArmId, CallKind, LoopStop, Outcome, TrialRecord};
 pub use diff::{BehaviourChange, BehaviourDiff, ChangedBehaviour, ToBase, diff};
 
 /// Most behaviours listed per case; the rest are counted in [`CaseBehaviours::not_listed`].
-pub const MAX_BEHAVIOURS: usize = 8;
+pub(crate) const MAX_BEHAVIOURS: usize = 8;
 /// Most variants listed per behaviour; the rest are counted.
-pub const MAX_VARIANTS: usize = 4;
+pub(crate) const MAX_VARIANTS: usize = 4;
 /// Bytes an example's text, arguments, tool result or variant is cut to.
-pub const EXAMPLE_BYTES: usize = 600;
+pub(crate) const EXAMPLE_BYTES: usize = 600;
 /// What a fixture trial that called no tool did.
 pub const NO_CALL: &str = "(no call)";
 

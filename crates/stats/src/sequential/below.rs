@@ -63,7 +63,7 @@ impl BelowMixture {
 
     /// `ln F_n` with the bar at `q`, after `successes` passes in `n` trials (a log-sum-exp).
     /// `−∞` for q outside (0, 1).
-    pub fn log_evidence_at(&self, q: f64, successes: u64, n: u64) -> f64 {
+    pub(crate) fn log_evidence_at(&self, q: f64, successes: u64, n: u64) -> f64 {
         if !(q > 0.0 && q < 1.0) {
             return f64::NEG_INFINITY;
         }
@@ -77,18 +77,13 @@ impl BelowMixture {
         log_sum_exp(&logs)
     }
 
-    /// `ln F_n` at the bar t.
-    pub fn log_evidence(&self, successes: u64, n: u64) -> f64 {
-        self.log_evidence_at(self.threshold, successes, n)
-    }
-
     fn rejects_at(&self, q: f64, successes: u64, n: u64) -> bool {
         self.log_evidence_at(q, successes, n) >= -self.beta.ln()
     }
 
     /// The most passes with which the test FAILs after `n` trials (`F_n ≥ 1/β`); `None` when
     /// not even 0 of n fails. The evidence falls as S grows, so a binary search finds it.
-    pub fn fail_boundary(&self, n: u64) -> Option<u64> {
+    pub(crate) fn fail_boundary(&self, n: u64) -> Option<u64> {
         let t = self.threshold;
         if !self.rejects_at(t, 0, n) {
             return None;

@@ -86,7 +86,7 @@ impl MixtureGate {
 
     /// `ln E_n` after `successes` passes in `n` trials (a log-sum-exp, so it neither
     /// overflows nor underflows at large n).
-    pub fn log_evidence(&self, successes: u64, n: u64) -> f64 {
+    pub(crate) fn log_evidence(&self, successes: u64, n: u64) -> f64 {
         let (s, f) = (successes as f64, n.saturating_sub(successes) as f64);
         let logs = self.terms.map(|(ln_w, a, b)| ln_w + s * a + f * b);
         let top = logs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
@@ -99,7 +99,7 @@ impl MixtureGate {
 
     /// `ln E_n` with the bar moved to `q` (alternatives `1 − (1−q)/2^k`, the same weights);
     /// `−∞` for q outside (0, 1). At q = t it is [`Self::log_evidence`] up to rounding.
-    pub fn log_evidence_at(&self, q: f64, successes: u64, n: u64) -> f64 {
+    pub(crate) fn log_evidence_at(&self, q: f64, successes: u64, n: u64) -> f64 {
         if !(q > 0.0 && q < 1.0) {
             return f64::NEG_INFINITY;
         }

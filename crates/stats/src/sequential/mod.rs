@@ -133,7 +133,7 @@ impl Reach {
     }
 
     /// Whether an undecided state (`successes` of `n`) can still PASS or FAIL by the cap.
-    pub fn can_decide(&self, successes: u64, n: u64) -> bool {
+    pub(crate) fn can_decide(&self, successes: u64, n: u64) -> bool {
         if n >= self.cap || successes > n {
             return false;
         }
@@ -224,10 +224,6 @@ impl SequentialTest {
 
     pub fn pass_side(&self) -> &PassSide {
         &self.pass
-    }
-
-    pub fn fail_side(&self) -> &FailSide {
-        &self.fail
     }
 
     /// `--fail-below`'s rate when the FAIL side is the indifference-zone SPRT; `None` when a

@@ -95,7 +95,7 @@ impl PairedBetting {
     }
 
     /// `ln` of the evidence against "Δ ≤ μ" (the stake bet on differences above μ).
-    pub fn log_evidence_above(&self, c: PairCounts, mu: f64) -> f64 {
+    pub(crate) fn log_evidence_above(&self, c: PairCounts, mu: f64) -> f64 {
         mixed(|f| {
             let l = f / (1.0 + mu);
             weighted(c, 1.0 + l * (1.0 - mu), 1.0 - l * mu, 1.0 - l * (1.0 + mu))
@@ -103,7 +103,7 @@ impl PairedBetting {
     }
 
     /// `ln` of the evidence against "Δ ≥ μ" (the stake bet on differences below μ).
-    pub fn log_evidence_below(&self, c: PairCounts, mu: f64) -> f64 {
+    pub(crate) fn log_evidence_below(&self, c: PairCounts, mu: f64) -> f64 {
         mixed(|f| {
             let l = f / (1.0 - mu);
             weighted(c, 1.0 - l * (1.0 - mu), 1.0 + l * mu, 1.0 + l * (1.0 + mu))
