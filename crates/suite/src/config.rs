@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use toolscore_core::error::InputError;
+use toolscore_core::error::{Error, InputError};
 
 /// `toolscore.yaml`: providers, defaults and the datasets to run.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -99,13 +99,14 @@ pub struct ProviderEntry {
 pub const REPLAY_KIND: &str = "replay";
 
 /// Reads `toolscore.yaml`. Relative dataset paths are resolved against the config's folder.
-pub fn load_config(path: &Path) -> Result<Config, InputError> {
+/// Like every loader of this layer, it fails with the core [`Error`].
+pub fn load_config(path: &Path) -> Result<Config, Error> {
     let text = toolscore_core::input::read_text(path)?;
-    parse_config(
+    Ok(parse_config(
         &text,
         &path.display().to_string(),
         path.parent().unwrap_or(Path::new(".")),
-    )
+    )?)
 }
 
 /// Parses config text named `file`; relative dataset paths are resolved against `base`.

@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use toolscore_core::error::InputError;
+use toolscore_core::error::{Error, InputError};
 use toolscore_mcp::client::ServerSpec;
 
 /// The file next to `cases.jsonl` that names a live server.
@@ -59,14 +59,15 @@ pub struct LiveCatalogSpec {
     pub file: PathBuf,
 }
 
-/// `dir/dataset.yaml` parsed, or None when the dataset has none.
-pub fn load_dataset_file(dir: &Path) -> Result<Option<LiveCatalogSpec>, InputError> {
+/// `dir/dataset.yaml` parsed, or None when the dataset has none. Like every loader of this
+/// layer, it fails with the core [`Error`].
+pub fn load_dataset_file(dir: &Path) -> Result<Option<LiveCatalogSpec>, Error> {
     let path = dir.join(DATASET_FILE);
     if !path.exists() {
         return Ok(None);
     }
     let text = toolscore_core::input::read_text(&path)?;
-    parse_dataset_file(&text, &path, dir).map(Some)
+    Ok(Some(parse_dataset_file(&text, &path, dir)?))
 }
 
 /// Parses dataset.yaml text; `dir` is the dataset folder (the default working folder).
