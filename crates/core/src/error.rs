@@ -183,11 +183,6 @@ impl Error {
         }
     }
 
-    /// Writing to a reader that stopped reading (`| head`): not an error to report.
-    pub fn is_broken_pipe(&self) -> bool {
-        is_broken_pipe(self)
-    }
-
     pub fn exit_code(&self) -> ExitCode {
         match self {
             Error::Input(_) => ExitCode::BadInput,
