@@ -3,7 +3,8 @@
 use std::path::{Path, PathBuf};
 use toolscore_core::metric::Metric;
 
-use clap::Args;
+use clap::{Args, ValueEnum};
+use toolscore_report::history::overview::{self, Overview, RunFolders};
 
 use super::usage;
 use crate::cli::Error;
@@ -23,6 +24,24 @@ pub struct HistoryArgs {
     /// Exit 1 when the newest run of any series dropped significantly.
     #[arg(long)]
     pub fail_on_drop: bool,
+    /// What to write; repeat for several. terminal and json print to stdout, md and html are
+    /// written into DIR [default: terminal].
+    #[arg(long = "format", value_enum, value_name = "FORMAT")]
+    pub formats: Vec<HistoryFormat>,
+}
+
+/// The forms `toolscore history` tells the trend in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, ValueEnum)]
+pub enum HistoryFormat {
+    /// Every series as text on stdout.
+    Terminal,
+    /// The overview as JSON on stdout, for other dashboards.
+    Json,
+    /// DIR/history.md: Markdown for a pull-request or issue comment or `$GITHUB_STEP_SUMMARY`.
+    Md,
+    /// DIR/history.html: one self-contained page, a chart per series linked to each run's
+    /// report.html.
+    Html,
 }
 
 /// Appends the run's arms to `history.jsonl` in its --out folder (the parent of the run's
@@ -71,18 +90,119 @@ pub(super) fn run(args: &HistoryArgs) -> Result<ExitCode, Error> {
             args.dir.display()
         )));
     }
+    let mut formats = if args.formats.is_empty() {
+        vec![HistoryFormat::Terminal]
+    } else {
+        args.formats.clone()
+    };
+    formats.sort();
+    formats.dedup();
+    if formats.contains(&HistoryFormat::Terminal) && formats.contains(&HistoryFormat::Json) {
+        return Err(usage(
+            "--format terminal and --format json both print to stdout; choose one",
+        ));
+    }
     let text = toolscore_core::input::read_text(&path)?;
     let lines = toolscore_report::history::parse(&text, &path.display().to_string())?;
+    let line_count = lines.len();
     let series = toolscore_report::history::series(lines, metric);
-    let mut out = std::io::stdout().lock();
-    toolscore_report::history::render(&series, metric, args.last, &mut out)
-        .map_err(|e| Error::io("cannot write the history", e))?;
-    let dropped = series
-        .iter()
-        .any(toolscore_report::history::Series::newest_dropped);
-    Ok(if dropped && args.fail_on_drop {
+    let overview = overview::overview(
+        &series,
+        &overview::Sources {
+            dir: &args.dir.display().to_string(),
+            file: &path.display().to_string(),
+            lines: line_count,
+            generated_at: humantime::format_rfc3339_seconds(std::time::SystemTime::now())
+                .to_string(),
+            metric,
+            last: args.last,
+            folders: &run_folders(&args.dir, &series)?,
+        },
+    );
+    for format in &formats {
+        match format {
+            HistoryFormat::Terminal => {
+                let mut out = std::io::stdout().lock();
+                toolscore_report::history::render(&series, metric, args.last, &mut out)
+                    .map_err(|e| Error::io("cannot write the history", e))?;
+            }
+            HistoryFormat::Json => {
+                let mut out = std::io::stdout().lock();
+                serde_json::to_writer_pretty(&mut out, &overview)
+                    .map_err(|e| Error::encode("the history overview", e))?;
+                outln!()?;
+            }
+            HistoryFormat::Md => write_page(&args.dir.join("history.md"), &overview, |o, w| {
+                toolscore_report::render_history_markdown(o, w)
+            })?,
+            HistoryFormat::Html => {
+                write_page(&args.dir.join("history.html"), &overview, |o, w| {
+                    toolscore_report::render_history_html(o, w)
+                })?
+            }
+        }
+    }
+    Ok(if overview.any_dropped() && args.fail_on_drop {
         ExitCode::GateFailed
     } else {
         ExitCode::Pass
     })
+}
+
+/// Renders a page of the overview into `path` (whole or not at all) and says so on stderr.
+fn write_page(
+    path: &Path,
+    overview: &Overview,
+    render: impl Fn(&Overview, &mut dyn std::io::Write) -> std::io::Result<()>,
+) -> Result<(), Error> {
+    let mut text = Vec::new();
+    render(overview, &mut text)
+        .map_err(|e| Error::io(format!("cannot render {}", path.display()), e))?;
+    toolscore_core::atomic::write_file(path, &text)?;
+    errln!("wrote {}", path.display())
+}
+
+/// What the folder holds for links: which runs kept a report.html, and the element ids of
+/// the newest trustworthy run's page in each series (the one its changed cases link into). A
+/// run id that is not one plain folder name is never looked up; a page that cannot be read
+/// is named on stderr and its cases are not linked.
+fn run_folders(
+    dir: &Path,
+    series: &[toolscore_report::history::Series],
+) -> Result<RunFolders, Error> {
+    let report_of = |run_id: &str| {
+        let mut parts = Path::new(run_id).components();
+        match (parts.next(), parts.next()) {
+            (Some(std::path::Component::Normal(_)), None) => {
+                Some(dir.join(run_id).join("report.html")).filter(|p| p.is_file())
+            }
+            _ => None,
+        }
+    };
+    let mut folders = RunFolders::default();
+    for s in series {
+        for p in &s.points {
+            if report_of(&p.line.run_id).is_some() {
+                folders.reports.insert(p.line.run_id.clone());
+            }
+        }
+        let Some(newest) = s.newest_trusted() else {
+            continue;
+        };
+        let Some(page) = report_of(&newest.run_id) else {
+            continue;
+        };
+        match toolscore_core::input::read_text(&page) {
+            Ok(html) => {
+                folders
+                    .ids
+                    .insert(newest.run_id.clone(), overview::element_ids(&html));
+            }
+            Err(e) => errln!(
+                "warning: the cases of {} are not linked: {e}",
+                newest.run_id
+            )?,
+        }
+    }
+    Ok(folders)
 }

@@ -687,6 +687,12 @@ fn merged_summary(
     let mut run = first.run.clone();
     run.run_id = run_id.to_owned();
     run.shard = None;
+    run.merged_shards = shards[0].shard.count;
+    // A shard finished with --resume ran in more than one sitting: so did the merged run.
+    run.resumed_trials = shards
+        .iter()
+        .map(|s| s.summary.header.run.resumed_trials)
+        .sum();
     run.started_at = shards
         .iter()
         .map(|s| s.summary.header.run.started_at.clone())

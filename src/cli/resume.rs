@@ -307,6 +307,11 @@ pub(super) struct Resumed {
 }
 
 impl Resumed {
+    /// Completed trials kept from the earlier processes.
+    pub(super) fn kept(&self) -> u64 {
+        self.kept
+    }
+
     pub(super) fn describe(&self) -> String {
         format!(
             "resuming: {} completed trials kept, {} that ended in infrastructure errors will run again{}",

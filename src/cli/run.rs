@@ -271,6 +271,7 @@ fn run_command(
     let resumed = if setup.resume {
         let r = resume::prepare(&mut setup)?;
         errln!("{}", r.describe())?;
+        run.resumed_trials = r.kept();
         Some(r)
     } else {
         None

@@ -69,22 +69,25 @@ fn dialled_rates(
 const MODEL_SERVER_DOWN: u32 = 99;
 
 fn run(dir: &std::path::Path, id: &str) -> support::Run {
-    toolscore(
-        dir,
-        &[
-            "run",
-            "--provider",
-            "fake",
-            "--out",
-            "out",
-            "--progress",
-            "off",
-            "--trials",
-            "20",
-            "--run-id",
-            id,
-        ],
-    )
+    run_with(dir, id, &[])
+}
+
+fn run_with(dir: &std::path::Path, id: &str, extra: &[&str]) -> support::Run {
+    let mut args = vec![
+        "run",
+        "--provider",
+        "fake",
+        "--out",
+        "out",
+        "--progress",
+        "off",
+        "--trials",
+        "20",
+        "--run-id",
+        id,
+    ];
+    args.extend_from_slice(extra);
+    toolscore(dir, &args)
 }
 
 #[test]
@@ -203,4 +206,268 @@ fn a_run_that_exits_4_stays_out_of_the_trend_and_a_drop_is_judged_against_the_la
     let week3 = row("week-3");
     assert!(week3.contains("vs week-1: -0.300"), "{week3}");
     assert!(week3.ends_with("SIGNIFICANT DROP"), "{week3}");
+}
+
+/// Three weekly runs with their report.html, the third with a planted drop of 0.3 on every
+/// case.
+fn three_weeks_with_a_drop() -> (FakeServer, tempfile::TempDir) {
+    let dial = Arc::new(AtomicU32::new(7));
+    let server = FakeServer::start_in_background(dialled_rates(dial.clone()));
+    let dir = fake_project(&server.base_url, TOOLS, &cases(), &[]);
+    for id in ["week-1", "week-2", "week-3"] {
+        if id == "week-3" {
+            dial.store(4, Ordering::SeqCst);
+        }
+        let r = run_with(
+            dir.path(),
+            id,
+            &["--format", "terminal", "--format", "html"],
+        );
+        assert_eq!(r.code, 0, "{}", r.transcript());
+    }
+    (server, dir)
+}
+
+fn parse_page(html: &str) -> roxmltree::Document<'_> {
+    let options = roxmltree::ParsingOptions {
+        allow_dtd: true,
+        ..Default::default()
+    };
+    roxmltree::Document::parse_with_options(html, options)
+        .unwrap_or_else(|e| panic!("history.html is not well-formed: {e}"))
+}
+
+fn ids_of(doc: &roxmltree::Document<'_>) -> std::collections::BTreeSet<String> {
+    doc.descendants()
+        .filter_map(|n| n.attribute("id"))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The page, the Markdown and the JSON say what `--fail-on-drop` says: the drop is marked on
+/// week 3 and nowhere else, and every link of the page resolves in the folder.
+#[test]
+fn the_trend_page_marks_the_drop_where_fail_on_drop_fails_and_every_link_resolves() {
+    let (_server, dir) = three_weeks_with_a_drop();
+    let h = toolscore(
+        dir.path(),
+        &[
+            "history",
+            "--dir",
+            "out",
+            "--format",
+            "md",
+            "--format",
+            "html",
+            "--fail-on-drop",
+        ],
+    );
+    assert_eq!(h.code, 1, "{}", h.transcript());
+    assert!(h.stdout.is_empty(), "files only: {}", h.stdout);
+    assert!(
+        h.stderr.contains("wrote out/history.md") && h.stderr.contains("wrote out/history.html"),
+        "{}",
+        h.stderr
+    );
+
+    let md = std::fs::read_to_string(dir.path().join("out/history.md")).expect("history.md");
+    insta::with_settings!({filters => vec![
+        (r"\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z", "[TIME]"),
+        (r"\b\d{4}-\d{2}-\d{2}\b", "[DATE]"),
+        // Latency is the fake server's and the machine's: not part of the contract here.
+        (r"(?m)^week-\d: p95 latency .*\n\n", ""),
+    ]}, {
+        insta::assert_snapshot!(md, @r"
+        ## toolscore history · selection
+
+        **DROP: 1 of 1 series dropped significantly in their newest run (`toolscore history --fail-on-drop` exits 1).**
+
+        | series | newest run | verdict | score | vs previous run | sampled |
+        |---|---|---|---|---|---|
+        | data · provider fake · model m · variant base | week-3 | PASS | 0.500 [0.430, 0.570] (12 cases) | -0.300 [-0.300, -0.300] on 12 cases **SIGNIFICANT DROP** | fixed, 20 per case |
+
+        <sub>made [TIME] from `out/history.jsonl` (3 lines): a move is flagged only when the interval of the paired difference (by case) excludes 0.</sub>
+
+        ### data · provider fake · model m · variant base
+
+        | run | finished | verdict | score | n | sampled | vs previous run |
+        |---|---|---|---|---|---|---|
+        | week-1 | [DATE] | PASS | 0.800 [0.737, 0.854] (12 cases) | 240 | fixed, 20 per case | – |
+        | week-2 | [DATE] | PASS | 0.800 [0.737, 0.854] (12 cases) | 240 | fixed, 20 per case | vs week-1: +0.000 [+0.000, +0.000] on 12 cases |
+        | week-3 | [DATE] | PASS | 0.500 [0.430, 0.570] (12 cases) | 240 | fixed, 20 per case | vs week-2: -0.300 [-0.300, -0.300] on 12 cases **SIGNIFICANT DROP** |
+
+        Cases that changed most, week-2 → week-3 (a single case's change may be trial noise; `toolscore explain` shows what the model did):
+
+        | case | week-2 | week-3 | change |
+        |---|---|---|---|
+        | data/c1 | 16/20 | 10/20 | -0.300 |
+        | data/c10 | 16/20 | 10/20 | -0.300 |
+        | data/c11 | 18/20 | 12/20 | -0.300 |
+        | data/c2 | 18/20 | 12/20 | -0.300 |
+        | data/c4 | 16/20 | 10/20 | -0.300 |
+
+        Tools in week-3 against week-2:
+
+        | tool | previous | newest |
+        |---|---|---|
+        | lookup | 0.800 [0.737, 0.854] (12 cases) | 0.500 [0.430, 0.570] (12 cases) |
+        ");
+    });
+
+    let html = std::fs::read_to_string(dir.path().join("out/history.html")).expect("history.html");
+    for needle in ["<script", "url(", "@import", " src=", "<iframe", "<img"] {
+        assert!(
+            !html.to_lowercase().contains(needle),
+            "history.html has {needle}"
+        );
+    }
+    let doc = parse_page(&html);
+    // One point per run, in order; only week 3's is a drop, flagged ▼ above it.
+    let points: Vec<roxmltree::Node<'_, '_>> = doc
+        .descendants()
+        .filter(|n| {
+            n.attribute("class")
+                .is_some_and(|c| c == "run" || c.starts_with("run "))
+        })
+        .collect();
+    let classes: Vec<&str> = points.iter().filter_map(|n| n.attribute("class")).collect();
+    assert_eq!(classes, ["run", "run", "run drop"]);
+    let flags: Vec<(&str, &str)> = doc
+        .descendants()
+        .filter(|n| n.attribute("class").is_some_and(|c| c.starts_with("flag ")))
+        .map(|n| {
+            (
+                n.attribute("x").unwrap_or_default(),
+                n.text().unwrap_or_default(),
+            )
+        })
+        .collect();
+    assert_eq!(flags, [(points[2].attribute("cx").expect("cx"), "▼")]);
+    let headline = doc
+        .descendants()
+        .find(|n| {
+            n.attribute("class")
+                .is_some_and(|c| c.starts_with("headline"))
+        })
+        .expect("headline");
+    assert_eq!(headline.attribute("class"), Some("headline fail"));
+
+    // Every link: an element of this page, or a file of the folder (and an element of it).
+    let out = dir.path().join("out");
+    let page_ids = ids_of(&doc);
+    let mut links = 0;
+    let mut case_links = 0;
+    for node in doc.descendants().filter(|n| n.tag_name().name() == "a") {
+        let href = node.attribute("href").expect("an <a> has an href");
+        links += 1;
+        if let Some(id) = href.strip_prefix('#') {
+            assert!(page_ids.contains(id), "{href}: no such element");
+            continue;
+        }
+        let (file, fragment) = href
+            .split_once('#')
+            .map_or((href, None), |(f, id)| (f, Some(id)));
+        assert!(
+            !file.contains(':') && !file.starts_with('/') && !file.contains(".."),
+            "{href}"
+        );
+        let target = out.join(file);
+        assert!(target.is_file(), "{href}: no such file");
+        if let Some(id) = fragment {
+            case_links += 1;
+            let text = std::fs::read_to_string(&target).expect("target");
+            assert!(
+                ids_of(&parse_page(&text)).contains(id),
+                "{href}: no such section"
+            );
+        }
+    }
+    // 3 points, the summary row's run and series, the 5 changed cases.
+    assert_eq!((links, case_links), (3 + 2 + 5, 5));
+
+    // The overview as data says the same.
+    let json = toolscore(dir.path(), &["history", "--dir", "out", "--format", "json"]);
+    assert_eq!(json.code, 0, "{}", json.transcript());
+    let v: serde_json::Value = serde_json::from_str(&json.stdout).expect("json");
+    assert_eq!(v["version"], 1);
+    assert_eq!(v["dropped"], 1);
+    assert_eq!(v["series"][0]["newest_dropped"], true);
+    let moved: Vec<&serde_json::Value> = v["series"][0]["runs"]
+        .as_array()
+        .expect("runs")
+        .iter()
+        .map(|r| &r["change"]["moved"])
+        .collect();
+    assert_eq!(
+        moved,
+        [
+            &serde_json::Value::Null,
+            &serde_json::json!("none"),
+            &serde_json::json!("drop")
+        ]
+    );
+    assert_eq!(v["series"][0]["runs"][2]["report"], "week-3/report.html");
+
+    let both = toolscore(
+        dir.path(),
+        &[
+            "history", "--dir", "out", "--format", "json", "--format", "terminal",
+        ],
+    );
+    assert_eq!(both.code, 2, "{}", both.transcript());
+}
+
+/// A year of weekly runs of 100 series: the page stays under 2 MB, and says what the terminal
+/// and `--fail-on-drop` say (series 0 dropped in the last week).
+#[test]
+fn a_year_of_100_series_makes_a_page_under_2_mb() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let lines = support::history::write_synthetic_history(dir.path(), 100, 52);
+    let h = toolscore(
+        dir.path(),
+        &[
+            "history",
+            "--dir",
+            ".",
+            "--format",
+            "html",
+            "--format",
+            "md",
+            "--fail-on-drop",
+        ],
+    );
+    assert_eq!(h.code, 1, "{}", h.transcript());
+    let html = std::fs::read_to_string(dir.path().join("history.html")).expect("history.html");
+    assert!(
+        html.len() < 2_000_000,
+        "history.html is {} bytes",
+        html.len()
+    );
+    assert!(html.contains(&format!("({lines} lines, 100 series)")));
+    // One point per trustworthy run: 52 × 100, less the 10 runs of week 30 that exited 4.
+    assert_eq!(
+        html.matches(" class=\"run\"").count() + html.matches(" class=\"run ").count(),
+        52 * 100 - 10
+    );
+    let md = std::fs::read_to_string(dir.path().join("history.md")).expect("history.md");
+    assert!(
+        md.chars().count() <= toolscore_report::MARKDOWN_MAX_CHARS,
+        "{}",
+        md.len()
+    );
+    let json = toolscore(dir.path(), &["history", "--dir", ".", "--format", "json"]);
+    let v: serde_json::Value = serde_json::from_str(&json.stdout).expect("json");
+    let dropped = v["dropped"].as_u64().expect("dropped");
+    assert_eq!(v["series"][0]["newest_dropped"], true, "the planted drop");
+    let runs = v["series"][0]["runs"].as_array().expect("runs");
+    assert_eq!(runs.len(), 51, "week 30 exited 4: listed apart");
+    assert_eq!(runs[50]["run_id"], "week-52");
+    assert_eq!(v["series"][0]["not_in_trend"][0]["run_id"], "week-30");
+    assert!(
+        md.contains(&format!(
+            "**DROP: {dropped} of 100 series dropped significantly in their newest run"
+        )),
+        "{}",
+        &md[..400]
+    );
 }

@@ -454,7 +454,7 @@ fn a_forest_row_opens_its_case_explorer_in_chromium() {
     let page = out.path().join("demo/report.html");
     let html = std::fs::read_to_string(&page).expect("report.html");
     let link =
-        regex::Regex::new(r##"<a class="explore" href="#(case-0-[0-9]+)">"##).expect("regex");
+        regex::Regex::new(r##"<a class="explore" href="#(case-[0-9a-f]{16})">"##).expect("regex");
     let target = link.captures(&html).expect("a forest row with a link")[1].to_owned();
     // The section it opens holds the case's conversation and its behaviours.
     let at = html
@@ -672,4 +672,124 @@ fn no_chart_label_is_cut_off_and_the_comparison_comes_before_the_arms() {
         clipped.is_empty(),
         "labels cut off by their chart: {clipped:#?}"
     );
+}
+
+/// Measures the page as laid out: every text of every chart inside its chart's box, no two
+/// texts of one chart overlapping, and nothing wider than the window (a wide table scrolls
+/// inside its own box). Writes what it found into `data-layout` on the root element.
+const MEASURE_LAYOUT: &str = r#"<script>
+const out = [];
+const name = (svg) => (svg.closest('section') || {}).id + ' ' + (svg.getAttribute('aria-label') || '').slice(0, 40);
+for (const svg of document.querySelectorAll('svg')) {
+  const box = svg.getBoundingClientRect();
+  const texts = [...svg.querySelectorAll('text')].map(t => [t, t.getBoundingClientRect()]).filter(([, r]) => r.width > 0);
+  for (const [t, r] of texts) {
+    if (r.left < box.left - 1 || r.right > box.right + 1 || r.top < box.top - 1 || r.bottom > box.bottom + 1) {
+      out.push('clipped: ' + name(svg) + ': ' + t.textContent.slice(0, 40));
+    }
+  }
+  for (let i = 0; i < texts.length; i++) {
+    for (let j = i + 1; j < texts.length; j++) {
+      const [a, ra] = texts[i], [b, rb] = texts[j];
+      const dx = Math.min(ra.right, rb.right) - Math.max(ra.left, rb.left);
+      const dy = Math.min(ra.bottom, rb.bottom) - Math.max(ra.top, rb.top);
+      if (dx > 0.5 && dy > 0.5) {
+        out.push('overlap: ' + name(svg) + ': ' + a.textContent.slice(0, 30) + ' / ' + b.textContent.slice(0, 30));
+      }
+    }
+  }
+}
+if (document.documentElement.scrollWidth > window.innerWidth + 1) {
+  out.push('the page is ' + document.documentElement.scrollWidth + ' px wide in a window of ' + window.innerWidth);
+}
+document.documentElement.setAttribute('data-layout', JSON.stringify(out));
+</script>"#;
+
+/// What [`MEASURE_LAYOUT`] found on `page` (its CSP removed so the script runs) in a window
+/// `width` pixels wide.
+fn layout_problems(chromium: &Path, page: &Path, width: u32) -> Vec<String> {
+    let html = std::fs::read_to_string(page).expect("page");
+    let measured = page.with_file_name(format!("measured-{width}.html"));
+    let text = csp_meta()
+        .replace(&html, "")
+        .replace("</body>", &format!("{MEASURE_LAYOUT}\n</body>"));
+    std::fs::write(&measured, text).expect("write");
+    let loaded = chromium_url(
+        chromium,
+        &format!("file://{}", measured.display()),
+        "--dump-dom",
+        &format!("{width},2400"),
+    );
+    let found = regex::Regex::new(r#"data-layout="([^"]*)""#)
+        .expect("regex")
+        .captures(&loaded.dom)
+        .map(|c| c[1].replace("&quot;", "\""))
+        .unwrap_or_else(|| panic!("the measuring script did not run:\n{}", loaded.log));
+    serde_json::from_str(&found).expect("a JSON list")
+}
+
+/// The history page of the hostile project's runs: no payload runs (with the page's CSP and
+/// without it), its chart renders, and at 1280 and 390 pixels wide no label is cut off or
+/// drawn over another and nothing sticks out of the window.
+#[test]
+fn the_history_page_runs_no_hostile_string_and_fits_a_desktop_and_a_phone() {
+    let Some(chromium) = chromium() else { return };
+    let server = FakeServer::start_in_background(hostile_model);
+    let project = hostile_project(&server.base_url);
+    build_reports(project.path());
+    let h = toolscore(
+        project.path(),
+        &["history", "--dir", "out", "--format", "html"],
+    );
+    assert_eq!(h.code, 0, "{}", h.transcript());
+    let page = project.path().join("out/history.html");
+    let html = std::fs::read_to_string(&page).expect("history.html");
+    for n in [2, 3, 8] {
+        assert!(
+            html.contains(&format!("PWNED-{n}")),
+            "payload {n} is not in the page"
+        );
+    }
+    let csp = csp_meta();
+    assert!(csp.is_match(&html), "no CSP in history.html");
+    let bare = page.with_file_name("history-without-csp.html");
+    std::fs::write(&bare, csp.replace(&html, "").as_ref()).expect("write");
+    for p in [page.as_path(), bare.as_path()] {
+        let loaded = chromium_run(&chromium, p, "--dump-dom");
+        for n in 1..=8 {
+            assert!(!ran(&loaded, n), "payload {n} ran in {}", p.display());
+        }
+        assert_eq!(title(&loaded.dom), "toolscore history · selection");
+        let trends = loaded.dom.matches("<svg class=\"trend\"").count();
+        assert_eq!(trends, 2, "one trend per arm");
+        assert!(
+            loaded.dom.matches("<circle").count() >= 4,
+            "the points were drawn"
+        );
+    }
+    for width in [1280, 390] {
+        let problems = layout_problems(&chromium, &page, width);
+        assert!(problems.is_empty(), "at {width} px: {problems:#?}");
+    }
+
+    // A year of weekly runs: thinned run labels, drop and rise marks, sequential, resumed and
+    // merged runs, a catalog change and runs kept apart, at both widths.
+    let year = tempfile::tempdir().expect("tempdir");
+    support::history::write_synthetic_history(year.path(), 12, 52);
+    let h = toolscore(year.path(), &["history", "--dir", ".", "--format", "html"]);
+    assert!(h.code <= 1, "{}", h.transcript());
+    let page = year.path().join("history.html");
+    let html = std::fs::read_to_string(&page).expect("history.html");
+    for mark in [
+        "class=\"flag drop\"",
+        "class=\"gathered\"",
+        "<rect class=\"run",
+        "class=\"catalog\"",
+    ] {
+        assert!(html.contains(mark), "the year's page has no {mark}");
+    }
+    for width in [1280, 390] {
+        let problems = layout_problems(&chromium, &page, width);
+        assert!(problems.is_empty(), "a year at {width} px: {problems:#?}");
+    }
 }

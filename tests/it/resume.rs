@@ -175,6 +175,35 @@ fn a_run_killed_again_and_again_resumes_to_the_uninterrupted_summary() {
     );
     assert_eq!(killed["decision"]["verdict"], "fail", "{killed:#}");
     assert_eq!(killed, reference);
+
+    // The history marks the run as gathered in several sittings, with the trials the last
+    // one kept; the run that ran in one sitting carries no mark.
+    let history = std::fs::read_to_string(dir.path().join("out/history.jsonl")).expect("history");
+    let line_of = |id: &str| -> Value {
+        history
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).expect("line"))
+            .find(|l| l["run_id"] == id)
+            .unwrap_or_else(|| panic!("no history line for {id}: {history}"))
+    };
+    let kept = line_of("killed")["sampling"]["resumed_trials"]
+        .as_u64()
+        .expect("resumed_trials");
+    assert!(kept > 0 && kept <= 180, "{kept}");
+    assert_eq!(line_of("reference").get("sampling"), None);
+    let summary: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("out/killed/summary.json")).expect("summary"),
+    )
+    .expect("json");
+    assert_eq!(summary["run"]["resumed_trials"], kept);
+    let trend = toolscore(dir.path(), &["history", "--dir", "out"]);
+    assert!(
+        trend.stdout.contains(&format!(
+            "(fixed, 60 per case; resumed, {kept} trials kept)"
+        )),
+        "{}",
+        trend.stdout
+    );
 }
 
 #[test]

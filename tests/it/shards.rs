@@ -196,7 +196,11 @@ fn four_shards_merged_equal_the_same_plan_run_in_one_piece() {
     }
     assert_eq!(merged["completed_trials"], 120);
     assert!(merged["run"].get("shard").is_none());
-    assert_same(&whole, &merged, "summary");
+    // The one thing the header adds: how the run was gathered.
+    assert_eq!(merged["run"]["merged_shards"], 4);
+    let mut one_piece = merged.clone();
+    one_piece["run"].as_object_mut().unwrap().remove("merged_shards");
+    assert_same(&whole, &one_piece, "summary");
     // The merged summary is what `report` re-aggregates from the merged results.jsonl.
     let stdout_of = |args: &[&str]| {
         let run = toolscore(d, args);
@@ -241,6 +245,13 @@ fn four_shards_merged_equal_the_same_plan_run_in_one_piece() {
         ["\"recorded\"", "\"whole\"", "\"merged\""],
         "{history}"
     );
+    // The merged run says it was gathered by four processes; the whole run says nothing.
+    let sampling: Vec<Value> = history
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).expect("line")["sampling"].clone())
+        .collect();
+    assert_eq!(sampling[1], Value::Null, "{history}");
+    assert_eq!(sampling[2]["merged_shards"], 4, "{history}");
     // Provenance beside the merged run.
     let shards: Value = serde_json::from_str(
         &std::fs::read_to_string(d.join("out/merged/shards.json")).expect("shards.json"),

@@ -35,9 +35,11 @@ pub use comparison::{
     MeanDifference, SequentialComparison, Substitution, render_comparison,
 };
 pub use csv::ResultsCsv;
-pub use html::{Html, HtmlContext, compared_cases, explored_cases};
+pub use html::{Html, HtmlContext, compared_cases, explored_cases, render_history_html};
 pub use junit::Junit;
-pub use markdown::{MAX_CHARS as MARKDOWN_MAX_CHARS, Markdown, escape as escape_markdown};
+pub use markdown::{
+    MAX_CHARS as MARKDOWN_MAX_CHARS, Markdown, escape as escape_markdown, render_history_markdown,
+};
 pub use probe::render_probe;
 pub use progress::{Progress, ProgressMode};
 pub use providers::{

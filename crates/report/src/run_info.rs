@@ -28,6 +28,17 @@ pub struct RunInfo {
     /// `run --shard i/n`: this run holds one slice of a plan; `toolscore merge` joins them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<ShardInfo>,
+    /// Trials kept from earlier, interrupted processes of this run (`run --resume`): its trials
+    /// ran in more than one sitting, perhaps days apart. 0 for a run that ran in one.
+    #[serde(default, skip_serializing_if = "crate::is_zero")]
+    pub resumed_trials: u64,
+    /// The shards `toolscore merge` joined into this run; 0 for a run that was not merged.
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub merged_shards: u32,
+}
+
+fn is_zero_u32(n: &u32) -> bool {
+    *n == 0
 }
 
 /// The slice of a plan a sharded run holds.
@@ -87,6 +98,8 @@ impl RunInfo {
             datasets: Vec::new(),
             scenarios: Vec::new(),
             shard: None,
+            resumed_trials: 0,
+            merged_shards: 0,
         }
     }
 }

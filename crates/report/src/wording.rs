@@ -220,3 +220,61 @@ pub fn weakest_cases(a: &super::ArmSummary) -> Vec<&super::CaseSummary> {
     });
     cases
 }
+
+/// A history point's score: `0.361 [0.258, 0.469] (61 cases)`, the mean alone when there is
+/// no interval (a single case), `–` when nothing was scored.
+pub(crate) fn history_score(p: &super::history::MetricPoint) -> String {
+    let mean = match (p.mean, p.lo, p.hi) {
+        (Some(m), Some(lo), Some(hi)) => format!("{m:.3} [{lo:.3}, {hi:.3}]"),
+        (Some(m), _, _) => format!("{m:.3}"),
+        _ => "–".to_owned(),
+    };
+    match p.cases {
+        1 => format!("{mean} (1 case)"),
+        n => format!("{mean} ({n} cases)"),
+    }
+}
+
+/// A run's change against the previous one: `−0.300 [−0.350, −0.250] on 61 cases`, or why
+/// there is no difference to give.
+pub(crate) fn history_change(c: &super::history::overview::ChangeView) -> String {
+    match &c.difference {
+        Some(d) => format!(
+            "{:+.3} [{:+.3}, {:+.3}] on {} cases",
+            d.mean, d.interval.lo, d.interval.hi, c.cases
+        ),
+        None => format!("too few shared cases ({})", c.cases),
+    }
+}
+
+/// The words of a move, as the terminal prints them: `SIGNIFICANT DROP`, `significant rise`,
+/// nothing when the interval holds 0; then the marks of a catalog or design change.
+pub(crate) fn history_marks(c: &super::history::overview::ChangeView) -> Vec<&'static str> {
+    let mut marks = Vec::new();
+    match c.moved {
+        super::history::Move::Drop => marks.push("SIGNIFICANT DROP"),
+        super::history::Move::Rise => marks.push("significant rise"),
+        super::history::Move::None => {}
+    }
+    if c.catalog_changed {
+        marks.push("catalog changed");
+    }
+    if c.sampling_changed {
+        marks.push("sampled differently");
+    }
+    marks
+}
+
+/// The sentence every history page leads with: which series dropped in their newest run,
+/// the one thing `history --fail-on-drop` exits 1 on.
+pub(crate) fn history_headline(o: &super::history::overview::Overview) -> String {
+    let n = o.series.len();
+    if o.any_dropped() {
+        format!(
+            "DROP: {} of {n} series dropped significantly in their newest run (`toolscore history --fail-on-drop` exits 1)",
+            o.dropped
+        )
+    } else {
+        format!("No drop: none of {n} series dropped significantly in its newest run")
+    }
+}

@@ -299,6 +299,9 @@ impl RunSetup {
                 count: s.count,
                 plan: super::resume::plan_digest(p),
             }),
+            // Set by `run --resume` and `merge`, which know it.
+            resumed_trials: 0,
+            merged_shards: 0,
         }
     }
 }

@@ -8,6 +8,7 @@ pub(crate) mod fake_batch;
 pub(crate) mod fake_openai;
 pub(crate) mod fake_providers;
 pub(crate) mod files;
+pub(crate) mod history;
 pub(crate) mod mcp_http;
 pub(crate) mod mcp_servers;
 pub(crate) mod measure;

@@ -113,27 +113,29 @@ pub(super) struct DiffView {
     rest: Option<String>,
 }
 
-/// The element ids of the explored cases, per arm in the order the explorer lists them.
-pub(super) fn anchors(s: &Summary, e: &Explorer) -> Anchors {
-    let mut out = Anchors::new();
-    for (i, arm) in explored_arms(s).iter().enumerate() {
-        for (n, c) in e
-            .cases
-            .iter()
-            .filter(|c| &c.behaviours.arm == arm)
-            .enumerate()
-        {
-            out.insert(
-                (
-                    arm.clone(),
-                    c.behaviours.dataset.clone(),
-                    c.behaviours.case_id.clone(),
-                ),
-                format!("case-{i}-{n}"),
-            );
-        }
-    }
-    out
+/// The element ids of the explored cases: each [`case_anchor`], so a page made elsewhere (the
+/// history page) can link to a case's section from the case's identity alone.
+pub(super) fn anchors(e: &Explorer) -> Anchors {
+    e.cases
+        .iter()
+        .map(|c| {
+            let b = &c.behaviours;
+            (
+                (b.arm.clone(), b.dataset.clone(), b.case_id.clone()),
+                case_anchor(&b.arm, &b.dataset, &b.case_id),
+            )
+        })
+        .collect()
+}
+
+/// The element id of a case's section in a run's case explorer: `case-` and 16 hex digits of
+/// the SHA-256 of the arm and case, stable across runs and safe in any attribute or URL
+/// fragment whatever the names hold.
+pub(crate) fn case_anchor(arm: &ArmId, dataset: &str, case_id: &str) -> String {
+    let identity = serde_json::json!([arm.provider, arm.model, arm.variant, dataset, case_id]);
+    let digest = toolscore_core::json::sha256_of(&identity.to_string());
+    let hex = digest.trim_start_matches("sha256:");
+    format!("case-{}", hex.get(..16).unwrap_or(hex))
 }
 
 /// Every arm of the run in plan order, scenario-only arms included: an explorer section

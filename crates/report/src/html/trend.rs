@@ -23,8 +23,8 @@ pub(super) struct TrendView {
 
 #[derive(Serialize)]
 pub(super) struct YTick {
-    y: f64,
-    label: String,
+    pub(super) y: f64,
+    pub(super) label: String,
 }
 
 #[derive(Serialize)]

@@ -32,6 +32,9 @@ const TOOLS_SHOWN: usize = 30;
 const STRING_CHARS: usize = 120;
 
 mod behaviours;
+mod history;
+
+pub use history::render_history_markdown;
 
 /// `report.md`: GitHub-flavoured Markdown, at most [`MAX_CHARS`] characters.
 #[derive(Default)]
@@ -45,17 +48,18 @@ impl super::Render for Markdown {
     fn render(&self, s: &Summary, w: &mut dyn Write) -> io::Result<()> {
         let mut doc = String::new();
         write_document(s, &self.explained, &mut doc);
-        w.write_all(cap_document(doc).as_bytes())
+        w.write_all(cap_document(doc, "every figure is in summary.json").as_bytes())
     }
 }
 
 /// Cuts a document over [`MAX_CHARS`] at a line boundary and says so: the lists are already
 /// cut, so this only bites with very many arms or gates, and never silently.
-fn cap_document(doc: String) -> String {
+fn cap_document(doc: String, where_all: &str) -> String {
     if doc.chars().count() <= MAX_CHARS {
         return doc;
     }
-    let notice = "\n\n… the report is cut here to stay under GitHub's comment limit; every figure is in summary.json\n";
+    let notice =
+        format!("\n\n… the report is cut here to stay under GitHub's comment limit; {where_all}\n");
     let budget = MAX_CHARS - notice.chars().count();
     let cut = doc.char_indices().nth(budget).map_or(doc.len(), |(i, _)| i);
     let head = &doc[..cut];
@@ -787,7 +791,7 @@ mod tests {
     #[test]
     fn an_oversized_document_is_cut_with_a_notice() {
         let doc = "line\n".repeat(20_000);
-        let cut = cap_document(doc);
+        let cut = cap_document(doc, "every figure is in summary.json");
         assert!(cut.chars().count() <= MAX_CHARS, "{}", cut.len());
         assert!(cut.ends_with("every figure is in summary.json\n"));
     }

@@ -21,6 +21,8 @@ use crate::{ArmId, ArmSummary, GateLevel, Metric, RateStat, Summary};
 use toolscore_core::error::InputError;
 use toolscore_stats as stats;
 
+pub mod overview;
+
 /// The file every run appends to, in the run's `--out` folder.
 pub const FILE_NAME: &str = "history.jsonl";
 
@@ -43,6 +45,11 @@ pub struct HistoryLine {
     /// `dataset/case_id` → `[selection x, selection n, pass x, pass n]`: the counts a paired
     /// comparison with the next run needs.
     pub cases: BTreeMap<String, [u64; 4]>,
+    /// Expected tool → its selection and pass rates over the cases that expect it (the
+    /// case-level mean and interval when the tool has several cases, as the report gives it).
+    /// Absent from lines written before it was kept.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tools: BTreeMap<String, HistoryMetrics>,
     /// Expected tool → its p95 latency in ms with the order-statistic interval, for the growth
     /// check against the previous week.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -55,7 +62,7 @@ pub struct HistoryLine {
     /// How the run sampled its cases: a sequential run stops cases early, so its score is not
     /// a fixed-n score of the same trials. Absent from lines written before it was kept (read
     /// as fixed-n).
-    #[serde(default, skip_serializing_if = "Sampling::is_fixed")]
+    #[serde(default, skip_serializing_if = "Sampling::is_plain")]
     pub sampling: Sampling,
     /// The run's verdict (`Decision::verdict`), the one its exit code reported; absent from
     /// lines written before runs recorded one.
@@ -70,24 +77,45 @@ pub struct Sampling {
     /// score rests on fewer trials for the clearest cases, and on when each stopped.
     #[serde(default)]
     pub sequential: bool,
+    /// Trials kept from earlier, interrupted processes of the run (`run --resume`): it ran in
+    /// more than one sitting. 0 (absent) for a run that ran in one.
+    #[serde(default, skip_serializing_if = "crate::is_zero")]
+    pub resumed_trials: u64,
+    /// The shards `toolscore merge` joined into the run; 0 (absent) when it was not merged.
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub merged_shards: u32,
+}
+
+fn is_zero_u32(n: &u32) -> bool {
+    *n == 0
 }
 
 impl Sampling {
-    fn is_fixed(&self) -> bool {
-        !self.sequential
+    /// A fixed-n run in one sitting and one process: nothing to say, so nothing is written.
+    fn is_plain(&self) -> bool {
+        *self == Sampling::default()
     }
 
-    /// `fixed, 40 per case` or `sequential, at most 41 per case`.
+    /// `fixed, 40 per case` or `sequential, at most 41 per case`, then how the trials were
+    /// gathered when it was not in one sitting of one process (`; resumed, 1200 trials kept`,
+    /// `; merged from 4 shards`).
     pub fn describe(&self, trials_per_case: u32) -> String {
-        if self.sequential {
+        let mut text = if self.sequential {
             format!("sequential, at most {trials_per_case} per case")
         } else {
             format!("fixed, {trials_per_case} per case")
+        };
+        if self.resumed_trials > 0 {
+            text.push_str(&format!("; resumed, {} trials kept", self.resumed_trials));
         }
+        if self.merged_shards > 0 {
+            text.push_str(&format!("; merged from {} shards", self.merged_shards));
+        }
+        text
     }
 
     /// What the run sampled, from its summary: sequential when a sequential gate or comparison
-    /// judged it.
+    /// judged it; resumed and merged as its header says.
     fn of(summary: &Summary) -> Self {
         let gate = summary
             .gate
@@ -100,6 +128,8 @@ impl Sampling {
             .is_some_and(|c| c.visible.sequential.is_some());
         Sampling {
             sequential: gate || comparison,
+            resumed_trials: summary.run.resumed_trials,
+            merged_shards: summary.run.merged_shards,
         }
     }
 }
@@ -309,6 +339,19 @@ fn line_of(summary: &Summary, arm: &ArmSummary) -> HistoryLine {
             pass: MetricPoint::of(&arm.suite.metrics[Metric::Pass], arm.cases.len()),
         },
         cases,
+        tools: arm
+            .tools
+            .iter()
+            .map(|t| {
+                (
+                    t.name.clone(),
+                    HistoryMetrics {
+                        selection: MetricPoint::of(&t.metrics[Metric::Selection], t.cases),
+                        pass: MetricPoint::of(&t.metrics[Metric::Pass], t.cases),
+                    },
+                )
+            })
+            .collect(),
         tool_p95_ms: arm
             .tool_latency
             .iter()
@@ -367,7 +410,8 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<HistoryLine>, InputError> {
 }
 
 /// How a run moved against the previous run of its series.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Move {
     /// The interval of the paired difference lies below 0.
     Drop,
@@ -508,6 +552,15 @@ pub struct Series {
 }
 
 impl Series {
+    /// The newest run whose scores can be trusted.
+    pub fn newest_trusted(&self) -> Option<&HistoryLine> {
+        self.points
+            .iter()
+            .rev()
+            .map(|p| &p.line)
+            .find(|l| l.trusted())
+    }
+
     /// True when the newest trustworthy run dropped significantly against the trustworthy
     /// run before it (runs that exited 4 are not judged and judge nothing).
     pub fn newest_dropped(&self) -> bool {
@@ -713,13 +766,13 @@ pub fn render(
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
     const TRIALS: u64 = 50;
 
     /// A run of one case per count, `TRIALS` trials each, case k right in `counts[k]`.
-    fn line(run_id: &str, day: u32, counts: &[u64], catalog: &str) -> HistoryLine {
+    pub(super) fn line(run_id: &str, day: u32, counts: &[u64], catalog: &str) -> HistoryLine {
         let cases: BTreeMap<String, [u64; 4]> = counts
             .iter()
             .enumerate()
@@ -749,6 +802,7 @@ mod tests {
                 pass: point,
             },
             cases,
+            tools: BTreeMap::new(),
             tool_p95_ms: BTreeMap::new(),
             untrusted: None,
             sampling: Sampling::default(),
@@ -774,7 +828,7 @@ mod tests {
     }
 
     /// The true rates of 20 cases, spread over 0.4…0.84.
-    fn true_rates() -> Vec<f64> {
+    pub(super) fn true_rates() -> Vec<f64> {
         (0..20).map(|k| 0.4 + 0.04 * f64::from(k % 12)).collect()
     }
 
@@ -796,7 +850,7 @@ mod tests {
             .collect()
     }
 
-    fn exact(rates: &[f64]) -> Vec<u64> {
+    pub(super) fn exact(rates: &[f64]) -> Vec<u64> {
         rates
             .iter()
             .map(|r| (r * TRIALS as f64).round() as u64)
@@ -982,6 +1036,40 @@ mod tests {
             !serde_json::to_string(&old)
                 .expect("json")
                 .contains("sampling")
+        );
+    }
+
+    #[test]
+    fn a_resumed_or_merged_run_says_how_its_trials_were_gathered_without_changing_the_design() {
+        let counts = exact(&true_rates());
+        let mut resumed = line("w2", 8, &counts, "fp");
+        resumed.sampling.resumed_trials = 400;
+        let mut merged = line("w3", 15, &counts, "fp");
+        merged.sampling.merged_shards = 4;
+        let s = series(
+            vec![line("w1", 1, &counts, "fp"), resumed, merged],
+            Metric::Selection,
+        );
+        // The same design gathered in two sittings or four processes is not "sampled
+        // differently": the paired difference compares like with like.
+        for p in &s[0].points[1..] {
+            assert!(!p.change.as_ref().expect("change").sampling_changed);
+        }
+        let mut out = Vec::new();
+        render(&s, Metric::Selection, None, &mut out).expect("render");
+        let text = String::from_utf8(out).expect("utf-8");
+        assert!(
+            text.contains("n 1000 (fixed, 50 per case; resumed, 400 trials kept)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("n 1000 (fixed, 50 per case; merged from 4 shards)"),
+            "{text}"
+        );
+        let json = serde_json::to_string(&s[0].points[2].line).expect("json");
+        assert!(
+            json.contains(r#""sampling":{"sequential":false,"merged_shards":4}"#),
+            "{json}"
         );
     }
 

@@ -1,0 +1,564 @@
+//! The weekly overview: every series of the history with its runs, their moves, each tool's
+//! rate across the runs and the cases that changed most — what `toolscore history --format
+//! json` writes and what the Markdown and HTML pages draw. Every figure is computed here (or
+//! earlier, in [`super::series`]); the renderers only format it.
+//!
+//! Links are relative to the folder that holds `history.jsonl` (`run_id/report.html`), so the
+//! folder can be published as it is. A link is made only to a file the command found there,
+//! and a case's link only to an element id its run's `report.html` holds, so every link of a
+//! page resolves in the folder it was made from.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use serde::Serialize;
+
+use super::{LatencyGrowth, MetricPoint, Move, Point, Sampling, Series};
+use crate::{ArmId, Metric, RunVerdict};
+use toolscore_stats as stats;
+
+/// The version of the JSON `history --format json` writes; a consumer checks it.
+pub const OVERVIEW_VERSION: u32 = 1;
+
+/// Cases listed as the ones that changed most between a series' last two runs.
+pub const MOST_CHANGED_CASES: usize = 5;
+
+/// Runs each tool's small multiple draws (the newest): two months of weekly runs, enough to
+/// see which tool moved, and few enough that a year of 100 series stays a page under 2 MB.
+pub const TOOL_RUNS: usize = 8;
+
+/// What the command found beside `history.jsonl`, for links: the runs whose folder holds a
+/// `report.html`, and the element ids of the pages it read (the newest run of each series,
+/// whose changed cases link into its case explorer).
+#[derive(Debug, Default, Clone)]
+pub struct RunFolders {
+    pub reports: BTreeSet<String>,
+    pub ids: BTreeMap<String, BTreeSet<String>>,
+}
+
+/// What the overview is made from, beside the series.
+pub struct Sources<'a> {
+    /// The folder of the runs as the user named it (`--dir`).
+    pub dir: &'a str,
+    /// `history.jsonl` as the user named it.
+    pub file: &'a str,
+    /// Its lines (runs × arms).
+    pub lines: usize,
+    /// When the page was made (RFC 3339, UTC).
+    pub generated_at: String,
+    pub metric: Metric,
+    /// `--last N`: the newest N runs of each series (each still compared with the one before).
+    pub last: Option<usize>,
+    pub folders: &'a RunFolders,
+}
+
+/// The whole history, as every format of `toolscore history` tells it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Overview {
+    pub version: u32,
+    pub generated_at: String,
+    /// The file the overview was read from, and its lines.
+    pub source: String,
+    pub lines: usize,
+    /// `selection` or `pass`.
+    pub metric: &'static str,
+    /// Series whose newest trustworthy run dropped significantly against the one before it:
+    /// what `--fail-on-drop` exits 1 on.
+    pub dropped: usize,
+    pub series: Vec<SeriesView>,
+}
+
+impl Overview {
+    /// True when `history --fail-on-drop` fails: some series' newest run dropped.
+    pub fn any_dropped(&self) -> bool {
+        self.dropped > 0
+    }
+}
+
+/// One series: the same datasets, provider, model and variant, oldest run first.
+#[derive(Debug, Clone, Serialize)]
+pub struct SeriesView {
+    pub datasets: Vec<String>,
+    pub provider: String,
+    pub model: String,
+    pub variant: String,
+    /// Runs left out by `--last`.
+    pub older_runs_not_shown: usize,
+    /// The trend: runs whose scores can be trusted, oldest first.
+    pub runs: Vec<RunPoint>,
+    /// Runs kept out of the trend (they exited 4), with why.
+    pub not_in_trend: Vec<ApartRun>,
+    /// Its newest trustworthy run dropped significantly against the one before it.
+    pub newest_dropped: bool,
+    /// Each expected tool's rate over the newest [`TOOL_RUNS`] runs of the trend.
+    pub tools: Vec<ToolTrend>,
+    /// The cases whose rate changed most between the last two runs of the trend.
+    pub most_changed: Option<CaseChanges>,
+}
+
+impl SeriesView {
+    /// `billing · provider demo · model smollm2 · variant base`.
+    pub fn label(&self) -> String {
+        format!(
+            "{} · provider {} · model {} · variant {}",
+            self.datasets.join(", "),
+            self.provider,
+            self.model,
+            self.variant
+        )
+    }
+
+    /// The newest run of the trend.
+    pub fn newest(&self) -> Option<&RunPoint> {
+        self.runs.last()
+    }
+}
+
+/// One run of the trend.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunPoint {
+    pub run_id: String,
+    pub finished_at: String,
+    /// The run's verdict, the one its exit code reported (absent for lines written before
+    /// runs recorded one).
+    pub verdict: Option<RunVerdict>,
+    /// The case-level mean on the metric with its interval, and the pooled count.
+    pub score: MetricPoint,
+    pub trials_per_case: u32,
+    pub sampling: Sampling,
+    /// `fixed, 40 per case`, and how the trials were gathered when not in one sitting.
+    pub sampled: String,
+    /// Against the previous run of the trend (none for the first).
+    pub change: Option<ChangeView>,
+    /// Tools whose p95 latency grew against the runs of the week before.
+    pub latency_growth: Vec<LatencyGrowthView>,
+    /// `run_id/report.html`, when the run's folder holds one.
+    pub report: Option<String>,
+}
+
+/// A run against the previous one of its series, paired by case.
+#[derive(Debug, Clone, Serialize)]
+pub struct ChangeView {
+    pub previous_run: String,
+    /// Mean of the per-case rate differences (this − previous) with its t interval; absent
+    /// when fewer than two cases are shared.
+    pub difference: Option<stats::PairedDifference>,
+    /// Shared cases with trials in both runs.
+    pub cases: usize,
+    /// `drop`, `rise` or `none`: whether the interval lies wholly below or above 0.
+    pub moved: Move,
+    pub catalog_changed: bool,
+    pub sampling_changed: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct LatencyGrowthView {
+    pub tool: String,
+    pub p95_ms: f64,
+    pub lo_ms: f64,
+    pub baseline_hi_ms: f64,
+    pub baseline_runs: usize,
+}
+
+/// A run kept out of the trend.
+#[derive(Debug, Clone, Serialize)]
+pub struct ApartRun {
+    pub run_id: String,
+    pub finished_at: String,
+    pub verdict: Option<RunVerdict>,
+    pub reason: String,
+    pub report: Option<String>,
+}
+
+/// One expected tool's rate across the newest runs of a series.
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolTrend {
+    pub tool: String,
+    /// Oldest first; a run whose line kept no tool rates (written before they were kept) or
+    /// whose cases did not include the tool is absent.
+    pub points: Vec<ToolPoint>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ToolPoint {
+    pub run_id: String,
+    pub rate: MetricPoint,
+}
+
+/// The cases that changed most between two runs.
+#[derive(Debug, Clone, Serialize)]
+pub struct CaseChanges {
+    pub previous_run: String,
+    pub run: String,
+    /// Largest absolute change first (case key order among equals); at most
+    /// [`MOST_CHANGED_CASES`], cases with trials in both runs whose rate moved only.
+    pub cases: Vec<CaseChange>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CaseChange {
+    pub dataset: String,
+    pub case_id: String,
+    /// `[x, n]` of the metric in the previous run and in this one.
+    pub previous: [u64; 2],
+    pub current: [u64; 2],
+    /// This run's rate minus the previous run's.
+    pub difference: f64,
+    /// The command that shows what the model did in the case in this run.
+    pub explain: String,
+    /// The case's section of the case explorer in this run's `report.html`, when it has one.
+    pub link: Option<String>,
+}
+
+/// The overview of `series` (from [`super::series`]) with what `sources` says.
+pub fn overview(series: &[Series], sources: &Sources) -> Overview {
+    let views: Vec<SeriesView> = series
+        .iter()
+        .filter(|s| !s.points.is_empty())
+        .map(|s| series_view(s, sources))
+        .collect();
+    Overview {
+        version: OVERVIEW_VERSION,
+        generated_at: sources.generated_at.clone(),
+        source: sources.file.to_owned(),
+        lines: sources.lines,
+        metric: sources.metric.name(),
+        dropped: views.iter().filter(|s| s.newest_dropped).count(),
+        series: views,
+    }
+}
+
+fn series_view(s: &Series, sources: &Sources) -> SeriesView {
+    let metric = sources.metric;
+    let first = &s.points[0].line;
+    let skip = sources.last.map_or(0, |n| s.points.len().saturating_sub(n));
+    let shown = &s.points[skip..];
+    let report = |run_id: &str| {
+        sources
+            .folders
+            .reports
+            .contains(run_id)
+            .then(|| format!("{}/report.html", path_segment(run_id)))
+    };
+    let (trusted, apart): (Vec<&Point>, Vec<&Point>) = shown.iter().partition(|p| p.line.trusted());
+    let runs: Vec<RunPoint> = trusted
+        .iter()
+        .map(|p| run_point(p, metric, report(&p.line.run_id)))
+        .collect();
+    let not_in_trend = apart
+        .iter()
+        .map(|p| ApartRun {
+            run_id: p.line.run_id.clone(),
+            finished_at: p.line.finished_at.clone(),
+            verdict: p.line.verdict,
+            reason: p.line.untrusted_reason().unwrap_or_default(),
+            report: report(&p.line.run_id),
+        })
+        .collect();
+    let arm = ArmId {
+        variant: first.variant.clone(),
+        provider: first.provider.clone(),
+        model: first.model.clone(),
+    };
+    SeriesView {
+        datasets: first.datasets.clone(),
+        provider: first.provider.clone(),
+        model: first.model.clone(),
+        variant: first.variant.clone(),
+        older_runs_not_shown: skip,
+        tools: tool_trends(&trusted, metric),
+        most_changed: most_changed(s, metric, &arm, sources),
+        newest_dropped: s.newest_dropped(),
+        runs,
+        not_in_trend,
+    }
+}
+
+fn run_point(p: &Point, metric: Metric, report: Option<String>) -> RunPoint {
+    let line = &p.line;
+    RunPoint {
+        run_id: line.run_id.clone(),
+        finished_at: line.finished_at.clone(),
+        verdict: line.verdict,
+        score: line.metric(metric).clone(),
+        trials_per_case: line.trials_per_case,
+        sampling: line.sampling.clone(),
+        sampled: line.sampling.describe(line.trials_per_case),
+        change: p.change.as_ref().map(|c| ChangeView {
+            previous_run: c.previous_run.clone(),
+            difference: c.difference,
+            cases: c.cases,
+            moved: c.moved,
+            catalog_changed: c.catalog_changed,
+            sampling_changed: c.sampling_changed,
+        }),
+        latency_growth: p.latency_growth.iter().map(growth_view).collect(),
+        report,
+    }
+}
+
+fn growth_view(g: &LatencyGrowth) -> LatencyGrowthView {
+    LatencyGrowthView {
+        tool: g.tool.clone(),
+        p95_ms: g.p95,
+        lo_ms: g.lo,
+        baseline_hi_ms: g.baseline_hi,
+        baseline_runs: g.baseline_runs,
+    }
+}
+
+/// Each tool of the newest [`TOOL_RUNS`] trustworthy runs, in name order, with its rate in
+/// every one of them that kept it.
+fn tool_trends(trusted: &[&Point], metric: Metric) -> Vec<ToolTrend> {
+    let recent = &trusted[trusted.len().saturating_sub(TOOL_RUNS)..];
+    let tools: BTreeSet<&String> = recent.iter().flat_map(|p| p.line.tools.keys()).collect();
+    tools
+        .into_iter()
+        .map(|tool| ToolTrend {
+            tool: tool.clone(),
+            points: recent
+                .iter()
+                .filter_map(|p| {
+                    let rates = p.line.tools.get(tool)?;
+                    let rate = if metric == Metric::Pass {
+                        &rates.pass
+                    } else {
+                        &rates.selection
+                    };
+                    (rate.n > 0).then(|| ToolPoint {
+                        run_id: p.line.run_id.clone(),
+                        rate: rate.clone(),
+                    })
+                })
+                .collect(),
+        })
+        .collect()
+}
+
+/// The cases whose rate changed most between the newest trustworthy run and the one it was
+/// compared with.
+fn most_changed(s: &Series, metric: Metric, arm: &ArmId, sources: &Sources) -> Option<CaseChanges> {
+    let newest = s.points.iter().rev().find(|p| p.line.trusted())?;
+    let previous_run = &newest.change.as_ref()?.previous_run;
+    let previous = s
+        .points
+        .iter()
+        .map(|p| &p.line)
+        .find(|l| &l.run_id == previous_run)?;
+    let before: BTreeMap<&String, (u64, u64)> = previous
+        .case_counts(metric)
+        .map(|(k, x, n)| (k, (x, n)))
+        .collect();
+    let mut changes: Vec<(&String, [u64; 2], [u64; 2], f64)> = newest
+        .line
+        .case_counts(metric)
+        .filter_map(|(k, x, n)| {
+            let &(px, pn) = before.get(k)?;
+            let difference = x as f64 / n as f64 - px as f64 / pn as f64;
+            // A case whose rate did not move is not a change to list.
+            (n > 0 && pn > 0 && difference != 0.0).then_some((k, [px, pn], [x, n], difference))
+        })
+        .collect();
+    changes.sort_by(|a, b| b.3.abs().total_cmp(&a.3.abs()).then_with(|| a.0.cmp(b.0)));
+    let run_id = &newest.line.run_id;
+    let ids = sources.folders.ids.get(run_id);
+    let cases = changes
+        .into_iter()
+        .take(MOST_CHANGED_CASES)
+        .map(|(key, previous, current, difference)| {
+            let (dataset, case_id) = key.split_once('/').unwrap_or(("", key.as_str()));
+            let anchor = crate::html::case_anchor(arm, dataset, case_id);
+            CaseChange {
+                dataset: dataset.to_owned(),
+                case_id: case_id.to_owned(),
+                previous,
+                current,
+                difference,
+                explain: format!(
+                    "toolscore explain {} {case_id}",
+                    Path::new(sources.dir).join(run_id).display()
+                ),
+                link: ids
+                    .filter(|ids| ids.contains(&anchor))
+                    .map(|_| format!("{}/report.html#{anchor}", path_segment(run_id))),
+            }
+        })
+        .collect();
+    Some(CaseChanges {
+        previous_run: previous_run.clone(),
+        run: run_id.clone(),
+        cases,
+    })
+}
+
+/// A run id as one segment of a relative URL: every byte but ASCII letters, digits, `-` and
+/// `_` percent-encoded, so no run id can make a link leave the folder (`.` is encoded) or
+/// name a scheme (`:` is encoded).
+pub fn path_segment(run_id: &str) -> String {
+    let mut out = String::with_capacity(run_id.len());
+    for b in run_id.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// The element ids of a page toolscore wrote (`id="…"` attributes), to link only to sections
+/// a run's `report.html` holds. toolscore's pages quote every attribute with `"` and escape
+/// `"` inside values, so a scan for ` id="` finds exactly the ids.
+pub fn element_ids(html: &str) -> BTreeSet<String> {
+    html.split(" id=\"")
+        .skip(1)
+        .filter_map(|rest| rest.split_once('"').map(|(id, _)| id.to_owned()))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::series;
+    use crate::history::tests::{exact, line, true_rates};
+
+    fn sources<'a>(folders: &'a RunFolders) -> Sources<'a> {
+        Sources {
+            dir: "reports",
+            file: "reports/history.jsonl",
+            lines: 3,
+            generated_at: "2026-12-06T12:00:00Z".to_owned(),
+            metric: Metric::Selection,
+            last: None,
+            folders,
+        }
+    }
+
+    /// Three weeks; in the third, case 0 falls from 50/50 to 0/50 and case 1 from 45/50 to
+    /// 40/50, every other case unchanged.
+    fn weeks() -> Vec<Series> {
+        let counts = exact(&true_rates());
+        let mut third = counts.clone();
+        third[0] = 0;
+        third[1] = counts[1] - 5;
+        series(
+            vec![
+                line("w1", 1, &counts, "fp"),
+                line("w2", 8, &counts, "fp"),
+                line("w3", 15, &third, "fp"),
+            ],
+            Metric::Selection,
+        )
+    }
+
+    #[test]
+    fn the_cases_that_moved_most_come_first_and_unmoved_cases_are_not_listed() {
+        let folders = RunFolders::default();
+        let o = overview(&weeks(), &sources(&folders));
+        let m = o.series[0].most_changed.as_ref().expect("changes");
+        assert_eq!((m.previous_run.as_str(), m.run.as_str()), ("w2", "w3"));
+        let listed: Vec<&str> = m.cases.iter().map(|c| c.case_id.as_str()).collect();
+        assert_eq!(listed, vec!["c00", "c01"]);
+        let counts = exact(&true_rates());
+        assert!((m.cases[0].difference + counts[0] as f64 / 50.0).abs() < 1e-12);
+        assert!((m.cases[1].difference + 0.1).abs() < 1e-12);
+        assert_eq!(m.cases[1].previous, [counts[1], 50]);
+        assert_eq!(m.cases[1].current, [counts[1] - 5, 50]);
+        assert_eq!(m.cases[0].explain, "toolscore explain reports/w3 c00");
+        // No report.html was found: nothing links.
+        assert!(m.cases.iter().all(|c| c.link.is_none()));
+        assert!(o.series[0].runs.iter().all(|r| r.report.is_none()));
+    }
+
+    #[test]
+    fn links_go_only_to_pages_and_sections_the_folder_holds() {
+        let arm = ArmId {
+            variant: "base".into(),
+            provider: "p".into(),
+            model: "m".into(),
+        };
+        let held = crate::html::case_anchor(&arm, "d", "c00");
+        let folders = RunFolders {
+            reports: BTreeSet::from(["w1".to_owned(), "w3".to_owned()]),
+            ids: BTreeMap::from([("w3".to_owned(), BTreeSet::from([held.clone()]))]),
+        };
+        let o = overview(&weeks(), &sources(&folders));
+        let links: Vec<Option<&str>> = o.series[0]
+            .runs
+            .iter()
+            .map(|r| r.report.as_deref())
+            .collect();
+        assert_eq!(
+            links,
+            vec![Some("w1/report.html"), None, Some("w3/report.html")]
+        );
+        let m = o.series[0].most_changed.as_ref().expect("changes");
+        assert_eq!(
+            m.cases[0].link.as_deref(),
+            Some(format!("w3/report.html#{held}").as_str())
+        );
+        assert_eq!(m.cases[1].link, None, "c01 has no section in w3's page");
+    }
+
+    #[test]
+    fn the_overview_counts_the_series_whose_newest_run_dropped() {
+        let folders = RunFolders::default();
+        let o = overview(&weeks(), &sources(&folders));
+        // A drop of case 0 alone is within the noise of 20 cases: nothing is flagged.
+        assert_eq!(o.dropped, 0);
+        let counts = exact(&true_rates());
+        let lower = exact(&true_rates().iter().map(|r| r - 0.3).collect::<Vec<_>>());
+        let dropped = series(
+            vec![line("w1", 1, &counts, "fp"), line("w2", 8, &lower, "fp")],
+            Metric::Selection,
+        );
+        let o = overview(&dropped, &sources(&folders));
+        assert_eq!(o.dropped, 1);
+        assert!(o.any_dropped() && o.series[0].newest_dropped);
+        let change = o.series[0].runs[1].change.as_ref().expect("change");
+        assert_eq!(change.moved, Move::Drop);
+        let json = serde_json::to_value(&o).expect("json");
+        assert_eq!(json["series"][0]["runs"][1]["change"]["moved"], "drop");
+        assert_eq!(json["version"], OVERVIEW_VERSION);
+    }
+
+    #[test]
+    fn last_keeps_the_newest_runs_and_says_how_many_were_left_out() {
+        let folders = RunFolders::default();
+        let mut s = sources(&folders);
+        s.last = Some(1);
+        let o = overview(&weeks(), &s);
+        assert_eq!(o.series[0].older_runs_not_shown, 2);
+        let runs: Vec<&str> = o.series[0].runs.iter().map(|r| r.run_id.as_str()).collect();
+        assert_eq!(runs, vec!["w3"]);
+        // Still compared with the run before it.
+        assert_eq!(
+            o.series[0].runs[0]
+                .change
+                .as_ref()
+                .map(|c| c.previous_run.as_str()),
+            Some("w2")
+        );
+    }
+
+    #[test]
+    fn a_run_id_becomes_one_harmless_path_segment() {
+        assert_eq!(path_segment("week-49_b"), "week-49_b");
+        assert_eq!(path_segment(".."), "%2E%2E");
+        assert_eq!(
+            path_segment("javascript:alert(1)"),
+            "javascript%3Aalert%281%29"
+        );
+        assert_eq!(path_segment("a/b c\"<"), "a%2Fb%20c%22%3C");
+        assert_eq!(path_segment("é"), "%C3%A9");
+    }
+
+    #[test]
+    fn element_ids_are_read_from_a_page() {
+        let ids = element_ids(r#"<section id="case-1"><p class="x" id="b">"id=" <a id="c"></a>"#);
+        assert_eq!(
+            ids,
+            BTreeSet::from(["case-1".to_owned(), "b".to_owned(), "c".to_owned()])
+        );
+    }
+}
