@@ -13,14 +13,14 @@ use support::{
     FakeResponse, FakeServer, fake_project, last_user_message, text_body, tool_call_body, toolscore,
 };
 
-const TOOLS: &str = r#"{"tools": [
+pub(crate) const TOOLS: &str = r#"{"tools": [
   {"name": "lookup", "description": "Look something up.", "inputSchema": {"type": "object", "properties": {}, "additionalProperties": false}},
   {"name": "other", "description": "Something else.", "inputSchema": {"type": "object", "properties": {}, "additionalProperties": false}}
 ]}"#;
 
 const CASES: usize = 12;
 
-fn cases() -> String {
+pub(crate) fn cases() -> String {
     (0..CASES)
         .map(|k| {
             format!(
@@ -228,7 +228,7 @@ fn three_weeks_with_a_drop() -> (FakeServer, tempfile::TempDir) {
     (server, dir)
 }
 
-fn parse_page(html: &str) -> roxmltree::Document<'_> {
+pub(crate) fn parse_page(html: &str) -> roxmltree::Document<'_> {
     let options = roxmltree::ParsingOptions {
         allow_dtd: true,
         ..Default::default()
@@ -352,38 +352,9 @@ fn the_trend_page_marks_the_drop_where_fail_on_drop_fails_and_every_link_resolve
         .expect("headline");
     assert_eq!(headline.attribute("class"), Some("headline fail"));
 
-    // Every link: an element of this page, or a file of the folder (and an element of it).
-    let out = dir.path().join("out");
-    let page_ids = ids_of(&doc);
-    let mut links = 0;
-    let mut case_links = 0;
-    for node in doc.descendants().filter(|n| n.tag_name().name() == "a") {
-        let href = node.attribute("href").expect("an <a> has an href");
-        links += 1;
-        if let Some(id) = href.strip_prefix('#') {
-            assert!(page_ids.contains(id), "{href}: no such element");
-            continue;
-        }
-        let (file, fragment) = href
-            .split_once('#')
-            .map_or((href, None), |(f, id)| (f, Some(id)));
-        assert!(
-            !file.contains(':') && !file.starts_with('/') && !file.contains(".."),
-            "{href}"
-        );
-        let target = out.join(file);
-        assert!(target.is_file(), "{href}: no such file");
-        if let Some(id) = fragment {
-            case_links += 1;
-            let text = std::fs::read_to_string(&target).expect("target");
-            assert!(
-                ids_of(&parse_page(&text)).contains(id),
-                "{href}: no such section"
-            );
-        }
-    }
     // 3 points, the summary row's run and series, the 5 changed cases.
-    assert_eq!((links, case_links), (3 + 2 + 5, 5));
+    let out = dir.path().join("out");
+    assert_eq!(links_resolve(&out, &html), (3 + 2 + 5, 5));
 
     // The overview as data says the same.
     let json = toolscore(dir.path(), &["history", "--dir", "out", "--format", "json"]);
@@ -470,4 +441,39 @@ fn a_year_of_100_series_makes_a_page_under_2_mb() {
         "{}",
         &md[..400]
     );
+}
+
+/// Asserts every link of a history page in `out` resolves: an element of the page, or a file
+/// of the folder (a relative path that stays in it) and, with a fragment, an element of that
+/// file. Returns the links and the links into another page's element.
+pub(crate) fn links_resolve(out: &std::path::Path, html: &str) -> (usize, usize) {
+    let doc = parse_page(html);
+    let page_ids = ids_of(&doc);
+    let (mut links, mut case_links) = (0, 0);
+    for node in doc.descendants().filter(|n| n.tag_name().name() == "a") {
+        let href = node.attribute("href").expect("an <a> has an href");
+        links += 1;
+        if let Some(id) = href.strip_prefix('#') {
+            assert!(page_ids.contains(id), "{href}: no such element");
+            continue;
+        }
+        let (file, fragment) = href
+            .split_once('#')
+            .map_or((href, None), |(f, id)| (f, Some(id)));
+        assert!(
+            !file.contains(':') && !file.starts_with('/') && !file.contains(".."),
+            "{href}"
+        );
+        let target = out.join(file);
+        assert!(target.is_file(), "{href}: no such file");
+        if let Some(id) = fragment {
+            case_links += 1;
+            let text = std::fs::read_to_string(&target).expect("target");
+            assert!(
+                ids_of(&parse_page(&text)).contains(id),
+                "{href}: no such section"
+            );
+        }
+    }
+    (links, case_links)
 }

@@ -793,3 +793,152 @@ fn the_history_page_runs_no_hostile_string_and_fits_a_desktop_and_a_phone() {
         assert!(problems.is_empty(), "a year at {width} px: {problems:#?}");
     }
 }
+
+/// A fake model on `cli_history`'s small dataset whose rates the test sets by week: case `ck`
+/// right with probability 0.55 + 0.04·(k mod 9), 0.25 less from the week `dropped_from`. Which
+/// trials are right is drawn from (week, case, the case's request number) alone, so a run's
+/// counts do not depend on the order its requests arrive in, and the weeks differ by trial
+/// noise as a real model's do.
+fn weekly_model(
+    week: std::sync::Arc<std::sync::atomic::AtomicU32>,
+    dropped_from: u32,
+) -> impl Fn(&FakeRequest) -> FakeResponse + Send + Sync + 'static {
+    use std::sync::atomic::Ordering;
+    let seen: std::sync::Mutex<std::collections::HashMap<(u32, u32), u64>> =
+        std::sync::Mutex::new(std::collections::HashMap::new());
+    move |req| {
+        let case: u32 = support::last_user_message(req)
+            .unwrap_or_default()
+            .trim_start_matches("case c")
+            .parse()
+            .unwrap_or(0);
+        let w = week.load(Ordering::SeqCst);
+        let k = {
+            let mut seen = seen.lock().expect("lock");
+            let n = seen.entry((w, case)).or_default();
+            *n += 1;
+            *n - 1
+        };
+        let mut z =
+            (u64::from(w) << 40 | u64::from(case) << 20 | k).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        let uniform = (z ^ (z >> 31)) as f64 / u64::MAX as f64;
+        let rate = 0.55 + 0.04 * f64::from(case % 9) - if w >= dropped_from { 0.25 } else { 0.0 };
+        if uniform < rate {
+            FakeResponse::ok(tool_call_body(&[("lookup", "{}")]))
+        } else {
+            FakeResponse::ok(text_body("I am not sure."))
+        }
+    }
+}
+
+/// The weekly guide's page: twelve weekly replays of the shipped recording and twelve weeks of
+/// a fake model whose rates fall by 0.25 in week 12. The drop is marked on week 12 of the fake
+/// series and nowhere else, which is where `history --fail-on-drop` exits 1, and every link
+/// resolves. `TOOLSCORE_UPDATE_DOCS=1` writes the guide's screenshot, docs/history.png.
+#[test]
+fn the_weekly_guides_page_marks_the_newest_drop_and_every_link_resolves() {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let tmp = tempfile::tempdir().expect("tmp");
+    let weekly = tmp.path().join("weekly");
+    let out_dir = weekly.to_str().expect("utf-8");
+    for week in 1..=12 {
+        let run_id = format!("demo-week-{week:02}");
+        let r = toolscore(
+            root,
+            &[
+                "run",
+                "--run-id",
+                &run_id,
+                "--out",
+                out_dir,
+                "--format",
+                "html",
+                "--progress",
+                "off",
+            ],
+        );
+        assert_eq!(r.code, 0, "{}", r.transcript());
+    }
+    let week = std::sync::Arc::new(AtomicU32::new(1));
+    let server = FakeServer::start_in_background(weekly_model(week.clone(), 12));
+    let project = support::fake_project(
+        &server.base_url,
+        crate::cli_history::TOOLS,
+        &crate::cli_history::cases(),
+        &[],
+    );
+    for w in 1..=12 {
+        week.store(w, Ordering::SeqCst);
+        let run_id = format!("fake-week-{w:02}");
+        let r = toolscore(
+            project.path(),
+            &[
+                "run",
+                "--provider",
+                "fake",
+                "--trials",
+                "20",
+                "--run-id",
+                &run_id,
+                "--out",
+                out_dir,
+                "--format",
+                "html",
+                "--progress",
+                "off",
+            ],
+        );
+        assert_eq!(r.code, 0, "{}", r.transcript());
+    }
+    let h = toolscore(
+        tmp.path(),
+        &[
+            "history",
+            "--dir",
+            "weekly",
+            "--format",
+            "html",
+            "--format",
+            "md",
+            "--fail-on-drop",
+        ],
+    );
+    assert_eq!(h.code, 1, "{}", h.transcript());
+    let page = weekly.join("history.html");
+    let html = std::fs::read_to_string(&page).expect("history.html");
+    let doc = crate::cli_history::parse_page(&html);
+    let flagged: Vec<String> = doc
+        .descendants()
+        .filter(|n| n.attribute("class") == Some("run drop"))
+        .filter_map(|n| n.children().find(|c| c.tag_name().name() == "title"))
+        .filter_map(|t| {
+            t.text()
+                .map(|s| s.split(' ').next().unwrap_or_default().to_owned())
+        })
+        .collect();
+    assert_eq!(flagged, ["fake-week-12"], "the drop, and only it");
+    let (links, _) = crate::cli_history::links_resolve(&weekly, &html);
+    assert!(links >= 24, "{links} links");
+    let md = std::fs::read_to_string(weekly.join("history.md")).expect("history.md");
+    assert!(
+        md.contains("**DROP: 1 of 2 series dropped significantly"),
+        "{md}"
+    );
+
+    if std::env::var("TOOLSCORE_UPDATE_DOCS").as_deref() == Ok("1") {
+        let Some(chromium) = chromium() else {
+            panic!("TOOLSCORE_UPDATE_DOCS=1 needs {CHROMIUM} for the screenshot")
+        };
+        let shot = root.join("docs/history.png");
+        chromium_url(
+            &chromium,
+            &format!("file://{}", page.display()),
+            &format!("--screenshot={}", shot.display()),
+            "1280,1500",
+        );
+        eprintln!("wrote {}\n{md}", shot.display());
+    }
+}

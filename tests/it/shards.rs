@@ -199,7 +199,10 @@ fn four_shards_merged_equal_the_same_plan_run_in_one_piece() {
     // The one thing the header adds: how the run was gathered.
     assert_eq!(merged["run"]["merged_shards"], 4);
     let mut one_piece = merged.clone();
-    one_piece["run"].as_object_mut().unwrap().remove("merged_shards");
+    one_piece["run"]
+        .as_object_mut()
+        .unwrap()
+        .remove("merged_shards");
     assert_same(&whole, &one_piece, "summary");
     // The merged summary is what `report` re-aggregates from the merged results.jsonl.
     let stdout_of = |args: &[&str]| {

@@ -329,8 +329,9 @@ fn chart(s: &SeriesView) -> Chart {
         x1 - x0
     };
     let every = (RUN_LABEL_PX / spacing).ceil().max(1.0) as usize;
-    let labelled =
-        |i: usize| i + 1 == n || (i.is_multiple_of(every) && (n - 1 - i) as f64 * spacing >= RUN_LABEL_PX);
+    let labelled = |i: usize| {
+        i + 1 == n || (i.is_multiple_of(every) && (n - 1 - i) as f64 * spacing >= RUN_LABEL_PX)
+    };
     let labels = s
         .runs
         .iter()
