@@ -654,7 +654,7 @@ fn no_chart_label_is_cut_off_and_the_comparison_comes_before_the_arms() {
         2 * tools.matches("class=\"whisker\"").count()
     );
     // Both runs on the trend, labelled with their day and run id.
-    assert!(html.contains(" week-48</text>") && html.contains(" week-49</text>"));
+    assert!(html.contains(">week-48</text>") && html.contains(">week-49</text>"));
 
     let measured = report.with_file_name("report-measured.html");
     let page = csp_meta()

@@ -458,7 +458,7 @@ fn a_two_arm_run_with_history_shows_paired_differences_and_the_trend() {
         let trend = chart(&doc, arm);
         let runs: Vec<_> = trend
             .children()
-            .filter(|n| n.has_tag_name("g") && class_has(n, "run"))
+            .filter(|n| n.has_tag_name("circle") && class_has(n, "run"))
             .collect();
         assert_eq!(runs.len(), 2, "trend {i}");
         assert!(class_has(&runs[1], "current"), "trend {i}");

@@ -274,7 +274,7 @@ fn series_view(s: &Series, sources: &Sources) -> SeriesView {
     }
 }
 
-fn run_point(p: &Point, metric: Metric, report: Option<String>) -> RunPoint {
+pub(crate) fn run_point(p: &Point, metric: Metric, report: Option<String>) -> RunPoint {
     let line = &p.line;
     RunPoint {
         run_id: line.run_id.clone(),

@@ -16,21 +16,16 @@ use std::io;
 
 use serde::Serialize;
 
-use super::trend::YTick;
+use super::trend::{TrendSpec, TrendView, bands, move_class, small_scale, trend_chart};
 use super::{cut, render_page};
 use crate::history::Move;
-use crate::history::overview::{CaseChanges, Overview, RunPoint, SeriesView, ToolTrend};
+use crate::history::overview::{CaseChanges, Overview, SeriesView, ToolTrend};
 use crate::wording::{history_change, history_headline, history_marks, history_score};
 
 const TEMPLATE: &str = include_str!("../templates/history.html");
 
-/// Characters of a run id under the trend; the whole id is in the point's tooltip.
-const RUN_LABEL_CHARS: usize = 14;
 /// Characters of a tool name above its small multiple.
 const TOOL_LABEL_CHARS: usize = 26;
-/// Width a run label needs under the trend, in px at the chart's 11 px font: the longer of
-/// a date and [`RUN_LABEL_CHARS`] characters, with a gap. Labels are thinned to fit it.
-const RUN_LABEL_PX: f64 = 96.0;
 
 /// Writes `history.html`.
 pub fn render_history_html(o: &Overview, w: &mut dyn io::Write) -> io::Result<()> {
@@ -67,7 +62,7 @@ struct SummaryRow {
 struct SeriesSection {
     id: String,
     title: String,
-    chart: Option<Chart>,
+    chart: Option<TrendView>,
     notes: Vec<String>,
     apart: Vec<ApartView>,
     tools: Vec<SmallMultiple>,
@@ -79,48 +74,6 @@ struct SeriesSection {
 struct ApartView {
     text: String,
     report: Option<String>,
-}
-
-/// The trend of a series: every run's case-level mean, its interval as a band, a point per
-/// run linking to its report.
-#[derive(Serialize)]
-struct Chart {
-    width: f64,
-    height: f64,
-    plot_x0: f64,
-    plot_x1: f64,
-    plot_y0: f64,
-    plot_y1: f64,
-    y_ticks: Vec<YTick>,
-    bands: Vec<String>,
-    line: String,
-    points: Vec<ChartPoint>,
-    labels: Vec<RunLabel>,
-    catalog_marks: Vec<i64>,
-    label: String,
-}
-
-#[derive(Serialize)]
-struct ChartPoint {
-    x: i64,
-    y: i64,
-    /// `fixed` (a circle) or `sequential` (a diamond), a CSS class.
-    shape: &'static str,
-    /// `drop`, `rise` or `steady`, a CSS class.
-    class: &'static str,
-    /// `▼` over a drop, `▲` over a rise.
-    flag: &'static str,
-    /// `r` resumed, `m` merged, `rm` both: under the point.
-    gathered: &'static str,
-    href: Option<String>,
-    title: String,
-}
-
-#[derive(Serialize)]
-struct RunLabel {
-    x: i64,
-    date: String,
-    run: String,
 }
 
 /// One tool's rate across the newest runs, as a small chart.
@@ -180,14 +133,6 @@ fn page(o: &Overview) -> Page {
     }
 }
 
-fn move_class(moved: Option<Move>) -> &'static str {
-    match moved {
-        Some(Move::Drop) => "drop",
-        Some(Move::Rise) => "rise",
-        _ => "steady",
-    }
-}
-
 fn summary_row(i: usize, s: &SeriesView) -> SummaryRow {
     let newest = s.newest();
     SummaryRow {
@@ -202,7 +147,11 @@ fn summary_row(i: usize, s: &SeriesView) -> SummaryRow {
         change: newest
             .and_then(|r| r.change.as_ref())
             .map_or("–".to_owned(), change_text),
-        class: move_class(newest.and_then(|r| r.change.as_ref()).map(|c| c.moved)),
+        class: move_class(
+            newest
+                .and_then(|r| r.change.as_ref())
+                .map_or(Move::None, |c| c.moved),
+        ),
         sampled: newest.map_or(String::new(), |r| r.sampled.clone()),
     }
 }
@@ -240,7 +189,17 @@ fn series_section(i: usize, s: &SeriesView) -> SeriesSection {
     SeriesSection {
         id: format!("series-{i}"),
         title: cut(&s.label(), 300),
-        chart: (!s.runs.is_empty()).then(|| chart(s)),
+        chart: (!s.runs.is_empty()).then(|| {
+            trend_chart(&TrendSpec {
+                id: format!("trend-{i}"),
+                title: None,
+                caption: None,
+                label: format!("trend of {}", cut(&s.label(), 200)),
+                runs: &s.runs,
+                older_not_drawn: 0,
+                current: None,
+            })
+        }),
         notes,
         apart: s
             .not_in_trend
@@ -264,190 +223,11 @@ fn series_section(i: usize, s: &SeriesView) -> SeriesSection {
     }
 }
 
-/// A whole pixel: a chart of a year of runs needs no finer, and the page stays small.
-fn whole(v: f64) -> i64 {
-    v.round() as i64
-}
-
-/// Interval bands over each stretch of consecutive points that all have an interval: the
-/// upper ends forward, the lower ends back.
-fn bands(ends: &[(i64, Option<(i64, i64)>)]) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut stretch: Vec<(i64, i64, i64)> = Vec::new();
-    let mut close = |stretch: &mut Vec<(i64, i64, i64)>| {
-        if stretch.len() > 1 {
-            let upper = stretch.iter().map(|(x, _, hi)| format!("{x},{hi}"));
-            let lower = stretch.iter().rev().map(|(x, lo, _)| format!("{x},{lo}"));
-            out.push(upper.chain(lower).collect::<Vec<_>>().join(" "));
-        }
-        stretch.clear();
-    };
-    for &(x, interval) in ends {
-        match interval {
-            Some((lo, hi)) => stretch.push((x, lo, hi)),
-            None => close(&mut stretch),
-        }
-    }
-    close(&mut stretch);
-    out
-}
-
-fn chart(s: &SeriesView) -> Chart {
-    let (x0, x1, y0, y1) = (48.0, 890.0, 28.0, 228.0);
-    let n = s.runs.len();
-    let x_of = |i: usize| {
-        if n > 1 {
-            whole(x0 + (x1 - x0) * i as f64 / (n - 1) as f64)
-        } else {
-            whole((x0 + x1) / 2.0)
-        }
-    };
-    let y_of = |v: f64| whole(y1 - (y1 - y0) * v.clamp(0.0, 1.0));
-    let mut ends = Vec::new();
-    let mut line = Vec::new();
-    let mut points = Vec::new();
-    let mut catalog_marks = Vec::new();
-    for (i, r) in s.runs.iter().enumerate() {
-        let x = x_of(i);
-        let interval = r
-            .score
-            .lo
-            .zip(r.score.hi)
-            .map(|(lo, hi)| (y_of(lo), y_of(hi)));
-        ends.push((x, interval));
-        let Some(mean) = r.score.mean else { continue };
-        let y = y_of(mean);
-        line.push(format!("{x},{y}"));
-        if r.change.as_ref().is_some_and(|c| c.catalog_changed) {
-            catalog_marks.push(x);
-        }
-        points.push(chart_point(r, x, y));
-    }
-    let spacing = if n > 1 {
-        (x1 - x0) / (n - 1) as f64
-    } else {
-        x1 - x0
-    };
-    let every = (RUN_LABEL_PX / spacing).ceil().max(1.0) as usize;
-    let labelled = |i: usize| {
-        i + 1 == n || (i.is_multiple_of(every) && (n - 1 - i) as f64 * spacing >= RUN_LABEL_PX)
-    };
-    let labels = s
-        .runs
-        .iter()
-        .enumerate()
-        .filter(|&(i, _)| labelled(i))
-        .map(|(i, r)| RunLabel {
-            x: x_of(i),
-            date: r.finished_at.get(..10).unwrap_or(&r.finished_at).to_owned(),
-            run: cut(&r.run_id, RUN_LABEL_CHARS),
-        })
-        .collect();
-    Chart {
-        width: 940.0,
-        height: 280.0,
-        plot_x0: x0,
-        plot_x1: x1,
-        plot_y0: y0,
-        plot_y1: y1,
-        y_ticks: [0.0, 0.25, 0.5, 0.75, 1.0]
-            .iter()
-            .map(|&v| YTick {
-                y: y_of(v) as f64,
-                label: format!("{v}"),
-            })
-            .collect(),
-        bands: bands(&ends),
-        line: line.join(" "),
-        points,
-        labels,
-        catalog_marks,
-        label: format!("trend of {}", cut(&s.label(), 200)),
-    }
-}
-
-fn chart_point(r: &RunPoint, x: i64, y: i64) -> ChartPoint {
-    let moved = r.change.as_ref().map(|c| c.moved);
-    let interval = match (r.score.lo, r.score.hi) {
-        (Some(lo), Some(hi)) => format!(" [{lo:.3}, {hi:.3}]"),
-        _ => String::new(),
-    };
-    // Terse: a year of runs of many series is thousands of tooltips. The change is always
-    // against the point before this one (runs kept out of the trend are not drawn).
-    let change = r.change.as_ref().map_or(String::new(), |c| {
-        let mut text = match &c.difference {
-            Some(d) => format!(
-                "; change {:+.3} [{:+.3}, {:+.3}]",
-                d.mean, d.interval.lo, d.interval.hi
-            ),
-            None => "; too few shared cases to compare".to_owned(),
-        };
-        for mark in history_marks(c) {
-            text.push_str(", ");
-            text.push_str(mark);
-        }
-        text
-    });
-    let verdict = r
-        .verdict
-        .map_or(String::new(), |v| format!(" {}", v.label()));
-    ChartPoint {
-        x,
-        y,
-        shape: if r.sampling.sequential {
-            "sequential"
-        } else {
-            "fixed"
-        },
-        class: move_class(moved),
-        flag: match moved {
-            Some(Move::Drop) => "▼",
-            Some(Move::Rise) => "▲",
-            _ => "",
-        },
-        gathered: match (r.sampling.resumed_trials > 0, r.sampling.merged_shards > 0) {
-            (true, true) => "rm",
-            (true, false) => "r",
-            (false, true) => "m",
-            (false, false) => "",
-        },
-        href: r.report.clone(),
-        title: format!(
-            "{} {}{verdict} {:.3}{interval}{}{change}",
-            cut(&r.run_id, 60),
-            r.finished_at.get(..10).unwrap_or(&r.finished_at),
-            r.score.mean.unwrap_or_default(),
-            sampling_note(r)
-        ),
-    }
-}
-
-/// How a point was sampled, for its tooltip: said on the first point, on every point not
-/// sampled as a fixed run in one sitting (sequential, resumed, merged), and wherever the design
-/// changed from the point before; the other points were sampled as the one before them.
-fn sampling_note(r: &RunPoint) -> String {
-    let plain = r.sampling == crate::history::Sampling::default();
-    let same = r.change.as_ref().is_some_and(|c| !c.sampling_changed);
-    if plain && same {
-        String::new()
-    } else {
-        format!(" ({})", r.sampled)
-    }
-}
-
 /// A tool's small multiple: 180 × 64 px, its rate from 0 (bottom) to 1 (top).
 fn small_multiple(t: &ToolTrend) -> Option<SmallMultiple> {
-    let (x0, x1, y0, y1) = (4.0, 136.0, 24.0, 56.0);
     let n = t.points.len();
     let last = t.points.last()?;
-    let x_of = |i: usize| {
-        if n > 1 {
-            whole(x0 + (x1 - x0) * i as f64 / (n - 1) as f64)
-        } else {
-            whole(x1)
-        }
-    };
-    let y_of = |v: f64| whole(y1 - (y1 - y0) * v.clamp(0.0, 1.0));
+    let (x_of, y_of) = small_scale((4.0, 136.0, 24.0, 56.0), n);
     let ends: Vec<(i64, Option<(i64, i64)>)> = t
         .points
         .iter()

@@ -62,7 +62,7 @@ use charts::{
 };
 use comparison::{ComparisonView, comparison_view};
 use latency::{LatencyChart, latency_chart};
-use trend::{TrendView, trend_view};
+use trend::{TrendView, report_trend};
 
 const TEMPLATE: &str = include_str!("../templates/report.html");
 
@@ -149,9 +149,11 @@ impl super::Render for Html {
 
 /// The head every page includes (charset, content security policy, viewport).
 const HEAD: &str = include_str!("../templates/head.html");
+/// The trend chart report.html and history.html draw, and its styles.
+const TREND: &str = include_str!("../templates/trend.html");
 
 /// One page: `template` (named for auto-escaping, `.html`) rendered with `page`, beside the
-/// shared head; an undefined value is an error, never an empty string.
+/// shared head and trend chart; an undefined value is an error, never an empty string.
 fn render_page((name, template): (&str, &str), page: &impl Serialize) -> io::Result<String> {
     let mut env = Environment::new();
     env.set_undefined_behavior(UndefinedBehavior::Strict);
@@ -164,6 +166,7 @@ fn render_page((name, template): (&str, &str), page: &impl Serialize) -> io::Res
     });
     let broken = |e: minijinja::Error| io::Error::other(format!("the HTML template: {e}"));
     env.add_template("head.html", HEAD).map_err(broken)?;
+    env.add_template("trend.html", TREND).map_err(broken)?;
     env.add_template(name, template).map_err(broken)?;
     env.get_template(name)
         .and_then(|t| t.render(Serde(page)))
@@ -462,7 +465,7 @@ fn page(s: &Summary, ctx: &HtmlContext) -> Page {
             .trends
             .iter()
             .enumerate()
-            .map(|(i, t)| trend_view(t, i))
+            .map(|(i, t)| report_trend(t, i))
             .collect(),
         trend_note,
         warnings: s

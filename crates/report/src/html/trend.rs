@@ -1,12 +1,33 @@
-//! The trend chart of report.html: each run of a series with its interval band.
+//! The trend chart, the one both pages draw (`templates/trend.html`): report.html for each arm
+//! of a run, history.html for each series. Each run of the trend is a point at its case-level
+//! mean with its interval as a band; a point is red with ▼ when its paired difference from the
+//! run before lies wholly below 0 (the rule of `history --fail-on-drop`), green with ▲ when
+//! wholly above; a diamond is a sequential run, `r` marks a resumed run and `m` a merged one; a
+//! dashed line, a change of catalog; the run a report is about is ringed. A point links to its
+//! run's report.html when the caller found one.
+//!
+//! Pixel positions are whole numbers and run labels are thinned to the ones that fit without
+//! touching: a year of weekly runs of many series is thousands of points on one page.
 
-use super::{Move, Serialize, TEXT_CHARS, TREND_RUNS, Tick, Trend, arm_label, cut, history, px};
+use serde::Serialize;
+
+use super::{Move, Trend, cut, history};
+use crate::history::overview::{self, RunPoint};
+
+/// Characters of a run id under the trend; the whole id is in the point's tooltip.
+const RUN_LABEL_CHARS: usize = 14;
+/// Width a run label needs under the trend, in px at the labels' 10 px font: the longer of a
+/// date and [`RUN_LABEL_CHARS`] characters, with a gap. Labels are thinned to fit it.
+const RUN_LABEL_PX: f64 = 96.0;
 
 #[derive(Serialize)]
 pub(super) struct TrendView {
     id: String,
-    title: String,
-    caption: String,
+    /// Above the chart, with the caption; none on the history page, whose sections say it.
+    title: Option<String>,
+    caption: Option<String>,
+    /// What a screen reader says for the chart.
+    label: String,
     width: f64,
     height: f64,
     plot_x0: f64,
@@ -16,8 +37,9 @@ pub(super) struct TrendView {
     y_ticks: Vec<YTick>,
     bands: Vec<String>,
     line: String,
-    points: Vec<TrendMark>,
-    catalog_marks: Vec<Tick>,
+    points: Vec<ChartPoint>,
+    labels: Vec<RunLabel>,
+    catalog_marks: Vec<i64>,
     notes: Vec<String>,
 }
 
@@ -28,191 +50,284 @@ pub(super) struct YTick {
 }
 
 #[derive(Serialize)]
-pub(super) struct TrendMark {
-    x: f64,
-    y: f64,
-    lo: Option<f64>,
-    hi: Option<f64>,
+struct ChartPoint {
+    x: i64,
+    y: i64,
+    /// `fixed` (a circle) or `sequential` (a diamond), a CSS class.
+    shape: &'static str,
+    /// `drop`, `rise` or `steady`, a CSS class.
     class: &'static str,
+    /// The run the page is about: drawn ringed.
     current: bool,
-    date: String,
+    /// `▼` over a drop, `▲` over a rise.
     flag: &'static str,
+    /// `r` resumed, `m` merged, `rm` both: under the point.
+    gathered: &'static str,
+    href: Option<String>,
     title: String,
 }
 
-/// Where the trend's runs and rates fall: runs spread evenly from x0 to x1 (one run in the
-/// middle), rates from y1 (0) up to y0 (1).
-struct TrendAxes {
-    x0: f64,
-    x1: f64,
-    y0: f64,
-    y1: f64,
-    runs: usize,
+#[derive(Serialize)]
+struct RunLabel {
+    x: i64,
+    date: String,
+    run: String,
 }
 
-impl TrendAxes {
-    fn x_of(&self, i: usize) -> f64 {
-        if self.runs > 1 {
-            px(self.x0 + (self.x1 - self.x0) / (self.runs - 1) as f64 * i as f64)
-        } else {
-            px((self.x0 + self.x1) / 2.0)
+/// What a chart draws beyond its runs.
+pub(super) struct TrendSpec<'a> {
+    /// The figure's element id.
+    pub(super) id: String,
+    pub(super) title: Option<String>,
+    pub(super) caption: Option<String>,
+    pub(super) label: String,
+    /// The runs, oldest first: those of the trend, drawn.
+    pub(super) runs: &'a [RunPoint],
+    /// Runs of the trend left out (older than the newest drawn), said under the chart.
+    pub(super) older_not_drawn: usize,
+    /// The run the page is about, ringed.
+    pub(super) current: Option<&'a str>,
+}
+
+/// report.html's trend of an arm: the runs of its series up to this one (the newest
+/// [`super::TREND_RUNS`]), unlinked, this run ringed.
+pub(super) fn report_trend(t: &Trend, index: usize) -> TrendView {
+    let skip = t.points.len().saturating_sub(super::TREND_RUNS);
+    let runs: Vec<RunPoint> = t.points[skip..]
+        .iter()
+        .map(|p| overview::run_point(p, t.metric, None))
+        .collect();
+    let metric = t.metric.label();
+    let title = format!(
+        "Trend: {metric} · {} · {}",
+        t.datasets.join(", "),
+        super::arm_label(&t.arm)
+    );
+    trend_chart(&TrendSpec {
+        id: format!("trend-{index}"),
+        label: title.clone(),
+        title: Some(title),
+        caption: Some(format!(
+            "each run's case-level mean {metric} rate with its interval (band); a red point (▼) is a significant drop against the previous run (paired by case, the interval of the mean difference below 0), a green one (▲) a significant rise; a diamond is a sequential run, r a resumed one, m one merged from shards, a dashed line a change of catalog; the ringed point is this run"
+        )),
+        runs: &runs,
+        older_not_drawn: skip,
+        current: t.current_run.as_deref(),
+    })
+}
+
+/// A whole pixel: a chart of a year of runs needs no finer, and the page stays small.
+fn whole(v: f64) -> i64 {
+    v.round() as i64
+}
+
+/// Interval bands over each stretch of consecutive points that all have an interval: the
+/// upper ends forward, the lower ends back.
+pub(super) fn bands(ends: &[(i64, Option<(i64, i64)>)]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stretch: Vec<(i64, i64, i64)> = Vec::new();
+    let mut close = |stretch: &mut Vec<(i64, i64, i64)>| {
+        if stretch.len() > 1 {
+            let upper = stretch.iter().map(|(x, _, hi)| format!("{x},{hi}"));
+            let lower = stretch.iter().rev().map(|(x, lo, _)| format!("{x},{lo}"));
+            out.push(upper.chain(lower).collect::<Vec<_>>().join(" "));
         }
-    }
-
-    fn y_of(&self, v: f64) -> f64 {
-        px(self.y1 - (self.y1 - self.y0) * v.clamp(0.0, 1.0))
-    }
-
-    /// Rate ticks at quarters.
-    fn y_ticks(&self) -> Vec<YTick> {
-        [0.0, 0.25, 0.5, 0.75, 1.0]
-            .iter()
-            .map(|&v| YTick {
-                y: self.y_of(v),
-                label: format!("{v}"),
-            })
-            .collect()
-    }
-}
-
-/// A series' case-level means with their interval band, newest runs last.
-pub(super) fn trend_view(t: &Trend, index: usize) -> TrendView {
-    let metric_of = |p: &history::Point| p.line.metric(t.metric).clone();
-    let skip = t.points.len().saturating_sub(TREND_RUNS);
-    let points = &t.points[skip..];
-    // Room on the left and below for the slanted run labels (date and run id).
-    let axes = TrendAxes {
-        x0: 170.0,
-        x1: 860.0,
-        y0: 24.0,
-        y1: 224.0,
-        runs: points.len(),
+        stretch.clear();
     };
-    let (x0, x1, y0, y1) = (axes.x0, axes.x1, axes.y0, axes.y1);
-    let y_of = |v: f64| axes.y_of(v);
-    let x_of = |i: usize| axes.x_of(i);
-    let mut bands = Vec::new();
-    let mut line = Vec::new();
-    let mut marks = Vec::new();
-    let mut catalog_marks = Vec::new();
-    for (i, point) in points.iter().enumerate() {
-        let x = x_of(i);
-        let p = metric_of(point);
-        if let (Some(lo), Some(hi)) = (p.lo, p.hi)
-            && let Some(next) = points.get(i + 1).map(metric_of)
-            && let (Some(nlo), Some(nhi)) = (next.lo, next.hi)
-        {
-            let nx = x_of(i + 1);
-            bands.push(format!(
-                "{x},{} {nx},{} {nx},{} {x},{}",
-                y_of(hi),
-                y_of(nhi),
-                y_of(nlo),
-                y_of(lo)
-            ));
+    for &(x, interval) in ends {
+        match interval {
+            Some((lo, hi)) => stretch.push((x, lo, hi)),
+            None => close(&mut stretch),
         }
-        let Some(mean) = p.mean else { continue };
+    }
+    close(&mut stretch);
+    out
+}
+
+/// The chart of `spec`'s runs: runs spread evenly over the plot, rates from 0 (bottom) to 1.
+pub(super) fn trend_chart(spec: &TrendSpec) -> TrendView {
+    let (x0, x1, y0, y1) = (48.0, 890.0, 28.0, 228.0);
+    let runs = spec.runs;
+    let n = runs.len();
+    let x_of = |i: usize| {
+        if n > 1 {
+            whole(x0 + (x1 - x0) * i as f64 / (n - 1) as f64)
+        } else {
+            whole((x0 + x1) / 2.0)
+        }
+    };
+    let y_of = |v: f64| whole(y1 - (y1 - y0) * v.clamp(0.0, 1.0));
+    let mut ends = Vec::new();
+    let mut line = Vec::new();
+    let mut points = Vec::new();
+    let mut catalog_marks = Vec::new();
+    for (i, r) in runs.iter().enumerate() {
+        let x = x_of(i);
+        let interval = r
+            .score
+            .lo
+            .zip(r.score.hi)
+            .map(|(lo, hi)| (y_of(lo), y_of(hi)));
+        ends.push((x, interval));
+        let Some(mean) = r.score.mean else { continue };
         let y = y_of(mean);
         line.push(format!("{x},{y}"));
-        if point.change.as_ref().is_some_and(|c| c.catalog_changed) {
-            catalog_marks.push(Tick {
-                x,
-                label: "catalog changed".to_owned(),
-            });
+        if r.change.as_ref().is_some_and(|c| c.catalog_changed) {
+            catalog_marks.push(x);
         }
-        marks.push(trend_mark(t, point, &p, (x, y), &y_of));
+        let current = spec.current == Some(r.run_id.as_str());
+        points.push(chart_point(r, x, y, current));
     }
+    let spacing = if n > 1 {
+        (x1 - x0) / (n - 1) as f64
+    } else {
+        x1 - x0
+    };
+    let every = (RUN_LABEL_PX / spacing).ceil().max(1.0) as usize;
+    // The newest run is always labelled; another only every `every` runs, and not so close to
+    // the newest that the two would touch.
+    let labelled = |i: usize| {
+        i + 1 == n || (i.is_multiple_of(every) && (n - 1 - i) as f64 * spacing >= RUN_LABEL_PX)
+    };
+    let labels = runs
+        .iter()
+        .enumerate()
+        .filter(|&(i, _)| labelled(i))
+        .map(|(i, r)| RunLabel {
+            x: x_of(i),
+            date: r.finished_at.get(..10).unwrap_or(&r.finished_at).to_owned(),
+            run: cut(&r.run_id, RUN_LABEL_CHARS),
+        })
+        .collect();
     let mut notes = Vec::new();
-    if skip > 0 {
+    if spec.older_not_drawn > 0 {
         notes.push(format!(
-            "({skip} older runs not drawn; `toolscore history` lists them)"
+            "({} older runs not drawn; `toolscore history` lists them)",
+            spec.older_not_drawn
         ));
     }
-    let metric = t.metric.label();
     TrendView {
-        id: format!("trend-{index}"),
-        title: format!(
-            "Trend: {metric} · {} · {}",
-            t.datasets.join(", "),
-            arm_label(&t.arm)
-        ),
-        caption: format!(
-            "each run's case-level mean {metric} rate with its interval (band); a red point is a significant drop against the previous run (paired by case, the interval of the mean difference below 0), a green one a significant rise; the ringed point is this run"
-        ),
+        id: spec.id.clone(),
+        title: spec.title.clone(),
+        caption: spec.caption.clone(),
+        label: spec.label.clone(),
         width: 940.0,
-        height: 340.0,
+        height: 280.0,
         plot_x0: x0,
         plot_x1: x1,
         plot_y0: y0,
         plot_y1: y1,
-        y_ticks: axes.y_ticks(),
-        bands,
+        y_ticks: [0.0, 0.25, 0.5, 0.75, 1.0]
+            .iter()
+            .map(|&v| YTick {
+                y: y_of(v) as f64,
+                label: format!("{v}"),
+            })
+            .collect(),
+        bands: bands(&ends),
         line: line.join(" "),
-        points: marks,
+        points,
+        labels,
         catalog_marks,
         notes,
     }
 }
 
-/// One run's point on the trend: its mean and interval, whether it moved against the run
-/// before, and the hover text.
-fn trend_mark(
-    t: &Trend,
-    point: &history::Point,
-    p: &history::MetricPoint,
-    (x, y): (f64, f64),
-    y_of: &dyn Fn(f64) -> f64,
-) -> TrendMark {
-    let mean = p.mean.unwrap_or_default();
-    let moved = point.change.as_ref().map_or(Move::None, |c| c.moved);
-    let interval = match (p.lo, p.hi) {
+fn move_of(r: &RunPoint) -> Move {
+    r.change.as_ref().map_or(Move::None, |c| c.moved)
+}
+
+/// `drop`, `rise` or `steady`: a CSS class.
+pub(super) fn move_class(moved: Move) -> &'static str {
+    match moved {
+        Move::Drop => "drop",
+        Move::Rise => "rise",
+        Move::None => "steady",
+    }
+}
+
+fn chart_point(r: &RunPoint, x: i64, y: i64, current: bool) -> ChartPoint {
+    let moved = move_of(r);
+    let interval = match (r.score.lo, r.score.hi) {
         (Some(lo), Some(hi)) => format!(" [{lo:.3}, {hi:.3}]"),
         _ => String::new(),
     };
-    let change = match point
-        .change
-        .as_ref()
-        .and_then(|c| c.difference.as_ref().map(|d| (c, d)))
-    {
-        Some((c, d)) => format!(
-            " · vs previous: {:+.3} [{:+.3}, {:+.3}] on {} cases",
-            d.mean, d.interval.lo, d.interval.hi, c.cases
-        ),
-        None => String::new(),
-    };
-    TrendMark {
+    // Terse: a year of runs of many series is thousands of tooltips. The change is always
+    // against the point before this one (runs kept out of the trend are not drawn).
+    let change = r.change.as_ref().map_or(String::new(), |c| {
+        let mut text = match &c.difference {
+            Some(d) => format!(
+                "; change {:+.3} [{:+.3}, {:+.3}]",
+                d.mean, d.interval.lo, d.interval.hi
+            ),
+            None => "; too few shared cases to compare".to_owned(),
+        };
+        for mark in crate::wording::history_marks(c) {
+            text.push_str(", ");
+            text.push_str(mark);
+        }
+        text
+    });
+    let verdict = r
+        .verdict
+        .map_or(String::new(), |v| format!(" {}", v.label()));
+    ChartPoint {
         x,
         y,
-        lo: p.lo.map(y_of),
-        hi: p.hi.map(y_of),
-        class: match moved {
-            Move::Drop => "drop",
-            Move::Rise => "rise",
-            Move::None => "steady",
+        shape: if r.sampling.sequential {
+            "sequential"
+        } else {
+            "fixed"
         },
-        current: t.current_run.as_deref() == Some(point.line.run_id.as_str()),
-        date: run_label(&point.line),
+        class: move_class(moved),
+        current,
         flag: match moved {
-            Move::Drop => "drop",
-            Move::Rise => "rise",
+            Move::Drop => "▼",
+            Move::Rise => "▲",
             Move::None => "",
         },
+        gathered: match (r.sampling.resumed_trials > 0, r.sampling.merged_shards > 0) {
+            (true, true) => "rm",
+            (true, false) => "r",
+            (false, true) => "m",
+            (false, false) => "",
+        },
+        href: r.report.clone(),
         title: format!(
-            "run {} · {} · {mean:.3}{interval} ({} cases, n {}){change}",
-            cut(&point.line.run_id, TEXT_CHARS),
-            point.line.finished_at,
-            p.cases,
-            p.n
+            "{} {}{verdict} {:.3}{interval}{}{change}",
+            cut(&r.run_id, 60),
+            r.finished_at.get(..10).unwrap_or(&r.finished_at),
+            r.score.mean.unwrap_or_default(),
+            sampling_note(r)
         ),
     }
 }
 
-/// A run's label under the trend: the day it finished and its run id, cut to fit the slant.
-fn run_label(line: &history::HistoryLine) -> String {
-    let day = line.finished_at.get(..10).unwrap_or(&line.finished_at);
-    cut(&format!("{day} {}", line.run_id), RUN_LABEL_CHARS)
+/// How a point was sampled, for its tooltip: said on the first point, on every point not
+/// sampled as a fixed run in one sitting (sequential, resumed, merged), and wherever the design
+/// changed from the point before; the other points were sampled as the one before them.
+fn sampling_note(r: &RunPoint) -> String {
+    let plain = r.sampling == history::Sampling::default();
+    let same = r.change.as_ref().is_some_and(|c| !c.sampling_changed);
+    if plain && same {
+        String::new()
+    } else {
+        format!(" ({})", r.sampled)
+    }
 }
 
-/// The most characters a run label takes: 10 for the day, a space, and a run id of up to 21
-/// (toolscore's own ids: `20261205T074133Z-a3ff`).
-const RUN_LABEL_CHARS: usize = 32;
+/// Whole pixels for a small chart's own scale: `(x, y)` of rate `v` at run `i` of `n`.
+pub(super) fn small_scale(
+    (x0, x1, y0, y1): (f64, f64, f64, f64),
+    n: usize,
+) -> (impl Fn(usize) -> i64, impl Fn(f64) -> i64) {
+    let x_of = move |i: usize| {
+        if n > 1 {
+            whole(x0 + (x1 - x0) * i as f64 / (n - 1) as f64)
+        } else {
+            whole(x1)
+        }
+    };
+    let y_of = move |v: f64| whole(y1 - (y1 - y0) * v.clamp(0.0, 1.0));
+    (x_of, y_of)
+}
