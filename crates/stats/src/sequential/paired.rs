@@ -139,9 +139,10 @@ impl PairedBetting {
     /// pair, which multiplies every stake betting above μ by `(1 + λ(1 − μ))/(1 − λμ) > 1` and
     /// every stake betting below μ by `(1 − λ(1 − μ))/(1 + λμ) < 1` (λ > 0 for |μ| < 1). So
     /// each mixed evidence is strictly monotone along the row: above 0 and above −δ rise,
-    /// below 0 and below δ fall. In `f64` the same holds: a step moves the log of the evidence
-    /// by at least ln(1 + 1/16 · …) ≈ 0.03 for these fractions, far beyond the rounding of a
-    /// sum of a few terms `n · ln(factor)`. `row_decisions_are_decide_on_a_grid` checks every
+    /// below 0 and below δ fall. In `f64` the same holds: for the four tests the factor is at
+    /// least `1 + f` (or at most `1 − f`), so a step moves the log of the evidence by at least
+    /// ln(1 + 1/16) ≈ 0.06, far beyond the rounding of a sum of three terms `n · ln(factor)`
+    /// (about 10⁻¹⁰ at a million pairs). `row_decisions_are_decide_on_a_grid` checks every
     /// state of a grid against `decide`.
     pub(crate) fn decide_row(
         &self,
