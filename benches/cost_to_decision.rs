@@ -20,7 +20,8 @@
 //! Then the sequential comparison of two catalog variants (`run --variant base --variant clear
 //! --compare --sequential`) on 10 cases, A right with probability 0.8 and B with 0.7 (B worse
 //! by 0.10), and both at 0.8: `BENCH_REPS` runs each, with the rounds to a verdict, how often
-//! each verdict came, and the fixed-n paired comparison with the same α and the same power.
+//! each verdict came, and the fixed-n paired comparison with the same α and the same power,
+//! beside the exact figures of the same design (`stats::exact_comparison`).
 //!
 //! Run: `cargo bench --bench cost_to_decision` (env: BENCH_REPS=2000, BENCH_SEED=2026,
 //! BENCH_PART=gates|compare|suite|all). Nothing else should run beside it: it is 18,000 runs
@@ -427,13 +428,22 @@ const COMPARE_CASES: usize = 10;
 const COMPARE_ROUNDS: u32 = 100;
 /// The base catalog's rate; the `clear` variant's is this plus the difference of the cell.
 const COMPARE_A: f64 = 0.8;
+/// `--min-effect` of the comparison (`run`'s default).
+const COMPARE_EFFECT: f64 = 0.05;
 
 const CLEAR: &str = r#"{"tools": {"lookup": {"description": "CLEAR: look something up."}}}"#;
 
-/// The sequential comparison: rounds to a verdict at B − A = −0.10 and at 0, `reps` runs each.
+/// The sequential comparison: rounds to a verdict at B − A = −0.10 and at 0, `reps` runs each,
+/// beside the exact figures of the same design (`stats::exact_comparison`, the dynamic program
+/// over the counts after each round). Ratios and bounds are computed from the exact figures
+/// (the measured ones in brackets).
+// Long: one table and the lines that read it, in the order the docs quote them.
 fn comparisons(reps: usize, seed: u64) {
     println!(
-        "\nsequential comparison: run --variant base --variant clear --compare --sequential on {COMPARE_CASES} cases, alpha {ALPHA}, --min-effect 0.05, at most {COMPARE_ROUNDS} rounds; A right with probability {COMPARE_A}; {reps} runs per cell, seed {seed}"
+        "\nsequential comparison: run --variant base --variant clear --compare --sequential on {COMPARE_CASES} cases, alpha {ALPHA}, --min-effect {COMPARE_EFFECT}, at most {COMPARE_ROUNDS} rounds; A right with probability {COMPARE_A}; {reps} runs per cell, seed {seed}"
+    );
+    println!(
+        "exact: the dynamic program of the same design (stats::exact_comparison), every case at the same rates"
     );
     for (i, difference) in [-0.10, 0.0].into_iter().enumerate() {
         let b = COMPARE_A + difference;
@@ -444,19 +454,34 @@ fn comparisons(reps: usize, seed: u64) {
         let share = |v: &str| cell.verdicts.iter().filter(|x| *x == v).count() as f64 / runs;
         let trials = 2.0 * COMPARE_CASES as f64 * mean;
         println!(
-            "  B − A {difference:+.2}: {mean:.1} ± {:.1} rounds ({trials:.0} trials) to a verdict; better {:.4}, worse {:.4}, within ±0.05 {:.4}, undecided {:.4}",
+            "  B − A {difference:+.2}: {mean:.1} ± {:.1} rounds ({trials:.0} trials) to a verdict; better {:.4}, worse {:.4}, within ±{COMPARE_EFFECT} {:.4}, undecided {:.4}",
             (var / runs).sqrt(),
             share("better"),
             share("worse"),
             share("equivalent"),
             share("inconclusive")
         );
+        let exact = stats::exact_comparison(
+            ALPHA,
+            COMPARE_EFFECT,
+            COMPARE_CASES as u64,
+            COMPARE_A,
+            b,
+            COMPARE_ROUNDS,
+        )
+        .expect("the benchmark's cell is within the exact work limit");
+        let exact_trials = 2.0 * COMPARE_CASES as f64 * exact.expected_rounds;
+        println!(
+            "    exact: {:.2} rounds ({exact_trials:.1} trials); better {:.4}, worse {:.4}, within ±{COMPARE_EFFECT} {:.4}, undecided {:.4}",
+            exact.expected_rounds, exact.better, exact.worse, exact.within, exact.undecided
+        );
         if difference == 0.0 {
             let false_rate = share("better") + share("worse");
             let se = (ALPHA * (1.0 - ALPHA) / runs).sqrt();
             println!(
-                "    false better/worse at equal rates: {false_rate:.4} (alpha {ALPHA}, Monte Carlo se {se:.4}): {}",
-                if false_rate <= ALPHA + 2.0 * se {
+                "    false better/worse at equal rates: {:.4} exact ({false_rate:.4} measured, Monte Carlo se {se:.4}), alpha {ALPHA}: {}",
+                exact.better + exact.worse,
+                if exact.better + exact.worse <= ALPHA {
                     "kept"
                 } else {
                     "EXCEEDED"
@@ -464,16 +489,21 @@ fn comparisons(reps: usize, seed: u64) {
             );
         } else {
             let power = share("worse");
-            let fixed = fixed_paired_trials(COMPARE_A, b, power);
+            let fixed = fixed_paired_trials(COMPARE_A, b, exact.worse);
+            let fixed_measured = fixed_paired_trials(COMPARE_A, b, power);
             println!(
-                "    the fixed-n paired comparison with the same alpha and power {power:.4} needs {fixed:.0} trials ({:.1} rounds): the sequential one uses {:.3} of it",
+                "    the fixed-n paired comparison with the same alpha and power {:.4} ({power:.4}) needs {fixed:.0} trials ({fixed_measured:.0}), {:.1} rounds: the sequential one uses {:.3} of it ({:.3})",
+                exact.worse,
                 fixed / (2.0 * COMPARE_CASES as f64),
-                trials / fixed
+                exact_trials / fixed,
+                trials / fixed_measured
             );
-            let least = 2.0 * least_pairs(COMPARE_A, b, power);
+            let least = 2.0 * least_pairs(COMPARE_A, b, exact.worse);
+            let least_measured = 2.0 * least_pairs(COMPARE_A, b, power);
             println!(
-                "    the least any test deciding `worse` this often at alpha/2 can spend: {least:.0} trials ({:.3} of the fixed design)",
-                least / fixed
+                "    the least any test deciding `worse` this often at alpha/2 can spend: {least:.0} trials ({least_measured:.0}), {:.3} of the fixed design ({:.3})",
+                least / fixed,
+                least_measured / fixed_measured
             );
         }
     }

@@ -44,7 +44,8 @@ pub struct PlanArgs {
     #[arg(long, value_name = "NAME")]
     pub provider: Option<String>,
     /// Also plan the sequential comparison of two arms (`run --compare --sequential`): its
-    /// expected rounds at no difference and at ±--min-effect, by simulation.
+    /// expected rounds at no difference and at ±--min-effect, exact when the suite and
+    /// --max-trials are small enough (a dynamic program), else by simulation.
     #[arg(long)]
     pub compare: bool,
     /// With --compare: the smallest difference worth acting on.

@@ -122,7 +122,8 @@ fn the_plan_for_one_case_reproduces_the_reference_vectors() {
     );
     assert!(run.stdout.contains("stable from    203"), "{}", run.stdout);
 
-    // --compare: the sequential comparison, simulated with A at 0.8 on the one case.
+    // --compare: the sequential comparison with A at 0.8 on the one case, exact (one case and
+    // 300 rounds are well within the dynamic program's work limit).
     let compare = toolscore(
         dir.path(),
         &[
@@ -141,8 +142,12 @@ fn the_plan_for_one_case_reproduces_the_reference_vectors() {
     assert_eq!(compare.code, 0, "{}", compare.transcript());
     let c = &support::read_json(&dir.path().join("cmp.json"))["comparison"];
     assert_eq!(
-        (c["min_effect"].as_f64(), c["a_rate"].as_f64()),
-        (Some(0.2), Some(0.8))
+        (
+            c["min_effect"].as_f64(),
+            c["a_rate"].as_f64(),
+            c["exact"].as_bool()
+        ),
+        (Some(0.2), Some(0.8), Some(true))
     );
     let rows = c["rows"].as_array().expect("rows");
     let of = |d: f64| -> Vec<f64> {
@@ -154,18 +159,26 @@ fn the_plan_for_one_case_reproduces_the_reference_vectors() {
             .map(|x| x.as_f64().expect("share"))
             .collect()
     };
-    // No difference: "better" or "worse" at most α of the time, within Monte Carlo error.
+    // No difference: "better" or "worse" at most α of the time, and the shares sum to 1.
     let none = of(0.0);
-    assert!(
-        none[0] + none[1] <= 0.05 + 3.0 * (0.05f64 * 0.95 / 400.0).sqrt(),
-        "{none:?}"
-    );
+    assert!(none[0] + none[1] <= 0.05, "{none:?}");
+    assert!((none.iter().sum::<f64>() - 1.0).abs() < 1e-9, "{none:?}");
     // B 0.4 below A: found worse nearly always.
     assert!(of(-0.4)[1] > 0.95, "{:?}", of(-0.4));
     assert!(
+        compare.stdout.contains(
+            "run --compare --sequential at --min-effect 0.2, A at 0.8 on every case (exact: a dynamic program over the counts after each round):"
+        ),
+        "{}",
+        compare.stdout
+    );
+    // An exact row has no Monte Carlo error to show.
+    assert!(
         compare
             .stdout
-            .contains("run --compare --sequential at --min-effect 0.2, A at 0.8"),
+            .lines()
+            .filter(|l| l.starts_with("  B − A"))
+            .all(|l| l.contains("expected rounds") && !l.contains('±')),
         "{}",
         compare.stdout
     );

@@ -105,15 +105,17 @@ pub struct TrialPlan {
     pub comparison: Option<ComparisonPlan>,
 }
 
-/// A simulated sequential design at one true rate (or difference): its expected rounds with
-/// their Monte Carlo standard error, how often each verdict comes, and the fixed-n design with
-/// the same α and the same power, when there is a power to match.
+/// A sequential design judged by rounds, at one true rate (or difference): its expected rounds
+/// (simulated, with their Monte Carlo standard error, or exact), how often each verdict comes,
+/// and the fixed-n design with the same α and the same power, when there is a power to match.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct SimulatedRow {
+pub struct RoundsRow {
     /// The true suite rate, or B − A.
     pub true_value: f64,
     pub expected_rounds: f64,
+    /// The Monte Carlo standard error of `expected_rounds`; 0 for an exact row.
     pub se_rounds: f64,
+    /// Simulated replications; 0 for an exact row.
     pub reps: u32,
     /// Pass (or B better), fail (or B worse), no difference as large as the effect, undecided.
     pub shares: [f64; 4],
@@ -130,7 +132,11 @@ pub struct ComparisonPlan {
     pub min_effect: f64,
     /// A's rate on every case.
     pub a_rate: f64,
-    pub rows: Vec<SimulatedRow>,
+    /// Whether the rows are exact (`stats::exact_comparison`, within its work limit) rather
+    /// than simulated.
+    #[serde(default)]
+    pub exact: bool,
+    pub rows: Vec<RoundsRow>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -168,7 +174,7 @@ pub struct GatePlan {
     /// `--gate-level suite --sequential`: this suite's rate judged round by round, every case
     /// at the row's rate (simulated).
     #[serde(default)]
-    pub suite_sequential: Vec<SimulatedRow>,
+    pub suite_sequential: Vec<RoundsRow>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -376,7 +382,7 @@ fn gate_plan(req: &PlanRequest, metric: &str, t: f64) -> GatePlan {
 }
 
 /// The sequential suite gate simulated with every case at each of five true rates.
-fn suite_rows(req: &PlanRequest, t: f64) -> Vec<SimulatedRow> {
+fn suite_rows(req: &PlanRequest, t: f64) -> Vec<RoundsRow> {
     let alpha = 1.0 - req.confidence;
     [
         t - 0.1,
@@ -408,72 +414,130 @@ fn suite_rows(req: &PlanRequest, t: f64) -> Vec<SimulatedRow> {
         } else {
             None
         };
-        Some(simulated_row(req, round4(p), &oc, fixed, req.cases as f64))
+        Some(rounds_row(
+            req,
+            round4(p),
+            &Characteristics::from(&oc),
+            fixed,
+            req.cases as f64,
+        ))
     })
     .collect()
 }
 
-/// The sequential comparison simulated with A at `a_rate` on every case and B at A + each
-/// difference: none, the effect either way, twice the effect lower.
+/// The sequential comparison with A at `a_rate` on every case and B at A + each difference:
+/// none, the effect either way, twice the effect lower. Exact when every row is within
+/// `stats::exact_comparison`'s work limit (the first row, no difference, is the costliest:
+/// its undecided mass lasts longest, so a refusal comes there and costs little), else every
+/// row simulated, so the rows read alike.
 fn comparison_plan(req: &PlanRequest, min_effect: f64, a_rate: f64) -> ComparisonPlan {
     let alpha = 1.0 - req.confidence;
-    let rows = [0.0, -min_effect, min_effect, -2.0 * min_effect]
+    let cases = req.cases.max(1);
+    let differences: Vec<f64> = [0.0, -min_effect, min_effect, -2.0 * min_effect]
         .into_iter()
         .filter(|d| (0.0..=1.0).contains(&(a_rate + d)))
-        .enumerate()
-        .filter_map(|(i, d)| {
-            let b = a_rate + d;
-            let rates = vec![(a_rate, b); req.cases.max(1)];
-            let oc = stats::simulate_comparison(
+        .collect();
+    let exact: Option<Vec<Characteristics>> = differences
+        .iter()
+        .map(|d| {
+            let oc = stats::exact_comparison(
                 alpha,
                 min_effect,
-                &rates,
+                cases as u64,
+                a_rate,
+                a_rate + d,
                 req.max_trials,
-                simulated_reps(req.max_trials, 2 * rates.len()),
-                i as u64 + 101,
             )?;
-            let power = if d < 0.0 { oc.p_down } else { oc.p_up };
+            Some(Characteristics {
+                mean_rounds: oc.expected_rounds,
+                se_rounds: 0.0,
+                reps: 0,
+                shares: [oc.better, oc.worse, oc.within, oc.undecided],
+            })
+        })
+        .collect();
+    let is_exact = exact.is_some();
+    let characteristics = exact.unwrap_or_else(|| {
+        differences
+            .iter()
+            .enumerate()
+            .filter_map(|(i, d)| {
+                let rates = vec![(a_rate, a_rate + d); cases];
+                let oc = stats::simulate_comparison(
+                    alpha,
+                    min_effect,
+                    &rates,
+                    req.max_trials,
+                    simulated_reps(req.max_trials, 2 * rates.len()),
+                    i as u64 + 101,
+                )?;
+                Some(Characteristics::from(&oc))
+            })
+            .collect()
+    });
+    let rows = differences
+        .iter()
+        .zip(&characteristics)
+        .map(|(&d, oc)| {
+            let b = a_rate + d;
+            let [p_up, p_down, ..] = oc.shares;
+            let power = if d < 0.0 { p_down } else { p_up };
             let fixed = if d != 0.0 && power > 0.5 {
-                let (za, zb) = (
-                    stats::normal_quantile(1.0 - alpha / 2.0)?,
-                    stats::normal_quantile(power.min(0.9999))?,
-                );
-                let discordant = b * (1.0 - a_rate) + a_rate * (1.0 - b);
-                let sd = (discordant - d * d).sqrt();
-                Some(2.0 * ((za + zb) * sd / d).powi(2))
+                stats::normal_quantile(1.0 - alpha / 2.0)
+                    .zip(stats::normal_quantile(power.min(0.9999)))
+                    .map(|(za, zb)| {
+                        let discordant = b * (1.0 - a_rate) + a_rate * (1.0 - b);
+                        let sd = (discordant - d * d).sqrt();
+                        2.0 * ((za + zb) * sd / d).powi(2)
+                    })
             } else {
                 None
             };
-            Some(simulated_row(
-                req,
-                round4(d),
-                &oc,
-                fixed,
-                2.0 * req.cases as f64,
-            ))
+            rounds_row(req, round4(d), oc, fixed, 2.0 * req.cases as f64)
         })
         .collect();
     ComparisonPlan {
         min_effect,
         a_rate,
+        exact: is_exact,
         rows,
     }
 }
 
-/// One simulated row, its cost for `trials_per_round` trials a round.
-fn simulated_row(
+/// What a row reports of a design judged by rounds, simulated or exact.
+struct Characteristics {
+    mean_rounds: f64,
+    se_rounds: f64,
+    reps: u32,
+    /// Pass (or better), fail (or worse), within, undecided.
+    shares: [f64; 4],
+}
+
+impl From<&stats::SimulatedOc> for Characteristics {
+    fn from(oc: &stats::SimulatedOc) -> Self {
+        Characteristics {
+            mean_rounds: oc.mean_rounds,
+            se_rounds: oc.se_rounds,
+            reps: oc.reps,
+            shares: [oc.p_up, oc.p_down, oc.p_within, oc.p_undecided],
+        }
+    }
+}
+
+/// One row, its cost for `trials_per_round` trials a round.
+fn rounds_row(
     req: &PlanRequest,
     true_value: f64,
-    oc: &stats::SimulatedOc,
+    oc: &Characteristics,
     fixed_trials: Option<f64>,
     trials_per_round: f64,
-) -> SimulatedRow {
-    SimulatedRow {
+) -> RoundsRow {
+    RoundsRow {
         true_value,
         expected_rounds: oc.mean_rounds,
         se_rounds: oc.se_rounds,
         reps: oc.reps,
-        shares: [oc.p_up, oc.p_down, oc.p_within, oc.p_undecided],
+        shares: oc.shares,
         fixed_trials,
         cost: cost(oc.mean_rounds * trials_per_round, req),
     }
@@ -516,27 +580,33 @@ fn sequential_rows(
     .collect()
 }
 
-/// Simulated rows: expected rounds with their standard error, the shares of each verdict, the
-/// fixed-n design with the same α and power where there is one, and the cost.
-fn write_simulated_rows(
+/// Rows judged by rounds: expected rounds (with their standard error when simulated, bare when
+/// `exact`), the shares of each verdict, the fixed-n design with the same α and power where
+/// there is one, and the cost.
+fn write_rounds_rows(
     w: &mut dyn Write,
     label: &str,
     [up, down]: [&str; 2],
-    rows: &[SimulatedRow],
+    rows: &[RoundsRow],
+    exact: bool,
 ) -> io::Result<()> {
     for r in rows {
         let [p_up, p_down, within, undecided] = r.shares;
         writeln!(
             w,
-            "  {label} {:<6}  {:>6.1} ± {:.1} rounds, {up} {p_up:.3} / {down} {p_down:.3}{} / undecided {undecided:.3}{}  {}",
+            "  {label} {:<6}  {}, {up} {p_up:.3} / {down} {p_down:.3}{} / undecided {undecided:.3}{}  {}",
             if label == "B − A" {
                 format!("{:+}", r.true_value)
             } else {
                 r.true_value.to_string()
             },
-            r.expected_rounds,
-            r.se_rounds,
-            if within > 0.0 {
+            if exact {
+                format!("{:>6.1} expected rounds", r.expected_rounds)
+            } else {
+                format!("{:>6.1} ± {:.1} rounds", r.expected_rounds, r.se_rounds)
+            },
+            // Shown when it would not print as 0 (an exact share is never quite 0).
+            if within >= 0.0005 {
                 format!(" / within {within:.3}")
             } else {
                 String::new()
@@ -707,18 +777,25 @@ pub fn render_plan(p: &TrialPlan, w: &mut dyn Write) -> io::Result<()> {
                 "  --gate-level suite --sequential (this suite's rate, every case at the true rate; {} simulated runs a row, ± Monte Carlo se):",
                 g.suite_sequential[0].reps
             )?;
-            write_simulated_rows(w, "true rate", ["pass", "fail"], &g.suite_sequential)?;
+            write_rounds_rows(w, "true rate", ["pass", "fail"], &g.suite_sequential, false)?;
         }
     }
     if let Some(c) = &p.comparison {
         writeln!(
             w,
-            "\nrun --compare --sequential at --min-effect {}, A at {} on every case ({} simulated runs a row, ± Monte Carlo se):",
+            "\nrun --compare --sequential at --min-effect {}, A at {} on every case ({}):",
             c.min_effect,
             c.a_rate,
-            c.rows.first().map_or(0, |r| r.reps)
+            if c.exact {
+                "exact: a dynamic program over the counts after each round".to_owned()
+            } else {
+                format!(
+                    "{} simulated runs a row, ± Monte Carlo se",
+                    c.rows.first().map_or(0, |r| r.reps)
+                )
+            }
         )?;
-        write_simulated_rows(w, "B − A", ["better", "worse"], &c.rows)?;
+        write_rounds_rows(w, "B − A", ["better", "worse"], &c.rows, c.exact)?;
     }
     match &p.suite_cases {
         Some(s) => writeln!(
@@ -738,6 +815,68 @@ pub fn render_plan(p: &TrialPlan, w: &mut dyn Write) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn compare_request(cases: usize, max_trials: u32) -> PlanRequest {
+        PlanRequest {
+            confidence: 0.95,
+            precision: 0.05,
+            power: 0.8,
+            gates: Vec::new(),
+            cases,
+            observed_case_rates: Vec::new(),
+            observed_suite: None,
+            tokens: TokenBasis {
+                source: "fixtures".to_owned(),
+                input_per_request: 100.0,
+                output_per_request: None,
+            },
+            max_trials,
+            price: None,
+            compare: Some(0.05),
+        }
+    }
+
+    #[test]
+    fn the_comparison_is_exact_within_the_work_limit_and_simulated_past_it() {
+        // A small cell: exact, and the same figures as stats::exact_comparison.
+        let small = plan(&compare_request(3, 60));
+        let c = small.comparison.as_ref().expect("comparison");
+        assert!(c.exact);
+        let deltas: Vec<f64> = c.rows.iter().map(|r| r.true_value).collect();
+        assert_eq!(deltas, [0.0, -0.05, 0.05, -0.1]);
+        // B at A + the row's difference, as the plan computes it.
+        let worse = stats::exact_comparison(0.05, 0.05, 3, 0.8, 0.8 + -2.0 * 0.05, 60).unwrap();
+        let row = &c.rows[3];
+        assert_eq!(
+            (row.expected_rounds, row.shares[1], row.se_rounds, row.reps),
+            (worse.expected_rounds, worse.worse, 0.0, 0)
+        );
+        let mut text = Vec::new();
+        render_plan(&small, &mut text).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        assert!(
+            text.contains(
+                "on every case (exact: a dynamic program over the counts after each round):"
+            ),
+            "{text}"
+        );
+        // No "±" on an exact row.
+        assert!(
+            text.contains("  B − A -0.1      53.8 expected rounds, better 0.000 / worse 0.272 / undecided 0.728  323 requests"),
+            "{text}"
+        );
+        // 61 cases, 1,000 rounds: past the limit, every row simulated.
+        let large = plan(&compare_request(61, 1000));
+        let c = large.comparison.as_ref().expect("comparison");
+        assert!(!c.exact && c.rows.iter().all(|r| r.reps > 0), "{c:?}");
+        let mut text = Vec::new();
+        render_plan(&large, &mut text).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        assert!(
+            text.contains("simulated runs a row, ± Monte Carlo se"),
+            "{text}"
+        );
+    }
 
     #[test]
     fn large_suites_get_fewer_replications_within_the_draw_budget() {

@@ -44,10 +44,11 @@ pub use paired::{
 pub use passk::{clustered_ratio_interval, pass_at_k, pass_hat_k, pass_k_intervals};
 pub use power::{GateSampleSize, gate_min_successes, gate_power, gate_sample_size};
 pub use sequential::{
-    BelowMixture, Boundaries, FailSide, MixtureGate, OperatingCharacteristics, PairCounts,
-    PairedBetting, PairedDecision, PassSide, Reach, SeededUniform, SequentialDecision,
-    SequentialKind, SequentialTest, SimulatedOc, SprtGate, curtailed_operating_characteristics,
-    operating_characteristics, simulate_comparison, simulate_suite_gate,
+    BelowMixture, Boundaries, ComparisonCharacteristics, EXACT_COMPARISON_WORK_LIMIT, FailSide,
+    MixtureGate, OperatingCharacteristics, PairCounts, PairedBetting, PairedDecision, PassSide,
+    Reach, SeededUniform, SequentialDecision, SequentialKind, SequentialTest, SimulatedOc,
+    SprtGate, curtailed_operating_characteristics, exact_comparison, operating_characteristics,
+    simulate_comparison, simulate_suite_gate,
 };
 
 use serde::{Deserialize, Serialize};

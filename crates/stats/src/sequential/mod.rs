@@ -34,6 +34,7 @@ mod below;
 mod exact;
 mod mixture;
 mod paired;
+mod paired_exact;
 mod simulate;
 mod sprt;
 
@@ -45,6 +46,7 @@ pub use exact::{
 };
 pub use mixture::MixtureGate;
 pub use paired::{PairCounts, PairedBetting, PairedDecision};
+pub use paired_exact::{ComparisonCharacteristics, EXACT_COMPARISON_WORK_LIMIT, exact_comparison};
 pub use simulate::{SeededUniform, SimulatedOc, simulate_comparison, simulate_suite_gate};
 pub use sprt::SprtGate;
 

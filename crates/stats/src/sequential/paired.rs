@@ -130,6 +130,55 @@ impl PairedBetting {
         }
     }
 
+    /// [`Self::decide`] for every `b_only` in `lo..=hi` at once, with `pairs` pairs of which
+    /// `a_only` are −1 (`lo ≤ hi ≤ pairs − a_only`), for `min_effect` in (−1, 1): the four
+    /// tests `decide` makes, each found where it turns along the row by bisection, so a row
+    /// costs a few dozen evaluations of the evidence however wide it is.
+    ///
+    /// Why each test turns once. Along the row a step of `b_only` turns a 0 pair into a +1
+    /// pair, which multiplies every stake betting above μ by `(1 + λ(1 − μ))/(1 − λμ) > 1` and
+    /// every stake betting below μ by `(1 − λ(1 − μ))/(1 + λμ) < 1` (λ > 0 for |μ| < 1). So
+    /// each mixed evidence is strictly monotone along the row: above 0 and above −δ rise,
+    /// below 0 and below δ fall. In `f64` the same holds: for the four tests the factor is at
+    /// least `1 + f` (or at most `1 − f`), so a step moves the log of the evidence by at least
+    /// ln(1 + 1/16) ≈ 0.06, far beyond the rounding of a sum of three terms `n · ln(factor)`
+    /// (about 10⁻¹⁰ at a million pairs). `row_decisions_are_decide_on_a_grid` checks every
+    /// state of a grid against `decide`.
+    pub(crate) fn decide_row(
+        &self,
+        pairs: u64,
+        a_only: u64,
+        lo: u64,
+        hi: u64,
+        min_effect: f64,
+    ) -> RowDecisions {
+        let bar = self.bar();
+        let at = |b_only: u64| PairCounts {
+            b_only,
+            a_only,
+            same: pairs - a_only - b_only,
+        };
+        // The first b_only in lo..=hi where a rising test holds (hi + 1 when none does).
+        let first = |holds: &dyn Fn(u64) -> bool| {
+            let (mut l, mut h) = (lo, hi + 1);
+            while l < h {
+                let mid = l + (h - l) / 2;
+                if holds(mid) {
+                    h = mid;
+                } else {
+                    l = mid + 1;
+                }
+            }
+            l
+        };
+        RowDecisions {
+            better_from: first(&|u| self.log_evidence_above(at(u), 0.0) >= bar),
+            worse_to: first(&|u| self.log_evidence_below(at(u), 0.0) < bar),
+            within_from: first(&|u| self.log_evidence_above(at(u), -min_effect) >= bar),
+            within_to: first(&|u| self.log_evidence_below(at(u), min_effect) < bar),
+        }
+    }
+
     /// The pairs it takes to decide [`PairedDecision::Within`] at `min_effect` when the arms
     /// do not differ and a share `disagreement` of pairs disagree, half each way: the count at
     /// which pairs in exactly those proportions first decide it. With `disagreement` 0 (every
@@ -211,6 +260,34 @@ impl PairedBetting {
         let lower = bisect(|mu| self.log_evidence_above(c, mu) >= bar, lo, hi);
         let upper = bisect(|mu| self.log_evidence_below(c, mu) < bar, lo, hi);
         (lower, upper)
+    }
+}
+
+/// Where each of [`PairedBetting::decide`]'s tests holds along one row of counts (fixed pairs
+/// and `a_only`, `b_only` varying), from [`PairedBetting::decide_row`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RowDecisions {
+    /// "Better" (the sequence above 0) holds from here on.
+    better_from: u64,
+    /// "Worse" (below 0) holds before here.
+    worse_to: u64,
+    /// "Within" (inside (−δ, δ)) holds from `within_from` to before `within_to`.
+    within_from: u64,
+    within_to: u64,
+}
+
+impl RowDecisions {
+    /// What `decide` says at `b_only`, its tests taken in its order.
+    pub(crate) fn at(&self, b_only: u64) -> PairedDecision {
+        if b_only >= self.better_from {
+            PairedDecision::Better
+        } else if b_only < self.worse_to {
+            PairedDecision::Worse
+        } else if (self.within_from..self.within_to).contains(&b_only) {
+            PairedDecision::Within
+        } else {
+            PairedDecision::Continue
+        }
     }
 }
 
@@ -391,6 +468,33 @@ mod tests {
         assert_eq!((better, within), (0, 0));
         assert!(worse >= 290, "{worse}");
         assert!(rounds < 60.0, "{rounds}");
+    }
+
+    #[test]
+    fn row_decisions_are_decide_on_a_grid() {
+        // Every state of these pair counts, at two levels and two effects, whole rows and
+        // stretches of them: decide_row's bisections say what decide says.
+        for alpha in [0.05, 0.2] {
+            let g = PairedBetting::new(alpha).unwrap();
+            for min_effect in [0.05, 0.3] {
+                for pairs in [0, 1, 7, 40, 130, 400] {
+                    for a_only in 0..=pairs {
+                        let end = pairs - a_only;
+                        for (lo, hi) in [(0, end), (end / 3, end / 2), (end / 2, end)] {
+                            let row = g.decide_row(pairs, a_only, lo, hi, min_effect);
+                            for b_only in lo..=hi {
+                                let c = counts(b_only, a_only, pairs - a_only - b_only);
+                                assert_eq!(
+                                    row.at(b_only),
+                                    g.decide(c, min_effect),
+                                    "{c:?} alpha {alpha} effect {min_effect} row {lo}..={hi}"
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+        }
     }
 
     #[test]

@@ -1,7 +1,9 @@
 //! Operating characteristics of the round-based tests by simulation, for `toolscore plan`: the
-//! sequential suite gate and the sequential comparison have no small state space to run an
-//! exact dynamic program over (their evidence depends on three counts), so their expected
-//! rounds come from seeded Monte Carlo, always with its standard error.
+//! sequential suite gate and the sequential comparison on cases of any rates, by seeded Monte
+//! Carlo, always with its standard error. When every case has the same rates there are exact
+//! dynamic programs (`decide::gate::sequential_suite::exact_characteristics`,
+//! [`super::exact_comparison`]); the comparison's state space, two counts after each round,
+//! grows fast enough that `plan` uses it only within its work limit and simulates beyond.
 
 use serde::{Deserialize, Serialize};
 
