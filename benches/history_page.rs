@@ -2,12 +2,13 @@
 //! synthetic history of 100 series × 52 weekly runs (`tests/it/support/history.rs`: 61 cases and
 //! 11 tools a series, the shipped dataset's sizes), its wall time and peak RSS, the page's size,
 //! and headless Chromium rendering it: in the page (its CSP removed so a measuring script runs),
-//! the time from navigation start to the end of parsing and to the first layout of the whole
-//! page, the median of BENCH_LOADS (default 5) loads, beside the process's wall time and an empty
-//! page's.
+//! the time from navigation start to the end of parsing and to the first layout of the page
+//! (the sections off screen are laid out when scrolled near: `content-visibility: auto`), the
+//! median of BENCH_LOADS (default 5) loads, beside the process's wall time and an empty page's.
 //!
 //! Run: `cargo bench --bench history_page` (needs /usr/bin/chromium for the render times).
-//! BENCH_SERIES and BENCH_WEEKS change the scale.
+//! BENCH_SERIES and BENCH_WEEKS change the scale; BENCH_OUT=DIR keeps the history and the page
+//! there instead of in a temporary folder.
 
 #![allow(
     clippy::print_stdout,
@@ -46,8 +47,11 @@ fn main() {
     }
     let (series, weeks) = (env_or("BENCH_SERIES", 100), env_or("BENCH_WEEKS", 52));
     let loads = env_or("BENCH_LOADS", 5);
-    let dir = tempfile::tempdir().expect("tempdir");
-    let lines = support::history::write_synthetic_history(dir.path(), series, weeks);
+    let temporary = tempfile::tempdir().expect("tempdir");
+    let kept = std::env::var_os("BENCH_OUT").map(std::path::PathBuf::from);
+    let dir = kept.as_deref().unwrap_or(temporary.path());
+    std::fs::create_dir_all(dir).expect("BENCH_OUT");
+    let lines = support::history::write_synthetic_history(dir, series, weeks);
     println!("history page: {series} series × {weeks} weekly runs ({lines} lines)");
 
     let t0 = Instant::now();
@@ -56,7 +60,7 @@ fn main() {
         reason = "reaped by wait_with_rusage, which also reads its rusage"
     )]
     let child = Command::new(env!("CARGO_BIN_EXE_toolscore"))
-        .current_dir(dir.path())
+        .current_dir(dir)
         .args(["history", "--dir", ".", "--format", "html"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -68,7 +72,7 @@ fn main() {
         status.success() || status.code() == Some(1),
         "history failed"
     );
-    let page = dir.path().join("history.html");
+    let page = dir.join("history.html");
     let html = std::fs::read_to_string(&page).expect("history.html");
     println!(
         "  toolscore history --format html: {secs:.2} s wall, peak RSS {:.1} MiB; page {} bytes ({:.2} MB)",
@@ -84,14 +88,14 @@ fn main() {
     }
     let csp =
         regex::Regex::new(r#"<meta http-equiv="Content-Security-Policy"[^>]*/>"#).expect("regex");
-    let measured = dir.path().join("history-measured.html");
+    let measured = dir.join("history-measured.html");
     std::fs::write(
         &measured,
         csp.replace(&html, "")
             .replace("</body>", &format!("{MEASURE}\n</body>")),
     )
     .expect("write");
-    let empty = dir.path().join("empty.html");
+    let empty = dir.join("empty.html");
     std::fs::write(&empty, "<!DOCTYPE html><html><body></body></html>").expect("write");
     let load = |p: &Path| {
         let t0 = Instant::now();

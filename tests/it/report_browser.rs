@@ -679,10 +679,14 @@ fn no_chart_label_is_cut_off_and_the_comparison_comes_before_the_arms() {
 /// inside its own box). Writes what it found into `data-layout` on the root element.
 const MEASURE_LAYOUT: &str = r#"<script>
 const out = [];
+let texts_seen = 0, texts_measured = 0;
 const name = (svg) => (svg.closest('section') || {}).id + ' ' + (svg.getAttribute('aria-label') || '').slice(0, 40);
 for (const svg of document.querySelectorAll('svg')) {
   const box = svg.getBoundingClientRect();
-  const texts = [...svg.querySelectorAll('text')].map(t => [t, t.getBoundingClientRect()]).filter(([, r]) => r.width > 0);
+  const all = [...svg.querySelectorAll('text')].filter(t => t.textContent.trim() !== '');
+  const texts = all.map(t => [t, t.getBoundingClientRect()]).filter(([, r]) => r.width > 0);
+  texts_seen += all.length;
+  texts_measured += texts.length;
   for (const [t, r] of texts) {
     if (r.left < box.left - 1 || r.right > box.right + 1 || r.top < box.top - 1 || r.bottom > box.bottom + 1) {
       out.push('clipped: ' + name(svg) + ': ' + t.textContent.slice(0, 40));
@@ -701,6 +705,10 @@ for (const svg of document.querySelectorAll('svg')) {
 }
 if (document.documentElement.scrollWidth > window.innerWidth + 1) {
   out.push('the page is ' + document.documentElement.scrollWidth + ' px wide in a window of ' + window.innerWidth);
+}
+// A text laid out nowhere (a section the browser skipped) would pass unmeasured: say so.
+if (texts_measured !== texts_seen) {
+  out.push('measured ' + texts_measured + ' of ' + texts_seen + ' chart texts');
 }
 document.documentElement.setAttribute('data-layout', JSON.stringify(out));
 </script>"#;
