@@ -27,6 +27,7 @@ mod cli_import_traffic;
 mod cli_init;
 mod cli_input_errors;
 mod cli_lint;
+mod cli_lint_judge;
 mod cli_plan;
 mod cli_progress;
 mod cli_providers;

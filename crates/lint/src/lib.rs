@@ -16,6 +16,7 @@ mod bounds;
 mod conduct;
 mod descriptions;
 mod injection;
+pub mod judge;
 mod names;
 mod providers;
 pub mod rank;
@@ -230,6 +231,9 @@ rules! {
     InjectionConduct = "injection-conduct", Injection, Error,
         "A sentence that directs the model's conduct beyond calling this tool, read from what it asks for rather than its wording: concealment, misreporting, changing other tools, sending data out, collecting secrets, a new role, privileges, authority claims, tampering with the user's values",
         "Describe what the tool does and what its parameters mean; never what the model must do about the user, other tools or its replies.";
+    JudgePoisoned = "judge-poisoned", Injection, Error,
+        "A model asked to judge the tool's text (`lint --judge`) calls it poisoned: text aimed at the model rather than describing the tool, in whatever language or encoding",
+        "Read the text the judge points at; remove what is aimed at the model, or accept the finding for this tool when it only describes the tool.";
     InjectionUrl = "injection-url", Injection, Warning,
         "A URL in text the model reads (often documentation; sometimes a payload's destination)",
         "Check the URL is needed and points where it should; prefer none in descriptions.";
@@ -459,6 +463,9 @@ pub struct LintReport {
     pub findings: Vec<Finding>,
     pub suppressed: Vec<Suppressed>,
     pub footprint: Footprint,
+    /// `lint --judge`: who judged, how many tools it answered for, and those it did not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judge: Option<judge::JudgeSummary>,
 }
 
 impl LintReport {
@@ -477,7 +484,29 @@ impl LintReport {
 /// Lints a catalog. Deterministic: findings are sorted by severity, tool order in the
 /// catalog, path and rule.
 pub fn lint(catalog: &Catalog, options: &LintOptions) -> LintReport {
-    let mut raw = Vec::new();
+    lint_with(catalog, options, Vec::new(), None)
+}
+
+/// [`lint`] with a judge's verdicts (`lint --judge`), by tool name: its findings are settled
+/// with the rules' (the config's levels and allows apply to `judge-poisoned` as to any rule)
+/// and sorted among them, and the report says how many tools it judged.
+pub fn lint_judged(
+    catalog: &Catalog,
+    options: &LintOptions,
+    judgements: &BTreeMap<String, judge::Judgement>,
+    who: &judge::JudgeRun,
+) -> LintReport {
+    let (raw, summary) = judge::findings(catalog, judgements, who);
+    lint_with(catalog, options, raw, Some(summary))
+}
+
+fn lint_with(
+    catalog: &Catalog,
+    options: &LintOptions,
+    judged: Vec<Raw>,
+    judge: Option<judge::JudgeSummary>,
+) -> LintReport {
+    let mut raw = judged;
     let whole = catalog;
     // The rules read each text up to a bound; the token estimate counts every byte.
     let linted = bounds::capped(whole, &mut raw);
@@ -530,6 +559,7 @@ pub fn lint(catalog: &Catalog, options: &LintOptions) -> LintReport {
         findings,
         suppressed,
         footprint,
+        judge,
     }
 }
 

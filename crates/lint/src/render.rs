@@ -26,6 +26,22 @@ pub fn text(report: &LintReport, out: &mut dyn Write) -> io::Result<()> {
         writeln!(out, "        fix: {}", f.fix)?;
     }
     writeln!(out, "tokens estimated as {}", report.footprint.method)?;
+    if let Some(j) = &report.judge {
+        writeln!(
+            out,
+            "judge {} (instructions v{}, questions and answers in {}): {} of {} tools judged, {} poisoned, {} not judged",
+            j.judge,
+            j.instructions_version,
+            j.run_dir,
+            j.judged,
+            report.tools,
+            j.poisoned,
+            j.not_judged.len()
+        )?;
+        for n in &j.not_judged {
+            writeln!(out, "not judged  {}: {}", n.tool, n.why)?;
+        }
+    }
     let accepted = if report.suppressed.is_empty() {
         String::new()
     } else {
@@ -83,6 +99,19 @@ pub fn sarif(reports: &[(&LintReport, String, LineOf<'_>)], version: &str) -> Va
         })
         .collect();
     let mut results = Vec::new();
+    // A tool the judge did not answer for is said, never left to look clean.
+    let notifications: Vec<Value> = reports
+        .iter()
+        .filter_map(|(r, uri, _)| r.judge.as_ref().map(|j| (j, uri)))
+        .flat_map(|(j, uri)| {
+            j.not_judged.iter().map(move |n| {
+                json!({
+                    "level": "warning",
+                    "message": {"text": format!("{uri}: tool {} was not judged by {}: {}", n.tool, j.judge, n.why)},
+                })
+            })
+        })
+        .collect();
     for (report, uri, line_of) in reports {
         for f in &report.findings {
             // RULES lists every rule in the enum's order, so the index is the rule's own.
@@ -109,7 +138,7 @@ pub fn sarif(reports: &[(&LintReport, String, LineOf<'_>)], version: &str) -> Va
             }));
         }
     }
-    json!({
+    let mut sarif = json!({
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
         "version": "2.1.0",
         "runs": [{
@@ -122,7 +151,14 @@ pub fn sarif(reports: &[(&LintReport, String, LineOf<'_>)], version: &str) -> Va
             "results": results,
             "columnKind": "unicodeCodePoints",
         }]
-    })
+    });
+    if reports.iter().any(|(r, _, _)| r.judge.is_some()) {
+        sarif["runs"][0]["invocations"] = json!([{
+            "executionSuccessful": true,
+            "toolExecutionNotifications": notifications,
+        }]);
+    }
+    sarif
 }
 
 /// The line of a finding in the catalog's text: the line of the tool's `"name": "…"` and, for

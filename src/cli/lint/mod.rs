@@ -10,6 +10,8 @@ use crate::cli::Error;
 use toolscore_core::error::{ExitCode, InputError};
 use toolscore_lint::{LintOptions, LintReport, RULES, render};
 
+mod judge;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum LintFormat {
     /// Findings with their fixes, for people.
@@ -59,6 +61,8 @@ pub struct LintArgs {
     /// List every rule (id, category, default severity, what it checks) and exit.
     #[arg(long)]
     pub rules: bool,
+    #[command(flatten)]
+    pub judge: judge::JudgeArgs,
 }
 
 /// Where a catalog comes from.
@@ -122,11 +126,8 @@ struct Linted {
     report: LintReport,
 }
 
-fn lint_source(
-    source: &Source,
-    base: &LintOptions,
-    flags: &super::catalog::ServerFlags,
-) -> Result<Linted, Error> {
+fn lint_source(source: &Source, base: &LintOptions, args: &LintArgs) -> Result<Linted, Error> {
+    let flags = &args.server;
     let (name, text, catalog) = match source {
         Source::Live(live) => {
             let loaded = match live {
@@ -155,7 +156,14 @@ fn lint_source(
         options.allow_for(&tool, ids);
     }
     check_schema_allows(&catalog, &name)?;
-    let report = toolscore_lint::lint(&catalog, &options);
+    let report = match &args.judge.judge {
+        Some(spec) => {
+            let (judgements, who) =
+                judge::ask(&catalog, &args.judge, spec, args.config.as_deref())?;
+            toolscore_lint::lint_judged(&catalog, &options, &judgements, &who)
+        }
+        None => toolscore_lint::lint(&catalog, &options),
+    };
     Ok(Linted {
         uri: name.replace('\\', "/"),
         text,
@@ -216,7 +224,7 @@ pub(super) fn run(args: &LintArgs) -> Result<ExitCode, Error> {
     let sources = lint_sources(args, run.as_ref())?;
     let linted = sources
         .iter()
-        .map(|s| lint_source(s, &options, &args.server))
+        .map(|s| lint_source(s, &options, args))
         .collect::<Result<Vec<_>, _>>()?;
     let format = if args.json {
         LintFormat::Json
@@ -253,8 +261,20 @@ pub(super) fn run(args: &LintArgs) -> Result<ExitCode, Error> {
     if errors > 0 && (args.output.is_some() || format != LintFormat::Text) {
         errln!("{errors} error-level finding(s)")?;
     }
+    // A tool the judge did not answer for is not vouched for: the command cannot say the
+    // catalog is clean, as a run with too many infrastructure errors cannot be judged.
+    let not_judged: usize = linted
+        .iter()
+        .filter_map(|l| l.report.judge.as_ref())
+        .map(|j| j.not_judged.len())
+        .sum();
+    if not_judged > 0 {
+        errln!("{not_judged} tool(s) not judged: the judge gave no verdict on them")?;
+    }
     Ok(if errors > 0 {
         ExitCode::GateFailed
+    } else if not_judged > 0 {
+        ExitCode::InfraErrors
     } else {
         ExitCode::Pass
     })
@@ -413,8 +433,20 @@ fn ranked_by_run(
         .iter()
         .map(|l| l.report.count(toolscore_lint::Severity::Error))
         .sum();
+    // A tool the judge did not answer for is not vouched for: the command cannot say the
+    // catalog is clean, as a run with too many infrastructure errors cannot be judged.
+    let not_judged: usize = linted
+        .iter()
+        .filter_map(|l| l.report.judge.as_ref())
+        .map(|j| j.not_judged.len())
+        .sum();
+    if not_judged > 0 {
+        errln!("{not_judged} tool(s) not judged: the judge gave no verdict on them")?;
+    }
     Ok(if errors > 0 {
         ExitCode::GateFailed
+    } else if not_judged > 0 {
+        ExitCode::InfraErrors
     } else {
         ExitCode::Pass
     })
