@@ -522,7 +522,9 @@ fn refuse_uncollected_batches(setup: &RunSetup) -> Result<(), Error> {
 
 /// The run priced before the first request and before any file: a cap the estimate passes
 /// is bad input (exit 2), and nothing is written. Also whether the run shows its cost.
-fn priced(setup: &RunSetup) -> Result<(toolscore_runner::budget::Estimate, bool), Error> {
+pub(super) fn priced(
+    setup: &RunSetup,
+) -> Result<(toolscore_runner::budget::Estimate, bool), Error> {
     let estimate = toolscore_runner::budget::estimate(&setup.plan);
     let max_cost = setup.plan.max_cost;
     let show_cost = max_cost.is_some() || estimate.arms.iter().any(|a| a.usd.is_some());

@@ -256,3 +256,71 @@ fn the_shipped_judge_recording_replays_as_the_guide_shows() {
     );
     assert!(r.stderr.contains("9 tool(s) not judged"), "{}", r.stderr);
 }
+
+/// Verdicts are kept by (tool text, judge, instructions): an unchanged catalog is not asked
+/// again, a changed tool is, and `--judge-fresh` asks every tool.
+#[test]
+fn an_unchanged_tool_is_not_asked_again() {
+    let server = FakeServer::start_in_background(oracle);
+    let dir = project(&server.base_url);
+    let (_, first, _) = judged_json(dir.path(), "fake", &[]);
+    assert_eq!(server.requests_seen(), 6);
+    let (code, again, stderr) = judged_json(dir.path(), "fake", &[]);
+    assert_eq!(code, 1, "{stderr}");
+    assert_eq!(server.requests_seen(), 6, "nothing asked again");
+    assert_eq!(again["catalogs"][0]["judge"]["cached"], 6);
+    assert_eq!(judge_findings(&again), judge_findings(&first));
+    let text = toolscore(dir.path(), &["lint", "data", "--judge", "fake"]);
+    assert!(
+        text.stdout
+            .contains("6 of 6 tools judged (6 from the cache), 3 poisoned, 0 not judged"),
+        "{}",
+        text.stdout
+    );
+
+    // One tool's description changes: that tool alone is asked.
+    let tools_json = dir.path().join("data/tools.json");
+    let edited = std::fs::read_to_string(&tools_json)
+        .expect("tools.json")
+        .replace("Lists customers, 50 a page", "Lists customers, 100 a page");
+    std::fs::write(&tools_json, edited).expect("write");
+    let (_, changed, _) = judged_json(dir.path(), "fake", &[]);
+    assert_eq!(server.requests_seen(), 7);
+    assert_eq!(changed["catalogs"][0]["judge"]["cached"], 5);
+
+    let (_, fresh, _) = judged_json(dir.path(), "fake", &["--judge-fresh"]);
+    assert_eq!(server.requests_seen(), 13);
+    assert_eq!(fresh["catalogs"][0]["judge"]["cached"], 0);
+}
+
+/// A priced judge says its estimate before the first question; a `--judge-max-cost` below it
+/// is refused before any question is sent.
+#[test]
+fn a_judge_max_cost_below_the_estimate_is_refused_before_asking() {
+    let server = FakeServer::start_in_background(oracle);
+    let dir = project(&server.base_url);
+    let config = dir.path().join("toolscore.yaml");
+    // A price, and max_tokens so a request's worst case is bounded.
+    let text = std::fs::read_to_string(&config)
+        .expect("config")
+        .replace("    model: m\n", "    model: m\n    max_tokens: 128\n")
+        + "prices:\n  fake:\n    input: 3.0\n    output: 15.0\n";
+    std::fs::write(&config, text).expect("write");
+    let r = toolscore(
+        dir.path(),
+        &[
+            "lint",
+            "data",
+            "--judge",
+            "fake",
+            "--judge-max-cost",
+            "0.000001",
+        ],
+    );
+    assert_eq!(r.code, 2, "{}", r.transcript());
+    assert!(r.stderr.contains("over --max-cost"), "{}", r.stderr);
+    assert_eq!(server.requests_seen(), 0, "nothing asked");
+    let priced = toolscore(dir.path(), &["lint", "data", "--judge", "fake"]);
+    assert!(priced.stderr.contains("estimate"), "{}", priced.stderr);
+    assert_eq!(server.requests_seen(), 6);
+}

@@ -10,7 +10,7 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use toolscore_core::catalog::{Catalog, Tool};
@@ -34,7 +34,7 @@ pub const VERDICT_TOOL: &str = "verdict";
 const MIN_LETTERS_FOR_CIPHER_VIEWS: usize = 20;
 
 /// Kinds of poisoning the judge names (the instructions define each).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum JudgeClass {
     InstructionOverride,
@@ -168,7 +168,7 @@ fn dedup(mut items: Vec<String>) -> Vec<String> {
 }
 
 /// A judge's answer on one tool.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Verdict {
     pub poisoned: bool,
     pub class: JudgeClass,
@@ -226,6 +226,9 @@ pub struct JudgeSummary {
     /// The run folder that holds the questions and answers.
     pub run_dir: String,
     pub judged: usize,
+    /// Of `judged`, the verdicts read from the cache of earlier runs (the same tool text,
+    /// judge and instructions), not asked again.
+    pub cached: usize,
     pub poisoned: usize,
     /// Tools without a verdict, in catalog order, with why: never counted clean.
     pub not_judged: Vec<NotJudged>,
@@ -238,7 +241,8 @@ pub struct NotJudged {
 }
 
 /// The judge's verdicts (by tool name) on `catalog` as findings, and its summary. A tool the
-/// map lacks was not asked about: not judged.
+/// map lacks was not asked about: not judged. `who.cached` of the verdicts came from the
+/// cache.
 pub(crate) fn findings(
     catalog: &Catalog,
     judgements: &BTreeMap<String, Judgement>,
@@ -250,6 +254,7 @@ pub(crate) fn findings(
         instructions_version: INSTRUCTIONS_VERSION,
         run_dir: who.run_dir.clone(),
         judged: 0,
+        cached: who.cached,
         poisoned: 0,
         not_judged: Vec::new(),
     };
@@ -302,11 +307,12 @@ fn evidence_path(tool: &Tool, evidence: &str) -> String {
         .unwrap_or_default()
 }
 
-/// Who judged, and where its run is.
+/// Who judged, where its run is, and how many verdicts came from the cache.
 #[derive(Debug, Clone)]
 pub struct JudgeRun {
     pub judge: String,
     pub run_dir: String,
+    pub cached: usize,
 }
 
 #[cfg(test)]
@@ -412,6 +418,7 @@ mod tests {
         let who = JudgeRun {
             judge: "fake/oracle".to_owned(),
             run_dir: "reports/judge".to_owned(),
+            cached: 0,
         };
         let (raw, summary) = findings(&catalog, &judgements, &who);
         assert_eq!(raw.len(), 1);

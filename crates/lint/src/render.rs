@@ -29,12 +29,17 @@ pub fn text(report: &LintReport, out: &mut dyn Write) -> io::Result<()> {
     if let Some(j) = &report.judge {
         writeln!(
             out,
-            "judge {} (instructions v{}, questions and answers in {}): {} of {} tools judged, {} poisoned, {} not judged",
+            "judge {} (instructions v{}, questions and answers in {}): {} of {} tools judged{}, {} poisoned, {} not judged",
             j.judge,
             j.instructions_version,
             j.run_dir,
             j.judged,
             report.tools,
+            if j.cached > 0 {
+                format!(" ({} from the cache)", j.cached)
+            } else {
+                String::new()
+            },
             j.poisoned,
             j.not_judged.len()
         )?;

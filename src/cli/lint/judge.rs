@@ -4,11 +4,16 @@
 //! (`OUT/judge/<run-id>/`): so the judge is any provider of the config, with run's concurrency,
 //! rate limits, `--max-cost` and cassettes, and its questions and answers stay on disk to read,
 //! report on and replay.
+//!
+//! Every verdict is kept in `OUT/judge/verdicts.jsonl` under (the tool's fingerprint, the
+//! judge's identity, the instructions' version): a tool whose text, judge and instructions are
+//! unchanged is not asked again. Only verdicts are kept; a tool not judged is asked next time.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use clap::Args;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::cli::Error;
@@ -58,6 +63,33 @@ pub struct JudgeArgs {
         requires = "judge"
     )]
     pub record: Option<PathBuf>,
+    /// Ask about every tool, even those DIR/judge/verdicts.jsonl already holds a verdict on
+    /// for this judge and these instructions.
+    #[arg(help_heading = "Judge", long = "judge-fresh", requires = "judge")]
+    pub fresh: bool,
+}
+
+/// The file of every verdict given, in DIR/judge/.
+const VERDICTS_FILE: &str = "verdicts.jsonl";
+
+/// Lines of the verdicts file read at most: far above any catalog's tools times the judges
+/// and instruction versions a project tries.
+const MAX_CACHED_VERDICTS: usize = 1_000_000;
+
+/// One line of the verdicts file.
+#[derive(Debug, Serialize, Deserialize)]
+struct CachedVerdict {
+    /// `sha256:` of the tool's canonical JSON: changes exactly when what the model reads does.
+    tool_fingerprint: String,
+    /// `sha256:` of the judge's identity (provider, kind, model, base URL, settings).
+    judge_identity: String,
+    instructions_version: String,
+    /// For a reader: the tool's name and who judged.
+    tool: String,
+    judge: String,
+    verdict: judge::Verdict,
+    /// The run that asked.
+    run_dir: String,
 }
 
 /// The questions of one catalog, written as a dataset: its folder, and each case id's tool.
@@ -171,6 +203,61 @@ fn judgement_of(record: &toolscore_core::record::TrialRecord) -> Judgement {
     }
 }
 
+/// The verdicts of the file for this judge and instructions, by tool fingerprint. A missing
+/// file is an empty cache; a line that does not read is bad input naming the file and line.
+fn read_cache(
+    path: &Path,
+    judge_identity: &str,
+) -> Result<BTreeMap<String, judge::Verdict>, Error> {
+    let mut out = BTreeMap::new();
+    if !path.is_file() {
+        return Ok(out);
+    }
+    let name = path.display().to_string();
+    let lines = toolscore_core::input::jsonl_lines(path, "a verdicts file", 1 << 20)?;
+    for (i, line) in lines.enumerate() {
+        if i >= MAX_CACHED_VERDICTS {
+            errln!(
+                "warning: {name}: only its first {MAX_CACHED_VERDICTS} lines were read; the tools after them are asked again"
+            )?;
+            break;
+        }
+        let line = line.map_err(|e| toolscore_core::input::line_error(&name, i + 1, e))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let cached: CachedVerdict = serde_json::from_str(&line).map_err(|e| {
+            toolscore_core::error::InputError::json_line(&name, i + 1, "not a cached verdict", &e)
+        })?;
+        if cached.judge_identity == judge_identity
+            && cached.instructions_version == judge::INSTRUCTIONS_VERSION
+        {
+            out.insert(cached.tool_fingerprint, cached.verdict);
+        }
+    }
+    Ok(out)
+}
+
+/// Appends the new verdicts to the file in one write (so two lints finishing together never
+/// interleave a line).
+fn append_cache(path: &Path, lines: &[CachedVerdict]) -> Result<(), Error> {
+    if lines.is_empty() {
+        return Ok(());
+    }
+    let mut text = String::new();
+    for line in lines {
+        text.push_str(&serde_json::to_string(line).map_err(|e| Error::encode("a verdict", e))?);
+        text.push('\n');
+    }
+    use std::io::Write;
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .and_then(|mut f| f.write_all(text.as_bytes()))
+        .map_err(|e| Error::io(format!("cannot append to {}", path.display()), e))
+}
+
 /// Asks the judge about every tool of `catalog`; its judgements by tool name, and who it was.
 pub(super) fn ask(
     catalog: &Catalog,
@@ -192,24 +279,82 @@ pub(super) fn ask(
     run.record.clone_from(&args.record);
     run.out = args.out.join("judge");
     run.progress = toolscore_report::ProgressMode::Off;
-    let setup = super::super::setup::build_plan(run, &|name| std::env::var(name).ok())?;
+    let mut setup = super::super::setup::build_plan(run, &|name| std::env::var(name).ok())?;
     super::super::setup::check_local_servers(&setup)?;
-    let arm = setup.plan.arms.first().map(toolscore_runner::Arm::id);
-    let who = JudgeRun {
-        judge: arm.map_or_else(
-            || judge_spec.to_owned(),
-            |a| format!("{}/{}", a.provider, a.model),
-        ),
-        run_dir: setup.out_dir.display().to_string(),
+    let arm = setup
+        .plan
+        .arms
+        .first()
+        .ok_or_else(|| Error::internal("the judge's plan has no arm".to_owned()))?;
+    let judge_label = format!("{}/{}", arm.id().provider, arm.id().model);
+    let identity = serde_json::to_value(arm.settings.identity())
+        .map_err(|e| Error::encode("the judge's identity", e))?;
+    let judge_identity =
+        toolscore_core::json::sha256_of(&toolscore_core::json::canonical_json(&identity));
+    let cache_path = args.out.join("judge").join(VERDICTS_FILE);
+    let cache = if args.fresh {
+        BTreeMap::new()
+    } else {
+        read_cache(&cache_path, &judge_identity)?
     };
+    // Tools whose verdict the cache holds are not asked again.
+    let mut judgements = BTreeMap::new();
+    let fingerprints: BTreeMap<&str, String> = catalog
+        .tools
+        .iter()
+        .map(|t| {
+            (
+                t.name.as_str(),
+                toolscore_core::catalog::view::tool_fingerprint(t),
+            )
+        })
+        .collect();
+    for (id, tool) in &questions.tools {
+        if let Some(v) = fingerprints.get(tool.as_str()).and_then(|f| cache.get(f)) {
+            judgements.insert(tool.clone(), Judgement::Judged(v.clone()));
+            if let Some(d) = setup.plan.datasets.first_mut() {
+                d.cases.retain(|c| &c.id != id);
+            }
+        }
+    }
+    let cached = judgements.len();
+    let to_ask = setup.plan.datasets.first().map_or(0, |d| d.cases.len());
+    let run_dir = setup.out_dir.display().to_string();
+    let who = JudgeRun {
+        judge: judge_label.clone(),
+        run_dir: if to_ask == 0 {
+            cache_path.display().to_string()
+        } else {
+            run_dir.clone()
+        },
+        cached,
+    };
+    if to_ask == 0 {
+        return Ok((judgements, who));
+    }
+    super::super::run::priced(&setup)?;
     let mut answers = Answers {
         by_case: BTreeMap::new(),
     };
     super::super::run::run_phase(setup, None, vec![&mut answers])?;
-    let judgements = questions
-        .tools
-        .into_iter()
-        .filter_map(|(id, tool)| answers.by_case.remove(&id).map(|j| (tool, j)))
-        .collect();
+    let mut fresh = Vec::new();
+    for (id, tool) in questions.tools {
+        let Some(j) = answers.by_case.remove(&id) else {
+            continue;
+        };
+        if let (Judgement::Judged(v), Some(f)) = (&j, fingerprints.get(tool.as_str())) {
+            fresh.push(CachedVerdict {
+                tool_fingerprint: f.clone(),
+                judge_identity: judge_identity.clone(),
+                instructions_version: judge::INSTRUCTIONS_VERSION.to_owned(),
+                tool: tool.clone(),
+                judge: judge_label.clone(),
+                verdict: v.clone(),
+                run_dir: run_dir.clone(),
+            });
+        }
+        judgements.insert(tool, j);
+    }
+    append_cache(&cache_path, &fresh)?;
     Ok((judgements, who))
 }

@@ -34,7 +34,7 @@ pub fn catalog_tokens(catalog: &Catalog) -> usize {
 
 /// `sha256:` of the canonical JSON of one tool: changes exactly when what the model reads
 /// about it changes.
-pub(crate) fn tool_fingerprint(tool: &Tool) -> String {
+pub fn tool_fingerprint(tool: &Tool) -> String {
     let canonical = crate::json::canonical_json(&serde_json::to_value(tool).unwrap_or(Value::Null));
     format!(
         "sha256:{}",
