@@ -324,3 +324,98 @@ fn a_judge_max_cost_below_the_estimate_is_refused_before_asking() {
     assert!(priced.stderr.contains("estimate"), "{}", priced.stderr);
     assert_eq!(server.requests_seen(), 6);
 }
+
+/// The judge's budget holds with 64 questions in flight: a judge that bills every question at
+/// its worst case (each byte of the request an input token, the whole `max_tokens` out), under
+/// a `--judge-max-cost` that covers the estimate but a fraction of that worst case, spends no
+/// more than the cap; the questions the cap left unasked are tools not judged (exit 4).
+#[test]
+fn the_judge_budget_holds_at_concurrency_64() {
+    let server = FakeServer::start_in_background(|req: &FakeRequest| {
+        let mut body: Value = serde_json::from_str(&tool_call_body(&[(
+            "verdict",
+            r#"{"poisoned": false, "class": "none", "evidence": ""}"#,
+        )]))
+        .expect("body");
+        body["usage"] = json!({
+            "prompt_tokens": req.raw_body.len(),
+            "completion_tokens": 128,
+            "total_tokens": req.raw_body.len() + 128,
+        });
+        FakeResponse::ok(body.to_string())
+    });
+    let tools: Vec<Value> = (0..200)
+        .map(|i| {
+            json!({"name": format!("get_record_{i:03}"), "description": format!("Returns record {i} of the archive, with its fields and history."),
+                   "inputSchema": {"type": "object", "properties": {"record_id": {"type": "string", "description": "The record's id."}}}})
+        })
+        .collect();
+    let dir = fake_project(
+        &server.base_url,
+        &json!({"tools": tools}).to_string(),
+        "",
+        &[],
+    );
+    let config = dir.path().join("toolscore.yaml");
+    let text = std::fs::read_to_string(&config)
+        .expect("config")
+        .replace("    model: m\n", "    model: m\n    max_tokens: 128\n")
+        + "prices:\n  fake:\n    input: 3.0\n    output: 15.0\n";
+    std::fs::write(&config, text).expect("write");
+    // The estimate counts 4 characters a token; the worst case, a byte each.
+    let estimate = {
+        let r = toolscore(
+            dir.path(),
+            &[
+                "lint",
+                "data",
+                "--judge",
+                "fake",
+                "--judge-max-cost",
+                "0.000001",
+            ],
+        );
+        assert_eq!(r.code, 2, "{}", r.transcript());
+        let at = r.stderr.find("the estimated cost $").expect("the estimate")
+            + "the estimated cost $".len();
+        r.stderr[at..]
+            .split_whitespace()
+            .next()
+            .and_then(|usd| usd.parse::<f64>().ok())
+            .expect("dollars")
+    };
+    let cap = estimate * 1.05;
+    let (code, v, stderr) = judged_json(
+        dir.path(),
+        "fake",
+        &[
+            "--judge-concurrency",
+            "64",
+            "--judge-max-cost",
+            &format!("{cap:.6}"),
+        ],
+    );
+    assert_eq!(code, 4, "some tools left unasked: {stderr}");
+    let judge = &v["catalogs"][0]["judge"];
+    let judged = judge["judged"].as_u64().expect("judged");
+    let not_judged = judge["not_judged"].as_array().expect("not judged").len() as u64;
+    assert!(judged > 0 && not_judged > 0, "{judge}");
+    assert_eq!(judged + not_judged, 200);
+    // The judge's run (the helper's output filter hides run ids: find it on disk).
+    let runs: Vec<std::path::PathBuf> = std::fs::read_dir(dir.path().join("reports/judge"))
+        .expect("reports/judge")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.join("summary.json").is_file())
+        .collect();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    let summary: Value = serde_json::from_str(
+        &std::fs::read_to_string(runs[0].join("summary.json")).expect("summary"),
+    )
+    .expect("json");
+    let spent = summary["cost"]["usd"].as_f64().expect("spent");
+    assert!(spent <= cap, "spent {spent} over the cap {cap}");
+    assert!(
+        spent > cap / 2.0,
+        "the cap was used, not left idle: {spent} of {cap}"
+    );
+}
