@@ -258,7 +258,8 @@ fn append_cache(path: &Path, lines: &[CachedVerdict]) -> Result<(), Error> {
         .map_err(|e| Error::io(format!("cannot append to {}", path.display()), e))
 }
 
-/// Asks the judge about every tool of `catalog`; its judgements by tool name, and who it was.
+/// Asks the judge about every tool of `catalog` whose verdict the cache does not hold; its
+/// judgements by tool name, and who it was.
 pub(super) fn ask(
     catalog: &Catalog,
     args: &JudgeArgs,
@@ -266,39 +267,19 @@ pub(super) fn ask(
     config: Option<&Path>,
 ) -> Result<(BTreeMap<String, Judgement>, JudgeRun), Error> {
     let questions = write_questions(catalog, &args.out)?;
-    let mut run = super::super::run::RunArgs::defaults();
-    run.suite = super::super::SuiteArgs {
-        config: config.map(Path::to_path_buf),
-        datasets: vec![questions.dir.clone()],
-        scenarios: Vec::new(),
-    };
-    run.providers = vec![judge_spec.to_owned()];
-    run.trials = Some(1);
-    run.concurrency = args.concurrency;
-    run.max_cost = args.max_cost;
-    run.record.clone_from(&args.record);
-    run.out = args.out.join("judge");
-    run.progress = toolscore_report::ProgressMode::Off;
-    let mut setup = super::super::setup::build_plan(run, &|name| std::env::var(name).ok())?;
-    super::super::setup::check_local_servers(&setup)?;
+    let mut setup = judge_setup(&questions, args, judge_spec, config)?;
     let arm = setup
         .plan
         .arms
         .first()
         .ok_or_else(|| Error::internal("the judge's plan has no arm".to_owned()))?;
-    let judge_label = format!("{}/{}", arm.id().provider, arm.id().model);
-    let identity = serde_json::to_value(arm.settings.identity())
-        .map_err(|e| Error::encode("the judge's identity", e))?;
-    let judge_identity =
-        toolscore_core::json::sha256_of(&toolscore_core::json::canonical_json(&identity));
+    let judge = Judge::of(arm)?;
     let cache_path = args.out.join("judge").join(VERDICTS_FILE);
     let cache = if args.fresh {
         BTreeMap::new()
     } else {
-        read_cache(&cache_path, &judge_identity)?
+        read_cache(&cache_path, &judge.identity)?
     };
-    // Tools whose verdict the cache holds are not asked again.
-    let mut judgements = BTreeMap::new();
     let fingerprints: BTreeMap<&str, String> = catalog
         .tools
         .iter()
@@ -309,6 +290,8 @@ pub(super) fn ask(
             )
         })
         .collect();
+    // Tools whose verdict the cache holds are not asked again.
+    let mut judgements = BTreeMap::new();
     for (id, tool) in &questions.tools {
         if let Some(v) = fingerprints.get(tool.as_str()).and_then(|f| cache.get(f)) {
             judgements.insert(tool.clone(), Judgement::Judged(v.clone()));
@@ -321,7 +304,7 @@ pub(super) fn ask(
     let to_ask = setup.plan.datasets.first().map_or(0, |d| d.cases.len());
     let run_dir = setup.out_dir.display().to_string();
     let who = JudgeRun {
-        judge: judge_label.clone(),
+        judge: judge.label.clone(),
         run_dir: if to_ask == 0 {
             cache_path.display().to_string()
         } else {
@@ -343,18 +326,76 @@ pub(super) fn ask(
             continue;
         };
         if let (Judgement::Judged(v), Some(f)) = (&j, fingerprints.get(tool.as_str())) {
-            fresh.push(CachedVerdict {
-                tool_fingerprint: f.clone(),
-                judge_identity: judge_identity.clone(),
-                instructions_version: judge::INSTRUCTIONS_VERSION.to_owned(),
-                tool: tool.clone(),
-                judge: judge_label.clone(),
-                verdict: v.clone(),
-                run_dir: run_dir.clone(),
-            });
+            fresh.push(judge.remember(f, &tool, v, &run_dir));
         }
         judgements.insert(tool, j);
     }
     append_cache(&cache_path, &fresh)?;
     Ok((judgements, who))
+}
+
+/// The run of the questions: the judge as its one arm, one trial a question, into
+/// OUT/judge/, with the judge's flags as run's.
+fn judge_setup(
+    questions: &Questions,
+    args: &JudgeArgs,
+    judge_spec: &str,
+    config: Option<&Path>,
+) -> Result<super::super::setup::RunSetup, Error> {
+    let mut run = super::super::run::RunArgs::defaults();
+    run.suite = super::super::SuiteArgs {
+        config: config.map(Path::to_path_buf),
+        datasets: vec![questions.dir.clone()],
+        scenarios: Vec::new(),
+    };
+    run.providers = vec![judge_spec.to_owned()];
+    run.trials = Some(1);
+    run.concurrency = args.concurrency;
+    run.max_cost = args.max_cost;
+    run.record.clone_from(&args.record);
+    run.out = args.out.join("judge");
+    run.progress = toolscore_report::ProgressMode::Off;
+    let setup = super::super::setup::build_plan(run, &|name| std::env::var(name).ok())?;
+    super::super::setup::check_local_servers(&setup)?;
+    Ok(setup)
+}
+
+/// Who judges: `provider/model` for a reader, and the `sha256:` of its whole identity
+/// (provider, kind, model, base URL, settings) the cache keys verdicts by.
+struct Judge {
+    label: String,
+    identity: String,
+}
+
+impl Judge {
+    fn of(arm: &toolscore_runner::Arm) -> Result<Judge, Error> {
+        let id = arm.id();
+        let identity = serde_json::to_value(arm.settings.identity())
+            .map_err(|e| Error::encode("the judge's identity", e))?;
+        Ok(Judge {
+            label: format!("{}/{}", id.provider, id.model),
+            identity: toolscore_core::json::sha256_of(&toolscore_core::json::canonical_json(
+                &identity,
+            )),
+        })
+    }
+
+    /// A verdict as the cache keeps it.
+    fn remember(
+        &self,
+        tool_fingerprint: &str,
+        tool: &str,
+        verdict: &judge::Verdict,
+        run_dir: &str,
+    ) -> CachedVerdict {
+        CachedVerdict {
+            tool_fingerprint: tool_fingerprint.to_owned(),
+            judge_identity: self.identity.clone(),
+            instructions_version: judge::INSTRUCTIONS_VERSION.to_owned(),
+            tool: tool.to_owned(),
+            judge: self.label.clone(),
+            verdict: verdict.clone(),
+            run_dir: run_dir.to_owned(),
+        }
+    }
 }
