@@ -1,4 +1,5 @@
-//! `toolscore history`: the weekly trend from `history.jsonl`, and appending a run to it.
+//! `toolscore history`: the weekly trend from `history.jsonl` as text, JSON, Markdown or one
+//! page (every format tells the one overview), and appending a run to it.
 
 use std::path::{Path, PathBuf};
 use toolscore_core::metric::Metric;
@@ -66,8 +67,9 @@ pub(super) fn append_history(
         .map_err(|e| Error::io(format!("cannot append to {}", path.display()), e))
 }
 
-/// Reads DIR/history.jsonl and prints every series with its moves. Exit 1 with --fail-on-drop
-/// when the newest run of a series dropped significantly, else 0.
+/// Reads DIR/history.jsonl and tells every series with its moves in each format asked for.
+/// Exit 1 with --fail-on-drop when the newest run of a series dropped significantly (the
+/// overview's count, which every format leads with), else 0.
 pub(super) fn run(args: &HistoryArgs) -> Result<ExitCode, Error> {
     // history.jsonl keeps the two rates a weekly score follows.
     let metric = match args.metric {
