@@ -81,6 +81,17 @@ fn plain_project(base_url: &str) -> tempfile::TempDir {
     fake_project(base_url, &json!({"tools": plain}).to_string(), "", &[])
 }
 
+/// Prices the project's `fake` judge ($3 in, $15 out a million tokens), with max_tokens so a
+/// question's worst case is bounded.
+fn priced(dir: &std::path::Path) {
+    let config = dir.join("toolscore.yaml");
+    let text = std::fs::read_to_string(&config)
+        .expect("config")
+        .replace("    model: m\n", "    model: m\n    max_tokens: 128\n")
+        + "prices:\n  fake:\n    input: 3.0\n    output: 15.0\n";
+    std::fs::write(&config, text).expect("write");
+}
+
 fn judged_json(dir: &std::path::Path, judge: &str, extra: &[&str]) -> (i32, Value, String) {
     let mut args = vec!["lint", "data", "--judge", judge, "--format", "json"];
     args.extend_from_slice(extra);
@@ -299,13 +310,7 @@ fn an_unchanged_tool_is_not_asked_again() {
 fn a_judge_max_cost_below_the_estimate_is_refused_before_asking() {
     let server = FakeServer::start_in_background(oracle);
     let dir = project(&server.base_url);
-    let config = dir.path().join("toolscore.yaml");
-    // A price, and max_tokens so a request's worst case is bounded.
-    let text = std::fs::read_to_string(&config)
-        .expect("config")
-        .replace("    model: m\n", "    model: m\n    max_tokens: 128\n")
-        + "prices:\n  fake:\n    input: 3.0\n    output: 15.0\n";
-    std::fs::write(&config, text).expect("write");
+    priced(dir.path());
     let r = toolscore(
         dir.path(),
         &[
@@ -356,12 +361,7 @@ fn the_judge_budget_holds_at_concurrency_64() {
         "",
         &[],
     );
-    let config = dir.path().join("toolscore.yaml");
-    let text = std::fs::read_to_string(&config)
-        .expect("config")
-        .replace("    model: m\n", "    model: m\n    max_tokens: 128\n")
-        + "prices:\n  fake:\n    input: 3.0\n    output: 15.0\n";
-    std::fs::write(&config, text).expect("write");
+    priced(dir.path());
     // The estimate counts 4 characters a token; the worst case, a byte each.
     let estimate = {
         let r = toolscore(

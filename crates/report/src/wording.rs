@@ -224,14 +224,20 @@ pub fn weakest_cases(a: &super::ArmSummary) -> Vec<&super::CaseSummary> {
 /// A history point's score: `0.361 [0.258, 0.469] (61 cases)`, the mean alone when there is
 /// no interval (a single case), `–` when nothing was scored.
 pub(crate) fn history_score(p: &super::history::MetricPoint) -> String {
-    let mean = match (p.mean, p.lo, p.hi) {
-        (Some(m), Some(lo), Some(hi)) => format!("{m:.3} [{lo:.3}, {hi:.3}]"),
-        (Some(m), _, _) => format!("{m:.3}"),
-        _ => "–".to_owned(),
-    };
+    let mean = history_interval(p);
     match p.cases {
         1 => format!("{mean} (1 case)"),
         n => format!("{mean} ({n} cases)"),
+    }
+}
+
+/// A history point's mean and interval, `0.361 [0.258, 0.469]`; the mean alone when there is
+/// no interval, `–` when nothing was scored.
+pub(crate) fn history_interval(p: &super::history::MetricPoint) -> String {
+    match (p.mean, p.lo, p.hi) {
+        (Some(m), Some(lo), Some(hi)) => format!("{m:.3} [{lo:.3}, {hi:.3}]"),
+        (Some(m), _, _) => format!("{m:.3}"),
+        _ => "–".to_owned(),
     }
 }
 
@@ -249,17 +255,21 @@ pub(crate) fn history_change(c: &super::history::overview::ChangeView) -> String
 
 /// The words of a move, as the terminal prints them: `SIGNIFICANT DROP`, `significant rise`,
 /// nothing when the interval holds 0; then the marks of a catalog or design change.
-pub(crate) fn history_marks(c: &super::history::overview::ChangeView) -> Vec<&'static str> {
+pub(crate) fn history_marks(
+    moved: super::history::Move,
+    catalog_changed: bool,
+    sampling_changed: bool,
+) -> Vec<&'static str> {
     let mut marks = Vec::new();
-    match c.moved {
+    match moved {
         super::history::Move::Drop => marks.push("SIGNIFICANT DROP"),
         super::history::Move::Rise => marks.push("significant rise"),
         super::history::Move::None => {}
     }
-    if c.catalog_changed {
+    if catalog_changed {
         marks.push("catalog changed");
     }
-    if c.sampling_changed {
+    if sampling_changed {
         marks.push("sampled differently");
     }
     marks

@@ -261,23 +261,7 @@ pub(super) fn run(args: &LintArgs) -> Result<ExitCode, Error> {
     if errors > 0 && (args.output.is_some() || format != LintFormat::Text) {
         errln!("{errors} error-level finding(s)")?;
     }
-    // A tool the judge did not answer for is not vouched for: the command cannot say the
-    // catalog is clean, as a run with too many infrastructure errors cannot be judged.
-    let not_judged: usize = linted
-        .iter()
-        .filter_map(|l| l.report.judge.as_ref())
-        .map(|j| j.not_judged.len())
-        .sum();
-    if not_judged > 0 {
-        errln!("{not_judged} tool(s) not judged: the judge gave no verdict on them")?;
-    }
-    Ok(if errors > 0 {
-        ExitCode::GateFailed
-    } else if not_judged > 0 {
-        ExitCode::InfraErrors
-    } else {
-        ExitCode::Pass
-    })
+    exit_code(&linted, errors)
 }
 
 /// The lint options: the config's (`--config`, else ./toolscore.yaml), then the flags.
@@ -433,8 +417,13 @@ fn ranked_by_run(
         .iter()
         .map(|l| l.report.count(toolscore_lint::Severity::Error))
         .sum();
-    // A tool the judge did not answer for is not vouched for: the command cannot say the
-    // catalog is clean, as a run with too many infrastructure errors cannot be judged.
+    exit_code(linted, errors)
+}
+
+/// How lint ends, for every way it reports: 1 with an error-level finding, else 4 when the
+/// judge gave no verdict on some tool (the command cannot say the catalog is clean, as a run
+/// with too many infrastructure errors cannot be judged; said on stderr), else 0.
+fn exit_code(linted: &[Linted], errors: usize) -> Result<ExitCode, Error> {
     let not_judged: usize = linted
         .iter()
         .filter_map(|l| l.report.judge.as_ref())

@@ -708,11 +708,7 @@ pub fn render(
                 )?;
                 continue;
             }
-            let mean = match (pt.mean, pt.lo, pt.hi) {
-                (Some(m), Some(lo), Some(hi)) => format!("{m:.3} [{lo:.3}, {hi:.3}]"),
-                (Some(m), _, _) => format!("{m:.3}"),
-                _ => "–".to_owned(),
-            };
+            let mean = crate::wording::history_interval(pt);
             // The run's verdict leads its figures, as in every report of the run (lines
             // written before runs recorded one have none to show).
             let verdict = p
@@ -740,16 +736,10 @@ pub fn render(
                         c.previous_run, c.cases
                     )?,
                 }
-                match c.moved {
-                    Move::Drop => write!(out, "  SIGNIFICANT DROP")?,
-                    Move::Rise => write!(out, "  significant rise")?,
-                    Move::None => {}
-                }
-                if c.catalog_changed {
-                    write!(out, "  catalog changed")?;
-                }
-                if c.sampling_changed {
-                    write!(out, "  sampled differently")?;
+                for mark in
+                    crate::wording::history_marks(c.moved, c.catalog_changed, c.sampling_changed)
+                {
+                    write!(out, "  {mark}")?;
                 }
             }
             writeln!(out)?;

@@ -20,7 +20,9 @@ use super::trend::{TrendSpec, TrendView, bands, move_class, small_scale, trend_c
 use super::{cut, render_page};
 use crate::history::Move;
 use crate::history::overview::{CaseChanges, Overview, SeriesView, ToolTrend};
-use crate::wording::{history_change, history_headline, history_marks, history_score};
+use crate::wording::{
+    history_change, history_headline, history_interval, history_marks, history_score,
+};
 
 const TEMPLATE: &str = include_str!("../templates/history.html");
 
@@ -158,7 +160,7 @@ fn summary_row(i: usize, s: &SeriesView) -> SummaryRow {
 
 fn change_text(c: &crate::history::overview::ChangeView) -> String {
     let mut text = history_change(c);
-    for mark in history_marks(c) {
+    for mark in history_marks(c.moved, c.catalog_changed, c.sampling_changed) {
         text.push_str(" · ");
         text.push_str(mark);
     }
@@ -250,7 +252,7 @@ fn small_multiple(t: &ToolTrend) -> Option<SmallMultiple> {
         .collect();
     let mean = last.rate.mean?;
     Some(SmallMultiple {
-        title: format!("{}: {}", cut(&t.tool, 120), interval_of(&last.rate)),
+        title: format!("{}: {}", cut(&t.tool, 120), history_interval(&last.rate)),
         label: cut(&t.tool, TOOL_LABEL_CHARS),
         band: bands(&ends).into_iter().next(),
         line: line.join(" "),
@@ -258,15 +260,6 @@ fn small_multiple(t: &ToolTrend) -> Option<SmallMultiple> {
         last_y: y_of(mean),
         value: format!("{mean:.2}"),
     })
-}
-
-/// `0.246 [0.098, 0.394]`, or the mean alone when there is no interval.
-fn interval_of(p: &crate::history::MetricPoint) -> String {
-    match (p.mean, p.lo, p.hi) {
-        (Some(m), Some(lo), Some(hi)) => format!("{m:.3} [{lo:.3}, {hi:.3}]"),
-        (Some(m), _, _) => format!("{m:.3}"),
-        _ => "–".to_owned(),
-    }
 }
 
 fn changed_table(m: &CaseChanges) -> Option<ChangedTable> {

@@ -262,7 +262,7 @@ fn chart_point(r: &RunPoint, x: i64, y: i64, current: bool) -> ChartPoint {
             ),
             None => "; too few shared cases to compare".to_owned(),
         };
-        for mark in crate::wording::history_marks(c) {
+        for mark in crate::wording::history_marks(c.moved, c.catalog_changed, c.sampling_changed) {
             text.push_str(", ");
             text.push_str(mark);
         }

@@ -48,7 +48,7 @@ fn write_history(o: &Overview, doc: &mut String) {
             newest.verdict.map_or("–", |v| v.label()),
             history_score(&newest.score),
             newest.change.as_ref().map_or("–".to_owned(), |c| {
-                let marks = history_marks(c);
+                let marks = history_marks(c.moved, c.catalog_changed, c.sampling_changed);
                 if marks.is_empty() {
                     history_change(c)
                 } else {
@@ -80,7 +80,7 @@ fn write_series(s: &SeriesView, doc: &mut String) {
     for r in &s.runs[hidden..] {
         let change = r.change.as_ref().map_or("–".to_owned(), |c| {
             let mut text = format!("vs {}: {}", escape(&c.previous_run), history_change(c));
-            for mark in history_marks(c) {
+            for mark in history_marks(c.moved, c.catalog_changed, c.sampling_changed) {
                 let _ = write!(text, " **{mark}**");
             }
             text
