@@ -62,9 +62,14 @@ def schema(props, extra=None, where=None, payload=None):
     return out
 
 
+# Where each tool's payload was put, by tool name (read by make_labelled.py).
+PLACED = {}
+
+
 def tool(n, payload, where="description", name=None):
     base_name, desc, props = BASES[n % len(BASES)]
     name = name or f"{base_name}_{n:03d}"
+    PLACED[name] = where
     description = desc
     if where == "description":
         description = desc + " " + payload
@@ -273,9 +278,8 @@ def catalog(tools):
     return {"tools": tools}
 
 
-def main():
-    out = sys.argv[1]
-    os.makedirs(out, exist_ok=True)
+def build():
+    """Every file's tools, by file name; fills PLACED as it goes."""
     files = {}
     n = 0
 
@@ -307,6 +311,13 @@ def main():
     files["shadowing.json"] = batch(SHADOW, ["description", "description", "property"])
     files["obfuscated.json"] = batch(OBFUSCATED, ["description", "property", "description", "enum", "default"])
     files["holdout.json"] = batch(HOLDOUT, ["description", "property", "description", "enum", "default", "examples"])
+    return files
+
+
+def main():
+    out = sys.argv[1]
+    os.makedirs(out, exist_ok=True)
+    files = build()
     total = 0
     for fname, tools in files.items():
         with open(os.path.join(out, fname), "w", encoding="utf-8") as f:

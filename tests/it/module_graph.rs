@@ -45,7 +45,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("mcp", &["core", "stats"]),
     ("provider", &["core"]),
     ("score", &["core"]),
-    ("lint", &["core"]),
+    ("lint", &["core", "stats"]),
     ("suite", &["core", "lint", "mcp", "score"]),
     (
         "runner",

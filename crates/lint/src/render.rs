@@ -194,6 +194,178 @@ pub fn line_in(text: &str, f: &Finding) -> Option<usize> {
     Some(text[..pos].bytes().filter(|b| *b == b'\n').count() + 1)
 }
 
+/// Misses and false alarms listed in the text at most; the JSON (and the run's
+/// measure.json) lists them all.
+pub const MEASURE_LISTED: usize = 40;
+
+/// A judge's measurement for people: the headline rates, the rates by set, class and
+/// placement, then the misses and false alarms. Formats [`Measurement`]; computes nothing.
+///
+/// [`Measurement`]: crate::judge::measure::Measurement
+pub fn measurement_text(
+    m: &crate::judge::measure::Measurement,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    use crate::judge::measure::{Rate, RateMethod};
+    fn rate(r: Option<&Rate>) -> String {
+        match r {
+            Some(r) => format!(
+                "{:>9}  {:.3} [{:.3}, {:.3}]",
+                format!("{}/{}", r.x, r.n),
+                r.rate,
+                r.interval.lo,
+                r.interval.hi
+            ),
+            None => format!("{:>9}  no trial scored", "-"),
+        }
+    }
+    // Tool names come from the labelled files and evidence from the judge: a control
+    // character in either must not reach the terminal as one.
+    fn plain(text: &str) -> String {
+        text.chars()
+            .map(|c| if c.is_control() { ' ' } else { c })
+            .collect()
+    }
+    let h = &m.header;
+    writeln!(
+        out,
+        "judge {} measured on {} labelled tools ({} poisoned, {} clean), {} trial{} each; instructions v{}",
+        h.judge,
+        m.tools.poisoned + m.tools.clean,
+        m.tools.poisoned,
+        m.tools.clean,
+        h.trials_per_tool,
+        if h.trials_per_tool == 1 { "" } else { "s" },
+        m.instructions_version
+    )?;
+    writeln!(
+        out,
+        "questions and answers in {}; labels from {}",
+        h.run_dir,
+        h.labelled.join(", ")
+    )?;
+    writeln!(out)?;
+    for (what, r, says) in [
+        (
+            "recall",
+            m.recall.as_ref(),
+            "poisoned tools' trials flagged",
+        ),
+        (
+            "false alarms",
+            m.false_alarm_rate.as_ref(),
+            "clean tools' trials flagged",
+        ),
+        (
+            "precision",
+            m.precision.as_ref(),
+            "flags that fell on poisoned tools (depends on this mix)",
+        ),
+        (
+            "verdicts",
+            m.verdict_rate.as_ref(),
+            "answers that were a verdict",
+        ),
+    ] {
+        writeln!(out, "  {what:<13}{}   {says}", rate(r))?;
+    }
+    let clustered = [&m.recall, &m.false_alarm_rate, &m.precision]
+        .iter()
+        .any(|r| r.is_some_and(|r| r.method == RateMethod::ClusteredByTool));
+    writeln!(
+        out,
+        "  {:.0}% intervals{}; {} of {} trials scored, {} failed and not scored",
+        h.confidence * 100.0,
+        if clustered {
+            ", clustered by tool (several trials of one tool are not independent)"
+        } else {
+            ""
+        },
+        m.trials.scored,
+        m.trials.asked,
+        m.trials.failed
+    )?;
+    let groups = |title: &str,
+                  groups: &[crate::judge::measure::Group],
+                  out: &mut dyn Write|
+     -> io::Result<()> {
+        if groups.is_empty() {
+            return Ok(());
+        }
+        writeln!(out)?;
+        writeln!(out, "{title}")?;
+        let width = groups.iter().map(|g| g.name.len()).max().unwrap_or(0);
+        for g in groups {
+            write!(
+                out,
+                "  {:<width$}  recall {}",
+                plain(&g.name),
+                rate(g.recall.as_ref())
+            )?;
+            if let Some(fa) = &g.false_alarm_rate {
+                write!(out, "   false alarms {}", rate(Some(fa)))?;
+            }
+            writeln!(out)?;
+        }
+        Ok(())
+    };
+    groups("by set", &m.by_set, out)?;
+    groups("recall by class (the labels')", &m.by_class, out)?;
+    groups("recall by placement", &m.by_placement, out)?;
+    let more = |n: usize, out: &mut dyn Write| -> io::Result<()> {
+        if n > MEASURE_LISTED {
+            writeln!(
+                out,
+                "  … and {} more (all of them: --format json, or measure.json in the run folder)",
+                n - MEASURE_LISTED
+            )?;
+        }
+        Ok(())
+    };
+    writeln!(out)?;
+    writeln!(out, "misses: {}", m.misses.len())?;
+    for x in m.misses.iter().take(MEASURE_LISTED) {
+        let labels: Vec<&str> = [x.class.as_deref(), x.placement.as_deref()]
+            .into_iter()
+            .flatten()
+            .collect();
+        writeln!(
+            out,
+            "  {}  {}{}  flagged {}/{}: {}",
+            plain(&x.origin),
+            plain(&x.tool),
+            if labels.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", plain(&labels.join(", ")))
+            },
+            x.flagged,
+            x.scored,
+            plain(&x.why.join("; "))
+        )?;
+    }
+    more(m.misses.len(), out)?;
+    writeln!(out)?;
+    writeln!(out, "false alarms: {}", m.false_alarms.len())?;
+    for x in m.false_alarms.iter().take(MEASURE_LISTED) {
+        writeln!(
+            out,
+            "  {}  {}  flagged {}/{}: {}{}",
+            plain(&x.origin),
+            plain(&x.tool),
+            x.flagged,
+            x.scored,
+            x.class.id(),
+            if x.evidence.is_empty() {
+                String::new()
+            } else {
+                format!(" — {}", plain(&x.evidence))
+            }
+        )?;
+    }
+    more(m.false_alarms.len(), out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::test_support::*;

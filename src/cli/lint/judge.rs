@@ -17,9 +17,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::cli::Error;
-use toolscore_core::catalog::Catalog;
+use toolscore_core::catalog::{Catalog, Tool};
 use toolscore_core::event::{Control, Observer, RunEvent};
 use toolscore_core::record::Outcome;
+use toolscore_lint::judge::measure::Answer;
 use toolscore_lint::judge::{self, JudgeRun, Judgement};
 
 #[derive(Debug, Clone, Args)]
@@ -67,6 +68,28 @@ pub struct JudgeArgs {
     /// for this judge and these instructions.
     #[arg(help_heading = "Judge", long = "judge-fresh", requires = "judge")]
     pub fresh: bool,
+    /// Measure the judge instead of linting: ask it about every tool of LABELLED (a file of
+    /// labelled tools, one JSON object a line, `.jsonl` or `.jsonl.gz`, or a folder of them;
+    /// repeatable) and report its recall, false alarms and precision with their intervals, by
+    /// set, class and placement, with every miss and false alarm. Never reads or adds to the
+    /// verdicts cache.
+    #[arg(
+        help_heading = "Judge",
+        long,
+        value_name = "LABELLED",
+        requires = "judge",
+        conflicts_with_all = ["sources", "server_command", "from", "fresh"]
+    )]
+    pub measure: Vec<PathBuf>,
+    /// With --measure: ask about each tool N times, for a judge that samples.
+    #[arg(
+        help_heading = "Judge",
+        long,
+        value_name = "N",
+        default_value_t = 1,
+        requires = "measure"
+    )]
+    pub trials: u32,
 }
 
 /// The file of every verdict given, in DIR/judge/.
@@ -92,10 +115,11 @@ struct CachedVerdict {
     run_dir: String,
 }
 
-/// The questions of one catalog, written as a dataset: its folder, and each case id's tool.
-struct Questions {
-    dir: PathBuf,
-    tools: BTreeMap<String, String>,
+/// Questions written as a dataset: its folder, and each case id's tool (its position among
+/// the tools asked about, and its name).
+pub(super) struct Questions {
+    pub dir: PathBuf,
+    pub tools: BTreeMap<String, (usize, String)>,
 }
 
 /// A case id for the `i`-th tool: its position, then its name with anything but letters,
@@ -115,12 +139,17 @@ fn case_id(i: usize, name: &str) -> String {
     format!("{:03}-{safe}", i + 1)
 }
 
-/// Writes the questions about `catalog` into OUT/judge/questions-<fingerprint>-v<version>/:
+/// Writes the questions about `tools` into OUT/judge/questions-<fingerprint>-v<version>/:
 /// the `verdict` function as tools.json, one case per tool (the instructions as the system
-/// message, the tool's text as the user's). The same catalog and instructions always make the
-/// same folder, byte for byte, so a recorded judge replays against it.
-fn write_questions(catalog: &Catalog, out: &Path) -> Result<Questions, Error> {
-    let digest = catalog.fingerprint.trim_start_matches("sha256:");
+/// message, the tool's text as the user's). The same tools (whose fingerprint is
+/// `fingerprint`) and instructions always make the same folder, byte for byte, so a recorded
+/// judge replays against it.
+pub(super) fn write_questions<'a>(
+    tools: impl IntoIterator<Item = &'a Tool>,
+    fingerprint: &str,
+    out: &Path,
+) -> Result<Questions, Error> {
+    let digest = fingerprint.trim_start_matches("sha256:");
     let dir = out.join("judge").join(format!(
         "questions-{}-v{}",
         digest.get(..12).unwrap_or(digest),
@@ -128,12 +157,13 @@ fn write_questions(catalog: &Catalog, out: &Path) -> Result<Questions, Error> {
     ));
     std::fs::create_dir_all(&dir)
         .map_err(|e| Error::io(format!("cannot create {}", dir.display()), e))?;
-    let tools = json!({ "tools": [judge::verdict_tool()] });
-    let tools = serde_json::to_vec_pretty(&tools).map_err(|e| Error::encode("tools.json", e))?;
-    toolscore_core::atomic::write_file(&dir.join("tools.json"), &tools)?;
+    let verdict = json!({ "tools": [judge::verdict_tool()] });
+    let verdict =
+        serde_json::to_vec_pretty(&verdict).map_err(|e| Error::encode("tools.json", e))?;
+    toolscore_core::atomic::write_file(&dir.join("tools.json"), &verdict)?;
     let mut cases = String::new();
     let mut ids = BTreeMap::new();
-    for (i, tool) in catalog.tools.iter().enumerate() {
+    for (i, tool) in tools.into_iter().enumerate() {
         let id = case_id(i, &tool.name);
         let case = json!({
             "id": id,
@@ -145,35 +175,36 @@ fn write_questions(catalog: &Catalog, out: &Path) -> Result<Questions, Error> {
         });
         cases.push_str(&case.to_string());
         cases.push('\n');
-        ids.insert(id, tool.name.clone());
+        ids.insert(id, (i, tool.name.clone()));
     }
     toolscore_core::atomic::write_file(&dir.join("cases.jsonl"), cases.as_bytes())?;
     Ok(Questions { dir, tools: ids })
 }
 
-/// Reads each finished question's answer as it comes: the `verdict` call's arguments, or why
-/// there is none.
-struct Answers {
-    by_case: BTreeMap<String, Judgement>,
+/// Reads each finished question's answers as they come, every trial's, by case.
+#[derive(Default)]
+pub(super) struct Answers {
+    pub by_case: BTreeMap<String, Vec<Answer>>,
 }
 
 impl Observer for Answers {
     fn on_event(&mut self, event: &RunEvent<'_>) -> Result<Control, toolscore_core::error::Error> {
         if let RunEvent::Trial { record, .. } = event {
             self.by_case
-                .insert(record.case_id.clone(), judgement_of(record));
+                .entry(record.case_id.clone())
+                .or_default()
+                .push(answer_of(record));
         }
         Ok(Control::Continue)
     }
 }
 
-/// The judge's answer in a trial: its first `verdict` call read as a verdict; an
-/// infrastructure error, no such call or arguments that are not a verdict leave the tool not
-/// judged, with why.
-fn judgement_of(record: &toolscore_core::record::TrialRecord) -> Judgement {
+/// The judge's answer in a trial: its first `verdict` call read as a verdict, or an answer
+/// that is not one (no such call, arguments that are not a verdict), or a request that failed.
+fn answer_of(record: &toolscore_core::record::TrialRecord) -> Answer {
     match record.outcome {
         Outcome::Error => {
-            return Judgement::NotJudged {
+            return Answer::Failed {
                 why: format!(
                     "the request failed: {}",
                     record.error.as_deref().unwrap_or("an infrastructure error")
@@ -181,7 +212,7 @@ fn judgement_of(record: &toolscore_core::record::TrialRecord) -> Judgement {
             };
         }
         Outcome::BudgetStopped => {
-            return Judgement::NotJudged {
+            return Answer::Failed {
                 why: "--judge-max-cost stopped it".to_owned(),
             };
         }
@@ -194,10 +225,10 @@ fn judgement_of(record: &toolscore_core::record::TrialRecord) -> Judgement {
         .find(|c| c.name == judge::VERDICT_TOOL);
     match call {
         Some(c) => match judge::read_verdict(&c.arguments) {
-            Ok(v) => Judgement::Judged(v),
-            Err(why) => Judgement::NotJudged { why },
+            Ok(v) => Answer::Verdict(v),
+            Err(why) => Answer::NoVerdict { why },
         },
-        None => Judgement::NotJudged {
+        None => Answer::NoVerdict {
             why: "the judge answered without calling `verdict`".to_owned(),
         },
     }
@@ -266,7 +297,7 @@ pub(super) fn ask(
     judge_spec: &str,
     config: Option<&Path>,
 ) -> Result<(BTreeMap<String, Judgement>, JudgeRun), Error> {
-    let questions = write_questions(catalog, &args.out)?;
+    let questions = write_questions(&catalog.tools, &catalog.fingerprint, &args.out)?;
     let mut setup = judge_setup(&questions, args, judge_spec, config)?;
     let arm = setup
         .plan
@@ -292,7 +323,7 @@ pub(super) fn ask(
         .collect();
     // Tools whose verdict the cache holds are not asked again.
     let mut judgements = BTreeMap::new();
-    for (id, tool) in &questions.tools {
+    for (id, (_, tool)) in &questions.tools {
         if let Some(v) = fingerprints.get(tool.as_str()).and_then(|f| cache.get(f)) {
             judgements.insert(tool.clone(), Judgement::Judged(v.clone()));
             if let Some(d) = setup.plan.datasets.first_mut() {
@@ -316,13 +347,16 @@ pub(super) fn ask(
         return Ok((judgements, who));
     }
     super::super::run::priced(&setup)?;
-    let mut answers = Answers {
-        by_case: BTreeMap::new(),
-    };
+    let mut answers = Answers::default();
     super::super::run::run_phase(setup, None, vec![&mut answers])?;
     let mut fresh = Vec::new();
-    for (id, tool) in questions.tools {
-        let Some(j) = answers.by_case.remove(&id) else {
+    for (id, (_, tool)) in questions.tools {
+        let Some(j) = answers
+            .by_case
+            .remove(&id)
+            .and_then(|a| a.into_iter().next())
+            .map(Answer::into_judgement)
+        else {
             continue;
         };
         if let (Judgement::Judged(v), Some(f)) = (&j, fingerprints.get(tool.as_str())) {
@@ -334,9 +368,9 @@ pub(super) fn ask(
     Ok((judgements, who))
 }
 
-/// The run of the questions: the judge as its one arm, one trial a question, into
-/// OUT/judge/, with the judge's flags as run's.
-fn judge_setup(
+/// The run of the questions: the judge as its one arm, `--trials` trials a question (1 unless
+/// measuring), into OUT/judge/, with the judge's flags as run's.
+pub(super) fn judge_setup(
     questions: &Questions,
     args: &JudgeArgs,
     judge_spec: &str,
@@ -349,7 +383,7 @@ fn judge_setup(
         scenarios: Vec::new(),
     };
     run.providers = vec![judge_spec.to_owned()];
-    run.trials = Some(1);
+    run.trials = Some(args.trials);
     run.concurrency = args.concurrency;
     run.max_cost = args.max_cost;
     run.record.clone_from(&args.record);
@@ -362,13 +396,13 @@ fn judge_setup(
 
 /// Who judges: `provider/model` for a reader, and the `sha256:` of its whole identity
 /// (provider, kind, model, base URL, settings) the cache keys verdicts by.
-struct Judge {
-    label: String,
+pub(super) struct Judge {
+    pub label: String,
     identity: String,
 }
 
 impl Judge {
-    fn of(arm: &toolscore_runner::Arm) -> Result<Judge, Error> {
+    pub(super) fn of(arm: &toolscore_runner::Arm) -> Result<Judge, Error> {
         let id = arm.id();
         let identity = serde_json::to_value(arm.settings.identity())
             .map_err(|e| Error::encode("the judge's identity", e))?;

@@ -11,6 +11,7 @@ use toolscore_core::error::{ExitCode, InputError};
 use toolscore_lint::{LintOptions, LintReport, RULES, render};
 
 mod judge;
+mod measure;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum LintFormat {
@@ -28,7 +29,7 @@ pub struct LintArgs {
     /// a dataset folder (its tools.json, or the live server its dataset.yaml names) or the URL
     /// of a streamable-HTTP MCP server. Repeatable. Or, instead, a stdio server's command
     /// after `--`: `toolscore lint -- npx -y @modelcontextprotocol/server-everything`.
-    #[arg(value_name = "SOURCE", required_unless_present_any = ["rules", "from", "server_command"])]
+    #[arg(value_name = "SOURCE", required_unless_present_any = ["rules", "from", "server_command", "measure"])]
     pub sources: Vec<String>,
     /// The command that starts a stdio MCP server, after `--`.
     #[arg(last = true, value_name = "COMMAND")]
@@ -216,6 +217,11 @@ pub(super) fn run(args: &LintArgs) -> Result<ExitCode, Error> {
         print_rules()?;
         return Ok(ExitCode::Pass);
     }
+    if let Some(spec) = args.judge.judge.as_deref()
+        && !args.judge.measure.is_empty()
+    {
+        return measured(args, spec);
+    }
     let options = lint_options(args)?;
     let run = match &args.from {
         Some(dir) => Some(super::load_run(dir)?),
@@ -241,19 +247,7 @@ pub(super) fn run(args: &LintArgs) -> Result<ExitCode, Error> {
         return ranked_by_run(summary, &linted, dir);
     }
     let buffer = rendered(&linted, format)?;
-    match &args.output {
-        Some(path) => {
-            toolscore_core::atomic::write_file(path, &buffer)?;
-            errln!("wrote {}", path.display())?;
-        }
-        None => {
-            use std::io::Write;
-            std::io::stdout()
-                .lock()
-                .write_all(&buffer)
-                .map_err(|e| Error::io("cannot write the findings", e))?;
-        }
-    }
+    write_output(args.output.as_deref(), &buffer)?;
     let errors: usize = linted
         .iter()
         .map(|l| l.report.count(toolscore_lint::Severity::Error))
@@ -262,6 +256,51 @@ pub(super) fn run(args: &LintArgs) -> Result<ExitCode, Error> {
         errln!("{errors} error-level finding(s)")?;
     }
     exit_code(&linted, errors)
+}
+
+/// `--measure`: the judge's measurement as text or JSON, on stdout or in `--output`.
+fn measured(args: &LintArgs, spec: &str) -> Result<ExitCode, Error> {
+    let format = if args.json {
+        LintFormat::Json
+    } else {
+        args.format
+    };
+    if format == LintFormat::Sarif {
+        return Err(usage(
+            "--measure reports as text or JSON; SARIF holds findings, not a measurement",
+        ));
+    }
+    let m = measure::measure(&args.judge, spec, args.config.as_deref())?;
+    let mut buffer = Vec::new();
+    match format {
+        LintFormat::Json => {
+            buffer =
+                serde_json::to_vec_pretty(&m).map_err(|e| Error::encode("the measurement", e))?;
+            buffer.push(b'\n');
+        }
+        _ => render::measurement_text(&m, &mut buffer)
+            .map_err(|e| Error::io("cannot write the measurement", e))?,
+    }
+    write_output(args.output.as_deref(), &buffer)?;
+    measure::exit_code(&m)
+}
+
+/// Writes a rendered report to `--output`'s file (atomically, named on stderr) or stdout.
+fn write_output(output: Option<&Path>, buffer: &[u8]) -> Result<(), Error> {
+    match output {
+        Some(path) => {
+            toolscore_core::atomic::write_file(path, buffer)?;
+            errln!("wrote {}", path.display())?;
+        }
+        None => {
+            use std::io::Write;
+            std::io::stdout()
+                .lock()
+                .write_all(buffer)
+                .map_err(|e| Error::io("cannot write the findings", e))?;
+        }
+    }
+    Ok(())
 }
 
 /// The lint options: the config's (`--config`, else ./toolscore.yaml), then the flags.

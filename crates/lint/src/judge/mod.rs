@@ -18,10 +18,13 @@ use toolscore_core::catalog::{Catalog, Tool};
 use crate::text::{self, FieldKind};
 use crate::{Raw, RuleId};
 
+pub mod labels;
+pub mod measure;
+
 /// The judge's instructions, sent as the system message of every question. A change of
 /// wording is a new file and a new [`INSTRUCTIONS_VERSION`], so verdicts of one version are
 /// never read as another's.
-pub const INSTRUCTIONS: &str = include_str!("../judge/instructions-v1.md");
+pub const INSTRUCTIONS: &str = include_str!("../../judge/instructions-v1.md");
 
 /// The version of [`INSTRUCTIONS`].
 pub const INSTRUCTIONS_VERSION: &str = "1";
