@@ -225,7 +225,11 @@ pub(super) fn run(args: RunArgs) -> Result<ExitCode, Error> {
         &args.formats,
         &[Format::Terminal, Format::Json, Format::Csv],
     );
+    let unpinned = super::lock::unpinned_notice(&args.suite);
     let setup = build_plan(args, &|name| std::env::var(name).ok())?;
+    if let Some(note) = unpinned {
+        errln!("{note}")?;
+    }
     if let Some(note) = super::allowed_starters_note(&setup.plan.datasets) {
         errln!("{note}")?;
     }
