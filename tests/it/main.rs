@@ -28,6 +28,7 @@ mod cli_init;
 mod cli_input_errors;
 mod cli_lint;
 mod cli_lint_judge;
+mod cli_lock;
 mod cli_plan;
 mod cli_progress;
 mod cli_providers;
