@@ -49,7 +49,7 @@ use toolscore_suite::{Config, Dataset, load_config, load_dataset};
 const EXIT_CODES_HELP: &str = "Exit codes:
   0    completed, and every gate passed
   1    a gate (or --baseline) failed; a regression (history --fail-on-drop,
-       catalog diff); a check failed (lint, probe, stress)
+       catalog diff); a check failed (lint, probe, stress, lock --check)
   2    bad input or usage: nothing was run
   3    inconclusive: not enough evidence yet to pass or fail a gate, or to
        decide a comparison
