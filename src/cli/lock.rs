@@ -18,7 +18,7 @@ pub struct LockArgs {
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Rewrite an existing lock to what the catalogs read now, printing what changed: accept a
-    /// change after reviewing it.
+    /// change after reviewing it. A lock that cannot be read is written again whole.
     #[arg(long, conflicts_with = "check")]
     pub update: bool,
     /// Write nothing; exit 1 when the lock is missing or out of date (for CI), printing what
@@ -158,7 +158,18 @@ pub(super) fn run(args: &LockArgs) -> Result<ExitCode, Error> {
         outln!("wrote {}: {pinned_line}", path.display())?;
         return Ok(ExitCode::Pass);
     }
-    let pinned = read_lock(&path)?;
+    let pinned = match read_lock(&path) {
+        Ok(pinned) => pinned,
+        // A lock that cannot be read (edited by hand, a merge conflict) pins nothing to diff
+        // against: --update writes it again whole, saying so; anything else refuses it.
+        Err(e) if args.update && e.exit_code() == ExitCode::BadInput => {
+            errln!("warning: {e}")?;
+            toolscore_core::atomic::write_file(&path, pin::render(&now).as_bytes())?;
+            outln!("rewrote {} whole: {pinned_line}", path.display())?;
+            return Ok(ExitCode::Pass);
+        }
+        Err(e) => return Err(e),
+    };
     let changes = pin::compare(&pinned, &now, Scope::All);
     if changes.is_empty() {
         // A lock that reads the same but is written otherwise (comments, an older wording of

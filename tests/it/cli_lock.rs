@@ -423,7 +423,7 @@ fn a_malformed_lock_names_its_file_and_line() {
         lock.replacen("  catalog \"base\"", "  catalog base", 1),
     )
     .unwrap();
-    for args in [&["validate"][..], &["lock"], &["lock", "--update"]] {
+    for args in [&["validate"][..], &["lock"], &["lock", "--check"]] {
         let run = toolscore(dir.path(), args);
         assert_eq!(run.code, 2, "{args:?}: {}", run.transcript());
         assert_eq!(
@@ -455,4 +455,15 @@ fn a_malformed_lock_names_its_file_and_line() {
         "{}",
         run.stderr
     );
+    // --update writes an unreadable lock again whole, saying why.
+    let said = run.stderr.replacen("error: ", "warning: ", 1);
+    let run = toolscore(dir.path(), &["lock", "--update"]);
+    assert_eq!(run.code, 0, "{}", run.transcript());
+    assert_eq!(run.stderr, said);
+    assert_eq!(
+        run.stdout,
+        "rewrote toolscore.lock whole: 1 dataset, 0 scenarios: 1 catalog, 2 tools\n"
+    );
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), lock);
+    assert_eq!(toolscore(dir.path(), &["validate"]).code, 0);
 }
