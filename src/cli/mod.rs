@@ -21,6 +21,7 @@ mod import;
 mod init;
 mod interrupt;
 mod lint;
+mod lock;
 mod mcp_source;
 mod merge;
 mod output;
@@ -48,7 +49,7 @@ use toolscore_suite::{Config, Dataset, load_config, load_dataset};
 const EXIT_CODES_HELP: &str = "Exit codes:
   0    completed, and every gate passed
   1    a gate (or --baseline) failed; a regression (history --fail-on-drop,
-       catalog diff); a check failed (lint, probe, stress)
+       catalog diff); a check failed (lint, probe, stress, lock --check)
   2    bad input or usage: nothing was run
   3    inconclusive: not enough evidence yet to pass or fail a gate, or to
        decide a comparison
@@ -90,6 +91,15 @@ pub enum Command {
     Run(run::RunArgs),
     /// Check config, catalogs and fixtures without calling any model
     Validate(SuiteArgs),
+    /// Pin what the model reads of every catalog in toolscore.lock
+    ///
+    /// Every dataset and scenario of the config, their variants, and the server each live
+    /// catalog came from: written beside the config. Once it exists, `validate`, `run`, `plan`
+    /// and `tune` refuse (exit 2) a catalog that differs, showing the diff of the words, before
+    /// any model is called. A lock that differs is left alone (exit 2) unless --update accepts
+    /// the change; --check only tells (exit 1), for CI. No secret is written: no command line,
+    /// URL, header or environment value.
+    Lock(lock::LockArgs),
     /// Report a finished run again from its results.jsonl
     ///
     /// The run is re-aggregated from its records (at another --confidence if asked, and
@@ -251,6 +261,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Error> {
     match cli.command {
         Command::Run(args) => run::run(args),
         Command::Validate(args) => validate::run(&args),
+        Command::Lock(args) => lock::run(&args),
         Command::Report(args) => report::run(&args),
         Command::Compare(args) => compare::run(&args),
         Command::Explain(args) => explain::run(&args),
@@ -325,14 +336,28 @@ pub(crate) fn checked_timeout(seconds: f64) -> Result<std::time::Duration, Error
     })
 }
 
-/// Loads the config (if any) and every dataset, fully validated.
+/// Loads the config (if any) and every dataset, fully validated, and refuses any catalog that
+/// differs from the project's `toolscore.lock` ([`lock::check`]): every command that shows a
+/// catalog to a model loads its suite here, so the check comes before any model is called.
 pub(crate) fn load_suite(args: &SuiteArgs) -> Result<LoadedSuite, Error> {
+    let suite = load_suite_unchecked(args)?;
+    lock::check(&suite)?;
+    Ok(suite)
+}
+
+/// The config file a command reads: `--config`, else ./toolscore.yaml when it exists.
+fn config_file(args: &SuiteArgs) -> Option<&Path> {
     let default_config = Path::new("toolscore.yaml");
-    let config_file = match &args.config {
+    match &args.config {
         Some(path) => Some(path.as_path()),
         None if default_config.is_file() => Some(default_config),
         None => None,
-    };
+    }
+}
+
+/// [`load_suite`] without the lock's check: what `toolscore lock` pins.
+fn load_suite_unchecked(args: &SuiteArgs) -> Result<LoadedSuite, Error> {
+    let config_file = config_file(args);
     let config = match config_file {
         Some(path) => load_config(path)?,
         None => Config::default(),
@@ -384,6 +409,7 @@ pub(crate) fn load_suite(args: &SuiteArgs) -> Result<LoadedSuite, Error> {
     }
     Ok(LoadedSuite {
         config,
+        config_file: config_file.map(Path::to_owned),
         datasets,
         scenarios,
     })
@@ -457,6 +483,8 @@ pub(crate) fn refuse_unedited_starters(datasets: &[Dataset], allowed: bool) -> R
 /// What a command runs on: the config, its datasets and its scenarios, all validated.
 pub(crate) struct LoadedSuite {
     pub config: Config,
+    /// The config file read, if any: the lock is beside it.
+    pub config_file: Option<PathBuf>,
     pub datasets: Vec<Dataset>,
     pub scenarios: Vec<std::sync::Arc<Scenario>>,
 }

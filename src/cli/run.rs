@@ -225,6 +225,7 @@ pub(super) fn run(args: RunArgs) -> Result<ExitCode, Error> {
         &args.formats,
         &[Format::Terminal, Format::Json, Format::Csv],
     );
+    let unpinned = super::lock::unpinned_notice(&args.suite);
     let setup = build_plan(args, &|name| std::env::var(name).ok())?;
     if let Some(note) = super::allowed_starters_note(&setup.plan.datasets) {
         errln!("{note}")?;
@@ -240,6 +241,10 @@ pub(super) fn run(args: RunArgs) -> Result<ExitCode, Error> {
             "--compare needs exactly two arms (two --variant or two --provider); this run has {}",
             setup.plan.arms.len()
         )));
+    }
+    // Once the run is sure to start: a refusal stays the one line it is.
+    if let Some(note) = unpinned {
+        errln!("{note}")?;
     }
     run_command(
         setup,

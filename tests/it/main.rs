@@ -29,6 +29,7 @@ mod cli_input_errors;
 mod cli_lint;
 mod cli_lint_judge;
 mod cli_lint_measure;
+mod cli_lock;
 mod cli_plan;
 mod cli_progress;
 mod cli_providers;

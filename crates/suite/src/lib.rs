@@ -4,6 +4,7 @@
 mod config;
 pub mod fit;
 pub mod live;
+pub mod lock;
 pub mod scenario;
 pub mod script;
 pub mod shown;

@@ -336,6 +336,7 @@ pub(super) fn build_plan_of_units(
         config,
         mut datasets,
         mut scenarios,
+        ..
     } = load_suite(&args.suite)?;
     super::refuse_unedited_starters(&datasets, args.allow_starter_cases)?;
     if let Some(keep) = units {

@@ -9,6 +9,7 @@
 //! catalogs are [`diff`]. Knows nothing of providers' request formats.
 
 pub mod diff;
+pub mod lock;
 pub mod source;
 pub mod view;
 

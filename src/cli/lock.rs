@@ -1,0 +1,207 @@
+//! `toolscore lock`: pin what the model reads of every catalog the project evaluates in
+//! `toolscore.lock` beside the config, and [`check`], the one place every command that shows a
+//! catalog to a model refuses a catalog that differs from the lock.
+
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+
+use super::{LoadedSuite, SuiteArgs, usage};
+use crate::cli::Error;
+use toolscore_core::catalog::lock::{self as pin, LOCK_FILE, Lock, Scope, UnitChange};
+use toolscore_core::error::{ExitCode, InputError};
+
+/// `toolscore lock`.
+#[derive(Debug, Args)]
+pub struct LockArgs {
+    /// Config file [default: toolscore.yaml]; the lock is written beside it.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Rewrite an existing lock to what the catalogs read now, printing what changed: accept a
+    /// change after reviewing it. A lock that cannot be read is written again whole.
+    #[arg(long, conflicts_with = "check")]
+    pub update: bool,
+    /// Write nothing; exit 1 when the lock is missing or out of date (for CI), printing what
+    /// changed.
+    #[arg(long)]
+    pub check: bool,
+}
+
+/// The lock of the project whose config is `config`: beside it.
+fn lock_path(config: &Path) -> PathBuf {
+    config.with_file_name(LOCK_FILE)
+}
+
+/// The command that accepts a change, with the project's `--config` when it is not the default.
+fn update_command(config: &Path) -> String {
+    if config == Path::new("toolscore.yaml") {
+        "toolscore lock --update".to_owned()
+    } else {
+        format!("toolscore lock --config {} --update", config.display())
+    }
+}
+
+/// Reads and parses the lock at `path`.
+fn read_lock(path: &Path) -> Result<Lock, Error> {
+    let text = toolscore_core::input::read_text(path)?;
+    Ok(pin::parse(&text, &path.display().to_string())?)
+}
+
+/// Refuses (exit 2) a suite whose catalogs differ from its project's lock: for each dataset
+/// or scenario, the diff of what the model reads and the command that accepts it. No config or
+/// no lock: nothing is checked. A lock pins the whole project; a command that evaluates part
+/// of it is checked on that part.
+pub(crate) fn check(suite: &LoadedSuite) -> Result<(), Error> {
+    let Some(config) = &suite.config_file else {
+        return Ok(());
+    };
+    let path = lock_path(config);
+    if !path.exists() {
+        return Ok(());
+    }
+    let pinned = read_lock(&path)?;
+    let now = toolscore_suite::lock::of(&suite.datasets, &suite.scenarios);
+    let changes: Vec<UnitChange> = pin::compare(&pinned, &now, Scope::Evaluated)
+        .into_iter()
+        .filter(UnitChange::reads_changed)
+        .collect();
+    if changes.is_empty() {
+        return Ok(());
+    }
+    Err(InputError::at(
+        &path.display().to_string(),
+        None,
+        "",
+        &format!(
+            "{}; nothing was run:\n\n{}\naccept after review: {}",
+            summary(&changes),
+            pin::render_changes(&changes),
+            update_command(config)
+        ),
+    )
+    .into())
+}
+
+/// One line: what differs, by dataset or scenario and tool.
+fn summary(changes: &[UnitChange]) -> String {
+    let parts: Vec<String> = changes
+        .iter()
+        .map(|u| {
+            let what = format!("{} `{}`", kind(u), u.name);
+            let tools = u.tools();
+            if !u.pinned {
+                format!("{what} is not pinned")
+            } else if !tools.is_empty() {
+                format!("{what}: {}", tools.join(", "))
+            } else {
+                format!("{what}: its catalogs")
+            }
+        })
+        .collect();
+    format!(
+        "what the model reads differs from the lock ({})",
+        parts.join("; ")
+    )
+}
+
+fn kind(u: &UnitChange) -> &'static str {
+    match u.kind {
+        pin::UnitKind::Dataset => "dataset",
+        pin::UnitKind::Scenario => "scenario",
+    }
+}
+
+/// What `run` says once when the project has a config but no lock.
+pub(crate) fn unpinned_notice(args: &SuiteArgs) -> Option<String> {
+    let config = super::config_file(args)?;
+    let path = lock_path(config);
+    (!path.exists()).then(|| {
+        format!(
+            "note: the catalogs are not pinned (no {}); `toolscore lock` pins them",
+            path.display()
+        )
+    })
+}
+
+pub(super) fn run(args: &LockArgs) -> Result<ExitCode, Error> {
+    let suite_args = SuiteArgs {
+        config: args.config.clone(),
+        datasets: Vec::new(),
+        scenarios: Vec::new(),
+    };
+    let Some(config) = super::config_file(&suite_args).map(Path::to_owned) else {
+        return Err(usage(&format!(
+            "no toolscore.yaml in {}: the lock pins a project's catalogs and is written beside its config; run this in the project's folder or pass --config FILE",
+            std::env::current_dir().map_or_else(|_| ".".to_owned(), |d| d.display().to_string())
+        )));
+    };
+    let suite = super::load_suite_unchecked(&suite_args)?;
+    let now = toolscore_suite::lock::of(&suite.datasets, &suite.scenarios);
+    let path = lock_path(&config);
+    let (catalogs, tools) = now.counts();
+    let pinned_line = format!(
+        "{}, {}: {}, {}",
+        count(suite.datasets.len(), "dataset"),
+        count(suite.scenarios.len(), "scenario"),
+        count(catalogs, "catalog"),
+        count(tools, "tool")
+    );
+    if !path.exists() {
+        if args.check {
+            errln!(
+                "error: {} is missing; `toolscore lock` writes it",
+                path.display()
+            )?;
+            return Ok(ExitCode::GateFailed);
+        }
+        toolscore_core::atomic::write_file(&path, pin::render(&now).as_bytes())?;
+        outln!("wrote {}: {pinned_line}", path.display())?;
+        return Ok(ExitCode::Pass);
+    }
+    let pinned = match read_lock(&path) {
+        Ok(pinned) => pinned,
+        // A lock that cannot be read (edited by hand, a merge conflict) pins nothing to diff
+        // against: --update writes it again whole, saying so; anything else refuses it.
+        Err(e) if args.update && e.exit_code() == ExitCode::BadInput => {
+            errln!("warning: {e}")?;
+            toolscore_core::atomic::write_file(&path, pin::render(&now).as_bytes())?;
+            outln!("rewrote {} whole: {pinned_line}", path.display())?;
+            return Ok(ExitCode::Pass);
+        }
+        Err(e) => return Err(e),
+    };
+    let changes = pin::compare(&pinned, &now, Scope::All);
+    if changes.is_empty() {
+        // A lock that reads the same but is written otherwise (comments, an older wording of
+        // the header) is rewritten by --update, silently.
+        if args.update && toolscore_core::input::read_text(&path)? != pin::render(&now) {
+            toolscore_core::atomic::write_file(&path, pin::render(&now).as_bytes())?;
+        }
+        outln!("{} is up to date: {pinned_line}", path.display())?;
+        return Ok(ExitCode::Pass);
+    }
+    out!("{}", pin::render_changes(&changes))?;
+    if args.update {
+        toolscore_core::atomic::write_file(&path, pin::render(&now).as_bytes())?;
+        outln!("\nupdated {}: {pinned_line}", path.display())?;
+        return Ok(ExitCode::Pass);
+    }
+    if args.check {
+        errln!(
+            "error: {} is out of date (above); accept after review: {}",
+            path.display(),
+            update_command(&config)
+        )?;
+        return Ok(ExitCode::GateFailed);
+    }
+    Err(usage(&format!(
+        "{} differs from what the catalogs read now (above) and was left as it is; accept after review: {}",
+        path.display(),
+        update_command(&config)
+    )))
+}
+
+/// `1 tool`, `2 tools`.
+fn count(n: usize, word: &str) -> String {
+    format!("{n} {word}{}", if n == 1 { "" } else { "s" })
+}
