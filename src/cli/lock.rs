@@ -63,8 +63,14 @@ pub(crate) fn check(suite: &LoadedSuite) -> Result<(), Error> {
     let now = toolscore_suite::lock::of(&suite.datasets, &suite.scenarios);
     let changes: Vec<UnitChange> = pin::compare(&pinned, &now, Scope::Evaluated)
         .into_iter()
-        .filter(UnitChange::reads_changed)
+        .filter(|u| u.reads_changed() && (u.pinned || listed_by_config(suite, u)))
         .collect();
+    refuse(&path, config, &changes)
+}
+
+/// The refusal of `changes` (none: no refusal): what differs in one line, the diff of the
+/// words, and the command that accepts it.
+fn refuse(path: &Path, config: &Path, changes: &[UnitChange]) -> Result<(), Error> {
     if changes.is_empty() {
         return Ok(());
     }
@@ -74,12 +80,96 @@ pub(crate) fn check(suite: &LoadedSuite) -> Result<(), Error> {
         "",
         &format!(
             "{}; nothing was run:\n\n{}\naccept after review: {}",
-            summary(&changes),
-            pin::render_changes(&changes),
+            summary(changes),
+            pin::render_changes(changes),
             update_command(config)
         ),
     )
     .into())
+}
+
+/// Refuses, as [`check`] does, the catalog `lint` read from the dataset folder `dir` when the
+/// project's lock pins that dataset (or its config lists it unpinned) and the base catalog
+/// differs from the pinned one. A folder the config does not list, or no lock: nothing is
+/// checked.
+pub(crate) fn check_linted(
+    config_file: Option<&Path>,
+    config: &toolscore_suite::Config,
+    dir: &Path,
+    catalog: &toolscore_core::catalog::Catalog,
+    server: Option<&toolscore_core::catalog::source::ServerIdentity>,
+) -> Result<(), Error> {
+    let Some(config_file) = config_file else {
+        return Ok(());
+    };
+    let path = lock_path(config_file);
+    let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_owned());
+    let listed = config
+        .datasets
+        .iter()
+        .any(|c| canonical(c) == canonical(dir));
+    if !path.exists() || !listed {
+        return Ok(());
+    }
+    let name = canonical(dir)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let pinned = read_lock(&path)?;
+    // The base catalog alone: lint reads no variant.
+    let pinned_base = pinned
+        .units
+        .iter()
+        .find(|u| u.kind == pin::UnitKind::Dataset && u.name == name)
+        .map(|u| pin::Unit {
+            catalogs: u.catalogs.iter().take(1).cloned().collect(),
+            ..u.clone()
+        });
+    let base_name = pinned_base
+        .as_ref()
+        .and_then(|u| u.catalogs.first())
+        .map_or_else(|| "base".to_owned(), |(v, _)| v.clone());
+    let now = Lock::new(vec![pin::Unit {
+        kind: pin::UnitKind::Dataset,
+        name,
+        server: server.cloned(),
+        catalogs: vec![(base_name, catalog.clone())],
+    }]);
+    let changes: Vec<UnitChange> = pin::compare(
+        &Lock::new(pinned_base.into_iter().collect()),
+        &now,
+        Scope::Evaluated,
+    )
+    .into_iter()
+    .filter(UnitChange::reads_changed)
+    .collect();
+    refuse(&path, config_file, &changes)
+}
+
+/// Whether the config lists the dataset or scenario `u` names. The lock pins what the config
+/// lists, so one it does not list (a `--dataset` given only on the command line, the questions
+/// `lint --judge` asks) cannot be pinned and is not refused for not being pinned; one the
+/// config lists but the lock lacks is (the lock is out of date).
+fn listed_by_config(suite: &LoadedSuite, u: &UnitChange) -> bool {
+    let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_owned());
+    match u.kind {
+        pin::UnitKind::Dataset => suite.datasets.iter().filter(|d| d.name == u.name).any(|d| {
+            let dir = canonical(&d.dir);
+            suite.config.datasets.iter().any(|c| canonical(c) == dir)
+        }),
+        pin::UnitKind::Scenario => suite
+            .scenarios
+            .iter()
+            .filter(|s| s.name == u.name)
+            .any(|s| {
+                let file = canonical(&s.file);
+                suite
+                    .config
+                    .scenarios
+                    .iter()
+                    .any(|c| file.starts_with(canonical(c)))
+            }),
+    }
 }
 
 /// One line: what differs, by dataset or scenario and tool.

@@ -328,6 +328,23 @@ fn an_edited_tools_json_or_a_new_variant_is_refused_the_same_way() {
     let run = toolscore(dir.path(), RUN);
     assert_eq!(run.code, 2, "{}", run.transcript());
     assert_eq!(provider.requests_seen(), 0);
+    // lint reads the dataset's catalog itself, and is refused the same way.
+    let run = toolscore(dir.path(), &["lint", "data"]);
+    assert_eq!(run.code, 2, "{}", run.transcript());
+    assert!(
+        run.stderr
+            .contains(&format!("    +  Fetch one quote by id. {HIDDEN}\n")),
+        "{}",
+        run.stderr
+    );
+    // A catalog file the config does not list is linted as before.
+    std::fs::copy(
+        dir.path().join("data/tools.json"),
+        dir.path().join("loose.json"),
+    )
+    .unwrap();
+    let run = toolscore(dir.path(), &["lint", "loose.json"]);
+    assert_ne!(run.code, 2, "{}", run.transcript());
 
     // Back as it was: accepted again, with no update. A new overlay is not pinned.
     std::fs::write(dir.path().join("data/tools.json"), &original).unwrap();
@@ -359,6 +376,50 @@ fn an_edited_tools_json_or_a_new_variant_is_refused_the_same_way() {
     assert!(lock.contains("Email an invoice."), "{lock}");
     let run = toolscore(dir.path(), &["validate"]);
     assert_eq!(run.code, 0, "{}", run.transcript());
+}
+
+/// The lock pins what the config lists: a dataset given only on the command line, and the
+/// questions `lint --judge` asks, cannot be pinned and are not refused; a dataset the config
+/// lists but the lock lacks is.
+#[test]
+fn what_the_config_does_not_list_is_not_refused_and_what_it_adds_is() {
+    let provider = provider();
+    let catalog = tools("Fetch one quote by id.").to_string();
+    let dir = support::fake_project(&provider.base_url, &catalog, CASES, &[]);
+    let run = toolscore(dir.path(), &["lock"]);
+    assert_eq!(run.code, 0, "{}", run.transcript());
+    std::fs::create_dir(dir.path().join("other")).unwrap();
+    std::fs::write(dir.path().join("other/tools.json"), &catalog).unwrap();
+    std::fs::write(dir.path().join("other/cases.jsonl"), CASES).unwrap();
+
+    let mut ad_hoc = RUN.to_vec();
+    ad_hoc.extend(["--dataset", "other"]);
+    let run = toolscore(dir.path(), &ad_hoc);
+    assert_eq!(run.code, 0, "{}", run.transcript());
+    // The judge's questions: answered in a way that is no verdict (exit 4), never refused.
+    let run = toolscore(dir.path(), &["lint", "data", "--judge", "fake"]);
+    assert_eq!(run.code, 4, "{}", run.transcript());
+    assert!(
+        !run.stderr.contains("differs from the lock"),
+        "{}",
+        run.stderr
+    );
+
+    let config = dir.path().join("toolscore.yaml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    assert!(text.contains("datasets: [data]"), "{text}");
+    std::fs::write(
+        &config,
+        text.replace("datasets: [data]", "datasets: [data, other]"),
+    )
+    .unwrap();
+    let run = toolscore(dir.path(), &["validate"]);
+    assert_eq!(run.code, 2, "{}", run.transcript());
+    assert!(
+        run.stderr.contains("dataset `other` is not pinned"),
+        "{}",
+        run.stderr
+    );
 }
 
 #[test]

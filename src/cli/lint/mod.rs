@@ -127,8 +127,23 @@ struct Linted {
     report: LintReport,
 }
 
-fn lint_source(source: &Source, base: &LintOptions, args: &LintArgs) -> Result<Linted, Error> {
+fn lint_source(
+    source: &Source,
+    base: &LintOptions,
+    args: &LintArgs,
+    project: &Project,
+) -> Result<Linted, Error> {
     let flags = &args.server;
+    // A dataset folder the project's lock pins is checked against it, as `run` checks it.
+    let pinned = |dir: &Path, catalog: &toolscore_core::catalog::Catalog, server| {
+        super::lock::check_linted(
+            project.file.as_deref(),
+            &project.config,
+            dir,
+            catalog,
+            server,
+        )
+    };
     let (name, text, catalog) = match source {
         Source::Live(live) => {
             let loaded = match live {
@@ -138,6 +153,11 @@ fn lint_source(source: &Source, base: &LintOptions, args: &LintArgs) -> Result<L
                     super::catalog::live(&spec, flags)?
                 }
             };
+            if let LiveSource::Named(arg) = live
+                && Path::new(arg).is_dir()
+            {
+                pinned(Path::new(arg), &loaded.catalog, loaded.server.as_ref())?;
+            }
             // The listing as a tools.json: what SARIF locations and inline allows read.
             let document =
                 toolscore_core::catalog::to_tools_json(&loaded.catalog, loaded.server.as_ref());
@@ -146,7 +166,11 @@ fn lint_source(source: &Source, base: &LintOptions, args: &LintArgs) -> Result<L
             (loaded.catalog.source.clone(), text, loaded.catalog)
         }
         Source::File(path) => read_catalog_file(path)?,
-        Source::Dataset(dir) => read_catalog_file(&dir.join("tools.json"))?,
+        Source::Dataset(dir) => {
+            let read = read_catalog_file(&dir.join("tools.json"))?;
+            pinned(dir, &read.2, None)?;
+            read
+        }
     };
     let document: serde_json::Value =
         serde_json::from_str(&text).map_err(|e| InputError::json(&name, &e))?;
@@ -222,7 +246,8 @@ pub(super) fn run(args: &LintArgs) -> Result<ExitCode, Error> {
     {
         return measured(args, spec);
     }
-    let options = lint_options(args)?;
+    let project = Project::of(args)?;
+    let options = lint_options(args, &project.config)?;
     let run = match &args.from {
         Some(dir) => Some(super::load_run(dir)?),
         None => None,
@@ -230,7 +255,7 @@ pub(super) fn run(args: &LintArgs) -> Result<ExitCode, Error> {
     let sources = lint_sources(args, run.as_ref())?;
     let linted = sources
         .iter()
-        .map(|s| lint_source(s, &options, args))
+        .map(|s| lint_source(s, &options, args, &project))
         .collect::<Result<Vec<_>, _>>()?;
     let format = if args.json {
         LintFormat::Json
@@ -303,15 +328,30 @@ fn write_output(output: Option<&Path>, buffer: &[u8]) -> Result<(), Error> {
     Ok(())
 }
 
-/// The lint options: the config's (`--config`, else ./toolscore.yaml), then the flags.
-fn lint_options(args: &LintArgs) -> Result<LintOptions, Error> {
-    let config = match &args.config {
-        Some(path) => toolscore_suite::load_config(path)?,
-        None if Path::new("toolscore.yaml").is_file() => {
-            toolscore_suite::load_config(Path::new("toolscore.yaml"))?
-        }
-        None => toolscore_suite::Config::default(),
-    };
+/// The project lint reads: its config file (`--config`, else ./toolscore.yaml when it exists)
+/// and the config.
+struct Project {
+    file: Option<PathBuf>,
+    config: toolscore_suite::Config,
+}
+
+impl Project {
+    fn of(args: &LintArgs) -> Result<Project, Error> {
+        let file = match &args.config {
+            Some(path) => Some(path.clone()),
+            None if Path::new("toolscore.yaml").is_file() => Some(PathBuf::from("toolscore.yaml")),
+            None => None,
+        };
+        let config = match &file {
+            Some(path) => toolscore_suite::load_config(path)?,
+            None => toolscore_suite::Config::default(),
+        };
+        Ok(Project { file, config })
+    }
+}
+
+/// The lint options: the config's, then the flags.
+fn lint_options(args: &LintArgs, config: &toolscore_suite::Config) -> Result<LintOptions, Error> {
     let mut options = LintOptions::from_config(&config.lint);
     if let Some(r) = args.requests_per_month {
         options.requests_per_month = Some(r);
