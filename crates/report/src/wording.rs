@@ -267,7 +267,7 @@ pub(crate) fn history_marks(
         super::history::Move::None => {}
     }
     if catalog_changed {
-        marks.push("catalog changed");
+        marks.push("catalog changed: the difference spans two catalogs");
     }
     if sampling_changed {
         marks.push("sampled differently");

@@ -1089,7 +1089,7 @@ pub(super) mod tests {
         );
         assert_eq!(
             rows[3],
-            "  2026-11-15  w3  0.288 (20 cases)  n 1000 (fixed, 50 per case)  vs w2: -0.300 [-0.300, -0.300] on 20 cases  SIGNIFICANT DROP  catalog changed"
+            "  2026-11-15  w3  0.288 (20 cases)  n 1000 (fixed, 50 per case)  vs w2: -0.300 [-0.300, -0.300] on 20 cases  SIGNIFICANT DROP  catalog changed: the difference spans two catalogs"
         );
     }
 
