@@ -185,7 +185,7 @@ fn a_flawed_judges_misses_and_false_alarms_are_listed_by_file_and_line() {
       95% intervals; 5 of 5 trials scored, 0 failed and not scored
 
     by set
-      mine  recall       1/3  0.333 [0.008, 0.919]   false alarms       1/2  0.500 [0.013, 0.987]
+      mine  recall       1/3  0.333 [0.008, 0.919]  false alarms       1/2  0.500 [0.013, 0.987]
 
     recall by class (the labels')
       concealment   recall       0/1  0.000 [0.000, 0.975]
@@ -347,4 +347,54 @@ fn the_shipped_labelled_sets_are_made_from_the_lint_corpora() {
         }
     }
     assert_eq!((poisoned, clean), (334, 3_457));
+}
+
+/// The lint guide's measurement: the shipped recording of SmolLM2-135M judging the sealed set
+/// and the MCP servers' tools replays offline, and every line the guide shows of its output is
+/// in the replay's, in order.
+#[test]
+fn the_guides_measurement_of_the_local_model_replays_as_shown() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let guide = std::fs::read_to_string(root.join("docs/guides/lint.md")).expect("guide");
+    let command = "toolscore lint --judge demo-measure --measure datasets/lint-labelled/adversarial-sealed.jsonl --measure datasets/lint-labelled/benign-mcp.jsonl";
+    let shown: Vec<&str> = guide
+        .split_once(&format!("$ {command}\n"))
+        .unwrap_or_else(|| panic!("the guide shows `$ {command}`"))
+        .1
+        .split_once("```")
+        .expect("the output after the command")
+        .0
+        .lines()
+        .filter(|l| *l != "…")
+        .collect();
+    let out = tempfile::tempdir().expect("out");
+    let mut args: Vec<&str> = command.split(' ').skip(1).collect();
+    args.extend(["--judge-out", out.path().to_str().expect("utf-8")]);
+    let r = toolscore(root, &args);
+    // One question was longer than the model's context: a failed trial, not scored (exit 4).
+    assert_eq!(r.code, 4, "{}", r.transcript());
+    assert!(
+        r.stderr.contains(
+            "1 of 117 trials failed and are not scored: the figures rest on the other 116"
+        ),
+        "{}",
+        r.stderr
+    );
+    let run_id = regex::Regex::new(r"judge/\d{8}T\d{6}Z-[0-9a-f]{4}").expect("regex");
+    let replayed: Vec<String> = r.stdout.lines().map(str::to_owned).collect();
+    let mut at = 0;
+    for line in shown {
+        let line = run_id.replace_all(line, "judge/[RUN_ID]");
+        let line = line.replace(
+            "reports/judge/",
+            &format!("{}/judge/", out.path().display()),
+        );
+        match replayed[at..].iter().position(|l| *l == line) {
+            Some(i) => at += i + 1,
+            None => panic!(
+                "the guide shows {line:?}, not in the replay's output:\n{}",
+                r.stdout
+            ),
+        }
+    }
 }

@@ -296,14 +296,16 @@ pub fn measurement_text(
         writeln!(out, "{title}")?;
         let width = groups.iter().map(|g| g.name.len()).max().unwrap_or(0);
         for g in groups {
-            write!(
-                out,
-                "  {:<width$}  recall {}",
-                plain(&g.name),
-                rate(g.recall.as_ref())
-            )?;
+            write!(out, "  {:<width$}", plain(&g.name))?;
+            // A set of clean tools alone has no recall, one of poisoned tools no false alarms.
+            if let Some(r) = &g.recall {
+                write!(out, "  recall {}", rate(Some(r)))?;
+            }
             if let Some(fa) = &g.false_alarm_rate {
-                write!(out, "   false alarms {}", rate(Some(fa)))?;
+                write!(out, "  false alarms {}", rate(Some(fa)))?;
+            }
+            if g.recall.is_none() && g.false_alarm_rate.is_none() {
+                write!(out, "  no trial scored")?;
             }
             writeln!(out)?;
         }
