@@ -179,6 +179,19 @@ fn rug_pull_is_refused_until_accepted(
     let run = toolscore_env(dir, RUN, env);
     assert_eq!(run.code, 0, "{}", run.transcript());
     assert!(provider.requests_seen() > before);
+    // The accepted change is on the trend: the run after it is marked, and says the paired
+    // difference spans two catalogs.
+    let history = toolscore_env(dir, &["history", "--dir", "out"], env);
+    assert_eq!(history.code, 0, "{}", history.transcript());
+    assert_eq!(
+        history
+            .stdout
+            .matches("catalog changed: the difference spans two catalogs")
+            .count(),
+        1,
+        "{}",
+        history.stdout
+    );
 }
 
 #[test]
@@ -327,6 +340,28 @@ fn an_edited_tools_json_or_a_new_variant_is_refused_the_same_way() {
     assert!(!said.contains("FLAGGED"), "{said}");
     let run = toolscore(dir.path(), RUN);
     assert_eq!(run.code, 2, "{}", run.transcript());
+    // plan and tune load the suite as run does, and are refused by the same check.
+    for args in [
+        &["plan", "--gate", "pass>=0.9"][..],
+        &[
+            "tune",
+            "--provider",
+            "fake",
+            "--out",
+            "out",
+            "--progress",
+            "off",
+        ][..],
+    ] {
+        let run = toolscore(dir.path(), args);
+        assert_eq!(run.code, 2, "{args:?}: {}", run.transcript());
+        assert!(
+            run.stderr
+                .contains("(dataset `data`: get_quote); nothing was run:"),
+            "{args:?}: {}",
+            run.stderr
+        );
+    }
     assert_eq!(provider.requests_seen(), 0);
     // lint reads the dataset's catalog itself, and is refused the same way.
     let run = toolscore(dir.path(), &["lint", "data"]);
