@@ -15,6 +15,11 @@ use super::{Catalog, Tool};
 /// Least [`similarity`] for a removed and an added tool to be called a rename.
 const RENAME_SIMILARITY: f32 = 0.6;
 
+/// Pairs of a removed and an added tool compared at most when looking for renames (the search
+/// compares every pair): past it, as when a whole catalog is replaced, the tools are left added
+/// and removed and the diff says that renames were not looked for.
+pub const MAX_RENAME_PAIRS: usize = 250_000;
+
 #[derive(Debug, Clone, Serialize)]
 pub struct Side {
     pub source: String,
@@ -62,6 +67,10 @@ pub struct CatalogDiff {
     pub renamed: Vec<Renamed>,
     pub changed: Vec<Changed>,
     pub unchanged: Vec<ToolEntry>,
+    /// Renames were not looked for: more than [`MAX_RENAME_PAIRS`] pairs of a removed and an
+    /// added tool.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub renames_not_sought: bool,
 }
 
 impl CatalogDiff {
@@ -168,11 +177,20 @@ pub fn diff(
         (Some(a), Some(b)) => a.name == b.name && a.version == b.version,
         _ => false,
     };
+    // By name, so a diff stays linear in the catalogs' size.
+    let by_name = |c: &'_ Catalog| -> std::collections::HashMap<String, usize> {
+        c.tools
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.name.clone(), i))
+            .collect()
+    };
+    let (old_names, new_names) = (by_name(old), by_name(new));
     let mut changed = Vec::new();
     let mut unchanged = Vec::new();
     let mut removed: Vec<&Tool> = Vec::new();
     for o in &old.tools {
-        match new.get(&o.name) {
+        match new_names.get(&o.name).map(|&i| &new.tools[i]) {
             Some(n) if n == o => unchanged.push(entry(o)),
             Some(n) => changed.push(changed_tool(o, n, same_version)),
             None => removed.push(o),
@@ -181,9 +199,18 @@ pub fn diff(
     let mut added: Vec<&Tool> = new
         .tools
         .iter()
-        .filter(|n| old.get(&n.name).is_none())
+        .filter(|n| !old_names.contains_key(&n.name))
         .collect();
-    let (renamed, used_old, used_new) = renames(&removed, &added);
+    let renames_not_sought = removed.len().saturating_mul(added.len()) > MAX_RENAME_PAIRS;
+    let (renamed, used_old, used_new) = if renames_not_sought {
+        (
+            Vec::new(),
+            vec![false; removed.len()],
+            vec![false; added.len()],
+        )
+    } else {
+        renames(&removed, &added)
+    };
     let mut i = 0;
     removed.retain(|_| {
         i += 1;
@@ -202,6 +229,7 @@ pub fn diff(
         renamed,
         changed,
         unchanged,
+        renames_not_sought,
     }
 }
 
@@ -304,6 +332,14 @@ pub fn render(d: &CatalogDiff) -> String {
         d.changed.len(),
         d.unchanged.len()
     );
+    if d.renames_not_sought {
+        let _ = writeln!(
+            out,
+            "renames not looked for: {} removed × {} added tools is more than {MAX_RENAME_PAIRS} pairs to compare",
+            d.removed.len(),
+            d.added.len()
+        );
+    }
     if !d.added.is_empty() {
         let _ = writeln!(out, "\nadded:");
         for t in &d.added {
@@ -388,6 +424,39 @@ mod tests {
             version: version.into(),
             protocol_version: "2025-06-18".into(),
         }
+    }
+
+    #[test]
+    fn a_whole_catalog_replaced_is_added_and_removed_without_a_rename_search() {
+        let n = 501; // 501 × 501 pairs is past MAX_RENAME_PAIRS.
+        let old = Catalog::new(
+            (0..n)
+                .map(|i| tool(&format!("a{i}"), "Same words."))
+                .collect(),
+            "old".into(),
+        );
+        let new = Catalog::new(
+            (0..n)
+                .map(|i| tool(&format!("b{i}"), "Same words."))
+                .collect(),
+            "new".into(),
+        );
+        let d = diff(&old, None, &new, None);
+        assert!(d.renames_not_sought);
+        assert_eq!((d.added.len(), d.removed.len(), d.renamed.len()), (n, n, 0));
+        assert!(render(&d).contains("renames not looked for: 501 removed × 501 added tools"));
+        // Under the bound the same tools are renames.
+        let small = |p: &str| {
+            Catalog::new(
+                (0..3)
+                    .map(|i| tool(&format!("{p}{i}"), "Same words."))
+                    .collect(),
+                p.into(),
+            )
+        };
+        let d = diff(&small("a"), None, &small("b"), None);
+        assert!(!d.renames_not_sought);
+        assert_eq!(d.renamed.len(), 3);
     }
 
     #[test]

@@ -133,14 +133,16 @@ pub fn render(lock: &Lock) -> String {
             let _ = writeln!(out, "  server-version {}", quoted(&s.version));
             let _ = writeln!(out, "  server-protocol {}", quoted(&s.protocol_version));
         }
-        let base = unit.catalogs.first().map(|(_, c)| c);
+        // The base's tools by name, looked up once per variant tool: a lookup by scan would
+        // make a large catalog's variants quadratic.
+        let base = by_name(unit.catalogs.first().map(|(_, c)| c));
         for (i, (variant, catalog)) in unit.catalogs.iter().enumerate() {
             let _ = writeln!(out, "  catalog {}", quoted(variant));
             let _ = writeln!(out, "    fingerprint {}", quoted(&catalog.fingerprint));
             for tool in &catalog.tools {
                 let _ = writeln!(out, "    tool {}", quoted(&tool.name));
                 let _ = writeln!(out, "      fingerprint {}", quoted(&tool_fingerprint(tool)));
-                let same_as_base = i > 0 && base.and_then(|b| b.get(&tool.name)) == Some(tool);
+                let same_as_base = i > 0 && base.get(tool.name.as_str()) == Some(&tool);
                 if !same_as_base {
                     let _ = writeln!(out, "      reads {}", reads(tool));
                 }
@@ -148,6 +150,13 @@ pub fn render(lock: &Lock) -> String {
         }
     }
     out
+}
+
+/// A catalog's tools by name (none without a catalog).
+fn by_name(catalog: Option<&Catalog>) -> std::collections::HashMap<&str, &Tool> {
+    catalog
+        .map(|c| c.tools.iter().map(|t| (t.name.as_str(), t)).collect())
+        .unwrap_or_default()
 }
 
 /// A tool being read: its name, its fingerprint and its words, each where the file says it.
@@ -182,13 +191,13 @@ impl Parser<'_> {
         let Some(unit) = self.units.last() else {
             return Err(self.err(line, "catalog", "a catalog outside any dataset or scenario"));
         };
-        let base = (!unit.catalogs.is_empty()).then(|| &unit.catalogs[0].1);
+        let base = by_name(unit.catalogs.first().map(|(_, c)| c));
         let mut tools = Vec::with_capacity(pending.len());
         for p in pending {
             let field = format!("catalog {variant}.tool {}", p.name);
-            let tool = match (p.tool, base.and_then(|b| b.get(&p.name))) {
+            let tool = match (p.tool, base.get(p.name.as_str())) {
                 (Some(t), _) => t,
-                (None, Some(b)) => b.clone(),
+                (None, Some(b)) => (*b).clone(),
                 (None, None) => {
                     return Err(self.err(
                         p.line,
@@ -584,7 +593,8 @@ fn identity(s: Option<&ServerIdentity>) -> String {
 pub fn render_changes(changes: &[UnitChange]) -> String {
     let mut out = String::new();
     // (old fingerprint, new fingerprint) of a tool → the catalog whose diff showed it.
-    let mut shown: Vec<(String, String, String)> = Vec::new();
+    let mut shown: std::collections::HashMap<(String, String), String> =
+        std::collections::HashMap::new();
     for (i, u) in changes.iter().enumerate() {
         if i > 0 {
             out.push('\n');
@@ -634,12 +644,12 @@ pub fn render_changes(changes: &[UnitChange]) -> String {
                     let _ = writeln!(out, "{here}: what the model reads changed");
                     let mut diff = diff.as_ref().clone();
                     for c in &mut diff.changed {
-                        let pair = (&c.old_fingerprint, &c.new_fingerprint);
-                        match shown.iter().find(|(o, n, _)| (o, n) == pair) {
-                            Some((_, _, first)) => {
-                                c.diff = format!("(the same change as in {first})\n")
+                        let pair = (c.old_fingerprint.clone(), c.new_fingerprint.clone());
+                        match shown.get(&pair) {
+                            Some(first) => c.diff = format!("(the same change as in {first})\n"),
+                            None => {
+                                shown.insert(pair, here.clone());
                             }
-                            None => shown.push((pair.0.clone(), pair.1.clone(), here.clone())),
                         }
                     }
                     out.push_str(&render_diff(&diff));
