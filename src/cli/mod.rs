@@ -94,11 +94,11 @@ pub enum Command {
     /// Pin what the model reads of every catalog in toolscore.lock
     ///
     /// Every dataset and scenario of the config, their variants, and the server each live
-    /// catalog came from: written beside the config. Once it exists, `validate`, `run`, `plan`
-    /// and `tune` refuse (exit 2) a catalog that differs, showing the diff of the words, before
-    /// any model is called. A lock that differs is left alone (exit 2) unless --update accepts
-    /// the change; --check only tells (exit 1), for CI. No secret is written: no command line,
-    /// URL, header or environment value.
+    /// catalog came from: written beside the config. Once it exists, `validate`, `run`, `plan`,
+    /// `tune` and `lint` (of a dataset the config lists) refuse (exit 2) a catalog that differs,
+    /// showing the diff of the words, before any model is called. A lock that differs is left
+    /// alone (exit 2) unless --update accepts the change; --check only tells (exit 1), for CI.
+    /// No secret is written: no command line, URL, header or environment value.
     Lock(lock::LockArgs),
     /// Report a finished run again from its results.jsonl
     ///

@@ -124,7 +124,7 @@ pub fn render(lock: &Lock) -> String {
     let _ = writeln!(out, "toolscore-lock {FORMAT_VERSION}");
     out.push_str(
         "# Written by `toolscore lock`: what the model reads of every catalog this project evaluates.\n\
-         # `validate` and `run` refuse a catalog that differs; review the diff, then `toolscore lock --update`.\n",
+         # `validate`, `run`, `plan`, `tune` and `lint` refuse a catalog that differs; review the diff, then `toolscore lock --update`.\n",
     );
     for unit in &lock.units {
         let _ = writeln!(out, "\n{} {}", unit.kind.key(), quoted(&unit.name));
