@@ -527,4 +527,13 @@ mod tests {
         assert!(noisy > 2 * floor, "{noisy} {floor}");
         assert_eq!(b.pairs_to_rule_out(1e-9, 0.0), None);
     }
+
+    /// statistics.md's figure for the comparison at equal rates (A = B = 0.8, so a pair
+    /// disagrees with chance 2 · 0.8 · 0.2 = 0.32): 1,000 pairs cannot yet rule out a difference
+    /// of 0.05, and 1,264 pairs in those proportions do.
+    #[test]
+    fn the_statistics_pages_pairs_to_rule_out_at_equal_rates() {
+        let b = PairedBetting::new(0.05).unwrap();
+        assert_eq!(b.pairs_to_rule_out(0.05, 2.0 * 0.8 * 0.2), Some(1_264));
+    }
 }
