@@ -103,12 +103,7 @@ pub(crate) fn check_linted(
         return Ok(());
     };
     let path = lock_path(config_file);
-    let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_owned());
-    let listed = config
-        .datasets
-        .iter()
-        .any(|c| canonical(c) == canonical(dir));
-    if !path.exists() || !listed {
+    if !path.exists() || !lists_dataset(config, dir) {
         return Ok(());
     }
     let name = canonical(dir)
@@ -151,12 +146,12 @@ pub(crate) fn check_linted(
 /// `lint --judge` asks) cannot be pinned and is not refused for not being pinned; one the
 /// config lists but the lock lacks is (the lock is out of date).
 fn listed_by_config(suite: &LoadedSuite, u: &UnitChange) -> bool {
-    let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_owned());
     match u.kind {
-        pin::UnitKind::Dataset => suite.datasets.iter().filter(|d| d.name == u.name).any(|d| {
-            let dir = canonical(&d.dir);
-            suite.config.datasets.iter().any(|c| canonical(c) == dir)
-        }),
+        pin::UnitKind::Dataset => suite
+            .datasets
+            .iter()
+            .filter(|d| d.name == u.name)
+            .any(|d| lists_dataset(&suite.config, &d.dir)),
         pin::UnitKind::Scenario => suite
             .scenarios
             .iter()
@@ -170,6 +165,17 @@ fn listed_by_config(suite: &LoadedSuite, u: &UnitChange) -> bool {
                     .any(|c| file.starts_with(canonical(c)))
             }),
     }
+}
+
+/// A path as the file system resolves it, so `data` and `./data/` are one folder.
+fn canonical(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned())
+}
+
+/// Whether the config lists the dataset folder `dir`.
+fn lists_dataset(config: &toolscore_suite::Config, dir: &Path) -> bool {
+    let dir = canonical(dir);
+    config.datasets.iter().any(|c| canonical(c) == dir)
 }
 
 /// One line: what differs, by dataset or scenario and tool.

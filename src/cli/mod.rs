@@ -347,9 +347,15 @@ pub(crate) fn load_suite(args: &SuiteArgs) -> Result<LoadedSuite, Error> {
 
 /// The config file a command reads: `--config`, else ./toolscore.yaml when it exists.
 fn config_file(args: &SuiteArgs) -> Option<&Path> {
+    config_path(args.config.as_deref())
+}
+
+/// The config file a command reads, from its `--config`: that file, else ./toolscore.yaml when
+/// it exists, else none.
+pub(crate) fn config_path(given: Option<&Path>) -> Option<&Path> {
     let default_config = Path::new("toolscore.yaml");
-    match &args.config {
-        Some(path) => Some(path.as_path()),
+    match given {
+        Some(path) => Some(path),
         None if default_config.is_file() => Some(default_config),
         None => None,
     }

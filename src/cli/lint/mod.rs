@@ -337,11 +337,7 @@ struct Project {
 
 impl Project {
     fn of(args: &LintArgs) -> Result<Project, Error> {
-        let file = match &args.config {
-            Some(path) => Some(path.clone()),
-            None if Path::new("toolscore.yaml").is_file() => Some(PathBuf::from("toolscore.yaml")),
-            None => None,
-        };
+        let file = super::config_path(args.config.as_deref()).map(Path::to_owned);
         let config = match &file {
             Some(path) => toolscore_suite::load_config(path)?,
             None => toolscore_suite::Config::default(),

@@ -178,19 +178,12 @@ pub fn diff(
         _ => false,
     };
     // By name, so a diff stays linear in the catalogs' size.
-    let by_name = |c: &'_ Catalog| -> std::collections::HashMap<String, usize> {
-        c.tools
-            .iter()
-            .enumerate()
-            .map(|(i, t)| (t.name.clone(), i))
-            .collect()
-    };
-    let (old_names, new_names) = (by_name(old), by_name(new));
+    let (old_names, new_names) = (old.by_name(), new.by_name());
     let mut changed = Vec::new();
     let mut unchanged = Vec::new();
     let mut removed: Vec<&Tool> = Vec::new();
     for o in &old.tools {
-        match new_names.get(&o.name).map(|&i| &new.tools[i]) {
+        match new_names.get(o.name.as_str()).copied() {
             Some(n) if n == o => unchanged.push(entry(o)),
             Some(n) => changed.push(changed_tool(o, n, same_version)),
             None => removed.push(o),
@@ -199,7 +192,7 @@ pub fn diff(
     let mut added: Vec<&Tool> = new
         .tools
         .iter()
-        .filter(|n| !old_names.contains_key(&n.name))
+        .filter(|n| !old_names.contains_key(n.name.as_str()))
         .collect();
     let renames_not_sought = removed.len().saturating_mul(added.len()) > MAX_RENAME_PAIRS;
     let (renamed, used_old, used_new) = if renames_not_sought {

@@ -135,7 +135,11 @@ pub fn render(lock: &Lock) -> String {
         }
         // The base's tools by name, looked up once per variant tool: a lookup by scan would
         // make a large catalog's variants quadratic.
-        let base = by_name(unit.catalogs.first().map(|(_, c)| c));
+        let base = unit
+            .catalogs
+            .first()
+            .map(|(_, c)| c.by_name())
+            .unwrap_or_default();
         for (i, (variant, catalog)) in unit.catalogs.iter().enumerate() {
             let _ = writeln!(out, "  catalog {}", quoted(variant));
             let _ = writeln!(out, "    fingerprint {}", quoted(&catalog.fingerprint));
@@ -150,13 +154,6 @@ pub fn render(lock: &Lock) -> String {
         }
     }
     out
-}
-
-/// A catalog's tools by name (none without a catalog).
-fn by_name(catalog: Option<&Catalog>) -> std::collections::HashMap<&str, &Tool> {
-    catalog
-        .map(|c| c.tools.iter().map(|t| (t.name.as_str(), t)).collect())
-        .unwrap_or_default()
 }
 
 /// A tool being read: its name, its fingerprint and its words, each where the file says it.
@@ -191,7 +188,11 @@ impl Parser<'_> {
         let Some(unit) = self.units.last() else {
             return Err(self.err(line, "catalog", "a catalog outside any dataset or scenario"));
         };
-        let base = by_name(unit.catalogs.first().map(|(_, c)| c));
+        let base = unit
+            .catalogs
+            .first()
+            .map(|(_, c)| c.by_name())
+            .unwrap_or_default();
         let mut tools = Vec::with_capacity(pending.len());
         for p in pending {
             let field = format!("catalog {variant}.tool {}", p.name);

@@ -55,6 +55,12 @@ impl Catalog {
     pub fn get(&self, name: &str) -> Option<&Tool> {
         self.tools.iter().find(|t| t.name == name)
     }
+
+    /// Its tools by name: for looking many names up, where [`Self::get`] in a loop would be
+    /// quadratic in the catalog's size.
+    pub fn by_name(&self) -> std::collections::HashMap<&str, &Tool> {
+        self.tools.iter().map(|t| (t.name.as_str(), t)).collect()
+    }
 }
 
 fn fingerprint_tools(tools: &[Tool]) -> String {
