@@ -79,6 +79,10 @@ pub struct TrialRecord {
     /// recovery rates). `None` for fixtures, which are judged in `score`, and for errors.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scenario: Option<ScenarioScore>,
+    /// An attacked scenario trial (`run --attacks`): which attack, where its payload reached
+    /// the model, and whether the attacker's goal happened. `None` for every other trial.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attack: Option<AttackTrial>,
     /// The provider batch that answered this trial (`run --batch`): it is billed at the batch
     /// price, and its latency is the batch's turnaround, not the model's, so none is recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -217,6 +221,43 @@ pub struct ExecutedCall {
     /// effects (so a reader sees each step's state); `None` when the call changed nothing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state: Option<serde_json::Value>,
+    /// An attack's payload sat in this result (a scripted `${injection}`, or appended to a
+    /// live tool the scenario's `inject` lists).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub injected: bool,
+}
+
+/// What an attacked scenario trial records of its attack. The record's `case_id` is
+/// `SCENARIO@ATTACK` ([`attacked_case_id`]), so the attack is part of every trial key (resume,
+/// shards, recordings); these fields say the same apart, for grouping by scenario and family.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AttackTrial {
+    /// The attack's `id` in its attack file.
+    pub id: String,
+    /// The scenario attacked (its clean unit's case id).
+    pub scenario: String,
+    /// The attack's family (`ignore-previous`, `encoded`, …), when its file gives one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub family: Option<String>,
+    /// The index in `trajectory.calls` of the first result that carried the payload; `None`
+    /// when the model never called a tool whose result carries it (the attack never reached
+    /// it, and cannot have succeeded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivered: Option<u32>,
+    /// The attacker's goal happened after the payload was delivered. Meaningful for judged
+    /// trials only (an infrastructure error is not scored).
+    pub succeeded: bool,
+    /// What proved it: the call or the text where the goal was met, bounded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<String>,
+}
+
+/// The separator of an attacked unit's case id, `SCENARIO@ATTACK`: attack ids may not hold it.
+pub const ATTACK_SEPARATOR: char = '@';
+
+/// The case id of `scenario`'s unit under `attack`.
+pub fn attacked_case_id(scenario: &str, attack: &str) -> String {
+    format!("{scenario}{ATTACK_SEPARATOR}{attack}")
 }
 
 /// How a call was answered.
@@ -545,6 +586,7 @@ impl TrialRecord {
             request_hash: String::new(),
             trajectory: None,
             scenario: None,
+            attack: None,
             batch: None,
             cost: None,
         }

@@ -727,6 +727,7 @@ mod tests {
                     structured: None,
                     is_error: false,
                     state: None,
+                    injected: false,
                 })
                 .collect(),
             stop: LoopStop::FinalAnswer,

@@ -6,6 +6,7 @@
 //! ([`ToolValidators::compile`]) and shared by every trial.
 
 mod args;
+pub mod attack;
 pub mod bfcl;
 mod expect;
 mod taxonomy;

@@ -582,6 +582,7 @@ mod tests {
             structured: None,
             is_error,
             state: None,
+            injected: false,
         }
     }
 

@@ -532,6 +532,7 @@ mod tests {
             structured: None,
             is_error,
             state: None,
+            injected: false,
         }
     }
 
