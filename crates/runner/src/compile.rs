@@ -101,10 +101,20 @@ pub(super) fn compile(
     let mut shown: Vec<Vec<Shown>> = vec![Vec::with_capacity(case_count); variant_names.len()];
     let mut units = dataset_units(datasets, &variant_names, &mut shown)?;
     units.extend(scenario_units(scenarios, &variant_names, &mut shown)?);
+    // The scenario of each case index (none for a dataset's case), for its conversation key.
+    let scenario_of: Vec<Option<&Scenario>> = datasets
+        .iter()
+        .flat_map(|d| d.cases.iter().map(|_| None))
+        .chain(scenarios.iter().map(|s| Some(s.as_ref())))
+        .collect();
     let mut prepared = Vec::with_capacity(arms.len() * case_count);
     for arm in &arms {
-        for (catalog, messages) in &shown[arm.variant] {
-            prepared.push(arm.backend.prepare(messages, catalog));
+        for ((catalog, messages), scenario) in shown[arm.variant].iter().zip(&scenario_of) {
+            let mut request = arm.backend.prepare(messages, catalog);
+            if let Some(s) = scenario {
+                request.request_hash = s.conversation_key(request.request_hash);
+            }
+            prepared.push(request);
         }
     }
     Ok(Compiled {

@@ -9,10 +9,11 @@ use super::{
 };
 use toolscore_core::catalog::Catalog;
 use toolscore_core::message::{Message, ToolCall};
-use toolscore_core::record::{LoopStop, Outcome, Trajectory, TrialRecord};
+use toolscore_core::record::{AttackTrial, ExecutedCall, LoopStop, Outcome, Trajectory};
 use toolscore_mcp::client::McpSession;
 use toolscore_provider::{ErrorClass, PreparedRequest, StepKey};
 use toolscore_score::ToolValidators;
+use toolscore_score::attack::judge_goal;
 use toolscore_score::trajectory::score_trajectory;
 use toolscore_suite::scenario::Scenario;
 
@@ -45,7 +46,8 @@ pub(super) async fn run_scenario_loop(
     TrialState { record, raw, hold }: TrialState<'_, '_>,
 ) -> Option<()> {
     let mut messages = scenario.messages.clone();
-    let mut script = ScriptRun::new(&scenario.script, wording);
+    let payload = scenario.attack.as_ref().map(|a| a.attack.payload.as_str());
+    let mut script = ScriptRun::new(&scenario.script, wording, payload);
     // A fresh session of the live server per trial: no state leaks between trials.
     let session = match open_session(scenario, shared).await? {
         Ok(session) => session,
@@ -145,9 +147,32 @@ pub(super) async fn run_scenario_loop(
         final_state: script.into_final_state(),
         step_latency_ms,
     };
+    let answer = match trajectory.stop {
+        LoopStop::FinalAnswer => record.turns.last().map(|t| t.text.as_deref().unwrap_or("")),
+        _ => None,
+    };
     if record.error_class.is_none() {
-        score_into(record, scenario, &trajectory, validators);
+        let score = score_trajectory(&scenario.expect, &trajectory, answer, validators);
+        record.outcome = if score.passed {
+            Outcome::Pass
+        } else {
+            Outcome::Fail
+        };
+        record.scenario = Some(score);
     }
+    // An attacked trial says which attack it ran even when it ended in an error, so its unit
+    // counts the error apart instead of losing it.
+    record.attack = scenario.attack.as_ref().map(|by| {
+        let goal = judge_goal(&by.attack.goal, &trajectory.calls, answer);
+        AttackTrial {
+            id: by.attack.id.clone(),
+            scenario: by.scenario.clone(),
+            family: by.attack.family.clone(),
+            delivered: goal.delivered,
+            succeeded: goal.succeeded,
+            evidence: goal.evidence,
+        }
+    });
     record.trajectory = Some(trajectory);
     Some(())
 }
@@ -166,29 +191,6 @@ async fn open_session(
         s = McpSession::connect(&live.spec.spec, live.spec.timeout, &env) => Some(s.map(Some)),
         () = shared.cancel.cancelled() => None,
     }
-}
-
-/// The trial's outcome and scenario score, from its trajectory and final answer.
-fn score_into(
-    record: &mut TrialRecord,
-    scenario: &Scenario,
-    trajectory: &Trajectory,
-    validators: &ToolValidators,
-) {
-    let answer = match trajectory.stop {
-        LoopStop::FinalAnswer => record
-            .turns
-            .last()
-            .map(|t| t.text.clone().unwrap_or_default()),
-        _ => None,
-    };
-    let score = score_trajectory(&scenario.expect, trajectory, answer.as_deref(), validators);
-    record.outcome = if score.passed {
-        Outcome::Pass
-    } else {
-        Outcome::Fail
-    };
-    record.scenario = Some(score);
 }
 
 /// How answering one turn's calls ended.
@@ -217,13 +219,13 @@ impl TurnCalls<'_> {
         tool_calls: &[ToolCall],
         script: &mut ScriptRun<'_>,
         messages: &mut Vec<Message>,
-        calls: &mut Vec<toolscore_core::record::ExecutedCall>,
+        calls: &mut Vec<ExecutedCall>,
     ) -> Answered {
         for c in tool_calls {
             let executed = match self.session {
                 Some(live) if self.scenario.is_live(&c.name) => {
                     match execute_live(live, self.step, c, self.cancel).await {
-                        LiveOutcome::Answered(e) => *e,
+                        LiveOutcome::Answered(e) => self.injected(*e),
                         LiveOutcome::Cancelled => return Answered::Cancelled,
                         LiveOutcome::Failed(message) => {
                             return Answered::LiveFailed(format!(
@@ -246,6 +248,26 @@ impl TurnCalls<'_> {
             }
         }
         Answered::All
+    }
+}
+
+impl TurnCalls<'_> {
+    /// A live tool's real result with the attack's payload appended, when the scenario's
+    /// `inject` lists the tool: data an attacker controls, after what the tool returned. An
+    /// error result carries no data, so nothing is planted in it.
+    fn injected(&self, mut call: ExecutedCall) -> ExecutedCall {
+        let Some(by) = &self.scenario.attack else {
+            return call;
+        };
+        if call.is_error || !self.scenario.inject.contains(&call.tool) {
+            return call;
+        }
+        if !call.content.is_empty() {
+            call.content.push_str("\n\n");
+        }
+        call.content.push_str(&by.attack.payload);
+        call.injected = true;
+        call
     }
 }
 
@@ -276,6 +298,7 @@ async fn execute_live(
         structured: None,
         is_error: true,
         state: None,
+        injected: false,
     };
     if call.arguments_not_json() {
         // Nothing a server could parse was produced; answer as a server's validation would.

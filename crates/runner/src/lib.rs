@@ -653,6 +653,7 @@ async fn run_trial(
         request_hash: opening.request_hash.clone(),
         trajectory: None,
         scenario: None,
+        attack: None,
         batch: None,
         cost: None,
     };

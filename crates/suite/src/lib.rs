@@ -1,6 +1,7 @@
 //! Config, datasets and fixtures: parsed and validated before any model is called, with errors
 //! that name the file, the line and the field.
 
+pub mod attack;
 mod config;
 pub mod fit;
 pub mod live;

@@ -59,11 +59,38 @@ pub struct RuleResponse {
     pub is_error: bool,
 }
 
+/// The template expression that marks where an attack's payload goes in a scripted answer
+/// (`${injection}`); it renders as nothing in a clean trial.
+pub const INJECTION: &str = "injection";
+
 /// Whether a template expression is one `runner::script::render` understands (checked when loading).
 pub fn valid_expression(expr: &str) -> bool {
+    if expr == INJECTION {
+        return true;
+    }
     let e = expr.strip_prefix('#').unwrap_or(expr);
     let root = e.split('.').next().unwrap_or("");
     root == "args" || root == "state"
+}
+
+impl RuleResponse {
+    /// Whether the answer marks a place for an attack's payload (`${injection}`).
+    pub fn has_injection_point(&self) -> bool {
+        fn holds(v: &Value) -> bool {
+            match v {
+                Value::String(s) => mentions_injection(s),
+                Value::Array(items) => items.iter().any(holds),
+                Value::Object(map) => map.values().any(holds),
+                Value::Null | Value::Bool(_) | Value::Number(_) => false,
+            }
+        }
+        self.content.as_deref().is_some_and(mentions_injection)
+            || self.structured.as_ref().is_some_and(holds)
+    }
+}
+
+fn mentions_injection(text: &str) -> bool {
+    text.contains(concat!("${", "injection", "}"))
 }
 
 impl RuleCondition {

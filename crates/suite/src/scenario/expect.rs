@@ -6,7 +6,7 @@ use super::{
     ScenarioExpect, SequenceItem, SequenceMode, StateCheck, ToolPattern, Value,
 };
 
-pub(super) fn matchers(
+pub(crate) fn matchers(
     raw: Option<BTreeMap<String, Value>>,
 ) -> Result<BTreeMap<String, ArgMatcher>, (String, String)> {
     raw.unwrap_or_default()

@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 
 use super::live::LiveCatalogSpec;
 use super::script::{
-    Effect, RuleCondition, RuleResponse, Script, ScriptRule, ToolRules, valid_expression,
+    Effect, INJECTION, RuleCondition, RuleResponse, Script, ScriptRule, ToolRules, valid_expression,
 };
 use super::variant::{CatalogVariant, load_variants};
 use toolscore_core::catalog::source::ServerIdentity;
@@ -27,7 +27,8 @@ use toolscore_score::{ArgMatcher, ExpectedCall, ToolValidators};
 mod expect;
 mod raw;
 
-use expect::{build_expect, matchers};
+use expect::build_expect;
+pub(crate) use expect::matchers;
 use raw::{
     RawAnswer, RawCatalog, RawEffect, RawExpect, RawLive, RawRule, RawScenario, RawSequence,
 };
@@ -57,9 +58,13 @@ pub struct Scenario {
     pub tags: Vec<String>,
     /// The live MCP server the catalog was listed from, and which tools run on it.
     pub server: Option<LiveTools>,
-    /// `sha256:` of the scenario file's text: a resumed run refuses a scenario edited since
-    /// it began.
+    /// `sha256:` of the scenario file's text (and, for an attacked unit, of its attack): a
+    /// resumed run refuses a scenario edited since it began.
     pub source_digest: String,
+    /// Live tools whose real result gets an attack's payload appended (`inject:`).
+    pub inject: BTreeSet<String>,
+    /// Set on an attacked unit (`run --attacks`): the attack and the scenario it attacks.
+    pub attack: Option<crate::attack::AttackedBy>,
 }
 
 /// A scenario's live server: a fresh session per trial executes `tools` (all when `None`).
@@ -72,11 +77,41 @@ pub struct LiveTools {
 }
 
 impl Scenario {
-    /// Whether calls of `tool` go to the live server (rather than to the script).
+    /// Whether calls of `tool` go to the live server (rather than to the script). A tool the
+    /// script answers never does: an attacked unit scripts the attacker's tools it adds.
     pub fn is_live(&self, tool: &str) -> bool {
-        self.server
-            .as_ref()
-            .is_some_and(|l| l.tools.as_ref().is_none_or(|t| t.contains(tool)))
+        !self.script.tools.contains_key(tool)
+            && self
+                .server
+                .as_ref()
+                .is_some_and(|l| l.tools.as_ref().is_none_or(|t| t.contains(tool)))
+    }
+
+    /// The key this scenario's conversations are recorded and replayed under, from the hash
+    /// of its opening request. An attacked unit opens with the same request as its clean
+    /// scenario (the payload comes later, in a tool result), so its key also names the
+    /// attack: else a recording would replay one unit's answers to the other.
+    pub fn conversation_key(&self, opening_hash: String) -> String {
+        match &self.attack {
+            None => opening_hash,
+            Some(by) => toolscore_core::json::sha256_of(&format!(
+                "{opening_hash}\nattack\n{}",
+                by.attack.id
+            )),
+        }
+    }
+
+    /// Whether an attack has somewhere to go: a scripted answer holding `${injection}`, or a
+    /// live tool listed in `inject`.
+    pub fn has_injection_point(&self) -> bool {
+        !self.inject.is_empty()
+            || self.script.tools.values().flatten().any(|rule| {
+                rule.response.has_injection_point()
+                    || rule
+                        .variants
+                        .values()
+                        .any(RuleResponse::has_injection_point)
+            })
     }
 }
 
@@ -270,6 +305,7 @@ fn build_scenario(
     };
     let expect = build_expect(raw.expect, &tool_exists)
         .map_err(|(needle, field, msg)| loc.at(&needle, &field, &msg))?;
+    let inject = inject_tools(raw.inject, server.as_ref(), &tools, &tool_exists, &loc)?;
 
     Ok(Scenario {
         name: name.to_owned(),
@@ -289,7 +325,37 @@ fn build_scenario(
         tags: raw.tags,
         server,
         source_digest: toolscore_core::json::sha256_of(text),
+        inject,
+        attack: None,
     })
+}
+
+/// The live tools `inject:` lists: each a tool of the catalog that runs on the live server.
+fn inject_tools(
+    inject: Vec<String>,
+    server: Option<&LiveTools>,
+    scripted: &ToolRules,
+    tool_exists: &dyn Fn(&str) -> bool,
+    loc: &Locate<'_>,
+) -> Result<BTreeSet<String>, InputError> {
+    let mut out = BTreeSet::new();
+    for tool in inject {
+        let live = server.is_some_and(|l| l.tools.as_ref().is_none_or(|t| t.contains(&tool)));
+        let why = if !tool_exists(&tool) {
+            Some(format!("`{tool}` is not a tool of the catalog"))
+        } else if scripted.contains_key(&tool) || !live {
+            Some(format!(
+                "`{tool}` is not a live tool: `inject` appends the payload to a live tool's real result; a scripted answer marks its place with ${{injection}}"
+            ))
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            return Err(loc.at("inject:", "inject", &why));
+        }
+        out.insert(tool);
+    }
+    Ok(out)
 }
 
 /// The scripted rules of each tool (every tool one of the catalog's) and the result variants
@@ -398,7 +464,8 @@ fn build_rule(
         }
         let r = response(v.result, v.content, v.structured, v.error, v.is_error)
             .map_err(|m| loc.at(at, &vfield, &m))?;
-        check_templates(&built_strings(&r, &[])).map_err(|m| loc.at(at, &vfield, &m))?;
+        check_templates(&built_strings(&r, &[]), Templates::Answer)
+            .map_err(|m| loc.at(at, &vfield, &m))?;
         variants.insert(vname, r);
     }
     let mut effects = Vec::with_capacity(rule.effects.len());
@@ -414,7 +481,13 @@ fn build_rule(
         }
         effects.push(effect);
     }
-    check_templates(&built_strings(&answer, &effects)).map_err(|m| loc.at(at, field, &m))?;
+    check_templates(&built_strings(&answer, &[]), Templates::Answer)
+        .map_err(|m| loc.at(at, field, &m))?;
+    check_templates(
+        &built_strings(&RuleResponse::default(), &effects),
+        Templates::Effect,
+    )
+    .map_err(|m| loc.at(at, field, &m))?;
     Ok(ScriptRule {
         when,
         effects,
@@ -563,16 +636,29 @@ fn built_strings(response: &RuleResponse, effects: &[Effect]) -> Vec<String> {
     out
 }
 
-fn check_templates(strings: &[String]) -> Result<(), String> {
+/// Where a template sits: an answer may mark where an attack's payload goes, an effect (what
+/// is written to the state) may not.
+#[derive(Clone, Copy, PartialEq)]
+enum Templates {
+    Answer,
+    Effect,
+}
+
+fn check_templates(strings: &[String], place: Templates) -> Result<(), String> {
     for s in strings {
         let mut rest = s.as_str();
         while let Some(start) = rest.find("${") {
             let after = &rest[start + 2..];
             let Some(end) = after.find('}') else { break };
             let expr = &after[..end];
+            if expr == INJECTION && place == Templates::Effect {
+                return Err(format!(
+                    "template `${{{INJECTION}}}` marks where an attack's payload goes in an answer; an effect cannot hold it"
+                ));
+            }
             if !valid_expression(expr) {
                 return Err(format!(
-                    "template `${{{expr}}}`: expected ${{args.PATH}}, ${{state.PATH}} or ${{#state.PATH}} (a length)"
+                    "template `${{{expr}}}`: expected ${{args.PATH}}, ${{state.PATH}}, ${{#state.PATH}} (a length) or ${{{INJECTION}}} (where an attack's payload goes)"
                 ));
             }
             rest = &after[end + 1..];

@@ -11,6 +11,9 @@ pub(super) struct RawScenario {
     pub(super) catalog: RawCatalog,
     /// Tools executed on the live server (`all`, or a list) instead of scripted.
     pub(super) live: Option<RawLive>,
+    /// Live tools whose real result gets an attack's payload appended.
+    #[serde(default)]
+    pub(super) inject: Vec<String>,
     #[serde(default = "default_max_steps")]
     pub(super) max_steps: u32,
     pub(super) trials: Option<u32>,
