@@ -184,8 +184,8 @@ pub fn exit_code(decision: &Decision) -> ExitCode {
     decision.verdict.exit_code()
 }
 
-/// Dataset and scenario trials that ended in an infrastructure error: a run whose scenarios all
-/// failed cannot be trusted because its datasets went well.
+/// Dataset, scenario and attacked trials that ended in an infrastructure error: a run whose
+/// scenarios all failed cannot be trusted because its datasets went well.
 fn infrastructure_errors(summary: &Summary) -> u64 {
     let scenarios: u64 = summary
         .scenarios
@@ -193,7 +193,8 @@ fn infrastructure_errors(summary: &Summary) -> u64 {
         .flat_map(|a| &a.scenarios)
         .flat_map(|s| s.errors.values())
         .sum();
-    summary.arms.iter().map(|a| a.infra.errors).sum::<u64>() + scenarios
+    let attacked: u64 = summary.security.iter().map(|a| a.suite.errors).sum();
+    summary.arms.iter().map(|a| a.infra.errors).sum::<u64>() + scenarios + attacked
 }
 
 /// The arms with an auth or quota error among their trials: the runner stops such an arm at
@@ -205,8 +206,12 @@ fn stopped_providers(summary: &Summary) -> Vec<StoppedProvider> {
         .scenarios
         .iter()
         .flat_map(|a| a.scenarios.iter().map(move |s| (&a.arm, &s.errors)));
+    let attacked_arms = summary
+        .security
+        .iter()
+        .flat_map(|a| a.units.iter().map(move |u| (&a.arm, &u.errors)));
     let mut stopped: Vec<StoppedProvider> = Vec::new();
-    for (arm, classes) in dataset_arms.chain(scenario_arms) {
+    for (arm, classes) in dataset_arms.chain(scenario_arms).chain(attacked_arms) {
         for class in stopping {
             let stop = StoppedProvider {
                 provider: arm.provider.clone(),
@@ -244,6 +249,7 @@ mod tests {
             gate: None,
             comparison: None,
             scenarios: Vec::new(),
+            security: Vec::new(),
             scenario_drift: Vec::new(),
             provider_diffs: Vec::new(),
             cost: Default::default(),

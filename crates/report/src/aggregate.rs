@@ -384,6 +384,10 @@ pub struct Aggregator {
     /// Scenario records are judged on their trajectory and aggregated apart: they carry no
     /// single-call score and must not move a dataset's rates.
     scenarios: super::scenario::ScenarioAggregator,
+    /// Attacked scenario trials by unit, and clean scenario trials for utility (`run
+    /// --attacks`): attacked units are kept out of the scenario figures, which stay the clean
+    /// scenarios' own.
+    security: super::security::SecurityAggregator,
     /// Cost of every record, scenarios included.
     cost: BTreeMap<ArmId, ArmCostAgg>,
 }
@@ -402,7 +406,10 @@ impl Aggregator {
             c.add(record);
         }
         if record.trajectory.is_some() {
-            self.scenarios.add(record);
+            self.security.add(record);
+            if record.attack.is_none() {
+                self.scenarios.add(record);
+            }
             return;
         }
         if !self.arms.contains_key(&record.arm) {
@@ -452,6 +459,7 @@ impl Aggregator {
             .collect();
         let provider_diffs = super::providers::provider_diffs(&arms, confidence);
         let scenarios = self.scenarios.finish(confidence, precision);
+        let security = self.security.finish(confidence);
         let cost = cost_summary(self.cost);
         let mut warnings = settings_not_sent(&run);
         if totals.interrupted {
@@ -488,6 +496,7 @@ impl Aggregator {
             gate: None,
             comparison: None,
             scenarios,
+            security,
             scenario_drift: Vec::new(),
             provider_diffs,
             cost,

@@ -22,6 +22,7 @@ mod providers;
 mod reaggregate;
 mod run_info;
 pub mod scenario;
+mod security;
 mod stress;
 mod terminal;
 pub mod tune;
@@ -54,6 +55,7 @@ pub use run_info::{
     ArmInfo, DatasetInfo, ReplayInfo, RunInfo, ScenarioInfo, ShardInfo, VariantInfo,
 };
 pub use scenario::{ScenarioArmSummary, ScenarioSummary};
+pub use security::{AttackUnit, SecurityArmSummary, SecurityGroup};
 pub use stress::render_stress;
 pub use terminal::{Terminal, render_decision, render_explanation, render_verdict};
 pub use toolscore_stats::{LatencyDistribution, LatencySummary, Percentile};
@@ -109,6 +111,10 @@ pub struct Summary {
     /// Multi-step scenarios, per arm: judged on their trajectories, apart from the datasets.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub scenarios: Vec<ScenarioArmSummary>,
+    /// `run --attacks`, per arm that ran attacked units: attack success, utility under attack
+    /// and clean utility, by unit, scenario, attack and family.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub security: Vec<SecurityArmSummary>,
     /// `--baseline`: scenarios whose most frequent tool sequence or final answer changed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub scenario_drift: Vec<scenario::ScenarioDrift>,

@@ -179,6 +179,7 @@ fn render_brief(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
         super::providers::render_provider_diffs(s, w)?;
     }
     super::scenario::write_terminal(s, w)?;
+    super::security::write_terminal(s, w)?;
     write_cost(s, w)
 }
 
@@ -233,6 +234,7 @@ fn render_detail(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
         super::providers::render_provider_diffs(s, w)?;
     }
     super::scenario::write_terminal(s, w)?;
+    super::security::write_terminal(s, w)?;
     write_cost(s, w)?;
     if let Some(gate) = &s.gate {
         write_gate(gate, several, w)?;
