@@ -224,6 +224,7 @@ pub(super) fn run(args: &LockArgs) -> Result<ExitCode, Error> {
         config: args.config.clone(),
         datasets: Vec::new(),
         scenarios: Vec::new(),
+        attacks: Vec::new(),
     };
     let Some(config) = super::config_file(&suite_args).map(Path::to_owned) else {
         return Err(usage(&format!(

@@ -8,6 +8,7 @@ use clap::{Args, Parser, Subcommand};
 #[macro_use]
 mod say;
 
+mod attacks;
 mod cassette;
 mod catalog;
 mod compare;
@@ -212,6 +213,11 @@ pub struct SuiteArgs {
     /// Multi-step scenario: a `scenarios/<name>.yaml` file or a folder of them; repeatable.
     #[arg(long = "scenario", value_name = "FILE|DIR")]
     pub scenarios: Vec<PathBuf>,
+    /// Attacks planted in tool results (JSON Lines), or `builtin` for the shipped corpus;
+    /// repeatable. Each scenario with an injection point (`${injection}` in a scripted answer,
+    /// or `inject:` for a live tool) also runs once per attack, as the unit SCENARIO@ATTACK.
+    #[arg(long = "attacks", value_name = "FILE|builtin")]
+    pub attacks: Vec<String>,
 }
 
 /// How a live provider is asked, beside its name (`--provider`): its URL, model, key variable,
@@ -339,9 +345,17 @@ pub(crate) fn checked_timeout(seconds: f64) -> Result<std::time::Duration, Error
 /// Loads the config (if any) and every dataset, fully validated, and refuses any catalog that
 /// differs from the project's `toolscore.lock` ([`lock::check`]): every command that shows a
 /// catalog to a model loads its suite here, so the check comes before any model is called.
+///
+/// With `--attacks`, the scenarios are followed by their attacked units, made after the lock's
+/// check: the lock pins what the author wrote, and an attacked unit is that, plus the payload
+/// and the attacker's tools its goal names.
 pub(crate) fn load_suite(args: &SuiteArgs) -> Result<LoadedSuite, Error> {
-    let suite = load_suite_unchecked(args)?;
+    let mut suite = load_suite_unchecked(args)?;
     lock::check(&suite)?;
+    if !args.attacks.is_empty() {
+        let clean = std::mem::take(&mut suite.scenarios);
+        suite.scenarios = attacks::attacked(clean, &args.attacks)?;
+    }
     Ok(suite)
 }
 
@@ -492,5 +506,6 @@ pub(crate) struct LoadedSuite {
     /// The config file read, if any: the lock is beside it.
     pub config_file: Option<PathBuf>,
     pub datasets: Vec<Dataset>,
+    /// The scenarios, then (`--attacks`) their attacked units.
     pub scenarios: Vec<std::sync::Arc<Scenario>>,
 }

@@ -226,6 +226,7 @@ pub(super) fn run(args: RunArgs) -> Result<ExitCode, Error> {
         &[Format::Terminal, Format::Json, Format::Csv],
     );
     let unpinned = super::lock::unpinned_notice(&args.suite);
+    let attacks_given = !args.suite.attacks.is_empty();
     let setup = build_plan(args, &|name| std::env::var(name).ok())?;
     if let Some(note) = super::allowed_starters_note(&setup.plan.datasets) {
         errln!("{note}")?;
@@ -246,6 +247,9 @@ pub(super) fn run(args: RunArgs) -> Result<ExitCode, Error> {
     if let Some(note) = unpinned {
         errln!("{note}")?;
     }
+    if attacks_given && let Some(note) = not_attacked_notice(&setup.plan.scenarios) {
+        errln!("{note}")?;
+    }
     run_command(
         setup,
         max_infra,
@@ -255,6 +259,28 @@ pub(super) fn run(args: RunArgs) -> Result<ExitCode, Error> {
         &formats,
         detail,
     )
+}
+
+/// The scenarios of an attacked run that no attack reaches (no injection point), said before
+/// the run starts so a missing `${injection}` is not mistaken for a model that resists.
+fn not_attacked_notice(
+    scenarios: &[std::sync::Arc<toolscore_suite::scenario::Scenario>],
+) -> Option<String> {
+    let attacked: std::collections::BTreeSet<&str> = scenarios
+        .iter()
+        .filter_map(|s| s.attack.as_ref().map(|a| a.scenario.as_str()))
+        .collect();
+    let clean: Vec<&str> = scenarios
+        .iter()
+        .filter(|s| s.attack.is_none() && !attacked.contains(s.name.as_str()))
+        .map(|s| s.name.as_str())
+        .collect();
+    (!clean.is_empty()).then(|| {
+        format!(
+            "note: not attacked (no injection point): {}; mark one with ${{injection}} in a scripted answer, or `inject:` a live tool",
+            clean.join(", ")
+        )
+    })
 }
 
 /// Runs a validated setup: composes the sinks as observers of the run, aggregates, writes

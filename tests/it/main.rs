@@ -14,6 +14,7 @@ mod support;
 mod bfcl_agreement;
 mod ci_recipes;
 mod cli_arms;
+mod cli_attacks;
 mod cli_batch;
 mod cli_compare;
 mod cli_cost;

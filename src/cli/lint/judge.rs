@@ -381,6 +381,7 @@ pub(super) fn judge_setup(
         config: config.map(Path::to_path_buf),
         datasets: vec![questions.dir.clone()],
         scenarios: Vec::new(),
+        attacks: Vec::new(),
     };
     run.providers = vec![judge_spec.to_owned()];
     run.trials = Some(args.trials);

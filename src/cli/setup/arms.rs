@@ -516,10 +516,8 @@ fn fewest_recorded(
                 return Err(InputError::at(file, None, "", &format!("the cassette has no recordings for scenario `{}`; record it with `toolscore run --scenario {} --provider <live provider> --record {file}`", sc.name, sc.file.display())).into());
             }
         }
-        let have = cassette.recorded_trials(&toolscore_provider::request_hash(
-            settings,
-            &sc.messages,
-            &shown.catalog,
+        let have = cassette.recorded_trials(&sc.conversation_key(
+            toolscore_provider::request_hash(settings, &sc.messages, &shown.catalog),
         ));
         if have == 0 {
             return Err(InputError::at(file, None, "", &format!("no recording for scenario {}: its opening messages or catalog changed since recording, or it was never recorded; {}", sc.name, record_hint(&sc.name, 0))).into());
@@ -581,11 +579,11 @@ pub(super) fn cap_to_recordings(
         .map(|sc| {
             fewest(&|a: &Arm| {
                 let v = sc.catalog_for(&a.variant)?;
-                Some(toolscore_provider::request_hash(
+                Some(sc.conversation_key(toolscore_provider::request_hash(
                     &a.settings,
                     &sc.messages,
                     &v.catalog,
-                ))
+                )))
             })
         })
         .collect();
