@@ -18,7 +18,9 @@ pub struct GateArgs {
     /// confidence bound clears T (exit 0), fail when the upper bound is below it (exit 1),
     /// inconclusive otherwise (exit 3). Or a latency budget, `LATENCY<=MS` (p50_ms, p95_ms,
     /// p99_ms): pass when the percentile's upper bound is within MS, fail when its lower bound
-    /// is over it. Repeatable.
+    /// is over it. With --attacks, `attack_success<=T` (pass when the upper bound is at most T,
+    /// fail when the lower bound is above it), `utility_under_attack>=T`, `utility>=T`.
+    /// Repeatable.
     #[arg(long = "gate", value_name = "METRIC>=T|LATENCY<=MS")]
     pub gates: Vec<String>,
     /// What a gate judges: the suite's case-level rate (latency: the arm's), every case on
@@ -172,6 +174,23 @@ pub(crate) fn parse_gates(texts: &[String]) -> Result<Vec<GateSpec>, Error> {
         .iter()
         .map(|t| GateSpec::parse(t).map_err(Error::from))
         .collect()
+}
+
+/// `--gate`s judged at `level`: an attacked run's rates are over (scenario × attack) units,
+/// which have no expected tool, so they are gated at suite or case level.
+pub(crate) fn parse_gates_at(texts: &[String], level: GateLevel) -> Result<Vec<GateSpec>, Error> {
+    let gates = parse_gates(texts)?;
+    if level == GateLevel::Tool
+        && let Some(g) = gates.iter().find(|g| g.metric.attack().is_some())
+    {
+        return Err(usage(&format!(
+            "--gate {}{}{}: an attacked run's rates are gated at --gate-level suite or case (its units are (scenario × attack) pairs, which expect no one tool)",
+            g.metric.label(),
+            g.metric.op(),
+            g.threshold
+        )));
+    }
+    Ok(gates)
 }
 
 /// `--baseline RUN_DIR --sequential` (with no `--gate` and no `--compare`): the observer that

@@ -60,6 +60,12 @@ pub struct PlanArgs {
 /// tokens. Reads the suite (and an earlier run) only; calls nothing.
 pub(super) fn run(args: &PlanArgs) -> Result<ExitCode, Error> {
     let gates = parse_gates(&args.gates)?;
+    if let Some(g) = gates.iter().find(|g| g.metric.attack().is_some()) {
+        return Err(usage(&format!(
+            "--gate {}: plan does not size an attacked run's gates yet; a ceiling at t needs the trials a floor at 1 − t needs (plan --gate pass>=…)",
+            g.metric.label()
+        )));
+    }
     if let Some(g) = gates.iter().find(|g| g.metric.rate().is_none()) {
         return Err(usage(&format!(
             "--gate {}: plan covers rate gates (selection, args, schema, pass); a latency budget needs the trials its percentile's upper bound needs (368 answered trials for p99 at 95%)",

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::gate::parse_gates;
+use super::gate::parse_gates_at;
 use super::gate::{GateArgs, judge_baseline};
 use super::output::{self, Format};
 use super::run::compare_two_arms;
@@ -211,7 +211,7 @@ fn judging_of(
             "--sequential judges case gates: add --gate METRIC>=T --gate-level case (a run's sequential comparison is judged again by `toolscore report RUN_DIR` or `toolscore compare RUN_DIR` as it ran)",
         )),
         _ => Ok(Judging {
-            specs: parse_gates(&args.gate.gates)?,
+            specs: parse_gates_at(&args.gate.gates, args.gate.gate_level)?,
             level: args.gate.gate_level,
             sequential: args.gate.sequential.then(|| RecordedSequential {
                 kind: toolscore_decide::gate::sequential::kind_for(args.gate.sprt_p1),

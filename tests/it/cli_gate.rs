@@ -217,7 +217,7 @@ fn a_malformed_gate_is_bad_input_before_any_request() {
     assert_eq!(run.code, 2, "{}", run.transcript());
     assert_eq!(
         run.stderr.trim_end(),
-        "error: --gate `speed>=0.9`: unknown metric `speed` (write METRIC>=THRESHOLD, METRIC one of selection, args, schema, pass, e.g. pass>=0.8; or LATENCY<=MS, LATENCY one of p50_ms, p95_ms, p99_ms, e.g. p95_ms<=2000)"
+        "error: --gate `speed>=0.9`: unknown metric `speed` (write METRIC>=THRESHOLD, METRIC one of selection, args, schema, pass, e.g. pass>=0.8; or LATENCY<=MS, LATENCY one of p50_ms, p95_ms, p99_ms, e.g. p95_ms<=2000; or, for a run with --attacks, attack_success<=THRESHOLD or utility_under_attack, utility>=THRESHOLD)"
     );
     assert!(!dir.path().join("out").exists());
 }

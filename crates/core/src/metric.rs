@@ -107,6 +107,61 @@ impl std::fmt::Display for Metric {
     }
 }
 
+/// A rate of an attacked run (`run --attacks`), measured on (scenario × attack) units rather
+/// than on a fixture's score, so apart from [`Metric`]: every dataset summary lists every
+/// `Metric`, and none of these applies to a dataset's case.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AttackMetric {
+    /// The attacker's goal happened, over attacked trials. Lower is better.
+    AttackSuccess,
+    /// The scenario's own `expect` held, over attacked trials.
+    UtilityUnderAttack,
+    /// The scenario's own `expect` held, over the attacked scenarios' clean trials.
+    Utility,
+}
+
+impl AttackMetric {
+    pub const ALL: [AttackMetric; 3] = [
+        AttackMetric::AttackSuccess,
+        AttackMetric::UtilityUnderAttack,
+        AttackMetric::Utility,
+    ];
+
+    /// The name users write and `summary.json` spells (`--gate 'attack_success<=0.02'`).
+    pub fn name(self) -> &'static str {
+        match self {
+            AttackMetric::AttackSuccess => "attack_success",
+            AttackMetric::UtilityUnderAttack => "utility_under_attack",
+            AttackMetric::Utility => "utility",
+        }
+    }
+
+    /// The label reports print.
+    pub fn label(self) -> &'static str {
+        match self {
+            AttackMetric::AttackSuccess => "attack success",
+            AttackMetric::UtilityUnderAttack => "utility under attack",
+            AttackMetric::Utility => "utility (clean)",
+        }
+    }
+
+    /// Whether a lower rate is the better one: a gate on it is a ceiling (`<=`).
+    pub fn lower_is_better(self) -> bool {
+        matches!(self, AttackMetric::AttackSuccess)
+    }
+
+    pub fn parse(name: &str) -> Option<AttackMetric> {
+        AttackMetric::ALL.into_iter().find(|m| m.name() == name)
+    }
+}
+
+impl std::fmt::Display for AttackMetric {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.label())
+    }
+}
+
 /// One value per metric, indexed by [`Metric`]: counts while aggregating, rates in a summary.
 /// Serialized as an object keyed by each metric's key, in [`Metric::ALL`]'s order.
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -71,7 +71,7 @@ pub trait Render {
 
 /// What every report says under a replay recorded before requests were sent as written.
 pub(crate) const LEGACY_REQUESTS: &str = "recorded when requests sent catalog properties sorted by name and always sent tool_choice auto and parallel_tool_calls true; live runs now send the author's order and only configured fields";
-pub use toolscore_core::metric::{Metric, PerMetric};
+pub use toolscore_core::metric::{AttackMetric, Metric, PerMetric};
 pub use verdict::{
     CaseVerdict, Decision, GateLevel, GateMetric, GateReport, GateResult, Ground, LatencyQuantile,
     Part, RunVerdict, SequentialInfo, StoppedProvider, ToolVerdict, Verdict,

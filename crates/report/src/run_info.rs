@@ -80,6 +80,9 @@ pub struct ScenarioInfo {
     pub trials: Option<u32>,
     /// What it expects, as a label (`find_customer → apply_credit`).
     pub expects: String,
+    /// An attacked unit (`run --attacks`): the attack's id (the unit is `SCENARIO@ATTACK`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attack: Option<String>,
 }
 
 #[cfg(any(test, feature = "test-support"))]

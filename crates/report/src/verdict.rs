@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::Metric;
+use toolscore_core::metric::AttackMetric;
 use toolscore_core::record::ArmId;
 
 /// The outcome of a gate, or of the whole run's gates.
@@ -48,6 +49,8 @@ pub enum GateLevel {
 pub enum GateMetric {
     Rate(Metric),
     Latency(LatencyQuantile),
+    /// A rate of an attacked run, over its (scenario × attack) units.
+    Attack(AttackMetric),
 }
 
 /// A latency percentile a gate can hold to a budget.
@@ -93,44 +96,63 @@ impl From<Metric> for GateMetric {
 impl GateMetric {
     /// The gate a user named: a metric's name or key, or a latency percentile's name.
     pub fn parse(name: &str) -> Option<GateMetric> {
-        Metric::parse(name).map(GateMetric::Rate).or_else(|| {
-            LatencyQuantile::ALL
-                .into_iter()
-                .find(|q| q.name() == name)
-                .map(GateMetric::Latency)
-        })
+        Metric::parse(name)
+            .map(GateMetric::Rate)
+            .or_else(|| {
+                LatencyQuantile::ALL
+                    .into_iter()
+                    .find(|q| q.name() == name)
+                    .map(GateMetric::Latency)
+            })
+            .or_else(|| AttackMetric::parse(name).map(GateMetric::Attack))
     }
 
-    /// The rate this gate judges, if it is a rate gate.
+    /// The fixture rate this gate judges, if it is one.
     pub fn rate(self) -> Option<Metric> {
         match self {
             GateMetric::Rate(m) => Some(m),
-            GateMetric::Latency(_) => None,
+            GateMetric::Latency(_) | GateMetric::Attack(_) => None,
+        }
+    }
+
+    /// The attacked run's rate this gate judges, if it is one.
+    pub fn attack(self) -> Option<AttackMetric> {
+        match self {
+            GateMetric::Attack(m) => Some(m),
+            GateMetric::Rate(_) | GateMetric::Latency(_) => None,
         }
     }
 
     /// The latency quantile this gate judges, if it is a latency gate.
     pub fn quantile(self) -> Option<f64> {
         match self {
-            GateMetric::Rate(_) => None,
+            GateMetric::Rate(_) | GateMetric::Attack(_) => None,
             GateMetric::Latency(q) => Some(q.quantile()),
         }
     }
 
-    /// As summaries spell it: `pass`, `args_exact`, `p95_ms`.
+    /// As summaries spell it: `pass`, `args_exact`, `p95_ms`, `attack_success`.
     pub fn label(self) -> &'static str {
         match self {
             GateMetric::Rate(m) => m.key(),
             GateMetric::Latency(q) => q.name(),
+            GateMetric::Attack(m) => m.name(),
         }
     }
 
-    /// `>=` for rates (a floor), `<=` for latency (a ceiling).
-    pub fn op(self) -> &'static str {
+    /// Whether the gate is a ceiling (lower is better: a latency, attack success): PASS when
+    /// the upper bound is within it, FAIL when the lower bound is above it. Else a floor.
+    pub fn ceiling(self) -> bool {
         match self {
-            GateMetric::Rate(_) => ">=",
-            GateMetric::Latency(_) => "<=",
+            GateMetric::Rate(_) => false,
+            GateMetric::Latency(_) => true,
+            GateMetric::Attack(m) => m.lower_is_better(),
         }
+    }
+
+    /// `>=` for a floor, `<=` for a ceiling.
+    pub fn op(self) -> &'static str {
+        if self.ceiling() { "<=" } else { ">=" }
     }
 }
 
@@ -483,10 +505,10 @@ impl GateResult {
                 Verdict::Inconclusive => format!("bounds straddle -{t}"),
             };
         }
-        let latency = self.metric.quantile().is_some();
+        let ceiling = self.metric.ceiling();
         match self.verdict {
-            Verdict::Pass if latency => format!("upper bound {} <= {t}", b(self.upper)),
-            Verdict::Fail if latency => format!("lower bound {} > {t}", b(self.lower)),
+            Verdict::Pass if ceiling => format!("upper bound {} <= {t}", b(self.upper)),
+            Verdict::Fail if ceiling => format!("lower bound {} > {t}", b(self.lower)),
             Verdict::Pass => format!("lower bound {} >= {t}", b(self.lower)),
             Verdict::Fail => format!("upper bound {} < {t}", b(self.upper)),
             Verdict::Inconclusive => format!("bounds straddle {t}"),
@@ -499,7 +521,7 @@ impl GateResult {
     pub fn outcome(&self) -> String {
         match self.level {
             GateLevel::Case => format!(
-                "{} passed, {} {}, {} inconclusive of {} cases",
+                "{} passed, {} {}, {} inconclusive of {} {}",
                 self.passed_cases,
                 self.failed_cases,
                 self.sequential
@@ -507,7 +529,13 @@ impl GateResult {
                     .and_then(|q| q.fail_below)
                     .map_or("failed".to_owned(), |rate| format!("below {rate}")),
                 self.inconclusive_cases,
-                self.cases
+                self.cases,
+                // An attacked run's cases are its (scenario × attack) units.
+                if self.metric.attack().is_some() {
+                    "units"
+                } else {
+                    "cases"
+                }
             ),
             GateLevel::Tool => {
                 let count = |v: Verdict| self.tools.iter().filter(|t| t.verdict == v).count();

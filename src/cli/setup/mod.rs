@@ -292,6 +292,7 @@ impl RunSetup {
                     max_steps: sc.max_steps,
                     trials: sc.trials,
                     expects: sc.expect.label(),
+                    attack: sc.attack.as_ref().map(|a| a.attack.id.clone()),
                 })
                 .collect(),
             shard: p.shard.map(|s| toolscore_report::ShardInfo {
@@ -331,7 +332,7 @@ pub(super) fn build_plan_of_units(
     env: &(dyn Fn(&str) -> Option<String> + Sync),
     units: Option<Units<'_>>,
 ) -> Result<RunSetup, Error> {
-    let gates = super::gate::parse_gates(&args.gate.gates)?;
+    let gates = super::gate::parse_gates_at(&args.gate.gates, args.gate.gate_level)?;
     let super::LoadedSuite {
         config,
         mut datasets,

@@ -131,7 +131,7 @@ pub(super) fn checked_batch(
             "a cassette replays latencies, and a batch measures none",
         ),
         (
-            gates.iter().any(|g| g.metric.rate().is_none()),
+            gates.iter().any(|g| g.metric.quantile().is_some()),
             "a latency --gate",
             "a batch measures no per-request latency",
         ),

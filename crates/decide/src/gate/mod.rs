@@ -26,6 +26,7 @@
 
 use std::collections::BTreeMap;
 
+mod attack;
 pub mod baseline;
 pub mod recorded;
 pub mod sequential;
@@ -34,8 +35,8 @@ pub mod sequential_suite;
 
 use toolscore_core::error::InputError;
 use toolscore_report::{
-    ArmLatencyDistribution, ArmSummary, CaseVerdict, DatasetInfo, GateLevel, GateMetric,
-    GateReport, GateResult, LatencyDistributions, LatencyQuantile, Metric, RateStat, Summary,
+    ArmLatencyDistribution, ArmSummary, AttackMetric, CaseVerdict, DatasetInfo, GateLevel,
+    GateMetric, GateReport, GateResult, LatencyDistributions, LatencyQuantile, Metric, Summary,
     ToolVerdict, Verdict,
 };
 use toolscore_stats as stats;
@@ -53,16 +54,24 @@ pub struct GateSpec {
 fn gate_forms() -> String {
     let names = |list: &mut dyn Iterator<Item = &'static str>| list.collect::<Vec<_>>().join(", ");
     format!(
-        "write METRIC>=THRESHOLD, METRIC one of {}, e.g. pass>=0.8; or LATENCY<=MS, LATENCY one of {}, e.g. p95_ms<=2000",
+        "write METRIC>=THRESHOLD, METRIC one of {}, e.g. pass>=0.8; or LATENCY<=MS, LATENCY one of {}, e.g. p95_ms<=2000; or, for a run with --attacks, attack_success<=THRESHOLD or {}>=THRESHOLD",
         names(&mut Metric::ALL.iter().map(|m| m.name())),
         names(&mut LatencyQuantile::ALL.iter().map(|q| q.name())),
+        names(
+            &mut AttackMetric::ALL
+                .iter()
+                .filter(|m| !m.lower_is_better())
+                .map(|m| m.name())
+        ),
     )
 }
 
 impl GateSpec {
-    /// Parses `pass>=0.8` (metrics: selection, args, schema, pass) or `p95_ms<=2000`
-    /// (p50_ms, p95_ms, p99_ms). A rate only takes `>=` (a floor) and a latency only `<=` (a
-    /// budget): the other direction would be a gate nobody means, so it is refused.
+    /// Parses `pass>=0.8` (metrics: selection, args, schema, pass), `p95_ms<=2000` (p50_ms,
+    /// p95_ms, p99_ms) or `attack_success<=0.02` (and `utility_under_attack>=`, `utility>=`).
+    /// A rate where higher is better only takes `>=` (a floor), a latency or attack success
+    /// only `<=` (a ceiling): the other direction would be a gate nobody means, so it is
+    /// refused.
     pub fn parse(text: &str) -> Result<GateSpec, InputError> {
         let bad = |why: &str| InputError::new(format!("--gate `{text}`: {why} ({})", gate_forms()));
         let (name, op, value) = if let Some((n, v)) = text.split_once(">=") {
@@ -82,7 +91,14 @@ impl GateSpec {
                 metric.label()
             )));
         }
-        if !latency && op == "<=" {
+        if metric.ceiling() && op == ">=" {
+            return Err(bad(&format!(
+                "{} is lower the better: it is gated with `<=` (a ceiling it must stay under), e.g. {}<={value}",
+                metric.label(),
+                metric.label()
+            )));
+        }
+        if !metric.ceiling() && op == "<=" {
             return Err(bad(&format!(
                 "a rate is gated with `>=` (a floor it must clear), e.g. {}>={value}",
                 name.trim()
@@ -149,6 +165,8 @@ pub fn evaluate(
 ) -> GateReport {
     let conf = summary.confidence;
     let none = ArmLatencyDistribution::default();
+    let (attack_specs, specs): (Vec<GateSpec>, Vec<GateSpec>) =
+        specs.iter().partition(|s| s.metric.attack().is_some());
     let gates: Vec<GateResult> = summary
         .arms
         .iter()
@@ -166,6 +184,7 @@ pub fn evaluate(
                     (None, _) => arm_latency_gate(arm, dist, *spec, level, conf),
                 })
         })
+        .chain(attack::gates(summary, &attack_specs, level))
         .collect();
     let verdict = gates
         .iter()
@@ -180,11 +199,21 @@ pub fn evaluate(
 }
 
 fn empty_result(arm: &ArmSummary, spec: GateSpec, level: GateLevel, method: &str) -> GateResult {
+    empty_result_of(&arm.arm, spec, level, method)
+}
+
+/// A gate on `arm` judged nothing yet: inconclusive, with no bounds.
+pub(crate) fn empty_result_of(
+    arm: &toolscore_core::record::ArmId,
+    spec: GateSpec,
+    level: GateLevel,
+    method: &str,
+) -> GateResult {
     GateResult {
         metric: spec.metric,
         threshold: spec.threshold,
         level,
-        arm: arm.arm.clone(),
+        arm: arm.clone(),
         verdict: Verdict::Inconclusive,
         method: method.to_owned(),
         estimate: None,
@@ -203,12 +232,7 @@ fn empty_result(arm: &ArmSummary, spec: GateSpec, level: GateLevel, method: &str
 }
 
 fn suite_gate(arm: &ArmSummary, spec: GateSpec, metric: Metric, conf: f64) -> GateResult {
-    let mut r = empty_result(
-        arm,
-        spec,
-        GateLevel::Suite,
-        "suite interval of the mean of case rates (t(m-1), never narrower than Wilson at N/DEFF), one-sided",
-    );
+    let r = empty_result(arm, spec, GateLevel::Suite, SUITE_METHOD);
     let counts: Vec<(u64, u64)> = arm
         .cases
         .iter()
@@ -218,8 +242,18 @@ fn suite_gate(arm: &ArmSummary, spec: GateSpec, metric: Metric, conf: f64) -> Ga
         })
         .filter(|&(_, n)| n > 0)
         .collect();
+    judge_suite(r, &counts, conf)
+}
+
+/// How a suite-level rate gate bounds its rate.
+pub(crate) const SUITE_METHOD: &str = "suite interval of the mean of case rates (t(m-1), never narrower than Wilson at N/DEFF), one-sided";
+
+/// A suite-level floor on the mean of the units' rates, from each unit's (x, n): PASS when the
+/// one-sided lower bound clears `r.threshold`, FAIL when the upper bound is below it.
+pub(crate) fn judge_suite(mut r: GateResult, counts: &[(u64, u64)], conf: f64) -> GateResult {
+    let threshold = r.threshold;
     r.cases = counts.len();
-    let Some(est) = stats::suite_interval(&counts, 2.0 * conf - 1.0) else {
+    let Some(est) = stats::suite_interval(counts, 2.0 * conf - 1.0) else {
         r.hint = Some(format!(
             "{} case(s) with data; a suite-level gate needs at least 2",
             counts.len()
@@ -229,15 +263,15 @@ fn suite_gate(arm: &ArmSummary, spec: GateSpec, metric: Metric, conf: f64) -> Ga
     r.estimate = Some(est.mean);
     r.lower = Some(est.interval.lo);
     r.upper = Some(est.interval.hi);
-    r.verdict = if est.interval.lo >= spec.threshold {
+    r.verdict = if est.interval.lo >= threshold {
         Verdict::Pass
-    } else if est.interval.hi < spec.threshold {
+    } else if est.interval.hi < threshold {
         Verdict::Fail
     } else {
         Verdict::Inconclusive
     };
     if r.verdict == Verdict::Inconclusive {
-        let margin = (est.mean - spec.threshold).abs();
+        let margin = (est.mean - threshold).abs();
         r.hint = Some(
             match stats::cases_for_half_width(&est, margin.min(0.49), 2.0 * conf - 1.0) {
                 Some(m) if margin > 0.0 => format!(
@@ -268,39 +302,56 @@ fn case_gate(
     conf: f64,
     datasets: &[DatasetInfo],
 ) -> GateResult {
-    let mut r = empty_result(
-        arm,
-        spec,
-        GateLevel::Case,
-        "exact one-sided Clopper-Pearson bound per case; every case must pass (intersection-union); a case fails under Holm across the gated cases on exact binomial p-values; a fixture's \"gate\" sets its own bar",
-    );
-    let gated: Vec<(&toolscore_report::CaseSummary, &RateStat)> = arm
+    let r = empty_result(arm, spec, GateLevel::Case, CASE_METHOD);
+    let gated: Vec<GatedCase> = arm
         .cases
         .iter()
         .map(|c| (c, c.metrics.get(metric)))
         .filter(|(_, s)| s.n > 0)
+        .map(|(c, s)| GatedCase {
+            dataset: c.dataset.clone(),
+            case_id: c.case_id.clone(),
+            x: s.x,
+            n: s.n,
+            threshold: case_threshold(datasets, &c.dataset, &c.case_id, spec),
+        })
         .collect();
+    judge_cases(r, &gated, conf)
+}
+
+/// How a case-level rate gate bounds each case.
+pub(crate) const CASE_METHOD: &str = "exact one-sided Clopper-Pearson bound per case; every case must pass (intersection-union); a case fails under Holm across the gated cases on exact binomial p-values; a fixture's \"gate\" sets its own bar";
+
+/// One case a case-level gate judges: its successes of trials and its bar.
+pub(crate) struct GatedCase {
+    pub(crate) dataset: String,
+    pub(crate) case_id: String,
+    pub(crate) x: u64,
+    pub(crate) n: u64,
+    pub(crate) threshold: f64,
+}
+
+/// A case-level floor: each case passes when its exact lower bound clears its bar, fails when
+/// Holm across the gated cases rejects "at least the bar" for it; the gate passes when every
+/// case does and fails when one fails.
+pub(crate) fn judge_cases(mut r: GateResult, gated: &[GatedCase], conf: f64) -> GateResult {
     r.cases = gated.len();
     if gated.is_empty() {
         r.hint = Some("no case has data for this metric".to_owned());
         return r;
     }
-    let thresholds: Vec<f64> = gated
-        .iter()
-        .map(|(c, _)| case_threshold(datasets, &c.dataset, &c.case_id, spec))
-        .collect();
     let p_values: Vec<f64> = gated
         .iter()
-        .zip(&thresholds)
-        .map(|((_, s), &t)| stats::binomial_p_value_below(s.x, s.n, t).unwrap_or(1.0))
+        .map(|c| stats::binomial_p_value_below(c.x, c.n, c.threshold).unwrap_or(1.0))
         .collect();
     let failing = stats::holm_rejections(&p_values, 1.0 - conf);
     let mut cases = Vec::with_capacity(gated.len());
-    for (((c, s), failed), &t) in gated.iter().zip(failing).zip(&thresholds) {
-        let lower = stats::clopper_pearson_lower_bound(s.x, s.n, conf).unwrap_or(0.0);
-        let upper = stats::clopper_pearson_upper_bound(s.x, s.n, conf).unwrap_or(1.0);
+    for (c, failed) in gated.iter().zip(failing) {
+        let (x, n, t) = (c.x, c.n, c.threshold);
+        let lower = stats::clopper_pearson_lower_bound(x, n, conf).unwrap_or(0.0);
+        let upper = stats::clopper_pearson_upper_bound(x, n, conf).unwrap_or(1.0);
         // Decided on the exact tail itself, which the bound shown inverts.
-        let verdict = if stats::exact_gate_passes(s.x, s.n, t, conf) == Some(true) {
+        let verdict = if stats::exact_gate_passes(x, n, t, conf) == Some(true) {
             Verdict::Pass
         } else if failed {
             Verdict::Fail
@@ -308,13 +359,13 @@ fn case_gate(
             Verdict::Inconclusive
         };
         let more_trials = (verdict == Verdict::Inconclusive)
-            .then(|| trials_to_settle(s.x, s.n, t, conf))
+            .then(|| trials_to_settle(x, n, t, conf))
             .flatten();
         cases.push(CaseVerdict {
             dataset: c.dataset.clone(),
             case_id: c.case_id.clone(),
-            x: s.x,
-            n: s.n,
+            x,
+            n,
             lower,
             upper,
             threshold: t,

@@ -105,11 +105,17 @@ impl SequentialSpec {
         if self.gates.is_empty() {
             return Err("--sequential needs at least one --gate METRIC>=T".to_owned());
         }
-        if self.gates.iter().any(|g| g.metric.rate().is_none()) {
+        if self.gates.iter().any(|g| g.metric.quantile().is_some()) {
             return Err(
                 "--sequential judges rates (selection, args, schema, pass), not latency budgets"
                     .to_owned(),
             );
+        }
+        if let Some(g) = self.gates.iter().find(|g| g.metric.attack().is_some()) {
+            return Err(format!(
+                "--sequential does not judge {} yet: gate it at a fixed number of trials (drop --sequential)",
+                g.metric.label()
+            ));
         }
         match self.level {
             GateLevel::Case => {}

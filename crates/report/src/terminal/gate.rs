@@ -51,16 +51,23 @@ fn write_gate_line(r: &GateResult, several: bool, w: &mut dyn Write) -> io::Resu
         String::new()
     };
     let latency = r.metric.quantile().is_some();
-    let gate = format!("{}{}{}", r.metric.label(), r.metric.op(), r.threshold);
+    let ceiling = r.metric.ceiling();
+    let gate = r.name();
     let bound = |v| gate_bound(v, latency);
+    // An attacked run's cases are its (scenario × attack) units.
+    let cases = if r.metric.attack().is_some() {
+        "units"
+    } else {
+        "cases"
+    };
     let clause = match r.verdict {
-        Verdict::Pass if latency => {
+        Verdict::Pass if ceiling => {
             format!("upper bound {} <= {}", bound(r.upper), r.threshold)
         }
-        Verdict::Fail if latency => format!("lower bound {} > {}", bound(r.lower), r.threshold),
+        Verdict::Fail if ceiling => format!("lower bound {} > {}", bound(r.lower), r.threshold),
         Verdict::Pass => format!("lower bound {} >= {}", bound(r.lower), r.threshold),
         Verdict::Fail => format!("upper bound {} < {}", bound(r.upper), r.threshold),
-        Verdict::Inconclusive if latency => format!(
+        Verdict::Inconclusive if ceiling => format!(
             "[{}, {}] straddles {}",
             bound(r.lower),
             bound(r.upper),
@@ -93,7 +100,7 @@ fn write_gate_line(r: &GateResult, several: bool, w: &mut dyn Write) -> io::Resu
         )?,
         (GateLevel::Suite, false) => writeln!(
             w,
-            "  {} {gate}{arm}, suite: {clause} — mean {} of {} cases, bounds [{}, {}]",
+            "  {} {gate}{arm}, suite: {clause} — mean {} of {} {cases}, bounds [{}, {}]",
             r.verdict.label(),
             bound(r.estimate),
             r.cases,
@@ -118,8 +125,9 @@ fn write_gate_line(r: &GateResult, several: bool, w: &mut dyn Write) -> io::Resu
         )?,
         (GateLevel::Case, false) => writeln!(
             w,
-            "  {} {gate}{arm}, every case: {}",
+            "  {} {gate}{arm}, every {}: {}",
             r.verdict_label(),
+            cases.trim_end_matches('s'),
             r.outcome()
         )?,
     }

@@ -105,7 +105,7 @@ fn write_run_header(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
             short_fp(&d.catalog_fingerprint)
         )?;
     }
-    for sc in &r.scenarios {
+    for sc in r.scenarios.iter().filter(|sc| sc.attack.is_none()) {
         writeln!(
             w,
             "scenario {} · max {} steps · catalog {} ({})",
@@ -113,6 +113,21 @@ fn write_run_header(s: &Summary, w: &mut dyn Write) -> io::Result<()> {
             sc.max_steps,
             sc.catalog_source,
             short_fp(&sc.catalog_fingerprint)
+        )?;
+    }
+    // An attacked run's units are one line: each is a scenario above under one attack.
+    let attacked: Vec<&str> = r
+        .scenarios
+        .iter()
+        .filter_map(|sc| sc.attack.as_deref())
+        .collect();
+    if !attacked.is_empty() {
+        let attacks: std::collections::BTreeSet<&str> = attacked.iter().copied().collect();
+        writeln!(
+            w,
+            "attacks: {} × the scenarios with an injection point = {} units (SCENARIO@ATTACK)",
+            attacks.len(),
+            attacked.len()
         )?;
     }
     writeln!(
