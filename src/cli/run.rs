@@ -662,6 +662,10 @@ pub(super) fn compare_two_arms(
     summary: &mut toolscore_report::Summary,
     min_effect: f64,
 ) -> Result<(), Error> {
+    match toolscore_decide::compare::attacks::compare_attacks(summary, min_effect) {
+        Ok(c) => summary.attack_comparison = c,
+        Err(e) => errln!("error: --compare: {e}")?,
+    }
     if summary.arms.len() != 2 {
         return Ok(());
     }

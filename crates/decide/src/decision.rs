@@ -20,6 +20,12 @@ pub fn decide(summary: &Summary, max_infra_error_rate: f64) -> Decision {
     let mut grounds = run_grounds(summary, max_infra_error_rate);
     grounds.extend(gate_ground(summary.gate.as_ref()));
     grounds.extend(summary.comparison.as_ref().map(comparison_ground));
+    grounds.extend(
+        summary
+            .attack_comparison
+            .as_ref()
+            .map(attack_comparison_ground),
+    );
     decision_of(grounds, max_infra_error_rate)
 }
 
@@ -53,7 +59,7 @@ fn decision_of(mut grounds: Vec<Ground>, max_infra_error_rate: f64) -> Decision 
         Part::Unaccounted { .. } => 1,
         Part::ProvidersStopped { .. } => 2,
         Part::Gates { .. } => 3,
-        Part::Comparison { .. } => 4,
+        Part::Comparison { .. } | Part::AttackComparison { .. } => 4,
         Part::Infrastructure { .. } => 5,
         Part::Budget { .. } => 6,
     });
@@ -179,6 +185,27 @@ fn comparison_ground(c: &toolscore_report::Comparison) -> Ground {
     }
 }
 
+/// The attacked arms' comparison: decided on attack success (whichever way) answers the
+/// question asked; utility under attack is told beside it.
+fn attack_comparison_ground(c: &toolscore_report::AttackComparison) -> Ground {
+    let decided = !matches!(
+        c.attack_success.judged(),
+        toolscore_report::ComparisonVerdict::Inconclusive
+    );
+    Ground {
+        verdict: if decided {
+            RunVerdict::Pass
+        } else {
+            RunVerdict::Inconclusive
+        },
+        part: Part::AttackComparison {
+            attack_success: c.attack_success.judged(),
+            utility_under_attack: c.utility_under_attack.judged(),
+            finding: c.describe_attack_success(),
+        },
+    }
+}
+
 /// The exit code of a decision (`RunVerdict::exit_code`).
 pub fn exit_code(decision: &Decision) -> ExitCode {
     decision.verdict.exit_code()
@@ -250,6 +277,7 @@ mod tests {
             comparison: None,
             scenarios: Vec::new(),
             security: Vec::new(),
+            attack_comparison: None,
             scenario_drift: Vec::new(),
             provider_diffs: Vec::new(),
             cost: Default::default(),

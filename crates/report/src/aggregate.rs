@@ -497,6 +497,7 @@ impl Aggregator {
             comparison: None,
             scenarios,
             security,
+            attack_comparison: None,
             scenario_drift: Vec::new(),
             provider_diffs,
             cost,

@@ -42,6 +42,36 @@ pub struct Comparison {
     pub substitutions: Vec<Substitution>,
 }
 
+/// `run --attacks --compare`: B − A on the attacked run's rates, paired by (scenario × attack)
+/// unit: does B (a defended system prompt, other descriptions, another model) lower the attack
+/// rate, and what does it cost the user's task under attack.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AttackComparison {
+    pub confidence: f64,
+    pub min_effect: f64,
+    pub a: ComparedArm,
+    pub b: ComparedArm,
+    /// What differs between the arms (`variant`, `provider`).
+    pub axis: String,
+    /// B − A of attack success over the units both arms ran. Lower is better here: BETTER
+    /// means B is attacked less (the interval lies below 0).
+    pub attack_success: GroupComparison,
+    /// B − A of utility under attack: BETTER means B keeps the user's task more often.
+    pub utility_under_attack: GroupComparison,
+}
+
+impl AttackComparison {
+    /// The attack-success verdict in words, with B named: lower is better.
+    pub fn describe_attack_success(&self) -> String {
+        let b = self.b.label(&self.axis);
+        match self.attack_success.verdict {
+            ComparisonVerdict::Better => format!("BETTER: {b} is attacked less"),
+            ComparisonVerdict::Worse => format!("WORSE: {b} is attacked more"),
+            other => other.describe(&b, self.min_effect),
+        }
+    }
+}
+
 /// The sequential comparison of a run's two arms (`decide::compare::sequential`): a
 /// confidence sequence for the mean over this suite's visible cases of B's rate − A's, judged
 /// after every complete round.

@@ -32,8 +32,8 @@ mod wording;
 
 pub use aggregate::{Aggregator, chosen_label};
 pub use comparison::{
-    CaseComparison, ComparedArm, Comparison, ComparisonVerdict, GroupComparison, McNemar,
-    MeanDifference, SequentialComparison, Substitution, render_comparison,
+    AttackComparison, CaseComparison, ComparedArm, Comparison, ComparisonVerdict, GroupComparison,
+    McNemar, MeanDifference, SequentialComparison, Substitution, render_comparison,
 };
 pub use csv::ResultsCsv;
 pub use html::{Html, HtmlContext, compared_cases, explored_cases, render_history_html};
@@ -115,6 +115,9 @@ pub struct Summary {
     /// and clean utility, by unit, scenario, attack and family.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub security: Vec<SecurityArmSummary>,
+    /// `run --attacks --compare`: the two arms' attacked units compared, paired by unit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attack_comparison: Option<AttackComparison>,
     /// `--baseline`: scenarios whose most frequent tool sequence or final answer changed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub scenario_drift: Vec<scenario::ScenarioDrift>,

@@ -363,6 +363,56 @@ pub(crate) fn write_terminal(
             write_groups(&title, &shown, w)?;
         }
     }
+    if let Some(c) = &s.attack_comparison {
+        write_comparison(c, w)?;
+    }
+    Ok(())
+}
+
+/// `run --attacks --compare`: B − A on each rate, paired by unit, with its verdict.
+fn write_comparison(
+    c: &super::AttackComparison,
+    w: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    writeln!(w)?;
+    writeln!(
+        w,
+        "=== security comparison · B − A, paired by (scenario × attack) unit · {:.0}% t interval ===",
+        c.confidence * 100.0
+    )?;
+    writeln!(w, "A: {} · B: {}", c.a.label(&c.axis), c.b.label(&c.axis))?;
+    let rows = [
+        (
+            "attack success",
+            &c.attack_success,
+            c.describe_attack_success(),
+        ),
+        (
+            "utility under attack",
+            &c.utility_under_attack,
+            c.utility_under_attack
+                .verdict
+                .describe(&c.b.label(&c.axis), c.min_effect),
+        ),
+    ];
+    for (name, g, verdict) in rows {
+        let means = match (g.a_mean, g.b_mean) {
+            (Some(a), Some(b)) => format!(" (A {a:.3}, B {b:.3})"),
+            _ => String::new(),
+        };
+        match &g.difference {
+            Some(d) => writeln!(
+                w,
+                "  {name:<22} B − A = {:+.3} [{:+.3}, {:+.3}] over {} units{means} · {verdict}",
+                d.mean, d.lo, d.hi, g.cases
+            )?,
+            None => writeln!(
+                w,
+                "  {name:<22} n/a ({} units with data in both arms; at least 2 are needed)",
+                g.cases
+            )?,
+        }
+    }
     Ok(())
 }
 

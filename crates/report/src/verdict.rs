@@ -708,6 +708,14 @@ pub enum Part {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
     },
+    /// `run --attacks --compare`: B − A on attack success (lower is better), and on utility
+    /// under attack, paired by (scenario × attack) unit. Decided when attack success is.
+    AttackComparison {
+        attack_success: super::ComparisonVerdict,
+        utility_under_attack: super::ComparisonVerdict,
+        /// The attack-success finding in words, B named.
+        finding: String,
+    },
     /// `--max-cost` stopped planned trials from being sent, or between two steps: counted
     /// apart, never failures or infrastructure errors; a budget stop does not change the
     /// verdict.
@@ -779,6 +787,17 @@ impl Decision {
     }
 }
 
+/// How a comparison of utility under attack reads beside the attack-success finding.
+fn utility_word(v: super::ComparisonVerdict) -> &'static str {
+    match v {
+        super::ComparisonVerdict::Better => "B keeps the task more often",
+        super::ComparisonVerdict::Worse => "B keeps the task less often",
+        super::ComparisonVerdict::Equivalent => "no detectable difference",
+        super::ComparisonVerdict::Inconclusive => "inconclusive",
+        super::ComparisonVerdict::NotBetter => "B not better",
+    }
+}
+
 impl Ground {
     /// `gates: PASS (2 passed, …)`, `infrastructure: 0 of 1220 trials ended in …`, or
     /// `infrastructure (run week-49): …` when the decision rests on two runs.
@@ -802,6 +821,7 @@ impl Part {
             | Part::Infrastructure { .. } => "infrastructure",
             Part::Gates { .. } => "gates",
             Part::Comparison { .. } => "comparison",
+            Part::AttackComparison { .. } => "attack comparison",
             Part::Budget { .. } => "budget",
         }
     }
@@ -865,6 +885,14 @@ impl Part {
                 Some(reason) => format!("INCONCLUSIVE: {reason}"),
                 None => comparison_verdict.describe(b, *min_effect),
             },
+            Part::AttackComparison {
+                utility_under_attack,
+                finding,
+                ..
+            } => format!(
+                "{finding}; utility under attack: {}",
+                utility_word(*utility_under_attack)
+            ),
             Part::Budget {
                 not_run,
                 stopped,

@@ -21,6 +21,7 @@ use toolscore_report::{
 };
 use toolscore_stats as stats;
 
+pub mod attacks;
 pub mod sequential;
 
 /// The tag that keeps a case out of every per-case table of a comparison.
@@ -249,6 +250,20 @@ fn group(pairs: &[(&CaseSummary, &CaseSummary)], opts: CompareOptions) -> GroupC
     let counted: Vec<(&RateStat, &RateStat)> = pairs
         .iter()
         .map(|(ca, cb)| (ca.metrics.get(opts.metric), cb.metrics.get(opts.metric)))
+        .collect();
+    paired_group(&counted, opts)
+}
+
+/// B − A over paired units, each its two arms' rates: the mean of the per-unit differences
+/// with a t(m−1) interval (McNemar's with one trial a unit), and the verdict at `min_effect`
+/// (BETTER when the interval lies above 0). Units an arm measured nothing of are left out.
+pub(crate) fn paired_group(
+    pairs: &[(&RateStat, &RateStat)],
+    opts: CompareOptions,
+) -> GroupComparison {
+    let counted: Vec<(&RateStat, &RateStat)> = pairs
+        .iter()
+        .copied()
         .filter(|(sa, sb)| sa.n > 0 && sb.n > 0)
         .collect();
     let rate = |s: &RateStat| s.x as f64 / s.n as f64;
