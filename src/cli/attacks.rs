@@ -8,6 +8,7 @@ use std::sync::Arc;
 use super::usage;
 use crate::cli::Error;
 use toolscore_core::catalog::Catalog;
+use toolscore_core::error::InputError;
 use toolscore_suite::attack::{self, Attack};
 use toolscore_suite::scenario::Scenario;
 
@@ -40,11 +41,8 @@ pub(crate) fn load(values: &[String]) -> Result<Vec<Attack>, Error> {
 }
 
 /// The shipped attacker catalog fragment.
-fn attacker_catalog() -> Result<Catalog, Error> {
-    Ok(toolscore_core::catalog::parse_catalog(
-        ATTACKER_CATALOG.1,
-        ATTACKER_CATALOG.0,
-    )?)
+pub(crate) fn attacker_catalog() -> Result<Catalog, InputError> {
+    toolscore_core::catalog::parse_catalog(ATTACKER_CATALOG.1, ATTACKER_CATALOG.0)
 }
 
 /// The suite's scenarios followed by their attacked units. Refused when there is nothing to
@@ -69,6 +67,43 @@ pub(crate) fn attacked(
     let mut all = scenarios;
     all.extend(plan.units);
     Ok(all)
+}
+
+/// Writes the attacks a plan's attacked units use into the run folder, one line each in
+/// first-use order, so the run can be explained and repeated from its own files (`--attacks
+/// RUN_DIR/attacks.jsonl`). Nothing for a run without attacks.
+pub(crate) fn write_run_attacks(dir: &Path, scenarios: &[Arc<Scenario>]) -> Result<(), Error> {
+    let mut seen = std::collections::HashSet::new();
+    let mut text = String::new();
+    for by in scenarios.iter().filter_map(|s| s.attack.as_ref()) {
+        if seen.insert(by.attack.id.as_str()) {
+            text.push_str(&by.attack.line);
+            text.push('\n');
+        }
+    }
+    if text.is_empty() {
+        return Ok(());
+    }
+    Ok(toolscore_core::atomic::write_file(
+        &dir.join(attack::RUN_ATTACKS_FILE),
+        text.as_bytes(),
+    )?)
+}
+
+/// The attack `id` as a run folder recorded it.
+pub(crate) fn run_attack(dir: &Path, id: &str) -> Result<Attack, InputError> {
+    let path = dir.join(attack::RUN_ATTACKS_FILE);
+    attack::load_attacks(&path)?
+        .into_iter()
+        .find(|a| a.id == id)
+        .ok_or_else(|| {
+            InputError::at(
+                &path.display().to_string(),
+                None,
+                "id",
+                &format!("no attack `{id}`"),
+            )
+        })
 }
 
 #[cfg(test)]

@@ -433,6 +433,17 @@ fn write_merged(
     summary.decision = Some(decision);
 
     toolscore_core::atomic::write_json(&out.join(PLAN_FILE), &plan)?;
+    // The attacks of an attacked plan, the same in every shard of it.
+    let attacks = shards[0]
+        .dir
+        .join(toolscore_suite::attack::RUN_ATTACKS_FILE);
+    if attacks.is_file() {
+        let text = toolscore_core::input::read_text(&attacks)?;
+        toolscore_core::atomic::write_file(
+            &out.join(toolscore_suite::attack::RUN_ATTACKS_FILE),
+            text.as_bytes(),
+        )?;
+    }
     toolscore_core::atomic::write_json(
         &out.join("shards.json"),
         &Provenance {

@@ -182,11 +182,22 @@ impl<'a> RunFiles<'a> {
             source_digest,
         };
         let catalog_source = self.locate(&info.catalog_source);
+        // An attacked unit is its scenario under the attack the run folder recorded.
+        let attacker = super::attacks::attacker_catalog()
+            .map_err(|e| NotShown::ScenarioUnreadable(std::sync::Arc::new(e.into())))?;
+        let attack = match &info.attack {
+            None => None,
+            Some(id) => Some(
+                super::attacks::run_attack(&self.dir, id)
+                    .map_err(|e| NotShown::ScenarioUnreadable(std::sync::Arc::new(e.into())))?,
+            ),
+        };
         shown::scenario_case(
             &self.locate(&info.file),
             &catalog_source.display().to_string(),
             variant,
             recorded,
+            attack.map(|a| (a, &attacker)),
         )
     }
 }

@@ -247,7 +247,7 @@ fn attack_success_utility_under_attack_and_clean_utility_are_measured_exactly() 
     );
     assert!(
         run.stdout
-            .contains("2 attacked units (1 scenarios × 2 attacks) · 100 trials judged"),
+            .contains("2 attacked units (1 scenario × 2 attacks) · 100 trials judged"),
         "{}",
         run.stdout
     );
@@ -348,6 +348,29 @@ fn an_attacked_run_replays_shards_and_resumes_to_the_same_figures() {
         ],
     ));
     assert_eq!(security(d, "merged"), whole);
+    // Each run folder keeps the attacks it used: `--attacks` reads them back, and explain
+    // shows an attacked unit as its model read it, the payload where it sat.
+    let kept = std::fs::read_to_string(d.join("out/merged/attacks.jsonl")).unwrap();
+    assert_eq!(
+        kept,
+        std::fs::read_to_string(d.join("out/whole/attacks.jsonl")).unwrap()
+    );
+    assert_eq!(kept.lines().count(), 2);
+    let mut again = run_args(replay, "20", "again");
+    again[6] = "out/whole/attacks.jsonl";
+    ok(&toolscore(d, &again));
+    assert_eq!(security(d, "again"), whole);
+    let explain = toolscore(d, &["explain", "out/whole", "inbox@direct"]);
+    ok(&explain);
+    assert!(!explain.stdout.contains("NOTE"), "{}", explain.stdout);
+    assert!(
+        explain.stdout.contains("      send_email  ")
+            && explain.stdout.contains(
+                "result of read_inbox (scripted, the attack's payload planted here): From: bob@example.com"
+            ),
+        "{}",
+        explain.stdout
+    );
 
     // A run cut short: half its trials kept, the rest run again by --resume.
     let cut = d.join("out/cut");

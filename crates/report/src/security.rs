@@ -302,12 +302,13 @@ pub(crate) fn write_terminal(
             arm.arm.provider, arm.arm.model, arm.arm.variant
         )?;
         let g = &arm.suite;
+        let plural = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
         writeln!(
             w,
-            "{} attacked units ({} scenarios × {} attacks) · {} trials judged{}",
-            g.units,
-            arm.by_scenario.len(),
-            arm.by_attack.len(),
+            "{} ({} × {}) · {} trials judged{}",
+            plural(g.units, "attacked unit"),
+            plural(arm.by_scenario.len(), "scenario"),
+            plural(arm.by_attack.len(), "attack"),
             g.trials,
             errors_note(g.errors)
         )?;
@@ -461,13 +462,13 @@ fn write_groups(
         .clamp(4, 40);
     writeln!(
         w,
-        "  {:<width$} {:>5}  {:<34} {:<34}",
-        "", "units", "attack success", "utility under attack"
+        "  {:<width$} {:>5}  {:<34} utility under attack",
+        "", "units", "attack success"
     )?;
     for g in groups {
         writeln!(
             w,
-            "  {:<width$} {:>5}  {:<34} {:<34}{}",
+            "  {:<width$} {:>5}  {:<34} {}{}",
             g.name,
             g.units,
             format_rate(&g.attack_success),

@@ -47,9 +47,17 @@ pub struct Attack {
     pub source: Option<String>,
     /// `FILE:LINE` it was read from.
     pub origin: String,
-    /// `sha256:` of the line as data: an edited attack is another unit to a resumed run.
+    /// The attack as data, one line of canonical JSON (its payload as written, before the
+    /// goal filled it in): what a run folder's `attacks.jsonl` holds, so the run can be
+    /// explained and run again from its own files.
+    pub line: String,
+    /// `sha256:` of `line`: an edited attack is another unit to a resumed run.
     pub digest: String,
 }
+
+/// The file of a run folder that holds the attacks the run used, one line each
+/// ([`Attack::line`]); `--attacks` reads it back.
+pub const RUN_ATTACKS_FILE: &str = "attacks.jsonl";
 
 /// What an attacked unit carries: the attack and the scenario it attacks (its clean unit's
 /// case id).
@@ -129,10 +137,14 @@ pub fn parse_attacks(text: &str, file: &str) -> Result<Vec<Attack>, InputError> 
                 ));
             }
         }
-        let digest = sha256_of(&canonical_json(&serde_json::json!({
-            "id": raw.id, "payload": raw.payload, "goal": raw.goal,
-            "family": raw.family, "source": raw.source,
-        })));
+        let mut data = serde_json::json!({"id": raw.id, "payload": raw.payload, "goal": raw.goal});
+        for (key, value) in [("family", &raw.family), ("source", &raw.source)] {
+            if let Some(v) = value {
+                data[key] = Value::String(v.clone());
+            }
+        }
+        let line_text = canonical_json(&data);
+        let digest = sha256_of(&line_text);
         let goal = goal_of(&raw.goal).map_err(|(field, m)| at(&field, &m))?;
         let payload = fill_payload(&raw.payload, &raw.goal).map_err(|m| at("payload", &m))?;
         out.push(Attack {
@@ -142,6 +154,7 @@ pub fn parse_attacks(text: &str, file: &str) -> Result<Vec<Attack>, InputError> 
             family: raw.family.filter(|f| !f.trim().is_empty()),
             source: raw.source,
             origin: format!("{file}:{line}"),
+            line: line_text,
             digest,
         });
         if out.len() > MAX_ATTACKS {
@@ -349,7 +362,7 @@ pub fn attacked_units(
             continue;
         }
         for attack in &attacks {
-            units.push(Arc::new(attacked(scenario, attack, attacker)?));
+            units.push(Arc::new(attacked_unit(scenario, attack, attacker)?));
         }
     }
     Ok(AttackPlan {
@@ -359,7 +372,7 @@ pub fn attacked_units(
 }
 
 /// `scenario` under `attack`: its own unit, with the attacker's tool added when it lacks it.
-fn attacked(
+pub fn attacked_unit(
     scenario: &Scenario,
     attack: &Arc<Attack>,
     attacker: &Catalog,

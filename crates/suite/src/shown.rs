@@ -181,11 +181,15 @@ impl ShownDataset {
 
 /// The scenario in `file` under catalog `variant`; `catalog_source` is where the run listed
 /// its catalog (a file, or a live server's label).
+///
+/// An attacked unit is shown as its model read it: the scenario under `attack` (the attack
+/// the run recorded, with the attacker catalog its goal may take a tool from).
 pub fn scenario_case(
     file: &Path,
     catalog_source: &str,
     variant: &str,
     recorded: Recorded<'_>,
+    attack: Option<(super::attack::Attack, &Catalog)>,
 ) -> Result<ShownCase, NotShown> {
     // Loading a scenario whose catalog is a server would list it again: not for a report.
     if !Path::new(catalog_source).exists() {
@@ -200,6 +204,13 @@ pub fn scenario_case(
         .ok_or_else(|| NotShown::NoScenario {
             file: file.to_path_buf(),
         })?;
+    let scenario = match attack {
+        None => scenario,
+        Some((attack, attacker)) => {
+            super::attack::attacked_unit(&scenario, &Arc::new(attack), attacker)
+                .map_err(|e| NotShown::ScenarioUnreadable(Arc::new(e.into())))?
+        }
+    };
     let shown_variant = scenario
         .catalogs
         .iter()

@@ -144,6 +144,7 @@ impl RunSetup {
             .map_err(|e| Error::io(format!("cannot create {}", self.out_dir.display()), e))?;
         if !self.resume {
             super::resume::write_plan_file(&self.out_dir, &self.plan)?;
+            super::attacks::write_run_attacks(&self.out_dir, &self.plan.scenarios)?;
         }
         let recorder = match &self.record {
             Some(rec) => Some(CassetteRecorder::create(

@@ -170,6 +170,9 @@ pub struct ResultShown {
     pub kind: CallKind,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub is_error: bool,
+    /// An attack's payload sat in this result.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub injected: bool,
     pub content: String,
     /// The scenario's state right after the call, compact JSON, cut; absent when the call
     /// changed nothing.
@@ -651,6 +654,7 @@ fn example_of(record: &TrialRecord) -> Example {
                     ),
                     kind: c.kind,
                     is_error: c.is_error,
+                    injected: c.injected,
                     content: cut_text(&c.content, EXAMPLE_BYTES),
                     state: c
                         .state

@@ -220,7 +220,11 @@ fn write_example(e: &Example, w: &mut dyn Write) -> io::Result<()> {
             writeln!(w, "         {prefix}call  {} {}{note}", c.tool, c.arguments)?;
         }
         for r in e.results.iter().filter(|r| r.step as usize == step) {
-            let error = if r.is_error { ", error" } else { "" };
+            let error = match (r.is_error, r.injected) {
+                (true, _) => ", error",
+                (false, true) => ", the attack's payload planted here",
+                (false, false) => "",
+            };
             writeln!(
                 w,
                 "         {prefix}result of {} ({}{error}): {}",
