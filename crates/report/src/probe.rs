@@ -1,7 +1,11 @@
-//! The terminal report of `toolscore probe`.
+//! The reports of `toolscore probe`: the edge checks for the terminal, and the escape probes
+//! (`--security`) for the terminal and as SARIF 2.1.0. They format the verdicts the probe
+//! reached; they judge nothing.
 
 use std::io::{self, Write};
 
+use serde_json::{Value, json};
+use toolscore_mcp::probe::security::{EscapeCheck, EscapeReport};
 use toolscore_mcp::probe::{CheckVerdict, ProbeReport};
 
 /// Each check with its verdict and evidence, then the counts.
@@ -34,4 +38,153 @@ fn label(verdict: CheckVerdict) -> &'static str {
         CheckVerdict::Fail => "FAIL",
         CheckVerdict::Skip => "SKIP",
     }
+}
+
+/// Each escape verdict with what was sent and its evidence, then the calls per tool (and
+/// what the bound on them cut), then the counts. Every text quoted from the server is inert
+/// already (the probe made it so).
+pub fn render_escapes(report: &EscapeReport, w: &mut dyn Write) -> io::Result<()> {
+    writeln!(w, "escape probes of {}", report.source)?;
+    writeln!(w, "server: {}\n", report.server)?;
+    for v in &report.verdicts {
+        writeln!(
+            w,
+            "{} {} {}.{}",
+            label(v.verdict),
+            v.check,
+            v.tool,
+            v.parameter
+        )?;
+        if let Some(sent) = &v.sent {
+            writeln!(w, "     sent: {sent}")?;
+        }
+        // What proved a FAIL or a WARN is marked as such; a PASS says why nothing did.
+        let proof = match v.verdict {
+            CheckVerdict::Fail | CheckVerdict::Warn => "proof: ",
+            CheckVerdict::Pass | CheckVerdict::Skip => "",
+        };
+        writeln!(w, "     {proof}{}", v.evidence)?;
+    }
+    if report.verdicts.is_empty() {
+        writeln!(w, "no tool has a string parameter or a typed one to probe")?;
+    }
+    writeln!(w, "\ncalls per tool (at most {}):", report.max_calls)?;
+    let width = report
+        .tools
+        .iter()
+        .map(|t| t.tool.chars().count())
+        .max()
+        .unwrap_or(0);
+    for t in &report.tools {
+        let mut notes = Vec::new();
+        if t.cut > 0 {
+            notes.push(format!(
+                "{} of {} payloads cut by the bound",
+                t.cut, t.planned
+            ));
+        }
+        if t.after_proof > 0 {
+            notes.push(format!(
+                "{} not sent once their check was proven",
+                t.after_proof
+            ));
+        }
+        if t.planned == 0 {
+            notes.push("nothing to probe".to_owned());
+        }
+        let notes = if notes.is_empty() {
+            String::new()
+        } else {
+            format!("  ({})", notes.join("; "))
+        };
+        writeln!(w, "  {:<width$}  {:>3}{notes}", t.tool, t.calls)?;
+    }
+    writeln!(
+        w,
+        "\n{} verdicts: {} pass, {} warn, {} fail, {} skipped; {} calls in total",
+        report.verdicts.len(),
+        report.count(CheckVerdict::Pass),
+        report.count(CheckVerdict::Warn),
+        report.count(CheckVerdict::Fail),
+        report.count(CheckVerdict::Skip),
+        report.calls
+    )
+}
+
+fn sarif_level(verdict: CheckVerdict) -> Option<&'static str> {
+    match verdict {
+        CheckVerdict::Fail => Some("error"),
+        CheckVerdict::Warn => Some("warning"),
+        CheckVerdict::Pass | CheckVerdict::Skip => None,
+    }
+}
+
+/// SARIF 2.1.0: one run, one rule per escape check (`path-traversal`, `ssrf`,
+/// `shell-injection`, `schema-smuggling`), one result per FAIL (level `error`) and per WARN
+/// (level `warning`), its message the payload sent and the proof, its logical location the
+/// tool's parameter (`tool.parameter`). A server has no file to point into, so results carry
+/// no physical location.
+pub fn escapes_sarif(report: &EscapeReport, version: &str) -> Value {
+    let rules: Vec<Value> = EscapeCheck::ALL
+        .iter()
+        .map(|c| {
+            let level = if *c == EscapeCheck::SchemaSmuggling {
+                "warning"
+            } else {
+                "error"
+            };
+            json!({
+                "id": c.id(),
+                "name": c.id(),
+                "shortDescription": {"text": c.summary()},
+                "fullDescription": {"text": c.summary()},
+                "help": {"text": c.fix()},
+                "defaultConfiguration": {"level": level},
+                "properties": {"tags": ["security"]},
+            })
+        })
+        .collect();
+    let results: Vec<Value> = report
+        .verdicts
+        .iter()
+        .filter_map(|v| {
+            let level = sarif_level(v.verdict)?;
+            let index = EscapeCheck::ALL.iter().position(|c| *c == v.check)?;
+            let location = format!("{}.{}", v.tool, v.parameter);
+            let message = match &v.sent {
+                Some(sent) => format!("{sent}: {}. Fix: {}", v.evidence, v.check.fix()),
+                None => format!("{}. Fix: {}", v.evidence, v.check.fix()),
+            };
+            Some(json!({
+                "ruleId": v.check.id(),
+                "ruleIndex": index,
+                "level": level,
+                "message": {"text": message},
+                "locations": [{
+                    "logicalLocations": [{
+                        "name": v.parameter,
+                        "fullyQualifiedName": location,
+                        "kind": "parameter",
+                    }],
+                }],
+                "partialFingerprints": {
+                    "toolscoreEscape/v1": format!("{}:{}:{location}", v.check.id(), report.source),
+                },
+            }))
+        })
+        .collect();
+    json!({
+        "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {
+                "name": "toolscore",
+                "semanticVersion": version,
+                "version": version,
+                "rules": rules,
+            }},
+            "results": results,
+            "properties": {"source": report.source, "calls": report.calls},
+        }]
+    })
 }
