@@ -16,9 +16,10 @@
 #
 # With ESCAPE_LOG set, each tools/call appends the tool's name as a line to that file, so a
 # test can count the calls each tool got.
+import atexit
 import json
 import os
-import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -27,7 +28,8 @@ import urllib.request
 
 mode = sys.argv[1]
 out = sys.stdout
-notes = tempfile.mkdtemp(prefix="escape-notes-")
+notes = os.path.realpath(tempfile.mkdtemp(prefix="escape-notes-"))
+atexit.register(shutil.rmtree, notes, True)
 with open(os.path.join(notes, "welcome.txt"), "w") as f:
     f.write("Welcome to the notes folder.\n")
 
