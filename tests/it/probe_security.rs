@@ -596,23 +596,20 @@ mod http_twin {
             ])))
         }
 
-        fn call_tool(
+        async fn call_tool(
             &self,
             request: CallToolRequestParams,
             _context: RequestContext<RoleServer>,
-        ) -> impl Future<Output = Result<CallToolResponse, ErrorData>> + MaybeSendFuture + '_
-        {
-            async move {
-                let name = request.name.to_string();
-                *self.calls.lock().unwrap().entry(name.clone()).or_default() += 1;
-                let arg = request
-                    .arguments
-                    .as_ref()
-                    .and_then(|a| a.values().next())
-                    .and_then(|v| v.as_str())
-                    .map(str::to_owned);
-                self.call(&name, arg).await
-            }
+        ) -> Result<CallToolResponse, ErrorData> {
+            let name = request.name.to_string();
+            *self.calls.lock().unwrap().entry(name.clone()).or_default() += 1;
+            let arg = request
+                .arguments
+                .as_ref()
+                .and_then(|a| a.values().next())
+                .and_then(|v| v.as_str())
+                .map(str::to_owned);
+            self.call(&name, arg).await
         }
     }
 
