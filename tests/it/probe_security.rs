@@ -463,6 +463,19 @@ fn hostile_output_comes_out_bounded_and_inert() {
     );
     let shell = verdict_block(&run.stdout, "FAIL shell-injection make_label.name");
     assert!(shell.contains("proof: the result holds \"…yyyy"), "{shell}");
+    // What the server says of itself, its tools' names and their parameters' are inert too.
+    assert!(
+        run.stdout
+            .contains("server: escape-hostile\\u{1b}]0;owned\\u{7} 1.0.0"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout
+            .contains("PASS path-traversal \\u{1b}[31mevil\\u{1b}[0m.file\\u{1b}[2J\n"),
+        "{}",
+        run.stdout
+    );
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -12,7 +12,8 @@
 #   /etc/passwd that start with `root:`, make_label runs the shell but returns none of its
 #   output, and fetch_page and check_status fetch nothing;
 # - hostile: read_note answers a huge text full of terminal escapes around a passwd line, and
-#   make_label its shell's output (the marker) inside one (the evidence quoted from it must come out bounded and inert).
+#   make_label its shell's output (the marker) inside one; its own name and one more tool's
+#   name and parameter hold escapes too (the evidence quoted from it must come out bounded and inert).
 #
 # With ESCAPE_LOG set, each tools/call appends the tool's name as a line to that file, so a
 # test can count the calls each tool got.
@@ -62,6 +63,9 @@ TOOLS = [
          ["mode"], {"additionalProperties": False}),
 ]
 STRING_TOOLS = {"read_note": "path", "fetch_page": "url", "check_status": "host", "make_label": "name"}
+if mode == "hostile":
+    # A name and a parameter that would recolour and clear a terminal.
+    TOOLS.append(tool("\x1b[31mevil\x1b[0m", "A tool.", {"file\x1b[2J": {"type": "string"}}, []))
 SCHEMAS = {t["name"]: t["inputSchema"] for t in TOOLS}
 TYPES = {"string": str, "integer": int, "boolean": bool, "object": dict, "array": list}
 
@@ -173,7 +177,8 @@ for line in sys.stdin:
         send({"jsonrpc": "2.0", "id": msg["id"], "result": {
             "protocolVersion": msg["params"]["protocolVersion"],
             "capabilities": {"tools": {}},
-            "serverInfo": {"name": f"escape-{mode}", "version": "1.0.0"}}})
+            "serverInfo": {"name": f"escape-{mode}" + ("\x1b]0;owned\x07" if mode == "hostile" else ""),
+                           "version": "1.0.0"}}})
     elif method == "tools/list":
         send({"jsonrpc": "2.0", "id": msg["id"], "result": {"tools": TOOLS}})
     elif method == "tools/call":

@@ -777,7 +777,13 @@ pub async fn probe_escapes(
 ) -> Result<EscapeReport, ProbeError> {
     let listener = Listener::start().await.map_err(ProbeError::Listener)?;
     let first = McpSession::connect(spec, timeout, env).await?;
-    let server = first.server().clone();
+    // What the server says of itself reaches the report too: as inert as its answers.
+    let said = first.server();
+    let server = ServerIdentity {
+        name: inert(&said.name, MAX_NAME),
+        version: inert(&said.version, MAX_NAME),
+        protocol_version: inert(&said.protocol_version, MAX_NAME),
+    };
     let tools = match first.list_tool_definitions().await {
         Ok(t) => t,
         Err(e) => {
