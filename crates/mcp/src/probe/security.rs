@@ -298,7 +298,7 @@ fn words(name: &str) -> Vec<String> {
 const URL_WORDS: &[&str] = &[
     "url", "urls", "uri", "uris", "endpoint", "link", "href", "webhook", "callback", "src",
 ];
-const HOST_WORDS: &[&str] = &["host", "hostname", "domain", "server", "address", "addr"];
+const HOST_WORDS: &[&str] = &["host", "hostname", "domain"];
 const PATH_WORDS: &[&str] = &[
     "path",
     "paths",
@@ -978,6 +978,8 @@ mod tests {
             [EscapeCheck::PathTraversal, EscapeCheck::ShellInjection]
         );
         assert_eq!(check("query"), [EscapeCheck::ShellInjection]);
+        // An e-mail address is no host to fetch from.
+        assert_eq!(check("email_address"), [EscapeCheck::ShellInjection]);
         // "profile" holds "file" as letters, not as a word.
         assert_eq!(check("profile"), [EscapeCheck::ShellInjection]);
         assert_eq!(
