@@ -3,7 +3,7 @@
 //! [`toolscore_mcp::probe::security`]).
 
 use std::future::Future;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
@@ -133,11 +133,39 @@ fn run_security(args: &ProbeArgs) -> Result<ExitCode, Error> {
         ProbeFormat::Json => json_to(&mut out, &report)?,
         ProbeFormat::Sarif => json_to(
             &mut out,
-            &toolscore_report::escapes_sarif(&report, env!("CARGO_PKG_VERSION")),
+            &toolscore_report::escapes_sarif(
+                &report,
+                sarif_artifact(&args.source).as_deref(),
+                env!("CARGO_PKG_VERSION"),
+            ),
         )?,
     }
     write_stdout(&out)?;
     Ok(exit_of(&report))
+}
+
+/// The file SARIF results point at, so code scanning can place them on the pull request (it
+/// takes only a path in the repository): a dataset folder's dataset.yaml, else the first word
+/// of a stdio command that names a file under the current folder (the server's script, as in
+/// `node dist/index.js`). A URL names no file: its results carry only their logical location.
+fn sarif_artifact(source: &McpSourceArgs) -> Option<String> {
+    let relative_file = |w: &str| {
+        let p = Path::new(w);
+        p.is_relative() && p.is_file()
+    };
+    match &source.source {
+        Some(dir) if Path::new(dir).is_dir() => Some(format!(
+            "{}/{}",
+            dir.trim_end_matches('/'),
+            toolscore_suite::live::DATASET_FILE
+        )),
+        Some(_) => None,
+        None => source
+            .server_command
+            .iter()
+            .find(|w| relative_file(w))
+            .map(|w| w.trim_start_matches("./").to_owned()),
+    }
 }
 
 fn exit_of(report: &EscapeReport) -> ExitCode {

@@ -324,6 +324,31 @@ fn json_and_sarif_read_back() {
         results[0]
     );
 
+    // The fixture by an absolute path is no file of the repository: no physical location.
+    assert!(results[0]["locations"][0]["physicalLocation"].is_null());
+    // By a path under the current folder, code scanning can place each result in it.
+    let here = toolscore(
+        root(),
+        &[
+            "probe",
+            "--security",
+            "--format",
+            "sarif",
+            "--",
+            "python3",
+            "tests/data/mcp/escape_server.py",
+            "vulnerable",
+        ],
+    );
+    assert_eq!(here.code, 1, "{}", here.transcript());
+    let placed: serde_json::Value = serde_json::from_str(&here.stdout).unwrap();
+    for r in placed["runs"][0]["results"].as_array().unwrap() {
+        assert_eq!(
+            r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
+            "tests/data/mcp/escape_server.py"
+        );
+    }
+
     // --json FILE and --format json write the same report.
     let file: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("escapes.json")).unwrap())
@@ -379,6 +404,16 @@ fn a_datasets_live_server_is_probed() {
         run.stdout.contains("FAIL path-traversal read_note.path\n"),
         "{}",
         run.stdout
+    );
+    let sarif = toolscore(
+        dir.path(),
+        &["probe", "--security", "notes/", "--format", "sarif"],
+    );
+    assert_eq!(sarif.code, 1, "{}", sarif.transcript());
+    let v: serde_json::Value = serde_json::from_str(&sarif.stdout).unwrap();
+    assert_eq!(
+        v["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
+        "notes/dataset.yaml"
     );
     // Expected calls belong to the edge checks.
     let both = toolscore(

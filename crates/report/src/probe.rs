@@ -122,9 +122,10 @@ fn sarif_level(verdict: CheckVerdict) -> Option<&'static str> {
 /// SARIF 2.1.0: one run, one rule per escape check (`path-traversal`, `ssrf`,
 /// `shell-injection`, `schema-smuggling`), one result per FAIL (level `error`) and per WARN
 /// (level `warning`), its message the payload sent and the proof, its logical location the
-/// tool's parameter (`tool.parameter`). A server has no file to point into, so results carry
-/// no physical location.
-pub fn escapes_sarif(report: &EscapeReport, version: &str) -> Value {
+/// tool's parameter (`tool.parameter`). Code scanning places a result only in a file of the
+/// repository: `artifact`, when given, is that file (the caller's choice: what defines the
+/// server), line 1.
+pub fn escapes_sarif(report: &EscapeReport, artifact: Option<&str>, version: &str) -> Value {
     let rules: Vec<Value> = EscapeCheck::ALL
         .iter()
         .map(|c| {
@@ -155,18 +156,25 @@ pub fn escapes_sarif(report: &EscapeReport, version: &str) -> Value {
                 Some(sent) => format!("{sent}: {}. Fix: {}", v.evidence, v.check.fix()),
                 None => format!("{}. Fix: {}", v.evidence, v.check.fix()),
             };
+            let mut place = json!({
+                "logicalLocations": [{
+                    "name": v.parameter,
+                    "fullyQualifiedName": location,
+                    "kind": "parameter",
+                }],
+            });
+            if let Some(uri) = artifact {
+                place["physicalLocation"] = json!({
+                    "artifactLocation": {"uri": uri},
+                    "region": {"startLine": 1},
+                });
+            }
             Some(json!({
                 "ruleId": v.check.id(),
                 "ruleIndex": index,
                 "level": level,
                 "message": {"text": message},
-                "locations": [{
-                    "logicalLocations": [{
-                        "name": v.parameter,
-                        "fullyQualifiedName": location,
-                        "kind": "parameter",
-                    }],
-                }],
+                "locations": [place],
                 "partialFingerprints": {
                     "toolscoreEscape/v1": format!("{}:{}:{location}", v.check.id(), report.source),
                 },
