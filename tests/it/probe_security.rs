@@ -258,6 +258,44 @@ fn calls_per_tool_stay_within_the_bound_and_a_cut_is_said() {
     assert_eq!(logged.get("make_label"), Some(&9), "{logged:?}");
 }
 
+/// A tool that stops answering costs two timeouts, not the bound: its other payloads are not
+/// sent, the report says why, and the next tool is probed as usual.
+#[test]
+fn a_tool_that_stops_answering_is_given_up_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("calls.log");
+    let log_env = log.display().to_string();
+    let started = Instant::now();
+    let run = probe_stdio(
+        dir.path(),
+        "silent",
+        &["--timeout", "1"],
+        &[("ESCAPE_LOG", &log_env)],
+    );
+    assert_eq!(run.code, 0, "{}", run.transcript());
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(logged_calls(&log).get("read_note"), Some(&2));
+    let out = &run.stdout;
+    assert!(
+        verdict_block(out, "PASS path-traversal read_note.path").contains(
+            "no proof in 1 call: 1 got no answer within the timeout; 3 more payloads not sent: the tool stopped answering"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("  read_note       2  (3 not sent: the tool stopped answering)\n"),
+        "{out}"
+    );
+    assert!(
+        verdict_block(out, "PASS shell-injection make_label.name").contains("no proof in 4 calls"),
+        "{out}"
+    );
+}
+
 #[test]
 fn json_and_sarif_read_back() {
     let dir = tempfile::tempdir().unwrap();

@@ -89,6 +89,12 @@ pub fn render_escapes(report: &EscapeReport, w: &mut dyn Write) -> io::Result<()
                 t.after_proof
             ));
         }
+        if t.unanswered > 0 {
+            notes.push(format!(
+                "{} not sent: the tool stopped answering",
+                t.unanswered
+            ));
+        }
         if t.planned == 0 {
             notes.push("nothing to probe".to_owned());
         }

@@ -24,10 +24,12 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import urllib.parse
 import urllib.request
 
 mode = sys.argv[1]
+safe = mode in ("safe", "silent")
 out = sys.stdout
 notes = os.path.realpath(tempfile.mkdtemp(prefix="escape-notes-"))
 atexit.register(shutil.rmtree, notes, True)
@@ -108,7 +110,9 @@ HOSTILE = ("\x1b]0;owned\x07\x1b[31m" + "x" * 200_000 + "\x1b[2J\n"
 
 
 def call(name, args):
-    if mode == "safe":
+    if mode == "silent" and name == "read_note":
+        time.sleep(3600)
+    if safe:
         fault = schema_fault(name, args)
         if fault:
             return text(fault, True)
@@ -119,7 +123,7 @@ def call(name, args):
         path = args.get("path")
         if mode == "hostile":
             return text(HOSTILE)
-        if mode == "safe":
+        if safe:
             full = os.path.realpath(os.path.join(notes, path))
             if not full.startswith(notes + os.sep):
                 return text("that note is outside the notes folder", True)
@@ -135,7 +139,7 @@ def call(name, args):
         return text(body)
     if name == "fetch_page":
         url = args.get("url")
-        if mode == "safe" and urllib.parse.urlparse(url).hostname not in ALLOWED_HOSTS:
+        if safe and urllib.parse.urlparse(url).hostname not in ALLOWED_HOSTS:
             return text("that host is not on the allowlist", True)
         if mode == "blind":
             return text("page fetching is queued")
@@ -145,7 +149,7 @@ def call(name, args):
             return text(f"fetch failed: {type(e).__name__}", True)
     if name == "check_status":
         host = args.get("host")
-        if mode == "safe" and host not in ALLOWED_HOSTS:
+        if safe and host not in ALLOWED_HOSTS:
             return text("that host is not on the allowlist", True)
         if mode == "blind":
             return text("status check is queued")
@@ -155,7 +159,7 @@ def call(name, args):
             return text(f"status check failed: {type(e).__name__}", True)
     if name == "make_label":
         label = args.get("name")
-        if mode == "safe":
+        if safe:
             return text(f"label: {label}")
         ran = subprocess.run(["sh", "-c", "echo " + label], capture_output=True, text=True, timeout=5)
         if mode == "blind":

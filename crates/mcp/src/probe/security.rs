@@ -40,6 +40,9 @@ pub const MAX_QUOTE: usize = 200;
 const MAX_NAME: usize = 80;
 /// Depth of the relative traversal: enough to climb out of any plausible sandbox.
 const DEPTH: usize = 8;
+/// Calls in a row that got no answer within the timeout, after which a tool is given up on:
+/// a server that stopped answering costs at most this many timeouts per tool, not the bound.
+pub const STALLED_AFTER: usize = 2;
 /// The property the `schema-smuggling` check adds where none is allowed.
 pub const EXTRA_PROPERTY: &str = "toolscore_probe_extra";
 
@@ -152,6 +155,9 @@ pub struct ToolCalls {
     pub cut: usize,
     /// Payloads not sent because their check was already proven on that parameter.
     pub after_proof: usize,
+    /// Payloads not sent because the tool stopped answering ([`STALLED_AFTER`] calls in a row
+    /// timed out).
+    pub unanswered: usize,
 }
 
 /// Every escape verdict of one server, and the calls that earned them.
@@ -708,8 +714,9 @@ impl Tally {
         }
     }
 
-    /// "no proof in 4 calls: 3 refused with a tool error, 1 answered without proof; last, …"
-    fn evidence(&self, check: EscapeCheck, cut: usize) -> String {
+    /// "no proof in 4 calls: 3 refused with a tool error, 1 answered without proof; last, …",
+    /// and the payloads the bound `cut` or a silent tool left `unanswered`.
+    fn evidence(&self, check: EscapeCheck, cut: usize, unanswered: usize) -> String {
         let mut parts = Vec::new();
         let mut part = |n: usize, what: &str| {
             if n > 0 {
@@ -745,6 +752,12 @@ impl Tally {
             text.push_str(&format!(
                 "; {cut} more payload{} cut by the bound on calls",
                 if cut == 1 { "" } else { "s" }
+            ));
+        }
+        if unanswered > 0 {
+            text.push_str(&format!(
+                "; {unanswered} more payload{} not sent: the tool stopped answering",
+                if unanswered == 1 { "" } else { "s" }
             ));
         }
         text
@@ -835,6 +848,7 @@ struct LaneState {
     proof: Option<(String, String)>,
     last_sent: Option<String>,
     cut: usize,
+    unanswered: usize,
 }
 
 async fn probe_tool(
@@ -849,10 +863,16 @@ async fn probe_tool(
     let order = schedule(&lanes);
     let mut states: Vec<LaneState> = lanes.iter().map(|_| LaneState::default()).collect();
     let (mut made, mut after_proof) = (0usize, 0usize);
+    // Timeouts in a row: a tool that stopped answering is given up on.
+    let mut silent = 0usize;
     for (i, depth) in &order {
         let (lane, state) = (&lanes[*i], &mut states[*i]);
         if state.proof.is_some() {
             after_proof += 1;
+            continue;
+        }
+        if silent >= STALLED_AFTER {
+            state.unanswered += 1;
             continue;
         }
         if made >= max_calls {
@@ -900,6 +920,11 @@ async fn probe_tool(
             EscapeCheck::SchemaSmuggling => judge_smuggled(&result),
         };
         let shown = sent(name, &lane.parameter, &parameter_value);
+        silent = if answer == Answer::Timeout {
+            silent + 1
+        } else {
+            0
+        };
         match answer {
             Answer::Proof(p) => state.proof = Some((shown, p)),
             other => {
@@ -915,6 +940,13 @@ async fn probe_tool(
         .map(|(lane, state)| {
             let (verdict, sent, evidence) = match &state.proof {
                 Some((sent, proof)) => (lane.check.on_proof(), Some(sent.clone()), proof.clone()),
+                None if state.calls == 0 && state.unanswered > 0 => (
+                    CheckVerdict::Skip,
+                    None,
+                    format!(
+                        "not probed: the tool stopped answering ({STALLED_AFTER} calls in a row timed out)"
+                    ),
+                ),
                 None if state.calls == 0 => (
                     CheckVerdict::Skip,
                     None,
@@ -925,7 +957,7 @@ async fn probe_tool(
                 None => (
                     CheckVerdict::Pass,
                     state.last_sent.clone(),
-                    state.tally.evidence(lane.check, state.cut),
+                    state.tally.evidence(lane.check, state.cut, state.unanswered),
                 ),
             };
             EscapeVerdict {
@@ -945,6 +977,7 @@ async fn probe_tool(
         planned: order.len(),
         cut: states.iter().map(|s| s.cut).sum(),
         after_proof,
+        unanswered: states.iter().map(|s| s.unanswered).sum(),
     };
     Ok((verdicts, counts))
 }
@@ -1173,8 +1206,8 @@ mod tests {
         t.add(&Answer::ToolError("\"no\"".into()));
         t.add(&Answer::Timeout);
         assert_eq!(
-            t.evidence(EscapeCheck::PathTraversal, 2),
-            "no proof in 2 calls: 1 refused with a tool error, 1 got no answer within the timeout; last, a tool error \"no\"; 2 more payloads cut by the bound on calls"
+            t.evidence(EscapeCheck::PathTraversal, 2, 1),
+            "no proof in 2 calls: 1 refused with a tool error, 1 got no answer within the timeout; last, a tool error \"no\"; 2 more payloads cut by the bound on calls; 1 more payload not sent: the tool stopped answering"
         );
     }
 }
