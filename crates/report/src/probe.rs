@@ -202,3 +202,90 @@ pub fn escapes_sarif(report: &EscapeReport, artifact: Option<&str>, version: &st
         }]
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use toolscore_core::catalog::source::ServerIdentity;
+    use toolscore_mcp::probe::security::{EscapeVerdict, ToolCalls};
+
+    fn report() -> EscapeReport {
+        let verdict = |check, parameter: &str, verdict| EscapeVerdict {
+            check,
+            tool: "read_note".into(),
+            parameter: parameter.into(),
+            verdict,
+            sent: Some(format!("read_note.{parameter} = \"/etc/passwd\"")),
+            evidence: "the result holds \"root:x:0:0:\"".into(),
+            calls: 1,
+        };
+        EscapeReport {
+            source: "python3 s.py".into(),
+            server: ServerIdentity {
+                name: "s".into(),
+                version: "1".into(),
+                protocol_version: "2025-06-18".into(),
+            },
+            max_calls: 2,
+            verdicts: vec![
+                verdict(EscapeCheck::PathTraversal, "path", CheckVerdict::Fail),
+                verdict(EscapeCheck::SchemaSmuggling, "path", CheckVerdict::Warn),
+                verdict(EscapeCheck::ShellInjection, "note", CheckVerdict::Pass),
+            ],
+            tools: vec![ToolCalls {
+                tool: "read_note".into(),
+                calls: 2,
+                planned: 9,
+                cut: 7,
+                after_proof: 0,
+                unanswered: 0,
+            }],
+            calls: 2,
+        }
+    }
+
+    #[test]
+    fn sarif_has_a_rule_per_check_and_a_result_per_fail_or_warn() {
+        let s = escapes_sarif(&report(), Some("s.py"), "0.1.0");
+        assert_eq!(s["version"], "2.1.0");
+        let run = &s["runs"][0];
+        assert_eq!(
+            run["tool"]["driver"]["rules"].as_array().map(Vec::len),
+            Some(4)
+        );
+        let results = run["results"].as_array().unwrap();
+        assert_eq!(results.len(), 2, "a PASS is no result");
+        assert_eq!(results[0]["level"], "error");
+        assert_eq!(results[0]["ruleId"], "path-traversal");
+        assert_eq!(results[1]["level"], "warning");
+        assert_eq!(results[1]["ruleIndex"], 3);
+        let place = &results[0]["locations"][0];
+        assert_eq!(
+            place["logicalLocations"][0]["fullyQualifiedName"],
+            "read_note.path"
+        );
+        assert_eq!(place["physicalLocation"]["artifactLocation"]["uri"], "s.py");
+        let unplaced = escapes_sarif(&report(), None, "0.1.0");
+        assert!(unplaced["runs"][0]["results"][0]["locations"][0]["physicalLocation"].is_null());
+    }
+
+    #[test]
+    fn text_marks_proof_and_says_what_the_bound_cut() {
+        let mut out = Vec::new();
+        render_escapes(&report(), &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.contains("FAIL path-traversal read_note.path\n     sent: read_note.path = \"/etc/passwd\"\n     proof: the result holds"),
+            "{text}"
+        );
+        assert!(
+            text.contains("PASS shell-injection read_note.note\n     sent: read_note.note = \"/etc/passwd\"\n     the result holds"),
+            "{text}"
+        );
+        assert!(text.contains("calls per tool (at most 2):\n  read_note    2  (7 of 9 payloads cut by the bound)\n"), "{text}");
+        assert!(
+            text.ends_with("3 verdicts: 1 pass, 1 warn, 1 fail, 0 skipped; 2 calls in total\n"),
+            "{text}"
+        );
+    }
+}
