@@ -31,10 +31,18 @@ import urllib.request
 mode = sys.argv[1]
 safe = mode in ("safe", "silent")
 out = sys.stdout
-notes = os.path.realpath(tempfile.mkdtemp(prefix="escape-notes-"))
-atexit.register(shutil.rmtree, notes, True)
-with open(os.path.join(notes, "welcome.txt"), "w") as f:
-    f.write("Welcome to the notes folder.\n")
+_notes = []
+
+
+def notes_folder():
+    """The notes folder, made at the first read (a server killed before it leaves none)."""
+    if not _notes:
+        folder = os.path.realpath(tempfile.mkdtemp(prefix="escape-notes-"))
+        atexit.register(shutil.rmtree, folder, True)
+        with open(os.path.join(folder, "welcome.txt"), "w") as f:
+            f.write("Welcome to the notes folder.\n")
+        _notes.append(folder)
+    return _notes[0]
 
 ALLOWED_HOSTS = {"example.com"}
 
@@ -121,6 +129,7 @@ def call(name, args):
         return text(f"`{STRING_TOOLS[name]}` must be a string", True)
     if name == "read_note":
         path = args.get("path")
+        notes = notes_folder()
         if mode == "hostile":
             return text(HOSTILE)
         if safe:
