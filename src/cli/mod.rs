@@ -166,8 +166,10 @@ pub enum Command {
     /// Each check has a verdict and its evidence: the dataset's expected calls return results valid against the tool's outputSchema (or
     /// well-formed content), an unknown tool gets JSON-RPC error -32602, arguments that break
     /// a tool's input schema get isError naming the field, an unsupported protocol version is
-    /// refused with the supported list. Calls the server's tools: point it at a test instance.
-    /// Exit 1 when a check fails.
+    /// refused with the supported list. With --security, escape probes instead: path
+    /// traversal, server-side request forgery, shell injection and schema smuggling, each
+    /// verdict on proof. Calls the server's tools: point it at a test instance. Exit 1 when a
+    /// check fails.
     Probe(probe::ProbeArgs),
     /// Load a live MCP server: errors, latency, leakage between sessions
     ///

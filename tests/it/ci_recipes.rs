@@ -1,6 +1,7 @@
 //! The CI recipes in examples/ci/ stay true to the binary: each file is valid YAML, and every
 //! `toolscore` invocation in it parses with the CLI's own argument parser (a renamed flag or a
-//! removed subcommand fails here, not in a user's pipeline).
+//! removed subcommand fails here, not in a user's pipeline); the steps that need no key and
+//! no model (lint, the escape probe) run here too.
 
 use std::path::Path;
 
@@ -109,4 +110,40 @@ fn the_pull_request_recipes_lint_step_runs_as_written() {
     .expect("SARIF is JSON");
     assert_eq!(sarif["version"], "2.1.0");
     assert_eq!(sarif["runs"][0]["tool"]["driver"]["name"], "toolscore");
+}
+
+/// The pull-request recipe's escape probe, its placeholder server command replaced by the safe
+/// twin of the test fixture: the flags as written give exit 0 and SARIF 2.1.0 on stdout, which
+/// the recipe redirects into the file its upload step reads.
+#[test]
+fn the_pull_request_recipes_escape_probe_runs_on_a_test_instance() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let text =
+        std::fs::read_to_string(root.join("examples/ci/github-pull-request.yml")).expect("recipe");
+    let probe: Vec<Vec<String>> = invocations(&text)
+        .into_iter()
+        .filter(|args| args.get(1).is_some_and(|a| a == "probe"))
+        .collect();
+    assert_eq!(probe.len(), 1, "one escape probe step: {probe:?}");
+    let until_command = probe[0]
+        .iter()
+        .position(|a| a == "--")
+        .expect("a server command after --");
+    assert!(probe[0].contains(&"--security".to_owned()), "{probe:?}");
+    let fixture = root.join("tests/data/mcp/escape_server.py");
+    let fixture = fixture.display().to_string();
+    let mut args: Vec<&str> = probe[0][1..until_command]
+        .iter()
+        .map(String::as_str)
+        .collect();
+    args.extend(["--", "python3", &fixture, "safe"]);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let run = support::toolscore(dir.path(), &args);
+    assert_eq!(run.code, 0, "{}", run.transcript());
+    let sarif: serde_json::Value = serde_json::from_str(&run.stdout).expect("SARIF is JSON");
+    assert_eq!(sarif["version"], "2.1.0");
+    assert_eq!(
+        sarif["runs"][0]["results"].as_array().map(Vec::len),
+        Some(0)
+    );
 }

@@ -54,6 +54,7 @@ mod mcp_bounds;
 mod mcp_live;
 mod mcp_stress;
 mod module_graph;
+mod probe_security;
 mod provider_adapters;
 mod provider_limits;
 mod provider_openai;

@@ -3,7 +3,8 @@
 //!
 //! - [`client`]: sessions over stdio or streamable HTTP through the official SDK (`rmcp`, named
 //!   nowhere else), bounded in time, bytes and count;
-//! - [`probe`]: `toolscore probe`, edge checks of a server and their verdicts;
+//! - [`probe`]: `toolscore probe`, edge checks of a server and their verdicts, and the escape
+//!   probes of `--security` ([`probe::security`]);
 //! - [`stress`]: `toolscore stress`, parallel sessions, canaries and leakage, per-tool tallies
 //!   and the error-rate gate.
 

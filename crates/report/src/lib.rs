@@ -41,7 +41,7 @@ pub use junit::Junit;
 pub use markdown::{
     MAX_CHARS as MARKDOWN_MAX_CHARS, Markdown, escape as escape_markdown, render_history_markdown,
 };
-pub use probe::render_probe;
+pub use probe::{escapes_sarif, render_escapes, render_probe};
 pub use progress::{Progress, ProgressMode};
 pub use providers::{
     ArmChoice, ChoiceDiff, PairDifference, PassDiff, ProviderDiff, render_provider_diffs,

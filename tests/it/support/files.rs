@@ -56,8 +56,8 @@ pub(crate) fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
-/// A copy of what the docs' commands read: the config, the datasets, the scenarios and the
-/// lint corpora; commands that write into a dataset (`tune`) write into the copy.
+/// A copy of what the docs' commands read: the config, the datasets, the scenarios, the
+/// lint corpora and the small MCP servers of tests/data/mcp; commands that write into a dataset (`tune`) write into the copy.
 pub(crate) fn project_copy() -> tempfile::TempDir {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let dir = tempfile::tempdir().expect("tempdir");
@@ -66,7 +66,7 @@ pub(crate) fn project_copy() -> tempfile::TempDir {
         dir.path().join("toolscore.yaml"),
     )
     .expect("config");
-    for folder in ["datasets", "scenarios", "tests/data/lint"] {
+    for folder in ["datasets", "scenarios", "tests/data/lint", "tests/data/mcp"] {
         copy_dir(&root.join(folder), &dir.path().join(folder));
     }
     dir
@@ -77,6 +77,17 @@ pub(crate) fn project_copy() -> tempfile::TempDir {
 /// command prints. The last mention, because a guide may give the command first and name it
 /// again where it shows the output.
 pub(crate) fn assert_guide_quotes(page: &str, command: &str, actual: &str) {
+    assert_guide_quotes_normalized(page, command, actual, str::to_owned);
+}
+
+/// [`assert_guide_quotes`] for output that differs from run to run (ports, random tokens):
+/// `normalize` is applied to each quoted line; `actual` is given normalized.
+pub(crate) fn assert_guide_quotes_normalized(
+    page: &str,
+    command: &str,
+    actual: &str,
+    normalize: fn(&str) -> String,
+) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let text = std::fs::read_to_string(root.join(page)).expect("the guide");
     let after = &text[text
@@ -88,7 +99,7 @@ pub(crate) fn assert_guide_quotes(page: &str, command: &str, actual: &str) {
         .expect("a console block after the command");
     let block = &block[..block.find("```").expect("closed")];
     let mut lines = actual.lines();
-    for quoted in block.lines().filter(|l| l.trim() != "…") {
+    for quoted in block.lines().filter(|l| l.trim() != "…").map(normalize) {
         assert!(
             lines.any(|l| l == quoted),
             "{page} quotes a line that `{command}` does not print (or not in this order):\n{quoted}\n--- actual ---\n{actual}"

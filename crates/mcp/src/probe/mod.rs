@@ -19,11 +19,18 @@
 //! The judging functions are pure and unit-tested; [`probe`] only makes the calls.
 //! Probing calls the server's tools, with valid and invalid arguments: point it at a test
 //! instance.
+//!
+//! [`security`] holds the escape probes (`probe --security`): path traversal, server-side
+//! request forgery to the probe's own loopback [`listener`], shell injection and schema
+//! smuggling, each verdict resting on proof.
 
 use std::time::Duration;
 
 use serde::Serialize;
 use serde_json::Value;
+
+mod listener;
+pub mod security;
 
 use crate::DatasetCall;
 use crate::client::{McpError, McpSession, ServerSpec, ToolResult};

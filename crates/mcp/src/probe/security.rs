@@ -1,0 +1,1213 @@
+//! `toolscore probe --security`: sandbox and permission escapes of a live server, reached
+//! through its tools' string parameters, each verdict resting on proof (CWE-22, CWE-918,
+//! CWE-78, and schema smuggling as a warning).
+//!
+//! - `path-traversal`, for path-, file-, folder- and name-like parameters: `../` chains, an
+//!   absolute path, URL-encoded and doubled forms, all aiming at `/etc/passwd`. Proof: a line
+//!   `root:…:0:0:` in what the tool returned.
+//! - `ssrf`, for URL-, endpoint-, host- and link-like parameters (or `format: uri`): a URL of
+//!   the probe's own loopback [`Listener`] with a fresh token in its path. Proof: a request
+//!   with that token reaching the listener (a bare `host:port` gets a listener of its own).
+//! - `shell-injection`, for every other string parameter: `$(…)`, backticks, `;` and `|`,
+//!   each running `printf 'A%sB' TOKEN`. Proof: `A{TOKEN}B` in the result, which the text sent
+//!   does not hold, so a server that echoes its input is not accused.
+//! - `schema-smuggling` (a warning): an extra property where `additionalProperties` is false,
+//!   and a wrong type for a typed parameter, accepted without an error.
+//!
+//! Only proof fails a check; a refusal, a tool error, a timeout or an answer without proof
+//! passes, and the evidence says which. Every payload is harmless (it reads a world-readable
+//! file, asks toolscore's own listener, or prints), calls per tool are bounded, and every text
+//! quoted from the server is made inert ([`inert`]) before it reaches a report.
+
+use std::sync::LazyLock;
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use super::listener::{Listener, TOKEN_PATH};
+use super::{CheckVerdict, Reconnecting, breaking_arguments};
+use crate::client::{McpError, McpSession, ServerSpec, ToolResult};
+use toolscore_core::catalog::source::ServerIdentity;
+
+/// Calls per tool at most, unless the caller says otherwise.
+pub const DEFAULT_MAX_CALLS: usize = 20;
+/// How long after a call returns a request may still reach the listener and count.
+pub const FETCH_WAIT: Duration = Duration::from_millis(500);
+/// Longest text quoted from a server in a verdict.
+pub const MAX_QUOTE: usize = 200;
+/// Longest tool or parameter name shown.
+const MAX_NAME: usize = 80;
+/// Depth of the relative traversal: enough to climb out of any plausible sandbox.
+const DEPTH: usize = 8;
+/// Calls in a row that got no answer within the timeout, after which a tool is given up on:
+/// a server that stopped answering costs at most this many timeouts per tool, not the bound.
+pub const STALLED_AFTER: usize = 2;
+/// The property the `schema-smuggling` check adds where none is allowed.
+pub const EXTRA_PROPERTY: &str = "toolscore_probe_extra";
+
+/// The four escape checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EscapeCheck {
+    PathTraversal,
+    Ssrf,
+    ShellInjection,
+    SchemaSmuggling,
+}
+
+impl EscapeCheck {
+    pub const ALL: [EscapeCheck; 4] = [
+        EscapeCheck::PathTraversal,
+        EscapeCheck::Ssrf,
+        EscapeCheck::ShellInjection,
+        EscapeCheck::SchemaSmuggling,
+    ];
+
+    pub fn id(self) -> &'static str {
+        match self {
+            EscapeCheck::PathTraversal => "path-traversal",
+            EscapeCheck::Ssrf => "ssrf",
+            EscapeCheck::ShellInjection => "shell-injection",
+            EscapeCheck::SchemaSmuggling => "schema-smuggling",
+        }
+    }
+
+    /// What the check sends and what counts as proof, in one sentence.
+    pub fn summary(self) -> &'static str {
+        match self {
+            EscapeCheck::PathTraversal => {
+                "Path traversal (CWE-22): ../ chains, an absolute path and encoded forms aimed at /etc/passwd; proof is a root:…:0:0: line in the result."
+            }
+            EscapeCheck::Ssrf => {
+                "Server-side request forgery (CWE-918): a URL of the probe's own 127.0.0.1 listener with a fresh token; proof is a request with that token reaching it."
+            }
+            EscapeCheck::ShellInjection => {
+                "OS command injection (CWE-78): $(…), backticks, ; and | running printf 'A%sB' TOKEN; proof is the expanded A{TOKEN}B in the result, which the text sent does not hold."
+            }
+            EscapeCheck::SchemaSmuggling => {
+                "Schema smuggling: a property additionalProperties forbids, or a wrong type, accepted without an error (a warning)."
+            }
+        }
+    }
+
+    /// How to fix what the check found.
+    pub fn fix(self) -> &'static str {
+        match self {
+            EscapeCheck::PathTraversal => {
+                "Resolve the path and refuse any that lands outside the folder the tool serves."
+            }
+            EscapeCheck::Ssrf => {
+                "Fetch only from an allowlist of hosts, and never from loopback or private addresses."
+            }
+            EscapeCheck::ShellInjection => {
+                "Pass arguments to a program as a list, never through a shell command line."
+            }
+            EscapeCheck::SchemaSmuggling => {
+                "Validate arguments against the input schema and answer isError naming the field."
+            }
+        }
+    }
+
+    /// The verdict its proof earns: an escape fails, smuggling warns.
+    fn on_proof(self) -> CheckVerdict {
+        match self {
+            EscapeCheck::SchemaSmuggling => CheckVerdict::Warn,
+            EscapeCheck::PathTraversal | EscapeCheck::Ssrf | EscapeCheck::ShellInjection => {
+                CheckVerdict::Fail
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for EscapeCheck {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.id())
+    }
+}
+
+/// One check of one parameter of one tool, with its evidence.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct EscapeVerdict {
+    pub check: EscapeCheck,
+    /// The tool's name, made inert.
+    pub tool: String,
+    /// The parameter (or, for an extra property, the property added), made inert.
+    pub parameter: String,
+    pub verdict: CheckVerdict,
+    /// `tool.parameter = value`: the payload that proved it, or else the last one sent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sent: Option<String>,
+    /// What proved it, or why nothing did.
+    pub evidence: String,
+    /// Calls this check made on this parameter.
+    pub calls: usize,
+}
+
+/// The calls made to one tool.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolCalls {
+    pub tool: String,
+    pub calls: usize,
+    /// Payloads the tool's parameters called for.
+    pub planned: usize,
+    /// Payloads not sent because the bound on calls per tool was reached.
+    pub cut: usize,
+    /// Payloads not sent because their check was already proven on that parameter.
+    pub after_proof: usize,
+    /// Payloads not sent because the tool stopped answering ([`STALLED_AFTER`] calls in a row
+    /// timed out).
+    pub unanswered: usize,
+}
+
+/// Every escape verdict of one server, and the calls that earned them.
+#[derive(Debug, Clone, Serialize)]
+pub struct EscapeReport {
+    pub source: String,
+    pub server: ServerIdentity,
+    /// The bound on calls per tool.
+    pub max_calls: usize,
+    pub verdicts: Vec<EscapeVerdict>,
+    pub tools: Vec<ToolCalls>,
+    /// Calls made in all.
+    pub calls: usize,
+}
+
+impl EscapeReport {
+    pub fn count(&self, verdict: CheckVerdict) -> usize {
+        self.verdicts
+            .iter()
+            .filter(|c| c.verdict == verdict)
+            .count()
+    }
+}
+
+/// Why the escape probe could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum ProbeError {
+    #[error(transparent)]
+    Mcp(#[from] McpError),
+    #[error("cannot start the probe's listener on 127.0.0.1")]
+    Listener(#[source] std::io::Error),
+}
+
+/// Whether `url`'s host is this machine: 127.0.0.0/8, ::1 (also IPv4-mapped) or `localhost`.
+/// Only such a server is probed, so the probe's own loopback listener is the server's too.
+pub fn is_loopback_url(url: &str) -> bool {
+    let Ok(parsed) = reqwest::Url::parse(url) else {
+        return false;
+    };
+    let Some(host) = parsed.host_str() else {
+        return false;
+    };
+    // An IPv6 host keeps its brackets in a URL.
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    match bare.parse::<std::net::IpAddr>() {
+        Ok(std::net::IpAddr::V4(ip)) => ip.is_loopback(),
+        Ok(std::net::IpAddr::V6(ip)) => {
+            ip.is_loopback() || ip.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
+        }
+        Err(_) => host.eq_ignore_ascii_case("localhost") || host.eq_ignore_ascii_case("localhost."),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Evidence: bounded and inert.
+
+/// `text` on one line, at most `max` characters (then `…`), with line breaks and tabs as
+/// spaces, runs of spaces as one, and every other control character (an ANSI escape's ESC,
+/// a bell, a C1 control) and every bidirectional or line-separator mark written as `\u{…}`,
+/// so nothing a server wrote can move a terminal's cursor, recolour it, retitle it or reorder
+/// what it shows. Reads no further than it writes, so a huge text costs no more than a short.
+pub fn inert(text: &str, max: usize) -> String {
+    let mut out = String::new();
+    let mut shown = 0usize;
+    let mut space = false;
+    for c in text.chars() {
+        if c.is_whitespace() && !is_hidden(c) {
+            space = !out.is_empty();
+            continue;
+        }
+        let piece = if c.is_control() || is_hidden(c) {
+            format!("\\u{{{:x}}}", u32::from(c))
+        } else {
+            c.to_string()
+        };
+        let width = piece.chars().count() + usize::from(space);
+        if shown + width > max {
+            out.push('…');
+            return out;
+        }
+        if space {
+            out.push(' ');
+            space = false;
+        }
+        out.push_str(&piece);
+        shown += width;
+    }
+    out
+}
+
+/// Characters that change how a line is shown without being control characters: directional
+/// marks and overrides, line and paragraph separators, the byte-order mark.
+fn is_hidden(c: char) -> bool {
+    matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{2028}' | '\u{2029}' | '\u{feff}')
+}
+
+fn quote(text: &str) -> String {
+    format!("\"{}\"", inert(text, MAX_QUOTE))
+}
+
+/// The part of `haystack` around `start..end`, on its line, cut to [`MAX_QUOTE`] and inert.
+fn around(haystack: &str, start: usize, end: usize) -> String {
+    let line_start = haystack[..start].rfind('\n').map_or(0, |i| i + 1);
+    let line_end = haystack[end..]
+        .find('\n')
+        .map_or(haystack.len(), |i| end + i);
+    let mut from = line_start.max(start.saturating_sub(60));
+    while !haystack.is_char_boundary(from) {
+        from -= 1;
+    }
+    let lead = if from > line_start { "…" } else { "" };
+    format!("\"{lead}{}\"", inert(&haystack[from..line_end], MAX_QUOTE))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Which parameters get which checks.
+
+/// A parameter's name split into lower-case words (`filePath` → file, path; `dir_name` → dir,
+/// name).
+fn words(name: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut word = String::new();
+    let mut previous_lower = false;
+    for c in name.chars() {
+        if !c.is_alphanumeric() {
+            if !word.is_empty() {
+                out.push(std::mem::take(&mut word));
+            }
+            previous_lower = false;
+            continue;
+        }
+        if c.is_uppercase() && previous_lower && !word.is_empty() {
+            out.push(std::mem::take(&mut word));
+        }
+        previous_lower = c.is_lowercase() || c.is_ascii_digit();
+        word.extend(c.to_lowercase());
+    }
+    if !word.is_empty() {
+        out.push(word);
+    }
+    out
+}
+
+const URL_WORDS: &[&str] = &[
+    "url", "urls", "uri", "uris", "endpoint", "link", "href", "webhook", "callback", "src",
+];
+const HOST_WORDS: &[&str] = &["host", "hostname", "domain"];
+const PATH_WORDS: &[&str] = &[
+    "path",
+    "paths",
+    "pathname",
+    "file",
+    "files",
+    "filename",
+    "filepath",
+    "dir",
+    "dirname",
+    "directory",
+    "folder",
+];
+
+/// How a parameter takes a server-side request forgery payload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fetched {
+    /// A whole URL.
+    Url,
+    /// A host, perhaps with a port and path.
+    Host,
+}
+
+/// The checks a string parameter gets, from its name and its `format`. A name that could be
+/// a file's as well as anything else (`name`, `note_name`) gets both path traversal and shell
+/// injection.
+fn checks_of(name: &str, schema: &Value) -> (Vec<EscapeCheck>, Option<Fetched>) {
+    let format = schema.get("format").and_then(Value::as_str).unwrap_or("");
+    let w = words(name);
+    let has = |list: &[&str]| w.iter().any(|x| list.contains(&x.as_str()));
+    if matches!(format, "uri" | "url" | "iri") || has(URL_WORDS) {
+        return (vec![EscapeCheck::Ssrf], Some(Fetched::Url));
+    }
+    if matches!(format, "hostname" | "idn-hostname") || has(HOST_WORDS) {
+        return (vec![EscapeCheck::Ssrf], Some(Fetched::Host));
+    }
+    if matches!(format, "uri-reference" | "iri-reference") || has(PATH_WORDS) {
+        return (vec![EscapeCheck::PathTraversal], None);
+    }
+    if w.last().is_some_and(|x| x == "name") {
+        return (
+            vec![EscapeCheck::PathTraversal, EscapeCheck::ShellInjection],
+            None,
+        );
+    }
+    (vec![EscapeCheck::ShellInjection], None)
+}
+
+/// A free string: `type: string` (alone or among others), with no `enum` or `const` that
+/// would make a payload invalid on its face.
+fn is_free_string(schema: &Value) -> bool {
+    let string = match schema.get("type") {
+        Some(Value::String(t)) => t == "string",
+        Some(Value::Array(ts)) => ts.iter().any(|t| t == "string"),
+        _ => false,
+    };
+    string && schema.get("enum").is_none() && schema.get("const").is_none()
+}
+
+/// A harmless valid value for a parameter: its `const`, first `enum` value or `default`, else
+/// one of its type ("test", 1 within its bounds, false, [], {}, null).
+pub fn benign_value(schema: &Value) -> Value {
+    if let Some(c) = schema.get("const") {
+        return c.clone();
+    }
+    if let Some(first) = schema
+        .get("enum")
+        .and_then(Value::as_array)
+        .and_then(|e| e.first())
+    {
+        return first.clone();
+    }
+    if let Some(d) = schema.get("default") {
+        return d.clone();
+    }
+    let ty = match schema.get("type") {
+        Some(Value::String(t)) => t.as_str(),
+        Some(Value::Array(ts)) => ts
+            .iter()
+            .filter_map(Value::as_str)
+            .find(|t| *t != "null")
+            .unwrap_or("null"),
+        _ => "string",
+    };
+    let number = || {
+        let min = schema.get("minimum").and_then(Value::as_f64);
+        let max = schema.get("maximum").and_then(Value::as_f64);
+        match (min, max) {
+            (Some(lo), _) if lo > 1.0 => lo,
+            (_, Some(hi)) if hi < 1.0 => hi,
+            _ => 1.0,
+        }
+    };
+    match ty {
+        "integer" => Value::from(number().ceil() as i64),
+        "number" => serde_json::Number::from_f64(number()).map_or(Value::from(1), Value::Number),
+        "boolean" => Value::Bool(false),
+        "array" => Value::Array(Vec::new()),
+        "object" => Value::Object(Map::new()),
+        "null" => Value::Null,
+        _ => Value::from("test"),
+    }
+}
+
+/// Arguments valid apart from `except`: every other required parameter with a benign value.
+fn base_arguments(schema: &Value, except: &str) -> Map<String, Value> {
+    let props = schema.get("properties").and_then(Value::as_object);
+    let required = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str);
+    let mut args = Map::new();
+    for name in required.filter(|n| *n != except) {
+        let prop = props.and_then(|p| p.get(name)).unwrap_or(&Value::Null);
+        args.insert(name.to_owned(), benign_value(prop));
+    }
+    args
+}
+
+// ---------------------------------------------------------------------------------------------
+// Payloads.
+
+/// One payload, before its token (fresh for each call) is filled in.
+#[derive(Debug, Clone, PartialEq)]
+enum Payload {
+    /// A fixed path.
+    Path(String),
+    /// The listener's URL with a token.
+    Url,
+    /// `127.0.0.1:PORT` of a listener started for this call alone.
+    BareHost,
+    /// `127.0.0.1:PORT/toolscore-probe/TOKEN`.
+    HostPath,
+    /// A shell form of `printf 'A%sB' TOKEN`.
+    Shell(ShellForm),
+    /// The property the schema forbids, beside valid arguments.
+    ExtraProperty,
+    /// The parameter with a value of the wrong type, beside valid arguments.
+    WrongType(Value),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ShellForm {
+    Substitution,
+    Backticks,
+    Semicolon,
+    Pipe,
+}
+
+impl ShellForm {
+    const ALL: [ShellForm; 4] = [
+        ShellForm::Substitution,
+        ShellForm::Backticks,
+        ShellForm::Semicolon,
+        ShellForm::Pipe,
+    ];
+
+    /// The payload's text. Its expansion, `A{token}B`, never appears in it.
+    fn text(self, token: &str) -> String {
+        match self {
+            ShellForm::Substitution => format!("$(printf 'A%sB' {token})"),
+            ShellForm::Backticks => format!("`printf 'A%sB' {token}`"),
+            ShellForm::Semicolon => format!("; printf 'A%sB\\n' {token}"),
+            ShellForm::Pipe => format!("| printf 'A%sB\\n' {token}"),
+        }
+    }
+}
+
+/// The traversal payloads: relative, absolute, URL-encoded, doubled.
+fn traversal_paths() -> Vec<String> {
+    vec![
+        format!("{}etc/passwd", "../".repeat(DEPTH)),
+        "/etc/passwd".to_owned(),
+        format!("{}etc%2fpasswd", "..%2f".repeat(DEPTH)),
+        format!("{}etc/passwd", "....//".repeat(DEPTH)),
+    ]
+}
+
+/// One (parameter, check) and the payloads it is to receive, in order.
+#[derive(Debug, Clone, PartialEq)]
+struct Lane {
+    check: EscapeCheck,
+    /// The parameter as the server named it (sent as is; shown inert).
+    parameter: String,
+    payloads: Vec<Payload>,
+}
+
+/// The lanes of a tool's input schema: each free string parameter's checks, then schema
+/// smuggling (an extra property where `additionalProperties` is false; a wrong type for the
+/// first required typed parameter, else the first typed one).
+fn lanes_of(schema: &Value) -> Vec<Lane> {
+    let mut lanes = Vec::new();
+    if let Some(props) = schema.get("properties").and_then(Value::as_object) {
+        for (name, prop) in props.iter().filter(|(_, p)| is_free_string(p)) {
+            let (checks, fetched) = checks_of(name, prop);
+            for check in checks {
+                let payloads = match check {
+                    EscapeCheck::PathTraversal => {
+                        traversal_paths().into_iter().map(Payload::Path).collect()
+                    }
+                    EscapeCheck::Ssrf => match fetched {
+                        Some(Fetched::Host) => vec![Payload::BareHost, Payload::HostPath],
+                        _ => vec![Payload::Url],
+                    },
+                    EscapeCheck::ShellInjection => {
+                        ShellForm::ALL.into_iter().map(Payload::Shell).collect()
+                    }
+                    EscapeCheck::SchemaSmuggling => Vec::new(),
+                };
+                lanes.push(Lane {
+                    check,
+                    parameter: name.clone(),
+                    payloads,
+                });
+            }
+        }
+    }
+    if schema.get("additionalProperties") == Some(&Value::Bool(false)) {
+        lanes.push(Lane {
+            check: EscapeCheck::SchemaSmuggling,
+            parameter: EXTRA_PROPERTY.to_owned(),
+            payloads: vec![Payload::ExtraProperty],
+        });
+    }
+    if let Some((field, args)) = breaking_arguments(schema) {
+        let wrong = args.get(&field).cloned().unwrap_or(Value::Null);
+        lanes.push(Lane {
+            check: EscapeCheck::SchemaSmuggling,
+            parameter: field,
+            payloads: vec![Payload::WrongType(wrong)],
+        });
+    }
+    lanes
+}
+
+/// The order payloads are sent in: the first of every lane, then the second of every lane,
+/// and so on, so a bound on calls cuts depth, never a whole parameter.
+fn schedule(lanes: &[Lane]) -> Vec<(usize, usize)> {
+    let deepest = lanes.iter().map(|l| l.payloads.len()).max().unwrap_or(0);
+    (0..deepest)
+        .flat_map(|depth| {
+            lanes
+                .iter()
+                .enumerate()
+                .filter(move |(_, l)| depth < l.payloads.len())
+                .map(move |(i, _)| (i, depth))
+        })
+        .collect()
+}
+
+/// A fresh token: 16 characters of [a-z0-9], random.
+fn new_token() -> String {
+    const DIGITS: &[u8] = b"0123456789abcdefghijklmnopqrstuvwxyz";
+    let mut n: u128 = rand::random();
+    (0..16)
+        .map(|_| {
+            let d = (n % 36) as usize;
+            n /= 36;
+            char::from(DIGITS[d])
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Judging one answer.
+
+/// What one call's answer showed.
+#[derive(Debug, Clone, PartialEq)]
+enum Answer {
+    /// The proof, quoted.
+    Proof(String),
+    /// `isError: true`, with its text quoted.
+    ToolError(String),
+    /// A JSON-RPC error.
+    RpcError(i32, String),
+    /// No answer within the client's timeout.
+    Timeout,
+    /// The call failed otherwise (the connection broke).
+    Failed(String),
+    /// A result without proof.
+    Answered(String),
+}
+
+/// Everything a result holds as text: its text blocks, every other block and its
+/// structuredContent as JSON; a JSON-RPC error's message.
+fn haystack(result: &Result<ToolResult, McpError>) -> String {
+    match result {
+        Ok(r) => {
+            let mut text = r.text();
+            for block in r
+                .content
+                .iter()
+                .filter(|b| b.get("type") != Some(&"text".into()))
+            {
+                text.push('\n');
+                text.push_str(&block.to_string());
+            }
+            if let Some(s) = &r.structured_content {
+                text.push('\n');
+                text.push_str(&s.to_string());
+            }
+            text
+        }
+        Err(McpError::Rpc { message, .. }) => message.clone(),
+        Err(_) => String::new(),
+    }
+}
+
+static PASSWD_LINE: LazyLock<regex::Regex> = LazyLock::new(|| {
+    regex::Regex::new(r"root:[^:\n]*:0:0:").unwrap_or_else(|e| unreachable!("a fixed regex: {e}"))
+});
+
+/// The `root:…:0:0:` line of `/etc/passwd` in `text`, quoted.
+fn passwd_proof(text: &str) -> Option<String> {
+    let m = PASSWD_LINE.find(text)?;
+    Some(around(text, m.start(), m.end()))
+}
+
+/// The expanded marker `A{token}B` in `text`, quoted.
+fn marker_proof(text: &str, token: &str) -> Option<String> {
+    let marker = format!("A{token}B");
+    let at = text.find(&marker)?;
+    Some(around(text, at, at + marker.len()))
+}
+
+/// What an answer without proof was.
+fn without_proof(result: &Result<ToolResult, McpError>) -> Answer {
+    match result {
+        Ok(r) if r.is_error => Answer::ToolError(quote(&r.text())),
+        Ok(r) => Answer::Answered(quote(&r.text())),
+        Err(McpError::Rpc { code, message, .. }) => Answer::RpcError(*code, quote(message)),
+        Err(McpError::Timeout { .. }) => Answer::Timeout,
+        Err(e) => Answer::Failed(quote(&e.to_string())),
+    }
+}
+
+/// The answer of a call whose proof is in what it returned (`find` looks for it).
+fn judge_returned(
+    result: &Result<ToolResult, McpError>,
+    find: impl Fn(&str) -> Option<String>,
+) -> Answer {
+    match find(&haystack(result)) {
+        Some(p) => Answer::Proof(format!("the result holds {p}")),
+        None => without_proof(result),
+    }
+}
+
+/// The answer of a server-side request forgery call: proof is the listener's hit.
+fn judge_fetched(
+    hit: Option<&super::listener::Hit>,
+    result: &Result<ToolResult, McpError>,
+) -> Answer {
+    match hit {
+        Some(h) => Answer::Proof(format!(
+            "the probe's listener received {}",
+            quote(&h.request_line)
+        )),
+        None => without_proof(result),
+    }
+}
+
+/// The answer of a smuggling call: accepted without an error is the (warning's) proof.
+fn judge_smuggled(result: &Result<ToolResult, McpError>) -> Answer {
+    match result {
+        Ok(r) if !r.is_error => {
+            Answer::Proof(format!("accepted without an error: {}", quote(&r.text())))
+        }
+        other => without_proof(other),
+    }
+}
+
+/// How the answers without proof of one lane went, for its PASS.
+#[derive(Debug, Default, Clone, PartialEq)]
+struct Tally {
+    tool_errors: usize,
+    rpc_errors: usize,
+    timeouts: usize,
+    failed: usize,
+    answered: usize,
+    /// The last answer quoted, with what it was.
+    last: Option<String>,
+}
+
+impl Tally {
+    fn add(&mut self, a: &Answer) {
+        match a {
+            Answer::ToolError(q) => {
+                self.tool_errors += 1;
+                self.last = Some(format!("a tool error {q}"));
+            }
+            Answer::RpcError(code, q) => {
+                self.rpc_errors += 1;
+                self.last = Some(format!("JSON-RPC error {code} {q}"));
+            }
+            Answer::Timeout => self.timeouts += 1,
+            Answer::Failed(q) => {
+                self.failed += 1;
+                self.last = Some(format!("the call failed: {q}"));
+            }
+            Answer::Answered(q) => {
+                self.answered += 1;
+                self.last = Some(format!("an answer {q}"));
+            }
+            Answer::Proof(_) => {}
+        }
+    }
+
+    /// "no proof in 4 calls: 3 refused with a tool error, 1 answered without proof; last, …",
+    /// and the payloads the bound `cut` or a silent tool left `unanswered`.
+    fn evidence(&self, check: EscapeCheck, cut: usize, unanswered: usize) -> String {
+        let mut parts = Vec::new();
+        let mut part = |n: usize, what: &str| {
+            if n > 0 {
+                parts.push(format!("{n} {what}"));
+            }
+        };
+        let nothing = match check {
+            EscapeCheck::Ssrf => "answered, and no request reached the listener",
+            EscapeCheck::SchemaSmuggling => "answered",
+            EscapeCheck::PathTraversal => "answered without a root:…:0:0: line",
+            EscapeCheck::ShellInjection => "answered without the expanded marker",
+        };
+        part(self.tool_errors, "refused with a tool error");
+        part(self.rpc_errors, "refused with a JSON-RPC error");
+        part(self.timeouts, "got no answer within the timeout");
+        part(self.failed, "failed");
+        part(self.answered, nothing);
+        let calls =
+            self.tool_errors + self.rpc_errors + self.timeouts + self.failed + self.answered;
+        let mut text = if calls == 0 {
+            "no payload sent".to_owned()
+        } else {
+            format!(
+                "no proof in {calls} call{}: {}",
+                if calls == 1 { "" } else { "s" },
+                parts.join(", ")
+            )
+        };
+        if let Some(last) = &self.last {
+            text.push_str(&format!("; last, {last}"));
+        }
+        if cut > 0 {
+            text.push_str(&format!(
+                "; {cut} more payload{} cut by the bound on calls",
+                if cut == 1 { "" } else { "s" }
+            ));
+        }
+        if unanswered > 0 {
+            text.push_str(&format!(
+                "; {unanswered} more payload{} not sent: the tool stopped answering",
+                if unanswered == 1 { "" } else { "s" }
+            ));
+        }
+        text
+    }
+}
+
+/// `tool.parameter = value`, inert: a string in quotes as sent, anything else as JSON.
+fn sent(tool: &str, parameter: &str, value: &Value) -> String {
+    let shown = match value {
+        Value::String(s) => quote(s),
+        other => inert(&other.to_string(), MAX_QUOTE),
+    };
+    format!(
+        "{}.{} = {shown}",
+        inert(tool, MAX_NAME),
+        inert(parameter, MAX_NAME)
+    )
+}
+
+// ---------------------------------------------------------------------------------------------
+// The probe.
+
+/// Probes every listed tool, at most `max_calls` calls each. Fails only when the server
+/// cannot be listed at all, or the listener cannot start.
+pub async fn probe_escapes(
+    spec: &ServerSpec,
+    timeout: Duration,
+    env: &(dyn Fn(&str) -> Option<String> + Sync),
+    max_calls: usize,
+) -> Result<EscapeReport, ProbeError> {
+    let listener = Listener::start().await.map_err(ProbeError::Listener)?;
+    let first = McpSession::connect(spec, timeout, env).await?;
+    // What the server says of itself reaches the report too: as inert as its answers.
+    let said = first.server();
+    let server = ServerIdentity {
+        name: inert(&said.name, MAX_NAME),
+        version: inert(&said.version, MAX_NAME),
+        protocol_version: inert(&said.protocol_version, MAX_NAME),
+    };
+    let tools = match first.list_tool_definitions().await {
+        Ok(t) => t,
+        Err(e) => {
+            first.shutdown().await;
+            return Err(e.into());
+        }
+    };
+    let mut calls = Reconnecting {
+        spec,
+        timeout,
+        env,
+        session: Some(first),
+    };
+    let mut verdicts = Vec::new();
+    let mut counts = Vec::new();
+    let mut failure = None;
+    for def in &tools {
+        match probe_tool(def, &mut calls, &listener, max_calls).await {
+            Ok((v, c)) => {
+                verdicts.extend(v);
+                counts.push(c);
+            }
+            Err(e) => {
+                failure = Some(e);
+                break;
+            }
+        }
+    }
+    calls.close().await;
+    if let Some(e) = failure {
+        return Err(e);
+    }
+    let total = counts.iter().map(|c| c.calls).sum();
+    Ok(EscapeReport {
+        source: spec.label(),
+        server,
+        max_calls,
+        verdicts,
+        tools: counts,
+        calls: total,
+    })
+}
+
+/// What one lane has seen so far.
+#[derive(Default)]
+struct LaneState {
+    calls: usize,
+    tally: Tally,
+    proof: Option<(String, String)>,
+    last_sent: Option<String>,
+    cut: usize,
+    unanswered: usize,
+}
+
+async fn probe_tool(
+    def: &Value,
+    calls: &mut Reconnecting<'_>,
+    listener: &Listener,
+    max_calls: usize,
+) -> Result<(Vec<EscapeVerdict>, ToolCalls), ProbeError> {
+    let name = def.get("name").and_then(Value::as_str).unwrap_or_default();
+    let schema = def.get("inputSchema").cloned().unwrap_or(Value::Null);
+    let lanes = lanes_of(&schema);
+    let order = schedule(&lanes);
+    let mut states: Vec<LaneState> = lanes.iter().map(|_| LaneState::default()).collect();
+    let (mut made, mut after_proof) = (0usize, 0usize);
+    // Timeouts in a row: a tool that stopped answering is given up on.
+    let mut silent = 0usize;
+    for (i, depth) in &order {
+        let (lane, state) = (&lanes[*i], &mut states[*i]);
+        if state.proof.is_some() {
+            after_proof += 1;
+            continue;
+        }
+        if silent >= STALLED_AFTER {
+            state.unanswered += 1;
+            continue;
+        }
+        if made >= max_calls {
+            state.cut += 1;
+            continue;
+        }
+        let token = new_token();
+        let mut own = None;
+        let mut args = base_arguments(&schema, &lane.parameter);
+        let parameter_value = match &lane.payloads[*depth] {
+            Payload::Path(p) => Value::from(p.as_str()),
+            Payload::Url => Value::from(listener.url(&token)),
+            Payload::BareHost => {
+                // A host alone carries no token: a listener of this call's own tells its
+                // requests apart.
+                let l = Listener::start().await.map_err(ProbeError::Listener)?;
+                let authority = l.authority();
+                own = Some(l);
+                Value::from(authority)
+            }
+            Payload::HostPath => {
+                Value::from(format!("{}{TOKEN_PATH}{token}", listener.authority()))
+            }
+            Payload::Shell(form) => Value::from(form.text(&token)),
+            // Beside the required arguments, valid, one the schema forbids.
+            Payload::ExtraProperty => Value::from("x"),
+            Payload::WrongType(v) => v.clone(),
+        };
+        args.insert(lane.parameter.clone(), parameter_value.clone());
+        let result = calls.call(name, &Value::Object(args)).await;
+        made += 1;
+        state.calls += 1;
+        let answer = match lane.check {
+            EscapeCheck::PathTraversal => judge_returned(&result, passwd_proof),
+            EscapeCheck::ShellInjection => {
+                judge_returned(&result, |text| marker_proof(text, &token))
+            }
+            EscapeCheck::Ssrf => {
+                let hit = match &own {
+                    Some(l) => l.any_hit(FETCH_WAIT).await,
+                    None => listener.hit_with(&token, FETCH_WAIT).await,
+                };
+                judge_fetched(hit.as_ref(), &result)
+            }
+            EscapeCheck::SchemaSmuggling => judge_smuggled(&result),
+        };
+        let shown = sent(name, &lane.parameter, &parameter_value);
+        silent = if answer == Answer::Timeout {
+            silent + 1
+        } else {
+            0
+        };
+        match answer {
+            Answer::Proof(p) => state.proof = Some((shown, p)),
+            other => {
+                state.tally.add(&other);
+                state.last_sent = Some(shown);
+            }
+        }
+    }
+    let tool = inert(name, MAX_NAME);
+    let verdicts = lanes
+        .iter()
+        .zip(states.iter())
+        .map(|(lane, state)| {
+            let (verdict, sent, evidence) = match &state.proof {
+                Some((sent, proof)) => (lane.check.on_proof(), Some(sent.clone()), proof.clone()),
+                None if state.calls == 0 && state.unanswered > 0 => (
+                    CheckVerdict::Skip,
+                    None,
+                    format!(
+                        "not probed: the tool stopped answering ({STALLED_AFTER} calls in a row timed out)"
+                    ),
+                ),
+                None if state.calls == 0 => (
+                    CheckVerdict::Skip,
+                    None,
+                    format!(
+                        "not probed: the bound of {max_calls} calls per tool was reached first"
+                    ),
+                ),
+                None => (
+                    CheckVerdict::Pass,
+                    state.last_sent.clone(),
+                    state.tally.evidence(lane.check, state.cut, state.unanswered),
+                ),
+            };
+            EscapeVerdict {
+                check: lane.check,
+                tool: tool.clone(),
+                parameter: inert(&lane.parameter, MAX_NAME),
+                verdict,
+                sent,
+                evidence,
+                calls: state.calls,
+            }
+        })
+        .collect();
+    let counts = ToolCalls {
+        tool,
+        calls: made,
+        planned: order.len(),
+        cut: states.iter().map(|s| s.cut).sum(),
+        after_proof,
+        unanswered: states.iter().map(|s| s.unanswered).sum(),
+    };
+    Ok((verdicts, counts))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn text(is_error: bool, t: &str) -> Result<ToolResult, McpError> {
+        Ok(ToolResult {
+            content: vec![json!({"type": "text", "text": t})],
+            structured_content: None,
+            is_error,
+        })
+    }
+
+    #[test]
+    fn parameters_get_their_checks_by_name_and_format() {
+        let s = json!({"type": "string"});
+        let check = |n: &str| checks_of(n, &s).0;
+        assert_eq!(check("path"), [EscapeCheck::PathTraversal]);
+        assert_eq!(check("filePath"), [EscapeCheck::PathTraversal]);
+        assert_eq!(check("target_dir"), [EscapeCheck::PathTraversal]);
+        assert_eq!(check("url"), [EscapeCheck::Ssrf]);
+        assert_eq!(check("webhookUrl"), [EscapeCheck::Ssrf]);
+        assert_eq!(checks_of("host", &s).1, Some(Fetched::Host));
+        assert_eq!(checks_of("endpoint", &s).1, Some(Fetched::Url));
+        assert_eq!(
+            check("name"),
+            [EscapeCheck::PathTraversal, EscapeCheck::ShellInjection]
+        );
+        assert_eq!(check("query"), [EscapeCheck::ShellInjection]);
+        // An e-mail address is no host to fetch from.
+        assert_eq!(check("email_address"), [EscapeCheck::ShellInjection]);
+        // "profile" holds "file" as letters, not as a word.
+        assert_eq!(check("profile"), [EscapeCheck::ShellInjection]);
+        assert_eq!(
+            checks_of("target", &json!({"type": "string", "format": "uri"})).0,
+            [EscapeCheck::Ssrf]
+        );
+        assert_eq!(
+            checks_of("ref", &json!({"type": "string", "format": "uri-reference"})).0,
+            [EscapeCheck::PathTraversal]
+        );
+    }
+
+    #[test]
+    fn lanes_cover_free_strings_and_smuggling_and_skip_enums() {
+        let schema = json!({"type": "object", "additionalProperties": false,
+            "properties": {"mode": {"type": "string", "enum": ["a", "b"]},
+                           "path": {"type": "string"}, "n": {"type": "integer"}},
+            "required": ["mode"]});
+        let lanes = lanes_of(&schema);
+        let kinds: Vec<(EscapeCheck, &str)> = lanes
+            .iter()
+            .map(|l| (l.check, l.parameter.as_str()))
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                (EscapeCheck::PathTraversal, "path"),
+                (EscapeCheck::SchemaSmuggling, EXTRA_PROPERTY),
+                (EscapeCheck::SchemaSmuggling, "mode"),
+            ]
+        );
+        assert_eq!(lanes[0].payloads.len(), 4);
+        assert_eq!(lanes[2].payloads, [Payload::WrongType(json!(12345))]);
+        // Round robin: the first payload of every lane before any second.
+        assert_eq!(schedule(&lanes)[..4], [(0, 0), (1, 0), (2, 0), (0, 1)]);
+    }
+
+    #[test]
+    fn benign_values_are_valid_for_their_schema() {
+        assert_eq!(benign_value(&json!({"type": "string"})), json!("test"));
+        assert_eq!(
+            benign_value(&json!({"type": "integer", "minimum": 5})),
+            json!(5)
+        );
+        assert_eq!(benign_value(&json!({"type": "number"})), json!(1.0));
+        assert_eq!(benign_value(&json!({"type": "boolean"})), json!(false));
+        assert_eq!(benign_value(&json!({"type": "array"})), json!([]));
+        assert_eq!(benign_value(&json!({"type": "object"})), json!({}));
+        assert_eq!(benign_value(&json!({"enum": ["x", "y"]})), json!("x"));
+        assert_eq!(
+            benign_value(&json!({"type": ["null", "boolean"]})),
+            json!(false)
+        );
+        let schema = json!({"properties": {"a": {"type": "string"}, "b": {"type": "boolean"}},
+            "required": ["a", "b"]});
+        assert_eq!(
+            Value::Object(base_arguments(&schema, "a")),
+            json!({"b": false})
+        );
+    }
+
+    #[test]
+    fn payloads_never_hold_their_own_proof() {
+        let token = new_token();
+        assert_eq!(token.len(), 16);
+        assert!(token.chars().all(|c| c.is_ascii_alphanumeric()));
+        for form in ShellForm::ALL {
+            let payload = form.text(&token);
+            assert!(marker_proof(&payload, &token).is_none(), "{payload}");
+        }
+        for path in traversal_paths() {
+            assert!(passwd_proof(&path).is_none());
+        }
+        assert!(traversal_paths()[0].starts_with("../../../../../../../../etc"));
+    }
+
+    #[test]
+    fn proof_is_found_and_an_echo_is_not_accused() {
+        let passwd = text(
+            false,
+            "daemon:x:1:1::/:/bin/sh\nroot:x:0:0:root:/root:/bin/bash\nbin:x:2:2",
+        );
+        assert_eq!(
+            judge_returned(&passwd, passwd_proof),
+            Answer::Proof("the result holds \"root:x:0:0:root:/root:/bin/bash\"".into())
+        );
+        let echo = text(false, "label: $(printf 'A%sB' tok1)");
+        assert!(matches!(
+            judge_returned(&echo, |t| marker_proof(t, "tok1")),
+            Answer::Answered(_)
+        ));
+        let expanded = text(false, "label: Atok1B");
+        assert!(matches!(
+            judge_returned(&expanded, |t| marker_proof(t, "tok1")),
+            Answer::Proof(_)
+        ));
+        // A tool error that leaks the file still proves it.
+        let leaked = text(true, "cannot parse root:x:0:0:root:/root:/bin/sh");
+        assert!(matches!(
+            judge_returned(&leaked, passwd_proof),
+            Answer::Proof(_)
+        ));
+        let refused = text(true, "outside the sandbox");
+        assert_eq!(
+            judge_returned(&refused, passwd_proof),
+            Answer::ToolError("\"outside the sandbox\"".into())
+        );
+        // structuredContent is searched too.
+        let structured = Ok(ToolResult {
+            content: vec![],
+            structured_content: Some(json!({"body": "root:x:0:0:root:/root:/bin/sh"})),
+            is_error: false,
+        });
+        assert!(matches!(
+            judge_returned(&structured, passwd_proof),
+            Answer::Proof(_)
+        ));
+    }
+
+    #[test]
+    fn smuggling_warns_only_when_accepted() {
+        assert!(matches!(
+            judge_smuggled(&text(false, "ok")),
+            Answer::Proof(_)
+        ));
+        assert!(matches!(
+            judge_smuggled(&text(true, "unknown property")),
+            Answer::ToolError(_)
+        ));
+        assert_eq!(EscapeCheck::SchemaSmuggling.on_proof(), CheckVerdict::Warn);
+        assert_eq!(EscapeCheck::Ssrf.on_proof(), CheckVerdict::Fail);
+    }
+
+    #[test]
+    fn quoted_text_is_one_bounded_inert_line() {
+        let hostile = format!(
+            "\u{1b}]0;owned\u{7}\u{1b}[31mred\r\nnext\u{202e}line{}",
+            "x".repeat(100_000)
+        );
+        let shown = inert(&hostile, 60);
+        assert!(shown.chars().count() <= 61, "{shown}");
+        assert!(shown.ends_with('…'));
+        assert!(
+            !shown.chars().any(|c| c.is_control() || is_hidden(c)),
+            "{shown}"
+        );
+        assert!(
+            shown.starts_with("\\u{1b}]0;owned\\u{7}\\u{1b}[31mred next\\u{202e}line"),
+            "{shown}"
+        );
+        assert_eq!(inert("  a \n\t b  ", 10), "a b");
+        let line = format!(
+            "{}root:x:0:0:\u{1b}[2J{}",
+            "y".repeat(5000),
+            "z".repeat(5000)
+        );
+        let proof = passwd_proof(&line).unwrap();
+        assert!(proof.chars().count() < MAX_QUOTE + 10, "{proof}");
+        assert!(
+            proof.starts_with("\"…") && proof.contains("root:x:0:0:\\u{1b}[2J"),
+            "{proof}"
+        );
+    }
+
+    #[test]
+    fn only_loopback_servers_are_probed() {
+        for url in [
+            "http://127.0.0.1:8080/mcp",
+            "http://127.1.2.3/mcp",
+            "http://localhost:3000/mcp",
+            "http://LOCALHOST/mcp",
+            "http://[::1]:9/mcp",
+            "http://[::ffff:127.0.0.1]/mcp",
+        ] {
+            assert!(is_loopback_url(url), "{url}");
+        }
+        for url in [
+            "https://mcp.example.com/mcp",
+            "http://10.0.0.1/mcp",
+            "http://localhost.example.com/mcp",
+            "http://127.0.0.1.nip.io/mcp",
+            "not a url",
+        ] {
+            assert!(!is_loopback_url(url), "{url}");
+        }
+    }
+
+    #[test]
+    fn a_pass_says_what_the_answers_were() {
+        let mut t = Tally::default();
+        t.add(&Answer::ToolError("\"no\"".into()));
+        t.add(&Answer::Timeout);
+        assert_eq!(
+            t.evidence(EscapeCheck::PathTraversal, 2, 1),
+            "no proof in 2 calls: 1 refused with a tool error, 1 got no answer within the timeout; last, a tool error \"no\"; 2 more payloads cut by the bound on calls; 1 more payload not sent: the tool stopped answering"
+        );
+    }
+}
