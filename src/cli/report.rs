@@ -62,7 +62,7 @@ pub(super) fn run(args: &ReportArgs) -> Result<ExitCode, Error> {
     let recorded_comparison = header.comparison();
     let compared = header
         .compared()
-        .then(|| recorded_comparison.as_ref().map_or(0.05, |c| c.min_effect));
+        .then(|| header.min_effect().unwrap_or(0.05));
     let mut rescorer = rescore::Rescorer::for_run(&header.run);
     let (mut summary, latency) = toolscore_report::reaggregate_rescored(
         &results_path,

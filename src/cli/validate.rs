@@ -32,7 +32,7 @@ pub(super) fn run(args: &SuiteArgs) -> Result<ExitCode, Error> {
             )?;
         }
     }
-    for s in &suite.scenarios {
+    for s in suite.scenarios.iter().filter(|s| s.attack.is_none()) {
         let rules: usize = s.script.tools.values().map(Vec::len).sum();
         outln!(
             "{}: scenario {}, {} scripted tool{} ({rules} rule{}), max {} steps, expects {}, catalog {}",
@@ -48,6 +48,17 @@ pub(super) fn run(args: &SuiteArgs) -> Result<ExitCode, Error> {
         if !s.result_variants.is_empty() {
             outln!("  result variants: {}", s.result_variants.join(", "))?;
         }
+    }
+    // Attacked units are the scenarios above under each attack: one line per attacked scenario.
+    let mut attacked: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
+    for by in suite.scenarios.iter().filter_map(|s| s.attack.as_ref()) {
+        *attacked.entry(by.scenario.as_str()).or_default() += 1;
+    }
+    for (scenario, attacks) in &attacked {
+        outln!(
+            "  attacked: {scenario} under {attacks} attack{} ({scenario}@ATTACK)",
+            if *attacks == 1 { "" } else { "s" }
+        )?;
     }
     if let Some(warning) = super::unedited_starters_warning(&suite.datasets) {
         errln!("{warning}")?;

@@ -8,7 +8,8 @@ use crate::support;
 
 use serde_json::Value;
 use support::{
-    FakeRequest, FakeResponse, FakeServer, fake_project, text_body, tool_call_body, toolscore,
+    FakeRequest, FakeResponse, FakeServer, fake_project, first_user_message, text_body,
+    tool_call_body, tool_results, toolscore,
 };
 
 const TOOLS: &str = r#"{"tools": [
@@ -105,31 +106,9 @@ expect:
   max_calls: 5
 "#;
 
-/// The tool results the request carries (role `tool` messages), in order.
-fn tool_results(req: &FakeRequest) -> Vec<String> {
-    req.body["messages"]
-        .as_array()
-        .map(|m| {
-            m.iter()
-                .filter(|m| m["role"] == "tool")
-                .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-fn first_user(req: &FakeRequest) -> String {
-    req.body["messages"]
-        .as_array()
-        .and_then(|m| m.iter().find(|m| m["role"] == "user"))
-        .and_then(|m| m["content"].as_str())
-        .unwrap_or_default()
-        .to_owned()
-}
-
 /// A model scripted per step from what it has been told so far.
 fn agent(req: &FakeRequest) -> FakeResponse {
-    let user = first_user(req);
+    let user = first_user_message(req);
     let results = tool_results(req);
     let body = if user.contains("buy milk") {
         // `{"ok": true}` does not read as success to this model: it writes again, three
@@ -492,7 +471,7 @@ fn against_a_baseline_the_scenarios_whose_majority_sequence_drifted_are_named() 
     drop(server);
     // The candidate: the chain now skips the lookup and credits an invented id.
     let skipping = FakeServer::start_in_background(|req| {
-        if first_user(req).contains("ana@example.com") {
+        if first_user_message(req).contains("ana@example.com") {
             return FakeResponse::ok(match tool_results(req).len() {
                 0 => tool_call_body(&[("apply_credit", r#"{"customer_id":"C-1","amount":10}"#)]),
                 _ => text_body("Credited."),
@@ -649,7 +628,7 @@ fn a_scenario_executes_its_live_tools_on_a_real_published_server_with_a_fresh_se
 #[test]
 fn scenario_trials_lost_to_infrastructure_errors_make_the_run_exit_4() {
     let server = FakeServer::start_in_background(|req: &FakeRequest| {
-        if first_user(req) == "hello" {
+        if first_user_message(req) == "hello" {
             FakeResponse::ok(text_body("hi"))
         } else {
             FakeResponse::status(500, r#"{"error":{"message":"down"}}"#)

@@ -91,8 +91,15 @@ fn json_and_yaml_examples_parse_and_validate() {
                     if block.text.starts_with("messages:")
                         || block.text.contains("\nmessages:") =>
                 {
-                    // A scenario file, read from where the shipped scenarios live.
-                    let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
+                    // A scenario file, read from where the shipped scenarios live, or from the
+                    // folder of the shipped file the block is named after.
+                    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+                    let base = match block.name.as_deref().map(|n| root.join(n)) {
+                        Some(named) if named.is_file() => named
+                            .parent()
+                            .map_or_else(|| root.join("scenarios"), Path::to_path_buf),
+                        _ => root.join("scenarios"),
+                    };
                     let file = at(block);
                     toolscore_suite::scenario::parse_scenario(&block.text, &file, "example", &base)
                         .unwrap_or_else(|e| panic!("{file}: the scenario does not load: {e}"));

@@ -272,6 +272,9 @@ pub struct SummaryHeader {
     /// Whether the run compared its two arms (`run --compare`).
     #[serde(default, rename = "comparison")]
     comparison_recorded: Option<serde_json::Value>,
+    /// Whether the run compared its two attacked arms (`run --attacks --compare`).
+    #[serde(default, rename = "attack_comparison")]
+    attack_comparison_recorded: Option<AttackComparison>,
     /// The run's decision, as written (read leniently: see [`SummaryHeader::max_infra_error_rate`]).
     #[serde(default, rename = "decision")]
     decision_recorded: Option<serde_json::Value>,
@@ -284,9 +287,18 @@ impl SummaryHeader {
         serde_json::from_value(self.gate_recorded.clone()?).ok()
     }
 
-    /// Whether the run compared its two arms.
+    /// Whether the run compared its two arms (their cases, or their attacked units).
     pub fn compared(&self) -> bool {
-        self.comparison_recorded.is_some()
+        self.comparison_recorded.is_some() || self.attack_comparison_recorded.is_some()
+    }
+
+    /// The `--min-effect` the run compared its arms by, when it did and its summary still says.
+    pub fn min_effect(&self) -> Option<f64> {
+        self.comparison().map(|c| c.min_effect).or_else(|| {
+            self.attack_comparison_recorded
+                .as_ref()
+                .map(|c| c.min_effect)
+        })
     }
 
     /// The comparison the run recorded, when it still reads as one.

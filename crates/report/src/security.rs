@@ -378,7 +378,7 @@ fn write_comparison(
     writeln!(w)?;
     writeln!(
         w,
-        "=== security comparison · B − A, paired by (scenario × attack) unit · {:.0}% t interval ===",
+        "=== security comparison · B − A, paired by (scenario × attack) unit · {:.0}% t interval over units, never narrower than the pooled trials' ===",
         c.confidence * 100.0
     )?;
     writeln!(w, "A: {} · B: {}", c.a.label(&c.axis), c.b.label(&c.axis))?;
@@ -418,10 +418,10 @@ fn write_comparison(
 }
 
 fn errors_note(errors: u64) -> String {
-    if errors > 0 {
-        format!(" · {errors} infrastructure errors, not judged")
-    } else {
-        String::new()
+    match errors {
+        0 => String::new(),
+        1 => " · 1 infrastructure error, not judged".to_owned(),
+        n => format!(" · {n} infrastructure errors, not judged"),
     }
 }
 

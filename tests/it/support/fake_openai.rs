@@ -334,3 +334,27 @@ pub(crate) fn last_user_message(req: &FakeRequest) -> Option<String> {
         _ => None,
     }
 }
+
+/// The contents of the tool results the request carries (role `tool` messages), in order: what
+/// a scripted fake model reads back of a multi-step trial.
+pub(crate) fn tool_results(req: &FakeRequest) -> Vec<String> {
+    req.body["messages"]
+        .as_array()
+        .map(|m| {
+            m.iter()
+                .filter(|m| m["role"] == "tool")
+                .map(|m| m["content"].as_str().unwrap_or_default().to_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The text of the first `role: "user"` message of the request (a string content), or "".
+pub(crate) fn first_user_message(req: &FakeRequest) -> String {
+    req.body["messages"]
+        .as_array()
+        .and_then(|m| m.iter().find(|m| m["role"] == "user"))
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default()
+        .to_owned()
+}

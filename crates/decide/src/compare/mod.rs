@@ -15,6 +15,7 @@
 use std::collections::BTreeMap;
 
 use toolscore_core::error::InputError;
+use toolscore_core::record::ArmId;
 use toolscore_report::{
     ArmInfo, CaseComparison, CaseSummary, ComparedArm, Comparison, ComparisonVerdict,
     GroupComparison, McNemar, MeanDifference, Metric, RateStat, Substitution, Summary,
@@ -48,9 +49,9 @@ pub struct Side<'a> {
     pub arm: usize,
 }
 
-fn arm_info<'a>(side: Side<'a>) -> Option<&'a ArmInfo> {
-    let id = &side.summary.arms[side.arm].arm;
-    side.summary
+/// The header entry of arm `id` in its run's summary.
+fn info_of<'a>(summary: &'a Summary, id: &ArmId) -> Option<&'a ArmInfo> {
+    summary
         .run
         .arms
         .iter()
@@ -59,9 +60,20 @@ fn arm_info<'a>(side: Side<'a>) -> Option<&'a ArmInfo> {
 
 /// What differs between the two arms, or why they cannot be compared.
 fn axis(a: Side<'_>, b: Side<'_>) -> Result<String, InputError> {
-    let (ia, ib) = (&a.summary.arms[a.arm].arm, &b.summary.arms[b.arm].arm);
+    axis_of(
+        (a.summary, &a.summary.arms[a.arm].arm),
+        (b.summary, &b.summary.arms[b.arm].arm),
+    )
+}
+
+/// What differs between arm A (of its run's summary) and arm B, or why they cannot be compared:
+/// `variant`, `provider` (the model or its settings), or `run` (the same arm twice).
+pub(crate) fn axis_of(
+    (sa, ia): (&Summary, &ArmId),
+    (sb, ib): (&Summary, &ArmId),
+) -> Result<String, InputError> {
     let variant_differs = ia.variant != ib.variant;
-    let who_differs = match (arm_info(a), arm_info(b)) {
+    let who_differs = match (info_of(sa, ia), info_of(sb, ib)) {
         // What the model is and how it samples; not the arm's name (one recording replayed
         // under two names is the same model).
         (Some(x), Some(y)) => {
@@ -81,7 +93,7 @@ fn axis(a: Side<'_>, b: Side<'_>) -> Result<String, InputError> {
         (false, true) => Ok("provider".to_owned()),
         // One model and its settings under two names in one run: the names are what differ,
         // and a label by run would name the same run twice.
-        (false, false) if a.summary.run.run_id == b.summary.run.run_id => Ok("provider".to_owned()),
+        (false, false) if sa.run.run_id == sb.run.run_id => Ok("provider".to_owned()),
         (false, false) => Ok("run".to_owned()),
     }
 }
@@ -310,14 +322,7 @@ pub(crate) fn paired_group(
             hi: iv.map_or(1.0, |i| i.hi),
         }
     });
-    let verdict = match &difference {
-        Some(d) if d.lo > 0.0 => ComparisonVerdict::Better,
-        Some(d) if d.hi < 0.0 => ComparisonVerdict::Worse,
-        Some(d) if d.lo > -opts.min_effect && d.hi < opts.min_effect => {
-            ComparisonVerdict::Equivalent
-        }
-        _ => ComparisonVerdict::Inconclusive,
-    };
+    let verdict = verdict_of(difference.as_ref(), opts.min_effect);
     let cases_needed = difference.as_ref().and_then(|d| {
         stats::cases_for_paired_effect(d.sd, opts.min_effect, opts.confidence, opts.power)
     });
@@ -330,6 +335,20 @@ pub(crate) fn paired_group(
         verdict,
         cases_needed,
         sequential: None,
+    }
+}
+
+/// The verdict of a mean difference B − A at `min_effect`: BETTER when its interval lies above
+/// 0, WORSE below, NO DETECTABLE DIFFERENCE inside (−min_effect, min_effect).
+pub(crate) fn verdict_of(
+    difference: Option<&MeanDifference>,
+    min_effect: f64,
+) -> ComparisonVerdict {
+    match difference {
+        Some(d) if d.lo > 0.0 => ComparisonVerdict::Better,
+        Some(d) if d.hi < 0.0 => ComparisonVerdict::Worse,
+        Some(d) if d.lo > -min_effect && d.hi < min_effect => ComparisonVerdict::Equivalent,
+        _ => ComparisonVerdict::Inconclusive,
     }
 }
 
