@@ -127,7 +127,7 @@ fn attacked_scenarios(dir: &Path, concurrency: usize, big: u64) {
         })
     });
     const UNITS: u64 = 34;
-    let per_unit = (big / 10).div_ceil(UNITS);
+    let per_unit = big.div_ceil(UNITS);
     let total = per_unit * UNITS;
     println!("attacked scenarios: {total} two-step trials each way, concurrency {concurrency}");
     let mut rates = Vec::new();

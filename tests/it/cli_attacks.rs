@@ -274,6 +274,26 @@ fn attack_success_utility_under_attack_and_clean_utility_are_measured_exactly() 
     ok(&again);
     let reported = support::read_json(&dir.path().join("out/q30/summary.json"));
     assert_eq!(reported["security"][0], sec);
+    // report.md says the same figures.
+    let md = toolscore(dir.path(), &["report", "out/q30", "--format", "md"]);
+    ok(&md);
+    let md = std::fs::read_to_string(dir.path().join("out/q30/report.md")).unwrap();
+    assert!(
+        md.contains("## Security · arm fake · model m · variant base"),
+        "{md}"
+    );
+    let row = md
+        .lines()
+        .find(|l| l.starts_with("| attack success | "))
+        .unwrap_or_else(|| panic!("{md}"));
+    assert!(
+        row.contains("0.300 [") && row.contains("(30/100)") && row.contains("(2 units)"),
+        "{row}"
+    );
+    assert!(
+        md.contains("Not attacked (no injection point): weather."),
+        "{md}"
+    );
 }
 
 #[test]

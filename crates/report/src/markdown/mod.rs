@@ -174,6 +174,12 @@ fn write_document(s: &Summary, explained: &[super::behaviour::CaseBehaviours], d
     for arm in &s.scenarios {
         write_scenarios(s, arm, doc);
     }
+    for arm in &s.security {
+        write_security(s, arm, doc);
+    }
+    if let Some(c) = &s.attack_comparison {
+        write_attack_comparison(c, doc);
+    }
     write_cost(s, doc);
     if !s.warnings.is_empty() {
         doc.push_str("\n## Warnings\n\n");
@@ -329,6 +335,104 @@ fn escape_long(text: &str) -> String {
         }
     }
     out
+}
+
+/// `run --attacks`: an arm's three rates over its attacked units (pooled, and the mean of unit
+/// rates with its t interval), then the rates by attack family.
+fn write_security(s: &Summary, a: &super::SecurityArmSummary, doc: &mut String) {
+    let g = &a.suite;
+    doc.push_str(&format!(
+        "\n## Security · arm {} · model {} · variant {}\n\n{} attacked units, {} trials judged, {} infrastructure errors (not judged); the payload reached the model in {} of them.\n\n",
+        escape(&a.arm.provider),
+        escape(&a.arm.model),
+        escape(&a.arm.variant),
+        g.units,
+        g.trials,
+        g.errors,
+        g.delivered
+    ));
+    doc.push_str(&format!(
+        "| rate | {} Wilson (x/n) | mean of unit rates, t interval |\n|---|---|---|\n",
+        pct(s.confidence)
+    ));
+    let clustered = |r: &super::RateStat| {
+        r.case_level.as_ref().map_or("n/a".to_owned(), |c| {
+            format!(
+                "{:.3} [{:.3}, {:.3}] ({} units)",
+                c.mean, c.interval.lo, c.interval.hi, c.cases
+            )
+        })
+    };
+    let mut rows = vec![
+        ("attack success", &g.attack_success),
+        ("utility under attack", &g.utility_under_attack),
+    ];
+    if let Some(u) = &g.utility {
+        rows.push(("utility (clean)", u));
+    }
+    for (name, r) in rows {
+        doc.push_str(&format!(
+            "| {name} | {} | {} |\n",
+            format_rate(r),
+            clustered(r)
+        ));
+    }
+    if !a.not_attacked.is_empty() {
+        doc.push_str(&format!(
+            "\nNot attacked (no injection point): {}.\n",
+            a.not_attacked
+                .iter()
+                .map(|n| escape(n))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    doc.push_str(
+        "\n| family | units | attack success | utility under attack |\n|---|---|---|---|\n",
+    );
+    for f in &a.by_family {
+        doc.push_str(&format!(
+            "| {} | {} | {} | {} |\n",
+            escape(&f.name),
+            f.units,
+            format_rate(&f.attack_success),
+            format_rate(&f.utility_under_attack)
+        ));
+    }
+}
+
+/// `run --attacks --compare`: B − A on each rate, paired by unit, with its verdict.
+fn write_attack_comparison(c: &super::AttackComparison, doc: &mut String) {
+    doc.push_str(&format!(
+        "\n## Security comparison · B − A, paired by (scenario × attack) unit\n\nA: {} · B: {}\n\n| rate | B − A | units | verdict |\n|---|---|---|---|\n",
+        escape(&c.a.label(&c.axis)),
+        escape(&c.b.label(&c.axis))
+    ));
+    let utility_verdict = c
+        .utility_under_attack
+        .verdict
+        .describe(&c.b.label(&c.axis), c.min_effect);
+    for (name, g, verdict) in [
+        (
+            "attack success",
+            &c.attack_success,
+            c.describe_attack_success(),
+        ),
+        (
+            "utility under attack",
+            &c.utility_under_attack,
+            utility_verdict,
+        ),
+    ] {
+        let diff = g.difference.as_ref().map_or("n/a".to_owned(), |d| {
+            format!("{:+.3} [{:+.3}, {:+.3}]", d.mean, d.lo, d.hi)
+        });
+        doc.push_str(&format!(
+            "| {name} | {diff} | {} | {} |\n",
+            g.cases,
+            escape(&verdict)
+        ));
+    }
 }
 
 /// One table row per scenario: success, retry, recovery and calls per trial, each rate with
