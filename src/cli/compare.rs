@@ -61,6 +61,13 @@ pub(super) fn run(args: &CompareArgs) -> Result<ExitCode, Error> {
         headers.push(header);
     }
     let confidence = setup::checked_confidence(args.confidence.unwrap_or(summaries[0].confidence))?;
+    // An attacked run's two arms have no cases, only (scenario × attack) units.
+    if let ([summary], [header]) = (summaries.as_mut_slice(), headers.as_slice())
+        && summary.arms.is_empty()
+        && summary.security.len() == 2
+    {
+        return compare_attacked(args, header, summary);
+    }
     let (a, b) = toolscore_decide::compare::choose_arms(&summaries, &args.arms)?;
     let mut comparison = toolscore_decide::compare::compare(
         a,
@@ -118,6 +125,54 @@ pub(super) fn run(args: &CompareArgs) -> Result<ExitCode, Error> {
         errln!("error: {why}")?;
     }
     Ok(toolscore_decide::decision::exit_code(&decision))
+}
+
+/// An attacked run's two arms compared again by unit, by the run's own `--min-effect` when it
+/// compared them (so the decision is the run's), and its decision with the gates it recorded.
+fn compare_attacked(
+    args: &CompareArgs,
+    header: &toolscore_report::SummaryHeader,
+    summary: &mut toolscore_report::Summary,
+) -> Result<ExitCode, Error> {
+    if !args.arms.is_empty() {
+        return Err(usage(
+            "--arm picks cases' arms; an attacked run's two arms are compared in plan order",
+        ));
+    }
+    let min_effect = header.min_effect().unwrap_or(args.min_effect);
+    let Some(comparison) =
+        toolscore_decide::compare::attacks::compare_attacks(summary, min_effect)?
+    else {
+        return Err(usage("the run has no two attacked arms to compare"));
+    };
+    summary.gate = header.gate();
+    summary.attack_comparison = Some(comparison.clone());
+    let decision = toolscore_decide::decision::decide(summary, header.max_infra_error_rate());
+    if let Some(path) = &args.json {
+        toolscore_core::atomic::write_json(
+            path,
+            &AttackCompareJson {
+                comparison: &comparison,
+                decision: &decision,
+            },
+        )?;
+    }
+    let failed = |e| Error::io("cannot write the comparison", e);
+    let mut out = std::io::stdout().lock();
+    toolscore_report::render_decision(&decision, &mut out).map_err(failed)?;
+    toolscore_report::render_attack_comparison(&comparison, &mut out).map_err(failed)?;
+    if let Some(why) = decision.not_judged_because() {
+        errln!("error: {why}")?;
+    }
+    Ok(toolscore_decide::decision::exit_code(&decision))
+}
+
+/// `--json` of an attacked run: the attack comparison's fields and the decision.
+#[derive(serde::Serialize)]
+struct AttackCompareJson<'a> {
+    #[serde(flatten)]
+    comparison: &'a toolscore_report::AttackComparison,
+    decision: &'a toolscore_report::Decision,
 }
 
 /// `--json`: the comparison's fields, and the decision (the run's, under `decision`, as

@@ -650,6 +650,29 @@ fn a_comparison_of_two_defences_says_which_is_attacked_less() {
         "{}",
         run.stdout
     );
+    // `report` judges the folder again to the same comparison and decision.
+    let again = toolscore(d, &["report", "out/cmp", "--format", "json"]);
+    assert_eq!(again.code, run.code, "{}", again.transcript());
+    let reported = support::read_json(&d.join("out/cmp/summary.json"));
+    assert_eq!(reported["attack_comparison"], summary["attack_comparison"]);
+    assert_eq!(reported["decision"], summary["decision"]);
+    // So does `compare`, by the run's own --min-effect (0.1), whatever its default is.
+    let compared = toolscore(d, &["compare", "out/cmp", "--json", "cmp.json"]);
+    assert_eq!(compared.code, run.code, "{}", compared.transcript());
+    assert!(
+        compared
+            .stdout
+            .contains("BETTER: defended (m2) is attacked less"),
+        "{}",
+        compared.stdout
+    );
+    let json = support::read_json(&d.join("cmp.json"));
+    assert_eq!(json["decision"], summary["decision"]);
+    assert_eq!(json["min_effect"], 0.1);
+    assert_eq!(
+        json["attack_success"],
+        summary["attack_comparison"]["attack_success"]
+    );
 }
 
 #[test]

@@ -55,7 +55,7 @@ pub use run_info::{
     ArmInfo, DatasetInfo, ReplayInfo, RunInfo, ScenarioInfo, ShardInfo, VariantInfo,
 };
 pub use scenario::{ScenarioArmSummary, ScenarioSummary};
-pub use security::{AttackUnit, SecurityArmSummary, SecurityGroup};
+pub use security::{AttackUnit, SecurityArmSummary, SecurityGroup, render_attack_comparison};
 pub use stress::render_stress;
 pub use terminal::{Terminal, render_decision, render_explanation, render_verdict};
 pub use toolscore_stats::{LatencyDistribution, LatencySummary, Percentile};

@@ -370,7 +370,15 @@ pub(crate) fn write_terminal(
     Ok(())
 }
 
-/// `run --attacks --compare`: B − A on each rate, paired by unit, with its verdict.
+/// `run --attacks --compare`: B − A on each rate, paired by unit, with its verdict (also what
+/// `toolscore compare RUN_DIR` prints of an attacked run).
+pub fn render_attack_comparison(
+    c: &super::AttackComparison,
+    w: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    write_comparison(c, w)
+}
+
 fn write_comparison(
     c: &super::AttackComparison,
     w: &mut dyn std::io::Write,
