@@ -362,6 +362,19 @@ fn an_attacked_run_replays_shards_and_resumes_to_the_same_figures() {
     let explain = toolscore(d, &["explain", "out/whole", "inbox@direct"]);
     ok(&explain);
     assert!(!explain.stdout.contains("NOTE"), "{}", explain.stdout);
+    let units = whole["units"].as_array().unwrap();
+    let direct = units.iter().find(|u| u["attack"] == "direct").unwrap();
+    let (x, n) = xn(&direct["attack_success"]);
+    assert!(
+        explain.stdout.contains(&format!(
+            "attack direct (ignore-previous) · its goal happened in {:.3} [",
+            x as f64 / n as f64
+        )) && explain.stdout.contains(&format!(
+            "({x}/{n}) · the payload reached the model in {n}/{n} scored trials"
+        )),
+        "{}",
+        explain.stdout
+    );
     assert!(
         explain.stdout.contains("      send_email  ")
             && explain.stdout.contains(

@@ -66,6 +66,22 @@ pub struct CaseBehaviours {
     /// Trials with no usable answer, by error class: not scored, never in a share.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub errors: Vec<ErrorGroup>,
+    /// An attacked unit's attack: how often its goal happened, and how often its payload
+    /// reached the model, over the scored trials.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attack: Option<AttackShare>,
+}
+
+/// What an attacked unit's scored trials did with its attack.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AttackShare {
+    pub id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub family: Option<String>,
+    /// Trials whose attacker's goal happened, with the Wilson interval.
+    pub succeeded: RateStat,
+    /// Trials in which the model read the payload.
+    pub delivered: u64,
 }
 
 /// One behaviour: what the model did, how often, and one example.
@@ -287,6 +303,9 @@ pub struct BehaviourTally {
     expected: String,
     scored: u64,
     passed: u64,
+    /// An attacked unit's attack (id, family), and its scored trials' successes and
+    /// deliveries.
+    attack: Option<(String, Option<String>, u64, u64)>,
     tools_called: BTreeMap<String, u64>,
     groups: BTreeMap<(String, bool), GroupTally>,
     errors: BTreeMap<String, ErrorGroup>,
@@ -322,6 +341,13 @@ impl BehaviourTally {
         self.scored += 1;
         let passed = record.outcome == Outcome::Pass;
         self.passed += u64::from(passed);
+        if let Some(a) = &record.attack {
+            let t = self
+                .attack
+                .get_or_insert_with(|| (a.id.clone(), a.family.clone(), 0, 0));
+            t.2 += u64::from(a.succeeded);
+            t.3 += u64::from(a.delivered.is_some());
+        }
         let (calls, variant) = match &record.trajectory {
             Some(t) => (
                 scenario_calls(t.calls.iter().map(|c| c.tool.as_str()), t.stop),
@@ -454,6 +480,14 @@ impl BehaviourTally {
             behaviours,
             not_listed,
             errors,
+            attack: self
+                .attack
+                .map(|(id, family, succeeded, delivered)| AttackShare {
+                    id,
+                    family,
+                    succeeded: share(succeeded, scored, confidence),
+                    delivered,
+                }),
         }
     }
 }

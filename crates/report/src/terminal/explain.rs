@@ -44,6 +44,19 @@ fn write_arm(arm: &ArmExplanation, w: &mut dyn Write) -> io::Result<()> {
         b.expected,
         format_rate(&b.pass)
     )?;
+    if let Some(a) = &b.attack {
+        writeln!(
+            w,
+            "attack {}{} · its goal happened in {} · the payload reached the model in {}/{} scored trials",
+            a.id,
+            a.family
+                .as_deref()
+                .map_or(String::new(), |f| format!(" ({f})")),
+            format_rate(&a.succeeded),
+            a.delivered,
+            b.scored
+        )?;
+    }
     writeln!(w)?;
     match (&arm.shown, &arm.not_shown) {
         (Some(shown), _) => write_shown(shown, b, w)?,
