@@ -104,27 +104,40 @@ pub(super) fn run(args: &CompareArgs) -> Result<ExitCode, Error> {
             toolscore_decide::decision::decide_comparison(&runs, &comparison)
         }
     };
+    let json = CompareJson {
+        comparison: &comparison,
+        decision: &decision,
+    };
+    tell(args, &decision, &json, &mut |out| {
+        writeln!(out)?;
+        toolscore_report::render_comparison(&comparison, out)?;
+        if let Some(why) = super::output::compare_explain_hint(&comparison, &args.run_dirs) {
+            writeln!(out, "\n{why}")?;
+        }
+        Ok(())
+    })
+}
+
+/// What `compare` says of a decision and its comparison: `--json` written, then the decision
+/// and the comparison `render` prints, on stdout; the exit code the decision's. One telling for
+/// both kinds of comparison.
+fn tell(
+    args: &CompareArgs,
+    decision: &toolscore_report::Decision,
+    json: &impl serde::Serialize,
+    render: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<ExitCode, Error> {
     if let Some(path) = &args.json {
-        toolscore_core::atomic::write_json(
-            path,
-            &CompareJson {
-                comparison: &comparison,
-                decision: &decision,
-            },
-        )?;
+        toolscore_core::atomic::write_json(path, json)?;
     }
     let failed = |e| Error::io("cannot write the comparison", e);
     let mut out = std::io::stdout().lock();
-    toolscore_report::render_decision(&decision, &mut out).map_err(failed)?;
-    writeln!(out).map_err(failed)?;
-    toolscore_report::render_comparison(&comparison, &mut out).map_err(failed)?;
-    if let Some(why) = super::output::compare_explain_hint(&comparison, &args.run_dirs) {
-        writeln!(out, "\n{why}").map_err(failed)?;
-    }
+    toolscore_report::render_decision(decision, &mut out).map_err(failed)?;
+    render(&mut out).map_err(failed)?;
     if let Some(why) = decision.not_judged_because() {
         errln!("error: {why}")?;
     }
-    Ok(toolscore_decide::decision::exit_code(&decision))
+    Ok(toolscore_decide::decision::exit_code(decision))
 }
 
 /// An attacked run's two arms compared again by unit, by the run's own `--min-effect` when it
@@ -148,23 +161,13 @@ fn compare_attacked(
     summary.gate = header.gate();
     summary.attack_comparison = Some(comparison.clone());
     let decision = toolscore_decide::decision::decide(summary, header.max_infra_error_rate());
-    if let Some(path) = &args.json {
-        toolscore_core::atomic::write_json(
-            path,
-            &AttackCompareJson {
-                comparison: &comparison,
-                decision: &decision,
-            },
-        )?;
-    }
-    let failed = |e| Error::io("cannot write the comparison", e);
-    let mut out = std::io::stdout().lock();
-    toolscore_report::render_decision(&decision, &mut out).map_err(failed)?;
-    toolscore_report::render_attack_comparison(&comparison, &mut out).map_err(failed)?;
-    if let Some(why) = decision.not_judged_because() {
-        errln!("error: {why}")?;
-    }
-    Ok(toolscore_decide::decision::exit_code(&decision))
+    let json = AttackCompareJson {
+        comparison: &comparison,
+        decision: &decision,
+    };
+    tell(args, &decision, &json, &mut |out| {
+        toolscore_report::render_attack_comparison(&comparison, out)
+    })
 }
 
 /// `--json` of an attacked run: the attack comparison's fields and the decision.
