@@ -384,8 +384,10 @@ pub fn attacked_units(
             not_attacked.push(scenario.name.clone());
             continue;
         }
+        // Built once per attacker tool, whatever the number of attacks naming it.
+        let mut extended = Extended::new(scenario, attacker);
         for attack in &attacks {
-            units.push(Arc::new(attacked_unit(scenario, attack, attacker)?));
+            units.push(Arc::new(unit_of(scenario, attack, &mut extended)?));
         }
     }
     Ok(AttackPlan {
@@ -400,6 +402,14 @@ pub fn attacked_unit(
     attack: &Arc<Attack>,
     attacker: &Catalog,
 ) -> Result<Scenario, InputError> {
+    unit_of(scenario, attack, &mut Extended::new(scenario, attacker))
+}
+
+fn unit_of(
+    scenario: &Scenario,
+    attack: &Arc<Attack>,
+    extended: &mut Extended<'_>,
+) -> Result<Scenario, InputError> {
     let mut unit = scenario.clone();
     unit.name = attacked_case_id(&scenario.name, &attack.id);
     unit.source_digest = sha256_of(&format!("{}\n{}", scenario.source_digest, attack.digest));
@@ -410,44 +420,10 @@ pub fn attacked_unit(
     let Some(tool) = attack.goal.tool() else {
         return Ok(unit);
     };
-    let has = |c: &CatalogVariant| c.catalog.get(tool).is_some();
-    if unit.catalogs.iter().all(has) {
+    if unit.catalogs.iter().all(|c| c.catalog.get(tool).is_some()) {
         return Ok(unit);
     }
-    let Some(added) = attacker.get(tool) else {
-        return Err(InputError::at(
-            &attack.origin,
-            None,
-            "goal.tool",
-            &format!(
-                "the goal's tool `{tool}` is neither in scenario `{}`'s catalog nor in the attacker catalog ({}); name one of those, or add it to the scenario's catalog",
-                scenario.name, attacker.source
-            ),
-        ));
-    };
-    let mut catalogs = Vec::with_capacity(unit.catalogs.len());
-    for variant in &unit.catalogs {
-        if has(variant) {
-            catalogs.push(variant.clone());
-            continue;
-        }
-        let mut tools = variant.catalog.tools.clone();
-        tools.push(added.clone());
-        let catalog = Catalog::new(tools, variant.catalog.source.clone());
-        let validators = ToolValidators::compile(&catalog).map_err(|(t, m)| {
-            InputError::at(
-                &attacker.source,
-                None,
-                &format!("tools.{t}.inputSchema"),
-                &format!("tool `{t}` has an invalid JSON Schema: {m}"),
-            )
-        })?;
-        let mut v = variant.clone();
-        v.catalog = Arc::new(catalog);
-        v.validators = Arc::new(validators);
-        catalogs.push(v);
-    }
-    unit.catalogs = catalogs;
+    unit.catalogs = extended.catalogs(tool, &attack.origin)?;
     unit.script.tools.entry(tool.to_owned()).or_insert_with(|| {
         vec![ScriptRule {
             when: RuleCondition::default(),
@@ -461,6 +437,68 @@ pub fn attacked_unit(
         }]
     });
     Ok(unit)
+}
+
+/// A scenario's catalogs with one attacker tool appended (after the author's tools), each
+/// built and its validators compiled once per tool: thirty attacks naming `send_email` share
+/// one extended catalog rather than compiling thirty.
+struct Extended<'a> {
+    scenario: &'a Scenario,
+    attacker: &'a Catalog,
+    by_tool: HashMap<String, Vec<CatalogVariant>>,
+}
+
+impl<'a> Extended<'a> {
+    fn new(scenario: &'a Scenario, attacker: &'a Catalog) -> Self {
+        Extended {
+            scenario,
+            attacker,
+            by_tool: HashMap::new(),
+        }
+    }
+
+    /// The scenario's catalogs with `tool` from the attacker catalog where a variant lacks
+    /// it; an error (at `origin`, the attack naming it) when the attacker catalog lacks it too.
+    fn catalogs(&mut self, tool: &str, origin: &str) -> Result<Vec<CatalogVariant>, InputError> {
+        if let Some(done) = self.by_tool.get(tool) {
+            return Ok(done.clone());
+        }
+        let Some(added) = self.attacker.get(tool) else {
+            return Err(InputError::at(
+                origin,
+                None,
+                "goal.tool",
+                &format!(
+                    "the goal's tool `{tool}` is neither in scenario `{}`'s catalog nor in the attacker catalog ({}); name one of those, or add it to the scenario's catalog",
+                    self.scenario.name, self.attacker.source
+                ),
+            ));
+        };
+        let mut catalogs = Vec::with_capacity(self.scenario.catalogs.len());
+        for variant in &self.scenario.catalogs {
+            if variant.catalog.get(tool).is_some() {
+                catalogs.push(variant.clone());
+                continue;
+            }
+            let mut tools = variant.catalog.tools.clone();
+            tools.push(added.clone());
+            let catalog = Catalog::new(tools, variant.catalog.source.clone());
+            let validators = ToolValidators::compile(&catalog).map_err(|(t, m)| {
+                InputError::at(
+                    &self.attacker.source,
+                    None,
+                    &format!("tools.{t}.inputSchema"),
+                    &format!("tool `{t}` has an invalid JSON Schema: {m}"),
+                )
+            })?;
+            let mut v = variant.clone();
+            v.catalog = Arc::new(catalog);
+            v.validators = Arc::new(validators);
+            catalogs.push(v);
+        }
+        self.by_tool.insert(tool.to_owned(), catalogs.clone());
+        Ok(catalogs)
+    }
 }
 
 #[cfg(test)]
