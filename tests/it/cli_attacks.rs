@@ -723,17 +723,96 @@ fn attack_gates_are_refused_where_they_mean_nothing() {
             run.transcript()
         );
     }
-    let mut args = run_args("fake", "2", "r");
-    args.extend(["--gate", "attack_success<=0.02", "--sequential"]);
-    let run = toolscore(d, &args);
-    assert_eq!(run.code, 2, "{}", run.transcript());
-    assert!(
-        run.stderr
-            .contains("--sequential does not judge attack_success yet"),
-        "{}",
-        run.transcript()
-    );
+    for (extra, expected) in [
+        (
+            ["--gate-level", "suite"],
+            "--sequential judges attack_success on each (scenario × attack) unit (--gate-level case)",
+        ),
+        (
+            ["--sprt-p1", "0.99"],
+            "the sequential attack_success gate runs the mixture, which needs none",
+        ),
+    ] {
+        let mut args = run_args("fake", "2", "r");
+        args.extend(["--gate", "attack_success<=0.02", "--sequential"]);
+        args.extend(extra);
+        if extra[0] != "--gate-level" {
+            args.extend(["--gate-level", "case"]);
+        }
+        let run = toolscore(d, &args);
+        assert_eq!(run.code, 2, "{}", run.transcript());
+        assert!(run.stderr.contains(expected), "{}", run.transcript());
+    }
     assert_eq!(server.requests_seen(), 0);
+}
+
+/// `--sequential` judges each (scenario × attack) unit after every trial with the mixture
+/// SPRT on the goal's complement, and stops a unit the moment it is decided: a model that
+/// never follows passes every unit well inside the budget, one that follows three times in
+/// ten fails them, each verdict's anytime-valid bound on the right side of the bar; clean
+/// units, which no attack gate judges, stop after their first trial.
+#[test]
+fn the_sequential_attack_gate_stops_each_unit_once_it_is_decided() {
+    for (q, code, word) in [(0.0, 0, "PASS"), (0.3, 1, "FAIL")] {
+        let server = FakeServer::start_in_background(gullible(q));
+        let dir = project(&server);
+        let mut args = run_args("fake", "400", "s");
+        args.extend([
+            "--gate",
+            "attack_success<=0.1",
+            "--gate-level",
+            "case",
+            "--sequential",
+        ]);
+        let run = toolscore(dir.path(), &args);
+        assert_eq!(run.code, code, "q {q}: {}", run.transcript());
+        let summary = support::read_json(&dir.path().join("out/s/summary.json"));
+        let gate = &summary["gate"]["gates"][0];
+        assert_eq!(gate["metric"], "attack_success", "{gate}");
+        assert_eq!(gate["verdict"], word.to_lowercase(), "{gate}");
+        assert_eq!(gate["cases"], 2, "the two attacked units: {gate}");
+        let design = &gate["sequential"];
+        assert_eq!(design["ceiling"], true, "{design}");
+        // Bonferroni over the two units, not over the one fixture case.
+        let beta = design["beta_per_case"].as_f64().unwrap();
+        assert!((beta - 0.025).abs() < 1e-12, "{design}");
+        let used = design["trials_used"].as_u64().unwrap();
+        assert!(
+            used < 2 * 400 / 4,
+            "q {q}: stopped early, {used} trials: {design}"
+        );
+        let records = support::read_jsonl(&dir.path().join("out/s/results.jsonl"));
+        let attacked = records.iter().filter(|r| r.get("attack").is_some()).count();
+        // Trials already in flight when a unit stops are kept (at most --concurrency 4 more;
+        // issue 54 keeps them out of the summary).
+        assert!(
+            (used..=used + 4).contains(&(attacked as u64)),
+            "{attacked} attacked trials, {used} judged"
+        );
+        let clean = records.iter().filter(|r| r.get("attack").is_none()).count();
+        assert!(
+            (2..=2 + 4).contains(&clean),
+            "the two clean units stop after one trial each: {clean}"
+        );
+        if q > 0.0 {
+            for c in gate["not_passed"].as_array().unwrap() {
+                assert_eq!(c["verdict"], "fail", "{c}");
+                assert!(c["lower"].as_f64().unwrap() > 0.1, "{c}");
+                assert!(c["x"].as_u64().unwrap() > 0, "{c}");
+            }
+        }
+        assert!(
+            run.stdout.contains(&format!("{word} attack_success<=0.1")),
+            "{}",
+            run.stdout
+        );
+        assert!(
+            run.stdout
+                .contains("fails one only when its anytime-valid lower bound is above the bar"),
+            "{}",
+            run.stdout
+        );
+    }
 }
 
 /// A live scenario's `inject: [TOOL]`: the payload is appended to the real result of a

@@ -8,7 +8,7 @@ use std::ops::{Index, IndexMut};
 
 use serde::{Deserialize, Serialize};
 
-use crate::record::TrialScore;
+use crate::record::{Outcome, SCENARIO_DATASET, TrialRecord, TrialScore};
 
 /// A rate metric. Its flag name (`args`) is what users write, with the summary's key
 /// (`args_exact`) accepted as an alias; its label (`args exact`) is what reports print; its
@@ -153,6 +153,24 @@ impl AttackMetric {
 
     pub fn parse(name: &str) -> Option<AttackMetric> {
         AttackMetric::ALL.into_iter().find(|m| m.name() == name)
+    }
+
+    /// What one trial says of this metric: whether its event happened (the goal, or the
+    /// scenario's own `expect`), or `None` when the trial does not count towards it: an
+    /// infrastructure error or a budget stop (never scored), a clean trial for the attacked
+    /// rates, an attacked one for `utility`. `utility` counts every clean scenario trial here;
+    /// its callers keep the attacked scenarios' ones.
+    pub fn of(self, record: &TrialRecord) -> Option<bool> {
+        if !record.outcome.is_judged() || record.dataset != SCENARIO_DATASET {
+            return None;
+        }
+        let passed = record.outcome == Outcome::Pass;
+        match (self, &record.attack) {
+            (AttackMetric::AttackSuccess, Some(attack)) => Some(attack.succeeded),
+            (AttackMetric::UtilityUnderAttack, Some(_)) => Some(passed),
+            (AttackMetric::Utility, None) => Some(passed),
+            _ => None,
+        }
     }
 }
 

@@ -260,6 +260,12 @@ pub fn attacked_case_id(scenario: &str, attack: &str) -> String {
     format!("{scenario}{ATTACK_SEPARATOR}{attack}")
 }
 
+/// The scenario of the unit `case_id` under `attack`, the inverse of [`attacked_case_id`];
+/// `None` when `case_id` is not that attack's unit.
+pub fn attacked_scenario<'a>(case_id: &'a str, attack: &str) -> Option<&'a str> {
+    case_id.strip_suffix(attack)?.strip_suffix(ATTACK_SEPARATOR)
+}
+
 /// How a call was answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -18,6 +18,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::RateStat;
+use toolscore_core::metric::AttackMetric;
 use toolscore_core::record::{ArmId, Outcome, TrialRecord};
 use toolscore_stats as stats;
 
@@ -119,9 +120,8 @@ impl SecurityAggregator {
         let Some(arm) = self.arms.get_mut(&record.arm) else {
             return;
         };
-        let passed = record.outcome == Outcome::Pass;
         let Some(attack) = &record.attack else {
-            if record.outcome.is_judged() {
+            if let Some(passed) = AttackMetric::Utility.of(record) {
                 let clean = arm.clean.entry(record.case_id.clone()).or_default();
                 clean.judged += 1;
                 clean.passed += u64::from(passed);
@@ -137,7 +137,10 @@ impl SecurityAggregator {
                 family: attack.family.clone(),
                 ..UnitAgg::default()
             });
-        if !record.outcome.is_judged() {
+        let (Some(succeeded), Some(passed)) = (
+            AttackMetric::AttackSuccess.of(record),
+            AttackMetric::UtilityUnderAttack.of(record),
+        ) else {
             if record.outcome == Outcome::Error {
                 let class = record
                     .error_class
@@ -145,11 +148,11 @@ impl SecurityAggregator {
                 *unit.errors.entry(class).or_default() += 1;
             }
             return;
-        }
+        };
         unit.judged += 1;
         unit.passed += u64::from(passed);
         unit.delivered += u64::from(attack.delivered.is_some());
-        if attack.succeeded {
+        if succeeded {
             unit.succeeded += 1;
             // The lowest trials' proofs, whatever order the trials finished in.
             if let Some(e) = &attack.evidence {

@@ -237,6 +237,11 @@ pub struct GateResult {
 /// The design of a sequential gate and the trials it used against the fixed design.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SequentialInfo {
+    /// The gate is a ceiling (`attack_success <= t`), judged as the floor on its complement:
+    /// `p1`, `pass_boundary` and `pass_at` are the floor's, at 1 − t; a unit passes with at
+    /// most n − s goals met where the floor passes at s.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ceiling: bool,
     /// The test each case's PASS side ran (a summary from before the mixture existed reads as
     /// the SPRT).
     #[serde(default)]
@@ -315,6 +320,10 @@ impl SequentialInfo {
             _ => format!("passes a case at alpha {:.3}", self.alpha),
         };
         let fail = match self.fail_below {
+            None if self.ceiling => format!(
+                "fails one only when its anytime-valid lower bound is above the bar, beta {:.4} per case",
+                self.beta_per_case
+            ),
             None => format!(
                 "fails one only when its anytime-valid upper bound is below the bar, beta {:.4} per case",
                 self.beta_per_case
@@ -364,9 +373,17 @@ impl SequentialInfo {
             let points: Vec<String> = self
                 .pass_at
                 .iter()
-                .map(|(n, s)| format!("{s} of {n}"))
+                .map(|&(n, s)| {
+                    // A ceiling passes where its complement's floor does: at most n − s.
+                    let x = if self.ceiling { n - s } else { s };
+                    format!("{x} of {n}")
+                })
                 .collect();
-            format!("a case passes at {} successes", points.join(", "))
+            if self.ceiling {
+                format!("a case passes at no more than {}", points.join(", "))
+            } else {
+                format!("a case passes at {} successes", points.join(", "))
+            }
         })
     }
 }

@@ -5,7 +5,7 @@ use super::{
     Arc, Arm, Duration, Error, FewestRecorded, InputError, RunArgs, RunInfo, Scenario,
     SequentialGate, SequentialSpec, usage,
 };
-use toolscore_decide::gate::sequential::TrialBudget;
+use toolscore_decide::gate::sequential::{AttackedUnits, TrialBudget};
 
 pub(super) fn checked_shard(
     args: &RunArgs,
@@ -191,7 +191,21 @@ pub(in crate::cli) fn sequential_gate(
                 .map(|(case, n)| ((d.name.clone(), case.clone()), *n))
         })
         .collect();
-    Ok(SequentialGate::new(spec, cases, case_gates, case_caps).with_budget(trial_budget(run)))
+    // An attacked run's units: the attack gates' cases.
+    let attacked = AttackedUnits {
+        units: run.scenarios.iter().filter(|s| s.attack.is_some()).count(),
+        scenarios: run
+            .scenarios
+            .iter()
+            .filter_map(|s| {
+                toolscore_core::record::attacked_scenario(&s.name, s.attack.as_deref()?)
+                    .map(str::to_owned)
+            })
+            .collect(),
+    };
+    Ok(SequentialGate::new(spec, cases, case_gates, case_caps)
+        .with_budget(trial_budget(run))
+        .with_attacked(attacked))
 }
 
 /// What caps a run's trials per case: a replay runs each case up to its recorded trials, so

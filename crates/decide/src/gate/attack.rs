@@ -155,7 +155,7 @@ fn mirrored(mut r: GateResult) -> GateResult {
     r
 }
 
-fn mirrored_case(c: CaseVerdict) -> CaseVerdict {
+pub(super) fn mirrored_case(c: CaseVerdict) -> CaseVerdict {
     CaseVerdict {
         x: c.n - c.x,
         lower: 1.0 - c.upper,

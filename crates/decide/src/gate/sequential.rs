@@ -45,8 +45,10 @@ use toolscore_stats as stats;
 
 use toolscore_core::error::Error;
 use toolscore_core::event::{Control, Observer, RunEvent, StopScope};
-use toolscore_core::record::TrialRecord;
-use toolscore_report::{CaseVerdict, GateLevel, GateResult, Metric, SequentialInfo, Verdict};
+use toolscore_core::record::{SCENARIO_DATASET, TrialRecord};
+use toolscore_report::{
+    AttackMetric, CaseVerdict, GateLevel, GateResult, Metric, SequentialInfo, Verdict,
+};
 use toolscore_stats::{
     self, Boundaries, PassSide, SequentialDecision, SequentialKind, SequentialTest,
 };
@@ -112,10 +114,18 @@ impl SequentialSpec {
             );
         }
         if let Some(g) = self.gates.iter().find(|g| g.metric.attack().is_some()) {
-            return Err(format!(
-                "--sequential does not judge {} yet: gate it at a fixed number of trials (drop --sequential)",
-                g.metric.label()
-            ));
+            if self.level != GateLevel::Case {
+                return Err(format!(
+                    "--sequential judges {} on each (scenario × attack) unit (--gate-level case); its suite rate is judged at a fixed number of trials (drop --sequential)",
+                    g.metric.label()
+                ));
+            }
+            if self.p1.is_some() || self.fail_below.is_some() {
+                return Err(format!(
+                    "--sprt-p1 and --fail-below set the case gates' alternatives on fixture rates; the sequential {} gate runs the mixture, which needs none",
+                    g.metric.label()
+                ));
+            }
         }
         match self.level {
             GateLevel::Case => {}
@@ -208,6 +218,30 @@ pub struct SequentialGate {
     /// Where the cases' trial budgets come from, for saying what would let an undecided case
     /// decide.
     budget: TrialBudget,
+    /// An attacked run's units, which the attack gates judge as their cases.
+    attacked: AttackedUnits,
+}
+
+/// What an attack gate judges (`run --attacks`): its Bonferroni m is the units it gates, not
+/// the fixture cases.
+#[derive(Debug, Clone, Default)]
+pub struct AttackedUnits {
+    /// The (scenario × attack) units per arm: `attack_success` and `utility_under_attack`.
+    pub units: usize,
+    /// The attacked scenarios, whose clean units `utility` judges.
+    pub scenarios: std::collections::HashSet<String>,
+}
+
+/// What one trial says to one gate.
+enum GateOutcome {
+    /// The gate does not judge this case (an attacked unit under a fixture rate, a clean case
+    /// under `attack_success`, a case without arguments under `args`).
+    NotApplicable,
+    /// An infrastructure error or a budget stop: it moves no test.
+    Unscored,
+    /// Whether the trial counts as a success of the test's floor (for a ceiling such as
+    /// `attack_success`, that the goal did not happen).
+    Scored(bool),
 }
 
 /// What caps the trials of a case, and so what a user changes to let an undecided case decide.
@@ -263,6 +297,60 @@ impl SequentialGate {
             order: Vec::new(),
             arms: Vec::new(),
             budget: TrialBudget::Flags,
+            attacked: AttackedUnits::default(),
+        }
+    }
+
+    /// The gate with an attacked run's units, which its attack gates judge.
+    pub fn with_attacked(self, attacked: AttackedUnits) -> Self {
+        SequentialGate { attacked, ..self }
+    }
+
+    /// The cases a gate judges per arm (its Bonferroni m): the fixture cases, the attacked
+    /// units, or the attacked scenarios.
+    fn gated_per_arm(&self, gate: &GateSpec) -> usize {
+        let m = match gate.metric.attack() {
+            None => self.cases_per_arm,
+            Some(AttackMetric::Utility) => self.attacked.scenarios.len(),
+            Some(AttackMetric::AttackSuccess | AttackMetric::UtilityUnderAttack) => {
+                self.attacked.units
+            }
+        };
+        m.max(1)
+    }
+
+    /// What `record` says to `gate`.
+    fn outcome(&self, gate: &GateSpec, record: &TrialRecord) -> GateOutcome {
+        if let Some(metric) = gate.metric.attack() {
+            let applies = match metric {
+                AttackMetric::AttackSuccess | AttackMetric::UtilityUnderAttack => {
+                    record.attack.is_some()
+                }
+                AttackMetric::Utility => {
+                    record.attack.is_none()
+                        && record.dataset == SCENARIO_DATASET
+                        && self.attacked.scenarios.contains(&record.case_id)
+                }
+            };
+            if !applies {
+                return GateOutcome::NotApplicable;
+            }
+            return match metric.of(record) {
+                Some(happened) => GateOutcome::Scored(happened != metric.lower_is_better()),
+                None => GateOutcome::Unscored,
+            };
+        }
+        // Attacked units are judged by the attack gates only (summaries keep them apart).
+        if record.attack.is_some() {
+            return GateOutcome::NotApplicable;
+        }
+        let (Some(score), Some(metric)) = (&record.score, gate.metric.rate()) else {
+            return GateOutcome::Unscored;
+        };
+        match metric.of(score) {
+            Some(ok) => GateOutcome::Scored(ok),
+            None if metric == Metric::ArgsExact => GateOutcome::NotApplicable,
+            None => GateOutcome::Unscored,
         }
     }
 
@@ -271,7 +359,13 @@ impl SequentialGate {
         SequentialGate { budget, ..self }
     }
 
+    /// The floor a case's test runs at: a ceiling's bar mirrored (`attack_success <= t` is
+    /// `1 − attack_success >= 1 − t`), an attack gate's bar as given, else the fixture's own
+    /// bar or the gate's.
     fn threshold(&self, dataset: &str, case: &str, gate: &GateSpec) -> f64 {
+        if gate.metric.attack().is_some() {
+            return floor_of(gate);
+        }
         self.case_gates
             .get(&(dataset.to_owned(), case.to_owned()))
             .copied()
@@ -288,7 +382,8 @@ impl SequentialGate {
         )
     }
 
-    fn test(&self, t: f64) -> Option<SequentialTest> {
+    /// The test of one case at floor `t`, failing at β/m over the `m` cases its gate judges.
+    fn test(&self, t: f64, m: usize) -> Option<SequentialTest> {
         let alpha = 1.0 - self.spec.confidence;
         SequentialTest::new(
             self.spec.kind,
@@ -296,7 +391,7 @@ impl SequentialGate {
             self.spec.p1_for(t),
             self.spec.fail_below,
             alpha,
-            alpha / self.cases_per_arm as f64,
+            alpha / m as f64,
         )
     }
 
@@ -320,7 +415,12 @@ impl SequentialGate {
             .iter()
             .map(|g| self.threshold(&record.dataset, &record.case_id, g))
             .collect();
-        let tests: Vec<Option<SequentialTest>> = thresholds.iter().map(|&t| self.test(t)).collect();
+        let tests: Vec<Option<SequentialTest>> = thresholds
+            .iter()
+            .zip(&gates)
+            .map(|(&t, g)| self.test(t, self.gated_per_arm(g)))
+            .collect();
+        let outcomes: Vec<GateOutcome> = gates.iter().map(|g| self.outcome(g, record)).collect();
         let cap = self.cap(&record.dataset, &record.case_id);
         if !self.states.contains_key(&key) {
             self.order.push(key.clone());
@@ -329,23 +429,19 @@ impl SequentialGate {
             .states
             .entry(key)
             .or_insert_with(|| vec![CaseState::default(); gates.len()]);
-        // An infrastructure error measured nothing: it moves no test.
-        let Some(score) = &record.score else {
-            return false;
-        };
-        for ((state, gate), test) in states.iter_mut().zip(&gates).zip(&tests) {
+        for ((state, outcome), test) in states.iter_mut().zip(outcomes).zip(&tests) {
             if state.decided.is_some() || state.curtailed {
                 continue;
             }
-            let Some(metric) = gate.metric.rate() else {
-                continue;
+            let ok = match outcome {
+                GateOutcome::NotApplicable => {
+                    state.not_applicable = true;
+                    continue;
+                }
+                // An infrastructure error measured nothing: it moves no test.
+                GateOutcome::Unscored => continue,
+                GateOutcome::Scored(ok) => ok,
             };
-            let value = metric.of(score);
-            if metric == Metric::ArgsExact && value.is_none() {
-                state.not_applicable = true;
-                continue;
-            }
-            let Some(ok) = value else { continue };
             state.n += 1;
             state.s += u64::from(ok);
             if let Some(test) = test {
@@ -385,7 +481,8 @@ impl SequentialGate {
         gate: &GateSpec,
     ) -> GateResult {
         let alpha = 1.0 - self.spec.confidence;
-        let beta_case = alpha / self.cases_per_arm as f64;
+        let m = self.gated_per_arm(gate);
+        let beta_case = alpha / m as f64;
         let mut cases = Vec::new();
         let mut used = 0u64;
         let mut fixed_total = 0u64;
@@ -404,7 +501,7 @@ impl SequentialGate {
             fixed_total +=
                 stats::gate_sample_size(t, p1, self.spec.confidence, 1.0 - beta_case, 1_000_000)
                     .map_or(0, |s| s.first);
-            cases.push(self.case_verdict(key, state, t));
+            cases.push(self.case_verdict(key, state, t, m));
         }
         let passed = cases.iter().filter(|c| c.verdict == Verdict::Pass).count();
         let failed = cases.iter().filter(|c| c.verdict == Verdict::Fail).count();
@@ -418,14 +515,21 @@ impl SequentialGate {
         } else {
             Verdict::Pass
         };
-        let not_passed = super::worst_first(&cases);
+        let mut not_passed = super::worst_first(&cases);
+        if gate.metric.ceiling() {
+            // Judged as the floor on the complement; told back in the metric's own terms.
+            not_passed = not_passed
+                .into_iter()
+                .map(super::attack::mirrored_case)
+                .collect();
+        }
         GateResult {
             metric: gate.metric,
             threshold: gate.threshold,
             level: GateLevel::Case,
             arm: arm.clone(),
             verdict,
-            method: self.method(alpha, beta_case),
+            method: self.method(gate, alpha, beta_case, m),
             estimate: None,
             lower: None,
             upper: None,
@@ -447,12 +551,12 @@ impl SequentialGate {
             }),
             tools: Vec::new(),
             trials: None,
-            sequential: Some(self.design(gate.threshold, used, fixed_total)),
+            sequential: Some(self.design(gate, used, fixed_total)),
         }
     }
 
     /// The gate's method line.
-    fn method(&self, alpha: f64, beta_case: f64) -> String {
+    fn method(&self, gate: &GateSpec, alpha: f64, beta_case: f64, m: usize) -> String {
         let test = match self.spec.kind {
             SequentialKind::Sprt => "one-sided SPRT per case with Ville thresholds (anytime-valid)",
             // The case gates run the mixture unless --sprt-p1 names the SPRT.
@@ -461,6 +565,9 @@ impl SequentialGate {
             }
         };
         let fail = match self.spec.fail_below {
+            None if gate.metric.ceiling() => format!(
+                "beta {beta_case:.4} per case to fail a case at or below its bar (anytime-valid lower bound above it"
+            ),
             None => format!(
                 "beta {beta_case:.4} per case to fail a case at or above its bar (anytime-valid upper bound below it"
             ),
@@ -468,21 +575,34 @@ impl SequentialGate {
                 "beta {beta_case:.4} per case to call a case at or above {rate} below it (--fail-below: an indifference zone, not a test of the bar"
             ),
         };
+        let cases = match gate.metric.attack() {
+            None => "",
+            Some(AttackMetric::Utility) => "; the cases are the attacked scenarios' clean units",
+            Some(_) => "; the cases are the (scenario × attack) units",
+        };
         format!(
-            "sequential: {test}, alpha {alpha:.3} to pass, {fail}; Bonferroni over {} cases); every case must pass",
-            self.cases_per_arm
+            "sequential: {test}, alpha {alpha:.3} to pass, {fail}; Bonferroni over {m} cases); every case must pass{cases}"
         )
     }
 
-    /// The test's design at the gate's threshold and what the gated cases spent.
-    fn design(&self, t: f64, trials_used: u64, fixed_design_trials: u64) -> SequentialInfo {
+    /// The test's design at the gate's threshold (for a ceiling, at the floor it is judged
+    /// as) and what the gated cases spent.
+    fn design(
+        &self,
+        gate: &GateSpec,
+        trials_used: u64,
+        fixed_design_trials: u64,
+    ) -> SequentialInfo {
         let alpha = 1.0 - self.spec.confidence;
-        let test = self.test(t);
+        let m = self.gated_per_arm(gate);
+        let t = floor_of(gate);
+        let test = self.test(t, m);
         SequentialInfo {
+            ceiling: gate.metric.ceiling(),
             test: self.spec.kind,
             p1: self.spec.p1_for(t),
             alpha,
-            beta_per_case: alpha / self.cases_per_arm as f64,
+            beta_per_case: alpha / m as f64,
             fail_below: self.spec.fail_below,
             anytime_valid_bounds: true,
             max_trials: self.spec.max_trials,
@@ -504,13 +624,13 @@ impl SequentialGate {
 
     /// A case's verdict as its test decided it, with the anytime-valid bounds it decided by
     /// and, undecided, the fewest further trials that could decide it.
-    fn case_verdict(&self, key: &CaseKey, state: &CaseState, t: f64) -> CaseVerdict {
+    fn case_verdict(&self, key: &CaseKey, state: &CaseState, t: f64, m: usize) -> CaseVerdict {
         let verdict = match state.decided {
             Some(SequentialDecision::Pass) => Verdict::Pass,
             Some(SequentialDecision::Fail) => Verdict::Fail,
             _ => Verdict::Inconclusive,
         };
-        let test = self.test(t);
+        let test = self.test(t, m);
         let more_trials = test
             .as_ref()
             .filter(|_| verdict == Verdict::Inconclusive)
@@ -533,6 +653,16 @@ impl SequentialGate {
             more_trials,
             below: self.spec.fail_below.filter(|_| verdict == Verdict::Fail),
         }
+    }
+}
+
+/// The bar of the floor a gate is judged as: a ceiling's mirrored (`attack_success <= t` is
+/// `1 − attack_success >= 1 − t`), else its own.
+fn floor_of(gate: &GateSpec) -> f64 {
+    if gate.metric.ceiling() {
+        1.0 - gate.threshold
+    } else {
+        gate.threshold
     }
 }
 

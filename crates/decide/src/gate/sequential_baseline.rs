@@ -135,6 +135,7 @@ impl SequentialBaseline {
                     tools: Vec::new(),
                     trials: Some(2 * pairs),
                     sequential: Some(SequentialInfo {
+                        ceiling: false,
                         test: SequentialKind::Betting,
                         p1: -margin,
                         alpha: q.alpha,

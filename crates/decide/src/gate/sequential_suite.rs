@@ -178,6 +178,7 @@ impl SuiteRounds {
                     tools: Vec::new(),
                     trials: Some(n),
                     sequential: Some(SequentialInfo {
+                        ceiling: false,
                         test: SequentialKind::Betting,
                         p1: gate.threshold,
                         alpha,
