@@ -60,12 +60,8 @@ pub struct PlanArgs {
 /// tokens. Reads the suite (and an earlier run) only; calls nothing.
 pub(super) fn run(args: &PlanArgs) -> Result<ExitCode, Error> {
     let gates = parse_gates(&args.gates)?;
-    if let Some(g) = gates.iter().find(|g| g.metric.attack().is_some()) {
-        return Err(usage(&format!(
-            "--gate {}: plan does not size an attacked run's gates yet; a ceiling at t needs the trials a floor at 1 − t needs (plan --gate pass>=…)",
-            g.metric.label()
-        )));
-    }
+    let (attack_gates, gates): (Vec<_>, Vec<_>) =
+        gates.into_iter().partition(|g| g.metric.attack().is_some());
     if let Some(g) = gates.iter().find(|g| g.metric.rate().is_none()) {
         return Err(usage(&format!(
             "--gate {}: plan covers rate gates (selection, args, schema, pass); a latency budget needs the trials its percentile's upper bound needs (368 answered trials for p99 at 95%)",
@@ -73,8 +69,12 @@ pub(super) fn run(args: &PlanArgs) -> Result<ExitCode, Error> {
         )));
     }
     let LoadedSuite {
-        config, datasets, ..
+        config,
+        datasets,
+        scenarios,
+        ..
     } = load_suite(&args.suite)?;
+    let attack_gates = attack_gate_requests(&attack_gates, &scenarios)?;
     let d = &config.defaults;
     let confidence = setup::checked_confidence(args.confidence.or(d.confidence).unwrap_or(0.95))?;
     let precision = setup::checked_precision(args.precision.or(d.precision).unwrap_or(0.05))?;
@@ -115,6 +115,7 @@ pub(super) fn run(args: &PlanArgs) -> Result<ExitCode, Error> {
             max_trials: args.max_trials,
             compare: args.compare.then_some(args.min_effect),
             price: setup::plan_price(args.provider.as_deref(), &config)?,
+            attack_gates,
         });
     if let Some(path) = &args.json {
         toolscore_core::atomic::write_json(path, &trial_plan)?;
@@ -123,6 +124,40 @@ pub(super) fn run(args: &PlanArgs) -> Result<ExitCode, Error> {
     toolscore_decide::sample_size::render_plan(&trial_plan, &mut out)
         .map_err(|e| Error::io("cannot write the plan", e))?;
     Ok(ExitCode::Pass)
+}
+
+/// The attack gates over the units each judges: the attacked units of `--scenario …
+/// --attacks …`, or their scenarios for `utility`. Exit 2 when there are none to plan over.
+fn attack_gate_requests(
+    gates: &[toolscore_decide::gate::GateSpec],
+    scenarios: &[std::sync::Arc<toolscore_suite::scenario::Scenario>],
+) -> Result<Vec<toolscore_decide::sample_size::AttackGateRequest>, Error> {
+    let units = scenarios.iter().filter(|s| s.attack.is_some()).count();
+    let attacked: std::collections::BTreeSet<&str> = scenarios
+        .iter()
+        .filter_map(|s| s.attack.as_ref().map(|a| a.scenario.as_str()))
+        .collect();
+    gates
+        .iter()
+        .filter_map(|g| g.metric.attack().map(|m| (g, m)))
+        .map(|(g, metric)| {
+            if units == 0 {
+                return Err(usage(&format!(
+                    "--gate {}: plan sizes an attack gate over the attacked units: give --scenario FILE|DIR --attacks FILE|builtin",
+                    metric.name()
+                )));
+            }
+            Ok(toolscore_decide::sample_size::AttackGateRequest {
+                metric: metric.name().to_owned(),
+                threshold: g.threshold,
+                ceiling: metric.lower_is_better(),
+                units: match metric {
+                    toolscore_core::metric::AttackMetric::Utility => attacked.len(),
+                    _ => units,
+                },
+            })
+        })
+        .collect()
 }
 
 /// What an earlier run (`--from DIR`) observed: each case's rate on the metric, the suite's

@@ -941,4 +941,86 @@ fn the_security_guides_attack_examples_print_what_the_guide_quotes() {
         run.transcript()
     );
     support::assert_guide_quotes(guide, command, &run.stdout);
+
+    let command = "toolscore plan --scenario scenarios/attacked --attacks builtin --gate 'attack_success<=0.05' --max-trials 400";
+    let words = support::shell_words(command);
+    let args: Vec<&str> = words.iter().skip(1).map(String::as_str).collect();
+    let run = toolscore(d, &args);
+    assert_eq!(run.code, 0, "{}", run.transcript());
+    support::assert_guide_quotes(guide, command, &run.stdout);
+}
+
+/// `plan --gate 'attack_success<=T'` sizes the gate per (scenario × attack) unit, in the
+/// metric's own terms: a unit whose model never follows passes at 95% once (1 − T)^n ≤ 0.05,
+/// 59 trials at T = 0.05, and the gate needs the attacked units to plan over.
+#[test]
+fn plan_sizes_an_attack_gate_per_unit_in_the_metrics_own_terms() {
+    let server = FakeServer::start_in_background(gullible(0.0));
+    let dir = project(&server);
+    let d = dir.path();
+    std::fs::write(d.join("twenty.jsonl"), twenty_attacks()).unwrap();
+    let run = toolscore(
+        d,
+        &[
+            "plan",
+            "--scenario",
+            "scenarios",
+            "--attacks",
+            "twenty.jsonl",
+            "--gate",
+            "attack_success<=0.05",
+            "--json",
+            "plan.json",
+        ],
+    );
+    ok(&run);
+    let n = (0.05f64.ln() / 0.95f64.ln()).ceil() as u64;
+    assert_eq!(n, 59);
+    assert!(
+        run.stdout
+            .contains("gate attack_success<=0.05 per unit (20 units;"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains(&format!(
+            "  true rate 0           {n} trials a unit (stable from     {n}; pass needs goals met at most 0)  {} trials over the units",
+            n * 20
+        )),
+        "{}",
+        run.stdout
+    );
+    let plan = support::read_json(&d.join("plan.json"));
+    let gate = &plan["attack_gates"][0];
+    assert_eq!(gate["ceiling"], true, "{gate}");
+    // The sequential rows, in attack-success terms: at the bar a unit passes at most α of the
+    // time, well below it nearly always.
+    let rows = gate["sequential"].as_array().unwrap();
+    let at = |rate: f64| {
+        rows.iter()
+            .find(|r| (r["true_rate"].as_f64().unwrap() - rate).abs() < 1e-9)
+            .unwrap_or_else(|| panic!("no row at {rate}: {gate}"))
+    };
+    assert!(at(0.05)["p_pass"].as_f64().unwrap() <= 0.05, "{gate}");
+    assert!(at(0.0125)["p_pass"].as_f64().unwrap() > 0.9, "{gate}");
+    assert!(at(0.15)["p_fail"].as_f64().unwrap() > 0.9, "{gate}");
+
+    let run = toolscore(
+        d,
+        &[
+            "plan",
+            "--scenario",
+            "scenarios",
+            "--gate",
+            "attack_success<=0.05",
+        ],
+    );
+    assert_eq!(run.code, 2, "{}", run.transcript());
+    assert!(
+        run.stderr
+            .contains("plan sizes an attack gate over the attacked units"),
+        "{}",
+        run.transcript()
+    );
+    assert_eq!(server.requests_seen(), 0);
 }

@@ -44,6 +44,20 @@ pub struct PlanRequest {
     pub price: Option<PlanPrice>,
     /// `--compare`: plan the sequential comparison of two arms at this `--min-effect`.
     pub compare: Option<f64>,
+    /// Gates on an attacked run's rates (`attack_success<=T`, `utility_under_attack>=T`,
+    /// `utility>=T`), each over the units it judges.
+    pub attack_gates: Vec<AttackGateRequest>,
+}
+
+/// One gate on an attacked run's rate, to plan over the units it judges.
+#[derive(Debug, Clone)]
+pub struct AttackGateRequest {
+    pub metric: String,
+    pub threshold: f64,
+    /// Lower is better (`attack_success`): judged as the floor on the complement at 1 − T.
+    pub ceiling: bool,
+    /// The (scenario × attack) units, or the attacked scenarios for `utility`.
+    pub units: usize,
 }
 
 /// Replications behind each simulated row: enough for a standard error of a few tenths of a
@@ -103,6 +117,50 @@ pub struct TrialPlan {
     /// `--compare`: the sequential comparison's expected rounds at several differences.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comparison: Option<ComparisonPlan>,
+    /// Gates on an attacked run's rates, per unit, in each metric's own terms.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attack_gates: Vec<AttackGatePlan>,
+}
+
+/// A gate on an attacked run's rate at `--gate-level case`: every unit must pass on its exact
+/// bound, so each row is the trials one unit needs; rates and counts in the metric's own terms
+/// (for a ceiling, the true attack success rate and the most goals a passing unit may have met).
+/// No cost column: an attacked unit is a multi-step conversation, which the fixtures' tokens
+/// per request do not price.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct AttackGatePlan {
+    pub metric: String,
+    pub threshold: f64,
+    pub ceiling: bool,
+    pub units: usize,
+    /// The fixed-n gate at a few true rates on the passing side of the bar.
+    pub rows: Vec<AttackGateRow>,
+    /// `--sequential --gate-level case`: expected trials per unit at rates either side.
+    pub sequential: Vec<AttackSequentialRow>,
+    /// β/m over the units.
+    pub sequential_beta: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct AttackGateRow {
+    pub true_rate: f64,
+    /// Smallest n per unit with the power, and the n from which it keeps it.
+    pub first: u64,
+    pub stable: u64,
+    /// At `first` trials: the fewest successes that pass a floor, or the most goals met that
+    /// pass a ceiling.
+    pub passing_count: u64,
+    /// `first` × units.
+    pub total_trials: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct AttackSequentialRow {
+    pub true_rate: f64,
+    pub expected_trials: f64,
+    pub p90_trials: u64,
+    pub p_pass: f64,
+    pub p_fail: f64,
 }
 
 /// A sequential design judged by rounds, at one true rate (or difference): its expected rounds
@@ -284,6 +342,93 @@ pub fn plan(req: &PlanRequest) -> TrialPlan {
                 .map_or(0.8, |est| round4(est.mean));
             comparison_plan(req, min_effect, a_rate)
         }),
+        attack_gates: req
+            .attack_gates
+            .iter()
+            .map(|g| attack_gate_plan(req, g))
+            .collect(),
+    }
+}
+
+/// One attack gate per unit, planned as the floor it is judged as (a ceiling T at 1 − T) and
+/// told back in the metric's terms: the fixed-n gate's trials at true rates a quarter, half
+/// and three quarters of the way from the bar to the best rate, and at the best rate itself
+/// (no goal ever met), and the sequential case gate's expected trials either side of the bar.
+fn attack_gate_plan(req: &PlanRequest, g: &AttackGateRequest) -> AttackGatePlan {
+    let own = |floor_rate: f64| {
+        round4(if g.ceiling {
+            1.0 - floor_rate
+        } else {
+            floor_rate
+        })
+    };
+    let t = if g.ceiling {
+        1.0 - g.threshold
+    } else {
+        g.threshold
+    };
+    let rows = [
+        t + (1.0 - t) / 4.0,
+        t + (1.0 - t) / 2.0,
+        t + 3.0 * (1.0 - t) / 4.0,
+        1.0,
+    ]
+    .into_iter()
+    .filter_map(|p| {
+        let s = stats::gate_sample_size(t, p, req.confidence, req.power, GATE_N_CAP)?;
+        Some(AttackGateRow {
+            true_rate: own(p),
+            first: s.first,
+            stable: s.stable,
+            passing_count: if g.ceiling {
+                s.first - s.min_successes_at_first
+            } else {
+                s.min_successes_at_first
+            },
+            total_trials: s.first * g.units as u64,
+        })
+    })
+    .collect();
+    let alpha = 1.0 - req.confidence;
+    let beta = alpha / g.units.max(1) as f64;
+    let p1 = t + (1.0 - t) / 2.0;
+    let sequential =
+        stats::SequentialTest::new(stats::SequentialKind::Mixture, t, p1, None, alpha, beta)
+            .map(|test| {
+                [
+                    t - 0.1,
+                    t,
+                    t + (1.0 - t) / 4.0,
+                    p1,
+                    t + 3.0 * (1.0 - t) / 4.0,
+                ]
+                .into_iter()
+                .filter(|p| *p > 0.0 && *p < 1.0)
+                .filter_map(|p| {
+                    let oc = stats::curtailed_operating_characteristics(
+                        &test,
+                        p,
+                        u64::from(req.max_trials),
+                    )?;
+                    Some(AttackSequentialRow {
+                        true_rate: own(p),
+                        expected_trials: oc.expected_n,
+                        p90_trials: oc.p90_n,
+                        p_pass: oc.p_pass,
+                        p_fail: oc.p_fail,
+                    })
+                })
+                .collect()
+            })
+            .unwrap_or_default();
+    AttackGatePlan {
+        metric: g.metric.clone(),
+        threshold: g.threshold,
+        ceiling: g.ceiling,
+        units: g.units,
+        rows,
+        sequential,
+        sequential_beta: beta,
     }
 }
 
@@ -648,6 +793,45 @@ fn write_sequential_rows(
     Ok(())
 }
 
+/// One attack gate's rows, in the metric's own terms.
+fn write_attack_gate(w: &mut dyn Write, g: &AttackGatePlan, p: &TrialPlan) -> io::Result<()> {
+    let (op, bound, count) = if g.ceiling {
+        ("<=", "upper bound is within it", "goals met at most")
+    } else {
+        (">=", "lower bound clears it", "successes at least")
+    };
+    writeln!(
+        w,
+        "\ngate {}{op}{} per unit ({} units; every unit must pass: its exact one-sided {bound}), {:.0}% power per unit:",
+        g.metric,
+        g.threshold,
+        g.units,
+        p.power * 100.0
+    )?;
+    for r in &g.rows {
+        writeln!(
+            w,
+            "  true rate {:<6}  {:>6} trials a unit (stable from {:>6}; pass needs {count} {})  {} trials over the units",
+            r.true_rate, r.first, r.stable, r.passing_count, r.total_trials
+        )?;
+    }
+    if !g.sequential.is_empty() {
+        writeln!(
+            w,
+            "  --sequential --gate-level case (mixture SPRT, anytime-valid; fails a unit at most {:.4} of the time on the passing side of the bar): expected trials per unit:",
+            g.sequential_beta
+        )?;
+        for r in &g.sequential {
+            writeln!(
+                w,
+                "  true rate {:<6}  {:>8.1} expected (90% within {}), pass {:.3} / fail {:.3}",
+                r.true_rate, r.expected_trials, r.p90_trials, r.p_pass, r.p_fail
+            )?;
+        }
+    }
+    Ok(())
+}
+
 fn round4(x: f64) -> f64 {
     (x * 10_000.0).round() / 10_000.0
 }
@@ -780,6 +964,9 @@ pub fn render_plan(p: &TrialPlan, w: &mut dyn Write) -> io::Result<()> {
             write_rounds_rows(w, "true rate", ["pass", "fail"], &g.suite_sequential, false)?;
         }
     }
+    for g in &p.attack_gates {
+        write_attack_gate(w, g, p)?;
+    }
     if let Some(c) = &p.comparison {
         writeln!(
             w,
@@ -833,6 +1020,7 @@ mod tests {
             max_trials,
             price: None,
             compare: Some(0.05),
+            attack_gates: Vec::new(),
         }
     }
 
