@@ -1024,3 +1024,115 @@ fn plan_sizes_an_attack_gate_per_unit_in_the_metrics_own_terms() {
     );
     assert_eq!(server.requests_seen(), 0);
 }
+
+/// `--format html` and `--format junit` carry the security figures: report.html a section per
+/// arm with each unit's attack success (its text the summary's, linked to the unit's trials in
+/// the explorer) and the groups table; junit.xml a testsuite per arm with a testcase per unit,
+/// failed where the case-level gate failed it, with the lower bound that ruled the bar out.
+#[test]
+fn the_page_and_junit_show_each_units_attack_success_and_its_verdict() {
+    let server = FakeServer::start_in_background(gullible(0.3));
+    let dir = project(&server);
+    let d = dir.path();
+    let mut args = run_args("fake", "40", "h");
+    args.extend([
+        "--gate",
+        "attack_success<=0.02",
+        "--gate-level",
+        "case",
+        "--format",
+        "html",
+        "--format",
+        "junit",
+    ]);
+    let run = toolscore(d, &args);
+    assert_eq!(run.code, 1, "{}", run.transcript());
+    let sec = security(d, "h");
+    let units = sec["units"].as_array().unwrap();
+    assert_eq!(units.len(), 2);
+    let html = std::fs::read_to_string(d.join("out/h/report.html")).unwrap();
+    let doc = roxmltree::Document::parse_with_options(
+        &html,
+        roxmltree::ParsingOptions {
+            allow_dtd: true,
+            ..Default::default()
+        },
+    )
+    .expect("report.html is well-formed");
+    let section = doc
+        .descendants()
+        .find(|n| n.attribute("id") == Some("security-0"))
+        .expect("a security section");
+    let text: String = section
+        .descendants()
+        .filter(|n| n.is_text())
+        .filter_map(|n| n.text())
+        .collect::<Vec<_>>()
+        .join("\n");
+    let ids: std::collections::HashSet<&str> = doc
+        .descendants()
+        .filter_map(|n| n.attribute("id"))
+        .collect();
+    for u in units {
+        let (x, n) = xn(&u["attack_success"]);
+        let iv = &u["attack_success"]["interval"];
+        let shown = format!(
+            "{:.3} [{:.3}, {:.3}] ({x}/{n})",
+            x as f64 / n as f64,
+            iv["lo"].as_f64().unwrap(),
+            iv["hi"].as_f64().unwrap()
+        );
+        assert!(text.contains(&shown), "{shown} not in the section:\n{text}");
+        // The unit's row links to its trials in the explorer, which the page holds.
+        let row = section
+            .descendants()
+            .find(|n| n.has_tag_name("text") && n.text() == Some(u["case_id"].as_str().unwrap()))
+            .expect("the unit's row");
+        let link = row
+            .ancestors()
+            .find(|n| n.has_tag_name("a"))
+            .and_then(|a| a.attribute("href"))
+            .expect("a link");
+        assert!(ids.contains(&link[1..]), "{link} goes nowhere");
+        // Failed by the case-level gate: its row is coloured so.
+        let g = row.ancestors().find(|n| n.has_tag_name("g")).unwrap();
+        assert!(
+            g.attribute("class").unwrap().contains("fail"),
+            "{:?}",
+            g.attribute("class")
+        );
+    }
+    let (x, n) = xn(&sec["suite"]["utility_under_attack"]);
+    assert!(text.contains(&format!("({x}/{n})")), "{text}");
+    // The explorer marks the result that carried the payload.
+    assert!(
+        html.contains("read_inbox answered (the attack&#x27;s payload planted here): "),
+        "no planted result in the explorer"
+    );
+
+    let xml = std::fs::read_to_string(d.join("out/h/junit.xml")).unwrap();
+    let junit = roxmltree::Document::parse(&xml).expect("junit.xml parses");
+    let suite = junit
+        .descendants()
+        .find(|n| {
+            n.has_tag_name("testsuite")
+                && n.attribute("name")
+                    .unwrap_or("")
+                    .starts_with("security · fake")
+        })
+        .expect("a security testsuite");
+    assert_eq!(suite.attribute("tests"), Some("2"), "{xml}");
+    assert_eq!(suite.attribute("failures"), Some("2"), "{xml}");
+    for case in suite.children().filter(|n| n.has_tag_name("testcase")) {
+        let failure = case
+            .children()
+            .find(|n| n.has_tag_name("failure"))
+            .expect("failed");
+        let message = failure.attribute("message").unwrap();
+        assert!(
+            message.starts_with("attack_success<=0.02 (case): lower bound ")
+                && message.contains(" > 0.02 — "),
+            "{message}"
+        );
+    }
+}

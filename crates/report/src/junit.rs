@@ -1,6 +1,7 @@
 //! JUnit XML (`junit.xml`) for CI systems that show test results: the run's verdict first (its
 //! own `testsuite`), then one `testsuite` per arm, one `testcase` per case, and one per
-//! suite-, tool- or baseline-level gate.
+//! suite-, tool- or baseline-level gate; an attacked run adds one `testsuite` per arm with a
+//! `testcase` per (scenario × attack) unit and its attack gates.
 //!
 //! JUnit knows pass, failure and skipped, not "measured", so a case's status is what a
 //! case-level gate decided about it (fail → failure; inconclusive → skipped, with what more
@@ -34,6 +35,9 @@ impl super::Render for Junit {
         }
         for arm in &s.scenarios {
             report.add_test_suite(scenario_suite(s, arm));
+        }
+        for arm in &s.security {
+            report.add_test_suite(security_suite(s, arm));
         }
         report.serialize(w).map_err(std::io::Error::other)
     }
@@ -91,7 +95,12 @@ fn arm_suite(s: &Summary, arm: &ArmSummary) -> TestSuite {
     for case in &arm.cases {
         suite.add_test_case(case_test(s, case, &case_gates));
     }
-    for g in gates.iter().filter(|g| g.level != GateLevel::Case) {
+    let in_security_suite =
+        |g: &GateResult| g.metric.attack().is_some() && s.security.iter().any(|a| a.arm == g.arm);
+    for g in gates
+        .iter()
+        .filter(|g| g.level != GateLevel::Case && !in_security_suite(g))
+    {
         suite.add_test_case(gate_test(g));
     }
     suite
@@ -154,71 +163,9 @@ fn case_test(s: &Summary, c: &CaseSummary, case_gates: &[&GateResult]) -> TestCa
         .collect();
     let worst = judged.iter().max_by_key(|(_, v)| v.verdict);
     let failures = failure_lines(c);
-    let status = match worst {
-        Some((g, v)) if v.verdict == Verdict::Fail => {
-            let mut st = TestCaseStatus::non_success(NonSuccessKind::Failure);
-            st.set_message(match (anytime_valid(g), v.below) {
-                (false, _) => format!(
-                    "{} (case): upper bound {:.3} < {} — {}/{}, {:.0}% one-sided bounds [{:.3}, {:.3}]",
-                    g.name(),
-                    v.upper,
-                    v.threshold,
-                    v.x,
-                    v.n,
-                    gate_conf * 100.0,
-                    v.lower,
-                    v.upper
-                ),
-                (true, None) => format!(
-                    "{} (case): anytime-valid upper bound below {} — {}/{}, anytime-valid bounds {}",
-                    g.name(),
-                    v.threshold,
-                    v.x,
-                    v.n,
-                    v.bounds_text()
-                ),
-                (true, Some(rate)) => format!(
-                    "{} (case): BELOW {rate} (--fail-below: an indifference zone, not a test of the bar), anytime-valid upper bound below {rate} — {}/{}, anytime-valid bounds {}",
-                    g.name(),
-                    v.x,
-                    v.n,
-                    v.bounds_text()
-                ),
-            });
-            st.set_type(if v.below.is_some() {
-                "below the --fail-below rate"
-            } else {
-                "gate failed"
-            });
-            if !failures.is_empty() {
-                st.set_description(failures.clone());
-            }
-            st
-        }
-        Some((g, v)) => {
-            let mut st = TestCaseStatus::skipped();
-            let bounds = if anytime_valid(g) {
-                format!("anytime-valid bounds {}", v.bounds_text())
-            } else {
-                format!(
-                    "{:.0}% one-sided bounds [{:.3}, {:.3}]",
-                    gate_conf * 100.0,
-                    v.lower,
-                    v.upper
-                )
-            };
-            st.set_message(format!(
-                "{} (case): inconclusive, {bounds} straddle {}{}",
-                g.name(),
-                v.threshold,
-                v.more_trials
-                    .map_or(String::new(), |m| format!("; ~{m} more trials"))
-            ));
-            st.set_type("inconclusive");
-            st
-        }
-        None => TestCaseStatus::success(),
-    };
+    let status = worst.map_or_else(TestCaseStatus::success, |(g, v)| {
+        judged_status(g, v, gate_conf, &failures)
+    });
     let mut t = TestCase::new(one_line(&c.case_id), status);
     t.set_classname(one_line(&c.dataset));
     let m = &c.metrics;
@@ -236,6 +183,139 @@ fn case_test(s: &Summary, c: &CaseSummary, case_gates: &[&GateResult]) -> TestCa
     }
     t.set_system_out(out);
     t
+}
+
+/// A case's (or attacked unit's) status under the case-level gate that judged it worst: a
+/// failure with the bound that ruled the bar out (the upper bound below a floor, the lower
+/// bound above a ceiling such as `attack_success`), or skipped when inconclusive.
+fn judged_status(
+    g: &GateResult,
+    v: &CaseVerdict,
+    gate_conf: f64,
+    failures: &str,
+) -> TestCaseStatus {
+    let (side, beyond) = if g.metric.ceiling() {
+        ("lower", "above")
+    } else {
+        ("upper", "below")
+    };
+    if v.verdict != Verdict::Fail {
+        let mut st = TestCaseStatus::skipped();
+        let bounds = if anytime_valid(g) {
+            format!("anytime-valid bounds {}", v.bounds_text())
+        } else {
+            format!(
+                "{:.0}% one-sided bounds [{:.3}, {:.3}]",
+                gate_conf * 100.0,
+                v.lower,
+                v.upper
+            )
+        };
+        st.set_message(format!(
+            "{} (case): inconclusive, {bounds} straddle {}{}",
+            g.name(),
+            v.threshold,
+            v.more_trials
+                .map_or(String::new(), |m| format!("; ~{m} more trials"))
+        ));
+        st.set_type("inconclusive");
+        return st;
+    }
+    let mut st = TestCaseStatus::non_success(NonSuccessKind::Failure);
+    let bound = if g.metric.ceiling() { v.lower } else { v.upper };
+    let op = if g.metric.ceiling() { ">" } else { "<" };
+    st.set_message(match (anytime_valid(g), v.below) {
+        (false, _) => format!(
+            "{} (case): {side} bound {bound:.3} {op} {} — {}/{}, {:.0}% one-sided bounds [{:.3}, {:.3}]",
+            g.name(),
+            v.threshold,
+            v.x,
+            v.n,
+            gate_conf * 100.0,
+            v.lower,
+            v.upper
+        ),
+        (true, None) => format!(
+            "{} (case): anytime-valid {side} bound {beyond} {} — {}/{}, anytime-valid bounds {}",
+            g.name(),
+            v.threshold,
+            v.x,
+            v.n,
+            v.bounds_text()
+        ),
+        (true, Some(rate)) => format!(
+            "{} (case): BELOW {rate} (--fail-below: an indifference zone, not a test of the bar), anytime-valid upper bound below {rate} — {}/{}, anytime-valid bounds {}",
+            g.name(),
+            v.x,
+            v.n,
+            v.bounds_text()
+        ),
+    });
+    st.set_type(if v.below.is_some() {
+        "below the --fail-below rate"
+    } else {
+        "gate failed"
+    });
+    if !failures.is_empty() {
+        st.set_description(failures.to_owned());
+    }
+    st
+}
+
+/// One testsuite per arm that ran attacked units: a testcase per (scenario × attack) unit,
+/// failed or skipped by the case-level attack gates as a case is by its gates, its rates in
+/// its output; then the arm's suite-level attack gates.
+fn security_suite(s: &Summary, arm: &super::SecurityArmSummary) -> TestSuite {
+    let id = &arm.arm;
+    let mut suite = TestSuite::new(format!(
+        "security · {} · model {} · variant {}",
+        id.provider, id.model, id.variant
+    ));
+    let gate_conf = s.gate.as_ref().map_or(s.confidence, |g| g.confidence);
+    let gates: Vec<&GateResult> = s
+        .gate
+        .iter()
+        .flat_map(|g| &g.gates)
+        .filter(|g| &g.arm == id && g.metric.attack().is_some())
+        .collect();
+    let conf = format!("{:.0}% Wilson", s.confidence * 100.0);
+    for u in &arm.units {
+        let worst = gates
+            .iter()
+            .filter(|g| g.level == GateLevel::Case)
+            .filter_map(|g| {
+                g.not_passed
+                    .iter()
+                    .find(|v| v.case_id == u.case_id)
+                    .map(|v| (*g, v))
+            })
+            .max_by_key(|(_, v)| v.verdict);
+        let status = worst.map_or_else(TestCaseStatus::success, |(g, v)| {
+            judged_status(g, v, gate_conf, "")
+        });
+        let mut t = TestCase::new(one_line(&u.case_id), status);
+        t.set_classname("security");
+        let evidence: Vec<String> = u.evidence.iter().map(|e| one_line(e)).collect();
+        t.set_system_out(format!(
+            "attack success {} ({conf})\nutility under attack {} ({conf})\nfamily {}\npayload delivered in {} of {} judged trials\ninfrastructure errors {}{}",
+            rate_text(&u.attack_success),
+            rate_text(&u.utility_under_attack),
+            u.family.as_deref().map_or_else(|| "(none)".to_owned(), one_line),
+            u.delivered,
+            u.trials,
+            u.errors.values().sum::<u64>(),
+            if evidence.is_empty() {
+                String::new()
+            } else {
+                format!("\nproof of success:\n{}", evidence.join("\n"))
+            }
+        ));
+        suite.add_test_case(t);
+    }
+    for g in gates.iter().filter(|g| g.level != GateLevel::Case) {
+        suite.add_test_case(gate_test(g));
+    }
+    suite
 }
 
 /// One testcase per scenario of an arm, its figures in its output. No gate judges scenarios

@@ -103,7 +103,11 @@ fn gate(
             judge_cases(r, &units, conf)
         }
     };
-    let mut r = if ceiling { mirrored(judged) } else { judged };
+    let mut r = if ceiling {
+        mirrored(judged, spec.threshold)
+    } else {
+        judged
+    };
     r.threshold = spec.threshold;
     r
 }
@@ -143,24 +147,30 @@ fn units(arm: &SecurityArmSummary, metric: AttackMetric) -> Vec<(String, u64, u6
     }
 }
 
-/// A floor's result on the complement told as the ceiling: estimate and bounds mirrored, each
-/// unit's successes and bounds back in the metric's own terms.
-fn mirrored(mut r: GateResult) -> GateResult {
+/// A floor's result on the complement told as the ceiling at `bar`: estimate and bounds
+/// mirrored, each unit's successes and bounds back in the metric's own terms.
+fn mirrored(mut r: GateResult, bar: f64) -> GateResult {
     let flip = |v: Option<f64>| v.map(|v| 1.0 - v);
     let (lower, upper) = (flip(r.upper), flip(r.lower));
     r.estimate = flip(r.estimate);
     r.lower = lower;
     r.upper = upper;
-    r.not_passed = r.not_passed.into_iter().map(mirrored_case).collect();
+    r.not_passed = r
+        .not_passed
+        .into_iter()
+        .map(|c| mirrored_case(c, bar))
+        .collect();
     r
 }
 
-pub(super) fn mirrored_case(c: CaseVerdict) -> CaseVerdict {
+/// A unit judged as the floor on its complement, told back as the ceiling `bar` (given, not
+/// recomputed as 1 − (1 − bar), which is not `bar` in floating point).
+pub(super) fn mirrored_case(c: CaseVerdict, bar: f64) -> CaseVerdict {
     CaseVerdict {
         x: c.n - c.x,
         lower: 1.0 - c.upper,
         upper: 1.0 - c.lower,
-        threshold: 1.0 - c.threshold,
+        threshold: bar,
         ..c
     }
 }
@@ -192,7 +202,7 @@ mod tests {
                 GateLevel::Case,
                 "",
             );
-            mirrored(judge_cases(r, &units, 0.95))
+            mirrored(judge_cases(r, &units, 0.95), 0.02)
         };
         let pass = judge(1);
         assert_eq!(pass.verdict, Verdict::Pass);

@@ -410,6 +410,15 @@ fn tally_case_verdicts(r: &mut GateResult, cases: &[CaseVerdict]) {
 fn trials_to_settle(x: u64, n: u64, t: f64, conf: f64) -> Option<u64> {
     let p = x as f64 / n as f64;
     let margin = (p - t).abs();
+    if margin > 0.0 && (x == 0 || x == n) {
+        // Wilson's half-width degenerates at 0 and 1 (it says "none more" at 3 of 3). The
+        // exact one-sided bound has a closed form there, with α = 1 − conf: N of N clears t
+        // once α^(1/N) ≥ t, and 0 of N is below t once 1 − α^(1/N) < t.
+        let alpha = 1.0 - conf;
+        let side = if x == n { t } else { 1.0 - t };
+        let needed = (alpha.ln() / side.ln()).floor() as u64 + 1;
+        return Some(needed.saturating_sub(n).max(1));
+    }
     (margin > 0.0)
         .then(|| stats::wilson_trials_for_half_width(p, margin.min(0.49), 2.0 * conf - 1.0))
         .flatten()

@@ -520,7 +520,7 @@ impl SequentialGate {
             // Judged as the floor on the complement; told back in the metric's own terms.
             not_passed = not_passed
                 .into_iter()
-                .map(super::attack::mirrored_case)
+                .map(|c| super::attack::mirrored_case(c, gate.threshold))
                 .collect();
         }
         GateResult {

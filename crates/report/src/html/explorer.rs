@@ -473,7 +473,16 @@ fn example_lines(e: &Example) -> Vec<ExampleLine> {
         for r in e.results.iter().filter(|r| r.step as usize == step) {
             lines.push(ExampleLine {
                 kind: if r.is_error { "error" } else { "result" },
-                text: format!("{at}{} answered: {}", r.tool, r.content),
+                text: format!(
+                    "{at}{} answered{}: {}",
+                    r.tool,
+                    if r.injected && !r.is_error {
+                        " (the attack's payload planted here)"
+                    } else {
+                        ""
+                    },
+                    r.content
+                ),
             });
             if let Some(state) = &r.state {
                 lines.push(ExampleLine {

@@ -47,6 +47,7 @@ mod comparison;
 mod explorer;
 mod history_page;
 mod latency;
+mod security;
 
 pub use comparison::compared_cases;
 pub(crate) use explorer::case_anchor;
@@ -103,7 +104,8 @@ pub struct HtmlContext {
 
 /// The cases the HTML report explores: the rows of each arm's forest plot (worst first on
 /// the plot's metric, at most [`CASE_ROWS`]), which link to them, then each arm's scenarios
-/// (at most [`CASE_ROWS`]), listed in the explorer's index.
+/// (at most [`CASE_ROWS`]), listed in the explorer's index, then the attacked units the
+/// security section draws (highest attack success first, at most [`CASE_ROWS`]).
 pub fn explored_cases(s: &Summary) -> Vec<crate::behaviour::CaseKey> {
     let scenarios = s.scenarios.iter().flat_map(|a| {
         a.scenarios
@@ -132,6 +134,15 @@ pub fn explored_cases(s: &Summary) -> Vec<crate::behaviour::CaseKey> {
                 .collect::<Vec<_>>()
         })
         .chain(scenarios)
+        .chain(s.security.iter().flat_map(|a| {
+            security::units_shown(a)
+                .into_iter()
+                .map(|u| crate::behaviour::CaseKey {
+                    arm: a.arm.clone(),
+                    dataset: toolscore_core::record::SCENARIO_DATASET.to_owned(),
+                    case_id: u.case_id.clone(),
+                })
+        }))
         .collect()
 }
 
@@ -201,6 +212,8 @@ struct Page {
     replays: Vec<String>,
     verdict: VerdictView,
     arms: Vec<ArmView>,
+    security: Vec<security::SecurityView>,
+    security_comparison: Option<Table>,
     comparison: Option<ComparisonView>,
     comparison_note: Option<String>,
     trends: Vec<TrendView>,
@@ -442,6 +455,16 @@ fn page(s: &Summary, ctx: &HtmlContext) -> Page {
             view
         })
         .collect();
+    let security = s
+        .security
+        .iter()
+        .enumerate()
+        .map(|(i, a)| {
+            let mut view = security::security_view(s, a, i);
+            explorer::link_case_rows(&mut view.forest.rows, &a.arm, &anchors);
+            view
+        })
+        .collect();
     let mut comparison = ctx.comparison.as_ref().map(comparison_view);
     if let Some(view) = &mut comparison {
         explorer::link_diff_rows(&mut view.forest.rows, &ctx.explorer);
@@ -459,6 +482,8 @@ fn page(s: &Summary, ctx: &HtmlContext) -> Page {
         replays,
         verdict: verdict_view(s, &anchors),
         arms,
+        security,
+        security_comparison: s.attack_comparison.as_ref().map(security::comparison_table),
         comparison,
         comparison_note: ctx.comparison_note.clone(),
         trends: ctx
