@@ -48,6 +48,10 @@ pub(super) fn run(args: &SuiteArgs) -> Result<ExitCode, Error> {
         if !s.result_variants.is_empty() {
             outln!("  result variants: {}", s.result_variants.join(", "))?;
         }
+        if !s.openings.is_empty() {
+            let names: Vec<&str> = s.openings.keys().map(String::as_str).collect();
+            outln!("  opening variants: {}", names.join(", "))?;
+        }
     }
     // Attacked units are the scenarios above under each attack: one line per attacked scenario.
     let mut attacked: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();

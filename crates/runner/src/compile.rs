@@ -50,8 +50,9 @@ pub(super) enum Judge {
         scenario: Arc<Scenario>,
         /// The catalog this view shows (re-encoded into every later step's request).
         catalog: Arc<Catalog>,
-        /// The result wording this arm answers with (`None` = the rules' own).
-        wording: Option<String>,
+        /// The arm's variant: the scenario's opening and result wording under it
+        /// (`Scenario::messages_for`, `wording_for`).
+        variant: String,
     },
 }
 
@@ -236,17 +237,13 @@ fn scenario_units(
                 judge: Judge::Scenario {
                     scenario: Arc::clone(scenario),
                     catalog: Arc::clone(&shown_catalog.catalog),
-                    wording: scenario
-                        .result_variants
-                        .iter()
-                        .find(|r| *r == name)
-                        .cloned(),
+                    variant: name.clone(),
                 },
                 validators: Arc::clone(&shown_catalog.validators),
             });
             shown[i].push((
                 Arc::clone(&shown_catalog.catalog),
-                scenario.messages.clone(),
+                scenario.messages_for(name).to_vec(),
             ));
         }
         units.push(CaseUnit {

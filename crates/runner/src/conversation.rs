@@ -18,12 +18,13 @@ use toolscore_score::trajectory::score_trajectory;
 use toolscore_suite::scenario::Scenario;
 
 /// What a scenario trial's arm reads and is judged by: the scenario, the catalog of the arm's
-/// variant, the variant's wording of the script's results (if it has one), and the
-/// catalog's validators.
+/// variant, the variant (its opening and its wording of the script's results, where the
+/// scenario has them), and the catalog's validators.
 pub(super) struct ScenarioView<'a> {
     pub(super) scenario: &'a Scenario,
     pub(super) catalog: &'a Catalog,
-    pub(super) wording: Option<&'a str>,
+    /// The arm's variant: its opening and its result wording.
+    pub(super) variant: &'a str,
     pub(super) validators: &'a ToolValidators,
 }
 
@@ -40,14 +41,14 @@ pub(super) async fn run_scenario_loop(
     ScenarioView {
         scenario,
         catalog,
-        wording,
+        variant,
         validators,
     }: ScenarioView<'_>,
     TrialState { record, raw, hold }: TrialState<'_, '_>,
 ) -> Option<()> {
-    let mut messages = scenario.messages.clone();
+    let mut messages = scenario.messages_for(variant).to_vec();
     let payload = scenario.attack.as_ref().map(|a| a.attack.payload.as_str());
-    let mut script = ScriptRun::new(&scenario.script, wording, payload);
+    let mut script = ScriptRun::new(&scenario.script, scenario.wording_for(variant), payload);
     // A fresh session of the live server per trial: no state leaks between trials.
     let session = match open_session(scenario, shared).await? {
         Ok(session) => session,

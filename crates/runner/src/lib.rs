@@ -682,7 +682,7 @@ async fn run_trial(
         Judge::Scenario {
             scenario,
             catalog,
-            wording,
+            variant,
         } => {
             let ran = conversation::run_scenario_loop(
                 shared,
@@ -691,7 +691,7 @@ async fn run_trial(
                 conversation::ScenarioView {
                     scenario,
                     catalog,
-                    wording: wording.as_deref(),
+                    variant,
                     validators: &view.validators,
                 },
                 TrialState {

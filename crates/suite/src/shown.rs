@@ -212,9 +212,7 @@ pub fn scenario_case(
         }
     };
     let shown_variant = scenario
-        .catalogs
-        .iter()
-        .find(|c| c.name == variant)
+        .catalog_for(variant)
         .ok_or_else(|| no_variant(variant))?;
     let mut changed_since = Vec::new();
     check(
@@ -231,7 +229,7 @@ pub fn scenario_case(
     );
     Ok(ShownCase {
         source: file.display().to_string(),
-        messages: shown_variant.messages(&scenario.messages),
+        messages: shown_variant.messages(scenario.messages_for(variant)),
         catalog: Arc::clone(&shown_variant.catalog),
         changed_since,
     })

@@ -55,6 +55,10 @@ pub struct Scenario {
     pub expect: ScenarioExpect,
     /// The result-wording variants its rules define, in name order.
     pub result_variants: Vec<String>,
+    /// Other openings of the conversation by variant name (`variants: NAME: messages:`), run
+    /// as arms: the same task behind a defended system prompt, say. An arm of any other
+    /// variant opens with `messages`.
+    pub openings: BTreeMap<String, Vec<Message>>,
     pub tags: Vec<String>,
     /// The live MCP server the catalog was listed from, and which tools run on it.
     pub server: Option<LiveTools>,
@@ -122,7 +126,10 @@ impl Scenario {
         if let Some(v) = self.catalogs.iter().find(|c| c.name == variant) {
             return Some(v);
         }
-        if variant == BASE_VARIANT || self.result_variants.iter().any(|r| r == variant) {
+        if variant == BASE_VARIANT
+            || self.result_variants.iter().any(|r| r == variant)
+            || self.openings.contains_key(variant)
+        {
             return self.catalogs.first();
         }
         None
@@ -131,12 +138,26 @@ impl Scenario {
     /// Every variant name this scenario can run under (base first).
     pub fn variant_names(&self) -> Vec<String> {
         let mut names: Vec<String> = self.catalogs.iter().map(|c| c.name.clone()).collect();
-        for r in &self.result_variants {
+        for r in self.result_variants.iter().chain(self.openings.keys()) {
             if !names.contains(r) {
                 names.push(r.clone());
             }
         }
         names
+    }
+
+    /// The conversation an arm of `variant` opens with: that variant's opening, or the
+    /// scenario's `messages`.
+    pub fn messages_for(&self, variant: &str) -> &[Message] {
+        self.openings.get(variant).unwrap_or(&self.messages)
+    }
+
+    /// The result wording an arm of `variant` answers with, when the rules have one.
+    pub fn wording_for(&self, variant: &str) -> Option<&str> {
+        self.result_variants
+            .iter()
+            .find(|r| *r == variant)
+            .map(String::as_str)
     }
 }
 
@@ -306,6 +327,7 @@ fn build_scenario(
     let expect = build_expect(raw.expect, &tool_exists)
         .map_err(|(needle, field, msg)| loc.at(&needle, &field, &msg))?;
     let inject = inject_tools(raw.inject, server.as_ref(), &tools, &tool_exists, &loc)?;
+    let openings = openings(raw.variants, &loc)?;
 
     Ok(Scenario {
         name: name.to_owned(),
@@ -322,6 +344,7 @@ fn build_scenario(
         },
         expect,
         result_variants,
+        openings,
         tags: raw.tags,
         server,
         source_digest: toolscore_core::json::sha256_of(text),
@@ -423,6 +446,28 @@ fn check_settings(raw: &RawScenario, loc: &Locate<'_>) -> Result<(), InputError>
         ));
     }
     Ok(())
+}
+
+/// The `variants:` openings, each a conversation as valid as `messages`; `base` is the
+/// scenario's own `messages` and cannot be redefined.
+fn openings(
+    raw: BTreeMap<String, raw::RawOpening>,
+    loc: &Locate<'_>,
+) -> Result<BTreeMap<String, Vec<Message>>, InputError> {
+    raw.into_iter()
+        .map(|(name, opening)| {
+            if name == BASE_VARIANT {
+                return Err(loc.at(
+                    "variants:",
+                    &format!("variants.{name}"),
+                    "`base` is the scenario's own `messages`: name the other opening otherwise",
+                ));
+            }
+            super::validate_messages(&opening.messages)
+                .map_err(|(f, msg)| loc.at("variants:", &format!("variants.{name}.{f}"), &msg))?;
+            Ok((name, opening.messages))
+        })
+        .collect()
 }
 
 /// One scripted rule of a tool: its condition, answer, answer variants and effects on the

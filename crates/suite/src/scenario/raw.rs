@@ -26,6 +26,16 @@ pub(super) struct RawScenario {
     pub(super) expect: RawExpect,
     #[serde(default)]
     pub(super) tags: Vec<String>,
+    /// Other openings of the conversation by variant name, run as arms (a defended system
+    /// prompt against none).
+    #[serde(default)]
+    pub(super) variants: BTreeMap<String, RawOpening>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawOpening {
+    pub(super) messages: Vec<Message>,
 }
 
 #[derive(Deserialize)]
