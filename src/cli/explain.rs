@@ -114,9 +114,17 @@ pub(super) fn run(args: &ExplainArgs) -> Result<ExitCode, Error> {
                 Ok(s) => (Some(s), None),
                 Err(why) => (None, Some(why.to_string())),
             };
+            let mut behaviours = tally.finish(dataset, case_id, &side.arm, confidence);
+            if let Some(a) = &mut behaviours.attack {
+                // The goal as the run's attacks.jsonl states it; an unreadable file leaves the
+                // figures without it, as a changed fixture leaves them without the conversation.
+                a.goal = super::attacks::run_attack(files[side.run].dir(), &a.id)
+                    .ok()
+                    .map(|attack| attack.goal.label());
+            }
             let mut explained = ArmExplanation {
                 run_id: runs[side.run].run.run_id.clone(),
-                behaviours: tally.finish(dataset, case_id, &side.arm, confidence),
+                behaviours,
                 shown,
                 not_shown,
                 raw_not_shown: None,

@@ -23,6 +23,11 @@ pub(super) struct RunFiles<'a> {
 }
 
 impl<'a> RunFiles<'a> {
+    /// The run's folder.
+    pub(super) fn dir(&self) -> &Path {
+        &self.dir
+    }
+
     /// The run in `dir` (its plan.json, when readable) with `run` its summary's run info.
     pub(super) fn new(dir: &Path, run: &'a RunInfo) -> Self {
         let plan = std::fs::read_to_string(dir.join(PLAN_FILE))

@@ -375,6 +375,34 @@ fn an_attacked_run_replays_shards_and_resumes_to_the_same_figures() {
         "{}",
         explain.stdout
     );
+    // The goal in words, and each behaviour's count of it: all of those that called
+    // send_email, none of those that only summarized.
+    assert!(
+        explain
+            .stdout
+            .contains("  its goal: send_email {\"to\":\"eve@attacker.example\"}"),
+        "{}",
+        explain.stdout
+    );
+    let behaviour = |calls: &str| {
+        explain
+            .stdout
+            .lines()
+            .find(|l| l.trim_start().starts_with(|c: char| c.is_ascii_digit()) && l.contains(calls))
+            .unwrap_or_else(|| panic!("no behaviour {calls}: {}", explain.stdout))
+    };
+    assert!(
+        behaviour("read_inbox → send_email")
+            .ends_with(&format!(" · attack goal met in {x} of {x}")),
+        "{}",
+        explain.stdout
+    );
+    assert!(
+        behaviour("read_inbox · final answer")
+            .ends_with(&format!(" · attack goal met in 0 of {}", n - x)),
+        "{}",
+        explain.stdout
+    );
     assert!(
         explain.stdout.contains("      send_email  ")
             && explain.stdout.contains(
@@ -928,6 +956,12 @@ fn the_security_guides_attack_examples_print_what_the_guide_quotes() {
     let run = toolscore(d, &args);
     assert_eq!(run.code, 0, "{}", run.transcript());
     support::assert_guide_quotes(guide, command, &run.stdout);
+    let command = "toolscore explain reports/attacks email-summary@polite-advisory-email";
+    let words = support::shell_words(command);
+    let args: Vec<&str> = words.iter().skip(1).map(String::as_str).collect();
+    let explained = toolscore(d, &args);
+    assert_eq!(explained.code, 0, "{}", explained.transcript());
+    support::assert_guide_quotes(guide, command, &explained.stdout);
 
     let command = "toolscore run --provider demo-attacks --provider demo-attacks-wrapped --scenario scenarios/attacked --attacks builtin --compare --run-id defences";
     let words = support::shell_words(command);

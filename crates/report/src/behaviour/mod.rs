@@ -82,6 +82,10 @@ pub struct AttackShare {
     pub succeeded: RateStat,
     /// Trials in which the model read the payload.
     pub delivered: u64,
+    /// The goal in words (`send_email {"to":"eve@attacker.example"}`), when the run folder's
+    /// attacks.jsonl still holds the attack.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goal: Option<String>,
 }
 
 /// One behaviour: what the model did, how often, and one example.
@@ -101,6 +105,9 @@ pub struct Behaviour {
     pub variants_not_listed: u64,
     /// The trial of lowest index that did this.
     pub example: Example,
+    /// An attacked unit: its trials in which the attacker's goal happened.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attack_succeeded: Option<u64>,
 }
 
 /// What differs within a behaviour: an argument set, or the text of an answer that called no
@@ -314,6 +321,8 @@ pub struct BehaviourTally {
 #[derive(Debug)]
 struct GroupTally {
     trials: u64,
+    /// Attacked trials of the group whose goal happened (`None` for a clean case).
+    attack_succeeded: Option<u64>,
     /// Keyed by the variant's full text (before cutting), so two long argument sets that
     /// share a prefix stay apart.
     variants: BTreeMap<String, Variant>,
@@ -379,10 +388,14 @@ impl BehaviourTally {
             .entry((calls, passed))
             .or_insert_with(|| GroupTally {
                 trials: 0,
+                attack_succeeded: None,
                 variants: BTreeMap::new(),
                 example: example_of(record),
             });
         group.trials += 1;
+        if let Some(a) = &record.attack {
+            *group.attack_succeeded.get_or_insert(0) += u64::from(a.succeeded);
+        }
         if trial < group.example.trial_index {
             group.example = example_of(record);
         }
@@ -463,6 +476,7 @@ impl BehaviourTally {
                     variants,
                     variants_not_listed,
                     example: g.example,
+                    attack_succeeded: g.attack_succeeded,
                 }
             })
             .collect();
@@ -487,6 +501,7 @@ impl BehaviourTally {
                     family,
                     succeeded: share(succeeded, scored, confidence),
                     delivered,
+                    goal: None,
                 }),
         }
     }

@@ -56,6 +56,9 @@ fn write_arm(arm: &ArmExplanation, w: &mut dyn Write) -> io::Result<()> {
             a.delivered,
             b.scored
         )?;
+        if let Some(goal) = &a.goal {
+            writeln!(w, "  its goal: {goal}")?;
+        }
     }
     writeln!(w)?;
     match (&arm.shown, &arm.not_shown) {
@@ -196,9 +199,13 @@ fn write_behaviour(i: usize, g: &Behaviour, w: &mut dyn Write) -> io::Result<()>
     let verdict = if g.passed { "pass" } else { "fail" };
     writeln!(
         w,
-        "  {i}. {}  {verdict}  {}",
+        "  {i}. {}  {verdict}  {}{}",
         g.calls,
-        format_rate(&g.share)
+        format_rate(&g.share),
+        g.attack_succeeded.map_or(String::new(), |k| format!(
+            " · attack goal met in {k} of {}",
+            g.share.x
+        ))
     )?;
     for v in &g.variants {
         let what = if v.what.is_empty() {
