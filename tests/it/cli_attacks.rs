@@ -1244,11 +1244,9 @@ fn a_defended_system_prompt_runs_as_an_arm_and_is_compared_with_none() {
     let summary = support::read_json(&d.join("out/sys/summary.json"));
     let c = &summary["attack_comparison"]["attack_success"];
     assert_eq!(c["verdict"], "better", "{c}");
-    assert_eq!(
-        (c["a_mean"].as_f64(), c["b_mean"].as_f64()),
-        (Some(0.3), Some(0.05)),
-        "{c}"
-    );
+    // Each arm's share is exact over its 400 attacked trials: 120 and 20.
+    let (a, b) = (c["a_mean"].as_f64().unwrap(), c["b_mean"].as_f64().unwrap());
+    assert!((a - 0.3).abs() < 1e-9 && (b - 0.05).abs() < 1e-9, "{c}");
     // Each arm's opening is what it sent: the defence first under `defended`, no system
     // message under `base`.
     let records = support::read_jsonl(&d.join("out/sys/results.jsonl"));

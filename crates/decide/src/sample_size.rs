@@ -393,34 +393,16 @@ fn attack_gate_plan(req: &PlanRequest, g: &AttackGateRequest) -> AttackGatePlan 
     let beta = alpha / g.units.max(1) as f64;
     let p1 = t + (1.0 - t) / 2.0;
     let sequential =
-        stats::SequentialTest::new(stats::SequentialKind::Mixture, t, p1, None, alpha, beta)
-            .map(|test| {
-                [
-                    t - 0.1,
-                    t,
-                    t + (1.0 - t) / 4.0,
-                    p1,
-                    t + 3.0 * (1.0 - t) / 4.0,
-                ]
-                .into_iter()
-                .filter(|p| *p > 0.0 && *p < 1.0)
-                .filter_map(|p| {
-                    let oc = stats::curtailed_operating_characteristics(
-                        &test,
-                        p,
-                        u64::from(req.max_trials),
-                    )?;
-                    Some(AttackSequentialRow {
-                        true_rate: own(p),
-                        expected_trials: oc.expected_n,
-                        p90_trials: oc.p90_n,
-                        p_pass: oc.p_pass,
-                        p_fail: oc.p_fail,
-                    })
-                })
-                .collect()
+        sequential_characteristics(req, stats::SequentialKind::Mixture, (t, p1, None), beta)
+            .into_iter()
+            .map(|(p, oc)| AttackSequentialRow {
+                true_rate: own(p),
+                expected_trials: oc.expected_n,
+                p90_trials: oc.p90_n,
+                p_pass: oc.p_pass,
+                p_fail: oc.p_fail,
             })
-            .unwrap_or_default();
+            .collect();
     AttackGatePlan {
         metric: g.metric.clone(),
         threshold: g.threshold,
@@ -698,6 +680,28 @@ fn sequential_rows(
     fail_below: Option<f64>,
     beta_case: f64,
 ) -> Vec<SequentialRow> {
+    sequential_characteristics(req, kind, (t, p1, fail_below), beta_case)
+        .into_iter()
+        .map(|(p, oc)| SequentialRow {
+            true_rate: round4(p),
+            expected_trials: oc.expected_n,
+            p90_trials: oc.p90_n,
+            p_pass: oc.p_pass,
+            p_fail: oc.p_fail,
+            cost: cost(oc.expected_n * req.cases as f64, req),
+        })
+        .collect()
+}
+
+/// A sequential case test's exact operating characteristics within the plan's trial budget at
+/// the planning rates either side of its bar t: t − 0.1, t, and a quarter, half (p₁) and
+/// three quarters of the way from t to 1.
+fn sequential_characteristics(
+    req: &PlanRequest,
+    kind: stats::SequentialKind,
+    (t, p1, fail_below): (f64, f64, Option<f64>),
+    beta_case: f64,
+) -> Vec<(f64, stats::OperatingCharacteristics)> {
     let alpha = 1.0 - req.confidence;
     let Some(test) = stats::SequentialTest::new(kind, t, p1, fail_below, alpha, beta_case) else {
         return Vec::new();
@@ -713,14 +717,7 @@ fn sequential_rows(
     .filter(|p| *p > 0.0 && *p < 1.0)
     .filter_map(|p| {
         let oc = stats::curtailed_operating_characteristics(&test, p, u64::from(req.max_trials))?;
-        Some(SequentialRow {
-            true_rate: round4(p),
-            expected_trials: oc.expected_n,
-            p90_trials: oc.p90_n,
-            p_pass: oc.p_pass,
-            p_fail: oc.p_fail,
-            cost: cost(oc.expected_n * req.cases as f64, req),
-        })
+        Some((p, oc))
     })
     .collect()
 }

@@ -61,6 +61,25 @@ pub struct AttackComparison {
 }
 
 impl AttackComparison {
+    /// Each compared rate with its verdict in words, in report order: the one telling every
+    /// renderer prints.
+    pub fn told(&self) -> [(&'static str, &GroupComparison, String); 2] {
+        [
+            (
+                "attack success",
+                &self.attack_success,
+                self.describe_attack_success(),
+            ),
+            (
+                "utility under attack",
+                &self.utility_under_attack,
+                self.utility_under_attack
+                    .verdict
+                    .describe(&self.b.label(&self.axis), self.min_effect),
+            ),
+        ]
+    }
+
     /// The attack-success verdict in words, with B named: lower is better.
     pub fn describe_attack_success(&self) -> String {
         let b = self.b.label(&self.axis);

@@ -393,20 +393,7 @@ fn write_comparison(
         c.confidence * 100.0
     )?;
     writeln!(w, "A: {} · B: {}", c.a.label(&c.axis), c.b.label(&c.axis))?;
-    let rows = [
-        (
-            "attack success",
-            &c.attack_success,
-            c.describe_attack_success(),
-        ),
-        (
-            "utility under attack",
-            &c.utility_under_attack,
-            c.utility_under_attack
-                .verdict
-                .describe(&c.b.label(&c.axis), c.min_effect),
-        ),
-    ];
+    let rows = c.told();
     for (name, g, verdict) in rows {
         let means = match (g.a_mean, g.b_mean) {
             (Some(a), Some(b)) => format!(" (A {a:.3}, B {b:.3})"),

@@ -204,14 +204,19 @@ pub(super) fn threshold_line(
     metric: Metric,
 ) -> Vec<RefLine> {
     gate.filter(|g| g.metric.rate() == Some(metric))
-        .map(|g| RefLine {
-            x: scale.at(g.threshold),
-            label: format!("gate {}", g.name()),
-            class: "threshold",
-            anchor: "middle",
-        })
+        .map(|g| gate_line(scale, g))
         .into_iter()
         .collect()
+}
+
+/// A gate's bar as a reference line on a rate axis.
+pub(super) fn gate_line(scale: Scale, g: &GateResult) -> RefLine {
+    RefLine {
+        x: scale.at(g.threshold),
+        label: format!("gate {}", g.name()),
+        class: "threshold",
+        anchor: "middle",
+    }
 }
 
 /// The forest plot: each case's rate with its Wilson interval, worst first, against the

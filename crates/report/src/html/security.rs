@@ -7,7 +7,9 @@
 
 use serde::Serialize;
 
-use super::charts::{Diamond, Forest, ForestRow, RefLine, diamond_points, rate_scale, rate_ticks};
+use super::charts::{
+    Diamond, Forest, ForestRow, diamond_points, gate_line, rate_scale, rate_ticks,
+};
 use super::{
     CASE_ROWS, ChartFrame, ROW_H, TABLE_ROWS, TEXT_CHARS, TOP, Table, WIDTH, arm_label, cut, px,
     short, verdict_class,
@@ -141,15 +143,7 @@ fn unit_forest(a: &SecurityArmSummary, index: usize, gate: Option<&GateResult>) 
         .into_iter()
         .collect();
     let axis_y = px(rows_end + 18.0 * diamonds.len() as f64 + 12.0);
-    let refs = gate
-        .map(|g| RefLine {
-            x: scale.at(g.threshold),
-            label: format!("gate {}", g.name()),
-            class: "threshold",
-            anchor: "middle",
-        })
-        .into_iter()
-        .collect();
+    let refs = gate.map(|g| gate_line(scale, g)).into_iter().collect();
     Forest {
         frame: ChartFrame {
             id: format!("security-forest-{index}"),
@@ -260,34 +254,24 @@ fn groups_table(a: &SecurityArmSummary) -> Table {
 /// holds.
 pub(super) fn comparison_table(c: &AttackComparison) -> Table {
     let b = c.b.label(&c.axis);
-    let rows = [
-        (
-            "attack success",
-            &c.attack_success,
-            c.describe_attack_success(),
-        ),
-        (
-            "utility under attack",
-            &c.utility_under_attack,
-            c.utility_under_attack.verdict.describe(&b, c.min_effect),
-        ),
-    ]
-    .into_iter()
-    .map(|(name, g, verdict)| {
-        let mean = |m: Option<f64>| m.map_or_else(|| "n/a".to_owned(), |m| format!("{m:.3}"));
-        vec![
-            name.to_owned(),
-            mean(g.a_mean),
-            mean(g.b_mean),
-            g.difference.as_ref().map_or_else(
-                || "n/a".to_owned(),
-                |d| format!("{:+.3} [{:+.3}, {:+.3}]", d.mean, d.lo, d.hi),
-            ),
-            g.cases.to_string(),
-            verdict,
-        ]
-    })
-    .collect();
+    let rows = c
+        .told()
+        .into_iter()
+        .map(|(name, g, verdict)| {
+            let mean = |m: Option<f64>| m.map_or_else(|| "n/a".to_owned(), |m| format!("{m:.3}"));
+            vec![
+                name.to_owned(),
+                mean(g.a_mean),
+                mean(g.b_mean),
+                g.difference.as_ref().map_or_else(
+                    || "n/a".to_owned(),
+                    |d| format!("{:+.3} [{:+.3}, {:+.3}]", d.mean, d.lo, d.hi),
+                ),
+                g.cases.to_string(),
+                verdict,
+            ]
+        })
+        .collect();
     Table {
         caption: format!(
             "Security comparison: A {} · B {}; B − A paired by (scenario × attack) unit, {:.0}% t interval over units, never narrower than the pooled trials'",

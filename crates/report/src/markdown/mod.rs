@@ -408,22 +408,7 @@ fn write_attack_comparison(c: &super::AttackComparison, doc: &mut String) {
         escape(&c.a.label(&c.axis)),
         escape(&c.b.label(&c.axis))
     ));
-    let utility_verdict = c
-        .utility_under_attack
-        .verdict
-        .describe(&c.b.label(&c.axis), c.min_effect);
-    for (name, g, verdict) in [
-        (
-            "attack success",
-            &c.attack_success,
-            c.describe_attack_success(),
-        ),
-        (
-            "utility under attack",
-            &c.utility_under_attack,
-            utility_verdict,
-        ),
-    ] {
+    for (name, g, verdict) in c.told() {
         let diff = g.difference.as_ref().map_or("n/a".to_owned(), |d| {
             format!("{:+.3} [{:+.3}, {:+.3}]", d.mean, d.lo, d.hi)
         });
