@@ -24,9 +24,10 @@ pub struct CompareArgs {
     #[arg(long, value_enum, default_value_t = Metric::Selection)]
     pub metric: Metric,
     /// The smallest difference worth acting on: the verdict says whether one that large is
-    /// ruled out, and how many cases would detect it.
-    #[arg(long, default_value_t = 0.05)]
-    pub min_effect: f64,
+    /// ruled out, and how many cases would detect it [default: the run's own, when one
+    /// RUN_DIR compared its arms with --compare; else 0.05].
+    #[arg(long)]
+    pub min_effect: Option<f64>,
     /// Power for the number of cases that would detect --min-effect.
     #[arg(long, default_value_t = 0.8)]
     pub power: f64,
@@ -41,13 +42,18 @@ pub struct CompareArgs {
     pub json: Option<PathBuf>,
 }
 
+/// The smallest difference worth acting on when neither --min-effect nor the run says one.
+const DEFAULT_MIN_EFFECT: f64 = 0.05;
+
 /// Re-aggregates each run from its files, compares the chosen arms and prints the decision, then
 /// the comparison. The decision is the run's (`decide::decision`): exit 0 when the data decide
 /// (better, worse or no difference as large as --min-effect), 3 when they do not yet, 4 when a
 /// run's infrastructure errors leave nothing to judge.
 pub(super) fn run(args: &CompareArgs) -> Result<ExitCode, Error> {
     let metric = args.metric;
-    if !(args.min_effect > 0.0 && args.min_effect < 1.0) {
+    if let Some(m) = args.min_effect
+        && !(m > 0.0 && m < 1.0)
+    {
         return Err(usage("--min-effect must be between 0 and 1 (e.g. 0.05)"));
     }
     if !(args.power > 0.5 && args.power < 1.0) {
@@ -61,12 +67,21 @@ pub(super) fn run(args: &CompareArgs) -> Result<ExitCode, Error> {
         headers.push(header);
     }
     let confidence = setup::checked_confidence(args.confidence.unwrap_or(summaries[0].confidence))?;
+    // One run folder that compared its arms is judged again by the run's own --min-effect, so
+    // its decision is the run's; anything else by the flag, or 0.05.
+    let min_effect = args
+        .min_effect
+        .or_else(|| match headers.as_slice() {
+            [header] => header.min_effect(),
+            _ => None,
+        })
+        .unwrap_or(DEFAULT_MIN_EFFECT);
     // An attacked run's two arms have no cases, only (scenario × attack) units.
     if let ([summary], [header]) = (summaries.as_mut_slice(), headers.as_slice())
         && summary.arms.is_empty()
         && summary.security.len() == 2
     {
-        return compare_attacked(args, header, summary);
+        return compare_attacked(args, (header, min_effect), summary);
     }
     let (a, b) = toolscore_decide::compare::choose_arms(&summaries, &args.arms)?;
     let mut comparison = toolscore_decide::compare::compare(
@@ -75,7 +90,7 @@ pub(super) fn run(args: &CompareArgs) -> Result<ExitCode, Error> {
         toolscore_decide::compare::CompareOptions {
             metric,
             confidence,
-            min_effect: args.min_effect,
+            min_effect,
             power: args.power,
             intersect: args.intersect,
             holdout_apart: true,
@@ -144,7 +159,7 @@ fn tell(
 /// compared them (so the decision is the run's), and its decision with the gates it recorded.
 fn compare_attacked(
     args: &CompareArgs,
-    header: &toolscore_report::SummaryHeader,
+    (header, min_effect): (&toolscore_report::SummaryHeader, f64),
     summary: &mut toolscore_report::Summary,
 ) -> Result<ExitCode, Error> {
     if !args.arms.is_empty() {
@@ -152,7 +167,6 @@ fn compare_attacked(
             "--arm picks cases' arms; an attacked run's two arms are compared in plan order",
         ));
     }
-    let min_effect = header.min_effect().unwrap_or(args.min_effect);
     let Some(comparison) =
         toolscore_decide::compare::attacks::compare_attacks(summary, min_effect)?
     else {

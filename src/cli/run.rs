@@ -237,11 +237,18 @@ pub(super) fn run(args: RunArgs) -> Result<ExitCode, Error> {
     {
         check_baseline_population(&setup.plan, base)?;
     }
-    if compare.is_some() && setup.plan.arms.len() != 2 {
-        return Err(usage(&format!(
-            "--compare needs exactly two arms (two --variant or two --provider); this run has {}",
-            setup.plan.arms.len()
-        )));
+    if compare.is_some() {
+        let [a, b] = setup.plan.arms.as_slice() else {
+            return Err(usage(&format!(
+                "--compare needs exactly two arms (two --variant or two --provider); this run has {}",
+                setup.plan.arms.len()
+            )));
+        };
+        // The rule the comparison applies after the run, before any trial: two arms that
+        // differ in more than one thing cannot be compared, so the run is not worth making.
+        let (ia, ib) = (a.settings.identity(), b.settings.identity());
+        toolscore_decide::compare::axis_between((&a.id(), Some(&ia)), (&b.id(), Some(&ib)), true)
+            .map_err(|e| usage(&format!("--compare: {e}")))?;
     }
     // Once the run is sure to start: a refusal stays the one line it is.
     if let Some(note) = unpinned {

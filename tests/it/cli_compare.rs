@@ -403,3 +403,74 @@ fn run_compare_keeps_the_comparison_in_the_summary() {
         one.stderr
     );
 }
+
+/// `run --compare` with two arms that differ in both their catalog variant and their model is
+/// refused before any trial (exit 2, no run folder), by the rule the comparison itself applies.
+#[test]
+fn run_compare_refuses_arms_that_differ_in_two_things_before_any_trial() {
+    let dir = support::project_copy();
+    let d = dir.path();
+    let run = toolscore(
+        d,
+        &[
+            "run",
+            "--provider",
+            "demo-greedy",
+            "--provider",
+            "demo-terse",
+            "--trials",
+            "3",
+            "--compare",
+            "--run-id",
+            "both",
+            "--progress",
+            "off",
+        ],
+    );
+    assert_eq!(run.code, 2, "{}", run.transcript());
+    assert!(
+        run.stderr.contains(
+            "error: --compare: the arms differ in both catalog variant (base vs terse) and provider or model"
+        ),
+        "{}",
+        run.transcript()
+    );
+    assert!(!d.join("reports/both").exists(), "nothing written");
+    assert!(run.stdout.is_empty(), "no trial ran: {}", run.stdout);
+}
+
+/// `compare RUN_DIR` on a run that compared its arms judges them again by the run's own
+/// `--min-effect`, so its exit code is the run's; `--min-effect` still overrides it.
+#[test]
+fn compare_of_a_run_folder_judges_by_the_runs_own_min_effect() {
+    let dir = support::project_copy();
+    let d = dir.path();
+    let run = toolscore(
+        d,
+        &[
+            "run",
+            "--provider",
+            "demo-greedy",
+            "--provider",
+            "demo",
+            "--trials",
+            "3",
+            "--compare",
+            "--min-effect",
+            "0.3",
+            "--run-id",
+            "me1",
+            "--progress",
+            "off",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.transcript());
+    let again = toolscore(d, &["compare", "reports/me1", "--json", "c.json"]);
+    assert_eq!(again.code, run.code, "{}", again.transcript());
+    let json = support::read_json(&d.join("c.json"));
+    assert_eq!(json["min_effect"], 0.3, "{json}");
+    let summary = support::read_json(&d.join("reports/me1/summary.json"));
+    assert_eq!(json["decision"], summary["decision"]);
+    let stricter = toolscore(d, &["compare", "reports/me1", "--min-effect", "0.05"]);
+    assert_eq!(stricter.code, 3, "{}", stricter.transcript());
+}

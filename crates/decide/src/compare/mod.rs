@@ -15,7 +15,7 @@
 use std::collections::BTreeMap;
 
 use toolscore_core::error::InputError;
-use toolscore_core::record::ArmId;
+use toolscore_core::record::{ArmId, ModelIdentity};
 use toolscore_report::{
     ArmInfo, CaseComparison, CaseSummary, ComparedArm, Comparison, ComparisonVerdict,
     GroupComparison, McNemar, MeanDifference, Metric, RateStat, Substitution, Summary,
@@ -72,15 +72,30 @@ pub(crate) fn axis_of(
     (sa, ia): (&Summary, &ArmId),
     (sb, ib): (&Summary, &ArmId),
 ) -> Result<String, InputError> {
+    axis_between(
+        (ia, info_of(sa, ia).map(|i| &i.identity)),
+        (ib, info_of(sb, ib).map(|i| &i.identity)),
+        sa.run.run_id == sb.run.run_id,
+    )
+}
+
+/// The rule `axis_of` applies, on what is known before a run starts (`run --compare` refuses
+/// two arms that differ in more than one thing before any trial): each arm with its model's
+/// identity when known, and whether both arms are of one run.
+pub fn axis_between(
+    (ia, xa): (&ArmId, Option<&ModelIdentity>),
+    (ib, xb): (&ArmId, Option<&ModelIdentity>),
+    same_run: bool,
+) -> Result<String, InputError> {
     let variant_differs = ia.variant != ib.variant;
-    let who_differs = match (info_of(sa, ia), info_of(sb, ib)) {
+    let who_differs = match (xa, xb) {
         // What the model is and how it samples; not the arm's name (one recording replayed
         // under two names is the same model).
         (Some(x), Some(y)) => {
-            x.identity.model != y.identity.model
-                || x.identity.temperature != y.identity.temperature
-                || x.identity.provider_kind != y.identity.provider_kind
-                || x.identity.max_tokens != y.identity.max_tokens
+            x.model != y.model
+                || x.temperature != y.temperature
+                || x.provider_kind != y.provider_kind
+                || x.max_tokens != y.max_tokens
         }
         _ => ia.provider != ib.provider || ia.model != ib.model,
     };
@@ -93,7 +108,7 @@ pub(crate) fn axis_of(
         (false, true) => Ok("provider".to_owned()),
         // One model and its settings under two names in one run: the names are what differ,
         // and a label by run would name the same run twice.
-        (false, false) if sa.run.run_id == sb.run.run_id => Ok("provider".to_owned()),
+        (false, false) if same_run => Ok("provider".to_owned()),
         (false, false) => Ok("run".to_owned()),
     }
 }
