@@ -355,3 +355,51 @@ fn a_baseline_gate_stops_each_arm_at_the_round_it_decides() {
         (Some(5), Some("pass"))
     );
 }
+
+/// A sequential comparison's verdict is the group's `verdict` in summary.json, where the exit
+/// code and every headline read it; the fixed-n t interval's verdict is kept apart, and the
+/// interval is labelled as description (here it excludes 0 while the run is undecided).
+#[test]
+fn the_sequential_verdict_is_the_groups_verdict_and_the_fixed_n_interval_is_labelled() {
+    let dir = support::project_copy();
+    let d = dir.path();
+    let run = toolscore(
+        d,
+        &[
+            "run",
+            "--provider",
+            "demo",
+            "--provider",
+            "demo-terse",
+            "--trials",
+            "10",
+            "--compare",
+            "--sequential",
+            "--run-id",
+            "seq",
+            "--progress",
+            "off",
+        ],
+    );
+    assert_eq!(run.code, 3, "{}", run.transcript());
+    let s = support::read_json(&d.join("reports/seq/summary.json"));
+    let visible = &s["comparison"]["visible"];
+    assert_eq!(visible["verdict"], "inconclusive", "{visible}");
+    assert_eq!(visible["verdict"], visible["sequential"]["verdict"]);
+    assert_eq!(visible["fixed_n_verdict"], "worse", "{visible}");
+    assert!(
+        visible["difference"]["hi"].as_f64().unwrap() < 0.0,
+        "{visible}"
+    );
+    assert!(
+        run.stdout.contains(
+            "(paired t on 51 case differences, 50 df, sd 0.147, p = 0.0134) · fixed-n, descriptive only: not the decision's, and not valid after the run stopped on its data"
+        ),
+        "{}",
+        run.stdout
+    );
+    let again = toolscore(d, &["compare", "reports/seq", "--json", "c.json"]);
+    assert_eq!(again.code, 3, "{}", again.transcript());
+    let json = support::read_json(&d.join("c.json"));
+    assert_eq!(json["visible"]["verdict"], "inconclusive");
+}

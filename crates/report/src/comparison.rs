@@ -333,10 +333,13 @@ pub struct GroupComparison {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cases_needed: Option<u64>,
     /// `run --compare --sequential`: the anytime-valid comparison the run stopped on. When
-    /// present its verdict is the group's ([`Self::judged`]); the fixed-n figures stay as
-    /// description.
+    /// present its verdict is the group's `verdict`; the fixed-n figures stay as description.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sequential: Option<SequentialComparison>,
+    /// Under `--sequential`: what the fixed-n t interval alone would say. Description only:
+    /// an interval computed after a data-dependent stop does not hold its level.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fixed_n_verdict: Option<ComparisonVerdict>,
 }
 
 impl GroupComparison {
@@ -510,6 +513,15 @@ pub fn render_comparison(c: &Comparison, w: &mut dyn Write) -> io::Result<()> {
     Ok(())
 }
 
+/// After the fixed-n interval of a group judged sequentially: that it is not the decision's.
+pub(crate) fn fixed_n_caveat(g: &GroupComparison) -> &'static str {
+    if g.sequential.is_some() {
+        " · fixed-n, descriptive only: not the decision's, and not valid after the run stopped on its data"
+    } else {
+        ""
+    }
+}
+
 fn write_group(
     w: &mut dyn Write,
     title: &str,
@@ -528,8 +540,15 @@ fn write_group(
     match &g.difference {
         Some(d) => writeln!(
             w,
-            "    B − A = {:+.3} [{:+.3}, {:+.3}] (paired t on {} case differences, {} df, sd {:.3}, p = {:.4})",
-            d.mean, d.lo, d.hi, g.cases, d.df, d.sd, d.p_value
+            "    B − A = {:+.3} [{:+.3}, {:+.3}] (paired t on {} case differences, {} df, sd {:.3}, p = {:.4}){}",
+            d.mean,
+            d.lo,
+            d.hi,
+            g.cases,
+            d.df,
+            d.sd,
+            d.p_value,
+            fixed_n_caveat(g)
         )?,
         None => writeln!(
             w,

@@ -350,6 +350,7 @@ pub(crate) fn paired_group(
         verdict,
         cases_needed,
         sequential: None,
+        fixed_n_verdict: None,
     }
 }
 

@@ -251,9 +251,18 @@ impl SequentialCompare {
             return;
         };
         let told = |s: SequentialComparison| if mirror { s.mirrored() } else { s };
-        comparison.visible.sequential = Some(told(self.visible()));
+        // The group's verdict is the sequential one; the fixed-n one is kept apart as
+        // description (it does not hold its level after a data-dependent stop).
+        let judge = |g: &mut toolscore_report::GroupComparison, s: Option<SequentialComparison>| {
+            if let Some(s) = s {
+                g.fixed_n_verdict.get_or_insert(g.verdict);
+                g.verdict = s.verdict;
+                g.sequential = Some(s);
+            }
+        };
+        judge(&mut comparison.visible, Some(told(self.visible())));
         if let Some(h) = &mut comparison.holdout {
-            h.sequential = self.holdout().map(told);
+            judge(h, self.holdout().map(told));
         }
     }
 }

@@ -60,8 +60,13 @@ pub(super) fn comparison_view(c: &Comparison) -> ComparisonView {
 fn group_line(c: &Comparison, b: &str, title: &str, g: &GroupComparison) -> String {
     let difference = match &g.difference {
         Some(d) => format!(
-            "B − A = {:+.3} [{:+.3}, {:+.3}] (paired t, {} df, p = {:.4})",
-            d.mean, d.lo, d.hi, d.df, d.p_value
+            "B − A = {:+.3} [{:+.3}, {:+.3}] (paired t, {} df, p = {:.4}){}",
+            d.mean,
+            d.lo,
+            d.hi,
+            d.df,
+            d.p_value,
+            crate::comparison::fixed_n_caveat(g)
         ),
         None => "B − A: n/a (fewer than 2 cases with data in both arms)".to_owned(),
     };

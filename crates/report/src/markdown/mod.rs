@@ -768,8 +768,12 @@ fn write_provider_diff(s: &Summary, d: &super::ProviderDiff, doc: &mut String) {
 fn write_group(title: &str, g: &GroupComparison, c: &Comparison, b: &str, doc: &mut String) {
     let difference = match &g.difference {
         Some(d) => format!(
-            "B − A = {:+.3} [{:+.3}, {:+.3}] (paired t, {} df)",
-            d.mean, d.lo, d.hi, d.df
+            "B − A = {:+.3} [{:+.3}, {:+.3}] (paired t, {} df){}",
+            d.mean,
+            d.lo,
+            d.hi,
+            d.df,
+            crate::comparison::fixed_n_caveat(g)
         ),
         None => "B − A: n/a (fewer than 2 cases with data in both arms)".to_owned(),
     };
@@ -834,6 +838,7 @@ mod tests {
             verdict: ComparisonVerdict::Worse,
             cases_needed: Some(71),
             sequential: None,
+            fixed_n_verdict: None,
         };
         let changed = CaseComparison {
             dataset: "d".into(),
