@@ -73,6 +73,20 @@ fn assert_every_surface_says(dir: &Path, run_dir: &Path, run: &support::Run) {
         .and_then(|b| b.split('<').next())
         .unwrap_or_default();
     assert_eq!(badge, format!("{word} (exit {})", run.code), "first badge");
+    // Its style says the same: only a FAIL (or BELOW) wears the fail colour; a run that was not
+    // judged or was interrupted decided nothing, and wears none.
+    let class = html
+        .split("<span class=\"badge ")
+        .nth(1)
+        .and_then(|b| b.split('"').next())
+        .unwrap_or_default();
+    let expected_class = match run.code {
+        0 => "pass",
+        1 => "fail",
+        3 => "inconclusive",
+        _ => "none",
+    };
+    assert_eq!(class, expected_class, "the badge of {word}");
     let junit = std::fs::read_to_string(run_dir.join("junit.xml")).expect("junit.xml");
     let decision_case = junit
         .split("<testsuite name=\"toolscore decision\"")

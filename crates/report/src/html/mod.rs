@@ -369,9 +369,9 @@ fn run_verdict_class(v: crate::RunVerdict) -> &'static str {
     match v {
         RunVerdict::Pass => "pass",
         RunVerdict::Inconclusive => "inconclusive",
-        RunVerdict::Below | RunVerdict::Fail | RunVerdict::NotJudged | RunVerdict::Interrupted => {
-            "fail"
-        }
+        RunVerdict::Below | RunVerdict::Fail => "fail",
+        // Nothing was decided: not the colour of a bar ruled out.
+        RunVerdict::NotJudged | RunVerdict::Interrupted => "none",
     }
 }
 
