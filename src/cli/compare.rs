@@ -96,6 +96,13 @@ pub(super) fn run(args: &CompareArgs) -> Result<ExitCode, Error> {
             holdout_apart: true,
         },
     )?;
+    // Two folders of one run id: the id alone would name both arms the same.
+    if let [dir_a, dir_b] = args.run_dirs.as_slice()
+        && comparison.a.run_id == comparison.b.run_id
+    {
+        comparison.a.folder = Some(dir_a.display().to_string());
+        comparison.b.folder = Some(dir_b.display().to_string());
+    }
     let decision = match (args.run_dirs.as_slice(), summaries.as_mut_slice()) {
         ([run_dir], [summary]) => {
             rejudge_sequential(

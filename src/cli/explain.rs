@@ -323,6 +323,7 @@ fn explained_diff(
     let compared = |side: &Side| ComparedArm {
         run_id: runs[side.run].run.run_id.clone(),
         arm: side.arm.clone(),
+        folder: None,
     };
     ExplainedDiff {
         a: compared(&sides[0]),

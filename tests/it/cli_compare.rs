@@ -474,3 +474,46 @@ fn compare_of_a_run_folder_judges_by_the_runs_own_min_effect() {
     let stricter = toolscore(d, &["compare", "reports/me1", "--min-effect", "0.05"]);
     assert_eq!(stricter.code, 3, "{}", stricter.transcript());
 }
+
+/// Two folders of one run id are two runs: the comparison's axis is `run`, and each arm is
+/// named with its folder, in the comparison and in the decision's grounds.
+#[test]
+fn two_folders_of_one_run_id_are_told_apart_by_their_folder() {
+    let server = FakeServer::start_in_background(known_rates());
+    let dir = project(&server);
+    let d = dir.path();
+    for out in ["ra", "rb"] {
+        let r = toolscore(
+            d,
+            &[
+                "run",
+                "--provider",
+                "fake",
+                "--trials",
+                "4",
+                "--out",
+                out,
+                "--run-id",
+                "same",
+                "--progress",
+                "off",
+            ],
+        );
+        assert_eq!(r.code, 0, "{}", r.transcript());
+    }
+    let c = toolscore(d, &["compare", "ra/same", "rb/same", "--json", "c.json"]);
+    let json = support::read_json(&d.join("c.json"));
+    assert_eq!(json["axis"], "run", "{json}");
+    assert!(
+        c.stdout
+            .contains("A = run same (ra/same) · B = run same (rb/same)"),
+        "{}",
+        c.stdout
+    );
+    assert!(
+        c.stdout.contains("infrastructure (run same (ra/same)): ")
+            && c.stdout.contains("infrastructure (run same (rb/same)): "),
+        "{}",
+        c.stdout
+    );
+}

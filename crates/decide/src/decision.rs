@@ -36,10 +36,15 @@ pub fn decide_comparison(
     comparison: &toolscore_report::Comparison,
 ) -> Decision {
     let mut grounds: Vec<Ground> = Vec::new();
-    for (summary, limit) in runs {
+    for ((summary, limit), arm) in runs.iter().zip([&comparison.a, &comparison.b]) {
         for mut ground in run_grounds(summary, *limit) {
             if let Part::Infrastructure { run_id, .. } = &mut ground.part {
-                *run_id = Some(summary.run.run_id.clone());
+                // The run as the comparison names it: its id, and its folder when the two
+                // runs share an id.
+                *run_id = Some(match &arm.folder {
+                    Some(folder) => format!("{} ({folder})", summary.run.run_id),
+                    None => summary.run.run_id.clone(),
+                });
             }
             grounds.push(ground);
         }

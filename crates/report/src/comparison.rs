@@ -173,15 +173,21 @@ impl SequentialComparison {
 pub struct ComparedArm {
     pub run_id: String,
     pub arm: ArmId,
+    /// The run's folder, when both arms' runs carry the same id (two folders of one run id):
+    /// the id alone would name both the same.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub folder: Option<String>,
 }
 
 impl ComparedArm {
-    /// `variant terse`, `provider local-greedy (smollm2)`, or `run 2026…` depending on the axis.
+    /// `variant terse`, `provider local-greedy (smollm2)`, or `run 2026…` (with its folder
+    /// when the ids collide) depending on the axis.
     pub fn label(&self, axis: &str) -> String {
-        match axis {
-            "variant" => format!("variant {}", self.arm.variant),
-            "provider" => format!("{} ({})", self.arm.provider, self.arm.model),
-            _ => format!("run {}", self.run_id),
+        match (axis, &self.folder) {
+            ("variant", _) => format!("variant {}", self.arm.variant),
+            ("provider", _) => format!("{} ({})", self.arm.provider, self.arm.model),
+            (_, Some(folder)) => format!("run {} ({folder})", self.run_id),
+            (_, None) => format!("run {}", self.run_id),
         }
     }
 }

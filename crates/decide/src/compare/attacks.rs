@@ -72,6 +72,7 @@ pub fn compare_attacks(
     let side = |arm: &SecurityArmSummary| ComparedArm {
         run_id: summary.run.run_id.clone(),
         arm: arm.arm.clone(),
+        folder: None,
     };
     Ok(Some(AttackComparison {
         confidence: summary.confidence,

@@ -75,7 +75,8 @@ pub(crate) fn axis_of(
     axis_between(
         (ia, info_of(sa, ia).map(|i| &i.identity)),
         (ib, info_of(sb, ib).map(|i| &i.identity)),
-        sa.run.run_id == sb.run.run_id,
+        // One run is one summary: two folders that carry the same run id are two runs.
+        std::ptr::eq(sa, sb),
     )
 }
 
@@ -137,10 +138,12 @@ pub fn compare(a: Side<'_>, b: Side<'_>, opts: CompareOptions) -> Result<Compari
         a: ComparedArm {
             run_id: a.summary.run.run_id.clone(),
             arm: arm_a.arm.clone(),
+            folder: None,
         },
         b: ComparedArm {
             run_id: b.summary.run.run_id.clone(),
             arm: arm_b.arm.clone(),
+            folder: None,
         },
         axis,
         visible: visible_group,

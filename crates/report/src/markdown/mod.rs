@@ -814,6 +814,7 @@ mod tests {
         let totals = RunTotals::all_completed(1);
         let mut s = agg.finish(RunInfo::for_test(1), &totals, 0.95, 0.05);
         let arm = |variant: &str| ComparedArm {
+            folder: None,
             run_id: "r".into(),
             arm: ArmId {
                 variant: variant.into(),
