@@ -210,6 +210,16 @@ fn judging_of(
         _ if args.gate.sequential && args.gate.gates.is_empty() => Err(usage(
             "--sequential judges case gates: add --gate METRIC>=T --gate-level case (a run's sequential comparison is judged again by `toolscore report RUN_DIR` or `toolscore compare RUN_DIR` as it ran)",
         )),
+        // A fixed-n gate on trials a sequential test stopped would not hold its error rate:
+        // which cases ran how long depended on their own results.
+        _ if !args.gate.gates.is_empty()
+            && !args.gate.sequential
+            && header.sampled_sequentially() =>
+        {
+            Err(usage(
+                "this run was sampled sequentially (--sequential stopped its cases, or the run, as soon as they were decided), so a fixed-n gate on its trials would not hold its stated error rate: judge it with --sequential (and --gate-level case or suite), or run again at a fixed number of trials",
+            ))
+        }
         _ => Ok(Judging {
             specs: parse_gates_at(&args.gate.gates, args.gate.gate_level)?,
             level: args.gate.gate_level,

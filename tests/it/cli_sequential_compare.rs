@@ -402,4 +402,26 @@ fn the_sequential_verdict_is_the_groups_verdict_and_the_fixed_n_interval_is_labe
     assert_eq!(again.code, 3, "{}", again.transcript());
     let json = support::read_json(&d.join("c.json"));
     assert_eq!(json["visible"]["verdict"], "inconclusive");
+    // A fixed-n gate on trials the sequential comparison stopped is refused, not judged
+    // quietly; the sequential gate is judged.
+    let fixed = toolscore(d, &["report", "reports/seq", "--gate", "selection>=0.3"]);
+    assert_eq!(fixed.code, 2, "{}", fixed.transcript());
+    assert!(
+        fixed.stderr.contains("this run was sampled sequentially"),
+        "{}",
+        fixed.transcript()
+    );
+    let sequential = toolscore(
+        d,
+        &[
+            "report",
+            "reports/seq",
+            "--gate",
+            "selection>=0.3",
+            "--gate-level",
+            "case",
+            "--sequential",
+        ],
+    );
+    assert_ne!(sequential.code, 2, "{}", sequential.transcript());
 }

@@ -287,6 +287,16 @@ impl SummaryHeader {
         serde_json::from_value(self.gate_recorded.clone()?).ok()
     }
 
+    /// Whether a sequential test stopped the run's cases (or the run) on its data: a gate or
+    /// a comparison run with `--sequential`.
+    pub fn sampled_sequentially(&self) -> bool {
+        self.gate()
+            .is_some_and(|g| g.gates.iter().any(|g| g.sequential.is_some()))
+            || self
+                .comparison()
+                .is_some_and(|c| c.visible.sequential.is_some())
+    }
+
     /// Whether the run compared its two arms (their cases, or their attacked units).
     pub fn compared(&self) -> bool {
         self.comparison_recorded.is_some() || self.attack_comparison_recorded.is_some()
