@@ -754,3 +754,83 @@ fn a_replayed_sequential_baseline_says_its_recording_ran_out() {
     assert_eq!(run.code, 3, "{}", run.transcript());
     support::assert_guide_quotes("docs/guides/gate-pull-request.md", command, &run.stdout);
 }
+
+/// Trials in flight when their case is decided finish, are kept in results.jsonl marked
+/// `after_decision`, and count in no rate: at concurrency 8 with slow answers, a case that
+/// always passes decides after the same number of trials as at concurrency 1, and its
+/// summary says exactly that many, whatever else was running.
+#[test]
+fn trials_in_flight_at_a_decision_are_kept_marked_and_not_counted() {
+    let answer = known_rates();
+    let server = FakeServer::start_in_background(move |req| {
+        answer(req).delayed(std::time::Duration::from_millis(40))
+    });
+    let dir = project(&server, &["good"]);
+    let d = dir.path();
+    let alone = sequential(d, "alone", "200", &[]);
+    assert_eq!(alone.code, 0, "{}", alone.transcript());
+    let decided_at = summary(d, "alone")["arms"][0]["suite"]["metrics"]["pass"]["n"]
+        .as_u64()
+        .unwrap();
+    let busy = toolscore(
+        d,
+        &[
+            "run",
+            "--provider",
+            "fake",
+            "--gate",
+            "pass>=0.8",
+            "--gate-level",
+            "case",
+            "--sequential",
+            "--max-trials",
+            "200",
+            "--concurrency",
+            "8",
+            "--out",
+            "out",
+            "--run-id",
+            "busy",
+            "--progress",
+            "off",
+        ],
+    );
+    assert_eq!(busy.code, 0, "{}", busy.transcript());
+    let s = summary(d, "busy");
+    assert_eq!(
+        s["arms"][0]["suite"]["metrics"]["pass"]["n"].as_u64(),
+        Some(decided_at),
+        "the decided trials only"
+    );
+    let records = support::read_jsonl(&d.join("out/busy/results.jsonl"));
+    let after = records
+        .iter()
+        .filter(|r| r["after_decision"] == true)
+        .count() as u64;
+    assert!(
+        after > 0,
+        "8 in flight, one decided: the others finish after"
+    );
+    assert_eq!(records.len() as u64, decided_at + after);
+    assert!(
+        s["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w["kind"] == "trials_after_decision" && w["trials"] == after),
+        "{}",
+        s["warnings"]
+    );
+    assert!(
+        busy.stdout.contains(&format!(
+            "{after} trial(s) were in flight when a sequential test decided their case"
+        )),
+        "{}",
+        busy.stdout
+    );
+    // `report` re-aggregates the folder to the same figures.
+    let again = toolscore(d, &["report", "out/busy", "--format", "json"]);
+    assert_eq!(again.code, 0, "{}", again.transcript());
+    let reported = summary(d, "busy");
+    assert_eq!(reported["arms"], s["arms"]);
+}

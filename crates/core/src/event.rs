@@ -166,6 +166,9 @@ pub enum RawResponse {
 pub enum Control {
     Continue,
     Stop(StopScope),
+    /// Stop scheduling `scope`: its evidence is decided. Trials of it still in flight finish
+    /// and are reported marked `after_decision`, and no rate counts them.
+    Decided(StopScope),
 }
 
 /// What to stop scheduling. Trials already in flight finish and are still reported.
@@ -230,9 +233,9 @@ impl Observer for Observers<'_> {
 fn widest(a: Control, b: Control) -> Control {
     let rank = |c: &Control| match c {
         Control::Continue => 0,
-        Control::Stop(StopScope::Case { .. }) => 1,
-        Control::Stop(StopScope::Arm(_)) => 2,
-        Control::Stop(StopScope::Run) => 3,
+        Control::Stop(StopScope::Case { .. }) | Control::Decided(StopScope::Case { .. }) => 1,
+        Control::Stop(StopScope::Arm(_)) | Control::Decided(StopScope::Arm(_)) => 2,
+        Control::Stop(StopScope::Run) | Control::Decided(StopScope::Run) => 3,
     };
     if rank(&b) > rank(&a) { b } else { a }
 }

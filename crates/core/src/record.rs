@@ -91,6 +91,11 @@ pub struct TrialRecord {
     /// price or an answered request reported no token counts: unknown, never counted as 0.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost: Option<TrialCost>,
+    /// The trial finished after a sequential test had decided its case (or arm, or run): it
+    /// was in flight at the decision. Kept, and its cost counted, but no rate counts it, so
+    /// the figures are those of the decided trials whatever the timing.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub after_decision: bool,
 }
 
 /// The longest line of a results.jsonl read back: a record carries its turns (each response
@@ -595,6 +600,7 @@ impl TrialRecord {
             attack: None,
             batch: None,
             cost: None,
+            after_decision: false,
         }
     }
 

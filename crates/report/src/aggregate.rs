@@ -390,6 +390,8 @@ pub struct Aggregator {
     security: super::security::SecurityAggregator,
     /// Cost of every record, scenarios included.
     cost: BTreeMap<ArmId, ArmCostAgg>,
+    /// Trials that finished after a sequential test decided their case: paid for, not counted.
+    after_decision: u64,
 }
 
 impl Aggregator {
@@ -404,6 +406,12 @@ impl Aggregator {
         }
         if let Some(c) = self.cost.get_mut(&record.arm) {
             c.add(record);
+        }
+        // In flight when its case was decided: counting it would make the rates depend on
+        // timing (how many trials happened to be running), not on the decided trials.
+        if record.after_decision {
+            self.after_decision += 1;
+            return;
         }
         if record.trajectory.is_some() {
             self.security.add(record);
@@ -472,6 +480,11 @@ impl Aggregator {
                 missing: totals.unaccounted(),
                 planned: totals.planned_trials,
                 reasons: totals.failures.clone(),
+            });
+        }
+        if self.after_decision > 0 {
+            warnings.push(Warning::TrialsAfterDecision {
+                trials: self.after_decision,
             });
         }
         for arm in &cost.arms {

@@ -30,6 +30,9 @@ pub enum Warning {
     },
     /// Trials that ended in infrastructure errors: counted apart, not scored.
     InfraErrors { errors: u64 },
+    /// Trials in flight when a sequential test decided their case (or arm, or run): kept in
+    /// results.jsonl marked `after_decision`, their cost counted, no rate counting them.
+    TrialsAfterDecision { trials: u64 },
     /// Too few cases behind the suite-level rates for their case-level interval.
     FewCases { cases: usize, min_cases: usize },
     /// Cases whose per-case interval is wider than the requested precision, and the trials

@@ -121,6 +121,9 @@ pub(crate) fn warning_text(warning: &Warning) -> String {
                 format!(" ({})", reasons.join("; "))
             }
         ),
+        Warning::TrialsAfterDecision { trials } => format!(
+            "{trials} trial(s) were in flight when a sequential test decided their case: kept in results.jsonl (after_decision), their cost counted, no rate counting them"
+        ),
         Warning::BilledBeyondWorstCase { arm, trials, usd } => format!(
             "provider `{}` ({}, {}) billed {} beyond the worst case of {trials} trials' requests (every byte of a body an input token, the whole output bound): usage no request of that size can produce, which --max-cost cannot bound; check what it reports as usage",
             arm.provider,

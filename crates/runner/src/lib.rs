@@ -190,9 +190,19 @@ struct Shared {
     stop_run: AtomicBool,
     stop_arm: Vec<AtomicBool>,
     stop_case: Vec<AtomicBool>,
+    /// The scopes a sequential test decided (`Control::Decided`), laid out as the stop flags:
+    /// a trial of one that finishes after the decision is marked `after_decision`.
+    decided: Decided,
     /// `--max-cost`, and the trials it left unstarted.
     budget: Option<budget::Budget>,
     budget_not_run: AtomicU64,
+}
+
+/// Which scopes a sequential test has decided: the run, each arm, each (arm, case).
+struct Decided {
+    run: AtomicBool,
+    arm: Vec<AtomicBool>,
+    case: Vec<AtomicBool>,
 }
 
 impl Shared {
@@ -200,6 +210,41 @@ impl Shared {
         self.stop_run.load(Ordering::Relaxed)
             || self.stop_arm[key.arm].load(Ordering::Relaxed)
             || self.stop_case[key.arm * self.units.len() + key.case].load(Ordering::Relaxed)
+    }
+
+    /// Whether a decided scope holds the trial `key`.
+    fn decided(&self, key: TrialKey) -> bool {
+        let d = &self.decided;
+        d.run.load(Ordering::Relaxed)
+            || d.arm[key.arm].load(Ordering::Relaxed)
+            || d.case[key.arm * self.units.len() + key.case].load(Ordering::Relaxed)
+    }
+
+    /// What an observer answered: stop scheduling, and, for a decision, remember its scope.
+    fn answer(&self, control: Control) {
+        match control {
+            Control::Continue => {}
+            Control::Stop(scope) => self.apply(scope),
+            Control::Decided(scope) => {
+                self.apply(scope);
+                let d = &self.decided;
+                match scope {
+                    StopScope::Run => d.run.store(true, Ordering::SeqCst),
+                    StopScope::Arm(a) => {
+                        if let Some(flag) = d.arm.get(a) {
+                            flag.store(true, Ordering::SeqCst);
+                        }
+                    }
+                    StopScope::Case { arm, case } => {
+                        if case < self.units.len()
+                            && let Some(flag) = d.case.get(arm * self.units.len() + case)
+                        {
+                            flag.store(true, Ordering::SeqCst);
+                        }
+                    }
+                }
+            }
+        }
     }
 
     fn apply(&self, scope: StopScope) {
@@ -281,10 +326,15 @@ pub async fn execute(
         budget,
         budget_not_run: AtomicU64::new(0),
         stop_run: AtomicBool::new(false),
+        decided: Decided {
+            run: AtomicBool::new(false),
+            arm: (0..arm_count).map(|_| AtomicBool::new(false)).collect(),
+            case: (0..arm_count * case_count)
+                .map(|_| AtomicBool::new(false))
+                .collect(),
+        },
     });
-    if let Control::Stop(scope) = first {
-        shared.apply(scope);
-    }
+    shared.answer(first);
     let workers = plan.concurrency.max(1).min(planned.max(1) as usize);
     let (completed, handles) = schedule(&shared, workers, observer, interrupt).await?;
     Ok(finish(&shared, handles, planned, completed, observer).await?)
@@ -408,7 +458,7 @@ async fn schedule(
         };
         let Some(Finished {
             key,
-            record,
+            mut record,
             raw,
             observed,
         }) = next
@@ -416,14 +466,15 @@ async fn schedule(
             break;
         };
         completed += 1;
+        // In flight when a sequential test decided its case: kept, but counted by no rate.
+        record.after_decision = shared.decided(key);
         if sink_error.is_none() {
             match observer.on_event(&RunEvent::Trial {
                 key,
                 record: &record,
                 raw: &raw,
             }) {
-                Ok(Control::Continue) => {}
-                Ok(Control::Stop(scope)) => shared.apply(scope),
+                Ok(control) => shared.answer(control),
                 Err(e) => {
                     shared.cancel.cancel();
                     sink_error = Some(e);
@@ -656,6 +707,7 @@ async fn run_trial(
         attack: None,
         batch: None,
         cost: None,
+        after_decision: false,
     };
     let mut raw = Vec::new();
     match &view.judge {

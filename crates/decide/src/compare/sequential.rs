@@ -272,7 +272,7 @@ impl Observer for SequentialCompare {
         if let RunEvent::Trial { record, .. } = event
             && self.push(record)
         {
-            return Ok(Control::Stop(StopScope::Run));
+            return Ok(Control::Decided(StopScope::Run));
         }
         Ok(Control::Continue)
     }

@@ -694,7 +694,7 @@ impl Observer for SequentialGate {
         if let RunEvent::Trial { key, record, .. } = event
             && self.push(record)
         {
-            return Ok(Control::Stop(match self.spec.level {
+            return Ok(Control::Decided(match self.spec.level {
                 GateLevel::Suite => StopScope::Arm(key.arm),
                 _ => StopScope::Case {
                     arm: key.arm,

@@ -160,7 +160,7 @@ impl Observer for SequentialBaseline {
         if let RunEvent::Trial { key, record, .. } = event
             && self.push(record)
         {
-            return Ok(Control::Stop(StopScope::Arm(key.arm)));
+            return Ok(Control::Decided(StopScope::Arm(key.arm)));
         }
         Ok(Control::Continue)
     }
