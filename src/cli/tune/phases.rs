@@ -212,10 +212,13 @@ impl<'a> Tuner<'a> {
         &mut self,
         diagnosis: &toolscore_tune::diagnose::Diagnosis,
     ) -> Result<Proposed, Error> {
+        let request_of =
+            |id: &str| super::author::training_request(&self.dataset, &self.split.training, id);
         let (mut proposed, suggestions) = toolscore_tune::propose::propose(
             diagnosis,
             &self.dataset.catalog,
             self.args.max_candidates,
+            &request_of,
         );
         let mut not_proposed = Vec::new();
         let mut authoring = None;

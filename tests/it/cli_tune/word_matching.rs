@@ -1,0 +1,258 @@
+//! tune against the two rule-following fakes of `support::word_models`, through the binary.
+//!
+//! The catalog confuses a word-matching model: requests about what a customer paid share
+//! "customer" with `get_invoice`'s description and nothing with `payment_history`'s, so every
+//! one of them goes to `get_invoice`. An edit that gives `payment_history` the words of the
+//! requests it lost moves the held-out ones too; an edit that writes another tool's name into a
+//! description moves nothing, or the wrong way. Against a model that never reads a description,
+//! no edit may be confirmed.
+
+use std::path::Path;
+
+use crate::support::{self, FakeServer, fake_project, toolscore, word_models};
+
+const TOOLS: &str = r#"{"tools": [
+  {"name": "get_invoice", "description": "An invoice of a customer: its amount, status and due date.",
+   "inputSchema": {"type": "object", "properties": {}}},
+  {"name": "payment_history", "description": "Every charge made to a card, newest first.",
+   "inputSchema": {"type": "object", "properties": {}}},
+  {"name": "refund_payment", "description": "Refund a payment to the card it was made with.",
+   "inputSchema": {"type": "object", "properties": {}}}
+]}"#;
+
+/// (expected tool, request, held out).
+const CASES: &[(&str, &str, bool)] = &[
+    (
+        "payment_history",
+        "how much did the customer pay last month?",
+        false,
+    ),
+    (
+        "payment_history",
+        "show me the money this customer paid recently",
+        false,
+    ),
+    (
+        "payment_history",
+        "which charges did the customer make this week?",
+        false,
+    ),
+    (
+        "payment_history",
+        "list everything the customer paid in March",
+        false,
+    ),
+    (
+        "payment_history",
+        "did the customer pay anything this year?",
+        true,
+    ),
+    (
+        "payment_history",
+        "how much money has the customer paid so far?",
+        true,
+    ),
+    (
+        "payment_history",
+        "show me everything the customer paid yesterday",
+        true,
+    ),
+    ("get_invoice", "when is the invoice due?", false),
+    (
+        "get_invoice",
+        "what is the status of invoice inv_22?",
+        false,
+    ),
+    ("get_invoice", "how much is the invoice amount?", false),
+    ("get_invoice", "is the invoice paid or due?", true),
+    ("get_invoice", "give me the due date of invoice inv_7", true),
+    ("refund_payment", "refund the payment ch_1", false),
+    ("refund_payment", "refund ch_2 to the card", false),
+    ("refund_payment", "refund payment ch_3", true),
+];
+
+/// `cases.jsonl` of `cases`, the held-out ones tagged `holdout` when `tagged`.
+fn cases_jsonl(cases: &[(&str, &str, bool)], tagged: bool) -> String {
+    cases
+        .iter()
+        .enumerate()
+        .map(|(i, (tool, text, held))| {
+            let mut case = serde_json::json!({
+                "id": format!("c{i:02}"),
+                "messages": [{"role": "user", "content": text}],
+                "expect": {"tool": tool},
+            });
+            if tagged && *held {
+                case["tags"] = serde_json::json!(["holdout"]);
+            }
+            format!("{case}\n")
+        })
+        .collect()
+}
+
+fn tune(dir: &Path, extra: &[&str]) -> support::Run {
+    let mut args = vec![
+        "tune",
+        "--provider",
+        "fake",
+        "--trials",
+        "2",
+        "--max-rounds",
+        "20",
+        "--concurrency",
+        "2",
+        "--out",
+        "out",
+        "--tune-id",
+        "t",
+        "--progress",
+        "off",
+    ];
+    args.extend_from_slice(extra);
+    toolscore(dir, &args)
+}
+
+/// The held-out rate of `variant` in the confirmation: each held-out case's share of trials
+/// that chose the right tool, averaged over the cases (a sequential stop can leave one case a
+/// trial more than another; the fakes answer a case the same way every time).
+fn held_out_rate(dir: &Path, variant: &str) -> f64 {
+    let records = support::read_jsonl(&dir.join("out/t/confirm/results.jsonl"));
+    let mut per_case: std::collections::BTreeMap<String, (u32, u32)> = Default::default();
+    for r in records.iter().filter(|r| r["variant"] == variant) {
+        let ok = r["score"]["selection_ok"].as_bool().expect("scored");
+        let case = per_case
+            .entry(r["case_id"].as_str().expect("case").to_owned())
+            .or_default();
+        case.0 += u32::from(ok);
+        case.1 += 1;
+    }
+    assert!(
+        !per_case.is_empty(),
+        "no {variant} trial in the confirmation"
+    );
+    per_case
+        .values()
+        .map(|(ok, n)| f64::from(*ok) / f64::from(*n))
+        .sum::<f64>()
+        / per_case.len() as f64
+}
+
+#[test]
+fn against_a_word_matching_model_the_evidence_edit_is_confirmed_on_held_out_cases() {
+    let server = FakeServer::start_in_background(word_models::word_matching_model);
+    let dir = fake_project(&server.base_url, TOOLS, &cases_jsonl(CASES, true), &[]);
+    let r = tune(dir.path(), &["--budget-trials", "2000"]);
+    let t = support::read_json(&dir.path().join("out/t/tune.json"));
+    assert_eq!(t["outcome"], "confirmed", "{}\n{t:#}", r.transcript());
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(
+        r.stdout.contains("held-out confirmation: BETTER"),
+        "{}",
+        r.stdout
+    );
+    // The base wording loses every held-out payment request; the tuned one wins them.
+    let (base, tuned) = (
+        held_out_rate(dir.path(), "base"),
+        held_out_rate(dir.path(), "tuned"),
+    );
+    assert!(tuned > base + 0.3, "held out: base {base}, tuned {tuned}");
+    assert!(
+        t["confirmation"]["held_out"]["lower"]
+            .as_f64()
+            .expect("lower")
+            > 0.0
+    );
+    // What was confirmed is the pair's edit, and the written overlay gives `payment_history`
+    // words of the requests it lost, and `get_invoice` no word of `payment_history`'s.
+    assert_eq!(
+        t["confirmation"]["candidates"],
+        serde_json::json!(["disambiguate:get_invoice/payment_history"]),
+        "{t:#}"
+    );
+    let overlay = support::read_json(&dir.path().join("out/t/candidates/tuned.json"));
+    let history = overlay["tools"]["payment_history"]["description"]
+        .as_str()
+        .expect("payment_history edited");
+    assert!(history.contains("paid"), "{history}");
+    assert!(!history.contains("get_invoice"), "{history}");
+    let invoice = overlay["tools"]["get_invoice"]["description"]
+        .as_str()
+        .unwrap_or("An invoice of a customer: its amount, status and due date.");
+    for word in ["payment", "history", "paid", "pay"] {
+        assert!(
+            !word_models::words(invoice).contains(word),
+            "{word}: {invoice}"
+        );
+    }
+}
+
+#[test]
+fn against_a_description_blind_model_nothing_is_confirmed_or_written() {
+    let server = FakeServer::start_in_background(word_models::description_blind_model);
+    let dir = fake_project(&server.base_url, TOOLS, &cases_jsonl(CASES, true), &[]);
+    let r = tune(dir.path(), &["--budget-trials", "2000"]);
+    let t = support::read_json(&dir.path().join("out/t/tune.json"));
+    // The blind model confuses tools, so there is something to propose and race…
+    assert!(
+        !t["candidates"].as_array().expect("candidates").is_empty(),
+        "{t:#}"
+    );
+    // …and no edit of a description moves it: nothing leads, nothing is confirmed or written.
+    assert_ne!(t["outcome"], "confirmed", "{t:#}");
+    assert_ne!(r.code, 0, "{}", r.transcript());
+    assert!(t.get("written").is_none(), "{t:#}");
+    assert!(!dir.path().join("data/variants").exists());
+}
+
+/// The measurement of issue 54 §1: tunes of one dataset against the word-matching model, one
+/// per `--seed` of the held-out split. Run it with
+/// `cargo test --test it cli_tune::word_matching::measure -- --ignored --nocapture`.
+#[test]
+#[ignore = "a measurement: 20 tunes, about a minute"]
+fn measure_tunes_against_the_word_matching_model() {
+    let server = FakeServer::start_in_background(word_models::word_matching_model);
+    let mut confirmed = 0;
+    let mut sums: Vec<(f64, f64)> = Vec::new();
+    let seeds = 1..=20u64;
+    let n = seeds.clone().count();
+    println!("seed  outcome          held-out base  held-out tuned");
+    for seed in seeds {
+        let dir = fake_project(&server.base_url, TOOLS, &cases_jsonl(CASES, false), &[]);
+        let seed = seed.to_string();
+        let r = tune(
+            dir.path(),
+            &[
+                "--budget-trials",
+                "2000",
+                "--seed",
+                &seed,
+                "--holdout-fraction",
+                "0.4",
+            ],
+        );
+        let t = support::read_json(&dir.path().join("out/t/tune.json"));
+        let outcome = t["outcome"].as_str().expect("outcome").to_owned();
+        confirmed += usize::from(outcome == "confirmed");
+        let rates = if dir.path().join("out/t/confirm/results.jsonl").exists() {
+            let (base, tuned) = (
+                held_out_rate(dir.path(), "base"),
+                held_out_rate(dir.path(), "tuned"),
+            );
+            sums.push((base, tuned));
+            format!("{base:>13.3}  {tuned:>14.3}")
+        } else {
+            format!("{:>13}  {:>14}", "-", "-")
+        };
+        println!("{seed:>4}  {outcome:<15}  {rates}   (exit {})", r.code);
+    }
+    println!("{confirmed} of {n} tunes confirmed");
+    if !sums.is_empty() {
+        let m = sums.len() as f64;
+        println!(
+            "mean held-out rate over the {} tunes that ran a confirmation: base {:.3}, tuned {:.3}",
+            sums.len(),
+            sums.iter().map(|s| s.0).sum::<f64>() / m,
+            sums.iter().map(|s| s.1).sum::<f64>() / m
+        );
+    }
+}
