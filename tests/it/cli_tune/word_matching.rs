@@ -244,6 +244,29 @@ fn measure_tunes_against_the_word_matching_model() {
             format!("{:>13}  {:>14}", "-", "-")
         };
         println!("{seed:>4}  {outcome:<15}  {rates}   (exit {})", r.code);
+        // What the held-out cases a tune did not confirm on asked, and what each wording chose.
+        if outcome != "confirmed" && dir.path().join("out/t/confirm/results.jsonl").exists() {
+            let mut seen = std::collections::BTreeSet::new();
+            for rec in support::read_jsonl(&dir.path().join("out/t/confirm/results.jsonl")) {
+                let id = rec["case_id"].as_str().expect("case").to_owned();
+                if rec["score"]["selection_ok"] == false
+                    && seen.insert((id.clone(), rec["variant"].to_string()))
+                {
+                    let i: usize = id[1..].parse().expect("c<number>");
+                    println!("      {} lost {id} ({:?})", rec["variant"], CASES[i].1);
+                }
+            }
+        }
+        // What a confirmed wording says, once.
+        let tuned = dir.path().join("out/t/candidates/tuned.json");
+        if confirmed == 1 && outcome == "confirmed" && tuned.exists() {
+            for (tool, edit) in support::read_json(&tuned)["tools"]
+                .as_object()
+                .expect("tools")
+            {
+                println!("      {tool}: {}", edit["description"]);
+            }
+        }
     }
     println!("{confirmed} of {n} tunes confirmed");
     if !sums.is_empty() {
