@@ -126,11 +126,18 @@ fn words(text: &str) -> impl Iterator<Item = &str> {
 }
 
 /// A request's words: its runs of letters and digits, leaving out every whitespace-separated
-/// word with a digit in it (`cus_8f3k2`, `12.50`, `2024`): an identifier or an amount says
-/// nothing about the tool a request is for.
+/// word with a digit in it (`cus_8f3k2`, `12.50`, `2024`) and every capitalised word that does
+/// not start a sentence (`Oslo`, `March`, `Acme`): an identifier, an amount or a name says
+/// which thing the request is about, not which tool it is for, and the next request names
+/// another.
 fn request_words(text: &str) -> impl Iterator<Item = &str> {
+    let mut sentence_start = true;
     text.split_whitespace()
-        .filter(|w| !w.chars().any(|c| c.is_ascii_digit()))
+        .filter(move |w| {
+            let starts = std::mem::replace(&mut sentence_start, w.ends_with(['.', '!', '?']));
+            !w.chars().any(|c| c.is_ascii_digit())
+                && (starts || !w.chars().next().is_some_and(char::is_uppercase))
+        })
         .flat_map(words)
 }
 
@@ -1145,7 +1152,7 @@ mod tests {
     }
 
     /// The words of the lost requests, the most lost trials first; a word the tool already
-    /// says, a generic word, a number or a two-letter word is never quoted.
+    /// says, a generic word, a name, a number or a two-letter word is never quoted.
     #[test]
     fn the_lost_requests_words_are_ranked_by_the_trials_lost() {
         let tool = Tool {
@@ -1159,7 +1166,14 @@ mod tests {
         ];
         assert_eq!(
             lost_words(&tool, &lost),
-            ["customer", "show", "paid", "pay", "march"]
+            // "March" is a name; "2024" a number; "every" and "charge" the tool's own words.
+            ["customer", "show", "paid", "pay"]
+        );
+        // Identifiers, amounts and names are not quoted; a sentence's first word is.
+        assert_eq!(
+            request_words("Refund 12.50 on cus_8f3k2 to Acme. Then email Bo! Thanks")
+                .collect::<Vec<_>>(),
+            ["Refund", "on", "to", "Then", "email", "Thanks"]
         );
         assert_eq!(camel_words("getInvoice"), ["get", "Invoice"]);
         assert_eq!(renamed("job_status", "export"), "export_job_status");

@@ -204,78 +204,129 @@ fn against_a_description_blind_model_nothing_is_confirmed_or_written() {
     assert!(!dir.path().join("data/variants").exists());
 }
 
-/// The measurement of issue 54 §1: tunes of one dataset against the word-matching model, one
-/// per `--seed` of the held-out split. Run it with
+/// A second catalog the word-matching model confuses: every flight question shares "flight"
+/// with `book_flight`, listed first, so a tie sends it there.
+const FLIGHT_TOOLS: &str = r#"{"tools": [
+  {"name": "book_flight", "description": "Book a seat on a flight for a passenger.",
+   "inputSchema": {"type": "object", "properties": {}}},
+  {"name": "flight_status", "description": "Departure and arrival times of a flight, and its gate.",
+   "inputSchema": {"type": "object", "properties": {}}},
+  {"name": "cancel_booking", "description": "Cancel a booking and refund the fare.",
+   "inputSchema": {"type": "object", "properties": {}}}
+]}"#;
+
+const FLIGHT_CASES: &[(&str, &str, bool)] = &[
+    ("flight_status", "is my flight on time?", false),
+    (
+        "flight_status",
+        "when does the flight to Oslo leave?",
+        false,
+    ),
+    ("flight_status", "which gate for flight SK123?", false),
+    ("flight_status", "has the Paris flight landed?", false),
+    ("flight_status", "is the morning flight delayed?", false),
+    ("flight_status", "is my flight delayed?", true),
+    ("flight_status", "what time does my flight leave?", true),
+    (
+        "flight_status",
+        "has the flight from Rome landed yet?",
+        true,
+    ),
+    ("book_flight", "book me a seat to Rome", false),
+    (
+        "book_flight",
+        "I need a flight for two passengers on Friday",
+        false,
+    ),
+    ("book_flight", "book a window seat for my mother", true),
+    ("cancel_booking", "cancel my booking", false),
+    ("cancel_booking", "refund my fare please", false),
+    ("cancel_booking", "cancel the booking and refund me", true),
+];
+
+/// The measurement of issue 54 §1: tunes against the word-matching model, one per `--seed` of
+/// the held-out split (`--holdout-fraction 0.4`) of each of the two catalogs above. Run it with
 /// `cargo test --test it cli_tune::word_matching::measure -- --ignored --nocapture`.
 #[test]
-#[ignore = "a measurement: 20 tunes, about a minute"]
+#[ignore = "a measurement: 40 tunes, about a minute"]
 fn measure_tunes_against_the_word_matching_model() {
     let server = FakeServer::start_in_background(word_models::word_matching_model);
-    let mut confirmed = 0;
-    let mut sums: Vec<(f64, f64)> = Vec::new();
-    let seeds = 1..=20u64;
-    let n = seeds.clone().count();
-    println!("seed  outcome          held-out base  held-out tuned");
-    for seed in seeds {
-        let dir = fake_project(&server.base_url, TOOLS, &cases_jsonl(CASES, false), &[]);
-        let seed = seed.to_string();
-        let r = tune(
-            dir.path(),
-            &[
-                "--budget-trials",
-                "2000",
-                "--seed",
-                &seed,
-                "--holdout-fraction",
-                "0.4",
-            ],
-        );
-        let t = support::read_json(&dir.path().join("out/t/tune.json"));
-        let outcome = t["outcome"].as_str().expect("outcome").to_owned();
-        confirmed += usize::from(outcome == "confirmed");
-        let rates = if dir.path().join("out/t/confirm/results.jsonl").exists() {
-            let (base, tuned) = (
-                held_out_rate(dir.path(), "base"),
-                held_out_rate(dir.path(), "tuned"),
+    let datasets = [
+        ("payments", TOOLS, CASES),
+        ("flights", FLIGHT_TOOLS, FLIGHT_CASES),
+    ];
+    let (mut all, mut all_confirmed) = (0, 0);
+    for (name, tools, cases) in datasets {
+        let mut confirmed = 0;
+        let mut sums: Vec<(f64, f64)> = Vec::new();
+        let seeds = 1..=20u64;
+        let n = seeds.clone().count();
+        println!("{name}\nseed  outcome          held-out base  held-out tuned");
+        for seed in seeds {
+            let dir = fake_project(&server.base_url, tools, &cases_jsonl(cases, false), &[]);
+            let seed = seed.to_string();
+            let r = tune(
+                dir.path(),
+                &[
+                    "--budget-trials",
+                    "2000",
+                    "--seed",
+                    &seed,
+                    "--holdout-fraction",
+                    "0.4",
+                ],
             );
-            sums.push((base, tuned));
-            format!("{base:>13.3}  {tuned:>14.3}")
-        } else {
-            format!("{:>13}  {:>14}", "-", "-")
-        };
-        println!("{seed:>4}  {outcome:<15}  {rates}   (exit {})", r.code);
-        // What the held-out cases a tune did not confirm on asked, and what each wording chose.
-        if outcome != "confirmed" && dir.path().join("out/t/confirm/results.jsonl").exists() {
-            let mut seen = std::collections::BTreeSet::new();
-            for rec in support::read_jsonl(&dir.path().join("out/t/confirm/results.jsonl")) {
-                let id = rec["case_id"].as_str().expect("case").to_owned();
-                if rec["score"]["selection_ok"] == false
-                    && seen.insert((id.clone(), rec["variant"].to_string()))
+            let t = support::read_json(&dir.path().join("out/t/tune.json"));
+            let outcome = t["outcome"].as_str().expect("outcome").to_owned();
+            confirmed += usize::from(outcome == "confirmed");
+            let ran = dir.path().join("out/t/confirm/results.jsonl");
+            let rates = if ran.exists() {
+                let (base, tuned) = (
+                    held_out_rate(dir.path(), "base"),
+                    held_out_rate(dir.path(), "tuned"),
+                );
+                sums.push((base, tuned));
+                format!("{base:>13.3}  {tuned:>14.3}")
+            } else {
+                format!("{:>13}  {:>14}", "-", "-")
+            };
+            println!("{seed:>4}  {outcome:<15}  {rates}   (exit {})", r.code);
+            // The held-out requests a tune not confirmed lost, under each wording.
+            if outcome != "confirmed" && ran.exists() {
+                let mut seen = std::collections::BTreeSet::new();
+                for rec in support::read_jsonl(&ran) {
+                    let id = rec["case_id"].as_str().expect("case").to_owned();
+                    if rec["score"]["selection_ok"] == false
+                        && seen.insert((id.clone(), rec["variant"].to_string()))
+                    {
+                        let i: usize = id[1..].parse().expect("c<number>");
+                        println!("      {} lost {id} ({:?})", rec["variant"], cases[i].1);
+                    }
+                }
+            }
+            // What a confirmed wording says, once per catalog.
+            let tuned = dir.path().join("out/t/candidates/tuned.json");
+            if confirmed == 1 && outcome == "confirmed" && tuned.exists() {
+                for (tool, edit) in support::read_json(&tuned)["tools"]
+                    .as_object()
+                    .expect("tools")
                 {
-                    let i: usize = id[1..].parse().expect("c<number>");
-                    println!("      {} lost {id} ({:?})", rec["variant"], CASES[i].1);
+                    println!("      {tool}: {}", edit["description"]);
                 }
             }
         }
-        // What a confirmed wording says, once.
-        let tuned = dir.path().join("out/t/candidates/tuned.json");
-        if confirmed == 1 && outcome == "confirmed" && tuned.exists() {
-            for (tool, edit) in support::read_json(&tuned)["tools"]
-                .as_object()
-                .expect("tools")
-            {
-                println!("      {tool}: {}", edit["description"]);
-            }
+        println!("{name}: {confirmed} of {n} tunes confirmed");
+        if !sums.is_empty() {
+            let m = sums.len() as f64;
+            println!(
+                "{name}: mean held-out rate over the {} tunes that ran a confirmation: base {:.3}, tuned {:.3}",
+                sums.len(),
+                sums.iter().map(|s| s.0).sum::<f64>() / m,
+                sums.iter().map(|s| s.1).sum::<f64>() / m
+            );
         }
+        all += n;
+        all_confirmed += confirmed;
     }
-    println!("{confirmed} of {n} tunes confirmed");
-    if !sums.is_empty() {
-        let m = sums.len() as f64;
-        println!(
-            "mean held-out rate over the {} tunes that ran a confirmation: base {:.3}, tuned {:.3}",
-            sums.len(),
-            sums.iter().map(|s| s.0).sum::<f64>() / m,
-            sums.iter().map(|s| s.1).sum::<f64>() / m
-        );
-    }
+    println!("in all: {all_confirmed} of {all} tunes confirmed");
 }
