@@ -1,6 +1,7 @@
 //! `toolscore tune`, through the binary, against a scripted fake model whose choice depends on
 //! the description text: it tells `job_status` from `server_status` only when the catalog
-//! carries the sentence tune's disambiguate operator writes, and ignores every other edit.
+//! carries the sentence tune's disambiguate operator writes, and ignores every other edit
+//! (`word_matching` tunes against models that follow a rule instead of a script).
 //! tune must find that edit, confirm it on the held-out cases, write the overlay; reject the
 //! same edit when it helps on training cases only; and never send more trials than allowed.
 
@@ -60,8 +61,9 @@ fn cases() -> String {
     out
 }
 
-/// The sentence tune's disambiguate operator adds to `server_status`.
-const PHRASE: &str = "belong to `job_status`, not to this tool";
+/// The sentence tune's disambiguate operator adds to `job_status`, which loses the job
+/// questions to `server_status`: the words of those requests.
+const PHRASE: &str = "Its requests often use these words";
 
 /// The scripted model. Job questions go to `job_status` only when PHRASE is in the catalog
 /// (and, with `training_only`, only for the training ids); service questions always go right;
@@ -217,7 +219,8 @@ fn tune_finds_the_disambiguating_edit_confirms_it_on_held_out_cases_and_writes_i
         "{base_in_race} {candidate_in_race}"
     );
 
-    // The overlay: the sentence on both tools, nothing else changed.
+    // The overlay: the words of the requests it lost on `job_status`, the words that set it
+    // apart on `server_status`, nothing else changed.
     let written = variants_written(dir.path());
     assert_eq!(written.len(), 1, "{written:?}");
     assert!(
@@ -228,8 +231,12 @@ fn tune_finds_the_disambiguating_edit_confirms_it_on_held_out_cases_and_writes_i
     );
     let overlay = support::read_json(&dir.path().join("data/variants").join(&written[0]));
     assert_eq!(
+        overlay["tools"]["job_status"]["description"],
+        r#"Progress of an export job. Its requests often use these words: "far", "along"."#
+    );
+    assert_eq!(
         overlay["tools"]["server_status"]["description"],
-        "Health of the billing service. Requests for what `job_status` does belong to `job_status`, not to this tool."
+        r#"Health of the billing service. Its distinguishing words are these: "Health", "billing", "service"."#
     );
     assert_eq!(
         overlay["tools"].as_object().unwrap().len(),
@@ -252,7 +259,7 @@ fn tune_finds_the_disambiguating_edit_confirms_it_on_held_out_cases_and_writes_i
     );
     let md = std::fs::read_to_string(dir.path().join("out/t/report.md")).expect("report.md");
     assert!(
-        md.contains("+Health of the billing service. Requests for what `job_status` does"),
+        md.contains("+Progress of an export job. Its requests often use these words"),
         "{md}"
     );
     // The page is well-formed XML, escapes the catalog's text, and fetches nothing.
@@ -272,7 +279,7 @@ fn tune_finds_the_disambiguating_edit_confirms_it_on_held_out_cases_and_writes_i
         .collect();
     assert!(text.contains("held-out confirmation: BETTER"), "{text}");
     assert!(text.contains(
-        "+ Health of the billing service. Requests for what `job_status` does belong to `job_status`, not to this tool."
+        r#"+ Progress of an export job. Its requests often use these words: "far", "along"."#
     ));
     assert!(!html.contains("<script") && !html.contains("src=") && !html.contains("href="));
 }
@@ -512,11 +519,14 @@ fn max_cost_caps_the_whole_tune_as_run_counts_it() {
 
 /// The guide's example: the shipped recording of a tune of the billing dataset against the
 /// local SmolLM2, replayed offline in a copy of the project (a confirmed tune writes into the
-/// dataset), prints what the guide quotes.
+/// dataset), prints what the guide quotes. The recording raced three candidates with the
+/// disambiguating sentence of 2026-12-06; today's `disambiguate` candidates are other requests
+/// it holds no answer to, so the guide races the one candidate whose text is unchanged
+/// (`--max-candidates 1`) until the recording is made again.
 #[test]
 fn the_guide_s_tune_replays_the_shipped_recording() {
     let dir = support::project_copy();
-    let command = "toolscore tune --provider demo-tune --trials 4 --max-candidates 3 --max-rounds 20 --budget-trials 1000 --tune-id billing-tune";
+    let command = "toolscore tune --provider demo-tune --trials 4 --max-candidates 1 --max-rounds 20 --budget-trials 1000 --tune-id billing-tune";
     let mut args: Vec<String> = support::shell_words(command).into_iter().skip(1).collect();
     args.extend(["--progress", "off"].map(String::from));
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
@@ -593,7 +603,7 @@ fn with_author(
             .expect("lock")
             .push(req.body["messages"].to_string());
         let rewrite = serde_json::json!({
-            "description": format!("Health of the billing service only; requests about an export job's progress {PHRASE}.")
+            "description": format!("Health of the billing service only, never an export job's progress. {PHRASE}: \"health\", \"billing\".")
         });
         support::FakeResponse::ok(support::text_body(&rewrite.to_string()))
     }
@@ -1090,7 +1100,7 @@ fn a_race_is_explained_with_the_candidates_wording() {
     assert!(candidates.len() >= 2, "{candidates:?}");
     let mut said = 0;
     for c in &candidates {
-        let text = toolscore(dir.path(), &["explain", "out/t/race", "s1", "--arm", c]);
+        let text = toolscore(dir.path(), &["explain", "out/t/race", "j1", "--arm", c]);
         assert_eq!(text.code, 0, "{}", text.transcript());
         assert!(
             !text.stdout.contains("not available"),
@@ -1101,3 +1111,6 @@ fn a_race_is_explained_with_the_candidates_wording() {
     }
     assert_eq!(said, 1, "one candidate disambiguates");
 }
+
+/// tune against models that follow a rule: one that matches words, one blind to descriptions.
+mod word_matching;

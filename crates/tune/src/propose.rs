@@ -3,12 +3,16 @@
 //! deterministic (no model): the same diagnosis of the same catalog proposes the same
 //! candidates, word for word, so a replayed tune replays its race.
 //!
-//! - **disambiguate**: both tools of a confused pair get a sentence naming the other
-//!   ("Requests for what `server_status` does belong to `server_status`, not to this tool."):
-//!   the same words whatever the catalog says, so it is grammatical in any catalog; it copies
-//!   none of the other's description (quoting it made 698 of 759 neighbouring pairs of the
-//!   shipped catalogs near-duplicates to lint) and gives no order naming another tool (which
-//!   lint's `injection-conduct` reads as shadowing);
+//! - **disambiguate**: the tools of a confused pair get the evidence that tells them apart,
+//!   as full sentences of quoted words (grammatical whatever the words are): the tool that
+//!   lost requests gets their words (`Its requests often use these words: "paid", "pay".`);
+//!   the tool that took them gets the words of its own description that are neither the other
+//!   tool's nor those requests' (`Its distinguishing words are these: "invoice", "due".`).
+//!   No sentence names the other tool, and the tool that took requests gains none of their
+//!   words: a model that matches words reads "not", "belong to" and a name as words that pull
+//!   requests towards the tool they are written on, so ``Requests for what `b` does belong to
+//!   `b`, not to this tool.`` (this operator's sentence until issue 54) pulled `b`'s requests
+//!   the wrong way and told the model nothing the two tools differ in;
 //! - **format**: a parameter with `wrong_value` or `wrong_type` failures gets what its schema
 //!   already says about it in words: the allowed values, the pattern, the format, the range,
 //!   the type, an example;
@@ -18,8 +22,11 @@
 //!   words.
 //!
 //! Renames are never raced: a new name breaks every client that calls the tool by name (the MCP
-//! versioning rules in docs/guides/mcp-server.md), so where lint finds names that collide the
-//! tune report suggests one for the author to weigh.
+//! versioning rules in docs/guides/mcp-server.md), and a catalog variant that renames a tool
+//! cannot run the scenarios that name it. Where a name is part of a confusion (two names
+//! sharing a word, or the chosen tool's name sharing words with the requests the other lost)
+//! and where lint finds names that collide, the tune report suggests one for the author to
+//! weigh, with its evidence.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -37,12 +44,15 @@ pub fn propose(
     diagnosis: &Diagnosis,
     catalog: &Catalog,
     max: usize,
+    request_of: RequestOf<'_>,
 ) -> (Vec<Candidate>, Vec<Suggestion>) {
     let mut out = Vec::new();
+    let mut renames = Vec::new();
     for pair in &diagnosis.confusions {
-        if let Some(c) = disambiguate(pair, catalog) {
+        if let Some(c) = disambiguate(pair, catalog, request_of) {
             out.push(c);
         }
+        renames.extend(rename_suggestions(pair, catalog, request_of));
     }
     // The parameters sent with the wrong JSON type: only their format states the type.
     let wrong_type: BTreeSet<(&str, &str)> = diagnosis
@@ -79,7 +89,9 @@ pub fn propose(
         }
     }
     rank(&mut out, max);
-    (out, suggestions(diagnosis))
+    let mut suggested = suggestions(diagnosis);
+    suggested.extend(renames);
+    (out, suggested)
 }
 
 /// Heaviest evidence first (ties by id), at most `max`.
@@ -88,24 +100,201 @@ pub fn rank(candidates: &mut Vec<Candidate>, max: usize) {
     candidates.truncate(max);
 }
 
-fn disambiguate(pair: &super::diagnose::ConfusedPair, catalog: &Catalog) -> Option<Candidate> {
+/// The training requests of cases, by case id (each case's last user message); `None` for a
+/// case it does not know, and for every held-out case: no edit is shaped by a case that will
+/// confirm it.
+pub type RequestOf<'a> = &'a dyn Fn(&str) -> Option<String>;
+
+/// Words an evidence sentence quotes at most.
+const MAX_QUOTED_WORDS: usize = 5;
+
+/// Words that say nothing about what a tool is for: function words, and the verbs every
+/// description uses ("Returns …", "Use it to …"). Never quoted as evidence.
+const GENERIC_WORDS: &[&str] = &[
+    "about", "after", "all", "also", "and", "any", "are", "been", "before", "but", "can", "could",
+    "did", "does", "for", "from", "get", "gets", "had", "has", "have", "her", "his", "how", "into",
+    "its", "just", "may", "new", "not", "now", "off", "one", "our", "out", "please", "return",
+    "returns", "should", "some", "than", "that", "the", "their", "them", "then", "there", "these",
+    "they", "this", "those", "too", "use", "used", "uses", "using", "was", "were", "what", "when",
+    "where", "which", "who", "whom", "why", "will", "with", "would", "you", "your",
+];
+
+/// A text's words as they are written: its runs of letters and digits.
+fn words(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+}
+
+/// A request's words: its runs of letters and digits, leaving out every whitespace-separated
+/// word with a digit in it (`cus_8f3k2`, `12.50`, `2024`) and every capitalised word that does
+/// not start a sentence (`Oslo`, `March`, `Acme`): an identifier, an amount or a name says
+/// which thing the request is about, not which tool it is for, and the next request names
+/// another.
+fn request_words(text: &str) -> impl Iterator<Item = &str> {
+    let mut sentence_start = true;
+    text.split_whitespace()
+        .filter(move |w| {
+            let starts = std::mem::replace(&mut sentence_start, w.ends_with(['.', '!', '?']));
+            !w.chars().any(|c| c.is_ascii_digit())
+                && (starts || !w.chars().next().is_some_and(char::is_uppercase))
+        })
+        .flat_map(words)
+}
+
+/// The lower-cased words of a tool's name and description: what it already says.
+fn said_by(tool: &Tool) -> BTreeSet<String> {
+    words(&tool.name)
+        .flat_map(camel_words)
+        .chain(words(&tool.description))
+        .map(str::to_lowercase)
+        .collect()
+}
+
+/// `getInvoice` is `get` and `Invoice`.
+fn camel_words(word: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let chars: Vec<(usize, char)> = word.char_indices().collect();
+    for pair in chars.windows(2) {
+        let [(_, a), (i, b)] = pair else { continue };
+        if a.is_lowercase() && b.is_uppercase() {
+            out.push(&word[start..*i]);
+            start = *i;
+        }
+    }
+    out.push(&word[start..]);
+    out
+}
+
+/// A word worth quoting: three or more characters, not only digits, not a generic word.
+fn is_content(word: &str) -> bool {
+    word.chars().count() >= 3
+        && !word.chars().all(|c| c.is_ascii_digit())
+        && !GENERIC_WORDS.contains(&word.to_lowercase().as_str())
+}
+
+/// `"a", "b", "c"`: each word in double quotes, so the sentence around them stays grammatical
+/// whatever the words are.
+fn quoted(words: &[String]) -> String {
+    words
+        .iter()
+        .map(|w| format!("\"{w}\""))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The words of the requests `tool` lost, the most lost trials first (ties in the order they
+/// were first seen), leaving out what its name and description already say.
+fn lost_words(tool: &Tool, lost: &[(&str, u64)]) -> Vec<String> {
+    let said = said_by(tool);
+    ranked_words(lost)
+        .into_iter()
+        .filter(|w| !said.contains(w))
+        .take(MAX_QUOTED_WORDS)
+        .collect()
+}
+
+/// The lower-cased content words of requests, each weighed by the trials of the requests that
+/// say it, the heaviest first (ties in the order they were first seen).
+fn ranked_words(requests: &[(&str, u64)]) -> Vec<String> {
+    let mut weight: BTreeMap<String, u64> = BTreeMap::new();
+    let mut order: Vec<String> = Vec::new();
+    for (request, trials) in requests {
+        let distinct: BTreeSet<String> = request_words(request)
+            .filter(|w| is_content(w))
+            .map(str::to_lowercase)
+            .collect();
+        for w in request_words(request).map(str::to_lowercase) {
+            if distinct.contains(&w) && !order.contains(&w) {
+                order.push(w);
+            }
+        }
+        for w in distinct {
+            *weight.entry(w).or_default() += trials;
+        }
+    }
+    let mut ranked: Vec<(usize, String)> = order.into_iter().enumerate().collect();
+    ranked.sort_by_key(|(i, w)| (std::cmp::Reverse(weight.get(w).copied().unwrap_or(0)), *i));
+    ranked.into_iter().map(|(_, w)| w).collect()
+}
+
+/// The words of `tool`'s description that set it apart from `from` and from the requests it
+/// took from `from`, as the description writes them, in its order.
+fn distinguishing_words(tool: &Tool, from: &Tool, took: &[(&str, u64)]) -> Vec<String> {
+    let mut shared = said_by(from);
+    shared.extend(
+        took.iter()
+            .flat_map(|(r, _)| words(r))
+            .map(str::to_lowercase),
+    );
+    let mut out: Vec<String> = Vec::new();
+    for w in words(&tool.description).filter(|w| is_content(w)) {
+        let lower = w.to_lowercase();
+        if !shared.contains(&lower) && !out.iter().any(|o| o.to_lowercase() == lower) {
+            out.push(w.to_owned());
+        }
+    }
+    out.truncate(MAX_QUOTED_WORDS);
+    out
+}
+
+/// For a confused pair, each tool's description gains the evidence that tells them apart, in
+/// sentences that pull only the right requests towards it (a model that matches words reads
+/// "not", "belong to" and another tool's name as words like any other, so no sentence names
+/// the other tool, and the tool that took requests gains none of their words):
+///
+/// - a tool that lost requests to the other gets the words of those requests: "Its requests
+///   often use these words: …";
+/// - a tool that took requests from the other gets the words of its own description that are
+///   neither the other's nor the requests' it took: "Its distinguishing words are these: …".
+///
+/// Quoted words keep each sentence grammatical whatever they are. The held-out cases never
+/// reach `request_of`, so the words come from training requests only.
+fn disambiguate(
+    pair: &super::diagnose::ConfusedPair,
+    catalog: &Catalog,
+    request_of: RequestOf<'_>,
+) -> Option<Candidate> {
     let [a, b] = &pair.tools;
     let (ta, tb) = (catalog.get(a)?, catalog.get(b)?);
-    let sentence = |other: &Tool| {
-        format!(
-            "Requests for what `{}` does belong to `{}`, not to this tool.",
-            other.name, other.name
-        )
+    let requests: Vec<(String, String, u64)> = pair
+        .cases
+        .iter()
+        .filter_map(|c| Some((c.expected.clone(), request_of(&c.case_id)?, c.count)))
+        .collect();
+    let lost_by = |tool: &Tool| -> Vec<(&str, u64)> {
+        requests
+            .iter()
+            .filter(|(expected, _, _)| *expected == tool.name)
+            .map(|(_, r, n)| (r.as_str(), *n))
+            .collect()
     };
     let edits: Vec<TextEdit> = [(ta, tb), (tb, ta)]
         .into_iter()
         .filter_map(|(tool, other)| {
-            let add = sentence(other);
-            (!tool.description.contains(&add)).then(|| TextEdit {
+            let mut add = Vec::new();
+            let lost = lost_words(tool, &lost_by(tool));
+            if !lost.is_empty() {
+                add.push(format!(
+                    "Its requests often use these words: {}.",
+                    quoted(&lost)
+                ));
+            }
+            let took = lost_by(other);
+            if !took.is_empty() {
+                let own = distinguishing_words(tool, other, &took);
+                if !own.is_empty() {
+                    add.push(format!(
+                        "Its distinguishing words are these: {}.",
+                        quoted(&own)
+                    ));
+                }
+            }
+            (!add.is_empty()).then(|| TextEdit {
                 tool: tool.name.clone(),
                 property: None,
                 before: tool.description.clone(),
-                after: append(&tool.description, &add),
+                after: append(&tool.description, &add.join(" ")),
             })
         })
         .collect();
@@ -129,6 +318,121 @@ fn disambiguate(pair: &super::diagnose::ConfusedPair, catalog: &Catalog) -> Opti
             })
             .collect(),
     })
+}
+
+/// Where a name is part of a confusion, a rename for the author to weigh, with its evidence:
+/// the two names share a word, or the name of the tool chosen shares words with the requests
+/// the other lost to it (a model reads names as it reads descriptions). Never raced: a new
+/// name breaks every client that calls the tool by name, and a catalog variant that renames
+/// a tool cannot run the scenarios that name it.
+fn rename_suggestions(
+    pair: &super::diagnose::ConfusedPair,
+    catalog: &Catalog,
+    request_of: RequestOf<'_>,
+) -> Vec<Suggestion> {
+    let name_words = |t: &Tool| -> BTreeSet<String> {
+        words(&t.name)
+            .flat_map(camel_words)
+            .map(str::to_lowercase)
+            .collect()
+    };
+    let mut out = Vec::new();
+    for (lost, took) in [
+        (&pair.tools[0], &pair.tools[1]),
+        (&pair.tools[1], &pair.tools[0]),
+    ] {
+        let (Some(tool), Some(other)) = (catalog.get(lost), catalog.get(took)) else {
+            continue;
+        };
+        let cases: Vec<&super::diagnose::CaseConfusion> =
+            pair.cases.iter().filter(|c| c.expected == *lost).collect();
+        if cases.is_empty() {
+            continue;
+        }
+        let trials: u64 = cases.iter().map(|c| c.count).sum();
+        let requests: Vec<(String, u64)> = cases
+            .iter()
+            .filter_map(|c| Some((request_of(&c.case_id)?, c.count)))
+            .collect();
+        let other_name = name_words(other);
+        let shared: Vec<String> = name_words(tool)
+            .intersection(&other_name)
+            .filter(|w| is_content(w))
+            .cloned()
+            .collect();
+        let pulled: Vec<String> = other_name
+            .iter()
+            .filter(|w| is_content(w))
+            .filter(|w| {
+                requests
+                    .iter()
+                    .any(|(r, _)| request_words(r).any(|x| x.to_lowercase() == **w))
+            })
+            .cloned()
+            .collect();
+        if shared.is_empty() && pulled.is_empty() {
+            continue;
+        }
+        let mut why = Vec::new();
+        if !shared.is_empty() {
+            why.push(format!("its name shares {} with `{took}`", quoted(&shared)));
+        }
+        if !pulled.is_empty() {
+            why.push(format!(
+                "the requests it lost say {}, {} of the name `{took}`",
+                quoted(&pulled),
+                if pulled.len() == 1 { "a word" } else { "words" }
+            ));
+        }
+        // A word both the lost requests and its own description say, that neither name nor
+        // the other's description has: what the requests ask for in the tool's own terms.
+        let own: BTreeSet<String> = words(&tool.description).map(str::to_lowercase).collect();
+        let (other_said, named) = (said_by(other), name_words(tool));
+        let as_requests: Vec<(&str, u64)> =
+            requests.iter().map(|(r, n)| (r.as_str(), *n)).collect();
+        let example = ranked_words(&as_requests)
+            .into_iter()
+            .find(|w| own.contains(w) && !other_said.contains(w) && !named.contains(w))
+            .map(|w| {
+                format!(
+                    " A name with a word of its own that the requests use, such as `{}`, would tell them apart.",
+                    renamed(&tool.name, &w)
+                )
+            })
+            .unwrap_or_default();
+        out.push(Suggestion {
+            tool: lost.clone(),
+            rule: "confused-name".to_owned(),
+            text: format!(
+                "The model chose `{took}` in {trials} training trial{} of cases that expected it ({}), and {}.{example} A rename is breaking: clients that call `{lost}` by name must change, and tune does not race it.",
+                if trials == 1 { "" } else { "s" },
+                cases
+                    .iter()
+                    .map(|c| c.case_id.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                why.join("; ")
+            ),
+            breaking: true,
+        });
+    }
+    out
+}
+
+/// `name` with `word` in front, in the name's own style (`export_job_status`, `exportJobStatus`).
+fn renamed(name: &str, word: &str) -> String {
+    if name.contains('-') && !name.contains('_') {
+        format!("{word}-{name}")
+    } else if name.contains('_') || name.chars().all(|c| !c.is_uppercase()) {
+        format!("{word}_{name}")
+    } else {
+        let mut chars = name.chars();
+        let first: String = chars
+            .next()
+            .map(|c| c.to_uppercase().collect())
+            .unwrap_or_default();
+        format!("{word}{first}{}", chars.as_str())
+    }
 }
 
 fn format_of(
@@ -565,10 +869,15 @@ mod tests {
         }
     }
 
+    /// The training requests of the diagnosis' cases.
+    fn requests(id: &str) -> Option<String> {
+        (id == "j1").then(|| "How far along is my export job? The server seems slow.".to_owned())
+    }
+
     #[test]
     fn each_operator_proposes_its_edit_with_its_evidence() {
         let c = catalog();
-        let (cands, _) = propose(&diagnosis(), &c, 10);
+        let (cands, _) = propose(&diagnosis(), &c, 10, &requests);
         let ids: Vec<&str> = cands.iter().map(|c| c.id.as_str()).collect();
         assert_eq!(
             ids,
@@ -580,13 +889,15 @@ mod tests {
             ]
         );
         let d = &cands[0];
+        // The tool that lost j1 gets its request's words (not those it already says); the one
+        // that took it, the words of its own that neither j1 nor `job_status` has.
         assert_eq!(
             d.edits[0].after,
-            "Progress of an export job. Returns percent done. Requests for what `server_status` does belong to `server_status`, not to this tool."
+            r#"Progress of an export job. Returns percent done. Its requests often use these words: "far", "along", "server", "seems", "slow"."#
         );
         assert_eq!(
             d.edits[1].after,
-            "Health of the billing service. Requests for what `job_status` does belong to `job_status`, not to this tool."
+            r#"Health of the billing service. Its distinguishing words are these: "Health", "billing", "service"."#
         );
         assert_eq!(
             d.evidence,
@@ -606,7 +917,7 @@ mod tests {
         // wrong_value alone: the schema's type is not what went wrong, so it is not stated.
         let mut value_only = diagnosis();
         value_only.arg_failures.remove(0);
-        let (cands, _) = propose(&value_only, &c, 10);
+        let (cands, _) = propose(&value_only, &c, 10, &requests);
         let f = cands
             .iter()
             .find(|c| c.operator == Operator::Format)
@@ -614,7 +925,7 @@ mod tests {
         assert_eq!(f.edits[0].after, "Amount in minor units. At least 1.");
         assert_eq!(f.weight, 1);
         // The cap keeps the heaviest evidence.
-        assert_eq!(propose(&diagnosis(), &c, 1).0.len(), 1);
+        assert_eq!(propose(&diagnosis(), &c, 1, &requests).0.len(), 1);
     }
 
     #[test]
@@ -638,7 +949,7 @@ mod tests {
             recoveries: 1,
             scenarios: vec!["export".into()],
         }];
-        let (cands, suggestions) = propose(&d, &c, 10);
+        let (cands, suggestions) = propose(&d, &c, 10, &requests);
         let format = cands
             .iter()
             .find(|c| c.id == "format:refund.amount_minor")
@@ -648,7 +959,11 @@ mod tests {
             format.evidence.last().unwrap(),
             "`refund.amount_minor`: wrong_type in 5 scenario calls answered with a validation error (scenarios refund-flow)"
         );
-        let lines: Vec<String> = suggestions.iter().map(Suggestion::line).collect();
+        let lines: Vec<String> = suggestions
+            .iter()
+            .filter(|s| s.rule != "confused-name")
+            .map(Suggestion::line)
+            .collect();
         assert_eq!(
             lines,
             [
@@ -656,13 +971,17 @@ mod tests {
                 "job_status (no-recovery): After 2 of 3 error results the model's next call to it sent the same arguments again or broke its schema (scenarios export). Say what it needs, and what its errors mean.",
             ]
         );
-        assert!(suggestions.iter().all(|s| !s.breaking));
+        assert!(
+            suggestions
+                .iter()
+                .all(|s| !s.breaking || s.rule == "confused-name")
+        );
     }
 
     #[test]
     fn overlays_apply_and_change_only_text() {
         let c = catalog();
-        let (cands, _) = propose(&diagnosis(), &c, 10);
+        let (cands, _) = propose(&diagnosis(), &c, 10, &requests);
         let all: Vec<&Candidate> = cands.iter().collect();
         let o = overlay(&all, "tuned");
         let tuned = validate(&c, &o, "tuned.json").unwrap();
@@ -682,57 +1001,62 @@ mod tests {
         ));
     }
 
-    #[test]
-    fn the_disambiguating_sentence_names_the_other_tool() {
-        let c = catalog();
-        let tb = c.get("job_status").unwrap();
-        let verb = Tool {
-            name: "search_products".into(),
-            description: "Search the product catalog by name. Returns SKUs.".into(),
-            input_schema: serde_json::json!({"type": "object"}),
-        };
-        let pair = crate::diagnose::ConfusedPair {
-            tools: ["job_status".into(), "search_products".into()],
-            count: 1,
-            cases: Vec::new(),
-        };
-        let both = Catalog::new(vec![tb.clone(), verb], "t".into());
-        let d = disambiguate(&pair, &both).unwrap();
-        assert_eq!(
-            d.edits[0].after,
-            "Progress of an export job. Returns percent done. Requests for what `search_products` does belong to `search_products`, not to this tool."
-        );
-        assert_eq!(
-            d.edits[1].after,
-            "Search the product catalog by name. Returns SKUs. Requests for what `job_status` does belong to `job_status`, not to this tool."
-        );
-        assert_eq!(append("Refund", "X."), "Refund. X.");
-    }
-
-    /// The sentence disambiguate adds for `other`, and the tool it was added to, as a catalog.
-    fn disambiguated(tool: &Tool, other: &Tool) -> (String, Catalog) {
+    /// A pair where `tool` lost `request` to `other`, and the candidate's text of each tool.
+    fn disambiguated(
+        tool: &Tool,
+        other: &Tool,
+        request: &str,
+    ) -> (Option<String>, Option<String>, Catalog) {
         let pair = crate::diagnose::ConfusedPair {
             tools: [tool.name.clone(), other.name.clone()],
-            count: 1,
-            cases: Vec::new(),
+            count: 3,
+            cases: vec![CaseConfusion {
+                case_id: "lost".into(),
+                expected: tool.name.clone(),
+                chosen: other.name.clone(),
+                count: 3,
+                of: 4,
+            }],
         };
         let both = Catalog::new(vec![tool.clone(), other.clone()], "t".into());
-        let c = disambiguate(&pair, &both).expect("a candidate");
+        let requests = |id: &str| (id == "lost").then(|| request.to_owned());
         let mut tuned = both.clone();
+        let Some(c) = disambiguate(&pair, &both, &requests) else {
+            return (None, None, tuned);
+        };
         for e in &c.edits {
             if let Some(t) = tuned.tools.iter_mut().find(|t| t.name == e.tool) {
                 t.description = e.after.clone();
             }
         }
-        (c.edits[0].after.clone(), tuned)
+        let added = |t: &Tool| {
+            c.edits.iter().find(|e| e.tool == t.name).map(|e| {
+                e.after[e.before.len()..]
+                    .trim_start_matches(['.', ' '])
+                    .to_owned()
+            })
+        };
+        (added(tool), added(other), tuned)
     }
 
-    /// Whatever the other tool's description says (a verb phrase, a noun phrase, another
-    /// language), the sentence is the same fixed one with its name: it never puts the author's
-    /// words after "For" or "To" (which wrote "For change the shipping or postal address on
-    /// file, use …" into a catalog).
+    /// The words a sentence quotes.
+    fn quoted_words(sentence: &str) -> Vec<String> {
+        sentence
+            .split('"')
+            .skip(1)
+            .step_by(2)
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// Whatever the descriptions and the request say (verb phrases, noun phrases, another
+    /// language, nothing), each added text is one of the two fixed sentences with quoted words:
+    /// never the author's words after "For" or "To" (which wrote "For change the shipping or
+    /// postal address on file, use …" into a catalog), never the other tool's name; the tool
+    /// that lost gains only words of the request, the one that took it only words of its own
+    /// description that neither the other tool nor the request has.
     #[test]
-    fn any_description_gets_the_same_grammatical_sentence() {
+    fn any_description_gets_grammatical_sentences_that_never_name_the_other_tool() {
         let verbs = [
             "Change",
             "Email",
@@ -771,31 +1095,130 @@ mod tests {
             ]
             .map(str::to_owned),
         );
+        let requests = [
+            "please change where my parcel goes",
+            "¿dónde está mi pedido?",
+            "ticket #4411 — any news?",
+            "",
+        ];
         let tool = Tool {
-            name: "a".into(),
+            name: "send_reminder".into(),
             description: "Does one thing.".into(),
             input_schema: serde_json::json!({"type": "object"}),
         };
-        for description in descriptions {
-            let other = Tool {
-                name: "b".into(),
-                description: description.clone(),
-                input_schema: serde_json::json!({"type": "object"}),
-            };
-            let (after, _) = disambiguated(&tool, &other);
-            assert_eq!(
-                after,
-                "Does one thing. Requests for what `b` does belong to `b`, not to this tool.",
-                "{description}"
-            );
+        let lower = |t: &str| words(t).map(str::to_lowercase).collect::<BTreeSet<_>>();
+        let mut both_said = 0;
+        for description in &descriptions {
+            for request in requests {
+                let other = Tool {
+                    name: "update_address".into(),
+                    description: description.clone(),
+                    input_schema: serde_json::json!({"type": "object"}),
+                };
+                let (on_tool, on_other, _) = disambiguated(&tool, &other, request);
+                if let Some(text) = &on_tool {
+                    let words = quoted_words(text);
+                    assert_eq!(
+                        *text,
+                        format!("Its requests often use these words: {}.", quoted(&words)),
+                        "{description} / {request}"
+                    );
+                    assert!(
+                        words
+                            .iter()
+                            .all(|w| lower(request).contains(&w.to_lowercase()))
+                    );
+                    assert!(!text.contains("update_address"));
+                }
+                if let Some(text) = &on_other {
+                    let words = quoted_words(text);
+                    assert_eq!(
+                        *text,
+                        format!("Its distinguishing words are these: {}.", quoted(&words)),
+                        "{description} / {request}"
+                    );
+                    for w in &words {
+                        let w = w.to_lowercase();
+                        assert!(lower(description).contains(&w), "{w}: {description}");
+                        assert!(!lower(request).contains(&w), "{w}: {request}");
+                        assert!(!said_by(&tool).contains(&w), "{w}");
+                    }
+                    assert!(!text.contains("send_reminder"));
+                }
+                both_said += usize::from(on_tool.is_some() && on_other.is_some());
+            }
         }
+        assert!(both_said > 50, "{both_said}");
+    }
+
+    /// The words of the lost requests, the most lost trials first; a word the tool already
+    /// says, a generic word, a name, a number or a two-letter word is never quoted.
+    #[test]
+    fn the_lost_requests_words_are_ranked_by_the_trials_lost() {
+        let tool = Tool {
+            name: "payment_history".into(),
+            description: "Every charge made to a card.".into(),
+            input_schema: serde_json::json!({"type": "object"}),
+        };
+        let lost = [
+            ("what did the customer pay in March 2024?", 1),
+            ("show me what the customer paid, every charge", 5),
+        ];
+        assert_eq!(
+            lost_words(&tool, &lost),
+            // "March" is a name; "2024" a number; "every" and "charge" the tool's own words.
+            ["customer", "show", "paid", "pay"]
+        );
+        // Identifiers, amounts and names are not quoted; a sentence's first word is.
+        assert_eq!(
+            request_words("Refund 12.50 on cus_8f3k2 to Acme. Then email Bo! Thanks")
+                .collect::<Vec<_>>(),
+            ["Refund", "on", "to", "Then", "email", "Thanks"]
+        );
+        assert_eq!(camel_words("getInvoice"), ["get", "Invoice"]);
+        assert_eq!(renamed("job_status", "export"), "export_job_status");
+        assert_eq!(renamed("jobStatus", "export"), "exportJobStatus");
+        assert_eq!(renamed("job-status", "export"), "export-job-status");
+        assert_eq!(append("Refund", "X."), "Refund. X.");
+    }
+
+    /// A name is part of the confusion when it shares a word with the other's, or the requests
+    /// lost say a word of the chosen tool's name: a rename is suggested, breaking, with its
+    /// evidence and an example built on the requests' words; never a candidate.
+    #[test]
+    fn a_name_in_the_confusion_gets_a_rename_suggestion_not_a_candidate() {
+        let c = catalog();
+        let (cands, suggestions) = propose(&diagnosis(), &c, 10, &requests);
+        assert!(cands.iter().all(|c| {
+            c.edits.iter().all(|e| {
+                e.property.is_some() || e.tool == "job_status" || e.tool == "server_status"
+            })
+        }));
+        let renames: Vec<&Suggestion> = suggestions
+            .iter()
+            .filter(|s| s.rule == "confused-name")
+            .collect();
+        assert_eq!(renames.len(), 1, "{suggestions:?}");
+        assert!(renames[0].breaking);
+        assert_eq!(
+            renames[0].line(),
+            r#"job_status (confused-name): The model chose `server_status` in 6 training trials of cases that expected it (j1), and its name shares "status" with `server_status`; the requests it lost say "server", a word of the name `server_status`. A name with a word of its own that the requests use, such as `export_job_status`, would tell them apart. A rename is breaking: clients that call `job_status` by name must change, and tune does not race it."#
+        );
+        // Names that share nothing with each other or with the requests: no suggestion.
+        let mut d = diagnosis();
+        d.confusions[0].tools = ["job_status".into(), "refund".into()];
+        d.confusions[0].cases[0].chosen = "refund".into();
+        let (_, suggestions) = propose(&d, &c, 10, &requests);
+        assert!(
+            suggestions.iter().all(|s| s.rule != "confused-name"),
+            "{suggestions:?}"
+        );
     }
 
     /// On every catalog the project ships, the disambiguating sentences of each pair of
-    /// neighbours add no lint finding but, rarely, a near-duplicate warning (a tune must not
-    /// write what toolscore's own lint flags: an order naming another tool is read as
-    /// shadowing, and quoting each other's first sentence made 698 of 759 pairs
-    /// near-duplicates).
+    /// neighbours add no lint finding, not even a near-duplicate warning (a tune must not write
+    /// what toolscore's own lint flags: an order naming another tool is read as shadowing, and
+    /// quoting each other's first sentence made 698 of 759 pairs near-duplicates).
     #[test]
     fn on_every_shipped_catalog_the_sentence_adds_no_lint_error() {
         // The workspace's root, two folders above this crate's.
@@ -824,7 +1247,9 @@ mod tests {
                 if tool.name == other.name {
                     continue;
                 }
-                let (_, tuned) = disambiguated(tool, other);
+                // The worst request for a near-duplicate: one in the other tool's words, all
+                // of which the tool that lost it could gain.
+                let (_, _, tuned) = disambiguated(tool, other, &other.description);
                 let before = Catalog::new(vec![tool.clone(), other.clone()], "t".into());
                 let added: Vec<_> = findings(&tuned)
                     .difference(&findings(&before))
@@ -844,12 +1269,9 @@ mod tests {
             }
         }
         assert!(checked > 700, "{checked} pairs");
-        // The same nine words added to two short descriptions that already share boilerplate
-        // ("Note that the provided function is in Python 3 syntax.") can reach the 0.8
-        // similarity lint warns at: 26 of 759 BFCL pairs, never a billing one.
-        assert!(
-            near_duplicates * 20 < checked,
-            "{near_duplicates} of {checked}"
-        );
+        // Five quoted words at most, none of them the other's on the tool that took the
+        // request: no pair becomes a near-duplicate (the fixed sentence naming the other tool
+        // made 26 of 759 BFCL pairs that share boilerplate near-duplicates).
+        assert_eq!(near_duplicates, 0, "of {checked}");
     }
 }

@@ -48,16 +48,7 @@ pub(super) fn ask(
     let runtime = super::super::async_runtime(Some(1))?;
     // No tools: the author answers in text.
     let no_tools = Catalog::new(Vec::new(), "author".to_owned());
-    let request_of = |id: &str| -> Option<String> {
-        if !training.iter().any(|t| t == id) {
-            return None;
-        }
-        let case = dataset.cases.iter().find(|c| c.id == id)?;
-        case.messages.iter().rev().find_map(|m| match m {
-            Message::User { content } => Some(content.clone()),
-            _ => None,
-        })
-    };
+    let request_of = |id: &str| training_request(dataset, training, id);
     let label = format!("{}/{}", settings.name, settings.model);
     let bound = settings.kind.adapter().output_bound(settings).unwrap_or(0);
     let mut out = Authored {
@@ -147,4 +138,17 @@ fn raw_step(result: &Result<Exchange, ProviderError>, latency: std::time::Durati
         latency_ms: latency.as_secs_f64() * 1000.0,
         response,
     }
+}
+
+/// The last user message of training case `id`; `None` for a held-out case (or an unknown
+/// one), so nothing tune proposes is shaped by a case that will confirm it.
+pub(super) fn training_request(dataset: &Dataset, training: &[String], id: &str) -> Option<String> {
+    if !training.iter().any(|t| t == id) {
+        return None;
+    }
+    let case = dataset.cases.iter().find(|c| c.id == id)?;
+    case.messages.iter().rev().find_map(|m| match m {
+        Message::User { content } => Some(content.clone()),
+        _ => None,
+    })
 }

@@ -212,10 +212,13 @@ impl<'a> Tuner<'a> {
         &mut self,
         diagnosis: &toolscore_tune::diagnose::Diagnosis,
     ) -> Result<Proposed, Error> {
+        let request_of =
+            |id: &str| super::author::training_request(&self.dataset, &self.split.training, id);
         let (mut proposed, suggestions) = toolscore_tune::propose::propose(
             diagnosis,
             &self.dataset.catalog,
             self.args.max_candidates,
+            &request_of,
         );
         let mut not_proposed = Vec::new();
         let mut authoring = None;
@@ -311,6 +314,25 @@ impl<'a> Tuner<'a> {
         }
     }
 
+    /// The errors lint finds in a catalog, as (rule, tool, path), under the config's options.
+    fn lint_errors(
+        &self,
+        catalog: &toolscore_core::catalog::Catalog,
+    ) -> std::collections::BTreeSet<(String, String, String)> {
+        toolscore_lint::lint(catalog, &self.lint)
+            .findings
+            .into_iter()
+            .filter(|f| f.severity == toolscore_lint::Severity::Error)
+            .map(|f| {
+                (
+                    f.rule.as_str().to_owned(),
+                    f.tool.unwrap_or_default(),
+                    f.path,
+                )
+            })
+            .collect()
+    }
+
     /// Lint findings about the text a model reads (names and descriptions) on the base
     /// catalog, as notes the diagnosis keeps for implicated tools.
     fn lint_notes(&self) -> Vec<LintNote> {
@@ -351,7 +373,8 @@ impl<'a> Tuner<'a> {
         Ok((candidates, variants, invalid))
     }
 
-    /// An overlay checked against the base (text only) and written to `folder/NAME.json`.
+    /// An overlay checked against the base (text only, and no lint error the base does not
+    /// have) and written to `folder/NAME.json`.
     fn variant(
         &self,
         name: &str,
@@ -367,6 +390,23 @@ impl<'a> Tuner<'a> {
             Ok(c) => c,
             Err(why) => return Ok(Err(why.to_string())),
         };
+        // Words quoted from requests (or an author's rewrite) can read as an instruction to
+        // the model ("ignore", "previous", "instructions"): tune never races, or writes, what
+        // toolscore's own lint calls an error.
+        let before = self.lint_errors(&self.dataset.catalog);
+        let added: Vec<String> = self
+            .lint_errors(&catalog)
+            .into_iter()
+            .filter(|e| !before.contains(e))
+            .map(|(rule, tool, path)| format!("{rule} at {tool}.{path}"))
+            .collect();
+        if !added.is_empty() {
+            return Ok(Err(format!(
+                "it would add lint error{} {}",
+                if added.len() == 1 { "" } else { "s" },
+                added.join(", ")
+            )));
+        }
         let validators = match toolscore_score::ToolValidators::compile(&catalog) {
             Ok(v) => v,
             Err((tool, why)) => return Ok(Err(format!("tool `{tool}`: {why}"))),

@@ -13,6 +13,7 @@ pub(crate) mod mcp_http;
 pub(crate) mod mcp_servers;
 pub(crate) mod measure;
 pub(crate) mod stress_servers;
+pub(crate) mod word_models;
 
 pub(crate) use cli::*;
 pub(crate) use fake_openai::*;
