@@ -296,7 +296,27 @@ fn load_run(dir: &Path) -> Result<toolscore_report::Summary, Error> {
 
 /// A run folder's summary.json header: what its records do not hold.
 fn read_header(dir: &Path) -> Result<toolscore_report::SummaryHeader, Error> {
+    if !dir.is_dir() {
+        return Err(usage(&format!(
+            "no such run: {} is not a folder (a run folder is --out/RUN_ID, e.g. reports/<run-id>)",
+            dir.display()
+        )));
+    }
     let path = dir.join("summary.json");
+    if !path.exists() {
+        let resume = if dir.join("results.jsonl").is_file() {
+            format!(
+                "; a run cut short before writing it is finished by `toolscore run --resume {}`",
+                dir.display()
+            )
+        } else {
+            String::new()
+        };
+        return Err(usage(&format!(
+            "{} is not a run folder: it has no summary.json{resume}",
+            dir.display()
+        )));
+    }
     let text = toolscore_core::input::read_text(&path)?;
     serde_json::from_str(&text)
         .map_err(|e| InputError::json(&path.display().to_string(), &e).into())

@@ -516,3 +516,50 @@ fn outside_a_project_says_no_toolscore_yaml_was_found_and_how_to_start_one() {
         "error: no dataset: toolscore.yaml lists no `datasets` (or `scenarios`); list one there, or pass --dataset DIR (or --scenario FILE)\n"
     );
 }
+
+/// A mistyped provider or dataset gets the near name it most likely meant, and a folder that
+/// is no run says so (not "summary.json: cannot read").
+#[test]
+fn a_mistyped_name_suggests_the_near_one_and_a_missing_run_says_so() {
+    let dir = support::project_copy();
+    let d = dir.path();
+    let provider = toolscore(d, &["run", "--provider", "dmeo"]);
+    assert_eq!(provider.code, 2, "{}", provider.transcript());
+    assert!(
+        provider.stderr.contains("; did you mean `demo`?"),
+        "{}",
+        provider.stderr
+    );
+    let dataset = toolscore(d, &["run", "--dataset", "datasets/biling"]);
+    assert_eq!(dataset.code, 2, "{}", dataset.transcript());
+    assert!(
+        dataset
+            .stderr
+            .contains("dataset folder not found (expected DIR/tools.json and DIR/cases.jsonl); did you mean datasets/billing?"),
+        "{}",
+        dataset.stderr
+    );
+    let stranger = toolscore(d, &["run", "--provider", "anthropicc-x"]);
+    assert!(
+        !stranger.stderr.contains("did you mean"),
+        "{}",
+        stranger.stderr
+    );
+    let nope = toolscore(d, &["report", "reports/nope"]);
+    assert_eq!(nope.code, 2, "{}", nope.transcript());
+    assert!(
+        nope.stderr
+            .contains("no such run: reports/nope is not a folder"),
+        "{}",
+        nope.stderr
+    );
+    let not_a_run = toolscore(d, &["report", "datasets"]);
+    assert_eq!(not_a_run.code, 2, "{}", not_a_run.transcript());
+    assert!(
+        not_a_run
+            .stderr
+            .contains("datasets is not a run folder: it has no summary.json"),
+        "{}",
+        not_a_run.stderr
+    );
+}

@@ -12,3 +12,4 @@ pub mod json;
 pub mod message;
 pub mod metric;
 pub mod record;
+pub mod suggest;

@@ -116,11 +116,37 @@ impl Dataset {
 /// `DIR/cases.jsonl`, compiling every schema once.
 pub fn load_dataset(dir: &Path) -> Result<Dataset, toolscore_core::error::Error> {
     if !dir.is_dir() {
+        // A folder beside it with a near name is most likely the one meant.
+        let siblings: Vec<String> = dir
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .map_or_else(|| Path::new(".").to_path_buf(), Path::to_path_buf)
+            .read_dir()
+            .map(|entries| {
+                entries
+                    .filter_map(Result::ok)
+                    .filter(|e| e.path().is_dir())
+                    .filter_map(|e| e.file_name().to_str().map(str::to_owned))
+                    .take(10_000)
+                    .collect()
+            })
+            .unwrap_or_default();
+        let hint = dir
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| {
+                toolscore_core::suggest::did_you_mean(n, siblings.iter().map(String::as_str))
+            })
+            .map_or(String::new(), |n| {
+                format!("; did you mean {}?", dir.with_file_name(n).display())
+            });
         return Err(InputError::at(
             &dir.display().to_string(),
             None,
             "",
-            "dataset folder not found (expected DIR/tools.json and DIR/cases.jsonl)",
+            &format!(
+                "dataset folder not found (expected DIR/tools.json and DIR/cases.jsonl){hint}"
+            ),
         )
         .into());
     }

@@ -147,8 +147,10 @@ fn provider_entry(name: &str, config: &Config) -> Result<ProviderEntry, Error> {
         (None, Some((kind, model))) => bare(kind, model),
         (None, None) => {
             let known: Vec<&str> = config.providers.keys().map(String::as_str).collect();
+            let hint = toolscore_core::suggest::did_you_mean(name, known.iter().copied())
+                .map_or(String::new(), |n| format!("; did you mean `{n}`?"));
             return Err(usage(&format!(
-                "--provider `{name}` is neither a provider in the config ({}) nor a provider kind, alone or as KIND:MODEL ({})",
+                "--provider `{name}` is neither a provider in the config ({}) nor a provider kind, alone or as KIND:MODEL ({}){hint}",
                 if known.is_empty() {
                     "none defined".to_owned()
                 } else {

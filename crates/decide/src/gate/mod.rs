@@ -478,7 +478,7 @@ fn judge_latency(distribution: &[(f64, u64)], q: f64, budget: f64, conf: f64) ->
     if j.upper.is_none() {
         let needed = stats::min_trials_for_upper_bound(q, two_sided).unwrap_or(0);
         j.hint = Some(format!(
-            "p{} has no upper bound from {n} answered trials at {:.0}% one-sided; passing needs at least {needed} (stats::min_trials_for_upper_bound)",
+            "p{} has no upper bound from {n} answered trials at {:.0}% one-sided; passing needs at least {needed}",
             percentile_label(q),
             conf * 100.0
         ));
