@@ -201,7 +201,7 @@ fn report_at_another_confidence_recomputes_every_interval_from_the_records() {
     assert!(
         missing
             .stderr
-            .starts_with("error: out/none/summary.json: cannot read"),
+            .starts_with("error: no such run: out/none is not a folder"),
         "{}",
         missing.stderr
     );
