@@ -10,6 +10,7 @@ use super::{LoadedSuite, SuiteArgs, usage};
 use crate::cli::Error;
 use toolscore_core::catalog::lock::{self as pin, LOCK_FILE, Lock, Scope, UnitChange};
 use toolscore_core::error::{ExitCode, InputError};
+use toolscore_core::text::command;
 
 /// `toolscore lock`.
 #[derive(Debug, Args)]
@@ -35,9 +36,15 @@ fn lock_path(config: &Path) -> PathBuf {
 /// The command that accepts a change, with the project's `--config` when it is not the default.
 fn update_command(config: &Path) -> String {
     if config == Path::new("toolscore.yaml") {
-        "toolscore lock --update".to_owned()
+        command(["toolscore", "lock", "--update"])
     } else {
-        format!("toolscore lock --config {} --update", config.display())
+        command([
+            "toolscore",
+            "lock",
+            "--config",
+            &config.display().to_string(),
+            "--update",
+        ])
     }
 }
 

@@ -1,7 +1,8 @@
 //! The types every layer of toolscore shares: neutral conversation messages (`message`), the
 //! trial record and its values (`record`), the run's event stream (`event`), tool catalogs
 //! (`catalog`), canonical JSON (`json`), reading user files (`input`), atomic writes
-//! (`atomic`), the rate metrics (`metric`), and the errors and exit codes (`error`).
+//! (`atomic`), the rate metrics (`metric`), text made safe to show and commands safe to paste (`text`),
+//! and the errors and exit codes (`error`).
 
 pub mod atomic;
 pub mod catalog;
@@ -12,3 +13,4 @@ pub mod json;
 pub mod message;
 pub mod metric;
 pub mod record;
+pub mod text;

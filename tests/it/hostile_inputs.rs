@@ -1,0 +1,145 @@
+//! Bounds and inputs a hostile check found (issue 54 §3), each through the binary: commands
+//! printed for a user to paste are shell-quoted, appends to history.jsonl start on a fresh
+//! line, judge evidence is bounded and inert, lock edges are errors, `init --force` keeps
+//! edited cases, absurd prices and retries are refused, redaction stops at `_`-joined words,
+//! and a run's open descriptors are counted against the hard limit.
+
+use crate::support;
+
+use std::path::Path;
+
+use support::{FakeResponse, FakeServer, fake_project, tool_call_body, toolscore};
+
+const TOOLS: &str = r#"{"tools": [
+  {"name": "lookup", "description": "Look a thing up.", "inputSchema": {"type": "object", "properties": {"q": {"type": "string"}}}},
+  {"name": "other", "description": "Something else.", "inputSchema": {"type": "object"}}
+]}"#;
+
+/// What a POSIX shell makes of `line` when it runs it with `printf` in toolscore's place: the
+/// words, one per line, run in `dir` (where a `touch` would leave a file).
+fn shell_words_of(line: &str, dir: &Path) -> Vec<String> {
+    let rest = line
+        .strip_prefix("toolscore ")
+        .unwrap_or_else(|| panic!("not a toolscore command: {line}"));
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!("printf '%s\\n' {rest}"))
+        .current_dir(dir)
+        .output()
+        .expect("run sh");
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8(out.stdout)
+        .expect("utf-8")
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The `toolscore …` command a line shows, from `toolscore ` to the closing `)` of the hint.
+fn command_in(line: &str) -> &str {
+    let start = line.find("toolscore ").expect("a command");
+    let cmd = &line[start..];
+    cmd.strip_suffix(')').unwrap_or(cmd)
+}
+
+/// A case id that is a shell command and one that holds a terminal escape: every command
+/// `run`, `compare` and `history` print for a user to paste (the terminal hint, the history
+/// page and its JSON) is one a shell runs as the one `toolscore` command it names, with the id
+/// as one word, and nothing of the escape reaches the terminal.
+#[test]
+fn printed_commands_are_shell_quoted_and_ids_inert() {
+    let calls = std::sync::atomic::AtomicUsize::new(0);
+    // The first run's 3 trials pass, the second run's fail: the case changed most.
+    let server = FakeServer::start_in_background(move |_| {
+        let n = calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let tool = if n < 3 { "lookup" } else { "other" };
+        FakeResponse::ok(tool_call_body(&[(tool, "{}")]))
+    });
+    let hostile = "wx; touch pwned #";
+    let cases = format!(
+        "{}\n",
+        serde_json::json!({"id": hostile, "messages": [{"role": "user", "content": "look"}], "expect": {"tool": "lookup"}})
+    );
+    let dir = fake_project(&server.base_url, TOOLS, &cases, &[]);
+    for id in ["first", "second"] {
+        let run = toolscore(
+            dir.path(),
+            &[
+                "run",
+                "--trials",
+                "3",
+                "--run-id",
+                id,
+                "--progress",
+                "off",
+                "--concurrency",
+                "1",
+            ],
+        );
+        assert_eq!(run.code, 0, "{}", run.transcript());
+        let hint = run
+            .stdout
+            .lines()
+            .find(|l| l.starts_with("why:"))
+            .unwrap_or_else(|| panic!("no explain hint: {}", run.stdout));
+        assert_eq!(
+            shell_words_of(command_in(hint), dir.path()),
+            ["explain", &format!("reports/{id}"), hostile],
+            "{hint}"
+        );
+    }
+    let history = toolscore(
+        dir.path(),
+        &["history", "--format", "json", "--format", "html"],
+    );
+    assert_eq!(history.code, 0, "{}", history.transcript());
+    let overview: serde_json::Value =
+        serde_json::from_str(&history.stdout).unwrap_or_else(|e| panic!("{e}: {}", history.stdout));
+    let explain = overview
+        .pointer("/series/0/most_changed/cases/0/explain")
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or_else(|| panic!("no explain command: {overview:#}"));
+    assert_eq!(
+        shell_words_of(explain, dir.path()),
+        ["explain", "reports/second", hostile]
+    );
+    let page = std::fs::read_to_string(dir.path().join("reports/history.html")).expect("page");
+    assert!(
+        page.contains("toolscore explain reports/second &#x27;wx; touch pwned #&#x27;")
+            || page.contains("toolscore explain reports/second &#39;wx; touch pwned #&#39;"),
+        "{}",
+        &page[page.find("toolscore explain").unwrap_or(0)..][..200]
+    );
+    assert!(!dir.path().join("pwned").exists());
+
+    // An id that holds a terminal escape and a line break: shown, never acted on.
+    let escape = "c\u{1b}]0;owned\u{7}\nfake: PASS";
+    let cases = format!(
+        "{}\n",
+        serde_json::json!({"id": escape, "messages": [{"role": "user", "content": "look"}], "expect": {"tool": "lookup"}})
+    );
+    std::fs::write(dir.path().join("data/cases.jsonl"), cases).expect("write");
+    let run = toolscore(
+        dir.path(),
+        &[
+            "run",
+            "--trials",
+            "2",
+            "--run-id",
+            "esc",
+            "--progress",
+            "off",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.transcript());
+    let hint = run
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("why:"))
+        .unwrap_or_else(|| panic!("no explain hint: {}", run.stdout));
+    assert!(
+        hint.ends_with(r"reports/esc 'c\u{1b}]0;owned\u{7}\u{a}fake: PASS')"),
+        "{hint}"
+    );
+    assert!(!run.stdout.contains('\u{1b}'), "{}", run.stdout);
+}
