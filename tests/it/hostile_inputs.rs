@@ -143,3 +143,48 @@ fn printed_commands_are_shell_quoted_and_ids_inert() {
     );
     assert!(!run.stdout.contains('\u{1b}'), "{}", run.stdout);
 }
+
+/// A history.jsonl whose last line lost its line break (an editor, a copy, a cut write): the
+/// next run starts its lines on a new line, says so on stderr, and `history` still reads both.
+#[test]
+fn a_history_append_after_an_unended_line_starts_a_new_line() {
+    let server =
+        FakeServer::start_in_background(|_| FakeResponse::ok(tool_call_body(&[("lookup", "{}")])));
+    let cases = r#"{"id": "c1", "messages": [{"role": "user", "content": "look"}], "expect": {"tool": "lookup"}}
+"#;
+    let dir = fake_project(&server.base_url, TOOLS, cases, &[]);
+    let run = |id: &str| {
+        toolscore(
+            dir.path(),
+            &["run", "--trials", "2", "--run-id", id, "--progress", "off"],
+        )
+    };
+    let first = run("first");
+    assert_eq!(first.code, 0, "{}", first.transcript());
+    assert!(!first.stderr.contains("line break"), "{}", first.stderr);
+    let file = dir.path().join("reports/history.jsonl");
+    let text = std::fs::read_to_string(&file).expect("history");
+    std::fs::write(&file, text.trim_end_matches('\n')).expect("cut the line break");
+
+    let second = run("second");
+    assert_eq!(second.code, 0, "{}", second.transcript());
+    assert!(
+        second.stderr.contains(
+            "note: reports/history.jsonl did not end with a line break (its last line was cut short or written by hand); this run's lines start on a new line"
+        ),
+        "{}",
+        second.stderr
+    );
+    let lines = support::read_jsonl(&file);
+    assert_eq!(lines.len(), 2);
+    assert_eq!(lines[0]["run_id"], "first");
+    assert_eq!(lines[1]["run_id"], "second");
+
+    let history = toolscore(dir.path(), &["history", "--format", "json"]);
+    assert_eq!(history.code, 0, "{}", history.transcript());
+    // A file that ends cleanly gets no note and no blank line.
+    let third = run("third");
+    assert!(!third.stderr.contains("line break"), "{}", third.stderr);
+    let text = std::fs::read_to_string(&file).expect("history");
+    assert!(!text.contains("\n\n") && text.ends_with('\n'), "{text}");
+}
