@@ -188,3 +188,103 @@ fn a_history_append_after_an_unended_line_starts_a_new_line() {
     let text = std::fs::read_to_string(&file).expect("history");
     assert!(!text.contains("\n\n") && text.ends_with('\n'), "{text}");
 }
+
+/// One tool, for the judge to be asked about.
+const ONE_TOOL: &str = r#"{"tools": [{"name": "get_status", "description": "Returns the service's status.", "inputSchema": {"type": "object", "properties": {}}}]}"#;
+
+/// A judge whose evidence is 3 MiB holding escape codes, carriage returns and fake lines: the
+/// evidence kept in verdicts.jsonl and shown is one bounded line, cut with `…(truncated)`, no
+/// control character reaches the terminal, and the next `lint --judge` reads its cache.
+#[test]
+fn judge_evidence_is_bounded_and_inert() {
+    let evidence = format!(
+        "description\u{1b}[2J\r\nerror: fake line\u{7}{}",
+        "x".repeat(3 << 20)
+    );
+    let verdict = serde_json::json!({"poisoned": true, "class": "other", "evidence": evidence});
+    let server = FakeServer::start_in_background(move |_| {
+        FakeResponse::ok(tool_call_body(&[("verdict", &verdict.to_string())]))
+    });
+    let dir = fake_project(&server.base_url, ONE_TOOL, "", &[]);
+    for attempt in ["asks", "reads the cache"] {
+        let r = toolscore(dir.path(), &["lint", "data", "--judge", "fake"]);
+        assert_eq!(
+            r.code,
+            1,
+            "{attempt}: {}",
+            &r.transcript()[..2000.min(r.transcript().len())]
+        );
+        assert!(
+            r.stdout.len() < 16 << 10,
+            "{attempt}: {} bytes",
+            r.stdout.len()
+        );
+        assert!(
+            !r.stdout.contains(['\u{1b}', '\r', '\u{7}']) && !r.stderr.contains(['\u{1b}', '\r']),
+            "{attempt}"
+        );
+        let finding = r
+            .stdout
+            .lines()
+            .find(|l| l.contains("calls the tool poisoned"))
+            .unwrap_or_else(|| panic!("{attempt}: no finding: {}", r.stdout));
+        assert!(
+            finding.contains(r"description\u{1b}[2J error: fake line\u{7}xxx"),
+            "{attempt}: {finding}"
+        );
+        assert!(finding.contains("…(truncated)"), "{attempt}: {finding}");
+        assert!(!r.stdout.lines().any(|l| l.starts_with("error: fake line")));
+    }
+    assert_eq!(server.requests_seen(), 1, "the second lint read the cache");
+    let cache =
+        std::fs::read_to_string(dir.path().join("reports/judge/verdicts.jsonl")).expect("cache");
+    assert_eq!(cache.lines().count(), 1);
+    assert!(cache.len() < 8 << 10, "{} bytes", cache.len());
+}
+
+/// A judge that calls `verdict` twice in one answer, first clean then poisoned: the tool is
+/// poisoned (a clean call never masks a poisoned one); clean then garbled is not judged.
+#[test]
+fn a_clean_verdict_call_does_not_mask_a_poisoned_one() {
+    let clean = serde_json::json!({"poisoned": false, "class": "none", "evidence": ""}).to_string();
+    let poisoned =
+        serde_json::json!({"poisoned": true, "class": "exfiltration", "evidence": "description"})
+            .to_string();
+    let body = tool_call_body(&[("verdict", &clean), ("verdict", &poisoned)]);
+    let server = FakeServer::start_in_background(move |_| FakeResponse::ok(body.clone()));
+    let dir = fake_project(&server.base_url, ONE_TOOL, "", &[]);
+    let r = toolscore(
+        dir.path(),
+        &["lint", "data", "--judge", "fake", "--format", "json"],
+    );
+    assert_eq!(r.code, 1, "{}", r.transcript());
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).expect("json");
+    let judged: Vec<&serde_json::Value> = v["catalogs"][0]["findings"]
+        .as_array()
+        .expect("findings")
+        .iter()
+        .filter(|f| f["rule"] == "judge-poisoned")
+        .collect();
+    assert_eq!(judged.len(), 1, "{v:#}");
+    assert!(
+        judged[0]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("exfiltration")
+    );
+
+    let garbled = serde_json::json!({"class": "none"}).to_string();
+    let body = tool_call_body(&[("verdict", &clean), ("verdict", &garbled)]);
+    let server = FakeServer::start_in_background(move |_| FakeResponse::ok(body.clone()));
+    let dir = fake_project(&server.base_url, ONE_TOOL, "", &[]);
+    let r = toolscore(dir.path(), &["lint", "data", "--judge", "fake"]);
+    assert_eq!(r.code, 4, "{}", r.transcript());
+    assert!(
+        r.stdout
+            .contains("the judge called `verdict` 2 times and one did not read as a verdict")
+            || r.stderr
+                .contains("the judge called `verdict` 2 times and one did not read as a verdict"),
+        "{}",
+        r.transcript()
+    );
+}

@@ -15,6 +15,11 @@ use std::borrow::Cow;
 /// so nothing from outside can move a terminal's cursor, recolour it, retitle it or reorder
 /// what it shows. Reads no further than it writes, so a huge text costs no more than a short.
 pub fn inert(text: &str, max: usize) -> String {
+    inert_cut(text, max, "…")
+}
+
+/// [`inert`] with `cut` (e.g. `…(truncated)`) written after a text cut at `max` characters.
+pub fn inert_cut(text: &str, max: usize, cut: &str) -> String {
     let mut out = String::new();
     let mut shown = 0usize;
     let mut space = false;
@@ -30,7 +35,7 @@ pub fn inert(text: &str, max: usize) -> String {
         };
         let width = piece.chars().count() + usize::from(space);
         if shown + width > max {
-            out.push('…');
+            out.push_str(cut);
             return out;
         }
         if space {
@@ -95,6 +100,16 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn inert_text_is_one_bounded_line() {
+        assert_eq!(inert("a\r\nfake: ok\u{1b}[2J", 40), r"a fake: ok\u{1b}[2J");
+        assert_eq!(
+            inert_cut(&"x".repeat(100), 10, "…(truncated)"),
+            format!("{}…(truncated)", "x".repeat(10))
+        );
+        assert_eq!(inert_cut("short", 10, "…(truncated)"), "short");
+    }
 
     #[test]
     fn plain_words_stay_and_others_are_single_quoted() {
