@@ -397,3 +397,76 @@ fn a_lock_reads_line_with_a_duplicate_or_unknown_key_is_refused() {
         }
     }
 }
+
+/// `init --force` removes only starter cases nobody edited whose tool is really gone: a
+/// starter whose args the user added stays, whether its tool's schema changed or its tool
+/// is gone; each is named as not fitting instead.
+#[test]
+fn init_force_keeps_an_edited_starter_case() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let list = |tools: &[(&str, &str)]| {
+        let items: Vec<String> = tools
+            .iter()
+            .map(|(name, id_type)| {
+                format!(
+                    r#"{{"type": "function", "function": {{"name": "{name}", "description": "{name} things.", "parameters": {{"type": "object", "properties": {{"id": {{"type": "{id_type}"}}}}}}}}}}"#
+                )
+            })
+            .collect();
+        format!("[{}]", items.join(",\n"))
+    };
+    std::fs::write(
+        dir.path().join("v1.json"),
+        list(&[
+            ("cancel_order", "string"),
+            ("refund", "string"),
+            ("gift_wrap", "string"),
+        ]),
+    )
+    .expect("v1");
+    let r = toolscore(dir.path(), &["init", "v1.json", "--name", "shop"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let cases = dir.path().join("datasets/shop/cases.jsonl");
+    // The user adds args to two starters (their requests not written yet): cancel_order's,
+    // whose tool will change its schema, and refund's, whose tool will be gone.
+    let written = std::fs::read_to_string(&cases)
+        .expect("cases")
+        .replace(
+            r#""expect":{"tool":"cancel_order"}"#,
+            r#""expect":{"tool":"cancel_order","args":{"id":"42"}}"#,
+        )
+        .replace(
+            r#""expect":{"tool":"refund"}"#,
+            r#""expect":{"tool":"refund","args":{"id":"7"}}"#,
+        );
+    assert_eq!(written.matches(r#""args":"#).count(), 2, "{written}");
+    std::fs::write(&cases, &written).expect("edit");
+
+    // cancel_order now takes an integer id; refund and gift_wrap are gone.
+    std::fs::write(
+        dir.path().join("v2.json"),
+        list(&[("cancel_order", "integer")]),
+    )
+    .expect("v2");
+    let r = toolscore(
+        dir.path(),
+        &["init", "v2.json", "--name", "shop", "--force"],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(
+        r.stdout
+            .contains("removed 1 unedited starter case of a tool that is gone (starter-gift_wrap)"),
+        "{}",
+        r.stdout
+    );
+    let after = std::fs::read_to_string(&cases).expect("cases");
+    for kept in [r#""args":{"id":"42"}"#, r#""args":{"id":"7"}"#] {
+        assert!(after.contains(kept), "{kept} was removed:\n{after}");
+    }
+    assert!(!after.contains("starter-gift_wrap"), "{after}");
+    assert!(
+        r.stdout.contains("2 cases do not fit the new catalog"),
+        "{}",
+        r.stdout
+    );
+}
