@@ -470,3 +470,89 @@ fn init_force_keeps_an_edited_starter_case() {
         r.stdout
     );
 }
+
+/// Absurd figures in the config or on the command line are refused with the file, line and
+/// field (or the flag) and the range, exit 2, before anything runs: a price of 1e300 (which
+/// made the cost `$inf`) and 100000000 retries.
+#[test]
+fn absurd_prices_and_retries_are_refused_with_their_range() {
+    let cases = r#"{"id": "c1", "messages": [{"role": "user", "content": "look"}], "expect": {"tool": "lookup"}}
+"#;
+    let dir = fake_project("http://127.0.0.1:9/v1", TOOLS, cases, &[]);
+    let config = dir.path().join("toolscore.yaml");
+    let base = std::fs::read_to_string(&config).expect("config");
+    for (extra, want) in [
+        (
+            "prices:\n  fake: {input: 1e300, output: 1}\n",
+            "toolscore.yaml:8: prices.fake.input: 1e300 is not a price: US dollars per million tokens, from 0 to 10000",
+        ),
+        (
+            "defaults:\n  max_retries: 100000000\n",
+            "toolscore.yaml:8: defaults.max_retries: 100000000 is not a number of retries: between 0 and 20",
+        ),
+        (
+            "lint:\n  price_per_million_input_tokens: 1e300\n",
+            "toolscore.yaml:8: lint.price_per_million_input_tokens: 1e300 is not a price",
+        ),
+    ] {
+        std::fs::write(&config, format!("{base}{extra}")).expect("config");
+        for args in [
+            &["validate"][..],
+            &["run", "--trials", "1", "--progress", "off"],
+        ] {
+            let r = toolscore(dir.path(), args);
+            assert_eq!(r.code, 2, "{extra} {args:?}: {}", r.transcript());
+            assert!(
+                r.stderr.contains(want),
+                "{extra} {args:?}: want {want}\n{}",
+                r.stderr
+            );
+        }
+    }
+    // Providers' own retries, and the flags.
+    std::fs::write(
+        &config,
+        base.replace("    model: m\n", "    model: m\n    max_retries: 21\n"),
+    )
+    .expect("config");
+    let r = toolscore(dir.path(), &["validate"]);
+    assert_eq!(r.code, 2, "{}", r.transcript());
+    assert!(
+        r.stderr.contains("toolscore.yaml:6: providers.fake.max_retries: 21 is not a number of retries: between 0 and 20"),
+        "{}",
+        r.stderr
+    );
+    std::fs::write(&config, &base).expect("config");
+    let r = toolscore(
+        dir.path(),
+        &[
+            "run",
+            "--trials",
+            "1",
+            "--progress",
+            "off",
+            "--max-retries",
+            "100000000",
+        ],
+    );
+    assert_eq!(r.code, 2, "{}", r.transcript());
+    assert!(
+        r.stderr
+            .contains("--max-retries 100000000 must be between 0 and 20"),
+        "{}",
+        r.stderr
+    );
+    assert!(
+        !dir.path().join("reports").exists(),
+        "a refused run wrote nothing"
+    );
+    let r = toolscore(dir.path(), &["lint", "data", "--price-per-mtok", "1e300"]);
+    assert_eq!(r.code, 2, "{}", r.transcript());
+    assert!(
+        r.stderr.contains(
+            "--price-per-mtok must be a price: US dollars per million tokens, from 0 to 10000"
+        ),
+        "{}",
+        r.stderr
+    );
+}

@@ -33,6 +33,14 @@ pub(super) fn live_arm(
     }
     let (key_var, api_key) = api_key(name, kind, args, &entry, env)?;
     let (temperature, timeout_s) = temperature_and_timeout(args, &entry, defaults)?;
+    if let Some(n) = flags.max_retries
+        && !toolscore_suite::max_retries_ok(n)
+    {
+        return Err(usage(&format!(
+            "--max-retries {n} must be {}",
+            toolscore_suite::MAX_RETRIES_RANGE
+        )));
+    }
     let tool_choice = flags.tool_choice.or(entry.tool_choice);
     let parallel_tool_calls = flags.parallel_tool_calls.or(entry.parallel_tool_calls);
     check_request_fields(
