@@ -556,3 +556,44 @@ fn absurd_prices_and_retries_are_refused_with_their_range() {
         r.stderr
     );
 }
+
+/// `import traffic` redacts a Stripe-style key at a token boundary, and one glued after `_`
+/// when its body looks generated, but leaves snake_case words that merely hold a key's
+/// prefix (`orders_pk_test_…`, a constraint's name) as they were.
+#[test]
+fn redaction_keeps_snake_case_words_and_redacts_keys() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let key = "pk_test_Pl4ntedStripe0000aaaaBBBB";
+    let glued = "sk_live_Glu3dStripe0000111122223333";
+    let words = [
+        "orders_pk_test_0123456789abcdef",
+        "idx_rk_live_customerordersbydate",
+    ];
+    let user = format!(
+        "Drop {} and {}, then use {key} (and stripe_{glued}) for order ord_5512.",
+        words[0], words[1]
+    );
+    let line = serde_json::json!({"request": {"messages": [
+        {"role": "user", "content": user},
+        {"role": "assistant", "content": null, "tool_calls": [
+            {"id": "call_1", "type": "function", "function": {"name": "get_order", "arguments": "{\"order_id\": \"ord_5512\"}"}}
+        ]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "{\"status\": \"shipped\"}"}
+    ], "tools": [{"type": "function", "function": {"name": "get_order", "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}}}}}]},
+    "response": {"choices": [{"message": {"role": "assistant", "content": "It shipped."}}]}});
+    std::fs::write(dir.path().join("t.jsonl"), format!("{line}\n")).expect("traffic");
+    let r = toolscore(dir.path(), &["import", "traffic", "t.jsonl"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    let text =
+        std::fs::read_to_string(dir.path().join("datasets/traffic/cases.jsonl")).expect("cases");
+    let case: serde_json::Value =
+        serde_json::from_str(text.lines().next().expect("a case")).expect("json");
+    assert_eq!(
+        case["messages"][0]["content"],
+        format!(
+            "Drop {} and {}, then use [REDACTED:api_key] (and stripe_[REDACTED:api_key]) for order ord_5512.",
+            words[0], words[1]
+        )
+    );
+    assert!(!text.contains(key) && !text.contains(glued));
+}
