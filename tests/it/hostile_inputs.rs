@@ -597,3 +597,96 @@ fn redaction_keeps_snake_case_words_and_redacts_keys() {
     );
     assert!(!text.contains(key) && !text.contains(glued));
 }
+
+/// Whether util-linux's `prlimit` is here to run the binary under a lower open-file limit.
+fn prlimit_exists() -> bool {
+    std::process::Command::new("prlimit")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// `toolscore ARGS` in `dir` under an open-file limit of `soft:hard`.
+fn under_nofile(dir: &Path, soft: u64, hard: u64, args: &[&str]) -> support::Run {
+    let mut cmd = std::process::Command::new("prlimit");
+    support::clear_user_env(&mut cmd);
+    cmd.current_dir(dir)
+        .arg(format!("--nofile={soft}:{hard}"))
+        .arg(env!("CARGO_BIN_EXE_toolscore"))
+        .args(args);
+    let out = cmd.output().expect("run prlimit");
+    let run = support::Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    };
+    assert!(!run.stderr.contains("panicked"), "{}", run.transcript());
+    run
+}
+
+/// Under an open-file limit of 1100 (soft 256), the check counts every descriptor the run
+/// holds: 1000 trials in flight against the fake provider would need two each (its
+/// connection, and one the pool may keep idle), so `run` refuses them before any request,
+/// exit 2, with the figures and the most that fit; that many then run with the soft limit
+/// raised to the hard one, and not one trial fails to connect ("Too many open files").
+#[test]
+fn a_run_counts_its_open_files_against_the_hard_limit() {
+    if !prlimit_exists() {
+        assert!(
+            std::env::var("CI").map_or(true, |v| v != "true"),
+            "this test needs prlimit (util-linux) under CI"
+        );
+        return;
+    }
+    let server = FakeServer::start_in_background(|_| {
+        FakeResponse::ok(tool_call_body(&[("lookup", "{}")]))
+            .delayed(std::time::Duration::from_millis(20))
+    });
+    let cases = r#"{"id": "c1", "messages": [{"role": "user", "content": "look"}], "expect": {"tool": "lookup"}}
+"#;
+    let dir = fake_project(&server.base_url, TOOLS, cases, &[]);
+    let run = |concurrency: &str, id: &str| {
+        under_nofile(
+            dir.path(),
+            256,
+            1100,
+            &[
+                "run",
+                "--concurrency",
+                concurrency,
+                "--trials",
+                "2500",
+                "--max-retries",
+                "0",
+                "--progress",
+                "off",
+                "--run-id",
+                id,
+            ],
+        )
+    };
+    let refused = run("1000", "many");
+    assert_eq!(refused.code, 2, "{}", refused.transcript());
+    assert!(
+        refused.stderr.contains(
+            "error: --concurrency 1000 needs up to 2069 open files (2 per trial in flight: its connection to the provider, one the connection pool may keep idle per provider host; 5 for the run's files and standard streams; 64 for the runtime and the files written at the end), but this process may open 1100 (ulimit -n; hard limit 1100): at most 515 trials in flight fit"
+        ),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(server.requests_seen(), 0);
+    assert!(!dir.path().join("reports/many").exists());
+
+    let fits = run("515", "fits");
+    assert_eq!(fits.code, 0, "{}", fits.transcript());
+    let records = support::read_jsonl(&dir.path().join("reports/fits/results.jsonl"));
+    assert_eq!(records.len(), 2500);
+    let errors: Vec<&serde_json::Value> =
+        records.iter().filter(|r| r["outcome"] == "error").collect();
+    assert!(
+        errors.is_empty(),
+        "{} errors, first: {}",
+        errors.len(),
+        errors[0]["error"]
+    );
+}
