@@ -95,9 +95,14 @@ pub(super) fn run(args: &HistoryArgs) -> Result<ExitCode, Error> {
     let path = args.dir.join(toolscore_report::history::FILE_NAME);
     if !path.is_file() {
         return Err(usage(&format!(
-            "{}: no history yet; every `toolscore run --out {}` appends to it",
+            "{}: no history yet; every `{}` appends to it",
             path.display(),
-            args.dir.display()
+            toolscore_core::text::command([
+                "toolscore",
+                "run",
+                "--out",
+                &args.dir.display().to_string()
+            ])
         )));
     }
     let mut formats = if args.formats.is_empty() {
