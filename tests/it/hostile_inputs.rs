@@ -144,6 +144,65 @@ fn printed_commands_are_shell_quoted_and_ids_inert() {
     assert!(!run.stdout.contains('\u{1b}'), "{}", run.stdout);
 }
 
+/// report.md's "… and N more behaviours" line names the command to explain the case: a code
+/// span whose text, pasted, is the one command with the hostile id as one word.
+#[test]
+fn the_markdown_report_quotes_its_explain_command() {
+    let calls = std::sync::atomic::AtomicUsize::new(0);
+    // Five behaviours, so the report lists three and points at `toolscore explain` for the rest.
+    let server = FakeServer::start_in_background(move |_| {
+        let n = calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        FakeResponse::ok(match n % 5 {
+            0 => tool_call_body(&[("lookup", "{}")]),
+            1 => tool_call_body(&[("other", "{}")]),
+            2 => tool_call_body(&[("lookup", "{}"), ("other", "{}")]),
+            3 => tool_call_body(&[("other", "{}"), ("other", "{}")]),
+            _ => support::text_body("no"),
+        })
+    });
+    let hostile = "wx`; touch pwned #";
+    let cases = format!(
+        "{}\n",
+        serde_json::json!({"id": hostile, "messages": [{"role": "user", "content": "look"}], "expect": {"tool": "lookup"}})
+    );
+    let dir = fake_project(&server.base_url, TOOLS, &cases, &[]);
+    let run = toolscore(
+        dir.path(),
+        &[
+            "run",
+            "--trials",
+            "10",
+            "--concurrency",
+            "1",
+            "--run-id",
+            "md",
+            "--progress",
+            "off",
+            "--format",
+            "md",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.transcript());
+    let page = std::fs::read_to_string(dir.path().join("reports/md/report.md")).expect("md");
+    let line = page
+        .lines()
+        .find(|l| l.contains("more behaviours in"))
+        .unwrap_or_else(|| panic!("no explain line:\n{page}"));
+    // The code span: fenced by more backticks than the id holds, its text as written.
+    let code = line
+        .split_once(" trials: ")
+        .map(|(_, c)| c)
+        .and_then(|c| c.strip_prefix("``"))
+        .and_then(|c| c.strip_suffix("``"))
+        .unwrap_or_else(|| panic!("{line}"));
+    assert_eq!(
+        shell_words_of(code, dir.path()),
+        ["explain", "RUN_DIR", hostile],
+        "{line}"
+    );
+    assert!(!dir.path().join("pwned").exists());
+}
+
 /// A history.jsonl whose last line lost its line break (an editor, a copy, a cut write): the
 /// next run starts its lines on a new line, says so on stderr, and `history` still reads both.
 #[test]
