@@ -63,8 +63,16 @@ pub(super) fn append_history(
         .parent()
         .unwrap_or_else(|| Path::new("."))
         .join(toolscore_report::history::FILE_NAME);
-    toolscore_report::history::append(&path, &toolscore_report::history::lines_of(summary))
-        .map_err(|e| Error::io(format!("cannot append to {}", path.display()), e))
+    let appended =
+        toolscore_report::history::append(&path, &toolscore_report::history::lines_of(summary))
+            .map_err(|e| Error::io(format!("cannot append to {}", path.display()), e))?;
+    if appended == toolscore_report::history::Appended::AfterUnendedLine {
+        errln!(
+            "note: {} did not end with a line break (its last line was cut short or written by hand); this run's lines start on a new line",
+            path.display()
+        )?;
+    }
+    Ok(())
 }
 
 /// Reads DIR/history.jsonl and tells every series with its moves in each format asked for.
@@ -87,9 +95,14 @@ pub(super) fn run(args: &HistoryArgs) -> Result<ExitCode, Error> {
     let path = args.dir.join(toolscore_report::history::FILE_NAME);
     if !path.is_file() {
         return Err(usage(&format!(
-            "{}: no history yet; every `toolscore run --out {}` appends to it",
+            "{}: no history yet; every `{}` appends to it",
             path.display(),
-            args.dir.display()
+            toolscore_core::text::command([
+                "toolscore",
+                "run",
+                "--out",
+                &args.dir.display().to_string()
+            ])
         )));
     }
     let mut formats = if args.formats.is_empty() {

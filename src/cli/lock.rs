@@ -10,6 +10,7 @@ use super::{LoadedSuite, SuiteArgs, usage};
 use crate::cli::Error;
 use toolscore_core::catalog::lock::{self as pin, LOCK_FILE, Lock, Scope, UnitChange};
 use toolscore_core::error::{ExitCode, InputError};
+use toolscore_core::text::command;
 
 /// `toolscore lock`.
 #[derive(Debug, Args)]
@@ -35,10 +36,55 @@ fn lock_path(config: &Path) -> PathBuf {
 /// The command that accepts a change, with the project's `--config` when it is not the default.
 fn update_command(config: &Path) -> String {
     if config == Path::new("toolscore.yaml") {
-        "toolscore lock --update".to_owned()
+        command(["toolscore", "lock", "--update"])
     } else {
-        format!("toolscore lock --config {} --update", config.display())
+        command([
+            "toolscore",
+            "lock",
+            "--config",
+            &config.display().to_string(),
+            "--update",
+        ])
     }
+}
+
+/// Whether the project has a lock at `path`. Nothing there is no lock; a symbolic link that
+/// does not resolve (dangling, or a loop), a folder or anything else that is not a file is
+/// bad input (exit 2), never taken as no lock.
+fn lock_present(path: &Path) -> Result<bool, Error> {
+    let file = path.display().to_string();
+    match std::fs::symlink_metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(Error::io(format!("cannot read {file}"), e)),
+        Ok(_) => {}
+    }
+    let refuse = |why: String| -> Error { InputError::at(&file, None, "", &why).into() };
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_file() => Ok(true),
+        Ok(m) if m.is_dir() => Err(refuse(
+            "is a folder, not a lock file; move it out of the way, then `toolscore lock` writes the lock".to_owned(),
+        )),
+        Ok(_) => Err(refuse("is not a regular file".to_owned())),
+        Err(e) => Err(refuse(format!(
+            "is a symbolic link that does not resolve (dangling, or a loop: {e}); fix or remove it"
+        ))),
+    }
+}
+
+/// Writes the lock at `path` whole; when `path` is a symbolic link, to the file it points to
+/// (the link stays a link).
+fn write_lock(path: &Path, lock: &Lock) -> Result<(), Error> {
+    let is_link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+    let target = if is_link {
+        std::fs::canonicalize(path)
+            .map_err(|e| Error::io(format!("cannot resolve {}", path.display()), e))?
+    } else {
+        path.to_owned()
+    };
+    Ok(toolscore_core::atomic::write_file(
+        &target,
+        pin::render(lock).as_bytes(),
+    )?)
 }
 
 /// Reads and parses the lock at `path`.
@@ -56,7 +102,7 @@ pub(crate) fn check(suite: &LoadedSuite) -> Result<(), Error> {
         return Ok(());
     };
     let path = lock_path(config);
-    if !path.exists() {
+    if !lock_present(&path)? {
         return Ok(());
     }
     let pinned = read_lock(&path)?;
@@ -103,7 +149,7 @@ pub(crate) fn check_linted(
         return Ok(());
     };
     let path = lock_path(config_file);
-    if !path.exists() || !lists_dataset(config, dir) {
+    if !lists_dataset(config, dir) || !lock_present(&path)? {
         return Ok(());
     }
     let name = canonical(dir)
@@ -211,7 +257,8 @@ fn kind(u: &UnitChange) -> &'static str {
 pub(crate) fn unpinned_notice(args: &SuiteArgs) -> Option<String> {
     let config = super::config_file(args)?;
     let path = lock_path(config);
-    (!path.exists()).then(|| {
+    // Something that is not a lock (a dangling link, a folder) is refused by the check.
+    std::fs::symlink_metadata(&path).is_err().then(|| {
         format!(
             "note: the catalogs are not pinned (no {}); `toolscore lock` pins them",
             path.display()
@@ -243,7 +290,7 @@ pub(super) fn run(args: &LockArgs) -> Result<ExitCode, Error> {
         count(catalogs, "catalog"),
         count(tools, "tool")
     );
-    if !path.exists() {
+    if !lock_present(&path)? {
         if args.check {
             errln!(
                 "error: {} is missing; `toolscore lock` writes it",
@@ -251,7 +298,7 @@ pub(super) fn run(args: &LockArgs) -> Result<ExitCode, Error> {
             )?;
             return Ok(ExitCode::GateFailed);
         }
-        toolscore_core::atomic::write_file(&path, pin::render(&now).as_bytes())?;
+        write_lock(&path, &now)?;
         outln!("wrote {}: {pinned_line}", path.display())?;
         return Ok(ExitCode::Pass);
     }
@@ -261,7 +308,7 @@ pub(super) fn run(args: &LockArgs) -> Result<ExitCode, Error> {
         // against: --update writes it again whole, saying so; anything else refuses it.
         Err(e) if args.update && e.exit_code() == ExitCode::BadInput => {
             errln!("warning: {e}")?;
-            toolscore_core::atomic::write_file(&path, pin::render(&now).as_bytes())?;
+            write_lock(&path, &now)?;
             outln!("rewrote {} whole: {pinned_line}", path.display())?;
             return Ok(ExitCode::Pass);
         }
@@ -272,14 +319,14 @@ pub(super) fn run(args: &LockArgs) -> Result<ExitCode, Error> {
         // A lock that reads the same but is written otherwise (comments, an older wording of
         // the header) is rewritten by --update, silently.
         if args.update && toolscore_core::input::read_text(&path)? != pin::render(&now) {
-            toolscore_core::atomic::write_file(&path, pin::render(&now).as_bytes())?;
+            write_lock(&path, &now)?;
         }
         outln!("{} is up to date: {pinned_line}", path.display())?;
         return Ok(ExitCode::Pass);
     }
     out!("{}", pin::render_changes(&changes))?;
     if args.update {
-        toolscore_core::atomic::write_file(&path, pin::render(&now).as_bytes())?;
+        write_lock(&path, &now)?;
         outln!("\nupdated {}: {pinned_line}", path.display())?;
         return Ok(ExitCode::Pass);
     }

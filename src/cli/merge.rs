@@ -136,9 +136,9 @@ fn read_shard(dir: &Path) -> Result<ShardRun, Error> {
     let summary_path = dir.join("summary.json");
     if !summary_path.is_file() {
         return Err(usage(&format!(
-            "shard {shard} ({}) did not finish: it has no summary.json; finish it with `toolscore run --resume {}` and the flags it was started with",
+            "shard {shard} ({}) did not finish: it has no summary.json; finish it with `{}` and the flags it was started with",
             dir.display(),
-            dir.display()
+            resume_command(dir)
         )));
     }
     let text = toolscore_core::input::read_text(&summary_path)?;
@@ -146,11 +146,11 @@ fn read_shard(dir: &Path) -> Result<ShardRun, Error> {
         .map_err(|e| InputError::json(&summary_path.display().to_string(), &e))?;
     if summary.header.interrupted {
         return Err(usage(&format!(
-            "shard {shard} ({}) was interrupted after {} of its {} trials; finish it with `toolscore run --resume {}` and the flags it was started with",
+            "shard {shard} ({}) was interrupted after {} of its {} trials; finish it with `{}` and the flags it was started with",
             dir.display(),
             summary.completed_trials,
             summary.header.planned_trials,
-            dir.display()
+            resume_command(dir)
         )));
     }
     Ok(ShardRun {
@@ -644,11 +644,11 @@ impl Merge {
             let want = sizes[s.shard.index as usize];
             if reader.records != want {
                 return Err(usage(&format!(
-                    "shard {} ({}) holds {} of the {want} trials of its slice; finish it with `toolscore run --resume {}` and the flags it was started with",
+                    "shard {} ({}) holds {} of the {want} trials of its slice; finish it with `{}` and the flags it was started with",
                     s.shard,
                     s.dir.display(),
                     reader.records,
-                    s.dir.display()
+                    resume_command(&s.dir)
                 )));
             }
         }
@@ -749,4 +749,10 @@ fn merged_summary(
         });
     }
     summary
+}
+
+/// The command that finishes the run in `dir` (to which the user adds the flags it was started
+/// with).
+fn resume_command(dir: &Path) -> String {
+    toolscore_core::text::command(["toolscore", "run", "--resume", &dir.display().to_string()])
 }

@@ -247,7 +247,8 @@ pub struct ProviderArgs {
     /// Per-request timeout in seconds [default: 60].
     #[arg(help_heading = "Provider", long, value_name = "SECS")]
     pub timeout: Option<f64>,
-    /// Retries after 429/5xx/timeouts, with capped exponential backoff and full jitter [default: 4].
+    /// Retries after 429/5xx/timeouts, with capped exponential backoff and full jitter; 0 to 20
+    /// [default: 4].
     #[arg(help_heading = "Provider", long)]
     pub max_retries: Option<u32>,
     /// Send `tool_choice` (also `tool_choice:` in the config): auto, required or none, in each

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use crate::cli::Error;
 use toolscore_core::record::ArmId;
+use toolscore_core::text::command;
 use toolscore_report::behaviour::{self, CaseKey, Explorer};
 use toolscore_report::history::{self, Trend};
 use toolscore_report::{Html, HtmlContext, Junit, Markdown, Metric, Render, Summary};
@@ -298,8 +299,13 @@ pub(super) fn write_pointers(
 /// The line under the short report that says where the rest is.
 fn more_detail(run_dir: &Path) -> String {
     format!(
-        "more: per-tool rates, weakest cases, confusions, argument failures, latency by tool and tokens with --detail (toolscore report {} --detail)",
-        run_dir.display()
+        "more: per-tool rates, weakest cases, confusions, argument failures, latency by tool and tokens with --detail ({})",
+        command([
+            "toolscore",
+            "report",
+            &run_dir.display().to_string(),
+            "--detail"
+        ])
     )
 }
 
@@ -311,9 +317,13 @@ fn explain_hint(summary: &Summary, run_dir: &Path) -> Option<String> {
         .iter()
         .find_map(|a| toolscore_report::weakest_cases(a).first().copied())?;
     Some(format!(
-        "why: what the model did in a case, beside what it read (the weakest: toolscore explain {} {})",
-        run_dir.display(),
-        weakest.case_id
+        "why: what the model did in a case, beside what it read (the weakest: {})",
+        command([
+            "toolscore",
+            "explain",
+            &run_dir.display().to_string(),
+            &weakest.case_id
+        ])
     ))
 }
 
@@ -326,25 +336,32 @@ pub(super) fn compare_explain_hint(
 ) -> Option<String> {
     let case = c.changed_cases.first()?;
     let arm = |a: &toolscore_report::ComparedArm| format!("{}/{}", a.arm.provider, a.arm.variant);
-    let command = match dirs {
-        [one] => format!(
-            "toolscore explain {} {} --arm {} --arm {}",
-            one.display(),
-            case.case_id,
-            arm(&c.a),
-            arm(&c.b)
-        ),
-        [a, b, ..] => format!(
-            "toolscore explain {} {} --arm {} --against {} --arm {}",
-            a.display(),
-            case.case_id,
-            arm(&c.a),
-            b.display(),
-            arm(&c.b)
-        ),
+    let line = match dirs {
+        [one] => command([
+            "toolscore",
+            "explain",
+            &one.display().to_string(),
+            &case.case_id,
+            "--arm",
+            &arm(&c.a),
+            "--arm",
+            &arm(&c.b),
+        ]),
+        [a, b, ..] => command([
+            "toolscore",
+            "explain",
+            &a.display().to_string(),
+            &case.case_id,
+            "--arm",
+            &arm(&c.a),
+            "--against",
+            &b.display().to_string(),
+            "--arm",
+            &arm(&c.b),
+        ]),
         [] => return None,
     };
     Some(format!(
-        "why: how the model's behaviour moved in a changed case, beside what each arm read ({command})"
+        "why: how the model's behaviour moved in a changed case, beside what each arm read ({line})"
     ))
 }

@@ -351,7 +351,7 @@ fn a_concurrency_the_open_file_limit_cannot_serve_is_refused() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert_eq!(
         stderr.trim_end(),
-        "error: --concurrency 1024 needs about 1088 open files, but this process may open only 200 (ulimit -n); lower --concurrency or raise the limit"
+        "error: --concurrency 1024 needs up to 2117 open files (2 per trial in flight: its connection to the provider, one the connection pool may keep idle per provider host; 5 for the run's files and standard streams; 64 for the runtime and the files written at the end), but this process may open 200 (ulimit -n; hard limit 200): at most 65 trials in flight fit; lower --concurrency or raise the hard limit"
     );
     assert!(!dir.path().join("out").exists());
 }

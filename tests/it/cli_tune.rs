@@ -454,20 +454,21 @@ fn assert_a_recorded_tune_replays(dir: &Path, server: FakeServer, suite: &[&str]
     }
 }
 
-/// With the config under another name (`--config`), the command a confirmed tune prints to
-/// check it again later names that config, and runs as printed.
+/// With the config under another name (`--config`), one holding a space, the command a
+/// confirmed tune prints to check it again later names that config, shell-quoted, and runs as
+/// printed.
 #[test]
 fn the_printed_recheck_runs_as_printed_with_another_config() {
     let server = FakeServer::start_in_background(fake(false));
     let dir = fake_project(&server.base_url, TOOLS, &cases(), &[]);
     std::fs::rename(
         dir.path().join("toolscore.yaml"),
-        dir.path().join("eval.yaml"),
+        dir.path().join("my eval.yaml"),
     )
     .expect("rename");
     let r = tune(
         dir.path(),
-        &["--config", "eval.yaml", "--budget-trials", "1500"],
+        &["--config", "my eval.yaml", "--budget-trials", "1500"],
     );
     assert_eq!(r.code, 0, "{}", r.transcript());
     let line = r
@@ -476,7 +477,7 @@ fn the_printed_recheck_runs_as_printed_with_another_config() {
         .find_map(|l| l.trim().strip_prefix("check it again later: "))
         .unwrap_or_else(|| panic!("no re-check command: {}", r.stdout));
     assert!(
-        line.starts_with("toolscore run --config eval.yaml "),
+        line.starts_with("toolscore run --config 'my eval.yaml' "),
         "{line}"
     );
     let mut args: Vec<String> = support::shell_words(line).into_iter().skip(1).collect();

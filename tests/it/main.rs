@@ -49,6 +49,7 @@ mod decision;
 mod docs;
 mod event_stream;
 mod fuzz_corpora;
+mod hostile_inputs;
 mod lint_corpus;
 mod mcp_bounds;
 mod mcp_live;

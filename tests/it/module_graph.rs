@@ -145,6 +145,8 @@ fn core_modules_point_one_way() {
         ("event", &["record", "error"]),
         ("catalog", &["json", "input", "error"]),
         ("metric", &["record"]),
+        ("text", &[]),
+        ("suggest", &[]),
     ];
     assert_eq!(
         graph.keys().collect::<BTreeSet<_>>(),

@@ -5,6 +5,126 @@ use std::fmt::Write as _;
 
 use serde_json::{Number, Value};
 
+/// Why [`from_str_unique_keys`] refused a text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StrictJsonError {
+    /// Not JSON: serde_json's message.
+    Syntax(String),
+    /// An object names this key twice: its path (`inputSchema.properties.unit`).
+    DuplicateKey(String),
+}
+
+/// Parses `text` as one JSON value, refusing an object that names a key twice (which
+/// `serde_json` reads silently, keeping the last: a reviewer would read one value and the
+/// program another).
+pub fn from_str_unique_keys(text: &str) -> Result<Value, StrictJsonError> {
+    use serde::de::DeserializeSeed as _;
+    let duplicate = std::cell::RefCell::new(None);
+    let mut de = serde_json::Deserializer::from_str(text);
+    let read = Unique {
+        path: String::new(),
+        duplicate: &duplicate,
+    }
+    .deserialize(&mut de)
+    .and_then(|v| de.end().map(|()| v));
+    match (read, duplicate.into_inner()) {
+        (_, Some(path)) => Err(StrictJsonError::DuplicateKey(path)),
+        (Ok(v), None) => Ok(v),
+        (Err(e), None) => Err(StrictJsonError::Syntax(e.to_string())),
+    }
+}
+
+/// A value being read at `path`, whose objects may name each key once; the first key named
+/// twice is put in `duplicate`.
+struct Unique<'a> {
+    path: String,
+    duplicate: &'a std::cell::RefCell<Option<String>>,
+}
+
+impl<'a> Unique<'a> {
+    fn at(&self, step: &str) -> Unique<'a> {
+        let path = if self.path.is_empty() {
+            step.to_owned()
+        } else if step.starts_with('[') {
+            format!("{}{step}", self.path)
+        } else {
+            format!("{}.{step}", self.path)
+        };
+        Unique {
+            path,
+            duplicate: self.duplicate,
+        }
+    }
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for Unique<'_> {
+    type Value = Value;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Unique<'_> {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(Number::from_f64(v).map_or(Value::Null, Value::Number))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_owned()))
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element_seed(self.at(&format!("[{}]", items.len())))? {
+            items.push(item);
+        }
+        Ok(Value::Array(items))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut out = serde_json::Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if out.contains_key(&key) {
+                let path = self.at(&key).path;
+                *self.duplicate.borrow_mut() = Some(path.clone());
+                return Err(serde::de::Error::custom(format!(
+                    "key `{path}` appears twice"
+                )));
+            }
+            let value = map.next_value_seed(self.at(&key))?;
+            out.insert(key, value);
+        }
+        Ok(Value::Object(out))
+    }
+}
+
 /// Integral floats within ±2^53 print as integers in canonical JSON.
 const MAX_SAFE_INTEGER: f64 = 9_007_199_254_740_992.0;
 
@@ -174,6 +294,22 @@ pub fn hex(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_key_named_twice_is_refused_with_its_path() {
+        assert_eq!(
+            from_str_unique_keys(r#"{"a": {"b": [1, {"c": 1, "c": 2}]}}"#),
+            Err(StrictJsonError::DuplicateKey("a.b[1].c".to_owned()))
+        );
+        assert_eq!(
+            from_str_unique_keys(r#"{"a": 1, "b": [true, null, "x", 1.5]}"#),
+            Ok(serde_json::json!({"a": 1, "b": [true, null, "x", 1.5]}))
+        );
+        assert!(matches!(
+            from_str_unique_keys("{} x"),
+            Err(StrictJsonError::Syntax(_))
+        ));
+    }
     use serde_json::json;
 
     #[test]

@@ -399,7 +399,8 @@ fn parse_header(header_text: &str, file_name: &str) -> Result<CassetteHeader, In
     let probe: FormatProbe = serde_json::from_str(header_text).map_err(not_header)?;
     if probe.toolscore_cassette == 1 {
         return Err(bad(format!(
-            "cassette format 1 predates multi-step trials; convert it once with `toolscore cassette upgrade {file_name} NEW.cassette.jsonl.gz` (no model is called)"
+            "cassette format 1 predates multi-step trials; convert it once with `{} NEW.cassette.jsonl.gz` (no model is called)",
+            toolscore_core::text::command(["toolscore", "cassette", "upgrade", file_name])
         )));
     }
     if probe.toolscore_cassette != CASSETTE_FORMAT {

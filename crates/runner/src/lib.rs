@@ -88,7 +88,40 @@ pub struct RunPlan {
     pub max_cost: Option<f64>,
 }
 
+/// Open descriptors a trial's live MCP session holds, at most: a stdio server's three pipes
+/// and its process handle, or an HTTP server's connections.
+pub const MCP_SESSION_DESCRIPTORS: u64 = 4;
+
 impl RunPlan {
+    /// Open descriptors the run may hold per trial in flight, at most, so a caller can check
+    /// `concurrency` against the process's limit before anything is sent:
+    ///
+    /// - the trial's connection to its provider, and, for each provider host, one idle
+    ///   connection the shared pool may keep beside it (the pool keeps up to `concurrency`
+    ///   idle per host, [`execute`]), when an arm calls a provider (a replay calls none);
+    /// - [`MCP_SESSION_DESCRIPTORS`] when a scenario has a live MCP server, whose session is
+    ///   opened per trial: a stdio server's three pipes and its process handle, or an HTTP
+    ///   server's connections.
+    pub fn descriptors_per_trial(&self) -> u64 {
+        let hosts: std::collections::BTreeSet<&str> = self
+            .arms
+            .iter()
+            .filter(|a| a.replay.is_none())
+            .map(|a| origin(&a.settings.base_url))
+            .collect();
+        let provider = if hosts.is_empty() {
+            0
+        } else {
+            1 + hosts.len() as u64
+        };
+        let mcp = if self.scenarios.iter().any(|s| s.server.is_some()) {
+            MCP_SESSION_DESCRIPTORS
+        } else {
+            0
+        };
+        provider + mcp
+    }
+
     /// Trials of each case (then each scenario), in plan order: its own `trials` or the
     /// plan's.
     pub fn case_trials(&self) -> Vec<u32> {
@@ -264,6 +297,15 @@ impl Shared {
             }
         }
     }
+}
+
+/// The scheme, host and port of a URL (what a connection pool keys its connections by).
+fn origin(url: &str) -> &str {
+    let after_scheme = url.find("://").map_or(0, |i| i + 3);
+    let end = url[after_scheme..]
+        .find(['/', '?', '#'])
+        .map_or(url.len(), |i| after_scheme + i);
+    &url[..end]
 }
 
 /// Runs every planned trial and feeds each to `observer`. Cancelling `interrupt` (the command
@@ -951,6 +993,16 @@ fn total_usage(turns: &[ModelTurn]) -> Usage {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_pool_keys_connections_by_origin() {
+        assert_eq!(origin("http://127.0.0.1:9/v1"), "http://127.0.0.1:9");
+        assert_eq!(
+            origin("https://api.openai.com/v1?x=1"),
+            "https://api.openai.com"
+        );
+        assert_eq!(origin("https://h.example"), "https://h.example");
+    }
 
     #[test]
     fn jobs_decode_trial_major_then_case_then_arm_and_cover_the_plan_once() {

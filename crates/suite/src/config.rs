@@ -201,8 +201,34 @@ fn check_providers(
     Ok(())
 }
 
-/// Every price is US dollars per million tokens (0 or more), every discount below 1, and each
-/// names a provider of the config or a KIND:MODEL.
+/// The most a price may be, US dollars per million tokens: far above any model's list price
+/// (the dearest are a few hundred), low enough that every cost toolscore adds up stays a
+/// finite, printable figure (1e300 made `$inf`).
+const MAX_PRICE: f64 = 10_000.0;
+
+/// A price per million tokens that costs can be computed from; the config's `prices` and
+/// `lint --price-per-mtok` are checked by it.
+pub fn price_ok(p: f64) -> bool {
+    p.is_finite() && (0.0..=MAX_PRICE).contains(&p)
+}
+
+/// What [`price_ok`] accepts, in words.
+pub const PRICE_RANGE: &str = "US dollars per million tokens, from 0 to 10000";
+
+/// The most retries of one request: with the 30 s cap on the backoff, 20 retries already
+/// wait up to 10 minutes; a larger figure only hides a provider that is down.
+const MAX_RETRIES: u32 = 20;
+
+/// A number of retries `run` takes; `--max-retries` is checked by it too.
+pub fn max_retries_ok(n: u32) -> bool {
+    n <= MAX_RETRIES
+}
+
+/// What [`max_retries_ok`] accepts, in words.
+pub const MAX_RETRIES_RANGE: &str = "between 0 and 20";
+
+/// Every price is US dollars per million tokens ([`price_ok`]), every discount below 1, and
+/// each names a provider of the config or a KIND:MODEL.
 fn check_prices(config: &Config, text: &str, file: &str) -> Result<(), InputError> {
     for (key, price) in &config.prices {
         let line = toolscore_core::catalog::line_of(text, key);
@@ -214,13 +240,21 @@ fn check_prices(config: &Config, text: &str, file: &str) -> Result<(), InputErro
         ];
         for (name, rate) in rates {
             if let Some(r) = rate
-                && !(r.is_finite() && r >= 0.0)
+                && !price_ok(r)
             {
+                // The line of the figure in its own section (`fake:` may be a provider too),
+                // and the figure as written (1e300, not its 301 digits).
+                let line = line_of_key_path(text, &["prices", key, name])
+                    .or_else(|| line_of_key_path(text, &["prices", key]))
+                    .or(line);
+                let value = line
+                    .and_then(|l| written_value(text, l, name))
+                    .unwrap_or_else(|| r.to_string());
                 return Err(InputError::at(
                     file,
                     line,
                     &format!("prices.{key}.{name}"),
-                    &format!("{r} is not a price: US dollars per million tokens, 0 or more"),
+                    &format!("{value} is not a price: {PRICE_RANGE}"),
                 ));
             }
         }
@@ -246,6 +280,21 @@ fn check_prices(config: &Config, text: &str, file: &str) -> Result<(), InputErro
                 ),
             ));
         }
+    }
+    if let Some(p) = config.lint.price_per_million_input_tokens
+        && !price_ok(p)
+    {
+        let field = "price_per_million_input_tokens";
+        let line = line_of_key_path(text, &["lint", field]);
+        let value = line
+            .and_then(|l| written_value(text, l, field))
+            .unwrap_or_else(|| p.to_string());
+        return Err(InputError::at(
+            file,
+            line,
+            &format!("lint.{field}"),
+            &format!("{value} is not a price: {PRICE_RANGE}"),
+        ));
     }
     Ok(())
 }
@@ -296,10 +345,18 @@ fn check_numbers(config: &Config, text: &str, file: &str) -> Result<(), InputErr
         d.temperature,
         d.max_tokens,
         d.timeout_s,
+        d.max_retries,
     );
     for (name, p) in &config.providers {
         let section = ["providers", name.as_str()];
-        provider_like(&mut bad, &section, p.temperature, p.max_tokens, p.timeout_s);
+        provider_like(
+            &mut bad,
+            &section,
+            p.temperature,
+            p.max_tokens,
+            p.timeout_s,
+            p.max_retries,
+        );
         let limits = [
             ("max_in_flight", p.max_in_flight.map(|n| n as u64)),
             ("requests_per_minute", p.requests_per_minute.map(u64::from)),
@@ -377,7 +434,17 @@ fn provider_like(
     temperature: Option<f64>,
     max_tokens: Option<u32>,
     timeout_s: Option<f64>,
+    max_retries: Option<u32>,
 ) {
+    if let Some(n) = max_retries
+        && !max_retries_ok(n)
+    {
+        bad.push(BadNumber {
+            path: at(section, "max_retries"),
+            rule: format!("is not a number of retries: {MAX_RETRIES_RANGE}"),
+            quote: true,
+        });
+    }
     if let Some(t) = timeout_s
         && toolscore_core::input::timeout_from_seconds(t).is_none()
     {

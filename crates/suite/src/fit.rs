@@ -20,8 +20,13 @@ pub struct CaseFit {
     pub id: String,
     /// The catalog tools its expectation names or accepts (a family, a BFCL answer).
     pub tools: Vec<String>,
-    /// A starter case nobody edited ([`super::Case::is_unedited_starter`]'s rule).
+    /// A starter case nobody edited: [`super::Case::is_unedited_starter`]'s rule (its tag and
+    /// placeholder request), and its expectation as `init` wrote it, a tool and nothing else
+    /// (a starter whose args someone added is theirs).
     pub unedited_starter: bool,
+    /// Every tool the case expects is gone from the catalog (and it expects at least one);
+    /// false for a case whose tool is there but whose arguments the schema refuses.
+    pub tool_gone: bool,
     /// Why it does not fit, one entry per expected call at fault; empty when it fits.
     pub stale: Vec<Stale>,
 }
@@ -58,6 +63,7 @@ pub fn fit_cases(
                     id: String::new(),
                     tools: Vec::new(),
                     unedited_starter: false,
+                    tool_gone: false,
                     stale: vec![Stale {
                         tool: None,
                         reason: e.message,
@@ -79,10 +85,19 @@ fn fit_case(
     validators: &ToolValidators,
 ) -> CaseFit {
     let id = raw.id.clone();
-    let unedited = unedited_starter(&raw.tags, &raw.messages);
+    let expect = &raw.expect;
+    let unedited = unedited_starter(&raw.tags, &raw.messages)
+        && expect.tool.is_string()
+        && expect.args.is_none()
+        && expect.matchers.is_none()
+        && expect.calls.is_none()
+        && expect.bfcl.is_none();
     // A case with its own catalog never reads the dataset's.
     let own_catalog = raw.catalog.is_some();
     let named = named_calls(&raw);
+    let tool_gone = !own_catalog
+        && !named.is_empty()
+        && named.iter().all(|(tool, _, _)| catalog.get(tool).is_none());
     let mut stale = Vec::new();
     if !own_catalog {
         for (tool, args, matchers) in &named {
@@ -121,6 +136,7 @@ fn fit_case(
         id,
         tools,
         unedited_starter: unedited,
+        tool_gone,
         stale,
     }
 }

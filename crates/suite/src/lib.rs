@@ -18,8 +18,9 @@ use serde_json::Value;
 use toolscore_core::message::Message;
 
 pub use config::{
-    CONCURRENCY_RANGE, Config, Defaults, ProviderEntry, REPLAY_KIND, TEMPERATURE_RANGE,
-    concurrency_ok, confidence_ok, load_config, parse_config, precision_ok, temperature_ok,
+    CONCURRENCY_RANGE, Config, Defaults, MAX_RETRIES_RANGE, PRICE_RANGE, ProviderEntry,
+    REPLAY_KIND, TEMPERATURE_RANGE, concurrency_ok, confidence_ok, load_config, max_retries_ok,
+    parse_config, precision_ok, price_ok, temperature_ok,
 };
 pub use variant::{CatalogVariant, apply_overlay};
 

@@ -12,6 +12,7 @@ use super::usage;
 use crate::cli::Error;
 use toolscore_core::catalog::{Catalog, to_tools_json};
 use toolscore_core::error::ExitCode;
+use toolscore_core::text::command;
 use toolscore_import::dataset::{CatalogFile, put_in_place, stage_dataset};
 use toolscore_mcp::client::ServerSpec;
 use toolscore_suite::{STARTER_PLACEHOLDER, STARTER_TAG};
@@ -387,10 +388,14 @@ fn print_next_steps(
             outln!("  1. edit {}: {}", cases_file.display(), work.join("; "))?;
         }
     }
-    outln!("  2. toolscore validate --dataset {}", dest.display())?;
+    let dataset = dest.display().to_string();
     outln!(
-        "  3. toolscore run --dataset {}{provider} --trials 10",
-        dest.display()
+        "  2. {}",
+        command(["toolscore", "validate", "--dataset", &dataset])
+    )?;
+    outln!(
+        "  3. {}{provider} --trials 10",
+        command(["toolscore", "run", "--dataset", &dataset])
     )?;
     if let Some(why) = why {
         outln!("     ({why})")?;

@@ -74,7 +74,7 @@ fn refresh_from(
     let fits = fit_cases(&old_text, &file_label, catalog, &validators);
     let removed: Vec<&CaseFit> = fits
         .iter()
-        .filter(|f| f.unedited_starter && !f.stale.is_empty())
+        .filter(|f| f.unedited_starter && f.tool_gone)
         .collect();
     let removed_lines: BTreeSet<usize> = removed.iter().map(|f| f.line).collect();
     let covered: BTreeSet<&str> = fits

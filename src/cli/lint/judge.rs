@@ -199,8 +199,9 @@ impl Observer for Answers {
     }
 }
 
-/// The judge's answer in a trial: its first `verdict` call read as a verdict, or an answer
-/// that is not one (no such call, arguments that are not a verdict), or a request that failed.
+/// The judge's answer in a trial: its `verdict` calls read as one verdict
+/// ([`judge::read_verdicts`]: a poisoned call wins), or an answer that is not one (no such
+/// call, arguments that are not a verdict), or a request that failed.
 fn answer_of(record: &toolscore_core::record::TrialRecord) -> Answer {
     match record.outcome {
         Outcome::Error => {
@@ -218,19 +219,15 @@ fn answer_of(record: &toolscore_core::record::TrialRecord) -> Answer {
         }
         Outcome::Pass | Outcome::Fail => {}
     }
-    let call = record
+    let calls = record
         .turns
         .iter()
         .flat_map(|t| &t.tool_calls)
-        .find(|c| c.name == judge::VERDICT_TOOL);
-    match call {
-        Some(c) => match judge::read_verdict(&c.arguments) {
-            Ok(v) => Answer::Verdict(v),
-            Err(why) => Answer::NoVerdict { why },
-        },
-        None => Answer::NoVerdict {
-            why: "the judge answered without calling `verdict`".to_owned(),
-        },
+        .filter(|c| c.name == judge::VERDICT_TOOL)
+        .map(|c| &c.arguments);
+    match judge::read_verdicts(calls) {
+        Ok(v) => Answer::Verdict(v),
+        Err(why) => Answer::NoVerdict { why },
     }
 }
 
@@ -263,7 +260,10 @@ fn read_cache(
         if cached.judge_identity == judge_identity
             && cached.instructions_version == judge::INSTRUCTIONS_VERSION
         {
-            out.insert(cached.tool_fingerprint, cached.verdict);
+            // A file an older toolscore wrote may hold evidence as the judge gave it.
+            let mut verdict = cached.verdict;
+            verdict.evidence = judge::bounded_evidence(&verdict.evidence);
+            out.insert(cached.tool_fingerprint, verdict);
         }
     }
     Ok(out)

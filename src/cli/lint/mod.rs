@@ -52,7 +52,8 @@ pub struct LintArgs {
     /// Requests a month, for the monthly token figure [default: the config's].
     #[arg(long, value_name = "N")]
     pub requests_per_month: Option<u64>,
-    /// Price of a million input tokens, for the monthly cost [default: the config's].
+    /// Price of a million input tokens in US dollars (0 to 10000), for the monthly cost
+    /// [default: the config's].
     #[arg(long, value_name = "PRICE")]
     pub price_per_mtok: Option<f64>,
     /// A finished run (reports/<run-id>): rank the findings by the measured selection failures
@@ -353,8 +354,11 @@ fn lint_options(args: &LintArgs, config: &toolscore_suite::Config) -> Result<Lin
         options.requests_per_month = Some(r);
     }
     if let Some(p) = args.price_per_mtok {
-        if !(p.is_finite() && p >= 0.0) {
-            return Err(usage("--price-per-mtok must be a non-negative number"));
+        if !toolscore_suite::price_ok(p) {
+            return Err(usage(&format!(
+                "--price-per-mtok must be a price: {}",
+                toolscore_suite::PRICE_RANGE
+            )));
         }
         options.price_per_million_input_tokens = Some(p);
     }

@@ -6,6 +6,7 @@ use super::{
     ProviderEntry, ProviderKind, ProviderSettings, RunArgs, Scenario, SecretString, arm_price,
     scenario_catalog_key, usage,
 };
+use toolscore_core::text::shell_word;
 use toolscore_provider::cassette::CassetteHeader;
 use toolscore_suite::CatalogVariant;
 
@@ -33,6 +34,14 @@ pub(super) fn live_arm(
     }
     let (key_var, api_key) = api_key(name, kind, args, &entry, env)?;
     let (temperature, timeout_s) = temperature_and_timeout(args, &entry, defaults)?;
+    if let Some(n) = flags.max_retries
+        && !toolscore_suite::max_retries_ok(n)
+    {
+        return Err(usage(&format!(
+            "--max-retries {n} must be {}",
+            toolscore_suite::MAX_RETRIES_RANGE
+        )));
+    }
     let tool_choice = flags.tool_choice.or(entry.tool_choice);
     let parallel_tool_calls = flags.parallel_tool_calls.or(entry.parallel_tool_calls);
     check_request_fields(
@@ -368,7 +377,7 @@ pub(super) fn replay_arm(
     // into a new cassette (suggesting the same path would overwrite a shipped recording).
     let hint = format!(
         "case `{fewest_case}` has {fewest} recorded trials in {file}: replay at most {fewest} (--trials {fewest}, the default when replaying), or record more into a new cassette with `toolscore run --provider <live provider> --model {}{} --trials N --record NEW.cassette.jsonl.gz`",
-        h.model,
+        shell_word(&h.model),
         h.temperature
             .map_or(String::new(), |t| format!(" --temperature {t}"))
     );
@@ -480,8 +489,9 @@ fn fewest_recorded(
     let h = &cassette.header;
     let record_hint = |case: &str, have: u32| {
         format!(
-            "case `{case}` has {have} recorded trials in {file}; record them with `toolscore run --provider <live provider> --model {} --record {file}{}` on the same dataset",
-            h.model,
+            "case `{case}` has {have} recorded trials in {file}; record them with `toolscore run --provider <live provider> --model {} --record {}{}` on the same dataset",
+            shell_word(&h.model),
+            shell_word(file),
             h.temperature
                 .map_or(String::new(), |t| format!(" --temperature {t}"))
         )
@@ -515,7 +525,7 @@ fn fewest_recorded(
                 return Err(InputError::at(file, None, "", &format!("the cassette was recorded against another catalog for scenario `{}` ({fp}), but {} is {}: a changed catalog needs its own recording", sc.name, shown.catalog.source, shown.catalog.fingerprint)).into());
             }
             None => {
-                return Err(InputError::at(file, None, "", &format!("the cassette has no recordings for scenario `{}`; record it with `toolscore run --scenario {} --provider <live provider> --record {file}`", sc.name, sc.file.display())).into());
+                return Err(InputError::at(file, None, "", &format!("the cassette has no recordings for scenario `{}`; record it with `toolscore run --scenario {} --provider <live provider> --record {}`", sc.name, shell_word(&sc.file.display().to_string()), shell_word(file))).into());
             }
         }
         let have = cassette.recorded_trials(&sc.conversation_key(

@@ -387,7 +387,7 @@ pub(super) fn build_plan_of_units(
         poll,
         max_wait,
     });
-    Ok(RunSetup {
+    let setup = RunSetup {
         plan: RunPlan {
             run_id: common.run_id,
             trials,
@@ -419,7 +419,9 @@ pub(super) fn build_plan_of_units(
             .iter()
             .filter_map(|(name, p)| Some((name.clone(), p.start.clone()?)))
             .collect(),
-    })
+    };
+    ensure_file_descriptors(&setup)?;
+    Ok(setup)
 }
 
 /// The providers to run: `--provider`s, else the config's default or its only provider.
@@ -577,7 +579,6 @@ fn common_settings(args: &RunArgs, defaults: &Defaults) -> Result<CommonSettings
             toolscore_suite::CONCURRENCY_RANGE
         )));
     }
-    ensure_file_descriptors(concurrency)?;
     let confidence = checked_confidence(args.confidence.or(defaults.confidence).unwrap_or(0.95))?;
     let precision = checked_precision(args.precision.or(defaults.precision).unwrap_or(0.05))?;
     if let Some(dir) = &args.resume {
@@ -706,15 +707,27 @@ fn check_record_path(path: &Path, force: bool) -> Result<(), Error> {
     }
 }
 
-/// Descriptors a run needs beyond one socket per trial in flight: its output files, the
-/// cassette, the runtime's own, stdio, and room for the summary at the end.
-const FD_HEADROOM: u64 = 64;
+/// Descriptors a run holds whatever its concurrency: stdin, stdout and stderr,
+/// results.jsonl and results.csv (open as trials finish), and the cassette it records into.
+fn held_descriptors(setup: &RunSetup) -> u64 {
+    3 + 2 + u64::from(setup.record.is_some())
+}
 
-/// Each trial in flight holds a socket. Raises the soft limit on open files towards the hard
-/// limit when the concurrency needs it, and refuses a concurrency the limit cannot serve
-/// (before any request, rather than losing the summary to "too many open files" at the end).
-fn ensure_file_descriptors(concurrency: usize) -> Result<(), Error> {
-    let need = concurrency as u64 + FD_HEADROOM;
+/// Room for what the run opens that no figure counts: the async runtime's own (its poller,
+/// its wakers, the signal handlers), name lookups, and the files written one at a time at the
+/// end (summary.json, the reports, history.jsonl).
+const FD_RESERVE: u64 = 64;
+
+/// Counts every descriptor the run may hold ([`RunPlan::descriptors_per_trial`] for each
+/// trial in flight, [`held_descriptors`], [`FD_RESERVE`]), raises the soft limit on open
+/// files to the hard limit, and refuses (exit 2, before any request or file) a concurrency
+/// the hard limit cannot carry, with the figures and the most trials in flight that fit:
+/// rather than trials failing to connect with "too many open files".
+fn ensure_file_descriptors(setup: &RunSetup) -> Result<(), Error> {
+    let concurrency = setup.plan.concurrency as u64;
+    let per_trial = setup.plan.descriptors_per_trial();
+    let fixed = held_descriptors(setup) + FD_RESERVE;
+    let need = concurrency * per_trial + fixed;
     let mut limit = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
@@ -723,23 +736,43 @@ fn ensure_file_descriptors(concurrency: usize) -> Result<(), Error> {
     if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
         return Ok(());
     }
-    let unlimited = libc::RLIM_INFINITY;
-    if limit.rlim_cur == unlimited || limit.rlim_cur >= need {
-        return Ok(());
-    }
-    if limit.rlim_max == unlimited || limit.rlim_max >= need {
+    if limit.rlim_cur != limit.rlim_max {
         let raised = libc::rlimit {
-            rlim_cur: need,
+            rlim_cur: limit.rlim_max,
             rlim_max: limit.rlim_max,
         };
         // SAFETY: setrlimit reads the struct we own.
         if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
-            return Ok(());
+            limit.rlim_cur = limit.rlim_max;
+        } else if limit.rlim_cur < need && need <= limit.rlim_max {
+            // A hard limit above what the system allows (RLIM_INFINITY): as much as needed.
+            let enough = libc::rlimit {
+                rlim_cur: need,
+                rlim_max: limit.rlim_max,
+            };
+            // SAFETY: as above.
+            if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &enough) } == 0 {
+                limit.rlim_cur = need;
+            }
         }
     }
+    if limit.rlim_cur == libc::RLIM_INFINITY || limit.rlim_cur >= need {
+        return Ok(());
+    }
+    let fit = limit.rlim_cur.saturating_sub(fixed) / per_trial.max(1);
     Err(usage(&format!(
-        "--concurrency {concurrency} needs about {need} open files, but this process may open only {} (ulimit -n); lower --concurrency or raise the limit",
-        limit.rlim_cur
+        "--concurrency {concurrency} needs up to {need} open files ({per_trial} per trial in flight: its connection to the provider, one the connection pool may keep idle per provider host{mcp}; {held} for the run's files and standard streams; {FD_RESERVE} for the runtime and the files written at the end), but this process may open {} (ulimit -n; hard limit {}): at most {fit} trials in flight fit; lower --concurrency or raise the hard limit",
+        limit.rlim_cur,
+        limit.rlim_max,
+        held = held_descriptors(setup),
+        mcp = if setup.plan.scenarios.iter().any(|s| s.server.is_some()) {
+            format!(
+                ", {} for a live MCP server's session",
+                toolscore_runner::MCP_SESSION_DESCRIPTORS
+            )
+        } else {
+            String::new()
+        },
     )))
 }
 

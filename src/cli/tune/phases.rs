@@ -675,18 +675,23 @@ impl<'a> Tuner<'a> {
             .unwrap_or_default();
         // The config the tune read, when it was not the default one: the provider may be
         // named there, and `run` would not find it otherwise.
-        let config = self
-            .args
-            .suite
-            .config
-            .as_ref()
-            .map(|c| format!(" --config {}", c.display()))
-            .unwrap_or_default();
-        format!(
-            "toolscore run{config} --dataset {} --provider {} --variant base --variant {variant} --compare --sequential",
-            self.dataset.dir.display(),
-            self.live_provider
-        )
+        let mut words = vec!["toolscore".to_owned(), "run".to_owned()];
+        if let Some(config) = &self.args.suite.config {
+            words.extend(["--config".to_owned(), config.display().to_string()]);
+        }
+        words.extend([
+            "--dataset".to_owned(),
+            self.dataset.dir.display().to_string(),
+            "--provider".to_owned(),
+            self.live_provider.clone(),
+            "--variant".to_owned(),
+            "base".to_owned(),
+            "--variant".to_owned(),
+            variant,
+            "--compare".to_owned(),
+            "--sequential".to_owned(),
+        ]);
+        toolscore_core::text::command(words)
     }
 }
 

@@ -108,6 +108,9 @@ impl Lock {
     }
 }
 
+/// The keys of a `reads` line: what a tool is made of.
+const TOOL_KEYS: [&str; 3] = ["name", "description", "input_schema"];
+
 /// A JSON string, for a value of the lock.
 fn quoted(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_else(|_| format!("{s:?}"))
@@ -304,15 +307,19 @@ pub fn parse(text: &str, file: &str) -> Result<Lock, InputError> {
             "reads" => &[6],
             _ => return Err(p.err(n, key, "unknown key")),
         };
-        let value: Value = serde_json::from_str(value).map_err(|e| {
-            p.err(
+        // A key named twice would be read as its last value while a reviewer reads the first.
+        let value: Value = crate::json::from_str_unique_keys(value).map_err(|e| match e {
+            crate::json::StrictJsonError::DuplicateKey(path) => {
+                p.err(n, &format!("{key}.{path}"), "named twice")
+            }
+            crate::json::StrictJsonError::Syntax(e) => p.err(
                 n,
                 key,
                 &format!(
                     "expected `KEY VALUE` with a JSON value: {}",
-                    crate::error::strip_position(&e.to_string())
+                    crate::error::strip_position(&e)
                 ),
-            )
+            ),
         })?;
         let text = value.as_str().map(str::to_owned);
         let string = |p: &Parser| {
@@ -400,6 +407,20 @@ pub fn parse(text: &str, file: &str) -> Result<Lock, InputError> {
                 }
             }
             ("reads", _) => {
+                // A key the tool does not read would be shown to a reviewer and ignored.
+                if let Some(unknown) = value
+                    .as_object()
+                    .and_then(|o| o.keys().find(|k| !TOOL_KEYS.contains(&k.as_str())).cloned())
+                {
+                    return Err(p.err(
+                        n,
+                        &format!("{key}.{unknown}"),
+                        &format!(
+                            "unknown key: a tool reads {}",
+                            TOOL_KEYS.map(|k| format!("`{k}`")).join(", ")
+                        ),
+                    ));
+                }
                 let tool: Tool = serde_json::from_value(value.clone()).map_err(|e| {
                     p.err(
                         n,

@@ -91,7 +91,8 @@ enum Segment {
 
 /// Text patterns and the kind each one reports. A match's `before` group (the character a
 /// token starts after) is kept; a match with a non-empty `longer` group is a longer word and
-/// kept whole.
+/// kept whole; a match whose `before` is `_` and whose `body` does not look random
+/// ([`looks_random`]) is a snake_case word (`orders_pk_test_…`) and kept whole.
 struct Pattern {
     kind: &'static str,
     regex: Regex,
@@ -216,6 +217,11 @@ impl Redactor {
                     .replace_all(&out, |c: &Captures| {
                         let whole = c.get(0).map_or("", |m| m.as_str());
                         if c.name("longer").is_some_and(|m| !m.is_empty()) {
+                            return whole.to_owned();
+                        }
+                        if c.name("before").is_some_and(|m| m.as_str() == "_")
+                            && c.name("body").is_some_and(|m| !looks_random(m.as_str()))
+                        {
                             return whole.to_owned();
                         }
                         n += 1;
@@ -474,6 +480,12 @@ fn merge(tally: &mut Tally, other: Tally) {
 /// and `key_sk-proj-…` whole; `-`, `.`, `:`, `/`, `=`, quotes and spaces were boundaries
 /// already. A letter or digit before the prefix still makes it part of a word:
 /// `desk-mounted-monitor-stand` is not a key.
+///
+/// A token whose own syntax joins words with `_` (Stripe's `pk_test_…`, GitHub's `ghp_…`)
+/// cannot be told from a snake_case word by its prefix when an `_` joins it to the word before
+/// (`orders_pk_test_0123456789abcdef`, a constraint's name): there, its `body` must also look
+/// random ([`looks_random`]) to be redacted, as a real key's does; at any other boundary it is
+/// redacted whatever its body.
 const SECRET_PATTERNS: &[(&str, &str)] = &[
     (
         "private_key",
@@ -488,19 +500,18 @@ const SECRET_PATTERNS: &[(&str, &str)] = &[
         "jwt",
         r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}",
     ),
+    ("api_key", r"sk-[A-Za-z0-9_-]{20,}"),
     (
         "api_key",
-        r"sk-[A-Za-z0-9_-]{20,}|[rsp]k_(?:live|test)_[A-Za-z0-9]{16,}",
+        r"[rsp]k_(?:live|test)_(?P<body>[A-Za-z0-9]{16,})",
     ),
     // Exactly 20 characters: a longer run of letters and digits is some other word.
     (
         "aws_key",
         r"(?:AKIA|ASIA)[0-9A-Z]{16}(?P<longer>[\p{L}\p{N}]*)",
     ),
-    (
-        "github_token",
-        r"gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,}",
-    ),
+    ("github_token", r"gh[pousr]_(?P<body>[A-Za-z0-9]{36,})"),
+    ("github_token", r"github_pat_(?P<body>[A-Za-z0-9_]{22,})"),
     ("slack_token", r"xox[abposr]-[A-Za-z0-9-]{10,}"),
     ("google_api_key", r"AIza[0-9A-Za-z_-]{35}"),
 ];
@@ -510,6 +521,15 @@ const SECRET_PATTERNS: &[(&str, &str)] = &[
 /// looking behind keeps the regex crate's linear-time matching; two tokens never share it,
 /// since each token ends before a character outside its own class.
 const TOKEN_START: &str = r"(?:^|(?P<before>[^\p{L}\p{N}]))";
+
+/// Whether a token's body reads as generated rather than written: it mixes capitals, small
+/// letters and digits, as base62 keys do (24 random characters miss one of the three about
+/// once in 400,000 draws) and snake_case words do not.
+fn looks_random(body: &str) -> bool {
+    body.chars().any(|c| c.is_ascii_uppercase())
+        && body.chars().any(|c| c.is_ascii_lowercase())
+        && body.chars().any(|c| c.is_ascii_digit())
+}
 
 fn secret_patterns() -> Result<Vec<Pattern>, RedactError> {
     SECRET_PATTERNS
@@ -658,8 +678,16 @@ mod tests {
             ),
             (format!("é_{key}"), "é_[REDACTED:api_key]".to_owned()),
             (
-                "stripe_sk_live_0123456789abcdef".into(),
+                "stripe_sk_live_Glu3dStripe0000111122223333".into(),
                 "stripe_[REDACTED:api_key]".into(),
+            ),
+            (
+                "pk_test_0123456789abcdef".into(),
+                "[REDACTED:api_key]".into(),
+            ),
+            (
+                "key=pk_test_0123456789abcdef".into(),
+                "key=[REDACTED:api_key]".into(),
             ),
             (
                 "aws_AKIAIOSFODNN7EXAMPLE_prod".into(),
@@ -701,6 +729,11 @@ mod tests {
             "a task-force-alpha-bravo-charlie-delta",
             "risk-adjusted-return-on-capital-2024",
             "disk_live_0123456789abcdef0123",
+            // snake_case words that hold a `_`-joined token's prefix
+            "orders_pk_test_0123456789abcdef",
+            "stripe_sk_live_0123456789abcdef",
+            "idx_rk_live_customerordersbydate",
+            "repo_ghp_0123456789abcdefghij0123456789abcdefgh",
             "xAKIAIOSFODNN7EXAMPLE",
             "AKIAIOSFODNN7EXAMPLE1234",
             "thegh_0123456789abcdefghijABCDEFGHIJ012345",

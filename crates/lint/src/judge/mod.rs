@@ -190,6 +190,51 @@ pub enum Judgement {
     },
 }
 
+/// Longest evidence kept from a verdict, in characters: enough to quote the sentence the
+/// judge points at; a judge's longer evidence is cut, with [`EVIDENCE_CUT`] after it.
+pub const MAX_EVIDENCE_CHARS: usize = 2_000;
+
+/// What follows evidence cut at [`MAX_EVIDENCE_CHARS`].
+pub const EVIDENCE_CUT: &str = "…(truncated)";
+
+/// A judge's evidence as it is kept and shown: one line (line breaks and tabs as spaces),
+/// every control character and direction mark written `\u{…}` (an escape code or a carriage
+/// return cannot fake a line of the report), at most [`MAX_EVIDENCE_CHARS`] characters.
+pub fn bounded_evidence(text: &str) -> String {
+    toolscore_core::text::inert_cut(text, MAX_EVIDENCE_CHARS, EVIDENCE_CUT)
+}
+
+/// The verdict of an answer from its `verdict` calls' arguments, in the order they were made.
+/// A judge that calls `verdict` more than once is read conservatively: the first call that
+/// calls the tool poisoned wins (a clean call never masks a poisoned one); else every call
+/// must read as a verdict, and the tool is clean; a call that does not read leaves the tool
+/// not judged (never counted clean). No call at all is an error too.
+pub fn read_verdicts<'a>(calls: impl IntoIterator<Item = &'a Value>) -> Result<Verdict, String> {
+    let mut clean = None;
+    let mut unread = None;
+    let mut count = 0usize;
+    for arguments in calls {
+        count += 1;
+        match read_verdict(arguments) {
+            Ok(v) if v.poisoned => return Ok(v),
+            Ok(v) => {
+                clean.get_or_insert(v);
+            }
+            Err(why) => {
+                unread.get_or_insert(why);
+            }
+        }
+    }
+    match (clean, unread) {
+        (_, Some(why)) if count > 1 => Err(format!(
+            "the judge called `verdict` {count} times and one did not read as a verdict: {why}"
+        )),
+        (_, Some(why)) => Err(why),
+        (Some(v), None) => Ok(v),
+        (None, None) => Err("the judge answered without calling `verdict`".to_owned()),
+    }
+}
+
 /// Reads a `verdict` call's arguments. A verdict whose class contradicts `poisoned`
 /// (poisoned with class `none`, or clean with a class) is read by `poisoned`: the class is
 /// taken as `other` or `none`.
@@ -212,11 +257,12 @@ pub fn read_verdict(arguments: &Value) -> Result<Verdict, String> {
     Ok(Verdict {
         poisoned,
         class,
-        evidence: arguments
-            .get("evidence")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned(),
+        evidence: bounded_evidence(
+            arguments
+                .get("evidence")
+                .and_then(Value::as_str)
+                .unwrap_or_default(),
+        ),
     })
 }
 
@@ -355,6 +401,41 @@ mod tests {
         // Short strings get no cipher views.
         assert!(!q.contains("enum[1] read as ROT13"), "{q}");
         assert!(q.ends_with("Call `verdict` once with your verdict on this tool."));
+    }
+
+    #[test]
+    fn several_verdict_calls_read_as_one_and_a_poisoned_call_wins() {
+        let clean = json!({"poisoned": false, "class": "none", "evidence": ""});
+        let poisoned = json!({"poisoned": true, "class": "sabotage", "evidence": "description"});
+        let garbled = json!({"class": "none"});
+        let v = read_verdicts([&clean, &poisoned]).expect("verdict");
+        assert_eq!((v.poisoned, v.class), (true, JudgeClass::Sabotage));
+        let v = read_verdicts([&poisoned, &clean]).expect("verdict");
+        assert!(v.poisoned);
+        assert!(!read_verdicts([&clean, &clean]).expect("verdict").poisoned);
+        let why = read_verdicts([&clean, &garbled]).unwrap_err();
+        assert!(
+            why.starts_with("the judge called `verdict` 2 times"),
+            "{why}"
+        );
+        assert!(read_verdicts([]).is_err());
+    }
+
+    #[test]
+    fn evidence_is_one_bounded_inert_line() {
+        let v = read_verdict(&json!({"poisoned": true, "class": "other",
+            "evidence": format!("a\u{1b}[2J\r\nfake line{}", "x".repeat(5_000))}))
+        .expect("verdict");
+        assert!(
+            v.evidence.starts_with(r"a\u{1b}[2J fake linex"),
+            "{}",
+            &v.evidence[..40]
+        );
+        assert!(v.evidence.ends_with(EVIDENCE_CUT));
+        assert_eq!(
+            v.evidence.chars().count(),
+            MAX_EVIDENCE_CHARS + EVIDENCE_CUT.chars().count()
+        );
     }
 
     #[test]

@@ -87,24 +87,10 @@ impl ServerSpec {
     pub fn label(&self) -> String {
         match self {
             ServerSpec::Stdio { command, args, .. } => {
-                let mut words = vec![quote_word(command)];
-                words.extend(args.iter().map(|a| quote_word(a)));
-                words.join(" ")
+                toolscore_core::text::command(std::iter::once(command).chain(args))
             }
             ServerSpec::Http { url, .. } => redact_url(url),
         }
-    }
-}
-
-fn quote_word(word: &str) -> String {
-    if !word.is_empty()
-        && word
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./:@=+,%".contains(c))
-    {
-        word.to_owned()
-    } else {
-        format!("'{}'", word.replace('\'', r"'\''"))
     }
 }
 

@@ -214,45 +214,7 @@ pub fn is_loopback_url(url: &str) -> bool {
 // ---------------------------------------------------------------------------------------------
 // Evidence: bounded and inert.
 
-/// `text` on one line, at most `max` characters (then `…`), with line breaks and tabs as
-/// spaces, runs of spaces as one, and every other control character (an ANSI escape's ESC,
-/// a bell, a C1 control) and every bidirectional or line-separator mark written as `\u{…}`,
-/// so nothing a server wrote can move a terminal's cursor, recolour it, retitle it or reorder
-/// what it shows. Reads no further than it writes, so a huge text costs no more than a short.
-pub fn inert(text: &str, max: usize) -> String {
-    let mut out = String::new();
-    let mut shown = 0usize;
-    let mut space = false;
-    for c in text.chars() {
-        if c.is_whitespace() && !is_hidden(c) {
-            space = !out.is_empty();
-            continue;
-        }
-        let piece = if c.is_control() || is_hidden(c) {
-            format!("\\u{{{:x}}}", u32::from(c))
-        } else {
-            c.to_string()
-        };
-        let width = piece.chars().count() + usize::from(space);
-        if shown + width > max {
-            out.push('…');
-            return out;
-        }
-        if space {
-            out.push(' ');
-            space = false;
-        }
-        out.push_str(&piece);
-        shown += width;
-    }
-    out
-}
-
-/// Characters that change how a line is shown without being control characters: directional
-/// marks and overrides, line and paragraph separators, the byte-order mark.
-fn is_hidden(c: char) -> bool {
-    matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{2028}' | '\u{2029}' | '\u{feff}')
-}
+pub use toolscore_core::text::inert;
 
 fn quote(text: &str) -> String {
     format!("\"{}\"", inert(text, MAX_QUOTE))
@@ -1156,7 +1118,9 @@ mod tests {
         assert!(shown.chars().count() <= 61, "{shown}");
         assert!(shown.ends_with('…'));
         assert!(
-            !shown.chars().any(|c| c.is_control() || is_hidden(c)),
+            !shown
+                .chars()
+                .any(|c| c.is_control() || toolscore_core::text::is_hidden(c)),
             "{shown}"
         );
         assert!(

@@ -384,16 +384,41 @@ fn to_jsonl(lines: &[HistoryLine]) -> Result<String, serde_json::Error> {
     Ok(text)
 }
 
+/// What [`append`] found at the end of the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Appended {
+    /// The file was empty or new, or ended with a line break.
+    Cleanly,
+    /// The file's last line had no line break (cut short, or written by hand): the new lines
+    /// start on a line of their own instead of being glued to it.
+    AfterUnendedLine,
+}
+
 /// Appends the lines to `path` in one write to a file opened for appending: the OS places each
 /// such write at the end whole, so two runs finishing together never interleave their lines.
-pub fn append(path: &Path, lines: &[HistoryLine]) -> std::io::Result<()> {
-    let text = to_jsonl(lines).map_err(std::io::Error::other)?;
+/// When the file does not end with a line break, the write starts with one, so the last line
+/// already there and the first new one stay two lines.
+pub fn append(path: &Path, lines: &[HistoryLine]) -> std::io::Result<Appended> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut text = to_jsonl(lines).map_err(std::io::Error::other)?;
     let mut file = std::fs::OpenOptions::new()
         .create(true)
+        .read(true)
         .append(true)
         .open(path)?;
+    let mut appended = Appended::Cleanly;
+    if file.metadata()?.len() > 0 {
+        let mut last = [0u8];
+        file.seek(SeekFrom::End(-1))?;
+        file.read_exact(&mut last)?;
+        if last[0] != b'\n' {
+            text.insert(0, '\n');
+            appended = Appended::AfterUnendedLine;
+        }
+    }
     file.write_all(text.as_bytes())?;
-    file.flush()
+    file.flush()?;
+    Ok(appended)
 }
 
 /// Every line of a history file; a line that is not a history line is bad input naming

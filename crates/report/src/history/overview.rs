@@ -374,10 +374,12 @@ fn most_changed(s: &Series, metric: Metric, arm: &ArmId, sources: &Sources) -> O
                 previous,
                 current,
                 difference,
-                explain: format!(
-                    "toolscore explain {} {case_id}",
-                    Path::new(sources.dir).join(run_id).display()
-                ),
+                explain: toolscore_core::text::command([
+                    "toolscore",
+                    "explain",
+                    &Path::new(sources.dir).join(run_id).display().to_string(),
+                    case_id,
+                ]),
                 link: ids
                     .filter(|ids| ids.contains(&anchor))
                     .map(|_| format!("{}/report.html#{anchor}", path_segment(run_id))),

@@ -41,9 +41,14 @@ pub(super) fn write_behaviours(a: &ArmSummary, explained: &[CaseBehaviours], doc
             + b.not_listed.as_ref().map_or(0, |n| n.behaviours);
         if others > 0 {
             doc.push_str(&format!(
-                "\n… and {others} more behaviours in {} trials: `toolscore explain RUN_DIR {}`\n",
+                "\n… and {others} more behaviours in {} trials: {}\n",
                 b.scored - listed,
-                escape(&b.case_id)
+                super::code_span(&toolscore_core::text::command([
+                    "toolscore",
+                    "explain",
+                    "RUN_DIR",
+                    &b.case_id
+                ]))
             ));
         }
         let errors: u64 = b.errors.iter().map(|e| e.trials).sum();

@@ -96,6 +96,21 @@ pub fn escape(text: &str) -> String {
     out
 }
 
+/// `text` as a Markdown code span, shown as written (a command to paste): fenced by one more
+/// backtick than its longest run of backticks, padded with a space when it starts or ends
+/// with one, with line breaks as spaces.
+pub(crate) fn code_span(text: &str) -> String {
+    let text = text.replace(['\n', '\r'], " ");
+    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    let fence = "`".repeat(longest + 1);
+    let pad = if text.starts_with('`') || text.ends_with('`') {
+        " "
+    } else {
+        ""
+    };
+    format!("{fence}{pad}{text}{pad}{fence}")
+}
+
 /// `… and 120 more cases in summary.json`, when a list was cut.
 fn more(doc: &mut String, total: usize, shown: usize, what: &str) {
     if total > shown {
