@@ -66,11 +66,17 @@ pub(super) fn append_history(
     let appended =
         toolscore_report::history::append(&path, &toolscore_report::history::lines_of(summary))
             .map_err(|e| Error::io(format!("cannot append to {}", path.display()), e))?;
-    if appended == toolscore_report::history::Appended::AfterUnendedLine {
-        errln!(
+    match appended {
+        toolscore_report::history::Appended::AfterUnendedLine => errln!(
             "note: {} did not end with a line break (its last line was cut short or written by hand); this run's lines start on a new line",
             path.display()
-        )?;
+        )?,
+        toolscore_report::history::Appended::AlreadyThere => errln!(
+            "note: {} already holds run {}: not appended again (a second point would be compared with itself)",
+            path.display(),
+            toolscore_core::text::inert(&summary.run.run_id, 200)
+        )?,
+        toolscore_report::history::Appended::Cleanly => {}
     }
     Ok(())
 }

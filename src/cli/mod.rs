@@ -307,8 +307,13 @@ fn read_header(dir: &Path) -> Result<toolscore_report::SummaryHeader, Error> {
     if !path.exists() {
         let resume = if dir.join("results.jsonl").is_file() {
             format!(
-                "; a run cut short before writing it is finished by `toolscore run --resume {}`",
-                dir.display()
+                "; a run cut short before writing it is finished by `{}`",
+                toolscore_core::text::command([
+                    "toolscore",
+                    "run",
+                    "--resume",
+                    &dir.display().to_string()
+                ])
             )
         } else {
             String::new()

@@ -482,3 +482,47 @@ pub(crate) fn links_resolve(out: &std::path::Path, html: &str) -> (usize, usize)
     }
     (links, case_links)
 }
+
+/// `--resume` of a finished run appends no second point of it, which `history` would compare
+/// with itself (+0.000) and which could hide a drop; it says so.
+#[test]
+fn resuming_a_finished_run_appends_no_second_history_point() {
+    let dir = support::project_copy();
+    let d = dir.path();
+    let first = toolscore(
+        d,
+        &[
+            "run",
+            "--trials",
+            "2",
+            "--run-id",
+            "once",
+            "--progress",
+            "off",
+        ],
+    );
+    assert_eq!(first.code, 0, "{}", first.transcript());
+    let count = || support::read_jsonl(&d.join("reports/history.jsonl")).len();
+    let before = count();
+    let again = toolscore(
+        d,
+        &[
+            "run",
+            "--trials",
+            "2",
+            "--resume",
+            "reports/once",
+            "--progress",
+            "off",
+        ],
+    );
+    assert_eq!(again.code, 0, "{}", again.transcript());
+    assert_eq!(count(), before, "no second point");
+    assert!(
+        again
+            .stderr
+            .contains("already holds run once: not appended again"),
+        "{}",
+        again.stderr
+    );
+}

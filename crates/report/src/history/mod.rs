@@ -384,7 +384,7 @@ fn to_jsonl(lines: &[HistoryLine]) -> Result<String, serde_json::Error> {
     Ok(text)
 }
 
-/// What [`append`] found at the end of the file.
+/// What [`append`] found in the file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Appended {
     /// The file was empty or new, or ended with a line break.
@@ -392,6 +392,9 @@ pub enum Appended {
     /// The file's last line had no line break (cut short, or written by hand): the new lines
     /// start on a line of their own instead of being glued to it.
     AfterUnendedLine,
+    /// The file already held every line (the same run and arm): a finished run resumed, whose
+    /// second point would be compared with itself. Nothing was written.
+    AlreadyThere,
 }
 
 /// Appends the lines to `path` in one write to a file opened for appending: the OS places each
@@ -400,12 +403,23 @@ pub enum Appended {
 /// already there and the first new one stay two lines.
 pub fn append(path: &Path, lines: &[HistoryLine]) -> std::io::Result<Appended> {
     use std::io::{Read, Seek, SeekFrom};
-    let mut text = to_jsonl(lines).map_err(std::io::Error::other)?;
     let mut file = std::fs::OpenOptions::new()
         .create(true)
         .read(true)
         .append(true)
         .open(path)?;
+    // A line of the same run and arm is already there when a finished run is resumed: its
+    // second point would be compared with itself (+0.000) and could hide a drop.
+    let held = held_runs(&mut file)?;
+    let new: Vec<HistoryLine> = lines
+        .iter()
+        .filter(|l| !held.contains(&run_key(l)))
+        .cloned()
+        .collect();
+    if new.is_empty() && !lines.is_empty() {
+        return Ok(Appended::AlreadyThere);
+    }
+    let mut text = to_jsonl(&new).map_err(std::io::Error::other)?;
     let mut appended = Appended::Cleanly;
     if file.metadata()?.len() > 0 {
         let mut last = [0u8];
@@ -419,6 +433,39 @@ pub fn append(path: &Path, lines: &[HistoryLine]) -> std::io::Result<Appended> {
     file.write_all(text.as_bytes())?;
     file.flush()?;
     Ok(appended)
+}
+
+/// A line's run and arm: the same run appends each arm once.
+fn run_key(l: &HistoryLine) -> (String, String, String, String) {
+    (
+        l.run_id.clone(),
+        l.provider.clone(),
+        l.model.clone(),
+        l.variant.clone(),
+    )
+}
+
+/// The (run, arm) of every line the file holds, read leniently: a line that is not a history
+/// line is `history`'s to report, not the append's.
+fn held_runs(
+    file: &mut std::fs::File,
+) -> std::io::Result<std::collections::HashSet<(String, String, String, String)>> {
+    use std::io::{BufRead, Seek, SeekFrom};
+    file.seek(SeekFrom::Start(0))?;
+    let mut held = std::collections::HashSet::new();
+    for line in std::io::BufReader::new(&mut *file).lines() {
+        let line = line.unwrap_or_default();
+        let key = |v: &serde_json::Value, k: &str| v[k].as_str().unwrap_or_default().to_owned();
+        if let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) {
+            held.insert((
+                key(&v, "run_id"),
+                key(&v, "provider"),
+                key(&v, "model"),
+                key(&v, "variant"),
+            ));
+        }
+    }
+    Ok(held)
 }
 
 /// Every line of a history file; a line that is not a history line is bad input naming
