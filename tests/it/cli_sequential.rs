@@ -83,6 +83,11 @@ fn sequential(
         "--progress",
         "off",
     ];
+    // An extra `--concurrency` replaces the default of one request at a time.
+    if extra.contains(&"--concurrency") {
+        let at = args.iter().position(|a| *a == "--concurrency").unwrap_or(0);
+        args.drain(at..at + 2);
+    }
     args.extend_from_slice(extra);
     toolscore(dir, &args)
 }
@@ -772,29 +777,7 @@ fn trials_in_flight_at_a_decision_are_kept_marked_and_not_counted() {
     let decided_at = summary(d, "alone")["arms"][0]["suite"]["metrics"]["pass"]["n"]
         .as_u64()
         .unwrap();
-    let busy = toolscore(
-        d,
-        &[
-            "run",
-            "--provider",
-            "fake",
-            "--gate",
-            "pass>=0.8",
-            "--gate-level",
-            "case",
-            "--sequential",
-            "--max-trials",
-            "200",
-            "--concurrency",
-            "8",
-            "--out",
-            "out",
-            "--run-id",
-            "busy",
-            "--progress",
-            "off",
-        ],
-    );
+    let busy = sequential(d, "busy", "200", &["--concurrency", "8"]);
     assert_eq!(busy.code, 0, "{}", busy.transcript());
     let s = summary(d, "busy");
     assert_eq!(
