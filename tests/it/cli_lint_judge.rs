@@ -419,3 +419,43 @@ fn the_judge_budget_holds_at_concurrency_64() {
         "the cap was used, not left idle: {spent} of {cap}"
     );
 }
+
+/// `poisoned` decides a verdict, whatever its class says: `poisoned: false` with an empty class
+/// is a clean verdict (not "not judged", exit 4), and `poisoned: true` with class `none` is a
+/// poisoned one; the contradiction is noted in the evidence.
+#[test]
+fn poisoned_decides_a_verdict_whatever_its_class_says() {
+    for (verdict, code, judged) in [
+        (
+            json!({"poisoned": false, "class": ""}),
+            0,
+            "3 of 3 tools judged, 0 poisoned",
+        ),
+        (
+            json!({"poisoned": false}),
+            0,
+            "3 of 3 tools judged, 0 poisoned",
+        ),
+        (
+            json!({"poisoned": true, "class": "none", "evidence": "x"}),
+            1,
+            "3 of 3 tools judged, 3 poisoned",
+        ),
+    ] {
+        let body = tool_call_body(&[("verdict", &verdict.to_string())]);
+        let server = FakeServer::start_in_background(move |_| FakeResponse::ok(body.clone()));
+        let dir = plain_project(&server.base_url);
+        let r = toolscore(dir.path(), &["lint", "data", "--judge", "fake"]);
+        assert_eq!(r.code, code, "{verdict}: {}", r.transcript());
+        assert!(r.stdout.contains(judged), "{verdict}: {}", r.stdout);
+        if code == 1 {
+            assert!(
+                r.stdout.contains(
+                    "(the judge gave class `none` with poisoned: true; poisoned decides)"
+                ),
+                "{}",
+                r.stdout
+            );
+        }
+    }
+}

@@ -235,34 +235,45 @@ pub fn read_verdicts<'a>(calls: impl IntoIterator<Item = &'a Value>) -> Result<V
     }
 }
 
-/// Reads a `verdict` call's arguments. A verdict whose class contradicts `poisoned`
-/// (poisoned with class `none`, or clean with a class) is read by `poisoned`: the class is
-/// taken as `other` or `none`.
+/// Reads a `verdict` call's arguments. `poisoned` decides: a class that contradicts it
+/// (poisoned with class `none`, clean with a class), or that is missing, empty or none of the
+/// classes, is read as `other` (poisoned) or `none` (clean), and the evidence notes what the
+/// judge wrote, so a contradiction is seen, not silently resolved.
 pub fn read_verdict(arguments: &Value) -> Result<Verdict, String> {
     let poisoned = arguments
         .get("poisoned")
         .and_then(Value::as_bool)
         .ok_or("the verdict has no boolean `poisoned`")?;
-    let class = arguments
-        .get("class")
-        .and_then(Value::as_str)
-        .ok_or("the verdict has no `class`")?;
-    let class = JudgeClass::parse(class)
-        .ok_or_else(|| format!("the verdict's class `{class}` is not one of the classes"))?;
-    let class = match (poisoned, class) {
-        (true, JudgeClass::None) => JudgeClass::Other,
+    let written = arguments.get("class").and_then(Value::as_str);
+    let parsed = written.and_then(JudgeClass::parse);
+    let class = match (poisoned, parsed) {
+        (true, Some(c)) if c != JudgeClass::None => c,
+        (true, _) => JudgeClass::Other,
         (false, _) => JudgeClass::None,
-        (true, c) => c,
     };
+    let contradicts = match (poisoned, parsed) {
+        (true, Some(JudgeClass::None)) | (true, None) => true,
+        (false, Some(c)) => c != JudgeClass::None,
+        (false, None) => written.is_some_and(|w| !w.trim().is_empty()),
+        (true, Some(_)) => false,
+    };
+    let mut evidence = arguments
+        .get("evidence")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    if contradicts {
+        let said = written.map_or_else(|| "no class".to_owned(), |w| format!("class `{w}`"));
+        evidence = format!(
+            "{evidence} (the judge gave {said} with poisoned: {poisoned}; poisoned decides)"
+        )
+        .trim_start()
+        .to_owned();
+    }
     Ok(Verdict {
         poisoned,
         class,
-        evidence: bounded_evidence(
-            arguments
-                .get("evidence")
-                .and_then(Value::as_str)
-                .unwrap_or_default(),
-        ),
+        evidence: bounded_evidence(&evidence),
     })
 }
 
@@ -451,15 +462,23 @@ mod tests {
         let clean = read_verdict(&json!({"poisoned": false, "class": "sabotage", "evidence": ""}))
             .expect("verdict");
         assert_eq!(clean.class, JudgeClass::None);
+        assert!(
+            clean
+                .evidence
+                .contains("class `sabotage` with poisoned: false"),
+            "{clean:?}"
+        );
+        // `poisoned` decides, whatever the class says: an empty one is a clean verdict.
+        let empty = read_verdict(&json!({"poisoned": false, "class": ""})).expect("verdict");
+        assert_eq!((empty.poisoned, empty.class), (false, JudgeClass::None));
+        assert_eq!(empty.evidence, "");
         assert_eq!(
             read_verdict(&json!({"class": "none"})),
             Err("the verdict has no boolean `poisoned`".to_owned())
         );
-        assert!(
-            read_verdict(&json!({"poisoned": true, "class": "evil"}))
-                .unwrap_err()
-                .contains("`evil`")
-        );
+        let unknown = read_verdict(&json!({"poisoned": true, "class": "evil"})).expect("verdict");
+        assert_eq!(unknown.class, JudgeClass::Other);
+        assert!(unknown.evidence.contains("class `evil`"), "{unknown:?}");
     }
 
     #[test]
