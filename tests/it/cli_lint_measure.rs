@@ -398,3 +398,25 @@ fn the_guides_measurement_of_the_local_model_replays_as_shown() {
         }
     }
 }
+
+/// A judge that flags nothing has no precision to give (no flag to be right or wrong): the
+/// line says so beside the trials it scored, not "no trial scored".
+#[test]
+fn a_judge_that_flags_nothing_says_it_raised_no_flag() {
+    let server = FakeServer::start_in_background(|_| verdict(false));
+    let dir = fake_project(&server.base_url, r#"{"tools": []}"#, "", &[]);
+    small_set(dir.path());
+    let r = toolscore(
+        dir.path(),
+        &["lint", "--judge", "fake", "--measure", "mine.jsonl"],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(
+        r.stdout.contains(
+            "  precision            -  0 flags raised: no precision to give   flags that fell on poisoned tools"
+        ),
+        "{}",
+        r.stdout
+    );
+    assert!(r.stdout.contains("5 of 5 trials scored"), "{}", r.stdout);
+}

@@ -208,6 +208,10 @@ pub fn measurement_text(
 ) -> io::Result<()> {
     use crate::judge::measure::{Rate, RateMethod};
     fn rate(r: Option<&Rate>) -> String {
+        rate_or(r, "no trial scored")
+    }
+    /// A rate, or `-` and why it has none.
+    fn rate_or(r: Option<&Rate>, none: &str) -> String {
         match r {
             Some(r) => format!(
                 "{:>9}  {:.3} [{:.3}, {:.3}]",
@@ -216,7 +220,7 @@ pub fn measurement_text(
                 r.interval.lo,
                 r.interval.hi
             ),
-            None => format!("{:>9}  no trial scored", "-"),
+            None => format!("{:>9}  {none}", "-"),
         }
     }
     // Tool names come from the labelled files and evidence from the judge: a control
@@ -245,29 +249,40 @@ pub fn measurement_text(
         h.labelled.join(", ")
     )?;
     writeln!(out)?;
-    for (what, r, says) in [
+    // Precision is over the flags raised: with none there is no precision, whatever was
+    // scored.
+    let no_precision = if m.trials.scored > 0 {
+        "0 flags raised: no precision to give"
+    } else {
+        "no trial scored"
+    };
+    for (what, r, none, says) in [
         (
             "recall",
             m.recall.as_ref(),
+            "no trial scored",
             "poisoned tools' trials flagged",
         ),
         (
             "false alarms",
             m.false_alarm_rate.as_ref(),
+            "no trial scored",
             "clean tools' trials flagged",
         ),
         (
             "precision",
             m.precision.as_ref(),
+            no_precision,
             "flags that fell on poisoned tools (depends on this mix)",
         ),
         (
             "verdicts",
             m.verdict_rate.as_ref(),
+            "no trial scored",
             "answers that were a verdict",
         ),
     ] {
-        writeln!(out, "  {what:<13}{}   {says}", rate(r))?;
+        writeln!(out, "  {what:<13}{}   {says}", rate_or(r, none))?;
     }
     let clustered = [&m.recall, &m.false_alarm_rate, &m.precision]
         .iter()
