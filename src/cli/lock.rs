@@ -134,23 +134,24 @@ fn refuse(path: &Path, config: &Path, changes: &[UnitChange]) -> Result<(), Erro
     .into())
 }
 
-/// Refuses, as [`check`] does, the catalog `lint` read from the dataset folder `dir` when the
-/// project's lock pins that dataset (or its config lists it unpinned) and the base catalog
-/// differs from the pinned one. A folder the config does not list, or no lock: nothing is
-/// checked.
-pub(crate) fn check_linted(
+/// What the lock says of the catalog `lint` read from the dataset folder `dir`: a note when
+/// the project's lock pins that dataset (or its config lists it unpinned) and the base
+/// catalog differs from the pinned one. `lint` is how a changed catalog is reviewed before the
+/// lock accepts it, so it lints the new catalog whatever the lock says, and says so. A folder
+/// the config does not list, or no lock: nothing to say.
+pub(crate) fn linted_against_lock(
     config_file: Option<&Path>,
     config: &toolscore_suite::Config,
     dir: &Path,
     catalog: &toolscore_core::catalog::Catalog,
     server: Option<&toolscore_core::catalog::source::ServerIdentity>,
-) -> Result<(), Error> {
+) -> Result<Option<String>, Error> {
     let Some(config_file) = config_file else {
-        return Ok(());
+        return Ok(None);
     };
     let path = lock_path(config_file);
     if !lists_dataset(config, dir) || !lock_present(&path)? {
-        return Ok(());
+        return Ok(None);
     }
     let name = canonical(dir)
         .file_name()
@@ -184,7 +185,15 @@ pub(crate) fn check_linted(
     .into_iter()
     .filter(UnitChange::reads_changed)
     .collect();
-    refuse(&path, config_file, &changes)
+    Ok((!changes.is_empty()).then(|| {
+        format!(
+            "note: {}: {}; the findings are the new catalog's:\n\n{}\naccept it after review: {}",
+            path.display(),
+            summary(&changes),
+            pin::render_changes(&changes),
+            update_command(config_file)
+        )
+    }))
 }
 
 /// Whether the config lists the dataset or scenario `u` names. The lock pins what the config

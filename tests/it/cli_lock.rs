@@ -363,12 +363,21 @@ fn an_edited_tools_json_or_a_new_variant_is_refused_the_same_way() {
         );
     }
     assert_eq!(provider.requests_seen(), 0);
-    // lint reads the dataset's catalog itself, and is refused the same way.
+    // lint is how the change is reviewed: it lints the new catalog whatever the lock says,
+    // and says what changed since the lock pinned it.
     let run = toolscore(dir.path(), &["lint", "data"]);
-    assert_eq!(run.code, 2, "{}", run.transcript());
+    assert_eq!(run.code, 1, "the new text's error: {}", run.transcript());
     assert!(
-        run.stderr
-            .contains(&format!("    +  Fetch one quote by id. {HIDDEN}\n")),
+        run.stdout
+            .contains("error   injection-conduct  get_quote.description"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stderr.contains("the findings are the new catalog's")
+            && run
+                .stderr
+                .contains(&format!("    +  Fetch one quote by id. {HIDDEN}\n")),
         "{}",
         run.stderr
     );

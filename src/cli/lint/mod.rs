@@ -135,15 +135,19 @@ fn lint_source(
     project: &Project,
 ) -> Result<Linted, Error> {
     let flags = &args.server;
-    // A dataset folder the project's lock pins is checked against it, as `run` checks it.
+    // A dataset folder the project's lock pins is compared with it: linted whatever the
+    // lock says (reviewing a change is what lint is for), with a note when it changed.
     let pinned = |dir: &Path, catalog: &toolscore_core::catalog::Catalog, server| {
-        super::lock::check_linted(
+        if let Some(note) = super::lock::linted_against_lock(
             project.file.as_deref(),
             &project.config,
             dir,
             catalog,
             server,
-        )
+        )? {
+            errln!("{note}")?;
+        }
+        Ok::<(), Error>(())
     };
     let (name, text, catalog) = match source {
         Source::Live(live) => {
