@@ -334,6 +334,7 @@ pub(super) fn run(args: &LockArgs) -> Result<ExitCode, Error> {
         return Ok(ExitCode::Pass);
     }
     out!("{}", pin::render_changes(&changes))?;
+    lint_changed(&suite, &changes)?;
     if args.update {
         write_lock(&path, &now)?;
         outln!("\nupdated {}: {pinned_line}", path.display())?;
@@ -352,6 +353,61 @@ pub(super) fn run(args: &LockArgs) -> Result<ExitCode, Error> {
         path.display(),
         update_command(&config)
     )))
+}
+
+/// What lint finds on the tools a change touches, printed after the diff and before the lock
+/// accepts or refuses it, so a reviewer sees an injected instruction before it is pinned: each
+/// changed, added or renamed tool of a dataset's catalog (every tool of a catalog the lock did
+/// not pin), under the project's lint settings.
+fn lint_changed(suite: &LoadedSuite, changes: &[UnitChange]) -> Result<(), Error> {
+    let options = toolscore_lint::LintOptions::from_config(&suite.config.lint);
+    for change in changes
+        .iter()
+        .filter(|c| c.kind == pin::UnitKind::Dataset && c.present)
+    {
+        let Some(dataset) = suite.datasets.iter().find(|d| d.name == change.name) else {
+            continue;
+        };
+        for catalog_change in &change.catalogs {
+            let (variant, touched) = match catalog_change {
+                pin::CatalogChange::Removed { .. } => continue,
+                pin::CatalogChange::Added { variant, .. } => (variant, None),
+                pin::CatalogChange::Changed { variant, diff } => {
+                    let names: std::collections::BTreeSet<&str> = diff
+                        .changed
+                        .iter()
+                        .map(|t| t.name.as_str())
+                        .chain(diff.added.iter().map(|t| t.name.as_str()))
+                        .chain(diff.renamed.iter().map(|r| r.new.name.as_str()))
+                        .collect();
+                    (variant, Some(names))
+                }
+            };
+            let Some(shown) = dataset.variants.iter().find(|v| &v.name == variant) else {
+                continue;
+            };
+            let mut report = toolscore_lint::lint(&shown.catalog, &options);
+            if let Some(names) = &touched {
+                report
+                    .findings
+                    .retain(|f| f.tool.as_deref().is_some_and(|t| names.contains(t)));
+            }
+            outln!(
+                "\nlint on the {} of dataset `{}` ({variant}):",
+                if touched.is_some() {
+                    "changed tools"
+                } else {
+                    "tools"
+                },
+                change.name
+            )?;
+            let mut text = Vec::new();
+            toolscore_lint::render::text(&report, &mut text)
+                .map_err(|e| Error::io("cannot write the lint findings", e))?;
+            out!("{}", String::from_utf8_lossy(&text))?;
+        }
+    }
+    Ok(())
 }
 
 /// `1 tool`, `2 tools`.

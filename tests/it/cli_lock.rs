@@ -381,6 +381,21 @@ fn an_edited_tools_json_or_a_new_variant_is_refused_the_same_way() {
         "{}",
         run.stderr
     );
+    // `lock --check` shows what lint finds on the changed tool, and only on it, beside the
+    // diff it refuses.
+    let check = toolscore(dir.path(), &["lock", "--check"]);
+    assert_eq!(check.code, 1, "{}", check.transcript());
+    let after_diff = check
+        .stdout
+        .split("lint on the changed tools of dataset `data` (base):")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no lint on the changed tools: {}", check.stdout));
+    assert!(
+        after_diff.contains("error   injection-conduct  get_quote.description"),
+        "{}",
+        check.stdout
+    );
+    assert!(!after_diff.contains("send_invoice."), "{}", check.stdout);
     // A catalog file the config does not list is linted as before.
     std::fs::copy(
         dir.path().join("data/tools.json"),
