@@ -16,9 +16,9 @@ pub struct HistoryArgs {
     /// The --out folder of the runs, holding history.jsonl.
     #[arg(long, default_value = "reports", value_name = "DIR")]
     pub dir: PathBuf,
-    /// The rate followed; history.jsonl keeps two, selection and pass.
-    #[arg(long, value_enum, default_value_t = Metric::Selection)]
-    pub metric: Metric,
+    /// The rate followed: history.jsonl keeps two.
+    #[arg(long, value_enum, default_value_t = Followed::Selection)]
+    pub metric: Followed,
     /// Show only the newest N runs of each series (each still compared with the run before it).
     #[arg(long, value_name = "N")]
     pub last: Option<usize>,
@@ -29,6 +29,24 @@ pub struct HistoryArgs {
     /// written into DIR [default: terminal].
     #[arg(long = "format", value_enum, value_name = "FORMAT")]
     pub formats: Vec<HistoryFormat>,
+}
+
+/// The rates history.jsonl keeps, and so the ones `history` can follow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Followed {
+    /// Right tool on the first call, or correctly no call.
+    Selection,
+    /// Every check of the case passed.
+    Pass,
+}
+
+impl Followed {
+    fn metric(self) -> Metric {
+        match self {
+            Followed::Selection => Metric::Selection,
+            Followed::Pass => Metric::Pass,
+        }
+    }
 }
 
 /// The forms `toolscore history` tells the trend in.
@@ -85,16 +103,7 @@ pub(super) fn append_history(
 /// Exit 1 with --fail-on-drop when the newest run of a series dropped significantly (the
 /// overview's count, which every format leads with), else 0.
 pub(super) fn run(args: &HistoryArgs) -> Result<ExitCode, Error> {
-    // history.jsonl keeps the two rates a weekly score follows.
-    let metric = match args.metric {
-        m @ (Metric::Selection | Metric::Pass) => m,
-        other => {
-            return Err(usage(&format!(
-                "--metric {}: history follows selection or pass",
-                other.name()
-            )));
-        }
-    };
+    let metric = args.metric.metric();
     if args.last == Some(0) {
         return Err(usage("--last must be at least 1"));
     }

@@ -526,3 +526,33 @@ fn resuming_a_finished_run_appends_no_second_history_point() {
         again.stderr
     );
 }
+
+/// `history --metric` offers exactly the rates history.jsonl keeps: its help lists selection
+/// and pass, and a rate it does not keep is refused by the parser with the choices.
+#[test]
+fn history_offers_only_the_rates_it_keeps() {
+    let dir = support::project_copy();
+    let help = toolscore(dir.path(), &["history", "--help"]);
+    let values = help
+        .stdout
+        .split("--metric <METRIC>")
+        .nth(1)
+        .and_then(|m| m.split("[default: selection]").next())
+        .unwrap_or_default();
+    assert!(
+        values.contains("- selection: ") && values.contains("- pass: "),
+        "{}",
+        help.stdout
+    );
+    assert!(
+        !values.contains("- args") && !values.contains("- schema"),
+        "{values}"
+    );
+    let args = toolscore(dir.path(), &["history", "--metric", "args"]);
+    assert_eq!(args.code, 2, "{}", args.transcript());
+    assert!(
+        args.stderr.contains("[possible values: selection, pass]"),
+        "{}",
+        args.stderr
+    );
+}
