@@ -290,9 +290,11 @@ fn the_budget_cap_stops_scheduling_on_time_and_accounts_for_every_trial() {
     assert!(close(spent, recorded), "{spent} {recorded}");
     assert!(spent <= cap, "spent {spent} over the cap {cap}");
     assert!(
-        r.stderr.contains("budget: --max-cost $0.100 reached ($")
-            && r.stderr
-                .contains("(counted apart, not as failures or infrastructure errors)")
+        r.stderr.contains(
+            "budget: --max-cost $0.100: the next trials' worst case did not fit in what was left ($"
+        ) && r
+            .stderr
+            .contains("(counted apart, not as failures or infrastructure errors)")
             && r.stderr
                 .contains(&format!("{not_run} planned trials were not run")),
         "{}",
@@ -300,7 +302,7 @@ fn the_budget_cap_stops_scheduling_on_time_and_accounts_for_every_trial() {
     );
     assert!(
         r.stdout
-            .contains("CUT SHORT BY BUDGET: --max-cost $0.100 reached ($")
+            .contains("CUT SHORT BY BUDGET: --max-cost $0.100: the next trials' worst case did not fit in what was left ($")
             && r.stdout
                 .contains(&format!("; {not_run} planned trials were not run (")),
         "{}",
@@ -309,14 +311,14 @@ fn the_budget_cap_stops_scheduling_on_time_and_accounts_for_every_trial() {
     let md = std::fs::read_to_string(run_dir(dir.path()).join("report.md")).expect("report.md");
     assert!(
         md.contains("## Cost")
-            && md.contains("**CUT SHORT BY BUDGET**: --max-cost $0.100 reached ($")
+            && md.contains("**CUT SHORT BY BUDGET**: --max-cost $0.100: the next trials' worst case did not fit in what was left ($")
             && md.contains(&format!("; {not_run} planned trials were not run (")),
         "{md}"
     );
     let html =
         std::fs::read_to_string(run_dir(dir.path()).join("report.html")).expect("report.html");
     assert!(
-        html.contains("CUT SHORT BY BUDGET: --max-cost $0.100 reached ($")
+        html.contains("CUT SHORT BY BUDGET: --max-cost $0.100: the next trials&#x27; worst case did not fit in what was left ($")
             && html.contains(&format!("; {not_run} planned trials were not run (")),
         "the HTML report says so too"
     );

@@ -87,16 +87,27 @@ pub(crate) fn budget_stop_text(
             format_usd(cap),
             format_usd(spent - cap)
         ),
+        // Spend under the cap: what stopped the run is that the next trials' worst case did
+        // not fit in what was left (a trial starts only when it fits), not that it was spent.
         (Some(cap), _) => format!(
-            "--max-cost {} reached ({spent_text} spent)",
+            "--max-cost {}: the next trials' worst case did not fit in what was left ({spent_text} spent)",
             format_usd(cap)
         ),
-        (None, _) => format!("each shard's --max-cost reached ({spent_text} spent)"),
+        (None, _) => format!(
+            "each shard's --max-cost: the next trials' worst case did not fit in what was left ({spent_text} spent)"
+        ),
     };
+    let were = |n: u64| if n == 1 { "was" } else { "were" };
+    let not_run_text = format!(
+        "{not_run} planned trial{} {} not run",
+        if not_run == 1 { "" } else { "s" },
+        were(not_run)
+    );
     let trials = match stopped {
-        0 => format!("{not_run} planned trials were not run"),
+        0 => not_run_text,
         _ => format!(
-            "{not_run} planned trials were not run and {stopped} were stopped between two steps"
+            "{not_run_text} and {stopped} {} stopped between two steps",
+            were(stopped)
         ),
     };
     format!("{cap_text}; {trials} (counted apart, not as failures or infrastructure errors)")
@@ -289,5 +300,27 @@ pub(crate) fn history_headline(o: &super::history::overview::Overview) -> String
         )
     } else {
         format!("No drop: none of {n} series dropped significantly in its newest run")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_budget_stop_under_the_cap_says_the_next_trials_did_not_fit_in_the_right_number() {
+        let under = budget_stop_text(1, 1, Some(5.0), Some(4.0));
+        assert!(
+            under.starts_with(
+                "--max-cost $5.00: the next trials' worst case did not fit in what was left ($4.00 spent); 1 planned trial was not run and 1 was stopped between two steps"
+            ),
+            "{under}"
+        );
+        let over = budget_stop_text(40, 0, Some(5.0), Some(5.5));
+        assert!(over.contains("PASSED by $0.50"), "{over}");
+        assert!(
+            over.contains("; 40 planned trials were not run ("),
+            "{over}"
+        );
     }
 }
