@@ -459,3 +459,40 @@ fn poisoned_decides_a_verdict_whatever_its_class_says() {
         }
     }
 }
+
+/// `--judge-base-url` and `--judge-model` point the judge at a server the config does not
+/// name, as `run --base-url --model` do for a provider.
+#[test]
+fn the_judges_url_and_model_can_be_given_on_the_command_line() {
+    let models = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let seen = std::sync::Arc::clone(&models);
+    let server = FakeServer::start_in_background(move |req| {
+        let model = req.body["model"].as_str().unwrap_or_default().to_owned();
+        seen.lock().unwrap().push(model);
+        oracle(req)
+    });
+    let dir = plain_project(&server.base_url);
+    let r = toolscore(
+        dir.path(),
+        &[
+            "lint",
+            "data",
+            "--judge",
+            "openai-compat",
+            "--judge-base-url",
+            &server.base_url,
+            "--judge-model",
+            "judge-m",
+        ],
+    );
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(
+        r.stdout
+            .contains("3 of 3 tools judged, 0 poisoned, 0 not judged"),
+        "{}",
+        r.stdout
+    );
+    let models = models.lock().unwrap();
+    assert_eq!(models.len(), 3, "{models:?}");
+    assert!(models.iter().all(|m| m == "judge-m"), "{models:?}");
+}

@@ -39,6 +39,23 @@ pub struct JudgeArgs {
         requires = "judge"
     )]
     pub out: PathBuf,
+    /// Base URL of the judge's API, as `run --base-url` gives a provider's (a proxy, a gateway,
+    /// a local server), e.g. http://127.0.0.1:8080/v1.
+    #[arg(
+        help_heading = "Judge",
+        long = "judge-base-url",
+        value_name = "URL",
+        requires = "judge"
+    )]
+    pub base_url: Option<String>,
+    /// Model name sent to the judge, as `run --model`.
+    #[arg(
+        help_heading = "Judge",
+        long = "judge-model",
+        value_name = "MODEL",
+        requires = "judge"
+    )]
+    pub model: Option<String>,
     /// Questions in flight [default: the config's concurrency].
     #[arg(
         help_heading = "Judge",
@@ -384,6 +401,8 @@ pub(super) fn judge_setup(
         attacks: Vec::new(),
     };
     run.providers = vec![judge_spec.to_owned()];
+    run.provider_args.base_url.clone_from(&args.base_url);
+    run.provider_args.model.clone_from(&args.model);
     run.trials = Some(args.trials);
     run.concurrency = args.concurrency;
     run.max_cost = args.max_cost;
