@@ -344,3 +344,15 @@ fn run_lists_lint_findings_beside_its_most_missed_tools() {
         ranked.stdout
     );
 }
+
+/// The lint guide's adversarial example prints what the guide quotes, counts included.
+#[test]
+fn the_guides_adversarial_example_prints_what_it_quotes() {
+    let dir = support::project_copy();
+    let command = "toolscore lint tests/data/lint/adversarial/shadowing.json";
+    let words = support::shell_words(command);
+    let args: Vec<&str> = words.iter().skip(1).map(String::as_str).collect();
+    let run = toolscore(dir.path(), &args);
+    assert_eq!(run.code, 1, "{}", run.transcript());
+    support::assert_guide_quotes("docs/guides/lint.md", command, &run.stdout);
+}
