@@ -272,3 +272,32 @@ fn shell_commands_are_read_as_a_shell_would_split_them() {
     let block = "a --x 'p#q' # a comment\nb \\\n  --y && c\n# only a comment\n";
     assert_eq!(commands(block), ["a --x 'p#q'", "b    --y", "c"]);
 }
+
+/// The README's commands, run in order by a new user, leave one point in the demo series of
+/// reports/history.jsonl: the quick start's. The gate and comparison examples write to folders
+/// of their own, so the weekly trend does not gain a FAIL gate run or a 10-trial run.
+#[test]
+fn the_readmes_examples_leave_the_demo_series_one_point() {
+    let dir = support::project_copy();
+    let d = dir.path();
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+        .expect("README");
+    let commands: Vec<&str> = readme
+        .split("```sh\n")
+        .skip(1)
+        .filter_map(|b| b.split("```").next())
+        .flat_map(str::lines)
+        .flat_map(|l| l.split(" && "))
+        .filter(|c| c.starts_with("toolscore run") && !c.contains("--out weekly"))
+        .collect();
+    assert!(commands.len() >= 3, "{commands:?}");
+    for command in &commands {
+        let words = support::shell_words(command);
+        let args: Vec<&str> = words.iter().skip(1).map(String::as_str).collect();
+        let run = support::toolscore(d, &args);
+        assert_ne!(run.code, 2, "{command}: {}", run.transcript());
+    }
+    let lines = support::read_jsonl(&d.join("reports/history.jsonl"));
+    let runs: Vec<&serde_json::Value> = lines.iter().map(|l| &l["run_id"]).collect();
+    assert_eq!(runs.len(), 1, "{commands:?} appended {runs:?}");
+}
