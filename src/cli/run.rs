@@ -175,11 +175,10 @@ pub struct RunArgs {
         requires = "shard"
     )]
     pub shard_count: Option<u32>,
-    /// What to produce; repeatable: terminal (stdout), json (summary.json), csv
-    /// (results.csv), md (RUN_DIR/report.md), junit (RUN_DIR/junit.xml), html
-    /// (RUN_DIR/report.html) [default: terminal,
-    /// json, csv]. summary.json and results.csv are written whatever is chosen: they are the
-    /// run's record, which `report`, `--resume` and `--baseline` read.
+    /// A report to write beside what every run produces (the terminal report on stdout,
+    /// summary.json and results.csv, the run's record that `report`, `--resume` and
+    /// `--baseline` read); repeatable: md (RUN_DIR/report.md), junit (RUN_DIR/junit.xml), html
+    /// (RUN_DIR/report.html). terminal, json and csv are always produced.
     #[arg(
         help_heading = "Output",
         long = "format",
@@ -221,10 +220,15 @@ pub(super) fn run(args: RunArgs) -> Result<ExitCode, Error> {
         return Err(usage("--min-effect must be between 0 and 1 (e.g. 0.05)"));
     }
     let detail = args.detail;
-    let formats = output::chosen(
-        &args.formats,
-        &[Format::Terminal, Format::Json, Format::Csv],
-    );
+    // A format adds its file to what a run always produces (the terminal report,
+    // summary.json, results.csv): asking for report.html does not cut the terminal short.
+    let asked: Vec<Format> = args
+        .formats
+        .iter()
+        .copied()
+        .chain([Format::Terminal, Format::Json, Format::Csv])
+        .collect();
+    let formats = output::chosen(&asked, &[]);
     let unpinned = super::lock::unpinned_notice(&args.suite);
     let attacks_given = !args.suite.attacks.is_empty();
     let setup = build_plan(args, &|name| std::env::var(name).ok())?;

@@ -341,17 +341,38 @@ fn run_writes_the_formats_it_is_asked_for_and_refuses_unknown_ones() {
         ],
     );
     assert_eq!(run.code, 0, "{}", run.transcript());
-    // No terminal report was asked for: stdout has the verdict (here the suite's rates), the
-    // files are named on stderr.
-    assert!(
-        run.stdout
-            .starts_with("verdict: PASS (exit 0)\n  infrastructure: 0 of 122 trials ended in infrastructure errors (limit 10%)\n\nsuite: 61 cases, 122 trials scored")
-            && !run.stdout.contains("by expected tool"),
+    // The files are added to the terminal report, which stays whole (the same as a run with
+    // no --format), and the files are named under it.
+    let plain = toolscore(
+        root(),
+        &[
+            "run",
+            "--trials",
+            "2",
+            "--out",
+            &out_dir,
+            "--run-id",
+            "plain",
+            "--progress",
+            "off",
+        ],
+    );
+    let report_of = |stdout: &str| -> String {
+        stdout
+            .lines()
+            .take_while(|l| !l.starts_with("more:"))
+            .filter(|l| !l.contains(" · run "))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert_eq!(
+        report_of(&run.stdout),
+        report_of(&plain.stdout),
         "{}",
         run.transcript()
     );
     assert!(
-        run.stderr.contains("/fmt/report.md and ") && run.stderr.contains("/fmt/junit.xml"),
+        run.stdout.contains("/fmt/report.md and ") && run.stdout.contains("/fmt/junit.xml"),
         "{}",
         run.transcript()
     );
