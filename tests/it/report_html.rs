@@ -397,8 +397,9 @@ fn a_two_arm_run_with_history_shows_paired_differences_and_the_trend() {
             ],
         );
         assert_eq!(run.code, 0, "{}", run.transcript());
+        // Named in the "wrote" line under the terminal report, which --format html keeps.
         assert!(
-            run.stderr.contains(&format!("/{id}/report.html")),
+            run.stdout.contains(&format!("/{id}/report.html")),
             "{}",
             run.transcript()
         );
