@@ -42,9 +42,6 @@ pub struct CompareArgs {
     pub json: Option<PathBuf>,
 }
 
-/// The smallest difference worth acting on when neither --min-effect nor the run says one.
-const DEFAULT_MIN_EFFECT: f64 = 0.05;
-
 /// Re-aggregates each run from its files, compares the chosen arms and prints the decision, then
 /// the comparison. The decision is the run's (`decide::decision`): exit 0 when the data decide
 /// (better, worse or no difference as large as --min-effect), 3 when they do not yet, 4 when a
@@ -75,7 +72,7 @@ pub(super) fn run(args: &CompareArgs) -> Result<ExitCode, Error> {
             [header] => header.min_effect(),
             _ => None,
         })
-        .unwrap_or(DEFAULT_MIN_EFFECT);
+        .unwrap_or(toolscore_decide::compare::DEFAULT_MIN_EFFECT);
     // An attacked run's two arms have no cases, only (scenario × attack) units.
     if let ([summary], [header]) = (summaries.as_mut_slice(), headers.as_slice())
         && summary.arms.is_empty()

@@ -49,7 +49,7 @@ pub struct PlanArgs {
     #[arg(long)]
     pub compare: bool,
     /// With --compare: the smallest difference worth acting on.
-    #[arg(long, default_value_t = 0.05, requires = "compare")]
+    #[arg(long, default_value_t = toolscore_decide::compare::DEFAULT_MIN_EFFECT, requires = "compare")]
     pub min_effect: f64,
     /// Also write the plan as JSON to this file.
     #[arg(long, value_name = "FILE")]

@@ -57,12 +57,14 @@ pub(super) fn run(args: &ReportArgs) -> Result<ExitCode, Error> {
     let precision = setup::checked_precision(args.precision.unwrap_or(header.precision))?;
     let judging = judging_of(args, &header)?;
     let max_infra = header.max_infra_error_rate();
-    // The comparison the run recorded, by its own --min-effect (0.05, `compare`'s default,
-    // when it no longer reads as one).
+    // The comparison the run recorded, by its own --min-effect (the default, when it no
+    // longer reads as one).
     let recorded_comparison = header.comparison();
-    let compared = header
-        .compared()
-        .then(|| header.min_effect().unwrap_or(0.05));
+    let compared = header.compared().then(|| {
+        header
+            .min_effect()
+            .unwrap_or(toolscore_decide::compare::DEFAULT_MIN_EFFECT)
+    });
     let mut rescorer = rescore::Rescorer::for_run(&header.run);
     let (mut summary, latency) = toolscore_report::reaggregate_rescored(
         &results_path,

@@ -134,7 +134,7 @@ pub struct RunArgs {
     #[arg(
         help_heading = "Statistics",
         long,
-        default_value_t = 0.05,
+        default_value_t = toolscore_decide::compare::DEFAULT_MIN_EFFECT,
         requires = "compare"
     )]
     pub min_effect: f64,

@@ -359,10 +359,12 @@ impl<'a> Tuner<'a> {
         let mut candidates = Vec::new();
         let mut variants = Vec::new();
         let mut invalid = Vec::new();
+        // The base catalog's own lint errors, once: a candidate is refused only for those it adds.
+        let base_errors = self.lint_errors(&self.dataset.catalog);
         for c in proposed {
             let name = format!("candidate-{}", candidates.len() + 1);
             let overlay = toolscore_tune::propose::overlay(&[&c], &c.id);
-            match self.variant(&name, &overlay, &self.dir.join("candidates"))? {
+            match self.variant(&name, &overlay, &self.dir.join("candidates"), &base_errors)? {
                 Ok(v) => {
                     variants.push(v);
                     candidates.push(c);
@@ -380,6 +382,7 @@ impl<'a> Tuner<'a> {
         name: &str,
         overlay: &serde_json::Value,
         folder: &Path,
+        base_errors: &std::collections::BTreeSet<(String, String, String)>,
     ) -> Result<Result<CatalogVariant, String>, Error> {
         let path = folder.join(format!("{name}.json"));
         let catalog = match toolscore_tune::propose::validate(
@@ -393,11 +396,10 @@ impl<'a> Tuner<'a> {
         // Words quoted from requests (or an author's rewrite) can read as an instruction to
         // the model ("ignore", "previous", "instructions"): tune never races, or writes, what
         // toolscore's own lint calls an error.
-        let before = self.lint_errors(&self.dataset.catalog);
         let added: Vec<String> = self
             .lint_errors(&catalog)
             .into_iter()
-            .filter(|e| !before.contains(e))
+            .filter(|e| !base_errors.contains(e))
             .map(|(rule, tool, path)| format!("{rule} at {tool}.{path}"))
             .collect();
         if !added.is_empty() {
@@ -511,7 +513,12 @@ impl<'a> Tuner<'a> {
         );
         let name = "tuned";
         let variant = self
-            .variant(name, &overlay, &self.dir.join("candidates"))?
+            .variant(
+                name,
+                &overlay,
+                &self.dir.join("candidates"),
+                &self.lint_errors(&self.dataset.catalog),
+            )?
             .map_err(|why| Error::from(toolscore_core::error::InputError::new(why)))?;
         let (rounds, allowed) = self.allowance.confirm(self.args.max_rounds);
         let mut compare = SequentialCompare::new(SequentialCompareSpec {

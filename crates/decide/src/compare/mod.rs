@@ -28,6 +28,11 @@ pub mod sequential;
 /// The tag that keeps a case out of every per-case table of a comparison.
 pub const HOLDOUT_TAG: &str = "holdout";
 
+/// The smallest difference worth acting on when the user names none: `run --compare`'s and
+/// `plan --compare`'s default, and what `compare` and `report` judge by when the run recorded
+/// no `--min-effect`.
+pub const DEFAULT_MIN_EFFECT: f64 = 0.05;
+
 /// How to compare.
 #[derive(Debug, Clone, Copy)]
 pub struct CompareOptions {
