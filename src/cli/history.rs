@@ -2,9 +2,9 @@
 //! page (every format tells the one overview), and appending a run to it.
 
 use std::path::{Path, PathBuf};
-use toolscore_core::metric::Metric;
 
 use clap::{Args, ValueEnum};
+use toolscore_report::history::Followed;
 use toolscore_report::history::overview::{self, Overview, RunFolders};
 
 use super::usage;
@@ -16,13 +16,14 @@ pub struct HistoryArgs {
     /// The --out folder of the runs, holding history.jsonl.
     #[arg(long, default_value = "reports", value_name = "DIR")]
     pub dir: PathBuf,
-    /// The rate followed: history.jsonl keeps two.
-    #[arg(long, value_enum, default_value_t = Followed::Selection)]
-    pub metric: Followed,
+    /// The rate followed: history.jsonl keeps these three.
+    #[arg(long, value_enum, default_value_t = FollowedArg::Selection)]
+    pub metric: FollowedArg,
     /// Show only the newest N runs of each series (each still compared with the run before it).
     #[arg(long, value_name = "N")]
     pub last: Option<usize>,
-    /// Exit 1 when the newest run of any series dropped significantly.
+    /// Exit 1 when the newest run of any series dropped significantly (for attack_success,
+    /// where lower is better: rose significantly).
     #[arg(long)]
     pub fail_on_drop: bool,
     /// What to write; repeat for several. terminal and json print to stdout, md and html are
@@ -31,20 +32,26 @@ pub struct HistoryArgs {
     pub formats: Vec<HistoryFormat>,
 }
 
-/// The rates history.jsonl keeps, and so the ones `history` can follow.
+/// The rates history.jsonl keeps, and so the ones `history` can follow: the flag's spelling
+/// of [`Followed`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Followed {
-    /// Right tool on the first call, or correctly no call.
+#[value(rename_all = "snake_case")]
+pub enum FollowedArg {
+    /// Right tool on the first call, or correctly no call, over fixture cases.
     Selection,
-    /// Every check of the case passed.
+    /// Every check of the case passed, over fixture cases.
     Pass,
+    /// The attacker's goal happened, over (scenario × attack) units of `run --attacks`; lower
+    /// is better, so a significant rise is the regression.
+    AttackSuccess,
 }
 
-impl Followed {
-    fn metric(self) -> Metric {
+impl FollowedArg {
+    fn followed(self) -> Followed {
         match self {
-            Followed::Selection => Metric::Selection,
-            Followed::Pass => Metric::Pass,
+            FollowedArg::Selection => Followed::Selection,
+            FollowedArg::Pass => Followed::Pass,
+            FollowedArg::AttackSuccess => Followed::AttackSuccess,
         }
     }
 }
@@ -100,10 +107,10 @@ pub(super) fn append_history(
 }
 
 /// Reads DIR/history.jsonl and tells every series with its moves in each format asked for.
-/// Exit 1 with --fail-on-drop when the newest run of a series dropped significantly (the
-/// overview's count, which every format leads with), else 0.
+/// Exit 1 with --fail-on-drop when the newest run of a series moved significantly the worse
+/// way (the overview's count, which every format leads with), else 0.
 pub(super) fn run(args: &HistoryArgs) -> Result<ExitCode, Error> {
-    let metric = args.metric.metric();
+    let followed = args.metric.followed();
     if args.last == Some(0) {
         return Err(usage("--last must be at least 1"));
     }
@@ -135,7 +142,25 @@ pub(super) fn run(args: &HistoryArgs) -> Result<ExitCode, Error> {
     let text = toolscore_core::input::read_text(&path)?;
     let lines = toolscore_report::history::parse(&text, &path.display().to_string())?;
     let line_count = lines.len();
-    let series = toolscore_report::history::series(lines, metric);
+    if !lines.iter().any(|l| l.measured(followed)) {
+        // Not an error: the folder is fine, this rate is simply not in it (yet).
+        let held: Vec<String> = Followed::ALL
+            .into_iter()
+            .filter(|f| lines.iter().any(|l| l.measured(*f)))
+            .map(|f| format!("`toolscore history --metric {}`", f.name()))
+            .collect();
+        if held.is_empty() {
+            errln!("note: {} holds no run yet", path.display())?;
+        } else {
+            errln!(
+                "note: no run in {} measured {}; its runs are followed by {}",
+                path.display(),
+                followed.name(),
+                held.join(" or ")
+            )?;
+        }
+    }
+    let series = toolscore_report::history::series(lines, followed);
     let overview = overview::overview(
         &series,
         &overview::Sources {
@@ -144,7 +169,7 @@ pub(super) fn run(args: &HistoryArgs) -> Result<ExitCode, Error> {
             lines: line_count,
             generated_at: humantime::format_rfc3339_seconds(std::time::SystemTime::now())
                 .to_string(),
-            metric,
+            followed,
             last: args.last,
             folders: &run_folders(&args.dir, &series)?,
         },
@@ -153,7 +178,7 @@ pub(super) fn run(args: &HistoryArgs) -> Result<ExitCode, Error> {
         match format {
             HistoryFormat::Terminal => {
                 let mut out = std::io::stdout().lock();
-                toolscore_report::history::render(&series, metric, args.last, &mut out)
+                toolscore_report::history::render(&series, args.last, &mut out)
                     .map_err(|e| Error::io("cannot write the history", e))?;
             }
             HistoryFormat::Json => {
@@ -172,7 +197,7 @@ pub(super) fn run(args: &HistoryArgs) -> Result<ExitCode, Error> {
             }
         }
     }
-    Ok(if overview.any_dropped() && args.fail_on_drop {
+    Ok(if overview.any_worsened() && args.fail_on_drop {
         ExitCode::GateFailed
     } else {
         ExitCode::Pass

@@ -978,6 +978,12 @@ fn the_security_guides_attack_examples_print_what_the_guide_quotes() {
     );
     support::assert_guide_quotes(guide, command, &run.stdout);
 
+    // The history of those two runs, as it reads on the day the test runs.
+    let command = "toolscore history --metric attack_success";
+    let history = toolscore(d, &["history", "--metric", "attack_success"]);
+    assert_eq!(history.code, 0, "{}", history.transcript());
+    support::assert_guide_quotes_normalized(guide, command, &any_day(&history.stdout), any_day);
+
     let command = "toolscore plan --scenario scenarios/attacked --attacks builtin --gate 'attack_success<=0.05' --max-trials 400";
     let words = support::shell_words(command);
     let args: Vec<&str> = words.iter().skip(1).map(String::as_str).collect();
@@ -1281,4 +1287,161 @@ fn a_defended_system_prompt_runs_as_an_arm_and_is_compared_with_none() {
         "{}",
         bad.transcript()
     );
+}
+
+/// `history --metric attack_success` follows an attacked arm week by week, paired by unit, and
+/// there a rise is the regression: a model that went from following one planted instruction
+/// in twenty to three in ten fails `--fail-on-drop` with SIGNIFICANT RISE, in every format;
+/// the week it fell back is a significant drop, in lower case, and passes.
+#[test]
+fn history_follows_attack_success_and_a_rise_is_what_fails_it() {
+    let weeks = [
+        ("w1", FakeServer::start_in_background(gullible(0.05))),
+        ("w2", FakeServer::start_in_background(gullible(0.3))),
+        ("w3", FakeServer::start_in_background(gullible(0.05))),
+    ];
+    let dir = project(&weeks[0].1);
+    let d = dir.path();
+    std::fs::write(d.join("twenty.jsonl"), twenty_attacks()).unwrap();
+    let history = |args: &[&str]| {
+        let mut all = vec!["history", "--dir", "out", "--metric", "attack_success"];
+        all.extend(args);
+        toolscore(d, &all)
+    };
+    for (i, (week, server)) in weeks.iter().enumerate() {
+        // The same provider, model and variant each week: one series.
+        std::fs::write(
+            d.join("toolscore.yaml"),
+            format!(
+                "providers:\n  agent:\n    kind: openai-compat\n    base_url: {}\n    model: m\n",
+                server.base_url
+            ),
+        )
+        .unwrap();
+        let mut args = run_args("agent", "20", week);
+        args[6] = "twenty.jsonl";
+        ok(&toolscore(d, &args));
+        let h = history(&["--fail-on-drop"]);
+        let newest = h.stdout.lines().last().unwrap_or_default().to_owned();
+        match i {
+            0 => assert_eq!(h.code, 0, "{}", h.transcript()),
+            1 => {
+                assert_eq!(h.code, 1, "the rise fails: {}", h.transcript());
+                assert!(
+                    newest.contains("0.300 [")
+                        && newest.contains("(20 units)  n 400 (fixed, 20 per unit)")
+                        && newest.contains("vs w1: +0.250 [")
+                        && newest.ends_with("on 20 units  SIGNIFICANT RISE"),
+                    "{newest}"
+                );
+            }
+            _ => {
+                assert_eq!(h.code, 0, "a fall is good news: {}", h.transcript());
+                assert!(
+                    newest.contains("vs w2: -0.250 [") && newest.ends_with("significant drop"),
+                    "{newest}"
+                );
+            }
+        }
+    }
+    assert!(
+        history(&[])
+            .stdout
+            .starts_with("inbox · provider agent · model m · variant base · attack_success\n"),
+        "the series is named by its attacked scenarios"
+    );
+    // The fixture rates have nothing here, and the note says which rate does.
+    let selection = toolscore(d, &["history", "--dir", "out"]);
+    assert_eq!(selection.code, 0, "{}", selection.transcript());
+    assert!(selection.stdout.is_empty(), "{}", selection.stdout);
+    assert!(
+        selection
+            .stderr
+            .contains("measured selection; its runs are followed by `toolscore history --metric attack_success`"),
+        "{}",
+        selection.stderr
+    );
+
+    // Every format tells the same regression, judged at w2 (the history as it stood then is
+    // the first two lines).
+    let lines: Vec<&str> = std::fs::read_to_string(d.join("out/history.jsonl"))
+        .unwrap()
+        .leak()
+        .lines()
+        .collect();
+    assert_eq!(lines.len(), 3);
+    let first: Value = serde_json::from_str(lines[0]).unwrap();
+    assert_eq!(first["attacks"]["scenarios"], serde_json::json!(["inbox"]));
+    // Each unit's counts, for pairing: 20 successes over the 400 attacked trials in all.
+    let units = first["attacks"]["units"].as_object().unwrap();
+    assert_eq!(units.len(), 20);
+    let total = |k: usize| units.values().map(|c| c[k].as_u64().unwrap()).sum::<u64>();
+    assert_eq!((total(0), total(1)), (20, 400));
+    std::fs::write(
+        d.join("out/history.jsonl"),
+        format!("{}\n{}\n", lines[0], lines[1]),
+    )
+    .unwrap();
+    let json = history(&["--format", "json", "--fail-on-drop"]);
+    assert_eq!(json.code, 1, "{}", json.transcript());
+    let o: Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(
+        (o["version"].as_u64(), o["metric"].as_str()),
+        (Some(2), Some("attack_success"))
+    );
+    assert_eq!(o["worsened"], 1);
+    let series = &o["series"][0];
+    assert_eq!(series["scenarios"], serde_json::json!(["inbox"]));
+    assert_eq!(series["newest_worsened"], true);
+    let change = &series["runs"][1]["change"];
+    assert_eq!(
+        (change["moved"].as_str(), change["worsened"].as_bool()),
+        (Some("rise"), Some(true))
+    );
+    assert_eq!(change["cases"], 20);
+    assert_eq!(series["tools"], serde_json::json!([]));
+    let changed = &series["most_changed"]["cases"][0];
+    assert_eq!(changed["dataset"], "scenarios");
+    assert!(
+        changed["explain"]
+            .as_str()
+            .unwrap()
+            .starts_with("toolscore explain out/w2 inbox@a"),
+        "{changed}"
+    );
+    let pages = history(&["--format", "md", "--format", "html"]);
+    assert_eq!(pages.code, 0, "{}", pages.transcript());
+    let md = std::fs::read_to_string(d.join("out/history.md")).unwrap();
+    assert!(
+        md.contains("**RISE: 1 of 1 series rose significantly in their newest run (`toolscore history --fail-on-drop` exits 1).**"),
+        "{md}"
+    );
+    assert!(
+        md.contains("**SIGNIFICANT RISE**") && md.contains("Units that changed most"),
+        "{md}"
+    );
+    let html = std::fs::read_to_string(d.join("out/history.html")).unwrap();
+    assert!(
+        html.contains("RISE: 1 of 1 series rose significantly"),
+        "the page's headline"
+    );
+    assert!(
+        html.contains(r#"class="run worse"#),
+        "the risen point is drawn red"
+    );
+
+    // The run's own report.html draws its arm's attack-success trend.
+    let report = toolscore(d, &["report", "out/w2", "--format", "html"]);
+    assert_eq!(report.code, 0, "{}", report.transcript());
+    let page = std::fs::read_to_string(d.join("out/w2/report.html")).unwrap();
+    assert!(
+        page.contains("Trend: attack success · inbox · "),
+        "report.html's trend"
+    );
+}
+
+/// The text with every `YYYY-MM-DD` date made one placeholder.
+fn any_day(text: &str) -> String {
+    let date = regex::Regex::new(r"\d{4}-\d{2}-\d{2}").expect("a fixed regex");
+    date.replace_all(text, "[DAY]").into_owned()
 }

@@ -336,7 +336,7 @@ fn the_trend_page_marks_the_drop_where_fail_on_drop_fails_and_every_link_resolve
         })
         .collect();
     let classes: Vec<&str> = points.iter().filter_map(|n| n.attribute("class")).collect();
-    assert_eq!(classes, ["run", "run", "run drop"]);
+    assert_eq!(classes, ["run", "run", "run worse"]);
     let flags: Vec<(&str, &str)> = doc
         .descendants()
         .filter(|n| n.attribute("class").is_some_and(|c| c.starts_with("flag ")))
@@ -365,9 +365,9 @@ fn the_trend_page_marks_the_drop_where_fail_on_drop_fails_and_every_link_resolve
     let json = toolscore(dir.path(), &["history", "--dir", "out", "--format", "json"]);
     assert_eq!(json.code, 0, "{}", json.transcript());
     let v: serde_json::Value = serde_json::from_str(&json.stdout).expect("json");
-    assert_eq!(v["version"], 1);
-    assert_eq!(v["dropped"], 1);
-    assert_eq!(v["series"][0]["newest_dropped"], true);
+    assert_eq!(v["version"], 2);
+    assert_eq!(v["worsened"], 1);
+    assert_eq!(v["series"][0]["newest_worsened"], true);
     let moved: Vec<&serde_json::Value> = v["series"][0]["runs"]
         .as_array()
         .expect("runs")
@@ -433,8 +433,8 @@ fn a_year_of_100_series_makes_a_page_under_2_mb() {
     );
     let json = toolscore(dir.path(), &["history", "--dir", ".", "--format", "json"]);
     let v: serde_json::Value = serde_json::from_str(&json.stdout).expect("json");
-    let dropped = v["dropped"].as_u64().expect("dropped");
-    assert_eq!(v["series"][0]["newest_dropped"], true, "the planted drop");
+    let dropped = v["worsened"].as_u64().expect("worsened");
+    assert_eq!(v["series"][0]["newest_worsened"], true, "the planted drop");
     let runs = v["series"][0]["runs"].as_array().expect("runs");
     assert_eq!(runs.len(), 51, "week 30 exited 4: listed apart");
     assert_eq!(runs[50]["run_id"], "week-52");
@@ -540,7 +540,9 @@ fn history_offers_only_the_rates_it_keeps() {
         .and_then(|m| m.split("[default: selection]").next())
         .unwrap_or_default();
     assert!(
-        values.contains("- selection: ") && values.contains("- pass: "),
+        values.contains("- selection: ")
+            && values.contains("- pass: ")
+            && values.contains("- attack_success: "),
         "{}",
         help.stdout
     );
@@ -551,7 +553,8 @@ fn history_offers_only_the_rates_it_keeps() {
     let args = toolscore(dir.path(), &["history", "--metric", "args"]);
     assert_eq!(args.code, 2, "{}", args.transcript());
     assert!(
-        args.stderr.contains("[possible values: selection, pass]"),
+        args.stderr
+            .contains("[possible values: selection, pass, attack_success]"),
         "{}",
         args.stderr
     );

@@ -789,7 +789,7 @@ fn the_history_page_runs_no_hostile_string_and_fits_a_desktop_and_a_phone() {
     let page = year.path().join("history.html");
     let html = std::fs::read_to_string(&page).expect("history.html");
     for mark in [
-        "class=\"flag drop\"",
+        "class=\"flag worse\"",
         "class=\"gathered\"",
         "<rect class=\"run",
         "class=\"catalog\"",
@@ -920,7 +920,7 @@ fn the_weekly_guides_page_marks_the_newest_drop_and_every_link_resolves() {
     let doc = crate::cli_history::parse_page(&html);
     let flagged: Vec<String> = doc
         .descendants()
-        .filter(|n| n.attribute("class") == Some("run drop"))
+        .filter(|n| n.attribute("class") == Some("run worse"))
         .filter_map(|n| n.children().find(|c| c.tag_name().name() == "title"))
         .filter_map(|t| {
             t.text()

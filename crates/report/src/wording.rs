@@ -255,30 +255,40 @@ pub(crate) fn history_interval(p: &super::history::MetricPoint) -> String {
     }
 }
 
-/// A run's change against the previous one: `−0.300 [−0.350, −0.250] on 61 cases`, or why
-/// there is no difference to give.
-pub(crate) fn history_change(c: &super::history::overview::ChangeView) -> String {
+/// A run's change against the previous one: `−0.300 [−0.350, −0.250] on 61 cases` (or units,
+/// for attack success), or why there is no difference to give.
+pub(crate) fn history_change(
+    c: &super::history::overview::ChangeView,
+    followed: super::history::Followed,
+) -> String {
+    let units = followed.cases_word();
     match &c.difference {
         Some(d) => format!(
-            "{:+.3} [{:+.3}, {:+.3}] on {} cases",
+            "{:+.3} [{:+.3}, {:+.3}] on {} {units}",
             d.mean, d.interval.lo, d.interval.hi, c.cases
         ),
-        None => format!("too few shared cases ({})", c.cases),
+        None => format!("too few shared {units} ({})", c.cases),
     }
 }
 
-/// The words of a move, as the terminal prints them: `SIGNIFICANT DROP`, `significant rise`,
-/// nothing when the interval holds 0; then the marks of a catalog or design change.
+/// The words of a move, as the terminal prints them, in capitals when it is the worse way for
+/// the rate (`SIGNIFICANT DROP`, or `SIGNIFICANT RISE` of attack success), in lower case when it
+/// is the better way; nothing when the interval holds 0; then the marks of a catalog or design
+/// change.
 pub(crate) fn history_marks(
     moved: super::history::Move,
+    worsened: bool,
     catalog_changed: bool,
     sampling_changed: bool,
 ) -> Vec<&'static str> {
+    use super::history::Move;
     let mut marks = Vec::new();
-    match moved {
-        super::history::Move::Drop => marks.push("SIGNIFICANT DROP"),
-        super::history::Move::Rise => marks.push("significant rise"),
-        super::history::Move::None => {}
+    match (moved, worsened) {
+        (Move::Drop, true) => marks.push("SIGNIFICANT DROP"),
+        (Move::Drop, false) => marks.push("significant drop"),
+        (Move::Rise, true) => marks.push("SIGNIFICANT RISE"),
+        (Move::Rise, false) => marks.push("significant rise"),
+        (Move::None, _) => {}
     }
     if catalog_changed {
         marks.push("catalog changed: the difference spans two catalogs");
@@ -289,17 +299,26 @@ pub(crate) fn history_marks(
     marks
 }
 
-/// The sentence every history page leads with: which series dropped in their newest run,
-/// the one thing `history --fail-on-drop` exits 1 on.
+/// The sentence every history page leads with: which series moved the worse way in their
+/// newest run (dropped; for attack success, rose), the one thing `history --fail-on-drop`
+/// exits 1 on.
 pub(crate) fn history_headline(o: &super::history::overview::Overview) -> String {
     let n = o.series.len();
-    if o.any_dropped() {
+    let (noun, verb) = if o.followed.lower_is_better() {
+        ("RISE", "rose")
+    } else {
+        ("DROP", "dropped")
+    };
+    if o.any_worsened() {
         format!(
-            "DROP: {} of {n} series dropped significantly in their newest run (`toolscore history --fail-on-drop` exits 1)",
-            o.dropped
+            "{noun}: {} of {n} series {verb} significantly in their newest run (`toolscore history --fail-on-drop` exits 1)",
+            o.worsened
         )
     } else {
-        format!("No drop: none of {n} series dropped significantly in its newest run")
+        format!(
+            "No {}: none of {n} series {verb} significantly in its newest run",
+            noun.to_lowercase()
+        )
     }
 }
 

@@ -17,8 +17,9 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::{ArmId, ArmSummary, GateLevel, Metric, RateStat, Summary};
+use crate::{ArmId, ArmSummary, GateLevel, Metric, RateStat, SecurityArmSummary, Summary};
 use toolscore_core::error::InputError;
+use toolscore_core::metric::AttackMetric;
 use toolscore_stats as stats;
 
 pub mod overview;
@@ -54,6 +55,10 @@ pub struct HistoryLine {
     /// check against the previous week.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub tool_p95_ms: BTreeMap<String, LatencyPoint>,
+    /// The arm's attacked units (`run --attacks`), when it had any. Absent from lines of
+    /// runs without attacks and from lines written before attacks were kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attacks: Option<AttackFigures>,
     /// Why this run's scores cannot be trusted (it exited 4: too many infrastructure errors,
     /// trials neither run nor skipped, a provider stopped), when so. Such a run is listed
     /// apart and never becomes the run the next one is compared with.
@@ -96,14 +101,15 @@ impl Sampling {
         *self == Sampling::default()
     }
 
-    /// `fixed, 40 per case` or `sequential, at most 41 per case`, then how the trials were
-    /// gathered when it was not in one sitting of one process (`; resumed, 1200 trials kept`,
-    /// `; merged from 4 shards`).
-    pub fn describe(&self, trials_per_case: u32) -> String {
+    /// `fixed, 40 per case` or `sequential, at most 41 per case` (per unit for attack
+    /// success), then how the trials were gathered when it was not in one sitting of one
+    /// process (`; resumed, 1200 trials kept`, `; merged from 4 shards`).
+    pub fn describe(&self, trials_per_case: u32, followed: Followed) -> String {
+        let unit = followed.case_word();
         let mut text = if self.sequential {
-            format!("sequential, at most {trials_per_case} per case")
+            format!("sequential, at most {trials_per_case} per {unit}")
         } else {
-            format!("fixed, {trials_per_case} per case")
+            format!("fixed, {trials_per_case} per {unit}")
         };
         if self.resumed_trials > 0 {
             text.push_str(&format!("; resumed, {} trials kept", self.resumed_trials));
@@ -202,7 +208,127 @@ fn within_window(earlier: &str, later: &str) -> bool {
     }
 }
 
-/// The two rates a trend follows.
+/// The rates history.jsonl keeps, and so the ones a trend can follow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Followed {
+    /// Right tool on the first call, or correctly no call, per fixture case.
+    Selection,
+    /// Every check of a fixture case passed.
+    Pass,
+    /// The attacker's goal happened, per (scenario × attack) unit. Lower is better.
+    AttackSuccess,
+}
+
+impl Followed {
+    pub const ALL: [Followed; 3] = [Followed::Selection, Followed::Pass, Followed::AttackSuccess];
+
+    /// The name users write (`history --metric attack_success`) and the overview's JSON spells.
+    pub fn name(self) -> &'static str {
+        match self {
+            Followed::Selection => Metric::Selection.name(),
+            Followed::Pass => Metric::Pass.name(),
+            Followed::AttackSuccess => AttackMetric::AttackSuccess.name(),
+        }
+    }
+
+    /// The label reports print.
+    pub fn label(self) -> &'static str {
+        match self {
+            Followed::Selection => Metric::Selection.label(),
+            Followed::Pass => Metric::Pass.label(),
+            Followed::AttackSuccess => AttackMetric::AttackSuccess.label(),
+        }
+    }
+
+    /// Whether a fall of the rate is the better news: then a significant rise is the move that
+    /// `--fail-on-drop` fails on.
+    pub fn lower_is_better(self) -> bool {
+        match self {
+            Followed::Selection | Followed::Pass => false,
+            Followed::AttackSuccess => AttackMetric::AttackSuccess.lower_is_better(),
+        }
+    }
+
+    /// The move that is a regression on this rate: a drop, or a rise where lower is better.
+    pub fn worse(self) -> Move {
+        if self.lower_is_better() {
+            Move::Rise
+        } else {
+            Move::Drop
+        }
+    }
+
+    /// What the paired cases are: fixture cases, or (scenario × attack) units.
+    pub fn cases_word(self) -> &'static str {
+        match self {
+            Followed::Selection | Followed::Pass => "cases",
+            Followed::AttackSuccess => "units",
+        }
+    }
+
+    /// One of them: `case` or `unit`.
+    pub fn case_word(self) -> &'static str {
+        match self {
+            Followed::Selection | Followed::Pass => "case",
+            Followed::AttackSuccess => "unit",
+        }
+    }
+}
+
+impl std::fmt::Display for Followed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.label())
+    }
+}
+
+/// An arm's attacked units as the history keeps them: the figures to plot, and each unit's
+/// counts for pairing the next run's units with this one's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AttackFigures {
+    /// The attacked scenarios, by name, in name order: with the arm, what makes a series.
+    pub scenarios: Vec<String>,
+    /// Attacked scenario → fingerprint of the catalog it was shown.
+    pub catalogs: BTreeMap<String, String>,
+    /// Over every unit: the mean of the units' rates with the clustered interval.
+    pub attack_success: MetricPoint,
+    pub utility_under_attack: MetricPoint,
+    /// `SCENARIO@ATTACK` → `[attack success x, n, utility under attack x, n]`.
+    pub units: BTreeMap<String, [u64; 4]>,
+}
+
+impl AttackFigures {
+    fn of(security: &SecurityArmSummary, summary: &Summary) -> Self {
+        let scenarios: std::collections::BTreeSet<&String> =
+            security.units.iter().map(|u| &u.scenario).collect();
+        let catalogs = scenarios
+            .iter()
+            .filter_map(|name| {
+                let header = summary.run.scenarios.iter().find(|s| &&s.name == name)?;
+                Some(((*name).clone(), header.catalog_fingerprint.clone()))
+            })
+            .collect();
+        AttackFigures {
+            scenarios: scenarios.into_iter().cloned().collect(),
+            catalogs,
+            attack_success: MetricPoint::of(&security.suite.attack_success, security.suite.units),
+            utility_under_attack: MetricPoint::of(
+                &security.suite.utility_under_attack,
+                security.suite.units,
+            ),
+            units: security
+                .units
+                .iter()
+                .map(|u| {
+                    let (a, b) = (&u.attack_success, &u.utility_under_attack);
+                    (u.case_id.clone(), [a.x, a.n, b.x, b.n])
+                })
+                .collect(),
+        }
+    }
+}
+
+/// The two rates of a fixture case or tool that a trend follows.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HistoryMetrics {
     pub selection: MetricPoint,
@@ -224,7 +350,36 @@ pub struct MetricPoint {
     pub cases: usize,
 }
 
+impl HistoryMetrics {
+    /// The followed rate, when it is one of these two.
+    pub fn get(&self, followed: Followed) -> Option<&MetricPoint> {
+        match followed {
+            Followed::Selection => Some(&self.selection),
+            Followed::Pass => Some(&self.pass),
+            Followed::AttackSuccess => None,
+        }
+    }
+
+    /// The fixture rates of an arm that ran no fixture case.
+    fn unmeasured() -> Self {
+        HistoryMetrics {
+            selection: MetricPoint::NONE,
+            pass: MetricPoint::NONE,
+        }
+    }
+}
+
 impl MetricPoint {
+    /// No trial.
+    const NONE: MetricPoint = MetricPoint {
+        x: 0,
+        n: 0,
+        mean: None,
+        lo: None,
+        hi: None,
+        cases: 0,
+    };
+
     fn of(stat: &RateStat, cases: usize) -> Self {
         let cl = stat.case_level.as_ref();
         MetricPoint {
@@ -239,41 +394,68 @@ impl MetricPoint {
 }
 
 impl HistoryLine {
-    /// Why the scores of this line cannot join a trend: what the run said when it exited 4,
-    /// or, for lines written before runs said so, that no trial was scored.
-    fn untrusted_reason(&self) -> Option<String> {
-        self.untrusted
-            .clone()
-            .or_else(|| (self.metrics.selection.n == 0).then(|| "no trial was scored".to_owned()))
-    }
-
-    fn trusted(&self) -> bool {
-        self.untrusted_reason().is_none()
-    }
-
-    fn point(&self, metric: Metric) -> &MetricPoint {
-        match metric {
-            Metric::Pass => &self.metrics.pass,
-            _ => &self.metrics.selection,
-        }
-    }
-
-    /// Per-case (x, n) of the metric.
-    fn case_counts(&self, metric: Metric) -> impl Iterator<Item = (&String, u64, u64)> {
-        let pass = metric == Metric::Pass;
-        self.cases.iter().map(move |(k, c)| {
-            if pass {
-                (k, c[2], c[3])
-            } else {
-                (k, c[0], c[1])
-            }
+    /// Why this line's scores on `followed` cannot join a trend: what the run said when it
+    /// exited 4, or that no trial was scored on it (so, for lines written before runs said so,
+    /// a run that scored nothing).
+    fn untrusted_reason(&self, followed: Followed) -> Option<String> {
+        self.untrusted.clone().or_else(|| {
+            self.metric(followed)
+                .is_none_or(|p| p.n == 0)
+                .then(|| "no trial was scored".to_owned())
         })
     }
 
-    /// What makes runs one series: the same cases measured the same way on the same model.
-    fn series_key(&self) -> (Vec<String>, String, String, String) {
+    fn trusted(&self, followed: Followed) -> bool {
+        self.untrusted_reason(followed).is_none()
+    }
+
+    /// Whether the arm measured what `followed` is a rate of: fixture cases for selection and
+    /// pass (a line with neither cases nor attacks, too, which an old run that scored nothing
+    /// left), attacked units for attack success. A line that did not is in no series of it.
+    pub fn measured(&self, followed: Followed) -> bool {
+        match followed {
+            Followed::Selection | Followed::Pass => {
+                !self.cases.is_empty() || self.attacks.is_none()
+            }
+            Followed::AttackSuccess => self.attacks.is_some(),
+        }
+    }
+
+    /// Per-case (or per-unit) (x, n) of the followed rate.
+    fn case_counts(
+        &self,
+        followed: Followed,
+    ) -> Box<dyn Iterator<Item = (&String, u64, u64)> + '_> {
+        match followed {
+            Followed::Selection => Box::new(self.cases.iter().map(|(k, c)| (k, c[0], c[1]))),
+            Followed::Pass => Box::new(self.cases.iter().map(|(k, c)| (k, c[2], c[3]))),
+            Followed::AttackSuccess => Box::new(
+                self.attacks
+                    .iter()
+                    .flat_map(|a| &a.units)
+                    .map(|(k, c)| (k, c[0], c[1])),
+            ),
+        }
+    }
+
+    /// The catalogs behind the followed rate: the fixture datasets', or the attacked
+    /// scenarios'.
+    fn catalogs_of(&self, followed: Followed) -> Option<&BTreeMap<String, String>> {
+        match followed {
+            Followed::Selection | Followed::Pass => Some(&self.catalogs),
+            Followed::AttackSuccess => self.attacks.as_ref().map(|a| &a.catalogs),
+        }
+    }
+
+    /// What makes runs one series: the same cases (or attacked scenarios) measured the same way
+    /// on the same model.
+    fn series_key(&self, followed: Followed) -> SeriesKey {
+        let measured = match (followed, &self.attacks) {
+            (Followed::AttackSuccess, Some(a)) => a.scenarios.clone(),
+            _ => self.datasets.clone(),
+        };
         (
-            self.datasets.clone(),
+            measured,
             self.provider.clone(),
             self.model.clone(),
             self.variant.clone(),
@@ -281,23 +463,33 @@ impl HistoryLine {
     }
 }
 
-/// One line per arm of a finished run, with the run's verdict and, when it was not judged
-/// (exit 4), why its scores cannot be trusted.
+/// Datasets (or attacked scenarios), provider, model, variant.
+type SeriesKey = (Vec<String>, String, String, String);
+
+/// One line per arm of a finished run (fixture cases, attacked units, or both), with the run's
+/// verdict and, when it was not judged (exit 4), why its scores cannot be trusted.
 pub fn lines_of(summary: &Summary) -> Vec<HistoryLine> {
     let decision = summary.decision.as_ref();
-    summary
-        .arms
-        .iter()
-        .map(|arm| HistoryLine {
+    let mut arms: Vec<&ArmId> = summary.arms.iter().map(|a| &a.arm).collect();
+    for s in &summary.security {
+        if !arms.contains(&&s.arm) {
+            arms.push(&s.arm);
+        }
+    }
+    arms.into_iter()
+        .map(|id| HistoryLine {
             verdict: decision.map(|d| d.verdict),
             untrusted: decision.and_then(crate::Decision::not_judged_because),
-            ..line_of(summary, arm)
+            ..line_of(summary, id)
         })
         .collect()
 }
 
-fn line_of(summary: &Summary, arm: &ArmSummary) -> HistoryLine {
-    let id = &arm.arm;
+/// The line of arm `id`: its fixture cases (none when the arm ran only scenarios) and its
+/// attacked units (none when it ran no attack).
+fn line_of(summary: &Summary, id: &ArmId) -> HistoryLine {
+    let arm = summary.arms.iter().find(|a| &a.arm == id);
+    let cases_of = |a: &ArmSummary| a.cases.len();
     let catalogs = summary
         .run
         .datasets
@@ -312,8 +504,8 @@ fn line_of(summary: &Summary, arm: &ArmSummary) -> HistoryLine {
         })
         .collect();
     let cases = arm
-        .cases
         .iter()
+        .flat_map(|a| &a.cases)
         .map(|c| {
             let (s, p) = (&c.metrics[Metric::Selection], &c.metrics[Metric::Pass]);
             (format!("{}/{}", c.dataset, c.case_id), [s.x, s.n, p.x, p.n])
@@ -334,14 +526,14 @@ fn line_of(summary: &Summary, arm: &ArmSummary) -> HistoryLine {
         catalogs,
         trials_per_case: summary.run.trials_per_case,
         confidence: summary.confidence,
-        metrics: HistoryMetrics {
-            selection: MetricPoint::of(&arm.suite.metrics[Metric::Selection], arm.cases.len()),
-            pass: MetricPoint::of(&arm.suite.metrics[Metric::Pass], arm.cases.len()),
-        },
+        metrics: arm.map_or_else(HistoryMetrics::unmeasured, |a| HistoryMetrics {
+            selection: MetricPoint::of(&a.suite.metrics[Metric::Selection], cases_of(a)),
+            pass: MetricPoint::of(&a.suite.metrics[Metric::Pass], cases_of(a)),
+        }),
         cases,
         tools: arm
-            .tools
             .iter()
+            .flat_map(|a| &a.tools)
             .map(|t| {
                 (
                     t.name.clone(),
@@ -353,8 +545,8 @@ fn line_of(summary: &Summary, arm: &ArmSummary) -> HistoryLine {
             })
             .collect(),
         tool_p95_ms: arm
-            .tool_latency
             .iter()
+            .flat_map(|a| &a.tool_latency)
             .filter_map(|t| {
                 let p = t.latency_ms.p95.as_ref()?;
                 Some((
@@ -368,6 +560,11 @@ fn line_of(summary: &Summary, arm: &ArmSummary) -> HistoryLine {
                 ))
             })
             .collect(),
+        attacks: summary
+            .security
+            .iter()
+            .find(|s| &s.arm == id)
+            .map(|s| AttackFigures::of(s, summary)),
         untrusted: None,
         sampling: Sampling::of(summary),
         verdict: None,
@@ -503,6 +700,9 @@ pub struct Change {
     /// Shared cases with trials in both runs.
     pub cases: usize,
     pub moved: Move,
+    /// The move is the one that is a regression on the followed rate (a drop; a rise of attack
+    /// success): what `--fail-on-drop` fails on.
+    pub worsened: bool,
     pub catalog_changed: bool,
     /// The two runs sampled their cases differently (fixed-n against sequential, or other
     /// trials per case): the difference compares scores of different designs.
@@ -515,27 +715,21 @@ pub struct Change {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Trend {
     pub arm: ArmId,
-    pub datasets: Vec<String>,
-    /// `selection` or `pass`: the rates the history keeps.
-    pub metric: Metric,
+    /// What was measured: the fixture datasets, or the attacked scenarios.
+    pub measured: Vec<String>,
+    pub followed: Followed,
     pub points: Vec<Point>,
     /// The run this report is about, when the series holds it.
     pub current_run: Option<String>,
 }
 
-/// The series of each arm of `summary` in the history `lines`, on the rate its gates judge
-/// (pass when they judge pass and not selection; the history keeps only those two), each run
-/// paired with the previous one as `toolscore history` pairs them. Only the runs up to this one
-/// are drawn: a report rendered again later shows the trend as it stood.
+/// The series of each arm of `summary` in the history `lines`: a fixture arm's on the rate its
+/// gates judge (pass when they judge pass and not selection), an attacked arm's on attack
+/// success; each run paired with the previous one as `toolscore history` pairs them. Only the
+/// runs up to this one are drawn: a report rendered again later shows the trend as it stood.
 pub fn trends(summary: &Summary, lines: &[HistoryLine]) -> Vec<Trend> {
     let lines = runs_up_to(lines, &summary.run.run_id, &summary.run.finished_at);
-    let datasets: Vec<String> = summary
-        .run
-        .datasets
-        .iter()
-        .map(|d| d.name.clone())
-        .collect();
-    let mut trends = Vec::new();
+    let mut followed: Vec<(&ArmId, Followed)> = Vec::new();
     for arm in &summary.arms {
         let judged: Vec<Metric> = summary
             .gate
@@ -544,27 +738,37 @@ pub fn trends(summary: &Summary, lines: &[HistoryLine]) -> Vec<Trend> {
             .filter(|g| g.arm == arm.arm && g.level != GateLevel::Baseline)
             .filter_map(|g| g.metric.rate())
             .collect();
-        let metric = if judged.contains(&Metric::Pass) && !judged.contains(&Metric::Selection) {
-            Metric::Pass
+        let rate = if judged.contains(&Metric::Pass) && !judged.contains(&Metric::Selection) {
+            Followed::Pass
         } else {
-            Metric::Selection
+            Followed::Selection
         };
-        let id = &arm.arm;
+        followed.push((&arm.arm, rate));
+    }
+    for security in &summary.security {
+        followed.push((&security.arm, Followed::AttackSuccess));
+    }
+    let this_run = lines_of(summary);
+    let mut trends = Vec::new();
+    for (id, rate) in followed {
+        // The series this arm's own line belongs to (what it measured, on this model).
+        let Some(key) = this_run
+            .iter()
+            .find(|l| l.provider == id.provider && l.model == id.model && l.variant == id.variant)
+            .map(|l| l.series_key(rate))
+        else {
+            continue;
+        };
         let mine = lines
             .iter()
-            .filter(|l| {
-                l.datasets == datasets
-                    && l.provider == id.provider
-                    && l.model == id.model
-                    && l.variant == id.variant
-            })
+            .filter(|l| l.measured(rate) && l.series_key(rate) == key)
             .cloned()
             .collect();
-        for series in series(mine, metric) {
+        for series in series(mine, rate) {
             let points: Vec<Point> = series
                 .points
                 .into_iter()
-                .filter(|p| p.line.untrusted_reason().is_none())
+                .filter(|p| p.line.trusted(rate))
                 .collect();
             let current_run = points
                 .iter()
@@ -572,8 +776,8 @@ pub fn trends(summary: &Summary, lines: &[HistoryLine]) -> Vec<Trend> {
                 .then(|| summary.run.run_id.clone());
             trends.push(Trend {
                 arm: id.clone(),
-                datasets: datasets.clone(),
-                metric,
+                measured: key.0.clone(),
+                followed: rate,
                 points,
                 current_run,
             });
@@ -606,20 +810,21 @@ pub struct Point {
 }
 
 impl HistoryLine {
-    /// This run's figure on `metric` (the history keeps selection and pass; any other metric
-    /// reads selection).
-    pub fn metric(&self, metric: Metric) -> &MetricPoint {
-        if metric == Metric::Pass {
-            &self.metrics.pass
-        } else {
-            &self.metrics.selection
+    /// This run's figure on the followed rate: absent on attack success for an arm that ran no
+    /// attack.
+    pub fn metric(&self, followed: Followed) -> Option<&MetricPoint> {
+        match followed {
+            Followed::Selection | Followed::Pass => self.metrics.get(followed),
+            Followed::AttackSuccess => self.attacks.as_ref().map(|a| &a.attack_success),
         }
     }
 }
 
-/// Runs of one (datasets, provider, model, variant), oldest first.
+/// Runs of one (datasets or attacked scenarios, provider, model, variant), oldest first, on one
+/// followed rate.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Series {
+    pub followed: Followed,
     pub points: Vec<Point>,
 }
 
@@ -630,30 +835,31 @@ impl Series {
             .iter()
             .rev()
             .map(|p| &p.line)
-            .find(|l| l.trusted())
+            .find(|l| l.trusted(self.followed))
     }
 
-    /// True when the newest trustworthy run dropped significantly against the trustworthy
-    /// run before it (runs that exited 4 are not judged and judge nothing).
-    pub fn newest_dropped(&self) -> bool {
+    /// True when the newest trustworthy run moved significantly the worse way (a drop; a rise
+    /// of attack success) against the trustworthy run before it (runs that exited 4 are not
+    /// judged and judge nothing).
+    pub fn newest_worsened(&self) -> bool {
         self.points
             .iter()
             .rev()
-            .find(|p| p.line.trusted())
+            .find(|p| p.line.trusted(self.followed))
             .and_then(|p| p.change.as_ref())
-            .is_some_and(|c| c.moved == Move::Drop)
+            .is_some_and(|c| c.worsened)
     }
 }
 
-/// The paired change of `current` against `previous` on the metric, at `current`'s
-/// confidence, over the cases both have.
-pub fn change(previous: &HistoryLine, current: &HistoryLine, metric: Metric) -> Change {
+/// The paired change of `current` against `previous` on the followed rate, at `current`'s
+/// confidence, over the cases (or attacked units) both have.
+pub fn change(previous: &HistoryLine, current: &HistoryLine, followed: Followed) -> Change {
     let before: BTreeMap<&String, (u64, u64)> = previous
-        .case_counts(metric)
+        .case_counts(followed)
         .map(|(k, x, n)| (k, (x, n)))
         .collect();
     let diffs: Vec<f64> = current
-        .case_counts(metric)
+        .case_counts(followed)
         .filter_map(|(k, x, n)| {
             let &(px, pn) = before.get(k)?;
             (n > 0 && pn > 0).then(|| x as f64 / n as f64 - px as f64 / pn as f64)
@@ -670,20 +876,21 @@ pub fn change(previous: &HistoryLine, current: &HistoryLine, metric: Metric) -> 
         difference,
         cases: diffs.len(),
         moved,
-        catalog_changed: previous.catalogs != current.catalogs,
+        worsened: moved == followed.worse(),
+        catalog_changed: previous.catalogs_of(followed) != current.catalogs_of(followed),
         sampling_changed: (previous.sampling.sequential, previous.trials_per_case)
             != (current.sampling.sequential, current.trials_per_case),
     }
 }
 
-/// Groups lines into series, in order of each series' first run; within a series, oldest
-/// first by `finished_at` (file order among equal times), each paired with the previous run.
-pub fn series(lines: Vec<HistoryLine>, metric: Metric) -> Vec<Series> {
-    let mut order: Vec<(Vec<String>, String, String, String)> = Vec::new();
-    let mut groups: BTreeMap<(Vec<String>, String, String, String), Vec<HistoryLine>> =
-        BTreeMap::new();
-    for line in lines {
-        let key = line.series_key();
+/// Groups the lines that measured the followed rate into series, in order of each series'
+/// first run; within a series, oldest first by `finished_at` (file order among equal times),
+/// each paired with the previous run.
+pub fn series(lines: Vec<HistoryLine>, followed: Followed) -> Vec<Series> {
+    let mut order: Vec<SeriesKey> = Vec::new();
+    let mut groups: BTreeMap<SeriesKey, Vec<HistoryLine>> = BTreeMap::new();
+    for line in lines.into_iter().filter(|l| l.measured(followed)) {
+        let key = line.series_key(followed);
         if !groups.contains_key(&key) {
             order.push(key.clone());
         }
@@ -701,9 +908,9 @@ pub fn series(lines: Vec<HistoryLine>, metric: Metric) -> Vec<Series> {
                 let trusted: Vec<&HistoryLine> = points
                     .iter()
                     .map(|p| &p.line)
-                    .filter(|l| l.trusted())
+                    .filter(|l| l.trusted(followed))
                     .collect();
-                if !line.trusted() {
+                if !line.trusted(followed) {
                     points.push(Point {
                         line,
                         change: None,
@@ -711,7 +918,7 @@ pub fn series(lines: Vec<HistoryLine>, metric: Metric) -> Vec<Series> {
                     });
                     continue;
                 }
-                let change = trusted.last().map(|p| change(p, &line, metric));
+                let change = trusted.last().map(|p| change(p, &line, followed));
                 let window: Vec<&HistoryLine> = trusted
                     .iter()
                     .copied()
@@ -730,7 +937,7 @@ pub fn series(lines: Vec<HistoryLine>, metric: Metric) -> Vec<Series> {
                     latency_growth,
                 });
             }
-            Series { points }
+            Series { followed, points }
         })
         .collect()
 }
@@ -738,18 +945,10 @@ pub fn series(lines: Vec<HistoryLine>, metric: Metric) -> Vec<Series> {
 /// Prints each series, its runs oldest to newest (the last `last` when given), with each run's
 /// case-level mean and its move against the previous run.
 // Long: one line per figure, in the order the report shows them.
-pub fn render(
-    series: &[Series],
-    metric: Metric,
-    last: Option<usize>,
-    out: &mut dyn Write,
-) -> std::io::Result<()> {
-    let metric_name = if metric == Metric::Pass {
-        "pass"
-    } else {
-        "selection"
-    };
+pub fn render(series: &[Series], last: Option<usize>, out: &mut dyn Write) -> std::io::Result<()> {
     for (i, s) in series.iter().enumerate() {
+        let followed = s.followed;
+        let units = followed.cases_word();
         let Some(first) = s.points.first() else {
             continue;
         };
@@ -759,20 +958,20 @@ pub fn render(
         let l = &first.line;
         writeln!(
             out,
-            "{} · provider {} · model {} · variant {} · {metric_name}",
-            l.datasets.join(", "),
+            "{} · provider {} · model {} · variant {} · {}",
+            l.series_key(followed).0.join(", "),
             l.provider,
             l.model,
-            l.variant
+            l.variant,
+            followed.name()
         )?;
         let skip = last.map_or(0, |n| s.points.len().saturating_sub(n));
         if skip > 0 {
             writeln!(out, "  ({skip} older runs not shown)")?;
         }
         for p in &s.points[skip..] {
-            let pt = p.line.point(metric);
             let date = p.line.finished_at.get(..10).unwrap_or(&p.line.finished_at);
-            if let Some(reason) = p.line.untrusted_reason() {
+            if let Some(reason) = p.line.untrusted_reason(followed) {
                 writeln!(
                     out,
                     "  {date}  {}  NOT IN THE TREND: {reason}",
@@ -780,6 +979,9 @@ pub fn render(
                 )?;
                 continue;
             }
+            let Some(pt) = p.line.metric(followed) else {
+                continue;
+            };
             let mean = crate::wording::history_interval(pt);
             // The run's verdict leads its figures, as in every report of the run (lines
             // written before runs recorded one have none to show).
@@ -789,28 +991,31 @@ pub fn render(
                 .map_or(String::new(), |v| format!("{}  ", v.label()));
             write!(
                 out,
-                "  {date}  {}  {verdict}{mean} ({} cases)  n {} ({})",
+                "  {date}  {}  {verdict}{mean} ({} {units})  n {} ({})",
                 p.line.run_id,
                 pt.cases,
                 pt.n,
-                p.line.sampling.describe(p.line.trials_per_case)
+                p.line.sampling.describe(p.line.trials_per_case, followed)
             )?;
             if let Some(c) = &p.change {
                 match &c.difference {
                     Some(d) => write!(
                         out,
-                        "  vs {}: {:+.3} [{:+.3}, {:+.3}] on {} cases",
+                        "  vs {}: {:+.3} [{:+.3}, {:+.3}] on {} {units}",
                         c.previous_run, d.mean, d.interval.lo, d.interval.hi, c.cases
                     )?,
                     None => write!(
                         out,
-                        "  vs {}: too few shared cases ({})",
+                        "  vs {}: too few shared {units} ({})",
                         c.previous_run, c.cases
                     )?,
                 }
-                for mark in
-                    crate::wording::history_marks(c.moved, c.catalog_changed, c.sampling_changed)
-                {
+                for mark in crate::wording::history_marks(
+                    c.moved,
+                    c.worsened,
+                    c.catalog_changed,
+                    c.sampling_changed,
+                ) {
                     write!(out, "  {mark}")?;
                 }
             }
@@ -866,6 +1071,7 @@ pub(super) mod tests {
             cases,
             tools: BTreeMap::new(),
             tool_p95_ms: BTreeMap::new(),
+            attacks: None,
             untrusted: None,
             sampling: Sampling::default(),
             verdict: None,
@@ -920,7 +1126,7 @@ pub(super) mod tests {
     }
 
     fn moved(prev: &HistoryLine, cur: &HistoryLine) -> Change {
-        change(prev, cur, Metric::Selection)
+        change(prev, cur, Followed::Selection)
     }
 
     /// How many of 200 pairs of runs (before at the true rates, after at `after`) are flagged
@@ -987,6 +1193,48 @@ pub(super) mod tests {
             &line("b", 8, &exact(&true_rates()), "fp"),
         );
         assert_eq!(c.moved, Move::Rise);
+        assert!(!c.worsened, "a rise of selection is good news");
+    }
+
+    /// The fixture line `counts` describes, as an arm that ran only attacked units: unit k
+    /// succeeded in `counts[k]` of `TRIALS` trials.
+    fn attacked(run_id: &str, day: u32, counts: &[u64]) -> HistoryLine {
+        let mut l = line(run_id, day, counts, "fp");
+        let units = std::mem::take(&mut l.cases)
+            .into_iter()
+            .map(|(k, c)| (k.replace("d/", "inbox@"), c))
+            .collect();
+        l.attacks = Some(AttackFigures {
+            scenarios: vec!["inbox".to_owned()],
+            catalogs: BTreeMap::from([("inbox".to_owned(), "fp".to_owned())]),
+            attack_success: l.metrics.selection.clone(),
+            utility_under_attack: l.metrics.pass.clone(),
+            units,
+        });
+        l.metrics = HistoryMetrics::unmeasured();
+        l
+    }
+
+    /// On attack success lower is better: the rise is the regression `--fail-on-drop` fails
+    /// on, the drop is not, and the arm is in no fixture series.
+    #[test]
+    fn a_rise_of_attack_success_is_the_regression() {
+        let low: Vec<f64> = true_rates().iter().map(|r| r - 0.3).collect();
+        let (before, after) = (
+            attacked("a", 1, &exact(&low)),
+            attacked("b", 8, &exact(&true_rates())),
+        );
+        let rose = change(&before, &after, Followed::AttackSuccess);
+        assert_eq!((rose.moved, rose.worsened, rose.cases), (Move::Rise, true, 20));
+        let fell = change(&after, &before, Followed::AttackSuccess);
+        assert_eq!((fell.moved, fell.worsened), (Move::Drop, false));
+        let s = series(vec![before.clone(), after.clone()], Followed::AttackSuccess);
+        assert!(s[0].newest_worsened());
+        assert!(series(vec![before, after], Followed::Selection).is_empty());
+        let mut out = Vec::new();
+        render(&s, None, &mut out).expect("render");
+        let text = String::from_utf8(out).expect("utf-8");
+        assert!(text.ends_with("on 20 units  SIGNIFICANT RISE\n"), "{text}");
     }
 
     #[test]
@@ -1011,7 +1259,7 @@ pub(super) mod tests {
             terse,
             line("w3", 15, &counts, "fp"),
         ];
-        let s = series(lines, Metric::Selection);
+        let s = series(lines, Followed::Selection);
         let ids: Vec<Vec<&str>> = s
             .iter()
             .map(|s| s.points.iter().map(|p| p.line.run_id.as_str()).collect())
@@ -1042,14 +1290,14 @@ pub(super) mod tests {
             old,
             line("w4", 15, &exact(&lower), "fp"),
         ];
-        let s = series(lines, Metric::Selection);
+        let s = series(lines, Followed::Selection);
         let p = &s[0].points;
         assert!(p[1].change.is_none() && p[2].change.is_none());
         let c = p[3].change.as_ref().expect("compared");
         assert_eq!((c.previous_run.as_str(), c.moved), ("w1", Move::Drop));
-        assert!(s[0].newest_dropped());
+        assert!(s[0].newest_worsened());
         let mut out = Vec::new();
-        render(&s, Metric::Selection, None, &mut out).expect("render");
+        render(&s, None, &mut out).expect("render");
         let text = String::from_utf8(out).expect("utf-8");
         assert!(text.contains("  2026-11-08  w2  NOT IN THE TREND: 40 of 40 trials ended in infrastructure errors\n"), "{text}");
         assert!(
@@ -1061,7 +1309,7 @@ pub(super) mod tests {
         let mut down = line("w3", 15, &counts, "fp");
         down.untrusted = Some("down".to_owned());
         lines.push(down);
-        assert!(!series(lines, Metric::Selection)[0].newest_dropped());
+        assert!(!series(lines, Followed::Selection)[0].newest_worsened());
     }
 
     #[test]
@@ -1071,11 +1319,11 @@ pub(super) mod tests {
         sequential.sampling.sequential = true;
         sequential.verdict = Some(crate::RunVerdict::Inconclusive);
         let lines = vec![line("w1", 1, &counts, "fp"), sequential];
-        let s = series(lines, Metric::Selection);
+        let s = series(lines, Followed::Selection);
         let change = s[0].points[1].change.as_ref().expect("change");
         assert!(change.sampling_changed && !change.catalog_changed);
         let mut out = Vec::new();
-        render(&s, Metric::Selection, None, &mut out).expect("render");
+        render(&s, None, &mut out).expect("render");
         let text = String::from_utf8(out).expect("utf-8");
         let rows: Vec<&str> = text.lines().collect();
         assert!(rows[1].ends_with("n 1000 (fixed, 50 per case)"), "{text}");
@@ -1110,7 +1358,7 @@ pub(super) mod tests {
         merged.sampling.merged_shards = 4;
         let s = series(
             vec![line("w1", 1, &counts, "fp"), resumed, merged],
-            Metric::Selection,
+            Followed::Selection,
         );
         // The same design gathered in two sittings or four processes is not "sampled
         // differently": the paired difference compares like with like.
@@ -1118,7 +1366,7 @@ pub(super) mod tests {
             assert!(!p.change.as_ref().expect("change").sampling_changed);
         }
         let mut out = Vec::new();
-        render(&s, Metric::Selection, None, &mut out).expect("render");
+        render(&s, None, &mut out).expect("render");
         let text = String::from_utf8(out).expect("utf-8");
         assert!(
             text.contains("n 1000 (fixed, 50 per case; resumed, 400 trials kept)"),
@@ -1144,10 +1392,10 @@ pub(super) mod tests {
             line("w2", 8, &counts, "fp"),
             line("w3", 15, &exact(&lower), "fp2"),
         ];
-        let s = series(lines, Metric::Selection);
-        assert!(s[0].newest_dropped());
+        let s = series(lines, Followed::Selection);
+        assert!(s[0].newest_worsened());
         let mut out = Vec::new();
-        render(&s, Metric::Selection, Some(2), &mut out).expect("render");
+        render(&s, Some(2), &mut out).expect("render");
         let text = String::from_utf8(out).expect("utf-8");
         let rows: Vec<&str> = text.lines().collect();
         assert_eq!(
@@ -1229,14 +1477,14 @@ pub(super) mod tests {
                 Some(1400.0),
             ),
         ];
-        let s = series(runs.clone(), Metric::Selection);
+        let s = series(runs.clone(), Followed::Selection);
         let growth: Vec<usize> = s[0].points.iter().map(|p| p.latency_growth.len()).collect();
         assert_eq!(growth, [0, 0, 0, 1]);
         let g = &s[0].points[3].latency_growth[0];
         assert_eq!((g.tool.as_str(), g.baseline_runs), ("search", 1));
         assert_eq!(g.baseline_hi, 1050.0);
         let mut text = Vec::new();
-        render(&s, Metric::Selection, None, &mut text).unwrap();
+        render(&s, None, &mut text).unwrap();
         let text = String::from_utf8(text).unwrap();
         assert!(
             text.contains("p95 LATENCY GREW: search 1300.0 ms, its lower bound 1200.0 above the previous 1 run(s) of the week (upper bound 1050.0)"),
@@ -1254,7 +1502,7 @@ pub(super) mod tests {
             ),
         ];
         assert!(
-            series(unbounded, Metric::Selection)[0].points[1]
+            series(unbounded, Followed::Selection)[0].points[1]
                 .latency_growth
                 .is_empty()
         );

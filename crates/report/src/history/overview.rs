@@ -13,12 +13,14 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::{LatencyGrowth, MetricPoint, Move, Point, Sampling, Series};
-use crate::{ArmId, Metric, RunVerdict};
+use super::{Followed, LatencyGrowth, MetricPoint, Move, Point, Sampling, Series};
+use crate::{ArmId, RunVerdict};
 use toolscore_stats as stats;
 
-/// The version of the JSON `history --format json` writes; a consumer checks it.
-pub const OVERVIEW_VERSION: u32 = 1;
+/// The version of the JSON `history --format json` writes; a consumer checks it. 2: the
+/// regression count is `worsened` (it was `dropped`), since on attack success the regression
+/// is a rise; series of attacked scenarios name them in `scenarios`.
+pub const OVERVIEW_VERSION: u32 = 2;
 
 /// Cases listed as the ones that changed most between a series' last two runs.
 pub const MOST_CHANGED_CASES: usize = 5;
@@ -46,7 +48,7 @@ pub struct Sources<'a> {
     pub lines: usize,
     /// When the page was made (RFC 3339, UTC).
     pub generated_at: String,
-    pub metric: Metric,
+    pub followed: Followed,
     /// `--last N`: the newest N runs of each series (each still compared with the one before).
     pub last: Option<usize>,
     pub folders: &'a RunFolders,
@@ -60,25 +62,31 @@ pub struct Overview {
     /// The file the overview was read from, and its lines.
     pub source: String,
     pub lines: usize,
-    /// `selection` or `pass`.
-    pub metric: &'static str,
-    /// Series whose newest trustworthy run dropped significantly against the one before it:
-    /// what `--fail-on-drop` exits 1 on.
-    pub dropped: usize,
+    /// The rate followed: `selection`, `pass` or `attack_success`.
+    #[serde(rename = "metric")]
+    pub followed: Followed,
+    /// Series whose newest trustworthy run moved significantly the worse way against the one
+    /// before it (dropped; for attack success, rose): what `--fail-on-drop` exits 1 on.
+    pub worsened: usize,
     pub series: Vec<SeriesView>,
 }
 
 impl Overview {
-    /// True when `history --fail-on-drop` fails: some series' newest run dropped.
-    pub fn any_dropped(&self) -> bool {
-        self.dropped > 0
+    /// True when `history --fail-on-drop` fails: some series' newest run moved the worse way.
+    pub fn any_worsened(&self) -> bool {
+        self.worsened > 0
     }
 }
 
-/// One series: the same datasets, provider, model and variant, oldest run first.
+/// One series: the same datasets (or attacked scenarios), provider, model and variant, oldest
+/// run first.
 #[derive(Debug, Clone, Serialize)]
 pub struct SeriesView {
+    /// The fixture datasets; empty for a series of attacked scenarios.
     pub datasets: Vec<String>,
+    /// The attacked scenarios of an attack-success series; absent otherwise.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub scenarios: Vec<String>,
     pub provider: String,
     pub model: String,
     pub variant: String,
@@ -88,20 +96,27 @@ pub struct SeriesView {
     pub runs: Vec<RunPoint>,
     /// Runs kept out of the trend (they exited 4), with why.
     pub not_in_trend: Vec<ApartRun>,
-    /// Its newest trustworthy run dropped significantly against the one before it.
-    pub newest_dropped: bool,
-    /// Each expected tool's rate over the newest [`TOOL_RUNS`] runs of the trend.
+    /// Its newest trustworthy run moved significantly the worse way against the one before it.
+    pub newest_worsened: bool,
+    /// Each expected tool's rate over the newest [`TOOL_RUNS`] runs of the trend (none for
+    /// attack success, which is measured per unit, not per tool).
     pub tools: Vec<ToolTrend>,
-    /// The cases whose rate changed most between the last two runs of the trend.
+    /// The cases (or attacked units) whose rate changed most between the last two runs of the
+    /// trend.
     pub most_changed: Option<CaseChanges>,
 }
 
 impl SeriesView {
     /// `billing · provider demo · model smollm2 · variant base`.
     pub fn label(&self) -> String {
+        let measured = if self.scenarios.is_empty() {
+            &self.datasets
+        } else {
+            &self.scenarios
+        };
         format!(
             "{} · provider {} · model {} · variant {}",
-            self.datasets.join(", "),
+            measured.join(", "),
             self.provider,
             self.model,
             self.variant
@@ -147,6 +162,8 @@ pub struct ChangeView {
     pub cases: usize,
     /// `drop`, `rise` or `none`: whether the interval lies wholly below or above 0.
     pub moved: Move,
+    /// The move is the worse way for the rate (a drop; a rise of attack success).
+    pub worsened: bool,
     pub catalog_changed: bool,
     pub sampling_changed: bool,
 }
@@ -222,14 +239,14 @@ pub fn overview(series: &[Series], sources: &Sources) -> Overview {
         generated_at: sources.generated_at.clone(),
         source: sources.file.to_owned(),
         lines: sources.lines,
-        metric: sources.metric.name(),
-        dropped: views.iter().filter(|s| s.newest_dropped).count(),
+        followed: sources.followed,
+        worsened: views.iter().filter(|s| s.newest_worsened).count(),
         series: views,
     }
 }
 
 fn series_view(s: &Series, sources: &Sources) -> SeriesView {
-    let metric = sources.metric;
+    let followed = s.followed;
     let first = &s.points[0].line;
     let skip = sources.last.map_or(0, |n| s.points.len().saturating_sub(n));
     let shown = &s.points[skip..];
@@ -240,10 +257,11 @@ fn series_view(s: &Series, sources: &Sources) -> SeriesView {
             .contains(run_id)
             .then(|| format!("{}/report.html", path_segment(run_id)))
     };
-    let (trusted, apart): (Vec<&Point>, Vec<&Point>) = shown.iter().partition(|p| p.line.trusted());
+    let (trusted, apart): (Vec<&Point>, Vec<&Point>) =
+        shown.iter().partition(|p| p.line.trusted(followed));
     let runs: Vec<RunPoint> = trusted
         .iter()
-        .map(|p| run_point(p, metric, report(&p.line.run_id)))
+        .filter_map(|p| run_point(p, followed, report(&p.line.run_id)))
         .collect();
     let not_in_trend = apart
         .iter()
@@ -251,7 +269,7 @@ fn series_view(s: &Series, sources: &Sources) -> SeriesView {
             run_id: p.line.run_id.clone(),
             finished_at: p.line.finished_at.clone(),
             verdict: p.line.verdict,
-            reason: p.line.untrusted_reason().unwrap_or_default(),
+            reason: p.line.untrusted_reason(followed).unwrap_or_default(),
             report: report(&p.line.run_id),
         })
         .collect();
@@ -260,41 +278,53 @@ fn series_view(s: &Series, sources: &Sources) -> SeriesView {
         provider: first.provider.clone(),
         model: first.model.clone(),
     };
+    let attacked = followed == Followed::AttackSuccess;
     SeriesView {
-        datasets: first.datasets.clone(),
+        datasets: if attacked {
+            Vec::new()
+        } else {
+            first.datasets.clone()
+        },
+        scenarios: if attacked {
+            first.series_key(followed).0
+        } else {
+            Vec::new()
+        },
         provider: first.provider.clone(),
         model: first.model.clone(),
         variant: first.variant.clone(),
         older_runs_not_shown: skip,
-        tools: tool_trends(&trusted, metric),
-        most_changed: most_changed(s, metric, &arm, sources),
-        newest_dropped: s.newest_dropped(),
+        tools: tool_trends(&trusted, followed),
+        most_changed: most_changed(s, &arm, sources),
+        newest_worsened: s.newest_worsened(),
         runs,
         not_in_trend,
     }
 }
 
-pub(crate) fn run_point(p: &Point, metric: Metric, report: Option<String>) -> RunPoint {
+/// A run of the trend on the followed rate; none for a line that has no figure on it.
+pub(crate) fn run_point(p: &Point, followed: Followed, report: Option<String>) -> Option<RunPoint> {
     let line = &p.line;
-    RunPoint {
+    Some(RunPoint {
         run_id: line.run_id.clone(),
         finished_at: line.finished_at.clone(),
         verdict: line.verdict,
-        score: line.metric(metric).clone(),
+        score: line.metric(followed)?.clone(),
         trials_per_case: line.trials_per_case,
         sampling: line.sampling.clone(),
-        sampled: line.sampling.describe(line.trials_per_case),
+        sampled: line.sampling.describe(line.trials_per_case, followed),
         change: p.change.as_ref().map(|c| ChangeView {
             previous_run: c.previous_run.clone(),
             difference: c.difference,
             cases: c.cases,
             moved: c.moved,
+            worsened: c.worsened,
             catalog_changed: c.catalog_changed,
             sampling_changed: c.sampling_changed,
         }),
         latency_growth: p.latency_growth.iter().map(growth_view).collect(),
         report,
-    }
+    })
 }
 
 fn growth_view(g: &LatencyGrowth) -> LatencyGrowthView {
@@ -309,7 +339,10 @@ fn growth_view(g: &LatencyGrowth) -> LatencyGrowthView {
 
 /// Each tool of the newest [`TOOL_RUNS`] trustworthy runs, in name order, with its rate in
 /// every one of them that kept it.
-fn tool_trends(trusted: &[&Point], metric: Metric) -> Vec<ToolTrend> {
+fn tool_trends(trusted: &[&Point], followed: Followed) -> Vec<ToolTrend> {
+    if followed == Followed::AttackSuccess {
+        return Vec::new();
+    }
     let recent = &trusted[trusted.len().saturating_sub(TOOL_RUNS)..];
     let tools: BTreeSet<&String> = recent.iter().flat_map(|p| p.line.tools.keys()).collect();
     tools
@@ -319,12 +352,7 @@ fn tool_trends(trusted: &[&Point], metric: Metric) -> Vec<ToolTrend> {
             points: recent
                 .iter()
                 .filter_map(|p| {
-                    let rates = p.line.tools.get(tool)?;
-                    let rate = if metric == Metric::Pass {
-                        &rates.pass
-                    } else {
-                        &rates.selection
-                    };
+                    let rate = p.line.tools.get(tool)?.get(followed)?;
                     (rate.n > 0).then(|| ToolPoint {
                         run_id: p.line.run_id.clone(),
                         rate: rate.clone(),
@@ -335,10 +363,11 @@ fn tool_trends(trusted: &[&Point], metric: Metric) -> Vec<ToolTrend> {
         .collect()
 }
 
-/// The cases whose rate changed most between the newest trustworthy run and the one it was
-/// compared with.
-fn most_changed(s: &Series, metric: Metric, arm: &ArmId, sources: &Sources) -> Option<CaseChanges> {
-    let newest = s.points.iter().rev().find(|p| p.line.trusted())?;
+/// The cases (or attacked units) whose rate changed most between the newest trustworthy run
+/// and the one it was compared with.
+fn most_changed(s: &Series, arm: &ArmId, sources: &Sources) -> Option<CaseChanges> {
+    let followed = s.followed;
+    let newest = s.points.iter().rev().find(|p| p.line.trusted(followed))?;
     let previous_run = &newest.change.as_ref()?.previous_run;
     let previous = s
         .points
@@ -346,12 +375,12 @@ fn most_changed(s: &Series, metric: Metric, arm: &ArmId, sources: &Sources) -> O
         .map(|p| &p.line)
         .find(|l| &l.run_id == previous_run)?;
     let before: BTreeMap<&String, (u64, u64)> = previous
-        .case_counts(metric)
+        .case_counts(followed)
         .map(|(k, x, n)| (k, (x, n)))
         .collect();
     let mut changes: Vec<(&String, [u64; 2], [u64; 2], f64)> = newest
         .line
-        .case_counts(metric)
+        .case_counts(followed)
         .filter_map(|(k, x, n)| {
             let &(px, pn) = before.get(k)?;
             let difference = x as f64 / n as f64 - px as f64 / pn as f64;
@@ -366,7 +395,13 @@ fn most_changed(s: &Series, metric: Metric, arm: &ArmId, sources: &Sources) -> O
         .into_iter()
         .take(MOST_CHANGED_CASES)
         .map(|(key, previous, current, difference)| {
-            let (dataset, case_id) = key.split_once('/').unwrap_or(("", key.as_str()));
+            // A unit's key is its case id in the scenarios' records; a case's, `dataset/case`.
+            let (dataset, case_id) = match followed {
+                Followed::AttackSuccess => (toolscore_core::record::SCENARIO_DATASET, key.as_str()),
+                Followed::Selection | Followed::Pass => {
+                    key.split_once('/').unwrap_or(("", key.as_str()))
+                }
+            };
             let anchor = crate::html::case_anchor(arm, dataset, case_id);
             CaseChange {
                 dataset: dataset.to_owned(),
@@ -430,7 +465,7 @@ mod tests {
             file: "reports/history.jsonl",
             lines: 3,
             generated_at: "2026-12-06T12:00:00Z".to_owned(),
-            metric: Metric::Selection,
+            followed: Followed::Selection,
             last: None,
             folders,
         }
@@ -449,7 +484,7 @@ mod tests {
                 line("w2", 8, &counts, "fp"),
                 line("w3", 15, &third, "fp"),
             ],
-            Metric::Selection,
+            Followed::Selection,
         )
     }
 
@@ -507,16 +542,16 @@ mod tests {
         let folders = RunFolders::default();
         let o = overview(&weeks(), &sources(&folders));
         // A drop of case 0 alone is within the noise of 20 cases: nothing is flagged.
-        assert_eq!(o.dropped, 0);
+        assert_eq!(o.worsened, 0);
         let counts = exact(&true_rates());
         let lower = exact(&true_rates().iter().map(|r| r - 0.3).collect::<Vec<_>>());
         let dropped = series(
             vec![line("w1", 1, &counts, "fp"), line("w2", 8, &lower, "fp")],
-            Metric::Selection,
+            Followed::Selection,
         );
         let o = overview(&dropped, &sources(&folders));
-        assert_eq!(o.dropped, 1);
-        assert!(o.any_dropped() && o.series[0].newest_dropped);
+        assert_eq!(o.worsened, 1);
+        assert!(o.any_worsened() && o.series[0].newest_worsened);
         let change = o.series[0].runs[1].change.as_ref().expect("change");
         assert_eq!(change.moved, Move::Drop);
         let json = serde_json::to_value(&o).expect("json");

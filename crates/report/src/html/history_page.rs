@@ -18,7 +18,7 @@ use serde::Serialize;
 
 use super::trend::{TrendSpec, TrendView, bands, move_class, small_scale, trend_chart};
 use super::{cut, render_page};
-use crate::history::Move;
+use crate::history::Followed;
 use crate::history::overview::{CaseChanges, Overview, SeriesView, ToolTrend};
 use crate::wording::{
     history_change, history_headline, history_interval, history_marks, history_score,
@@ -105,14 +105,14 @@ struct ChangedRow {
     previous: String,
     current: String,
     change: String,
-    /// `drop` or `rise`, a CSS class.
+    /// `worse` or `better`, a CSS class.
     class: &'static str,
     explain: String,
 }
 
 fn page(o: &Overview) -> Page {
     Page {
-        title: format!("toolscore history · {}", o.metric),
+        title: format!("toolscore history · {}", o.followed),
         facts: vec![
             format!(
                 "made {} from {} ({} lines, {} series)",
@@ -121,21 +121,30 @@ fn page(o: &Overview) -> Page {
                 o.lines,
                 o.series.len()
             ),
-            "each point is a run's case-level mean with its interval (band); ▼ marks a run whose paired difference from the run before lies wholly below 0 (the rule of `toolscore history --fail-on-drop`), ▲ one wholly above; a diamond is a sequential run (its cases stopped once decided), r a resumed run, m one merged from shards; a point links to its run's report".to_owned(),
+            format!(
+                "each point is a run's mean over its {} with its interval (band); ▼ marks a run whose paired difference from the run before lies wholly below 0, ▲ one wholly above, in red when that is the worse way for {} (the rule of `toolscore history --fail-on-drop`) and in green when the better; a diamond is a sequential run (its cases stopped once decided), r a resumed run, m one merged from shards; a point links to its run's report",
+                o.followed.cases_word(),
+                o.followed.label()
+            ),
         ],
         headline: history_headline(o),
-        headline_class: if o.any_dropped() { "fail" } else { "pass" },
-        rows: o.series.iter().enumerate().map(|(i, s)| summary_row(i, s)).collect(),
+        headline_class: if o.any_worsened() { "fail" } else { "pass" },
+        rows: o
+            .series
+            .iter()
+            .enumerate()
+            .map(|(i, s)| summary_row(i, s, o.followed))
+            .collect(),
         series: o
             .series
             .iter()
             .enumerate()
-            .map(|(i, s)| series_section(i, s))
+            .map(|(i, s)| series_section(i, s, o.followed))
             .collect(),
     }
 }
 
-fn summary_row(i: usize, s: &SeriesView) -> SummaryRow {
+fn summary_row(i: usize, s: &SeriesView, followed: Followed) -> SummaryRow {
     let newest = s.newest();
     SummaryRow {
         id: format!("series-{i}"),
@@ -148,26 +157,22 @@ fn summary_row(i: usize, s: &SeriesView) -> SummaryRow {
         score: newest.map_or("not in the trend".to_owned(), |r| history_score(&r.score)),
         change: newest
             .and_then(|r| r.change.as_ref())
-            .map_or("–".to_owned(), change_text),
-        class: move_class(
-            newest
-                .and_then(|r| r.change.as_ref())
-                .map_or(Move::None, |c| c.moved),
-        ),
+            .map_or("–".to_owned(), |c| change_text(c, followed)),
+        class: move_class(newest.and_then(|r| r.change.as_ref())),
         sampled: newest.map_or(String::new(), |r| r.sampled.clone()),
     }
 }
 
-fn change_text(c: &crate::history::overview::ChangeView) -> String {
-    let mut text = history_change(c);
-    for mark in history_marks(c.moved, c.catalog_changed, c.sampling_changed) {
+fn change_text(c: &crate::history::overview::ChangeView, followed: Followed) -> String {
+    let mut text = history_change(c, followed);
+    for mark in history_marks(c.moved, c.worsened, c.catalog_changed, c.sampling_changed) {
         text.push_str(" · ");
         text.push_str(mark);
     }
     text
 }
 
-fn series_section(i: usize, s: &SeriesView) -> SeriesSection {
+fn series_section(i: usize, s: &SeriesView, followed: Followed) -> SeriesSection {
     let mut notes = Vec::new();
     if s.older_runs_not_shown > 0 {
         notes.push(format!(
@@ -221,7 +226,10 @@ fn series_section(i: usize, s: &SeriesView) -> SeriesSection {
             s.tools.iter().map(|t| t.points.len()).max().unwrap_or(0)
         ),
         tools: s.tools.iter().filter_map(small_multiple).collect(),
-        changed: s.most_changed.as_ref().and_then(changed_table),
+        changed: s
+            .most_changed
+            .as_ref()
+            .and_then(|m| changed_table(m, followed)),
     }
 }
 
@@ -262,15 +270,17 @@ fn small_multiple(t: &ToolTrend) -> Option<SmallMultiple> {
     })
 }
 
-fn changed_table(m: &CaseChanges) -> Option<ChangedTable> {
+fn changed_table(m: &CaseChanges, followed: Followed) -> Option<ChangedTable> {
     if m.cases.is_empty() {
         return None;
     }
     Some(ChangedTable {
         caption: format!(
-            "The cases that changed most from {} to {} (a single case's change may be trial noise; `toolscore explain` shows what the model did)",
+            "The {} that changed most from {} to {} (a single {}'s change may be trial noise; `toolscore explain` shows what the model did)",
+            followed.cases_word(),
             cut(&m.previous_run, 60),
-            cut(&m.run, 60)
+            cut(&m.run, 60),
+            followed.case_word()
         ),
         previous: cut(&m.previous_run, 40),
         current: cut(&m.run, 40),
@@ -283,7 +293,11 @@ fn changed_table(m: &CaseChanges) -> Option<ChangedTable> {
                 previous: format!("{}/{}", c.previous[0], c.previous[1]),
                 current: format!("{}/{}", c.current[0], c.current[1]),
                 change: format!("{:+.3}", c.difference),
-                class: if c.difference < 0.0 { "drop" } else { "rise" },
+                class: if (c.difference < 0.0) != followed.lower_is_better() {
+                    "worse"
+                } else {
+                    "better"
+                },
                 explain: cut(&c.explain, 300),
             })
             .collect(),

@@ -1,8 +1,9 @@
 //! The trend chart, the one both pages draw (`templates/trend.html`): report.html for each arm
 //! of a run, history.html for each series. Each run of the trend is a point at its case-level
-//! mean with its interval as a band; a point is red with ▼ when its paired difference from the
-//! run before lies wholly below 0 (the rule of `history --fail-on-drop`), green with ▲ when
-//! wholly above; a diamond is a sequential run, `r` marks a resumed run and `m` a merged one; a
+//! mean with its interval as a band; a point is marked ▼ when its paired difference from the
+//! run before lies wholly below 0 and ▲ when wholly above, red when that is the worse way for the
+//! rate (a drop; a rise of attack success: the rule of `history --fail-on-drop`) and green when
+//! the better; a diamond is a sequential run, `r` marks a resumed run and `m` a merged one; a
 //! dashed line, a change of catalog; the run a report is about is ringed. A point links to its
 //! run's report.html when the caller found one.
 //!
@@ -55,7 +56,7 @@ struct ChartPoint {
     y: i64,
     /// `fixed` (a circle) or `sequential` (a diamond), a CSS class.
     shape: &'static str,
-    /// `drop`, `rise` or `steady`, a CSS class.
+    /// `worse`, `better` or `steady`, a CSS class.
     class: &'static str,
     /// The run the page is about: drawn ringed.
     current: bool,
@@ -95,12 +96,19 @@ pub(super) fn report_trend(t: &Trend, index: usize) -> TrendView {
     let skip = t.points.len().saturating_sub(super::TREND_RUNS);
     let runs: Vec<RunPoint> = t.points[skip..]
         .iter()
-        .map(|p| overview::run_point(p, t.metric, None))
+        .filter_map(|p| overview::run_point(p, t.followed, None))
         .collect();
-    let metric = t.metric.label();
+    let metric = t.followed.label();
+    let units = t.followed.cases_word();
+    let unit = t.followed.case_word();
+    let (worse, better) = if t.followed.lower_is_better() {
+        ("rise (▲)", "drop (▼)")
+    } else {
+        ("drop (▼)", "rise (▲)")
+    };
     let title = format!(
         "Trend: {metric} · {} · {}",
-        t.datasets.join(", "),
+        t.measured.join(", "),
         super::arm_label(&t.arm)
     );
     trend_chart(&TrendSpec {
@@ -108,7 +116,7 @@ pub(super) fn report_trend(t: &Trend, index: usize) -> TrendView {
         label: title.clone(),
         title: Some(title),
         caption: Some(format!(
-            "each run's case-level mean {metric} rate with its interval (band); a red point (▼) is a significant drop against the previous run (paired by case, the interval of the mean difference below 0), a green one (▲) a significant rise; a diamond is a sequential run, r a resumed one, m one merged from shards, a dashed line a change of catalog; the ringed point is this run"
+            "each run's mean {metric} rate over its {units} with its interval (band); a red point is a significant {worse} against the previous run (paired by {unit}, the interval of the mean difference excluding 0), a green one a significant {better}; a diamond is a sequential run, r a resumed one, m one merged from shards, a dashed line a change of catalog; the ringed point is this run"
         )),
         runs: &runs,
         older_not_drawn: skip,
@@ -237,12 +245,13 @@ fn move_of(r: &RunPoint) -> Move {
     r.change.as_ref().map_or(Move::None, |c| c.moved)
 }
 
-/// `drop`, `rise` or `steady`: a CSS class.
-pub(super) fn move_class(moved: Move) -> &'static str {
-    match moved {
-        Move::Drop => "drop",
-        Move::Rise => "rise",
-        Move::None => "steady",
+/// `worse` (red), `better` (green) or `steady`: a CSS class of a run's move against the run
+/// before it, by what the move means for the rate, not by its direction.
+pub(super) fn move_class(change: Option<&overview::ChangeView>) -> &'static str {
+    match change {
+        Some(c) if c.worsened => "worse",
+        Some(c) if c.moved != Move::None => "better",
+        _ => "steady",
     }
 }
 
@@ -262,7 +271,12 @@ fn chart_point(r: &RunPoint, x: i64, y: i64, current: bool) -> ChartPoint {
             ),
             None => "; too few shared cases to compare".to_owned(),
         };
-        for mark in crate::wording::history_marks(c.moved, c.catalog_changed, c.sampling_changed) {
+        for mark in crate::wording::history_marks(
+            c.moved,
+            c.worsened,
+            c.catalog_changed,
+            c.sampling_changed,
+        ) {
             text.push_str(", ");
             text.push_str(mark);
         }
@@ -279,7 +293,7 @@ fn chart_point(r: &RunPoint, x: i64, y: i64, current: bool) -> ChartPoint {
         } else {
             "fixed"
         },
-        class: move_class(moved),
+        class: move_class(r.change.as_ref()),
         current,
         flag: match moved {
             Move::Drop => "▼",

@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 use std::io::{self, Write};
 
 use super::{ROWS_SHOWN, cap_document, escape};
+use crate::history::Followed;
 use crate::history::overview::{Overview, SeriesView};
 use crate::wording::{history_change, history_headline, history_marks, history_score};
 
@@ -24,7 +25,7 @@ pub fn render_history_markdown(o: &Overview, w: &mut dyn Write) -> io::Result<()
 
 // `write!` to a String cannot fail: its results are ignored throughout.
 fn write_history(o: &Overview, doc: &mut String) {
-    let _ = writeln!(doc, "## toolscore history · {}\n", o.metric);
+    let _ = writeln!(doc, "## toolscore history · {}\n", o.followed);
     // toolscore's own words, with a command in backticks: not escaped.
     let _ = writeln!(doc, "**{}.**\n", history_headline(o));
     let _ = writeln!(
@@ -48,11 +49,12 @@ fn write_history(o: &Overview, doc: &mut String) {
             newest.verdict.map_or("–", |v| v.label()),
             history_score(&newest.score),
             newest.change.as_ref().map_or("–".to_owned(), |c| {
-                let marks = history_marks(c.moved, c.catalog_changed, c.sampling_changed);
+                let marks =
+                    history_marks(c.moved, c.worsened, c.catalog_changed, c.sampling_changed);
                 if marks.is_empty() {
-                    history_change(c)
+                    history_change(c, o.followed)
                 } else {
-                    format!("{} **{}**", history_change(c), marks.join(", "))
+                    format!("{} **{}**", history_change(c, o.followed), marks.join(", "))
                 }
             }),
             escape(&newest.sampled),
@@ -60,17 +62,18 @@ fn write_history(o: &Overview, doc: &mut String) {
     }
     let _ = writeln!(
         doc,
-        "\n<sub>made {} from `{}` ({} lines): a move is flagged only when the interval of the paired difference (by case) excludes 0.</sub>",
+        "\n<sub>made {} from `{}` ({} lines): a move is flagged only when the interval of the paired difference (by {}) excludes 0.</sub>",
         escape(&o.generated_at),
         escape(&o.source),
-        o.lines
+        o.lines,
+        o.followed.case_word()
     );
     for s in &o.series {
-        write_series(s, doc);
+        write_series(s, o.followed, doc);
     }
 }
 
-fn write_series(s: &SeriesView, doc: &mut String) {
+fn write_series(s: &SeriesView, followed: Followed, doc: &mut String) {
     let _ = writeln!(doc, "\n### {}\n", escape(&s.label()));
     let _ = writeln!(
         doc,
@@ -79,8 +82,12 @@ fn write_series(s: &SeriesView, doc: &mut String) {
     let hidden = s.runs.len().saturating_sub(RUNS_SHOWN);
     for r in &s.runs[hidden..] {
         let change = r.change.as_ref().map_or("–".to_owned(), |c| {
-            let mut text = format!("vs {}: {}", escape(&c.previous_run), history_change(c));
-            for mark in history_marks(c.moved, c.catalog_changed, c.sampling_changed) {
+            let mut text = format!(
+                "vs {}: {}",
+                escape(&c.previous_run),
+                history_change(c, followed)
+            );
+            for mark in history_marks(c.moved, c.worsened, c.catalog_changed, c.sampling_changed) {
                 let _ = write!(text, " **{mark}**");
             }
             text
@@ -133,13 +140,19 @@ fn write_series(s: &SeriesView, doc: &mut String) {
     if let Some(m) = s.most_changed.as_ref().filter(|m| !m.cases.is_empty()) {
         let _ = writeln!(
             doc,
-            "\nCases that changed most, {} → {} (a single case's change may be trial noise; `toolscore explain` shows what the model did):\n",
+            "\n{} that changed most, {} → {} (a single {}'s change may be trial noise; `toolscore explain` shows what the model did):\n",
+            match followed {
+                Followed::Selection | Followed::Pass => "Cases",
+                Followed::AttackSuccess => "Units",
+            },
             escape(&m.previous_run),
-            escape(&m.run)
+            escape(&m.run),
+            followed.case_word(),
         );
         let _ = writeln!(
             doc,
-            "| case | {} | {} | change |\n|---|---|---|---|",
+            "| {} | {} | {} | change |\n|---|---|---|---|",
+            followed.case_word(),
             escape(&m.previous_run),
             escape(&m.run)
         );
