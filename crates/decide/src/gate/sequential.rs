@@ -114,9 +114,9 @@ impl SequentialSpec {
             );
         }
         if let Some(g) = self.gates.iter().find(|g| g.metric.attack().is_some()) {
-            if self.level != GateLevel::Case {
+            if !matches!(self.level, GateLevel::Case | GateLevel::Suite) {
                 return Err(format!(
-                    "--sequential judges {} on each (scenario × attack) unit (--gate-level case); its suite rate is judged at a fixed number of trials (drop --sequential)",
+                    "--sequential judges {} on each (scenario × attack) unit (--gate-level case) or over all of them (--gate-level suite)",
                     g.metric.label()
                 ));
             }
@@ -232,8 +232,56 @@ pub struct AttackedUnits {
     pub scenarios: std::collections::HashSet<String>,
 }
 
+impl AttackedUnits {
+    /// The cases `gate` judges per arm: the fixture cases (`fixture_cases`), the attacked
+    /// units, or the attacked scenarios.
+    pub(super) fn gated(&self, gate: &GateSpec, fixture_cases: usize) -> usize {
+        match gate.metric.attack() {
+            None => fixture_cases,
+            Some(AttackMetric::Utility) => self.scenarios.len(),
+            Some(AttackMetric::AttackSuccess | AttackMetric::UtilityUnderAttack) => self.units,
+        }
+    }
+
+    /// What `record` says to `gate`: the one reading of a trial for the case and the suite
+    /// gates alike.
+    pub(super) fn outcome(&self, gate: &GateSpec, record: &TrialRecord) -> GateOutcome {
+        if let Some(metric) = gate.metric.attack() {
+            let applies = match metric {
+                AttackMetric::AttackSuccess | AttackMetric::UtilityUnderAttack => {
+                    record.attack.is_some()
+                }
+                AttackMetric::Utility => {
+                    record.attack.is_none()
+                        && record.dataset == SCENARIO_DATASET
+                        && self.scenarios.contains(&record.case_id)
+                }
+            };
+            if !applies {
+                return GateOutcome::NotApplicable;
+            }
+            return match metric.of(record) {
+                Some(happened) => GateOutcome::Scored(happened != metric.lower_is_better()),
+                None => GateOutcome::Unscored,
+            };
+        }
+        // Attacked units are judged by the attack gates only (summaries keep them apart).
+        if record.attack.is_some() {
+            return GateOutcome::NotApplicable;
+        }
+        let (Some(score), Some(metric)) = (&record.score, gate.metric.rate()) else {
+            return GateOutcome::Unscored;
+        };
+        match metric.of(score) {
+            Some(ok) => GateOutcome::Scored(ok),
+            None if metric == Metric::ArgsExact => GateOutcome::NotApplicable,
+            None => GateOutcome::Unscored,
+        }
+    }
+}
+
 /// What one trial says to one gate.
-enum GateOutcome {
+pub(super) enum GateOutcome {
     /// The gate does not judge this case (an attacked unit under a fixture rate, a clean case
     /// under `attack_success`, a case without arguments under `args`).
     NotApplicable,
@@ -301,57 +349,25 @@ impl SequentialGate {
         }
     }
 
-    /// The gate with an attacked run's units, which its attack gates judge.
+    /// The gate with an attacked run's units, which its attack gates judge (at the suite
+    /// level too: their rounds are rounds of units).
     pub fn with_attacked(self, attacked: AttackedUnits) -> Self {
-        SequentialGate { attacked, ..self }
+        SequentialGate {
+            suite: self.suite.map(|s| s.with_attacked(attacked.clone())),
+            attacked,
+            ..self
+        }
     }
 
     /// The cases a gate judges per arm (its Bonferroni m): the fixture cases, the attacked
     /// units, or the attacked scenarios.
     fn gated_per_arm(&self, gate: &GateSpec) -> usize {
-        let m = match gate.metric.attack() {
-            None => self.cases_per_arm,
-            Some(AttackMetric::Utility) => self.attacked.scenarios.len(),
-            Some(AttackMetric::AttackSuccess | AttackMetric::UtilityUnderAttack) => {
-                self.attacked.units
-            }
-        };
-        m.max(1)
+        self.attacked.gated(gate, self.cases_per_arm).max(1)
     }
 
     /// What `record` says to `gate`.
     fn outcome(&self, gate: &GateSpec, record: &TrialRecord) -> GateOutcome {
-        if let Some(metric) = gate.metric.attack() {
-            let applies = match metric {
-                AttackMetric::AttackSuccess | AttackMetric::UtilityUnderAttack => {
-                    record.attack.is_some()
-                }
-                AttackMetric::Utility => {
-                    record.attack.is_none()
-                        && record.dataset == SCENARIO_DATASET
-                        && self.attacked.scenarios.contains(&record.case_id)
-                }
-            };
-            if !applies {
-                return GateOutcome::NotApplicable;
-            }
-            return match metric.of(record) {
-                Some(happened) => GateOutcome::Scored(happened != metric.lower_is_better()),
-                None => GateOutcome::Unscored,
-            };
-        }
-        // Attacked units are judged by the attack gates only (summaries keep them apart).
-        if record.attack.is_some() {
-            return GateOutcome::NotApplicable;
-        }
-        let (Some(score), Some(metric)) = (&record.score, gate.metric.rate()) else {
-            return GateOutcome::Unscored;
-        };
-        match metric.of(score) {
-            Some(ok) => GateOutcome::Scored(ok),
-            None if metric == Metric::ArgsExact => GateOutcome::NotApplicable,
-            None => GateOutcome::Unscored,
-        }
+        self.attacked.outcome(gate, record)
     }
 
     /// The gate with its cases' budgets coming from `budget` (a replay's recording).
@@ -658,7 +674,7 @@ impl SequentialGate {
 
 /// The bar of the floor a gate is judged as: a ceiling's mirrored (`attack_success <= t` is
 /// `1 − attack_success >= 1 − t`), else its own.
-fn floor_of(gate: &GateSpec) -> f64 {
+pub(super) fn floor_of(gate: &GateSpec) -> f64 {
     if gate.metric.ceiling() {
         1.0 - gate.threshold
     } else {

@@ -12,7 +12,10 @@
 //!   1/α keeps its false-pass chance at most α (and FAIL likewise, against "rate ≥ t").
 //! - A rate that does not apply to every trial (args, schema) cannot fill a fixed round and is
 //!   refused; a round with an infrastructure error is skipped whole, and counted.
-//! - Scenarios are not cases of the suite here; their trials are ignored.
+//! - Scenarios are not cases of a fixture rate's suite; their trials are ignored. An attack
+//!   gate's cases are the (scenario × attack) units (the attacked scenarios' clean units, for
+//!   `utility`): a round is trial r of every unit, and a ceiling (`attack_success <= t`) is
+//!   judged as the floor on its complement and told back mirrored, as at the case level.
 
 use std::collections::HashMap;
 
@@ -22,6 +25,7 @@ use toolscore_stats::{PairCounts, PairedBetting, PairedDecision, SequentialKind}
 
 use super::super::rounds::Rounds;
 use super::GateSpec;
+use super::sequential::{AttackedUnits, GateOutcome, floor_of};
 
 /// One gate on one arm: its rounds and what they decided.
 struct SuiteState {
@@ -32,10 +36,10 @@ struct SuiteState {
     decided: Option<Verdict>,
 }
 
-/// One arm: its cases' indices in first-seen order, and each gate's state.
+/// One arm: each gate's cases' indices in first-seen order, and each gate's state.
 struct ArmRounds {
     arm: ArmId,
-    index: HashMap<(String, String), usize>,
+    index: Vec<HashMap<(String, String), usize>>,
     states: Vec<SuiteState>,
 }
 
@@ -43,7 +47,10 @@ struct ArmRounds {
 pub(super) struct SuiteRounds {
     gates: Vec<GateSpec>,
     test: PairedBetting,
-    cases: usize,
+    /// The fixture cases per arm.
+    fixture_cases: usize,
+    /// An attacked run's units, the cases of its attack gates.
+    attacked: AttackedUnits,
     max_rounds: u32,
     arms: Vec<ArmRounds>,
 }
@@ -59,20 +66,34 @@ impl SuiteRounds {
         Some(SuiteRounds {
             gates,
             test: PairedBetting::new(1.0 - confidence)?,
-            cases,
+            fixture_cases: cases,
+            attacked: AttackedUnits::default(),
             max_rounds,
             arms: Vec::new(),
         })
+    }
+
+    /// The rounds with an attacked run's units, which its attack gates judge.
+    pub(super) fn with_attacked(self, attacked: AttackedUnits) -> Self {
+        SuiteRounds { attacked, ..self }
+    }
+
+    /// The cases `gate` judges per arm, so the trials of one round.
+    fn cases(&self, gate: &GateSpec) -> usize {
+        self.attacked.gated(gate, self.fixture_cases)
     }
 
     /// Why a gate cannot be judged this way, checked before any trial.
     pub(super) fn refusal(gates: &[GateSpec]) -> Option<String> {
         gates
             .iter()
-            .find(|g| !matches!(g.metric.rate(), Some(Metric::Selection | Metric::Pass)))
+            .find(|g| {
+                g.metric.attack().is_none()
+                    && !matches!(g.metric.rate(), Some(Metric::Selection | Metric::Pass))
+            })
             .map(|g| {
                 format!(
-                    "--gate-level suite --sequential judges selection and pass, which every trial has; {} does not apply to every trial, so its rounds are not fixed in advance (use --gate-level case)",
+                    "--gate-level suite --sequential judges selection and pass, which every trial has, and an attacked run's rates; {} does not apply to every trial, so its rounds are not fixed in advance (use --gate-level case)",
                     g.metric.label()
                 )
             })
@@ -80,17 +101,14 @@ impl SuiteRounds {
 
     /// Feeds one finished trial; true when every gate on its arm has decided.
     pub(super) fn push(&mut self, record: &TrialRecord) -> bool {
-        if record.dataset == SCENARIO_DATASET {
-            return false;
-        }
         let arm = match self.arms.iter().position(|a| a.arm == record.arm) {
             Some(i) => i,
             None => {
                 let states = self
                     .gates
                     .iter()
-                    .map(|_| SuiteState {
-                        rounds: Rounds::new(self.cases, 1, self.max_rounds),
+                    .map(|g| SuiteState {
+                        rounds: Rounds::new(self.cases(g), 1, self.max_rounds),
                         skipped_rounds: 0,
                         counts: PairCounts::default(),
                         decided: None,
@@ -98,27 +116,33 @@ impl SuiteRounds {
                     .collect();
                 self.arms.push(ArmRounds {
                     arm: record.arm.clone(),
-                    index: HashMap::new(),
+                    index: vec![HashMap::new(); self.gates.len()],
                     states,
                 });
                 self.arms.len() - 1
             }
         };
+        let cases: Vec<usize> = self.gates.iter().map(|g| self.cases(g)).collect();
         let ArmRounds { index, states, .. } = &mut self.arms[arm];
-        let key = (record.dataset.clone(), record.case_id.clone());
-        let next = index.len();
-        let case = *index.entry(key).or_insert(next);
-        if case >= self.cases {
-            return false;
-        }
-        for (state, gate) in states.iter_mut().zip(&self.gates) {
+        for (g, (state, gate)) in states.iter_mut().zip(&self.gates).enumerate() {
             if state.decided.is_some() {
                 continue;
             }
-            let outcome = match (&record.score, gate.metric.rate()) {
-                (Some(score), Some(metric)) => metric.of(score),
-                _ => None,
+            let outcome = match self.attacked.outcome(gate, record) {
+                GateOutcome::NotApplicable => continue,
+                // A fixture rate's suite is its fixture cases; scenarios are not among them.
+                _ if gate.metric.attack().is_none() && record.dataset == SCENARIO_DATASET => {
+                    continue;
+                }
+                GateOutcome::Unscored => None,
+                GateOutcome::Scored(ok) => Some(ok),
             };
+            let key = (record.dataset.clone(), record.case_id.clone());
+            let next = index[g].len();
+            let case = *index[g].entry(key).or_insert(next);
+            if case >= cases[g] {
+                continue;
+            }
             state.rounds.add(case, 0, record.trial_index, outcome);
             while state.decided.is_none() {
                 let Some(round) = state.rounds.next_round() else {
@@ -135,7 +159,7 @@ impl SuiteRounds {
                 for ok in outcomes {
                     state.counts.add(!ok, ok);
                 }
-                state.decided = decide(&self.test, state.counts, gate.threshold);
+                state.decided = decide(&self.test, state.counts, floor_of(gate));
             }
         }
         states.iter().all(|s| s.decided.is_some())
@@ -149,7 +173,23 @@ impl SuiteRounds {
             for (state, gate) in states.iter().zip(&self.gates) {
                 let (lower, upper) = bounds(&self.test, state.counts);
                 let n = state.counts.pairs();
+                let estimate = (n > 0).then(|| state.counts.b_only as f64 / n as f64);
+                // A ceiling was judged as the floor on its complement: told back mirrored.
+                let ceiling = gate.metric.ceiling();
+                let (estimate, lower, upper) = if ceiling {
+                    (estimate.map(|e| 1.0 - e), 1.0 - upper, 1.0 - lower)
+                } else {
+                    (estimate, lower, upper)
+                };
                 let rounds = state.rounds.taken();
+                let cases = self.cases(gate);
+                let (what, population) = match gate.metric.attack() {
+                    None => ("cases", "cases"),
+                    Some(toolscore_report::AttackMetric::Utility) => {
+                        ("attacked scenarios' clean units", "scenarios")
+                    }
+                    Some(_) => ("(scenario × attack) units", "attacks"),
+                };
                 out.push(GateResult {
                     metric: gate.metric,
                     threshold: gate.threshold,
@@ -157,13 +197,12 @@ impl SuiteRounds {
                     arm: arm.clone(),
                     verdict: state.decided.unwrap_or(Verdict::Inconclusive),
                     method: format!(
-                        "sequential: betting confidence sequence over rounds of every case (anytime-valid), alpha {alpha:.3} each way; about these {} cases, not a population of cases",
-                        self.cases
+                        "sequential: betting confidence sequence over rounds of every case (anytime-valid), alpha {alpha:.3} each way; about these {cases} {what}, not a population of {population}"
                     ),
-                    estimate: (n > 0).then(|| state.counts.b_only as f64 / n as f64),
+                    estimate,
                     lower: Some(lower),
                     upper: Some(upper),
-                    cases: self.cases,
+                    cases,
                     passed_cases: 0,
                     failed_cases: 0,
                     inconclusive_cases: 0,
@@ -178,9 +217,9 @@ impl SuiteRounds {
                     tools: Vec::new(),
                     trials: Some(n),
                     sequential: Some(SequentialInfo {
-                        ceiling: false,
+                        ceiling,
                         test: SequentialKind::Betting,
-                        p1: gate.threshold,
+                        p1: floor_of(gate),
                         alpha,
                         beta_per_case: alpha,
                         max_trials: self.max_rounds,

@@ -1225,7 +1225,10 @@ pub(super) mod tests {
             attacked("b", 8, &exact(&true_rates())),
         );
         let rose = change(&before, &after, Followed::AttackSuccess);
-        assert_eq!((rose.moved, rose.worsened, rose.cases), (Move::Rise, true, 20));
+        assert_eq!(
+            (rose.moved, rose.worsened, rose.cases),
+            (Move::Rise, true, 20)
+        );
         let fell = change(&after, &before, Followed::AttackSuccess);
         assert_eq!((fell.moved, fell.worsened), (Move::Drop, false));
         let s = series(vec![before.clone(), after.clone()], Followed::AttackSuccess);
