@@ -204,6 +204,18 @@ pub(super) fn run(args: &HistoryArgs) -> Result<ExitCode, Error> {
     })
 }
 
+/// `DIR/RUN/report.html` when run `run_id`'s folder in `dir` holds one. A run id that is not one
+/// plain folder name is never looked up.
+pub(super) fn report_in(dir: &Path, run_id: &str) -> Option<PathBuf> {
+    let mut parts = Path::new(run_id).components();
+    match (parts.next(), parts.next()) {
+        (Some(std::path::Component::Normal(_)), None) => {
+            Some(dir.join(run_id).join("report.html")).filter(|p| p.is_file())
+        }
+        _ => None,
+    }
+}
+
 /// Renders a page of the overview into `path` (whole or not at all) and says so on stderr.
 fn write_page(
     path: &Path,
@@ -225,15 +237,7 @@ fn run_folders(
     dir: &Path,
     series: &[toolscore_report::history::Series],
 ) -> Result<RunFolders, Error> {
-    let report_of = |run_id: &str| {
-        let mut parts = Path::new(run_id).components();
-        match (parts.next(), parts.next()) {
-            (Some(std::path::Component::Normal(_)), None) => {
-                Some(dir.join(run_id).join("report.html")).filter(|p| p.is_file())
-            }
-            _ => None,
-        }
-    };
+    let report_of = |run_id: &str| report_in(dir, run_id);
     let mut folders = RunFolders::default();
     for s in series {
         for p in &s.points {

@@ -134,7 +134,17 @@ fn html_context(summary: &Summary, run_dir: &Path) -> Result<HtmlContext, Error>
         .join(history::FILE_NAME);
     if history.is_file() {
         match trends(summary, &history) {
-            Ok(trends) => ctx.trends = trends,
+            Ok(trends) => {
+                let dir = run_dir.parent().unwrap_or_else(|| Path::new("."));
+                ctx.sibling_reports = trends
+                    .iter()
+                    .flat_map(|t| &t.points)
+                    .map(|p| &p.line.run_id)
+                    .filter(|run| super::history::report_in(dir, run).is_some())
+                    .cloned()
+                    .collect();
+                ctx.trends = trends;
+            }
             Err(e) => {
                 errln!("warning: report.html shows no trend: {e}")?;
                 ctx.notes.push(format!("No trend: {e}"));

@@ -287,9 +287,11 @@ fn the_trend_page_marks_the_drop_where_fail_on_drop_fails_and_every_link_resolve
 
         **DROP: 1 of 1 series dropped significantly in their newest run (`toolscore history --fail-on-drop` exits 1).**
 
-        | series | newest run | verdict | score | vs previous run | sampled |
+        | series | newest run | its verdict | score | trend: vs previous run | sampled |
         |---|---|---|---|---|---|
         | data · provider fake · model m · variant base | week-3 | PASS | 0.500 [0.430, 0.570] (12 cases) | -0.300 [-0.300, -0.300] on 12 cases **SIGNIFICANT DROP** | fixed, 20 per case |
+
+        Two questions: a run's verdict answers its own gates (did it clear the bar it was given?); the trend answers whether it moved against the run before (paired by case, flagged only when the interval excludes 0). A run can PASS its gates and still drop.
 
         <sub>made [TIME] from `out/history.jsonl` (3 lines): a move is flagged only when the interval of the paired difference (by case) excludes 0.</sub>
 
@@ -313,9 +315,9 @@ fn the_trend_page_marks_the_drop_where_fail_on_drop_fails_and_every_link_resolve
 
         Tools in week-3 against week-2:
 
-        | tool | previous | newest |
-        |---|---|---|
-        | lookup | 0.800 [0.737, 0.854] (12 cases) | 0.500 [0.430, 0.570] (12 cases) |
+        | tool | previous | newest | change, paired by the tool's cases |
+        |---|---|---|---|
+        | lookup | 0.800 [0.737, 0.854] (12 cases) | 0.500 [0.430, 0.570] (12 cases) | -0.300 [-0.300, -0.300] on 12 cases **SIGNIFICANT DROP** |
         ");
     });
 

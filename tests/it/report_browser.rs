@@ -692,13 +692,39 @@ for (const svg of document.querySelectorAll('svg')) {
       out.push('clipped: ' + name(svg) + ': ' + t.textContent.slice(0, 40));
     }
   }
-  for (let i = 0; i < texts.length; i++) {
-    for (let j = i + 1; j < texts.length; j++) {
-      const [a, ra] = texts[i], [b, rb] = texts[j];
+  // A rotated label's box is the axis-aligned hull of its slanted line, so neighbours' boxes
+  // overlap where their glyphs do not: only upright texts are compared.
+  const upright = texts.filter(([t]) => !(t.getAttribute('transform') || '').includes('rotate'));
+  for (let i = 0; i < upright.length; i++) {
+    for (let j = i + 1; j < upright.length; j++) {
+      const [a, ra] = upright[i], [b, rb] = upright[j];
       const dx = Math.min(ra.right, rb.right) - Math.max(ra.left, rb.left);
       const dy = Math.min(ra.bottom, rb.bottom) - Math.max(ra.top, rb.top);
       if (dx > 0.5 && dy > 0.5) {
         out.push('overlap: ' + name(svg) + ': ' + a.textContent.slice(0, 30) + ' / ' + b.textContent.slice(0, 30));
+      }
+    }
+  }
+}
+// A chart text drawn under 8 px high (a wide chart shrunk to a phone's width) cannot be read.
+for (const t of document.querySelectorAll('svg text')) {
+  const r = t.getBoundingClientRect();
+  if (r.width > 0 && t.textContent.trim() !== '' && r.height < 8) {
+    out.push('unreadable: ' + name(t.closest('svg')) + ': ' + t.textContent.slice(0, 30) + ' drawn ' + r.height.toFixed(1) + ' px high');
+    break;
+  }
+}
+// A short word of a table cell laid out over two lines was broken mid-token to save width.
+for (const td of document.querySelectorAll('td')) {
+  const walker = document.createTreeWalker(td, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    for (const m of node.textContent.matchAll(/[A-Za-z0-9_]{2,20}/g)) {
+      const range = document.createRange();
+      range.setStart(node, m.index);
+      range.setEnd(node, m.index + m[0].length);
+      const tops = new Set([...range.getClientRects()].map(r => Math.round(r.top)));
+      if (tops.size > 1) {
+        out.push('broken word: ' + m[0] + ' in a cell of ' + ((td.closest('table') || {}).id || 'a table'));
       }
     }
   }
@@ -779,6 +805,26 @@ fn the_history_page_runs_no_hostile_string_and_fits_a_desktop_and_a_phone() {
         let problems = layout_problems(&chromium, &page, width);
         assert!(problems.is_empty(), "at {width} px: {problems:#?}");
     }
+    // A run's own page, whose charts are wider than a phone, too: the shipped recording's.
+    let demo = support::project_copy();
+    let run = toolscore(
+        demo.path(),
+        &[
+            "run",
+            "--provider",
+            "demo",
+            "--trials",
+            "3",
+            "--run-id",
+            "phone",
+            "--format",
+            "html",
+        ],
+    );
+    assert_eq!(run.code, 0, "{}", run.transcript());
+    let report = demo.path().join("reports/phone/report.html");
+    let problems = layout_problems(&chromium, &report, 390);
+    assert!(problems.is_empty(), "report.html at 390 px: {problems:#?}");
 
     // A year of weekly runs: thinned run labels, drop and rise marks, sequential, resumed and
     // merged runs, a catalog change and runs kept apart, at both widths.

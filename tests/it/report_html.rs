@@ -53,6 +53,9 @@ fn assert_self_contained(html: &str) {
         assert!(!lower.contains(needle), "report.html contains {needle}");
     }
     let doc = parse(html);
+    // The one link out: the previous run's page beside this run's folder, its id
+    // percent-encoded into one plain segment.
+    let sibling = regex::Regex::new(r"^\.\./[A-Za-z0-9_%-]+/report\.html$").expect("a fixed regex");
     let ids: std::collections::BTreeSet<&str> = doc
         .descendants()
         .filter_map(|n| n.attribute("id"))
@@ -61,6 +64,9 @@ fn assert_self_contained(html: &str) {
         for attr in node.attributes() {
             let name = attr.name().to_lowercase();
             if name == "href" {
+                if sibling.is_match(attr.value()) {
+                    continue;
+                }
                 let target = attr.value().strip_prefix('#');
                 assert!(
                     target.is_some_and(|id| ids.contains(id)),
@@ -468,6 +474,29 @@ fn a_two_arm_run_with_history_shows_paired_differences_and_the_trend() {
                 .children()
                 .any(|n| n.has_tag_name("polygon") && class_has(&n, "band")),
             "trend {i} has no interval band"
+        );
+    }
+    // Under the verdict, each arm's move against the run before, linked to its trend and to
+    // that run's page beside this one.
+    let lines: Vec<roxmltree::Node<'_, '_>> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("p") && class_has(n, "trendline"))
+        .collect();
+    assert_eq!(lines.len(), 2, "one line per arm");
+    for (i, line) in lines.iter().enumerate() {
+        let text: String = line.descendants().filter_map(|n| n.text()).collect();
+        assert!(
+            text.starts_with("Trend of selection · ")
+                && text.contains(" on 61 cases against first"),
+            "{text}"
+        );
+        let hrefs: Vec<&str> = line
+            .descendants()
+            .filter_map(|n| n.attribute("href"))
+            .collect();
+        assert_eq!(
+            hrefs,
+            [format!("#trend-{i}").as_str(), "../first/report.html"]
         );
     }
 }

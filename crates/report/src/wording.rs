@@ -299,6 +299,20 @@ pub(crate) fn history_marks(
     marks
 }
 
+/// What every history page says under its summary: a run's verdict and its move in the trend
+/// answer two different questions, so a PASS beside a drop is no contradiction.
+pub(crate) fn history_two_questions(followed: super::history::Followed) -> String {
+    let worse = if followed.lower_is_better() {
+        "rise"
+    } else {
+        "drop"
+    };
+    format!(
+        "Two questions: a run's verdict answers its own gates (did it clear the bar it was given?); the trend answers whether it moved against the run before (paired by {}, flagged only when the interval excludes 0). A run can PASS its gates and still {worse}.",
+        followed.case_word()
+    )
+}
+
 /// The sentence every history page leads with: which series moved the worse way in their
 /// newest run (dropped; for attack success, rose), the one thing `history --fail-on-drop`
 /// exits 1 on.

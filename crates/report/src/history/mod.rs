@@ -51,6 +51,10 @@ pub struct HistoryLine {
     /// Absent from lines written before it was kept.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub tools: BTreeMap<String, HistoryMetrics>,
+    /// `dataset/case_id` → the tool it expects (a key of `tools`), so a tool's change can be
+    /// paired by its cases as the run's is. Absent from lines written before it was kept.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub case_tools: BTreeMap<String, String>,
     /// Expected tool → its p95 latency in ms with the order-statistic interval, for the growth
     /// check against the previous week.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -503,6 +507,11 @@ fn line_of(summary: &Summary, id: &ArmId) -> HistoryLine {
             (d.name.clone(), fingerprint.clone())
         })
         .collect();
+    let case_tools = arm
+        .iter()
+        .flat_map(|a| &a.cases)
+        .map(|c| (format!("{}/{}", c.dataset, c.case_id), c.expected.clone()))
+        .collect();
     let cases = arm
         .iter()
         .flat_map(|a| &a.cases)
@@ -544,6 +553,7 @@ fn line_of(summary: &Summary, id: &ArmId) -> HistoryLine {
                 )
             })
             .collect(),
+        case_tools,
         tool_p95_ms: arm
             .iter()
             .flat_map(|a| &a.tool_latency)
@@ -854,12 +864,25 @@ impl Series {
 /// The paired change of `current` against `previous` on the followed rate, at `current`'s
 /// confidence, over the cases (or attacked units) both have.
 pub fn change(previous: &HistoryLine, current: &HistoryLine, followed: Followed) -> Change {
+    change_over(previous, current, followed, |_| true)
+}
+
+/// [`change`] over the shared cases `keep` admits: a tool's change is the run's rule over the
+/// tool's cases.
+pub(crate) fn change_over(
+    previous: &HistoryLine,
+    current: &HistoryLine,
+    followed: Followed,
+    keep: impl Fn(&str) -> bool,
+) -> Change {
     let before: BTreeMap<&String, (u64, u64)> = previous
         .case_counts(followed)
+        .filter(|(k, _, _)| keep(k))
         .map(|(k, x, n)| (k, (x, n)))
         .collect();
     let diffs: Vec<f64> = current
         .case_counts(followed)
+        .filter(|(k, _, _)| keep(k))
         .filter_map(|(k, x, n)| {
             let &(px, pn) = before.get(k)?;
             (n > 0 && pn > 0).then(|| x as f64 / n as f64 - px as f64 / pn as f64)
@@ -1070,6 +1093,7 @@ pub(super) mod tests {
             },
             cases,
             tools: BTreeMap::new(),
+            case_tools: BTreeMap::new(),
             tool_p95_ms: BTreeMap::new(),
             attacks: None,
             untrusted: None,

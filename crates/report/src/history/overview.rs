@@ -194,6 +194,9 @@ pub struct ToolTrend {
     /// Oldest first; a run whose line kept no tool rates (written before they were kept) or
     /// whose cases did not include the tool is absent.
     pub points: Vec<ToolPoint>,
+    /// The newest run against the run it was compared with, paired over this tool's cases by
+    /// the run's own rule; absent when either line did not keep its cases' tools.
+    pub change: Option<ChangeView>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -294,7 +297,7 @@ fn series_view(s: &Series, sources: &Sources) -> SeriesView {
         model: first.model.clone(),
         variant: first.variant.clone(),
         older_runs_not_shown: skip,
-        tools: tool_trends(&trusted, followed),
+        tools: tool_trends(s, &trusted),
         most_changed: most_changed(s, &arm, sources),
         newest_worsened: s.newest_worsened(),
         runs,
@@ -313,18 +316,22 @@ pub(crate) fn run_point(p: &Point, followed: Followed, report: Option<String>) -
         trials_per_case: line.trials_per_case,
         sampling: line.sampling.clone(),
         sampled: line.sampling.describe(line.trials_per_case, followed),
-        change: p.change.as_ref().map(|c| ChangeView {
-            previous_run: c.previous_run.clone(),
-            difference: c.difference,
-            cases: c.cases,
-            moved: c.moved,
-            worsened: c.worsened,
-            catalog_changed: c.catalog_changed,
-            sampling_changed: c.sampling_changed,
-        }),
+        change: p.change.as_ref().map(change_view),
         latency_growth: p.latency_growth.iter().map(growth_view).collect(),
         report,
     })
+}
+
+fn change_view(c: &super::Change) -> ChangeView {
+    ChangeView {
+        previous_run: c.previous_run.clone(),
+        difference: c.difference,
+        cases: c.cases,
+        moved: c.moved,
+        worsened: c.worsened,
+        catalog_changed: c.catalog_changed,
+        sampling_changed: c.sampling_changed,
+    }
 }
 
 fn growth_view(g: &LatencyGrowth) -> LatencyGrowthView {
@@ -337,15 +344,23 @@ fn growth_view(g: &LatencyGrowth) -> LatencyGrowthView {
     }
 }
 
-/// Each tool of the newest [`TOOL_RUNS`] trustworthy runs, in name order, with its rate in
-/// every one of them that kept it.
-fn tool_trends(trusted: &[&Point], followed: Followed) -> Vec<ToolTrend> {
+/// Each tool of the newest [`TOOL_RUNS`] trustworthy runs with its rate in every one of them
+/// that kept it and its newest change, sorted by that change, the largest move the worse way
+/// first, tools with no change last, by name among equals: the grid leads with what to look at.
+fn tool_trends(s: &Series, trusted: &[&Point]) -> Vec<ToolTrend> {
+    let followed = s.followed;
     if followed == Followed::AttackSuccess {
         return Vec::new();
     }
     let recent = &trusted[trusted.len().saturating_sub(TOOL_RUNS)..];
+    let newest = trusted.last().map(|p| &p.line);
+    let previous = trusted
+        .last()
+        .and_then(|p| p.change.as_ref())
+        .and_then(|c| trusted.iter().find(|p| p.line.run_id == c.previous_run))
+        .map(|p| &p.line);
     let tools: BTreeSet<&String> = recent.iter().flat_map(|p| p.line.tools.keys()).collect();
-    tools
+    let mut trends: Vec<ToolTrend> = tools
         .into_iter()
         .map(|tool| ToolTrend {
             tool: tool.clone(),
@@ -359,8 +374,39 @@ fn tool_trends(trusted: &[&Point], followed: Followed) -> Vec<ToolTrend> {
                     })
                 })
                 .collect(),
+            change: newest.zip(previous).and_then(|(now, before)| {
+                // Both lines must say which cases expect the tool, or nothing is paired.
+                if now.case_tools.is_empty() || before.case_tools.is_empty() {
+                    return None;
+                }
+                let mine = |case: &str| now.case_tools.get(case) == Some(tool);
+                Some(change_view(&super::change_over(
+                    before, now, followed, mine,
+                )))
+            }),
         })
-        .collect()
+        .collect();
+    // The move of the tool's rate from the previous run to the newest, in the worse
+    // direction (larger is worse): every tool has one, even one whose single case cannot give
+    // a paired interval.
+    let rate_in = |t: &ToolTrend, line: Option<&super::HistoryLine>| {
+        let run = &line?.run_id;
+        t.points.iter().find(|p| &p.run_id == run)?.rate.mean
+    };
+    let worsening = |t: &ToolTrend| {
+        let d = rate_in(t, newest)? - rate_in(t, previous)?;
+        Some(if followed.lower_is_better() { d } else { -d })
+    };
+    trends.sort_by(|a, b| {
+        let order = match (worsening(a), worsening(b)) {
+            (Some(x), Some(y)) => y.total_cmp(&x),
+            (Some(_), None) => std::cmp::Ordering::Less,
+            (None, Some(_)) => std::cmp::Ordering::Greater,
+            (None, None) => std::cmp::Ordering::Equal,
+        };
+        order.then_with(|| a.tool.cmp(&b.tool))
+    });
+    trends
 }
 
 /// The cases (or attacked units) whose rate changed most between the newest trustworthy run
@@ -469,6 +515,85 @@ mod tests {
             last: None,
             folders,
         }
+    }
+
+    /// Two tools over the 20 cases, `aardvark` on the even ones and `zebra` on the odd ones;
+    /// in the second week every even case falls by 0.3 and the odd ones stay.
+    #[test]
+    fn the_tool_that_dropped_leads_the_grid_marked_and_a_steady_tool_follows() {
+        let counts = exact(&true_rates());
+        let fallen: Vec<u64> = counts
+            .iter()
+            .enumerate()
+            .map(|(k, &x)| if k % 2 == 0 { x - 15 } else { x })
+            .collect();
+        let with_tools = |mut l: crate::history::HistoryLine| {
+            l.case_tools = l
+                .cases
+                .keys()
+                .enumerate()
+                .map(|(k, case)| {
+                    (
+                        case.clone(),
+                        if k % 2 == 0 { "aardvark" } else { "zebra" }.to_owned(),
+                    )
+                })
+                .collect();
+            for tool in ["aardvark", "zebra"] {
+                let (x, n) = l
+                    .cases
+                    .iter()
+                    .filter(|(case, _)| l.case_tools[*case] == tool)
+                    .fold((0, 0), |(x, n), (_, c)| (x + c[0], n + c[1]));
+                let point = MetricPoint {
+                    x,
+                    n,
+                    mean: Some(x as f64 / n as f64),
+                    lo: None,
+                    hi: None,
+                    cases: 10,
+                };
+                l.tools.insert(
+                    tool.to_owned(),
+                    crate::history::HistoryMetrics {
+                        selection: point.clone(),
+                        pass: point,
+                    },
+                );
+            }
+            l
+        };
+        let s = series(
+            vec![
+                with_tools(line("w1", 1, &counts, "fp")),
+                with_tools(line("w2", 8, &fallen, "fp")),
+            ],
+            Followed::Selection,
+        );
+        let folders = RunFolders::default();
+        let o = overview(&s, &sources(&folders));
+        let tools = &o.series[0].tools;
+        let names: Vec<&str> = tools.iter().map(|t| t.tool.as_str()).collect();
+        assert_eq!(names, ["aardvark", "zebra"]);
+        let dropped = tools[0].change.as_ref().expect("paired over its cases");
+        assert_eq!(
+            (dropped.moved, dropped.worsened, dropped.cases),
+            (Move::Drop, true, 10)
+        );
+        assert!((dropped.difference.expect("10 cases").mean + 0.3).abs() < 1e-9);
+        let steady = tools[1].change.as_ref().expect("paired over its cases");
+        assert_eq!((steady.moved, steady.worsened), (Move::None, false));
+        // Reversed, the tool that rose is good news and sorts after the steady one.
+        let s = series(
+            vec![
+                with_tools(line("w1", 1, &fallen, "fp")),
+                with_tools(line("w2", 8, &counts, "fp")),
+            ],
+            Followed::Selection,
+        );
+        let o = overview(&s, &sources(&folders));
+        let names: Vec<&str> = o.series[0].tools.iter().map(|t| t.tool.as_str()).collect();
+        assert_eq!(names, ["zebra", "aardvark"]);
     }
 
     /// Three weeks; in the third, case 0 falls from 50/50 to 0/50 and case 1 from 45/50 to

@@ -18,8 +18,8 @@ use serde::Serialize;
 
 use super::trend::{TrendSpec, TrendView, bands, move_class, small_scale, trend_chart};
 use super::{cut, render_page};
-use crate::history::Followed;
 use crate::history::overview::{CaseChanges, Overview, SeriesView, ToolTrend};
+use crate::history::{Followed, Move};
 use crate::wording::{
     history_change, history_headline, history_interval, history_marks, history_score,
 };
@@ -43,6 +43,7 @@ struct Page {
     /// `pass` or `fail` (a CSS class).
     headline_class: &'static str,
     rows: Vec<SummaryRow>,
+    two_questions: String,
     series: Vec<SeriesSection>,
 }
 
@@ -81,6 +82,8 @@ struct ApartView {
 /// One tool's rate across the newest runs, as a small chart.
 #[derive(Serialize)]
 struct SmallMultiple {
+    /// `worse`, `better` or `steady` (a CSS class): the tool's newest paired change.
+    class: &'static str,
     title: String,
     label: String,
     band: Option<String>,
@@ -92,6 +95,9 @@ struct SmallMultiple {
 
 #[derive(Serialize)]
 struct ChangedTable {
+    heading: String,
+    /// `case` or `unit`: the first column's header.
+    unit: &'static str,
     caption: String,
     previous: String,
     current: String,
@@ -129,6 +135,7 @@ fn page(o: &Overview) -> Page {
         ],
         headline: history_headline(o),
         headline_class: if o.any_worsened() { "fail" } else { "pass" },
+        two_questions: crate::wording::history_two_questions(o.followed),
         rows: o
             .series
             .iter()
@@ -225,7 +232,11 @@ fn series_section(i: usize, s: &SeriesView, followed: Followed) -> SeriesSection
             "each expected tool's rate (the mean over its cases, with its interval as a band) in the newest {} runs of the trend, on a scale from 0 to 1; the figure is the newest run's",
             s.tools.iter().map(|t| t.points.len()).max().unwrap_or(0)
         ),
-        tools: s.tools.iter().filter_map(small_multiple).collect(),
+        tools: s
+            .tools
+            .iter()
+            .filter_map(|t| small_multiple(t, followed))
+            .collect(),
         changed: s
             .most_changed
             .as_ref()
@@ -233,8 +244,10 @@ fn series_section(i: usize, s: &SeriesView, followed: Followed) -> SeriesSection
     }
 }
 
-/// A tool's small multiple: 180 × 64 px, its rate from 0 (bottom) to 1 (top).
-fn small_multiple(t: &ToolTrend) -> Option<SmallMultiple> {
+/// A tool's small multiple: 180 × 64 px, its rate from 0 (bottom) to 1 (top); a tool whose
+/// newest paired change is the worse way is drawn red with ▼ (▲ for a rate where lower is
+/// better) before its name.
+fn small_multiple(t: &ToolTrend, followed: Followed) -> Option<SmallMultiple> {
     let n = t.points.len();
     let last = t.points.last()?;
     let (x_of, y_of) = small_scale((4.0, 136.0, 24.0, 56.0), n);
@@ -259,9 +272,26 @@ fn small_multiple(t: &ToolTrend) -> Option<SmallMultiple> {
         .filter_map(|(i, p)| p.rate.mean.map(|m| format!("{},{}", x_of(i), y_of(m))))
         .collect();
     let mean = last.rate.mean?;
+    let class = move_class(t.change.as_ref());
+    // Only a move is told in the tooltip: a year of many series is thousands of tools.
+    let change = t
+        .change
+        .as_ref()
+        .filter(|c| c.moved != Move::None)
+        .map_or(String::new(), |c| format!("; {}", change_text(c, followed)));
+    let flag = match (class, t.change.as_ref().map(|c| c.moved)) {
+        ("worse", Some(Move::Drop)) => "▼ ",
+        ("worse", Some(Move::Rise)) => "▲ ",
+        _ => "",
+    };
     Some(SmallMultiple {
-        title: format!("{}: {}", cut(&t.tool, 120), history_interval(&last.rate)),
-        label: cut(&t.tool, TOOL_LABEL_CHARS),
+        class,
+        title: format!(
+            "{}: {}{change}",
+            cut(&t.tool, 120),
+            history_interval(&last.rate)
+        ),
+        label: format!("{flag}{}", cut(&t.tool, TOOL_LABEL_CHARS)),
         band: bands(&ends).into_iter().next(),
         line: line.join(" "),
         last_x: x_of(n - 1),
@@ -275,6 +305,11 @@ fn changed_table(m: &CaseChanges, followed: Followed) -> Option<ChangedTable> {
         return None;
     }
     Some(ChangedTable {
+        heading: match followed {
+            Followed::Selection | Followed::Pass => "Cases that changed most".to_owned(),
+            Followed::AttackSuccess => "Units that changed most".to_owned(),
+        },
+        unit: followed.case_word(),
         caption: format!(
             "The {} that changed most from {} to {} (a single {}'s change may be trial noise; `toolscore explain` shows what the model did)",
             followed.cases_word(),

@@ -17,7 +17,10 @@
 //!   nothing in text or in a quoted attribute, on every path and fraction of a page of
 //!   thousands),
 //!   in text and in attributes alike; nothing is ever marked safe, no user string reaches a
-//!   `style`, `href` or `src`, and the page carries no script. A Content-Security-Policy that
+//!   `style`, `href` or `src` as written, and the page carries no script. Its one link out
+//!   is to the previous run's `report.html` beside this run's folder (`../RUN/report.html`,
+//!   the run id percent-encoded by [`crate::history::overview::path_segment`], so it can
+//!   neither leave that folder nor name a scheme), made only when the command found the file. A Content-Security-Policy that
 //!   forbids scripts and every fetch is a second wall, not the first (the browser test checks
 //!   the page with it removed too).
 //! - **No statistics here.** Every rate, interval, percentile, difference and verdict comes
@@ -94,6 +97,9 @@ pub struct HtmlContext {
     pub comparison_note: Option<String>,
     /// One trend per arm whose series OUT/history.jsonl holds.
     pub trends: Vec<Trend>,
+    /// The runs of those trends whose folder, beside this run's, holds a report.html: the
+    /// verdict's trend line links to the previous run's.
+    pub sibling_reports: std::collections::BTreeSet<String>,
     /// What the reader should know that is not in the summary (a history file that could not
     /// be read).
     pub notes: Vec<String>,
@@ -218,6 +224,8 @@ struct Page {
     comparison_note: Option<String>,
     trends: Vec<TrendView>,
     trend_note: Option<String>,
+    /// Under the verdict: each arm's move against the run before it, the trend's question.
+    trend_lines: Vec<trend::TrendLine>,
     warnings: Vec<String>,
     page_notes: Vec<String>,
     explorer: explorer::ExplorerView,
@@ -491,6 +499,12 @@ fn page(s: &Summary, ctx: &HtmlContext) -> Page {
             .iter()
             .enumerate()
             .map(|(i, t)| report_trend(t, i))
+            .collect(),
+        trend_lines: ctx
+            .trends
+            .iter()
+            .enumerate()
+            .filter_map(|(i, t)| trend::trend_line(t, i, &ctx.sibling_reports))
             .collect(),
         trend_note,
         warnings: s

@@ -124,6 +124,62 @@ pub(super) fn report_trend(t: &Trend, index: usize) -> TrendView {
     })
 }
 
+/// Under report.html's verdict: how this run moved against the run before it in an arm's
+/// trend, a second question beside the verdict's (a run can pass its gates and still drop).
+#[derive(Serialize)]
+pub(super) struct TrendLine {
+    text: String,
+    /// `worse`, `better` or `steady` (a CSS class).
+    class: &'static str,
+    /// The trend figure's id on this page.
+    trend_id: String,
+    previous_run: String,
+    /// `../RUN/report.html` of the previous run, when its folder holds one.
+    previous_report: Option<String>,
+}
+
+/// The trend line of trend `index`, when this run is in it and has a run before it.
+pub(super) fn trend_line(
+    t: &Trend,
+    index: usize,
+    sibling_reports: &std::collections::BTreeSet<String>,
+) -> Option<TrendLine> {
+    let current = t.current_run.as_deref()?;
+    let point = t.points.iter().rev().find(|p| p.line.run_id == current)?;
+    let run = overview::run_point(point, t.followed, None)?;
+    let change = run.change.as_ref()?;
+    let mut text = format!(
+        "Trend of {} · {}: {} against {}",
+        t.followed.label(),
+        super::arm_label(&t.arm),
+        crate::wording::history_change(change, t.followed),
+        cut(&change.previous_run, 60),
+    );
+    let marks = crate::wording::history_marks(
+        change.moved,
+        change.worsened,
+        change.catalog_changed,
+        change.sampling_changed,
+    );
+    if !marks.is_empty() {
+        text.push_str(": ");
+        text.push_str(&marks.join(", "));
+    }
+    text.push('.');
+    Some(TrendLine {
+        text,
+        class: move_class(Some(change)),
+        trend_id: format!("trend-{index}"),
+        previous_run: cut(&change.previous_run, 60),
+        previous_report: sibling_reports.contains(&change.previous_run).then(|| {
+            format!(
+                "../{}/report.html",
+                overview::path_segment(&change.previous_run)
+            )
+        }),
+    })
+}
+
 /// A whole pixel: a chart of a year of runs needs no finer, and the page stays small.
 fn whole(v: f64) -> i64 {
     v.round() as i64

@@ -30,7 +30,7 @@ fn write_history(o: &Overview, doc: &mut String) {
     let _ = writeln!(doc, "**{}.**\n", history_headline(o));
     let _ = writeln!(
         doc,
-        "| series | newest run | verdict | score | vs previous run | sampled |\n|---|---|---|---|---|---|"
+        "| series | newest run | its verdict | score | trend: vs previous run | sampled |\n|---|---|---|---|---|---|"
     );
     for s in &o.series {
         let Some(newest) = s.newest() else {
@@ -62,7 +62,8 @@ fn write_history(o: &Overview, doc: &mut String) {
     }
     let _ = writeln!(
         doc,
-        "\n<sub>made {} from `{}` ({} lines): a move is flagged only when the interval of the paired difference (by {}) excludes 0.</sub>",
+        "\n{}\n\n<sub>made {} from `{}` ({} lines): a move is flagged only when the interval of the paired difference (by {}) excludes 0.</sub>",
+        crate::wording::history_two_questions(o.followed),
         escape(&o.generated_at),
         escape(&o.source),
         o.lines,
@@ -178,18 +179,43 @@ fn write_series(s: &SeriesView, followed: Followed, doc: &mut String) {
             escape(&last.run_id),
             previous.map_or(String::new(), |p| format!(" against {}", escape(&p.run_id)))
         );
-        let _ = writeln!(doc, "| tool | previous | newest |\n|---|---|---|");
-        for t in &s.tools {
+        let _ = writeln!(
+            doc,
+            "| tool | previous | newest | change, paired by the tool's cases |\n|---|---|---|---|"
+        );
+        // The overview lists the tools by their change, the largest move the worse way first.
+        for t in s.tools.iter().take(ROWS_SHOWN) {
             let at = |run: Option<&str>| {
                 run.and_then(|id| t.points.iter().find(|p| p.run_id == id))
                     .map_or("–".to_owned(), |p| history_score(&p.rate))
             };
+            let change = t.change.as_ref().map_or("–".to_owned(), |c| {
+                let marks =
+                    history_marks(c.moved, c.worsened, c.catalog_changed, c.sampling_changed);
+                let text = history_change(c, followed);
+                // Only the move itself is a mark here: the run's row says the rest.
+                match marks
+                    .first()
+                    .filter(|_| c.moved != crate::history::Move::None)
+                {
+                    Some(mark) => format!("{text} **{mark}**"),
+                    None => text,
+                }
+            });
             let _ = writeln!(
                 doc,
-                "| {} | {} | {} |",
+                "| {} | {} | {} | {} |",
                 escape(&t.tool),
                 at(previous.map(|p| p.run_id.as_str())),
-                at(Some(&last.run_id))
+                at(Some(&last.run_id)),
+                change
+            );
+        }
+        if s.tools.len() > ROWS_SHOWN {
+            let _ = writeln!(
+                doc,
+                "\n{} more tools on the page and in `toolscore history --format json`.",
+                s.tools.len() - ROWS_SHOWN
             );
         }
     }
