@@ -334,7 +334,7 @@ fn sequential_refuses_pooled_levels_and_impossible_alternatives() {
 fn the_suite_gate_stops_each_arm_at_the_round_it_decides() {
     let server = FakeServer::start_in_background(known_rates());
     let dir = project(&server, &["good", "good2", "good3", "bad"]);
-    let suite = |run_id: &str, gate: &str| {
+    let suite_at = |run_id: &str, gate: &str, concurrency: &str| {
         toolscore(
             dir.path(),
             &[
@@ -345,7 +345,7 @@ fn the_suite_gate_stops_each_arm_at_the_round_it_decides() {
                 gate,
                 "--sequential",
                 "--concurrency",
-                "1",
+                concurrency,
                 "--out",
                 "out",
                 "--run-id",
@@ -355,6 +355,7 @@ fn the_suite_gate_stops_each_arm_at_the_round_it_decides() {
             ],
         )
     };
+    let suite = |run_id: &str, gate: &str| suite_at(run_id, gate, "1");
     // Each round adds 3 passes and 1 failure. Against 0.5 the evidence (the mean over the
     // betting fractions f = 1/16, 1/8, 1/4, 1/2 of (1 + f)^(3r)·(1 − f)^r) first reaches
     // 1/α = 20 at round 8 (23.8); against 0.9, the evidence the other way
@@ -379,6 +380,25 @@ fn the_suite_gate_stops_each_arm_at_the_round_it_decides() {
     );
     // The arm stopped at its decision: 8 rounds of 4 cases, one request at a time.
     assert_eq!(server.requests_seen(), 32);
+    // And sixteen at a time: a round starts only once the one before it is judged, so no
+    // trial of round 9 ran, none is kept as after the decision, and the run is the same.
+    let wide = suite_at("p16", "selection>=0.5", "16");
+    assert_eq!(wide.code, 0, "{}", wide.transcript());
+    assert_eq!(
+        server.requests_seen(),
+        64,
+        "32 more, not a trial past round 8"
+    );
+    let records = support::read_jsonl(&dir.path().join("out/p16/results.jsonl"));
+    assert_eq!(records.len(), 32);
+    assert!(records.iter().all(|r| r["after_decision"] != true));
+    let wide_gate =
+        &support::read_json(&dir.path().join("out/p16/summary.json"))["gate"]["gates"][0];
+    assert_eq!(wide_gate["sequential"]["rounds"], serde_json::json!([8, 0]));
+    assert_eq!(
+        (&wide_gate["lower"], &wide_gate["trials"]),
+        (&gate["lower"], &gate["trials"])
+    );
     assert!(
         pass.stdout.contains("sequential (betting confidence sequence over rounds of every case, anytime-valid; about this suite's cases, not a population of cases): alpha 0.050 each way; 8 of at most 200 rounds judged"),
         "{}",

@@ -129,6 +129,35 @@ fn a_clear_difference_stops_the_run_at_its_round_and_the_files_judge_it_again() 
     assert_eq!(counts.len(), 10);
     assert!(counts.values().all(|&n| n == 13), "{counts:?}");
     assert_eq!(s["skipped_trials"], 2 * 5 * 200 - 130);
+    // Eight requests at a time stop at the same round: a round starts only once the one
+    // before it is judged, so the run and its counts are the same, not a trial more.
+    let wide = toolscore(
+        dir.path(),
+        &[
+            "run",
+            "--provider",
+            "fake",
+            "--variant",
+            "base",
+            "--variant",
+            "clear",
+            "--compare",
+            "--sequential",
+            "--concurrency",
+            "8",
+            "--out",
+            "out",
+            "--run-id",
+            "s8",
+            "--progress",
+            "off",
+        ],
+    );
+    assert_eq!(wide.code, 0, "{}", wide.transcript());
+    assert_eq!(server.requests_seen(), 2 * 13 * 5 * 2);
+    assert_eq!(trials_per_case(dir.path(), "s8"), counts);
+    let s8 = support::read_json(&dir.path().join("out/s8/summary.json"));
+    assert_eq!(s8["comparison"]["visible"], s["comparison"]["visible"]);
     assert!(
         r.stdout.contains(
             "sequential (betting confidence sequence, anytime-valid; about these 4 cases, not a population of cases): decided after 4 rounds (32 trials)"

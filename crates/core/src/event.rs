@@ -193,6 +193,15 @@ pub trait Observer {
     fn wants_raw(&self) -> bool {
         false
     }
+
+    /// Whether this observer judges complete rounds (trial r of every case) and decides only at
+    /// their boundaries: the sequential suite gate, comparison, baseline gate and tune's race.
+    /// The runner then starts a round only once every trial of the rounds before it has been
+    /// observed, so a decision stops its scope before any trial of a later round has run, and
+    /// what a run counts does not depend on timing.
+    fn judges_rounds(&self) -> bool {
+        false
+    }
 }
 
 /// Fans every event out to several observers, in order, and merges their answers: the
@@ -224,6 +233,10 @@ impl Observer for Observers<'_> {
 
     fn wants_raw(&self) -> bool {
         self.list.iter().any(|o| o.wants_raw())
+    }
+
+    fn judges_rounds(&self) -> bool {
+        self.list.iter().any(|o| o.judges_rounds())
     }
 }
 

@@ -113,6 +113,11 @@ impl Observer for Race {
         }
         Ok(Control::Continue)
     }
+
+    /// Decides at round boundaries only.
+    fn judges_rounds(&self) -> bool {
+        true
+    }
 }
 
 #[cfg(test)]

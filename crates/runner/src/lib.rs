@@ -226,9 +226,78 @@ struct Shared {
     /// The scopes a sequential test decided (`Control::Decided`), laid out as the stop flags:
     /// a trial of one that finishes after the decision is marked `after_decision`.
     decided: Decided,
+    /// Round boundaries, when an observer judges rounds.
+    rounds: Option<RoundBarrier>,
     /// `--max-cost`, and the trials it left unstarted.
     budget: Option<budget::Budget>,
     budget_not_run: AtomicU64,
+}
+
+/// The round boundaries of a run some observer judges by rounds
+/// ([`Observer::judges_rounds`]): a trial of round k starts only once every job of the rounds
+/// before it is settled (observed with its answer applied, or passed over), so a test that
+/// decides at the end of round k stops its scope before any trial of round k + 1 has run. No
+/// trial past the deciding round is ever run or counted, whatever the timing; the price is
+/// the tail of each round, when fewer trials than workers are left in it.
+struct RoundBarrier {
+    /// Jobs per round: arms × units (jobs are numbered trial-major, [`decode_job`]).
+    per_round: u64,
+    /// The lowest job not yet settled, and the settled jobs above it (at most the jobs in
+    /// flight: they are fetched in order).
+    settled: std::sync::Mutex<(u64, std::collections::BTreeSet<u64>)>,
+    /// The lowest unsettled job, for the workers waiting on it.
+    low: tokio::sync::watch::Sender<u64>,
+}
+
+impl RoundBarrier {
+    fn new(per_round: u64) -> Self {
+        RoundBarrier {
+            per_round: per_round.max(1),
+            settled: std::sync::Mutex::new((0, std::collections::BTreeSet::new())),
+            low: tokio::sync::watch::Sender::new(0),
+        }
+    }
+
+    /// Marks `job` settled and moves the low mark past every settled job.
+    fn settle(&self, job: u64) {
+        let mut guard = self
+            .settled
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (low, above) = &mut *guard;
+        if job != *low {
+            above.insert(job);
+            return;
+        }
+        *low += 1;
+        while above.remove(low) {
+            *low += 1;
+        }
+        self.low.send_replace(*low);
+    }
+
+    /// Waits until every job of the rounds before `job`'s is settled.
+    async fn wait_for_round_of(&self, job: u64) {
+        let first_of_round = job / self.per_round * self.per_round;
+        let mut low = self.low.subscribe();
+        // The sender lives in `Shared` as long as any worker: the wait cannot fail.
+        let _ = low.wait_for(|&low| low >= first_of_round).await;
+    }
+}
+
+/// A job fetched by a worker: settled on the barrier when dropped, whichever way the job
+/// ended (run and observed, passed over, abandoned).
+struct Ticket<'b> {
+    barrier: Option<&'b RoundBarrier>,
+    job: u64,
+}
+
+impl Drop for Ticket<'_> {
+    fn drop(&mut self) {
+        if let Some(barrier) = self.barrier {
+            barrier.settle(self.job);
+        }
+    }
 }
 
 /// Which scopes a sequential test has decided: the run, each arm, each (arm, case).
@@ -375,6 +444,9 @@ pub async fn execute(
                 .map(|_| AtomicBool::new(false))
                 .collect(),
         },
+        rounds: observer
+            .judges_rounds()
+            .then(|| RoundBarrier::new((arm_count * case_count) as u64)),
     });
     shared.answer(first);
     let workers = plan.concurrency.max(1).min(planned.max(1) as usize);
@@ -615,6 +687,10 @@ async fn worker(shared: Arc<Shared>, tx: mpsc::Sender<Finished>) {
         if job >= total {
             return;
         }
+        let _ticket = Ticket {
+            barrier: shared.rounds.as_ref(),
+            job,
+        };
         let key = decode_job(job, arms, cases);
         if key.trial >= shared.case_trials[key.case] {
             continue;
@@ -626,6 +702,12 @@ async fn worker(shared: Arc<Shared>, tx: mpsc::Sender<Finished>) {
         }
         if shared.done.contains(&key) {
             continue;
+        }
+        if let Some(barrier) = &shared.rounds {
+            tokio::select! {
+                () = barrier.wait_for_round_of(job) => {}
+                () = shared.cancel.cancelled() => return,
+            }
         }
         if shared.stopped(key) {
             shared.skipped.fetch_add(1, Ordering::Relaxed);

@@ -276,6 +276,11 @@ impl Observer for SequentialCompare {
         }
         Ok(Control::Continue)
     }
+
+    /// Decides at round boundaries only.
+    fn judges_rounds(&self) -> bool {
+        true
+    }
 }
 
 #[cfg(test)]

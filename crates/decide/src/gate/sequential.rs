@@ -720,4 +720,9 @@ impl Observer for SequentialGate {
         }
         Ok(Control::Continue)
     }
+
+    /// The suite level judges rounds; the case level judges each case after every trial.
+    fn judges_rounds(&self) -> bool {
+        self.suite.is_some()
+    }
 }

@@ -164,4 +164,9 @@ impl Observer for SequentialBaseline {
         }
         Ok(Control::Continue)
     }
+
+    /// Decides at round boundaries only.
+    fn judges_rounds(&self) -> bool {
+        true
+    }
 }
