@@ -39,11 +39,12 @@ pub struct ProbeArgs {
     /// Output format on stdout.
     #[arg(long, value_enum, default_value_t = ProbeFormat::Text)]
     pub format: ProbeFormat,
-    /// Probe for sandbox and permission escapes instead of the edge checks: path traversal
-    /// toward /etc/passwd, server-side request forgery toward toolscore's own 127.0.0.1
-    /// listener, shell injection that prints a marker, and schema smuggling (a warning). A
-    /// check fails only on proof (the root:…:0:0: line, a request reaching the listener, the
-    /// expanded marker). The payloads read, fetch from loopback and print, nothing more, but
+    /// Probe for sandbox and permission escapes instead of the edge checks, through every
+    /// string parameter (nested ones too, three names deep: options.path, files[].path): path
+    /// traversal toward /etc/passwd and C:\Windows\win.ini, server-side request forgery
+    /// toward toolscore's own 127.0.0.1 listener, shell injection that prints a marker, and
+    /// schema smuggling (a warning). A check fails only on proof (the root:…:0:0: line or
+    /// win.ini's own lines, a request reaching the listener, the expanded marker). The payloads read, fetch from loopback and print, nothing more, but
     /// they are attacks: point the probe at a local test instance, never a shared or
     /// production one. A URL must be on this machine (127.0.0.0/8, ::1, localhost). Exit 1
     /// when an escape is proven.
