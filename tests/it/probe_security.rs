@@ -533,6 +533,133 @@ fn a_windows_servers_win_ini_proves_a_traversal() {
     );
 }
 
+/// `--sarif-artifact PATH` points every result at a file of the repository, which a URL
+/// SOURCE cannot name; without it, a URL's SARIF keeps only logical locations and stderr says
+/// code scanning needs more; a path that is not the repository's is refused before any call.
+#[test]
+fn sarif_points_at_the_named_artifact_and_a_url_without_one_is_warned() {
+    let notes = notes_folder();
+    let folder = notes.path().canonicalize().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (url, _calls) = http_twin::start(false, folder);
+    let sarif = |extra: &[&str]| {
+        let mut args = vec!["probe", "--security", url.as_str(), "--format", "sarif"];
+        args.extend_from_slice(extra);
+        let run = toolscore(dir.path(), &args);
+        assert_eq!(run.code, 1, "{}", run.transcript());
+        let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+        (v, run.stderr)
+    };
+
+    let (placed, stderr) = sarif(&["--sarif-artifact", "./server//main.py"]);
+    let results = placed["runs"][0]["results"].as_array().unwrap();
+    assert_eq!(results.len(), 3, "{placed}");
+    for r in results {
+        assert_eq!(
+            r["locations"][0]["physicalLocation"],
+            serde_json::json!({"artifactLocation": {"uri": "server/main.py"},
+                               "region": {"startLine": 1}}),
+            "{r}"
+        );
+    }
+    assert!(!stderr.contains("warning"), "{stderr}");
+
+    let (unplaced, stderr) = sarif(&[]);
+    let results = unplaced["runs"][0]["results"].as_array().unwrap();
+    assert_eq!(results.len(), 3, "{unplaced}");
+    for r in results {
+        assert!(r["locations"][0]["physicalLocation"].is_null(), "{r}");
+        assert!(r["locations"][0]["logicalLocations"][0]["fullyQualifiedName"].is_string());
+    }
+    assert!(
+        stderr.contains(&format!("warning: {url} names no file of the repository, so the SARIF results have only a logical location (tool.parameter); GitHub code scanning needs a physical location: name the file that defines the server with --sarif-artifact PATH")),
+        "{stderr}"
+    );
+    // The guide quotes that warning as it is, for a server at port 8000.
+    let warning = stderr.lines().find(|l| l.starts_with("warning: ")).unwrap();
+    let guide = std::fs::read_to_string(root().join("docs/guides/security-gate.md")).unwrap();
+    let port = regex::Regex::new(r"127\.0\.0\.1:\d+").unwrap();
+    assert!(
+        guide.contains(&*port.replace_all(warning, "127.0.0.1:8000")),
+        "the guide does not quote: {warning}"
+    );
+
+    // The flag wins over what toolscore infers from a stdio command.
+    let here = toolscore(
+        root(),
+        &[
+            "probe",
+            "--security",
+            "--format",
+            "sarif",
+            "--sarif-artifact",
+            "server/main.py",
+            "--",
+            "python3",
+            "tests/data/mcp/escape_server.py",
+            "vulnerable",
+        ],
+    );
+    assert_eq!(here.code, 1, "{}", here.transcript());
+    let v: serde_json::Value = serde_json::from_str(&here.stdout).unwrap();
+    assert_eq!(
+        v["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
+        "server/main.py"
+    );
+
+    // Refused with exit 2 before any call (port 9 has no server: a call would say so).
+    for (path, why) in [
+        ("/srv/app/main.py", "an absolute path"),
+        ("../main.py", "a path with `..` may leave the repository"),
+        (
+            "server/../../main.py",
+            "a path with `..` may leave the repository",
+        ),
+        ("C:/app/main.py", "a URL or a drive"),
+        ("https://example.com/main.py", "a URL or a drive"),
+        ("server\\main.py", "write the path with / between folders"),
+        ("", "names no file"),
+    ] {
+        let run = toolscore(
+            dir.path(),
+            &[
+                "probe",
+                "--security",
+                "--format",
+                "sarif",
+                "--sarif-artifact",
+                path,
+                "http://127.0.0.1:9/mcp",
+            ],
+        );
+        assert_eq!(run.code, 2, "{path}: {}", run.transcript());
+        assert!(
+            run.stderr
+                .contains(&format!("--sarif-artifact \"{path}\": {why}")),
+            "{path}: {}",
+            run.stderr
+        );
+        assert!(!run.stderr.contains("cannot connect"), "{}", run.stderr);
+    }
+    // It names SARIF's file: another format has none.
+    let text = toolscore(
+        dir.path(),
+        &[
+            "probe",
+            "--security",
+            "--sarif-artifact",
+            "main.py",
+            "http://127.0.0.1:9/mcp",
+        ],
+    );
+    assert_eq!(text.code, 2, "{}", text.transcript());
+    assert!(
+        text.stderr.contains("it needs --format sarif"),
+        "{}",
+        text.stderr
+    );
+}
+
 #[test]
 fn a_server_off_this_machine_is_refused_before_any_call() {
     let dir = tempfile::tempdir().unwrap();
