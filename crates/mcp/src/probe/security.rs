@@ -334,6 +334,16 @@ const MAX_BENIGN_ITEMS: u64 = 8;
 /// one of its type ("test", 1 within its bounds, false, `minItems` benign items, an object of
 /// its required properties' benign values, null). The schema is finite, so the recursion ends.
 pub fn benign_value(schema: &Value) -> Value {
+    benign_in(schema, schema, 0)
+}
+
+/// How deep a benign value is built: a schema whose required property refers back to its own
+/// object (through a `$ref`) ends here in an empty object or list.
+const MAX_BENIGN_DEPTH: usize = 2 * MAX_DEPTH;
+
+/// [`benign_value`] of `schema`, its `$ref`s resolved in `root`, `depth` levels down.
+fn benign_in(root: &Value, schema: &Value, depth: usize) -> Value {
+    let schema = resolved(root, schema);
     if let Some(c) = schema.get("const") {
         return c.clone();
     }
@@ -354,6 +364,8 @@ pub fn benign_value(schema: &Value) -> Value {
             .filter_map(Value::as_str)
             .find(|t| *t != "null")
             .unwrap_or("null"),
+        // Properties without a type are an object's (Pydantic writes nested models so).
+        _ if schema.get("properties").is_some() => "object",
         _ => "string",
     };
     let number = || {
@@ -373,21 +385,31 @@ pub fn benign_value(schema: &Value) -> Value {
             // As many benign items as `minItems` asks for (an empty list is valid otherwise).
             let least = schema.get("minItems").and_then(Value::as_u64).unwrap_or(0);
             let item = schema.get("items").unwrap_or(&Value::Null);
+            if depth >= MAX_BENIGN_DEPTH {
+                return Value::Array(Vec::new());
+            }
             Value::Array(
                 (0..least.min(MAX_BENIGN_ITEMS))
-                    .map(|_| benign_value(item))
+                    .map(|_| benign_in(root, item, depth + 1))
                     .collect(),
             )
         }
         // An object is valid only with its own required properties.
-        "object" => Value::Object(base_arguments(schema, None)),
+        "object" if depth >= MAX_BENIGN_DEPTH => Value::Object(Map::new()),
+        "object" => Value::Object(base_in(root, schema, None, depth + 1)),
         "null" => Value::Null,
         _ => Value::from("test"),
     }
 }
 
-/// Arguments valid apart from `except`: every other required parameter with a benign value.
-fn base_arguments(schema: &Value, except: Option<&str>) -> Map<String, Value> {
+/// Arguments valid apart from `except`: every other required parameter of `schema` (its
+/// `$ref`s resolved in `root`) with a benign value.
+fn base_arguments(root: &Value, schema: &Value, except: Option<&str>) -> Map<String, Value> {
+    base_in(root, schema, except, 0)
+}
+
+fn base_in(root: &Value, schema: &Value, except: Option<&str>, depth: usize) -> Map<String, Value> {
+    let schema = resolved(root, schema);
     let props = schema.get("properties").and_then(Value::as_object);
     let required = schema
         .get("required")
@@ -398,7 +420,7 @@ fn base_arguments(schema: &Value, except: Option<&str>) -> Map<String, Value> {
     let mut args = Map::new();
     for name in required.filter(|n| Some(*n) != except) {
         let prop = props.and_then(|p| p.get(name)).unwrap_or(&Value::Null);
-        args.insert(name.to_owned(), benign_value(prop));
+        args.insert(name.to_owned(), benign_in(root, prop, depth));
     }
     args
 }
@@ -514,20 +536,39 @@ fn dotted(at: &[Step]) -> String {
 }
 
 /// `schema` with a local `$ref` (`#/$defs/Options`, as Pydantic and zod-to-json-schema write
-/// nested models) replaced by what it points at in `root`; any other schema as it is.
+/// nested models) replaced by what it points at in `root`, and an untyped `anyOf` or `oneOf`
+/// by its first branch that is not `null` (`Optional[X]` is `anyOf: [X, {"type": "null"}]`);
+/// any other schema as it is.
 fn resolved<'a>(root: &'a Value, schema: &'a Value) -> &'a Value {
     let mut at = schema;
     // A chain of references is followed a few steps, never round a cycle.
-    for _ in 0..MAX_DEPTH {
-        match at
+    for _ in 0..2 * MAX_DEPTH {
+        if let Some(pointer) = at
             .get("$ref")
             .and_then(Value::as_str)
             .and_then(|r| r.strip_prefix('#'))
         {
-            Some(pointer) => match root.pointer(pointer) {
-                Some(target) => at = target,
+            match root.pointer(pointer) {
+                Some(target) => {
+                    at = target;
+                    continue;
+                }
                 None => break,
-            },
+            }
+        }
+        // Beside a type or properties, `anyOf` only narrows them (`required` alternatives):
+        // the schema is what it says already.
+        if at.get("type").is_some() || at.get("properties").is_some() {
+            break;
+        }
+        let null = Value::from("null");
+        let branch = ["anyOf", "oneOf"]
+            .iter()
+            .filter_map(|k| at.get(*k).and_then(Value::as_array))
+            .flatten()
+            .find(|b| b.get("type") != Some(&null));
+        match branch {
+            Some(b) => at = b,
             None => break,
         }
     }
@@ -587,7 +628,7 @@ fn arguments_with(root: &Value, schema: &Value, at: &[Step], value: Value) -> Va
     match at.split_first() {
         None => value,
         Some((Step::Key(key), rest)) => {
-            let mut object = base_arguments(schema, Some(key));
+            let mut object = base_arguments(root, schema, Some(key));
             let inner = schema
                 .get("properties")
                 .and_then(|p| p.get(key))
@@ -601,7 +642,7 @@ fn arguments_with(root: &Value, schema: &Value, at: &[Step], value: Value) -> Va
             // `minItems` more than one: the payload's item first, benign ones after it.
             let least = schema.get("minItems").and_then(Value::as_u64).unwrap_or(1);
             for _ in 1..least.min(MAX_BENIGN_ITEMS) {
-                list.push(benign_value(resolved(root, items)));
+                list.push(benign_in(root, items, 0));
             }
             Value::Array(list)
         }
@@ -1227,7 +1268,7 @@ mod tests {
         let schema = json!({"properties": {"a": {"type": "string"}, "b": {"type": "boolean"}},
             "required": ["a", "b"]});
         assert_eq!(
-            Value::Object(base_arguments(&schema, Some("a"))),
+            Value::Object(base_arguments(&schema, &schema, Some("a"))),
             json!({"b": false})
         );
     }
@@ -1370,6 +1411,42 @@ mod tests {
                 "root.child.name"
             ]
         );
+        // As Pydantic writes nested models: `$ref`s, an untyped object, `Optional[…]` as
+        // `anyOf` with null. A required `$ref` sibling gets a valid object, not "test".
+        let pydantic = json!({"type": "object",
+            "properties": {"req": {"$ref": "#/$defs/Request"}}, "required": ["req"],
+            "$defs": {
+                "Request": {"type": "object", "properties": {
+                    "options": {"$ref": "#/$defs/Options"},
+                    "target_path": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": null},
+                    "hook": {"anyOf": [{"$ref": "#/$defs/Hook"}, {"type": "null"}], "default": null}},
+                    "required": ["options"]},
+                "Options": {"properties": {"mode": {"enum": ["a", "b"]}, "depth": {"type": "integer"}},
+                    "required": ["mode", "depth"]},
+                "Hook": {"type": "object", "properties": {"url": {"type": "string"}},
+                    "required": ["url"]}}});
+        let lanes = lanes_of(&pydantic);
+        let names: Vec<(EscapeCheck, &str)> = lanes
+            .iter()
+            .map(|l| (l.check, l.parameter.as_str()))
+            .collect();
+        assert_eq!(
+            names[..2],
+            [
+                (EscapeCheck::PathTraversal, "req.target_path"),
+                (EscapeCheck::Ssrf, "req.hook.url")
+            ]
+        );
+        assert_eq!(
+            arguments_with(&pydantic, &pydantic, &lanes[1].at, json!("http://x")),
+            json!({"req": {"options": {"mode": "a", "depth": 1}, "hook": {"url": "http://x"}}})
+        );
+        // A required property that refers back to its own object ends at the bound.
+        let looped = json!({"type": "object", "properties": {"n": {"$ref": "#"}, "p": {"type": "string"}},
+            "required": ["n"]});
+        let args = arguments_with(&looped, &looped, &[Step::Key("p".into())], json!("x"));
+        assert_eq!(args["p"], "x");
+        assert!(args.to_string().len() < 200, "{args}");
         // minItems is kept: the payload's item, then benign ones.
         let listed = json!({"properties": {"f": {"type": "array", "minItems": 2,
             "items": {"type": "object", "properties": {"path": {"type": "string"}},
