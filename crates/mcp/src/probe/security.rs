@@ -1,10 +1,13 @@
 //! `toolscore probe --security`: sandbox and permission escapes of a live server, reached
-//! through its tools' string parameters, each verdict resting on proof (CWE-22, CWE-918,
-//! CWE-78, and schema smuggling as a warning).
+//! through its tools' string parameters (top-level or nested in objects and array items, to
+//! [`MAX_DEPTH`] names: `options.path`, `files[].path`), each verdict resting on proof
+//! (CWE-22, CWE-918, CWE-78, and schema smuggling as a warning).
 //!
 //! - `path-traversal`, for path-, file-, folder- and name-like parameters: `../` chains, an
-//!   absolute path, URL-encoded and doubled forms, all aiming at `/etc/passwd`. Proof: a line
-//!   `root:…:0:0:` in what the tool returned.
+//!   absolute path, URL-encoded and doubled forms aiming at `/etc/passwd`, then `..\` and `/`
+//!   chains and absolute forms aiming at `C:\Windows\win.ini`. Proof: a line `root:…:0:0:`,
+//!   or win.ini's `; for 16-bit app support` (or its `[fonts]` and `[extensions]` together), in
+//!   what the tool returned.
 //! - `ssrf`, for URL-, endpoint-, host- and link-like parameters (or `format: uri`): a URL of
 //!   the probe's own loopback [`Listener`] with a fresh token in its path. Proof: a request
 //!   with that token reaching the listener (a bare `host:port` gets a listener of its own).
