@@ -39,11 +39,12 @@ pub struct ProbeArgs {
     /// Output format on stdout.
     #[arg(long, value_enum, default_value_t = ProbeFormat::Text)]
     pub format: ProbeFormat,
-    /// Probe for sandbox and permission escapes instead of the edge checks: path traversal
-    /// toward /etc/passwd, server-side request forgery toward toolscore's own 127.0.0.1
-    /// listener, shell injection that prints a marker, and schema smuggling (a warning). A
-    /// check fails only on proof (the root:…:0:0: line, a request reaching the listener, the
-    /// expanded marker). The payloads read, fetch from loopback and print, nothing more, but
+    /// Probe for sandbox and permission escapes instead of the edge checks, through every
+    /// string parameter (nested ones too, three names deep: options.path, files[].path): path
+    /// traversal toward /etc/passwd and C:\Windows\win.ini, server-side request forgery
+    /// toward toolscore's own 127.0.0.1 listener, shell injection that prints a marker, and
+    /// schema smuggling (a warning). A check fails only on proof (the root:…:0:0: line or
+    /// win.ini's own lines, a request reaching the listener, the expanded marker). The payloads read, fetch from loopback and print, nothing more, but
     /// they are attacks: point the probe at a local test instance, never a shared or
     /// production one. A URL must be on this machine (127.0.0.0/8, ::1, localhost). Exit 1
     /// when an escape is proven.
@@ -53,6 +54,13 @@ pub struct ProbeArgs {
     /// report says so per tool.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_CALLS, requires = "security")]
     pub max_calls: usize,
+    /// With --security --format sarif: the file of the repository every result points at
+    /// (line 1), such as server/main.py, instead of the one toolscore infers (a dataset's
+    /// dataset.yaml, or the server's script named in the command). A path relative to the
+    /// repository's root, with / between folders and no `..`. GitHub code scanning refuses a
+    /// result without a file, and a URL names none.
+    #[arg(long, value_name = "PATH", requires = "security")]
+    pub sarif_artifact: Option<String>,
 }
 
 pub(super) fn run(args: &ProbeArgs) -> Result<ExitCode, Error> {
@@ -104,6 +112,15 @@ fn run_security(args: &ProbeArgs) -> Result<ExitCode, Error> {
             "--dataset names expected calls for the edge checks; --security makes none",
         ));
     }
+    let artifact = match &args.sarif_artifact {
+        Some(_) if args.format != ProbeFormat::Sarif => {
+            return Err(usage(
+                "--sarif-artifact names the file SARIF results point at: it needs --format sarif",
+            ));
+        }
+        Some(path) => Some(repository_path(path)?),
+        None => None,
+    };
     let source = args.source.resolve("probe")?;
     // Refused before any call: the probe attacks what it is pointed at.
     if let ServerSpec::Http { url, .. } = &source.spec
@@ -131,23 +148,76 @@ fn run_security(args: &ProbeArgs) -> Result<ExitCode, Error> {
         ProbeFormat::Text => toolscore_report::render_escapes(&report, &mut out)
             .map_err(|e| Error::io("cannot write the report", e))?,
         ProbeFormat::Json => json_to(&mut out, &report)?,
-        ProbeFormat::Sarif => json_to(
-            &mut out,
-            &toolscore_report::escapes_sarif(
-                &report,
-                sarif_artifact(&args.source).as_deref(),
-                env!("CARGO_PKG_VERSION"),
-            ),
-        )?,
+        ProbeFormat::Sarif => {
+            let artifact = artifact.or_else(|| sarif_artifact(&args.source));
+            json_to(
+                &mut out,
+                &toolscore_report::escapes_sarif(
+                    &report,
+                    artifact.as_deref(),
+                    env!("CARGO_PKG_VERSION"),
+                ),
+            )?;
+            if artifact.is_none() {
+                // The SARIF is still right for a viewer that takes logical locations; GitHub's
+                // upload is what refuses it, so say so before a CI run finds out.
+                errln!(
+                    "warning: {} names no file of the repository, so the SARIF results have only a logical location (tool.parameter); GitHub code scanning needs a physical location: name the file that defines the server with --sarif-artifact PATH (such as server/main.py)",
+                    report.source
+                )?;
+            }
+        }
     }
     write_stdout(&out)?;
     Ok(exit_of(&report))
 }
 
-/// The file SARIF results point at, so code scanning can place them on the pull request (it
-/// takes only a path in the repository): a dataset folder's dataset.yaml, else the first word
-/// of a stdio command that names a file under the current folder (the server's script, as in
-/// `node dist/index.js`). A URL names no file: its results carry only their logical location.
+/// `--sarif-artifact PATH` as SARIF's `artifactLocation.uri`: a path relative to the
+/// repository's root (code scanning resolves it there), so not absolute, not a URL or a drive,
+/// no `..` out of the repository, `/` between folders; a leading `./` is dropped.
+fn repository_path(raw: &str) -> Result<String, Error> {
+    let refuse = |why: &str| {
+        Err(usage(&format!(
+            "--sarif-artifact \"{}\": {why}",
+            toolscore_core::text::inert(raw, 200)
+        )))
+    };
+    if raw.chars().any(char::is_control) {
+        return refuse("a path holds no control characters");
+    }
+    if raw.starts_with('/') || raw.starts_with('\\') {
+        return refuse(
+            "an absolute path; name the file relative to the repository's root, such as server/main.py",
+        );
+    }
+    if raw.contains('\\') {
+        return refuse("write the path with / between folders, as SARIF does");
+    }
+    let parts: Vec<&str> = raw
+        .split('/')
+        .filter(|p| !p.is_empty() && *p != ".")
+        .collect();
+    if parts.first().is_some_and(|p| p.contains(':')) {
+        return refuse(
+            "a URL or a drive, not a path in the repository; name the file relative to the repository's root",
+        );
+    }
+    if parts.contains(&"..") {
+        return refuse(
+            "a path with `..` may leave the repository; name the file from the repository's root, without `..`",
+        );
+    }
+    if parts.is_empty() {
+        return refuse("names no file; name the file relative to the repository's root");
+    }
+    Ok(parts.join("/"))
+}
+
+/// The file SARIF results point at when `--sarif-artifact` names none, so code scanning can
+/// place them on the pull request (it takes only a path in the repository): a dataset folder's
+/// dataset.yaml, else the first word of a stdio command that names a file under the current
+/// folder (the server's script, as in `node dist/index.js`). A URL names no file: its results
+/// carry only their logical location, and the caller warns.
 fn sarif_artifact(source: &McpSourceArgs) -> Option<String> {
     let relative_file = |w: &str| {
         let p = Path::new(w);

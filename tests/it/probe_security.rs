@@ -102,8 +102,23 @@ fn every_escape_of_the_vulnerable_stdio_twin_is_found_with_its_proof() {
         out.contains("PASS path-traversal make_label.name\n"),
         "{out}"
     );
+    // Nested parameters: a path in an array's objects, a URL in an object, each named by its
+    // JSON path. The fixture reads only when every required property around the payload is
+    // there (else a tool error), so this proof also says the arguments were valid.
+    let nested = verdict_block(out, "FAIL path-traversal export_notes.files[].path");
     assert!(
-        out.ends_with("\n11 verdicts: 5 pass, 2 warn, 4 fail, 0 skipped; 14 calls in total\n"),
+        nested.contains(
+            "sent: export_notes.files[].path = \"../../../../../../../../etc/passwd\"\n     proof: the result holds \"root:"
+        ),
+        "{nested}"
+    );
+    assert!(
+        verdict_block(out, "FAIL ssrf export_notes.options.notify_url")
+            .contains("proof: the probe's listener received \"GET /toolscore-probe/"),
+        "{out}"
+    );
+    assert!(
+        out.ends_with("\n14 verdicts: 6 pass, 2 warn, 6 fail, 0 skipped; 21 calls in total\n"),
         "{out}"
     );
     support::assert_guide_quotes_normalized(
@@ -144,8 +159,19 @@ fn the_safe_stdio_twin_passes_and_its_echo_is_not_accused() {
             .contains("a tool error \"unknown property `toolscore_probe_extra`\""),
         "{out}"
     );
+    // The nested parameters get every payload, and the safe twin refuses each.
+    let nested = verdict_block(out, "PASS path-traversal export_notes.files[].path");
     assert!(
-        out.ends_with("\n11 verdicts: 11 pass, 0 warn, 0 fail, 0 skipped; 21 calls in total\n"),
+        nested.contains("no proof in 8 calls: 8 refused with a tool error"),
+        "{nested}"
+    );
+    assert!(
+        verdict_block(out, "PASS ssrf export_notes.options.notify_url")
+            .contains("a tool error \"that webhook's host is not on the allowlist\""),
+        "{out}"
+    );
+    assert!(
+        out.ends_with("\n14 verdicts: 14 pass, 0 warn, 0 fail, 0 skipped; 39 calls in total\n"),
         "{out}"
     );
 }
@@ -161,7 +187,7 @@ fn each_check_passes_once_its_proof_is_removed() {
     for (head, why) in [
         (
             "PASS path-traversal read_note.path",
-            "answered without a root:…:0:0: line",
+            "answered without a line of /etc/passwd or win.ini",
         ),
         (
             "PASS ssrf fetch_page.url",
@@ -174,6 +200,14 @@ fn each_check_passes_once_its_proof_is_removed() {
         (
             "PASS shell-injection make_label.name",
             "4 answered without the expanded marker; last, an answer \"label made\"",
+        ),
+        (
+            "PASS path-traversal export_notes.files[].path",
+            "answered without a line of /etc/passwd or win.ini",
+        ),
+        (
+            "PASS ssrf export_notes.options.notify_url",
+            "answered, and no request reached the listener",
         ),
     ] {
         assert!(verdict_block(out, head).contains(why), "{head}: {out}");
@@ -196,7 +230,7 @@ fn calls_per_tool_stay_within_the_bound_and_a_cut_is_said() {
     let report: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
     let logged = logged_calls(&log);
     let tools = report["tools"].as_array().unwrap();
-    assert_eq!(tools.len(), 5);
+    assert_eq!(tools.len(), 6);
     for t in tools {
         let name = t["tool"].as_str().unwrap();
         let calls = t["calls"].as_u64().unwrap() as usize;
@@ -206,8 +240,8 @@ fn calls_per_tool_stay_within_the_bound_and_a_cut_is_said() {
     assert_eq!(report["calls"], logged.values().sum::<usize>());
     assert_eq!(report["max_calls"], 2);
     let make_label = tools.iter().find(|t| t["tool"] == "make_label").unwrap();
-    assert_eq!(make_label["planned"], 9);
-    assert_eq!(make_label["cut"], 7);
+    assert_eq!(make_label["planned"], 13);
+    assert_eq!(make_label["cut"], 11);
     // Round robin: the bound cuts depth, so the name's two checks each got a payload.
     let verdicts = report["verdicts"].as_array().unwrap();
     for check in ["path-traversal", "shell-injection"] {
@@ -239,14 +273,14 @@ fn calls_per_tool_stay_within_the_bound_and_a_cut_is_said() {
     );
     assert!(
         text.stdout.contains(
-            "calls per tool (at most 2):\n  read_note       2  (3 of 5 payloads cut by the bound)\n"
+            "calls per tool (at most 2):\n  read_note       2  (7 of 9 payloads cut by the bound)\n"
         ),
         "{}",
         text.stdout
     );
     assert!(
         text.stdout
-            .contains("  make_label      2  (7 of 9 payloads cut by the bound)\n"),
+            .contains("  make_label      2  (11 of 13 payloads cut by the bound)\n"),
         "{}",
         text.stdout
     );
@@ -255,7 +289,7 @@ fn calls_per_tool_stay_within_the_bound_and_a_cut_is_said() {
     assert_eq!(full.code, 0, "{}", full.transcript());
     let logged = logged_calls(&log);
     assert!(logged.values().all(|n| *n <= 20), "{logged:?}");
-    assert_eq!(logged.get("make_label"), Some(&9), "{logged:?}");
+    assert_eq!(logged.get("make_label"), Some(&13), "{logged:?}");
 }
 
 /// A tool that stops answering costs two timeouts, not the bound: its other payloads are not
@@ -282,12 +316,12 @@ fn a_tool_that_stops_answering_is_given_up_on() {
     let out = &run.stdout;
     assert!(
         verdict_block(out, "PASS path-traversal read_note.path").contains(
-            "no proof in 1 call: 1 got no answer within the timeout; 3 more payloads not sent: the tool stopped answering"
+            "no proof in 1 call: 1 got no answer within the timeout; 7 more payloads not sent: the tool stopped answering"
         ),
         "{out}"
     );
     assert!(
-        out.contains("  read_note       2  (3 not sent: the tool stopped answering)\n"),
+        out.contains("  read_note       2  (7 not sent: the tool stopped answering)\n"),
         "{out}"
     );
     assert!(
@@ -352,6 +386,8 @@ fn json_and_sarif_read_back() {
                 "set_mode.toolscore_probe_extra"
             ),
             ("schema-smuggling", "warning", "set_mode.mode"),
+            ("path-traversal", "error", "export_notes.files[].path"),
+            ("ssrf", "error", "export_notes.options.notify_url"),
         ]
     );
     assert!(
@@ -393,7 +429,7 @@ fn json_and_sarif_read_back() {
             .unwrap();
     assert_eq!(file["server"]["name"], "escape-vulnerable");
     let verdicts = file["verdicts"].as_array().unwrap();
-    assert_eq!(verdicts.len(), 11);
+    assert_eq!(verdicts.len(), 14);
     let fail = verdicts
         .iter()
         .find(|v| v["check"] == "shell-injection")
@@ -407,11 +443,17 @@ fn json_and_sarif_read_back() {
             .unwrap()
             .starts_with("make_label.name = \"$(printf")
     );
-    assert_eq!(file["calls"], 14);
+    assert_eq!(file["calls"], 21);
+    let nested = verdicts
+        .iter()
+        .find(|v| v["tool"] == "export_notes" && v["check"] == "path-traversal")
+        .unwrap();
+    assert_eq!(nested["parameter"], "files[].path");
+    assert_eq!(nested["verdict"], "fail");
     let json = probe_stdio(dir.path(), "vulnerable", &["--format", "json"], &[]);
     assert_eq!(json.code, 1, "{}", json.transcript());
     let again: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
-    assert_eq!(again["verdicts"].as_array().unwrap().len(), 11);
+    assert_eq!(again["verdicts"].as_array().unwrap().len(), 14);
     assert_eq!(again["max_calls"], 20);
 
     // SARIF holds escape findings; the edge checks have none.
@@ -459,6 +501,163 @@ fn a_datasets_live_server_is_probed() {
         &["probe", "--security", "notes", "--dataset", "notes"],
     );
     assert_eq!(both.code, 2, "{}", both.transcript());
+}
+
+/// A test double of a vulnerable server on Windows (the fixture's `windows` mode resolves
+/// paths as Windows does, on a folder standing for drive C: that holds win.ini and no
+/// /etc/passwd): the POSIX payloads find nothing, and a Windows one proves the escape with
+/// win.ini's own first line.
+#[test]
+fn a_windows_servers_win_ini_proves_a_traversal() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("calls.log");
+    let log_env = log.display().to_string();
+    let run = probe_stdio(dir.path(), "windows", &[], &[("ESCAPE_LOG", &log_env)]);
+    assert_eq!(run.code, 1, "{}", run.transcript());
+    let out = &run.stdout;
+    let traversal = verdict_block(out, "FAIL path-traversal read_note.path");
+    assert!(
+        traversal.contains(
+            "sent: read_note.path = \"..\\..\\..\\..\\..\\..\\..\\..\\Windows\\win.ini\"\n     proof: the result holds \"; for 16-bit app support\""
+        ),
+        "{traversal}"
+    );
+    // Round robin: the four POSIX payloads went first and proved nothing on Windows; the
+    // first Windows one did (and a wrong type went between them).
+    let report_calls = logged_calls(&log);
+    assert_eq!(report_calls.get("read_note"), Some(&6), "{report_calls:?}");
+    assert!(
+        verdict_block(out, "FAIL path-traversal export_notes.files[].path")
+            .contains("proof: the result holds \"; for 16-bit app support\""),
+        "{out}"
+    );
+}
+
+/// `--sarif-artifact PATH` points every result at a file of the repository, which a URL
+/// SOURCE cannot name; without it, a URL's SARIF keeps only logical locations and stderr says
+/// code scanning needs more; a path that is not the repository's is refused before any call.
+#[test]
+fn sarif_points_at_the_named_artifact_and_a_url_without_one_is_warned() {
+    let notes = notes_folder();
+    let folder = notes.path().canonicalize().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (url, _calls) = http_twin::start(false, folder);
+    let sarif = |extra: &[&str]| {
+        let mut args = vec!["probe", "--security", url.as_str(), "--format", "sarif"];
+        args.extend_from_slice(extra);
+        let run = toolscore(dir.path(), &args);
+        assert_eq!(run.code, 1, "{}", run.transcript());
+        let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+        (v, run.stderr)
+    };
+
+    let (placed, stderr) = sarif(&["--sarif-artifact", "./server//main.py"]);
+    let results = placed["runs"][0]["results"].as_array().unwrap();
+    assert_eq!(results.len(), 3, "{placed}");
+    for r in results {
+        assert_eq!(
+            r["locations"][0]["physicalLocation"],
+            serde_json::json!({"artifactLocation": {"uri": "server/main.py"},
+                               "region": {"startLine": 1}}),
+            "{r}"
+        );
+    }
+    assert!(!stderr.contains("warning"), "{stderr}");
+
+    let (unplaced, stderr) = sarif(&[]);
+    let results = unplaced["runs"][0]["results"].as_array().unwrap();
+    assert_eq!(results.len(), 3, "{unplaced}");
+    for r in results {
+        assert!(r["locations"][0]["physicalLocation"].is_null(), "{r}");
+        assert!(r["locations"][0]["logicalLocations"][0]["fullyQualifiedName"].is_string());
+    }
+    assert!(
+        stderr.contains(&format!("warning: {url} names no file of the repository, so the SARIF results have only a logical location (tool.parameter); GitHub code scanning needs a physical location: name the file that defines the server with --sarif-artifact PATH")),
+        "{stderr}"
+    );
+    // The guide quotes that warning as it is, for a server at port 8000.
+    let warning = stderr.lines().find(|l| l.starts_with("warning: ")).unwrap();
+    let guide = std::fs::read_to_string(root().join("docs/guides/security-gate.md")).unwrap();
+    let port = regex::Regex::new(r"127\.0\.0\.1:\d+").unwrap();
+    assert!(
+        guide.contains(&*port.replace_all(warning, "127.0.0.1:8000")),
+        "the guide does not quote: {warning}"
+    );
+
+    // The flag wins over what toolscore infers from a stdio command.
+    let here = toolscore(
+        root(),
+        &[
+            "probe",
+            "--security",
+            "--format",
+            "sarif",
+            "--sarif-artifact",
+            "server/main.py",
+            "--",
+            "python3",
+            "tests/data/mcp/escape_server.py",
+            "vulnerable",
+        ],
+    );
+    assert_eq!(here.code, 1, "{}", here.transcript());
+    let v: serde_json::Value = serde_json::from_str(&here.stdout).unwrap();
+    assert_eq!(
+        v["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"],
+        "server/main.py"
+    );
+
+    // Refused with exit 2 before any call (port 9 has no server: a call would say so).
+    for (path, why) in [
+        ("/srv/app/main.py", "an absolute path"),
+        ("../main.py", "a path with `..` may leave the repository"),
+        (
+            "server/../../main.py",
+            "a path with `..` may leave the repository",
+        ),
+        ("C:/app/main.py", "a URL or a drive"),
+        ("https://example.com/main.py", "a URL or a drive"),
+        ("server\\main.py", "write the path with / between folders"),
+        ("", "names no file"),
+    ] {
+        let run = toolscore(
+            dir.path(),
+            &[
+                "probe",
+                "--security",
+                "--format",
+                "sarif",
+                "--sarif-artifact",
+                path,
+                "http://127.0.0.1:9/mcp",
+            ],
+        );
+        assert_eq!(run.code, 2, "{path}: {}", run.transcript());
+        assert!(
+            run.stderr
+                .contains(&format!("--sarif-artifact \"{path}\": {why}")),
+            "{path}: {}",
+            run.stderr
+        );
+        assert!(!run.stderr.contains("cannot connect"), "{}", run.stderr);
+    }
+    // It names SARIF's file: another format has none.
+    let text = toolscore(
+        dir.path(),
+        &[
+            "probe",
+            "--security",
+            "--sarif-artifact",
+            "main.py",
+            "http://127.0.0.1:9/mcp",
+        ],
+    );
+    assert_eq!(text.code, 2, "{}", text.transcript());
+    assert!(
+        text.stderr.contains("it needs --format sarif"),
+        "{}",
+        text.stderr
+    );
 }
 
 #[test]
@@ -765,10 +964,10 @@ fn the_http_twins_vulnerable_and_safe() {
         "{out}"
     );
     let counted: BTreeMap<String, usize> = calls.lock().unwrap().clone();
-    // make_label has 9 payloads (4 traversal, 4 shell, a wrong type): the bound cuts 3.
+    // make_label has 13 payloads (8 traversal, 4 shell, a wrong type): the bound cuts 7.
     assert_eq!(counted.get("make_label"), Some(&6), "{counted:?}");
     assert!(
-        out.contains("make_label    6  (3 of 9 payloads cut by the bound)"),
+        out.contains("make_label    6  (7 of 13 payloads cut by the bound)"),
         "{out}"
     );
 }

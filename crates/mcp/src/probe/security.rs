@@ -1,10 +1,13 @@
 //! `toolscore probe --security`: sandbox and permission escapes of a live server, reached
-//! through its tools' string parameters, each verdict resting on proof (CWE-22, CWE-918,
-//! CWE-78, and schema smuggling as a warning).
+//! through its tools' string parameters (top-level or nested in objects and array items, to
+//! [`MAX_DEPTH`] names: `options.path`, `files[].path`), each verdict resting on proof
+//! (CWE-22, CWE-918, CWE-78, and schema smuggling as a warning).
 //!
 //! - `path-traversal`, for path-, file-, folder- and name-like parameters: `../` chains, an
-//!   absolute path, URL-encoded and doubled forms, all aiming at `/etc/passwd`. Proof: a line
-//!   `root:…:0:0:` in what the tool returned.
+//!   absolute path, URL-encoded and doubled forms aiming at `/etc/passwd`, then `..\` and `/`
+//!   chains and absolute forms aiming at `C:\Windows\win.ini`. Proof: a line `root:…:0:0:`,
+//!   or win.ini's `; for 16-bit app support` (or its `[fonts]` and `[extensions]` together), in
+//!   what the tool returned.
 //! - `ssrf`, for URL-, endpoint-, host- and link-like parameters (or `format: uri`): a URL of
 //!   the probe's own loopback [`Listener`] with a fresh token in its path. Proof: a request
 //!   with that token reaching the listener (a bare `host:port` gets a listener of its own).
@@ -77,7 +80,7 @@ impl EscapeCheck {
     pub fn summary(self) -> &'static str {
         match self {
             EscapeCheck::PathTraversal => {
-                "Path traversal (CWE-22): ../ chains, an absolute path and encoded forms aimed at /etc/passwd; proof is a root:…:0:0: line in the result."
+                "Path traversal (CWE-22): ../ and ..\\ chains, absolute paths and encoded forms aimed at /etc/passwd and C:\\Windows\\win.ini; proof is a root:…:0:0: line of /etc/passwd, or win.ini's \"; for 16-bit app support\" line or its [fonts] and [extensions] headers, in the result."
             }
             EscapeCheck::Ssrf => {
                 "Server-side request forgery (CWE-918): a URL of the probe's own 127.0.0.1 listener with a fresh token; proof is a request with that token reaching it."
@@ -326,9 +329,24 @@ fn is_free_string(schema: &Value) -> bool {
     string && schema.get("enum").is_none() && schema.get("const").is_none()
 }
 
+/// Most items a benign array gets for its `minItems`: a schema asking for more gets fewer (and
+/// the server may refuse the call, which is a pass, never a false proof).
+const MAX_BENIGN_ITEMS: u64 = 8;
+
 /// A harmless valid value for a parameter: its `const`, first `enum` value or `default`, else
-/// one of its type ("test", 1 within its bounds, false, [], {}, null).
+/// one of its type ("test", 1 within its bounds, false, `minItems` benign items, an object of
+/// its required properties' benign values, null). The schema is finite, so the recursion ends.
 pub fn benign_value(schema: &Value) -> Value {
+    benign_in(schema, schema, 0)
+}
+
+/// How deep a benign value is built: a schema whose required property refers back to its own
+/// object (through a `$ref`) ends here in an empty object or list.
+const MAX_BENIGN_DEPTH: usize = 2 * MAX_DEPTH;
+
+/// [`benign_value`] of `schema`, its `$ref`s resolved in `root`, `depth` levels down.
+fn benign_in(root: &Value, schema: &Value, depth: usize) -> Value {
+    let schema = resolved(root, schema);
     if let Some(c) = schema.get("const") {
         return c.clone();
     }
@@ -349,6 +367,8 @@ pub fn benign_value(schema: &Value) -> Value {
             .filter_map(Value::as_str)
             .find(|t| *t != "null")
             .unwrap_or("null"),
+        // Properties without a type are an object's (Pydantic writes nested models so).
+        _ if schema.get("properties").is_some() => "object",
         _ => "string",
     };
     let number = || {
@@ -364,15 +384,35 @@ pub fn benign_value(schema: &Value) -> Value {
         "integer" => Value::from(number().ceil() as i64),
         "number" => serde_json::Number::from_f64(number()).map_or(Value::from(1), Value::Number),
         "boolean" => Value::Bool(false),
-        "array" => Value::Array(Vec::new()),
-        "object" => Value::Object(Map::new()),
+        "array" => {
+            // As many benign items as `minItems` asks for (an empty list is valid otherwise).
+            let least = schema.get("minItems").and_then(Value::as_u64).unwrap_or(0);
+            let item = schema.get("items").unwrap_or(&Value::Null);
+            if depth >= MAX_BENIGN_DEPTH {
+                return Value::Array(Vec::new());
+            }
+            Value::Array(
+                (0..least.min(MAX_BENIGN_ITEMS))
+                    .map(|_| benign_in(root, item, depth + 1))
+                    .collect(),
+            )
+        }
+        // An object is valid only with its own required properties.
+        "object" if depth >= MAX_BENIGN_DEPTH => Value::Object(Map::new()),
+        "object" => Value::Object(base_in(root, schema, None, depth + 1)),
         "null" => Value::Null,
         _ => Value::from("test"),
     }
 }
 
-/// Arguments valid apart from `except`: every other required parameter with a benign value.
-fn base_arguments(schema: &Value, except: &str) -> Map<String, Value> {
+/// Arguments valid apart from `except`: every other required parameter of `schema` (its
+/// `$ref`s resolved in `root`) with a benign value.
+fn base_arguments(root: &Value, schema: &Value, except: Option<&str>) -> Map<String, Value> {
+    base_in(root, schema, except, 0)
+}
+
+fn base_in(root: &Value, schema: &Value, except: Option<&str>, depth: usize) -> Map<String, Value> {
+    let schema = resolved(root, schema);
     let props = schema.get("properties").and_then(Value::as_object);
     let required = schema
         .get("required")
@@ -381,9 +421,9 @@ fn base_arguments(schema: &Value, except: &str) -> Map<String, Value> {
         .flatten()
         .filter_map(Value::as_str);
     let mut args = Map::new();
-    for name in required.filter(|n| *n != except) {
+    for name in required.filter(|n| Some(*n) != except) {
         let prop = props.and_then(|p| p.get(name)).unwrap_or(&Value::Null);
-        args.insert(name.to_owned(), benign_value(prop));
+        args.insert(name.to_owned(), benign_in(root, prop, depth));
     }
     args
 }
@@ -437,59 +477,215 @@ impl ShellForm {
     }
 }
 
-/// The traversal payloads: relative, absolute, URL-encoded, doubled.
+/// The traversal payloads: toward `/etc/passwd` relative, absolute, URL-encoded and doubled;
+/// then toward `C:\Windows\win.ini` relative with `..\`, relative with `/` (Windows takes
+/// both separators, and a server may filter only one), absolute, and absolute with `/`. The
+/// POSIX ones come first: the schedule is round-robin, so a bound on calls cuts the Windows
+/// ones before any POSIX one.
 fn traversal_paths() -> Vec<String> {
     vec![
         format!("{}etc/passwd", "../".repeat(DEPTH)),
         "/etc/passwd".to_owned(),
         format!("{}etc%2fpasswd", "..%2f".repeat(DEPTH)),
         format!("{}etc/passwd", "....//".repeat(DEPTH)),
+        format!("{}Windows\\win.ini", "..\\".repeat(DEPTH)),
+        format!("{}Windows/win.ini", "../".repeat(DEPTH)),
+        "C:\\Windows\\win.ini".to_owned(),
+        "C:/Windows/win.ini".to_owned(),
     ]
 }
+
+/// One step from a tool's arguments down to a parameter.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Step {
+    /// A property of an object, by its name as the server named it (sent as is).
+    Key(String),
+    /// The item of an array (the payload goes in its first item).
+    Item,
+}
+
+/// How deep the probe looks for string parameters: `path` is 1, `options.path` and
+/// `files[].path` are 2, `a.b.c` is 3. Real tools nest a path or a URL an object or two deep;
+/// deeper, the lanes would crowd the bound on calls out of the parameters that matter.
+pub const MAX_DEPTH: usize = 3;
 
 /// One (parameter, check) and the payloads it is to receive, in order.
 #[derive(Debug, Clone, PartialEq)]
 struct Lane {
     check: EscapeCheck,
-    /// The parameter as the server named it (sent as is; shown inert).
+    /// The parameter's JSON path as the server named it (`path`, `options.path`,
+    /// `files[].path`; shown inert).
     parameter: String,
+    /// Where the payload goes in the arguments.
+    at: Vec<Step>,
     payloads: Vec<Payload>,
 }
 
-/// The lanes of a tool's input schema: each free string parameter's checks, then schema
-/// smuggling (an extra property where `additionalProperties` is false; a wrong type for the
+/// `options.path`, `files[].path`: the steps as people write them.
+fn dotted(at: &[Step]) -> String {
+    let mut out = String::new();
+    for step in at {
+        match step {
+            Step::Key(k) => {
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                out.push_str(k);
+            }
+            Step::Item => out.push_str("[]"),
+        }
+    }
+    out
+}
+
+/// `schema` with a local `$ref` (`#/$defs/Options`, as Pydantic and zod-to-json-schema write
+/// nested models) replaced by what it points at in `root`, and an untyped `anyOf` or `oneOf`
+/// by its first branch that is not `null` (`Optional[X]` is `anyOf: [X, {"type": "null"}]`);
+/// any other schema as it is.
+fn resolved<'a>(root: &'a Value, schema: &'a Value) -> &'a Value {
+    let mut at = schema;
+    // A chain of references is followed a few steps, never round a cycle.
+    for _ in 0..2 * MAX_DEPTH {
+        if let Some(pointer) = at
+            .get("$ref")
+            .and_then(Value::as_str)
+            .and_then(|r| r.strip_prefix('#'))
+        {
+            match root.pointer(pointer) {
+                Some(target) => {
+                    at = target;
+                    continue;
+                }
+                None => break,
+            }
+        }
+        // Beside a type or properties, `anyOf` only narrows them (`required` alternatives):
+        // the schema is what it says already.
+        if at.get("type").is_some() || at.get("properties").is_some() {
+            break;
+        }
+        let null = Value::from("null");
+        let branch = ["anyOf", "oneOf"]
+            .iter()
+            .filter_map(|k| at.get(*k).and_then(Value::as_array))
+            .flatten()
+            .find(|b| b.get("type") != Some(&null));
+        match branch {
+            Some(b) => at = b,
+            None => break,
+        }
+    }
+    at
+}
+
+/// Every free string parameter under `schema` (an object's properties, an array's items) to
+/// [`MAX_DEPTH`] property names, in the schema's order, each with the steps to it and the name
+/// its checks are chosen by (the property's own, or the array's for a list of strings).
+fn string_parameters(root: &Value, schema: &Value) -> Vec<(Vec<Step>, String, Value)> {
+    fn walk(
+        root: &Value,
+        schema: &Value,
+        at: &mut Vec<Step>,
+        name: &str,
+        depth: usize,
+        out: &mut Vec<(Vec<Step>, String, Value)>,
+    ) {
+        let schema = resolved(root, schema);
+        if is_free_string(schema) {
+            if !at.is_empty() {
+                out.push((at.clone(), name.to_owned(), schema.clone()));
+            }
+            return;
+        }
+        if let Some(props) = schema.get("properties").and_then(Value::as_object) {
+            if depth >= MAX_DEPTH {
+                return;
+            }
+            for (key, prop) in props {
+                at.push(Step::Key(key.clone()));
+                walk(root, prop, at, key, depth + 1, out);
+                at.pop();
+            }
+        } else if let Some(items) = schema.get("items").filter(|i| i.is_object()) {
+            // An array at the top is no parameter; one inside the arguments is. An array of
+            // arrays counts no names, so the steps are bounded too: a `$ref` that comes back
+            // to itself through `items` must not recurse for ever.
+            if at.is_empty() || at.len() >= 2 * MAX_DEPTH {
+                return;
+            }
+            at.push(Step::Item);
+            walk(root, items, at, name, depth, out);
+            at.pop();
+        }
+    }
+    let mut out = Vec::new();
+    walk(root, schema, &mut Vec::new(), "", 0, &mut out);
+    out
+}
+
+/// The arguments of a call whose payload `value` goes `at` in `schema`: every object on the
+/// way holds its other required properties' benign values, every array on the way holds the
+/// one item, so the call is valid but for the payload.
+fn arguments_with(root: &Value, schema: &Value, at: &[Step], value: Value) -> Value {
+    let schema = resolved(root, schema);
+    match at.split_first() {
+        None => value,
+        Some((Step::Key(key), rest)) => {
+            let mut object = base_arguments(root, schema, Some(key));
+            let inner = schema
+                .get("properties")
+                .and_then(|p| p.get(key))
+                .unwrap_or(&Value::Null);
+            object.insert(key.clone(), arguments_with(root, inner, rest, value));
+            Value::Object(object)
+        }
+        Some((Step::Item, rest)) => {
+            let items = schema.get("items").unwrap_or(&Value::Null);
+            let mut list = vec![arguments_with(root, items, rest, value)];
+            // `minItems` more than one: the payload's item first, benign ones after it.
+            let least = schema.get("minItems").and_then(Value::as_u64).unwrap_or(1);
+            for _ in 1..least.min(MAX_BENIGN_ITEMS) {
+                list.push(benign_in(root, items, 0));
+            }
+            Value::Array(list)
+        }
+    }
+}
+
+/// The lanes of a tool's input schema: each free string parameter's checks (top-level or
+/// nested, see [`string_parameters`]), then schema smuggling (an extra property where `additionalProperties` is false; a wrong type for the
 /// first required typed parameter, else the first typed one).
 fn lanes_of(schema: &Value) -> Vec<Lane> {
     let mut lanes = Vec::new();
-    if let Some(props) = schema.get("properties").and_then(Value::as_object) {
-        for (name, prop) in props.iter().filter(|(_, p)| is_free_string(p)) {
-            let (checks, fetched) = checks_of(name, prop);
-            for check in checks {
-                let payloads = match check {
-                    EscapeCheck::PathTraversal => {
-                        traversal_paths().into_iter().map(Payload::Path).collect()
-                    }
-                    EscapeCheck::Ssrf => match fetched {
-                        Some(Fetched::Host) => vec![Payload::BareHost, Payload::HostPath],
-                        _ => vec![Payload::Url],
-                    },
-                    EscapeCheck::ShellInjection => {
-                        ShellForm::ALL.into_iter().map(Payload::Shell).collect()
-                    }
-                    EscapeCheck::SchemaSmuggling => Vec::new(),
-                };
-                lanes.push(Lane {
-                    check,
-                    parameter: name.clone(),
-                    payloads,
-                });
-            }
+    for (at, name, prop) in string_parameters(schema, schema) {
+        let (checks, fetched) = checks_of(&name, &prop);
+        for check in checks {
+            let payloads = match check {
+                EscapeCheck::PathTraversal => {
+                    traversal_paths().into_iter().map(Payload::Path).collect()
+                }
+                EscapeCheck::Ssrf => match fetched {
+                    Some(Fetched::Host) => vec![Payload::BareHost, Payload::HostPath],
+                    _ => vec![Payload::Url],
+                },
+                EscapeCheck::ShellInjection => {
+                    ShellForm::ALL.into_iter().map(Payload::Shell).collect()
+                }
+                EscapeCheck::SchemaSmuggling => Vec::new(),
+            };
+            lanes.push(Lane {
+                check,
+                parameter: dotted(&at),
+                at: at.clone(),
+                payloads,
+            });
         }
     }
     if schema.get("additionalProperties") == Some(&Value::Bool(false)) {
         lanes.push(Lane {
             check: EscapeCheck::SchemaSmuggling,
             parameter: EXTRA_PROPERTY.to_owned(),
+            at: vec![Step::Key(EXTRA_PROPERTY.to_owned())],
             payloads: vec![Payload::ExtraProperty],
         });
     }
@@ -497,6 +693,7 @@ fn lanes_of(schema: &Value) -> Vec<Lane> {
         let wrong = args.get(&field).cloned().unwrap_or(Value::Null);
         lanes.push(Lane {
             check: EscapeCheck::SchemaSmuggling,
+            at: vec![Step::Key(field.clone())],
             parameter: field,
             payloads: vec![Payload::WrongType(wrong)],
         });
@@ -585,6 +782,38 @@ static PASSWD_LINE: LazyLock<regex::Regex> = LazyLock::new(|| {
 fn passwd_proof(text: &str) -> Option<String> {
     let m = PASSWD_LINE.find(text)?;
     Some(around(text, m.start(), m.end()))
+}
+
+/// The first line of the `win.ini` every Windows install ships (Windows 95 to 11), which no
+/// payload holds.
+const WIN_INI_COMMENT: &str = "; for 16-bit app support";
+/// Two of its section headers; both must be there (either alone is a common INI section).
+const WIN_INI_SECTIONS: [&str; 2] = ["[fonts]", "[extensions]"];
+
+/// What of `C:\Windows\win.ini` is in `text`, quoted: its `; for 16-bit app support` line,
+/// else its `[fonts]` and `[extensions]` headers together. Neither holds a character of the
+/// path that asked for it, so an echo of the payload is no proof. Case is ignored (Windows
+/// ignores it too), and the headers are found anywhere, not only at a line's start, since a
+/// JSON `structuredContent` carries the file's lines escaped on one line.
+fn win_ini_proof(text: &str) -> Option<String> {
+    // ASCII lower-casing keeps every byte offset, so a match's place in `lower` is its place
+    // in `text`.
+    let lower = text.to_ascii_lowercase();
+    if let Some(at) = lower.find(WIN_INI_COMMENT) {
+        return Some(around(text, at, at + WIN_INI_COMMENT.len()));
+    }
+    let [fonts, extensions] = WIN_INI_SECTIONS.map(|h| lower.find(h).map(|at| (at, h.len())));
+    let ((f, fl), (e, el)) = (fonts?, extensions?);
+    Some(format!(
+        "{} and {}",
+        around(text, f, f + fl),
+        around(text, e, e + el)
+    ))
+}
+
+/// The proof of a traversal: a line of `/etc/passwd`, or of `C:\Windows\win.ini`.
+fn traversal_proof(text: &str) -> Option<String> {
+    passwd_proof(text).or_else(|| win_ini_proof(text))
 }
 
 /// The expanded marker `A{token}B` in `text`, quoted.
@@ -688,7 +917,7 @@ impl Tally {
         let nothing = match check {
             EscapeCheck::Ssrf => "answered, and no request reached the listener",
             EscapeCheck::SchemaSmuggling => "answered",
-            EscapeCheck::PathTraversal => "answered without a root:…:0:0: line",
+            EscapeCheck::PathTraversal => "answered without a line of /etc/passwd or win.ini",
             EscapeCheck::ShellInjection => "answered without the expanded marker",
         };
         part(self.tool_errors, "refused with a tool error");
@@ -843,7 +1072,6 @@ async fn probe_tool(
         }
         let token = new_token();
         let mut own = None;
-        let mut args = base_arguments(&schema, &lane.parameter);
         let parameter_value = match &lane.payloads[*depth] {
             Payload::Path(p) => Value::from(p.as_str()),
             Payload::Url => Value::from(listener.url(&token)),
@@ -863,12 +1091,12 @@ async fn probe_tool(
             Payload::ExtraProperty => Value::from("x"),
             Payload::WrongType(v) => v.clone(),
         };
-        args.insert(lane.parameter.clone(), parameter_value.clone());
-        let result = calls.call(name, &Value::Object(args)).await;
+        let args = arguments_with(&schema, &schema, &lane.at, parameter_value.clone());
+        let result = calls.call(name, &args).await;
         made += 1;
         state.calls += 1;
         let answer = match lane.check {
-            EscapeCheck::PathTraversal => judge_returned(&result, passwd_proof),
+            EscapeCheck::PathTraversal => judge_returned(&result, traversal_proof),
             EscapeCheck::ShellInjection => {
                 judge_returned(&result, |text| marker_proof(text, &token))
             }
@@ -1006,7 +1234,7 @@ mod tests {
                 (EscapeCheck::SchemaSmuggling, "mode"),
             ]
         );
-        assert_eq!(lanes[0].payloads.len(), 4);
+        assert_eq!(lanes[0].payloads.len(), 8);
         assert_eq!(lanes[2].payloads, [Payload::WrongType(json!(12345))]);
         // Round robin: the first payload of every lane before any second.
         assert_eq!(schedule(&lanes)[..4], [(0, 0), (1, 0), (2, 0), (0, 1)]);
@@ -1028,10 +1256,22 @@ mod tests {
             benign_value(&json!({"type": ["null", "boolean"]})),
             json!(false)
         );
+        // An object gets its required properties; an array its minItems.
+        assert_eq!(
+            benign_value(
+                &json!({"type": "object", "properties": {"k": {"type": "integer"},
+                "o": {"type": "string"}}, "required": ["k"]})
+            ),
+            json!({"k": 1})
+        );
+        assert_eq!(
+            benign_value(&json!({"type": "array", "minItems": 2, "items": {"type": "string"}})),
+            json!(["test", "test"])
+        );
         let schema = json!({"properties": {"a": {"type": "string"}, "b": {"type": "boolean"}},
             "required": ["a", "b"]});
         assert_eq!(
-            Value::Object(base_arguments(&schema, "a")),
+            Value::Object(base_arguments(&schema, &schema, Some("a"))),
             json!({"b": false})
         );
     }
@@ -1045,10 +1285,181 @@ mod tests {
             let payload = form.text(&token);
             assert!(marker_proof(&payload, &token).is_none(), "{payload}");
         }
-        for path in traversal_paths() {
-            assert!(passwd_proof(&path).is_none());
+        let paths = traversal_paths();
+        for path in &paths {
+            assert!(traversal_proof(path).is_none(), "{path}");
+            // Nor does a server's echo of it, in any case, in a sentence or as JSON.
+            let echo = format!("no such note: {}", path.to_uppercase());
+            assert!(traversal_proof(&echo).is_none(), "{echo}");
+            assert!(traversal_proof(&json!({"path": path}).to_string()).is_none());
         }
-        assert!(traversal_paths()[0].starts_with("../../../../../../../../etc"));
+        assert!(paths[0].starts_with("../../../../../../../../etc"));
+        // The Windows ones come after every POSIX one, so a bound cuts them first.
+        assert_eq!(paths.len(), 8);
+        assert!(paths[..4].iter().all(|p| p.contains("etc")));
+        assert_eq!(paths[4], r"..\..\..\..\..\..\..\..\Windows\win.ini");
+        assert_eq!(paths[6], r"C:\Windows\win.ini");
+        assert_eq!(paths[7], "C:/Windows/win.ini");
+    }
+
+    /// `C:\Windows\win.ini` as Windows 10 and 11 ship it.
+    const WIN_INI: &str = "; for 16-bit app support\r\n[fonts]\r\n[extensions]\r\n[mci extensions]\r\n[files]\r\n[Mail]\r\nMAPI=1\r\n";
+
+    #[test]
+    fn win_ini_is_proof_and_its_names_alone_are_not() {
+        assert_eq!(
+            judge_returned(&text(false, WIN_INI), traversal_proof),
+            Answer::Proof("the result holds \"; for 16-bit app support\"".into())
+        );
+        // Without its comment line (an older or edited win.ini), its two headers together.
+        let edited = "[fonts]\r\n[extensions]\r\nbmp=mspaint.exe\r\n";
+        assert_eq!(
+            win_ini_proof(edited).as_deref(),
+            Some("\"[fonts]\" and \"[extensions]\"")
+        );
+        // Escaped onto one line, as structuredContent carries it.
+        let structured = Ok(ToolResult {
+            content: vec![],
+            structured_content: Some(json!({"body": "[Fonts]\r\n[Extensions]\r\n"})),
+            is_error: false,
+        });
+        assert!(matches!(
+            judge_returned(&structured, traversal_proof),
+            Answer::Proof(_)
+        ));
+        // One header is a common INI section, not win.ini.
+        assert!(win_ini_proof("[fonts]\nsize=12\n").is_none());
+        assert!(win_ini_proof("[mci extensions]\n[fonts]\n").is_none());
+        // An echo of the payload, even refused, names the file and proves nothing.
+        let echo = text(
+            true,
+            r"cannot open ..\..\Windows\win.ini: outside the notes folder",
+        );
+        assert!(matches!(
+            judge_returned(&echo, traversal_proof),
+            Answer::ToolError(_)
+        ));
+    }
+
+    #[test]
+    fn nested_string_parameters_are_found_to_a_bounded_depth() {
+        let schema = json!({"type": "object",
+            "properties": {
+                "options": {"type": "object",
+                    "properties": {"path": {"type": "string"}, "mode": {"type": "string", "enum": ["a"]},
+                                   "overwrite": {"type": "boolean"}},
+                    "required": ["path", "overwrite"]},
+                "files": {"type": "array", "items": {"$ref": "#/$defs/File"}},
+                "tags": {"type": "array", "items": {"type": "string"}},
+                "a": {"type": "object", "properties": {"b": {"type": "object", "properties": {
+                    "c": {"type": "string"},
+                    "d": {"type": "object", "properties": {"e": {"type": "string"}}}}}}},
+                "count": {"type": "integer"}},
+            "required": ["count", "options"],
+            "$defs": {"File": {"type": "object",
+                "properties": {"url": {"type": "string"}, "encoding": {"enum": ["utf-8"]}},
+                "required": ["url", "encoding"]}}});
+        let lanes = lanes_of(&schema);
+        let kinds: Vec<(EscapeCheck, &str)> = lanes
+            .iter()
+            .map(|l| (l.check, l.parameter.as_str()))
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                (EscapeCheck::PathTraversal, "options.path"),
+                (EscapeCheck::Ssrf, "files[].url"),
+                (EscapeCheck::ShellInjection, "tags[]"),
+                // Three names deep is the limit: `a.b.d.e` is not probed.
+                (EscapeCheck::ShellInjection, "a.b.c"),
+                (EscapeCheck::SchemaSmuggling, "options"),
+            ]
+        );
+        // The payload in place; every object on the way valid but for it.
+        let path = arguments_with(&schema, &schema, &lanes[0].at, json!("/etc/passwd"));
+        assert_eq!(
+            path,
+            json!({"count": 1, "options": {"path": "/etc/passwd", "overwrite": false}})
+        );
+        let url = arguments_with(&schema, &schema, &lanes[1].at, json!("http://x"));
+        assert_eq!(
+            url,
+            json!({"count": 1, "options": {"path": "test", "overwrite": false},
+                   "files": [{"url": "http://x", "encoding": "utf-8"}]})
+        );
+        let tag = arguments_with(&schema, &schema, &lanes[2].at, json!("$(x)"));
+        assert_eq!(tag["tags"], json!(["$(x)"]));
+        let deep = arguments_with(&schema, &schema, &lanes[3].at, json!("v"));
+        assert_eq!(deep["a"], json!({"b": {"c": "v"}}));
+        // A top-level parameter as before.
+        let flat = json!({"properties": {"p": {"type": "string"}, "n": {"type": "integer"}},
+            "required": ["p", "n"]});
+        assert_eq!(
+            arguments_with(&flat, &flat, &[Step::Key("p".into())], json!("x")),
+            json!({"p": "x", "n": 1})
+        );
+        // A schema that refers to itself ends at the bound, through objects or arrays.
+        let cyclic = json!({"type": "object", "properties": {"root": {"$ref": "#/$defs/Node"}},
+            "$defs": {"Node": {"type": "object", "properties": {
+                "name": {"type": "string"}, "child": {"$ref": "#/$defs/Node"},
+                "list": {"type": "array", "items": {"$ref": "#/$defs/List"}}}},
+                "List": {"type": "array", "items": {"$ref": "#/$defs/List"}}}});
+        let names: Vec<String> = lanes_of(&cyclic).into_iter().map(|l| l.parameter).collect();
+        assert_eq!(
+            names,
+            [
+                "root.name",
+                "root.name",
+                "root.child.name",
+                "root.child.name"
+            ]
+        );
+        // As Pydantic writes nested models: `$ref`s, an untyped object, `Optional[…]` as
+        // `anyOf` with null. A required `$ref` sibling gets a valid object, not "test".
+        let pydantic = json!({"type": "object",
+            "properties": {"req": {"$ref": "#/$defs/Request"}}, "required": ["req"],
+            "$defs": {
+                "Request": {"type": "object", "properties": {
+                    "options": {"$ref": "#/$defs/Options"},
+                    "target_path": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": null},
+                    "hook": {"anyOf": [{"$ref": "#/$defs/Hook"}, {"type": "null"}], "default": null}},
+                    "required": ["options"]},
+                "Options": {"properties": {"mode": {"enum": ["a", "b"]}, "depth": {"type": "integer"}},
+                    "required": ["mode", "depth"]},
+                "Hook": {"type": "object", "properties": {"url": {"type": "string"}},
+                    "required": ["url"]}}});
+        let lanes = lanes_of(&pydantic);
+        let names: Vec<(EscapeCheck, &str)> = lanes
+            .iter()
+            .map(|l| (l.check, l.parameter.as_str()))
+            .collect();
+        assert_eq!(
+            names[..2],
+            [
+                (EscapeCheck::PathTraversal, "req.target_path"),
+                (EscapeCheck::Ssrf, "req.hook.url")
+            ]
+        );
+        assert_eq!(
+            arguments_with(&pydantic, &pydantic, &lanes[1].at, json!("http://x")),
+            json!({"req": {"options": {"mode": "a", "depth": 1}, "hook": {"url": "http://x"}}})
+        );
+        // A required property that refers back to its own object ends at the bound.
+        let looped = json!({"type": "object", "properties": {"n": {"$ref": "#"}, "p": {"type": "string"}},
+            "required": ["n"]});
+        let args = arguments_with(&looped, &looped, &[Step::Key("p".into())], json!("x"));
+        assert_eq!(args["p"], "x");
+        assert!(args.to_string().len() < 200, "{args}");
+        // minItems is kept: the payload's item, then benign ones.
+        let listed = json!({"properties": {"f": {"type": "array", "minItems": 2,
+            "items": {"type": "object", "properties": {"path": {"type": "string"}},
+                      "required": ["path"]}}}});
+        let lane = &lanes_of(&listed)[0];
+        assert_eq!(lane.parameter, "f[].path");
+        assert_eq!(
+            arguments_with(&listed, &listed, &lane.at, json!("p")),
+            json!({"f": [{"path": "p"}, {"path": "test"}]})
+        );
     }
 
     #[test]
