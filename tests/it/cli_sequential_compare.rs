@@ -55,6 +55,10 @@ fn fake(alike: bool) -> impl Fn(&support::FakeRequest) -> FakeResponse + Send + 
 }
 
 fn run(dir: &std::path::Path, run_id: &str, extra: &[&str]) -> support::Run {
+    run_at(dir, run_id, "1", extra)
+}
+
+fn run_at(dir: &std::path::Path, run_id: &str, concurrency: &str, extra: &[&str]) -> support::Run {
     let mut args = vec![
         "run",
         "--provider",
@@ -66,7 +70,7 @@ fn run(dir: &std::path::Path, run_id: &str, extra: &[&str]) -> support::Run {
         "--compare",
         "--sequential",
         "--concurrency",
-        "1",
+        concurrency,
         "--out",
         "out",
         "--run-id",
@@ -131,28 +135,7 @@ fn a_clear_difference_stops_the_run_at_its_round_and_the_files_judge_it_again() 
     assert_eq!(s["skipped_trials"], 2 * 5 * 200 - 130);
     // Eight requests at a time stop at the same round: a round starts only once the one
     // before it is judged, so the run and its counts are the same, not a trial more.
-    let wide = toolscore(
-        dir.path(),
-        &[
-            "run",
-            "--provider",
-            "fake",
-            "--variant",
-            "base",
-            "--variant",
-            "clear",
-            "--compare",
-            "--sequential",
-            "--concurrency",
-            "8",
-            "--out",
-            "out",
-            "--run-id",
-            "s8",
-            "--progress",
-            "off",
-        ],
-    );
+    let wide = run_at(dir.path(), "s8", "8", &[]);
     assert_eq!(wide.code, 0, "{}", wide.transcript());
     assert_eq!(server.requests_seen(), 2 * 13 * 5 * 2);
     assert_eq!(trials_per_case(dir.path(), "s8"), counts);
