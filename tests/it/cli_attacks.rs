@@ -1120,6 +1120,18 @@ fn plan_sizes_an_attack_gate_per_unit_in_the_metrics_own_terms() {
     assert!(at(0.05)["p_pass"].as_f64().unwrap() <= 0.05, "{gate}");
     assert!(at(0.0125)["p_pass"].as_f64().unwrap() > 0.9, "{gate}");
     assert!(at(0.15)["p_fail"].as_f64().unwrap() > 0.9, "{gate}");
+    // The suite level in rounds of the units, in attack-success terms too: rare at the bar,
+    // certain a clear way either side of it.
+    let suite = gate["suite_sequential"].as_array().unwrap();
+    let in_suite = |rate: f64| {
+        suite
+            .iter()
+            .find(|r| (r["true_value"].as_f64().unwrap() - rate).abs() < 1e-9)
+            .unwrap_or_else(|| panic!("no suite row at {rate}: {gate}"))
+    };
+    let shares = |rate: f64, k: usize| in_suite(rate)["shares"][k].as_f64().unwrap();
+    assert!(shares(0.05, 0) <= 0.05 + 0.03, "PASS at the bar, ± Monte Carlo: {gate}");
+    assert!(shares(0.15, 1) > 0.9 && shares(0.0125, 0) > 0.9, "{gate}");
 
     let run = toolscore(
         d,

@@ -139,6 +139,10 @@ pub struct AttackGatePlan {
     pub sequential: Vec<AttackSequentialRow>,
     /// β/m over the units.
     pub sequential_beta: f64,
+    /// `--sequential --gate-level suite`: the mean over the units judged round by round,
+    /// every unit at the row's true rate (in the metric's own terms); simulated.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub suite_sequential: Vec<RoundsRow>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -403,6 +407,15 @@ fn attack_gate_plan(req: &PlanRequest, g: &AttackGateRequest) -> AttackGatePlan 
                 p_fail: oc.p_fail,
             })
             .collect();
+    // The suite's rounds are rounds of units, judged on the floor (the complement of a
+    // ceiling), told back in the metric's own terms.
+    let suite_sequential = suite_rows(req, t, g.units)
+        .into_iter()
+        .map(|r| RoundsRow {
+            true_value: own(r.true_value),
+            ..r
+        })
+        .collect();
     AttackGatePlan {
         metric: g.metric.clone(),
         threshold: g.threshold,
@@ -411,6 +424,7 @@ fn attack_gate_plan(req: &PlanRequest, g: &AttackGateRequest) -> AttackGatePlan 
         rows,
         sequential,
         sequential_beta: beta,
+        suite_sequential,
     }
 }
 
@@ -504,12 +518,12 @@ fn gate_plan(req: &PlanRequest, metric: &str, t: f64) -> GatePlan {
             GATE_N_CAP,
         )
         .map(|s| s.first),
-        suite_sequential: suite_rows(req, t),
+        suite_sequential: suite_rows(req, t, req.cases),
     }
 }
 
 /// The sequential suite gate simulated with every case at each of five true rates.
-fn suite_rows(req: &PlanRequest, t: f64) -> Vec<RoundsRow> {
+fn suite_rows(req: &PlanRequest, t: f64, cases: usize) -> Vec<RoundsRow> {
     let alpha = 1.0 - req.confidence;
     [
         t - 0.1,
@@ -522,7 +536,7 @@ fn suite_rows(req: &PlanRequest, t: f64) -> Vec<RoundsRow> {
     .filter(|p| *p > 0.0 && *p < 1.0)
     .enumerate()
     .filter_map(|(i, p)| {
-        let rates = vec![p; req.cases.max(1)];
+        let rates = vec![p; cases.max(1)];
         let oc = stats::simulate_suite_gate(
             t,
             alpha,
@@ -546,7 +560,7 @@ fn suite_rows(req: &PlanRequest, t: f64) -> Vec<RoundsRow> {
             round4(p),
             &Characteristics::from(&oc),
             fixed,
-            req.cases as f64,
+            cases as f64,
         ))
     })
     .collect()
@@ -725,18 +739,21 @@ fn sequential_characteristics(
 /// Rows judged by rounds: expected rounds (with their standard error when simulated, bare when
 /// `exact`), the shares of each verdict, the fixed-n design with the same α and power where
 /// there is one, and the cost.
+/// `priced`: whether the cost column means anything (the fixtures' tokens price a round of
+/// cases, not a round of multi-step attacked units).
 fn write_rounds_rows(
     w: &mut dyn Write,
     label: &str,
     [up, down]: [&str; 2],
     rows: &[RoundsRow],
     exact: bool,
+    priced: bool,
 ) -> io::Result<()> {
     for r in rows {
         let [p_up, p_down, within, undecided] = r.shares;
         writeln!(
             w,
-            "  {label} {:<6}  {}, {up} {p_up:.3} / {down} {p_down:.3}{} / undecided {undecided:.3}{}  {}",
+            "  {label} {:<6}  {}, {up} {p_up:.3} / {down} {p_down:.3}{} / undecided {undecided:.3}{}{}",
             if label == "B − A" {
                 format!("{:+}", r.true_value)
             } else {
@@ -756,7 +773,11 @@ fn write_rounds_rows(
             r.fixed_trials.map_or(String::new(), |n| format!(
                 "; fixed-n with the same alpha and power: {n:.0} trials"
             )),
-            fmt_cost(&r.cost)
+            if priced {
+                format!("  {}", fmt_cost(&r.cost))
+            } else {
+                String::new()
+            }
         )?;
     }
     Ok(())
@@ -825,6 +846,21 @@ fn write_attack_gate(w: &mut dyn Write, g: &AttackGatePlan, p: &TrialPlan) -> io
                 r.true_rate, r.expected_trials, r.p90_trials, r.p_pass, r.p_fail
             )?;
         }
+    }
+    if !g.suite_sequential.is_empty() {
+        writeln!(
+            w,
+            "  --sequential --gate-level suite (the mean over these {} units judged round by round, every unit at the true rate; {} simulated runs a row, ± Monte Carlo se):",
+            g.units, g.suite_sequential[0].reps
+        )?;
+        write_rounds_rows(
+            w,
+            "true rate",
+            ["pass", "fail"],
+            &g.suite_sequential,
+            false,
+            false,
+        )?;
     }
     Ok(())
 }
@@ -958,7 +994,14 @@ pub fn render_plan(p: &TrialPlan, w: &mut dyn Write) -> io::Result<()> {
                 "  --gate-level suite --sequential (this suite's rate, every case at the true rate; {} simulated runs a row, ± Monte Carlo se):",
                 g.suite_sequential[0].reps
             )?;
-            write_rounds_rows(w, "true rate", ["pass", "fail"], &g.suite_sequential, false)?;
+            write_rounds_rows(
+                w,
+                "true rate",
+                ["pass", "fail"],
+                &g.suite_sequential,
+                false,
+                true,
+            )?;
         }
     }
     for g in &p.attack_gates {
@@ -979,7 +1022,7 @@ pub fn render_plan(p: &TrialPlan, w: &mut dyn Write) -> io::Result<()> {
                 )
             }
         )?;
-        write_rounds_rows(w, "B − A", ["better", "worse"], &c.rows, c.exact)?;
+        write_rounds_rows(w, "B − A", ["better", "worse"], &c.rows, c.exact, true)?;
     }
     match &p.suite_cases {
         Some(s) => writeln!(
