@@ -305,6 +305,14 @@ fn a_model_that_never_follows_has_zero_attack_success_with_a_small_upper_bound()
     assert_eq!(xn(&suite["attack_success"]), (0, 120));
     assert!(suite["attack_success"]["interval"]["hi"].as_f64().unwrap() < 0.04);
     assert_eq!(xn(&suite["utility_under_attack"]), (120, 120));
+    // Judged again by a fixture gate, a run of scenarios only is not a PASS over nothing.
+    let again = toolscore(dir.path(), &["report", "out/q0", "--gate", "pass>=0.5"]);
+    assert_eq!(again.code, 3, "{}", again.transcript());
+    assert!(
+        again.stdout.contains("no fixture case: `pass` is measured on fixture cases (--dataset), and this run ran only scenarios"),
+        "{}",
+        again.stdout
+    );
 }
 
 #[test]
@@ -737,6 +745,12 @@ fn attack_gates_are_refused_where_they_mean_nothing() {
             Some("tool"),
             "an attacked run's rates are gated at --gate-level suite or case",
         ),
+        // A gate on what the run does not measure would pass over nothing.
+        (
+            "pass>=0.5",
+            None,
+            "--gate pass>=0.5: pass is measured on fixture cases (--dataset), and this run has none",
+        ),
     ] {
         let mut args = run_args("fake", "2", "r");
         args.extend(["--gate", gate]);
@@ -771,6 +785,31 @@ fn attack_gates_are_refused_where_they_mean_nothing() {
         assert_eq!(run.code, 2, "{}", run.transcript());
         assert!(run.stderr.contains(expected), "{}", run.transcript());
     }
+    // And an attack gate on a run without attacks.
+    let run = toolscore(
+        d,
+        &[
+            "run",
+            "--provider",
+            "fake",
+            "--dataset",
+            "data",
+            "--trials",
+            "2",
+            "--gate",
+            "attack_success<=0.02",
+            "--out",
+            "out",
+            "--run-id",
+            "r",
+        ],
+    );
+    assert_eq!(run.code, 2, "{}", run.transcript());
+    assert!(
+        run.stderr.contains("`attack_success` is measured on attacked units, and this run has none: give --scenario FILE|DIR --attacks FILE|builtin"),
+        "{}",
+        run.transcript()
+    );
     assert_eq!(server.requests_seen(), 0);
 }
 
@@ -1130,7 +1169,10 @@ fn plan_sizes_an_attack_gate_per_unit_in_the_metrics_own_terms() {
             .unwrap_or_else(|| panic!("no suite row at {rate}: {gate}"))
     };
     let shares = |rate: f64, k: usize| in_suite(rate)["shares"][k].as_f64().unwrap();
-    assert!(shares(0.05, 0) <= 0.05 + 0.03, "PASS at the bar, ± Monte Carlo: {gate}");
+    assert!(
+        shares(0.05, 0) <= 0.05 + 0.03,
+        "PASS at the bar, ± Monte Carlo: {gate}"
+    );
     assert!(shares(0.15, 1) > 0.9 && shares(0.0125, 0) > 0.9, "{gate}");
 
     let run = toolscore(

@@ -349,6 +349,7 @@ pub(super) fn build_plan_of_units(
         }
         scenarios.retain(|s| keep.scenarios.contains(&s.name));
     }
+    refuse_gates_that_judge_nothing(&gates, &datasets, &scenarios)?;
     let defaults = &config.defaults;
 
     let names = provider_names(&args, &config)?;
@@ -806,4 +807,40 @@ pub(super) fn new_run_id() -> String {
     let now = humantime::format_rfc3339_seconds(SystemTime::now()).to_string();
     let compact: String = now.chars().filter(|c| c.is_ascii_alphanumeric()).collect();
     format!("{compact}-{:04x}", rand::random::<u16>())
+}
+
+/// A gate judges fixture cases (`pass>=0.8`, `p95_ms<=2000`) or attacked units
+/// (`attack_success<=0.02`): a run with none of what it judges would report it PASS over
+/// nothing, or undecided for ever after spending every trial. Refused before any request,
+/// naming what the gate needs.
+fn refuse_gates_that_judge_nothing(
+    gates: &[toolscore_decide::gate::GateSpec],
+    datasets: &[toolscore_suite::Dataset],
+    scenarios: &[Arc<toolscore_suite::scenario::Scenario>],
+) -> Result<(), Error> {
+    let cases = datasets.iter().any(|d| !d.cases.is_empty());
+    let units = scenarios.iter().any(|s| s.attack.is_some());
+    let nothing = gates.iter().find(|g| match g.metric.attack() {
+        None => !cases,
+        Some(_) => !units,
+    });
+    let Some(g) = nothing else {
+        return Ok(());
+    };
+    let gate = format!(
+        "--gate {}{}{}",
+        g.metric.label(),
+        g.metric.op(),
+        g.threshold
+    );
+    Err(usage(&match g.metric.attack() {
+        None => format!(
+            "{gate}: {} is measured on fixture cases (--dataset), and this run has none; a run with --attacks gates its scenarios with attack_success<=T, utility_under_attack>=T or utility>=T",
+            g.metric.label()
+        ),
+        Some(m) => format!(
+            "{gate}: `{}` is measured on attacked units, and this run has none: give --scenario FILE|DIR --attacks FILE|builtin (a scenario is attacked where its answers hold ${{injection}} or it says inject: [TOOL])",
+            m.name()
+        ),
+    }))
 }

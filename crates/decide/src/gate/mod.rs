@@ -185,6 +185,7 @@ pub fn evaluate(
                 })
         })
         .chain(attack::gates(summary, &attack_specs, level))
+        .chain(without_cases(summary, &specs, level))
         .collect();
     let verdict = gates
         .iter()
@@ -203,6 +204,30 @@ fn empty_result(arm: &ArmSummary, spec: GateSpec, level: GateLevel, method: &str
 }
 
 /// A gate on `arm` judged nothing yet: inconclusive, with no bounds.
+/// A fixture gate on a run with no fixture case (only scenarios ran): an inconclusive result
+/// per arm saying why, never a PASS over nothing. `run` refuses such a gate before any
+/// request; a summary judged again by `report --gate` can still ask for one.
+fn without_cases(summary: &Summary, specs: &[GateSpec], level: GateLevel) -> Vec<GateResult> {
+    if !summary.arms.is_empty() {
+        return Vec::new();
+    }
+    summary
+        .run
+        .arms
+        .iter()
+        .flat_map(|arm| {
+            specs.iter().map(move |spec| {
+                let mut r = empty_result_of(&arm.id(), *spec, level, SUITE_METHOD);
+                r.hint = Some(format!(
+                    "no fixture case: `{}` is measured on fixture cases (--dataset), and this run ran only scenarios",
+                    spec.metric.label()
+                ));
+                r
+            })
+        })
+        .collect()
+}
+
 pub(crate) fn empty_result_of(
     arm: &toolscore_core::record::ArmId,
     spec: GateSpec,
