@@ -603,13 +603,19 @@ fn fail_below_names_its_indifference_zone_on_every_line() {
     assert_eq!(run.code, 1, "{}", run.transcript());
     let s = summary(dir.path(), "below");
     let gate = &s["gate"]["gates"][0];
-    assert_eq!(gate["verdict"], "fail");
+    // The JSON's word is the terminal's: `below`, never `fail`, at every level.
+    assert_eq!(
+        (gate["verdict"].as_str(), s["gate"]["verdict"].as_str()),
+        (Some("below"), Some("below"))
+    );
+    assert_eq!(s["decision"]["verdict"], "below");
+    assert!(!serde_json::to_string(&s).unwrap().contains(r#""verdict":"fail""#));
     assert_eq!(gate["sequential"]["fail_below"], 0.9);
     let below: Vec<&Value> = gate["not_passed"]
         .as_array()
         .expect("cases")
         .iter()
-        .filter(|c| c["verdict"] == "fail")
+        .filter(|c| c["verdict"] == "below")
         .collect();
     assert_eq!(below.len(), 3, "{}", run.stdout);
     for case in &below {

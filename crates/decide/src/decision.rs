@@ -157,15 +157,12 @@ fn gate_ground(gate: Option<&toolscore_report::GateReport>) -> Option<Ground> {
     let count = |v: Verdict| gate.gates.iter().filter(|g| g.verdict == v).count();
     let below = gate.below();
     Some(Ground {
-        verdict: match (gate.verdict, below) {
-            (Verdict::Fail, Some(_)) => RunVerdict::Below,
-            (v, _) => v.into(),
-        },
+        verdict: gate.verdict.into(),
         part: Part::Gates {
             gate_verdict: gate.verdict,
             gates: gate.gates.len(),
             passed: count(Verdict::Pass),
-            failed: count(Verdict::Fail),
+            failed: gate.gates.iter().filter(|g| g.verdict.failed()).count(),
             inconclusive: count(Verdict::Inconclusive),
             below,
         },

@@ -199,7 +199,7 @@ fn judged_status(
     } else {
         ("upper", "below")
     };
-    if v.verdict != Verdict::Fail {
+    if !v.verdict.failed() {
         let mut st = TestCaseStatus::skipped();
         let bounds = if anytime_valid(g) {
             format!("anytime-valid bounds {}", v.bounds_text())
@@ -381,9 +381,13 @@ fn gate_test(g: &GateResult) -> TestCase {
     }
     let status = match g.verdict {
         Verdict::Pass => TestCaseStatus::success(),
-        Verdict::Fail => {
+        Verdict::Fail | Verdict::Below => {
             let mut st = TestCaseStatus::non_success(NonSuccessKind::Failure);
-            st.set_message(line.clone()).set_type("gate failed");
+            st.set_message(line.clone()).set_type(if g.verdict == Verdict::Below {
+                "below the indifference zone"
+            } else {
+                "gate failed"
+            });
             if !details.is_empty() {
                 st.set_description(details.join("\n"));
             }

@@ -6,12 +6,18 @@ use super::Metric;
 use toolscore_core::metric::AttackMetric;
 use toolscore_core::record::ArmId;
 
-/// The outcome of a gate, or of the whole run's gates.
+/// The outcome of a gate, or of the whole run's gates. Ordered from best to worst, as
+/// [`RunVerdict`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
     Pass,
     Inconclusive,
+    /// A sequential case gate under `--fail-below P1` called the case (for the gate: each of
+    /// its failed cases) below P1: an indifference-zone test the user asked for by name, which
+    /// does not rule out the bar. Exit 1 as a failure, but never said FAIL, in any format.
+    Below,
+    /// The bar is ruled out.
     Fail,
 }
 
@@ -20,8 +26,15 @@ impl Verdict {
         match self {
             Verdict::Pass => "PASS",
             Verdict::Inconclusive => "INCONCLUSIVE",
+            Verdict::Below => "BELOW",
             Verdict::Fail => "FAIL",
         }
+    }
+
+    /// A failure of the gate, whatever its test: FAIL, or BELOW under `--fail-below`. Both
+    /// exit 1.
+    pub fn failed(self) -> bool {
+        matches!(self, Verdict::Below | Verdict::Fail)
     }
 }
 
@@ -166,17 +179,19 @@ pub struct GateReport {
 }
 
 impl GateReport {
-    /// The rate of `--fail-below` when every gate that failed is a sequential case gate that
-    /// called its cases below that rate (not below the bar): the gates' word is then
-    /// `BELOW P1`, never FAIL.
+    /// The rate of `--fail-below` when the gates' verdict is BELOW (every gate that failed
+    /// called its cases below that rate, not below the bar), for saying `BELOW P1`.
     pub fn below(&self) -> Option<f64> {
-        let failed: Vec<Option<f64>> = self
+        if self.verdict != Verdict::Below {
+            return None;
+        }
+        let rates: Vec<Option<f64>> = self
             .gates
             .iter()
-            .filter(|g| g.verdict == Verdict::Fail)
+            .filter(|g| g.verdict == Verdict::Below)
             .map(|g| g.sequential.as_ref().and_then(|q| q.fail_below))
             .collect();
-        match failed.as_slice() {
+        match rates.as_slice() {
             [first, rest @ ..] if rest.iter().all(|r| r == first) => *first,
             _ => None,
         }
@@ -416,7 +431,7 @@ impl CaseVerdict {
     /// `--fail-below`, else the verdict's (`FAIL`, `INCONCLUSIVE`, `PASS`).
     pub fn label(&self) -> String {
         match (self.verdict, self.below) {
-            (Verdict::Fail, Some(rate)) => format!("BELOW {rate}"),
+            (Verdict::Below, Some(rate)) => format!("BELOW {rate}"),
             (v, _) => v.label().to_owned(),
         }
     }
@@ -434,7 +449,7 @@ impl CaseVerdict {
         };
         let (lo_digits, hi_digits) = match self.verdict {
             Verdict::Pass => (digits(self.lower, self.threshold, true), 3),
-            Verdict::Fail => (
+            Verdict::Fail | Verdict::Below => (
                 3,
                 digits(self.upper, self.below.unwrap_or(self.threshold), false),
             ),
@@ -518,16 +533,20 @@ impl GateResult {
         if self.level == GateLevel::Baseline {
             return match self.verdict {
                 Verdict::Pass => format!("lower bound {} above -{t}", b(self.lower)),
-                Verdict::Fail => format!("upper bound {} below -{t}", b(self.upper)),
+                Verdict::Fail | Verdict::Below => {
+                    format!("upper bound {} below -{t}", b(self.upper))
+                }
                 Verdict::Inconclusive => format!("bounds straddle -{t}"),
             };
         }
         let ceiling = self.metric.ceiling();
         match self.verdict {
             Verdict::Pass if ceiling => format!("upper bound {} <= {t}", b(self.upper)),
-            Verdict::Fail if ceiling => format!("lower bound {} > {t}", b(self.lower)),
+            Verdict::Fail | Verdict::Below if ceiling => {
+                format!("lower bound {} > {t}", b(self.lower))
+            }
             Verdict::Pass => format!("lower bound {} >= {t}", b(self.lower)),
-            Verdict::Fail => format!("upper bound {} < {t}", b(self.upper)),
+            Verdict::Fail | Verdict::Below => format!("upper bound {} < {t}", b(self.upper)),
             Verdict::Inconclusive => format!("bounds straddle {t}"),
         }
     }
@@ -582,7 +601,7 @@ impl GateResult {
             self.verdict,
             self.sequential.as_ref().and_then(|q| q.fail_below),
         ) {
-            (Verdict::Fail, Some(rate)) => format!("BELOW {rate}"),
+            (Verdict::Below, Some(rate)) => format!("BELOW {rate}"),
             (v, _) => v.label().to_owned(),
         }
     }
@@ -652,6 +671,7 @@ impl From<Verdict> for RunVerdict {
         match v {
             Verdict::Pass => RunVerdict::Pass,
             Verdict::Inconclusive => RunVerdict::Inconclusive,
+            Verdict::Below => RunVerdict::Below,
             Verdict::Fail => RunVerdict::Fail,
         }
     }

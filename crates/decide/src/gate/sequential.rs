@@ -520,12 +520,17 @@ impl SequentialGate {
             cases.push(self.case_verdict(key, state, t, m));
         }
         let passed = cases.iter().filter(|c| c.verdict == Verdict::Pass).count();
-        let failed = cases.iter().filter(|c| c.verdict == Verdict::Fail).count();
+        let failed = cases.iter().filter(|c| c.verdict.failed()).count();
         let inconclusive = cases.len() - passed - failed;
         let verdict = if cases.is_empty() {
             Verdict::Inconclusive
         } else if failed > 0 {
-            Verdict::Fail
+            // Every failed case of one gate ran the same test: BELOW under --fail-below.
+            if self.spec.fail_below.is_some() {
+                Verdict::Below
+            } else {
+                Verdict::Fail
+            }
         } else if inconclusive > 0 {
             Verdict::Inconclusive
         } else {
@@ -643,6 +648,7 @@ impl SequentialGate {
     fn case_verdict(&self, key: &CaseKey, state: &CaseState, t: f64, m: usize) -> CaseVerdict {
         let verdict = match state.decided {
             Some(SequentialDecision::Pass) => Verdict::Pass,
+            Some(SequentialDecision::Fail) if self.spec.fail_below.is_some() => Verdict::Below,
             Some(SequentialDecision::Fail) => Verdict::Fail,
             _ => Verdict::Inconclusive,
         };
@@ -667,7 +673,7 @@ impl SequentialGate {
             threshold: t,
             verdict,
             more_trials,
-            below: self.spec.fail_below.filter(|_| verdict == Verdict::Fail),
+            below: self.spec.fail_below.filter(|_| verdict == Verdict::Below),
         }
     }
 }

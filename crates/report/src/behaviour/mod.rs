@@ -526,7 +526,7 @@ pub fn cases_to_explain(s: &super::Summary, per_arm: usize) -> Vec<CaseKey> {
             .flat_map(|g| &g.gates)
             .filter(|g| g.arm == a.arm)
             .flat_map(|g| &g.not_passed)
-            .filter(|c| c.verdict == super::Verdict::Fail)
+            .filter(|c| c.verdict.failed())
             .map(|c| (c.dataset.clone(), c.case_id.clone()));
         let weakest = super::wording::weakest_cases(a)
             .into_iter()

@@ -386,7 +386,8 @@ fn run_verdict_class(v: crate::RunVerdict) -> &'static str {
 fn verdict_class(v: Verdict) -> &'static str {
     match v {
         Verdict::Pass => "pass",
-        Verdict::Fail => "fail",
+        // Both exit 1: drawn as failures, worded apart.
+        Verdict::Fail | Verdict::Below => "fail",
         Verdict::Inconclusive => "inconclusive",
     }
 }

@@ -64,9 +64,14 @@ fn write_gate_line(r: &GateResult, several: bool, w: &mut dyn Write) -> io::Resu
         Verdict::Pass if ceiling => {
             format!("upper bound {} <= {}", bound(r.upper), r.threshold)
         }
-        Verdict::Fail if ceiling => format!("lower bound {} > {}", bound(r.lower), r.threshold),
+        // BELOW is a case gate's; the arm and suite clauses never see one.
+        Verdict::Fail | Verdict::Below if ceiling => {
+            format!("lower bound {} > {}", bound(r.lower), r.threshold)
+        }
         Verdict::Pass => format!("lower bound {} >= {}", bound(r.lower), r.threshold),
-        Verdict::Fail => format!("upper bound {} < {}", bound(r.upper), r.threshold),
+        Verdict::Fail | Verdict::Below => {
+            format!("upper bound {} < {}", bound(r.upper), r.threshold)
+        }
         Verdict::Inconclusive if ceiling => format!(
             "[{}, {}] straddles {}",
             bound(r.lower),
@@ -118,7 +123,7 @@ fn write_gate_line(r: &GateResult, several: bool, w: &mut dyn Write) -> io::Resu
             r.cases,
             match r.verdict {
                 Verdict::Pass => "lower bound above",
-                Verdict::Fail => "upper bound below",
+                Verdict::Fail | Verdict::Below => "upper bound below",
                 Verdict::Inconclusive => "bounds straddle",
             },
             -r.threshold
