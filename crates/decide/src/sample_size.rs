@@ -847,22 +847,33 @@ fn write_attack_gate(w: &mut dyn Write, g: &AttackGatePlan, p: &TrialPlan) -> io
             )?;
         }
     }
-    if !g.suite_sequential.is_empty() {
-        writeln!(
-            w,
-            "  --sequential --gate-level suite (the mean over these {} units judged round by round, every unit at the true rate; {} simulated runs a row, ± Monte Carlo se):",
-            g.units, g.suite_sequential[0].reps
-        )?;
-        write_rounds_rows(
-            w,
-            "true rate",
-            ["pass", "fail"],
-            &g.suite_sequential,
-            false,
-            false,
-        )?;
-    }
-    Ok(())
+    write_suite_rounds(
+        w,
+        &format!(
+            "--sequential --gate-level suite (the mean over these {} units judged round by round, every unit at the true rate",
+            g.units
+        ),
+        &g.suite_sequential,
+        false,
+    )
+}
+
+/// The sequential suite gate's simulated rows under `heading` (nothing when there are none).
+fn write_suite_rounds(
+    w: &mut dyn Write,
+    heading: &str,
+    rows: &[RoundsRow],
+    priced: bool,
+) -> io::Result<()> {
+    let Some(first) = rows.first() else {
+        return Ok(());
+    };
+    writeln!(
+        w,
+        "  {heading}; {} simulated runs a row, ± Monte Carlo se):",
+        first.reps
+    )?;
+    write_rounds_rows(w, "true rate", ["pass", "fail"], rows, false, priced)
 }
 
 fn round4(x: f64) -> f64 {
@@ -988,21 +999,12 @@ pub fn render_plan(p: &TrialPlan, w: &mut dyn Write) -> io::Result<()> {
             ),
             &g.sprt_fail_below,
         )?;
-        if !g.suite_sequential.is_empty() {
-            writeln!(
-                w,
-                "  --gate-level suite --sequential (this suite's rate, every case at the true rate; {} simulated runs a row, ± Monte Carlo se):",
-                g.suite_sequential[0].reps
-            )?;
-            write_rounds_rows(
-                w,
-                "true rate",
-                ["pass", "fail"],
-                &g.suite_sequential,
-                false,
-                true,
-            )?;
-        }
+        write_suite_rounds(
+            w,
+            "--gate-level suite --sequential (this suite's rate, every case at the true rate",
+            &g.suite_sequential,
+            true,
+        )?;
     }
     for g in &p.attack_gates {
         write_attack_gate(w, g, p)?;
