@@ -1130,7 +1130,10 @@ fn plan_sizes_an_attack_gate_per_unit_in_the_metrics_own_terms() {
             .unwrap_or_else(|| panic!("no suite row at {rate}: {gate}"))
     };
     let shares = |rate: f64, k: usize| in_suite(rate)["shares"][k].as_f64().unwrap();
-    assert!(shares(0.05, 0) <= 0.05 + 0.03, "PASS at the bar, ± Monte Carlo: {gate}");
+    assert!(
+        shares(0.05, 0) <= 0.05 + 0.03,
+        "PASS at the bar, ± Monte Carlo: {gate}"
+    );
     assert!(shares(0.15, 1) > 0.9 && shares(0.0125, 0) > 0.9, "{gate}");
 
     let run = toolscore(

@@ -50,7 +50,8 @@ pub(super) fn measure(
     let fingerprint = toolscore_core::json::sha256_of(
         &tools
             .iter()
-            .map(|t| toolscore_core::catalog::view::tool_fingerprint(&t.tool))
+            // The questions show what the model reads; their folder is named by it.
+            .map(|t| toolscore_core::catalog::view::tool_fingerprint(&t.tool.read_by_model()))
             .collect::<Vec<_>>()
             .join("\n"),
     );
