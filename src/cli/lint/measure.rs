@@ -55,7 +55,11 @@ pub(super) fn measure(
             .collect::<Vec<_>>()
             .join("\n"),
     );
-    let questions = ask::write_questions(tools.iter().map(|t| &t.tool), &fingerprint, &args.out)?;
+    let questions = ask::write_questions(
+        tools.iter().map(|t| &t.tool),
+        &fingerprint,
+        &args.out_dir(config),
+    )?;
     let setup = ask::judge_setup(&questions, args, judge_spec, config)?;
     let arm = setup
         .plan
