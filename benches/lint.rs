@@ -87,6 +87,7 @@ fn generated(tools: usize) -> Catalog {
                 },
                 "required": ["record_id"]
             }),
+            ..Default::default()
         });
         descriptions.push(description);
     }
@@ -134,6 +135,7 @@ fn main() {
             name: "get_invoice".to_owned(),
             description: "Look up an invoice by its id. ".repeat(50 * 1024 * 1024 / 30),
             input_schema: json!({"type": "object"}),
+            ..Default::default()
         }],
         "generated".to_owned(),
     );

@@ -27,6 +27,7 @@ fn tool(i: usize, wording: &str) -> Tool {
             "id": {"type": "string", "description": format!("The id of record {i}.")},
             "expand": {"type": "boolean", "description": "Include the lines.", "default": false}
         }, "required": ["id"]}),
+        ..Default::default()
     }
 }
 

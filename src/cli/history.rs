@@ -13,9 +13,10 @@ use toolscore_core::error::ExitCode;
 
 #[derive(Debug, Args)]
 pub struct HistoryArgs {
-    /// The --out folder of the runs, holding history.jsonl.
-    #[arg(long, default_value = "reports", value_name = "DIR")]
-    pub dir: PathBuf,
+    /// The --out folder of the runs, holding history.jsonl [default: reports, beside the
+    /// toolscore.yaml found (the current folder's without one)].
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
     /// The rate followed: history.jsonl keeps these three.
     #[arg(long, value_enum, default_value_t = FollowedArg::Selection)]
     pub metric: FollowedArg,
@@ -114,7 +115,12 @@ pub(super) fn run(args: &HistoryArgs) -> Result<ExitCode, Error> {
     if args.last == Some(0) {
         return Err(usage("--last must be at least 1"));
     }
-    let path = args.dir.join(toolscore_report::history::FILE_NAME);
+    // The project's reports, as `run` writes them from any of its folders.
+    let dir = args
+        .dir
+        .clone()
+        .unwrap_or_else(|| super::default_path(None, "reports"));
+    let path = dir.join(toolscore_report::history::FILE_NAME);
     if !path.is_file() {
         return Err(usage(&format!(
             "{}: no history yet; every `{}` appends to it",
@@ -123,7 +129,7 @@ pub(super) fn run(args: &HistoryArgs) -> Result<ExitCode, Error> {
                 "toolscore",
                 "run",
                 "--out",
-                &args.dir.display().to_string()
+                &dir.display().to_string()
             ])
         )));
     }
@@ -164,14 +170,14 @@ pub(super) fn run(args: &HistoryArgs) -> Result<ExitCode, Error> {
     let overview = overview::overview(
         &series,
         &overview::Sources {
-            dir: &args.dir.display().to_string(),
+            dir: &dir.display().to_string(),
             file: &path.display().to_string(),
             lines: line_count,
             generated_at: humantime::format_rfc3339_seconds(std::time::SystemTime::now())
                 .to_string(),
             followed,
             last: args.last,
-            folders: &run_folders(&args.dir, &series)?,
+            folders: &run_folders(&dir, &series)?,
         },
     );
     for format in &formats {
@@ -187,14 +193,12 @@ pub(super) fn run(args: &HistoryArgs) -> Result<ExitCode, Error> {
                     .map_err(|e| Error::encode("the history overview", e))?;
                 outln!()?;
             }
-            HistoryFormat::Md => write_page(&args.dir.join("history.md"), &overview, |o, w| {
+            HistoryFormat::Md => write_page(&dir.join("history.md"), &overview, |o, w| {
                 toolscore_report::render_history_markdown(o, w)
             })?,
-            HistoryFormat::Html => {
-                write_page(&args.dir.join("history.html"), &overview, |o, w| {
-                    toolscore_report::render_history_html(o, w)
-                })?
-            }
+            HistoryFormat::Html => write_page(&dir.join("history.html"), &overview, |o, w| {
+                toolscore_report::render_history_html(o, w)
+            })?,
         }
     }
     Ok(if overview.any_worsened() && args.fail_on_drop {

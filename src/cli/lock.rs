@@ -15,7 +15,8 @@ use toolscore_core::text::command;
 /// `toolscore lock`.
 #[derive(Debug, Args)]
 pub struct LockArgs {
-    /// Config file [default: toolscore.yaml]; the lock is written beside it.
+    /// Config file [default: the nearest toolscore.yaml, from the current folder up to the
+    /// repository's top]; the lock is written beside it.
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Rewrite an existing lock to what the catalogs read now, printing what changed: accept a
@@ -35,7 +36,8 @@ fn lock_path(config: &Path) -> PathBuf {
 
 /// The command that accepts a change, with the project's `--config` when it is not the default.
 fn update_command(config: &Path) -> String {
-    if config == Path::new("toolscore.yaml") {
+    // The config the search finds needs no flag: the same command finds it again.
+    if config == Path::new("toolscore.yaml") || super::project::found_config() == Some(config) {
         command(["toolscore", "lock", "--update"])
     } else {
         command([
@@ -265,7 +267,7 @@ fn kind(u: &UnitChange) -> &'static str {
 /// What `run` says once when the project has a config but no lock.
 pub(crate) fn unpinned_notice(args: &SuiteArgs) -> Option<String> {
     let config = super::config_file(args)?;
-    let path = lock_path(config);
+    let path = lock_path(&config);
     // Something that is not a lock (a dangling link, a folder) is refused by the check.
     std::fs::symlink_metadata(&path).is_err().then(|| {
         format!(
@@ -282,9 +284,9 @@ pub(super) fn run(args: &LockArgs) -> Result<ExitCode, Error> {
         scenarios: Vec::new(),
         attacks: Vec::new(),
     };
-    let Some(config) = super::config_file(&suite_args).map(Path::to_owned) else {
+    let Some(config) = super::config_file(&suite_args) else {
         return Err(usage(&format!(
-            "no toolscore.yaml in {}: the lock pins a project's catalogs and is written beside its config; run this in the project's folder or pass --config FILE",
+            "no toolscore.yaml in {} or the folders above it: the lock pins a project's catalogs and is written beside its config; run this in the project or pass --config FILE",
             std::env::current_dir().map_or_else(|_| ".".to_owned(), |d| d.display().to_string())
         )));
     };

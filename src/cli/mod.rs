@@ -28,6 +28,7 @@ mod merge;
 mod output;
 mod plan;
 mod probe;
+mod project;
 mod report;
 mod rescore;
 mod resume;
@@ -205,7 +206,8 @@ pub enum Command {
 /// Where the suite comes from.
 #[derive(Debug, Clone, Args)]
 pub struct SuiteArgs {
-    /// Config file [default: toolscore.yaml when it exists].
+    /// Config file [default: the nearest toolscore.yaml, from the current folder up to the
+    /// repository's top].
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Dataset folder (tools.json + cases.jsonl); repeatable. With --dataset or --scenario,
@@ -387,26 +389,18 @@ pub(crate) fn load_suite(args: &SuiteArgs) -> Result<LoadedSuite, Error> {
     Ok(suite)
 }
 
-/// The config file a command reads: `--config`, else ./toolscore.yaml when it exists.
-fn config_file(args: &SuiteArgs) -> Option<&Path> {
+/// The config file a command reads: `--config`, else the nearest toolscore.yaml found from
+/// the current folder up ([`project`]).
+fn config_file(args: &SuiteArgs) -> Option<PathBuf> {
     config_path(args.config.as_deref())
 }
 
-/// The config file a command reads, from its `--config`: that file, else ./toolscore.yaml when
-/// it exists, else none.
-pub(crate) fn config_path(given: Option<&Path>) -> Option<&Path> {
-    let default_config = Path::new("toolscore.yaml");
-    match given {
-        Some(path) => Some(path),
-        None if default_config.is_file() => Some(default_config),
-        None => None,
-    }
-}
+pub(crate) use project::{config_path, default_path};
 
 /// [`load_suite`] without the lock's check: what `toolscore lock` pins.
 fn load_suite_unchecked(args: &SuiteArgs) -> Result<LoadedSuite, Error> {
     let config_file = config_file(args);
-    let config = match config_file {
+    let config = match &config_file {
         Some(path) => load_config(path)?,
         None => Config::default(),
     };
@@ -417,14 +411,14 @@ fn load_suite_unchecked(args: &SuiteArgs) -> Result<LoadedSuite, Error> {
         (args.datasets.clone(), args.scenarios.clone())
     };
     if dirs.is_empty() && scenario_paths.is_empty() {
-        return Err(usage(&match config_file {
+        return Err(usage(&match &config_file {
             Some(path) => format!(
                 "no dataset: {} lists no `datasets` (or `scenarios`); list one there, or pass --dataset DIR (or --scenario FILE)",
                 path.display()
             ),
             // Outside a project: say where toolscore looked, and how a project starts.
             None => format!(
-                "no dataset: no toolscore.yaml in {} (the current folder, the only place it is looked for) and no --dataset or --scenario; run this in your project's folder, pass --dataset DIR, or start a project here with `toolscore init` (from an MCP server or a tool list: `toolscore help init`)",
+                "no dataset: no toolscore.yaml in {} or the folders above it (up to a repository's top) and no --dataset or --scenario; run this in your project, pass --dataset DIR, or start a project here with `toolscore init` (from an MCP server or a tool list: `toolscore help init`)",
                 std::env::current_dir()
                     .map_or_else(|_| ".".to_owned(), |d| d.display().to_string())
             ),
@@ -457,7 +451,7 @@ fn load_suite_unchecked(args: &SuiteArgs) -> Result<LoadedSuite, Error> {
     }
     Ok(LoadedSuite {
         config,
-        config_file: config_file.map(Path::to_owned),
+        config_file,
         datasets,
         scenarios,
     })

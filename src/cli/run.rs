@@ -106,14 +106,10 @@ pub struct RunArgs {
     /// shipped table or `prices:` in toolscore.yaml).
     #[arg(help_heading = "Trials and limits", long, value_name = "USD")]
     pub max_cost: Option<f64>,
-    /// Folder for run outputs; each run writes OUT/<run-id>/.
-    #[arg(
-        help_heading = "Output",
-        long,
-        default_value = "reports",
-        value_name = "DIR"
-    )]
-    pub out: PathBuf,
+    /// Folder for run outputs; each run writes OUT/<run-id>/ [default: reports, beside the
+    /// toolscore.yaml found (the current folder's without one)].
+    #[arg(help_heading = "Output", long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
     /// Run id [default: UTC timestamp plus a random suffix].
     #[arg(help_heading = "Output", long, conflicts_with = "resume")]
     pub run_id: Option<String>,
@@ -203,6 +199,13 @@ impl RunArgs {
             run: RunArgs,
         }
         <Bare as clap::Parser>::parse_from(["toolscore"]).run
+    }
+
+    /// `--out`, else the project's `reports` (see `project`).
+    pub(super) fn out_dir(&self) -> PathBuf {
+        self.out
+            .clone()
+            .unwrap_or_else(|| super::default_path(self.suite.config.as_deref(), "reports"))
     }
 }
 

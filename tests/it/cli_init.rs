@@ -591,7 +591,7 @@ fn a_refresh_from_a_newer_release_of_a_server_keeps_the_cases() {
     let listed = toolscore(dir.path(), &["catalog", "datasets/everything"]);
     assert!(
         listed.stdout.contains(
-            "fingerprint sha256:e11ae112d6d660f1f35485e06c49a3264a78641fc79efd68991a46cb33f9139e"
+            "fingerprint sha256:3da0ce6cbf98781682f46de631183574b44d8c79f36cc33f102910097ed41769"
         ),
         "{}",
         listed.stdout

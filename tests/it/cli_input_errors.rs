@@ -498,7 +498,7 @@ fn outside_a_project_says_no_toolscore_yaml_was_found_and_how_to_start_one() {
         assert_eq!(run.code, 2, "{command}\n{}", run.transcript());
         assert_eq!(
             run.stderr,
-            "error: no dataset: no toolscore.yaml in [TMP] (the current folder, the only place it is looked for) and no --dataset or --scenario; run this in your project's folder, pass --dataset DIR, or start a project here with `toolscore init` (from an MCP server or a tool list: `toolscore help init`)\n",
+            "error: no dataset: no toolscore.yaml in [TMP] or the folders above it (up to a repository's top) and no --dataset or --scenario; run this in your project, pass --dataset DIR, or start a project here with `toolscore init` (from an MCP server or a tool list: `toolscore help init`)\n",
             "{command}"
         );
     }

@@ -17,6 +17,7 @@ mod cli_arms;
 mod cli_attacks;
 mod cli_batch;
 mod cli_compare;
+mod cli_config_lookup;
 mod cli_cost;
 mod cli_explain;
 mod cli_formats;

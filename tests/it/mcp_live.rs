@@ -54,7 +54,7 @@ fn lists_two_published_servers_over_stdio() {
     // The tool every version of the server has, with its parameter in full.
     assert!(
         run.stdout
-            .contains("\necho  (~61 tokens, 4de1c145bde0)\n  Echoes back the input string\n  parameters:\n    message: string, required\n      Message to echo\n"),
+            .contains("\necho  (~61 tokens, 396b6140849b)\n  Echoes back the input string\n  parameters:\n    message: string, required\n      Message to echo\n"),
         "{}",
         run.stdout
     );
@@ -177,7 +177,7 @@ fn diff_of_two_published_versions_flags_changes_under_the_same_version() {
     );
     assert!(
         run.stdout.contains(
-            "  * echo: schema  (dec94aa83eea -> 4de1c145bde0)\n    FLAGGED: changed while the server still says mcp-servers/everything 2.0.0\n"
+            "  * echo: schema  (e08772e2f04b -> 396b6140849b)\n    FLAGGED: changed while the server still says mcp-servers/everything 2.0.0\n"
         ),
         "{}",
         run.stdout
@@ -618,7 +618,7 @@ fn a_dataset_can_name_a_live_server_and_the_run_records_it() {
     assert_eq!(run.code, 0, "{}", run.transcript());
     assert!(
         run.stdout
-            .contains("data: 13 tools, 1 cases, catalog sha256:e11ae112d6d6"),
+            .contains("data: 13 tools, 1 cases, catalog sha256:3da0ce6cbf98"),
         "{}",
         run.stdout
     );
@@ -647,7 +647,7 @@ fn a_dataset_can_name_a_live_server_and_the_run_records_it() {
         d["catalog_fingerprint"]
             .as_str()
             .unwrap()
-            .starts_with("sha256:e11ae112d6d6")
+            .starts_with("sha256:3da0ce6cbf98")
     );
     assert_eq!(d["catalog_server"]["name"], "mcp-servers/everything");
     assert_eq!(d["catalog_server"]["version"], "2.0.0");

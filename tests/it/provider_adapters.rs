@@ -23,6 +23,7 @@ fn catalog() -> Catalog {
             description: "Get the current weather in a given location".into(),
             input_schema: json!({"type": "object", "properties": {"location": {"type": "string"},
                 "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}}, "required": ["location"]}),
+            ..Default::default()
         }],
         "test".into(),
     )

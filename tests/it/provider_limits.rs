@@ -19,6 +19,7 @@ fn catalog() -> Catalog {
             name: "get_weather".into(),
             description: String::new(),
             input_schema: json!({"type": "object", "properties": {"location": {"type": "string"}}}),
+            ..Default::default()
         }],
         "test".into(),
     )

@@ -24,11 +24,13 @@ fn catalog() -> Catalog {
                 name: "get_weather".into(),
                 description: "Get the current weather in a given location".into(),
                 input_schema: json!({"type": "object", "properties": {"location": {"type": "string"}}, "required": ["location"]}),
+                ..Default::default()
             },
             Tool {
                 name: "get_time".into(),
                 description: "Current time in a city".into(),
                 input_schema: json!({"type": "object", "properties": {"city": {"type": "string"}}}),
+                ..Default::default()
             },
         ],
         "test".into(),

@@ -11,7 +11,7 @@ use std::borrow::Cow;
 use serde_json::{Map, Value};
 
 use super::{Raw, child_path};
-use toolscore_core::catalog::{Catalog, Tool};
+use toolscore_core::catalog::{Annotations, Catalog, Tool};
 
 /// Longest text (name, description, property name or schema string) the rules read, in bytes.
 /// 64 KiB is some 16,000 tokens, far beyond any description a model is helped by, and keeps
@@ -26,6 +26,11 @@ pub(crate) fn capped<'a>(catalog: &'a Catalog, out: &mut Vec<Raw>) -> Cow<'a, Ca
         t.name.len() > MAX_TEXT_BYTES
             || t.description.len() > MAX_TEXT_BYTES
             || has_long_text(&t.input_schema)
+            || t.title.as_ref().is_some_and(|s| s.len() > MAX_TEXT_BYTES)
+            || t.annotations
+                .as_ref()
+                .is_some_and(|a| a.title.len() > MAX_TEXT_BYTES)
+            || t.output_schema.as_ref().is_some_and(has_long_text)
     };
     if !catalog.tools.iter().any(long) {
         return Cow::Borrowed(catalog);
@@ -39,6 +44,14 @@ pub(crate) fn capped<'a>(catalog: &'a Catalog, out: &mut Vec<Raw>) -> Cow<'a, Ca
         let name = cut(&tool.name, "name", &mut cuts);
         let description = cut(&tool.description, "description", &mut cuts);
         let schema = cut_value(&tool.input_schema, "inputSchema", &mut cuts);
+        let title = tool.title.as_ref().map(|t| cut(t, "title", &mut cuts));
+        let annotations = tool.annotations.as_ref().map(|a| Annotations {
+            title: cut(&a.title, "annotations.title", &mut cuts),
+        });
+        let output_schema = tool
+            .output_schema
+            .as_ref()
+            .map(|s| cut_value(s, "outputSchema", &mut cuts));
         for (path, len) in cuts {
             out.push(Raw::new(
                 RuleId::LintBound,
@@ -54,8 +67,11 @@ pub(crate) fn capped<'a>(catalog: &'a Catalog, out: &mut Vec<Raw>) -> Cow<'a, Ca
         }
         *tool = Tool {
             name,
+            title,
             description,
             input_schema: schema,
+            annotations,
+            output_schema,
         };
     }
     Cow::Owned(copy)

@@ -471,7 +471,8 @@ pub(crate) fn check(catalog: &Catalog, out: &mut Vec<Raw>) {
         let fields = text::fields(tool);
         let params: Vec<String> = fields
             .iter()
-            .filter(|f| f.kind == FieldKind::Name && f.path != "name")
+            // The parameters the model fills: the output schema's names are not its to pass.
+            .filter(|f| f.kind == FieldKind::Name && f.path.starts_with("inputSchema"))
             .map(|f| f.text.clone())
             .collect();
         let cx = conduct::Context {

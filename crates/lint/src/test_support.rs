@@ -11,6 +11,7 @@ pub(crate) fn tool(name: &str, description: &str, schema: Value) -> Tool {
         name: name.to_owned(),
         description: description.to_owned(),
         input_schema: schema,
+        ..Default::default()
     }
 }
 

@@ -42,23 +42,47 @@ const STRUCTURAL_KEYS: &[&str] = &[
     "x-mcp-header",
 ];
 
-/// Every string in a tool that reaches the model: its name, description, and in the input
-/// schema every property name, description, title, enum value, default and example.
+/// Every string in a tool that reaches the model or a person using it: its name, title,
+/// description and `annotations.title`; in the input schema every property name,
+/// description, title, enum value, default and example; and the same in the output schema.
+/// A client shows a title where it would show the name, and may pass the output schema on,
+/// so a payload there reaches a reader as surely as one in the description.
 pub(crate) fn fields(tool: &Tool) -> Vec<Field> {
-    let mut out = vec![
-        Field {
-            path: "name".into(),
-            text: tool.name.clone(),
-            kind: FieldKind::Name,
-        },
-        Field {
-            path: "description".into(),
-            text: tool.description.clone(),
-            kind: FieldKind::Text,
-        },
-    ];
+    let text = |path: &str, text: &str| Field {
+        path: path.into(),
+        text: text.to_owned(),
+        kind: FieldKind::Text,
+    };
+    let mut out = vec![Field {
+        path: "name".into(),
+        text: tool.name.clone(),
+        kind: FieldKind::Name,
+    }];
+    if let Some(title) = &tool.title {
+        out.push(text("title", title));
+    }
+    out.push(text("description", &tool.description));
+    if let Some(a) = &tool.annotations {
+        out.push(text("annotations.title", &a.title));
+    }
     collect(&tool.input_schema, "inputSchema", FieldKind::Text, &mut out);
+    if let Some(schema) = &tool.output_schema {
+        collect(schema, "outputSchema", FieldKind::Text, &mut out);
+    }
     out
+}
+
+/// The strings a provider's request carries of the tool (name, description, input schema):
+/// [`fields`] less the title, `annotations.title` and output schema, which no adapter sends.
+pub(crate) fn model_fields(tool: &Tool) -> Vec<Field> {
+    fields(tool)
+        .into_iter()
+        .filter(|f| !is_client_only(&f.path))
+        .collect()
+}
+
+fn is_client_only(path: &str) -> bool {
+    path == "title" || path == "annotations.title" || path.starts_with("outputSchema")
 }
 
 fn collect(value: &Value, path: &str, kind: FieldKind, out: &mut Vec<Field>) {
@@ -507,6 +531,7 @@ mod tests {
                 "mode": {"type": "string", "enum": ["a", "b"], "default": "a",
                           "examples": ["b"], "description": "m", "pattern": "^x$"}
             }}),
+            ..Default::default()
         };
         let f = fields(&t);
         let paths: Vec<_> = f.iter().map(|f| f.path.as_str()).collect();
@@ -523,5 +548,37 @@ mod tests {
         }
         let pattern = f.iter().find(|f| f.path.ends_with("pattern")).unwrap();
         assert_eq!(pattern.kind, FieldKind::Structural);
+    }
+
+    #[test]
+    fn fields_cover_the_titles_and_output_schema_a_client_shows_and_the_model_fields_do_not() {
+        let t = Tool {
+            name: "t".into(),
+            title: Some("T".into()),
+            description: "d".into(),
+            input_schema: serde_json::json!({"type": "object", "properties": {
+                "q": {"type": "string", "title": "Query"}}}),
+            annotations: Some(toolscore_core::catalog::Annotations { title: "A".into() }),
+            output_schema: Some(serde_json::json!({"type": "object", "properties": {
+                "r": {"type": "string", "description": "result"}}})),
+        };
+        let paths: Vec<String> = fields(&t).into_iter().map(|f| f.path).collect();
+        for p in [
+            "title",
+            "annotations.title",
+            "inputSchema.properties.q.title",
+            "outputSchema.properties.r",
+            "outputSchema.properties.r.description",
+        ] {
+            assert!(paths.iter().any(|x| x == p), "{p} in {paths:?}");
+        }
+        let model: Vec<String> = model_fields(&t).into_iter().map(|f| f.path).collect();
+        assert!(model.contains(&"inputSchema.properties.q.title".to_owned()));
+        assert!(
+            !model
+                .iter()
+                .any(|p| p == "title" || p == "annotations.title" || p.starts_with("outputSchema")),
+            "{model:?}"
+        );
     }
 }

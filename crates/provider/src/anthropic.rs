@@ -368,6 +368,7 @@ mod tests {
                 name: "get_weather".into(),
                 description: "Get the current weather in a given location".into(),
                 input_schema: json!({"type": "object", "properties": {"location": {"type": "string"}}, "required": ["location"]}),
+                ..Default::default()
             }],
             "t".into(),
         )

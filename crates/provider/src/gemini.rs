@@ -489,6 +489,7 @@ mod tests {
                 name: "get_weather".into(),
                 description: "Get the current weather".into(),
                 input_schema: json!({"type": "object", "properties": {"location": {"type": "string"}, "unit": {"type": ["string", "null"]}}, "required": ["location"], "additionalProperties": false}),
+                ..Default::default()
             }],
             "t".into(),
         )

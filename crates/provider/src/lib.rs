@@ -749,6 +749,7 @@ mod tests {
                 name: "f".into(),
                 description: String::new(),
                 input_schema: json!({"type":"object"}),
+                ..Default::default()
             }],
             "t".into(),
         );
@@ -821,11 +822,13 @@ mod tests {
                     name: "search_products".into(),
                     description: "Search.".into(),
                     input_schema: schema,
+                    ..Default::default()
                 },
                 toolscore_core::catalog::Tool {
                     name: "add_item".into(),
                     description: "Add.".into(),
                     input_schema: json!({"type": "object"}),
+                    ..Default::default()
                 },
             ],
             "t".into(),

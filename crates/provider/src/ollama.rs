@@ -288,6 +288,7 @@ mod tests {
                 name: "get_weather".into(),
                 description: "Get the weather in a given city".into(),
                 input_schema: json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
+                ..Default::default()
             }],
             "t".into(),
         );

@@ -253,6 +253,7 @@ mod tests {
                 name: "get_weather".into(),
                 description: String::new(),
                 input_schema: json!({"type": "object", "properties": {}}),
+                ..Default::default()
             }],
             "t".into(),
         );

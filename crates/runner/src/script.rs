@@ -547,11 +547,13 @@ mod tests {
                     name: "append_note".into(),
                     description: String::new(),
                     input_schema: json!({"type":"object","properties":{"text":{"type":"string","minLength":1}},"required":["text"]}),
+                    ..Default::default()
                 },
                 Tool {
                     name: "lookup".into(),
                     description: String::new(),
                     input_schema: json!({"type":"object"}),
+                    ..Default::default()
                 },
             ],
             "t".into(),

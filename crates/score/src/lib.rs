@@ -598,6 +598,7 @@ mod tests {
             name: name.to_owned(),
             description: String::new(),
             input_schema: schema,
+            ..Default::default()
         }
     }
 

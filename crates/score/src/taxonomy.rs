@@ -458,11 +458,13 @@ mod tests {
                     name: "create_quote".into(),
                     description: String::new(),
                     input_schema: quote,
+                    ..Default::default()
                 },
                 Tool {
                     name: "get_time".into(),
                     description: String::new(),
                     input_schema: json!({"type": "object", "properties": {"tz": {"type": "string"}}}),
+                    ..Default::default()
                 },
             ],
             "test".to_owned(),

@@ -553,16 +553,19 @@ mod tests {
                     name: "write".into(),
                     description: String::new(),
                     input_schema: json!({"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}),
+                    ..Default::default()
                 },
                 Tool {
                     name: "find".into(),
                     description: String::new(),
                     input_schema: json!({"type":"object"}),
+                    ..Default::default()
                 },
                 Tool {
                     name: "credit".into(),
                     description: String::new(),
                     input_schema: json!({"type":"object","properties":{"id":{"type":"string"},"amount":{"type":"number","minimum":0}},"required":["id","amount"]}),
+                    ..Default::default()
                 },
             ],
             "t".into(),

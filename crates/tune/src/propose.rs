@@ -1105,6 +1105,7 @@ mod tests {
             name: "send_reminder".into(),
             description: "Does one thing.".into(),
             input_schema: serde_json::json!({"type": "object"}),
+            ..Default::default()
         };
         let lower = |t: &str| words(t).map(str::to_lowercase).collect::<BTreeSet<_>>();
         let mut both_said = 0;
@@ -1114,6 +1115,7 @@ mod tests {
                     name: "update_address".into(),
                     description: description.clone(),
                     input_schema: serde_json::json!({"type": "object"}),
+                    ..Default::default()
                 };
                 let (on_tool, on_other, _) = disambiguated(&tool, &other, request);
                 if let Some(text) = &on_tool {
@@ -1159,6 +1161,7 @@ mod tests {
             name: "payment_history".into(),
             description: "Every charge made to a card.".into(),
             input_schema: serde_json::json!({"type": "object"}),
+            ..Default::default()
         };
         let lost = [
             ("what did the customer pay in March 2024?", 1),

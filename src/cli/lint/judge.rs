@@ -30,15 +30,15 @@ pub struct JudgeArgs {
     /// `judge-poisoned`; a tool it did not answer for is reported "not judged".
     #[arg(help_heading = "Judge", long, value_name = "PROVIDER")]
     pub judge: Option<String>,
-    /// Where the judge's questions and runs are written: DIR/judge/.
+    /// Where the judge's questions and runs are written: DIR/judge/ [default: reports, beside
+    /// the toolscore.yaml found (the current folder's without one)].
     #[arg(
         help_heading = "Judge",
         long = "judge-out",
         value_name = "DIR",
-        default_value = "reports",
         requires = "judge"
     )]
-    pub out: PathBuf,
+    pub out: Option<PathBuf>,
     /// Base URL of the judge's API, as `run --base-url` gives a provider's (a proxy, a gateway,
     /// a local server), e.g. http://127.0.0.1:8080/v1.
     #[arg(
@@ -137,6 +137,15 @@ struct CachedVerdict {
 pub(super) struct Questions {
     pub dir: PathBuf,
     pub tools: BTreeMap<String, (usize, String)>,
+}
+
+impl JudgeArgs {
+    /// `--judge-out`, else the project's `reports` (see `project`); `config` is `--config`.
+    pub(super) fn out_dir(&self, config: Option<&Path>) -> PathBuf {
+        self.out
+            .clone()
+            .unwrap_or_else(|| super::super::default_path(config, "reports"))
+    }
 }
 
 /// A case id for the `i`-th tool: its position, then its name with anything but letters,
@@ -314,7 +323,12 @@ pub(super) fn ask(
     judge_spec: &str,
     config: Option<&Path>,
 ) -> Result<(BTreeMap<String, Judgement>, JudgeRun), Error> {
-    let questions = write_questions(&catalog.tools, &catalog.fingerprint, &args.out)?;
+    // The questions show what the model reads (`judge::question`); their folder is named by it.
+    let read = Catalog::new(
+        catalog.tools.iter().map(Tool::read_by_model).collect(),
+        catalog.source.clone(),
+    );
+    let questions = write_questions(&catalog.tools, &read.fingerprint, &args.out_dir(config))?;
     let mut setup = judge_setup(&questions, args, judge_spec, config)?;
     let arm = setup
         .plan
@@ -322,7 +336,7 @@ pub(super) fn ask(
         .first()
         .ok_or_else(|| Error::internal("the judge's plan has no arm".to_owned()))?;
     let judge = Judge::of(arm)?;
-    let cache_path = args.out.join("judge").join(VERDICTS_FILE);
+    let cache_path = args.out_dir(config).join("judge").join(VERDICTS_FILE);
     let cache = if args.fresh {
         BTreeMap::new()
     } else {
@@ -407,7 +421,7 @@ pub(super) fn judge_setup(
     run.concurrency = args.concurrency;
     run.max_cost = args.max_cost;
     run.record.clone_from(&args.record);
-    run.out = args.out.join("judge");
+    run.out = Some(args.out_dir(config).join("judge"));
     run.progress = toolscore_report::ProgressMode::Off;
     let setup = super::super::setup::build_plan(run, &|name| std::env::var(name).ok())?;
     super::super::setup::check_local_servers(&setup)?;

@@ -50,11 +50,16 @@ pub(super) fn measure(
     let fingerprint = toolscore_core::json::sha256_of(
         &tools
             .iter()
-            .map(|t| toolscore_core::catalog::view::tool_fingerprint(&t.tool))
+            // The questions show what the model reads; their folder is named by it.
+            .map(|t| toolscore_core::catalog::view::tool_fingerprint(&t.tool.read_by_model()))
             .collect::<Vec<_>>()
             .join("\n"),
     );
-    let questions = ask::write_questions(tools.iter().map(|t| &t.tool), &fingerprint, &args.out)?;
+    let questions = ask::write_questions(
+        tools.iter().map(|t| &t.tool),
+        &fingerprint,
+        &args.out_dir(config),
+    )?;
     let setup = ask::judge_setup(&questions, args, judge_spec, config)?;
     let arm = setup
         .plan

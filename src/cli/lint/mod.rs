@@ -37,7 +37,8 @@ pub struct LintArgs {
     #[command(flatten)]
     pub server: super::catalog::ServerFlags,
     /// Config whose `lint:` section turns rules off, re-levels them and accepts findings
-    /// [default: toolscore.yaml when it exists].
+    /// [default: the nearest toolscore.yaml, from the current folder up to the repository's
+    /// top].
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Output format.
@@ -333,7 +334,7 @@ fn write_output(output: Option<&Path>, buffer: &[u8]) -> Result<(), Error> {
     Ok(())
 }
 
-/// The project lint reads: its config file (`--config`, else ./toolscore.yaml when it exists)
+/// The project lint reads: its config file (`--config`, else the nearest toolscore.yaml)
 /// and the config.
 struct Project {
     file: Option<PathBuf>,
@@ -342,7 +343,7 @@ struct Project {
 
 impl Project {
     fn of(args: &LintArgs) -> Result<Project, Error> {
-        let file = super::config_path(args.config.as_deref()).map(Path::to_owned);
+        let file = super::config_path(args.config.as_deref());
         let config = match &file {
             Some(path) => toolscore_suite::load_config(path)?,
             None => toolscore_suite::Config::default(),

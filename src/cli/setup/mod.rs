@@ -604,14 +604,15 @@ fn common_settings(args: &RunArgs, defaults: &Defaults) -> Result<CommonSettings
         });
     }
     let run_id = checked_run_id(args.run_id.clone())?;
-    let out_dir = args.out.join(&run_id);
+    let out = args.out_dir();
+    let out_dir = out.join(&run_id);
     if out_dir.symlink_metadata().is_ok() {
         return Err(usage(&format!(
             "{} already exists; choose another --run-id (or --resume it)",
             out_dir.display()
         )));
     }
-    check_writable_dir(&args.out, "--out")?;
+    check_writable_dir(&out, "--out")?;
     Ok(CommonSettings {
         concurrency,
         confidence,

@@ -103,14 +103,10 @@ pub struct TuneArgs {
     /// counts (every arm needs a price).
     #[arg(help_heading = "Budget", long, value_name = "USD")]
     pub max_cost: Option<f64>,
-    /// Folder for tune's outputs: each tune writes OUT/<tune-id>/.
-    #[arg(
-        help_heading = "Output",
-        long,
-        default_value = "reports",
-        value_name = "DIR"
-    )]
-    pub out: PathBuf,
+    /// Folder for tune's outputs: each tune writes OUT/<tune-id>/ [default: reports, beside
+    /// the toolscore.yaml found (the current folder's without one)].
+    #[arg(help_heading = "Output", long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
     /// Tune id [default: `tune-` and a UTC timestamp].
     #[arg(help_heading = "Output", long)]
     pub tune_id: Option<String>,
@@ -245,7 +241,7 @@ pub(super) fn phase_args(
     run.trials = Some(trials);
     run.confidence = Some(args.confidence);
     run.max_cost = max_cost;
-    run.out = dir.to_owned();
+    run.out = Some(dir.to_owned());
     run.run_id = Some(name.to_owned());
     run.progress = args.progress;
     run

@@ -66,7 +66,11 @@ impl<'a> Tuner<'a> {
             Some(id) => id.clone(),
             None => format!("tune-{}", super::super::setup::new_run_id()),
         };
-        let dir = args.out.join(&id);
+        let out = args
+            .out
+            .clone()
+            .unwrap_or_else(|| super::super::default_path(args.suite.config.as_deref(), "reports"));
+        let dir = out.join(&id);
         let (dataset, split) = dataset_and_split(args)?;
         let training = Units {
             cases: &split.training,

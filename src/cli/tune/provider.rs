@@ -81,7 +81,7 @@ pub(super) fn author_arm(
     run.providers = vec![name.to_owned()];
     run.trials = Some(1);
     run.max_cost = args.max_cost;
-    run.out = dir.to_owned();
+    run.out = Some(dir.to_owned());
     run.run_id = Some("author".to_owned());
     let nothing = Units {
         cases: &[],

@@ -108,8 +108,15 @@ impl Lock {
     }
 }
 
-/// The keys of a `reads` line: what a tool is made of.
-const TOOL_KEYS: [&str; 3] = ["name", "description", "input_schema"];
+/// The keys of a `reads` line: what a tool is made of (the last three only when it has them).
+const TOOL_KEYS: [&str; 6] = [
+    "name",
+    "description",
+    "input_schema",
+    "title",
+    "annotations",
+    "output_schema",
+];
 
 /// A JSON string, for a value of the lock.
 fn quoted(s: &str) -> String {
@@ -695,6 +702,7 @@ mod tests {
             name: name.into(),
             description: description.into(),
             input_schema: json!({"type": "object", "properties": {"q": {"type": "string"}}}),
+            ..Default::default()
         }
     }
 

@@ -22,13 +22,52 @@ use sha2::{Digest, Sha256};
 
 use crate::error::InputError;
 
-/// One tool as the model sees it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One tool as the model sees it, with the strings a client shows of it beside.
+///
+/// `title`, `annotations.title` and `outputSchema` (MCP 2025-06-18) are kept as the author
+/// wrote them so lint and the judge read them too; no provider adapter sends them, so the
+/// model reads what it always read. Absent, they are not serialized: the fingerprint of a
+/// tool without them (and every lock written before) is unchanged.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct Tool {
     pub name: String,
+    /// The display name a client shows instead of `name`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
     #[serde(default)]
     pub description: String,
     pub input_schema: Value,
+    /// `annotations`, of which only the text is kept (the hints are not text a person or
+    /// model reads); `None` when the tool has no `annotations.title`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<Annotations>,
+    /// The schema of the tool's structured result; its descriptions and titles are text a
+    /// client may show or pass on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
+}
+
+impl Tool {
+    /// The tool as a provider's request carries it: without the title, `annotations.title`
+    /// and output schema, which only a client shows. Its fingerprint is the one the tool had
+    /// before those were kept, for what is keyed by what the model reads (the judge's
+    /// questions and their recordings).
+    pub fn read_by_model(&self) -> Tool {
+        Tool {
+            name: self.name.clone(),
+            description: self.description.clone(),
+            input_schema: self.input_schema.clone(),
+            ..Tool::default()
+        }
+    }
+}
+
+/// The text of a tool's `annotations`.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Annotations {
+    /// `annotations.title`, the display name older clients read.
+    pub title: String,
 }
 
 /// The tools offered to the model in one dataset (or one variant of it).
@@ -197,11 +236,23 @@ pub fn to_tools_json(catalog: &Catalog, server: Option<&source::ServerIdentity>)
         .tools
         .iter()
         .map(|t| {
-            serde_json::json!({
+            let mut tool = serde_json::json!({
                 "name": t.name,
                 "description": t.description,
                 "inputSchema": t.input_schema,
-            })
+            });
+            if let Value::Object(map) = &mut tool {
+                if let Some(title) = &t.title {
+                    map.insert("title".into(), Value::String(title.clone()));
+                }
+                if let Some(a) = &t.annotations {
+                    map.insert("annotations".into(), serde_json::json!({"title": a.title}));
+                }
+                if let Some(schema) = &t.output_schema {
+                    map.insert("outputSchema".into(), schema.clone());
+                }
+            }
+            tool
         })
         .collect();
     let mut doc = serde_json::Map::new();
@@ -273,10 +324,42 @@ pub fn parse_tool(item: &Value) -> Result<Tool, (String, String)> {
             ));
         }
     };
+    let text_at = |v: Option<&Value>, field: String| match v {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(_) => Err((field, "must be a string".to_owned())),
+    };
+    let title = text_at(inner.get("title"), format!("{prefix}.title"))
+        .map_err(|(f, m)| (f, format!("`title` {m}")))?;
+    let annotations = match inner.get("annotations") {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(a)) => text_at(a.get("title"), format!("{prefix}.annotations.title"))
+            .map_err(|(f, m)| (f, format!("`annotations.title` {m}")))?
+            .map(|title| Annotations { title }),
+        Some(_) => {
+            return Err((
+                format!("{prefix}.annotations"),
+                "`annotations` must be an object".into(),
+            ));
+        }
+    };
+    let output_schema = match inner.get("outputSchema") {
+        None | Some(Value::Null) => None,
+        Some(v @ Value::Object(_)) => Some(v.clone()),
+        Some(_) => {
+            return Err((
+                format!("{prefix}.outputSchema"),
+                "the output schema must be a JSON object".into(),
+            ));
+        }
+    };
     Ok(Tool {
         name,
+        title,
         description,
         input_schema,
+        annotations,
+        output_schema,
     })
 }
 
@@ -347,6 +430,46 @@ mod tests {
         let back = parse_catalog_document(&text, "out.json").unwrap();
         assert_eq!(back.server, Some(server));
         assert_eq!(back.catalog.fingerprint, catalog.fingerprint);
+    }
+
+    #[test]
+    fn titles_and_the_output_schema_are_kept_and_absent_ones_leave_the_fingerprint_alone() {
+        let plain = r#"{"tools":[{"name":"a","description":"d","inputSchema":{"type":"object"},"annotations":{"readOnlyHint":true}}]}"#;
+        let titled = r#"{"tools":[{"name":"a","title":"A","description":"d","inputSchema":{"type":"object"},"annotations":{"title":"Ann","readOnlyHint":true},"outputSchema":{"type":"object"}}]}"#;
+        let p = parse_catalog(plain, "p.json").unwrap();
+        // The fingerprint of a tool without the new fields is what it always was.
+        let before = fingerprint_of_words(
+            r#"[{"description":"d","input_schema":{"type":"object"},"name":"a"}]"#,
+        );
+        assert_eq!(p.fingerprint, before);
+        assert_eq!(p.tools[0].annotations, None);
+        let t = parse_catalog(titled, "t.json").unwrap();
+        assert_eq!(t.tools[0].title.as_deref(), Some("A"));
+        assert_eq!(
+            t.tools[0].annotations.as_ref().map(|a| a.title.as_str()),
+            Some("Ann")
+        );
+        assert!(t.tools[0].output_schema.is_some());
+        assert_ne!(t.fingerprint, p.fingerprint);
+        // Written back as the author wrote them, and read back the same.
+        let text = serde_json::to_string(&to_tools_json(&t, None)).unwrap();
+        assert_eq!(parse_catalog(&text, "out.json").unwrap().tools, t.tools);
+        let bad = r#"[{"name":"a","title":3,"inputSchema":{}}]"#;
+        let err = parse_catalog(bad, "b.json").unwrap_err().to_string();
+        assert!(
+            err.contains("tools[0].title") && err.contains("`title` must be a string"),
+            "{err}"
+        );
+        let bad = r#"[{"name":"a","annotations":{"title":[]},"inputSchema":{}}]"#;
+        let err = parse_catalog(bad, "b.json").unwrap_err().to_string();
+        assert!(err.contains("tools[0].annotations.title"), "{err}");
+    }
+
+    fn fingerprint_of_words(canonical: &str) -> String {
+        format!(
+            "sha256:{}",
+            crate::json::hex(&Sha256::digest(canonical.as_bytes()))
+        )
     }
 
     #[test]

@@ -220,6 +220,7 @@ mod tests {
             name: "book".into(),
             description: "Books a room.\nOnly for members.".into(),
             input_schema: schema,
+            ..Default::default()
         }
     }
 
@@ -255,6 +256,7 @@ mod tests {
             name: "a".into(),
             description: String::new(),
             input_schema: json!({}),
+            ..Default::default()
         };
         // {"description":"","name":"a","parameters":{}} is 45 characters.
         assert_eq!(tool_tokens(&t), 12);

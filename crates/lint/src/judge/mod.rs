@@ -110,7 +110,11 @@ pub fn verdict_tool() -> Value {
 /// path, each JSON-quoted (so control characters show as escapes), then what a string also
 /// says once decoded or once its invisible and look-alike characters are dealt with.
 pub fn question(tool: &Tool) -> String {
-    let fields = text::fields(tool);
+    // The strings the model reads, not yet the title and output schema a client shows (the
+    // lint rules read those): a question is the key of its recorded answer, and the shipped
+    // measurement (datasets/lint-labelled/recordings) was recorded from these questions; the
+    // client-only strings join them with a new recording.
+    let fields = text::model_fields(tool);
     let mut out =
         String::from("The tool under review, every string a model reads, with its path:\n\n");
     for f in &fields {
@@ -359,7 +363,7 @@ pub(crate) fn findings(
 /// The path of the string the evidence names: the longest path of the tool the evidence
 /// starts with, or none (the tool as a whole).
 fn evidence_path(tool: &Tool, evidence: &str) -> String {
-    text::fields(tool)
+    text::model_fields(tool)
         .into_iter()
         .map(|f| f.path)
         .filter(|p| evidence.trim_start().starts_with(p.as_str()))
