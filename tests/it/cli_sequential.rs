@@ -609,7 +609,11 @@ fn fail_below_names_its_indifference_zone_on_every_line() {
         (Some("below"), Some("below"))
     );
     assert_eq!(s["decision"]["verdict"], "below");
-    assert!(!serde_json::to_string(&s).unwrap().contains(r#""verdict":"fail""#));
+    assert!(
+        !serde_json::to_string(&s)
+            .unwrap()
+            .contains(r#""verdict":"fail""#)
+    );
     assert_eq!(gate["sequential"]["fail_below"], 0.9);
     let below: Vec<&Value> = gate["not_passed"]
         .as_array()

@@ -383,11 +383,12 @@ fn gate_test(g: &GateResult) -> TestCase {
         Verdict::Pass => TestCaseStatus::success(),
         Verdict::Fail | Verdict::Below => {
             let mut st = TestCaseStatus::non_success(NonSuccessKind::Failure);
-            st.set_message(line.clone()).set_type(if g.verdict == Verdict::Below {
-                "below the indifference zone"
-            } else {
-                "gate failed"
-            });
+            st.set_message(line.clone())
+                .set_type(if g.verdict == Verdict::Below {
+                    "below the indifference zone"
+                } else {
+                    "gate failed"
+                });
             if !details.is_empty() {
                 st.set_description(details.join("\n"));
             }
