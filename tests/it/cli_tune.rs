@@ -519,15 +519,12 @@ fn max_cost_caps_the_whole_tune_as_run_counts_it() {
 }
 
 /// The guide's example: the shipped recording of a tune of the billing dataset against the
-/// local SmolLM2, replayed offline in a copy of the project (a confirmed tune writes into the
-/// dataset), prints what the guide quotes. The recording raced three candidates with the
-/// disambiguating sentence of 2026-12-06; today's `disambiguate` candidates are other requests
-/// it holds no answer to, so the guide races the one candidate whose text is unchanged
-/// (`--max-candidates 1`) until the recording is made again.
+/// local SmolLM2 (2026-12-07, three candidates raced), replayed offline in a copy of the
+/// project (a confirmed tune writes into the dataset), prints what the guide quotes.
 #[test]
 fn the_guide_s_tune_replays_the_shipped_recording() {
     let dir = support::project_copy();
-    let command = "toolscore tune --provider demo-tune --trials 4 --max-candidates 1 --max-rounds 20 --budget-trials 1000 --tune-id billing-tune";
+    let command = "toolscore tune --provider demo-tune --trials 4 --max-candidates 3 --max-rounds 20 --budget-trials 1000 --tune-id billing-tune";
     let mut args: Vec<String> = support::shell_words(command).into_iter().skip(1).collect();
     args.extend(["--progress", "off"].map(String::from));
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
