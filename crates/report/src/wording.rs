@@ -302,11 +302,7 @@ pub(crate) fn history_marks(
 /// What every history page says under its summary: a run's verdict and its move in the trend
 /// answer two different questions, so a PASS beside a drop is no contradiction.
 pub(crate) fn history_two_questions(followed: super::history::Followed) -> String {
-    let worse = if followed.lower_is_better() {
-        "rise"
-    } else {
-        "drop"
-    };
+    let worse = followed.worse().word();
     format!(
         "Two questions: a run's verdict answers its own gates (did it clear the bar it was given?); the trend answers whether it moved against the run before (paired by {}, flagged only when the interval excludes 0). A run can PASS its gates and still {worse}.",
         followed.case_word()
@@ -318,21 +314,16 @@ pub(crate) fn history_two_questions(followed: super::history::Followed) -> Strin
 /// exits 1 on.
 pub(crate) fn history_headline(o: &super::history::overview::Overview) -> String {
     let n = o.series.len();
-    let (noun, verb) = if o.followed.lower_is_better() {
-        ("RISE", "rose")
-    } else {
-        ("DROP", "dropped")
-    };
+    let worse = o.followed.worse();
+    let (word, verb) = (worse.word(), worse.past());
     if o.any_worsened() {
         format!(
-            "{noun}: {} of {n} series {verb} significantly in their newest run (`toolscore history --fail-on-drop` exits 1)",
+            "{}: {} of {n} series {verb} significantly in their newest run (`toolscore history --fail-on-drop` exits 1)",
+            word.to_uppercase(),
             o.worsened
         )
     } else {
-        format!(
-            "No {}: none of {n} series {verb} significantly in its newest run",
-            noun.to_lowercase()
-        )
+        format!("No {word}: none of {n} series {verb} significantly in its newest run")
     }
 }
 

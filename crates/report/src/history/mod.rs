@@ -263,6 +263,25 @@ impl Followed {
         }
     }
 
+    /// The move that is good news on this rate.
+    pub fn better(self) -> Move {
+        if self.lower_is_better() {
+            Move::Drop
+        } else {
+            Move::Rise
+        }
+    }
+
+    /// `difference` (this run − the one before) in the worse direction: positive when the
+    /// rate moved the way that is a regression.
+    pub fn worsening(self, difference: f64) -> f64 {
+        if self.lower_is_better() {
+            difference
+        } else {
+            -difference
+        }
+    }
+
     /// What the paired cases are: fixture cases, or (scenario × attack) units.
     pub fn cases_word(self) -> &'static str {
         match self {
@@ -698,6 +717,35 @@ pub enum Move {
     Rise,
     /// It contains 0, or there are too few shared cases to say.
     None,
+}
+
+impl Move {
+    /// `drop`, `rise`, or `none`.
+    pub fn word(self) -> &'static str {
+        match self {
+            Move::Drop => "drop",
+            Move::Rise => "rise",
+            Move::None => "none",
+        }
+    }
+
+    /// `dropped`, `rose`, or `moved` (never said of a significant move).
+    pub fn past(self) -> &'static str {
+        match self {
+            Move::Drop => "dropped",
+            Move::Rise => "rose",
+            Move::None => "moved",
+        }
+    }
+
+    /// `▼` over a drop, `▲` over a rise, nothing otherwise: the charts' mark.
+    pub fn arrow(self) -> &'static str {
+        match self {
+            Move::Drop => "▼",
+            Move::Rise => "▲",
+            Move::None => "",
+        }
+    }
 }
 
 /// A run against the one before it in its series.

@@ -393,10 +393,8 @@ fn tool_trends(s: &Series, trusted: &[&Point]) -> Vec<ToolTrend> {
         let run = &line?.run_id;
         t.points.iter().find(|p| &p.run_id == run)?.rate.mean
     };
-    let worsening = |t: &ToolTrend| {
-        let d = rate_in(t, newest)? - rate_in(t, previous)?;
-        Some(if followed.lower_is_better() { d } else { -d })
-    };
+    let worsening =
+        |t: &ToolTrend| Some(followed.worsening(rate_in(t, newest)? - rate_in(t, previous)?));
     trends.sort_by(|a, b| {
         let order = match (worsening(a), worsening(b)) {
             (Some(x), Some(y)) => y.total_cmp(&x),

@@ -279,10 +279,9 @@ fn small_multiple(t: &ToolTrend, followed: Followed) -> Option<SmallMultiple> {
         .as_ref()
         .filter(|c| c.moved != Move::None)
         .map_or(String::new(), |c| format!("; {}", change_text(c, followed)));
-    let flag = match (class, t.change.as_ref().map(|c| c.moved)) {
-        ("worse", Some(Move::Drop)) => "▼ ",
-        ("worse", Some(Move::Rise)) => "▲ ",
-        _ => "",
+    let flag = match t.change.as_ref().filter(|c| c.worsened) {
+        Some(c) => format!("{} ", c.moved.arrow()),
+        None => String::new(),
     };
     Some(SmallMultiple {
         class,
@@ -328,7 +327,7 @@ fn changed_table(m: &CaseChanges, followed: Followed) -> Option<ChangedTable> {
                 previous: format!("{}/{}", c.previous[0], c.previous[1]),
                 current: format!("{}/{}", c.current[0], c.current[1]),
                 change: format!("{:+.3}", c.difference),
-                class: if (c.difference < 0.0) != followed.lower_is_better() {
+                class: if followed.worsening(c.difference) > 0.0 {
                     "worse"
                 } else {
                     "better"

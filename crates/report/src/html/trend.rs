@@ -101,11 +101,8 @@ pub(super) fn report_trend(t: &Trend, index: usize) -> TrendView {
     let metric = t.followed.label();
     let units = t.followed.cases_word();
     let unit = t.followed.case_word();
-    let (worse, better) = if t.followed.lower_is_better() {
-        ("rise (▲)", "drop (▼)")
-    } else {
-        ("drop (▼)", "rise (▲)")
-    };
+    let told = |m: Move| format!("{} ({})", m.word(), m.arrow());
+    let (worse, better) = (told(t.followed.worse()), told(t.followed.better()));
     let title = format!(
         "Trend: {metric} · {} · {}",
         t.measured.join(", "),
@@ -351,11 +348,7 @@ fn chart_point(r: &RunPoint, x: i64, y: i64, current: bool) -> ChartPoint {
         },
         class: move_class(r.change.as_ref()),
         current,
-        flag: match moved {
-            Move::Drop => "▼",
-            Move::Rise => "▲",
-            Move::None => "",
-        },
+        flag: moved.arrow(),
         gathered: match (r.sampling.resumed_trials > 0, r.sampling.merged_shards > 0) {
             (true, true) => "rm",
             (true, false) => "r",
