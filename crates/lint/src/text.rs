@@ -72,19 +72,6 @@ pub(crate) fn fields(tool: &Tool) -> Vec<Field> {
     out
 }
 
-/// The strings a provider's request carries of the tool (name, description, input schema):
-/// [`fields`] less the title, `annotations.title` and output schema, which no adapter sends.
-pub(crate) fn model_fields(tool: &Tool) -> Vec<Field> {
-    fields(tool)
-        .into_iter()
-        .filter(|f| !is_client_only(&f.path))
-        .collect()
-}
-
-fn is_client_only(path: &str) -> bool {
-    path == "title" || path == "annotations.title" || path.starts_with("outputSchema")
-}
-
 fn collect(value: &Value, path: &str, kind: FieldKind, out: &mut Vec<Field>) {
     match value {
         Value::String(s) => out.push(Field {
@@ -551,7 +538,7 @@ mod tests {
     }
 
     #[test]
-    fn fields_cover_the_titles_and_output_schema_a_client_shows_and_the_model_fields_do_not() {
+    fn fields_cover_the_titles_and_output_schema_a_client_shows() {
         let t = Tool {
             name: "t".into(),
             title: Some("T".into()),
@@ -572,13 +559,5 @@ mod tests {
         ] {
             assert!(paths.iter().any(|x| x == p), "{p} in {paths:?}");
         }
-        let model: Vec<String> = model_fields(&t).into_iter().map(|f| f.path).collect();
-        assert!(model.contains(&"inputSchema.properties.q.title".to_owned()));
-        assert!(
-            !model
-                .iter()
-                .any(|p| p == "title" || p == "annotations.title" || p.starts_with("outputSchema")),
-            "{model:?}"
-        );
     }
 }

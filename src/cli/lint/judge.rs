@@ -323,12 +323,9 @@ pub(super) fn ask(
     judge_spec: &str,
     config: Option<&Path>,
 ) -> Result<(BTreeMap<String, Judgement>, JudgeRun), Error> {
-    // The questions show what the model reads (`judge::question`); their folder is named by it.
-    let read = Catalog::new(
-        catalog.tools.iter().map(Tool::read_by_model).collect(),
-        catalog.source.clone(),
-    );
-    let questions = write_questions(&catalog.tools, &read.fingerprint, &args.out_dir(config))?;
+    // The questions show every string of the tools (`judge::question`); their folder is
+    // named by the catalog.
+    let questions = write_questions(&catalog.tools, &catalog.fingerprint, &args.out_dir(config))?;
     let mut setup = judge_setup(&questions, args, judge_spec, config)?;
     let arm = setup
         .plan

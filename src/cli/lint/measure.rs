@@ -50,8 +50,8 @@ pub(super) fn measure(
     let fingerprint = toolscore_core::json::sha256_of(
         &tools
             .iter()
-            // The questions show what the model reads; their folder is named by it.
-            .map(|t| toolscore_core::catalog::view::tool_fingerprint(&t.tool.read_by_model()))
+            // The questions show every string of the tools; their folder is named by them.
+            .map(|t| toolscore_core::catalog::view::tool_fingerprint(&t.tool))
             .collect::<Vec<_>>()
             .join("\n"),
     );

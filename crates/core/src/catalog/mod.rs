@@ -47,21 +47,6 @@ pub struct Tool {
     pub output_schema: Option<Value>,
 }
 
-impl Tool {
-    /// The tool as a provider's request carries it: without the title, `annotations.title`
-    /// and output schema, which only a client shows. Its fingerprint is the one the tool had
-    /// before those were kept, for what is keyed by what the model reads (the judge's
-    /// questions and their recordings).
-    pub fn read_by_model(&self) -> Tool {
-        Tool {
-            name: self.name.clone(),
-            description: self.description.clone(),
-            input_schema: self.input_schema.clone(),
-            ..Tool::default()
-        }
-    }
-}
-
 /// The text of a tool's `annotations`.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -106,17 +106,16 @@ pub fn verdict_tool() -> Value {
     })
 }
 
-/// What the judge is shown of `tool`: every string a model reads, field by field with its
-/// path, each JSON-quoted (so control characters show as escapes), then what a string also
-/// says once decoded or once its invisible and look-alike characters are dealt with.
+/// What the judge is shown of `tool`: every string a model or a person using it reads (the
+/// strings the lint rules read, the title and output schema a client shows included), field
+/// by field with its path, each JSON-quoted (so control characters show as escapes), then
+/// what a string also says once decoded or once its invisible and look-alike characters are
+/// dealt with.
 pub fn question(tool: &Tool) -> String {
-    // The strings the model reads, not yet the title and output schema a client shows (the
-    // lint rules read those): a question is the key of its recorded answer, and the shipped
-    // measurement (datasets/lint-labelled/recordings) was recorded from these questions; the
-    // client-only strings join them with a new recording.
-    let fields = text::model_fields(tool);
-    let mut out =
-        String::from("The tool under review, every string a model reads, with its path:\n\n");
+    let fields = text::fields(tool);
+    let mut out = String::from(
+        "The tool under review, every string a model or a person using it reads, with its path:\n\n",
+    );
     for f in &fields {
         out.push_str(&format!("{}: {}\n", f.path, quoted(&f.text)));
     }
@@ -363,7 +362,7 @@ pub(crate) fn findings(
 /// The path of the string the evidence names: the longest path of the tool the evidence
 /// starts with, or none (the tool as a whole).
 fn evidence_path(tool: &Tool, evidence: &str) -> String {
-    text::model_fields(tool)
+    text::fields(tool)
         .into_iter()
         .map(|f| f.path)
         .filter(|p| evidence.trim_start().starts_with(p.as_str()))
