@@ -5,8 +5,9 @@
 //! peak RSS (from `wait4`). Memory must not grow with the number of trials.
 //!
 //! Then the memory one trial in flight holds at its worst: a scenario whose template appends
-//! the whole state to itself on every call (`${state}`), run with as many trials as workers at
-//! concurrency 2, 16 and 64. Peak RSS must grow by a few MiB a worker (the state's 1 MiB and
+//! the whole state to itself on every call (`${state}`), run with one, ten and thirty trials a
+//! worker at concurrency 2, 16 and 64 (a user's run keeps every worker busy, and that is what
+//! `/usr/bin/time -v` shows them). Peak RSS must grow by a few MiB a worker (the state's 1 MiB and
 //! 16,384-value caps, the snapshot and result budgets), not by the 48 MB a worker it once took.
 //!
 //! Then attacked scenarios against plain ones: the same number of two-step scenario trials, one
@@ -173,25 +174,29 @@ fn state_growth(dir: &Path) {
     let server = FakeServer::start_in_background(move |_| FakeResponse::ok(body.clone()));
     println!("state growth: a ${{state}} template doubling the state on every call, 40 steps");
     for concurrency in [2u32, 16, 64] {
-        let n = concurrency.to_string();
-        let (secs, max_rss_kib) = run_toolscore(
-            dir,
-            &[
-                "--scenario",
-                "scenarios",
-                "--trials",
-                &n,
-                "--concurrency",
-                &n,
-                "--out",
-                "out-state",
-            ],
-            &server.base_url,
-        );
-        println!(
-            "  concurrency {concurrency:>2}: {secs:>5.2} s wall, peak RSS {:.1} MiB",
-            max_rss_kib as f64 / 1024.0
-        );
+        // A trial a worker, then ten: the workers' states at their cap at once, then for long.
+        for per_worker in [1u32, 10, 30] {
+            let trials = (concurrency * per_worker).to_string();
+            let n = concurrency.to_string();
+            let (secs, max_rss_kib) = run_toolscore(
+                dir,
+                &[
+                    "--scenario",
+                    "scenarios",
+                    "--trials",
+                    &trials,
+                    "--concurrency",
+                    &n,
+                    "--out",
+                    "out-state",
+                ],
+                &server.base_url,
+            );
+            println!(
+                "  concurrency {concurrency:>2}, {trials:>3} trials: {secs:>5.2} s wall, peak RSS {:.1} MiB",
+                max_rss_kib as f64 / 1024.0
+            );
+        }
     }
 }
 
