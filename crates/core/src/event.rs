@@ -196,8 +196,10 @@ pub trait Observer {
 
     /// Whether this observer judges complete rounds (trial r of every case) and decides only at
     /// their boundaries: the sequential suite gate, comparison, baseline gate and tune's race.
-    /// The runner then starts a round only once every trial of the rounds before it has been
-    /// observed, so a decision stops its scope before any trial of a later round has run, and
+    /// The runner then shows it the trials round by round (a trial of round k only once every
+    /// trial of the rounds before it has been observed), so a decision at the end of round k
+    /// rests on exactly rounds 1..=k. Workers may run a few trials of later rounds meanwhile;
+    /// shown after the decision, they are marked `after_decision` and counted by no rate, so
     /// what a run counts does not depend on timing.
     fn judges_rounds(&self) -> bool {
         false

@@ -109,7 +109,9 @@ impl Observer for Race {
         if let RunEvent::Trial { record, .. } = event
             && let Some(scope) = self.push(record)
         {
-            return Ok(Control::Stop(scope));
+            // Decided: a trial of the stopped arm that ran ahead of the deciding round is
+            // marked and counted by no rate.
+            return Ok(Control::Decided(scope));
         }
         Ok(Control::Continue)
     }

@@ -227,35 +227,69 @@ struct Shared {
     /// a trial of one that finishes after the decision is marked `after_decision`.
     decided: Decided,
     /// Round boundaries, when an observer judges rounds.
-    rounds: Option<RoundBarrier>,
+    rounds: Option<Arc<RoundBarrier>>,
     /// `--max-cost`, and the trials it left unstarted.
     budget: Option<budget::Budget>,
     budget_not_run: AtomicU64,
 }
 
 /// The round boundaries of a run some observer judges by rounds
-/// ([`Observer::judges_rounds`]): a trial of round k starts only once every job of the rounds
-/// before it is settled (observed with its answer applied, or passed over), so a test that
-/// decides at the end of round k stops its scope before any trial of round k + 1 has run. No
-/// trial past the deciding round is ever run or counted, whatever the timing; the price is
-/// the tail of each round, when fewer trials than workers are left in it.
+/// ([`Observer::judges_rounds`]). The observer sees the trials round by round: a trial of
+/// round k is shown to it only once every job of the rounds before k is settled (observed
+/// with its answer applied, or passed over), so a test that decides at the end of round k
+/// has seen exactly rounds 1..=k, whatever the timing.
+///
+/// The workers may run ahead of the observer, so that a round's slowest trials do not idle
+/// the others: a trial of a later round (at most enough rounds ahead to fill the workers)
+/// starts while its earlier rounds finish, holding one of `concurrency` permits, and waits
+/// with the collector until its turn. When the test decides at round k, every trial of a
+/// later round is shown after the decision, so it is marked `after_decision`: kept in
+/// results.jsonl with its cost, counted by no rate. At most [`AHEAD_PER_WORKER`] trials a
+/// worker are ever ahead, so the waiting records are bounded as the trials in flight are,
+/// and so is what a decision leaves uncounted.
+/// Trials a worker may run ahead of their round's turn ([`RoundBarrier`]). Measured with
+/// `cargo bench --bench rounds` (a provider's latency tail, rounds of 40 trials): one a
+/// worker keeps 0.59–0.93 of the fixed design's trials per second, two 0.81–1.00, four
+/// 1.00 at every concurrency from 8 to 64. A waiting trial holds its finished record: a few
+/// KiB for a fixture, at most its snapshots, final state and answers for a scenario.
+const AHEAD_PER_WORKER: usize = 4;
+
 struct RoundBarrier {
     /// Jobs per round: arms × units (jobs are numbered trial-major, [`decode_job`]).
     per_round: u64,
+    /// How many rounds past the lowest unsettled job's a worker may start a trial in.
+    lookahead_rounds: u64,
+    /// The trials started ahead of their turn and not yet observed.
+    ahead: Arc<tokio::sync::Semaphore>,
     /// The lowest job not yet settled, and the settled jobs above it (at most the jobs in
-    /// flight: they are fetched in order).
+    /// flight or waiting: they are fetched in order).
     settled: std::sync::Mutex<(u64, std::collections::BTreeSet<u64>)>,
-    /// The lowest unsettled job, for the workers waiting on it.
+    /// The lowest unsettled job, for the workers and the collector waiting on it.
     low: tokio::sync::watch::Sender<u64>,
 }
 
 impl RoundBarrier {
-    fn new(per_round: u64) -> Self {
+    /// Rounds of `per_round` jobs, run by `workers` workers: [`AHEAD_PER_WORKER`] trials a
+    /// worker may run ahead, over as many rounds as they span.
+    fn new(per_round: u64, workers: usize) -> Self {
+        let per_round = per_round.max(1);
+        let ahead = workers.max(1) * AHEAD_PER_WORKER;
         RoundBarrier {
-            per_round: per_round.max(1),
+            per_round,
+            lookahead_rounds: (ahead as u64).div_ceil(per_round),
+            ahead: Arc::new(tokio::sync::Semaphore::new(ahead)),
             settled: std::sync::Mutex::new((0, std::collections::BTreeSet::new())),
             low: tokio::sync::watch::Sender::new(0),
         }
+    }
+
+    fn first_of_round(&self, job: u64) -> u64 {
+        job / self.per_round * self.per_round
+    }
+
+    /// Whether `job` must wait for its turn: a job of an earlier round is not yet settled.
+    fn is_ahead(&self, job: u64) -> bool {
+        *self.low.borrow() < self.first_of_round(job)
     }
 
     /// Marks `job` settled and moves the low mark past every settled job.
@@ -276,25 +310,36 @@ impl RoundBarrier {
         self.low.send_replace(*low);
     }
 
-    /// Waits until every job of the rounds before `job`'s is settled.
-    async fn wait_for_round_of(&self, job: u64) {
-        let first_of_round = job / self.per_round * self.per_round;
+    /// Waits until `job` may start: its round is the lowest unsettled job's, or within the
+    /// lookahead and a permit to run ahead is free. The permit, if one was taken, is held
+    /// until the trial is observed.
+    async fn wait_to_start(&self, job: u64) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        let first_of_round = self.first_of_round(job);
+        let earliest = first_of_round.saturating_sub(self.lookahead_rounds * self.per_round);
         let mut low = self.low.subscribe();
-        // The sender lives in `Shared` as long as any worker: the wait cannot fail.
-        let _ = low.wait_for(|&low| low >= first_of_round).await;
+        // The sender lives in `Shared` as long as any worker: the waits cannot fail.
+        let _ = low.wait_for(|&low| low >= earliest).await;
+        if *low.borrow() >= first_of_round {
+            return None;
+        }
+        tokio::select! {
+            _ = low.wait_for(|&low| low >= first_of_round) => None,
+            permit = Arc::clone(&self.ahead).acquire_owned() => permit.ok(),
+        }
     }
 }
 
 /// A job fetched by a worker: settled on the barrier when dropped, whichever way the job
-/// ended (run and observed, passed over, abandoned).
-struct Ticket<'b> {
-    barrier: Option<&'b RoundBarrier>,
+/// ended (run and observed, passed over, abandoned). A finished trial's ticket travels with
+/// its record to the collector and is dropped once the observer has seen it.
+struct Ticket {
+    barrier: Option<Arc<RoundBarrier>>,
     job: u64,
 }
 
-impl Drop for Ticket<'_> {
+impl Drop for Ticket {
     fn drop(&mut self) {
-        if let Some(barrier) = self.barrier {
+        if let Some(barrier) = &self.barrier {
             barrier.settle(self.job);
         }
     }
@@ -413,6 +458,7 @@ pub async fn execute(
     };
     let first = announce(observer, &plan.run_id, planned, &compiled.arms)?;
     let cancel = interrupt.child_token();
+    let workers = plan.concurrency.max(1).min(planned.max(1) as usize);
     let arm_count = compiled.arms.len();
     let case_count = compiled.units.len();
     let shared = Arc::new(Shared {
@@ -446,10 +492,9 @@ pub async fn execute(
         },
         rounds: observer
             .judges_rounds()
-            .then(|| RoundBarrier::new((arm_count * case_count) as u64)),
+            .then(|| Arc::new(RoundBarrier::new((arm_count * case_count) as u64, workers))),
     });
     shared.answer(first);
-    let workers = plan.concurrency.max(1).min(planned.max(1) as usize);
     let (completed, handles) = schedule(&shared, workers, observer, interrupt).await?;
     Ok(finish(&shared, handles, planned, completed, observer).await?)
 }
@@ -557,7 +602,20 @@ async fn schedule(
     let mut completed = 0u64;
     let mut sink_error = None;
     let mut told_interrupted = false;
+    // Trials that ran ahead of their round's turn ([`RoundBarrier`]), by job: at most
+    // `AHEAD_PER_WORKER` a worker (the barrier's permits).
+    let mut waiting: std::collections::BTreeMap<u64, Finished> = std::collections::BTreeMap::new();
+    let mut low = shared.rounds.as_ref().map(|b| b.low.subscribe());
     loop {
+        // The waiting trials whose turn has come, in job order.
+        if let Some(barrier) = &shared.rounds {
+            while let Some(entry) = waiting.first_entry() {
+                if barrier.is_ahead(*entry.key()) {
+                    break;
+                }
+                observe(shared, observer, entry.remove(), &mut sink_error);
+            }
+        }
         // The interrupt first: told as soon as it fires, before the trials it abandons drain.
         let next = tokio::select! {
             biased;
@@ -568,36 +626,29 @@ async fn schedule(
                 }
                 continue;
             }
+            // A job settled (passed over by a worker): a waiting trial's turn may have come.
+            _ = async { low.as_mut().map(|l| l.changed()).expect("waiting only with a barrier").await }, if !waiting.is_empty() => continue,
             next = rx.recv() => next,
         };
-        let Some(Finished {
-            key,
-            mut record,
-            raw,
-            observed,
-        }) = next
-        else {
+        let Some(mut finished) = next else {
             break;
         };
         completed += 1;
-        // In flight when a sequential test decided its case: kept, but counted by no rate.
-        record.after_decision = shared.decided(key);
-        if sink_error.is_none() {
-            match observer.on_event(&RunEvent::Trial {
-                key,
-                record: &record,
-                raw: &raw,
-            }) {
-                Ok(control) => shared.answer(control),
-                Err(e) => {
-                    shared.cancel.cancel();
-                    sink_error = Some(e);
+        match &shared.rounds {
+            Some(barrier) if barrier.is_ahead(finished.ticket.job) => {
+                // Its worker goes on; the observer sees it once its earlier rounds are settled.
+                if let Some(observed) = finished.observed.take() {
+                    let _ = observed.send(());
                 }
+                waiting.insert(finished.ticket.job, finished);
             }
+            _ => observe(shared, observer, finished, &mut sink_error),
         }
-        // The worker waits for this before it takes its next job, so a stop answered here
-        // holds for every trial not yet started: none begins after it.
-        let _ = observed.send(());
+    }
+    // Every worker is done: the lowest waiting trial is the lowest unsettled job, and each
+    // one observed settles the next.
+    while let Some((_, finished)) = waiting.pop_first() {
+        observe(shared, observer, finished, &mut sink_error);
     }
     // Fired as the last trial ended: the run still counts as interrupted, so it says so.
     if interrupt.is_cancelled()
@@ -609,6 +660,49 @@ async fn schedule(
     match sink_error {
         Some(e) => Err(e),
         None => Ok((completed, handles)),
+    }
+}
+
+/// Shows one finished trial to the observer and applies its answer, then settles its job on
+/// the round barrier (the ticket is dropped here) and lets its worker go on. A sink that
+/// fails cancels the run, and no later trial is shown.
+fn observe(
+    shared: &Shared,
+    observer: &mut dyn Observer,
+    finished: Finished,
+    sink_error: &mut Option<Error>,
+) {
+    let Finished {
+        key,
+        mut record,
+        raw,
+        observed,
+        ticket,
+        ahead,
+    } = finished;
+    // In flight, or ahead of its round, when a sequential test decided its scope: kept, but
+    // counted by no rate.
+    record.after_decision = shared.decided(key);
+    if sink_error.is_none() {
+        match observer.on_event(&RunEvent::Trial {
+            key,
+            record: &record,
+            raw: &raw,
+        }) {
+            Ok(control) => shared.answer(control),
+            Err(e) => {
+                shared.cancel.cancel();
+                *sink_error = Some(e);
+            }
+        }
+    }
+    // Settled only now, with the answer applied: a stop holds for every trial of a later
+    // round that has not started.
+    drop((ticket, ahead));
+    // The worker waits for this before it takes its next job, so a stop answered here
+    // holds for every trial not yet started: none begins after it.
+    if let Some(observed) = observed {
+        let _ = observed.send(());
     }
 }
 
@@ -671,8 +765,13 @@ struct Finished {
     record: TrialRecord,
     /// The raw steps, when an observer wants them.
     raw: Vec<RawStep>,
-    /// Fired once the observer has seen the trial and its answer is applied.
-    observed: oneshot::Sender<()>,
+    /// Fired once the observer has seen the trial and its answer is applied, or, for a trial
+    /// that ran ahead of its round's turn, once it is waiting with the collector.
+    observed: Option<oneshot::Sender<()>>,
+    /// Its job, settled once the observer has seen it.
+    ticket: Ticket,
+    /// The permit a trial that ran ahead of its round's turn holds until it is seen.
+    ahead: Option<tokio::sync::OwnedSemaphorePermit>,
 }
 
 async fn worker(shared: Arc<Shared>, tx: mpsc::Sender<Finished>) {
@@ -687,8 +786,8 @@ async fn worker(shared: Arc<Shared>, tx: mpsc::Sender<Finished>) {
         if job >= total {
             return;
         }
-        let _ticket = Ticket {
-            barrier: shared.rounds.as_ref(),
+        let ticket = Ticket {
+            barrier: shared.rounds.clone(),
             job,
         };
         let key = decode_job(job, arms, cases);
@@ -703,9 +802,10 @@ async fn worker(shared: Arc<Shared>, tx: mpsc::Sender<Finished>) {
         if shared.done.contains(&key) {
             continue;
         }
+        let mut ahead = None;
         if let Some(barrier) = &shared.rounds {
             tokio::select! {
-                () = barrier.wait_for_round_of(job) => {}
+                permit = barrier.wait_to_start(job) => ahead = permit,
                 () = shared.cancel.cancelled() => return,
             }
         }
@@ -758,7 +858,9 @@ async fn worker(shared: Arc<Shared>, tx: mpsc::Sender<Finished>) {
             key,
             record,
             raw,
-            observed,
+            observed: Some(observed),
+            ticket,
+            ahead,
         };
         if tx.send(finished).await.is_err() || seen.await.is_err() {
             return;
