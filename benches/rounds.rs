@@ -1,10 +1,12 @@
 //! The price of judging by rounds, against a fake endpoint with a provider's latency.
 //!
 //! A suite-level sequential gate (like `--compare --sequential`, a baseline or a race) judges
-//! after every complete round of units, and a trial of round k + 1 starts only once round k is
-//! settled, so no trial past the deciding round is ever run or counted. The price is wall
-//! time: the tail of each round, when fewer trials than workers are left in it, and at a
-//! concurrency above the round's size, the workers the round cannot use.
+//! after every complete round of units, and is shown a trial of round k + 1 only once round k
+//! is judged, so no trial past the deciding round is counted. If no trial of round k + 1 could
+//! start before then, the price would be wall time: the tail of each round, when fewer trials
+//! than workers are left in it, and at a concurrency above the round's size, the workers the
+//! round cannot use. The runner lets each worker run a few trials ahead instead; this
+//! measures what is left of the price.
 //!
 //! Runs the release binary (as a user would) on 40 billing cases, 10 trials a case, against a
 //! fake whose every answer takes a latency drawn from a shifted exponential (40 ms plus a mean
