@@ -34,7 +34,12 @@ fn invocations(text: &str) -> Vec<Vec<String>> {
         else {
             continue;
         };
-        let args: Vec<String> = w[at..]
+        // The command ends where the shell's next one, or its redirection, begins.
+        let end = w[at..]
+            .iter()
+            .position(|a| matches!(a.as_str(), "|" | "||" | "&&" | ";" | ">" | ">>" | "2>"))
+            .map_or(w.len(), |i| at + i);
+        let args: Vec<String> = w[at..end]
             .iter()
             .map(|a| {
                 if a.contains('$') {
@@ -146,4 +151,162 @@ fn the_pull_request_recipes_escape_probe_runs_on_a_test_instance() {
         sarif["runs"][0]["results"].as_array().map(Vec::len),
         Some(0)
     );
+}
+
+/// The steps of the composite action at the repository's root, by name: its `run` scripts.
+fn action_steps() -> Vec<(String, String)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(root.join("action.yml")).expect("action.yml");
+    let action: serde_json::Value =
+        serde_saphyr::from_str(&text).unwrap_or_else(|e| panic!("action.yml is not YAML: {e}"));
+    assert_eq!(action["runs"]["using"], "composite");
+    action["runs"]["steps"]
+        .as_array()
+        .expect("steps")
+        .iter()
+        .filter_map(|s| {
+            let name = s["name"].as_str()?.to_owned();
+            Some((name, s["run"].as_str()?.to_owned()))
+        })
+        .collect()
+}
+
+/// The example arguments the action's header gives (`args: …`).
+const ACTION_EXAMPLE_ARGS: &str =
+    "--provider openai --trials 50 --gate 'pass>=0.8' --gate-level suite";
+
+/// Every `toolscore` command the action runs parses with the CLI's own parser, the gate's with
+/// the example arguments of its header in place of the user's.
+#[test]
+fn every_toolscore_command_of_the_action_parses() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let header = std::fs::read_to_string(root.join("action.yml")).expect("action.yml");
+    assert!(
+        header.contains(&format!("args: {ACTION_EXAMPLE_ARGS}")),
+        "the header's example is the one tested"
+    );
+    let mut subcommands = Vec::new();
+    for (name, script) in action_steps() {
+        let script = script.replace("\"${args[@]}\"", ACTION_EXAMPLE_ARGS);
+        for args in invocations(&script) {
+            match Cli::try_parse_from(&args) {
+                Ok(_) => {}
+                Err(e) if e.kind() == clap::error::ErrorKind::DisplayVersion => {}
+                Err(e) => panic!("step `{name}`: `{}` does not parse:\n{e}", args.join(" ")),
+            }
+            subcommands.push(args.get(1).cloned().unwrap_or_default());
+        }
+    }
+    assert_eq!(subcommands, ["--version", "lock", "run"]);
+}
+
+/// Runs the action's step `name` as the runner would: bash, in `dir`, with `env`, the
+/// test's toolscore first on PATH, and GITHUB_OUTPUT and RUNNER_TEMP set. Its exit code and
+/// the outputs it wrote.
+fn run_action_step(
+    name: &str,
+    dir: &Path,
+    env: &[(&str, &str)],
+) -> (i32, std::collections::BTreeMap<String, String>) {
+    let script = action_steps()
+        .into_iter()
+        .find(|(n, _)| n == name)
+        .unwrap_or_else(|| panic!("no step `{name}`"))
+        .1;
+    let bin = Path::new(env!("CARGO_BIN_EXE_toolscore"))
+        .parent()
+        .expect("bin folder")
+        .to_owned();
+    let temp = tempfile::tempdir().expect("runner temp");
+    let outputs = temp.path().join("github_output");
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    // As GitHub runs a composite action's bash step.
+    let status = std::process::Command::new("bash")
+        .args(["--noprofile", "--norc", "-eo", "pipefail", "-c", &script])
+        .current_dir(dir)
+        .env("PATH", path)
+        .env("GITHUB_OUTPUT", &outputs)
+        .env("RUNNER_TEMP", temp.path())
+        .envs(env.iter().copied())
+        .status()
+        .expect("bash");
+    let written = std::fs::read_to_string(&outputs).unwrap_or_default();
+    let outputs = written
+        .lines()
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+    (status.code().unwrap_or(-1), outputs)
+}
+
+/// The action's gate step, run as written against the demo replay: it passes the user's
+/// arguments as a shell would split them, never evaluating them, and names the exit code
+/// and the run's folder (with report.md) for the steps after it; the decide step ends the
+/// job as the exit code says.
+#[test]
+fn the_actions_gate_step_runs_and_names_its_exit_code_and_run_folder() {
+    let dir = support::project_copy();
+    let (code, outputs) = run_action_step(
+        "Run the gate",
+        dir.path(),
+        &[
+            (
+                "TOOLSCORE_ACTION_ARGS",
+                "--provider demo --trials 3 --gate 'pass>=0.05' --gate-level suite",
+            ),
+            ("RUN_ID", "pr-1-1"),
+        ],
+    );
+    assert_eq!(code, 0, "the step itself succeeds whatever the gate says");
+    assert_eq!(
+        outputs.get("exit-code").map(String::as_str),
+        Some("0"),
+        "{outputs:?}"
+    );
+    let run_dir = Path::new(outputs.get("run-dir").expect("run-dir"));
+    assert!(run_dir.is_absolute(), "{}", run_dir.display());
+    assert!(run_dir.ends_with("reports/pr-1-1"), "{}", run_dir.display());
+    assert!(run_dir.join("report.md").is_file());
+
+    // A word that a shell would run stays a word: toolscore refuses it (exit 2) and nothing
+    // is executed; no run folder is named.
+    let (code, outputs) = run_action_step(
+        "Run the gate",
+        dir.path(),
+        &[
+            (
+                "TOOLSCORE_ACTION_ARGS",
+                "--provider demo '$(touch pwned)' `touch pwned2`",
+            ),
+            ("RUN_ID", "pr-2-1"),
+        ],
+    );
+    assert_eq!(code, 0);
+    assert_eq!(
+        outputs.get("exit-code").map(String::as_str),
+        Some("2"),
+        "{outputs:?}"
+    );
+    assert!(!outputs.contains_key("run-dir"), "{outputs:?}");
+    assert!(!dir.path().join("pwned").exists() && !dir.path().join("pwned2").exists());
+
+    for (exit, inconclusive, job) in [
+        ("0", "warn", 0),
+        ("3", "warn", 0),
+        ("3", "fail", 1),
+        ("1", "warn", 1),
+        ("2", "warn", 1),
+        ("4", "warn", 1),
+    ] {
+        let (code, _) = run_action_step(
+            "Decide",
+            dir.path(),
+            &[("CODE", exit), ("INCONCLUSIVE", inconclusive)],
+        );
+        assert_eq!(code, job, "exit {exit}, inconclusive: {inconclusive}");
+    }
 }

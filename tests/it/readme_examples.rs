@@ -105,6 +105,21 @@ fn json_and_yaml_examples_parse_and_validate() {
                         .unwrap_or_else(|e| panic!("{file}: the scenario does not load: {e}"));
                     scenarios += 1;
                 }
+                "yaml" if block.text.starts_with("- uses:") => {
+                    // GitHub workflow steps using the action: YAML, and the `args` given to
+                    // it parse as `toolscore run`'s.
+                    let file = at(block);
+                    let steps: serde_json::Value = serde_saphyr::from_str(&block.text)
+                        .unwrap_or_else(|e| panic!("{file}: not YAML: {e}"));
+                    for step in steps.as_array().expect("a list of steps") {
+                        if let Some(args) = step["with"]["args"].as_str() {
+                            let mut argv = vec!["toolscore".to_owned(), "run".to_owned()];
+                            argv.extend(support::shell_words(args));
+                            <toolscore::cli::Cli as clap::Parser>::try_parse_from(&argv)
+                                .unwrap_or_else(|e| panic!("{file}: the action's args: {e}"));
+                        }
+                    }
+                }
                 "yaml" => {
                     let file = at(block);
                     toolscore_suite::parse_config(&block.text, &file, Path::new("."))
