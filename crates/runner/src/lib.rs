@@ -23,7 +23,7 @@ pub mod store;
 
 use std::collections::HashSet;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::time::SystemTime;
 
 use tokio::sync::{mpsc, oneshot};
@@ -345,11 +345,28 @@ impl Drop for Ticket {
     }
 }
 
-/// Which scopes a sequential test has decided: the run, each arm, each (arm, case).
+/// Which scopes a sequential test has decided, and with which trial: the run, each arm, each
+/// (arm, case). Each holds the first trial index the decision does not cover (the deciding
+/// trial's plus one; 0 when decided before any trial), [`UNDECIDED`] until then.
 struct Decided {
-    run: AtomicBool,
-    arm: Vec<AtomicBool>,
-    case: Vec<AtomicBool>,
+    run: AtomicU32,
+    arm: Vec<AtomicU32>,
+    case: Vec<AtomicU32>,
+}
+
+/// A scope no test has decided.
+const UNDECIDED: u32 = u32::MAX;
+
+impl Decided {
+    fn new(arms: usize, cases: usize) -> Self {
+        Decided {
+            run: AtomicU32::new(UNDECIDED),
+            arm: (0..arms).map(|_| AtomicU32::new(UNDECIDED)).collect(),
+            case: (0..arms * cases)
+                .map(|_| AtomicU32::new(UNDECIDED))
+                .collect(),
+        }
+    }
 }
 
 impl Shared {
@@ -359,36 +376,44 @@ impl Shared {
             || self.stop_case[key.arm * self.units.len() + key.case].load(Ordering::Relaxed)
     }
 
-    /// Whether a decided scope holds the trial `key`.
+    /// Whether the trial `key`, shown to the observers now, comes after a decision of a scope
+    /// that holds it, so no rate counts it. A design judged by rounds decides at the end of a
+    /// round: a trial of that round or an earlier one is the decision's, whenever it is shown
+    /// (the round's trials of other groups may come after its last); any other design decided
+    /// on what it had seen, so every trial shown after the decision is after it.
     fn decided(&self, key: TrialKey) -> bool {
         let d = &self.decided;
-        d.run.load(Ordering::Relaxed)
-            || d.arm[key.arm].load(Ordering::Relaxed)
-            || d.case[key.arm * self.units.len() + key.case].load(Ordering::Relaxed)
+        let covered = d
+            .run
+            .load(Ordering::Relaxed)
+            .min(d.arm[key.arm].load(Ordering::Relaxed))
+            .min(d.case[key.arm * self.units.len() + key.case].load(Ordering::Relaxed));
+        match (covered, &self.rounds) {
+            (UNDECIDED, _) => false,
+            (covered, Some(_)) => key.trial >= covered,
+            (_, None) => true,
+        }
     }
 
-    /// What an observer answered: stop scheduling, and, for a decision, remember its scope.
-    fn answer(&self, control: Control) {
+    /// What an observer answered on seeing the trial `seen` (none for the run's start): stop
+    /// scheduling, and, for a decision, remember its scope and the trials it covers.
+    fn answer(&self, control: Control, seen: Option<TrialKey>) {
         match control {
             Control::Continue => {}
             Control::Stop(scope) => self.apply(scope),
             Control::Decided(scope) => {
                 self.apply(scope);
+                let covered = seen.map_or(0, |k| k.trial.saturating_add(1));
                 let d = &self.decided;
-                match scope {
-                    StopScope::Run => d.run.store(true, Ordering::SeqCst),
-                    StopScope::Arm(a) => {
-                        if let Some(flag) = d.arm.get(a) {
-                            flag.store(true, Ordering::SeqCst);
-                        }
-                    }
-                    StopScope::Case { arm, case } => {
-                        if case < self.units.len()
-                            && let Some(flag) = d.case.get(arm * self.units.len() + case)
-                        {
-                            flag.store(true, Ordering::SeqCst);
-                        }
-                    }
+                let flag = match scope {
+                    StopScope::Run => Some(&d.run),
+                    StopScope::Arm(a) => d.arm.get(a),
+                    StopScope::Case { arm, case } => (case < self.units.len())
+                        .then(|| d.case.get(arm * self.units.len() + case))
+                        .flatten(),
+                };
+                if let Some(flag) = flag {
+                    flag.fetch_min(covered, Ordering::SeqCst);
                 }
             }
         }
@@ -483,18 +508,12 @@ pub async fn execute(
         budget,
         budget_not_run: AtomicU64::new(0),
         stop_run: AtomicBool::new(false),
-        decided: Decided {
-            run: AtomicBool::new(false),
-            arm: (0..arm_count).map(|_| AtomicBool::new(false)).collect(),
-            case: (0..arm_count * case_count)
-                .map(|_| AtomicBool::new(false))
-                .collect(),
-        },
+        decided: Decided::new(arm_count, case_count),
         rounds: observer
             .judges_rounds()
             .then(|| Arc::new(RoundBarrier::new((arm_count * case_count) as u64, workers))),
     });
-    shared.answer(first);
+    shared.answer(first, None);
     let (completed, handles) = schedule(&shared, workers, observer, interrupt).await?;
     Ok(finish(&shared, handles, planned, completed, observer).await?)
 }
@@ -689,7 +708,7 @@ fn observe(
             record: &record,
             raw: &raw,
         }) {
-            Ok(control) => shared.answer(control),
+            Ok(control) => shared.answer(control, Some(key)),
             Err(e) => {
                 shared.cancel.cancel();
                 *sink_error = Some(e);
