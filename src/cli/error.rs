@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use toolscore_core::error::{self as core, ExitCode, InputError};
 use toolscore_mcp::client::McpError;
+use toolscore_provider::model_map::ModelMapError;
 use toolscore_provider::{HttpClientError, SettingsError};
 use toolscore_runner::RunError;
 
@@ -21,6 +22,9 @@ pub enum Error {
     /// A provider setting no request can be built from (bad input: nothing was sent).
     #[error(transparent)]
     Settings(#[from] SettingsError),
+    /// `model_map:` names a file that is not LiteLLM's model map (bad input: nothing was sent).
+    #[error(transparent)]
+    ModelMap(#[from] ModelMapError),
     /// Providers' servers on this machine that do not answer: found before the run starts, so
     /// nothing was sent or written.
     #[error("{}", ServersDown(.0))]
@@ -96,7 +100,7 @@ impl Error {
     pub fn exit_code(&self) -> ExitCode {
         match self {
             Error::Core(e) => e.exit_code(),
-            Error::Settings(_) => ExitCode::BadInput,
+            Error::Settings(_) | Error::ModelMap(_) => ExitCode::BadInput,
             Error::Run(e) => e.exit_code(),
             // Failing to reach the machine's own resources is not a verdict on the model; 4
             // says "could not judge".

@@ -25,6 +25,7 @@ mod lint;
 mod lock;
 mod mcp_source;
 mod merge;
+mod models;
 mod output;
 mod plan;
 mod probe;
@@ -153,6 +154,14 @@ pub enum Command {
     /// records): refused, naming the shard, unless the folders are every shard of one plan
     /// exactly once, each finished. `report`, `--gate` and `compare` then work on it.
     Merge(merge::MergeArgs),
+    /// What toolscore knows of a model, and where each fact comes from
+    ///
+    /// For a provider of toolscore.yaml or KIND:MODEL: the price a run would use (`prices:`,
+    /// the config's `model_map:`, the hand-kept table, or the snapshot of LiteLLM's model map
+    /// built in), what the map says the model accepts (function calling, tool_choice, parallel
+    /// calls, sampling parameters, input tokens), and the request fields the capability table
+    /// says it refuses. Calls nothing.
+    Models(models::ModelsArgs),
     /// Work with recorded cassettes
     #[command(subcommand)]
     Cassette(cassette::CassetteCommand),
@@ -281,6 +290,7 @@ pub fn run(cli: Cli) -> Result<ExitCode, Error> {
         Command::History(args) => history::run(&args),
         Command::Lint(args) => lint::run(&args),
         Command::Merge(args) => merge::run(&args),
+        Command::Models(args) => models::run(&args),
         Command::Cassette(command) => cassette::run(&command),
         Command::Catalog(args) => catalog::run(&args),
         Command::Probe(args) => probe::run(&args),

@@ -63,8 +63,8 @@ fn run(dir: &Path, provider: &str, extra: &[&str], env: &[(&str, &str)]) -> Run 
     toolscore_env(dir, &args, env)
 }
 
-/// Per trial of each case, at $3 in, $0.30 cache read, $15 out per million (the table's
-/// claude-sonnet-4-5): 412·3 + 1830·0.30 + 71·15 = 2850 µ$, and 520·3 + 14·15 = 1770 µ$.
+/// Per trial of each case, at $3 in, $0.30 cache read, $15 out per million (claude-sonnet-4-5
+/// in LiteLLM's model map, the snapshot built in): 412·3 + 1830·0.30 + 71·15 = 2850 µ$, and 520·3 + 14·15 = 1770 µ$.
 const WEATHER_USD: f64 = 2850e-6;
 const AFTER_RESULT_USD: f64 = 1770e-6;
 
@@ -107,7 +107,10 @@ fn cost_in_records_and_summary_is_usage_times_the_table_price() {
         assert_eq!(rec["cost"]["price"]["input"], 3.0);
         assert_eq!(rec["cost"]["price"]["cache_read"], 0.3);
         let source = rec["cost"]["price_source"].as_str().unwrap();
-        assert!(source.starts_with("price table 2026-"), "{source}");
+        assert_eq!(
+            source,
+            "LiteLLM model map 1.110.2 of 2026-12-08 (claude-sonnet-4-5)"
+        );
     }
     let s = summary(dir.path());
     let cost = &s["cost"];
@@ -147,7 +150,7 @@ fn cost_in_records_and_summary_is_usage_times_the_table_price() {
     // The terminal report shows the arm's and the run's cost.
     assert!(
         r.stdout
-            .contains("cost: $0.0139 over 6 trials ($0.00231 per trial) at price table 2026-"),
+            .contains("cost: $0.0139 over 6 trials ($0.00231 per trial) at LiteLLM model map 1.110.2 of 2026-12-08 (claude-sonnet-4-5)"),
         "{}",
         r.stdout
     );

@@ -89,7 +89,7 @@ pub enum Field {
 }
 
 impl Field {
-    fn name(self) -> &'static str {
+    pub fn name(self) -> &'static str {
         match self {
             Field::Temperature => "temperature",
             Field::ToolChoice => "tool_choice",
@@ -108,16 +108,18 @@ pub fn shipped() -> &'static CapabilityTable {
 }
 
 impl CapabilityTable {
+    /// The entry for `model` served by a provider of kind `kind`, if the table has one.
+    pub fn entry_for(&self, kind: &str, model: &str) -> Option<&CapabilityEntry> {
+        self.models
+            .iter()
+            .find(|e| e.kinds.iter().any(|k| k == kind) && e.matches(model))
+    }
+
     /// Clears the configured fields `settings`' model refuses and records each in
     /// `settings.omitted` (which the arm's identity, so plan.json and summary.json, carry);
     /// one sentence per field cleared, for the run's output before its first request.
     pub fn omit_rejected(&self, settings: &mut ProviderSettings) -> Vec<String> {
-        let kind = settings.kind.as_str();
-        let Some(entry) = self
-            .models
-            .iter()
-            .find(|e| e.kinds.iter().any(|k| k == kind) && e.matches(&settings.model))
-        else {
+        let Some(entry) = self.entry_for(settings.kind.as_str(), &settings.model) else {
             return Vec::new();
         };
         let reason = format!("capability table {}: {}", self.as_of, entry.source);

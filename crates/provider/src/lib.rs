@@ -15,6 +15,7 @@ pub mod capabilities;
 pub mod cassette;
 pub mod gemini;
 pub mod limits;
+pub mod model_map;
 pub mod ollama;
 pub mod openai_compat;
 pub mod openai_responses;

@@ -1,7 +1,10 @@
-//! The shipped price table (`prices.yaml`, dated, one entry per model with where its figures
-//! came from) and how an arm finds its price in it.
+//! What a model's tokens cost, from three sources in order: a model map file the user named
+//! (`model_map:` in toolscore.yaml), the hand-kept table (`prices.yaml`: only what LiteLLM's
+//! map lacks or gets wrong, each entry with its source, a test keeping it so), then the map's
+//! snapshot compiled in ([`crate::model_map`]). `prices:` in toolscore.yaml wins over all
+//! three; the command line applies it.
 //!
-//! A model matches an entry named exactly like it, or like it followed by a dated snapshot
+//! In the hand-kept table, a model matches an entry named exactly like it, or like it followed by a dated snapshot
 //! suffix (`claude-sonnet-4-5-20250929`, `gpt-4.1-2025-04-14`); no looser prefix, so a model
 //! the table does not know stays unpriced instead of borrowing a sibling's price. Local
 //! models are never priced from the table: a kind whose adapter says it serves for free there
@@ -15,6 +18,7 @@ use serde::Deserialize;
 use toolscore_core::record::Price;
 
 use crate::ProviderKind;
+use crate::model_map::ModelMap;
 
 /// The table as shipped: compiled into the binary, so a run prices the same on any machine.
 const SHIPPED: &str = include_str!("prices.yaml");
@@ -61,6 +65,34 @@ pub fn shipped() -> &'static PriceTable {
     static TABLE: OnceLock<PriceTable> = OnceLock::new();
     TABLE.get_or_init(|| {
         serde_saphyr::from_str(SHIPPED).expect("src/provider/prices.yaml parses (unit-tested)")
+    })
+}
+
+/// The price of `model` served by a provider of `kind` at `base_url`: from `user_map` when it
+/// has the model, then the hand-kept table, then the snapshot of the model map; none for a
+/// server its adapter says bills nothing, or a model none of them prices.
+pub fn lookup(
+    kind: ProviderKind,
+    model: &str,
+    base_url: &str,
+    user_map: Option<&ModelMap>,
+) -> Option<ArmPrice> {
+    if kind.adapter().serves_free(base_url) {
+        return None;
+    }
+    user_map
+        .and_then(|map| from_map(map, kind, model))
+        .or_else(|| shipped().lookup(kind, model, base_url))
+        .or_else(|| from_map(ModelMap::snapshot(), kind, model))
+}
+
+/// The price `map` gives `model`, named by the map and the key it was found under.
+fn from_map(map: &ModelMap, kind: ProviderKind, model: &str) -> Option<ArmPrice> {
+    let (key, entry) = map.find(kind, model)?;
+    Some(ArmPrice {
+        price: entry.price()?,
+        batch_discount: entry.batch_discount(),
+        source: format!("{} ({key})", map.origin),
     })
 }
 
@@ -119,7 +151,7 @@ mod tests {
             "{}",
             t.as_of
         );
-        assert!(t.models.len() >= 10);
+        assert!(!t.models.is_empty());
         for e in &t.models {
             let rates = [Some(e.input), Some(e.output), e.cache_read, e.cache_write];
             assert!(
@@ -137,68 +169,112 @@ mod tests {
 
     #[test]
     fn dated_snapshots_match_but_siblings_do_not() {
-        let t = shipped();
-        let sonnet = t
-            .lookup(
-                kind("anthropic"),
-                "claude-sonnet-4-5-20250929",
-                "https://api.anthropic.com",
-            )
-            .expect("a dated snapshot is priced");
+        let sonnet = lookup(
+            kind("anthropic"),
+            "claude-sonnet-4-5-20250929",
+            "https://api.anthropic.com",
+            None,
+        )
+        .expect("a dated snapshot is priced");
         assert_eq!(sonnet.price.input, 3.0);
         assert_eq!(sonnet.price.cache_write, Some(3.75));
         assert!(
-            sonnet.source.starts_with("price table 2026-"),
+            sonnet.source.starts_with("LiteLLM model map "),
             "{}",
             sonnet.source
         );
-        // claude-sonnet-4-5 is not claude-sonnet-4 with a suffix.
-        assert_eq!(
-            t.lookup(kind("anthropic"), "claude-sonnet-4-5", "")
-                .map(|p| p.price.output),
-            Some(15.0)
-        );
+        // The hand-kept table: claude-sonnet-4 is not in the map, and claude-sonnet-4-5 is not
+        // claude-sonnet-4 with a suffix.
+        let four = lookup(kind("anthropic"), "claude-sonnet-4", "", None).expect("sonnet 4");
         assert!(
-            t.lookup(kind("openai-responses"), "gpt-5.4-pro", "")
-                .is_none()
+            four.source.starts_with("price table 2026-"),
+            "{}",
+            four.source
         );
+        assert!(lookup(kind("openai-responses"), "gpt-5.4-pro-unreleased", "", None).is_none());
         assert_eq!(
-            t.lookup(
+            lookup(
                 kind("openai-compat"),
                 "gpt-4.1-mini-2025-04-14",
-                "https://api.openai.com/v1"
+                "https://api.openai.com/v1",
+                None
             )
             .map(|p| p.price.input),
             Some(0.40)
         );
         // A kind the entry does not name.
-        assert!(t.lookup(kind("gemini"), "gpt-4.1", "").is_none());
+        assert!(
+            shipped()
+                .lookup(kind("gemini"), "claude-sonnet-4", "")
+                .is_none()
+        );
     }
 
     #[test]
-    fn local_models_are_never_priced_from_the_table() {
-        let t = shipped();
+    fn local_models_are_never_priced() {
         for url in [
             "http://127.0.0.1:8089/v1",
             "http://localhost:11434/v1",
             "http://[::1]:8000/v1",
         ] {
             assert!(
-                t.lookup(kind("openai-compat"), "gpt-4.1", url).is_none(),
+                lookup(kind("openai-compat"), "gpt-4.1", url, None).is_none(),
                 "{url}"
             );
         }
+        assert!(lookup(kind("ollama"), "gpt-4.1", "https://example.com", None).is_none());
         assert!(
-            t.lookup(kind("ollama"), "gpt-4.1", "https://example.com")
-                .is_none()
-        );
-        assert!(
-            t.lookup(
+            lookup(
                 kind("openai-compat"),
                 "gpt-4.1",
-                "https://gateway.example.com/v1"
+                "https://gateway.example.com/v1",
+                None
             )
             .is_some()
         );
+    }
+
+    /// The hand-kept table holds only what the map lacks or gets wrong: an entry the snapshot
+    /// prices the same way is one to delete.
+    #[test]
+    fn every_hand_kept_price_is_absent_from_the_map_or_disagrees_with_it() {
+        let map = ModelMap::snapshot();
+        for e in &shipped().models {
+            for k in &e.kinds {
+                let Some((key, entry)) = map.find(kind(k), &e.model) else {
+                    continue;
+                };
+                let same = entry.price()
+                    == Some(Price {
+                        input: e.input,
+                        output: e.output,
+                        cache_read: e.cache_read,
+                        cache_write: e.cache_write,
+                    })
+                    && entry.batch_discount() == e.batch_discount;
+                assert!(
+                    !same,
+                    "{k}:{} is priced the same by the map ({key}): delete it from prices.yaml",
+                    e.model
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_users_map_comes_before_the_table_and_the_snapshot() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("map.json");
+        std::fs::write(
+            &path,
+            r#"{"claude-sonnet-4": {"input_cost_per_token": 7e-06, "output_cost_per_token": 3.5e-05},
+                "claude-opus-4-7": {"input_cost_per_token": 1e-06, "output_cost_per_token": 2e-06}}"#,
+        )
+        .expect("write");
+        let map = ModelMap::from_file(&path).expect("map");
+        for model in ["claude-sonnet-4", "claude-opus-4-7"] {
+            let p = lookup(kind("anthropic"), model, "", Some(&map)).expect("priced");
+            assert!(p.source.contains("map.json"), "{}", p.source);
+        }
     }
 }

@@ -27,6 +27,11 @@ pub struct Config {
     /// `KIND:MODEL`.
     #[serde(default)]
     pub prices: BTreeMap<String, PriceEntry>,
+    /// A copy of LiteLLM's `model_prices_and_context_window.json` read instead of the
+    /// snapshot built in (resolved against the config's folder): a newer map without a new
+    /// build. `prices:` still wins over it.
+    #[serde(default)]
+    pub model_map: Option<PathBuf>,
 }
 
 /// One model's price, US dollars per million tokens.
@@ -117,6 +122,7 @@ pub fn parse_config(text: &str, file: &str, base: &Path) -> Result<Config, Input
         .datasets
         .iter_mut()
         .chain(config.scenarios.iter_mut())
+        .chain(config.model_map.iter_mut())
     {
         if d.is_relative() {
             *d = base.join(&*d);

@@ -87,7 +87,14 @@ pub(super) fn live_arm(
     for note in toolscore_provider::capabilities::shipped().omit_rejected(&mut settings) {
         errln!("note: {note}")?;
     }
-    let price = arm_price(name, &settings, config);
+    // And the sampling parameters the model map says the model takes none of.
+    if let Some(note) = toolscore_provider::model_map::omit_unsupported_sampling(
+        &mut settings,
+        super::user_model_map(config)?,
+    ) {
+        errln!("note: {note}")?;
+    }
+    let price = arm_price(name, &settings, config)?;
     Ok(Arm {
         settings,
         variant: BASE_VARIANT.to_owned(),

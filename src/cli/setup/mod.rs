@@ -40,8 +40,8 @@ pub(super) use reachable::check_local_servers;
 use arms::{check_case_trials_recorded, live_arm, replay_arm, variant_with_replay};
 use modes::{checked_batch, checked_shard, stops_each_case, trials_of};
 pub(super) use modes::{sequential_gate, trial_budget};
-pub(super) use pricing::plan_price;
-use pricing::{arm_price, check_budget};
+use pricing::check_budget;
+pub(super) use pricing::{arm_price, plan_price, settings_to_price, user_model_map};
 use sequential::{sequential_compare_spec, sequential_spec};
 
 /// A validated `run`: the trial plan, and what to do with its events.
@@ -483,7 +483,7 @@ fn build_arms(
                 }
                 let (mut arm, fewest, hint) =
                     replay_arm(Path::new(path), arm_name, args, datasets, scenarios)?;
-                arm.price = arm_price(arm_name, &arm.settings, config);
+                arm.price = arm_price(arm_name, &arm.settings, config)?;
                 if fewest_recorded.as_ref().is_none_or(|(f, _, _)| fewest < *f) {
                     fewest_recorded = Some((fewest, hint, path.to_owned()));
                 }

@@ -1,19 +1,27 @@
 //! What an arm's tokens cost, and `--max-cost` checked against the plan's estimate before
 //! anything is sent.
 
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use toolscore_provider::model_map::ModelMap;
+
 use super::{
     Arm, ArmPrice, Cassette, Config, Error, Price, ProviderKind, ProviderSettings, RunArgs, usage,
 };
 
-/// `--shard i/n` or `--shard auto` (index from `JOB_COMPLETION_INDEX`, count from
-/// `--shard-count`), refused beside the flags that need the whole plan in one process.
 /// An arm's price: `prices:` in the config under the provider's name, then under
-/// `KIND:MODEL`, then the shipped table; `None` when none knows it.
-pub(super) fn arm_price(name: &str, s: &ProviderSettings, config: &Config) -> Option<ArmPrice> {
+/// `KIND:MODEL`, then the config's `model_map:`, the hand-kept table and the model map's
+/// snapshot ([`toolscore_provider::prices::lookup`]); `None` when none knows it.
+pub(in crate::cli) fn arm_price(
+    name: &str,
+    s: &ProviderSettings,
+    config: &Config,
+) -> Result<Option<ArmPrice>, Error> {
     let kind_model = format!("{}:{}", s.kind, s.model);
     for key in [name, kind_model.as_str()] {
         if let Some(p) = config.prices.get(key) {
-            return Some(ArmPrice {
+            return Ok(Some(ArmPrice {
                 price: Price {
                     input: p.input,
                     output: p.output,
@@ -25,10 +33,34 @@ pub(super) fn arm_price(name: &str, s: &ProviderSettings, config: &Config) -> Op
                     Some(src) => format!("toolscore.yaml prices.{key} ({src})"),
                     None => format!("toolscore.yaml prices.{key}"),
                 },
-            });
+            }));
         }
     }
-    toolscore_provider::prices::shipped().lookup(s.kind, &s.model, &s.base_url)
+    Ok(toolscore_provider::prices::lookup(
+        s.kind,
+        &s.model,
+        &s.base_url,
+        user_model_map(config)?,
+    ))
+}
+
+/// The model map the config's `model_map:` names, read once per file in a process (it is
+/// megabytes, and every arm prices from it).
+pub(in crate::cli) fn user_model_map(config: &Config) -> Result<Option<&'static ModelMap>, Error> {
+    static READ: Mutex<Vec<(PathBuf, &'static ModelMap)>> = Mutex::new(Vec::new());
+    let Some(path) = &config.model_map else {
+        return Ok(None);
+    };
+    let mut read = READ
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some((_, map)) = read.iter().find(|(p, _)| p == path) {
+        return Ok(Some(map));
+    }
+    // Kept for the process's life: one map per config file a command reads.
+    let map: &'static ModelMap = Box::leak(Box::new(ModelMap::from_file(path)?));
+    read.push((path.clone(), map));
+    Ok(Some(map))
 }
 
 /// The price `toolscore plan` shows options at: `--provider`, else the provider `run` would
@@ -49,12 +81,13 @@ pub(in crate::cli) fn plan_price(
     let Some(settings) = settings_to_price(&name, config)? else {
         return Ok(None);
     };
-    let Some(price) = arm_price(&name, &settings, config) else {
+    let Some(price) = arm_price(&name, &settings, config)? else {
         if given.is_some() {
             errln!(
-                "note: no price for {}:{} in the price table of {} or toolscore.yaml; options are shown in tokens only",
+                "note: no price for {}:{} in {}, the price table of {} or toolscore.yaml; options are shown in tokens only",
                 settings.kind,
                 settings.model,
+                price_sources(config)?,
                 toolscore_provider::prices::shipped().as_of
             )?;
         }
@@ -77,7 +110,10 @@ pub(in crate::cli) fn plan_price(
 
 /// What `name` (a config entry, a replay's cassette, or KIND:MODEL) would send, as far as its
 /// price depends on it; None for a replay without a cassette.
-fn settings_to_price(name: &str, config: &Config) -> Result<Option<ProviderSettings>, Error> {
+pub(in crate::cli) fn settings_to_price(
+    name: &str,
+    config: &Config,
+) -> Result<Option<ProviderSettings>, Error> {
     Ok(Some(match config.providers.get(name) {
         Some(e) if e.kind == toolscore_suite::REPLAY_KIND => {
             let Some(path) = &e.cassette else {
@@ -117,7 +153,7 @@ fn settings_to_price(name: &str, config: &Config) -> Result<Option<ProviderSetti
                 .filter(|(_, m)| !m.is_empty())
             else {
                 return Err(usage(&format!(
-                    "--provider `{name}` is neither a provider in the config nor KIND:MODEL ({})",
+                    "`{name}` is neither a provider in the config nor KIND:MODEL ({})",
                     ProviderKind::known()
                 )));
             };
@@ -125,6 +161,14 @@ fn settings_to_price(name: &str, config: &Config) -> Result<Option<ProviderSetti
             ProviderSettings::new(kind, name, base_url, model)
         }
     }))
+}
+
+/// The model map a price would come from: the config's `model_map:`, else the snapshot.
+fn price_sources(config: &Config) -> Result<String, Error> {
+    Ok(match user_model_map(config)? {
+        Some(map) => format!("{} or {}", map.origin, ModelMap::snapshot().origin),
+        None => ModelMap::snapshot().origin.to_string(),
+    })
 }
 
 /// `prices:` keys name known kinds, and `--max-cost` is a positive amount with a price for
@@ -153,10 +197,11 @@ pub(super) fn check_budget(args: &RunArgs, config: &Config, arms: &[Arm]) -> Res
     }
     if let Some(arm) = arms.iter().find(|a| a.price.is_none()) {
         return Err(usage(&format!(
-            "--max-cost: provider `{}` ({}:{}) has no price in the price table of {}, so its spend cannot be capped; give it one under `prices:` in toolscore.yaml (`{}: {{input: …, output: …}}`, US dollars per million tokens)",
+            "--max-cost: provider `{}` ({}:{}) has no price in {} or the price table of {}, so its spend cannot be capped; give it one under `prices:` in toolscore.yaml (`{}: {{input: …, output: …}}`, US dollars per million tokens)",
             arm.settings.name,
             arm.settings.kind,
             arm.settings.model,
+            price_sources(config)?,
             toolscore_provider::prices::shipped().as_of,
             arm.settings.name
         )));
