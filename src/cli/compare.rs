@@ -142,7 +142,7 @@ pub(super) fn run(args: &CompareArgs) -> Result<ExitCode, Error> {
 /// both kinds of comparison.
 fn tell(
     args: &CompareArgs,
-    decision: &toolscore_report::Decision,
+    decision: &toolscore_summary::Decision,
     json: &impl serde::Serialize,
     render: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>,
 ) -> Result<ExitCode, Error> {
@@ -163,8 +163,8 @@ fn tell(
 /// compared them (so the decision is the run's), and its decision with the gates it recorded.
 fn compare_attacked(
     args: &CompareArgs,
-    (header, min_effect): (&toolscore_report::SummaryHeader, f64),
-    summary: &mut toolscore_report::Summary,
+    (header, min_effect): (&toolscore_summary::SummaryHeader, f64),
+    summary: &mut toolscore_summary::Summary,
 ) -> Result<ExitCode, Error> {
     if !args.arms.is_empty() {
         return Err(usage(
@@ -192,8 +192,8 @@ fn compare_attacked(
 #[derive(serde::Serialize)]
 struct AttackCompareJson<'a> {
     #[serde(flatten)]
-    comparison: &'a toolscore_report::AttackComparison,
-    decision: &'a toolscore_report::Decision,
+    comparison: &'a toolscore_summary::AttackComparison,
+    decision: &'a toolscore_summary::Decision,
 }
 
 /// `--json`: the comparison's fields, and the decision (the run's, under `decision`, as
@@ -201,8 +201,8 @@ struct AttackCompareJson<'a> {
 #[derive(serde::Serialize)]
 struct CompareJson<'a> {
     #[serde(flatten)]
-    comparison: &'a toolscore_report::Comparison,
-    decision: &'a toolscore_report::Decision,
+    comparison: &'a toolscore_summary::Comparison,
+    decision: &'a toolscore_summary::Decision,
 }
 
 /// The sequential comparison a run recorded (`run --compare --sequential`), judged again from
@@ -211,9 +211,9 @@ struct CompareJson<'a> {
 /// recorded none, or `comparison` pairs other arms or another metric than the recorded one.
 pub(super) fn rejudge_sequential(
     run_dir: &Path,
-    recorded: Option<&toolscore_report::Comparison>,
-    summary: &toolscore_report::Summary,
-    comparison: &mut toolscore_report::Comparison,
+    recorded: Option<&toolscore_summary::Comparison>,
+    summary: &toolscore_summary::Summary,
+    comparison: &mut toolscore_summary::Comparison,
 ) -> Result<(), Error> {
     use toolscore_decide::compare::HOLDOUT_TAG;
     use toolscore_decide::compare::sequential::{Rule, SequentialCompare, SequentialCompareSpec};
@@ -257,7 +257,7 @@ pub(super) fn rejudge_sequential(
     let Some(mut observer) = SequentialCompare::new(spec) else {
         return Ok(());
     };
-    toolscore_report::for_each_record_mut(&run_dir.join("results.jsonl"), &mut |r| {
+    toolscore_summary::for_each_record_mut(&run_dir.join("results.jsonl"), &mut |r| {
         observer.push(r);
     })?;
     observer.apply_to(comparison);

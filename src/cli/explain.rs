@@ -16,7 +16,7 @@ use toolscore_core::record::{ArmId, SCENARIO_DATASET, TrialRecord};
 use toolscore_report::behaviour::{
     ArmExplanation, BehaviourTally, ExplainedDiff, Explanation, ToBase,
 };
-use toolscore_report::{ComparedArm, Summary};
+use toolscore_summary::{ComparedArm, Summary};
 
 #[derive(Debug, Args)]
 pub struct ExplainArgs {
@@ -71,7 +71,7 @@ pub(super) fn run(args: &ExplainArgs) -> Result<ExitCode, Error> {
     let sides = pick_sides(&runs, &args.arms)?;
     let mut tallies: Vec<BehaviourTally> = sides.iter().map(|_| BehaviourTally::new()).collect();
     for (r, dir) in dirs.iter().enumerate() {
-        toolscore_report::for_each_record(
+        toolscore_summary::for_each_record(
             &dir.join("results.jsonl"),
             &mut |record: &TrialRecord| {
                 if record.dataset != *dataset || record.case_id != *case_id {
@@ -237,7 +237,7 @@ fn arms_of(s: &Summary) -> Vec<ArmId> {
     s.run
         .arms
         .iter()
-        .map(toolscore_report::ArmInfo::id)
+        .map(toolscore_summary::ArmInfo::id)
         .collect()
 }
 

@@ -79,7 +79,7 @@ pub enum HistoryFormat {
 /// does: its lines are kept, marked, and left out of every trend.
 pub(super) fn append_history(
     run_dir: &Path,
-    summary: &toolscore_report::Summary,
+    summary: &toolscore_summary::Summary,
 ) -> Result<(), Error> {
     // A shard is a slice of a run: the merged run is the one that enters the history.
     if summary.interrupted || summary.run.shard.is_some() {

@@ -24,8 +24,9 @@ use crate::cli::Error;
 use toolscore_core::error::{ExitCode, InputError};
 use toolscore_core::event::RunTotals;
 use toolscore_core::record::TrialRecord;
-use toolscore_report::{Aggregator, ResultsCsv, SummaryHeader};
+use toolscore_report::ResultsCsv;
 use toolscore_runner::shard::{Shard, shard_of, unit_seed};
+use toolscore_summary::{Aggregator, SummaryHeader};
 
 #[derive(Debug, Args)]
 pub struct MergeArgs {
@@ -300,7 +301,7 @@ struct PlanIndex {
 
 impl PlanIndex {
     /// `run` supplies what plan.json does not hold: each scenario's own `trials`.
-    fn new(plan: &PlanFingerprint, run: &toolscore_report::RunInfo) -> PlanIndex {
+    fn new(plan: &PlanFingerprint, run: &toolscore_summary::RunInfo) -> PlanIndex {
         let mut cases = HashMap::new();
         let mut case_trials = Vec::new();
         let mut units: Vec<(String, String)> = Vec::new();
@@ -484,7 +485,7 @@ fn write_merged(
     if let Some(why) = summary
         .decision
         .as_ref()
-        .and_then(toolscore_report::Decision::not_judged_because)
+        .and_then(toolscore_summary::Decision::not_judged_because)
     {
         errln!("error: {why}")?;
     }
@@ -693,7 +694,7 @@ fn merged_summary(
     agg: Aggregator,
     merged: u64,
     run_id: &str,
-) -> toolscore_report::Summary {
+) -> toolscore_summary::Summary {
     let first = &shards[0].summary.header;
     let mut run = first.run.clone();
     run.run_id = run_id.to_owned();
@@ -729,12 +730,12 @@ fn merged_summary(
     let mut summary = agg.finish(run, &totals, first.confidence, first.precision);
     // Each shard priced its own slice; the merged run's estimate is their sum. A cap was per
     // shard process, so the merged run names none.
-    let budgets: Vec<&toolscore_report::BudgetReport> = shards
+    let budgets: Vec<&toolscore_summary::BudgetReport> = shards
         .iter()
         .filter_map(|s| s.summary.header.budget.as_ref())
         .collect();
     if !budgets.is_empty() {
-        summary.budget = Some(toolscore_report::BudgetReport {
+        summary.budget = Some(toolscore_summary::BudgetReport {
             max_usd: None,
             estimate_usd: if budgets.len() == shards.len() {
                 budgets.iter().map(|b| b.estimate_usd).sum()

@@ -293,12 +293,12 @@ pub fn run(cli: Cli) -> Result<ExitCode, Error> {
 }
 
 /// A finished run, re-aggregated from its results.jsonl at its own confidence.
-fn load_run(dir: &Path) -> Result<toolscore_report::Summary, Error> {
+fn load_run(dir: &Path) -> Result<toolscore_summary::Summary, Error> {
     reaggregate_run(dir, read_header(dir)?)
 }
 
 /// A run folder's summary.json header: what its records do not hold.
-fn read_header(dir: &Path) -> Result<toolscore_report::SummaryHeader, Error> {
+fn read_header(dir: &Path) -> Result<toolscore_summary::SummaryHeader, Error> {
     if !dir.is_dir() {
         return Err(usage(&format!(
             "no such run: {} is not a folder (a run folder is --out/RUN_ID, e.g. reports/<run-id>)",
@@ -334,10 +334,10 @@ fn read_header(dir: &Path) -> Result<toolscore_report::SummaryHeader, Error> {
 /// and precision.
 fn reaggregate_run(
     dir: &Path,
-    header: toolscore_report::SummaryHeader,
-) -> Result<toolscore_report::Summary, Error> {
+    header: toolscore_summary::SummaryHeader,
+) -> Result<toolscore_summary::Summary, Error> {
     let (conf, prec) = (header.confidence, header.precision);
-    Ok(toolscore_report::reaggregate(
+    Ok(toolscore_summary::reaggregate(
         &dir.join("results.jsonl"),
         header,
         conf,

@@ -4,11 +4,13 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use crate::cli::Error;
+use toolscore_core::metric::Metric;
 use toolscore_core::record::ArmId;
 use toolscore_core::text::command;
 use toolscore_report::behaviour::{self, CaseKey, Explorer};
 use toolscore_report::history::{self, Trend};
-use toolscore_report::{Html, HtmlContext, Junit, Markdown, Metric, Render, Summary};
+use toolscore_report::{Html, HtmlContext, Junit, Markdown, Render};
+use toolscore_summary::Summary;
 
 /// A report format. clap validates the names before any work starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum)]
@@ -160,7 +162,7 @@ fn html_context(summary: &Summary, run_dir: &Path) -> Result<HtmlContext, Error>
 fn explorer(
     summary: &Summary,
     run_dir: &Path,
-    comparison: Option<&toolscore_report::Comparison>,
+    comparison: Option<&toolscore_summary::Comparison>,
 ) -> Result<Explorer, Error> {
     let mut keys = toolscore_report::explored_cases(summary);
     let explored = keys.len();
@@ -341,11 +343,11 @@ fn explain_hint(summary: &Summary, run_dir: &Path) -> Option<String> {
 /// first changed case (`dirs`: the one run folder, or A's then B's); `None` when no case
 /// changed.
 pub(super) fn compare_explain_hint(
-    c: &toolscore_report::Comparison,
+    c: &toolscore_summary::Comparison,
     dirs: &[std::path::PathBuf],
 ) -> Option<String> {
     let case = c.changed_cases.first()?;
-    let arm = |a: &toolscore_report::ComparedArm| format!("{}/{}", a.arm.provider, a.arm.variant);
+    let arm = |a: &toolscore_summary::ComparedArm| format!("{}/{}", a.arm.provider, a.arm.variant);
     let line = match dirs {
         [one] => command([
             "toolscore",

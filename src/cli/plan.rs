@@ -92,7 +92,7 @@ pub(super) fn run(args: &PlanArgs) -> Result<ExitCode, Error> {
         None => gates
             .first()
             .and_then(|g| g.metric.rate())
-            .unwrap_or(toolscore_report::Metric::Selection),
+            .unwrap_or(toolscore_core::metric::Metric::Selection),
     };
     let cases: usize = datasets.iter().map(|d| d.cases.len()).sum();
     let (observed_case_rates, observed_suite, tokens) = match &args.from {
@@ -164,7 +164,7 @@ fn attack_gate_requests(
 /// case-level estimate, and the tokens per request.
 fn observed_in(
     dir: &std::path::Path,
-    metric: toolscore_report::Metric,
+    metric: toolscore_core::metric::Metric,
     confidence: f64,
     precision: f64,
 ) -> Result<
@@ -177,12 +177,12 @@ fn observed_in(
 > {
     let header = super::read_header(dir)?;
     let summary =
-        toolscore_report::reaggregate(&dir.join("results.jsonl"), header, confidence, precision)?;
+        toolscore_summary::reaggregate(&dir.join("results.jsonl"), header, confidence, precision)?;
     let arm = summary
         .arms
         .first()
         .ok_or_else(|| usage(&format!("--from {}: the run has no arms", dir.display())))?;
-    let rate = |c: &toolscore_report::CaseSummary| {
+    let rate = |c: &toolscore_summary::CaseSummary| {
         let s = c.metrics.get(metric);
         (s.n > 0).then(|| s.x as f64 / s.n as f64)
     };

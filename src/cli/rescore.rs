@@ -11,9 +11,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use toolscore_core::record::{Outcome, TrialRecord};
-use toolscore_report::RunInfo;
 use toolscore_score::{Expectation, ToolValidators, score_trial};
 use toolscore_suite::load_dataset;
+use toolscore_summary::RunInfo;
 
 /// The current fixtures of a run's cases, and what re-scoring found.
 pub(super) struct Rescorer {

@@ -96,7 +96,7 @@ pub struct RunArgs {
     #[arg(
         help_heading = "Trials and limits",
         long,
-        default_value_t = toolscore_report::Decision::DEFAULT_MAX_INFRA_ERROR_RATE,
+        default_value_t = toolscore_summary::Decision::DEFAULT_MAX_INFRA_ERROR_RATE,
         value_name = "RATE"
     )]
     pub max_infra_error_rate: f64,
@@ -303,7 +303,7 @@ fn not_attacked_notice(
 fn run_command(
     mut setup: RunSetup,
     max_infra: f64,
-    baseline: Option<&(toolscore_report::Summary, toolscore_report::Metric)>,
+    baseline: Option<&(toolscore_summary::Summary, toolscore_core::metric::Metric)>,
     gate_args: &GateArgs,
     compare: Option<f64>,
     formats: &[Format],
@@ -476,7 +476,7 @@ pub(super) fn run_phase(
 /// A step's summary (of its own trials and the carried ones), and the trials it sent and the
 /// dollars they cost (the carried ones set aside).
 pub(super) struct PhaseRun {
-    pub summary: toolscore_report::Summary,
+    pub summary: toolscore_summary::Summary,
     pub sent: u64,
     pub spent: Option<f64>,
 }
@@ -510,7 +510,7 @@ fn carry(
     let mut kept = 0;
     let mut usd = 0.0;
     let mut failed = None;
-    toolscore_report::for_each_record(results, &mut |record| {
+    toolscore_summary::for_each_record(results, &mut |record| {
         let Some(&case) = cases.get(&(record.dataset.clone(), record.case_id.clone())) else {
             return;
         };
@@ -581,9 +581,9 @@ pub(super) fn priced(
     {
         return Err(usage(&format!(
             "the estimated cost {} of {} trials is over --max-cost {}; lower --trials, run fewer cases or providers, or raise the cap",
-            toolscore_report::format_usd(usd),
+            toolscore_summary::format_usd(usd),
             estimate.trials,
-            toolscore_report::format_usd(max)
+            toolscore_summary::format_usd(max)
         )));
     }
     Ok((estimate, show_cost))
@@ -592,8 +592,8 @@ pub(super) fn priced(
 /// The gates' verdict: the sequential gate's, or the fixed-n gates' over the summary, and
 /// the comparison with a baseline.
 fn judge(
-    summary: &mut toolscore_report::Summary,
-    latency: &toolscore_report::LatencyDistributions,
+    summary: &mut toolscore_summary::Summary,
+    latency: &toolscore_summary::LatencyDistributions,
     judging: Judging<'_>,
 ) -> Result<(), Error> {
     let Judging {
@@ -619,8 +619,8 @@ fn judge(
         // and the verdict is left inconclusive rather than losing the summary.
         errln!("error: {e}")?;
         let gates = summary.gate.take().map(|g| g.gates).unwrap_or_default();
-        summary.gate = Some(toolscore_report::GateReport {
-            verdict: toolscore_report::Verdict::Inconclusive,
+        summary.gate = Some(toolscore_summary::GateReport {
+            verdict: toolscore_summary::Verdict::Inconclusive,
             confidence: summary.confidence,
             gates,
         });
@@ -633,17 +633,17 @@ fn judge(
 struct Judging<'a> {
     sequential: Option<&'a toolscore_decide::gate::sequential::SequentialGate>,
     gates: &'a [toolscore_decide::gate::GateSpec],
-    level: toolscore_report::GateLevel,
-    baseline: Option<&'a (toolscore_report::Summary, toolscore_report::Metric)>,
+    level: toolscore_summary::GateLevel,
+    baseline: Option<&'a (toolscore_summary::Summary, toolscore_core::metric::Metric)>,
     /// The sequential gate's verdicts against the baseline, when it ran beside the run.
-    sequential_baseline: Option<Vec<toolscore_report::GateResult>>,
+    sequential_baseline: Option<Vec<toolscore_summary::GateResult>>,
     gate_args: &'a GateArgs,
 }
 
 /// The terminal report, the comparison of `--compare`, and, with `detail`, the lint findings
 /// beside the weakest tools (without it, a line saying where the rest is).
 fn print_terminal(
-    summary: &toolscore_report::Summary,
+    summary: &toolscore_summary::Summary,
     catalogs: &lint::RunCatalogs,
     lint_options: &toolscore_lint::LintOptions,
     run_dir: &std::path::Path,
@@ -673,7 +673,7 @@ fn print_terminal(
 /// kept in the summary. A comparison that cannot be made is reported, not fatal: the run
 /// happened and is on disk.
 pub(super) fn compare_two_arms(
-    summary: &mut toolscore_report::Summary,
+    summary: &mut toolscore_summary::Summary,
     min_effect: f64,
 ) -> Result<(), Error> {
     match toolscore_decide::compare::attacks::compare_attacks(summary, min_effect) {
@@ -693,7 +693,7 @@ pub(super) fn compare_two_arms(
         side(0),
         side(1),
         toolscore_decide::compare::CompareOptions {
-            metric: toolscore_report::Metric::Selection,
+            metric: toolscore_core::metric::Metric::Selection,
             confidence: summary.confidence,
             min_effect,
             power: 0.8,

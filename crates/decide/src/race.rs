@@ -9,8 +9,9 @@
 
 use toolscore_core::error::Error;
 use toolscore_core::event::{Control, Observer, RunEvent, StopScope};
+use toolscore_core::metric::Metric;
 use toolscore_core::record::ArmId;
-use toolscore_report::{Metric, SequentialComparison};
+use toolscore_summary::SequentialComparison;
 
 use super::compare::sequential::{Rule, SequentialCompare, SequentialCompareSpec};
 
@@ -159,8 +160,11 @@ mod tests {
             }
         }
         let r = race.results();
-        assert_eq!(r[0].verdict, toolscore_report::ComparisonVerdict::Better);
-        assert_eq!(r[1].verdict, toolscore_report::ComparisonVerdict::NotBetter);
+        assert_eq!(r[0].verdict, toolscore_summary::ComparisonVerdict::Better);
+        assert_eq!(
+            r[1].verdict,
+            toolscore_summary::ComparisonVerdict::NotBetter
+        );
         assert!(r[1].upper < 0.3 && r[1].lower < 0.0, "{:?}", r[1]);
         // `good` decides first (13 pairs of +1 pass 2/α), and only its arm stops; the run
         // stops when `same` is ruled out too.

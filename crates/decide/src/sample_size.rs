@@ -18,8 +18,8 @@ use std::io::{self, Write};
 
 use serde::{Deserialize, Serialize};
 
-use toolscore_report::format_usd;
 use toolscore_stats as stats;
+use toolscore_summary::format_usd;
 
 /// What the plan is asked for.
 #[derive(Debug, Clone)]

@@ -13,7 +13,7 @@ use serde_json::Value;
 use super::diagnose::{Diagnosis, property};
 use toolscore_core::catalog::{Catalog, Tool};
 use toolscore_core::message::Message;
-use toolscore_report::tune::{Candidate, Operator, TextEdit};
+use toolscore_summary::tune::{Candidate, Operator, TextEdit};
 
 /// Longest description taken from an author, in characters: a rewrite is a few sentences.
 pub(crate) const MAX_TEXT_CHARS: usize = 2_000;

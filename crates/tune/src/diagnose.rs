@@ -7,7 +7,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-pub use toolscore_report::tune::{
+pub use toolscore_summary::tune::{
     CaseConfusion, ConfusedPair, Diagnosis, LintNote, ParamFailure, ToolTrajectory,
 };
 
@@ -103,7 +103,7 @@ impl Tally {
             if !score.selection_ok {
                 *entry
                     .0
-                    .entry(toolscore_report::chosen_label(record))
+                    .entry(toolscore_summary::chosen_label(record))
                     .or_default() += 1;
             }
         }

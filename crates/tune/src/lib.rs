@@ -19,7 +19,7 @@ pub mod split;
 use std::collections::BTreeSet;
 
 use propose::Candidate;
-use toolscore_report::ComparisonVerdict;
+use toolscore_summary::ComparisonVerdict;
 
 /// The held-out confirmation's test, as tune's flags set it.
 #[derive(Debug, Clone, Copy)]
@@ -45,14 +45,14 @@ pub fn confirmation_plan(
         confidence,
     }: ConfirmationTest,
     disagreement: f64,
-) -> Option<toolscore_report::tune::ConfirmationPlan> {
+) -> Option<toolscore_summary::tune::ConfirmationPlan> {
     let test = toolscore_stats::PairedBetting::new(1.0 - confidence)?;
     let needed = test.pairs_to_rule_out(min_effect, disagreement);
     let pairs = holdout_units * u64::from(max_rounds);
     if needed.is_some_and(|f| pairs >= f) {
         return None;
     }
-    Some(toolscore_report::tune::ConfirmationPlan {
+    Some(toolscore_summary::tune::ConfirmationPlan {
         holdout_units,
         max_rounds,
         min_effect,

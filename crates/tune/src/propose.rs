@@ -31,7 +31,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value};
-pub use toolscore_report::tune::{Candidate, Operator, Suggestion, TextEdit};
+pub use toolscore_summary::tune::{Candidate, Operator, Suggestion, TextEdit};
 
 use super::diagnose::{Diagnosis, is_required, property};
 use toolscore_core::catalog::{Catalog, Tool};

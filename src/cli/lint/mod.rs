@@ -373,7 +373,7 @@ fn lint_options(args: &LintArgs, config: &toolscore_suite::Config) -> Result<Lin
 /// The catalogs to lint: SOURCEs, the command after `--`, or the catalogs of `--from`'s run.
 fn lint_sources(
     args: &LintArgs,
-    run: Option<&toolscore_report::Summary>,
+    run: Option<&toolscore_summary::Summary>,
 ) -> Result<Vec<Source>, Error> {
     if !args.server_command.is_empty() && !args.sources.is_empty() {
         return Err(usage(
@@ -442,7 +442,7 @@ fn rendered(linted: &[Linted], format: LintFormat) -> Result<Vec<u8>, Error> {
 /// Prints each catalog's findings ranked by the run's measured selection misses per expected
 /// tool (the first arm that expected it), and exits as a plain lint would.
 fn ranked_by_run(
-    summary: &toolscore_report::Summary,
+    summary: &toolscore_summary::Summary,
     linted: &[Linted],
     dir: &Path,
 ) -> Result<ExitCode, Error> {
@@ -527,7 +527,7 @@ fn exit_code(linted: &[Linted], errors: usize) -> Result<ExitCode, Error> {
 
 /// The selection recall the run measured for each tool of the linted catalog that it expected.
 fn measured_tools(
-    arm: &toolscore_report::ArmSummary,
+    arm: &toolscore_summary::ArmSummary,
     report: &LintReport,
 ) -> Vec<toolscore_lint::rank::MeasuredTool> {
     arm.tool_accuracy
@@ -619,7 +619,7 @@ pub(crate) fn lint_run_catalogs(catalogs: &RunCatalogs, options: &LintOptions) -
 /// Under `run`'s report: per arm and dataset, the three most-missed tools lint has findings
 /// on, with their first findings, so a low recall sits next to what may explain it.
 pub(crate) fn print_beside_weakest(
-    summary: &toolscore_report::Summary,
+    summary: &toolscore_summary::Summary,
     lints: &[CatalogLint],
     run_dir: &Path,
     out: &mut dyn std::io::Write,

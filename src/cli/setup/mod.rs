@@ -19,12 +19,12 @@ use toolscore_decide::gate::sequential_baseline::SequentialBaseline;
 use toolscore_provider::cassette::{CASSETTE_FORMAT, Cassette, CassetteHeader, CassetteRecorder};
 use toolscore_provider::prices::ArmPrice;
 use toolscore_provider::{ProviderKind, ProviderSettings, SecretString};
-use toolscore_report::{
-    Aggregator, ArmInfo, DatasetInfo, Progress, ProgressMode, ReplayInfo, ResultsCsv, RunInfo,
-    ScenarioInfo, VariantInfo,
-};
+use toolscore_report::{Progress, ProgressMode, ResultsCsv};
 use toolscore_runner::store::ResultsStore;
 use toolscore_runner::{Arm, RunPlan};
+use toolscore_summary::{
+    Aggregator, ArmInfo, DatasetInfo, ReplayInfo, RunInfo, ScenarioInfo, VariantInfo,
+};
 
 use toolscore_suite::scenario::Scenario;
 use toolscore_suite::{Config, Dataset, Defaults, ProviderEntry};
@@ -56,7 +56,7 @@ pub struct RunSetup {
     pub record: Option<Recording>,
     /// `--gate`s, judged on the summary when the run ends.
     pub gates: Vec<toolscore_decide::gate::GateSpec>,
-    pub gate_level: toolscore_report::GateLevel,
+    pub gate_level: toolscore_summary::GateLevel,
     /// `--sequential`: the gates judged case by case while the run goes, stopping decided
     /// cases.
     pub sequential: Option<SequentialSpec>,
@@ -296,7 +296,7 @@ impl RunSetup {
                     attack: sc.attack.as_ref().map(|a| a.attack.id.clone()),
                 })
                 .collect(),
-            shard: p.shard.map(|s| toolscore_report::ShardInfo {
+            shard: p.shard.map(|s| toolscore_summary::ShardInfo {
                 index: s.index,
                 count: s.count,
                 plan: super::resume::plan_digest(p),

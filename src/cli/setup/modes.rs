@@ -223,7 +223,7 @@ pub(in crate::cli) fn trial_budget(run: &RunInfo) -> TrialBudget {
 pub(super) fn stops_each_case(args: &RunArgs) -> bool {
     args.gate.sequential
         && !args.gate.gates.is_empty()
-        && args.gate.gate_level == toolscore_report::GateLevel::Case
+        && args.gate.gate_level == toolscore_summary::GateLevel::Case
 }
 
 /// `--trials` (or `--max-trials`), else a replay's fewest recordings, else the default; a

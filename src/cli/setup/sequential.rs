@@ -118,7 +118,7 @@ pub(super) fn sequential_compare_spec(
     }
     Ok(Some(SequentialCompareSpec {
         arms: [a.id(), b.id()],
-        metric: toolscore_report::Metric::Selection,
+        metric: toolscore_core::metric::Metric::Selection,
         confidence: checked_confidence(args.confidence.or(defaults.confidence).unwrap_or(0.95))?,
         rule: Rule::Compare {
             min_effect: args.min_effect,

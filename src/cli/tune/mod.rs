@@ -17,7 +17,7 @@ use super::{SuiteArgs, usage};
 use crate::cli::Error;
 use toolscore_core::error::ExitCode;
 use toolscore_report::ProgressMode;
-use toolscore_report::tune::{TuneOutcome, TuneReport};
+use toolscore_summary::tune::{TuneOutcome, TuneReport};
 
 mod author;
 mod phases;
@@ -89,7 +89,7 @@ pub struct TuneArgs {
     #[arg(
         help_heading = "Tuning",
         long,
-        default_value_t = toolscore_report::Decision::DEFAULT_MAX_INFRA_ERROR_RATE,
+        default_value_t = toolscore_summary::Decision::DEFAULT_MAX_INFRA_ERROR_RATE,
         value_name = "RATE"
     )]
     pub max_infra_error_rate: f64,
@@ -159,12 +159,12 @@ pub(super) fn run(args: &TuneArgs) -> Result<ExitCode, Error> {
         (
             Format::Md,
             "report.md",
-            toolscore_report::tune::render_tune_markdown,
+            toolscore_report::render_tune_markdown,
         ),
         (
             Format::Html,
             "report.html",
-            toolscore_report::tune::render_tune_html,
+            toolscore_report::render_tune_html,
         ),
     ];
     for (format, name, render) in files {
@@ -175,7 +175,7 @@ pub(super) fn run(args: &TuneArgs) -> Result<ExitCode, Error> {
         }
     }
     if formats.contains(&Format::Terminal) {
-        toolscore_report::tune::render_tune(&report, &mut std::io::stdout().lock())
+        toolscore_report::render_tune(&report, &mut std::io::stdout().lock())
             .map_err(|e| Error::io("cannot write the report", e))?;
     }
     outln!("wrote {}", tuner.dir.join("tune.json").display())?;

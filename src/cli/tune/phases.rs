@@ -10,15 +10,15 @@ use super::{TuneArgs, phase_args};
 use crate::cli::Error;
 use toolscore_core::error::ExitCode;
 use toolscore_core::event::Observer;
+use toolscore_core::metric::Metric;
 use toolscore_core::record::{ArmId, BASE_VARIANT, SCENARIO_DATASET};
 use toolscore_decide::compare::sequential::{Rule, SequentialCompare, SequentialCompareSpec};
 use toolscore_decide::race::{Race, RaceSpec};
 use toolscore_provider::cassette::CassetteHeader;
-use toolscore_report::Metric;
-use toolscore_report::tune::{
+use toolscore_suite::{CatalogVariant, Dataset};
+use toolscore_summary::tune::{
     CandidateStatus, Confirmation, Phase, RacedCandidate, TuneOutcome, TuneReport,
 };
-use toolscore_suite::{CatalogVariant, Dataset};
 use toolscore_tune::budget::{Allowance, Share};
 use toolscore_tune::diagnose::{LintNote, Tally};
 use toolscore_tune::propose::Candidate;
@@ -265,7 +265,7 @@ impl<'a> Tuner<'a> {
                 // diagnosed on one of them, never on their mixture.
                 let mut arm: Option<ArmId> = None;
                 let results = from.join("results.jsonl");
-                toolscore_report::for_each_record(&results, &mut |r| {
+                toolscore_summary::for_each_record(&results, &mut |r| {
                     if r.arm.variant == BASE_VARIANT
                         && units.contains(&(r.dataset.clone(), r.case_id.clone()))
                         && *arm.get_or_insert_with(|| r.arm.clone()) == r.arm
@@ -771,7 +771,7 @@ struct Proposed {
     variants: Vec<CatalogVariant>,
     invalid: Vec<String>,
     suggestions: Vec<toolscore_tune::propose::Suggestion>,
-    authoring: Option<toolscore_report::tune::Authoring>,
+    authoring: Option<toolscore_summary::tune::Authoring>,
 }
 
 /// The tune's recorder as an observer of one phase: every trial, but not the phase's end, so

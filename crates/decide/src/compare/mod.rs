@@ -15,12 +15,13 @@
 use std::collections::BTreeMap;
 
 use toolscore_core::error::InputError;
+use toolscore_core::metric::Metric;
 use toolscore_core::record::{ArmId, ModelIdentity};
-use toolscore_report::{
-    ArmInfo, CaseComparison, CaseSummary, ComparedArm, Comparison, ComparisonVerdict,
-    GroupComparison, McNemar, MeanDifference, Metric, RateStat, Substitution, Summary,
-};
 use toolscore_stats as stats;
+use toolscore_summary::{
+    ArmInfo, CaseComparison, CaseSummary, ComparedArm, Comparison, ComparisonVerdict,
+    GroupComparison, McNemar, MeanDifference, RateStat, Substitution, Summary,
+};
 
 pub mod attacks;
 pub mod sequential;
@@ -378,8 +379,8 @@ pub(crate) fn verdict_of(
 
 /// Wrong choices of each arm, merged by (expected, chosen), most frequent first.
 fn substitutions(
-    a: &toolscore_report::ArmSummary,
-    b: &toolscore_report::ArmSummary,
+    a: &toolscore_summary::ArmSummary,
+    b: &toolscore_summary::ArmSummary,
 ) -> Vec<Substitution> {
     let mut cells: BTreeMap<(String, String), (u64, u64)> = BTreeMap::new();
     for (arm, side) in [(a, 0), (b, 1)] {

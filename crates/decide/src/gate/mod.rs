@@ -34,12 +34,12 @@ pub mod sequential_baseline;
 pub mod sequential_suite;
 
 use toolscore_core::error::InputError;
-use toolscore_report::{
-    ArmLatencyDistribution, ArmSummary, AttackMetric, CaseVerdict, DatasetInfo, GateLevel,
-    GateMetric, GateReport, GateResult, LatencyDistributions, LatencyQuantile, Metric, Summary,
-    ToolVerdict, Verdict,
-};
+use toolscore_core::metric::{AttackMetric, Metric};
 use toolscore_stats as stats;
+use toolscore_summary::{
+    ArmLatencyDistribution, ArmSummary, CaseVerdict, DatasetInfo, GateLevel, GateMetric,
+    GateReport, GateResult, LatencyDistributions, LatencyQuantile, Summary, ToolVerdict, Verdict,
+};
 
 /// A gate as the user wrote it: `METRIC>=THRESHOLD` for a rate, `LATENCY<=BUDGET_MS` for a
 /// latency percentile.
@@ -155,7 +155,7 @@ pub fn report_of(gates: Vec<GateResult>, confidence: f64) -> GateReport {
 }
 
 /// Evaluates every gate on every arm of the summary. Latency gates read the arms' latency
-/// distributions (`Aggregator::latency_distributions`, `report::reaggregate_with_latency`),
+/// distributions (`Aggregator::latency_distributions`, `summary::reaggregate_with_latency`),
 /// which the summary does not hold; rate gates need only the summary.
 pub fn evaluate(
     summary: &Summary,
@@ -823,7 +823,7 @@ mod tests {
 
     use toolscore_core::event::RunTotals;
     use toolscore_core::record::{Outcome, TrialRecord, TrialScore};
-    use toolscore_report::{Aggregator, RunInfo};
+    use toolscore_summary::{Aggregator, RunInfo};
 
     /// A trial of `case` (expecting `tool`) that passed or not, answered in `ms`.
     fn trial(tool: &str, case: &str, passed: bool, ms: f64) -> TrialRecord {

@@ -45,13 +45,12 @@ use toolscore_stats as stats;
 
 use toolscore_core::error::Error;
 use toolscore_core::event::{Control, Observer, RunEvent, StopScope};
+use toolscore_core::metric::{AttackMetric, Metric};
 use toolscore_core::record::{SCENARIO_DATASET, TrialRecord};
-use toolscore_report::{
-    AttackMetric, CaseVerdict, GateLevel, GateResult, Metric, SequentialInfo, Verdict,
-};
 use toolscore_stats::{
     self, Boundaries, PassSide, SequentialDecision, SequentialKind, SequentialTest,
 };
+use toolscore_summary::{CaseVerdict, GateLevel, GateResult, SequentialInfo, Verdict};
 
 use super::GateSpec;
 use super::sequential_suite::SuiteRounds;

@@ -813,9 +813,9 @@ mod tests {
 
     #[test]
     fn every_string_is_escaped_in_text_and_attributes() {
-        use crate::{Aggregator, RunInfo};
         use toolscore_core::event::RunTotals;
         use toolscore_core::record::{Outcome, TrialRecord};
+        use toolscore_summary::{Aggregator, RunInfo};
         let payload = "<script>document.title='x'</script>\"'/&";
         let mut agg = Aggregator::new();
         let mut record = TrialRecord::for_test(payload, Outcome::Pass, 5.0);

@@ -818,12 +818,12 @@ mod tests {
 
     #[test]
     fn a_comparison_shows_its_verdict_difference_and_changed_cases() {
-        use crate::{
-            Aggregator, CaseComparison, ComparedArm, ComparisonVerdict, MeanDifference, Metric,
-            RunInfo,
-        };
         use toolscore_core::event::RunTotals;
+        use toolscore_core::metric::Metric;
         use toolscore_core::record::{ArmId, Outcome, TrialRecord};
+        use toolscore_summary::{
+            Aggregator, CaseComparison, ComparedArm, ComparisonVerdict, MeanDifference, RunInfo,
+        };
         let mut agg = Aggregator::new();
         agg.add(&TrialRecord::for_test("c0", Outcome::Pass, 5.0));
         let totals = RunTotals::all_completed(1);
