@@ -1,3 +1,5 @@
+//! Public as a namespace: callers write `tune::author::prompt`, `author::candidate`.
+//!
 //! `--author`: a model rewrites the text of an implicated tool. What it is shown and what is
 //! taken from its answer are plain functions here; `cli/tune` sends the request.
 //!

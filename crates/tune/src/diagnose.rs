@@ -7,7 +7,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-pub use toolscore_summary::tune::{
+pub(crate) use toolscore_summary::tune::{
     CaseConfusion, ConfusedPair, Diagnosis, LintNote, ParamFailure, ToolTrajectory,
 };
 
@@ -362,7 +362,10 @@ pub(crate) fn schema_path(path: &str) -> String {
 
 /// The schema of the property at a dotted path, walking `properties` of objects and `items`
 /// of arrays (as a variant overlay names properties).
-pub fn property<'a>(schema: &'a serde_json::Value, path: &str) -> Option<&'a serde_json::Value> {
+pub(crate) fn property<'a>(
+    schema: &'a serde_json::Value,
+    path: &str,
+) -> Option<&'a serde_json::Value> {
     if path.is_empty() {
         return None;
     }

@@ -1,20 +1,33 @@
 //! `toolscore tune`: from a baseline's evidence to a confirmed better wording. The parts that
 //! need no I/O live here, as plain functions over plain data:
 //!
-//! - [`split`]: the training cases and the held-out ones (tagged, or a seeded split);
-//! - [`diagnose`]: what goes wrong on the training cases (confusions, argument failures, lint);
-//! - [`propose`]: candidate overlays from a diagnosis, each explained by its evidence;
+//! - `split` ([`split()`], [`add_scenarios`]): the training cases and the held-out ones
+//!   (tagged, or a seeded split);
+//! - `diagnose` ([`Tally`]): what goes wrong on the training cases (confusions, argument
+//!   failures, lint);
+//! - `propose` ([`propose()`], [`rank`], [`overlay`], [`validate`]): candidate overlays from a
+//!   diagnosis, each explained by its evidence;
+//! - `budget` ([`Allowance`], [`Share`]): the budget's shares per phase;
 //! - [`finalist`]: which raced candidates go on to be confirmed, combined when they touch
-//!   different tools.
+//!   different tools;
+//! - [`author`]: `--author`'s request and the candidate taken from its answer.
+//!
+//! Modules are private and the names other crates use are re-exported here; the result types
+//! (`Candidate`, `Diagnosis`, `Split`…) are `toolscore_summary::tune`'s.
 //!
 //! The race and the confirmation are sequential paired comparisons
 //! (`decide::race`, `decide::compare::sequential`); `cli/tune.rs` runs the phases.
 
 pub mod author;
-pub mod budget;
-pub mod diagnose;
-pub mod propose;
-pub mod split;
+mod budget;
+mod diagnose;
+mod propose;
+mod split;
+
+pub use budget::{Allowance, Share};
+pub use diagnose::Tally;
+pub use propose::{overlay, propose, rank, validate};
+pub use split::{SplitCase, add_scenarios, split};
 
 use std::collections::BTreeSet;
 

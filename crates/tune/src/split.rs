@@ -6,7 +6,7 @@
 //! moves an old one from one side to the other.
 
 use sha2::{Digest, Sha256};
-pub use toolscore_summary::tune::{Split, SplitMethod};
+pub(crate) use toolscore_summary::tune::{Split, SplitMethod};
 
 use toolscore_decide::compare::HOLDOUT_TAG;
 

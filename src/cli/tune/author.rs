@@ -12,9 +12,9 @@ use toolscore_provider::{Backend, Cancel, Exchange, ProviderError, StepKey};
 use toolscore_runner::Arm;
 use toolscore_suite::Dataset;
 use toolscore_summary::tune::Authoring;
-use toolscore_tune::budget::Allowance;
-use toolscore_tune::diagnose::Diagnosis;
-use toolscore_tune::propose::Candidate;
+use toolscore_summary::tune::Candidate;
+use toolscore_summary::tune::Diagnosis;
+use toolscore_tune::Allowance;
 
 /// The author's candidates, the tools it gave none for (and why), and what it cost.
 pub(super) struct Authored {

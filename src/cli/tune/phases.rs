@@ -16,13 +16,15 @@ use toolscore_decide::compare::sequential::{Rule, SequentialCompare, SequentialC
 use toolscore_decide::race::{Race, RaceSpec};
 use toolscore_provider::cassette::CassetteHeader;
 use toolscore_suite::{CatalogVariant, Dataset};
+use toolscore_summary::tune::Candidate;
+use toolscore_summary::tune::LintNote;
+use toolscore_summary::tune::Split;
 use toolscore_summary::tune::{
     CandidateStatus, Confirmation, Phase, RacedCandidate, TuneOutcome, TuneReport,
 };
-use toolscore_tune::budget::{Allowance, Share};
-use toolscore_tune::diagnose::{LintNote, Tally};
-use toolscore_tune::propose::Candidate;
-use toolscore_tune::split::{Split, SplitCase};
+use toolscore_tune::SplitCase;
+use toolscore_tune::Tally;
+use toolscore_tune::{Allowance, Share};
 
 /// One tune: what every phase shares.
 pub(super) struct Tuner<'a> {
@@ -214,11 +216,11 @@ impl<'a> Tuner<'a> {
     /// author's when one is asked.
     fn proposals(
         &mut self,
-        diagnosis: &toolscore_tune::diagnose::Diagnosis,
+        diagnosis: &toolscore_summary::tune::Diagnosis,
     ) -> Result<Proposed, Error> {
         let request_of =
             |id: &str| super::author::training_request(&self.dataset, &self.split.training, id);
-        let (mut proposed, suggestions) = toolscore_tune::propose::propose(
+        let (mut proposed, suggestions) = toolscore_tune::propose(
             diagnosis,
             &self.dataset.catalog,
             self.args.max_candidates,
@@ -238,7 +240,7 @@ impl<'a> Tuner<'a> {
             proposed.extend(authored.candidates);
             not_proposed = authored.failed;
             authoring = Some(authored.spend);
-            toolscore_tune::propose::rank(&mut proposed, self.args.max_candidates);
+            toolscore_tune::rank(&mut proposed, self.args.max_candidates);
         }
         let (candidates, variants, mut invalid) = self.variants_of(proposed)?;
         invalid.extend(not_proposed);
@@ -367,7 +369,7 @@ impl<'a> Tuner<'a> {
         let base_errors = self.lint_errors(&self.dataset.catalog);
         for c in proposed {
             let name = format!("candidate-{}", candidates.len() + 1);
-            let overlay = toolscore_tune::propose::overlay(&[&c], &c.id);
+            let overlay = toolscore_tune::overlay(&[&c], &c.id);
             match self.variant(&name, &overlay, &self.dir.join("candidates"), &base_errors)? {
                 Ok(v) => {
                     variants.push(v);
@@ -389,7 +391,7 @@ impl<'a> Tuner<'a> {
         base_errors: &std::collections::BTreeSet<(String, String, String)>,
     ) -> Result<Result<CatalogVariant, String>, Error> {
         let path = folder.join(format!("{name}.json"));
-        let catalog = match toolscore_tune::propose::validate(
+        let catalog = match toolscore_tune::validate(
             &self.dataset.catalog,
             overlay,
             &path.display().to_string(),
@@ -505,7 +507,7 @@ impl<'a> Tuner<'a> {
         chosen: &[&Candidate],
     ) -> Result<(Confirmation, serde_json::Value), Error> {
         let ids: Vec<String> = chosen.iter().map(|c| c.id.clone()).collect();
-        let overlay = toolscore_tune::propose::overlay(
+        let overlay = toolscore_tune::overlay(
             chosen,
             &format!(
                 "toolscore tune of {} with {}/{}: {}",
@@ -756,9 +758,9 @@ fn dataset_and_split(args: &TuneArgs) -> Result<(Dataset, Split), Error> {
             tags: &s.tags,
         })
         .collect();
-    let mut split = toolscore_tune::split::split(&cases, args.seed, args.holdout_fraction)
-        .map_err(|m| usage(&m))?;
-    toolscore_tune::split::add_scenarios(&mut split, &scenarios, args.seed, args.holdout_fraction);
+    let mut split =
+        toolscore_tune::split(&cases, args.seed, args.holdout_fraction).map_err(|m| usage(&m))?;
+    toolscore_tune::add_scenarios(&mut split, &scenarios, args.seed, args.holdout_fraction);
     Ok((dataset, split))
 }
 
@@ -770,7 +772,7 @@ struct Proposed {
     candidates: Vec<Candidate>,
     variants: Vec<CatalogVariant>,
     invalid: Vec<String>,
-    suggestions: Vec<toolscore_tune::propose::Suggestion>,
+    suggestions: Vec<toolscore_summary::tune::Suggestion>,
     authoring: Option<toolscore_summary::tune::Authoring>,
 }
 
