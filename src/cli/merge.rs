@@ -25,7 +25,7 @@ use toolscore_core::error::{ExitCode, InputError};
 use toolscore_core::event::RunTotals;
 use toolscore_core::record::TrialRecord;
 use toolscore_report::ResultsCsv;
-use toolscore_runner::shard::{Shard, shard_of, unit_seed};
+use toolscore_runner::{Shard, shard_of, unit_seed};
 use toolscore_summary::{Aggregator, SummaryHeader};
 
 #[derive(Debug, Args)]

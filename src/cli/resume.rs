@@ -19,7 +19,7 @@ use toolscore_core::error::InputError;
 use toolscore_core::event::{RunTotals, TrialKey};
 use toolscore_core::record::{ModelIdentity, TrialRecord};
 use toolscore_runner::RunPlan;
-use toolscore_runner::shard::Shard;
+use toolscore_runner::Shard;
 
 /// The file in a run folder that says what the run planned.
 pub(super) const PLAN_FILE: &str = "plan.json";
@@ -478,7 +478,7 @@ struct PlanKeys {
     case_of: HashMap<(String, String), usize>,
     case_trials: Vec<u32>,
     seeds: Vec<u64>,
-    shard: Option<toolscore_runner::shard::Shard>,
+    shard: Option<toolscore_runner::Shard>,
 }
 
 impl PlanKeys {

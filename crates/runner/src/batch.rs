@@ -1,3 +1,5 @@
+//! Public as a namespace: callers write `batch::STATE_FILE`, `batch::uncollected`, `batch::BatchMode`.
+//!
 //! `run --batch`: the plan's single-step trials go to each provider's batch API instead of one
 //! request each. Every trial is one batch request whose `custom_id` names its key (arm, case,
 //! trial), so answers map back whatever order they return in. Each batch's id is written to

@@ -1,3 +1,5 @@
+//! Public as a namespace: callers write `budget::estimate`, `budget::Estimate`, `budget::worst_case_usd`.
+//!
 //! What a plan should cost before it runs, and the `--max-cost` cap while it runs.
 //!
 //! The estimate prices each (arm, case) trial from what the model reads — the catalog's token

@@ -13,8 +13,8 @@ use toolscore_core::record::{AttackTrial, ExecutedCall, LoopStop, Outcome, Traje
 use toolscore_mcp::client::McpSession;
 use toolscore_provider::{ErrorClass, PreparedRequest, StepKey};
 use toolscore_score::ToolValidators;
-use toolscore_score::attack::judge_goal;
-use toolscore_score::trajectory::score_trajectory;
+use toolscore_score::judge_goal;
+use toolscore_score::score_trajectory;
 use toolscore_suite::scenario::Scenario;
 
 /// What a scenario trial's arm reads and is judged by: the scenario, the catalog of the arm's

@@ -18,8 +18,11 @@ mod compile;
 mod conversation;
 mod error;
 mod script;
-pub mod shard;
-pub mod store;
+mod shard;
+mod store;
+
+pub use shard::{Shard, shard_of, unit_seed};
+pub use store::ResultsStore;
 
 use std::collections::HashSet;
 use std::sync::Arc;

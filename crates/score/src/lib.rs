@@ -6,11 +6,17 @@
 //! ([`ToolValidators::compile`]) and shared by every trial.
 
 mod args;
-pub mod attack;
+mod attack;
 pub mod bfcl;
 mod expect;
 mod taxonomy;
-pub mod trajectory;
+mod trajectory;
+
+pub use attack::{AttackGoal, judge_goal};
+pub use trajectory::{
+    ResultRef, ScenarioExpect, SequenceItem, SequenceMode, StateCheck, call_signals,
+    score_trajectory,
+};
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-pub use super::expect::ToolPattern;
+use super::expect::ToolPattern;
 use super::expect::{ArgMatcher, ExpectedCall};
 use super::{ToolValidators, check_matcher, match_args};
 use toolscore_core::json::{json_equal, value_at_path};

@@ -22,7 +22,7 @@ use toolscore_core::catalog::Catalog;
 use toolscore_core::error::{InputError, strip_position};
 use toolscore_core::json::{canonical_json, sha256_of, value_at_path};
 use toolscore_core::record::{ATTACK_SEPARATOR, attacked_case_id};
-use toolscore_score::attack::AttackGoal;
+use toolscore_score::AttackGoal;
 use toolscore_score::{ExpectedCall, ToolValidators};
 
 /// Longest payload: far above any published injection (a few KiB), far below what would make

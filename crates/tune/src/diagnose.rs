@@ -125,8 +125,7 @@ impl Tally {
     fn add_scenario(&mut self, scenario: &str, trajectory: &Trajectory, score: &ScenarioScore) {
         self.scenario_trials += 1;
         self.scenario_passed += u64::from(score.passed);
-        let signals =
-            toolscore_score::trajectory::call_signals(&trajectory.calls, &self.validators);
+        let signals = toolscore_score::call_signals(&trajectory.calls, &self.validators);
         for (call, signal) in trajectory.calls.iter().zip(signals) {
             if call.kind == CallKind::InvalidArguments {
                 for failure in invalid_arguments(call, &self.validators) {

@@ -20,7 +20,7 @@ use toolscore_provider::cassette::{CASSETTE_FORMAT, Cassette, CassetteHeader, Ca
 use toolscore_provider::prices::ArmPrice;
 use toolscore_provider::{ProviderKind, ProviderSettings, SecretString};
 use toolscore_report::{Progress, ProgressMode, ResultsCsv};
-use toolscore_runner::store::ResultsStore;
+use toolscore_runner::ResultsStore;
 use toolscore_runner::{Arm, RunPlan};
 use toolscore_summary::{
     Aggregator, ArmInfo, DatasetInfo, ReplayInfo, RunInfo, ScenarioInfo, VariantInfo,

@@ -10,8 +10,8 @@ use toolscore_decide::gate::sequential::{AttackedUnits, TrialBudget};
 pub(super) fn checked_shard(
     args: &RunArgs,
     env: &dyn Fn(&str) -> Option<String>,
-) -> Result<Option<toolscore_runner::shard::Shard>, Error> {
-    use toolscore_runner::shard::Shard;
+) -> Result<Option<toolscore_runner::Shard>, Error> {
+    use toolscore_runner::Shard;
     let Some(text) = &args.shard else {
         return Ok(None);
     };

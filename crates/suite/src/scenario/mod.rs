@@ -19,10 +19,10 @@ use toolscore_core::catalog::{line_of, load_catalog_file};
 use toolscore_core::error::{Error, InputError};
 use toolscore_core::message::Message;
 use toolscore_core::record::BASE_VARIANT;
-use toolscore_score::trajectory::{
+use toolscore_score::{ArgMatcher, ExpectedCall, ToolValidators};
+use toolscore_score::{
     ResultRef, ScenarioExpect, SequenceItem, SequenceMode, StateCheck, ToolPattern,
 };
-use toolscore_score::{ArgMatcher, ExpectedCall, ToolValidators};
 
 mod expect;
 mod raw;
