@@ -12,7 +12,7 @@ use crate::cli::Error;
 use toolscore_core::catalog::source::ServerIdentity;
 use toolscore_core::catalog::{Catalog, load_catalog_document, to_tools_json};
 use toolscore_core::error::ExitCode;
-use toolscore_mcp::client::{ServerSpec, list_catalog_blocking};
+use toolscore_mcp::{ServerSpec, list_catalog_blocking};
 
 /// `toolscore catalog`.
 #[derive(Debug, Args)]

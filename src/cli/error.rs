@@ -6,7 +6,7 @@ use std::fmt;
 use std::path::PathBuf;
 
 use toolscore_core::error::{self as core, ExitCode, InputError};
-use toolscore_mcp::client::McpError;
+use toolscore_mcp::McpError;
 use toolscore_provider::{HttpClientError, SettingsError};
 use toolscore_runner::RunError;
 

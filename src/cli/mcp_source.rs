@@ -11,7 +11,7 @@ use super::catalog::{ServerFlags, server_of};
 use super::usage;
 use crate::cli::Error;
 use toolscore_mcp::DatasetCall;
-use toolscore_mcp::client::ServerSpec;
+use toolscore_mcp::ServerSpec;
 use toolscore_score::Expectation;
 
 #[derive(Debug, Args)]

@@ -752,7 +752,7 @@ fn the_readme_dataset_yaml_example_parses() {
 /// The session type scenarios and probes use: one server, several calls, a clean shutdown.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_calls_tools_on_a_published_server() {
-    use toolscore_mcp::client::{McpError, McpSession, ServerSpec};
+    use toolscore_mcp::{McpError, McpSession, ServerSpec};
     let Some(modules) = published_servers() else {
         return;
     };

@@ -10,7 +10,7 @@ use super::{
 use toolscore_core::catalog::Catalog;
 use toolscore_core::message::{Message, ToolCall};
 use toolscore_core::record::{AttackTrial, ExecutedCall, LoopStop, Outcome, Trajectory};
-use toolscore_mcp::client::McpSession;
+use toolscore_mcp::McpSession;
 use toolscore_provider::{ErrorClass, PreparedRequest, StepKey};
 use toolscore_score::ToolValidators;
 use toolscore_score::judge_goal;
@@ -183,7 +183,7 @@ pub(super) async fn run_scenario_loop(
 async fn open_session(
     scenario: &Scenario,
     shared: &Shared,
-) -> Option<Result<Option<McpSession>, toolscore_mcp::client::McpError>> {
+) -> Option<Result<Option<McpSession>, toolscore_mcp::McpError>> {
     let Some(live) = &scenario.server else {
         return Some(Ok(None));
     };

@@ -220,7 +220,7 @@ fn list_live_catalog(
         )
         .into());
     }
-    let listed = toolscore_mcp::client::list_catalog_blocking(&spec.spec, spec.timeout, &|name| {
+    let listed = toolscore_mcp::list_catalog_blocking(&spec.spec, spec.timeout, &|name| {
         std::env::var(name).ok()
     })?;
     let mut catalog = listed.catalog;

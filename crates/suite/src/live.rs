@@ -20,7 +20,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use toolscore_core::error::{Error, InputError};
-use toolscore_mcp::client::ServerSpec;
+use toolscore_mcp::ServerSpec;
 
 /// The file next to `cases.jsonl` that names a live server.
 pub const DATASET_FILE: &str = "dataset.yaml";

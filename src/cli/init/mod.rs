@@ -13,8 +13,8 @@ use crate::cli::Error;
 use toolscore_core::catalog::{Catalog, to_tools_json};
 use toolscore_core::error::ExitCode;
 use toolscore_core::text::command;
-use toolscore_import::dataset::{CatalogFile, put_in_place, stage_dataset};
-use toolscore_mcp::client::ServerSpec;
+use toolscore_import::{CatalogFile, put_in_place, stage_dataset};
+use toolscore_mcp::ServerSpec;
 use toolscore_suite::{STARTER_PLACEHOLDER, STARTER_TAG};
 
 mod refresh;

@@ -7,8 +7,8 @@
 //! Redaction runs on each exchange as soon as it is decoded, before anything else reads it, so
 //! the counts, the de-duplication and the files all see only redacted text.
 
-pub mod formats;
-pub mod redact;
+pub(crate) mod formats;
+pub(crate) mod redact;
 
 use std::collections::{BTreeMap, HashSet};
 

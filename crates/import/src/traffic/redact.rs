@@ -109,7 +109,7 @@ pub struct Redactor {
 }
 
 /// How many values were redacted, by kind.
-pub type Tally = BTreeMap<String, usize>;
+pub(crate) type Tally = BTreeMap<String, usize>;
 
 /// Why a redactor cannot be built: an item of `--redact` (bad input), or one of toolscore's
 /// own patterns (a bug).

@@ -28,12 +28,13 @@ mod listing;
 mod raw;
 
 use bounded::{BoundedChild, EXIT_GRACE, StderrTail, StdoutFault};
-pub use bounded::{
+use bounded::{
     MAX_ERROR_MESSAGE_BYTES, MAX_LISTING_BYTES, MAX_MESSAGE_BYTES, MAX_PAGES, MAX_TOOLS,
-    STDERR_LINE_BYTES, STDERR_LINES,
 };
-pub use listing::{catalog_of_listing, list_catalog, list_catalog_blocking};
-pub use raw::raw_initialize;
+#[cfg(test)]
+use listing::catalog_of_listing;
+pub use listing::list_catalog_blocking;
+pub(crate) use raw::raw_initialize;
 use toolscore_core::json::cut_text;
 
 /// What an interrupted listing left behind.

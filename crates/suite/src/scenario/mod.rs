@@ -234,10 +234,9 @@ fn resolve_catalog(
         }
         RawCatalog::Server(server) => {
             let spec = super::live::server_spec(server, text, Path::new(file), base, "catalog")?;
-            let listed =
-                toolscore_mcp::client::list_catalog_blocking(&spec.spec, spec.timeout, &|n| {
-                    std::env::var(n).ok()
-                })?;
+            let listed = toolscore_mcp::list_catalog_blocking(&spec.spec, spec.timeout, &|n| {
+                std::env::var(n).ok()
+            })?;
             let mut catalog = listed.catalog;
             if catalog.tools.is_empty() {
                 return Err(InputError::at(
