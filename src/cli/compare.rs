@@ -72,7 +72,7 @@ pub(super) fn run(args: &CompareArgs) -> Result<ExitCode, Error> {
             [header] => header.min_effect(),
             _ => None,
         })
-        .unwrap_or(toolscore_decide::compare::DEFAULT_MIN_EFFECT);
+        .unwrap_or(toolscore_decide::DEFAULT_MIN_EFFECT);
     // An attacked run's two arms have no cases, only (scenario × attack) units.
     if let ([summary], [header]) = (summaries.as_mut_slice(), headers.as_slice())
         && summary.arms.is_empty()
@@ -80,11 +80,11 @@ pub(super) fn run(args: &CompareArgs) -> Result<ExitCode, Error> {
     {
         return compare_attacked(args, (header, min_effect), summary);
     }
-    let (a, b) = toolscore_decide::compare::choose_arms(&summaries, &args.arms)?;
-    let mut comparison = toolscore_decide::compare::compare(
+    let (a, b) = toolscore_decide::choose_arms(&summaries, &args.arms)?;
+    let mut comparison = toolscore_decide::compare(
         a,
         b,
-        toolscore_decide::compare::CompareOptions {
+        toolscore_decide::CompareOptions {
             metric,
             confidence,
             min_effect,
@@ -112,7 +112,7 @@ pub(super) fn run(args: &CompareArgs) -> Result<ExitCode, Error> {
             // run judged them (`report` judges them again).
             summary.gate = headers[0].gate();
             summary.comparison = Some(comparison.clone());
-            toolscore_decide::decision::decide(summary, headers[0].max_infra_error_rate())
+            toolscore_decide::decide(summary, headers[0].max_infra_error_rate())
         }
         _ => {
             let runs: Vec<_> = summaries
@@ -120,7 +120,7 @@ pub(super) fn run(args: &CompareArgs) -> Result<ExitCode, Error> {
                 .zip(&headers)
                 .map(|(s, h)| (s, h.max_infra_error_rate()))
                 .collect();
-            toolscore_decide::decision::decide_comparison(&runs, &comparison)
+            toolscore_decide::decide_comparison(&runs, &comparison)
         }
     };
     let json = CompareJson {
@@ -156,7 +156,7 @@ fn tell(
     if let Some(why) = decision.not_judged_because() {
         errln!("error: {why}")?;
     }
-    Ok(toolscore_decide::decision::exit_code(decision))
+    Ok(toolscore_decide::exit_code(decision))
 }
 
 /// An attacked run's two arms compared again by unit, by the run's own `--min-effect` when it
@@ -171,14 +171,12 @@ fn compare_attacked(
             "--arm picks cases' arms; an attacked run's two arms are compared in plan order",
         ));
     }
-    let Some(comparison) =
-        toolscore_decide::compare::attacks::compare_attacks(summary, min_effect)?
-    else {
+    let Some(comparison) = toolscore_decide::compare_attacks(summary, min_effect)? else {
         return Err(usage("the run has no two attacked arms to compare"));
     };
     summary.gate = header.gate();
     summary.attack_comparison = Some(comparison.clone());
-    let decision = toolscore_decide::decision::decide(summary, header.max_infra_error_rate());
+    let decision = toolscore_decide::decide(summary, header.max_infra_error_rate());
     let json = AttackCompareJson {
         comparison: &comparison,
         decision: &decision,
@@ -215,8 +213,8 @@ pub(super) fn rejudge_sequential(
     summary: &toolscore_summary::Summary,
     comparison: &mut toolscore_summary::Comparison,
 ) -> Result<(), Error> {
-    use toolscore_decide::compare::HOLDOUT_TAG;
-    use toolscore_decide::compare::sequential::{Rule, SequentialCompare, SequentialCompareSpec};
+    use toolscore_decide::HOLDOUT_TAG;
+    use toolscore_decide::{Rule, SequentialCompare, SequentialCompareSpec};
     let Some(recorded) = recorded else {
         return Ok(());
     };

@@ -246,13 +246,13 @@ fn arm_of(s: &Summary, wanted: Option<&String>) -> Result<ArmId, Error> {
     let arms = arms_of(s);
     let ids: Vec<&ArmId> = arms.iter().collect();
     match wanted {
-        Some(w) => Ok(arms[toolscore_decide::compare::find_arm(&ids, &s.run.run_id, w)?].clone()),
+        Some(w) => Ok(arms[toolscore_decide::find_arm(&ids, &s.run.run_id, w)?].clone()),
         None if arms.len() == 1 => Ok(arms[0].clone()),
         None => Err(usage(&format!(
             "run {} has {} arms ({}); name the one to explain with --arm",
             s.run.run_id,
             arms.len(),
-            toolscore_decide::compare::arm_list(ids.into_iter())
+            toolscore_decide::arm_list(ids.into_iter())
         ))),
     }
 }
@@ -317,7 +317,7 @@ fn explained_diff(
             })
     };
     let case = match (case_of(&sides[0]), case_of(&sides[1])) {
-        (Some(a), Some(b)) => toolscore_decide::compare::case_difference(a, b, metric, confidence),
+        (Some(a), Some(b)) => toolscore_decide::case_difference(a, b, metric, confidence),
         _ => None,
     };
     let compared = |side: &Side| ComparedArm {

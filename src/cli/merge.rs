@@ -426,11 +426,9 @@ fn write_merged(
     let mut summary = merged_summary(shards, agg, merged, run_id);
     // The merged run decided as the whole run would be: by the first shard's limit of
     // infrastructure errors (shards of one plan share their flags).
-    let decision = toolscore_decide::decision::decide(
-        &summary,
-        shards[0].summary.header.max_infra_error_rate(),
-    );
-    let code = toolscore_decide::decision::exit_code(&decision);
+    let decision =
+        toolscore_decide::decide(&summary, shards[0].summary.header.max_infra_error_rate());
+    let code = toolscore_decide::exit_code(&decision);
     summary.decision = Some(decision);
 
     toolscore_core::atomic::write_json(&out.join(PLAN_FILE), &plan)?;

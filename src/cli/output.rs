@@ -94,11 +94,11 @@ fn html_context(summary: &Summary, run_dir: &Path) -> Result<HtmlContext, Error>
     let mut ctx = HtmlContext::default();
     let computed = match (&summary.comparison, summary.arms.len()) {
         (None, 2) => {
-            let side = |arm| toolscore_decide::compare::Side { summary, arm };
-            match toolscore_decide::compare::compare(
+            let side = |arm| toolscore_decide::Side { summary, arm };
+            match toolscore_decide::compare(
                 side(0),
                 side(1),
-                toolscore_decide::compare::CompareOptions {
+                toolscore_decide::CompareOptions {
                     metric: Metric::Selection,
                     confidence: summary.confidence,
                     min_effect: 0.05,

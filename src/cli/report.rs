@@ -63,7 +63,7 @@ pub(super) fn run(args: &ReportArgs) -> Result<ExitCode, Error> {
     let compared = header.compared().then(|| {
         header
             .min_effect()
-            .unwrap_or(toolscore_decide::compare::DEFAULT_MIN_EFFECT)
+            .unwrap_or(toolscore_decide::DEFAULT_MIN_EFFECT)
     });
     let mut rescorer = rescore::Rescorer::for_run(&header.run);
     let (mut summary, latency) = toolscore_summary::reaggregate_rescored(
@@ -124,8 +124,8 @@ pub(super) fn run(args: &ReportArgs) -> Result<ExitCode, Error> {
             recorded_comparison.as_ref(),
         )?;
     }
-    let decision = toolscore_decide::decision::decide(&summary, max_infra);
-    let code = toolscore_decide::decision::exit_code(&decision);
+    let decision = toolscore_decide::decide(&summary, max_infra);
+    let code = toolscore_decide::exit_code(&decision);
     summary.decision = Some(decision);
     for path in output::write_files(&summary, &args.run_dir, &formats)? {
         errln!("wrote {}", path.display())?;

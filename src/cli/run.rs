@@ -130,7 +130,7 @@ pub struct RunArgs {
     #[arg(
         help_heading = "Statistics",
         long,
-        default_value_t = toolscore_decide::compare::DEFAULT_MIN_EFFECT,
+        default_value_t = toolscore_decide::DEFAULT_MIN_EFFECT,
         requires = "compare"
     )]
     pub min_effect: f64,
@@ -254,7 +254,7 @@ pub(super) fn run(args: RunArgs) -> Result<ExitCode, Error> {
         // The rule the comparison applies after the run, before any trial: two arms that
         // differ in more than one thing cannot be compared, so the run is not worth making.
         let (ia, ib) = (a.settings.identity(), b.settings.identity());
-        toolscore_decide::compare::axis_between((&a.id(), Some(&ia)), (&b.id(), Some(&ib)), true)
+        toolscore_decide::axis_between((&a.id(), Some(&ia)), (&b.id(), Some(&ib)), true)
             .map_err(|e| usage(&format!("--compare: {e}")))?;
     }
     // Once the run is sure to start: a refusal stays the one line it is.
@@ -377,8 +377,8 @@ fn run_command(
             totals.skipped_trials
         )?;
     }
-    let decision = toolscore_decide::decision::decide(&summary, max_infra);
-    let code = toolscore_decide::decision::exit_code(&decision);
+    let decision = toolscore_decide::decide(&summary, max_infra);
+    let code = toolscore_decide::exit_code(&decision);
     let message = decision.not_judged_because();
     summary.decision = Some(decision);
     toolscore_core::atomic::write_json(&setup.out_dir.join("summary.json"), &summary)?;
@@ -676,7 +676,7 @@ pub(super) fn compare_two_arms(
     summary: &mut toolscore_summary::Summary,
     min_effect: f64,
 ) -> Result<(), Error> {
-    match toolscore_decide::compare::attacks::compare_attacks(summary, min_effect) {
+    match toolscore_decide::compare_attacks(summary, min_effect) {
         Ok(c) => summary.attack_comparison = c,
         Err(e) => errln!("error: --compare: {e}")?,
     }
@@ -684,15 +684,15 @@ pub(super) fn compare_two_arms(
         return Ok(());
     }
     // A and B in plan order, as `compare RUN_DIR` and the sequential comparison pair them.
-    let order = toolscore_decide::compare::plan_order(summary);
-    let side = |i: usize| toolscore_decide::compare::Side {
+    let order = toolscore_decide::plan_order(summary);
+    let side = |i: usize| toolscore_decide::Side {
         summary: &*summary,
         arm: order[i],
     };
-    match toolscore_decide::compare::compare(
+    match toolscore_decide::compare(
         side(0),
         side(1),
-        toolscore_decide::compare::CompareOptions {
+        toolscore_decide::CompareOptions {
             metric: toolscore_core::metric::Metric::Selection,
             confidence: summary.confidence,
             min_effect,

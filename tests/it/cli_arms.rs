@@ -128,7 +128,7 @@ fn two_arms_run_in_one_plan_and_reaggregate_from_results_alone() {
     .expect("reaggregate");
     // The decision is judged from the re-aggregated summary by the run's own rule.
     let mut again = again;
-    again.decision = Some(toolscore_decide::decision::decide(
+    again.decision = Some(toolscore_decide::decide(
         &again,
         toolscore_summary::Decision::DEFAULT_MAX_INFRA_ERROR_RATE,
     ));

@@ -8,7 +8,7 @@
 use sha2::{Digest, Sha256};
 pub(crate) use toolscore_summary::tune::{Split, SplitMethod};
 
-use toolscore_decide::compare::HOLDOUT_TAG;
+use toolscore_decide::HOLDOUT_TAG;
 
 /// A case as the split sees it: its id and tags.
 pub struct SplitCase<'a> {

@@ -37,7 +37,7 @@ pub(super) fn arm_price(name: &str, s: &ProviderSettings, config: &Config) -> Op
 pub(in crate::cli) fn plan_price(
     given: Option<&str>,
     config: &Config,
-) -> Result<Option<toolscore_decide::sample_size::PlanPrice>, Error> {
+) -> Result<Option<toolscore_decide::PlanPrice>, Error> {
     let name = match given {
         Some(n) => n.to_owned(),
         None => match (&config.defaults.provider, config.providers.len()) {
@@ -60,7 +60,7 @@ pub(in crate::cli) fn plan_price(
         }
         return Ok(None);
     };
-    Ok(Some(toolscore_decide::sample_size::PlanPrice {
+    Ok(Some(toolscore_decide::PlanPrice {
         provider: if name == format!("{}:{}", settings.kind, settings.model) {
             name.clone()
         } else {

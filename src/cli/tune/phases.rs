@@ -12,8 +12,8 @@ use toolscore_core::error::ExitCode;
 use toolscore_core::event::Observer;
 use toolscore_core::metric::Metric;
 use toolscore_core::record::{ArmId, BASE_VARIANT, SCENARIO_DATASET};
-use toolscore_decide::compare::sequential::{Rule, SequentialCompare, SequentialCompareSpec};
-use toolscore_decide::race::{Race, RaceSpec};
+use toolscore_decide::{Race, RaceSpec};
+use toolscore_decide::{Rule, SequentialCompare, SequentialCompareSpec};
 use toolscore_provider::cassette::CassetteHeader;
 use toolscore_suite::{CatalogVariant, Dataset};
 use toolscore_summary::tune::Candidate;
@@ -635,8 +635,8 @@ impl<'a> Tuner<'a> {
             sent,
             spent,
         } = super::super::run::run_phase(setup, carried.as_deref(), observers)?;
-        let decision = toolscore_decide::decision::decide(&summary, self.args.max_infra_error_rate);
-        match toolscore_decide::decision::exit_code(&decision) {
+        let decision = toolscore_decide::decide(&summary, self.args.max_infra_error_rate);
+        match toolscore_decide::exit_code(&decision) {
             ExitCode::Interrupted => {
                 return Err(Error::interrupted(
                     "tune stopped; each phase's folder keeps the trials it finished",

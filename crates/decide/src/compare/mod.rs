@@ -23,8 +23,8 @@ use toolscore_summary::{
     GroupComparison, McNemar, MeanDifference, RateStat, Substitution, Summary,
 };
 
-pub mod attacks;
-pub mod sequential;
+pub(crate) mod attacks;
+pub(crate) mod sequential;
 
 /// The tag that keeps a case out of every per-case table of a comparison.
 pub const HOLDOUT_TAG: &str = "holdout";

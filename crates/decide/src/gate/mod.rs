@@ -1,3 +1,5 @@
+//! Public as a namespace: callers write `gate::GateSpec`, `gate::evaluate`, `gate::sequential::SequentialGate`.
+//!
 //! Decisions on a run's summary: `--gate 'pass>=0.8'` passes only when the lower confidence
 //! bound clears the bar, fails only when the upper bound is below it, and is inconclusive
 //! otherwise (reference/stats.md §1.4, §3.3); `--gate 'p95_ms<=2000'` passes only when the
