@@ -9,8 +9,8 @@ use super::usage;
 use crate::cli::Error;
 use toolscore_core::catalog::Catalog;
 use toolscore_core::error::InputError;
+use toolscore_suite::Scenario;
 use toolscore_suite::attack::{self, Attack};
-use toolscore_suite::scenario::Scenario;
 
 /// The value of `--attacks` that names the shipped corpus.
 pub(crate) const BUILTIN: &str = "builtin";

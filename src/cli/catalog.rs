@@ -196,7 +196,7 @@ pub(super) fn load(source: &str, flags: &ServerFlags) -> Result<Loaded, Error> {
     }
     let path = Path::new(source);
     if path.is_dir() {
-        if let Some(spec) = toolscore_suite::live::load_dataset_file(path)? {
+        if let Some(spec) = toolscore_suite::load_dataset_file(path)? {
             let mut loaded = live(
                 &spec.spec,
                 &ServerFlags {

@@ -108,7 +108,7 @@ pub(crate) fn check(suite: &LoadedSuite) -> Result<(), Error> {
         return Ok(());
     }
     let pinned = read_lock(&path)?;
-    let now = toolscore_suite::lock::of(&suite.datasets, &suite.scenarios);
+    let now = toolscore_suite::lock_of(&suite.datasets, &suite.scenarios);
     let changes: Vec<UnitChange> = pin::compare(&pinned, &now, Scope::Evaluated)
         .into_iter()
         .filter(|u| u.reads_changed() && (u.pinned || listed_by_config(suite, u)))
@@ -291,7 +291,7 @@ pub(super) fn run(args: &LockArgs) -> Result<ExitCode, Error> {
         )));
     };
     let suite = super::load_suite_unchecked(&suite_args)?;
-    let now = toolscore_suite::lock::of(&suite.datasets, &suite.scenarios);
+    let now = toolscore_suite::lock_of(&suite.datasets, &suite.scenarios);
     let path = lock_path(&config);
     let (catalogs, tools) = now.counts();
     let pinned_line = format!(

@@ -55,10 +55,10 @@ impl McpSourceArgs {
             }
             (Some(source), true) if Path::new(source).is_dir() => {
                 let dir = Path::new(source);
-                let Some(live) = toolscore_suite::live::load_dataset_file(dir)? else {
+                let Some(live) = toolscore_suite::load_dataset_file(dir)? else {
                     return Err(usage(&format!(
                         "{source} has no {}: {command} needs a live server",
-                        toolscore_suite::live::DATASET_FILE
+                        toolscore_suite::DATASET_FILE
                     )));
                 };
                 (live.spec, live.timeout, Some(dir.to_owned()))

@@ -45,8 +45,8 @@ pub use setup::{Recording, RunSetup, Sinks, build_plan};
 
 pub use error::{Error, LocalServerDown};
 use toolscore_core::error::{ExitCode, InputError};
-use toolscore_suite::scenario::{Scenario, load_scenarios};
 use toolscore_suite::{Config, Dataset, load_config, load_dataset};
+use toolscore_suite::{Scenario, load_scenarios};
 
 const EXIT_CODES_HELP: &str = "Exit codes:
   0    completed, and every gate passed

@@ -129,7 +129,7 @@ pub(super) fn run(args: &PlanArgs) -> Result<ExitCode, Error> {
 /// --attacks …`, or their scenarios for `utility`. Exit 2 when there are none to plan over.
 fn attack_gate_requests(
     gates: &[toolscore_decide::gate::GateSpec],
-    scenarios: &[std::sync::Arc<toolscore_suite::scenario::Scenario>],
+    scenarios: &[std::sync::Arc<toolscore_suite::Scenario>],
 ) -> Result<Vec<toolscore_decide::AttackGateRequest>, Error> {
     let units = scenarios.iter().filter(|s| s.attack.is_some()).count();
     let attacked: std::collections::BTreeSet<&str> = scenarios

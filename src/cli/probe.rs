@@ -225,7 +225,7 @@ fn sarif_artifact(source: &McpSourceArgs) -> Option<String> {
         Some(dir) if Path::new(dir).is_dir() => Some(format!(
             "{}/{}",
             dir.trim_end_matches('/'),
-            toolscore_suite::live::DATASET_FILE
+            toolscore_suite::DATASET_FILE
         )),
         Some(_) => None,
         None => source

@@ -44,7 +44,7 @@ impl Rescorer {
             };
             // Re-scoring would mean starting the server again to list its catalog; a report
             // reads files only.
-            if dir.join(toolscore_suite::live::DATASET_FILE).is_file() {
+            if dir.join(toolscore_suite::DATASET_FILE).is_file() {
                 skipped.push(format!(
                     "dataset {}: its catalog is a live MCP server, which report does not start again",
                     d.name

@@ -498,7 +498,7 @@ impl PlanKeys {
         }
         for sc in &plan.scenarios {
             let next = case_of.len();
-            let dataset = toolscore_suite::scenario::SCENARIO_DATASET.to_owned();
+            let dataset = toolscore_core::record::SCENARIO_DATASET.to_owned();
             case_of.insert((dataset, sc.name.clone()), next);
         }
         PlanKeys {

@@ -277,9 +277,7 @@ pub(super) fn run(args: RunArgs) -> Result<ExitCode, Error> {
 
 /// The scenarios of an attacked run that no attack reaches (no injection point), said before
 /// the run starts so a missing `${injection}` is not mistaken for a model that resists.
-fn not_attacked_notice(
-    scenarios: &[std::sync::Arc<toolscore_suite::scenario::Scenario>],
-) -> Option<String> {
+fn not_attacked_notice(scenarios: &[std::sync::Arc<toolscore_suite::Scenario>]) -> Option<String> {
     let attacked: std::collections::BTreeSet<&str> = scenarios
         .iter()
         .filter_map(|s| s.attack.as_ref().map(|a| a.scenario.as_str()))

@@ -736,7 +736,7 @@ fn the_readme_dataset_yaml_example_parses() {
     let fence = "```yaml dataset.yaml\n";
     let start = page.find(fence).expect("a dataset.yaml example") + fence.len();
     let end = start + page[start..].find("```").unwrap();
-    let spec = toolscore_suite::live::parse_dataset_file(
+    let spec = toolscore_suite::parse_dataset_file(
         &page[start..end],
         Path::new("datasets/everything/dataset.yaml"),
         Path::new("datasets/everything"),

@@ -68,7 +68,7 @@ pub fn stage_dataset(
                 .map_err(|e| io("writing tools.json", e))?;
         }
         CatalogFile::Live(yaml) => {
-            std::fs::write(staging.join(toolscore_suite::live::DATASET_FILE), yaml)
+            std::fs::write(staging.join(toolscore_suite::DATASET_FILE), yaml)
                 .map_err(|e| io("writing dataset.yaml", e))?;
         }
     }

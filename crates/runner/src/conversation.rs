@@ -15,7 +15,7 @@ use toolscore_provider::{ErrorClass, PreparedRequest, StepKey};
 use toolscore_score::ToolValidators;
 use toolscore_score::judge_goal;
 use toolscore_score::score_trajectory;
-use toolscore_suite::scenario::Scenario;
+use toolscore_suite::Scenario;
 
 /// What a scenario trial's arm reads and is judged by: the scenario, the catalog of the arm's
 /// variant, the variant (its opening and its wording of the script's results, where the

@@ -38,12 +38,13 @@ use toolscore_core::event::{
     TrialKey,
 };
 use toolscore_core::message::{ModelTurn, Usage};
+use toolscore_core::record::SCENARIO_DATASET;
 use toolscore_core::record::{ArmId, Outcome, TrialRecord};
 use toolscore_provider::cassette::Cassette;
 use toolscore_provider::{Backend, Cancel, ErrorClass, PreparedRequest, ProviderSettings, StepKey};
 use toolscore_score::score_trial;
 use toolscore_suite::Dataset;
-use toolscore_suite::scenario::{SCENARIO_DATASET, Scenario};
+use toolscore_suite::Scenario;
 
 pub use error::{BatchError, RunError};
 

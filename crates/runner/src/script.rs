@@ -11,7 +11,7 @@ use toolscore_core::message::ToolCall;
 use toolscore_core::record::{CallKind, ExecutedCall};
 use toolscore_score::ToolValidators;
 
-use toolscore_suite::script::{Effect, INJECTION, Script, ScriptRule};
+use toolscore_suite::{Effect, INJECTION, Script, ScriptRule};
 
 /// The largest a scenario's state or one scripted result may grow, as compact JSON. A template
 /// that copies the state into itself (`append: {path: calls, value: "${state}"}`) doubles it
@@ -538,7 +538,7 @@ mod tests {
     use super::*;
     use toolscore_core::catalog::{Catalog, Tool};
     use toolscore_score::ArgMatcher;
-    use toolscore_suite::script::{RuleCondition, RuleResponse, valid_expression};
+    use toolscore_suite::{RuleCondition, RuleResponse, valid_expression};
 
     fn validators() -> ToolValidators {
         ToolValidators::compile(&Catalog::new(

@@ -1,3 +1,5 @@
+//! Public as a namespace: callers write `attack::load_attacks`, `attack::combine`, `attack::attacked_units`.
+//!
 //! Attack files (`run --attacks FILE`, JSON Lines) and the attacked units they make: each
 //! scenario with an injection point runs once more per attack, as the unit `SCENARIO@ATTACK`,
 //! its payload placed where the scenario marks (`${injection}` in a scripted answer, or

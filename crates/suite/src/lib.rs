@@ -1,15 +1,26 @@
 //! Config, datasets and fixtures: parsed and validated before any model is called, with errors
 //! that name the file, the line and the field.
+//!
+//! `attack` and `shown` are public as namespaces; the other modules are private and the root
+//! re-exports what other crates name (`lock_of` is `lock::of`, the lock of a loaded suite).
 
 pub mod attack;
 mod config;
-pub mod fit;
-pub mod live;
-pub mod lock;
-pub mod scenario;
-pub mod script;
+mod fit;
+mod live;
+mod lock;
+mod scenario;
+mod script;
 pub mod shown;
 mod variant;
+
+pub use fit::{CaseFit, fit_cases};
+pub use live::{DATASET_FILE, load_dataset_file, parse_dataset_file};
+pub use lock::of as lock_of;
+pub use scenario::{Scenario, load_scenarios, parse_scenario};
+pub use script::{
+    Effect, INJECTION, RuleCondition, RuleResponse, Script, ScriptRule, valid_expression,
+};
 
 use std::collections::BTreeMap;
 

@@ -1,3 +1,5 @@
+//! Public as a namespace: callers write `shown::scenario_case`, `shown::ShownCase`, `shown::NotShown`.
+//!
 //! A finished run's case as the model was shown it: the conversation and the catalog of the
 //! arm's variant (renames and overlays applied), reloaded from the files the run names and
 //! checked against the fingerprints it recorded. What the model read is what is printed, or

@@ -13,7 +13,7 @@ use serde_json::Value;
 use crate::cli::Error;
 use toolscore_core::catalog::Catalog;
 use toolscore_score::ToolValidators;
-use toolscore_suite::fit::{CaseFit, fit_cases};
+use toolscore_suite::{CaseFit, fit_cases};
 
 /// What a refresh did, for the report.
 pub(super) struct Refreshed {
@@ -55,7 +55,7 @@ fn refresh_from(
     catalog: &Catalog,
     starters: &[Value],
 ) -> Result<Refreshed, Error> {
-    let live_file = toolscore_suite::live::DATASET_FILE;
+    let live_file = toolscore_suite::DATASET_FILE;
     let (name, other) = if staging.join(live_file).exists() {
         (live_file, "tools.json")
     } else {

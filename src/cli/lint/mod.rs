@@ -92,7 +92,7 @@ impl Source {
         }
         let path = Path::new(arg);
         if path.is_dir() {
-            if path.join(toolscore_suite::live::DATASET_FILE).is_file() {
+            if path.join(toolscore_suite::DATASET_FILE).is_file() {
                 return Ok(Source::Live(LiveSource::Named(arg.to_owned())));
             }
             let tools = path.join("tools.json");

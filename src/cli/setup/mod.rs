@@ -26,7 +26,7 @@ use toolscore_summary::{
     Aggregator, ArmInfo, DatasetInfo, ReplayInfo, RunInfo, ScenarioInfo, VariantInfo,
 };
 
-use toolscore_suite::scenario::Scenario;
+use toolscore_suite::Scenario;
 use toolscore_suite::{Config, Dataset, Defaults, ProviderEntry};
 
 mod arms;
@@ -560,7 +560,7 @@ fn checked_variants(
 
 /// The key of a scenario's catalog in a cassette header's `catalogs` (beside dataset names).
 pub(crate) fn scenario_catalog_key(scenario: &str) -> String {
-    format!("{}/{scenario}", toolscore_suite::scenario::SCENARIO_DATASET)
+    format!("{}/{scenario}", toolscore_core::record::SCENARIO_DATASET)
 }
 
 /// Settings every run has, live or replayed.
@@ -817,7 +817,7 @@ pub(super) fn new_run_id() -> String {
 fn refuse_gates_that_judge_nothing(
     gates: &[toolscore_decide::gate::GateSpec],
     datasets: &[toolscore_suite::Dataset],
-    scenarios: &[Arc<toolscore_suite::scenario::Scenario>],
+    scenarios: &[Arc<toolscore_suite::Scenario>],
 ) -> Result<(), Error> {
     let cases = datasets.iter().any(|d| !d.cases.is_empty());
     let units = scenarios.iter().any(|s| s.attack.is_some());

@@ -33,8 +33,6 @@ use raw::{
     RawAnswer, RawCatalog, RawEffect, RawExpect, RawLive, RawRule, RawScenario, RawSequence,
 };
 
-pub use toolscore_core::record::SCENARIO_DATASET;
-
 /// Most requests one trial may make (`max_steps`).
 const MAX_STEPS_LIMIT: u32 = 64;
 
