@@ -50,7 +50,7 @@ fn ask(text: &str) -> Vec<Message> {
 
 fn settings(base_url: &str) -> ProviderSettings {
     let mut s = ProviderSettings::new(
-        toolscore_provider::openai_compat::KIND,
+        toolscore_provider::OPENAI_COMPAT_KIND,
         "fake",
         base_url,
         "fake-model",

@@ -17,7 +17,7 @@ const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/llama-server
 fn decode(name: &str) -> ModelTurn {
     let body = std::fs::read(format!("{DATA}/{name}.json")).expect("captured response");
     let settings = ProviderSettings::new(
-        toolscore_provider::openai_compat::KIND,
+        toolscore_provider::OPENAI_COMPAT_KIND,
         "local",
         "http://127.0.0.1:9/v1",
         "smollm2",

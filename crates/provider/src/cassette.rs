@@ -1,3 +1,5 @@
+//! Public as a namespace: callers write `cassette::Cassette`, `cassette::CassetteRecorder`, `cassette::Replay`.
+//!
 //! Record and replay of raw provider responses.
 //!
 //! A cassette is JSON Lines (gzip-compressed when its name ends in `.gz`): a header naming the

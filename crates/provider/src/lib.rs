@@ -4,26 +4,40 @@
 //!
 //! A case's opening request is encoded once by [`Provider::prepare`] and reused by every
 //! trial; [`Provider::complete`] only sends bytes and decodes the answer. Adding a wire format
-//! means one file implementing [`Adapter`] and one line in [`adapter::ADAPTERS`].
+//! means one file implementing [`Adapter`] and one line in `adapter::ADAPTERS`.
+//!
+//! `batch`, `cassette`, `capabilities` and `prices` are public as namespaces; the other modules
+//! are private and the root re-exports what other crates name (a wire format's kind and
+//! response decoder under its format's name: [`OPENAI_COMPAT_KIND`],
+//! [`decode_anthropic_response`]…).
 
 mod adapter;
-pub mod anthropic;
+mod anthropic;
 mod auth;
-pub mod azure_openai;
+mod azure_openai;
 pub mod batch;
 pub mod capabilities;
 pub mod cassette;
-pub mod gemini;
-pub mod limits;
-pub mod ollama;
-pub mod openai_compat;
-pub mod openai_responses;
+mod gemini;
+mod limits;
+mod ollama;
+mod openai_compat;
+mod openai_responses;
 mod pairing;
 pub mod prices;
 mod secret;
-pub mod stop;
+mod stop;
 mod transport;
 mod wire;
+
+pub use anthropic::decode_response as decode_anthropic_response;
+pub use azure_openai::KIND as AZURE_OPENAI_KIND;
+pub use limits::retry_after_waits;
+pub use openai_compat::{
+    KIND as OPENAI_COMPAT_KIND, decode_response as decode_openai_compat_response,
+};
+pub use openai_responses::decode_response as decode_openai_responses_response;
+pub use stop::ProviderStops;
 
 use std::fmt;
 use std::time::Duration;

@@ -13,7 +13,7 @@
 use serde_json::{Map, Value, json};
 
 use super::pairing::PendingCalls;
-use super::{Adapter, ErrorClass, ProviderError, ProviderKind, ProviderSettings};
+use super::{Adapter, ErrorClass, ProviderError, ProviderSettings};
 use crate::wire::{
     ErrorInfo, call_id, class_from_code, decode_arguments, excerpt_text, malformed, parse_object,
 };
@@ -21,10 +21,11 @@ use toolscore_core::catalog::Catalog;
 use toolscore_core::message::{FinishReason, Message, ModelTurn, Usage};
 
 /// The native chat adapter.
-pub struct Ollama;
+pub(crate) struct Ollama;
 
 /// Its kind, for code that names it directly.
-pub const KIND: ProviderKind = ProviderKind(&Ollama);
+#[cfg(test)]
+pub(crate) const KIND: crate::ProviderKind = crate::ProviderKind(&Ollama);
 
 impl Adapter for Ollama {
     /// Ollama serves models on the user's machine (its cloud models are billed by Ollama's

@@ -13,7 +13,7 @@
 use serde_json::{Map, Value, json};
 
 use super::openai_compat;
-use super::{Adapter, ProviderError, ProviderKind, ProviderSettings};
+use super::{Adapter, ProviderError, ProviderSettings};
 use crate::batch::{BatchApi, NoBatchApi};
 use crate::wire::{
     call_id, decode_arguments, encode_arguments, excerpt_text, malformed, parse_object,
@@ -22,10 +22,11 @@ use toolscore_core::catalog::Catalog;
 use toolscore_core::message::{FinishReason, Message, ModelTurn, Usage};
 
 /// The Responses adapter.
-pub struct OpenAiResponses;
+pub(crate) struct OpenAiResponses;
 
 /// Its kind, for code that names it directly.
-pub const KIND: ProviderKind = ProviderKind(&OpenAiResponses);
+#[cfg(test)]
+pub(crate) const KIND: crate::ProviderKind = crate::ProviderKind(&OpenAiResponses);
 
 impl Adapter for OpenAiResponses {
     fn batch_api(&self) -> Result<BatchApi, NoBatchApi> {

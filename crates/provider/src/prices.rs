@@ -1,3 +1,5 @@
+//! Public as a namespace: `prices::shipped` beside `capabilities::shipped`, `prices::ArmPrice`.
+//!
 //! The shipped price table (`prices.yaml`, dated, one entry per model with where its figures
 //! came from) and how an arm finds its price in it.
 //!

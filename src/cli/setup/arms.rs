@@ -185,7 +185,7 @@ fn base_url(
             None => {
                 return Err(usage(&format!(
                     "provider `{name}`: kind `{kind}` has no default base URL; set base_url in the config or --base-url{}",
-                    if kind == toolscore_provider::azure_openai::KIND {
+                    if kind == toolscore_provider::AZURE_OPENAI_KIND {
                         " (https://RESOURCE.openai.azure.com)"
                     } else {
                         ""

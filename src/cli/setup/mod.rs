@@ -88,7 +88,7 @@ pub struct Sinks {
     /// `--baseline --sequential`: set by `run` once the baseline's trials are read.
     pub sequential_baseline: Option<SequentialBaseline>,
     /// Stops an arm at its first auth or quota error.
-    pub provider_stops: toolscore_provider::stop::ProviderStops,
+    pub provider_stops: toolscore_provider::ProviderStops,
 }
 
 impl Sinks {
@@ -162,7 +162,7 @@ impl RunSetup {
                 Box::new(std::io::stderr()),
                 std::io::stderr().is_terminal(),
             )
-            .with_retry_waits(toolscore_provider::limits::retry_after_waits),
+            .with_retry_waits(toolscore_provider::retry_after_waits),
             aggregator: Aggregator::new(),
             sequential: match &self.sequential {
                 Some(spec) => Some(sequential_gate(spec.clone(), &self.run_info(started))?),
@@ -173,7 +173,7 @@ impl RunSetup {
                 .clone()
                 .and_then(SequentialCompare::new),
             sequential_baseline: None,
-            provider_stops: toolscore_provider::stop::ProviderStops::new(
+            provider_stops: toolscore_provider::ProviderStops::new(
                 self.plan
                     .arms
                     .iter()

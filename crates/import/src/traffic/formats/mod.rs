@@ -395,7 +395,7 @@ fn chat(request: &Value, body: &Value) -> Result<Exchange, String> {
             other => return Err(format!("a `{other}` message (not imported)")),
         });
     }
-    let calls = reply_calls(toolscore_provider::openai_compat::decode_response, body)?;
+    let calls = reply_calls(toolscore_provider::decode_openai_compat_response, body)?;
     Ok(Exchange {
         format: Format::OpenAiChat,
         span: None,
@@ -488,7 +488,7 @@ fn responses(request: &Value, body: &Value) -> Result<Exchange, String> {
     {
         return Err(format!("the response did not complete (status {status})"));
     }
-    let calls = reply_calls(toolscore_provider::openai_responses::decode_response, body)?;
+    let calls = reply_calls(toolscore_provider::decode_openai_responses_response, body)?;
     Ok(Exchange {
         format: Format::OpenAiResponses,
         span: None,
@@ -575,7 +575,7 @@ fn anthropic(request: &Value, body: &Value) -> Result<Exchange, String> {
             other => return Err(format!("a message with role `{other}`")),
         }
     }
-    let calls = reply_calls(toolscore_provider::anthropic::decode_response, body)?;
+    let calls = reply_calls(toolscore_provider::decode_anthropic_response, body)?;
     Ok(Exchange {
         format: Format::Anthropic,
         span: None,
