@@ -9,7 +9,7 @@ use clap::Args;
 use super::setup;
 use super::{read_header, reaggregate_run, usage};
 use crate::cli::Error;
-use toolscore_core::error::ExitCode;
+use toolscore_core::ExitCode;
 
 #[derive(Debug, Args)]
 pub struct CompareArgs {
@@ -147,7 +147,7 @@ fn tell(
     render: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>,
 ) -> Result<ExitCode, Error> {
     if let Some(path) = &args.json {
-        toolscore_core::atomic::write_json(path, json)?;
+        toolscore_core::write_json(path, json)?;
     }
     let failed = |e| Error::io("cannot write the comparison", e);
     let mut out = std::io::stdout().lock();

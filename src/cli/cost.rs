@@ -1,6 +1,6 @@
 //! The cost estimate printed before the first request, and the budget line of the summary.
 
-use toolscore_lint::thousands;
+use toolscore_core::thousands;
 use toolscore_runner::budget::Estimate;
 use toolscore_summary::{BudgetReport, CostFigures, format_usd};
 

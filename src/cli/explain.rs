@@ -11,8 +11,8 @@ use clap::Args;
 use super::shown::RunFiles;
 use super::{load_run, setup, usage};
 use crate::cli::Error;
-use toolscore_core::error::ExitCode;
-use toolscore_core::record::{ArmId, SCENARIO_DATASET, TrialRecord};
+use toolscore_core::ExitCode;
+use toolscore_core::{ArmId, SCENARIO_DATASET, TrialRecord};
 use toolscore_report::behaviour::{
     ArmExplanation, BehaviourTally, ExplainedDiff, Explanation, ToBase,
 };
@@ -152,7 +152,7 @@ fn write(explanation: &Explanation, json: Option<&Path>) -> Result<(), Error> {
                 .map_err(|e| Error::io("cannot write the explanation", e))?;
             return Ok(());
         }
-        Some(p) => toolscore_core::atomic::write_json(p, explanation)?,
+        Some(p) => toolscore_core::write_json(p, explanation)?,
         None => {}
     }
     toolscore_report::render_explanation(explanation, &mut out)

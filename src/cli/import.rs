@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use super::usage;
 use crate::cli::Error;
-use toolscore_core::error::{ExitCode, InputError};
+use toolscore_core::{ExitCode, InputError};
 use toolscore_import::{BFCL_CATEGORIES, import_category, installed_data_dir};
 use toolscore_import::{CatalogFile, put_in_place, stage_dataset, write_dataset};
 
@@ -180,7 +180,7 @@ fn traffic_options(args: &TrafficArgs) -> Result<toolscore_import::Options, Erro
         )));
     }
     Ok(Options {
-        redactor: Redactor::new(&args.redact).map_err(toolscore_core::error::Error::from)?,
+        redactor: Redactor::new(&args.redact).map_err(toolscore_core::Error::from)?,
         format: args.format.as_deref().and_then(Format::from_label),
         sample: args
             .sample
@@ -307,7 +307,7 @@ fn table_row(name: &str, imported: usize, skipped: &BTreeMap<String, usize>) -> 
 /// A log's records: one JSON value per line, or the whole file when it is one JSON document
 /// (an OTLP export written pretty-printed).
 fn read_records(path: &Path) -> Result<Vec<toolscore_import::Record>, Error> {
-    let text = toolscore_core::input::read_text(path)?;
+    let text = toolscore_core::read_text(path)?;
     let file = path.display().to_string();
     let non_blank = text.lines().filter(|l| !l.trim().is_empty()).count();
     if non_blank > 1

@@ -91,10 +91,7 @@ pub(super) fn expected_calls(dir: &Path) -> Result<Vec<DatasetCall>, Error> {
         };
         for call in calls {
             let Some(args) = &call.args else { continue };
-            if seen.insert((
-                call.tool.clone(),
-                toolscore_core::json::canonical_json(args),
-            )) {
+            if seen.insert((call.tool.clone(), toolscore_core::canonical_json(args))) {
                 out.push(DatasetCall {
                     case: case.id.clone(),
                     tool: call.tool.clone(),

@@ -44,7 +44,7 @@ pub use output::Format;
 pub use setup::{Recording, RunSetup, Sinks, build_plan};
 
 pub use error::{Error, LocalServerDown};
-use toolscore_core::error::{ExitCode, InputError};
+use toolscore_core::{ExitCode, InputError};
 use toolscore_suite::{Config, Dataset, load_config, load_dataset};
 use toolscore_suite::{Scenario, load_scenarios};
 
@@ -256,7 +256,7 @@ pub struct ProviderArgs {
     /// Send `tool_choice` (also `tool_choice:` in the config): auto, required or none, in each
     /// provider's own form [default: not sent, the provider's default applies].
     #[arg(help_heading = "Provider", long, value_enum, value_name = "CHOICE")]
-    pub tool_choice: Option<toolscore_provider::ToolChoice>,
+    pub tool_choice: Option<toolscore_core::ToolChoice>,
     /// Send `parallel_tool_calls` (also `parallel_tool_calls:` in the config; Anthropic's
     /// `disable_parallel_tool_use`) [default: not sent].
     #[arg(help_heading = "Provider", long, value_name = "BOOL")]
@@ -310,7 +310,7 @@ fn read_header(dir: &Path) -> Result<toolscore_summary::SummaryHeader, Error> {
         let resume = if dir.join("results.jsonl").is_file() {
             format!(
                 "; a run cut short before writing it is finished by `{}`",
-                toolscore_core::text::command([
+                toolscore_core::command([
                     "toolscore",
                     "run",
                     "--resume",
@@ -325,7 +325,7 @@ fn read_header(dir: &Path) -> Result<toolscore_summary::SummaryHeader, Error> {
             dir.display()
         )));
     }
-    let text = toolscore_core::input::read_text(&path)?;
+    let text = toolscore_core::read_text(&path)?;
     serde_json::from_str(&text)
         .map_err(|e| InputError::json(&path.display().to_string(), &e).into())
 }
@@ -362,12 +362,12 @@ pub(crate) fn usage(msg: &str) -> Error {
 }
 
 /// `--timeout` (or a config's `timeout_s`) in seconds, checked by the one rule every command
-/// and config file shares ([`toolscore_core::input::timeout_from_seconds`]).
+/// and config file shares ([`toolscore_core::timeout_from_seconds`]).
 pub(crate) fn checked_timeout(seconds: f64) -> Result<std::time::Duration, Error> {
-    toolscore_core::input::timeout_from_seconds(seconds).ok_or_else(|| {
+    toolscore_core::timeout_from_seconds(seconds).ok_or_else(|| {
         usage(&format!(
             "--timeout must be {} (got {seconds:?})",
-            toolscore_core::input::TIMEOUT_RANGE
+            toolscore_core::TIMEOUT_RANGE
         ))
     })
 }

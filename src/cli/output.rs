@@ -4,9 +4,9 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use crate::cli::Error;
+use toolscore_core::ArmId;
+use toolscore_core::command;
 use toolscore_core::metric::Metric;
-use toolscore_core::record::ArmId;
-use toolscore_core::text::command;
 use toolscore_report::behaviour::{self, CaseKey, Explorer};
 use toolscore_report::history::{self, Trend};
 use toolscore_report::{Html, HtmlContext, Junit, Markdown, Render};
@@ -79,7 +79,7 @@ pub(super) fn write_files(
             .render(summary, &mut text)
             .map_err(|e| Error::io(format!("cannot render {name}"), e))?;
         let path = run_dir.join(name);
-        toolscore_core::atomic::write_file(&path, &text)?;
+        toolscore_core::write_file(&path, &text)?;
         written.push(path);
     }
     Ok(written)
@@ -227,7 +227,7 @@ fn explorer(
             .iter()
             .any(|c| (&c.dataset, &c.variant) == (&catalog.0, &catalog.1))
             || out.catalogs_not_shown.iter().any(|(c, _)| c == &catalog);
-        if !listed && k.dataset != toolscore_core::record::SCENARIO_DATASET {
+        if !listed && k.dataset != toolscore_core::SCENARIO_DATASET {
             match files.catalog(&k.dataset, &k.arm.variant) {
                 Ok(c) => out.catalogs.push(c),
                 Err(why) => out.catalogs_not_shown.push((catalog, why.to_string())),
@@ -243,7 +243,7 @@ fn explorer(
 
 /// The trends of the history file beside the run, for the HTML report.
 fn trends(summary: &Summary, path: &Path) -> Result<Vec<Trend>, Error> {
-    let text = toolscore_core::input::read_text(path)?;
+    let text = toolscore_core::read_text(path)?;
     let lines = history::parse(&text, &path.display().to_string())?;
     Ok(history::trends(summary, &lines))
 }

@@ -9,7 +9,7 @@ use super::gate::parse_gates;
 use super::{LoadedSuite, setup};
 use super::{SuiteArgs, load_suite, usage};
 use crate::cli::Error;
-use toolscore_core::error::ExitCode;
+use toolscore_core::ExitCode;
 use toolscore_suite::Dataset;
 
 #[derive(Debug, Args)]
@@ -117,7 +117,7 @@ pub(super) fn run(args: &PlanArgs) -> Result<ExitCode, Error> {
         attack_gates,
     });
     if let Some(path) = &args.json {
-        toolscore_core::atomic::write_json(path, &trial_plan)?;
+        toolscore_core::write_json(path, &trial_plan)?;
     }
     let mut out = std::io::stdout().lock();
     toolscore_decide::render_plan(&trial_plan, &mut out)

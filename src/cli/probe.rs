@@ -11,7 +11,7 @@ use clap::{Args, ValueEnum};
 use super::mcp_source::{McpSourceArgs, expected_calls};
 use super::usage;
 use crate::cli::Error;
-use toolscore_core::error::ExitCode;
+use toolscore_core::ExitCode;
 use toolscore_mcp::CheckVerdict;
 use toolscore_mcp::ServerSpec;
 use toolscore_mcp::{DEFAULT_MAX_CALLS, EscapeReport, ProbeError, is_loopback_url, probe_escapes};
@@ -83,7 +83,7 @@ pub(super) fn run(args: &ProbeArgs) -> Result<ExitCode, Error> {
         expected.as_deref(),
     ))?;
     if let Some(path) = &args.json {
-        toolscore_core::atomic::write_json(path, &report)?;
+        toolscore_core::write_json(path, &report)?;
     }
     let mut out = Vec::new();
     match args.format {
@@ -139,7 +139,7 @@ fn run_security(args: &ProbeArgs) -> Result<ExitCode, Error> {
             })
     })?;
     if let Some(path) = &args.json {
-        toolscore_core::atomic::write_json(path, &report)?;
+        toolscore_core::write_json(path, &report)?;
     }
     let mut out = Vec::new();
     match args.format {
@@ -177,7 +177,7 @@ fn repository_path(raw: &str) -> Result<String, Error> {
     let refuse = |why: &str| {
         Err(usage(&format!(
             "--sarif-artifact \"{}\": {why}",
-            toolscore_core::text::inert(raw, 200)
+            toolscore_core::inert(raw, 200)
         )))
     };
     if raw.chars().any(char::is_control) {

@@ -12,7 +12,7 @@ use super::run::compare_two_arms;
 use super::usage;
 use super::{rescore, setup};
 use crate::cli::Error;
-use toolscore_core::error::ExitCode;
+use toolscore_core::ExitCode;
 use toolscore_decide::gate::GateSpec;
 use toolscore_decide::gate::recorded::RecordedSequential;
 use toolscore_summary::GateLevel;

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use toolscore_core::record::{Outcome, TrialRecord};
+use toolscore_core::{Outcome, TrialRecord};
 use toolscore_score::{Expectation, ToolValidators, score_trial};
 use toolscore_suite::load_dataset;
 use toolscore_summary::RunInfo;
@@ -62,7 +62,7 @@ impl Rescorer {
                 }
             };
             for arm in &run.arms {
-                let recorded = if arm.variant == toolscore_core::record::BASE_VARIANT {
+                let recorded = if arm.variant == toolscore_core::BASE_VARIANT {
                     Some(d.catalog_fingerprint.as_str())
                 } else {
                     d.variants

@@ -13,8 +13,8 @@ use super::setup::{RunSetup, build_plan};
 use super::{SuiteArgs, resume, usage};
 use super::{cost, lint};
 use crate::cli::Error;
-use toolscore_core::error::ExitCode;
-use toolscore_core::event::Observers;
+use toolscore_core::ExitCode;
+use toolscore_core::Observers;
 use toolscore_decide::gate::sequential_baseline::SequentialBaseline;
 use toolscore_report::ProgressMode;
 
@@ -379,7 +379,7 @@ fn run_command(
     let code = toolscore_decide::exit_code(&decision);
     let message = decision.not_judged_because();
     summary.decision = Some(decision);
-    toolscore_core::atomic::write_json(&setup.out_dir.join("summary.json"), &summary)?;
+    toolscore_core::write_json(&setup.out_dir.join("summary.json"), &summary)?;
     append_history(&setup.out_dir, &summary)?;
     let files = output::write_files(&summary, &setup.out_dir, formats)?;
     if formats.contains(&Format::Terminal) {
@@ -419,8 +419,8 @@ pub(super) fn execute_plan(
     runtime: tokio::runtime::Runtime,
     plan: toolscore_runner::RunPlan,
     sinks: &mut super::setup::Sinks,
-    extra: &mut [&mut dyn toolscore_core::event::Observer],
-) -> Result<toolscore_core::event::RunTotals, Error> {
+    extra: &mut [&mut dyn toolscore_core::Observer],
+) -> Result<toolscore_core::RunTotals, Error> {
     let totals = {
         let mut observers = Observers::new();
         for o in sinks.observers() {
@@ -447,7 +447,7 @@ pub(super) fn execute_plan(
 pub(super) fn run_phase(
     mut setup: RunSetup,
     carried: Option<&std::path::Path>,
-    mut observers: Vec<&mut dyn toolscore_core::event::Observer>,
+    mut observers: Vec<&mut dyn toolscore_core::Observer>,
 ) -> Result<PhaseRun, Error> {
     let runtime = super::async_runtime(None)?;
     let started = std::time::SystemTime::now();
@@ -463,7 +463,7 @@ pub(super) fn run_phase(
     let summary = sinks
         .aggregator
         .finish(run, &totals, setup.confidence, setup.precision);
-    toolscore_core::atomic::write_json(&setup.out_dir.join("summary.json"), &summary)?;
+    toolscore_core::write_json(&setup.out_dir.join("summary.json"), &summary)?;
     Ok(PhaseRun {
         sent: totals.completed_trials - kept,
         spent: summary.cost.total.usd.map(|usd| (usd - kept_usd).max(0.0)),
@@ -486,16 +486,14 @@ fn carry(
     results: &std::path::Path,
     plan: &mut toolscore_runner::RunPlan,
     sinks: &mut super::setup::Sinks,
-    observers: &mut [&mut dyn toolscore_core::event::Observer],
+    observers: &mut [&mut dyn toolscore_core::Observer],
 ) -> Result<(u64, f64), Error> {
     let arm = plan.arms[0].id();
     // Units in plan order: the datasets' cases, then the scenarios.
-    let scenarios = plan.scenarios.iter().map(|s| {
-        (
-            toolscore_core::record::SCENARIO_DATASET.to_owned(),
-            s.name.clone(),
-        )
-    });
+    let scenarios = plan
+        .scenarios
+        .iter()
+        .map(|s| (toolscore_core::SCENARIO_DATASET.to_owned(), s.name.clone()));
     let cases: std::collections::HashMap<(String, String), usize> = plan
         .datasets
         .iter()
@@ -512,7 +510,7 @@ fn carry(
         let Some(&case) = cases.get(&(record.dataset.clone(), record.case_id.clone())) else {
             return;
         };
-        let key = toolscore_core::event::TrialKey {
+        let key = toolscore_core::TrialKey {
             arm: 0,
             case,
             trial: record.trial_index,
@@ -520,7 +518,7 @@ fn carry(
         if record.arm != arm || key.trial >= trials || failed.is_some() || !plan.done.insert(key) {
             return;
         }
-        let event = toolscore_core::event::RunEvent::Trial {
+        let event = toolscore_core::RunEvent::Trial {
             key,
             record,
             raw: &[],

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::resume::{PLAN_FILE, PlanFingerprint};
-use toolscore_core::record::{BASE_VARIANT, SCENARIO_DATASET};
+use toolscore_core::{BASE_VARIANT, SCENARIO_DATASET};
 use toolscore_report::behaviour::{CaseAsShown, ShownCatalog, ToBase};
 use toolscore_suite::shown::{self, NotShown, Recorded, ShownDataset};
 use toolscore_summary::RunInfo;

@@ -10,7 +10,7 @@ use clap::Args;
 use super::mcp_source::{McpSourceArgs, expected_calls};
 use super::usage;
 use crate::cli::Error;
-use toolscore_core::error::ExitCode;
+use toolscore_core::ExitCode;
 use toolscore_mcp::DatasetCall;
 use toolscore_mcp::ServerSpec;
 use toolscore_mcp::{ArgSelector, PeakLoad, StressPlan, StressRun, StressSettings};
@@ -92,7 +92,7 @@ pub(super) fn run(args: &StressArgs) -> Result<ExitCode, Error> {
     let run = run_stress(&source.spec, &plan, &calls)?;
     let report = toolscore_mcp::summarise(&run, &settings);
     if let Some(path) = &args.json {
-        toolscore_core::atomic::write_json(path, &report)?;
+        toolscore_core::write_json(path, &report)?;
     }
     toolscore_report::render_stress(&report, &mut std::io::stdout().lock())
         .map_err(|e| Error::io("cannot write the report", e))?;

@@ -8,8 +8,8 @@ use crate::support;
 use std::collections::HashMap;
 
 use support::{FakeResponse, FakeServer, tool_call_body};
-use toolscore_core::error::Error;
-use toolscore_core::event::{Control, Notice, Observer, RunEvent, RunTotals, StopScope};
+use toolscore_core::Error;
+use toolscore_core::{Control, Notice, Observer, RunEvent, RunTotals, StopScope};
 use toolscore_provider::OPENAI_COMPAT_KIND;
 use toolscore_provider::{Cancel, ProviderSettings};
 use toolscore_runner::{Arm, RunPlan, execute};

@@ -6,11 +6,12 @@
 use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
+use toolscore_core::FailureKind;
 use toolscore_core::catalog::{Catalog, parse_catalog};
-use toolscore_core::message::{FinishReason, ModelTurn};
+use toolscore_core::{FinishReason, ModelTurn};
 use toolscore_provider::{Provider, ProviderSettings, http_client};
 use toolscore_score::{ArgMatcher, Expectation, ExpectedCall};
-use toolscore_score::{FailureKind, ToolValidators, score_turn};
+use toolscore_score::{ToolValidators, score_turn};
 
 const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/llama-server");
 

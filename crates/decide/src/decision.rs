@@ -11,8 +11,8 @@
 //! comparison's (decided counts as a pass, undecided as inconclusive, 3). A budget stop is
 //! listed and changes nothing: the trials it left unsent are neither failures nor errors.
 
-use toolscore_core::error::ExitCode;
-use toolscore_core::record::ErrorClass;
+use toolscore_core::ErrorClass;
+use toolscore_core::ExitCode;
 use toolscore_summary::{Decision, Ground, Part, RunVerdict, StoppedProvider, Summary, Verdict};
 
 /// The run's decision. Pure: a function of `summary` and the limit.

@@ -9,7 +9,7 @@
 
 use crate::RuleId;
 use serde::Serialize;
-use toolscore_core::json::thousands;
+use toolscore_core::thousands;
 
 use super::{LintOptions, Raw};
 use toolscore_core::catalog::{Catalog, Tool};

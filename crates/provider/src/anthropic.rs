@@ -21,7 +21,7 @@ use crate::wire::{
     parse_object,
 };
 use toolscore_core::catalog::Catalog;
-use toolscore_core::message::{FinishReason, Message, ModelTurn, ToolCall, Usage};
+use toolscore_core::{FinishReason, Message, ModelTurn, ToolCall, Usage};
 
 /// The Messages adapter.
 pub(crate) struct Anthropic;

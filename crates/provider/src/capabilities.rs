@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 use serde::Deserialize;
 
 use super::ProviderSettings;
-use toolscore_core::record::OmittedSetting;
+use toolscore_core::OmittedSetting;
 
 const SHIPPED: &str = include_str!("capabilities.yaml");
 

@@ -32,7 +32,7 @@ use crate::wire::{
     parse_object,
 };
 use toolscore_core::catalog::Catalog;
-use toolscore_core::message::{FinishReason, Message, ModelTurn, Usage};
+use toolscore_core::{FinishReason, Message, ModelTurn, Usage};
 
 /// The generateContent adapter.
 pub(crate) struct Gemini;
@@ -481,8 +481,8 @@ pub(crate) fn error_from_status(status: u16, body: &[u8]) -> ProviderError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use toolscore_core::ToolCall;
     use toolscore_core::catalog::Tool;
-    use toolscore_core::message::ToolCall;
 
     fn catalog() -> Catalog {
         Catalog::new(

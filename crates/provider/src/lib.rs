@@ -49,13 +49,13 @@ use sha2::{Digest, Sha256};
 
 pub use adapter::{Adapter, ProviderKind};
 pub use auth::{InvalidHeader, bearer_auth, key_header};
+use toolscore_core::ToolChoice;
 use toolscore_core::catalog::Catalog;
-use toolscore_core::message::{Message, ModelTurn};
-pub use toolscore_core::record::ToolChoice;
-use toolscore_core::record::{ModelIdentity, OmittedSetting};
+use toolscore_core::{Message, ModelTurn};
+use toolscore_core::{ModelIdentity, OmittedSetting};
 
 pub use secret::SecretString;
-pub use toolscore_core::record::ErrorClass;
+use toolscore_core::ErrorClass;
 pub use transport::{HttpClientError, http_client};
 
 /// Everything needed to talk to one configured provider.
@@ -640,8 +640,8 @@ pub fn request_hash(
     if let Some(parallel) = settings.parallel_tool_calls {
         identity["parallel_tool_calls"] = json!(parallel);
     }
-    let canonical = toolscore_core::json::canonical_json(&identity);
-    toolscore_core::json::hex(&Sha256::digest(canonical.as_bytes()))
+    let canonical = toolscore_core::canonical_json(&identity);
+    toolscore_core::hex(&Sha256::digest(canonical.as_bytes()))
 }
 
 #[cfg(test)]
@@ -756,8 +756,8 @@ mod tests {
 
     #[test]
     fn history_ids_and_tool_messages_are_encoded() {
+        use toolscore_core::ToolCall;
         use toolscore_core::catalog::Tool;
-        use toolscore_core::message::ToolCall;
         let catalog = Catalog::new(
             vec![Tool {
                 name: "f".into(),

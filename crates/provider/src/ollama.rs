@@ -18,7 +18,7 @@ use crate::wire::{
     ErrorInfo, call_id, class_from_code, decode_arguments, excerpt_text, malformed, parse_object,
 };
 use toolscore_core::catalog::Catalog;
-use toolscore_core::message::{FinishReason, Message, ModelTurn, Usage};
+use toolscore_core::{FinishReason, Message, ModelTurn, Usage};
 
 /// The native chat adapter.
 pub(crate) struct Ollama;
@@ -279,8 +279,8 @@ pub(crate) fn decode_response(raw: &[u8]) -> Result<ModelTurn, ProviderError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use toolscore_core::ToolCall;
     use toolscore_core::catalog::Tool;
-    use toolscore_core::message::ToolCall;
 
     #[test]
     fn history_names_the_tool_and_keeps_arguments_as_objects() {

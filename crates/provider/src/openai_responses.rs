@@ -19,7 +19,7 @@ use crate::wire::{
     call_id, decode_arguments, encode_arguments, excerpt_text, malformed, parse_object,
 };
 use toolscore_core::catalog::Catalog;
-use toolscore_core::message::{FinishReason, Message, ModelTurn, Usage};
+use toolscore_core::{FinishReason, Message, ModelTurn, Usage};
 
 /// The Responses adapter.
 pub(crate) struct OpenAiResponses;
@@ -244,8 +244,8 @@ pub fn decode_response(raw: &[u8]) -> Result<ModelTurn, ProviderError> {
 mod tests {
     use super::*;
     use crate::ErrorClass;
+    use toolscore_core::ToolCall;
     use toolscore_core::catalog::Tool;
-    use toolscore_core::message::ToolCall;
 
     #[test]
     fn history_goes_as_function_call_items_paired_on_call_id() {

@@ -14,7 +14,7 @@ use std::sync::OnceLock;
 
 use serde::Deserialize;
 
-use toolscore_core::record::Price;
+use toolscore_core::Price;
 
 use crate::ProviderKind;
 

@@ -43,8 +43,8 @@ pub use tune::{render_tune, render_tune_markdown};
 pub use wording::{format_percentile, weakest_cases};
 
 // The model the renderers draw, named once here for the modules below (`crate::Summary`).
+use toolscore_core::ArmId;
 use toolscore_core::metric::{AttackMetric, Metric};
-use toolscore_core::record::ArmId;
 use toolscore_stats::{LatencySummary, Percentile};
 use toolscore_summary::{
     ArmInfo, ArmSummary, AttackComparison, CaseComparison, CaseSummary, CaseVerdict, ComparedArm,

@@ -2,8 +2,8 @@
 
 use std::io::{self, Write};
 
+use toolscore_core::ArmId;
 use toolscore_core::metric::Metric;
-use toolscore_core::record::ArmId;
 use toolscore_summary::{ArmSummary, PassDiff, ProviderDiff, RateStat, Summary};
 
 fn rate_cell(r: &RateStat) -> String {
@@ -230,14 +230,14 @@ const SHOWN: usize = 10;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use toolscore_core::event::RunTotals;
-    use toolscore_core::record::{Outcome, TrialRecord};
+    use toolscore_core::RunTotals;
+    use toolscore_core::{Outcome, TrialRecord};
     use toolscore_summary::{Aggregator, RunInfo};
 
     fn scored(selection_ok: bool, called: bool) -> TrialRecord {
         let mut r = TrialRecord::for_test("c", Outcome::Pass, 10.0);
         r.usage.input_tokens = Some(10);
-        r.score = Some(toolscore_core::record::TrialScore {
+        r.score = Some(toolscore_core::TrialScore {
             selection_ok,
             args_ok: None,
             schema_ok: called.then_some(true),
@@ -259,9 +259,9 @@ mod tests {
         let mut r = scored(ok, chosen.is_some());
         r.case_id = case.into();
         r.arm.provider = provider.into();
-        r.turns = vec![toolscore_core::message::ModelTurn {
+        r.turns = vec![toolscore_core::ModelTurn {
             tool_calls: chosen
-                .map(|name| toolscore_core::message::ToolCall {
+                .map(|name| toolscore_core::ToolCall {
                     id: None,
                     name: name.into(),
                     arguments: serde_json::json!({}),

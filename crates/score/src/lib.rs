@@ -23,17 +23,15 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use serde_json::Value;
 
 use toolscore_core::catalog::Catalog;
-use toolscore_core::json::{canonical_json, json_equal};
-use toolscore_core::message::{ModelTurn, ToolCall};
+use toolscore_core::{ModelTurn, ToolCall};
+use toolscore_core::{canonical_json, json_equal};
 
 pub use args::check_matcher;
 pub use args::match_args;
 use args::{apply_matcher, args_path, has_matcher_below, join, matcher_children};
 pub use expect::{ArgMatcher, Expectation, ExpectedCall, ToolPattern};
 pub use taxonomy::{classify_call, classify_parallel};
-pub use toolscore_core::record::{
-    ArgFailure, ArgFailureKind, FailureKind, SchemaViolation, TrialScore,
-};
+use toolscore_core::{FailureKind, SchemaViolation, TrialScore};
 
 /// Longest value (in characters) quoted in a detail string before it is truncated.
 const MAX_VALUE_CHARS: usize = 80;
@@ -570,8 +568,8 @@ fn truncate(s: &str, max: usize) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+    use toolscore_core::Usage;
     use toolscore_core::catalog::Tool;
-    use toolscore_core::message::Usage;
 
     // -- fixtures ------------------------------------------------------------------------------
 

@@ -9,9 +9,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use toolscore_core::Error;
+use toolscore_core::Message;
 use toolscore_core::catalog::Catalog;
-use toolscore_core::error::Error;
-use toolscore_core::message::Message;
 
 /// Why a run's case or catalog cannot be shown as its model read it. A report says it in
 /// place of the case, so each is a sentence that reads after "cannot show it:".

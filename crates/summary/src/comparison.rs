@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::Metric;
-use toolscore_core::record::ArmId;
+use toolscore_core::ArmId;
 
 /// Two arms compared on the cases they share: B − A, paired by case.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -49,7 +49,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use toolscore_core::metric::{Metric, PerMetric};
-use toolscore_core::record::{ArgFailureKind, ArmId};
+use toolscore_core::{ArgFailureKind, ArmId};
 use toolscore_stats::{ClusteredEstimate, Interval, LatencyDistribution, LatencySummary};
 
 /// Everything a report shows, computed once from the records.

@@ -10,7 +10,7 @@ use toolscore_core::metric::Metric;
 use serde::{Deserialize, Serialize};
 
 use super::ArmSummary;
-use toolscore_core::record::ArmId;
+use toolscore_core::ArmId;
 
 /// The provider arms shown one catalog variant, compared case by case.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::{LatencySummary, RateStat};
-use toolscore_core::record::{ArmId, LoopStop, Outcome, TrialRecord};
+use toolscore_core::{ArmId, LoopStop, Outcome, TrialRecord};
 use toolscore_stats::LatencyAgg;
 use toolscore_stats::{self as stats, ClusteredEstimate, Interval};
 
@@ -513,7 +513,7 @@ fn mean_stat(values: &[f64], conf: f64) -> Option<MeanStat> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use toolscore_core::record::{CallKind, ExecutedCall, ScenarioScore, Trajectory};
+    use toolscore_core::{CallKind, ExecutedCall, ScenarioScore, Trajectory};
 
     fn record(passed: bool, calls: u32, retries: (u32, u32), recov: (u32, u32)) -> TrialRecord {
         let mut r = TrialRecord::for_test(
@@ -578,7 +578,7 @@ mod tests {
         agg.add(&record(true, 2, (0, 1), (1, 1)));
         agg.add(&record(true, 4, (0, 0), (0, 0)));
         let mut err = TrialRecord::for_test("notes", Outcome::Error, 10.0);
-        err.error_class = Some(toolscore_core::record::ErrorClass::Timeout);
+        err.error_class = Some(toolscore_core::ErrorClass::Timeout);
         err.trajectory = record(true, 0, (0, 0), (0, 0)).trajectory;
         agg.add(&err);
         let out = agg.finish(0.95, 0.05);

@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use super::RateStat;
 use toolscore_core::metric::AttackMetric;
-use toolscore_core::record::{ArmId, Outcome, TrialRecord};
+use toolscore_core::{ArmId, Outcome, TrialRecord};
 use toolscore_stats as stats;
 
 /// Most proofs kept per unit (the first ones seen): enough to show what happened.

@@ -8,7 +8,7 @@ use toolscore_core::catalog::Catalog;
 
 use super::{ComparisonVerdict, SequentialComparison};
 
-use toolscore_core::record::{ArgFailureKind, ArmId};
+use toolscore_core::{ArgFailureKind, ArmId};
 
 /// How the held-out cases were chosen.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -3,8 +3,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::Metric;
+use toolscore_core::ArmId;
 use toolscore_core::metric::AttackMetric;
-use toolscore_core::record::ArmId;
 
 /// The outcome of a gate, or of the whole run's gates. Ordered from best to worst, as
 /// [`RunVerdict`].
@@ -654,8 +654,8 @@ impl RunVerdict {
 
     /// The exit code this verdict is reported with (docs/reference/exit-codes.md): the one
     /// place a run's verdict becomes a process status.
-    pub fn exit_code(self) -> toolscore_core::error::ExitCode {
-        use toolscore_core::error::ExitCode;
+    pub fn exit_code(self) -> toolscore_core::ExitCode {
+        use toolscore_core::ExitCode;
         match self {
             RunVerdict::Pass => ExitCode::Pass,
             RunVerdict::Below | RunVerdict::Fail => ExitCode::GateFailed,

@@ -13,8 +13,8 @@
 use serde_json::Value;
 
 use super::diagnose::{Diagnosis, property};
+use toolscore_core::Message;
 use toolscore_core::catalog::{Catalog, Tool};
-use toolscore_core::message::Message;
 use toolscore_summary::tune::{Candidate, Operator, TextEdit};
 
 /// Longest description taken from an author, in characters: a rewrite is a few sentences.

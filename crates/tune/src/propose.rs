@@ -34,9 +34,9 @@ use serde_json::{Map, Value};
 pub(crate) use toolscore_summary::tune::{Candidate, Operator, Suggestion, TextEdit};
 
 use super::diagnose::{Diagnosis, is_required, property};
+use toolscore_core::ArgFailureKind;
+use toolscore_core::InputError;
 use toolscore_core::catalog::{Catalog, Tool};
-use toolscore_core::error::InputError;
-use toolscore_core::record::ArgFailureKind;
 
 /// Every candidate the diagnosis supports, heaviest evidence first (ties by id), at most
 /// `max`; and the suggestions for the author.

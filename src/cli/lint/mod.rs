@@ -7,7 +7,7 @@ use clap::{Args, ValueEnum};
 
 use super::usage;
 use crate::cli::Error;
-use toolscore_core::error::{ExitCode, InputError};
+use toolscore_core::{ExitCode, InputError};
 use toolscore_lint::{LintOptions, LintReport, RULES, render};
 
 mod judge;
@@ -117,7 +117,7 @@ fn read_catalog_file(
     path: &Path,
 ) -> Result<(String, String, toolscore_core::catalog::Catalog), Error> {
     let name = path.display().to_string();
-    let text = toolscore_core::input::read_text(path)?;
+    let text = toolscore_core::read_text(path)?;
     let catalog = toolscore_core::catalog::parse_catalog(&text, &name)?;
     Ok((name, text, catalog))
 }
@@ -320,7 +320,7 @@ fn measured(args: &LintArgs, spec: &str) -> Result<ExitCode, Error> {
 fn write_output(output: Option<&Path>, buffer: &[u8]) -> Result<(), Error> {
     match output {
         Some(path) => {
-            toolscore_core::atomic::write_file(path, buffer)?;
+            toolscore_core::write_file(path, buffer)?;
             errln!("wrote {}", path.display())?;
         }
         None => {
@@ -599,7 +599,7 @@ pub(crate) fn lint_run_catalogs(catalogs: &RunCatalogs, options: &LintOptions) -
         .iter()
         .map(|c| {
             let mut options = options.clone();
-            let inline = toolscore_core::input::read_text(Path::new(&c.base_file))
+            let inline = toolscore_core::read_text(Path::new(&c.base_file))
                 .ok()
                 .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
                 .and_then(|doc| toolscore_lint::tool_inline_allows(&doc).ok())

@@ -6,7 +6,7 @@ use super::{
     ProviderEntry, ProviderKind, ProviderSettings, RunArgs, Scenario, SecretString, arm_price,
     scenario_catalog_key, usage,
 };
-use toolscore_core::text::shell_word;
+use toolscore_core::shell_word;
 use toolscore_provider::cassette::CassetteHeader;
 use toolscore_suite::CatalogVariant;
 
@@ -156,7 +156,7 @@ fn provider_entry(name: &str, config: &Config) -> Result<ProviderEntry, Error> {
         (None, Some((kind, model))) => bare(kind, model),
         (None, None) => {
             let known: Vec<&str> = config.providers.keys().map(String::as_str).collect();
-            let hint = toolscore_core::suggest::did_you_mean(name, known.iter().copied())
+            let hint = toolscore_core::did_you_mean(name, known.iter().copied())
                 .map_or(String::new(), |n| format!("; did you mean `{n}`?"));
             return Err(usage(&format!(
                 "--provider `{name}` is neither a provider in the config ({}) nor a provider kind, alone or as KIND:MODEL ({}){hint}",

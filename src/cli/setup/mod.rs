@@ -10,9 +10,9 @@ use super::run::RunArgs;
 use super::{load_suite, usage};
 use crate::cli::Error;
 use std::sync::Arc;
-use toolscore_core::error::InputError;
-use toolscore_core::event::Observer;
-use toolscore_core::record::{BASE_VARIANT, Price};
+use toolscore_core::InputError;
+use toolscore_core::Observer;
+use toolscore_core::{BASE_VARIANT, Price};
 use toolscore_decide::gate::sequential::{SequentialGate, SequentialSpec};
 use toolscore_decide::gate::sequential_baseline::SequentialBaseline;
 use toolscore_decide::{SequentialCompare, SequentialCompareSpec};
@@ -131,7 +131,7 @@ impl RunSetup {
                 let _ = std::fs::remove_file(&rec.path);
             }
             match e {
-                Error::Core(toolscore_core::error::Error::Io { context, source }) => {
+                Error::Core(toolscore_core::Error::Io { context, source }) => {
                     InputError::new(format!("{context}: {source}")).into()
                 }
                 other => other,
@@ -560,7 +560,7 @@ fn checked_variants(
 
 /// The key of a scenario's catalog in a cassette header's `catalogs` (beside dataset names).
 pub(crate) fn scenario_catalog_key(scenario: &str) -> String {
-    format!("{}/{scenario}", toolscore_core::record::SCENARIO_DATASET)
+    format!("{}/{scenario}", toolscore_core::SCENARIO_DATASET)
 }
 
 /// Settings every run has, live or replayed.

@@ -198,8 +198,7 @@ pub(in crate::cli) fn sequential_gate(
             .scenarios
             .iter()
             .filter_map(|s| {
-                toolscore_core::record::attacked_scenario(&s.name, s.attack.as_deref()?)
-                    .map(str::to_owned)
+                toolscore_core::attacked_scenario(&s.name, s.attack.as_deref()?).map(str::to_owned)
             })
             .collect(),
     };

@@ -4,9 +4,9 @@
 //! a trial's.
 
 use crate::cli::Error;
+use toolscore_core::Message;
 use toolscore_core::catalog::Catalog;
-use toolscore_core::event::{RawResponse, RawStep};
-use toolscore_core::message::Message;
+use toolscore_core::{RawResponse, RawStep};
 use toolscore_provider::cassette::{CassetteRecorder, Replay};
 use toolscore_provider::{Backend, Cancel, Exchange, ProviderError, StepKey};
 use toolscore_runner::Arm;

@@ -15,7 +15,7 @@ use super::output::Format;
 use super::run::RunArgs;
 use super::{SuiteArgs, usage};
 use crate::cli::Error;
-use toolscore_core::error::ExitCode;
+use toolscore_core::ExitCode;
 use toolscore_report::ProgressMode;
 use toolscore_summary::tune::{TuneOutcome, TuneReport};
 
@@ -153,7 +153,7 @@ pub(super) fn run(args: &TuneArgs) -> Result<ExitCode, Error> {
         recorder.finish()?;
     }
     let report = tuned?;
-    toolscore_core::atomic::write_json(&tuner.dir.join("tune.json"), &report)?;
+    toolscore_core::write_json(&tuner.dir.join("tune.json"), &report)?;
     type Renderer = fn(&TuneReport, &mut dyn std::io::Write) -> std::io::Result<()>;
     let files: [(Format, &str, Renderer); 2] = [
         (
@@ -171,7 +171,7 @@ pub(super) fn run(args: &TuneArgs) -> Result<ExitCode, Error> {
         if formats.contains(&format) {
             let mut text = Vec::new();
             render(&report, &mut text).map_err(|e| Error::io("cannot render the report", e))?;
-            toolscore_core::atomic::write_file(&tuner.dir.join(name), &text)?;
+            toolscore_core::write_file(&tuner.dir.join(name), &text)?;
         }
     }
     if formats.contains(&Format::Terminal) {

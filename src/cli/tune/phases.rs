@@ -8,10 +8,10 @@ use super::super::setup::{RunSetup, Units, build_plan_of_units};
 use super::super::usage;
 use super::{TuneArgs, phase_args};
 use crate::cli::Error;
-use toolscore_core::error::ExitCode;
-use toolscore_core::event::Observer;
+use toolscore_core::ExitCode;
+use toolscore_core::Observer;
 use toolscore_core::metric::Metric;
-use toolscore_core::record::{ArmId, BASE_VARIANT, SCENARIO_DATASET};
+use toolscore_core::{ArmId, BASE_VARIANT, SCENARIO_DATASET};
 use toolscore_decide::{Race, RaceSpec};
 use toolscore_decide::{Rule, SequentialCompare, SequentialCompareSpec};
 use toolscore_provider::cassette::CassetteHeader;
@@ -421,7 +421,7 @@ impl<'a> Tuner<'a> {
         };
         std::fs::create_dir_all(folder)
             .map_err(|e| Error::io(format!("cannot create {}", folder.display()), e))?;
-        toolscore_core::atomic::write_json(&path, overlay)?;
+        toolscore_core::write_json(&path, overlay)?;
         Ok(Ok(CatalogVariant {
             name: name.to_owned(),
             file: Some(path.display().to_string()),
@@ -525,7 +525,7 @@ impl<'a> Tuner<'a> {
                 &self.dir.join("candidates"),
                 &self.lint_errors(&self.dataset.catalog),
             )?
-            .map_err(|why| Error::from(toolscore_core::error::InputError::new(why)))?;
+            .map_err(|why| Error::from(toolscore_core::InputError::new(why)))?;
         let (rounds, allowed) = self.allowance.confirm(self.args.max_rounds);
         let mut compare = SequentialCompare::new(SequentialCompareSpec {
             arms: [
@@ -677,7 +677,7 @@ impl<'a> Tuner<'a> {
             path = folder.join(format!("tuned-{date}-{n}.json"));
             n += 1;
         }
-        toolscore_core::atomic::write_json(&path, overlay)?;
+        toolscore_core::write_json(&path, overlay)?;
         Ok(path)
     }
 
@@ -704,7 +704,7 @@ impl<'a> Tuner<'a> {
             "--compare".to_owned(),
             "--sequential".to_owned(),
         ]);
-        toolscore_core::text::command(words)
+        toolscore_core::command(words)
     }
 }
 
@@ -783,12 +783,10 @@ struct AcrossPhases<'r>(&'r mut toolscore_provider::cassette::CassetteRecorder);
 impl Observer for AcrossPhases<'_> {
     fn on_event(
         &mut self,
-        event: &toolscore_core::event::RunEvent<'_>,
-    ) -> Result<toolscore_core::event::Control, toolscore_core::error::Error> {
+        event: &toolscore_core::RunEvent<'_>,
+    ) -> Result<toolscore_core::Control, toolscore_core::Error> {
         match event {
-            toolscore_core::event::RunEvent::Finished(_) => {
-                Ok(toolscore_core::event::Control::Continue)
-            }
+            toolscore_core::RunEvent::Finished(_) => Ok(toolscore_core::Control::Continue),
             other => self.0.on_event(other),
         }
     }

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use toolscore_core::error::InputError;
+use toolscore_core::InputError;
 use toolscore_core::metric::Metric;
 use toolscore_summary::{
     AttackComparison, ComparedArm, ComparisonVerdict, GroupComparison, RateStat,

@@ -14,9 +14,9 @@
 
 use std::collections::BTreeMap;
 
-use toolscore_core::error::InputError;
+use toolscore_core::InputError;
 use toolscore_core::metric::Metric;
-use toolscore_core::record::{ArmId, ModelIdentity};
+use toolscore_core::{ArmId, ModelIdentity};
 use toolscore_stats as stats;
 use toolscore_summary::{
     ArmInfo, CaseComparison, CaseSummary, ComparedArm, Comparison, ComparisonVerdict,
@@ -438,7 +438,7 @@ fn arm_matches(s: &Summary, i: usize, w: &str) -> bool {
 }
 
 /// Whether `--arm w` names the arm `id`: by variant, provider or `provider/variant`.
-pub(crate) fn arm_named(id: &toolscore_core::record::ArmId, w: &str) -> bool {
+pub(crate) fn arm_named(id: &toolscore_core::ArmId, w: &str) -> bool {
     w == id.variant || w == id.provider || w == format!("{}/{}", id.provider, id.variant)
 }
 
@@ -448,7 +448,7 @@ fn arm_names(s: &Summary) -> String {
 }
 
 /// Arms as `provider/variant`, comma-separated.
-pub fn arm_list<'a>(arms: impl Iterator<Item = &'a toolscore_core::record::ArmId>) -> String {
+pub fn arm_list<'a>(arms: impl Iterator<Item = &'a toolscore_core::ArmId>) -> String {
     arms.map(|a| format!("{}/{}", a.provider, a.variant))
         .collect::<Vec<_>>()
         .join(", ")
@@ -528,7 +528,7 @@ fn two_arms_of<'a>(
 /// The first of `arms` (the arms of run `run_id`) that `--arm wanted` names: by variant,
 /// provider or `provider/variant`.
 pub fn find_arm(
-    arms: &[&toolscore_core::record::ArmId],
+    arms: &[&toolscore_core::ArmId],
     run_id: &str,
     wanted: &str,
 ) -> Result<usize, InputError> {

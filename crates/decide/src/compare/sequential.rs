@@ -20,10 +20,10 @@
 
 use std::collections::HashMap;
 
-use toolscore_core::error::Error;
-use toolscore_core::event::{Control, Observer, RunEvent, StopScope};
+use toolscore_core::Error;
 use toolscore_core::metric::Metric;
-use toolscore_core::record::{ArmId, TrialRecord};
+use toolscore_core::{ArmId, TrialRecord};
+use toolscore_core::{Control, Observer, RunEvent, StopScope};
 use toolscore_stats::{PairCounts, PairedBetting, PairedDecision};
 use toolscore_summary::{ComparisonVerdict, SequentialComparison};
 
@@ -288,7 +288,7 @@ impl Observer for SequentialCompare {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use toolscore_core::record::Outcome;
+    use toolscore_core::Outcome;
 
     fn arm(variant: &str) -> ArmId {
         ArmId::for_test(variant)

@@ -11,8 +11,8 @@
 //! and the t interval all mirror), so it is judged as that floor and told back in the
 //! user's terms: PASS when the upper bound is at most t, FAIL when the lower bound is above it.
 
+use toolscore_core::SCENARIO_DATASET;
 use toolscore_core::metric::AttackMetric;
-use toolscore_core::record::SCENARIO_DATASET;
 use toolscore_summary::{CaseVerdict, GateLevel, GateResult, SecurityArmSummary, Summary};
 
 use super::{
@@ -196,7 +196,7 @@ mod tests {
                 threshold: 0.98,
             }];
             let r = empty_result_of(
-                &toolscore_core::record::ArmId::for_test("base"),
+                &toolscore_core::ArmId::for_test("base"),
                 spec,
                 GateLevel::Case,
                 "",

@@ -11,7 +11,7 @@
 //! population check), unless `--intersect`.
 
 use crate::compare::{CompareOptions, Side, compare};
-use toolscore_core::error::InputError;
+use toolscore_core::InputError;
 use toolscore_core::metric::Metric;
 use toolscore_summary::{GateLevel, GateResult, Summary, Verdict};
 
@@ -85,7 +85,7 @@ pub fn baseline_gates(
 /// name and variant.
 pub(super) fn baseline_arm(
     baseline: &Summary,
-    arm: &toolscore_core::record::ArmId,
+    arm: &toolscore_core::ArmId,
 ) -> Result<usize, InputError> {
     Ok(match baseline.arms.len() {
         1 => 0,

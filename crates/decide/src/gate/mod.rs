@@ -35,7 +35,7 @@ pub mod sequential;
 pub mod sequential_baseline;
 pub mod sequential_suite;
 
-use toolscore_core::error::InputError;
+use toolscore_core::InputError;
 use toolscore_core::metric::{AttackMetric, Metric};
 use toolscore_stats as stats;
 use toolscore_summary::{
@@ -231,7 +231,7 @@ fn without_cases(summary: &Summary, specs: &[GateSpec], level: GateLevel) -> Vec
 }
 
 pub(crate) fn empty_result_of(
-    arm: &toolscore_core::record::ArmId,
+    arm: &toolscore_core::ArmId,
     spec: GateSpec,
     level: GateLevel,
     method: &str,
@@ -823,8 +823,8 @@ mod tests {
         }
     }
 
-    use toolscore_core::event::RunTotals;
-    use toolscore_core::record::{Outcome, TrialRecord, TrialScore};
+    use toolscore_core::RunTotals;
+    use toolscore_core::{Outcome, TrialRecord, TrialScore};
     use toolscore_summary::{Aggregator, RunInfo};
 
     /// A trial of `case` (expecting `tool`) that passed or not, answered in `ms`.

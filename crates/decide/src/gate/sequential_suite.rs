@@ -20,7 +20,7 @@
 use std::collections::HashMap;
 
 use toolscore_core::metric::Metric;
-use toolscore_core::record::{ArmId, SCENARIO_DATASET, TrialRecord};
+use toolscore_core::{ArmId, SCENARIO_DATASET, TrialRecord};
 use toolscore_stats::{PairCounts, PairedBetting, PairedDecision, SequentialKind};
 use toolscore_summary::{GateLevel, GateResult, SequentialInfo, Verdict};
 

@@ -40,7 +40,7 @@ pub(super) const STDERR_LINE_BYTES: usize = 2_000;
 
 /// A count (of bytes, tools or pages) with thousands separators, as errors quote bounds.
 pub(super) fn count(n: usize) -> String {
-    toolscore_core::json::thousands(n as u64)
+    toolscore_core::thousands(n as u64)
 }
 
 /// Why a stdio server's output was refused, once it was.

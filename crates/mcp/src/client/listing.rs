@@ -72,7 +72,7 @@ impl McpSession {
             }
             for tool in &result.tools {
                 let value = serde_json::to_value(tool).unwrap_or(Value::Null);
-                held += toolscore_core::json::compact_len(&value);
+                held += toolscore_core::compact_len(&value);
                 if held > MAX_LISTING_BYTES {
                     return Err(limit(format!(
                         "more than {} bytes of tool definitions (64 MiB, by page {page}), the bound on one listing",

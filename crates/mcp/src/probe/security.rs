@@ -217,7 +217,7 @@ pub fn is_loopback_url(url: &str) -> bool {
 // ---------------------------------------------------------------------------------------------
 // Evidence: bounded and inert.
 
-pub(crate) use toolscore_core::text::inert;
+pub(crate) use toolscore_core::inert;
 
 fn quote(text: &str) -> String {
     format!("\"{}\"", inert(text, MAX_QUOTE))
@@ -1532,7 +1532,7 @@ mod tests {
         assert!(
             !shown
                 .chars()
-                .any(|c| c.is_control() || toolscore_core::text::is_hidden(c)),
+                .any(|c| c.is_control() || toolscore_core::is_hidden(c)),
             "{shown}"
         );
         assert!(

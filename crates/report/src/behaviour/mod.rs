@@ -26,8 +26,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::RateStat;
-use toolscore_core::json::cut_text;
-use toolscore_core::record::{ArmId, CallKind, LoopStop, Outcome, TrialRecord};
+use toolscore_core::cut_text;
+use toolscore_core::{ArmId, CallKind, LoopStop, Outcome, TrialRecord};
 
 pub use diff::{BehaviourChange, BehaviourDiff, ChangedBehaviour, ToBase, diff};
 
@@ -233,7 +233,7 @@ pub struct ArmExplanation {
 pub struct CaseAsShown {
     /// `datasets/billing/cases.jsonl:28`, or the scenario file.
     pub source: String,
-    pub messages: Vec<toolscore_core::message::Message>,
+    pub messages: Vec<toolscore_core::Message>,
     /// In the author's order and wording, the variant's overlay applied.
     pub tools: Vec<toolscore_core::catalog::Tool>,
     /// What differs from what the run recorded, each a sentence; empty when nothing does.
@@ -280,7 +280,7 @@ pub struct ExploredCase {
 pub struct ShownConversation {
     /// `datasets/billing/cases.jsonl:28`, or the scenario file.
     pub source: String,
-    pub messages: Vec<toolscore_core::message::Message>,
+    pub messages: Vec<toolscore_core::Message>,
     /// What differs from what the run recorded, each a sentence.
     pub changed_since: Vec<String>,
 }
@@ -556,7 +556,7 @@ pub fn behaviours_of(
     results: &std::path::Path,
     cases: &[CaseKey],
     confidence: f64,
-) -> Result<Vec<CaseBehaviours>, toolscore_core::error::Error> {
+) -> Result<Vec<CaseBehaviours>, toolscore_core::Error> {
     Ok(cases
         .iter()
         .zip(tallies_of(results, cases)?)
@@ -568,7 +568,7 @@ pub fn behaviours_of(
 pub fn tallies_of(
     results: &std::path::Path,
     cases: &[CaseKey],
-) -> Result<Vec<BehaviourTally>, toolscore_core::error::Error> {
+) -> Result<Vec<BehaviourTally>, toolscore_core::Error> {
     let index: BTreeMap<(&ArmId, &str, &str), usize> = cases
         .iter()
         .enumerate()
@@ -605,7 +605,7 @@ fn fixture_calls(record: &TrialRecord) -> (String, String) {
         .map(|c| {
             let args = match &c.unparsed_arguments {
                 Some(text) => format!("(not JSON) {text}"),
-                None => toolscore_core::json::canonical_json(&c.arguments),
+                None => toolscore_core::canonical_json(&c.arguments),
             };
             (c.name.as_str(), args)
         })
@@ -731,8 +731,8 @@ fn example_of(record: &TrialRecord) -> Example {
 mod tests {
     use super::*;
     use serde_json::json;
-    use toolscore_core::message::{ModelTurn, ToolCall, Usage};
-    use toolscore_core::record::ErrorClass;
+    use toolscore_core::ErrorClass;
+    use toolscore_core::{ModelTurn, ToolCall, Usage};
 
     fn call(name: &str, args: serde_json::Value) -> ToolCall {
         ToolCall::for_test(name, args)

@@ -18,7 +18,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::{ArmId, ArmSummary, GateLevel, Metric, RateStat, SecurityArmSummary, Summary};
-use toolscore_core::error::InputError;
+use toolscore_core::InputError;
 use toolscore_core::metric::AttackMetric;
 use toolscore_stats as stats;
 

@@ -43,7 +43,7 @@ use super::{
     ArmSummary, CaseSummary, Comparison, GateLevel, GateReport, GateResult, GroupComparison,
     LatencySummary, Metric, Percentile, RateStat, Summary, Verdict,
 };
-use toolscore_core::record::ArmId;
+use toolscore_core::ArmId;
 
 mod charts;
 mod comparison;
@@ -119,7 +119,7 @@ pub fn explored_cases(s: &Summary) -> Vec<crate::behaviour::CaseKey> {
             .take(CASE_ROWS)
             .map(|sc| crate::behaviour::CaseKey {
                 arm: a.arm.clone(),
-                dataset: toolscore_core::record::SCENARIO_DATASET.to_owned(),
+                dataset: toolscore_core::SCENARIO_DATASET.to_owned(),
                 case_id: sc.name.clone(),
             })
     });
@@ -145,7 +145,7 @@ pub fn explored_cases(s: &Summary) -> Vec<crate::behaviour::CaseKey> {
                 .into_iter()
                 .map(|u| crate::behaviour::CaseKey {
                     arm: a.arm.clone(),
-                    dataset: toolscore_core::record::SCENARIO_DATASET.to_owned(),
+                    dataset: toolscore_core::SCENARIO_DATASET.to_owned(),
                     case_id: u.case_id.clone(),
                 })
         }))
@@ -813,8 +813,8 @@ mod tests {
 
     #[test]
     fn every_string_is_escaped_in_text_and_attributes() {
-        use toolscore_core::event::RunTotals;
-        use toolscore_core::record::{Outcome, TrialRecord};
+        use toolscore_core::RunTotals;
+        use toolscore_core::{Outcome, TrialRecord};
         use toolscore_summary::{Aggregator, RunInfo};
         let payload = "<script>document.title='x'</script>\"'/&";
         let mut agg = Aggregator::new();

@@ -124,7 +124,7 @@ fn unit_forest(a: &SecurityArmSummary, index: usize, gate: Option<&GateResult>) 
                 text: format_rate(r),
                 class: verdict_of(u).map_or("neutral", verdict_class),
                 case: Some((
-                    toolscore_core::record::SCENARIO_DATASET.to_owned(),
+                    toolscore_core::SCENARIO_DATASET.to_owned(),
                     u.case_id.clone(),
                 )),
                 href: None,

@@ -43,7 +43,7 @@ pub(super) fn write_behaviours(a: &ArmSummary, explained: &[CaseBehaviours], doc
             doc.push_str(&format!(
                 "\n… and {others} more behaviours in {} trials: {}\n",
                 b.scored - listed,
-                super::code_span(&toolscore_core::text::command([
+                super::code_span(&toolscore_core::command([
                     "toolscore",
                     "explain",
                     "RUN_DIR",

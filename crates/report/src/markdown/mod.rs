@@ -818,9 +818,9 @@ mod tests {
 
     #[test]
     fn a_comparison_shows_its_verdict_difference_and_changed_cases() {
-        use toolscore_core::event::RunTotals;
+        use toolscore_core::RunTotals;
         use toolscore_core::metric::Metric;
-        use toolscore_core::record::{ArmId, Outcome, TrialRecord};
+        use toolscore_core::{ArmId, Outcome, TrialRecord};
         use toolscore_summary::{
             Aggregator, CaseComparison, ComparedArm, ComparisonVerdict, MeanDifference, RunInfo,
         };

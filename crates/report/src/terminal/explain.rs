@@ -8,7 +8,7 @@ use super::super::behaviour::{
     Explanation, MAX_BEHAVIOURS, NotListed,
 };
 use super::format_rate;
-use toolscore_core::message::Message;
+use toolscore_core::Message;
 
 /// Bytes of a variant the terminal prints on its line (the JSON keeps
 /// [`EXAMPLE_BYTES`](super::super::behaviour::EXAMPLE_BYTES)); the example below it is the
@@ -211,7 +211,7 @@ fn write_behaviour(i: usize, g: &Behaviour, w: &mut dyn Write) -> io::Result<()>
         let what = if v.what.is_empty() {
             "(empty)".to_owned()
         } else {
-            toolscore_core::json::cut_text(&v.what, VARIANT_LINE_BYTES)
+            toolscore_core::cut_text(&v.what, VARIANT_LINE_BYTES)
         };
         writeln!(w, "       {:>4}× {what}", v.trials)?;
         if let Some(f) = &v.failure {

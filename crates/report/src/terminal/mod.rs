@@ -285,7 +285,7 @@ fn write_arm_header(arm: &ArmInfo, w: &mut dyn Write) -> io::Result<()> {
             id.provider, id.provider_kind, id.model, id.base_url
         )?,
     }
-    if arm.variant != toolscore_core::record::BASE_VARIANT {
+    if arm.variant != toolscore_core::BASE_VARIANT {
         writeln!(w, "        catalog variant {}", arm.variant)?;
     }
     Ok(())
@@ -669,8 +669,8 @@ mod tests {
         assert_eq!(format_usd(0.1), "$0.100");
         assert_eq!(format_usd(0.0), "$0.00");
     }
-    use toolscore_core::event::RunTotals;
-    use toolscore_core::record::{ErrorClass, Outcome, TrialRecord};
+    use toolscore_core::RunTotals;
+    use toolscore_core::{ErrorClass, Outcome, TrialRecord};
     use toolscore_summary::{Aggregator, RunInfo};
 
     fn error_record(case: usize) -> TrialRecord {

@@ -28,7 +28,7 @@ mod python;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use toolscore_core::message::ToolCall;
+use toolscore_core::ToolCall;
 
 /// Which of BFCL's checkers judges a case (chosen by BFCL from the category's name).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

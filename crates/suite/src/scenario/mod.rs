@@ -14,11 +14,11 @@ use super::script::{
     Effect, INJECTION, RuleCondition, RuleResponse, Script, ScriptRule, ToolRules, valid_expression,
 };
 use super::variant::{CatalogVariant, load_variants};
+use toolscore_core::BASE_VARIANT;
+use toolscore_core::Message;
 use toolscore_core::catalog::source::ServerIdentity;
 use toolscore_core::catalog::{line_of, load_catalog_file};
-use toolscore_core::error::{Error, InputError};
-use toolscore_core::message::Message;
-use toolscore_core::record::BASE_VARIANT;
+use toolscore_core::{Error, InputError};
 use toolscore_score::{ArgMatcher, ExpectedCall, ToolValidators};
 use toolscore_score::{
     ResultRef, ScenarioExpect, SequenceItem, SequenceMode, StateCheck, ToolPattern,
@@ -96,10 +96,9 @@ impl Scenario {
     pub fn conversation_key(&self, opening_hash: String) -> String {
         match &self.attack {
             None => opening_hash,
-            Some(by) => toolscore_core::json::sha256_of(&format!(
-                "{opening_hash}\nattack\n{}",
-                by.attack.id
-            )),
+            Some(by) => {
+                toolscore_core::sha256_of(&format!("{opening_hash}\nattack\n{}", by.attack.id))
+            }
         }
     }
 
@@ -190,7 +189,7 @@ pub fn load_scenarios(path: &Path) -> Result<Vec<Scenario>, Error> {
 
 /// Loads one scenario file (listing its live server's catalog, when it names one).
 fn load_scenario(path: &Path) -> Result<Scenario, Error> {
-    let text = toolscore_core::input::read_text(path)?;
+    let text = toolscore_core::read_text(path)?;
     let file = path.display().to_string();
     // A bare file name has the empty path as parent: the current folder.
     let base = match path.parent() {
@@ -344,7 +343,7 @@ fn build_scenario(
         openings,
         tags: raw.tags,
         server,
-        source_digest: toolscore_core::json::sha256_of(text),
+        source_digest: toolscore_core::sha256_of(text),
         inject,
         attack: None,
     })

@@ -8,7 +8,7 @@
 
 use serde_json::{Map, Value};
 
-use toolscore_core::message::{Message, ToolCall};
+use toolscore_core::{Message, ToolCall};
 
 mod otel;
 
@@ -258,7 +258,7 @@ fn arguments_of(name: &str, raw: Option<&Value>) -> Result<Value, String> {
 
 /// A provider adapter's decoder of a response body.
 type ReplyDecoder =
-    fn(&[u8]) -> Result<toolscore_core::message::ModelTurn, toolscore_provider::ProviderError>;
+    fn(&[u8]) -> Result<toolscore_core::ModelTurn, toolscore_provider::ProviderError>;
 
 /// The calls of the logged reply, read by the decoder of the adapter that would have received
 /// it, so an import sees a reply exactly as a run would.
