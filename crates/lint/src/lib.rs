@@ -26,7 +26,7 @@ mod similar;
 mod text;
 mod tokens;
 
-pub use tokens::{Footprint, TOKEN_METHOD, tool_tokens};
+pub use tokens::{Footprint, tool_tokens};
 use toolscore_core::thousands;
 
 /// How serious a finding is. `Error` findings make `toolscore lint` exit 1.

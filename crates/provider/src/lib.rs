@@ -48,7 +48,8 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 
 pub use adapter::{Adapter, ProviderKind};
-pub use auth::{InvalidHeader, bearer_auth, key_header};
+use auth::key_header;
+pub use auth::{InvalidHeader, bearer_auth};
 use toolscore_core::ToolChoice;
 use toolscore_core::catalog::Catalog;
 use toolscore_core::{Message, ModelTurn};

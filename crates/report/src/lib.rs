@@ -6,6 +6,9 @@
 //! `Summary`, the `Decision` or the comparison it is given (types of `toolscore_summary`), and
 //! warnings are data ([`Warning`]) that each renderer words for itself. Nothing here decides
 //! or computes a statistic's verdict.
+//!
+//! `behaviour` and `history` are public as namespaces; the other modules are private and the
+//! root re-exports the renderers other crates call.
 
 pub mod behaviour;
 mod comparison;
@@ -30,17 +33,14 @@ pub use html::{
     Html, HtmlContext, compared_cases, explored_cases, render_history_html, render_tune_html,
 };
 pub use junit::Junit;
-pub use markdown::{
-    MAX_CHARS as MARKDOWN_MAX_CHARS, Markdown, escape as escape_markdown, render_history_markdown,
-};
+pub use markdown::{MAX_CHARS as MARKDOWN_MAX_CHARS, Markdown, render_history_markdown};
 pub use probe::{escapes_sarif, render_escapes, render_probe};
 pub use progress::{Progress, ProgressMode};
-pub use providers::{render_provider_diffs, side_by_side_rows};
 pub use security::render_attack_comparison;
 pub use stress::render_stress;
 pub use terminal::{Terminal, render_decision, render_explanation, render_verdict};
 pub use tune::{render_tune, render_tune_markdown};
-pub use wording::{format_percentile, weakest_cases};
+pub use wording::weakest_cases;
 
 // The model the renderers draw, named once here for the modules below (`crate::Summary`).
 use toolscore_core::ArmId;

@@ -19,7 +19,7 @@ fn column_label(arm: &ArmId) -> String {
 }
 
 /// The side-by-side rows: (metric, one cell per arm).
-pub fn side_by_side_rows(arms: &[&ArmSummary]) -> Vec<(String, Vec<String>)> {
+pub(crate) fn side_by_side_rows(arms: &[&ArmSummary]) -> Vec<(String, Vec<String>)> {
     let metric = |name: &str, f: &dyn Fn(&ArmSummary) -> String| {
         (name.to_owned(), arms.iter().map(|a| f(a)).collect())
     };
@@ -56,7 +56,7 @@ pub fn side_by_side_rows(arms: &[&ArmSummary]) -> Vec<(String, Vec<String>)> {
 }
 
 /// Terminal rendering of every provider diff of the summary.
-pub fn render_provider_diffs(summary: &Summary, out: &mut dyn Write) -> io::Result<()> {
+pub(crate) fn render_provider_diffs(summary: &Summary, out: &mut dyn Write) -> io::Result<()> {
     for (k, d) in summary.provider_diffs.iter().enumerate() {
         if k > 0 {
             writeln!(out)?;

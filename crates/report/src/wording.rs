@@ -30,7 +30,7 @@ pub(crate) fn format_rate(r: &RateStat) -> String {
 
 /// `812.0 [640.5, 990.1]`: a nearest-rank percentile in ms with its order-statistic interval;
 /// an end the data cannot bound is `unbounded`.
-pub fn format_percentile(x: &Option<super::Percentile>) -> String {
+pub(crate) fn format_percentile(x: &Option<super::Percentile>) -> String {
     let end = |v: Option<f64>| v.map_or("unbounded".to_owned(), |v| format!("{v:.1}"));
     match x {
         Some(p) => format!("{:.1} [{}, {}]", p.value, end(p.lo), end(p.hi)),

@@ -27,10 +27,11 @@ use toolscore_core::{ModelTurn, ToolCall};
 use toolscore_core::{canonical_json, json_equal};
 
 pub use args::check_matcher;
-pub use args::match_args;
+use args::match_args;
 use args::{apply_matcher, args_path, has_matcher_below, join, matcher_children};
 pub use expect::{ArgMatcher, Expectation, ExpectedCall, ToolPattern};
-pub use taxonomy::{classify_call, classify_parallel};
+pub use taxonomy::classify_call;
+use taxonomy::classify_parallel;
 use toolscore_core::{FailureKind, SchemaViolation, TrialScore};
 
 /// Longest value (in characters) quoted in a detail string before it is truncated.

@@ -108,7 +108,7 @@ pub fn classify_call(
 /// tool with the fewest findings (each produced call used once), and returns their findings
 /// with paths prefixed `tool:`. Greedy in the expected order: an approximation of the best
 /// pairing, which is enough to say which kinds of mistakes were made.
-pub fn classify_parallel(
+pub(crate) fn classify_parallel(
     expected: &[ExpectedCall],
     produced: &[ToolCall],
     validators: &ToolValidators,

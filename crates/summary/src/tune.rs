@@ -1,6 +1,8 @@
-//! What `toolscore tune` found and did, as data (`tune.json`) and as the reports a user
-//! reads (terminal, Markdown). The tune module produces it; the renderers here only format:
-//! every figure is computed by the phases' comparisons.
+//! Public as a namespace: callers write `tune::TuneReport`, `tune::Candidate`, `tune::Split`.
+//!
+//! What `toolscore tune` found and did, as data (`tune.json`). The tune crate produces it and
+//! `report`'s tune renderers (terminal, Markdown, HTML) only format it: every figure is
+//! computed by the phases' comparisons.
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;

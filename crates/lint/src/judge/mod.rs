@@ -1,3 +1,5 @@
+//! Public as a namespace: callers write `judge::JudgeRun`, `judge::labels::…`, `judge::measure::…`.
+//!
 //! `lint --judge`: a model reads each tool's text and says whether it is poisoned. This module
 //! is the judge's pure part: what it is asked (its versioned instructions, the tool's every
 //! string with its path and decoded views, and the one function it answers with), how an

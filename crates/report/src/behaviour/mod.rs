@@ -1,3 +1,5 @@
+//! Public as a namespace: callers write `behaviour::diff`, `behaviour::Explorer`, `behaviour::CaseKey`.
+//!
 //! What the trials of one case did, grouped: the answer to "0/40 — but what did the model do?".
 //!
 //! A **behaviour** is what the model did, normalised so that trials doing the same thing fall

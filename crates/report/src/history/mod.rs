@@ -1,3 +1,5 @@
+//! Public as a namespace: callers write `history::append`, `history::series`, `history::overview::…`.
+//!
 //! The weekly score and its trend: one line per arm of every finished run in
 //! `OUT/history.jsonl`, and `toolscore history`, which reads them back as series (same
 //! datasets, provider, model and variant) and says whether each run moved against the one

@@ -72,7 +72,7 @@ fn cap_document(doc: String, where_all: &str) -> String {
 /// backtick becomes an entity (a backslash does not escape it inside code spans), line breaks
 /// become spaces (a newline ends a table row), and anything longer than [`STRING_CHARS`] is
 /// cut with `…`.
-pub fn escape(text: &str) -> String {
+pub(crate) fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for (i, c) in text.chars().enumerate() {
         if i == STRING_CHARS {
@@ -722,7 +722,7 @@ fn write_provider_diff(s: &Summary, d: &super::ProviderDiff, doc: &mut String) {
     doc.push_str("\n|---|");
     doc.push_str(&"---|".repeat(d.arms.len()));
     doc.push('\n');
-    for (metric, cells) in super::side_by_side_rows(&arms) {
+    for (metric, cells) in super::providers::side_by_side_rows(&arms) {
         doc.push_str(&format!("| {metric} |"));
         for c in cells {
             doc.push_str(&format!(" {} |", escape(&c)));
