@@ -13,7 +13,7 @@ use super::{load_run, setup, usage};
 use crate::cli::Error;
 use toolscore_core::ExitCode;
 use toolscore_core::{ArmId, SCENARIO_DATASET, TrialRecord};
-use toolscore_report::behaviour::{
+use toolscore_summary::behaviour::{
     ArmExplanation, BehaviourTally, ExplainedDiff, Explanation, ToBase,
 };
 use toolscore_summary::{ComparedArm, Summary};
@@ -330,7 +330,7 @@ fn explained_diff(
         b: compared(&sides[1]),
         metric,
         case,
-        behaviours: toolscore_report::behaviour::diff(tallies.0, tallies.1, confidence, to_base),
+        behaviours: toolscore_summary::behaviour::diff(tallies.0, tallies.1, confidence, to_base),
     }
 }
 

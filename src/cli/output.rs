@@ -7,10 +7,10 @@ use crate::cli::Error;
 use toolscore_core::ArmId;
 use toolscore_core::command;
 use toolscore_core::metric::Metric;
-use toolscore_report::behaviour::{self, CaseKey, Explorer};
 use toolscore_report::history::{self, Trend};
 use toolscore_report::{Html, HtmlContext, Junit, Markdown, Render};
 use toolscore_summary::Summary;
+use toolscore_summary::behaviour::{self, CaseKey, Explorer};
 
 /// A report format. clap validates the names before any work starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum)]
@@ -58,9 +58,12 @@ pub(super) fn write_files(
             Format::Md => (
                 "report.md",
                 Box::new(Markdown {
-                    explained: toolscore_report::behaviour::behaviours_of(
+                    explained: toolscore_summary::behaviour::behaviours_of(
                         &run_dir.join("results.jsonl"),
-                        &toolscore_report::behaviour::cases_to_explain(summary, MARKDOWN_EXPLAINED),
+                        &toolscore_summary::behaviour::cases_to_explain(
+                            summary,
+                            MARKDOWN_EXPLAINED,
+                        ),
                         summary.confidence,
                     )?,
                 }),
@@ -327,7 +330,7 @@ fn explain_hint(summary: &Summary, run_dir: &Path) -> Option<String> {
     let weakest = summary
         .arms
         .iter()
-        .find_map(|a| toolscore_report::weakest_cases(a).first().copied())?;
+        .find_map(|a| toolscore_summary::weakest_cases(a).first().copied())?;
     Some(format!(
         "why: what the model did in a case, beside what it read (the weakest: {})",
         command([

@@ -7,10 +7,9 @@
 //! warnings are data ([`Warning`]) that each renderer words for itself. Nothing here decides
 //! or computes a statistic's verdict.
 //!
-//! `behaviour` and `history` are public as namespaces; the other modules are private and the
-//! root re-exports the renderers other crates call.
+//! `history` is public as a namespace; the other modules are private and the root re-exports
+//! the renderers other crates call.
 
-pub mod behaviour;
 mod comparison;
 mod csv;
 pub mod history;
@@ -40,18 +39,16 @@ pub use security::render_attack_comparison;
 pub use stress::render_stress;
 pub use terminal::{Terminal, render_decision, render_explanation, render_verdict};
 pub use tune::{render_tune, render_tune_markdown};
-pub use wording::weakest_cases;
 
 // The model the renderers draw, named once here for the modules below (`crate::Summary`).
 use toolscore_core::ArmId;
 use toolscore_core::metric::{AttackMetric, Metric};
 use toolscore_stats::{LatencySummary, Percentile};
 use toolscore_summary::{
-    ArmInfo, ArmSummary, AttackComparison, CaseComparison, CaseSummary, CaseVerdict, ComparedArm,
-    Comparison, ComparisonVerdict, CostFigures, Decision, GateLevel, GateReport, GateResult,
-    GroupComparison, ProviderDiff, RateStat, RunInfo, RunVerdict, ScenarioArmSummary,
-    ScenarioSummary, SecurityArmSummary, SequentialComparison, SequentialInfo, Summary, Verdict,
-    Warning, for_each_record,
+    ArmInfo, ArmSummary, AttackComparison, CaseComparison, CaseSummary, CaseVerdict, Comparison,
+    ComparisonVerdict, CostFigures, Decision, GateLevel, GateReport, GateResult, GroupComparison,
+    ProviderDiff, RateStat, RunInfo, RunVerdict, ScenarioArmSummary, ScenarioSummary,
+    SecurityArmSummary, SequentialComparison, SequentialInfo, Summary, Verdict, Warning,
 };
 
 /// A run's report in one format: the terminal's text, `report.md`, `junit.xml`,

@@ -167,24 +167,6 @@ pub(crate) fn case_verdict_notes(c: &super::CaseVerdict, gate_threshold: f64) ->
     notes
 }
 
-/// An arm's cases with a pass rate, lowest first (ties by case id): the weakest cases every
-/// report lists.
-pub fn weakest_cases(a: &super::ArmSummary) -> Vec<&super::CaseSummary> {
-    let mut cases: Vec<_> = a
-        .cases
-        .iter()
-        .filter(|c| c.metrics[Metric::Pass].rate.is_some())
-        .collect();
-    cases.sort_by(|a, b| {
-        a.metrics[Metric::Pass]
-            .rate
-            .partial_cmp(&b.metrics[Metric::Pass].rate)
-            .unwrap_or(std::cmp::Ordering::Equal)
-            .then_with(|| a.case_id.cmp(&b.case_id))
-    });
-    cases
-}
-
 /// A history point's score: `0.361 [0.258, 0.469] (61 cases)`, the mean alone when there is
 /// no interval (a single case), `–` when nothing was scored.
 pub(crate) fn history_score(p: &super::history::MetricPoint) -> String {

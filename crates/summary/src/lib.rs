@@ -6,13 +6,19 @@
 //!   errors, scenarios and attacked units, typed [`Warning`]s (data; each renderer words them);
 //! - [`Decision`], [`GateReport`] and their verdicts and grounds, [`Comparison`] and
 //!   [`AttackComparison`], and the tune result types ([`tune`]): what the deciders return;
+//! - [`behaviour`]: what the trials of a case did, grouped, with their shares (`explain`, the
+//!   HTML explorer), and [`weakest_cases`], the cases every report lists first;
 //! - the policy defaults a decision is judged by (`Decision::DEFAULT_MAX_INFRA_ERROR_RATE`).
+//!
+//! `tune` and `behaviour` are public as namespaces; the other modules are private and the root
+//! re-exports what other crates name.
 //!
 //! It sits between the layers that measure (`core`'s records, `stats`' formulas) and those that
 //! decide and draw: `decide` and `tune` fill these types, `report` renders them, and neither
 //! knows the other. Every interval comes from `stats`; nothing here prints or reads a flag.
 
 mod aggregate;
+pub mod behaviour;
 mod comparison;
 mod cost_agg;
 mod money;
@@ -495,4 +501,22 @@ pub struct InfraSummary {
     pub retried: RateStat,
     /// A few distinct error messages, for diagnosis.
     pub examples: Vec<String>,
+}
+
+/// An arm's cases with a pass rate, lowest first (ties by case id): the weakest cases every
+/// report lists.
+pub fn weakest_cases(a: &ArmSummary) -> Vec<&CaseSummary> {
+    let mut cases: Vec<_> = a
+        .cases
+        .iter()
+        .filter(|c| c.metrics[Metric::Pass].rate.is_some())
+        .collect();
+    cases.sort_by(|a, b| {
+        a.metrics[Metric::Pass]
+            .rate
+            .partial_cmp(&b.metrics[Metric::Pass].rate)
+            .unwrap_or(std::cmp::Ordering::Equal)
+            .then_with(|| a.case_id.cmp(&b.case_id))
+    });
+    cases
 }

@@ -11,12 +11,12 @@ use serde::Serialize;
 
 use super::charts::ForestRow;
 use super::{Summary, cut, pct};
-use crate::behaviour::{
-    Behaviour, CaseBehaviours, ChangedBehaviour, Example, ExploredCase, Explorer, ShownCatalog,
-};
 use crate::wording::format_rate;
 use toolscore_core::ArmId;
 use toolscore_core::Message;
+use toolscore_summary::behaviour::{
+    Behaviour, CaseBehaviours, ChangedBehaviour, Example, ExploredCase, Explorer, ShownCatalog,
+};
 
 /// Characters of a message, a description or an example shown in the explorer: a whole
 /// ordinary prompt, but a hostile one cannot swell every case's section.

@@ -5,11 +5,11 @@
 
 use super::escape;
 use crate::ArmSummary;
-use crate::behaviour::{CaseBehaviours, Example};
 use crate::wording::format_rate;
+use toolscore_summary::behaviour::{CaseBehaviours, Example};
 
 /// Behaviours listed per case (the rest counted; `toolscore explain` lists up to
-/// [`MAX_BEHAVIOURS`](crate::behaviour::MAX_BEHAVIOURS)).
+/// [`MAX_BEHAVIOURS`](toolscore_summary::behaviour::MAX_BEHAVIOURS)).
 const BEHAVIOURS_SHOWN: usize = 3;
 
 /// One folded block per explained case of arm `a`.

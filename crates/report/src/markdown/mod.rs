@@ -41,7 +41,7 @@ pub use history::render_history_markdown;
 pub struct Markdown {
     /// The behaviours of the cases the report explains (`behaviour::cases_to_explain`), read
     /// from results.jsonl by the caller: each is a folded block under its arm's weakest cases.
-    pub explained: Vec<super::behaviour::CaseBehaviours>,
+    pub explained: Vec<toolscore_summary::behaviour::CaseBehaviours>,
 }
 
 impl super::Render for Markdown {
@@ -125,7 +125,11 @@ fn pct(c: f64) -> String {
     format!("{:.0}%", c * 100.0)
 }
 
-fn write_document(s: &Summary, explained: &[super::behaviour::CaseBehaviours], doc: &mut String) {
+fn write_document(
+    s: &Summary,
+    explained: &[toolscore_summary::behaviour::CaseBehaviours],
+    doc: &mut String,
+) {
     let r = &s.run;
     doc.push_str(&format!(
         "# toolscore report · run {}\n\n",
@@ -527,7 +531,7 @@ fn suite_row(name: &str, r: &RateStat) -> String {
 fn write_arm(
     s: &Summary,
     a: &ArmSummary,
-    explained: &[super::behaviour::CaseBehaviours],
+    explained: &[toolscore_summary::behaviour::CaseBehaviours],
     doc: &mut String,
 ) {
     let conf = pct(s.confidence);
@@ -565,7 +569,7 @@ fn top_failure(c: &CaseSummary) -> String {
 }
 
 fn write_worst_cases(a: &ArmSummary, doc: &mut String) {
-    let worst = super::wording::weakest_cases(a);
+    let worst = toolscore_summary::weakest_cases(a);
     if worst.is_empty() {
         return;
     }

@@ -366,7 +366,7 @@ fn write_tool_rates(a: &ArmSummary, conf: &str, w: &mut dyn Write) -> io::Result
 /// The cases with the lowest pass rates, each with its most frequent failures.
 fn write_weakest_cases(a: &ArmSummary, w: &mut dyn Write) -> io::Result<()> {
     writeln!(w)?;
-    let worst = super::wording::weakest_cases(a);
+    let worst = toolscore_summary::weakest_cases(a);
     writeln!(
         w,
         "weakest cases by pass rate ({} of {} shown; all in summary.json):",

@@ -34,7 +34,7 @@ use toolscore_core::{ArmId, CallKind, LoopStop, Outcome, TrialRecord};
 pub use diff::{BehaviourChange, BehaviourDiff, ChangedBehaviour, ToBase, diff};
 
 /// Most behaviours listed per case; the rest are counted in [`CaseBehaviours::not_listed`].
-pub(crate) const MAX_BEHAVIOURS: usize = 8;
+pub const MAX_BEHAVIOURS: usize = 8;
 /// Most variants listed per behaviour; the rest are counted.
 pub(crate) const MAX_VARIANTS: usize = 4;
 /// Bytes an example's text, arguments, tool result or variant is cut to.
@@ -530,7 +530,7 @@ pub fn cases_to_explain(s: &super::Summary, per_arm: usize) -> Vec<CaseKey> {
             .flat_map(|g| &g.not_passed)
             .filter(|c| c.verdict.failed())
             .map(|c| (c.dataset.clone(), c.case_id.clone()));
-        let weakest = super::wording::weakest_cases(a)
+        let weakest = super::weakest_cases(a)
             .into_iter()
             .map(|c| (c.dataset.clone(), c.case_id.clone()));
         let mut mine: Vec<CaseKey> = Vec::new();
