@@ -5,7 +5,7 @@
 //! binary; each case's trial 0 is then repeated with new trial indices up to BENCH_TRIALS_PER_CASE
 //! (default 16,394: 1,000,034 trials). For the merge, 100 real shard folders are made by
 //! `run --shard i/100` on the recording and their results.jsonl replaced by the 1M trials, each
-//! written to the shard its key hashes to (`toolscore_runner::shard`), with plan.json and
+//! written to the shard its key hashes to (`toolscore_runner::shard_of`), with plan.json and
 //! summary.json set to the larger plan. Prints wall time and the child's peak RSS (`wait4`).
 //!
 //! Run: `cargo bench --bench aftermath` (needs about 2 GB of free disk).
@@ -26,7 +26,7 @@ mod support;
 
 use serde_json::Value;
 use support::measure::wait_with_rusage;
-use toolscore_runner::shard::{shard_of, unit_seed};
+use toolscore_runner::{shard_of, unit_seed};
 
 const SHARDS: u32 = 100;
 

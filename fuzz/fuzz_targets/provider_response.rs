@@ -3,10 +3,10 @@
 
 use libfuzzer_sys::fuzz_target;
 use toolscore_provider::Adapter;
-use toolscore_provider::openai_compat::KIND;
+use toolscore_provider::OPENAI_COMPAT_KIND;
 
 fuzz_target!(|data: &[u8]| {
-    let adapter: &dyn Adapter = KIND.adapter();
+    let adapter: &dyn Adapter = OPENAI_COMPAT_KIND.adapter();
     let _ = adapter.decode_response(data);
     let _ = adapter.error_from_status(500, data);
 });

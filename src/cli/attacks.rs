@@ -7,10 +7,10 @@ use std::sync::Arc;
 
 use super::usage;
 use crate::cli::Error;
+use toolscore_core::InputError;
 use toolscore_core::catalog::Catalog;
-use toolscore_core::error::InputError;
+use toolscore_suite::Scenario;
 use toolscore_suite::attack::{self, Attack};
-use toolscore_suite::scenario::Scenario;
 
 /// The value of `--attacks` that names the shipped corpus.
 pub(crate) const BUILTIN: &str = "builtin";
@@ -84,7 +84,7 @@ pub(crate) fn write_run_attacks(dir: &Path, scenarios: &[Arc<Scenario>]) -> Resu
     if text.is_empty() {
         return Ok(());
     }
-    Ok(toolscore_core::atomic::write_file(
+    Ok(toolscore_core::write_file(
         &dir.join(attack::RUN_ATTACKS_FILE),
         text.as_bytes(),
     )?)

@@ -6,7 +6,7 @@ use clap::Subcommand;
 
 use super::usage;
 use crate::cli::Error;
-use toolscore_core::error::ExitCode;
+use toolscore_core::ExitCode;
 
 #[derive(Debug, Subcommand)]
 pub enum CassetteCommand {

@@ -9,10 +9,10 @@ use clap::{Args, Subcommand};
 
 use super::usage;
 use crate::cli::Error;
+use toolscore_core::ExitCode;
 use toolscore_core::catalog::source::ServerIdentity;
 use toolscore_core::catalog::{Catalog, load_catalog_document, to_tools_json};
-use toolscore_core::error::ExitCode;
-use toolscore_mcp::client::{ServerSpec, list_catalog_blocking};
+use toolscore_mcp::{ServerSpec, list_catalog_blocking};
 
 /// `toolscore catalog`.
 #[derive(Debug, Args)]
@@ -111,7 +111,7 @@ pub(super) fn run(args: &CatalogArgs) -> Result<ExitCode, Error> {
         }
     };
     if let Some(path) = &args.json {
-        toolscore_core::atomic::write_json(
+        toolscore_core::write_json(
             path,
             &to_tools_json(&loaded.catalog, loaded.server.as_ref()),
         )?;
@@ -135,7 +135,7 @@ fn diff(args: &DiffArgs) -> Result<ExitCode, Error> {
         new.server.as_ref(),
     );
     if let Some(path) = &args.json {
-        toolscore_core::atomic::write_json(path, &d)?;
+        toolscore_core::write_json(path, &d)?;
     }
     out!("{}", toolscore_core::catalog::diff::render(&d))?;
     let flagged = d.flagged();
@@ -196,7 +196,7 @@ pub(super) fn load(source: &str, flags: &ServerFlags) -> Result<Loaded, Error> {
     }
     let path = Path::new(source);
     if path.is_dir() {
-        if let Some(spec) = toolscore_suite::live::load_dataset_file(path)? {
+        if let Some(spec) = toolscore_suite::load_dataset_file(path)? {
             let mut loaded = live(
                 &spec.spec,
                 &ServerFlags {

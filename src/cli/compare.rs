@@ -9,7 +9,7 @@ use clap::Args;
 use super::setup;
 use super::{read_header, reaggregate_run, usage};
 use crate::cli::Error;
-use toolscore_core::error::ExitCode;
+use toolscore_core::ExitCode;
 
 #[derive(Debug, Args)]
 pub struct CompareArgs {
@@ -72,7 +72,7 @@ pub(super) fn run(args: &CompareArgs) -> Result<ExitCode, Error> {
             [header] => header.min_effect(),
             _ => None,
         })
-        .unwrap_or(toolscore_decide::compare::DEFAULT_MIN_EFFECT);
+        .unwrap_or(toolscore_decide::DEFAULT_MIN_EFFECT);
     // An attacked run's two arms have no cases, only (scenario × attack) units.
     if let ([summary], [header]) = (summaries.as_mut_slice(), headers.as_slice())
         && summary.arms.is_empty()
@@ -80,11 +80,11 @@ pub(super) fn run(args: &CompareArgs) -> Result<ExitCode, Error> {
     {
         return compare_attacked(args, (header, min_effect), summary);
     }
-    let (a, b) = toolscore_decide::compare::choose_arms(&summaries, &args.arms)?;
-    let mut comparison = toolscore_decide::compare::compare(
+    let (a, b) = toolscore_decide::choose_arms(&summaries, &args.arms)?;
+    let mut comparison = toolscore_decide::compare(
         a,
         b,
-        toolscore_decide::compare::CompareOptions {
+        toolscore_decide::CompareOptions {
             metric,
             confidence,
             min_effect,
@@ -112,7 +112,7 @@ pub(super) fn run(args: &CompareArgs) -> Result<ExitCode, Error> {
             // run judged them (`report` judges them again).
             summary.gate = headers[0].gate();
             summary.comparison = Some(comparison.clone());
-            toolscore_decide::decision::decide(summary, headers[0].max_infra_error_rate())
+            toolscore_decide::decide(summary, headers[0].max_infra_error_rate())
         }
         _ => {
             let runs: Vec<_> = summaries
@@ -120,7 +120,7 @@ pub(super) fn run(args: &CompareArgs) -> Result<ExitCode, Error> {
                 .zip(&headers)
                 .map(|(s, h)| (s, h.max_infra_error_rate()))
                 .collect();
-            toolscore_decide::decision::decide_comparison(&runs, &comparison)
+            toolscore_decide::decide_comparison(&runs, &comparison)
         }
     };
     let json = CompareJson {
@@ -142,12 +142,12 @@ pub(super) fn run(args: &CompareArgs) -> Result<ExitCode, Error> {
 /// both kinds of comparison.
 fn tell(
     args: &CompareArgs,
-    decision: &toolscore_report::Decision,
+    decision: &toolscore_summary::Decision,
     json: &impl serde::Serialize,
     render: &mut dyn FnMut(&mut dyn Write) -> std::io::Result<()>,
 ) -> Result<ExitCode, Error> {
     if let Some(path) = &args.json {
-        toolscore_core::atomic::write_json(path, json)?;
+        toolscore_core::write_json(path, json)?;
     }
     let failed = |e| Error::io("cannot write the comparison", e);
     let mut out = std::io::stdout().lock();
@@ -156,29 +156,27 @@ fn tell(
     if let Some(why) = decision.not_judged_because() {
         errln!("error: {why}")?;
     }
-    Ok(toolscore_decide::decision::exit_code(decision))
+    Ok(toolscore_decide::exit_code(decision))
 }
 
 /// An attacked run's two arms compared again by unit, by the run's own `--min-effect` when it
 /// compared them (so the decision is the run's), and its decision with the gates it recorded.
 fn compare_attacked(
     args: &CompareArgs,
-    (header, min_effect): (&toolscore_report::SummaryHeader, f64),
-    summary: &mut toolscore_report::Summary,
+    (header, min_effect): (&toolscore_summary::SummaryHeader, f64),
+    summary: &mut toolscore_summary::Summary,
 ) -> Result<ExitCode, Error> {
     if !args.arms.is_empty() {
         return Err(usage(
             "--arm picks cases' arms; an attacked run's two arms are compared in plan order",
         ));
     }
-    let Some(comparison) =
-        toolscore_decide::compare::attacks::compare_attacks(summary, min_effect)?
-    else {
+    let Some(comparison) = toolscore_decide::compare_attacks(summary, min_effect)? else {
         return Err(usage("the run has no two attacked arms to compare"));
     };
     summary.gate = header.gate();
     summary.attack_comparison = Some(comparison.clone());
-    let decision = toolscore_decide::decision::decide(summary, header.max_infra_error_rate());
+    let decision = toolscore_decide::decide(summary, header.max_infra_error_rate());
     let json = AttackCompareJson {
         comparison: &comparison,
         decision: &decision,
@@ -192,8 +190,8 @@ fn compare_attacked(
 #[derive(serde::Serialize)]
 struct AttackCompareJson<'a> {
     #[serde(flatten)]
-    comparison: &'a toolscore_report::AttackComparison,
-    decision: &'a toolscore_report::Decision,
+    comparison: &'a toolscore_summary::AttackComparison,
+    decision: &'a toolscore_summary::Decision,
 }
 
 /// `--json`: the comparison's fields, and the decision (the run's, under `decision`, as
@@ -201,8 +199,8 @@ struct AttackCompareJson<'a> {
 #[derive(serde::Serialize)]
 struct CompareJson<'a> {
     #[serde(flatten)]
-    comparison: &'a toolscore_report::Comparison,
-    decision: &'a toolscore_report::Decision,
+    comparison: &'a toolscore_summary::Comparison,
+    decision: &'a toolscore_summary::Decision,
 }
 
 /// The sequential comparison a run recorded (`run --compare --sequential`), judged again from
@@ -211,12 +209,12 @@ struct CompareJson<'a> {
 /// recorded none, or `comparison` pairs other arms or another metric than the recorded one.
 pub(super) fn rejudge_sequential(
     run_dir: &Path,
-    recorded: Option<&toolscore_report::Comparison>,
-    summary: &toolscore_report::Summary,
-    comparison: &mut toolscore_report::Comparison,
+    recorded: Option<&toolscore_summary::Comparison>,
+    summary: &toolscore_summary::Summary,
+    comparison: &mut toolscore_summary::Comparison,
 ) -> Result<(), Error> {
-    use toolscore_decide::compare::HOLDOUT_TAG;
-    use toolscore_decide::compare::sequential::{Rule, SequentialCompare, SequentialCompareSpec};
+    use toolscore_decide::HOLDOUT_TAG;
+    use toolscore_decide::{Rule, SequentialCompare, SequentialCompareSpec};
     let Some(recorded) = recorded else {
         return Ok(());
     };
@@ -257,7 +255,7 @@ pub(super) fn rejudge_sequential(
     let Some(mut observer) = SequentialCompare::new(spec) else {
         return Ok(());
     };
-    toolscore_report::for_each_record_mut(&run_dir.join("results.jsonl"), &mut |r| {
+    toolscore_summary::for_each_record_mut(&run_dir.join("results.jsonl"), &mut |r| {
         observer.push(r);
     })?;
     observer.apply_to(comparison);

@@ -1,8 +1,8 @@
 //! The cost estimate printed before the first request, and the budget line of the summary.
 
-use toolscore_lint::thousands;
-use toolscore_report::{BudgetReport, CostFigures, format_usd};
+use toolscore_core::thousands;
 use toolscore_runner::budget::Estimate;
+use toolscore_summary::{BudgetReport, CostFigures, format_usd};
 
 /// The estimate as printed on stderr: the run's total, then each arm's share and what its
 /// output figure assumes.

@@ -5,16 +5,16 @@
 use std::fmt;
 use std::path::PathBuf;
 
-use toolscore_core::error::{self as core, ExitCode, InputError};
-use toolscore_mcp::client::McpError;
-use toolscore_provider::model_map::ModelMapError;
+use toolscore_core::{Error as CoreError, ExitCode, InputError, is_broken_pipe};
+use toolscore_mcp::McpError;
+use toolscore_provider::ModelMapError;
 use toolscore_provider::{HttpClientError, SettingsError};
 use toolscore_runner::RunError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error(transparent)]
-    Core(#[from] core::Error),
+    Core(#[from] CoreError),
     #[error(transparent)]
     Run(#[from] RunError),
     #[error(transparent)]
@@ -80,21 +80,21 @@ impl fmt::Display for ServersDown<'_> {
 
 impl Error {
     pub(crate) fn io(context: impl Into<String>, source: std::io::Error) -> Self {
-        core::Error::io(context, source).into()
+        CoreError::io(context, source).into()
     }
 
     pub(crate) fn encode(what: impl Into<String>, source: serde_json::Error) -> Self {
-        core::Error::encode(what, source).into()
+        CoreError::encode(what, source).into()
     }
 
-    /// A bug in toolscore, said as such ([`core::Error::Internal`]).
+    /// A bug in toolscore, said as such ([`CoreError::Internal`]).
     pub(crate) fn internal(what: String) -> Self {
-        core::Error::Internal(what).into()
+        CoreError::Internal(what).into()
     }
 
     /// Interrupted before the command had anything to show; `left` says what was left behind.
     pub(crate) fn interrupted(left: &'static str) -> Self {
-        core::Error::Interrupted(left).into()
+        CoreError::Interrupted(left).into()
     }
 
     pub fn exit_code(&self) -> ExitCode {
@@ -112,7 +112,7 @@ impl Error {
 
     /// Writing to a reader that stopped reading (`| head`): not an error to report.
     pub fn is_broken_pipe(&self) -> bool {
-        core::is_broken_pipe(self)
+        is_broken_pipe(self)
     }
 }
 

@@ -11,12 +11,12 @@ use clap::Args;
 use super::shown::RunFiles;
 use super::{load_run, setup, usage};
 use crate::cli::Error;
-use toolscore_core::error::ExitCode;
-use toolscore_core::record::{ArmId, SCENARIO_DATASET, TrialRecord};
-use toolscore_report::behaviour::{
+use toolscore_core::ExitCode;
+use toolscore_core::{ArmId, SCENARIO_DATASET, TrialRecord};
+use toolscore_summary::behaviour::{
     ArmExplanation, BehaviourTally, ExplainedDiff, Explanation, ToBase,
 };
-use toolscore_report::{ComparedArm, Summary};
+use toolscore_summary::{ComparedArm, Summary};
 
 #[derive(Debug, Args)]
 pub struct ExplainArgs {
@@ -71,7 +71,7 @@ pub(super) fn run(args: &ExplainArgs) -> Result<ExitCode, Error> {
     let sides = pick_sides(&runs, &args.arms)?;
     let mut tallies: Vec<BehaviourTally> = sides.iter().map(|_| BehaviourTally::new()).collect();
     for (r, dir) in dirs.iter().enumerate() {
-        toolscore_report::for_each_record(
+        toolscore_summary::for_each_record(
             &dir.join("results.jsonl"),
             &mut |record: &TrialRecord| {
                 if record.dataset != *dataset || record.case_id != *case_id {
@@ -152,7 +152,7 @@ fn write(explanation: &Explanation, json: Option<&Path>) -> Result<(), Error> {
                 .map_err(|e| Error::io("cannot write the explanation", e))?;
             return Ok(());
         }
-        Some(p) => toolscore_core::atomic::write_json(p, explanation)?,
+        Some(p) => toolscore_core::write_json(p, explanation)?,
         None => {}
     }
     toolscore_report::render_explanation(explanation, &mut out)
@@ -237,7 +237,7 @@ fn arms_of(s: &Summary) -> Vec<ArmId> {
     s.run
         .arms
         .iter()
-        .map(toolscore_report::ArmInfo::id)
+        .map(toolscore_summary::ArmInfo::id)
         .collect()
 }
 
@@ -246,13 +246,13 @@ fn arm_of(s: &Summary, wanted: Option<&String>) -> Result<ArmId, Error> {
     let arms = arms_of(s);
     let ids: Vec<&ArmId> = arms.iter().collect();
     match wanted {
-        Some(w) => Ok(arms[toolscore_decide::compare::find_arm(&ids, &s.run.run_id, w)?].clone()),
+        Some(w) => Ok(arms[toolscore_decide::find_arm(&ids, &s.run.run_id, w)?].clone()),
         None if arms.len() == 1 => Ok(arms[0].clone()),
         None => Err(usage(&format!(
             "run {} has {} arms ({}); name the one to explain with --arm",
             s.run.run_id,
             arms.len(),
-            toolscore_decide::compare::arm_list(ids.into_iter())
+            toolscore_decide::arm_list(ids.into_iter())
         ))),
     }
 }
@@ -317,7 +317,7 @@ fn explained_diff(
             })
     };
     let case = match (case_of(&sides[0]), case_of(&sides[1])) {
-        (Some(a), Some(b)) => toolscore_decide::compare::case_difference(a, b, metric, confidence),
+        (Some(a), Some(b)) => toolscore_decide::case_difference(a, b, metric, confidence),
         _ => None,
     };
     let compared = |side: &Side| ComparedArm {
@@ -330,7 +330,7 @@ fn explained_diff(
         b: compared(&sides[1]),
         metric,
         case,
-        behaviours: toolscore_report::behaviour::diff(tallies.0, tallies.1, confidence, to_base),
+        behaviours: toolscore_summary::behaviour::diff(tallies.0, tallies.1, confidence, to_base),
     }
 }
 

@@ -9,7 +9,7 @@ use super::load_run;
 use super::usage;
 use crate::cli::Error;
 use toolscore_decide::gate::GateSpec;
-use toolscore_report::GateLevel;
+use toolscore_summary::GateLevel;
 
 /// `--gate` and `--gate-level`, shared by `run` and `report`.
 #[derive(Debug, Clone, Args)]
@@ -65,7 +65,7 @@ impl GateArgs {
     /// The baseline to gate against, read and checked before any work.
     pub(crate) fn load_baseline(
         &self,
-    ) -> Result<Option<(toolscore_report::Summary, toolscore_report::Metric)>, Error> {
+    ) -> Result<Option<(toolscore_summary::Summary, toolscore_core::metric::Metric)>, Error> {
         let Some(dir) = &self.baseline else {
             return Ok(None);
         };
@@ -81,7 +81,7 @@ impl GateArgs {
 /// a baseline that cannot be compared is bad input (exit 2), not a run spent for nothing.
 pub(super) fn check_baseline_population(
     plan: &toolscore_runner::RunPlan,
-    base: &toolscore_report::Summary,
+    base: &toolscore_summary::Summary,
 ) -> Result<(), Error> {
     let planned: Vec<(String, String, u32)> = plan
         .datasets
@@ -137,16 +137,15 @@ pub(super) fn check_baseline_population(
 
 /// Adds the `--baseline` verdicts to the summary's gate report.
 pub(super) fn judge_baseline(
-    summary: &mut toolscore_report::Summary,
-    baseline: Option<&(toolscore_report::Summary, toolscore_report::Metric)>,
+    summary: &mut toolscore_summary::Summary,
+    baseline: Option<&(toolscore_summary::Summary, toolscore_core::metric::Metric)>,
     args: &GateArgs,
-    sequential: Option<Vec<toolscore_report::GateResult>>,
+    sequential: Option<Vec<toolscore_summary::GateResult>>,
 ) -> Result<(), Error> {
     let Some((base, metric)) = baseline else {
         return Ok(());
     };
-    summary.scenario_drift =
-        toolscore_report::scenario::scenario_drift(&summary.scenarios, &base.scenarios);
+    summary.scenario_drift = toolscore_summary::scenario_drift(&summary.scenarios, &base.scenarios);
     if summary.arms.is_empty() {
         // Only scenarios ran: their drift is the comparison; there is no case rate to gate.
         return Ok(());
@@ -199,7 +198,7 @@ pub(crate) fn parse_gates_at(texts: &[String], level: GateLevel) -> Result<Vec<G
 pub(super) fn sequential_baseline(
     setup: &super::setup::RunSetup,
     args: &GateArgs,
-    baseline: Option<&(toolscore_report::Summary, toolscore_report::Metric)>,
+    baseline: Option<&(toolscore_summary::Summary, toolscore_core::metric::Metric)>,
 ) -> Result<Option<toolscore_decide::gate::sequential_baseline::SequentialBaseline>, Error> {
     use toolscore_decide::gate::sequential_baseline::{SequentialBaseline, SequentialBaselineSpec};
     let (Some((base, metric)), Some(dir)) = (baseline, &args.baseline) else {
@@ -239,7 +238,7 @@ pub(super) fn sequential_baseline(
         budget: super::setup::trial_budget(&setup.run_info(std::time::SystemTime::now())),
     };
     let mut gate = SequentialBaseline::new(spec, base)?;
-    toolscore_report::for_each_record_mut(&dir.join("results.jsonl"), &mut |r| {
+    toolscore_summary::for_each_record_mut(&dir.join("results.jsonl"), &mut |r| {
         gate.push_baseline(r)
     })?;
     Ok(Some(gate))

@@ -9,7 +9,7 @@ use clap_complete::Shell;
 
 use super::Cli;
 use crate::cli::Error;
-use toolscore_core::error::ExitCode;
+use toolscore_core::ExitCode;
 
 #[derive(Debug, Args)]
 pub struct CompletionsArgs {
@@ -43,7 +43,7 @@ pub(super) fn man(args: &ManArgs) -> Result<ExitCode, Error> {
     std::fs::create_dir_all(&args.dir)
         .map_err(|e| Error::io(format!("cannot create {}", args.dir.display()), e))?;
     for (name, roff) in &pages {
-        toolscore_core::atomic::write_file(&args.dir.join(name), roff)?;
+        toolscore_core::write_file(&args.dir.join(name), roff)?;
     }
     let mut out = std::io::stdout().lock();
     writeln!(

@@ -9,7 +9,7 @@ use toolscore_report::history::overview::{self, Overview, RunFolders};
 
 use super::usage;
 use crate::cli::Error;
-use toolscore_core::error::ExitCode;
+use toolscore_core::ExitCode;
 
 #[derive(Debug, Args)]
 pub struct HistoryArgs {
@@ -79,7 +79,7 @@ pub enum HistoryFormat {
 /// does: its lines are kept, marked, and left out of every trend.
 pub(super) fn append_history(
     run_dir: &Path,
-    summary: &toolscore_report::Summary,
+    summary: &toolscore_summary::Summary,
 ) -> Result<(), Error> {
     // A shard is a slice of a run: the merged run is the one that enters the history.
     if summary.interrupted || summary.run.shard.is_some() {
@@ -100,7 +100,7 @@ pub(super) fn append_history(
         toolscore_report::history::Appended::AlreadyThere => errln!(
             "note: {} already holds run {}: not appended again (a second point would be compared with itself)",
             path.display(),
-            toolscore_core::text::inert(&summary.run.run_id, 200)
+            toolscore_core::inert(&summary.run.run_id, 200)
         )?,
         toolscore_report::history::Appended::Cleanly => {}
     }
@@ -125,12 +125,7 @@ pub(super) fn run(args: &HistoryArgs) -> Result<ExitCode, Error> {
         return Err(usage(&format!(
             "{}: no history yet; every `{}` appends to it",
             path.display(),
-            toolscore_core::text::command([
-                "toolscore",
-                "run",
-                "--out",
-                &dir.display().to_string()
-            ])
+            toolscore_core::command(["toolscore", "run", "--out", &dir.display().to_string()])
         )));
     }
     let mut formats = if args.formats.is_empty() {
@@ -145,7 +140,7 @@ pub(super) fn run(args: &HistoryArgs) -> Result<ExitCode, Error> {
             "--format terminal and --format json both print to stdout; choose one",
         ));
     }
-    let text = toolscore_core::input::read_text(&path)?;
+    let text = toolscore_core::read_text(&path)?;
     let lines = toolscore_report::history::parse(&text, &path.display().to_string())?;
     let line_count = lines.len();
     if !lines.iter().any(|l| l.measured(followed)) {
@@ -229,7 +224,7 @@ fn write_page(
     let mut text = Vec::new();
     render(overview, &mut text)
         .map_err(|e| Error::io(format!("cannot render {}", path.display()), e))?;
-    toolscore_core::atomic::write_file(path, &text)?;
+    toolscore_core::write_file(path, &text)?;
     errln!("wrote {}", path.display())
 }
 
@@ -255,7 +250,7 @@ fn run_folders(
         let Some(page) = report_of(&newest.run_id) else {
             continue;
         };
-        match toolscore_core::input::read_text(&page) {
+        match toolscore_core::read_text(&page) {
             Ok(html) => {
                 folders
                     .ids

@@ -1,7 +1,7 @@
 //! `toolscore import`: datasets from outside data. `import bfcl`: the Berkeley Function Calling
 //! Leaderboard's data (PyPI `bfcl-eval`), one per category, judged by a port of BFCL's own
 //! checker ([`toolscore_score::bfcl`]). `import traffic`: logged model calls
-//! ([`toolscore_import::traffic`]), one dataset per catalog.
+//! ([`toolscore_import::import`]), one dataset per catalog.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -11,9 +11,9 @@ use serde_json::{Value, json};
 
 use super::usage;
 use crate::cli::Error;
-use toolscore_core::error::{ExitCode, InputError};
-use toolscore_import::bfcl::{BFCL_CATEGORIES, import_category, installed_data_dir};
-use toolscore_import::dataset::{CatalogFile, put_in_place, stage_dataset, write_dataset};
+use toolscore_core::{ExitCode, InputError};
+use toolscore_import::{BFCL_CATEGORIES, import_category, installed_data_dir};
+use toolscore_import::{CatalogFile, put_in_place, stage_dataset, write_dataset};
 
 #[derive(Debug, Subcommand)]
 pub enum ImportCommand {
@@ -135,7 +135,7 @@ fn run_traffic(args: &TrafficArgs) -> Result<ExitCode, Error> {
     for path in &args.logs {
         records.extend(read_records(path)?);
     }
-    let imported = toolscore_import::traffic::import(&records, &options)?;
+    let imported = toolscore_import::import(&records, &options)?;
     let dests: Vec<PathBuf> = imported
         .datasets
         .iter()
@@ -166,8 +166,8 @@ fn run_traffic(args: &TrafficArgs) -> Result<ExitCode, Error> {
 }
 
 /// `import traffic`'s flags, checked, as the importer's options.
-fn traffic_options(args: &TrafficArgs) -> Result<toolscore_import::traffic::Options, Error> {
-    use toolscore_import::traffic::{Options, formats::Format, redact::Redactor};
+fn traffic_options(args: &TrafficArgs) -> Result<toolscore_import::Options, Error> {
+    use toolscore_import::{Format, Options, Redactor};
     if args.name.is_empty()
         || !args
             .name
@@ -180,7 +180,7 @@ fn traffic_options(args: &TrafficArgs) -> Result<toolscore_import::traffic::Opti
         )));
     }
     Ok(Options {
-        redactor: Redactor::new(&args.redact).map_err(toolscore_core::error::Error::from)?,
+        redactor: Redactor::new(&args.redact).map_err(toolscore_core::Error::from)?,
         format: args.format.as_deref().and_then(Format::from_label),
         sample: args
             .sample
@@ -211,7 +211,7 @@ fn traffic_dest(
 /// What the logs held: exchanges per format, spans ignored, values redacted, exchanges skipped.
 fn print_traffic_read(
     logs: &[PathBuf],
-    imported: &toolscore_import::traffic::TrafficImport,
+    imported: &toolscore_import::TrafficImport,
 ) -> Result<(), Error> {
     let logs: Vec<String> = logs.iter().map(|p| p.display().to_string()).collect();
     outln!(
@@ -244,7 +244,7 @@ fn print_traffic_read(
 /// Every dataset is staged and loaded before any is put in place: an import that fails
 /// half-way leaves none of its datasets behind.
 fn write_traffic_datasets(
-    datasets: &[toolscore_import::traffic::TrafficDataset],
+    datasets: &[toolscore_import::TrafficDataset],
     dests: &[PathBuf],
     force: bool,
 ) -> Result<(), Error> {
@@ -306,14 +306,14 @@ fn table_row(name: &str, imported: usize, skipped: &BTreeMap<String, usize>) -> 
 
 /// A log's records: one JSON value per line, or the whole file when it is one JSON document
 /// (an OTLP export written pretty-printed).
-fn read_records(path: &Path) -> Result<Vec<toolscore_import::traffic::Record>, Error> {
-    let text = toolscore_core::input::read_text(path)?;
+fn read_records(path: &Path) -> Result<Vec<toolscore_import::Record>, Error> {
+    let text = toolscore_core::read_text(path)?;
     let file = path.display().to_string();
     let non_blank = text.lines().filter(|l| !l.trim().is_empty()).count();
     if non_blank > 1
         && let Ok(value) = serde_json::from_str::<Value>(&text)
     {
-        return Ok(vec![toolscore_import::traffic::Record {
+        return Ok(vec![toolscore_import::Record {
             file,
             line: 1,
             value,
@@ -326,7 +326,7 @@ fn read_records(path: &Path) -> Result<Vec<toolscore_import::traffic::Record>, E
         }
         let value: Value = serde_json::from_str(line)
             .map_err(|e| InputError::json_line(&file, i + 1, "not a JSON line", &e))?;
-        records.push(toolscore_import::traffic::Record {
+        records.push(toolscore_import::Record {
             file: file.clone(),
             line: i + 1,
             value,

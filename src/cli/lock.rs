@@ -9,8 +9,8 @@ use clap::Args;
 use super::{LoadedSuite, SuiteArgs, usage};
 use crate::cli::Error;
 use toolscore_core::catalog::lock::{self as pin, LOCK_FILE, Lock, Scope, UnitChange};
-use toolscore_core::error::{ExitCode, InputError};
-use toolscore_core::text::command;
+use toolscore_core::command;
+use toolscore_core::{ExitCode, InputError};
 
 /// `toolscore lock`.
 #[derive(Debug, Args)]
@@ -83,7 +83,7 @@ fn write_lock(path: &Path, lock: &Lock) -> Result<(), Error> {
     } else {
         path.to_owned()
     };
-    Ok(toolscore_core::atomic::write_file(
+    Ok(toolscore_core::write_file(
         &target,
         pin::render(lock).as_bytes(),
     )?)
@@ -91,7 +91,7 @@ fn write_lock(path: &Path, lock: &Lock) -> Result<(), Error> {
 
 /// Reads and parses the lock at `path`.
 fn read_lock(path: &Path) -> Result<Lock, Error> {
-    let text = toolscore_core::input::read_text(path)?;
+    let text = toolscore_core::read_text(path)?;
     Ok(pin::parse(&text, &path.display().to_string())?)
 }
 
@@ -108,7 +108,7 @@ pub(crate) fn check(suite: &LoadedSuite) -> Result<(), Error> {
         return Ok(());
     }
     let pinned = read_lock(&path)?;
-    let now = toolscore_suite::lock::of(&suite.datasets, &suite.scenarios);
+    let now = toolscore_suite::lock_of(&suite.datasets, &suite.scenarios);
     let changes: Vec<UnitChange> = pin::compare(&pinned, &now, Scope::Evaluated)
         .into_iter()
         .filter(|u| u.reads_changed() && (u.pinned || listed_by_config(suite, u)))
@@ -291,7 +291,7 @@ pub(super) fn run(args: &LockArgs) -> Result<ExitCode, Error> {
         )));
     };
     let suite = super::load_suite_unchecked(&suite_args)?;
-    let now = toolscore_suite::lock::of(&suite.datasets, &suite.scenarios);
+    let now = toolscore_suite::lock_of(&suite.datasets, &suite.scenarios);
     let path = lock_path(&config);
     let (catalogs, tools) = now.counts();
     let pinned_line = format!(
@@ -329,7 +329,7 @@ pub(super) fn run(args: &LockArgs) -> Result<ExitCode, Error> {
     if changes.is_empty() {
         // A lock that reads the same but is written otherwise (comments, an older wording of
         // the header) is rewritten by --update, silently.
-        if args.update && toolscore_core::input::read_text(&path)? != pin::render(&now) {
+        if args.update && toolscore_core::read_text(&path)? != pin::render(&now) {
             write_lock(&path, &now)?;
         }
         outln!("{} is up to date: {pinned_line}", path.display())?;

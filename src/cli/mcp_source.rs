@@ -11,7 +11,7 @@ use super::catalog::{ServerFlags, server_of};
 use super::usage;
 use crate::cli::Error;
 use toolscore_mcp::DatasetCall;
-use toolscore_mcp::client::ServerSpec;
+use toolscore_mcp::ServerSpec;
 use toolscore_score::Expectation;
 
 #[derive(Debug, Args)]
@@ -55,10 +55,10 @@ impl McpSourceArgs {
             }
             (Some(source), true) if Path::new(source).is_dir() => {
                 let dir = Path::new(source);
-                let Some(live) = toolscore_suite::live::load_dataset_file(dir)? else {
+                let Some(live) = toolscore_suite::load_dataset_file(dir)? else {
                     return Err(usage(&format!(
                         "{source} has no {}: {command} needs a live server",
-                        toolscore_suite::live::DATASET_FILE
+                        toolscore_suite::DATASET_FILE
                     )));
                 };
                 (live.spec, live.timeout, Some(dir.to_owned()))
@@ -91,10 +91,7 @@ pub(super) fn expected_calls(dir: &Path) -> Result<Vec<DatasetCall>, Error> {
         };
         for call in calls {
             let Some(args) = &call.args else { continue };
-            if seen.insert((
-                call.tool.clone(),
-                toolscore_core::json::canonical_json(args),
-            )) {
+            if seen.insert((call.tool.clone(), toolscore_core::canonical_json(args))) {
                 out.push(DatasetCall {
                     case: case.id.clone(),
                     tool: call.tool.clone(),

@@ -21,11 +21,12 @@ use super::output::{self, Format};
 use super::resume::{PLAN_FILE, PlanFingerprint};
 use super::usage;
 use crate::cli::Error;
-use toolscore_core::error::{ExitCode, InputError};
-use toolscore_core::event::RunTotals;
-use toolscore_core::record::TrialRecord;
-use toolscore_report::{Aggregator, ResultsCsv, SummaryHeader};
-use toolscore_runner::shard::{Shard, shard_of, unit_seed};
+use toolscore_core::RunTotals;
+use toolscore_core::TrialRecord;
+use toolscore_core::{ExitCode, InputError};
+use toolscore_report::ResultsCsv;
+use toolscore_runner::{Shard, shard_of, unit_seed};
+use toolscore_summary::{Aggregator, SummaryHeader};
 
 #[derive(Debug, Args)]
 pub struct MergeArgs {
@@ -124,7 +125,7 @@ fn read_shard(dir: &Path) -> Result<ShardRun, Error> {
             dir.display()
         )));
     }
-    let text = toolscore_core::input::read_text(&plan_path)?;
+    let text = toolscore_core::read_text(&plan_path)?;
     let plan: PlanFingerprint = serde_json::from_str(&text)
         .map_err(|e| InputError::json(&plan_path.display().to_string(), &e))?;
     let Some(shard) = plan.shard else {
@@ -141,7 +142,7 @@ fn read_shard(dir: &Path) -> Result<ShardRun, Error> {
             resume_command(dir)
         )));
     }
-    let text = toolscore_core::input::read_text(&summary_path)?;
+    let text = toolscore_core::read_text(&summary_path)?;
     let summary: ShardSummary = serde_json::from_str(&text)
         .map_err(|e| InputError::json(&summary_path.display().to_string(), &e))?;
     if summary.header.interrupted {
@@ -300,7 +301,7 @@ struct PlanIndex {
 
 impl PlanIndex {
     /// `run` supplies what plan.json does not hold: each scenario's own `trials`.
-    fn new(plan: &PlanFingerprint, run: &toolscore_report::RunInfo) -> PlanIndex {
+    fn new(plan: &PlanFingerprint, run: &toolscore_summary::RunInfo) -> PlanIndex {
         let mut cases = HashMap::new();
         let mut case_trials = Vec::new();
         let mut units: Vec<(String, String)> = Vec::new();
@@ -312,10 +313,7 @@ impl PlanIndex {
             }
         }
         for (name, _) in &plan.scenarios {
-            let key = (
-                toolscore_core::record::SCENARIO_DATASET.to_owned(),
-                name.clone(),
-            );
+            let key = (toolscore_core::SCENARIO_DATASET.to_owned(), name.clone());
             cases.insert(key.clone(), units.len());
             case_trials.push(run.planned_trials(&key.0, name));
             units.push(key);
@@ -374,7 +372,7 @@ struct Head {
 struct ShardReader<'a> {
     run: &'a ShardRun,
     name: String,
-    lines: toolscore_core::input::BoundedLines,
+    lines: toolscore_core::BoundedLines,
     line_no: usize,
     records: u64,
 }
@@ -386,8 +384,7 @@ impl ShardReader<'_> {
                 return Ok(None);
             };
             self.line_no += 1;
-            let line =
-                line.map_err(|e| toolscore_core::input::line_error(&self.name, self.line_no, e))?;
+            let line = line.map_err(|e| toolscore_core::line_error(&self.name, self.line_no, e))?;
             if line.trim().is_empty() {
                 continue;
             }
@@ -425,26 +422,24 @@ fn write_merged(
     let mut summary = merged_summary(shards, agg, merged, run_id);
     // The merged run decided as the whole run would be: by the first shard's limit of
     // infrastructure errors (shards of one plan share their flags).
-    let decision = toolscore_decide::decision::decide(
-        &summary,
-        shards[0].summary.header.max_infra_error_rate(),
-    );
-    let code = toolscore_decide::decision::exit_code(&decision);
+    let decision =
+        toolscore_decide::decide(&summary, shards[0].summary.header.max_infra_error_rate());
+    let code = toolscore_decide::exit_code(&decision);
     summary.decision = Some(decision);
 
-    toolscore_core::atomic::write_json(&out.join(PLAN_FILE), &plan)?;
+    toolscore_core::write_json(&out.join(PLAN_FILE), &plan)?;
     // The attacks of an attacked plan, the same in every shard of it.
     let attacks = shards[0]
         .dir
         .join(toolscore_suite::attack::RUN_ATTACKS_FILE);
     if attacks.is_file() {
-        let text = toolscore_core::input::read_text(&attacks)?;
-        toolscore_core::atomic::write_file(
+        let text = toolscore_core::read_text(&attacks)?;
+        toolscore_core::write_file(
             &out.join(toolscore_suite::attack::RUN_ATTACKS_FILE),
             text.as_bytes(),
         )?;
     }
-    toolscore_core::atomic::write_json(
+    toolscore_core::write_json(
         &out.join("shards.json"),
         &Provenance {
             plan: plan.digest(),
@@ -462,7 +457,7 @@ fn write_merged(
                 .collect(),
         },
     )?;
-    toolscore_core::atomic::write_json(&out.join("summary.json"), &summary)?;
+    toolscore_core::write_json(&out.join("summary.json"), &summary)?;
     super::history::append_history(out, &summary)?;
     let files = output::write_files(&summary, out, formats)?;
     output::print_stdout(&summary, formats, detail, out)?;
@@ -484,7 +479,7 @@ fn write_merged(
     if let Some(why) = summary
         .decision
         .as_ref()
-        .and_then(toolscore_report::Decision::not_judged_because)
+        .and_then(toolscore_summary::Decision::not_judged_because)
     {
         errln!("error: {why}")?;
     }
@@ -499,10 +494,10 @@ fn open_readers(shards: &[ShardRun]) -> Result<Vec<ShardReader<'_>>, Error> {
             Ok(ShardReader {
                 run: s,
                 name: path.display().to_string(),
-                lines: toolscore_core::input::jsonl_lines(
+                lines: toolscore_core::jsonl_lines(
                     &path,
                     "a results file",
-                    toolscore_core::record::MAX_RECORD_LINE_BYTES,
+                    toolscore_core::MAX_RECORD_LINE_BYTES,
                 )?,
                 line_no: 0,
                 records: 0,
@@ -693,7 +688,7 @@ fn merged_summary(
     agg: Aggregator,
     merged: u64,
     run_id: &str,
-) -> toolscore_report::Summary {
+) -> toolscore_summary::Summary {
     let first = &shards[0].summary.header;
     let mut run = first.run.clone();
     run.run_id = run_id.to_owned();
@@ -729,12 +724,12 @@ fn merged_summary(
     let mut summary = agg.finish(run, &totals, first.confidence, first.precision);
     // Each shard priced its own slice; the merged run's estimate is their sum. A cap was per
     // shard process, so the merged run names none.
-    let budgets: Vec<&toolscore_report::BudgetReport> = shards
+    let budgets: Vec<&toolscore_summary::BudgetReport> = shards
         .iter()
         .filter_map(|s| s.summary.header.budget.as_ref())
         .collect();
     if !budgets.is_empty() {
-        summary.budget = Some(toolscore_report::BudgetReport {
+        summary.budget = Some(toolscore_summary::BudgetReport {
             max_usd: None,
             estimate_usd: if budgets.len() == shards.len() {
                 budgets.iter().map(|b| b.estimate_usd).sum()
@@ -754,5 +749,5 @@ fn merged_summary(
 /// The command that finishes the run in `dir` (to which the user adds the flags it was started
 /// with).
 fn resume_command(dir: &Path) -> String {
-    toolscore_core::text::command(["toolscore", "run", "--resume", &dir.display().to_string()])
+    toolscore_core::command(["toolscore", "run", "--resume", &dir.display().to_string()])
 }

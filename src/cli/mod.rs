@@ -45,9 +45,9 @@ pub use output::Format;
 pub use setup::{Recording, RunSetup, Sinks, build_plan};
 
 pub use error::{Error, LocalServerDown};
-use toolscore_core::error::{ExitCode, InputError};
-use toolscore_suite::scenario::{Scenario, load_scenarios};
+use toolscore_core::{ExitCode, InputError};
 use toolscore_suite::{Config, Dataset, load_config, load_dataset};
+use toolscore_suite::{Scenario, load_scenarios};
 
 const EXIT_CODES_HELP: &str = "Exit codes:
   0    completed, and every gate passed
@@ -265,7 +265,7 @@ pub struct ProviderArgs {
     /// Send `tool_choice` (also `tool_choice:` in the config): auto, required or none, in each
     /// provider's own form [default: not sent, the provider's default applies].
     #[arg(help_heading = "Provider", long, value_enum, value_name = "CHOICE")]
-    pub tool_choice: Option<toolscore_provider::ToolChoice>,
+    pub tool_choice: Option<toolscore_core::ToolChoice>,
     /// Send `parallel_tool_calls` (also `parallel_tool_calls:` in the config; Anthropic's
     /// `disable_parallel_tool_use`) [default: not sent].
     #[arg(help_heading = "Provider", long, value_name = "BOOL")]
@@ -303,12 +303,12 @@ pub fn run(cli: Cli) -> Result<ExitCode, Error> {
 }
 
 /// A finished run, re-aggregated from its results.jsonl at its own confidence.
-fn load_run(dir: &Path) -> Result<toolscore_report::Summary, Error> {
+fn load_run(dir: &Path) -> Result<toolscore_summary::Summary, Error> {
     reaggregate_run(dir, read_header(dir)?)
 }
 
 /// A run folder's summary.json header: what its records do not hold.
-fn read_header(dir: &Path) -> Result<toolscore_report::SummaryHeader, Error> {
+fn read_header(dir: &Path) -> Result<toolscore_summary::SummaryHeader, Error> {
     if !dir.is_dir() {
         return Err(usage(&format!(
             "no such run: {} is not a folder (a run folder is --out/RUN_ID, e.g. reports/<run-id>)",
@@ -320,7 +320,7 @@ fn read_header(dir: &Path) -> Result<toolscore_report::SummaryHeader, Error> {
         let resume = if dir.join("results.jsonl").is_file() {
             format!(
                 "; a run cut short before writing it is finished by `{}`",
-                toolscore_core::text::command([
+                toolscore_core::command([
                     "toolscore",
                     "run",
                     "--resume",
@@ -335,7 +335,7 @@ fn read_header(dir: &Path) -> Result<toolscore_report::SummaryHeader, Error> {
             dir.display()
         )));
     }
-    let text = toolscore_core::input::read_text(&path)?;
+    let text = toolscore_core::read_text(&path)?;
     serde_json::from_str(&text)
         .map_err(|e| InputError::json(&path.display().to_string(), &e).into())
 }
@@ -344,10 +344,10 @@ fn read_header(dir: &Path) -> Result<toolscore_report::SummaryHeader, Error> {
 /// and precision.
 fn reaggregate_run(
     dir: &Path,
-    header: toolscore_report::SummaryHeader,
-) -> Result<toolscore_report::Summary, Error> {
+    header: toolscore_summary::SummaryHeader,
+) -> Result<toolscore_summary::Summary, Error> {
     let (conf, prec) = (header.confidence, header.precision);
-    Ok(toolscore_report::reaggregate(
+    Ok(toolscore_summary::reaggregate(
         &dir.join("results.jsonl"),
         header,
         conf,
@@ -372,12 +372,12 @@ pub(crate) fn usage(msg: &str) -> Error {
 }
 
 /// `--timeout` (or a config's `timeout_s`) in seconds, checked by the one rule every command
-/// and config file shares ([`toolscore_core::input::timeout_from_seconds`]).
+/// and config file shares ([`toolscore_core::timeout_from_seconds`]).
 pub(crate) fn checked_timeout(seconds: f64) -> Result<std::time::Duration, Error> {
-    toolscore_core::input::timeout_from_seconds(seconds).ok_or_else(|| {
+    toolscore_core::timeout_from_seconds(seconds).ok_or_else(|| {
         usage(&format!(
             "--timeout must be {} (got {seconds:?})",
-            toolscore_core::input::TIMEOUT_RANGE
+            toolscore_core::TIMEOUT_RANGE
         ))
     })
 }

@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use clap::{Args, ValueEnum};
 use serde::Serialize;
 
-use toolscore_core::error::ExitCode;
-use toolscore_provider::model_map::{MapEntry, ModelMap};
+use toolscore_core::ExitCode;
+use toolscore_provider::{MapEntry, ModelMap};
 use toolscore_suite::Config;
 
 use super::setup;
@@ -174,8 +174,8 @@ fn map_facts(map: &ModelMap, key: String, e: &MapEntry) -> MapFacts {
 
 fn print_facts(f: &ModelFacts) -> Result<(), Error> {
     // Names come from the command line and the config: made inert before the terminal.
-    let shown = toolscore_core::text::inert(&f.name, MAX_NAME_CHARS);
-    let model = toolscore_core::text::inert(&f.model, MAX_NAME_CHARS);
+    let shown = toolscore_core::inert(&f.name, MAX_NAME_CHARS);
+    let model = toolscore_core::inert(&f.model, MAX_NAME_CHARS);
     if f.name == format!("{}:{}", f.kind, f.model) {
         outln!("{shown}")?;
     } else {
@@ -183,7 +183,7 @@ fn print_facts(f: &ModelFacts) -> Result<(), Error> {
     }
     match &f.price {
         Some(p) => {
-            let usd = toolscore_report::format_usd;
+            let usd = toolscore_summary::format_usd;
             let mut price = format!(
                 "{} in, {} out a million tokens",
                 usd(p.input),

@@ -4,11 +4,13 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use crate::cli::Error;
-use toolscore_core::record::ArmId;
-use toolscore_core::text::command;
-use toolscore_report::behaviour::{self, CaseKey, Explorer};
+use toolscore_core::ArmId;
+use toolscore_core::command;
+use toolscore_core::metric::Metric;
 use toolscore_report::history::{self, Trend};
-use toolscore_report::{Html, HtmlContext, Junit, Markdown, Metric, Render, Summary};
+use toolscore_report::{Html, HtmlContext, Junit, Markdown, Render};
+use toolscore_summary::Summary;
+use toolscore_summary::behaviour::{self, CaseKey, Explorer};
 
 /// A report format. clap validates the names before any work starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum)]
@@ -56,9 +58,12 @@ pub(super) fn write_files(
             Format::Md => (
                 "report.md",
                 Box::new(Markdown {
-                    explained: toolscore_report::behaviour::behaviours_of(
+                    explained: toolscore_summary::behaviour::behaviours_of(
                         &run_dir.join("results.jsonl"),
-                        &toolscore_report::behaviour::cases_to_explain(summary, MARKDOWN_EXPLAINED),
+                        &toolscore_summary::behaviour::cases_to_explain(
+                            summary,
+                            MARKDOWN_EXPLAINED,
+                        ),
                         summary.confidence,
                     )?,
                 }),
@@ -77,7 +82,7 @@ pub(super) fn write_files(
             .render(summary, &mut text)
             .map_err(|e| Error::io(format!("cannot render {name}"), e))?;
         let path = run_dir.join(name);
-        toolscore_core::atomic::write_file(&path, &text)?;
+        toolscore_core::write_file(&path, &text)?;
         written.push(path);
     }
     Ok(written)
@@ -92,11 +97,11 @@ fn html_context(summary: &Summary, run_dir: &Path) -> Result<HtmlContext, Error>
     let mut ctx = HtmlContext::default();
     let computed = match (&summary.comparison, summary.arms.len()) {
         (None, 2) => {
-            let side = |arm| toolscore_decide::compare::Side { summary, arm };
-            match toolscore_decide::compare::compare(
+            let side = |arm| toolscore_decide::Side { summary, arm };
+            match toolscore_decide::compare(
                 side(0),
                 side(1),
-                toolscore_decide::compare::CompareOptions {
+                toolscore_decide::CompareOptions {
                     metric: Metric::Selection,
                     confidence: summary.confidence,
                     min_effect: 0.05,
@@ -160,7 +165,7 @@ fn html_context(summary: &Summary, run_dir: &Path) -> Result<HtmlContext, Error>
 fn explorer(
     summary: &Summary,
     run_dir: &Path,
-    comparison: Option<&toolscore_report::Comparison>,
+    comparison: Option<&toolscore_summary::Comparison>,
 ) -> Result<Explorer, Error> {
     let mut keys = toolscore_report::explored_cases(summary);
     let explored = keys.len();
@@ -225,7 +230,7 @@ fn explorer(
             .iter()
             .any(|c| (&c.dataset, &c.variant) == (&catalog.0, &catalog.1))
             || out.catalogs_not_shown.iter().any(|(c, _)| c == &catalog);
-        if !listed && k.dataset != toolscore_core::record::SCENARIO_DATASET {
+        if !listed && k.dataset != toolscore_core::SCENARIO_DATASET {
             match files.catalog(&k.dataset, &k.arm.variant) {
                 Ok(c) => out.catalogs.push(c),
                 Err(why) => out.catalogs_not_shown.push((catalog, why.to_string())),
@@ -241,7 +246,7 @@ fn explorer(
 
 /// The trends of the history file beside the run, for the HTML report.
 fn trends(summary: &Summary, path: &Path) -> Result<Vec<Trend>, Error> {
-    let text = toolscore_core::input::read_text(path)?;
+    let text = toolscore_core::read_text(path)?;
     let lines = history::parse(&text, &path.display().to_string())?;
     Ok(history::trends(summary, &lines))
 }
@@ -325,7 +330,7 @@ fn explain_hint(summary: &Summary, run_dir: &Path) -> Option<String> {
     let weakest = summary
         .arms
         .iter()
-        .find_map(|a| toolscore_report::weakest_cases(a).first().copied())?;
+        .find_map(|a| toolscore_summary::weakest_cases(a).first().copied())?;
     Some(format!(
         "why: what the model did in a case, beside what it read (the weakest: {})",
         command([
@@ -341,11 +346,11 @@ fn explain_hint(summary: &Summary, run_dir: &Path) -> Option<String> {
 /// first changed case (`dirs`: the one run folder, or A's then B's); `None` when no case
 /// changed.
 pub(super) fn compare_explain_hint(
-    c: &toolscore_report::Comparison,
+    c: &toolscore_summary::Comparison,
     dirs: &[std::path::PathBuf],
 ) -> Option<String> {
     let case = c.changed_cases.first()?;
-    let arm = |a: &toolscore_report::ComparedArm| format!("{}/{}", a.arm.provider, a.arm.variant);
+    let arm = |a: &toolscore_summary::ComparedArm| format!("{}/{}", a.arm.provider, a.arm.variant);
     let line = match dirs {
         [one] => command([
             "toolscore",

@@ -9,7 +9,7 @@ use super::gate::parse_gates;
 use super::{LoadedSuite, setup};
 use super::{SuiteArgs, load_suite, usage};
 use crate::cli::Error;
-use toolscore_core::error::ExitCode;
+use toolscore_core::ExitCode;
 use toolscore_suite::Dataset;
 
 #[derive(Debug, Args)]
@@ -49,7 +49,7 @@ pub struct PlanArgs {
     #[arg(long)]
     pub compare: bool,
     /// With --compare: the smallest difference worth acting on.
-    #[arg(long, default_value_t = toolscore_decide::compare::DEFAULT_MIN_EFFECT, requires = "compare")]
+    #[arg(long, default_value_t = toolscore_decide::DEFAULT_MIN_EFFECT, requires = "compare")]
     pub min_effect: f64,
     /// Also write the plan as JSON to this file.
     #[arg(long, value_name = "FILE")]
@@ -92,36 +92,35 @@ pub(super) fn run(args: &PlanArgs) -> Result<ExitCode, Error> {
         None => gates
             .first()
             .and_then(|g| g.metric.rate())
-            .unwrap_or(toolscore_report::Metric::Selection),
+            .unwrap_or(toolscore_core::metric::Metric::Selection),
     };
     let cases: usize = datasets.iter().map(|d| d.cases.len()).sum();
     let (observed_case_rates, observed_suite, tokens) = match &args.from {
         Some(dir) => observed_in(dir, metric, confidence, precision)?,
         None => (Vec::new(), None, fixture_tokens(&datasets)),
     };
-    let trial_plan =
-        toolscore_decide::sample_size::plan(&toolscore_decide::sample_size::PlanRequest {
-            confidence,
-            precision,
-            power: args.power,
-            gates: gates
-                .iter()
-                .map(|g| (g.metric.label().replace(' ', "_"), g.threshold))
-                .collect(),
-            cases,
-            observed_case_rates,
-            observed_suite,
-            tokens,
-            max_trials: args.max_trials,
-            compare: args.compare.then_some(args.min_effect),
-            price: setup::plan_price(args.provider.as_deref(), &config)?,
-            attack_gates,
-        });
+    let trial_plan = toolscore_decide::plan(&toolscore_decide::PlanRequest {
+        confidence,
+        precision,
+        power: args.power,
+        gates: gates
+            .iter()
+            .map(|g| (g.metric.label().replace(' ', "_"), g.threshold))
+            .collect(),
+        cases,
+        observed_case_rates,
+        observed_suite,
+        tokens,
+        max_trials: args.max_trials,
+        compare: args.compare.then_some(args.min_effect),
+        price: setup::plan_price(args.provider.as_deref(), &config)?,
+        attack_gates,
+    });
     if let Some(path) = &args.json {
-        toolscore_core::atomic::write_json(path, &trial_plan)?;
+        toolscore_core::write_json(path, &trial_plan)?;
     }
     let mut out = std::io::stdout().lock();
-    toolscore_decide::sample_size::render_plan(&trial_plan, &mut out)
+    toolscore_decide::render_plan(&trial_plan, &mut out)
         .map_err(|e| Error::io("cannot write the plan", e))?;
     Ok(ExitCode::Pass)
 }
@@ -130,8 +129,8 @@ pub(super) fn run(args: &PlanArgs) -> Result<ExitCode, Error> {
 /// --attacks …`, or their scenarios for `utility`. Exit 2 when there are none to plan over.
 fn attack_gate_requests(
     gates: &[toolscore_decide::gate::GateSpec],
-    scenarios: &[std::sync::Arc<toolscore_suite::scenario::Scenario>],
-) -> Result<Vec<toolscore_decide::sample_size::AttackGateRequest>, Error> {
+    scenarios: &[std::sync::Arc<toolscore_suite::Scenario>],
+) -> Result<Vec<toolscore_decide::AttackGateRequest>, Error> {
     let units = scenarios.iter().filter(|s| s.attack.is_some()).count();
     let attacked: std::collections::BTreeSet<&str> = scenarios
         .iter()
@@ -147,7 +146,7 @@ fn attack_gate_requests(
                     metric.name()
                 )));
             }
-            Ok(toolscore_decide::sample_size::AttackGateRequest {
+            Ok(toolscore_decide::AttackGateRequest {
                 metric: metric.name().to_owned(),
                 threshold: g.threshold,
                 ceiling: metric.lower_is_better(),
@@ -164,29 +163,29 @@ fn attack_gate_requests(
 /// case-level estimate, and the tokens per request.
 fn observed_in(
     dir: &std::path::Path,
-    metric: toolscore_report::Metric,
+    metric: toolscore_core::metric::Metric,
     confidence: f64,
     precision: f64,
 ) -> Result<
     (
         Vec<f64>,
         Option<toolscore_stats::ClusteredEstimate>,
-        toolscore_decide::sample_size::TokenBasis,
+        toolscore_decide::TokenBasis,
     ),
     Error,
 > {
     let header = super::read_header(dir)?;
     let summary =
-        toolscore_report::reaggregate(&dir.join("results.jsonl"), header, confidence, precision)?;
+        toolscore_summary::reaggregate(&dir.join("results.jsonl"), header, confidence, precision)?;
     let arm = summary
         .arms
         .first()
         .ok_or_else(|| usage(&format!("--from {}: the run has no arms", dir.display())))?;
-    let rate = |c: &toolscore_report::CaseSummary| {
+    let rate = |c: &toolscore_summary::CaseSummary| {
         let s = c.metrics.get(metric);
         (s.n > 0).then(|| s.x as f64 / s.n as f64)
     };
-    let tokens = toolscore_decide::sample_size::TokenBasis {
+    let tokens = toolscore_decide::TokenBasis {
         source: format!("run {}", summary.run.run_id),
         input_per_request: arm.tokens.input_mean.unwrap_or(0.0),
         output_per_request: arm.tokens.output_mean,
@@ -198,7 +197,7 @@ fn observed_in(
 /// Input tokens per request estimated from what the model reads: the catalog and a case's
 /// messages, at about 4 characters a token (the usual figure for English with BPE tokenizers;
 /// an earlier run's measured usage, `--from`, replaces it).
-fn fixture_tokens(datasets: &[Dataset]) -> toolscore_decide::sample_size::TokenBasis {
+fn fixture_tokens(datasets: &[Dataset]) -> toolscore_decide::TokenBasis {
     let mut chars = 0usize;
     let mut requests = 0usize;
     for d in datasets {
@@ -209,7 +208,7 @@ fn fixture_tokens(datasets: &[Dataset]) -> toolscore_decide::sample_size::TokenB
             requests += 1;
         }
     }
-    toolscore_decide::sample_size::TokenBasis {
+    toolscore_decide::TokenBasis {
         source: "fixtures (characters / 4)".to_owned(),
         input_per_request: chars as f64 / requests.max(1) as f64 / 4.0,
         output_per_request: None,

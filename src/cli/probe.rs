@@ -1,6 +1,6 @@
 //! `toolscore probe SOURCE`: deterministic edge checks of a live MCP server (see
 //! [`toolscore_mcp::probe`]), or with `--security` its escape probes (see
-//! [`toolscore_mcp::probe::security`]).
+//! [`toolscore_mcp::probe_escapes`]).
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
@@ -11,12 +11,10 @@ use clap::{Args, ValueEnum};
 use super::mcp_source::{McpSourceArgs, expected_calls};
 use super::usage;
 use crate::cli::Error;
-use toolscore_core::error::ExitCode;
-use toolscore_mcp::client::ServerSpec;
-use toolscore_mcp::probe::CheckVerdict;
-use toolscore_mcp::probe::security::{
-    DEFAULT_MAX_CALLS, EscapeReport, ProbeError, is_loopback_url, probe_escapes,
-};
+use toolscore_core::ExitCode;
+use toolscore_mcp::CheckVerdict;
+use toolscore_mcp::ServerSpec;
+use toolscore_mcp::{DEFAULT_MAX_CALLS, EscapeReport, ProbeError, is_loopback_url, probe_escapes};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ProbeFormat {
@@ -78,14 +76,14 @@ pub(super) fn run(args: &ProbeArgs) -> Result<ExitCode, Error> {
         None => None,
     };
     let env = |name: &str| std::env::var(name).ok();
-    let report = until_interrupted(toolscore_mcp::probe::probe(
+    let report = until_interrupted(toolscore_mcp::probe(
         &source.spec,
         source.timeout,
         &env,
         expected.as_deref(),
     ))?;
     if let Some(path) = &args.json {
-        toolscore_core::atomic::write_json(path, &report)?;
+        toolscore_core::write_json(path, &report)?;
     }
     let mut out = Vec::new();
     match args.format {
@@ -141,7 +139,7 @@ fn run_security(args: &ProbeArgs) -> Result<ExitCode, Error> {
             })
     })?;
     if let Some(path) = &args.json {
-        toolscore_core::atomic::write_json(path, &report)?;
+        toolscore_core::write_json(path, &report)?;
     }
     let mut out = Vec::new();
     match args.format {
@@ -179,7 +177,7 @@ fn repository_path(raw: &str) -> Result<String, Error> {
     let refuse = |why: &str| {
         Err(usage(&format!(
             "--sarif-artifact \"{}\": {why}",
-            toolscore_core::text::inert(raw, 200)
+            toolscore_core::inert(raw, 200)
         )))
     };
     if raw.chars().any(char::is_control) {
@@ -227,7 +225,7 @@ fn sarif_artifact(source: &McpSourceArgs) -> Option<String> {
         Some(dir) if Path::new(dir).is_dir() => Some(format!(
             "{}/{}",
             dir.trim_end_matches('/'),
-            toolscore_suite::live::DATASET_FILE
+            toolscore_suite::DATASET_FILE
         )),
         Some(_) => None,
         None => source
@@ -264,7 +262,7 @@ fn until_interrupted<T, E: Into<Error>>(
     runtime.block_on(async {
         let finished = tokio::select! {
             r = probe => Some(r),
-            () = toolscore_mcp::client::shutdown_signal() => None,
+            () = toolscore_mcp::shutdown_signal() => None,
         };
         match finished {
             Some(r) => r.map_err(Into::into),
@@ -272,7 +270,7 @@ fn until_interrupted<T, E: Into<Error>>(
                 // The abandoned sessions kill their process groups from tasks of this
                 // runtime: give those tasks a moment before the runtime ends.
                 tokio::time::sleep(Duration::from_millis(500)).await;
-                Err(Error::interrupted(toolscore_mcp::client::MCP_SHUT_DOWN))
+                Err(Error::interrupted(toolscore_mcp::MCP_SHUT_DOWN))
             }
         }
     })

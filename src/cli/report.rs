@@ -12,10 +12,10 @@ use super::run::compare_two_arms;
 use super::usage;
 use super::{rescore, setup};
 use crate::cli::Error;
-use toolscore_core::error::ExitCode;
+use toolscore_core::ExitCode;
 use toolscore_decide::gate::GateSpec;
 use toolscore_decide::gate::recorded::RecordedSequential;
-use toolscore_report::GateLevel;
+use toolscore_summary::GateLevel;
 
 #[derive(Debug, Args)]
 pub struct ReportArgs {
@@ -63,10 +63,10 @@ pub(super) fn run(args: &ReportArgs) -> Result<ExitCode, Error> {
     let compared = header.compared().then(|| {
         header
             .min_effect()
-            .unwrap_or(toolscore_decide::compare::DEFAULT_MIN_EFFECT)
+            .unwrap_or(toolscore_decide::DEFAULT_MIN_EFFECT)
     });
     let mut rescorer = rescore::Rescorer::for_run(&header.run);
-    let (mut summary, latency) = toolscore_report::reaggregate_rescored(
+    let (mut summary, latency) = toolscore_summary::reaggregate_rescored(
         &results_path,
         header,
         confidence,
@@ -124,8 +124,8 @@ pub(super) fn run(args: &ReportArgs) -> Result<ExitCode, Error> {
             recorded_comparison.as_ref(),
         )?;
     }
-    let decision = toolscore_decide::decision::decide(&summary, max_infra);
-    let code = toolscore_decide::decision::exit_code(&decision);
+    let decision = toolscore_decide::decide(&summary, max_infra);
+    let code = toolscore_decide::exit_code(&decision);
     summary.decision = Some(decision);
     for path in output::write_files(&summary, &args.run_dir, &formats)? {
         errln!("wrote {}", path.display())?;
@@ -138,10 +138,10 @@ pub(super) fn run(args: &ReportArgs) -> Result<ExitCode, Error> {
 /// scorer changed), as the run judged them while they finished.
 fn replay_sequential(
     spec: toolscore_decide::gate::sequential::SequentialSpec,
-    run: &toolscore_report::RunInfo,
+    run: &toolscore_summary::RunInfo,
     results: &std::path::Path,
     mut rescorer: Option<&mut rescore::Rescorer>,
-) -> Result<toolscore_report::GateReport, Error> {
+) -> Result<toolscore_summary::GateReport, Error> {
     let confidence = spec.confidence;
     // The flags are checked as `run` checks them (a --sprt-p1 or --fail-below at or below a
     // bar is bad input, not a gate that silently never decides).
@@ -152,7 +152,7 @@ fn replay_sequential(
         .collect();
     spec.check(&case_thresholds).map_err(|e| usage(&e))?;
     let mut gate = setup::sequential_gate(spec, run)?;
-    toolscore_report::for_each_record_mut(results, &mut |r| {
+    toolscore_summary::for_each_record_mut(results, &mut |r| {
         if let Some(rs) = rescorer.as_deref_mut() {
             rs.apply(r);
         }
@@ -167,10 +167,10 @@ fn replay_sequential(
 /// A compared run's two arms compared again from the records, by the run's own
 /// `--min-effect`, and its sequential comparison replayed when it ran one.
 fn compare_again(
-    summary: &mut toolscore_report::Summary,
+    summary: &mut toolscore_summary::Summary,
     min_effect: f64,
     run_dir: &std::path::Path,
-    recorded: Option<&toolscore_report::Comparison>,
+    recorded: Option<&toolscore_summary::Comparison>,
 ) -> Result<(), Error> {
     compare_two_arms(summary, min_effect)?;
     if let Some(mut c) = summary.comparison.take() {
@@ -187,12 +187,12 @@ struct Judging {
     level: GateLevel,
     sequential: Option<RecordedSequential>,
     /// Baseline results the run recorded, kept as judged (the baseline run is not re-read).
-    kept_baseline: Vec<toolscore_report::GateResult>,
+    kept_baseline: Vec<toolscore_summary::GateResult>,
 }
 
 fn judging_of(
     args: &ReportArgs,
-    header: &toolscore_report::SummaryHeader,
+    header: &toolscore_summary::SummaryHeader,
 ) -> Result<Judging, Error> {
     let flags_given = !args.gate.gates.is_empty() || args.gate.baseline.is_some();
     match header.gate() {

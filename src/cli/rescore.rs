@@ -10,10 +10,10 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use toolscore_core::record::{Outcome, TrialRecord};
-use toolscore_report::RunInfo;
+use toolscore_core::{Outcome, TrialRecord};
 use toolscore_score::{Expectation, ToolValidators, score_trial};
 use toolscore_suite::load_dataset;
+use toolscore_summary::RunInfo;
 
 /// The current fixtures of a run's cases, and what re-scoring found.
 pub(super) struct Rescorer {
@@ -44,7 +44,7 @@ impl Rescorer {
             };
             // Re-scoring would mean starting the server again to list its catalog; a report
             // reads files only.
-            if dir.join(toolscore_suite::live::DATASET_FILE).is_file() {
+            if dir.join(toolscore_suite::DATASET_FILE).is_file() {
                 skipped.push(format!(
                     "dataset {}: its catalog is a live MCP server, which report does not start again",
                     d.name
@@ -62,7 +62,7 @@ impl Rescorer {
                 }
             };
             for arm in &run.arms {
-                let recorded = if arm.variant == toolscore_core::record::BASE_VARIANT {
+                let recorded = if arm.variant == toolscore_core::BASE_VARIANT {
                     Some(d.catalog_fingerprint.as_str())
                 } else {
                     d.variants

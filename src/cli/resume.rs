@@ -15,11 +15,11 @@ use serde::{Deserialize, Serialize};
 use super::setup::{RunSetup, Sinks};
 use crate::cli::Error;
 use sha2::Digest;
-use toolscore_core::error::InputError;
-use toolscore_core::event::{RunTotals, TrialKey};
-use toolscore_core::record::{ModelIdentity, TrialRecord};
+use toolscore_core::InputError;
+use toolscore_core::{ModelIdentity, TrialRecord};
+use toolscore_core::{RunTotals, TrialKey};
 use toolscore_runner::RunPlan;
-use toolscore_runner::shard::Shard;
+use toolscore_runner::Shard;
 
 /// The file in a run folder that says what the run planned.
 pub(super) const PLAN_FILE: &str = "plan.json";
@@ -84,10 +84,10 @@ impl PlanFingerprint {
     /// `sha256:` of the canonical JSON of the whole plan (no shard, no digest).
     pub(super) fn digest(&self) -> String {
         let value = serde_json::to_value(self.whole()).unwrap_or_default();
-        let text = toolscore_core::json::canonical_json(&value);
+        let text = toolscore_core::canonical_json(&value);
         format!(
             "sha256:{}",
-            toolscore_core::json::hex(&sha2::Sha256::digest(text.as_bytes()))
+            toolscore_core::hex(&sha2::Sha256::digest(text.as_bytes()))
         )
     }
 }
@@ -154,7 +154,7 @@ fn recorded_fingerprint(plan: &RunPlan) -> PlanFingerprint {
 
 /// Writes `plan.json` into a new run folder.
 pub(super) fn write_plan_file(dir: &Path, plan: &RunPlan) -> Result<(), Error> {
-    Ok(toolscore_core::atomic::write_json(
+    Ok(toolscore_core::write_json(
         &dir.join(PLAN_FILE),
         &recorded_fingerprint(plan),
     )?)
@@ -330,13 +330,13 @@ impl Resumed {
     pub(super) fn replay_into(&self, dir: &Path, sinks: &mut Sinks) -> Result<(), Error> {
         let path = dir.join("results.jsonl");
         let name = path.display().to_string();
-        let lines = toolscore_core::input::jsonl_lines(
+        let lines = toolscore_core::jsonl_lines(
             &path,
             "a results file",
-            toolscore_core::record::MAX_RECORD_LINE_BYTES,
+            toolscore_core::MAX_RECORD_LINE_BYTES,
         )?;
         for (i, line) in lines.enumerate() {
-            let line = line.map_err(|e| toolscore_core::input::line_error(&name, i + 1, e))?;
+            let line = line.map_err(|e| toolscore_core::line_error(&name, i + 1, e))?;
             let record: TrialRecord = serde_json::from_str(&line).map_err(|e| {
                 Error::io(
                     format!("{} changed while resuming", path.display()),
@@ -372,7 +372,7 @@ impl Resumed {
 pub(super) fn prepare(setup: &mut RunSetup) -> Result<Resumed, Error> {
     let dir = setup.out_dir.clone();
     let plan_path = dir.join(PLAN_FILE);
-    let text = toolscore_core::input::read_text(&plan_path)?;
+    let text = toolscore_core::read_text(&plan_path)?;
     let was: PlanFingerprint = serde_json::from_str(&text)
         .map_err(|e| InputError::json(&plan_path.display().to_string(), &e))?;
     let now = fingerprint(&setup.plan);
@@ -421,15 +421,15 @@ struct Kept {
 fn keep_records(results: &Path, keys: &PlanKeys, out: &mut dyn Write) -> Result<Kept, Error> {
     let name = results.display().to_string();
     let mut kept = Kept::default();
-    let mut lines = toolscore_core::input::jsonl_lines(
+    let mut lines = toolscore_core::jsonl_lines(
         results,
         "a results file",
-        toolscore_core::record::MAX_RECORD_LINE_BYTES,
+        toolscore_core::MAX_RECORD_LINE_BYTES,
     )?
     .enumerate()
     .peekable();
     while let Some((i, line)) = lines.next() {
-        let line = line.map_err(|e| toolscore_core::input::line_error(&name, i + 1, e))?;
+        let line = line.map_err(|e| toolscore_core::line_error(&name, i + 1, e))?;
         if line.trim().is_empty() {
             continue;
         }
@@ -478,7 +478,7 @@ struct PlanKeys {
     case_of: HashMap<(String, String), usize>,
     case_trials: Vec<u32>,
     seeds: Vec<u64>,
-    shard: Option<toolscore_runner::shard::Shard>,
+    shard: Option<toolscore_runner::Shard>,
 }
 
 impl PlanKeys {
@@ -498,7 +498,7 @@ impl PlanKeys {
         }
         for sc in &plan.scenarios {
             let next = case_of.len();
-            let dataset = toolscore_suite::scenario::SCENARIO_DATASET.to_owned();
+            let dataset = toolscore_core::SCENARIO_DATASET.to_owned();
             case_of.insert((dataset, sc.name.clone()), next);
         }
         PlanKeys {

@@ -13,8 +13,8 @@ use super::setup::{RunSetup, build_plan};
 use super::{SuiteArgs, resume, usage};
 use super::{cost, lint};
 use crate::cli::Error;
-use toolscore_core::error::ExitCode;
-use toolscore_core::event::Observers;
+use toolscore_core::ExitCode;
+use toolscore_core::Observers;
 use toolscore_decide::gate::sequential_baseline::SequentialBaseline;
 use toolscore_report::ProgressMode;
 
@@ -96,7 +96,7 @@ pub struct RunArgs {
     #[arg(
         help_heading = "Trials and limits",
         long,
-        default_value_t = toolscore_report::Decision::DEFAULT_MAX_INFRA_ERROR_RATE,
+        default_value_t = toolscore_summary::Decision::DEFAULT_MAX_INFRA_ERROR_RATE,
         value_name = "RATE"
     )]
     pub max_infra_error_rate: f64,
@@ -130,7 +130,7 @@ pub struct RunArgs {
     #[arg(
         help_heading = "Statistics",
         long,
-        default_value_t = toolscore_decide::compare::DEFAULT_MIN_EFFECT,
+        default_value_t = toolscore_decide::DEFAULT_MIN_EFFECT,
         requires = "compare"
     )]
     pub min_effect: f64,
@@ -254,7 +254,7 @@ pub(super) fn run(args: RunArgs) -> Result<ExitCode, Error> {
         // The rule the comparison applies after the run, before any trial: two arms that
         // differ in more than one thing cannot be compared, so the run is not worth making.
         let (ia, ib) = (a.settings.identity(), b.settings.identity());
-        toolscore_decide::compare::axis_between((&a.id(), Some(&ia)), (&b.id(), Some(&ib)), true)
+        toolscore_decide::axis_between((&a.id(), Some(&ia)), (&b.id(), Some(&ib)), true)
             .map_err(|e| usage(&format!("--compare: {e}")))?;
     }
     // Once the run is sure to start: a refusal stays the one line it is.
@@ -277,9 +277,7 @@ pub(super) fn run(args: RunArgs) -> Result<ExitCode, Error> {
 
 /// The scenarios of an attacked run that no attack reaches (no injection point), said before
 /// the run starts so a missing `${injection}` is not mistaken for a model that resists.
-fn not_attacked_notice(
-    scenarios: &[std::sync::Arc<toolscore_suite::scenario::Scenario>],
-) -> Option<String> {
+fn not_attacked_notice(scenarios: &[std::sync::Arc<toolscore_suite::Scenario>]) -> Option<String> {
     let attacked: std::collections::BTreeSet<&str> = scenarios
         .iter()
         .filter_map(|s| s.attack.as_ref().map(|a| a.scenario.as_str()))
@@ -303,7 +301,7 @@ fn not_attacked_notice(
 fn run_command(
     mut setup: RunSetup,
     max_infra: f64,
-    baseline: Option<&(toolscore_report::Summary, toolscore_report::Metric)>,
+    baseline: Option<&(toolscore_summary::Summary, toolscore_core::metric::Metric)>,
     gate_args: &GateArgs,
     compare: Option<f64>,
     formats: &[Format],
@@ -377,11 +375,11 @@ fn run_command(
             totals.skipped_trials
         )?;
     }
-    let decision = toolscore_decide::decision::decide(&summary, max_infra);
-    let code = toolscore_decide::decision::exit_code(&decision);
+    let decision = toolscore_decide::decide(&summary, max_infra);
+    let code = toolscore_decide::exit_code(&decision);
     let message = decision.not_judged_because();
     summary.decision = Some(decision);
-    toolscore_core::atomic::write_json(&setup.out_dir.join("summary.json"), &summary)?;
+    toolscore_core::write_json(&setup.out_dir.join("summary.json"), &summary)?;
     append_history(&setup.out_dir, &summary)?;
     let files = output::write_files(&summary, &setup.out_dir, formats)?;
     if formats.contains(&Format::Terminal) {
@@ -421,8 +419,8 @@ pub(super) fn execute_plan(
     runtime: tokio::runtime::Runtime,
     plan: toolscore_runner::RunPlan,
     sinks: &mut super::setup::Sinks,
-    extra: &mut [&mut dyn toolscore_core::event::Observer],
-) -> Result<toolscore_core::event::RunTotals, Error> {
+    extra: &mut [&mut dyn toolscore_core::Observer],
+) -> Result<toolscore_core::RunTotals, Error> {
     let totals = {
         let mut observers = Observers::new();
         for o in sinks.observers() {
@@ -449,7 +447,7 @@ pub(super) fn execute_plan(
 pub(super) fn run_phase(
     mut setup: RunSetup,
     carried: Option<&std::path::Path>,
-    mut observers: Vec<&mut dyn toolscore_core::event::Observer>,
+    mut observers: Vec<&mut dyn toolscore_core::Observer>,
 ) -> Result<PhaseRun, Error> {
     let runtime = super::async_runtime(None)?;
     let started = std::time::SystemTime::now();
@@ -465,7 +463,7 @@ pub(super) fn run_phase(
     let summary = sinks
         .aggregator
         .finish(run, &totals, setup.confidence, setup.precision);
-    toolscore_core::atomic::write_json(&setup.out_dir.join("summary.json"), &summary)?;
+    toolscore_core::write_json(&setup.out_dir.join("summary.json"), &summary)?;
     Ok(PhaseRun {
         sent: totals.completed_trials - kept,
         spent: summary.cost.total.usd.map(|usd| (usd - kept_usd).max(0.0)),
@@ -476,7 +474,7 @@ pub(super) fn run_phase(
 /// A step's summary (of its own trials and the carried ones), and the trials it sent and the
 /// dollars they cost (the carried ones set aside).
 pub(super) struct PhaseRun {
-    pub summary: toolscore_report::Summary,
+    pub summary: toolscore_summary::Summary,
     pub sent: u64,
     pub spent: Option<f64>,
 }
@@ -488,16 +486,14 @@ fn carry(
     results: &std::path::Path,
     plan: &mut toolscore_runner::RunPlan,
     sinks: &mut super::setup::Sinks,
-    observers: &mut [&mut dyn toolscore_core::event::Observer],
+    observers: &mut [&mut dyn toolscore_core::Observer],
 ) -> Result<(u64, f64), Error> {
     let arm = plan.arms[0].id();
     // Units in plan order: the datasets' cases, then the scenarios.
-    let scenarios = plan.scenarios.iter().map(|s| {
-        (
-            toolscore_core::record::SCENARIO_DATASET.to_owned(),
-            s.name.clone(),
-        )
-    });
+    let scenarios = plan
+        .scenarios
+        .iter()
+        .map(|s| (toolscore_core::SCENARIO_DATASET.to_owned(), s.name.clone()));
     let cases: std::collections::HashMap<(String, String), usize> = plan
         .datasets
         .iter()
@@ -510,11 +506,11 @@ fn carry(
     let mut kept = 0;
     let mut usd = 0.0;
     let mut failed = None;
-    toolscore_report::for_each_record(results, &mut |record| {
+    toolscore_summary::for_each_record(results, &mut |record| {
         let Some(&case) = cases.get(&(record.dataset.clone(), record.case_id.clone())) else {
             return;
         };
-        let key = toolscore_core::event::TrialKey {
+        let key = toolscore_core::TrialKey {
             arm: 0,
             case,
             trial: record.trial_index,
@@ -522,7 +518,7 @@ fn carry(
         if record.arm != arm || key.trial >= trials || failed.is_some() || !plan.done.insert(key) {
             return;
         }
-        let event = toolscore_core::event::RunEvent::Trial {
+        let event = toolscore_core::RunEvent::Trial {
             key,
             record,
             raw: &[],
@@ -581,9 +577,9 @@ pub(super) fn priced(
     {
         return Err(usage(&format!(
             "the estimated cost {} of {} trials is over --max-cost {}; lower --trials, run fewer cases or providers, or raise the cap",
-            toolscore_report::format_usd(usd),
+            toolscore_summary::format_usd(usd),
             estimate.trials,
-            toolscore_report::format_usd(max)
+            toolscore_summary::format_usd(max)
         )));
     }
     Ok((estimate, show_cost))
@@ -592,8 +588,8 @@ pub(super) fn priced(
 /// The gates' verdict: the sequential gate's, or the fixed-n gates' over the summary, and
 /// the comparison with a baseline.
 fn judge(
-    summary: &mut toolscore_report::Summary,
-    latency: &toolscore_report::LatencyDistributions,
+    summary: &mut toolscore_summary::Summary,
+    latency: &toolscore_summary::LatencyDistributions,
     judging: Judging<'_>,
 ) -> Result<(), Error> {
     let Judging {
@@ -619,8 +615,8 @@ fn judge(
         // and the verdict is left inconclusive rather than losing the summary.
         errln!("error: {e}")?;
         let gates = summary.gate.take().map(|g| g.gates).unwrap_or_default();
-        summary.gate = Some(toolscore_report::GateReport {
-            verdict: toolscore_report::Verdict::Inconclusive,
+        summary.gate = Some(toolscore_summary::GateReport {
+            verdict: toolscore_summary::Verdict::Inconclusive,
             confidence: summary.confidence,
             gates,
         });
@@ -633,17 +629,17 @@ fn judge(
 struct Judging<'a> {
     sequential: Option<&'a toolscore_decide::gate::sequential::SequentialGate>,
     gates: &'a [toolscore_decide::gate::GateSpec],
-    level: toolscore_report::GateLevel,
-    baseline: Option<&'a (toolscore_report::Summary, toolscore_report::Metric)>,
+    level: toolscore_summary::GateLevel,
+    baseline: Option<&'a (toolscore_summary::Summary, toolscore_core::metric::Metric)>,
     /// The sequential gate's verdicts against the baseline, when it ran beside the run.
-    sequential_baseline: Option<Vec<toolscore_report::GateResult>>,
+    sequential_baseline: Option<Vec<toolscore_summary::GateResult>>,
     gate_args: &'a GateArgs,
 }
 
 /// The terminal report, the comparison of `--compare`, and, with `detail`, the lint findings
 /// beside the weakest tools (without it, a line saying where the rest is).
 fn print_terminal(
-    summary: &toolscore_report::Summary,
+    summary: &toolscore_summary::Summary,
     catalogs: &lint::RunCatalogs,
     lint_options: &toolscore_lint::LintOptions,
     run_dir: &std::path::Path,
@@ -673,10 +669,10 @@ fn print_terminal(
 /// kept in the summary. A comparison that cannot be made is reported, not fatal: the run
 /// happened and is on disk.
 pub(super) fn compare_two_arms(
-    summary: &mut toolscore_report::Summary,
+    summary: &mut toolscore_summary::Summary,
     min_effect: f64,
 ) -> Result<(), Error> {
-    match toolscore_decide::compare::attacks::compare_attacks(summary, min_effect) {
+    match toolscore_decide::compare_attacks(summary, min_effect) {
         Ok(c) => summary.attack_comparison = c,
         Err(e) => errln!("error: --compare: {e}")?,
     }
@@ -684,16 +680,16 @@ pub(super) fn compare_two_arms(
         return Ok(());
     }
     // A and B in plan order, as `compare RUN_DIR` and the sequential comparison pair them.
-    let order = toolscore_decide::compare::plan_order(summary);
-    let side = |i: usize| toolscore_decide::compare::Side {
+    let order = toolscore_decide::plan_order(summary);
+    let side = |i: usize| toolscore_decide::Side {
         summary: &*summary,
         arm: order[i],
     };
-    match toolscore_decide::compare::compare(
+    match toolscore_decide::compare(
         side(0),
         side(1),
-        toolscore_decide::compare::CompareOptions {
-            metric: toolscore_report::Metric::Selection,
+        toolscore_decide::CompareOptions {
+            metric: toolscore_core::metric::Metric::Selection,
             confidence: summary.confidence,
             min_effect,
             power: 0.8,

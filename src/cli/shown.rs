@@ -7,10 +7,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use super::resume::{PLAN_FILE, PlanFingerprint};
-use toolscore_core::record::{BASE_VARIANT, SCENARIO_DATASET};
-use toolscore_report::RunInfo;
-use toolscore_report::behaviour::{CaseAsShown, ShownCatalog, ToBase};
+use toolscore_core::{BASE_VARIANT, SCENARIO_DATASET};
 use toolscore_suite::shown::{self, NotShown, Recorded, ShownDataset};
+use toolscore_summary::RunInfo;
+use toolscore_summary::behaviour::{CaseAsShown, ShownCatalog, ToBase};
 
 /// The files behind one run folder, read as they are asked for.
 pub(super) struct RunFiles<'a> {

@@ -10,10 +10,10 @@ use clap::Args;
 use super::mcp_source::{McpSourceArgs, expected_calls};
 use super::usage;
 use crate::cli::Error;
-use toolscore_core::error::ExitCode;
+use toolscore_core::ExitCode;
 use toolscore_mcp::DatasetCall;
-use toolscore_mcp::client::ServerSpec;
-use toolscore_mcp::stress::{ArgSelector, PeakLoad, StressPlan, StressRun, StressSettings};
+use toolscore_mcp::ServerSpec;
+use toolscore_mcp::{ArgSelector, PeakLoad, StressPlan, StressRun, StressSettings};
 
 /// Most sessions one run opens (each stdio session is a process).
 const MAX_SESSIONS: u32 = 256;
@@ -90,14 +90,14 @@ pub(super) fn run(args: &StressArgs) -> Result<ExitCode, Error> {
         no_canary,
     };
     let run = run_stress(&source.spec, &plan, &calls)?;
-    let report = toolscore_mcp::stress::summarise(&run, &settings);
+    let report = toolscore_mcp::summarise(&run, &settings);
     if let Some(path) = &args.json {
-        toolscore_core::atomic::write_json(path, &report)?;
+        toolscore_core::write_json(path, &report)?;
     }
     toolscore_report::render_stress(&report, &mut std::io::stdout().lock())
         .map_err(|e| Error::io("cannot write the report", e))?;
     if report.interrupted {
-        return Err(Error::interrupted(toolscore_mcp::client::MCP_SHUT_DOWN));
+        return Err(Error::interrupted(toolscore_mcp::MCP_SHUT_DOWN));
     }
     let gate_failed = report.gate.as_ref().is_some_and(|g| !g.passed);
     let untested_but_required = report.leakage.required && !report.leakage.tested;
@@ -233,15 +233,15 @@ fn run_stress(
     calls: &[DatasetCall],
 ) -> Result<StressRun, Error> {
     let runtime = super::async_runtime(Some(2))?;
-    let env: toolscore_mcp::stress::EnvReader = Arc::new(|name: &str| std::env::var(name).ok());
+    let env: toolscore_mcp::EnvReader = Arc::new(|name: &str| std::env::var(name).ok());
     runtime.block_on(async {
         let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
         // Ctrl-C ends the calls in flight and the sessions cleanly; what completed is reported.
         let signal = tokio::spawn(async move {
-            toolscore_mcp::client::shutdown_signal().await;
+            toolscore_mcp::shutdown_signal().await;
             let _ = stop_tx.send(true);
         });
-        let run = toolscore_mcp::stress::stress(spec, plan, env, calls, stop_rx).await;
+        let run = toolscore_mcp::stress(spec, plan, env, calls, stop_rx).await;
         signal.abort();
         run.map_err(Error::from)
     })

@@ -3,7 +3,7 @@
 
 use super::{SuiteArgs, load_suite};
 use crate::cli::Error;
-use toolscore_core::error::ExitCode;
+use toolscore_core::ExitCode;
 
 /// Loads everything a run with these flags would load and prints one line per dataset,
 /// variant and scenario.

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::Value;
-use toolscore_core::message::{ModelTurn, ToolCall};
+use toolscore_core::{ModelTurn, ToolCall};
 use toolscore_score::Expectation;
 use toolscore_score::bfcl::BfclVerdict;
 

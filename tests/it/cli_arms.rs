@@ -117,9 +117,9 @@ fn two_arms_run_in_one_plan_and_reaggregate_from_results_alone() {
 
     // The summary is a function of results.jsonl: re-aggregated from the records alone (the
     // header aside), it is the same value, field for field.
-    let header: toolscore_report::Summary =
+    let header: toolscore_summary::Summary =
         serde_json::from_value(summary.clone()).expect("summary parses");
-    let again = toolscore_report::reaggregate(
+    let again = toolscore_summary::reaggregate(
         &run_dir.join("results.jsonl"),
         serde_json::from_value(summary.clone()).expect("header"),
         header.confidence,
@@ -128,9 +128,9 @@ fn two_arms_run_in_one_plan_and_reaggregate_from_results_alone() {
     .expect("reaggregate");
     // The decision is judged from the re-aggregated summary by the run's own rule.
     let mut again = again;
-    again.decision = Some(toolscore_decide::decision::decide(
+    again.decision = Some(toolscore_decide::decide(
         &again,
-        toolscore_report::Decision::DEFAULT_MAX_INFRA_ERROR_RATE,
+        toolscore_summary::Decision::DEFAULT_MAX_INFRA_ERROR_RATE,
     ));
     assert_eq!(again, header);
 

@@ -276,9 +276,9 @@ fn strings_from_fixtures_and_models_cannot_break_the_markdown_or_the_xml() {
 #[test]
 fn markdown_of_5000_cases_stays_under_github_s_limit_and_says_what_it_cut() {
     let text = read(&root().join(RUN).join("summary.json"));
-    let header: toolscore_report::SummaryHeader = serde_json::from_str(&text).expect("header");
+    let header: toolscore_summary::SummaryHeader = serde_json::from_str(&text).expect("header");
     let (confidence, precision) = (header.confidence, header.precision);
-    let mut summary = toolscore_report::reaggregate(
+    let mut summary = toolscore_summary::reaggregate(
         &root().join(RUN).join("results.jsonl"),
         header,
         confidence,

@@ -72,11 +72,11 @@ fn the_short_report_is_the_whole_one_without_its_detail_sections() {
 #[test]
 fn summary_of_a_fixed_run_reaggregated_from_its_records() {
     let text = std::fs::read_to_string(root().join(RUN).join("summary.json")).expect("summary");
-    let header: toolscore_report::SummaryHeader = serde_json::from_str(&text).expect("parses");
+    let header: toolscore_summary::SummaryHeader = serde_json::from_str(&text).expect("parses");
     let (confidence, precision) = (header.confidence, header.precision);
     // Only the header is read from summary.json; every figure comes from results.jsonl (the
     // equality with a fresh run's own summary is tested in cli_arms.rs).
-    let summary = toolscore_report::reaggregate(
+    let summary = toolscore_summary::reaggregate(
         &root().join(RUN).join("results.jsonl"),
         header,
         confidence,

@@ -285,9 +285,9 @@ fn scenarios_run_beside_datasets_and_every_metric_has_its_exact_value() {
     );
 
     // Re-aggregated from results.jsonl alone, the scenario figures are the same.
-    let header: toolscore_report::SummaryHeader =
+    let header: toolscore_summary::SummaryHeader =
         serde_json::from_value(summary.clone()).expect("header");
-    let again = toolscore_report::reaggregate(&rd.join("results.jsonl"), header, 0.95, 0.05)
+    let again = toolscore_summary::reaggregate(&rd.join("results.jsonl"), header, 0.95, 0.05)
         .expect("reaggregate");
     assert_eq!(
         serde_json::to_value(&again.scenarios).expect("json"),

@@ -8,9 +8,9 @@ use crate::support;
 use std::collections::HashMap;
 
 use support::{FakeResponse, FakeServer, tool_call_body};
-use toolscore_core::error::Error;
-use toolscore_core::event::{Control, Notice, Observer, RunEvent, RunTotals, StopScope};
-use toolscore_provider::openai_compat::KIND;
+use toolscore_core::Error;
+use toolscore_core::{Control, Notice, Observer, RunEvent, RunTotals, StopScope};
+use toolscore_provider::OPENAI_COMPAT_KIND;
 use toolscore_provider::{Cancel, ProviderSettings};
 use toolscore_runner::{Arm, RunPlan, execute};
 
@@ -39,7 +39,12 @@ fn plan(server: &FakeServer, dir: &std::path::Path, arms: &[&str], trials: u32) 
         arms: arms
             .iter()
             .map(|name| Arm {
-                settings: ProviderSettings::new(KIND, *name, server.base_url.clone(), "m"),
+                settings: ProviderSettings::new(
+                    OPENAI_COMPAT_KIND,
+                    *name,
+                    server.base_url.clone(),
+                    "m",
+                ),
                 variant: "base".into(),
                 replay: None,
                 price: None,

@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 
 use toolscore_core::catalog::parse_catalog;
 use toolscore_provider::Adapter;
+use toolscore_provider::OPENAI_COMPAT_KIND;
 use toolscore_provider::cassette::Cassette;
-use toolscore_provider::openai_compat::KIND;
 use toolscore_score::ToolValidators;
 use toolscore_suite::{parse_cases, parse_config};
 
@@ -105,7 +105,7 @@ fn cassette_corpus_replays_without_panicking() {
 
 #[test]
 fn provider_response_corpus_replays_without_panicking() {
-    let adapter: &dyn Adapter = KIND.adapter();
+    let adapter: &dyn Adapter = OPENAI_COMPAT_KIND.adapter();
     replay("provider_response", |data| {
         let _ = adapter.decode_response(data);
         let _ = adapter.error_from_status(500, data);

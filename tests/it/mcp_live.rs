@@ -736,7 +736,7 @@ fn the_readme_dataset_yaml_example_parses() {
     let fence = "```yaml dataset.yaml\n";
     let start = page.find(fence).expect("a dataset.yaml example") + fence.len();
     let end = start + page[start..].find("```").unwrap();
-    let spec = toolscore_suite::live::parse_dataset_file(
+    let spec = toolscore_suite::parse_dataset_file(
         &page[start..end],
         Path::new("datasets/everything/dataset.yaml"),
         Path::new("datasets/everything"),
@@ -752,7 +752,7 @@ fn the_readme_dataset_yaml_example_parses() {
 /// The session type scenarios and probes use: one server, several calls, a clean shutdown.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_calls_tools_on_a_published_server() {
-    use toolscore_mcp::client::{McpError, McpSession, ServerSpec};
+    use toolscore_mcp::{McpError, McpSession, ServerSpec};
     let Some(modules) = published_servers() else {
         return;
     };

@@ -51,11 +51,12 @@ const LAYERS: &[(&str, &[&str])] = &[
         "runner",
         &["core", "lint", "mcp", "provider", "score", "suite"],
     ),
-    ("report", &["core", "mcp", "stats"]),
-    ("decide", &["core", "report", "stats"]),
+    ("summary", &["core", "stats"]),
+    ("report", &["core", "mcp", "stats", "summary"]),
+    ("decide", &["core", "stats", "summary"]),
     (
         "tune",
-        &["core", "decide", "report", "score", "stats", "suite"],
+        &["core", "decide", "score", "stats", "suite", "summary"],
     ),
     ("import", &["core", "provider", "score", "suite"]),
 ];

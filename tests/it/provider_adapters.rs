@@ -10,10 +10,11 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use support::*;
+use toolscore_core::ErrorClass;
 use toolscore_core::catalog::{Catalog, Tool};
-use toolscore_core::message::{FinishReason, Message, ModelTurn};
+use toolscore_core::{FinishReason, Message, ModelTurn};
 use toolscore_provider::{
-    ErrorClass, Provider, ProviderError, ProviderKind, ProviderSettings, SecretString, http_client,
+    Provider, ProviderError, ProviderKind, ProviderSettings, SecretString, http_client,
 };
 
 fn catalog() -> Catalog {

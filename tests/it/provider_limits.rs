@@ -9,8 +9,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::json;
 use support::*;
+use toolscore_core::Message;
 use toolscore_core::catalog::{Catalog, Tool};
-use toolscore_core::message::Message;
 use toolscore_provider::{Provider, ProviderKind, ProviderSettings, SecretString, http_client};
 
 fn catalog() -> Catalog {

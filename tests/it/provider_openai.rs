@@ -11,9 +11,10 @@ use serde_json::{Value, json};
 use support::{
     FakeRequest, FakeResponse, FakeServer, error_body, last_user_message, text_body, tool_call_body,
 };
+use toolscore_core::ErrorClass;
 use toolscore_core::catalog::{Catalog, Tool};
-use toolscore_core::message::{FinishReason, Message, ToolCall};
-use toolscore_provider::{ErrorClass, Provider, ProviderSettings, SecretString, http_client};
+use toolscore_core::{FinishReason, Message, ToolCall};
+use toolscore_provider::{Provider, ProviderSettings, SecretString, http_client};
 
 const KEY: &str = "sk-test-0123456789abcdef-SECRET";
 
@@ -50,7 +51,7 @@ fn ask(text: &str) -> Vec<Message> {
 
 fn settings(base_url: &str) -> ProviderSettings {
     let mut s = ProviderSettings::new(
-        toolscore_provider::openai_compat::KIND,
+        toolscore_provider::OPENAI_COMPAT_KIND,
         "fake",
         base_url,
         "fake-model",
@@ -71,7 +72,7 @@ async fn serve(body: String) -> FakeServer {
     FakeServer::start(move |_| FakeResponse::ok(body.clone())).await
 }
 
-async fn complete_once(body: String) -> toolscore_core::message::ModelTurn {
+async fn complete_once(body: String) -> toolscore_core::ModelTurn {
     let server = serve(body).await;
     let p = provider(settings(&server.base_url));
     let req = p.prepare(&ask("Weather in Paris?"), &catalog());
@@ -535,7 +536,7 @@ async fn request_body_and_headers_have_the_wire_shape() {
     s.api_key = Some(SecretString::new(KEY.into()));
     s.temperature = Some(0.5);
     s.max_tokens = Some(256);
-    s.tool_choice = Some(toolscore_provider::ToolChoice::Required);
+    s.tool_choice = Some(toolscore_core::ToolChoice::Required);
     s.parallel_tool_calls = Some(false);
     let p = provider(s);
     p.complete(&p.prepare(&messages, &catalog()))

@@ -79,7 +79,7 @@ fn json_and_yaml_examples_parse_and_validate() {
                     }
                 }
                 "yaml" if block.name.as_deref() == Some("dataset.yaml") => {
-                    toolscore_suite::live::parse_dataset_file(
+                    toolscore_suite::parse_dataset_file(
                         &block.text,
                         Path::new("datasets/example/dataset.yaml"),
                         Path::new("datasets/example"),
@@ -101,7 +101,7 @@ fn json_and_yaml_examples_parse_and_validate() {
                         _ => root.join("scenarios"),
                     };
                     let file = at(block);
-                    toolscore_suite::scenario::parse_scenario(&block.text, &file, "example", &base)
+                    toolscore_suite::parse_scenario(&block.text, &file, "example", &base)
                         .unwrap_or_else(|e| panic!("{file}: the scenario does not load: {e}"));
                     scenarios += 1;
                 }

@@ -6,18 +6,19 @@
 use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
+use toolscore_core::FailureKind;
 use toolscore_core::catalog::{Catalog, parse_catalog};
-use toolscore_core::message::{FinishReason, ModelTurn};
+use toolscore_core::{FinishReason, ModelTurn};
 use toolscore_provider::{Provider, ProviderSettings, http_client};
 use toolscore_score::{ArgMatcher, Expectation, ExpectedCall};
-use toolscore_score::{FailureKind, ToolValidators, score_turn};
+use toolscore_score::{ToolValidators, score_turn};
 
 const DATA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/llama-server");
 
 fn decode(name: &str) -> ModelTurn {
     let body = std::fs::read(format!("{DATA}/{name}.json")).expect("captured response");
     let settings = ProviderSettings::new(
-        toolscore_provider::openai_compat::KIND,
+        toolscore_provider::OPENAI_COMPAT_KIND,
         "local",
         "http://127.0.0.1:9/v1",
         "smollm2",

@@ -194,8 +194,6 @@ impl Error {
     }
 }
 
-pub type Result<T, E = Error> = std::result::Result<T, E>;
-
 /// Whether `err` or any error in its chain of sources is a write to a reader that stopped
 /// reading (`toolscore … | head`), which ends a command quietly rather than as an error. Only
 /// toolscore's own output reaches here as an I/O error of that kind: an MCP server's closed

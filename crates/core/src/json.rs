@@ -7,7 +7,7 @@ use serde_json::{Number, Value};
 
 /// Why [`from_str_unique_keys`] refused a text.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum StrictJsonError {
+pub(crate) enum StrictJsonError {
     /// Not JSON: serde_json's message.
     Syntax(String),
     /// An object names this key twice: its path (`inputSchema.properties.unit`).
@@ -17,7 +17,7 @@ pub enum StrictJsonError {
 /// Parses `text` as one JSON value, refusing an object that names a key twice (which
 /// `serde_json` reads silently, keeping the last: a reviewer would read one value and the
 /// program another).
-pub fn from_str_unique_keys(text: &str) -> Result<Value, StrictJsonError> {
+pub(crate) fn from_str_unique_keys(text: &str) -> Result<Value, StrictJsonError> {
     use serde::de::DeserializeSeed as _;
     let duplicate = std::cell::RefCell::new(None);
     let mut de = serde_json::Deserializer::from_str(text);

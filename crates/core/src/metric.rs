@@ -1,3 +1,5 @@
+//! Public as a namespace: callers write `metric::Metric`, `metric::PerMetric`, `metric::AttackMetric` (one path each).
+//!
 //! The rates a trial is scored on: one registry. Every command that takes a metric (`--gate`,
 //! `--metric` of `compare`, `explain`, `history`, `plan`, `gate --baseline-metric`), every
 //! summary and every renderer takes its names, labels and per-trial outcome from here. A new

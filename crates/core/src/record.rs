@@ -35,7 +35,7 @@ impl Outcome {
 }
 
 /// One line of `results.jsonl`: self-describing, enough to re-score and re-aggregate a run
-/// without calling the model again and without the plan (`report::reaggregate`).
+/// without calling the model again and without the plan (`summary::reaggregate`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TrialRecord {
     pub run_id: String,

@@ -11,9 +11,9 @@
 //! comparison's (decided counts as a pass, undecided as inconclusive, 3). A budget stop is
 //! listed and changes nothing: the trials it left unsent are neither failures nor errors.
 
-use toolscore_core::error::ExitCode;
-use toolscore_core::record::ErrorClass;
-use toolscore_report::{Decision, Ground, Part, RunVerdict, StoppedProvider, Summary, Verdict};
+use toolscore_core::ErrorClass;
+use toolscore_core::ExitCode;
+use toolscore_summary::{Decision, Ground, Part, RunVerdict, StoppedProvider, Summary, Verdict};
 
 /// The run's decision. Pure: a function of `summary` and the limit.
 pub fn decide(summary: &Summary, max_infra_error_rate: f64) -> Decision {
@@ -33,7 +33,7 @@ pub fn decide(summary: &Summary, max_infra_error_rate: f64) -> Decision {
 /// trusted (each judged by its own limit); the first run's limit is the one recorded.
 pub fn decide_comparison(
     runs: &[(&Summary, f64)],
-    comparison: &toolscore_report::Comparison,
+    comparison: &toolscore_summary::Comparison,
 ) -> Decision {
     let mut grounds: Vec<Ground> = Vec::new();
     for ((summary, limit), arm) in runs.iter().zip([&comparison.a, &comparison.b]) {
@@ -152,7 +152,7 @@ fn run_grounds(summary: &Summary, max_infra_error_rate: f64) -> Vec<Ground> {
 /// The gates' combined verdict. A sequential case gate that failed under `--fail-below P1`
 /// found its cases below P1, not below the bar: when every failed gate is such a gate, the
 /// gates say `BELOW P1` (the run still exits 1, as the user asked).
-fn gate_ground(gate: Option<&toolscore_report::GateReport>) -> Option<Ground> {
+fn gate_ground(gate: Option<&toolscore_summary::GateReport>) -> Option<Ground> {
     let gate = gate?;
     let count = |v: Verdict| gate.gates.iter().filter(|g| g.verdict == v).count();
     let below = gate.below();
@@ -170,7 +170,7 @@ fn gate_ground(gate: Option<&toolscore_report::GateReport>) -> Option<Ground> {
 }
 
 /// The comparison's overall verdict: decided (whichever way) answers the question asked.
-fn comparison_ground(c: &toolscore_report::Comparison) -> Ground {
+fn comparison_ground(c: &toolscore_summary::Comparison) -> Ground {
     let overall = c.overall();
     Ground {
         verdict: if overall.decided() {
@@ -189,10 +189,10 @@ fn comparison_ground(c: &toolscore_report::Comparison) -> Ground {
 
 /// The attacked arms' comparison: decided on attack success (whichever way) answers the
 /// question asked; utility under attack is told beside it.
-fn attack_comparison_ground(c: &toolscore_report::AttackComparison) -> Ground {
+fn attack_comparison_ground(c: &toolscore_summary::AttackComparison) -> Ground {
     let decided = !matches!(
         c.attack_success.judged(),
-        toolscore_report::ComparisonVerdict::Inconclusive
+        toolscore_summary::ComparisonVerdict::Inconclusive
     );
     Ground {
         verdict: if decided {
@@ -262,7 +262,7 @@ fn stopped_providers(summary: &Summary) -> Vec<StoppedProvider> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use toolscore_report::{GateReport, RunInfo};
+    use toolscore_summary::{GateReport, RunInfo};
 
     fn summary(planned: u64, completed: u64, skipped: u64) -> Summary {
         Summary {

@@ -4,16 +4,32 @@
 //!
 //! - [`gate`]: `--gate` verdicts (suite, case, tool; rates and latency budgets), the sequential
 //!   gate that stops decided cases, and the `--baseline` non-inferiority gate;
-//! - [`decision`]: the run's one verdict over gates, comparison, infrastructure and budget,
-//!   and its exit code;
-//! - [`compare`]: `toolscore compare` and `run --compare`, two arms paired by case;
+//! - `decision` ([`decide`], [`exit_code`]): the run's one verdict over gates, comparison,
+//!   infrastructure and budget, and its exit code;
+//! - `compare` ([`compare()`], [`compare_attacks`], [`SequentialCompare`]): `toolscore compare`
+//!   and `run --compare`, two arms paired by case;
+//! - `race` ([`Race`]): tune's race of candidates against a base;
 //! - `rounds`: trials gathered into complete rounds for the sequential tests that judge a
 //!   fixed set of cases together;
-//! - [`sample_size`]: `toolscore plan`, the trials and cases each option needs before anything is spent.
+//! - `sample_size` ([`plan`]): `toolscore plan`, the trials and cases each option needs before
+//!   anything is spent.
+//!
+//! Only [`gate`] is public, as a namespace; the other modules are private and the root
+//! re-exports what other crates name.
 
-pub mod compare;
-pub mod decision;
+mod compare;
+mod decision;
 pub mod gate;
-pub mod race;
+mod race;
 mod rounds;
-pub mod sample_size;
+mod sample_size;
+
+pub use compare::attacks::compare_attacks;
+pub use compare::sequential::{Rule, SequentialCompare, SequentialCompareSpec};
+pub use compare::{
+    CompareOptions, DEFAULT_MIN_EFFECT, HOLDOUT_TAG, Side, arm_list, axis_between, case_difference,
+    choose_arms, compare, find_arm, plan_order,
+};
+pub use decision::{decide, decide_comparison, exit_code};
+pub use race::{Race, RaceSpec};
+pub use sample_size::{AttackGateRequest, PlanPrice, PlanRequest, TokenBasis, plan, render_plan};

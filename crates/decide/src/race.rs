@@ -7,10 +7,11 @@
 //! claim tune makes is the confirmation on held-out cases, one comparison, so the race's
 //! several looks do not enter it.
 
-use toolscore_core::error::Error;
-use toolscore_core::event::{Control, Observer, RunEvent, StopScope};
-use toolscore_core::record::ArmId;
-use toolscore_report::{Metric, SequentialComparison};
+use toolscore_core::ArmId;
+use toolscore_core::Error;
+use toolscore_core::metric::Metric;
+use toolscore_core::{Control, Observer, RunEvent, StopScope};
+use toolscore_summary::SequentialComparison;
 
 use super::compare::sequential::{Rule, SequentialCompare, SequentialCompareSpec};
 
@@ -72,7 +73,7 @@ impl Race {
 
     /// Feeds one trial; the arms to stop now (a candidate that just decided), or the whole
     /// run once every candidate has.
-    fn push(&mut self, record: &toolscore_core::record::TrialRecord) -> Option<StopScope> {
+    fn push(&mut self, record: &toolscore_core::TrialRecord) -> Option<StopScope> {
         if record.arm == self.spec.base.0 {
             for (i, c) in self.comparisons.iter_mut().enumerate() {
                 if !self.stopped[i] {
@@ -125,7 +126,7 @@ impl Observer for Race {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use toolscore_core::record::TrialRecord;
+    use toolscore_core::TrialRecord;
 
     fn arm(variant: &str) -> ArmId {
         ArmId::for_test(variant)
@@ -161,8 +162,11 @@ mod tests {
             }
         }
         let r = race.results();
-        assert_eq!(r[0].verdict, toolscore_report::ComparisonVerdict::Better);
-        assert_eq!(r[1].verdict, toolscore_report::ComparisonVerdict::NotBetter);
+        assert_eq!(r[0].verdict, toolscore_summary::ComparisonVerdict::Better);
+        assert_eq!(
+            r[1].verdict,
+            toolscore_summary::ComparisonVerdict::NotBetter
+        );
         assert!(r[1].upper < 0.3 && r[1].lower < 0.0, "{:?}", r[1]);
         // `good` decides first (13 pairs of +1 pass 2/α), and only its arm stops; the run
         // stops when `same` is ruled out too.

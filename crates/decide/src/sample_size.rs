@@ -18,8 +18,8 @@ use std::io::{self, Write};
 
 use serde::{Deserialize, Serialize};
 
-use toolscore_report::format_usd;
 use toolscore_stats as stats;
+use toolscore_summary::format_usd;
 
 /// What the plan is asked for.
 #[derive(Debug, Clone)]
@@ -82,7 +82,7 @@ fn simulated_reps(rounds: u32, cases: usize) -> u32 {
 pub struct PlanPrice {
     /// `NAME (KIND:MODEL)`.
     pub provider: String,
-    pub price: toolscore_core::record::Price,
+    pub price: toolscore_core::Price,
     pub source: String,
     /// Output tokens per request the dollars assume when the token basis measured none: the
     /// provider's `max_tokens`, or the run estimate's assumption.

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use toolscore_core::error::{Error, InputError};
+use toolscore_core::{Error, InputError};
 use toolscore_score::bfcl::pyjson::OrderedJson;
 use toolscore_score::bfcl::{BfclChecker, BfclLanguage, openai_name};
 
@@ -56,7 +56,7 @@ pub struct Imported {
 }
 
 fn read_json_lines(path: &Path) -> Result<Vec<Value>, Error> {
-    let text = toolscore_core::input::read_text(path)?;
+    let text = toolscore_core::read_text(path)?;
     text.lines()
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
@@ -98,7 +98,7 @@ pub fn import_category(data: &Path, category: &str) -> Result<Imported, Error> {
     // `json.dumps`, keys in the file's order, which `Value` does not keep: those entries are
     // read a second time, in order.
     let ordered: HashMap<String, OrderedJson> = if language == BfclLanguage::JavaScript {
-        toolscore_core::input::read_text(&questions_path)?
+        toolscore_core::read_text(&questions_path)?
             .lines()
             .filter_map(|l| OrderedJson::parse(l).ok())
             .filter_map(|e| match e.get("id") {

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use toolscore_core::error::{Error, InputError};
+use toolscore_core::{Error, InputError};
 
 /// Where a written dataset's catalog comes from: a tools.json, or a dataset.yaml that names a
 /// live server (listed again when the dataset is loaded back).
@@ -42,12 +42,10 @@ pub fn stage_dataset(
 ) -> Result<PathBuf, Error> {
     let io = io_error;
     if cases.is_empty() {
-        return Err(Error::Input(toolscore_core::error::InputError::new(
-            format!(
-                "nothing to import into {}: every case was skipped",
-                dest.display()
-            ),
-        )));
+        return Err(Error::Input(toolscore_core::InputError::new(format!(
+            "nothing to import into {}: every case was skipped",
+            dest.display()
+        ))));
     }
     let parent = dest.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(parent).map_err(|e| io(&parent.display().to_string(), e))?;
@@ -68,7 +66,7 @@ pub fn stage_dataset(
                 .map_err(|e| io("writing tools.json", e))?;
         }
         CatalogFile::Live(yaml) => {
-            std::fs::write(staging.join(toolscore_suite::live::DATASET_FILE), yaml)
+            std::fs::write(staging.join(toolscore_suite::DATASET_FILE), yaml)
                 .map_err(|e| io("writing dataset.yaml", e))?;
         }
     }

@@ -26,8 +26,8 @@ mod similar;
 mod text;
 mod tokens;
 
-pub use tokens::{Footprint, TOKEN_METHOD, tool_tokens};
-pub use toolscore_core::json::thousands;
+pub use tokens::{Footprint, tool_tokens};
+use toolscore_core::thousands;
 
 /// How serious a finding is. `Error` findings make `toolscore lint` exit 1.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

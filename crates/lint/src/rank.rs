@@ -1,3 +1,5 @@
+//! Public as a namespace: callers write `rank::rank`, `rank::render`, `rank::MeasuredTool`.
+//!
 //! `lint --from RUN_DIR`: findings ranked by the measured selection failures of their tools,
 //! so the tools the model misses most come first with what lint says about them. Pure: the
 //! measured figures come in as plain data (the command line reads them from the run).

@@ -1,3 +1,5 @@
+//! Public as a namespace: callers write `render::text`, `render::json`, `render::sarif`.
+//!
 //! Renderers of a [`LintReport`]: text for people, JSON, and SARIF 2.1.0 for code-scanning
 //! UIs. Pure: they write to any `io::Write`.
 

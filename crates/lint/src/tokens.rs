@@ -9,13 +9,14 @@
 
 use crate::RuleId;
 use serde::Serialize;
-use toolscore_core::json::thousands;
+use toolscore_core::thousands;
 
 use super::{LintOptions, Raw};
 use toolscore_core::catalog::{Catalog, Tool};
 
 /// How the token figures are estimated, as the report states it.
-pub const TOKEN_METHOD: &str = "characters of each tool's compact JSON definition / 4, rounded up";
+pub(crate) const TOKEN_METHOD: &str =
+    "characters of each tool's compact JSON definition / 4, rounded up";
 
 /// Estimated tokens of one tool's definition.
 pub fn tool_tokens(tool: &Tool) -> u64 {

@@ -13,7 +13,7 @@ use super::{
 };
 use crate::batch::{BatchApi, NoBatchApi};
 use toolscore_core::catalog::Catalog;
-use toolscore_core::message::{Message, ModelTurn};
+use toolscore_core::{Message, ModelTurn};
 
 /// Every wire format toolscore speaks. The one registration line per adapter.
 pub(super) static ADAPTERS: &[&dyn Adapter] = &[

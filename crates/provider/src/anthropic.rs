@@ -14,20 +14,21 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Map, Value, json};
 
 use super::pairing::{PendingCalls, RoleRun, push_grouped};
-use super::{Adapter, ErrorClass, InvalidHeader, ProviderError, ProviderKind, ProviderSettings};
+use super::{Adapter, ErrorClass, InvalidHeader, ProviderError, ProviderSettings};
 use crate::batch::{BatchApi, NoBatchApi};
 use crate::wire::{
     ErrorInfo, call_id, classify_status, decode_arguments, excerpt_text, http_error, malformed,
     parse_object,
 };
 use toolscore_core::catalog::Catalog;
-use toolscore_core::message::{FinishReason, Message, ModelTurn, ToolCall, Usage};
+use toolscore_core::{FinishReason, Message, ModelTurn, ToolCall, Usage};
 
 /// The Messages adapter.
-pub struct Anthropic;
+pub(crate) struct Anthropic;
 
 /// Its kind, for code that names it directly.
-pub const KIND: ProviderKind = ProviderKind(&Anthropic);
+#[cfg(test)]
+pub(crate) const KIND: crate::ProviderKind = crate::ProviderKind(&Anthropic);
 
 /// The only `anthropic-version` the official SDK sends.
 pub(crate) const API_VERSION: &str = "2023-06-01";

@@ -13,7 +13,7 @@ pub fn bearer_auth(api_key: &str, headers: &mut HeaderMap) -> Result<(), Invalid
 }
 
 /// `NAME: VALUE` for a secret, marked sensitive so it is never printed with the headers.
-pub fn key_header(
+pub(crate) fn key_header(
     name: HeaderName,
     value: &str,
     headers: &mut HeaderMap,

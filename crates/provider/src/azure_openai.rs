@@ -14,7 +14,7 @@ use super::openai_compat;
 use super::{Adapter, InvalidHeader, ProviderError, ProviderKind, ProviderSettings};
 use crate::batch::{BatchApi, NoBatchApi};
 use toolscore_core::catalog::Catalog;
-use toolscore_core::message::{Message, ModelTurn};
+use toolscore_core::{Message, ModelTurn};
 
 /// The Azure OpenAI adapter.
 pub(crate) struct AzureOpenAi;

@@ -1,3 +1,5 @@
+//! Public as a namespace: `capabilities::shipped` beside `prices::shipped`.
+//!
 //! The shipped capability table (`capabilities.yaml`, beside the price table): request fields a
 //! model's API refuses. An arm whose model refuses a configured field does not send it, and
 //! the run says so, rather than every trial ending in a refused request.
@@ -7,7 +9,7 @@ use std::sync::OnceLock;
 use serde::Deserialize;
 
 use super::ProviderSettings;
-use toolscore_core::record::OmittedSetting;
+use toolscore_core::OmittedSetting;
 
 const SHIPPED: &str = include_str!("capabilities.yaml");
 

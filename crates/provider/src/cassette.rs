@@ -1,3 +1,5 @@
+//! Public as a namespace: callers write `cassette::Cassette`, `cassette::CassetteRecorder`, `cassette::Replay`.
+//!
 //! Record and replay of raw provider responses.
 //!
 //! A cassette is JSON Lines (gzip-compressed when its name ends in `.gz`): a header naming the
@@ -19,9 +21,9 @@ use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
 use super::{ErrorClass, Exchange, Provider, ProviderError, ProviderKind, StepKey};
-use toolscore_core::error::{Error, InputError};
-use toolscore_core::event::{Control, Observer, RawResponse, RunEvent};
-use toolscore_core::input::BoundedLines;
+use toolscore_core::BoundedLines;
+use toolscore_core::{Control, Observer, RawResponse, RunEvent};
+use toolscore_core::{Error, InputError};
 
 /// Bumped when the layout changes incompatibly. Format 2 added `step` to every entry.
 pub const CASSETTE_FORMAT: u32 = 2;
@@ -256,7 +258,7 @@ impl CassetteRecorder {
     pub fn record_exchange(
         &mut self,
         key: EntryKey<'_>,
-        step: &toolscore_core::event::RawStep,
+        step: &toolscore_core::RawStep,
     ) -> Result<(), Error> {
         match &mut self.writer {
             Some(w) => write_step(w, key, step),
@@ -321,7 +323,7 @@ fn write_step(
         case_id,
         trial_index,
     }: EntryKey<'_>,
-    step: &toolscore_core::event::RawStep,
+    step: &toolscore_core::RawStep,
 ) -> Result<(), Error> {
     let (body, error) = match &step.response {
         RawResponse::Body(b) => (Some(String::from_utf8_lossy(b).into_owned()), None),
@@ -378,7 +380,7 @@ const MAX_LATENCY_MS: f64 = 3_600_000.0;
 const MAX_ATTEMPTS: u32 = 1_000;
 
 fn open_lines(path: &Path) -> Result<BoundedLines, InputError> {
-    let file = toolscore_core::input::open_regular_file(path, "a cassette")?;
+    let file = toolscore_core::open_regular_file(path, "a cassette")?;
     let reader: Box<dyn Read> = if is_gzip(path) {
         Box::new(flate2::read::MultiGzDecoder::new(file))
     } else {
@@ -393,14 +395,14 @@ fn parse_header(header_text: &str, file_name: &str) -> Result<CassetteHeader, In
     let not_header = |e: serde_json::Error| {
         bad(format!(
             "not a toolscore cassette header: {}",
-            toolscore_core::error::strip_position(&e.to_string())
+            toolscore_core::strip_position(&e.to_string())
         ))
     };
     let probe: FormatProbe = serde_json::from_str(header_text).map_err(not_header)?;
     if probe.toolscore_cassette == 1 {
         return Err(bad(format!(
             "cassette format 1 predates multi-step trials; convert it once with `{} NEW.cassette.jsonl.gz` (no model is called)",
-            toolscore_core::text::command(["toolscore", "cassette", "upgrade", file_name])
+            toolscore_core::command(["toolscore", "cassette", "upgrade", file_name])
         )));
     }
     if probe.toolscore_cassette != CASSETTE_FORMAT {
@@ -546,7 +548,7 @@ impl Cassette {
                 continue;
             }
             let text = match (&entry.body, &entry.error) {
-                (Some(body), _) => toolscore_core::json::cut_text(body, max_bytes),
+                (Some(body), _) => toolscore_core::cut_text(body, max_bytes),
                 (None, Some(e)) => format!("(no body: {} {})", e.class, e.message),
                 (None, None) => "(nothing recorded)".to_owned(),
             };

@@ -25,20 +25,21 @@ use reqwest::header::{HeaderMap, HeaderName};
 use serde_json::{Map, Value, json};
 
 use super::pairing::{PendingCalls, RoleRun, push_grouped};
-use super::{Adapter, ErrorClass, InvalidHeader, ProviderError, ProviderKind, ProviderSettings};
+use super::{Adapter, ErrorClass, InvalidHeader, ProviderError, ProviderSettings};
 use crate::batch::{BatchApi, NoBatchApi};
 use crate::wire::{
     ErrorInfo, call_id, classify_status, decode_arguments, excerpt_text, http_error, malformed,
     parse_object,
 };
 use toolscore_core::catalog::Catalog;
-use toolscore_core::message::{FinishReason, Message, ModelTurn, Usage};
+use toolscore_core::{FinishReason, Message, ModelTurn, Usage};
 
 /// The generateContent adapter.
-pub struct Gemini;
+pub(crate) struct Gemini;
 
 /// Its kind, for code that names it directly.
-pub const KIND: ProviderKind = ProviderKind(&Gemini);
+#[cfg(test)]
+pub(crate) const KIND: crate::ProviderKind = crate::ProviderKind(&Gemini);
 
 impl Adapter for Gemini {
     fn batch_api(&self) -> Result<BatchApi, NoBatchApi> {
@@ -480,8 +481,8 @@ pub(crate) fn error_from_status(status: u16, body: &[u8]) -> ProviderError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use toolscore_core::ToolCall;
     use toolscore_core::catalog::Tool;
-    use toolscore_core::message::ToolCall;
 
     fn catalog() -> Catalog {
         Catalog::new(

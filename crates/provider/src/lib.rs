@@ -4,27 +4,44 @@
 //!
 //! A case's opening request is encoded once by [`Provider::prepare`] and reused by every
 //! trial; [`Provider::complete`] only sends bytes and decodes the answer. Adding a wire format
-//! means one file implementing [`Adapter`] and one line in [`adapter::ADAPTERS`].
+//! means one file implementing [`Adapter`] and one line in `adapter::ADAPTERS`.
+//!
+//! `batch`, `cassette`, `capabilities` and `prices` are public as namespaces; the other modules
+//! are private and the root re-exports what other crates name (a wire format's kind and
+//! response decoder under its format's name: [`OPENAI_COMPAT_KIND`],
+//! [`decode_anthropic_response`]…).
 
 mod adapter;
-pub mod anthropic;
+mod anthropic;
 mod auth;
-pub mod azure_openai;
+mod azure_openai;
 pub mod batch;
 pub mod capabilities;
 pub mod cassette;
-pub mod gemini;
-pub mod limits;
-pub mod model_map;
-pub mod ollama;
-pub mod openai_compat;
-pub mod openai_responses;
+mod gemini;
+mod limits;
+mod model_map;
+mod ollama;
+mod openai_compat;
+mod openai_responses;
 mod pairing;
 pub mod prices;
 mod secret;
-pub mod stop;
+mod stop;
 mod transport;
 mod wire;
+
+pub use anthropic::decode_response as decode_anthropic_response;
+pub use azure_openai::KIND as AZURE_OPENAI_KIND;
+pub use limits::retry_after_waits;
+pub use model_map::{
+    MapEntry, MapOrigin, ModelMap, ModelMapError, omit_unsupported_sampling, snapshot_version,
+};
+pub use openai_compat::{
+    KIND as OPENAI_COMPAT_KIND, decode_response as decode_openai_compat_response,
+};
+pub use openai_responses::decode_response as decode_openai_responses_response;
+pub use stop::ProviderStops;
 
 use std::fmt;
 use std::time::Duration;
@@ -35,14 +52,15 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 
 pub use adapter::{Adapter, ProviderKind};
-pub use auth::{InvalidHeader, bearer_auth, key_header};
+use auth::key_header;
+pub use auth::{InvalidHeader, bearer_auth};
+use toolscore_core::ToolChoice;
 use toolscore_core::catalog::Catalog;
-use toolscore_core::message::{Message, ModelTurn};
-pub use toolscore_core::record::ToolChoice;
-use toolscore_core::record::{ModelIdentity, OmittedSetting};
+use toolscore_core::{Message, ModelTurn};
+use toolscore_core::{ModelIdentity, OmittedSetting};
 
 pub use secret::SecretString;
-pub use toolscore_core::record::ErrorClass;
+use toolscore_core::ErrorClass;
 pub use transport::{HttpClientError, http_client};
 
 /// Everything needed to talk to one configured provider.
@@ -627,8 +645,8 @@ pub fn request_hash(
     if let Some(parallel) = settings.parallel_tool_calls {
         identity["parallel_tool_calls"] = json!(parallel);
     }
-    let canonical = toolscore_core::json::canonical_json(&identity);
-    toolscore_core::json::hex(&Sha256::digest(canonical.as_bytes()))
+    let canonical = toolscore_core::canonical_json(&identity);
+    toolscore_core::hex(&Sha256::digest(canonical.as_bytes()))
 }
 
 #[cfg(test)]
@@ -743,8 +761,8 @@ mod tests {
 
     #[test]
     fn history_ids_and_tool_messages_are_encoded() {
+        use toolscore_core::ToolCall;
         use toolscore_core::catalog::Tool;
-        use toolscore_core::message::ToolCall;
         let catalog = Catalog::new(
             vec![Tool {
                 name: "f".into(),

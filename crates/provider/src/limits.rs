@@ -68,7 +68,7 @@ impl RetryAfterWaits {
 }
 
 /// The limits of one provider.
-pub struct Limits {
+pub(crate) struct Limits {
     in_flight: Option<Arc<Semaphore>>,
     rate: Option<DefaultDirectRateLimiter>,
     tokens: Option<(DefaultDirectRateLimiter, NonZeroU32)>,
@@ -146,7 +146,7 @@ impl Drop for Slot<'_> {
 
 impl Limits {
     /// Limits with these caps (`None`: no cap of that kind; 0 is treated as none).
-    pub fn new(
+    pub(crate) fn new(
         max_in_flight: Option<usize>,
         requests_per_minute: Option<u32>,
         tokens_per_minute: Option<u32>,
@@ -262,7 +262,7 @@ static REGISTRY: LazyLock<Mutex<HashMap<RegistryKey, Weak<Limits>>>> =
 
 /// The limits shared by every provider built with this name, base URL and caps while any of
 /// them is alive.
-pub fn shared(
+pub(crate) fn shared(
     name: &str,
     base_url: &str,
     max_in_flight: Option<usize>,

@@ -14,7 +14,7 @@ use std::sync::OnceLock;
 
 use serde_json::Value;
 
-use toolscore_core::record::Price;
+use toolscore_core::Price;
 
 use crate::ProviderKind;
 
@@ -23,7 +23,7 @@ const SNAPSHOT_GZ: &[u8] = include_bytes!("../model-map/model_prices_and_context
 const SNAPSHOT_VERSION: &str = include_str!("../model-map/VERSION");
 
 /// Largest map file read: the snapshot is 3.5 MB; a copy a hundred times that is not a map.
-pub const MAX_MAP_BYTES: u64 = 256 * 1024 * 1024;
+pub(crate) const MAX_MAP_BYTES: u64 = 256 * 1024 * 1024;
 
 /// Where a map came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -240,13 +240,11 @@ pub fn omit_unsupported_sampling(
     }
     let configured = settings.temperature.take()?;
     let reason = format!("{}: supports_sampling_params false ({key})", map.origin);
-    settings
-        .omitted
-        .push(toolscore_core::record::OmittedSetting {
-            field: "temperature".to_owned(),
-            configured: Value::from(configured),
-            reason: reason.clone(),
-        });
+    settings.omitted.push(toolscore_core::OmittedSetting {
+        field: "temperature".to_owned(),
+        configured: Value::from(configured),
+        reason: reason.clone(),
+    });
     Some(format!(
         "provider `{}`: model {} takes no sampling parameters, so `temperature` is not sent ({reason})",
         settings.name, settings.model
@@ -269,7 +267,7 @@ pub fn snapshot_version() -> (&'static str, &'static str) {
 /// (`gemini/…`, `azure/…`, `ollama/…`). A dated snapshot (`-20250929`, `-2025-08-07`) is
 /// tried as named, then without its date, so a snapshot the map does not list is read as its
 /// model. A model named with a provider prefix already (`gemini/x`) is tried as given first.
-pub fn keys(kind: ProviderKind, model: &str) -> Vec<String> {
+pub(crate) fn keys(kind: ProviderKind, model: &str) -> Vec<String> {
     let prefixes: &[&str] = match kind.as_str() {
         "anthropic" => &["", "anthropic/"],
         "openai-compat" | "openai-responses" => &["", "openai/"],

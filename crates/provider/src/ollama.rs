@@ -13,18 +13,19 @@
 use serde_json::{Map, Value, json};
 
 use super::pairing::PendingCalls;
-use super::{Adapter, ErrorClass, ProviderError, ProviderKind, ProviderSettings};
+use super::{Adapter, ErrorClass, ProviderError, ProviderSettings};
 use crate::wire::{
     ErrorInfo, call_id, class_from_code, decode_arguments, excerpt_text, malformed, parse_object,
 };
 use toolscore_core::catalog::Catalog;
-use toolscore_core::message::{FinishReason, Message, ModelTurn, Usage};
+use toolscore_core::{FinishReason, Message, ModelTurn, Usage};
 
 /// The native chat adapter.
-pub struct Ollama;
+pub(crate) struct Ollama;
 
 /// Its kind, for code that names it directly.
-pub const KIND: ProviderKind = ProviderKind(&Ollama);
+#[cfg(test)]
+pub(crate) const KIND: crate::ProviderKind = crate::ProviderKind(&Ollama);
 
 impl Adapter for Ollama {
     /// Ollama serves models on the user's machine (its cloud models are billed by Ollama's
@@ -278,8 +279,8 @@ pub(crate) fn decode_response(raw: &[u8]) -> Result<ModelTurn, ProviderError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use toolscore_core::ToolCall;
     use toolscore_core::catalog::Tool;
-    use toolscore_core::message::ToolCall;
 
     #[test]
     fn history_names_the_tool_and_keeps_arguments_as_objects() {

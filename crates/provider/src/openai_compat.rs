@@ -18,7 +18,7 @@ use crate::wire::{
     excerpt_text, fallback_call_id, malformed, parse_object,
 };
 use toolscore_core::catalog::Catalog;
-use toolscore_core::message::{FinishReason, Message, ModelTurn, ToolCall, Usage};
+use toolscore_core::{FinishReason, Message, ModelTurn, ToolCall, Usage};
 
 /// The Chat Completions adapter.
 pub(crate) struct OpenAiCompat;

@@ -13,19 +13,20 @@
 use serde_json::{Map, Value, json};
 
 use super::openai_compat;
-use super::{Adapter, ProviderError, ProviderKind, ProviderSettings};
+use super::{Adapter, ProviderError, ProviderSettings};
 use crate::batch::{BatchApi, NoBatchApi};
 use crate::wire::{
     call_id, decode_arguments, encode_arguments, excerpt_text, malformed, parse_object,
 };
 use toolscore_core::catalog::Catalog;
-use toolscore_core::message::{FinishReason, Message, ModelTurn, Usage};
+use toolscore_core::{FinishReason, Message, ModelTurn, Usage};
 
 /// The Responses adapter.
-pub struct OpenAiResponses;
+pub(crate) struct OpenAiResponses;
 
 /// Its kind, for code that names it directly.
-pub const KIND: ProviderKind = ProviderKind(&OpenAiResponses);
+#[cfg(test)]
+pub(crate) const KIND: crate::ProviderKind = crate::ProviderKind(&OpenAiResponses);
 
 impl Adapter for OpenAiResponses {
     fn batch_api(&self) -> Result<BatchApi, NoBatchApi> {
@@ -243,8 +244,8 @@ pub fn decode_response(raw: &[u8]) -> Result<ModelTurn, ProviderError> {
 mod tests {
     use super::*;
     use crate::ErrorClass;
+    use toolscore_core::ToolCall;
     use toolscore_core::catalog::Tool;
-    use toolscore_core::message::ToolCall;
 
     #[test]
     fn history_goes_as_function_call_items_paired_on_call_id() {

@@ -3,7 +3,7 @@
 
 use std::collections::VecDeque;
 
-use toolscore_core::message::ToolCall;
+use toolscore_core::ToolCall;
 
 use crate::wire::fallback_call_id;
 

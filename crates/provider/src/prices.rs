@@ -1,7 +1,10 @@
+//! Public as a namespace: `prices::lookup` and `prices::shipped` beside
+//! `capabilities::shipped`, `prices::ArmPrice`.
+//!
 //! What a model's tokens cost, from three sources in order: a model map file the user named
 //! (`model_map:` in toolscore.yaml), the hand-kept table (`prices.yaml`: only what LiteLLM's
 //! map lacks or gets wrong, each entry with its source, a test keeping it so), then the map's
-//! snapshot compiled in ([`crate::model_map`]). `prices:` in toolscore.yaml wins over all
+//! snapshot compiled in ([`crate::ModelMap`]). `prices:` in toolscore.yaml wins over all
 //! three; the command line applies it.
 //!
 //! In the hand-kept table, a model matches an entry named exactly like it, or like it followed by a dated snapshot
@@ -15,10 +18,10 @@ use std::sync::OnceLock;
 
 use serde::Deserialize;
 
-use toolscore_core::record::Price;
+use toolscore_core::Price;
 
+use crate::ModelMap;
 use crate::ProviderKind;
-use crate::model_map::ModelMap;
 
 /// The table as shipped: compiled into the binary, so a run prices the same on any machine.
 const SHIPPED: &str = include_str!("prices.yaml");

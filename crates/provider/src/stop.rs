@@ -4,9 +4,9 @@
 
 use std::io::Write;
 
-use toolscore_core::error::Error;
-use toolscore_core::event::{Control, Observer, RunEvent, StopScope};
-use toolscore_core::record::ErrorClass;
+use toolscore_core::Error;
+use toolscore_core::ErrorClass;
+use toolscore_core::{Control, Observer, RunEvent, StopScope};
 
 /// One arm stopped, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -105,8 +105,8 @@ impl Observer for ProviderStops {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use toolscore_core::event::TrialKey;
-    use toolscore_core::record::{Outcome, TrialRecord};
+    use toolscore_core::TrialKey;
+    use toolscore_core::{Outcome, TrialRecord};
 
     /// One trial of `arm` seen by the observer, and its answer.
     fn trial(stops: &mut ProviderStops, arm: usize, record: &TrialRecord) -> Control {

@@ -9,7 +9,7 @@ use std::borrow::Cow;
 use serde_json::Value;
 
 use super::{ErrorClass, ProviderError};
-use toolscore_core::message::ToolCall;
+use toolscore_core::ToolCall;
 
 /// Longest excerpt of a provider's error text kept in an error message (characters).
 pub(crate) const EXCERPT_CHARS: usize = 300;

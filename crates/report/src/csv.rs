@@ -3,9 +3,9 @@
 
 use std::path::Path;
 
-use toolscore_core::error::Error;
-use toolscore_core::event::{Control, Observer, RunEvent};
-use toolscore_core::record::TrialRecord;
+use toolscore_core::Error;
+use toolscore_core::TrialRecord;
+use toolscore_core::{Control, Observer, RunEvent};
 
 /// `results.csv`: one flat row per trial for spreadsheets, written beside `results.jsonl`.
 pub struct ResultsCsv(csv::Writer<std::fs::File>);

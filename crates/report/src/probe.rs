@@ -5,8 +5,8 @@
 use std::io::{self, Write};
 
 use serde_json::{Value, json};
-use toolscore_mcp::probe::security::{EscapeCheck, EscapeReport};
-use toolscore_mcp::probe::{CheckVerdict, ProbeReport};
+use toolscore_mcp::{CheckVerdict, ProbeReport};
+use toolscore_mcp::{EscapeCheck, EscapeReport};
 
 /// Each check with its verdict and evidence, then the counts.
 pub fn render_probe(report: &ProbeReport, w: &mut dyn Write) -> io::Result<()> {
@@ -207,7 +207,7 @@ pub fn escapes_sarif(report: &EscapeReport, artifact: Option<&str>, version: &st
 mod tests {
     use super::*;
     use toolscore_core::catalog::source::ServerIdentity;
-    use toolscore_mcp::probe::security::{EscapeVerdict, ToolCalls};
+    use toolscore_mcp::{EscapeVerdict, ToolCalls};
 
     fn report() -> EscapeReport {
         let verdict = |check, parameter: &str, verdict| EscapeVerdict {

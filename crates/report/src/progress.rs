@@ -14,9 +14,9 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use toolscore_core::error::Error;
-use toolscore_core::event::{Control, Notice, Observer, RunEvent};
-use toolscore_core::record::Outcome;
+use toolscore_core::Error;
+use toolscore_core::Outcome;
+use toolscore_core::{Control, Notice, Observer, RunEvent};
 
 /// How progress is shown while trials run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

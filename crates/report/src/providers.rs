@@ -1,222 +1,10 @@
-//! Several providers in one run, side by side: a column per provider arm, and the cases where
-//! they disagree. A server that works with one client and breaks with another is a production
-//! bug, so a difference between providers is reported as a finding, case by case. Computed
-//! from the arms' summaries when the summary is built (so `report` and `merge` give the same
-//! diff as the run); renderers only format these numbers and the arms' own figures.
+//! Several providers shown the same catalog variant, side by side and where they disagree.
 
-use std::collections::BTreeMap;
 use std::io::{self, Write};
+
+use toolscore_core::ArmId;
 use toolscore_core::metric::Metric;
-
-use serde::{Deserialize, Serialize};
-
-use super::{ArmSummary, RateStat, Summary};
-use toolscore_core::record::ArmId;
-
-/// The provider arms shown one catalog variant, compared case by case.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ProviderDiff {
-    pub variant: String,
-    /// The columns: every arm of this variant, in the summary's arm order.
-    pub arms: Vec<ArmId>,
-    /// Two-sided confidence level of every per-case interval.
-    pub confidence: f64,
-    /// Cases with scored trials in every one of the arms: the cases compared.
-    pub cases_compared: u64,
-    /// Cases whose majority choice of tool differs between arms, in case order.
-    pub choice_differs: Vec<ChoiceDiff>,
-    /// (case, pair of arms) pass-rate comparisons made: the count that false alarms scale
-    /// with (at 95%, about one in twenty when the providers are alike).
-    pub pass_comparisons: u64,
-    /// Cases where some pair of arms has a pass-rate difference whose interval excludes 0,
-    /// largest difference first.
-    pub pass_differs: Vec<PassDiff>,
-}
-
-impl ProviderDiff {
-    /// About how many case comparisons would differ beyond their intervals by chance alone
-    /// if the providers were alike: each comparison's interval misses with 1 − confidence.
-    pub(crate) fn differences_by_chance(&self) -> f64 {
-        self.pass_comparisons as f64 * (1.0 - self.confidence)
-    }
-}
-
-/// One arm's choices on a case: its most frequent choice, and whether that is a majority
-/// (more than half of the scored trials).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ArmChoice {
-    pub top: String,
-    pub count: u64,
-    pub scored: u64,
-    pub majority: bool,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ChoiceDiff {
-    pub dataset: String,
-    pub case_id: String,
-    pub expected: String,
-    /// One per arm, in the order of [`ProviderDiff::arms`].
-    pub choices: Vec<ArmChoice>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PassDiff {
-    pub dataset: String,
-    pub case_id: String,
-    pub expected: String,
-    /// Passing trials and scored trials per arm, in the order of [`ProviderDiff::arms`].
-    pub pass: Vec<(u64, u64)>,
-    /// The pairs whose interval excludes 0.
-    pub pairs: Vec<PairDifference>,
-}
-
-/// Arm `b`'s pass rate minus arm `a`'s on one case, with Newcombe's hybrid score interval
-/// (the two arms' trials of a case are independent samples).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PairDifference {
-    pub a: usize,
-    pub b: usize,
-    pub difference: f64,
-    pub lo: f64,
-    pub hi: f64,
-}
-
-/// One diff per catalog variant shown to two or more arms (which then differ in provider,
-/// model or sampling settings), over the cases every one of those arms scored.
-pub(crate) fn provider_diffs(arms: &[ArmSummary], confidence: f64) -> Vec<ProviderDiff> {
-    let mut by_variant: BTreeMap<&str, Vec<&ArmSummary>> = BTreeMap::new();
-    for arm in arms.iter().filter(|a| !a.cases.is_empty()) {
-        by_variant.entry(&arm.arm.variant).or_default().push(arm);
-    }
-    by_variant
-        .into_iter()
-        .filter(|(_, arms)| arms.len() >= 2)
-        .map(|(variant, arms)| diff_of(variant, &arms, confidence))
-        .collect()
-}
-
-fn diff_of(variant: &str, arms: &[&ArmSummary], confidence: f64) -> ProviderDiff {
-    type Key<'a> = (&'a str, &'a str);
-    let cases: Vec<BTreeMap<Key<'_>, &super::CaseSummary>> = arms
-        .iter()
-        .map(|a| {
-            a.cases
-                .iter()
-                .filter(|c| c.scored_trials > 0)
-                .map(|c| ((c.dataset.as_str(), c.case_id.as_str()), c))
-                .collect()
-        })
-        .collect();
-    let shared: Vec<Key<'_>> = cases[0]
-        .keys()
-        .filter(|k| cases.iter().all(|m| m.contains_key(*k)))
-        .copied()
-        .collect();
-    let mut choice_differs = Vec::new();
-    let mut pass_differs = Vec::new();
-    let mut pass_comparisons = 0u64;
-    for key in &shared {
-        let per_arm: Vec<&super::CaseSummary> = cases.iter().map(|m| m[key]).collect();
-        let choices: Vec<ArmChoice> = per_arm.iter().map(|c| choice_of(c)).collect();
-        let majority = |c: &ArmChoice| c.majority.then(|| c.top.clone());
-        if choices.iter().any(|c| majority(c) != majority(&choices[0])) {
-            choice_differs.push(ChoiceDiff {
-                dataset: key.0.to_owned(),
-                case_id: key.1.to_owned(),
-                expected: per_arm[0].expected.clone(),
-                choices,
-            });
-        }
-        let pass: Vec<(u64, u64)> = per_arm
-            .iter()
-            .map(|c| (c.metrics[Metric::Pass].x, c.metrics[Metric::Pass].n))
-            .collect();
-        let (pairs, compared) = significant_pairs(&pass, confidence);
-        pass_comparisons += compared;
-        if !pairs.is_empty() {
-            pass_differs.push(PassDiff {
-                dataset: key.0.to_owned(),
-                case_id: key.1.to_owned(),
-                expected: per_arm[0].expected.clone(),
-                pass,
-                pairs,
-            });
-        }
-    }
-    let largest = |p: &PassDiff| {
-        p.pairs
-            .iter()
-            .map(|q| q.difference.abs())
-            .fold(0.0, f64::max)
-    };
-    pass_differs.sort_by(|x, y| {
-        largest(y)
-            .total_cmp(&largest(x))
-            .then_with(|| (&x.dataset, &x.case_id).cmp(&(&y.dataset, &y.case_id)))
-    });
-    ProviderDiff {
-        variant: variant.to_owned(),
-        arms: arms.iter().map(|a| a.arm.clone()).collect(),
-        confidence,
-        cases_compared: shared.len() as u64,
-        choice_differs,
-        pass_comparisons,
-        pass_differs,
-    }
-}
-
-/// The pairs of arms (a < b) whose pass rates on one case differ beyond chance (Newcombe's
-/// interval of b − a excludes 0), and how many pairs had data to compare.
-fn significant_pairs(pass: &[(u64, u64)], confidence: f64) -> (Vec<PairDifference>, u64) {
-    let mut pairs = Vec::new();
-    let mut compared = 0u64;
-    for a in 0..pass.len() {
-        for b in a + 1..pass.len() {
-            let ((ax, an), (bx, bn)) = (pass[a], pass[b]);
-            if an == 0 || bn == 0 {
-                continue;
-            }
-            compared += 1;
-            if let Some(iv) = toolscore_stats::newcombe_interval(bx, bn, ax, an, confidence)
-                && (iv.lo > 0.0 || iv.hi < 0.0)
-            {
-                pairs.push(PairDifference {
-                    a,
-                    b,
-                    difference: bx as f64 / bn as f64 - ax as f64 / an as f64,
-                    lo: iv.lo,
-                    hi: iv.hi,
-                });
-            }
-        }
-    }
-    (pairs, compared)
-}
-
-/// The most frequent choice (ties by name; `(other)` never counts as a choice).
-fn choice_of(case: &super::CaseSummary) -> ArmChoice {
-    let scored: u64 = case.chosen.values().sum();
-    let top = case
-        .chosen
-        .iter()
-        .filter(|(k, _)| k.as_str() != "(other)")
-        .max_by(|a, b| a.1.cmp(b.1).then_with(|| b.0.cmp(a.0)));
-    match top {
-        Some((tool, &count)) => ArmChoice {
-            top: tool.clone(),
-            count,
-            scored,
-            majority: 2 * count > scored,
-        },
-        None => ArmChoice {
-            top: "(none)".to_owned(),
-            count: 0,
-            scored,
-            majority: false,
-        },
-    }
-}
+use toolscore_summary::{ArmSummary, PassDiff, ProviderDiff, RateStat, Summary};
 
 fn rate_cell(r: &RateStat) -> String {
     match (r.rate, r.interval) {
@@ -231,7 +19,7 @@ fn column_label(arm: &ArmId) -> String {
 }
 
 /// The side-by-side rows: (metric, one cell per arm).
-pub fn side_by_side_rows(arms: &[&ArmSummary]) -> Vec<(String, Vec<String>)> {
+pub(crate) fn side_by_side_rows(arms: &[&ArmSummary]) -> Vec<(String, Vec<String>)> {
     let metric = |name: &str, f: &dyn Fn(&ArmSummary) -> String| {
         (name.to_owned(), arms.iter().map(|a| f(a)).collect())
     };
@@ -268,7 +56,7 @@ pub fn side_by_side_rows(arms: &[&ArmSummary]) -> Vec<(String, Vec<String>)> {
 }
 
 /// Terminal rendering of every provider diff of the summary.
-pub fn render_provider_diffs(summary: &Summary, out: &mut dyn Write) -> io::Result<()> {
+pub(crate) fn render_provider_diffs(summary: &Summary, out: &mut dyn Write) -> io::Result<()> {
     for (k, d) in summary.provider_diffs.iter().enumerate() {
         if k > 0 {
             writeln!(out)?;
@@ -438,3 +226,93 @@ pub(crate) fn pass_diff_text(p: &PassDiff, name: &dyn Fn(usize) -> String) -> (S
 
 /// Cases listed per kind of difference on the terminal; summary.json has them all.
 const SHOWN: usize = 10;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use toolscore_core::RunTotals;
+    use toolscore_core::{Outcome, TrialRecord};
+    use toolscore_summary::{Aggregator, RunInfo};
+
+    fn scored(selection_ok: bool, called: bool) -> TrialRecord {
+        let mut r = TrialRecord::for_test("c", Outcome::Pass, 10.0);
+        r.usage.input_tokens = Some(10);
+        r.score = Some(toolscore_core::TrialScore {
+            selection_ok,
+            args_ok: None,
+            schema_ok: called.then_some(true),
+            passed: selection_ok,
+            failure: None,
+            detail: None,
+            schema_violations: Vec::new(),
+            arg_failures: None,
+        });
+        if !selection_ok {
+            r.outcome = Outcome::Fail;
+        }
+        r
+    }
+
+    /// A scored trial of `provider` on `case` whose first call is `chosen` (None: no call).
+    fn chose_as(provider: &str, case: &str, chosen: Option<&str>) -> TrialRecord {
+        let ok = chosen == Some("t");
+        let mut r = scored(ok, chosen.is_some());
+        r.case_id = case.into();
+        r.arm.provider = provider.into();
+        r.turns = vec![toolscore_core::ModelTurn {
+            tool_calls: chosen
+                .map(|name| toolscore_core::ToolCall {
+                    id: None,
+                    name: name.into(),
+                    arguments: serde_json::json!({}),
+                    unparsed_arguments: None,
+                    thought_signature: None,
+                })
+                .into_iter()
+                .collect(),
+            text: None,
+            usage: Default::default(),
+            finish: None,
+        }];
+        r
+    }
+
+    /// The terminal's words for the diffs `summary`'s aggregator tests compute.
+    #[test]
+    fn providers_are_compared_case_by_case_on_majority_choice_and_pass_rate() {
+        let mut agg = Aggregator::new();
+        for _ in 0..10 {
+            agg.add(&chose_as("p1", "a", Some("t")));
+            agg.add(&chose_as("p2", "a", Some("t")));
+            agg.add(&chose_as("p3", "a", Some("wrong_tool")));
+        }
+        for i in 0..10 {
+            let pick = if i % 2 == 0 { Some("t") } else { None };
+            for p in ["p1", "p2", "p3"] {
+                agg.add(&chose_as(p, "b", pick));
+            }
+        }
+        let totals = RunTotals {
+            planned_trials: 60,
+            completed_trials: 60,
+            skipped_trials: 0,
+            budget_not_run: 0,
+            interrupted: false,
+            failures: Vec::new(),
+        };
+        let s = agg.finish(RunInfo::for_test(100), &totals, 0.95, 0.05);
+        let mut text = Vec::new();
+        render_provider_diffs(&s, &mut text).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        assert!(
+            text.contains(
+                "    d/a (expects t): p1 → t 10/10 · p2 → t 10/10 · p3 → wrong_tool 10/10"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("in 2 of 6 case comparisons; about 0.3 would by chance alone"),
+            "{text}"
+        );
+    }
+}

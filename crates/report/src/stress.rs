@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 
 use super::wording::format_percentile;
-use toolscore_mcp::stress::{
+use toolscore_mcp::{
     KeptReason, LEAKS_SHOWN, Leak, LeakSource, Leakage, MAX_ARG_DEPTH, MAX_ARG_VALUES,
     MIN_FREE_MAX_LENGTH, StressReport, ToolStress, Untested,
 };
@@ -285,13 +285,16 @@ fn source_words(source: &LeakSource) -> String {
 
 #[cfg(test)]
 mod tests {
-    //! What the stress report says about runs `toolscore_mcp::stress::summarise` tallied.
+    //! What the stress report says about runs `toolscore_mcp::summarise` tallied.
     use std::time::Duration;
 
     use super::*;
 
     use toolscore_core::catalog::source::ServerIdentity;
-    use toolscore_mcp::stress::*;
+    use toolscore_mcp::{
+        ArgPath, CallObservation, CallOutcome, CallPlan, Canary, KeptField, LeakPair, SessionLog,
+        Step, StressRun, StressSettings, ToolCanaries, summarise,
+    };
     use toolscore_stats::{wilson_interval, wilson_upper_bound};
 
     fn render(r: &StressReport) -> String {

@@ -6,6 +6,7 @@
 //! `verdict.rs` and `comparison.rs`).
 
 use super::{Metric, RateStat, Summary, Warning};
+use toolscore_summary::format_usd;
 
 /// How many of the worst cases the terminal report lists (all are in summary.json).
 pub(crate) const WORST_CASES_SHOWN: usize = 10;
@@ -29,7 +30,7 @@ pub(crate) fn format_rate(r: &RateStat) -> String {
 
 /// `812.0 [640.5, 990.1]`: a nearest-rank percentile in ms with its order-statistic interval;
 /// an end the data cannot bound is `unbounded`.
-pub fn format_percentile(x: &Option<super::Percentile>) -> String {
+pub(crate) fn format_percentile(x: &Option<super::Percentile>) -> String {
     let end = |v: Option<f64>| v.map_or("unbounded".to_owned(), |v| format!("{v:.1}"));
     match x {
         Some(p) => format!("{:.1} [{}, {}]", p.value, end(p.lo), end(p.hi)),
@@ -39,16 +40,6 @@ pub fn format_percentile(x: &Option<super::Percentile>) -> String {
 
 /// Renders the whole summary: the run header, then each arm's figures. With one arm the run's
 /// warnings and the arm's are listed together under the arm.
-/// Dollars to the cent from $1 up, else to three significant digits (`$12.35`, `$0.0139`,
-/// `$0.00231`): a small run's cost must not round to $0.00.
-pub fn format_usd(usd: f64) -> String {
-    if usd >= 1.0 || usd <= 0.0 || !usd.is_finite() {
-        return format!("${usd:.2}");
-    }
-    let decimals = (2 - usd.log10().floor() as i32).clamp(2, 12) as usize;
-    format!("${usd:.decimals$}")
-}
-
 /// Whether the run says anything about cost: some trial was priced, or a budget was set. A
 /// run with no price anywhere prints no cost lines (summary.json still says `usd: null`).
 pub(crate) fn shows_cost(s: &Summary) -> bool {
@@ -70,47 +61,6 @@ pub(crate) fn describe_cost(c: &super::CostFigures) -> String {
             format_usd(usd)
         ),
     }
-}
-
-/// What `--max-cost` stopped, and whether spend passed it (`cap` is `None` for merged shards,
-/// each of which had its own).
-pub(crate) fn budget_stop_text(
-    not_run: u64,
-    stopped: u64,
-    cap: Option<f64>,
-    spent: Option<f64>,
-) -> String {
-    let spent_text = spent.map_or("unknown".to_owned(), format_usd);
-    let cap_text = match (cap, spent) {
-        (Some(cap), Some(spent)) if spent > cap => format!(
-            "--max-cost {} PASSED by {} ({spent_text} spent: a provider billed beyond the worst case of its requests in flight)",
-            format_usd(cap),
-            format_usd(spent - cap)
-        ),
-        // Spend under the cap: what stopped the run is that the next trials' worst case did
-        // not fit in what was left (a trial starts only when it fits), not that it was spent.
-        (Some(cap), _) => format!(
-            "--max-cost {}: the next trials' worst case did not fit in what was left ({spent_text} spent)",
-            format_usd(cap)
-        ),
-        (None, _) => format!(
-            "each shard's --max-cost: the next trials' worst case did not fit in what was left ({spent_text} spent)"
-        ),
-    };
-    let were = |n: u64| if n == 1 { "was" } else { "were" };
-    let not_run_text = format!(
-        "{not_run} planned trial{} {} not run",
-        if not_run == 1 { "" } else { "s" },
-        were(not_run)
-    );
-    let trials = match stopped {
-        0 => not_run_text,
-        _ => format!(
-            "{not_run_text} and {stopped} {} stopped between two steps",
-            were(stopped)
-        ),
-    };
-    format!("{cap_text}; {trials} (counted apart, not as failures or infrastructure errors)")
 }
 
 /// A warning in the terminal's words.
@@ -217,24 +167,6 @@ pub(crate) fn case_verdict_notes(c: &super::CaseVerdict, gate_threshold: f64) ->
     notes
 }
 
-/// An arm's cases with a pass rate, lowest first (ties by case id): the weakest cases every
-/// report lists.
-pub fn weakest_cases(a: &super::ArmSummary) -> Vec<&super::CaseSummary> {
-    let mut cases: Vec<_> = a
-        .cases
-        .iter()
-        .filter(|c| c.metrics[Metric::Pass].rate.is_some())
-        .collect();
-    cases.sort_by(|a, b| {
-        a.metrics[Metric::Pass]
-            .rate
-            .partial_cmp(&b.metrics[Metric::Pass].rate)
-            .unwrap_or(std::cmp::Ordering::Equal)
-            .then_with(|| a.case_id.cmp(&b.case_id))
-    });
-    cases
-}
-
 /// A history point's score: `0.361 [0.258, 0.469] (61 cases)`, the mean alone when there is
 /// no interval (a single case), `–` when nothing was scored.
 pub(crate) fn history_score(p: &super::history::MetricPoint) -> String {
@@ -324,27 +256,5 @@ pub(crate) fn history_headline(o: &super::history::overview::Overview) -> String
         )
     } else {
         format!("No {word}: none of {n} series {verb} significantly in its newest run")
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_budget_stop_under_the_cap_says_the_next_trials_did_not_fit_in_the_right_number() {
-        let under = budget_stop_text(1, 1, Some(5.0), Some(4.0));
-        assert!(
-            under.starts_with(
-                "--max-cost $5.00: the next trials' worst case did not fit in what was left ($4.00 spent); 1 planned trial was not run and 1 was stopped between two steps"
-            ),
-            "{under}"
-        );
-        let over = budget_stop_text(40, 0, Some(5.0), Some(5.5));
-        assert!(over.contains("PASSED by $0.50"), "{over}");
-        assert!(
-            over.contains("; 40 planned trials were not run ("),
-            "{over}"
-        );
     }
 }

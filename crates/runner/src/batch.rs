@@ -1,3 +1,5 @@
+//! Public as a namespace: callers write `batch::STATE_FILE`, `batch::uncollected`, `batch::BatchMode`.
+//!
 //! `run --batch`: the plan's single-step trials go to each provider's batch API instead of one
 //! request each. Every trial is one batch request whose `custom_id` names its key (arm, case,
 //! trial), so answers map back whatever order they return in. Each batch's id is written to
@@ -12,13 +14,14 @@ use std::time::{Duration, Instant, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
-use toolscore_core::error::{Error, InputError};
-use toolscore_core::event::{BatchProgress, Notice, Observer, RunEvent, TrialKey};
-use toolscore_core::record::BatchRef;
+use toolscore_core::BatchRef;
+use toolscore_core::ErrorClass;
+use toolscore_core::{BatchProgress, Notice, Observer, RunEvent, TrialKey};
+use toolscore_core::{Error, InputError};
 use toolscore_provider::batch::{
     BatchApi, BatchClient, BatchEnd, BatchLine, BatchStatus, chunk_lines,
 };
-use toolscore_provider::{ErrorClass, Exchange, PreparedRequest, Provider, ProviderError};
+use toolscore_provider::{Exchange, PreparedRequest, Provider, ProviderError};
 
 use crate::{BatchError, RunError};
 
@@ -457,14 +460,14 @@ fn read_state(path: &Path) -> Result<BatchFile, Error> {
     if !path.exists() {
         return Ok(BatchFile::default());
     }
-    let text = toolscore_core::input::read_text(path)?;
+    let text = toolscore_core::read_text(path)?;
     serde_json::from_str(&text)
         .map_err(|e| InputError::json(&path.display().to_string(), &e).into())
 }
 
 /// Written whole to a temporary file, then renamed: a kill leaves the old file or the new.
 fn write_state(path: &Path, file: &BatchFile) -> Result<(), Error> {
-    toolscore_core::atomic::write_json(path, file)
+    toolscore_core::write_json(path, file)
 }
 
 #[cfg(test)]

@@ -1,3 +1,5 @@
+//! Public as a namespace: callers write `budget::estimate`, `budget::Estimate`, `budget::worst_case_usd`.
+//!
 //! What a plan should cost before it runs, and the `--max-cost` cap while it runs.
 //!
 //! The estimate prices each (arm, case) trial from what the model reads — the catalog's token
@@ -14,8 +16,8 @@
 
 use std::sync::Mutex;
 
-use toolscore_core::message::Usage;
-use toolscore_core::record::Price;
+use toolscore_core::Price;
+use toolscore_core::Usage;
 
 use super::RunPlan;
 
@@ -179,7 +181,7 @@ struct PlannedUnit {
 fn trials_to_run(plan: &RunPlan, unit: &PlannedUnit, trials: u32) -> u64 {
     (0..trials)
         .filter(|&t| {
-            let key = toolscore_core::event::TrialKey {
+            let key = toolscore_core::TrialKey {
                 arm: unit.arm,
                 case: unit.case,
                 trial: t,

@@ -5,15 +5,16 @@
 use std::sync::Arc;
 
 use super::{Arm, budget};
+use toolscore_core::Error;
+use toolscore_core::Message;
+use toolscore_core::SCENARIO_DATASET;
 use toolscore_core::catalog::Catalog;
-use toolscore_core::error::Error;
-use toolscore_core::message::Message;
-use toolscore_core::record::{ArmId, ModelIdentity};
+use toolscore_core::{ArmId, ModelIdentity};
 use toolscore_provider::cassette::Replay;
 use toolscore_provider::{Backend, PreparedRequest, Provider};
 use toolscore_score::{Expectation, ToolValidators};
 use toolscore_suite::Dataset;
-use toolscore_suite::scenario::{SCENARIO_DATASET, Scenario};
+use toolscore_suite::Scenario;
 
 /// A case ready to run in every arm.
 pub(super) struct CaseUnit {

@@ -7,15 +7,16 @@ use super::script::ScriptRun;
 use super::{
     Shared, TrialKey, TrialState, cover_request, record_step, settle_request, total_usage,
 };
+use toolscore_core::ErrorClass;
 use toolscore_core::catalog::Catalog;
-use toolscore_core::message::{Message, ToolCall};
-use toolscore_core::record::{AttackTrial, ExecutedCall, LoopStop, Outcome, Trajectory};
-use toolscore_mcp::client::McpSession;
-use toolscore_provider::{ErrorClass, PreparedRequest, StepKey};
+use toolscore_core::{AttackTrial, ExecutedCall, LoopStop, Outcome, Trajectory};
+use toolscore_core::{Message, ToolCall};
+use toolscore_mcp::McpSession;
+use toolscore_provider::{PreparedRequest, StepKey};
 use toolscore_score::ToolValidators;
-use toolscore_score::attack::judge_goal;
-use toolscore_score::trajectory::score_trajectory;
-use toolscore_suite::scenario::Scenario;
+use toolscore_score::judge_goal;
+use toolscore_score::score_trajectory;
+use toolscore_suite::Scenario;
 
 /// What a scenario trial's arm reads and is judged by: the scenario, the catalog of the arm's
 /// variant, the variant (its opening and its wording of the script's results, where the
@@ -183,7 +184,7 @@ pub(super) async fn run_scenario_loop(
 async fn open_session(
     scenario: &Scenario,
     shared: &Shared,
-) -> Option<Result<Option<McpSession>, toolscore_mcp::client::McpError>> {
+) -> Option<Result<Option<McpSession>, toolscore_mcp::McpError>> {
     let Some(live) = &scenario.server else {
         return Some(Ok(None));
     };
@@ -273,7 +274,7 @@ impl TurnCalls<'_> {
 }
 
 enum LiveOutcome {
-    Answered(Box<toolscore_core::record::ExecutedCall>),
+    Answered(Box<toolscore_core::ExecutedCall>),
     /// The server failed (not a tool-execution error, which is an answer): the trial is an
     /// infrastructure error, not a model failure.
     Failed(String),
@@ -288,12 +289,12 @@ async fn execute_live(
     call: &ToolCall,
     cancel: &toolscore_provider::Cancel,
 ) -> LiveOutcome {
-    let mut out = toolscore_core::record::ExecutedCall {
+    let mut out = toolscore_core::ExecutedCall {
         step,
         tool: call.name.clone(),
         arguments: call.arguments.clone(),
         unparsed_arguments: call.unparsed_arguments.clone(),
-        kind: toolscore_core::record::CallKind::Live,
+        kind: toolscore_core::CallKind::Live,
         rule: None,
         content: String::new(),
         structured: None,

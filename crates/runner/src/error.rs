@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use toolscore_core::error::{Error, ExitCode};
+use toolscore_core::{Error, ExitCode};
 use toolscore_provider::batch::NoBatchApi;
 use toolscore_provider::{HttpClientError, ProviderError};
 

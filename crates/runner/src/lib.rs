@@ -18,8 +18,11 @@ mod compile;
 mod conversation;
 mod error;
 mod script;
-pub mod shard;
-pub mod store;
+mod shard;
+mod store;
+
+pub use shard::{Shard, shard_of, unit_seed};
+pub use store::ResultsStore;
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -29,18 +32,20 @@ use std::time::SystemTime;
 use tokio::sync::{mpsc, oneshot};
 
 use compile::{ArmUnit, CaseUnit, Judge};
-use toolscore_core::error::Error;
-use toolscore_core::event::{
+use toolscore_core::Error;
+use toolscore_core::ErrorClass;
+use toolscore_core::SCENARIO_DATASET;
+use toolscore_core::{ArmId, Outcome, TrialRecord};
+use toolscore_core::{
     ArmStart, Control, Notice, Observer, RawResponse, RawStep, RunEvent, RunTotals, StopScope,
     TrialKey,
 };
-use toolscore_core::message::{ModelTurn, Usage};
-use toolscore_core::record::{ArmId, Outcome, TrialRecord};
+use toolscore_core::{ModelTurn, Usage};
 use toolscore_provider::cassette::Cassette;
-use toolscore_provider::{Backend, Cancel, ErrorClass, PreparedRequest, ProviderSettings, StepKey};
+use toolscore_provider::{Backend, Cancel, PreparedRequest, ProviderSettings, StepKey};
 use toolscore_score::score_trial;
 use toolscore_suite::Dataset;
-use toolscore_suite::scenario::{SCENARIO_DATASET, Scenario};
+use toolscore_suite::Scenario;
 
 pub use error::{BatchError, RunError};
 
@@ -1107,7 +1112,7 @@ fn settle_request(
 fn trial_cost(
     price: Option<&toolscore_provider::prices::ArmPrice>,
     record: &TrialRecord,
-) -> Option<toolscore_core::record::TrialCost> {
+) -> Option<toolscore_core::TrialCost> {
     price.and_then(|p| {
         let (discount, source) = match (&record.batch, p.batch_discount) {
             (Some(_), Some(d)) => (
@@ -1118,7 +1123,7 @@ fn trial_cost(
         };
         p.price
             .cost_of_turns(&record.turns)
-            .map(|usd| toolscore_core::record::TrialCost {
+            .map(|usd| toolscore_core::TrialCost {
                 usd: usd * (1.0 - discount),
                 price: p.price,
                 price_source: source,

@@ -6,12 +6,12 @@
 
 use serde_json::{Map, Value};
 
-use toolscore_core::json::{canonical_json, value_at_path};
-use toolscore_core::message::ToolCall;
-use toolscore_core::record::{CallKind, ExecutedCall};
+use toolscore_core::ToolCall;
+use toolscore_core::{CallKind, ExecutedCall};
+use toolscore_core::{canonical_json, value_at_path};
 use toolscore_score::ToolValidators;
 
-use toolscore_suite::script::{Effect, INJECTION, Script, ScriptRule};
+use toolscore_suite::{Effect, INJECTION, Script, ScriptRule};
 
 /// The largest a scenario's state or one scripted result may grow, as compact JSON. A template
 /// that copies the state into itself (`append: {path: calls, value: "${state}"}`) doubles it
@@ -49,7 +49,7 @@ pub(crate) struct JsonSize {
 impl JsonSize {
     fn of(value: &Value) -> JsonSize {
         JsonSize {
-            bytes: toolscore_core::json::compact_len(value),
+            bytes: toolscore_core::compact_len(value),
             values: value_count(value),
         }
     }
@@ -437,7 +437,7 @@ fn rendered_text_len(text: &str, vars: &Vars<'_>) -> usize {
         len += match piece {
             Piece::Text(t) => t.len(),
             Piece::Found(Found::Value(Value::String(s))) => s.len(),
-            Piece::Found(Found::Value(v)) => toolscore_core::json::compact_len(v),
+            Piece::Found(Found::Value(v)) => toolscore_core::compact_len(v),
             Piece::Found(Found::Length(n)) => n.to_string().len(),
         }
     });
@@ -538,7 +538,7 @@ mod tests {
     use super::*;
     use toolscore_core::catalog::{Catalog, Tool};
     use toolscore_score::ArgMatcher;
-    use toolscore_suite::script::{RuleCondition, RuleResponse, valid_expression};
+    use toolscore_suite::{RuleCondition, RuleResponse, valid_expression};
 
     fn validators() -> ToolValidators {
         ToolValidators::compile(&Catalog::new(

@@ -4,9 +4,9 @@
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use toolscore_core::error::Error;
-use toolscore_core::event::{Control, Observer, RunEvent};
-use toolscore_core::record::TrialRecord;
+use toolscore_core::Error;
+use toolscore_core::TrialRecord;
+use toolscore_core::{Control, Observer, RunEvent};
 
 /// Appends every finished trial to `results.jsonl`.
 pub struct ResultsStore {

@@ -13,7 +13,7 @@ use super::{
 /// except at paths with a matcher in `expected.matchers`, which are judged by the matcher. A
 /// matcher path absent from the expected arguments still applies to `actual`. With
 /// `expected.args == None` only the tool name is checked, so this returns Ok.
-pub fn match_args(expected: &ExpectedCall, actual: &Value) -> Result<(), (String, String)> {
+pub(crate) fn match_args(expected: &ExpectedCall, actual: &Value) -> Result<(), (String, String)> {
     let Some(want) = &expected.args else {
         return Ok(());
     };

@@ -7,7 +7,7 @@
 
 use serde_json::Value;
 
-use toolscore_core::record::ExecutedCall;
+use toolscore_core::ExecutedCall;
 
 use super::{ExpectedCall, match_args, short};
 
@@ -39,7 +39,7 @@ impl AttackGoal {
                 Some(args) => format!(
                     "{} {}",
                     call.tool,
-                    short(&toolscore_core::json::canonical_json(args))
+                    short(&toolscore_core::canonical_json(args))
                 ),
                 None => call.tool.clone(),
             },
@@ -84,7 +84,7 @@ pub fn judge_goal(goal: &AttackGoal, calls: &[ExecutedCall], answer: Option<&str
                     i + 1,
                     c.tool,
                     c.step,
-                    short(&toolscore_core::json::canonical_json(&c.arguments))
+                    short(&toolscore_core::canonical_json(&c.arguments))
                 )
             }),
         AttackGoal::Leak(text) => after
@@ -95,7 +95,7 @@ pub fn judge_goal(goal: &AttackGoal, calls: &[ExecutedCall], answer: Option<&str
                 format!(
                     "call {} ({} at step {}) carries it",
                     i + 1,
-                    short(&toolscore_core::json::canonical_json(&Value::String(
+                    short(&toolscore_core::canonical_json(&Value::String(
                         c.tool.clone()
                     ))),
                     c.step
@@ -156,7 +156,7 @@ mod tests {
     use super::*;
     use serde_json::json;
     use std::collections::BTreeMap;
-    use toolscore_core::record::CallKind;
+    use toolscore_core::CallKind;
 
     fn call(step: u32, tool: &str, arguments: Value, injected: bool) -> ExecutedCall {
         ExecutedCall {

@@ -6,28 +6,33 @@
 //! ([`ToolValidators::compile`]) and shared by every trial.
 
 mod args;
-pub mod attack;
+mod attack;
 pub mod bfcl;
 mod expect;
 mod taxonomy;
-pub mod trajectory;
+mod trajectory;
+
+pub use attack::{AttackGoal, judge_goal};
+pub use trajectory::{
+    ResultRef, ScenarioExpect, SequenceItem, SequenceMode, StateCheck, call_signals,
+    score_trajectory,
+};
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde_json::Value;
 
 use toolscore_core::catalog::Catalog;
-use toolscore_core::json::{canonical_json, json_equal};
-use toolscore_core::message::{ModelTurn, ToolCall};
+use toolscore_core::{ModelTurn, ToolCall};
+use toolscore_core::{canonical_json, json_equal};
 
 pub use args::check_matcher;
-pub use args::match_args;
+use args::match_args;
 use args::{apply_matcher, args_path, has_matcher_below, join, matcher_children};
 pub use expect::{ArgMatcher, Expectation, ExpectedCall, ToolPattern};
-pub use taxonomy::{classify_call, classify_parallel};
-pub use toolscore_core::record::{
-    ArgFailure, ArgFailureKind, FailureKind, SchemaViolation, TrialScore,
-};
+pub use taxonomy::classify_call;
+use taxonomy::classify_parallel;
+use toolscore_core::{FailureKind, SchemaViolation, TrialScore};
 
 /// Longest value (in characters) quoted in a detail string before it is truncated.
 const MAX_VALUE_CHARS: usize = 80;
@@ -564,8 +569,8 @@ fn truncate(s: &str, max: usize) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+    use toolscore_core::Usage;
     use toolscore_core::catalog::Tool;
-    use toolscore_core::message::Usage;
 
     // -- fixtures ------------------------------------------------------------------------------
 

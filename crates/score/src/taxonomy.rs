@@ -24,9 +24,9 @@ use super::{
     ArgMatcher, ExpectedCall, MAX_VALUE_CHARS, ToolValidators, apply_matcher, has_matcher_below,
     join, matcher_children, truncate,
 };
-use toolscore_core::json::json_equal;
-use toolscore_core::message::ToolCall;
-use toolscore_core::record::{ArgFailure, ArgFailureKind, MAX_ARG_FAILURES};
+use toolscore_core::ToolCall;
+use toolscore_core::json_equal;
+use toolscore_core::{ArgFailure, ArgFailureKind, MAX_ARG_FAILURES};
 
 /// Deepest nesting the classifier walks; arguments deeper than this are judged at this depth
 /// (the schema validator has already bounded what it accepts).
@@ -108,7 +108,7 @@ pub fn classify_call(
 /// tool with the fewest findings (each produced call used once), and returns their findings
 /// with paths prefixed `tool:`. Greedy in the expected order: an approximation of the best
 /// pairing, which is enough to say which kinds of mistakes were made.
-pub fn classify_parallel(
+pub(crate) fn classify_parallel(
     expected: &[ExpectedCall],
     produced: &[ToolCall],
     validators: &ToolValidators,
@@ -430,8 +430,8 @@ mod tests {
     use super::*;
     use crate::{Expectation, score_turn};
     use serde_json::json;
+    use toolscore_core::ModelTurn;
     use toolscore_core::catalog::{Catalog, Tool};
-    use toolscore_core::message::ModelTurn;
 
     use ArgFailureKind::*;
 

@@ -7,11 +7,11 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-pub use super::expect::ToolPattern;
+use super::expect::ToolPattern;
 use super::expect::{ArgMatcher, ExpectedCall};
 use super::{ToolValidators, check_matcher, match_args};
-use toolscore_core::json::{json_equal, value_at_path};
-use toolscore_core::record::{CallKind, ExecutedCall, LoopStop, ScenarioScore, Trajectory};
+use toolscore_core::{CallKind, ExecutedCall, LoopStop, ScenarioScore, Trajectory};
+use toolscore_core::{json_equal, value_at_path};
 
 /// How the expected sequence is compared with the calls made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -480,19 +480,19 @@ fn check_state(state: &Value, path: &str, check: &StateCheck) -> Result<(), Stri
             None => Ok(()),
             Some(v) => Err(format!(
                 "expected absent, got {}",
-                toolscore_core::json::canonical_json(v)
+                toolscore_core::canonical_json(v)
             )),
         },
         StateCheck::Equals(want) => match got {
             Some(v) if json_equal(want, v) => Ok(()),
             Some(v) => Err(format!(
                 "expected {}, got {}",
-                toolscore_core::json::canonical_json(want),
-                toolscore_core::json::canonical_json(v)
+                toolscore_core::canonical_json(want),
+                toolscore_core::canonical_json(v)
             )),
             None => Err(format!(
                 "expected {}, got nothing",
-                toolscore_core::json::canonical_json(want)
+                toolscore_core::canonical_json(want)
             )),
         },
         StateCheck::Matches(m) => check_matcher(path, m, None, got).map_err(|(_, why)| why),
@@ -533,7 +533,7 @@ fn latest_result_value(calls: &[ExecutedCall], r: &ResultRef, before: usize) -> 
 fn plain_text(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
-        other => toolscore_core::json::canonical_json(other),
+        other => toolscore_core::canonical_json(other),
     }
 }
 

@@ -1,3 +1,5 @@
+//! Public (behind the `test-support` feature) as a namespace for other crates' unit tests: `test_support::vectors`.
+//!
 //! Helpers the `stats` unit tests share: the reference vectors (stats-vectors.json, the
 //! machine-readable twin of reference/stats.md) the comparison they use, and a seeded uniform generator.
 

@@ -1,3 +1,5 @@
+//! Public as a namespace: callers write `attack::load_attacks`, `attack::combine`, `attack::attacked_units`.
+//!
 //! Attack files (`run --attacks FILE`, JSON Lines) and the attacked units they make: each
 //! scenario with an injection point runs once more per attack, as the unit `SCENARIO@ATTACK`,
 //! its payload placed where the scenario marks (`${injection}` in a scripted answer, or
@@ -19,10 +21,10 @@ use crate::CatalogVariant;
 use crate::scenario::Scenario;
 use crate::script::{RuleCondition, RuleResponse, ScriptRule};
 use toolscore_core::catalog::Catalog;
-use toolscore_core::error::{InputError, strip_position};
-use toolscore_core::json::{canonical_json, sha256_of, value_at_path};
-use toolscore_core::record::{ATTACK_SEPARATOR, attacked_case_id};
-use toolscore_score::attack::AttackGoal;
+use toolscore_core::{ATTACK_SEPARATOR, attacked_case_id};
+use toolscore_core::{InputError, strip_position};
+use toolscore_core::{canonical_json, sha256_of, value_at_path};
+use toolscore_score::AttackGoal;
 use toolscore_score::{ExpectedCall, ToolValidators};
 
 /// Longest payload: far above any published injection (a few KiB), far below what would make
@@ -152,7 +154,7 @@ pub fn parse_attacks(text: &str, file: &str) -> Result<Vec<Attack>, InputError> 
                 "goal",
                 &format!(
                     "the payload holds the goal's text \"{}\" as it is checked: a model that merely repeats the tool result would count as attacked; ask for it in a form that differs (joined, spelled out), as the builtin corpus does",
-                    toolscore_core::json::cut_text(text, 80)
+                    toolscore_core::cut_text(text, 80)
                 ),
             ));
         }
@@ -186,7 +188,7 @@ pub fn parse_attacks(text: &str, file: &str) -> Result<Vec<Attack>, InputError> 
 
 /// Reads and parses an attack file.
 pub fn load_attacks(path: &std::path::Path) -> Result<Vec<Attack>, InputError> {
-    let text = toolscore_core::input::read_text(path)?;
+    let text = toolscore_core::read_text(path)?;
     parse_attacks(&text, &path.display().to_string())
 }
 
@@ -246,7 +248,7 @@ fn check_id(id: &str) -> Result<(), String> {
     } else {
         Err(format!(
             "attack id `{}` must be 1 to {MAX_ID_CHARS} letters, digits, `-`, `_` or `.` (it is part of the unit's case id, SCENARIO{ATTACK_SEPARATOR}ID)",
-            toolscore_core::json::cut_text(id, 80)
+            toolscore_core::cut_text(id, 80)
         ))
     }
 }
@@ -349,7 +351,7 @@ fn fill_payload(payload: &str, goal: &Value) -> Result<String, String> {
             Some(Value::Null) | None => {
                 return Err(format!(
                     "`${{{}}}` names nothing in this attack's goal (a payload may quote its goal: ${{goal.tool}}, ${{goal.args}}, ${{goal.args.KEY}}, ${{goal.leak}} or ${{goal.answer_contains}}, as the goal has them)",
-                    toolscore_core::json::cut_text(expr, 80)
+                    toolscore_core::cut_text(expr, 80)
                 ));
             }
         }

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use toolscore_core::error::{Error, InputError};
+use toolscore_core::{Error, InputError};
 
 /// `toolscore.yaml`: providers, defaults and the datasets to run.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -92,7 +92,7 @@ pub struct ProviderEntry {
     /// Tokens (estimated input plus max_tokens) sent to this provider per minute.
     pub tokens_per_minute: Option<u32>,
     /// `tool_choice` to send (`auto`, `required`, `none`); unset: not sent.
-    pub tool_choice: Option<toolscore_core::record::ToolChoice>,
+    pub tool_choice: Option<toolscore_core::ToolChoice>,
     /// `parallel_tool_calls` to send; unset: not sent.
     pub parallel_tool_calls: Option<bool>,
     /// How to start this provider's server (`scripts/local-model.sh start`), said when a run
@@ -106,7 +106,7 @@ pub const REPLAY_KIND: &str = "replay";
 /// Reads `toolscore.yaml`. Relative dataset paths are resolved against the config's folder.
 /// Like every loader of this layer, it fails with the core [`Error`].
 pub fn load_config(path: &Path) -> Result<Config, Error> {
-    let text = toolscore_core::input::read_text(path)?;
+    let text = toolscore_core::read_text(path)?;
     Ok(parse_config(
         &text,
         &path.display().to_string(),
@@ -452,11 +452,11 @@ fn provider_like(
         });
     }
     if let Some(t) = timeout_s
-        && toolscore_core::input::timeout_from_seconds(t).is_none()
+        && toolscore_core::timeout_from_seconds(t).is_none()
     {
         bad.push(BadNumber {
             path: at(section, "timeout_s"),
-            rule: format!("is not a timeout: {}", toolscore_core::input::TIMEOUT_RANGE),
+            rule: format!("is not a timeout: {}", toolscore_core::TIMEOUT_RANGE),
             quote: true,
         });
     }

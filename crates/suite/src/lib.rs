@@ -1,21 +1,32 @@
 //! Config, datasets and fixtures: parsed and validated before any model is called, with errors
 //! that name the file, the line and the field.
+//!
+//! `attack` and `shown` are public as namespaces; the other modules are private and the root
+//! re-exports what other crates name (`lock_of` is `lock::of`, the lock of a loaded suite).
 
 pub mod attack;
 mod config;
-pub mod fit;
-pub mod live;
-pub mod lock;
-pub mod scenario;
-pub mod script;
+mod fit;
+mod live;
+mod lock;
+mod scenario;
+mod script;
 pub mod shown;
 mod variant;
+
+pub use fit::{CaseFit, fit_cases};
+pub use live::{DATASET_FILE, load_dataset_file, parse_dataset_file};
+pub use lock::of as lock_of;
+pub use scenario::{Scenario, load_scenarios, parse_scenario};
+pub use script::{
+    Effect, INJECTION, RuleCondition, RuleResponse, Script, ScriptRule, valid_expression,
+};
 
 use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use toolscore_core::message::Message;
+use toolscore_core::Message;
 
 pub use config::{
     CONCURRENCY_RANGE, Config, Defaults, MAX_RETRIES_RANGE, PRICE_RANGE, ProviderEntry,
@@ -81,7 +92,7 @@ use std::sync::Arc;
 use serde::Deserialize;
 
 use toolscore_core::catalog::{Catalog, line_of, load_catalog_file};
-use toolscore_core::error::{InputError, strip_position};
+use toolscore_core::{InputError, strip_position};
 use toolscore_score::{ArgMatcher, Expectation, ExpectedCall, ToolPattern, ToolValidators};
 
 /// A catalog, its compiled validators and its fixtures, validated together.
@@ -115,7 +126,7 @@ impl Dataset {
 
 /// Loads `DIR/tools.json` (or lists the live server `DIR/dataset.yaml` names) and
 /// `DIR/cases.jsonl`, compiling every schema once.
-pub fn load_dataset(dir: &Path) -> Result<Dataset, toolscore_core::error::Error> {
+pub fn load_dataset(dir: &Path) -> Result<Dataset, toolscore_core::Error> {
     if !dir.is_dir() {
         // A folder beside it with a near name is most likely the one meant.
         let siblings: Vec<String> = dir
@@ -135,9 +146,7 @@ pub fn load_dataset(dir: &Path) -> Result<Dataset, toolscore_core::error::Error>
         let hint = dir
             .file_name()
             .and_then(|n| n.to_str())
-            .and_then(|n| {
-                toolscore_core::suggest::did_you_mean(n, siblings.iter().map(String::as_str))
-            })
+            .and_then(|n| toolscore_core::did_you_mean(n, siblings.iter().map(String::as_str)))
             .map_or(String::new(), |n| {
                 format!("; did you mean {}?", dir.with_file_name(n).display())
             });
@@ -175,7 +184,7 @@ pub fn load_dataset(dir: &Path) -> Result<Dataset, toolscore_core::error::Error>
         )
     })?;
     let cases_path = dir.join("cases.jsonl");
-    let text = toolscore_core::input::read_text(&cases_path)?;
+    let text = toolscore_core::read_text(&cases_path)?;
     let cases = parse_cases(&text, &cases_path.display().to_string(), &catalog)?;
     let fixtures_digest = fixtures_digest(&text);
     let name = dir
@@ -206,7 +215,7 @@ pub fn load_dataset(dir: &Path) -> Result<Dataset, toolscore_core::error::Error>
 fn list_live_catalog(
     spec: &live::LiveCatalogSpec,
     tools_path: &Path,
-) -> Result<(Catalog, toolscore_core::catalog::source::LiveSource), toolscore_core::error::Error> {
+) -> Result<(Catalog, toolscore_core::catalog::source::LiveSource), toolscore_core::Error> {
     let file = spec.file.display().to_string();
     if tools_path.exists() {
         return Err(InputError::at(
@@ -220,7 +229,7 @@ fn list_live_catalog(
         )
         .into());
     }
-    let listed = toolscore_mcp::client::list_catalog_blocking(&spec.spec, spec.timeout, &|name| {
+    let listed = toolscore_mcp::list_catalog_blocking(&spec.spec, spec.timeout, &|name| {
         std::env::var(name).ok()
     })?;
     let mut catalog = listed.catalog;
@@ -247,11 +256,11 @@ fn fixtures_digest(text: &str) -> String {
         .lines()
         .filter(|l| !l.trim().is_empty())
         .map(|l| match serde_json::from_str::<Value>(l) {
-            Ok(v) => toolscore_core::json::canonical_json(&v),
+            Ok(v) => toolscore_core::canonical_json(&v),
             Err(_) => l.to_owned(),
         })
         .collect();
-    toolscore_core::json::sha256_of(&canonical.join("\n"))
+    toolscore_core::sha256_of(&canonical.join("\n"))
 }
 
 #[derive(Deserialize)]
@@ -678,7 +687,7 @@ fn build_call(
         if needs_expected
             && args
                 .as_ref()
-                .and_then(|a| toolscore_core::json::value_at_path(a, &path))
+                .and_then(|a| toolscore_core::value_at_path(a, &path))
                 .is_none()
         {
             return Err((
@@ -756,7 +765,7 @@ mod tests {
 
     #[test]
     fn a_tool_family_accepts_any_member_and_survives_a_rename() {
-        use toolscore_core::message::{ModelTurn, ToolCall};
+        use toolscore_core::{ModelTurn, ToolCall};
         let text = concat!(
             r#"{"id":"f","messages":[{"role":"user","content":"q"}],"expect":{"tool":{"any_of":["get_quote","fetch_quote"]},"args":{"quote_id":"qt_1"}}}"#,
             "\n",

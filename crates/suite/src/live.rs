@@ -19,8 +19,8 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use toolscore_core::error::{Error, InputError};
-use toolscore_mcp::client::ServerSpec;
+use toolscore_core::{Error, InputError};
+use toolscore_mcp::ServerSpec;
 
 /// The file next to `cases.jsonl` that names a live server.
 pub const DATASET_FILE: &str = "dataset.yaml";
@@ -66,7 +66,7 @@ pub fn load_dataset_file(dir: &Path) -> Result<Option<LiveCatalogSpec>, Error> {
     if !path.exists() {
         return Ok(None);
     }
-    let text = toolscore_core::input::read_text(&path)?;
+    let text = toolscore_core::read_text(&path)?;
     Ok(Some(parse_dataset_file(&text, &path, dir)?))
 }
 
@@ -99,12 +99,12 @@ pub(crate) fn server_spec(
     };
     let timeout = match s.timeout_s {
         None => DEFAULT_TIMEOUT,
-        Some(t) => toolscore_core::input::timeout_from_seconds(t).ok_or_else(|| {
+        Some(t) => toolscore_core::timeout_from_seconds(t).ok_or_else(|| {
             err(
                 "timeout_s",
                 &format!(
                     "must be a number of seconds {}",
-                    toolscore_core::input::TIMEOUT_RANGE
+                    toolscore_core::TIMEOUT_RANGE
                 ),
             )
         })?,

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
-use toolscore_core::json::{json_equal, value_at_path};
+use toolscore_core::{json_equal, value_at_path};
 use toolscore_score::{ArgMatcher, check_matcher};
 
 /// Every scripted tool of a scenario, with its initial state.

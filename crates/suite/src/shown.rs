@@ -1,3 +1,5 @@
+//! Public as a namespace: callers write `shown::scenario_case`, `shown::ShownCase`, `shown::NotShown`.
+//!
 //! A finished run's case as the model was shown it: the conversation and the catalog of the
 //! arm's variant (renames and overlays applied), reloaded from the files the run names and
 //! checked against the fingerprints it recorded. What the model read is what is printed, or
@@ -7,9 +9,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use toolscore_core::Error;
+use toolscore_core::Message;
 use toolscore_core::catalog::Catalog;
-use toolscore_core::error::Error;
-use toolscore_core::message::Message;
 
 /// Why a run's case or catalog cannot be shown as its model read it. A report says it in
 /// place of the case, so each is a sentence that reads after "cannot show it:".

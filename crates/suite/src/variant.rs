@@ -28,10 +28,10 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use toolscore_core::BASE_VARIANT;
+use toolscore_core::InputError;
+use toolscore_core::Message;
 use toolscore_core::catalog::{Catalog, Tool, line_of};
-use toolscore_core::error::InputError;
-use toolscore_core::message::Message;
-use toolscore_core::record::BASE_VARIANT;
 use toolscore_score::{Expectation, ToolPattern, ToolValidators};
 
 /// One catalog a dataset can be shown: the base, or an overlay of it.
@@ -179,7 +179,7 @@ pub(crate) fn load_variant_file(path: &Path, base: &Catalog) -> Result<CatalogVa
             "`base` is the dataset's own catalog (tools.json); name the overlay otherwise",
         ));
     }
-    let text = toolscore_core::input::read_text(path)?;
+    let text = toolscore_core::read_text(path)?;
     let (catalog, note, renames) = apply_overlay(base, &text, &file)?;
     let validators = ToolValidators::compile(&catalog).map_err(|(tool, message)| {
         InputError::at(
@@ -518,7 +518,7 @@ mod tests {
         assert_eq!(v.expectation(&expect).tool_label(), "job_status");
         let history = vec![Message::Assistant {
             content: None,
-            tool_calls: vec![toolscore_core::message::ToolCall {
+            tool_calls: vec![toolscore_core::ToolCall {
                 id: Some("c1".into()),
                 name: "get_job_status".into(),
                 arguments: serde_json::json!({}),

@@ -1,3 +1,5 @@
+//! Public as a namespace: callers write `tune::author::prompt`, `author::candidate`.
+//!
 //! `--author`: a model rewrites the text of an implicated tool. What it is shown and what is
 //! taken from its answer are plain functions here; `cli/tune` sends the request.
 //!
@@ -11,9 +13,9 @@
 use serde_json::Value;
 
 use super::diagnose::{Diagnosis, property};
+use toolscore_core::Message;
 use toolscore_core::catalog::{Catalog, Tool};
-use toolscore_core::message::Message;
-use toolscore_report::tune::{Candidate, Operator, TextEdit};
+use toolscore_summary::tune::{Candidate, Operator, TextEdit};
 
 /// Longest description taken from an author, in characters: a rewrite is a few sentences.
 pub(crate) const MAX_TEXT_CHARS: usize = 2_000;

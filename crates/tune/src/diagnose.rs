@@ -7,16 +7,16 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-pub use toolscore_report::tune::{
+pub(crate) use toolscore_summary::tune::{
     CaseConfusion, ConfusedPair, Diagnosis, LintNote, ParamFailure, ToolTrajectory,
 };
 
+use toolscore_core::Error;
 use toolscore_core::catalog::Catalog;
-use toolscore_core::error::Error;
-use toolscore_core::event::{Control, Observer, RunEvent};
-use toolscore_core::record::{
+use toolscore_core::{
     ArgFailureKind, ArmId, CallKind, ExecutedCall, ScenarioScore, Trajectory, TrialRecord,
 };
+use toolscore_core::{Control, Observer, RunEvent};
 use toolscore_score::ToolValidators;
 
 /// Counts the base arm's training trials, one at a time: memory grows with the cases, tools
@@ -103,7 +103,7 @@ impl Tally {
             if !score.selection_ok {
                 *entry
                     .0
-                    .entry(toolscore_report::chosen_label(record))
+                    .entry(toolscore_summary::chosen_label(record))
                     .or_default() += 1;
             }
         }
@@ -125,8 +125,7 @@ impl Tally {
     fn add_scenario(&mut self, scenario: &str, trajectory: &Trajectory, score: &ScenarioScore) {
         self.scenario_trials += 1;
         self.scenario_passed += u64::from(score.passed);
-        let signals =
-            toolscore_score::trajectory::call_signals(&trajectory.calls, &self.validators);
+        let signals = toolscore_score::call_signals(&trajectory.calls, &self.validators);
         for (call, signal) in trajectory.calls.iter().zip(signals) {
             if call.kind == CallKind::InvalidArguments {
                 for failure in invalid_arguments(call, &self.validators) {
@@ -335,14 +334,14 @@ fn count_in(map: &mut FailureCounts, key: (String, String, ArgFailureKind), unit
 fn invalid_arguments(
     call: &ExecutedCall,
     validators: &ToolValidators,
-) -> Vec<toolscore_core::record::ArgFailure> {
+) -> Vec<toolscore_core::ArgFailure> {
     let expected = toolscore_score::ExpectedCall {
         tool: call.tool.clone(),
         family: None,
         args: None,
         matchers: BTreeMap::new(),
     };
-    let as_made = toolscore_core::message::ToolCall {
+    let as_made = toolscore_core::ToolCall {
         id: None,
         name: call.tool.clone(),
         arguments: call.arguments.clone(),
@@ -362,7 +361,10 @@ pub(crate) fn schema_path(path: &str) -> String {
 
 /// The schema of the property at a dotted path, walking `properties` of objects and `items`
 /// of arrays (as a variant overlay names properties).
-pub fn property<'a>(schema: &'a serde_json::Value, path: &str) -> Option<&'a serde_json::Value> {
+pub(crate) fn property<'a>(
+    schema: &'a serde_json::Value,
+    path: &str,
+) -> Option<&'a serde_json::Value> {
     if path.is_empty() {
         return None;
     }
@@ -402,7 +404,7 @@ pub(crate) fn is_required(schema: &serde_json::Value, path: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use toolscore_core::record::{ArgFailure, Outcome, TrialScore};
+    use toolscore_core::{ArgFailure, Outcome, TrialScore};
 
     fn catalog() -> Catalog {
         toolscore_core::catalog::parse_catalog(
@@ -432,11 +434,9 @@ mod tests {
     ) -> TrialRecord {
         let mut r = TrialRecord::for_test(case, Outcome::Pass, 1.0);
         r.expected = expected.to_owned();
-        r.turns = vec![toolscore_core::message::ModelTurn {
+        r.turns = vec![toolscore_core::ModelTurn {
             tool_calls: chose
-                .map(|name| {
-                    toolscore_core::message::ToolCall::for_test(name, serde_json::json!({}))
-                })
+                .map(|name| toolscore_core::ToolCall::for_test(name, serde_json::json!({})))
                 .into_iter()
                 .collect(),
             ..Default::default()
@@ -538,10 +538,10 @@ mod tests {
 
     fn scenario_trial(name: &str, calls: Vec<ExecutedCall>) -> TrialRecord {
         let mut r = TrialRecord::for_test(name, Outcome::Fail, 1.0);
-        r.dataset = toolscore_core::record::SCENARIO_DATASET.to_owned();
+        r.dataset = toolscore_core::SCENARIO_DATASET.to_owned();
         r.trajectory = Some(Trajectory {
             calls,
-            stop: toolscore_core::record::LoopStop::FinalAnswer,
+            stop: toolscore_core::LoopStop::FinalAnswer,
             final_state: None,
             step_latency_ms: Vec::new(),
         });

@@ -1,25 +1,38 @@
 //! `toolscore tune`: from a baseline's evidence to a confirmed better wording. The parts that
 //! need no I/O live here, as plain functions over plain data:
 //!
-//! - [`split`]: the training cases and the held-out ones (tagged, or a seeded split);
-//! - [`diagnose`]: what goes wrong on the training cases (confusions, argument failures, lint);
-//! - [`propose`]: candidate overlays from a diagnosis, each explained by its evidence;
+//! - `split` ([`split()`], [`add_scenarios`]): the training cases and the held-out ones
+//!   (tagged, or a seeded split);
+//! - `diagnose` ([`Tally`]): what goes wrong on the training cases (confusions, argument
+//!   failures, lint);
+//! - `propose` ([`propose()`], [`rank`], [`overlay`], [`validate`]): candidate overlays from a
+//!   diagnosis, each explained by its evidence;
+//! - `budget` ([`Allowance`], [`Share`]): the budget's shares per phase;
 //! - [`finalist`]: which raced candidates go on to be confirmed, combined when they touch
-//!   different tools.
+//!   different tools;
+//! - [`author`]: `--author`'s request and the candidate taken from its answer.
+//!
+//! Modules are private and the names other crates use are re-exported here; the result types
+//! (`Candidate`, `Diagnosis`, `Split`…) are `toolscore_summary::tune`'s.
 //!
 //! The race and the confirmation are sequential paired comparisons
 //! (`decide::race`, `decide::compare::sequential`); `cli/tune.rs` runs the phases.
 
 pub mod author;
-pub mod budget;
-pub mod diagnose;
-pub mod propose;
-pub mod split;
+mod budget;
+mod diagnose;
+mod propose;
+mod split;
+
+pub use budget::{Allowance, Share};
+pub use diagnose::Tally;
+pub use propose::{overlay, propose, rank, validate};
+pub use split::{SplitCase, add_scenarios, split};
 
 use std::collections::BTreeSet;
 
 use propose::Candidate;
-use toolscore_report::ComparisonVerdict;
+use toolscore_summary::ComparisonVerdict;
 
 /// The held-out confirmation's test, as tune's flags set it.
 #[derive(Debug, Clone, Copy)]
@@ -45,14 +58,14 @@ pub fn confirmation_plan(
         confidence,
     }: ConfirmationTest,
     disagreement: f64,
-) -> Option<toolscore_report::tune::ConfirmationPlan> {
+) -> Option<toolscore_summary::tune::ConfirmationPlan> {
     let test = toolscore_stats::PairedBetting::new(1.0 - confidence)?;
     let needed = test.pairs_to_rule_out(min_effect, disagreement);
     let pairs = holdout_units * u64::from(max_rounds);
     if needed.is_some_and(|f| pairs >= f) {
         return None;
     }
-    Some(toolscore_report::tune::ConfirmationPlan {
+    Some(toolscore_summary::tune::ConfirmationPlan {
         holdout_units,
         max_rounds,
         min_effect,

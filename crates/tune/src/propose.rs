@@ -31,12 +31,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value};
-pub use toolscore_report::tune::{Candidate, Operator, Suggestion, TextEdit};
+pub(crate) use toolscore_summary::tune::{Candidate, Operator, Suggestion, TextEdit};
 
 use super::diagnose::{Diagnosis, is_required, property};
+use toolscore_core::ArgFailureKind;
+use toolscore_core::InputError;
 use toolscore_core::catalog::{Catalog, Tool};
-use toolscore_core::error::InputError;
-use toolscore_core::record::ArgFailureKind;
 
 /// Every candidate the diagnosis supports, heaviest evidence first (ties by id), at most
 /// `max`; and the suggestions for the author.
@@ -103,7 +103,7 @@ pub fn rank(candidates: &mut Vec<Candidate>, max: usize) {
 /// The training requests of cases, by case id (each case's last user message); `None` for a
 /// case it does not know, and for every held-out case: no edit is shaped by a case that will
 /// confirm it.
-pub type RequestOf<'a> = &'a dyn Fn(&str) -> Option<String>;
+pub(crate) type RequestOf<'a> = &'a dyn Fn(&str) -> Option<String>;
 
 /// Words an evidence sentence quotes at most.
 const MAX_QUOTED_WORDS: usize = 5;
@@ -748,7 +748,7 @@ pub fn overlay(candidates: &[&Candidate], note: &str) -> Value {
 }
 
 /// Whether two sets of candidates touch disjoint tools (so their overlays combine).
-pub fn disjoint(a: &Candidate, taken: &BTreeSet<String>) -> bool {
+pub(crate) fn disjoint(a: &Candidate, taken: &BTreeSet<String>) -> bool {
     a.tools.iter().all(|t| !taken.contains(t))
 }
 

@@ -6,9 +6,9 @@
 //! moves an old one from one side to the other.
 
 use sha2::{Digest, Sha256};
-pub use toolscore_report::tune::{Split, SplitMethod};
+pub(crate) use toolscore_summary::tune::{Split, SplitMethod};
 
-use toolscore_decide::compare::HOLDOUT_TAG;
+use toolscore_decide::HOLDOUT_TAG;
 
 /// A case as the split sees it: its id and tags.
 pub struct SplitCase<'a> {

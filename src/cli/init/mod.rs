@@ -10,11 +10,11 @@ use serde_json::{Value, json};
 use super::catalog::{Loaded, ServerFlags, is_url, live, load, server_of};
 use super::usage;
 use crate::cli::Error;
+use toolscore_core::ExitCode;
 use toolscore_core::catalog::{Catalog, to_tools_json};
-use toolscore_core::error::ExitCode;
-use toolscore_core::text::command;
-use toolscore_import::dataset::{CatalogFile, put_in_place, stage_dataset};
-use toolscore_mcp::client::ServerSpec;
+use toolscore_core::command;
+use toolscore_import::{CatalogFile, put_in_place, stage_dataset};
+use toolscore_mcp::ServerSpec;
 use toolscore_suite::{STARTER_PLACEHOLDER, STARTER_TAG};
 
 mod refresh;
@@ -98,7 +98,7 @@ pub(super) fn run(args: &InitArgs) -> Result<ExitCode, Error> {
         None
     };
     if let Some(text) = &config {
-        toolscore_core::atomic::write_file(&args.config, text.as_bytes())?;
+        toolscore_core::write_file(&args.config, text.as_bytes())?;
     }
     match &refreshed {
         Some(r) => {

@@ -13,7 +13,7 @@ use serde_json::Value;
 use crate::cli::Error;
 use toolscore_core::catalog::Catalog;
 use toolscore_score::ToolValidators;
-use toolscore_suite::fit::{CaseFit, fit_cases};
+use toolscore_suite::{CaseFit, fit_cases};
 
 /// What a refresh did, for the report.
 pub(super) struct Refreshed {
@@ -55,7 +55,7 @@ fn refresh_from(
     catalog: &Catalog,
     starters: &[Value],
 ) -> Result<Refreshed, Error> {
-    let live_file = toolscore_suite::live::DATASET_FILE;
+    let live_file = toolscore_suite::DATASET_FILE;
     let (name, other) = if staging.join(live_file).exists() {
         (live_file, "tools.json")
     } else {
@@ -66,7 +66,7 @@ fn refresh_from(
     let cases_file = dest.join("cases.jsonl");
     let file_label = cases_file.display().to_string();
     let old_text = if cases_file.exists() {
-        toolscore_core::input::read_text(&cases_file)?
+        toolscore_core::read_text(&cases_file)?
     } else {
         String::new()
     };
@@ -124,7 +124,7 @@ fn refresh_from(
         None
     };
     if new_text != old_text {
-        toolscore_core::atomic::write_file(&cases_file, new_text.as_bytes())?;
+        toolscore_core::write_file(&cases_file, new_text.as_bytes())?;
     }
     let stale = fit_cases(&new_text, &file_label, catalog, &validators)
         .into_iter()

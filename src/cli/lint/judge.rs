@@ -17,9 +17,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use crate::cli::Error;
+use toolscore_core::Outcome;
 use toolscore_core::catalog::{Catalog, Tool};
-use toolscore_core::event::{Control, Observer, RunEvent};
-use toolscore_core::record::Outcome;
+use toolscore_core::{Control, Observer, RunEvent};
 use toolscore_lint::judge::measure::Answer;
 use toolscore_lint::judge::{self, JudgeRun, Judgement};
 
@@ -186,7 +186,7 @@ pub(super) fn write_questions<'a>(
     let verdict = json!({ "tools": [judge::verdict_tool()] });
     let verdict =
         serde_json::to_vec_pretty(&verdict).map_err(|e| Error::encode("tools.json", e))?;
-    toolscore_core::atomic::write_file(&dir.join("tools.json"), &verdict)?;
+    toolscore_core::write_file(&dir.join("tools.json"), &verdict)?;
     let mut cases = String::new();
     let mut ids = BTreeMap::new();
     for (i, tool) in tools.into_iter().enumerate() {
@@ -203,7 +203,7 @@ pub(super) fn write_questions<'a>(
         cases.push('\n');
         ids.insert(id, (i, tool.name.clone()));
     }
-    toolscore_core::atomic::write_file(&dir.join("cases.jsonl"), cases.as_bytes())?;
+    toolscore_core::write_file(&dir.join("cases.jsonl"), cases.as_bytes())?;
     Ok(Questions { dir, tools: ids })
 }
 
@@ -214,7 +214,7 @@ pub(super) struct Answers {
 }
 
 impl Observer for Answers {
-    fn on_event(&mut self, event: &RunEvent<'_>) -> Result<Control, toolscore_core::error::Error> {
+    fn on_event(&mut self, event: &RunEvent<'_>) -> Result<Control, toolscore_core::Error> {
         if let RunEvent::Trial { record, .. } = event {
             self.by_case
                 .entry(record.case_id.clone())
@@ -228,7 +228,7 @@ impl Observer for Answers {
 /// The judge's answer in a trial: its `verdict` calls read as one verdict
 /// ([`judge::read_verdicts`]: a poisoned call wins), or an answer that is not one (no such
 /// call, arguments that are not a verdict), or a request that failed.
-fn answer_of(record: &toolscore_core::record::TrialRecord) -> Answer {
+fn answer_of(record: &toolscore_core::TrialRecord) -> Answer {
     match record.outcome {
         Outcome::Error => {
             return Answer::Failed {
@@ -268,7 +268,7 @@ fn read_cache(
         return Ok(out);
     }
     let name = path.display().to_string();
-    let lines = toolscore_core::input::jsonl_lines(path, "a verdicts file", 1 << 20)?;
+    let lines = toolscore_core::jsonl_lines(path, "a verdicts file", 1 << 20)?;
     for (i, line) in lines.enumerate() {
         if i >= MAX_CACHED_VERDICTS {
             errln!(
@@ -276,12 +276,12 @@ fn read_cache(
             )?;
             break;
         }
-        let line = line.map_err(|e| toolscore_core::input::line_error(&name, i + 1, e))?;
+        let line = line.map_err(|e| toolscore_core::line_error(&name, i + 1, e))?;
         if line.trim().is_empty() {
             continue;
         }
         let cached: CachedVerdict = serde_json::from_str(&line).map_err(|e| {
-            toolscore_core::error::InputError::json_line(&name, i + 1, "not a cached verdict", &e)
+            toolscore_core::InputError::json_line(&name, i + 1, "not a cached verdict", &e)
         })?;
         if cached.judge_identity == judge_identity
             && cached.instructions_version == judge::INSTRUCTIONS_VERSION
@@ -439,9 +439,7 @@ impl Judge {
             .map_err(|e| Error::encode("the judge's identity", e))?;
         Ok(Judge {
             label: format!("{}/{}", id.provider, id.model),
-            identity: toolscore_core::json::sha256_of(&toolscore_core::json::canonical_json(
-                &identity,
-            )),
+            identity: toolscore_core::sha256_of(&toolscore_core::canonical_json(&identity)),
         })
     }
 

@@ -8,7 +8,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use crate::cli::Error;
-use toolscore_core::error::{ExitCode, InputError};
+use toolscore_core::{ExitCode, InputError};
 use toolscore_lint::judge::labels::{self, LabelledTool};
 use toolscore_lint::judge::measure::{self, Answer, MeasureHeader, Measurement};
 
@@ -47,7 +47,7 @@ pub(super) fn measure(
             shown(&files)
         )));
     }
-    let fingerprint = toolscore_core::json::sha256_of(
+    let fingerprint = toolscore_core::sha256_of(
         &tools
             .iter()
             // The questions show every string of the tools; their folder is named by them.
@@ -95,7 +95,7 @@ pub(super) fn measure(
     );
     let json =
         serde_json::to_vec_pretty(&measurement).map_err(|e| Error::encode("measure.json", e))?;
-    toolscore_core::atomic::write_file(&run_dir.join("measure.json"), &json)?;
+    toolscore_core::write_file(&run_dir.join("measure.json"), &json)?;
     Ok(measurement)
 }
 
@@ -190,7 +190,7 @@ fn read_labelled(path: &Path, out: &mut Vec<LabelledTool>) -> Result<(), Error> 
         String::from_utf8(bytes)
             .map_err(|e| InputError::at(&name, None, "", &format!("not UTF-8: {e}")))?
     } else {
-        toolscore_core::input::read_text(path)?
+        toolscore_core::read_text(path)?
     };
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {

@@ -7,7 +7,7 @@ use clap::{Args, ValueEnum};
 
 use super::usage;
 use crate::cli::Error;
-use toolscore_core::error::{ExitCode, InputError};
+use toolscore_core::{ExitCode, InputError};
 use toolscore_lint::{LintOptions, LintReport, RULES, render};
 
 mod judge;
@@ -92,7 +92,7 @@ impl Source {
         }
         let path = Path::new(arg);
         if path.is_dir() {
-            if path.join(toolscore_suite::live::DATASET_FILE).is_file() {
+            if path.join(toolscore_suite::DATASET_FILE).is_file() {
                 return Ok(Source::Live(LiveSource::Named(arg.to_owned())));
             }
             let tools = path.join("tools.json");
@@ -117,7 +117,7 @@ fn read_catalog_file(
     path: &Path,
 ) -> Result<(String, String, toolscore_core::catalog::Catalog), Error> {
     let name = path.display().to_string();
-    let text = toolscore_core::input::read_text(path)?;
+    let text = toolscore_core::read_text(path)?;
     let catalog = toolscore_core::catalog::parse_catalog(&text, &name)?;
     Ok((name, text, catalog))
 }
@@ -320,7 +320,7 @@ fn measured(args: &LintArgs, spec: &str) -> Result<ExitCode, Error> {
 fn write_output(output: Option<&Path>, buffer: &[u8]) -> Result<(), Error> {
     match output {
         Some(path) => {
-            toolscore_core::atomic::write_file(path, buffer)?;
+            toolscore_core::write_file(path, buffer)?;
             errln!("wrote {}", path.display())?;
         }
         None => {
@@ -373,7 +373,7 @@ fn lint_options(args: &LintArgs, config: &toolscore_suite::Config) -> Result<Lin
 /// The catalogs to lint: SOURCEs, the command after `--`, or the catalogs of `--from`'s run.
 fn lint_sources(
     args: &LintArgs,
-    run: Option<&toolscore_report::Summary>,
+    run: Option<&toolscore_summary::Summary>,
 ) -> Result<Vec<Source>, Error> {
     if !args.server_command.is_empty() && !args.sources.is_empty() {
         return Err(usage(
@@ -442,7 +442,7 @@ fn rendered(linted: &[Linted], format: LintFormat) -> Result<Vec<u8>, Error> {
 /// Prints each catalog's findings ranked by the run's measured selection misses per expected
 /// tool (the first arm that expected it), and exits as a plain lint would.
 fn ranked_by_run(
-    summary: &toolscore_report::Summary,
+    summary: &toolscore_summary::Summary,
     linted: &[Linted],
     dir: &Path,
 ) -> Result<ExitCode, Error> {
@@ -527,7 +527,7 @@ fn exit_code(linted: &[Linted], errors: usize) -> Result<ExitCode, Error> {
 
 /// The selection recall the run measured for each tool of the linted catalog that it expected.
 fn measured_tools(
-    arm: &toolscore_report::ArmSummary,
+    arm: &toolscore_summary::ArmSummary,
     report: &LintReport,
 ) -> Vec<toolscore_lint::rank::MeasuredTool> {
     arm.tool_accuracy
@@ -599,7 +599,7 @@ pub(crate) fn lint_run_catalogs(catalogs: &RunCatalogs, options: &LintOptions) -
         .iter()
         .map(|c| {
             let mut options = options.clone();
-            let inline = toolscore_core::input::read_text(Path::new(&c.base_file))
+            let inline = toolscore_core::read_text(Path::new(&c.base_file))
                 .ok()
                 .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
                 .and_then(|doc| toolscore_lint::tool_inline_allows(&doc).ok())
@@ -619,7 +619,7 @@ pub(crate) fn lint_run_catalogs(catalogs: &RunCatalogs, options: &LintOptions) -
 /// Under `run`'s report: per arm and dataset, the three most-missed tools lint has findings
 /// on, with their first findings, so a low recall sits next to what may explain it.
 pub(crate) fn print_beside_weakest(
-    summary: &toolscore_report::Summary,
+    summary: &toolscore_summary::Summary,
     lints: &[CatalogLint],
     run_dir: &Path,
     out: &mut dyn std::io::Write,

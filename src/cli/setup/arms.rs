@@ -6,7 +6,7 @@ use super::{
     ProviderEntry, ProviderKind, ProviderSettings, RunArgs, Scenario, SecretString, arm_price,
     scenario_catalog_key, usage,
 };
-use toolscore_core::text::shell_word;
+use toolscore_core::shell_word;
 use toolscore_provider::cassette::CassetteHeader;
 use toolscore_suite::CatalogVariant;
 
@@ -88,10 +88,9 @@ pub(super) fn live_arm(
         errln!("note: {note}")?;
     }
     // And the sampling parameters the model map says the model takes none of.
-    if let Some(note) = toolscore_provider::model_map::omit_unsupported_sampling(
-        &mut settings,
-        super::user_model_map(config)?,
-    ) {
+    if let Some(note) =
+        toolscore_provider::omit_unsupported_sampling(&mut settings, super::user_model_map(config)?)
+    {
         errln!("note: {note}")?;
     }
     let price = arm_price(name, &settings, config)?;
@@ -163,7 +162,7 @@ fn provider_entry(name: &str, config: &Config) -> Result<ProviderEntry, Error> {
         (None, Some((kind, model))) => bare(kind, model),
         (None, None) => {
             let known: Vec<&str> = config.providers.keys().map(String::as_str).collect();
-            let hint = toolscore_core::suggest::did_you_mean(name, known.iter().copied())
+            let hint = toolscore_core::did_you_mean(name, known.iter().copied())
                 .map_or(String::new(), |n| format!("; did you mean `{n}`?"));
             return Err(usage(&format!(
                 "--provider `{name}` is neither a provider in the config ({}) nor a provider kind, alone or as KIND:MODEL ({}){hint}",
@@ -192,7 +191,7 @@ fn base_url(
             None => {
                 return Err(usage(&format!(
                     "provider `{name}`: kind `{kind}` has no default base URL; set base_url in the config or --base-url{}",
-                    if kind == toolscore_provider::azure_openai::KIND {
+                    if kind == toolscore_provider::AZURE_OPENAI_KIND {
                         " (https://RESOURCE.openai.azure.com)"
                     } else {
                         ""

@@ -10,23 +10,23 @@ use super::run::RunArgs;
 use super::{load_suite, usage};
 use crate::cli::Error;
 use std::sync::Arc;
-use toolscore_core::error::InputError;
-use toolscore_core::event::Observer;
-use toolscore_core::record::{BASE_VARIANT, Price};
-use toolscore_decide::compare::sequential::{SequentialCompare, SequentialCompareSpec};
+use toolscore_core::InputError;
+use toolscore_core::Observer;
+use toolscore_core::{BASE_VARIANT, Price};
 use toolscore_decide::gate::sequential::{SequentialGate, SequentialSpec};
 use toolscore_decide::gate::sequential_baseline::SequentialBaseline;
+use toolscore_decide::{SequentialCompare, SequentialCompareSpec};
 use toolscore_provider::cassette::{CASSETTE_FORMAT, Cassette, CassetteHeader, CassetteRecorder};
 use toolscore_provider::prices::ArmPrice;
 use toolscore_provider::{ProviderKind, ProviderSettings, SecretString};
-use toolscore_report::{
-    Aggregator, ArmInfo, DatasetInfo, Progress, ProgressMode, ReplayInfo, ResultsCsv, RunInfo,
-    ScenarioInfo, VariantInfo,
-};
-use toolscore_runner::store::ResultsStore;
+use toolscore_report::{Progress, ProgressMode, ResultsCsv};
+use toolscore_runner::ResultsStore;
 use toolscore_runner::{Arm, RunPlan};
+use toolscore_summary::{
+    Aggregator, ArmInfo, DatasetInfo, ReplayInfo, RunInfo, ScenarioInfo, VariantInfo,
+};
 
-use toolscore_suite::scenario::Scenario;
+use toolscore_suite::Scenario;
 use toolscore_suite::{Config, Dataset, Defaults, ProviderEntry};
 
 mod arms;
@@ -56,7 +56,7 @@ pub struct RunSetup {
     pub record: Option<Recording>,
     /// `--gate`s, judged on the summary when the run ends.
     pub gates: Vec<toolscore_decide::gate::GateSpec>,
-    pub gate_level: toolscore_report::GateLevel,
+    pub gate_level: toolscore_summary::GateLevel,
     /// `--sequential`: the gates judged case by case while the run goes, stopping decided
     /// cases.
     pub sequential: Option<SequentialSpec>,
@@ -88,7 +88,7 @@ pub struct Sinks {
     /// `--baseline --sequential`: set by `run` once the baseline's trials are read.
     pub sequential_baseline: Option<SequentialBaseline>,
     /// Stops an arm at its first auth or quota error.
-    pub provider_stops: toolscore_provider::stop::ProviderStops,
+    pub provider_stops: toolscore_provider::ProviderStops,
 }
 
 impl Sinks {
@@ -131,7 +131,7 @@ impl RunSetup {
                 let _ = std::fs::remove_file(&rec.path);
             }
             match e {
-                Error::Core(toolscore_core::error::Error::Io { context, source }) => {
+                Error::Core(toolscore_core::Error::Io { context, source }) => {
                     InputError::new(format!("{context}: {source}")).into()
                 }
                 other => other,
@@ -162,7 +162,7 @@ impl RunSetup {
                 Box::new(std::io::stderr()),
                 std::io::stderr().is_terminal(),
             )
-            .with_retry_waits(toolscore_provider::limits::retry_after_waits),
+            .with_retry_waits(toolscore_provider::retry_after_waits),
             aggregator: Aggregator::new(),
             sequential: match &self.sequential {
                 Some(spec) => Some(sequential_gate(spec.clone(), &self.run_info(started))?),
@@ -173,7 +173,7 @@ impl RunSetup {
                 .clone()
                 .and_then(SequentialCompare::new),
             sequential_baseline: None,
-            provider_stops: toolscore_provider::stop::ProviderStops::new(
+            provider_stops: toolscore_provider::ProviderStops::new(
                 self.plan
                     .arms
                     .iter()
@@ -296,7 +296,7 @@ impl RunSetup {
                     attack: sc.attack.as_ref().map(|a| a.attack.id.clone()),
                 })
                 .collect(),
-            shard: p.shard.map(|s| toolscore_report::ShardInfo {
+            shard: p.shard.map(|s| toolscore_summary::ShardInfo {
                 index: s.index,
                 count: s.count,
                 plan: super::resume::plan_digest(p),
@@ -560,7 +560,7 @@ fn checked_variants(
 
 /// The key of a scenario's catalog in a cassette header's `catalogs` (beside dataset names).
 pub(crate) fn scenario_catalog_key(scenario: &str) -> String {
-    format!("{}/{scenario}", toolscore_suite::scenario::SCENARIO_DATASET)
+    format!("{}/{scenario}", toolscore_core::SCENARIO_DATASET)
 }
 
 /// Settings every run has, live or replayed.
@@ -817,7 +817,7 @@ pub(super) fn new_run_id() -> String {
 fn refuse_gates_that_judge_nothing(
     gates: &[toolscore_decide::gate::GateSpec],
     datasets: &[toolscore_suite::Dataset],
-    scenarios: &[Arc<toolscore_suite::scenario::Scenario>],
+    scenarios: &[Arc<toolscore_suite::Scenario>],
 ) -> Result<(), Error> {
     let cases = datasets.iter().any(|d| !d.cases.is_empty());
     let units = scenarios.iter().any(|s| s.attack.is_some());

@@ -10,8 +10,8 @@ use toolscore_decide::gate::sequential::{AttackedUnits, TrialBudget};
 pub(super) fn checked_shard(
     args: &RunArgs,
     env: &dyn Fn(&str) -> Option<String>,
-) -> Result<Option<toolscore_runner::shard::Shard>, Error> {
-    use toolscore_runner::shard::Shard;
+) -> Result<Option<toolscore_runner::Shard>, Error> {
+    use toolscore_runner::Shard;
     let Some(text) = &args.shard else {
         return Ok(None);
     };
@@ -198,8 +198,7 @@ pub(in crate::cli) fn sequential_gate(
             .scenarios
             .iter()
             .filter_map(|s| {
-                toolscore_core::record::attacked_scenario(&s.name, s.attack.as_deref()?)
-                    .map(str::to_owned)
+                toolscore_core::attacked_scenario(&s.name, s.attack.as_deref()?).map(str::to_owned)
             })
             .collect(),
     };
@@ -223,7 +222,7 @@ pub(in crate::cli) fn trial_budget(run: &RunInfo) -> TrialBudget {
 pub(super) fn stops_each_case(args: &RunArgs) -> bool {
     args.gate.sequential
         && !args.gate.gates.is_empty()
-        && args.gate.gate_level == toolscore_report::GateLevel::Case
+        && args.gate.gate_level == toolscore_summary::GateLevel::Case
 }
 
 /// `--trials` (or `--max-trials`), else a replay's fewest recordings, else the default; a

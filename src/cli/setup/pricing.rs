@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::sync::Mutex;
 
-use toolscore_provider::model_map::ModelMap;
+use toolscore_provider::ModelMap;
 
 use super::{
     Arm, ArmPrice, Cassette, Config, Error, Price, ProviderKind, ProviderSettings, RunArgs, usage,
@@ -69,7 +69,7 @@ pub(in crate::cli) fn user_model_map(config: &Config) -> Result<Option<&'static 
 pub(in crate::cli) fn plan_price(
     given: Option<&str>,
     config: &Config,
-) -> Result<Option<toolscore_decide::sample_size::PlanPrice>, Error> {
+) -> Result<Option<toolscore_decide::PlanPrice>, Error> {
     let name = match given {
         Some(n) => n.to_owned(),
         None => match (&config.defaults.provider, config.providers.len()) {
@@ -93,7 +93,7 @@ pub(in crate::cli) fn plan_price(
         }
         return Ok(None);
     };
-    Ok(Some(toolscore_decide::sample_size::PlanPrice {
+    Ok(Some(toolscore_decide::PlanPrice {
         provider: if name == format!("{}:{}", settings.kind, settings.model) {
             name.clone()
         } else {

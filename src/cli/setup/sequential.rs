@@ -4,7 +4,7 @@
 use super::{
     Dataset, Error, RunArgs, SequentialCompareSpec, SequentialSpec, checked_confidence, usage,
 };
-use toolscore_decide::compare::sequential::Rule;
+use toolscore_decide::Rule;
 
 /// `--sequential`'s design for gates, checked: case or suite level, every bar within its
 /// bounds. `None` without --sequential, or when it judges a comparison instead.
@@ -90,11 +90,8 @@ pub(super) fn sequential_compare_spec(
             arms.len()
         )));
     };
-    let is_holdout = |c: &toolscore_suite::Case| {
-        c.tags
-            .iter()
-            .any(|t| t == toolscore_decide::compare::HOLDOUT_TAG)
-    };
+    let is_holdout =
+        |c: &toolscore_suite::Case| c.tags.iter().any(|t| t == toolscore_decide::HOLDOUT_TAG);
     let keys = |held: bool| -> Vec<(String, String)> {
         datasets
             .iter()
@@ -118,7 +115,7 @@ pub(super) fn sequential_compare_spec(
     }
     Ok(Some(SequentialCompareSpec {
         arms: [a.id(), b.id()],
-        metric: toolscore_report::Metric::Selection,
+        metric: toolscore_core::metric::Metric::Selection,
         confidence: checked_confidence(args.confidence.or(defaults.confidence).unwrap_or(0.95))?,
         rule: Rule::Compare {
             min_effect: args.min_effect,

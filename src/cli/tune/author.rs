@@ -4,17 +4,17 @@
 //! a trial's.
 
 use crate::cli::Error;
+use toolscore_core::Message;
 use toolscore_core::catalog::Catalog;
-use toolscore_core::event::{RawResponse, RawStep};
-use toolscore_core::message::Message;
+use toolscore_core::{RawResponse, RawStep};
 use toolscore_provider::cassette::{CassetteRecorder, Replay};
 use toolscore_provider::{Backend, Cancel, Exchange, ProviderError, StepKey};
-use toolscore_report::tune::Authoring;
 use toolscore_runner::Arm;
 use toolscore_suite::Dataset;
-use toolscore_tune::budget::Allowance;
-use toolscore_tune::diagnose::Diagnosis;
-use toolscore_tune::propose::Candidate;
+use toolscore_summary::tune::Authoring;
+use toolscore_summary::tune::Candidate;
+use toolscore_summary::tune::Diagnosis;
+use toolscore_tune::Allowance;
 
 /// The author's candidates, the tools it gave none for (and why), and what it cost.
 pub(super) struct Authored {

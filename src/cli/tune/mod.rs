@@ -15,9 +15,9 @@ use super::output::Format;
 use super::run::RunArgs;
 use super::{SuiteArgs, usage};
 use crate::cli::Error;
-use toolscore_core::error::ExitCode;
+use toolscore_core::ExitCode;
 use toolscore_report::ProgressMode;
-use toolscore_report::tune::{TuneOutcome, TuneReport};
+use toolscore_summary::tune::{TuneOutcome, TuneReport};
 
 mod author;
 mod phases;
@@ -89,7 +89,7 @@ pub struct TuneArgs {
     #[arg(
         help_heading = "Tuning",
         long,
-        default_value_t = toolscore_report::Decision::DEFAULT_MAX_INFRA_ERROR_RATE,
+        default_value_t = toolscore_summary::Decision::DEFAULT_MAX_INFRA_ERROR_RATE,
         value_name = "RATE"
     )]
     pub max_infra_error_rate: f64,
@@ -153,29 +153,29 @@ pub(super) fn run(args: &TuneArgs) -> Result<ExitCode, Error> {
         recorder.finish()?;
     }
     let report = tuned?;
-    toolscore_core::atomic::write_json(&tuner.dir.join("tune.json"), &report)?;
+    toolscore_core::write_json(&tuner.dir.join("tune.json"), &report)?;
     type Renderer = fn(&TuneReport, &mut dyn std::io::Write) -> std::io::Result<()>;
     let files: [(Format, &str, Renderer); 2] = [
         (
             Format::Md,
             "report.md",
-            toolscore_report::tune::render_tune_markdown,
+            toolscore_report::render_tune_markdown,
         ),
         (
             Format::Html,
             "report.html",
-            toolscore_report::tune::render_tune_html,
+            toolscore_report::render_tune_html,
         ),
     ];
     for (format, name, render) in files {
         if formats.contains(&format) {
             let mut text = Vec::new();
             render(&report, &mut text).map_err(|e| Error::io("cannot render the report", e))?;
-            toolscore_core::atomic::write_file(&tuner.dir.join(name), &text)?;
+            toolscore_core::write_file(&tuner.dir.join(name), &text)?;
         }
     }
     if formats.contains(&Format::Terminal) {
-        toolscore_report::tune::render_tune(&report, &mut std::io::stdout().lock())
+        toolscore_report::render_tune(&report, &mut std::io::stdout().lock())
             .map_err(|e| Error::io("cannot write the report", e))?;
     }
     outln!("wrote {}", tuner.dir.join("tune.json").display())?;

@@ -8,21 +8,23 @@ use super::super::setup::{RunSetup, Units, build_plan_of_units};
 use super::super::usage;
 use super::{TuneArgs, phase_args};
 use crate::cli::Error;
-use toolscore_core::error::ExitCode;
-use toolscore_core::event::Observer;
-use toolscore_core::record::{ArmId, BASE_VARIANT, SCENARIO_DATASET};
-use toolscore_decide::compare::sequential::{Rule, SequentialCompare, SequentialCompareSpec};
-use toolscore_decide::race::{Race, RaceSpec};
+use toolscore_core::ExitCode;
+use toolscore_core::Observer;
+use toolscore_core::metric::Metric;
+use toolscore_core::{ArmId, BASE_VARIANT, SCENARIO_DATASET};
+use toolscore_decide::{Race, RaceSpec};
+use toolscore_decide::{Rule, SequentialCompare, SequentialCompareSpec};
 use toolscore_provider::cassette::CassetteHeader;
-use toolscore_report::Metric;
-use toolscore_report::tune::{
+use toolscore_suite::{CatalogVariant, Dataset};
+use toolscore_summary::tune::Candidate;
+use toolscore_summary::tune::LintNote;
+use toolscore_summary::tune::Split;
+use toolscore_summary::tune::{
     CandidateStatus, Confirmation, Phase, RacedCandidate, TuneOutcome, TuneReport,
 };
-use toolscore_suite::{CatalogVariant, Dataset};
-use toolscore_tune::budget::{Allowance, Share};
-use toolscore_tune::diagnose::{LintNote, Tally};
-use toolscore_tune::propose::Candidate;
-use toolscore_tune::split::{Split, SplitCase};
+use toolscore_tune::SplitCase;
+use toolscore_tune::Tally;
+use toolscore_tune::{Allowance, Share};
 
 /// One tune: what every phase shares.
 pub(super) struct Tuner<'a> {
@@ -214,11 +216,11 @@ impl<'a> Tuner<'a> {
     /// author's when one is asked.
     fn proposals(
         &mut self,
-        diagnosis: &toolscore_tune::diagnose::Diagnosis,
+        diagnosis: &toolscore_summary::tune::Diagnosis,
     ) -> Result<Proposed, Error> {
         let request_of =
             |id: &str| super::author::training_request(&self.dataset, &self.split.training, id);
-        let (mut proposed, suggestions) = toolscore_tune::propose::propose(
+        let (mut proposed, suggestions) = toolscore_tune::propose(
             diagnosis,
             &self.dataset.catalog,
             self.args.max_candidates,
@@ -238,7 +240,7 @@ impl<'a> Tuner<'a> {
             proposed.extend(authored.candidates);
             not_proposed = authored.failed;
             authoring = Some(authored.spend);
-            toolscore_tune::propose::rank(&mut proposed, self.args.max_candidates);
+            toolscore_tune::rank(&mut proposed, self.args.max_candidates);
         }
         let (candidates, variants, mut invalid) = self.variants_of(proposed)?;
         invalid.extend(not_proposed);
@@ -265,7 +267,7 @@ impl<'a> Tuner<'a> {
                 // diagnosed on one of them, never on their mixture.
                 let mut arm: Option<ArmId> = None;
                 let results = from.join("results.jsonl");
-                toolscore_report::for_each_record(&results, &mut |r| {
+                toolscore_summary::for_each_record(&results, &mut |r| {
                     if r.arm.variant == BASE_VARIANT
                         && units.contains(&(r.dataset.clone(), r.case_id.clone()))
                         && *arm.get_or_insert_with(|| r.arm.clone()) == r.arm
@@ -367,7 +369,7 @@ impl<'a> Tuner<'a> {
         let base_errors = self.lint_errors(&self.dataset.catalog);
         for c in proposed {
             let name = format!("candidate-{}", candidates.len() + 1);
-            let overlay = toolscore_tune::propose::overlay(&[&c], &c.id);
+            let overlay = toolscore_tune::overlay(&[&c], &c.id);
             match self.variant(&name, &overlay, &self.dir.join("candidates"), &base_errors)? {
                 Ok(v) => {
                     variants.push(v);
@@ -389,7 +391,7 @@ impl<'a> Tuner<'a> {
         base_errors: &std::collections::BTreeSet<(String, String, String)>,
     ) -> Result<Result<CatalogVariant, String>, Error> {
         let path = folder.join(format!("{name}.json"));
-        let catalog = match toolscore_tune::propose::validate(
+        let catalog = match toolscore_tune::validate(
             &self.dataset.catalog,
             overlay,
             &path.display().to_string(),
@@ -419,7 +421,7 @@ impl<'a> Tuner<'a> {
         };
         std::fs::create_dir_all(folder)
             .map_err(|e| Error::io(format!("cannot create {}", folder.display()), e))?;
-        toolscore_core::atomic::write_json(&path, overlay)?;
+        toolscore_core::write_json(&path, overlay)?;
         Ok(Ok(CatalogVariant {
             name: name.to_owned(),
             file: Some(path.display().to_string()),
@@ -505,7 +507,7 @@ impl<'a> Tuner<'a> {
         chosen: &[&Candidate],
     ) -> Result<(Confirmation, serde_json::Value), Error> {
         let ids: Vec<String> = chosen.iter().map(|c| c.id.clone()).collect();
-        let overlay = toolscore_tune::propose::overlay(
+        let overlay = toolscore_tune::overlay(
             chosen,
             &format!(
                 "toolscore tune of {} with {}/{}: {}",
@@ -523,7 +525,7 @@ impl<'a> Tuner<'a> {
                 &self.dir.join("candidates"),
                 &self.lint_errors(&self.dataset.catalog),
             )?
-            .map_err(|why| Error::from(toolscore_core::error::InputError::new(why)))?;
+            .map_err(|why| Error::from(toolscore_core::InputError::new(why)))?;
         let (rounds, allowed) = self.allowance.confirm(self.args.max_rounds);
         let mut compare = SequentialCompare::new(SequentialCompareSpec {
             arms: [
@@ -633,8 +635,8 @@ impl<'a> Tuner<'a> {
             sent,
             spent,
         } = super::super::run::run_phase(setup, carried.as_deref(), observers)?;
-        let decision = toolscore_decide::decision::decide(&summary, self.args.max_infra_error_rate);
-        match toolscore_decide::decision::exit_code(&decision) {
+        let decision = toolscore_decide::decide(&summary, self.args.max_infra_error_rate);
+        match toolscore_decide::exit_code(&decision) {
             ExitCode::Interrupted => {
                 return Err(Error::interrupted(
                     "tune stopped; each phase's folder keeps the trials it finished",
@@ -675,7 +677,7 @@ impl<'a> Tuner<'a> {
             path = folder.join(format!("tuned-{date}-{n}.json"));
             n += 1;
         }
-        toolscore_core::atomic::write_json(&path, overlay)?;
+        toolscore_core::write_json(&path, overlay)?;
         Ok(path)
     }
 
@@ -702,7 +704,7 @@ impl<'a> Tuner<'a> {
             "--compare".to_owned(),
             "--sequential".to_owned(),
         ]);
-        toolscore_core::text::command(words)
+        toolscore_core::command(words)
     }
 }
 
@@ -756,9 +758,9 @@ fn dataset_and_split(args: &TuneArgs) -> Result<(Dataset, Split), Error> {
             tags: &s.tags,
         })
         .collect();
-    let mut split = toolscore_tune::split::split(&cases, args.seed, args.holdout_fraction)
-        .map_err(|m| usage(&m))?;
-    toolscore_tune::split::add_scenarios(&mut split, &scenarios, args.seed, args.holdout_fraction);
+    let mut split =
+        toolscore_tune::split(&cases, args.seed, args.holdout_fraction).map_err(|m| usage(&m))?;
+    toolscore_tune::add_scenarios(&mut split, &scenarios, args.seed, args.holdout_fraction);
     Ok((dataset, split))
 }
 
@@ -770,8 +772,8 @@ struct Proposed {
     candidates: Vec<Candidate>,
     variants: Vec<CatalogVariant>,
     invalid: Vec<String>,
-    suggestions: Vec<toolscore_tune::propose::Suggestion>,
-    authoring: Option<toolscore_report::tune::Authoring>,
+    suggestions: Vec<toolscore_summary::tune::Suggestion>,
+    authoring: Option<toolscore_summary::tune::Authoring>,
 }
 
 /// The tune's recorder as an observer of one phase: every trial, but not the phase's end, so
@@ -781,12 +783,10 @@ struct AcrossPhases<'r>(&'r mut toolscore_provider::cassette::CassetteRecorder);
 impl Observer for AcrossPhases<'_> {
     fn on_event(
         &mut self,
-        event: &toolscore_core::event::RunEvent<'_>,
-    ) -> Result<toolscore_core::event::Control, toolscore_core::error::Error> {
+        event: &toolscore_core::RunEvent<'_>,
+    ) -> Result<toolscore_core::Control, toolscore_core::Error> {
         match event {
-            toolscore_core::event::RunEvent::Finished(_) => {
-                Ok(toolscore_core::event::Control::Continue)
-            }
+            toolscore_core::RunEvent::Finished(_) => Ok(toolscore_core::Control::Continue),
             other => self.0.on_event(other),
         }
     }

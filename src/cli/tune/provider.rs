@@ -56,7 +56,7 @@ pub(super) fn author_arm(
             (None, None) => Ok(None),
             (Some(name), Some(r)) if *name == r.name => Ok(Some(toolscore_runner::Arm {
                 settings: r.settings(),
-                variant: toolscore_core::record::BASE_VARIANT.to_owned(),
+                variant: toolscore_core::BASE_VARIANT.to_owned(),
                 replay: Some(cassette.clone()),
                 price: None,
             })),

@@ -1,3 +1,5 @@
+//! Public as a namespace: callers write `catalog::Catalog`, `catalog::lock::Lock`, `catalog::diff::…`.
+//!
 //! Tool catalogs: the text a model reads (names, descriptions, input schemas).
 //!
 //! Owns the file formats: an MCP `tools/list` result (`{"tools": [{name, description,

@@ -6,9 +6,10 @@
 
 use std::collections::BTreeMap;
 
-use toolscore_core::error::InputError;
-use toolscore_report::{
-    AttackComparison, ComparedArm, ComparisonVerdict, GroupComparison, Metric, RateStat,
+use toolscore_core::InputError;
+use toolscore_core::metric::Metric;
+use toolscore_summary::{
+    AttackComparison, ComparedArm, ComparisonVerdict, GroupComparison, RateStat,
     SecurityArmSummary, Summary,
 };
 
@@ -56,7 +57,7 @@ pub fn compare_attacks(
         holdout_apart: false,
     };
     let of =
-        |f: &dyn Fn(&toolscore_report::AttackUnit) -> &RateStat| -> Vec<(&RateStat, &RateStat)> {
+        |f: &dyn Fn(&toolscore_summary::AttackUnit) -> &RateStat| -> Vec<(&RateStat, &RateStat)> {
             pairs.iter().map(|(ua, ub)| (f(ua), f(ub))).collect()
         };
     let attack_success = lower_is_better(no_narrower_than_pooled(

@@ -14,16 +14,17 @@
 
 use std::collections::BTreeMap;
 
-use toolscore_core::error::InputError;
-use toolscore_core::record::{ArmId, ModelIdentity};
-use toolscore_report::{
-    ArmInfo, CaseComparison, CaseSummary, ComparedArm, Comparison, ComparisonVerdict,
-    GroupComparison, McNemar, MeanDifference, Metric, RateStat, Substitution, Summary,
-};
+use toolscore_core::InputError;
+use toolscore_core::metric::Metric;
+use toolscore_core::{ArmId, ModelIdentity};
 use toolscore_stats as stats;
+use toolscore_summary::{
+    ArmInfo, CaseComparison, CaseSummary, ComparedArm, Comparison, ComparisonVerdict,
+    GroupComparison, McNemar, MeanDifference, RateStat, Substitution, Summary,
+};
 
-pub mod attacks;
-pub mod sequential;
+pub(crate) mod attacks;
+pub(crate) mod sequential;
 
 /// The tag that keeps a case out of every per-case table of a comparison.
 pub const HOLDOUT_TAG: &str = "holdout";
@@ -378,8 +379,8 @@ pub(crate) fn verdict_of(
 
 /// Wrong choices of each arm, merged by (expected, chosen), most frequent first.
 fn substitutions(
-    a: &toolscore_report::ArmSummary,
-    b: &toolscore_report::ArmSummary,
+    a: &toolscore_summary::ArmSummary,
+    b: &toolscore_summary::ArmSummary,
 ) -> Vec<Substitution> {
     let mut cells: BTreeMap<(String, String), (u64, u64)> = BTreeMap::new();
     for (arm, side) in [(a, 0), (b, 1)] {
@@ -437,7 +438,7 @@ fn arm_matches(s: &Summary, i: usize, w: &str) -> bool {
 }
 
 /// Whether `--arm w` names the arm `id`: by variant, provider or `provider/variant`.
-pub(crate) fn arm_named(id: &toolscore_core::record::ArmId, w: &str) -> bool {
+pub(crate) fn arm_named(id: &toolscore_core::ArmId, w: &str) -> bool {
     w == id.variant || w == id.provider || w == format!("{}/{}", id.provider, id.variant)
 }
 
@@ -447,7 +448,7 @@ fn arm_names(s: &Summary) -> String {
 }
 
 /// Arms as `provider/variant`, comma-separated.
-pub fn arm_list<'a>(arms: impl Iterator<Item = &'a toolscore_core::record::ArmId>) -> String {
+pub fn arm_list<'a>(arms: impl Iterator<Item = &'a toolscore_core::ArmId>) -> String {
     arms.map(|a| format!("{}/{}", a.provider, a.variant))
         .collect::<Vec<_>>()
         .join(", ")
@@ -527,7 +528,7 @@ fn two_arms_of<'a>(
 /// The first of `arms` (the arms of run `run_id`) that `--arm wanted` names: by variant,
 /// provider or `provider/variant`.
 pub fn find_arm(
-    arms: &[&toolscore_core::record::ArmId],
+    arms: &[&toolscore_core::ArmId],
     run_id: &str,
     wanted: &str,
 ) -> Result<usize, InputError> {

@@ -20,11 +20,12 @@
 
 use std::collections::HashMap;
 
-use toolscore_core::error::Error;
-use toolscore_core::event::{Control, Observer, RunEvent, StopScope};
-use toolscore_core::record::{ArmId, TrialRecord};
-use toolscore_report::{ComparisonVerdict, Metric, SequentialComparison};
+use toolscore_core::Error;
+use toolscore_core::metric::Metric;
+use toolscore_core::{ArmId, TrialRecord};
+use toolscore_core::{Control, Observer, RunEvent, StopScope};
 use toolscore_stats::{PairCounts, PairedBetting, PairedDecision};
+use toolscore_summary::{ComparisonVerdict, SequentialComparison};
 
 use super::super::rounds::{Outcome, Rounds};
 
@@ -241,7 +242,7 @@ impl SequentialCompare {
     /// when the comparison names them the other way round, every B − A is mirrored (sign,
     /// bounds, counts, better ↔ worse), so no result is ever told with its arms swapped. A
     /// comparison of other arms is left as it is.
-    pub fn apply_to(&self, comparison: &mut toolscore_report::Comparison) {
+    pub fn apply_to(&self, comparison: &mut toolscore_summary::Comparison) {
         let [a, b] = &self.spec.arms;
         let mirror = if (a, b) == (&comparison.a.arm, &comparison.b.arm) {
             false
@@ -253,7 +254,8 @@ impl SequentialCompare {
         let told = |s: SequentialComparison| if mirror { s.mirrored() } else { s };
         // The group's verdict is the sequential one; the fixed-n one is kept apart as
         // description (it does not hold its level after a data-dependent stop).
-        let judge = |g: &mut toolscore_report::GroupComparison, s: Option<SequentialComparison>| {
+        let judge = |g: &mut toolscore_summary::GroupComparison,
+                     s: Option<SequentialComparison>| {
             if let Some(s) = s {
                 g.fixed_n_verdict.get_or_insert(g.verdict);
                 g.verdict = s.verdict;
@@ -286,7 +288,7 @@ impl Observer for SequentialCompare {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use toolscore_core::record::Outcome;
+    use toolscore_core::Outcome;
 
     fn arm(variant: &str) -> ArmId {
         ArmId::for_test(variant)

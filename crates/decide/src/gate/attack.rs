@@ -11,10 +11,9 @@
 //! and the t interval all mirror), so it is judged as that floor and told back in the
 //! user's terms: PASS when the upper bound is at most t, FAIL when the lower bound is above it.
 
-use toolscore_core::record::SCENARIO_DATASET;
-use toolscore_report::{
-    AttackMetric, CaseVerdict, GateLevel, GateResult, SecurityArmSummary, Summary,
-};
+use toolscore_core::SCENARIO_DATASET;
+use toolscore_core::metric::AttackMetric;
+use toolscore_summary::{CaseVerdict, GateLevel, GateResult, SecurityArmSummary, Summary};
 
 use super::{
     CASE_METHOD, GateSpec, GatedCase, SUITE_METHOD, empty_result_of, judge_cases, judge_suite,
@@ -178,7 +177,7 @@ pub(super) fn mirrored_case(c: CaseVerdict, bar: f64) -> CaseVerdict {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use toolscore_report::{GateMetric, Verdict};
+    use toolscore_summary::{GateMetric, Verdict};
 
     #[test]
     fn a_ceiling_is_the_mirrored_floor_exactly() {
@@ -197,7 +196,7 @@ mod tests {
                 threshold: 0.98,
             }];
             let r = empty_result_of(
-                &toolscore_core::record::ArmId::for_test("base"),
+                &toolscore_core::ArmId::for_test("base"),
                 spec,
                 GateLevel::Case,
                 "",

@@ -11,8 +11,9 @@
 //! population check), unless `--intersect`.
 
 use crate::compare::{CompareOptions, Side, compare};
-use toolscore_core::error::InputError;
-use toolscore_report::{GateLevel, GateResult, Metric, Summary, Verdict};
+use toolscore_core::InputError;
+use toolscore_core::metric::Metric;
+use toolscore_summary::{GateLevel, GateResult, Summary, Verdict};
 
 /// Judges every arm of `current` against the matching arm of `baseline`.
 pub fn baseline_gates(
@@ -84,7 +85,7 @@ pub fn baseline_gates(
 /// name and variant.
 pub(super) fn baseline_arm(
     baseline: &Summary,
-    arm: &toolscore_core::record::ArmId,
+    arm: &toolscore_core::ArmId,
 ) -> Result<usize, InputError> {
     Ok(match baseline.arms.len() {
         1 => 0,
@@ -107,7 +108,7 @@ pub(super) fn baseline_arm(
 /// What a baseline gate adds: the cases that got worse, and the cases an inconclusive
 /// verdict would need.
 fn baseline_hint(
-    c: &toolscore_report::Comparison,
+    c: &toolscore_summary::Comparison,
     verdict: Verdict,
     margin: f64,
     confidence: f64,

@@ -1,3 +1,5 @@
+//! Public as a namespace: callers write `gate::GateSpec`, `gate::evaluate`, `gate::sequential::SequentialGate`.
+//!
 //! Decisions on a run's summary: `--gate 'pass>=0.8'` passes only when the lower confidence
 //! bound clears the bar, fails only when the upper bound is below it, and is inconclusive
 //! otherwise (reference/stats.md §1.4, §3.3); `--gate 'p95_ms<=2000'` passes only when the
@@ -33,13 +35,13 @@ pub mod sequential;
 pub mod sequential_baseline;
 pub mod sequential_suite;
 
-use toolscore_core::error::InputError;
-use toolscore_report::{
-    ArmLatencyDistribution, ArmSummary, AttackMetric, CaseVerdict, DatasetInfo, GateLevel,
-    GateMetric, GateReport, GateResult, LatencyDistributions, LatencyQuantile, Metric, Summary,
-    ToolVerdict, Verdict,
-};
+use toolscore_core::InputError;
+use toolscore_core::metric::{AttackMetric, Metric};
 use toolscore_stats as stats;
+use toolscore_summary::{
+    ArmLatencyDistribution, ArmSummary, CaseVerdict, DatasetInfo, GateLevel, GateMetric,
+    GateReport, GateResult, LatencyDistributions, LatencyQuantile, Summary, ToolVerdict, Verdict,
+};
 
 /// A gate as the user wrote it: `METRIC>=THRESHOLD` for a rate, `LATENCY<=BUDGET_MS` for a
 /// latency percentile.
@@ -155,7 +157,7 @@ pub fn report_of(gates: Vec<GateResult>, confidence: f64) -> GateReport {
 }
 
 /// Evaluates every gate on every arm of the summary. Latency gates read the arms' latency
-/// distributions (`Aggregator::latency_distributions`, `report::reaggregate_with_latency`),
+/// distributions (`Aggregator::latency_distributions`, `summary::reaggregate_with_latency`),
 /// which the summary does not hold; rate gates need only the summary.
 pub fn evaluate(
     summary: &Summary,
@@ -229,7 +231,7 @@ fn without_cases(summary: &Summary, specs: &[GateSpec], level: GateLevel) -> Vec
 }
 
 pub(crate) fn empty_result_of(
-    arm: &toolscore_core::record::ArmId,
+    arm: &toolscore_core::ArmId,
     spec: GateSpec,
     level: GateLevel,
     method: &str,
@@ -821,9 +823,9 @@ mod tests {
         }
     }
 
-    use toolscore_core::event::RunTotals;
-    use toolscore_core::record::{Outcome, TrialRecord, TrialScore};
-    use toolscore_report::{Aggregator, RunInfo};
+    use toolscore_core::RunTotals;
+    use toolscore_core::{Outcome, TrialRecord, TrialScore};
+    use toolscore_summary::{Aggregator, RunInfo};
 
     /// A trial of `case` (expecting `tool`) that passed or not, answered in `ms`.
     fn trial(tool: &str, case: &str, passed: bool, ms: f64) -> TrialRecord {

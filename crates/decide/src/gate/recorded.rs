@@ -3,8 +3,8 @@
 //! (a run's gates are part of its record).
 
 use super::GateSpec;
-use toolscore_report::{GateLevel, GateReport, GateResult};
 use toolscore_stats::SequentialKind;
+use toolscore_summary::{GateLevel, GateReport, GateResult};
 
 /// How a run gated sequentially: its test, and p₁ when it was not the default
 /// t + (1 − t)/2 (what `--sprt-p1` said).

@@ -43,15 +43,14 @@
 use std::collections::HashMap;
 use toolscore_stats as stats;
 
-use toolscore_core::error::Error;
-use toolscore_core::event::{Control, Observer, RunEvent, StopScope};
-use toolscore_core::record::{SCENARIO_DATASET, TrialRecord};
-use toolscore_report::{
-    AttackMetric, CaseVerdict, GateLevel, GateResult, Metric, SequentialInfo, Verdict,
-};
+use toolscore_core::Error;
+use toolscore_core::metric::{AttackMetric, Metric};
+use toolscore_core::{Control, Observer, RunEvent, StopScope};
+use toolscore_core::{SCENARIO_DATASET, TrialRecord};
 use toolscore_stats::{
     self, Boundaries, PassSide, SequentialDecision, SequentialKind, SequentialTest,
 };
+use toolscore_summary::{CaseVerdict, GateLevel, GateResult, SequentialInfo, Verdict};
 
 use super::GateSpec;
 use super::sequential_suite::SuiteRounds;
@@ -212,7 +211,7 @@ pub struct SequentialGate {
     states: HashMap<CaseKey, Vec<CaseState>>,
     /// First-seen order of the keys, so verdicts list in run order.
     order: Vec<CaseKey>,
-    arms: Vec<toolscore_core::record::ArmId>,
+    arms: Vec<toolscore_core::ArmId>,
     /// `--gate-level suite`: the rounds of every (arm, gate); the case states stay empty.
     suite: Option<SuiteRounds>,
     /// Where the cases' trial budgets come from, for saying what would let an undecided case
@@ -490,12 +489,7 @@ impl SequentialGate {
     }
 
     /// One gate on one arm: each case's verdict, and the gate's, with its sequential design.
-    fn gate_result(
-        &self,
-        arm: &toolscore_core::record::ArmId,
-        g: usize,
-        gate: &GateSpec,
-    ) -> GateResult {
+    fn gate_result(&self, arm: &toolscore_core::ArmId, g: usize, gate: &GateSpec) -> GateResult {
         let alpha = 1.0 - self.spec.confidence;
         let m = self.gated_per_arm(gate);
         let beta_case = alpha / m as f64;

@@ -11,13 +11,14 @@
 //! and every case takes part (held-out cases too, as in the fixed baseline gate).
 
 use crate::compare::sequential::{Rule, SequentialCompare, SequentialCompareSpec};
-use toolscore_core::error::{Error, InputError};
-use toolscore_core::event::{Control, Observer, RunEvent, StopScope};
-use toolscore_core::record::{ArmId, TrialRecord};
-use toolscore_report::{
-    ComparisonVerdict, GateLevel, GateResult, Metric, SequentialInfo, Summary, Verdict,
-};
+use toolscore_core::metric::Metric;
+use toolscore_core::{ArmId, TrialRecord};
+use toolscore_core::{Control, Observer, RunEvent, StopScope};
+use toolscore_core::{Error, InputError};
 use toolscore_stats::SequentialKind;
+use toolscore_summary::{
+    ComparisonVerdict, GateLevel, GateResult, SequentialInfo, Summary, Verdict,
+};
 
 use super::baseline::baseline_arm;
 

@@ -19,9 +19,10 @@
 
 use std::collections::HashMap;
 
-use toolscore_core::record::{ArmId, SCENARIO_DATASET, TrialRecord};
-use toolscore_report::{GateLevel, GateResult, Metric, SequentialInfo, Verdict};
+use toolscore_core::metric::Metric;
+use toolscore_core::{ArmId, SCENARIO_DATASET, TrialRecord};
 use toolscore_stats::{PairCounts, PairedBetting, PairedDecision, SequentialKind};
+use toolscore_summary::{GateLevel, GateResult, SequentialInfo, Verdict};
 
 use super::super::rounds::Rounds;
 use super::GateSpec;
@@ -185,7 +186,7 @@ impl SuiteRounds {
                 let cases = self.cases(gate);
                 let (what, population) = match gate.metric.attack() {
                     None => ("cases", "cases"),
-                    Some(toolscore_report::AttackMetric::Utility) => {
+                    Some(toolscore_core::metric::AttackMetric::Utility) => {
                         ("attacked scenarios' clean units", "scenarios")
                     }
                     Some(_) => ("(scenario × attack) units", "attacks"),

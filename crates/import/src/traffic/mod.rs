@@ -7,8 +7,8 @@
 //! Redaction runs on each exchange as soon as it is decoded, before anything else reads it, so
 //! the counts, the de-duplication and the files all see only redacted text.
 
-pub mod formats;
-pub mod redact;
+pub(crate) mod formats;
+pub(crate) mod redact;
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -18,9 +18,9 @@ use sha2::{Digest, Sha256};
 
 use formats::{Exchange, Format};
 use redact::{Ids, PLACEHOLDER_PREFIX, Redactor, Tally};
+use toolscore_core::InputError;
+use toolscore_core::Message;
 use toolscore_core::catalog::Catalog;
-use toolscore_core::error::InputError;
-use toolscore_core::message::Message;
 
 /// One parsed log record and where it is.
 pub struct Record {
@@ -246,7 +246,7 @@ fn catalog_of(tools: &[Value]) -> Result<Catalog, String> {
         toolscore_core::catalog::parse_catalog(&text, "the logged tools").map_err(|e| {
             format!(
                 "the logged tools are not a catalog toolscore reads ({})",
-                toolscore_core::error::strip_position(&e.to_string())
+                toolscore_core::strip_position(&e.to_string())
             )
         })?;
     toolscore_score::ToolValidators::compile(&catalog)

@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use regex::{Captures, Regex};
 use serde_json::Value;
 
-use toolscore_core::error::InputError;
+use toolscore_core::InputError;
 
 /// The start every placeholder shares, so later steps can tell a redacted value.
 pub(crate) const PLACEHOLDER_PREFIX: &str = "[REDACTED:";
@@ -109,7 +109,7 @@ pub struct Redactor {
 }
 
 /// How many values were redacted, by kind.
-pub type Tally = BTreeMap<String, usize>;
+pub(crate) type Tally = BTreeMap<String, usize>;
 
 /// Why a redactor cannot be built: an item of `--redact` (bad input), or one of toolscore's
 /// own patterns (a bug).
@@ -125,11 +125,11 @@ pub enum RedactError {
     },
 }
 
-impl From<RedactError> for toolscore_core::error::Error {
+impl From<RedactError> for toolscore_core::Error {
     fn from(e: RedactError) -> Self {
         match e {
             RedactError::Field { .. } => InputError::new(e.to_string()).into(),
-            RedactError::Pattern { .. } => toolscore_core::error::Error::Internal(e.to_string()),
+            RedactError::Pattern { .. } => toolscore_core::Error::Internal(e.to_string()),
         }
     }
 }

@@ -5,8 +5,8 @@
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use toolscore_core::InputError;
 use toolscore_core::catalog::Tool;
-use toolscore_core::error::InputError;
 
 /// One tool and what is known about it.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,3 +1,5 @@
+//! Public as a namespace: callers write `judge::JudgeRun`, `judge::labels::…`, `judge::measure::…`.
+//!
 //! `lint --judge`: a model reads each tool's text and says whether it is poisoned. This module
 //! is the judge's pure part: what it is asked (its versioned instructions, the tool's every
 //! string with its path and decoded views, and the one function it answers with), how an
@@ -204,7 +206,7 @@ pub const EVIDENCE_CUT: &str = "…(truncated)";
 /// every control character and direction mark written `\u{…}` (an escape code or a carriage
 /// return cannot fake a line of the report), at most [`MAX_EVIDENCE_CHARS`] characters.
 pub fn bounded_evidence(text: &str) -> String {
-    toolscore_core::text::inert_cut(text, MAX_EVIDENCE_CHARS, EVIDENCE_CUT)
+    toolscore_core::inert_cut(text, MAX_EVIDENCE_CHARS, EVIDENCE_CUT)
 }
 
 /// The verdict of an answer from its `verdict` calls' arguments, in the order they were made.

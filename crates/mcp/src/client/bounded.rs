@@ -22,25 +22,25 @@ use tokio::process::{ChildStderr, ChildStdin, ChildStdout};
 
 /// Most tools one listing may hold. Published servers offer tens; 10,000 is far beyond any
 /// catalog a model can choose from, and keeps a runaway listing to seconds of work.
-pub const MAX_TOOLS: usize = 10_000;
+pub(super) const MAX_TOOLS: usize = 10_000;
 /// Most `tools/list` pages one listing follows. A server that always sends a `nextCursor`
 /// would otherwise be followed until the timeout, holding every page.
-pub const MAX_PAGES: usize = 1_000;
+pub(super) const MAX_PAGES: usize = 1_000;
 /// Most bytes of tool definitions (as compact JSON) one listing may hold.
-pub const MAX_LISTING_BYTES: usize = 64 << 20;
+pub(super) const MAX_LISTING_BYTES: usize = 64 << 20;
 /// Largest single message a server may send: the SDK's own bound on one line over stdio and
 /// on one event over HTTP, so the two transports agree.
-pub const MAX_MESSAGE_BYTES: usize = 16 << 20;
+pub(super) const MAX_MESSAGE_BYTES: usize = 16 << 20;
 /// Longest JSON-RPC error message quoted in an error; the rest is cut, saying how much.
-pub const MAX_ERROR_MESSAGE_BYTES: usize = 2_000;
+pub(super) const MAX_ERROR_MESSAGE_BYTES: usize = 2_000;
 /// Lines of stderr kept to quote in errors.
-pub const STDERR_LINES: usize = 40;
+pub(super) const STDERR_LINES: usize = 40;
 /// Longest stderr line kept, in bytes: with [`STDERR_LINES`], the tail is at most 80 KB.
-pub const STDERR_LINE_BYTES: usize = 2_000;
+pub(super) const STDERR_LINE_BYTES: usize = 2_000;
 
 /// A count (of bytes, tools or pages) with thousands separators, as errors quote bounds.
 pub(super) fn count(n: usize) -> String {
-    toolscore_core::json::thousands(n as u64)
+    toolscore_core::thousands(n as u64)
 }
 
 /// Why a stdio server's output was refused, once it was.

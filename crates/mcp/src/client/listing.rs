@@ -72,7 +72,7 @@ impl McpSession {
             }
             for tool in &result.tools {
                 let value = serde_json::to_value(tool).unwrap_or(Value::Null);
-                held += toolscore_core::json::compact_len(&value);
+                held += toolscore_core::compact_len(&value);
                 if held > MAX_LISTING_BYTES {
                     return Err(limit(format!(
                         "more than {} bytes of tool definitions (64 MiB, by page {page}), the bound on one listing",
@@ -95,7 +95,7 @@ impl McpSession {
 }
 
 /// The tools of a `tools/list` listing as a catalog, checked as a catalog file is.
-pub fn catalog_of_listing(tools: &[Value], source: &str) -> Result<Catalog, String> {
+pub(super) fn catalog_of_listing(tools: &[Value], source: &str) -> Result<Catalog, String> {
     let mut out: Vec<Tool> = Vec::with_capacity(tools.len());
     // A set, not a scan of the tools so far: 40,000 tools took 5 s that way.
     let mut names = std::collections::HashSet::with_capacity(tools.len());
@@ -112,23 +112,8 @@ pub fn catalog_of_listing(tools: &[Value], source: &str) -> Result<Catalog, Stri
     Ok(Catalog::new(out, source.to_owned()))
 }
 
-/// Connects, lists every tool and shuts down, whatever happened in between.
-pub async fn list_catalog(
-    spec: &ServerSpec,
-    timeout: Duration,
-    env: &(dyn Fn(&str) -> Option<String> + Sync),
-) -> Result<LiveCatalog, McpError> {
-    let session = McpSession::connect(spec, timeout, env).await?;
-    let listed = session.list_tools().await;
-    let server = session.server().clone();
-    session.shutdown().await;
-    Ok(LiveCatalog {
-        catalog: listed?,
-        server,
-    })
-}
-
-/// [`list_catalog`] from synchronous code, on a runtime of its own. Ctrl-C or SIGTERM while it
+/// Connects, lists every tool and shuts down, whatever happened in between, from synchronous
+/// code, on a runtime of its own. Ctrl-C or SIGTERM while it
 /// runs shuts the server down and returns [`McpError::Interrupted`].
 pub fn list_catalog_blocking(
     spec: &ServerSpec,

@@ -28,13 +28,14 @@ mod listing;
 mod raw;
 
 use bounded::{BoundedChild, EXIT_GRACE, StderrTail, StdoutFault};
-pub use bounded::{
+use bounded::{
     MAX_ERROR_MESSAGE_BYTES, MAX_LISTING_BYTES, MAX_MESSAGE_BYTES, MAX_PAGES, MAX_TOOLS,
-    STDERR_LINE_BYTES, STDERR_LINES,
 };
-pub use listing::{catalog_of_listing, list_catalog, list_catalog_blocking};
-pub use raw::raw_initialize;
-use toolscore_core::json::cut_text;
+#[cfg(test)]
+use listing::catalog_of_listing;
+pub use listing::list_catalog_blocking;
+pub(crate) use raw::raw_initialize;
+use toolscore_core::cut_text;
 
 /// What an interrupted listing left behind.
 pub const MCP_SHUT_DOWN: &str = "the MCP server was shut down";
@@ -87,7 +88,7 @@ impl ServerSpec {
     pub fn label(&self) -> String {
         match self {
             ServerSpec::Stdio { command, args, .. } => {
-                toolscore_core::text::command(std::iter::once(command).chain(args))
+                toolscore_core::command(std::iter::once(command).chain(args))
             }
             ServerSpec::Http { url, .. } => redact_url(url),
         }
@@ -234,15 +235,15 @@ fn stderr_block(stderr: &Option<String>) -> String {
     out
 }
 
-impl From<McpError> for toolscore_core::error::Error {
+impl From<McpError> for toolscore_core::Error {
     /// A server that cannot be listed is bad input (exit 2): the config names it; an
     /// interruption is exit 130.
     fn from(e: McpError) -> Self {
         match e {
-            McpError::Interrupted => toolscore_core::error::Error::Interrupted(MCP_SHUT_DOWN),
-            other => toolscore_core::error::Error::Input(toolscore_core::error::InputError::new(
-                other.to_string(),
-            )),
+            McpError::Interrupted => toolscore_core::Error::Interrupted(MCP_SHUT_DOWN),
+            other => {
+                toolscore_core::Error::Input(toolscore_core::InputError::new(other.to_string()))
+            }
         }
     }
 }

@@ -17,7 +17,7 @@ use super::{
 /// Sends one `initialize` request asking for `protocol_version`, outside the SDK (which only
 /// asks for versions it supports), and returns the server's raw JSON-RPC response: a result
 /// or an error. The server is shut down afterwards. For probing version negotiation.
-pub async fn raw_initialize(
+pub(crate) async fn raw_initialize(
     spec: &ServerSpec,
     protocol_version: &str,
     timeout: Duration,

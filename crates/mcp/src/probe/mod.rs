@@ -30,7 +30,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 mod listener;
-pub mod security;
+pub(crate) mod security;
 
 use crate::DatasetCall;
 use crate::client::{McpError, McpSession, ServerSpec, ToolResult};
@@ -269,7 +269,7 @@ fn breaking_arguments(schema: &Value) -> Option<(String, Value)> {
 
 /// Whether `text` names `field` as a word of its own (so that a parameter `a` is not found in
 /// "Invalid").
-pub fn names(text: &str, field: &str) -> bool {
+pub(crate) fn names(text: &str, field: &str) -> bool {
     let ident = |c: char| c.is_alphanumeric() || c == '_' || c == '-';
     text.match_indices(field).any(|(i, _)| {
         let before = text[..i].chars().next_back();

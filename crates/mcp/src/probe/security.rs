@@ -36,18 +36,18 @@ use toolscore_core::catalog::source::ServerIdentity;
 /// Calls per tool at most, unless the caller says otherwise.
 pub const DEFAULT_MAX_CALLS: usize = 20;
 /// How long after a call returns a request may still reach the listener and count.
-pub const FETCH_WAIT: Duration = Duration::from_millis(500);
+pub(crate) const FETCH_WAIT: Duration = Duration::from_millis(500);
 /// Longest text quoted from a server in a verdict.
-pub const MAX_QUOTE: usize = 200;
+pub(crate) const MAX_QUOTE: usize = 200;
 /// Longest tool or parameter name shown.
 const MAX_NAME: usize = 80;
 /// Depth of the relative traversal: enough to climb out of any plausible sandbox.
 const DEPTH: usize = 8;
 /// Calls in a row that got no answer within the timeout, after which a tool is given up on:
 /// a server that stopped answering costs at most this many timeouts per tool, not the bound.
-pub const STALLED_AFTER: usize = 2;
+pub(crate) const STALLED_AFTER: usize = 2;
 /// The property the `schema-smuggling` check adds where none is allowed.
-pub const EXTRA_PROPERTY: &str = "toolscore_probe_extra";
+pub(crate) const EXTRA_PROPERTY: &str = "toolscore_probe_extra";
 
 /// The four escape checks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -217,7 +217,7 @@ pub fn is_loopback_url(url: &str) -> bool {
 // ---------------------------------------------------------------------------------------------
 // Evidence: bounded and inert.
 
-pub use toolscore_core::text::inert;
+pub(crate) use toolscore_core::inert;
 
 fn quote(text: &str) -> String {
     format!("\"{}\"", inert(text, MAX_QUOTE))
@@ -336,7 +336,8 @@ const MAX_BENIGN_ITEMS: u64 = 8;
 /// A harmless valid value for a parameter: its `const`, first `enum` value or `default`, else
 /// one of its type ("test", 1 within its bounds, false, `minItems` benign items, an object of
 /// its required properties' benign values, null). The schema is finite, so the recursion ends.
-pub fn benign_value(schema: &Value) -> Value {
+#[cfg(test)]
+fn benign_value(schema: &Value) -> Value {
     benign_in(schema, schema, 0)
 }
 
@@ -507,7 +508,7 @@ enum Step {
 /// How deep the probe looks for string parameters: `path` is 1, `options.path` and
 /// `files[].path` are 2, `a.b.c` is 3. Real tools nest a path or a URL an object or two deep;
 /// deeper, the lanes would crowd the bound on calls out of the parameters that matter.
-pub const MAX_DEPTH: usize = 3;
+pub(crate) const MAX_DEPTH: usize = 3;
 
 /// One (parameter, check) and the payloads it is to receive, in order.
 #[derive(Debug, Clone, PartialEq)]
@@ -1531,7 +1532,7 @@ mod tests {
         assert!(
             !shown
                 .chars()
-                .any(|c| c.is_control() || toolscore_core::text::is_hidden(c)),
+                .any(|c| c.is_control() || toolscore_core::is_hidden(c)),
             "{shown}"
         );
         assert!(

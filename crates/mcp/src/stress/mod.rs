@@ -34,10 +34,20 @@ mod canary;
 mod leakage;
 mod tally;
 
-pub use canary::*;
-pub use leakage::*;
-use tally::detail;
-pub use tally::*;
+#[cfg(test)]
+use canary::find_canaries;
+pub use canary::{
+    ArgPath, ArgSelector, Canary, KeptReason, MAX_ARG_DEPTH, MAX_ARG_VALUES, MIN_FREE_MAX_LENGTH,
+    Step,
+};
+use canary::{foreign_canaries, place_canaries, plant_canary};
+use leakage::call_in_turn;
+pub use leakage::{CallPlan, KeptField, LeakPair, LeakSource, Leakage, ToolCanaries, Untested};
+pub use tally::{
+    CallObservation, CallOutcome, LEAKS_SHOWN, Leak, PeakLoad, SessionLog, StressReport, StressRun,
+    StressSettings, ToolStress, summarise,
+};
+use tally::{answer_text, classify, detail};
 
 /// How the sessions run.
 #[derive(Debug, Clone)]

@@ -53,7 +53,7 @@ impl CallOutcome {
 }
 
 /// The outcome of a call.
-pub fn classify(result: &Result<ToolResult, McpError>) -> CallOutcome {
+pub(crate) fn classify(result: &Result<ToolResult, McpError>) -> CallOutcome {
     match result {
         Ok(r) if r.is_error => CallOutcome::ToolError,
         Ok(_) => CallOutcome::Ok,

@@ -1,3 +1,5 @@
+//! Public as a namespace: callers write `batch::BatchApi`, `batch::BatchClient`, `batch::DEFAULT_POLL`.
+//!
 //! Provider batch APIs (`run --batch`): the very request bodies the online path sends, handed
 //! to the provider as one asynchronous job at its batch price, polled, and the answers matched
 //! back by `custom_id` (a batch returns them in any order). Each API's wire shapes are pure

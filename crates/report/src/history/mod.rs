@@ -1,3 +1,5 @@
+//! Public as a namespace: callers write `history::append`, `history::series`, `history::overview::…`.
+//!
 //! The weekly score and its trend: one line per arm of every finished run in
 //! `OUT/history.jsonl`, and `toolscore history`, which reads them back as series (same
 //! datasets, provider, model and variant) and says whether each run moved against the one
@@ -18,7 +20,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::{ArmId, ArmSummary, GateLevel, Metric, RateStat, SecurityArmSummary, Summary};
-use toolscore_core::error::InputError;
+use toolscore_core::InputError;
 use toolscore_core::metric::AttackMetric;
 use toolscore_stats as stats;
 

@@ -441,7 +441,7 @@ fn most_changed(s: &Series, arm: &ArmId, sources: &Sources) -> Option<CaseChange
         .map(|(key, previous, current, difference)| {
             // A unit's key is its case id in the scenarios' records; a case's, `dataset/case`.
             let (dataset, case_id) = match followed {
-                Followed::AttackSuccess => (toolscore_core::record::SCENARIO_DATASET, key.as_str()),
+                Followed::AttackSuccess => (toolscore_core::SCENARIO_DATASET, key.as_str()),
                 Followed::Selection | Followed::Pass => {
                     key.split_once('/').unwrap_or(("", key.as_str()))
                 }
@@ -453,7 +453,7 @@ fn most_changed(s: &Series, arm: &ArmId, sources: &Sources) -> Option<CaseChange
                 previous,
                 current,
                 difference,
-                explain: toolscore_core::text::command([
+                explain: toolscore_core::command([
                     "toolscore",
                     "explain",
                     &Path::new(sources.dir).join(run_id).display().to_string(),

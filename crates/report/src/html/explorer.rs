@@ -11,12 +11,12 @@ use serde::Serialize;
 
 use super::charts::ForestRow;
 use super::{Summary, cut, pct};
-use crate::behaviour::{
+use crate::wording::format_rate;
+use toolscore_core::ArmId;
+use toolscore_core::Message;
+use toolscore_summary::behaviour::{
     Behaviour, CaseBehaviours, ChangedBehaviour, Example, ExploredCase, Explorer, ShownCatalog,
 };
-use crate::wording::format_rate;
-use toolscore_core::message::Message;
-use toolscore_core::record::ArmId;
 
 /// Characters of a message, a description or an example shown in the explorer: a whole
 /// ordinary prompt, but a hostile one cannot swell every case's section.
@@ -133,7 +133,7 @@ pub(super) fn anchors(e: &Explorer) -> Anchors {
 /// fragment whatever the names hold.
 pub(crate) fn case_anchor(arm: &ArmId, dataset: &str, case_id: &str) -> String {
     let identity = serde_json::json!([arm.provider, arm.model, arm.variant, dataset, case_id]);
-    let digest = toolscore_core::json::sha256_of(&identity.to_string());
+    let digest = toolscore_core::sha256_of(&identity.to_string());
     let hex = digest.trim_start_matches("sha256:");
     format!("case-{}", hex.get(..16).unwrap_or(hex))
 }

@@ -43,7 +43,7 @@ use super::{
     ArmSummary, CaseSummary, Comparison, GateLevel, GateReport, GateResult, GroupComparison,
     LatencySummary, Metric, Percentile, RateStat, Summary, Verdict,
 };
-use toolscore_core::record::ArmId;
+use toolscore_core::ArmId;
 
 mod charts;
 mod comparison;
@@ -105,21 +105,21 @@ pub struct HtmlContext {
     pub notes: Vec<String>,
     /// The case explorer: the behaviours and conversations of the cases
     /// [`explored_cases`] names, each catalog, and the comparison's cases diffed.
-    pub explorer: crate::behaviour::Explorer,
+    pub explorer: toolscore_summary::behaviour::Explorer,
 }
 
 /// The cases the HTML report explores: the rows of each arm's forest plot (worst first on
 /// the plot's metric, at most [`CASE_ROWS`]), which link to them, then each arm's scenarios
 /// (at most [`CASE_ROWS`]), listed in the explorer's index, then the attacked units the
 /// security section draws (highest attack success first, at most [`CASE_ROWS`]).
-pub fn explored_cases(s: &Summary) -> Vec<crate::behaviour::CaseKey> {
+pub fn explored_cases(s: &Summary) -> Vec<toolscore_summary::behaviour::CaseKey> {
     let scenarios = s.scenarios.iter().flat_map(|a| {
         a.scenarios
             .iter()
             .take(CASE_ROWS)
-            .map(|sc| crate::behaviour::CaseKey {
+            .map(|sc| toolscore_summary::behaviour::CaseKey {
                 arm: a.arm.clone(),
-                dataset: toolscore_core::record::SCENARIO_DATASET.to_owned(),
+                dataset: toolscore_core::SCENARIO_DATASET.to_owned(),
                 case_id: sc.name.clone(),
             })
     });
@@ -132,7 +132,7 @@ pub fn explored_cases(s: &Summary) -> Vec<crate::behaviour::CaseKey> {
             worst_first(a, metric)
                 .into_iter()
                 .take(CASE_ROWS)
-                .map(|c| crate::behaviour::CaseKey {
+                .map(|c| toolscore_summary::behaviour::CaseKey {
                     arm: a.arm.clone(),
                     dataset: c.dataset.clone(),
                     case_id: c.case_id.clone(),
@@ -143,9 +143,9 @@ pub fn explored_cases(s: &Summary) -> Vec<crate::behaviour::CaseKey> {
         .chain(s.security.iter().flat_map(|a| {
             security::units_shown(a)
                 .into_iter()
-                .map(|u| crate::behaviour::CaseKey {
+                .map(|u| toolscore_summary::behaviour::CaseKey {
                     arm: a.arm.clone(),
-                    dataset: toolscore_core::record::SCENARIO_DATASET.to_owned(),
+                    dataset: toolscore_core::SCENARIO_DATASET.to_owned(),
                     case_id: u.case_id.clone(),
                 })
         }))
@@ -813,9 +813,9 @@ mod tests {
 
     #[test]
     fn every_string_is_escaped_in_text_and_attributes() {
-        use crate::{Aggregator, RunInfo};
-        use toolscore_core::event::RunTotals;
-        use toolscore_core::record::{Outcome, TrialRecord};
+        use toolscore_core::RunTotals;
+        use toolscore_core::{Outcome, TrialRecord};
+        use toolscore_summary::{Aggregator, RunInfo};
         let payload = "<script>document.title='x'</script>\"'/&";
         let mut agg = Aggregator::new();
         let mut record = TrialRecord::for_test(payload, Outcome::Pass, 5.0);

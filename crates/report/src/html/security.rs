@@ -14,9 +14,9 @@ use super::{
     CASE_ROWS, ChartFrame, ROW_H, TABLE_ROWS, TEXT_CHARS, TOP, Table, WIDTH, arm_label, cut, px,
     short, verdict_class,
 };
-use crate::security::{AttackUnit, SecurityArmSummary, SecurityGroup};
 use crate::wording::format_rate;
 use crate::{AttackComparison, AttackMetric, GateLevel, GateResult, Summary, Verdict};
+use toolscore_summary::{AttackUnit, SecurityArmSummary, SecurityGroup};
 
 #[derive(Serialize)]
 pub(super) struct SecurityView {
@@ -124,7 +124,7 @@ fn unit_forest(a: &SecurityArmSummary, index: usize, gate: Option<&GateResult>) 
                 text: format_rate(r),
                 class: verdict_of(u).map_or("neutral", verdict_class),
                 case: Some((
-                    toolscore_core::record::SCENARIO_DATASET.to_owned(),
+                    toolscore_core::SCENARIO_DATASET.to_owned(),
                     u.case_id.clone(),
                 )),
                 href: None,

@@ -7,8 +7,8 @@ use std::io::{self, Write};
 
 use serde::Serialize;
 
-use super::super::tune::{CandidateStatus, Suggestion, TuneOutcome, TuneReport};
 use super::super::{ComparisonVerdict, SequentialComparison};
+use toolscore_summary::tune::{CandidateStatus, Suggestion, TuneOutcome, TuneReport};
 
 const TEMPLATE: &str = include_str!("../templates/tune.html");
 

@@ -5,11 +5,11 @@
 
 use super::escape;
 use crate::ArmSummary;
-use crate::behaviour::{CaseBehaviours, Example};
 use crate::wording::format_rate;
+use toolscore_summary::behaviour::{CaseBehaviours, Example};
 
 /// Behaviours listed per case (the rest counted; `toolscore explain` lists up to
-/// [`MAX_BEHAVIOURS`](crate::behaviour::MAX_BEHAVIOURS)).
+/// [`MAX_BEHAVIOURS`](toolscore_summary::behaviour::MAX_BEHAVIOURS)).
 const BEHAVIOURS_SHOWN: usize = 3;
 
 /// One folded block per explained case of arm `a`.
@@ -43,7 +43,7 @@ pub(super) fn write_behaviours(a: &ArmSummary, explained: &[CaseBehaviours], doc
             doc.push_str(&format!(
                 "\n… and {others} more behaviours in {} trials: {}\n",
                 b.scored - listed,
-                super::code_span(&toolscore_core::text::command([
+                super::code_span(&toolscore_core::command([
                     "toolscore",
                     "explain",
                     "RUN_DIR",

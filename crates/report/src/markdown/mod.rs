@@ -41,7 +41,7 @@ pub use history::render_history_markdown;
 pub struct Markdown {
     /// The behaviours of the cases the report explains (`behaviour::cases_to_explain`), read
     /// from results.jsonl by the caller: each is a folded block under its arm's weakest cases.
-    pub explained: Vec<super::behaviour::CaseBehaviours>,
+    pub explained: Vec<toolscore_summary::behaviour::CaseBehaviours>,
 }
 
 impl super::Render for Markdown {
@@ -72,7 +72,7 @@ fn cap_document(doc: String, where_all: &str) -> String {
 /// backtick becomes an entity (a backslash does not escape it inside code spans), line breaks
 /// become spaces (a newline ends a table row), and anything longer than [`STRING_CHARS`] is
 /// cut with `…`.
-pub fn escape(text: &str) -> String {
+pub(crate) fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for (i, c) in text.chars().enumerate() {
         if i == STRING_CHARS {
@@ -125,7 +125,11 @@ fn pct(c: f64) -> String {
     format!("{:.0}%", c * 100.0)
 }
 
-fn write_document(s: &Summary, explained: &[super::behaviour::CaseBehaviours], doc: &mut String) {
+fn write_document(
+    s: &Summary,
+    explained: &[toolscore_summary::behaviour::CaseBehaviours],
+    doc: &mut String,
+) {
     let r = &s.run;
     doc.push_str(&format!(
         "# toolscore report · run {}\n\n",
@@ -527,7 +531,7 @@ fn suite_row(name: &str, r: &RateStat) -> String {
 fn write_arm(
     s: &Summary,
     a: &ArmSummary,
-    explained: &[super::behaviour::CaseBehaviours],
+    explained: &[toolscore_summary::behaviour::CaseBehaviours],
     doc: &mut String,
 ) {
     let conf = pct(s.confidence);
@@ -565,7 +569,7 @@ fn top_failure(c: &CaseSummary) -> String {
 }
 
 fn write_worst_cases(a: &ArmSummary, doc: &mut String) {
-    let worst = super::wording::weakest_cases(a);
+    let worst = toolscore_summary::weakest_cases(a);
     if worst.is_empty() {
         return;
     }
@@ -722,7 +726,7 @@ fn write_provider_diff(s: &Summary, d: &super::ProviderDiff, doc: &mut String) {
     doc.push_str("\n|---|");
     doc.push_str(&"---|".repeat(d.arms.len()));
     doc.push('\n');
-    for (metric, cells) in super::side_by_side_rows(&arms) {
+    for (metric, cells) in super::providers::side_by_side_rows(&arms) {
         doc.push_str(&format!("| {metric} |"));
         for c in cells {
             doc.push_str(&format!(" {} |", escape(&c)));
@@ -818,12 +822,12 @@ mod tests {
 
     #[test]
     fn a_comparison_shows_its_verdict_difference_and_changed_cases() {
-        use crate::{
-            Aggregator, CaseComparison, ComparedArm, ComparisonVerdict, MeanDifference, Metric,
-            RunInfo,
+        use toolscore_core::RunTotals;
+        use toolscore_core::metric::Metric;
+        use toolscore_core::{ArmId, Outcome, TrialRecord};
+        use toolscore_summary::{
+            Aggregator, CaseComparison, ComparedArm, ComparisonVerdict, MeanDifference, RunInfo,
         };
-        use toolscore_core::event::RunTotals;
-        use toolscore_core::record::{ArmId, Outcome, TrialRecord};
         let mut agg = Aggregator::new();
         agg.add(&TrialRecord::for_test("c0", Outcome::Pass, 5.0));
         let totals = RunTotals::all_completed(1);

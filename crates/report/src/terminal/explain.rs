@@ -3,15 +3,15 @@
 
 use std::io::{self, Write};
 
-use super::super::behaviour::{
+use super::format_rate;
+use toolscore_core::Message;
+use toolscore_summary::behaviour::{
     ArmExplanation, Behaviour, BehaviourDiff, CaseAsShown, CaseBehaviours, Example, ExplainedDiff,
     Explanation, MAX_BEHAVIOURS, NotListed,
 };
-use super::format_rate;
-use toolscore_core::message::Message;
 
 /// Bytes of a variant the terminal prints on its line (the JSON keeps
-/// [`EXAMPLE_BYTES`](super::super::behaviour::EXAMPLE_BYTES)); the example below it is the
+/// `behaviour::EXAMPLE_BYTES`); the example below it is the
 /// model's answer, cut only there.
 const VARIANT_LINE_BYTES: usize = 160;
 
@@ -211,7 +211,7 @@ fn write_behaviour(i: usize, g: &Behaviour, w: &mut dyn Write) -> io::Result<()>
         let what = if v.what.is_empty() {
             "(empty)".to_owned()
         } else {
-            toolscore_core::json::cut_text(&v.what, VARIANT_LINE_BYTES)
+            toolscore_core::cut_text(&v.what, VARIANT_LINE_BYTES)
         };
         writeln!(w, "       {:>4}× {what}", v.trials)?;
         if let Some(f) = &v.failure {

@@ -2,7 +2,7 @@
 
 use std::io::{self, Write};
 
-use toolscore_core::metric::Metric;
+use toolscore_core::metric::{Metric, PerMetric};
 
 mod explain;
 mod gate;
@@ -11,12 +11,13 @@ use gate::write_gate;
 
 use super::wording::{
     WORST_CASES_SHOWN, case_verdict_notes, describe_cost, format_percentile, format_rate,
-    format_usd, shows_cost, warning_text,
+    shows_cost, warning_text,
 };
 use super::{
-    ArmInfo, ArmSummary, GateLevel, GateReport, GateResult, Metrics, RateStat, SequentialInfo,
-    Summary, Verdict, Warning,
+    ArmInfo, ArmSummary, GateLevel, GateReport, GateResult, RateStat, SequentialInfo, Summary,
+    Verdict, Warning,
 };
+use toolscore_summary::format_usd;
 
 fn format_case_level(r: &RateStat) -> String {
     match &r.case_level {
@@ -29,7 +30,7 @@ fn format_case_level(r: &RateStat) -> String {
     }
 }
 
-fn metric_rows(m: &Metrics) -> impl Iterator<Item = (&'static str, &RateStat)> {
+fn metric_rows(m: &PerMetric<RateStat>) -> impl Iterator<Item = (&'static str, &RateStat)> {
     m.iter().map(|(metric, rate)| (metric.label(), rate))
 }
 
@@ -284,7 +285,7 @@ fn write_arm_header(arm: &ArmInfo, w: &mut dyn Write) -> io::Result<()> {
             id.provider, id.provider_kind, id.model, id.base_url
         )?,
     }
-    if arm.variant != toolscore_core::record::BASE_VARIANT {
+    if arm.variant != toolscore_core::BASE_VARIANT {
         writeln!(w, "        catalog variant {}", arm.variant)?;
     }
     Ok(())
@@ -365,7 +366,7 @@ fn write_tool_rates(a: &ArmSummary, conf: &str, w: &mut dyn Write) -> io::Result
 /// The cases with the lowest pass rates, each with its most frequent failures.
 fn write_weakest_cases(a: &ArmSummary, w: &mut dyn Write) -> io::Result<()> {
     writeln!(w)?;
-    let worst = super::wording::weakest_cases(a);
+    let worst = toolscore_summary::weakest_cases(a);
     writeln!(
         w,
         "weakest cases by pass rate ({} of {} shown; all in summary.json):",
@@ -445,8 +446,8 @@ fn write_unstable_cases(a: &ArmSummary, conf: &str, w: &mut dyn Write) -> io::Re
         writeln!(
             w,
             "unstable cases ({conf} pass interval inside ({}, {}): right sometimes, wrong sometimes): {} of {}",
-            super::UNSTABLE_BAND.0,
-            super::UNSTABLE_BAND.1,
+            toolscore_summary::UNSTABLE_BAND.0,
+            toolscore_summary::UNSTABLE_BAND.1,
             a.unstable_cases.len(),
             a.cases.len()
         )?;
@@ -668,9 +669,9 @@ mod tests {
         assert_eq!(format_usd(0.1), "$0.100");
         assert_eq!(format_usd(0.0), "$0.00");
     }
-    use crate::{Aggregator, RunInfo};
-    use toolscore_core::event::RunTotals;
-    use toolscore_core::record::{ErrorClass, Outcome, TrialRecord};
+    use toolscore_core::RunTotals;
+    use toolscore_core::{ErrorClass, Outcome, TrialRecord};
+    use toolscore_summary::{Aggregator, RunInfo};
 
     fn error_record(case: usize) -> TrialRecord {
         let mut r = TrialRecord::for_test(&format!("c{case}"), Outcome::Error, 5.0);

@@ -1,3 +1,5 @@
+//! Public as a namespace: callers write `bfcl::BfclExpect`, `bfcl::verdict`, `bfcl::pyjson::OrderedJson`.
+//!
 //! The Berkeley Function Calling Leaderboard's verdict, reproduced: a line-by-line port of
 //! `bfcl_eval/eval_checker/ast_eval/ast_checker.py` (bfcl-eval 2026.3.23), of its Java and
 //! JavaScript type converters (`java`, `js`, with the Python built-ins they call in `python`)
@@ -26,7 +28,7 @@ mod python;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use toolscore_core::message::ToolCall;
+use toolscore_core::ToolCall;
 
 /// Which of BFCL's checkers judges a case (chosen by BFCL from the category's name).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -14,15 +14,15 @@ use super::script::{
     Effect, INJECTION, RuleCondition, RuleResponse, Script, ScriptRule, ToolRules, valid_expression,
 };
 use super::variant::{CatalogVariant, load_variants};
+use toolscore_core::BASE_VARIANT;
+use toolscore_core::Message;
 use toolscore_core::catalog::source::ServerIdentity;
 use toolscore_core::catalog::{line_of, load_catalog_file};
-use toolscore_core::error::{Error, InputError};
-use toolscore_core::message::Message;
-use toolscore_core::record::BASE_VARIANT;
-use toolscore_score::trajectory::{
+use toolscore_core::{Error, InputError};
+use toolscore_score::{ArgMatcher, ExpectedCall, ToolValidators};
+use toolscore_score::{
     ResultRef, ScenarioExpect, SequenceItem, SequenceMode, StateCheck, ToolPattern,
 };
-use toolscore_score::{ArgMatcher, ExpectedCall, ToolValidators};
 
 mod expect;
 mod raw;
@@ -32,8 +32,6 @@ pub(crate) use expect::matchers;
 use raw::{
     RawAnswer, RawCatalog, RawEffect, RawExpect, RawLive, RawRule, RawScenario, RawSequence,
 };
-
-pub use toolscore_core::record::SCENARIO_DATASET;
 
 /// Most requests one trial may make (`max_steps`).
 const MAX_STEPS_LIMIT: u32 = 64;
@@ -98,10 +96,9 @@ impl Scenario {
     pub fn conversation_key(&self, opening_hash: String) -> String {
         match &self.attack {
             None => opening_hash,
-            Some(by) => toolscore_core::json::sha256_of(&format!(
-                "{opening_hash}\nattack\n{}",
-                by.attack.id
-            )),
+            Some(by) => {
+                toolscore_core::sha256_of(&format!("{opening_hash}\nattack\n{}", by.attack.id))
+            }
         }
     }
 
@@ -192,7 +189,7 @@ pub fn load_scenarios(path: &Path) -> Result<Vec<Scenario>, Error> {
 
 /// Loads one scenario file (listing its live server's catalog, when it names one).
 fn load_scenario(path: &Path) -> Result<Scenario, Error> {
-    let text = toolscore_core::input::read_text(path)?;
+    let text = toolscore_core::read_text(path)?;
     let file = path.display().to_string();
     // A bare file name has the empty path as parent: the current folder.
     let base = match path.parent() {
@@ -234,10 +231,9 @@ fn resolve_catalog(
         }
         RawCatalog::Server(server) => {
             let spec = super::live::server_spec(server, text, Path::new(file), base, "catalog")?;
-            let listed =
-                toolscore_mcp::client::list_catalog_blocking(&spec.spec, spec.timeout, &|n| {
-                    std::env::var(n).ok()
-                })?;
+            let listed = toolscore_mcp::list_catalog_blocking(&spec.spec, spec.timeout, &|n| {
+                std::env::var(n).ok()
+            })?;
             let mut catalog = listed.catalog;
             if catalog.tools.is_empty() {
                 return Err(InputError::at(
@@ -347,7 +343,7 @@ fn build_scenario(
         openings,
         tags: raw.tags,
         server,
-        source_digest: toolscore_core::json::sha256_of(text),
+        source_digest: toolscore_core::sha256_of(text),
         inject,
         attack: None,
     })

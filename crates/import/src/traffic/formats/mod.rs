@@ -8,7 +8,7 @@
 
 use serde_json::{Map, Value};
 
-use toolscore_core::message::{Message, ToolCall};
+use toolscore_core::{Message, ToolCall};
 
 mod otel;
 
@@ -48,7 +48,7 @@ impl Format {
 /// One model call as logged: the conversation it was sent, the tools it was shown (as logged,
 /// any catalog shape) and the calls it answered with (none: it answered in text).
 #[derive(Debug, Clone)]
-pub struct Exchange {
+pub(crate) struct Exchange {
     pub format: Format,
     /// OTel only: the span's trace id and span id.
     pub span: Option<(String, String)>,
@@ -59,15 +59,14 @@ pub struct Exchange {
 
 /// An exchange that cannot become a fixture, and why; `tool` when the reply is known.
 #[derive(Debug, Clone)]
-pub struct Skip {
+pub(crate) struct Skip {
     pub reason: String,
-    pub span: Option<(String, String)>,
 }
 
 /// What one log line holds: its exchanges (several for an OTLP export), the ones skipped, and
 /// how many spans were not model calls at all.
 #[derive(Debug, Default)]
-pub struct Decoded {
+pub(crate) struct Decoded {
     /// The record's format, as forced or detected.
     pub format: Option<Format>,
     pub exchanges: Vec<Exchange>,
@@ -77,7 +76,7 @@ pub struct Decoded {
 
 /// Decodes one log record. `Err` is a record that is none of the formats (or not the forced
 /// one): the caller reports it with its file and line.
-pub fn decode(record: &Value, forced: Option<Format>) -> Result<Decoded, String> {
+pub(crate) fn decode(record: &Value, forced: Option<Format>) -> Result<Decoded, String> {
     let format = match forced {
         Some(f) => f,
         None => detect(record).ok_or(
@@ -101,7 +100,7 @@ pub fn decode(record: &Value, forced: Option<Format>) -> Result<Decoded, String>
         },
         Err(reason) => Decoded {
             format: Some(format),
-            skipped: vec![Skip { reason, span: None }],
+            skipped: vec![Skip { reason }],
             ..Decoded::default()
         },
     };
@@ -259,7 +258,7 @@ fn arguments_of(name: &str, raw: Option<&Value>) -> Result<Value, String> {
 
 /// A provider adapter's decoder of a response body.
 type ReplyDecoder =
-    fn(&[u8]) -> Result<toolscore_core::message::ModelTurn, toolscore_provider::ProviderError>;
+    fn(&[u8]) -> Result<toolscore_core::ModelTurn, toolscore_provider::ProviderError>;
 
 /// The calls of the logged reply, read by the decoder of the adapter that would have received
 /// it, so an import sees a reply exactly as a run would.
@@ -396,7 +395,7 @@ fn chat(request: &Value, body: &Value) -> Result<Exchange, String> {
             other => return Err(format!("a `{other}` message (not imported)")),
         });
     }
-    let calls = reply_calls(toolscore_provider::openai_compat::decode_response, body)?;
+    let calls = reply_calls(toolscore_provider::decode_openai_compat_response, body)?;
     Ok(Exchange {
         format: Format::OpenAiChat,
         span: None,
@@ -489,7 +488,7 @@ fn responses(request: &Value, body: &Value) -> Result<Exchange, String> {
     {
         return Err(format!("the response did not complete (status {status})"));
     }
-    let calls = reply_calls(toolscore_provider::openai_responses::decode_response, body)?;
+    let calls = reply_calls(toolscore_provider::decode_openai_responses_response, body)?;
     Ok(Exchange {
         format: Format::OpenAiResponses,
         span: None,
@@ -576,7 +575,7 @@ fn anthropic(request: &Value, body: &Value) -> Result<Exchange, String> {
             other => return Err(format!("a message with role `{other}`")),
         }
     }
-    let calls = reply_calls(toolscore_provider::anthropic::decode_response, body)?;
+    let calls = reply_calls(toolscore_provider::decode_anthropic_response, body)?;
     Ok(Exchange {
         format: Format::Anthropic,
         span: None,

@@ -114,10 +114,7 @@ pub(super) fn decode_otlp(record: &Value) -> Result<Decoded, String> {
                         e.span = Some(ids);
                         out.exchanges.push(e);
                     }
-                    Err(reason) => out.skipped.push(Skip {
-                        reason,
-                        span: Some(ids),
-                    }),
+                    Err(reason) => out.skipped.push(Skip { reason }),
                 }
             }
         }

@@ -1,3 +1,5 @@
+//! Public as a namespace: callers write `behaviour::diff`, `behaviour::Explorer`, `behaviour::CaseKey`.
+//!
 //! What the trials of one case did, grouped: the answer to "0/40 — but what did the model do?".
 //!
 //! A **behaviour** is what the model did, normalised so that trials doing the same thing fall
@@ -26,13 +28,13 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::RateStat;
-use toolscore_core::json::cut_text;
-use toolscore_core::record::{ArmId, CallKind, LoopStop, Outcome, TrialRecord};
+use toolscore_core::cut_text;
+use toolscore_core::{ArmId, CallKind, LoopStop, Outcome, TrialRecord};
 
 pub use diff::{BehaviourChange, BehaviourDiff, ChangedBehaviour, ToBase, diff};
 
 /// Most behaviours listed per case; the rest are counted in [`CaseBehaviours::not_listed`].
-pub(crate) const MAX_BEHAVIOURS: usize = 8;
+pub const MAX_BEHAVIOURS: usize = 8;
 /// Most variants listed per behaviour; the rest are counted.
 pub(crate) const MAX_VARIANTS: usize = 4;
 /// Bytes an example's text, arguments, tool result or variant is cut to.
@@ -233,7 +235,7 @@ pub struct ArmExplanation {
 pub struct CaseAsShown {
     /// `datasets/billing/cases.jsonl:28`, or the scenario file.
     pub source: String,
-    pub messages: Vec<toolscore_core::message::Message>,
+    pub messages: Vec<toolscore_core::Message>,
     /// In the author's order and wording, the variant's overlay applied.
     pub tools: Vec<toolscore_core::catalog::Tool>,
     /// What differs from what the run recorded, each a sentence; empty when nothing does.
@@ -280,7 +282,7 @@ pub struct ExploredCase {
 pub struct ShownConversation {
     /// `datasets/billing/cases.jsonl:28`, or the scenario file.
     pub source: String,
-    pub messages: Vec<toolscore_core::message::Message>,
+    pub messages: Vec<toolscore_core::Message>,
     /// What differs from what the run recorded, each a sentence.
     pub changed_since: Vec<String>,
 }
@@ -528,7 +530,7 @@ pub fn cases_to_explain(s: &super::Summary, per_arm: usize) -> Vec<CaseKey> {
             .flat_map(|g| &g.not_passed)
             .filter(|c| c.verdict.failed())
             .map(|c| (c.dataset.clone(), c.case_id.clone()));
-        let weakest = super::wording::weakest_cases(a)
+        let weakest = super::weakest_cases(a)
             .into_iter()
             .map(|c| (c.dataset.clone(), c.case_id.clone()));
         let mut mine: Vec<CaseKey> = Vec::new();
@@ -556,7 +558,7 @@ pub fn behaviours_of(
     results: &std::path::Path,
     cases: &[CaseKey],
     confidence: f64,
-) -> Result<Vec<CaseBehaviours>, toolscore_core::error::Error> {
+) -> Result<Vec<CaseBehaviours>, toolscore_core::Error> {
     Ok(cases
         .iter()
         .zip(tallies_of(results, cases)?)
@@ -568,7 +570,7 @@ pub fn behaviours_of(
 pub fn tallies_of(
     results: &std::path::Path,
     cases: &[CaseKey],
-) -> Result<Vec<BehaviourTally>, toolscore_core::error::Error> {
+) -> Result<Vec<BehaviourTally>, toolscore_core::Error> {
     let index: BTreeMap<(&ArmId, &str, &str), usize> = cases
         .iter()
         .enumerate()
@@ -605,7 +607,7 @@ fn fixture_calls(record: &TrialRecord) -> (String, String) {
         .map(|c| {
             let args = match &c.unparsed_arguments {
                 Some(text) => format!("(not JSON) {text}"),
-                None => toolscore_core::json::canonical_json(&c.arguments),
+                None => toolscore_core::canonical_json(&c.arguments),
             };
             (c.name.as_str(), args)
         })
@@ -731,8 +733,8 @@ fn example_of(record: &TrialRecord) -> Example {
 mod tests {
     use super::*;
     use serde_json::json;
-    use toolscore_core::message::{ModelTurn, ToolCall, Usage};
-    use toolscore_core::record::ErrorClass;
+    use toolscore_core::ErrorClass;
+    use toolscore_core::{ModelTurn, ToolCall, Usage};
 
     fn call(name: &str, args: serde_json::Value) -> ToolCall {
         ToolCall::for_test(name, args)

@@ -23,7 +23,7 @@ pub enum Warning {
     /// request of that size can produce, which reservations cannot bound, so spend may pass
     /// the cap by what the requests in flight were billed beyond it.
     BilledBeyondWorstCase {
-        arm: toolscore_core::record::ArmId,
+        arm: toolscore_core::ArmId,
         trials: u64,
         /// Dollars billed above the worst case, summed over those trials.
         usd: f64,

@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use toolscore_core::record::{ArmId, TrialRecord};
+use toolscore_core::{ArmId, TrialRecord};
 
 /// Dollars and tokens summed over trials.
 #[derive(Debug, Clone, Default)]
@@ -33,7 +33,7 @@ impl CostCounts {
                 self.beyond_usd += c.usd - worst;
             }
         }
-        if record.outcome == toolscore_core::record::Outcome::BudgetStopped {
+        if record.outcome == toolscore_core::Outcome::BudgetStopped {
             self.budget_stopped += 1;
         }
         let u = &record.usage;

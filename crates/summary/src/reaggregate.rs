@@ -5,9 +5,9 @@ use std::path::Path;
 
 use super::aggregate::Aggregator;
 use super::{LatencyDistributions, Summary, SummaryHeader};
-use toolscore_core::error::{Error, InputError};
-use toolscore_core::event::RunTotals;
-use toolscore_core::record::TrialRecord;
+use toolscore_core::RunTotals;
+use toolscore_core::TrialRecord;
+use toolscore_core::{Error, InputError};
 
 /// Re-aggregates a run from its `results.jsonl` alone, streaming one record at a time: the
 /// same summary the run wrote, given its header (what records do not hold: when and how it
@@ -75,13 +75,13 @@ pub fn for_each_record_mut(
     f: &mut dyn FnMut(&mut TrialRecord),
 ) -> Result<(), Error> {
     let name = results.display().to_string();
-    let lines = toolscore_core::input::jsonl_lines(
+    let lines = toolscore_core::jsonl_lines(
         results,
         "a results file",
-        toolscore_core::record::MAX_RECORD_LINE_BYTES,
+        toolscore_core::MAX_RECORD_LINE_BYTES,
     )?;
     for (i, line) in lines.enumerate() {
-        let line = line.map_err(|e| toolscore_core::input::line_error(&name, i + 1, e))?;
+        let line = line.map_err(|e| toolscore_core::line_error(&name, i + 1, e))?;
         if line.trim().is_empty() {
             continue;
         }

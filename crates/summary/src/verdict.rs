@@ -3,8 +3,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::Metric;
+use toolscore_core::ArmId;
 use toolscore_core::metric::AttackMetric;
-use toolscore_core::record::ArmId;
 
 /// The outcome of a gate, or of the whole run's gates. Ordered from best to worst, as
 /// [`RunVerdict`].
@@ -378,7 +378,7 @@ impl SequentialInfo {
 
     /// When a case passes at the gate's threshold: the SPRT's line, or the mixture's
     /// boundary at a few trial counts; `None` when the summary carries neither.
-    pub(crate) fn pass_rule(&self) -> Option<String> {
+    pub fn pass_rule(&self) -> Option<String> {
         if let Some((slope, intercept)) = self.pass_boundary {
             return Some(format!(
                 "a case passes once successes >= {slope:.5}·n + {intercept:.5}"
@@ -439,7 +439,7 @@ impl CaseVerdict {
     /// `[lower, upper]` to three decimals, or more where three would round a decided case's
     /// bound onto the rate it was decided at (`FAIL` with 0.7996 shown as 0.800 beside a bar
     /// of 0.8), so a line never reads as contradicting its verdict.
-    pub(crate) fn bounds_text(&self) -> String {
+    pub fn bounds_text(&self) -> String {
         let clear = |v: f64, rate: f64, above: bool, digits: usize| {
             let shown: f64 = format!("{v:.digits$}").parse().unwrap_or(v);
             if above { shown >= rate } else { shown < rate }
@@ -487,7 +487,7 @@ pub struct ToolVerdict {
 
 impl GateResult {
     /// The tools of a tool-level gate that did not pass, in the gate's order (worst first).
-    pub(crate) fn tools_not_passed(&self) -> Vec<&ToolVerdict> {
+    pub fn tools_not_passed(&self) -> Vec<&ToolVerdict> {
         self.tools
             .iter()
             .filter(|t| t.verdict != Verdict::Pass)
@@ -496,7 +496,7 @@ impl GateResult {
 
     /// Whether the gate has anything to show beyond its line: tools or cases that did not
     /// pass, a hint, or a sequential design.
-    pub(crate) fn has_details(&self) -> bool {
+    pub fn has_details(&self) -> bool {
         self.tools.iter().any(|t| t.verdict != Verdict::Pass)
             || !self.not_passed.is_empty()
             || self.hint.is_some()
@@ -516,7 +516,7 @@ impl GateResult {
 
     /// A bound of this gate: rates to three decimals, latencies in ms to one; a missing end
     /// is `n/a` for a rate and `unbounded` for a latency (too few answers to bound it).
-    pub(crate) fn format_bound(&self, v: Option<f64>) -> String {
+    pub fn format_bound(&self, v: Option<f64>) -> String {
         match (v, self.metric.quantile().is_some()) {
             (Some(v), false) => format!("{v:.3}"),
             (Some(v), true) => format!("{v:.1}"),
@@ -596,7 +596,7 @@ impl GateResult {
     /// The gate's verdict word: `BELOW 0.9` for a sequential case gate that failed under
     /// `--fail-below` (its cases are below that rate, not shown below the bar), else the
     /// verdict's.
-    pub(crate) fn verdict_label(&self) -> String {
+    pub fn verdict_label(&self) -> String {
         match (
             self.verdict,
             self.sequential.as_ref().and_then(|q| q.fail_below),
@@ -607,7 +607,7 @@ impl GateResult {
     }
 
     /// The level in one word: `suite`, `case`, `tool` or `baseline`.
-    pub(crate) fn level_label(&self) -> &'static str {
+    pub fn level_label(&self) -> &'static str {
         match self.level {
             GateLevel::Suite => "suite",
             GateLevel::Case => "case",
@@ -654,8 +654,8 @@ impl RunVerdict {
 
     /// The exit code this verdict is reported with (docs/reference/exit-codes.md): the one
     /// place a run's verdict becomes a process status.
-    pub fn exit_code(self) -> toolscore_core::error::ExitCode {
-        use toolscore_core::error::ExitCode;
+    pub fn exit_code(self) -> toolscore_core::ExitCode {
+        use toolscore_core::ExitCode;
         match self {
             RunVerdict::Pass => ExitCode::Pass,
             RunVerdict::Below | RunVerdict::Fail => ExitCode::GateFailed,
@@ -788,7 +788,7 @@ impl Decision {
 
     /// The verdict with its exit code, `INCONCLUSIVE (exit 3)`: the headline without its word,
     /// for a heading or a badge.
-    pub(crate) fn verdict_text(&self) -> String {
+    pub fn verdict_text(&self) -> String {
         format!("{} (exit {})", self.label(), self.exit_code)
     }
 
@@ -807,7 +807,7 @@ impl Decision {
     }
 
     /// What made the verdict, one line each, in the decision's order.
-    pub(crate) fn ground_lines(&self) -> Vec<String> {
+    pub fn ground_lines(&self) -> Vec<String> {
         self.grounds.iter().map(Ground::line).collect()
     }
 
@@ -937,7 +937,7 @@ impl Part {
                 spent_usd,
             } => format!(
                 "{}; the verdict is the run's own",
-                super::wording::budget_stop_text(*not_run, *stopped, *cap_usd, *spent_usd)
+                super::budget_stop_text(*not_run, *stopped, *cap_usd, *spent_usd)
             ),
         }
     }

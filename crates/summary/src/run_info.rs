@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use toolscore_core::record::{ArmId, ModelIdentity};
+use toolscore_core::{ArmId, ModelIdentity};
 
 /// What was run, for the report header and for telling runs apart later.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -55,7 +55,7 @@ pub struct ShardInfo {
 impl RunInfo {
     /// Planned trials of a case: its fixture's own `"trials"`, or the run's.
     pub fn planned_trials(&self, dataset: &str, case: &str) -> u32 {
-        if dataset == toolscore_core::record::SCENARIO_DATASET
+        if dataset == toolscore_core::SCENARIO_DATASET
             && let Some(s) = self.scenarios.iter().find(|s| s.name == case)
         {
             return s.trials.unwrap_or(self.trials_per_case);
