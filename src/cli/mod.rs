@@ -69,10 +69,23 @@ guides and reference: docs/README.md";
 /// Replay tool-calling fixtures against a model many times and report every rate with its
 /// confidence interval; check MCP servers with no model (catalog, lint, probe, stress).
 #[derive(Debug, Parser)]
-#[command(name = "toolscore", version, after_help = EXIT_CODES_HELP, max_term_width = 80)]
+#[command(name = "toolscore", version = version_text(), after_help = EXIT_CODES_HELP, max_term_width = 80)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
+}
+
+/// `toolscore --version`: the version, and the model map built in (prices and what a model
+/// accepts come from it).
+fn version_text() -> &'static str {
+    static TEXT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    TEXT.get_or_init(|| {
+        let (map, taken) = toolscore_provider::snapshot_version();
+        format!(
+            "{} (model map: LiteLLM {map} of {taken})",
+            env!("CARGO_PKG_VERSION")
+        )
+    })
 }
 
 #[derive(Debug, Subcommand)]

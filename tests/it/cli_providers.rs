@@ -899,9 +899,10 @@ fn sampling_settings_are_dropped_for_opus_from_4_7_on_and_every_output_says_so()
         // Opus 4's dated snapshot: the date is not a minor version.
         ("claude-opus-4-20250514", true),
         ("claude-sonnet-4-5", true),
-        // Not in the capability table, but LiteLLM's model map says it takes no sampling
+        // Not in the capability table, but LiteLLM's model map says they take no sampling
         // parameters (and Anthropic refuses them).
         ("claude-sonnet-5", false),
+        ("claude-haiku-5-5", false),
     ];
     for (model, sent) in models {
         let dir = project();
@@ -943,6 +944,19 @@ fn sampling_settings_are_dropped_for_opus_from_4_7_on_and_every_output_says_so()
         };
         let summary = read("summary.json");
         let plan = read("plan.json");
+        // The models the map lists are priced from it (claude-sonnet-4-5 and later; the
+        // capability table's future names are in neither).
+        if matches!(
+            model,
+            "claude-sonnet-5" | "claude-haiku-5-5" | "claude-opus-4-7"
+        ) {
+            let record = &support::read_jsonl(&folder.join("results.jsonl"))[0];
+            assert_eq!(
+                record["cost"]["price_source"],
+                format!("LiteLLM model map 1.110.2 of 2026-12-08 ({model})"),
+                "{model}: {record}"
+            );
+        }
         let warnings: Vec<&Value> = summary["warnings"]
             .as_array()
             .expect("warnings")
@@ -987,10 +1001,13 @@ fn sampling_settings_are_dropped_for_opus_from_4_7_on_and_every_output_says_so()
                 got[0]["configured"], omitted[0]["configured"],
                 "{model} {file}: {arm}"
             );
+            let map_says = format!(
+                "LiteLLM model map 1.110.2 of 2026-12-08: supports_sampling_params false ({model})"
+            );
             let why = if model.starts_with("claude-opus") {
                 "Opus 4.7"
             } else {
-                "LiteLLM model map 1.110.2 of 2026-12-08: supports_sampling_params false (claude-sonnet-5)"
+                map_says.as_str()
             };
             assert!(
                 got[0]["reason"].as_str().is_some_and(|r| r.contains(why)),

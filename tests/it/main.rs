@@ -32,6 +32,7 @@ mod cli_lint;
 mod cli_lint_judge;
 mod cli_lint_measure;
 mod cli_lock;
+mod cli_models;
 mod cli_plan;
 mod cli_progress;
 mod cli_providers;
