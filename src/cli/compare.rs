@@ -214,7 +214,7 @@ pub(super) fn rejudge_sequential(
     comparison: &mut toolscore_summary::Comparison,
 ) -> Result<(), Error> {
     use toolscore_decide::HOLDOUT_TAG;
-    use toolscore_decide::{Rule, SequentialCompare, SequentialCompareSpec};
+    use toolscore_decide::{CompareRule, SequentialCompare, SequentialCompareSpec};
     let Some(recorded) = recorded else {
         return Ok(());
     };
@@ -245,7 +245,7 @@ pub(super) fn rejudge_sequential(
         arms: [comparison.a.arm.clone(), comparison.b.arm.clone()],
         metric: comparison.metric,
         confidence: comparison.confidence,
-        rule: Rule::Compare {
+        rule: CompareRule::Compare {
             min_effect: comparison.min_effect,
         },
         cases: cases_of(false),

@@ -1,7 +1,7 @@
 //! `toolscore import`: datasets from outside data. `import bfcl`: the Berkeley Function Calling
 //! Leaderboard's data (PyPI `bfcl-eval`), one per category, judged by a port of BFCL's own
 //! checker ([`toolscore_score::bfcl`]). `import traffic`: logged model calls
-//! ([`toolscore_import::import`]), one dataset per catalog.
+//! ([`toolscore_import::import_traffic`]), one dataset per catalog.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -135,7 +135,7 @@ fn run_traffic(args: &TrafficArgs) -> Result<ExitCode, Error> {
     for path in &args.logs {
         records.extend(read_records(path)?);
     }
-    let imported = toolscore_import::import(&records, &options)?;
+    let imported = toolscore_import::import_traffic(&records, &options)?;
     let dests: Vec<PathBuf> = imported
         .datasets
         .iter()
@@ -166,8 +166,8 @@ fn run_traffic(args: &TrafficArgs) -> Result<ExitCode, Error> {
 }
 
 /// `import traffic`'s flags, checked, as the importer's options.
-fn traffic_options(args: &TrafficArgs) -> Result<toolscore_import::Options, Error> {
-    use toolscore_import::{Format, Options, Redactor};
+fn traffic_options(args: &TrafficArgs) -> Result<toolscore_import::TrafficOptions, Error> {
+    use toolscore_import::{Redactor, TrafficFormat, TrafficOptions};
     if args.name.is_empty()
         || !args
             .name
@@ -179,9 +179,9 @@ fn traffic_options(args: &TrafficArgs) -> Result<toolscore_import::Options, Erro
             args.name
         )));
     }
-    Ok(Options {
+    Ok(TrafficOptions {
         redactor: Redactor::new(&args.redact).map_err(toolscore_core::Error::from)?,
-        format: args.format.as_deref().and_then(Format::from_label),
+        format: args.format.as_deref().and_then(TrafficFormat::from_label),
         sample: args
             .sample
             .map(|n| usize::try_from(n).unwrap_or(usize::MAX)),
@@ -306,14 +306,14 @@ fn table_row(name: &str, imported: usize, skipped: &BTreeMap<String, usize>) -> 
 
 /// A log's records: one JSON value per line, or the whole file when it is one JSON document
 /// (an OTLP export written pretty-printed).
-fn read_records(path: &Path) -> Result<Vec<toolscore_import::Record>, Error> {
+fn read_records(path: &Path) -> Result<Vec<toolscore_import::TrafficRecord>, Error> {
     let text = toolscore_core::read_text(path)?;
     let file = path.display().to_string();
     let non_blank = text.lines().filter(|l| !l.trim().is_empty()).count();
     if non_blank > 1
         && let Ok(value) = serde_json::from_str::<Value>(&text)
     {
-        return Ok(vec![toolscore_import::Record {
+        return Ok(vec![toolscore_import::TrafficRecord {
             file,
             line: 1,
             value,
@@ -326,7 +326,7 @@ fn read_records(path: &Path) -> Result<Vec<toolscore_import::Record>, Error> {
         }
         let value: Value = serde_json::from_str(line)
             .map_err(|e| InputError::json_line(&file, i + 1, "not a JSON line", &e))?;
-        records.push(toolscore_import::Record {
+        records.push(toolscore_import::TrafficRecord {
             file: file.clone(),
             line: i + 1,
             value,

@@ -97,7 +97,7 @@ fn html_context(summary: &Summary, run_dir: &Path) -> Result<HtmlContext, Error>
     let mut ctx = HtmlContext::default();
     let computed = match (&summary.comparison, summary.arms.len()) {
         (None, 2) => {
-            let side = |arm| toolscore_decide::Side { summary, arm };
+            let side = |arm| toolscore_decide::CompareSide { summary, arm };
             match toolscore_decide::compare(
                 side(0),
                 side(1),

@@ -681,7 +681,7 @@ pub(super) fn compare_two_arms(
     }
     // A and B in plan order, as `compare RUN_DIR` and the sequential comparison pair them.
     let order = toolscore_decide::plan_order(summary);
-    let side = |i: usize| toolscore_decide::Side {
+    let side = |i: usize| toolscore_decide::CompareSide {
         summary: &*summary,
         arm: order[i],
     };

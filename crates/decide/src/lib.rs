@@ -25,10 +25,10 @@ mod rounds;
 mod sample_size;
 
 pub use compare::attacks::compare_attacks;
-pub use compare::sequential::{Rule, SequentialCompare, SequentialCompareSpec};
+pub use compare::sequential::{Rule as CompareRule, SequentialCompare, SequentialCompareSpec};
 pub use compare::{
-    CompareOptions, DEFAULT_MIN_EFFECT, HOLDOUT_TAG, Side, arm_list, axis_between, case_difference,
-    choose_arms, compare, find_arm, plan_order,
+    CompareOptions, DEFAULT_MIN_EFFECT, HOLDOUT_TAG, Side as CompareSide, arm_list, axis_between,
+    case_difference, choose_arms, compare, find_arm, plan_order,
 };
 pub use decision::{decide, decide_comparison, exit_code};
 pub use race::{Race, RaceSpec};

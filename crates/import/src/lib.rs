@@ -14,6 +14,9 @@ mod traffic;
 
 pub use bfcl::{BFCL_CATEGORIES, import_category, installed_data_dir};
 pub use dataset::{CatalogFile, put_in_place, stage_dataset, write_dataset};
-pub use traffic::formats::Format;
+pub use traffic::formats::Format as TrafficFormat;
 pub use traffic::redact::Redactor;
-pub use traffic::{Options, Record, TrafficDataset, TrafficImport, import};
+pub use traffic::{
+    Options as TrafficOptions, Record as TrafficRecord, TrafficDataset, TrafficImport,
+    import as import_traffic,
+};

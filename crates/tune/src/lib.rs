@@ -26,7 +26,9 @@ mod split;
 
 pub use budget::{Allowance, Share};
 pub use diagnose::Tally;
-pub use propose::{overlay, propose, rank, validate};
+pub use propose::{
+    overlay as candidate_overlay, propose, rank as rank_candidates, validate as validate_overlay,
+};
 pub use split::{SplitCase, add_scenarios, split};
 
 use std::collections::BTreeSet;

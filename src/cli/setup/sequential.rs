@@ -4,7 +4,7 @@
 use super::{
     Dataset, Error, RunArgs, SequentialCompareSpec, SequentialSpec, checked_confidence, usage,
 };
-use toolscore_decide::Rule;
+use toolscore_decide::CompareRule;
 
 /// `--sequential`'s design for gates, checked: case or suite level, every bar within its
 /// bounds. `None` without --sequential, or when it judges a comparison instead.
@@ -117,7 +117,7 @@ pub(super) fn sequential_compare_spec(
         arms: [a.id(), b.id()],
         metric: toolscore_core::metric::Metric::Selection,
         confidence: checked_confidence(args.confidence.or(defaults.confidence).unwrap_or(0.95))?,
-        rule: Rule::Compare {
+        rule: CompareRule::Compare {
             min_effect: args.min_effect,
         },
         cases,

@@ -12,8 +12,8 @@ use toolscore_core::ExitCode;
 use toolscore_core::Observer;
 use toolscore_core::metric::Metric;
 use toolscore_core::{ArmId, BASE_VARIANT, SCENARIO_DATASET};
+use toolscore_decide::{CompareRule, SequentialCompare, SequentialCompareSpec};
 use toolscore_decide::{Race, RaceSpec};
-use toolscore_decide::{Rule, SequentialCompare, SequentialCompareSpec};
 use toolscore_provider::cassette::CassetteHeader;
 use toolscore_suite::{CatalogVariant, Dataset};
 use toolscore_summary::tune::Candidate;
@@ -240,7 +240,7 @@ impl<'a> Tuner<'a> {
             proposed.extend(authored.candidates);
             not_proposed = authored.failed;
             authoring = Some(authored.spend);
-            toolscore_tune::rank(&mut proposed, self.args.max_candidates);
+            toolscore_tune::rank_candidates(&mut proposed, self.args.max_candidates);
         }
         let (candidates, variants, mut invalid) = self.variants_of(proposed)?;
         invalid.extend(not_proposed);
@@ -369,7 +369,7 @@ impl<'a> Tuner<'a> {
         let base_errors = self.lint_errors(&self.dataset.catalog);
         for c in proposed {
             let name = format!("candidate-{}", candidates.len() + 1);
-            let overlay = toolscore_tune::overlay(&[&c], &c.id);
+            let overlay = toolscore_tune::candidate_overlay(&[&c], &c.id);
             match self.variant(&name, &overlay, &self.dir.join("candidates"), &base_errors)? {
                 Ok(v) => {
                     variants.push(v);
@@ -391,7 +391,7 @@ impl<'a> Tuner<'a> {
         base_errors: &std::collections::BTreeSet<(String, String, String)>,
     ) -> Result<Result<CatalogVariant, String>, Error> {
         let path = folder.join(format!("{name}.json"));
-        let catalog = match toolscore_tune::validate(
+        let catalog = match toolscore_tune::validate_overlay(
             &self.dataset.catalog,
             overlay,
             &path.display().to_string(),
@@ -507,7 +507,7 @@ impl<'a> Tuner<'a> {
         chosen: &[&Candidate],
     ) -> Result<(Confirmation, serde_json::Value), Error> {
         let ids: Vec<String> = chosen.iter().map(|c| c.id.clone()).collect();
-        let overlay = toolscore_tune::overlay(
+        let overlay = toolscore_tune::candidate_overlay(
             chosen,
             &format!(
                 "toolscore tune of {} with {}/{}: {}",
@@ -537,7 +537,7 @@ impl<'a> Tuner<'a> {
             ],
             metric: Metric::Selection,
             confidence: self.args.confidence,
-            rule: Rule::Compare {
+            rule: CompareRule::Compare {
                 min_effect: self.args.min_effect,
             },
             cases: self.keys(Side::Holdout),
