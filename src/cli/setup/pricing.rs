@@ -196,14 +196,24 @@ pub(super) fn check_budget(args: &RunArgs, config: &Config, arms: &[Arm]) -> Res
         ));
     }
     if let Some(arm) = arms.iter().find(|a| a.price.is_none()) {
+        let s = &arm.settings;
+        // A model served from this machine is never priced from a table: say that, not that
+        // the tables lack it.
+        let why = if s.kind.adapter().serves_free(&s.base_url) {
+            format!(
+                "is served from this machine ({}), which no price table prices",
+                s.base_url
+            )
+        } else {
+            format!(
+                "has no price in {} or the price table of {}",
+                price_sources(config)?,
+                toolscore_provider::prices::shipped().as_of
+            )
+        };
         return Err(usage(&format!(
-            "--max-cost: provider `{}` ({}:{}) has no price in {} or the price table of {}, so its spend cannot be capped; give it one under `prices:` in toolscore.yaml (`{}: {{input: …, output: …}}`, US dollars per million tokens)",
-            arm.settings.name,
-            arm.settings.kind,
-            arm.settings.model,
-            price_sources(config)?,
-            toolscore_provider::prices::shipped().as_of,
-            arm.settings.name
+            "--max-cost: provider `{}` ({}:{}) {why}, so its spend cannot be capped; give it one under `prices:` in toolscore.yaml (`{}: {{input: …, output: …}}`, US dollars per million tokens; 0 for a model that costs nothing)",
+            s.name, s.kind, s.model, s.name
         )));
     }
     // The cap reserves each request at its worst case, which needs a bound on its output
