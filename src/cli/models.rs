@@ -126,16 +126,12 @@ fn facts_of(name: &str, config: &Config) -> Result<ModelFacts, Error> {
         batch_discount: p.batch_discount,
         source: p.source,
     });
-    let user = setup::user_model_map(config)?;
-    let map = user
-        .and_then(|m| m.find(settings.kind, &settings.model).map(|f| (m, f)))
-        .or_else(|| {
-            let snapshot = ModelMap::snapshot();
-            snapshot
-                .find(settings.kind, &settings.model)
-                .map(|f| (snapshot, f))
-        })
-        .map(|(map, (key, entry))| map_facts(map, key, entry));
+    let map = toolscore_provider::find_model(
+        setup::user_model_map(config)?,
+        settings.kind,
+        &settings.model,
+    )
+    .map(|(map, key, entry)| map_facts(map, key, entry));
     let capabilities = toolscore_provider::capabilities::shipped();
     let refuses = capabilities
         .entry_for(settings.kind.as_str(), &settings.model)

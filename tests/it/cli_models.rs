@@ -158,3 +158,59 @@ fn a_map_file_in_the_config_overrides_the_snapshot() {
         r.stderr
     );
 }
+
+/// What the map says a model cannot take is refused before any request (exit 2, no request
+/// sent): a model that calls no functions, and `tool_choice` for a model without it. A model
+/// the map says nothing of is run as before.
+#[test]
+fn what_the_map_says_a_model_cannot_take_is_refused_before_any_request() {
+    let server = support::FakeServer::start_in_background(|_| {
+        support::FakeResponse::ok(support::tool_call_body(&[("lookup", "{}")]))
+    });
+    let tools = r#"{"tools": [{"name": "lookup", "description": "Look something up.", "inputSchema": {"type": "object", "properties": {}}}]}"#;
+    let cases = r#"{"id": "c1", "messages": [{"role": "user", "content": "look it up"}], "expect": {"tool": "lookup"}}"#;
+    let map = r#"{"text-only": {"mode": "chat", "supports_function_calling": false},
+                  "no-choice": {"mode": "chat", "supports_function_calling": true, "supports_tool_choice": false}}"#;
+    let dir = support::fake_project(&server.base_url, tools, cases, &[("map.json", map)]);
+    let config = dir.path().join("toolscore.yaml");
+    let text = std::fs::read_to_string(&config).expect("config") + "model_map: map.json\n";
+    std::fs::write(&config, text).expect("config");
+    let run = |model: &str, extra: &[&str]| {
+        let mut args = vec![
+            "run",
+            "--provider",
+            "fake",
+            "--model",
+            model,
+            "--trials",
+            "1",
+            "--progress",
+            "off",
+        ];
+        args.extend_from_slice(extra);
+        toolscore(dir.path(), &args)
+    };
+    let r = run("text-only", &[]);
+    assert_eq!(r.code, 2, "{}", r.transcript());
+    assert!(
+        r.stderr
+            .contains("provider `fake`: model text-only calls no functions (the model map ")
+            && r.stderr
+                .contains("map.json: supports_function_calling false, text-only)"),
+        "{}",
+        r.stderr
+    );
+    let r = run("no-choice", &["--tool-choice", "required"]);
+    assert_eq!(r.code, 2, "{}", r.transcript());
+    assert!(
+        r.stderr.contains("model no-choice takes no tool_choice (")
+            && r.stderr.contains("remove tool_choice (--tool-choice)"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(server.requests_seen(), 0, "refused before any request");
+    // Without the field it lacks, the model runs.
+    let r = run("no-choice", &[]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert_eq!(server.requests_seen(), 1);
+}

@@ -35,7 +35,8 @@ pub use anthropic::decode_response as decode_anthropic_response;
 pub use azure_openai::KIND as AZURE_OPENAI_KIND;
 pub use limits::retry_after_waits;
 pub use model_map::{
-    MapEntry, MapOrigin, ModelMap, ModelMapError, omit_unsupported_sampling, snapshot_version,
+    MapEntry, MapOrigin, ModelMap, ModelMapError, find_model, omit_unsupported_sampling,
+    snapshot_version,
 };
 pub use openai_compat::{
     KIND as OPENAI_COMPAT_KIND, decode_response as decode_openai_compat_response,

@@ -218,6 +218,19 @@ impl ModelMap {
     }
 }
 
+/// What the model map says of `model` served by a provider of `kind`: `user_map`'s entry when
+/// it lists the model, else the snapshot's; with the map it came from and its key.
+pub fn find_model<'m>(
+    user_map: Option<&'m ModelMap>,
+    kind: ProviderKind,
+    model: &str,
+) -> Option<(&'m ModelMap, String, &'m MapEntry)> {
+    let found = |map: &'m ModelMap| map.find(kind, model).map(|(key, e)| (map, key, e));
+    user_map
+        .and_then(found)
+        .or_else(|| found(ModelMap::snapshot()))
+}
+
 /// Clears the temperature of `settings` when the model map says its model takes no sampling
 /// parameters (`supports_sampling_params: false`), and records it in `settings.omitted` with
 /// the map as the reason, as [`crate::capabilities::CapabilityTable::omit_rejected`] does for
@@ -227,14 +240,7 @@ pub fn omit_unsupported_sampling(
     settings: &mut crate::ProviderSettings,
     user_map: Option<&ModelMap>,
 ) -> Option<String> {
-    let (map, (key, entry)) = user_map
-        .and_then(|m| m.find(settings.kind, &settings.model).map(|f| (m, f)))
-        .or_else(|| {
-            let snapshot = ModelMap::snapshot();
-            snapshot
-                .find(settings.kind, &settings.model)
-                .map(|f| (snapshot, f))
-        })?;
+    let (map, key, entry) = find_model(user_map, settings.kind, &settings.model)?;
     if entry.sampling_params != Some(false) {
         return None;
     }

@@ -82,6 +82,7 @@ pub(super) fn live_arm(
     };
     check_provider_limits(name, &settings)?;
     settings.check()?;
+    check_model_map(name, &settings, super::user_model_map(config)?)?;
     // A field the model's API refuses is not sent (every trial would be refused), and the run
     // says so before its first request.
     for note in toolscore_provider::capabilities::shipped().omit_rejected(&mut settings) {
@@ -263,6 +264,53 @@ fn check_request_fields(
         if given && !has {
             return Err(usage(&format!(
                 "provider `{name}`: the {kind} API has no {field}; remove {field} ({flag})"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// What the model map says the model cannot take, refused before any request: a model that
+/// calls no functions (a run would have nothing to score), and `tool_choice` or
+/// `parallel_tool_calls` configured for a model without them, as an API without them is
+/// ([`check_request_fields`]). A fact the map does not state is not held against a model.
+fn check_model_map(
+    name: &str,
+    settings: &ProviderSettings,
+    user_map: Option<&toolscore_provider::ModelMap>,
+) -> Result<(), Error> {
+    let Some((map, key, entry)) =
+        toolscore_provider::find_model(user_map, settings.kind, &settings.model)
+    else {
+        return Ok(());
+    };
+    let model = &settings.model;
+    if entry.function_calling == Some(false) {
+        return Err(usage(&format!(
+            "provider `{name}`: model {model} calls no functions ({}: supports_function_calling false, {key}), so a run would have no tool call to score",
+            map.origin
+        )));
+    }
+    for (field, flag, given, has, fact) in [
+        (
+            "tool_choice",
+            "--tool-choice",
+            settings.tool_choice.is_some(),
+            entry.tool_choice,
+            "supports_tool_choice",
+        ),
+        (
+            "parallel_tool_calls",
+            "--parallel-tool-calls",
+            settings.parallel_tool_calls.is_some(),
+            entry.parallel_function_calling,
+            "supports_parallel_function_calling",
+        ),
+    ] {
+        if given && has == Some(false) {
+            return Err(usage(&format!(
+                "provider `{name}`: model {model} takes no {field} ({}: {fact} false, {key}); remove {field} ({flag})",
+                map.origin
             )));
         }
     }
