@@ -18,6 +18,15 @@ use crate::cli::Error;
 /// Longest name or model printed, in characters.
 const MAX_NAME_CHARS: usize = 200;
 
+/// Longest source or map key printed, in characters.
+const MAX_SOURCE_CHARS: usize = 400;
+
+/// A source or key from a file the user named (the config's `prices:`, a map file): one
+/// bounded line with every control character written out, before it reaches a terminal.
+fn shown_text(text: &str) -> String {
+    toolscore_core::inert(text, MAX_SOURCE_CHARS)
+}
+
 #[derive(Debug, Args)]
 pub struct ModelsArgs {
     /// A provider of toolscore.yaml, or KIND:MODEL (`anthropic:claude-sonnet-5`); one or more.
@@ -195,7 +204,7 @@ fn print_facts(f: &ModelFacts) -> Result<(), Error> {
                 price.push_str(&format!("; batch {}% off", (d * 100.0).round()));
             }
             outln!("  price              {price}")?;
-            outln!("                     from {}", p.source)?;
+            outln!("                     from {}", shown_text(&p.source))?;
         }
         None => {
             outln!("  price              unknown: give it one under `prices:` in toolscore.yaml")?
@@ -220,12 +229,20 @@ fn print_facts(f: &ModelFacts) -> Result<(), Error> {
                 m.max_input_tokens
                     .map_or("not said".to_owned(), |n| n.to_string())
             )?;
-            outln!("                     from {} ({})", m.source, m.key)?;
+            outln!(
+                "                     from {} ({})",
+                shown_text(&m.source),
+                shown_text(&m.key)
+            )?;
         }
         None => outln!("  model map          not listed in it")?,
     }
     for r in &f.refuses {
-        outln!("  refuses            `{}` ({})", r.field, r.source)?;
+        outln!(
+            "  refuses            `{}` ({})",
+            r.field,
+            shown_text(&r.source)
+        )?;
     }
     Ok(())
 }

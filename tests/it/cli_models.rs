@@ -214,3 +214,20 @@ fn what_the_map_says_a_model_cannot_take_is_refused_before_any_request() {
     assert_eq!(r.code, 0, "{}", r.transcript());
     assert_eq!(server.requests_seen(), 1);
 }
+
+/// A map file's keys and a price's source reach the terminal inert: an escape code in a key
+/// is written out, never sent to the terminal.
+#[test]
+fn what_a_map_file_says_is_printed_inert() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("map.json"),
+        "{\"openai/x\\u001b[2J\": {\"input_cost_per_token\": 1e-06, \"output_cost_per_token\": 2e-06}}",
+    )
+    .expect("map");
+    std::fs::write(dir.path().join("toolscore.yaml"), "model_map: map.json\n").expect("config");
+    let r = toolscore(dir.path(), &["models", "openai-compat:x\u{1b}[2J"]);
+    assert_eq!(r.code, 0, "{}", r.transcript());
+    assert!(!r.stdout.contains('\u{1b}'), "{:?}", r.stdout);
+    assert!(r.stdout.contains("\\u{1b}[2J"), "{}", r.stdout);
+}
