@@ -43,23 +43,8 @@ fn main() {
     if !args.iter().any(|a| a == "--bench") {
         return;
     }
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let dir = tempfile::tempdir().expect("tempdir");
-    let data = dir.path().join("bench");
-    std::fs::create_dir_all(&data).expect("mkdir");
-    std::fs::copy(
-        root.join("datasets/billing/tools.json"),
-        data.join("tools.json"),
-    )
-    .expect("copy tools");
-    let cases =
-        std::fs::read_to_string(root.join("datasets/billing/cases.jsonl")).expect("read cases");
-    let subset: Vec<&str> = cases
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .take(CASES_USED)
-        .collect();
-    std::fs::write(data.join("cases.jsonl"), subset.join("\n")).expect("write cases");
+    support::measure::billing_bench_dataset(dir.path(), CASES_USED);
 
     let body = tool_call_body(&[("get_job_status", r#"{"job_id":"job_a1b2c3"}"#)]);
     let served = Arc::new(AtomicU64::new(0));

@@ -50,23 +50,8 @@ fn main() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(20_000);
 
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let dir = tempfile::tempdir().expect("tempdir");
-    let data = dir.path().join("bench");
-    std::fs::create_dir_all(&data).expect("mkdir");
-    std::fs::copy(
-        root.join("datasets/billing/tools.json"),
-        data.join("tools.json"),
-    )
-    .expect("copy tools");
-    let cases =
-        std::fs::read_to_string(root.join("datasets/billing/cases.jsonl")).expect("read cases");
-    let subset: Vec<&str> = cases
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .take(CASES_USED)
-        .collect();
-    std::fs::write(data.join("cases.jsonl"), subset.join("\n")).expect("write cases");
+    support::measure::billing_bench_dataset(dir.path(), CASES_USED);
 
     // The body is built once; the handler only clones it, so the fake costs as little as possible.
     let body = tool_call_body(&[("get_job_status", r#"{"job_id":"job_a1b2c3"}"#)]);

@@ -12,3 +12,24 @@ pub(crate) fn wait_with_rusage(pid: libc::pid_t) -> (std::process::ExitStatus, i
     assert_eq!(rc, pid, "wait4 failed");
     (std::process::ExitStatus::from_raw(status), usage.ru_maxrss)
 }
+
+/// The benchmarks' dataset: the billing catalog and its first `cases` cases, as `DIR/bench`
+/// (a run names it `--dataset bench` from `dir`).
+pub(crate) fn billing_bench_dataset(dir: &std::path::Path, cases: usize) {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let data = dir.join("bench");
+    std::fs::create_dir_all(&data).expect("mkdir");
+    std::fs::copy(
+        root.join("datasets/billing/tools.json"),
+        data.join("tools.json"),
+    )
+    .expect("copy tools");
+    let all =
+        std::fs::read_to_string(root.join("datasets/billing/cases.jsonl")).expect("read cases");
+    let subset: Vec<&str> = all
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .take(cases)
+        .collect();
+    std::fs::write(data.join("cases.jsonl"), subset.join("\n")).expect("write cases");
+}
